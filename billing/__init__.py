@@ -1,0 +1,1 @@
+"""GPU/CPU chargeback for shared Kubernetes clusters."""
