@@ -1,0 +1,122 @@
+"""The `billing` command: parse arguments, call the job, map errors to exit codes.
+
+Exit status: 0 success, 1 a run failed (a data source unreachable, a query
+failed, ...), 2 a usage or configuration error.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+from datetime import date
+
+import click
+
+from billing.prometheus import PrometheusError
+from billing.config import Config, ConfigError, config_path, load_config
+from billing.days import days_between, yesterday
+from billing.directory import DirectoryError
+from billing.job import run_day
+from billing.ledger import LedgerError
+
+log = logging.getLogger("billing")
+
+RUN_FAILURES = (PrometheusError, DirectoryError, LedgerError)
+
+
+def _fail(status: int, message: str) -> None:
+    click.echo(f"billing: {message}", err=True)
+    sys.exit(status)
+
+
+def _guarded(command):
+    """Turn the modules' errors into one sentence and the documented exit status."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except ConfigError as exc:
+            _fail(2, str(exc))
+        except RUN_FAILURES as exc:
+            _fail(1, str(exc))
+        except KeyboardInterrupt:
+            _fail(1, "interrupted; the ledger keeps its previous rows for the day being run")
+
+    return wrapper
+
+
+config_option = click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False),
+    help="Configuration file (default: $BILLING_CONFIG, then ./billing.yaml).",
+)
+
+
+def _config(config_file: str | None) -> Config:
+    return load_config(config_path(config_file))
+
+
+def _date(ctx, param, value: str | None) -> date | None:
+    if value is None:
+        return None
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a date like 2026-11-20") from None
+
+
+@click.group()
+@click.option("-v", "--verbose", is_flag=True, help="Log debug details.")
+@click.version_option(package_name="billing")
+def main(verbose: bool) -> None:
+    """GPU/CPU chargeback for shared Kubernetes clusters."""
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(message)s",
+        stream=sys.stderr,
+    )
+    logging.getLogger("urllib3").setLevel(logging.ERROR)  # its retry chatter; failures surface as ours
+
+
+@main.command()
+@click.option("--date", "day", callback=_date, help="Billing day YYYY-MM-DD (default: yesterday, local time).")
+@config_option
+@_guarded
+def run(day: date | None, config_file: str | None) -> None:
+    """Bill one day: collect, price, write the ledger, reports and emails.
+
+    Re-running a day replaces its rows. Example:
+
+        billing run --date 2026-11-20 --config /etc/billing/billing.yaml
+    """
+    config = _config(config_file)
+    run_day(config, day or yesterday(config.zone))
+
+
+@main.command()
+@click.option("--from", "first", callback=_date, required=True, help="First day, YYYY-MM-DD.")
+@click.option("--to", "last", callback=_date, required=True, help="Last day, YYYY-MM-DD (inclusive).")
+@config_option
+@_guarded
+def backfill(first: date, last: date, config_file: str | None) -> None:
+    """Run every day of an inclusive range, oldest first.
+
+    Example:
+
+        billing backfill --from 2026-11-01 --to 2026-11-20
+    """
+    if last < first:
+        raise click.BadParameter("--to is before --from")
+    config = _config(config_file)
+    days = days_between(first, last)
+    if sys.stderr.isatty():
+        with click.progressbar(days, label="billing", file=sys.stderr, item_show_func=lambda d: d and str(d)) as bar:
+            for day in bar:
+                run_day(config, day)
+    else:
+        for number, day in enumerate(days, 1):
+            log.info("backfill: day %d of %d", number, len(days))
+            run_day(config, day)

@@ -1,0 +1,284 @@
+"""The configuration file: schema, validation and secret resolution.
+
+Everything the rest of the program knows about the YAML file comes through
+`load_config`, which either returns a fully validated `Config` (secrets
+already read from their environment variables or files) or raises
+`ConfigError` with one sentence per mistake, each naming the key.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Annotated, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import yaml
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+
+class ConfigError(Exception):
+    """The configuration is unusable; the message names the key."""
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+_DURATION = re.compile(r"(?:\d+(?:\.\d+)?(?:ms|s|m|h|d))+")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(value: object) -> float:
+    """Seconds from `60s`, `2m`, `1h30m` or a bare number of seconds."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = float(value)
+    elif isinstance(value, str) and _DURATION.fullmatch(value):
+        seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(value))
+    else:
+        raise ValueError(f"expected a duration like 60s or 2m, got {value!r}")
+    if seconds <= 0:
+        raise ValueError("a duration must be positive")
+    return seconds
+
+
+Duration = Annotated[float, BeforeValidator(parse_duration)]
+NonNegative = Annotated[float, Field(ge=0)]
+
+
+class _Section(BaseModel):
+    """Unknown keys are mistakes, not extensions."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+def _read_secret(env_name: str, file_name: str, key: str) -> str | None:
+    """The secret named by `<key>_env` or `<key>_file`; '' means not set."""
+    if env_name and file_name:
+        raise ValueError(f"set only one of {key}_env and {key}_file")
+    if env_name:
+        if env_name not in os.environ:
+            raise ValueError(f"{key}_env names the environment variable {env_name}, which is not set")
+        return os.environ[env_name]
+    if file_name:
+        try:
+            return Path(file_name).read_text().strip()
+        except OSError as exc:
+            raise ValueError(f"{key}_file {file_name} cannot be read ({exc.strerror})") from None
+    return None
+
+
+class PrometheusConfig(_Section):
+    url: str = ""
+    replay: str = ""  # a directory of recorded answers instead of a live server (the demo)
+    selector: str = ""
+    bearer_token_env: str = ""
+    bearer_token_file: str = ""
+    ca_file: str = ""
+    timeout: Duration = 120.0
+    bearer_token: str | None = Field(default=None, exclude=True, repr=False)
+
+    @model_validator(mode="after")
+    def _resolve(self) -> PrometheusConfig:
+        if bool(self.url) == bool(self.replay):
+            raise ValueError("set exactly one of url and replay")
+        self.bearer_token = _read_secret(self.bearer_token_env, self.bearer_token_file, "bearer_token")
+        return self
+
+
+class Prices(_Section):
+    cpu_core_hour: NonNegative
+    memory_gib_hour: NonNegative
+    gpu_hour: NonNegative
+    gpu_models: dict[str, NonNegative] = {}
+
+
+class ClusterConfig(_Section):
+    name: Annotated[str, Field(min_length=1)]
+    prometheus: PrometheusConfig
+    gpu_model_label: str = "label_nvidia_com_gpu_product"
+    prices: Prices
+
+
+class PeopleConfig(_Section):
+    base: str = ""
+    filter: str = "(objectClass=inetOrgPerson)"
+    uid_attribute: str = "uid"
+    name_attribute: str = "cn"
+    mail_attribute: str = "mail"
+
+
+class TeamsConfig(_Section):
+    base: str = ""
+    filter: str = "(objectClass=groupOfNames)"
+    name_attribute: str = "cn"
+    member_attribute: str = "member"
+    lead_attribute: str = "owner"
+
+
+class DirectoryConfig(_Section):
+    ldif: str = ""  # a directory exported to an LDIF file instead of a live server
+    url: str | list[str] = ""
+    bind_dn: str = ""
+    bind_password_env: str = ""
+    bind_password_file: str = ""
+    ca_file: str = ""
+    timeout: Duration = 30.0
+    people: PeopleConfig = PeopleConfig()
+    teams: TeamsConfig = TeamsConfig()
+    bind_password: str | None = Field(default=None, exclude=True, repr=False)
+
+    @model_validator(mode="after")
+    def _resolve(self) -> DirectoryConfig:
+        if bool(self.ldif) == bool(self.url):
+            raise ValueError("set exactly one of url and ldif")
+        self.bind_password = _read_secret(self.bind_password_env, self.bind_password_file, "bind_password")
+        return self
+
+
+def _compile_pattern(pattern: str, group: str) -> str:
+    try:
+        compiled = re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"not a valid regular expression ({exc})") from None
+    if group not in compiled.groupindex:
+        raise ValueError(f"the pattern needs a named group (?P<{group}>...)")
+    return pattern
+
+
+class NamespaceRules(_Section):
+    overrides: dict[str, str] = {}
+    team_pattern: str = r"^team-(?P<team>[a-z0-9-]+)$"
+    person_pattern: str = r"^(?P<uid>[a-z][a-z0-9-]*)$"
+    unallocated_team: Annotated[str, Field(min_length=1)] = "unallocated"
+
+    @field_validator("team_pattern")
+    @classmethod
+    def _team(cls, value: str) -> str:
+        return _compile_pattern(value, "team")
+
+    @field_validator("person_pattern")
+    @classmethod
+    def _person(cls, value: str) -> str:
+        return _compile_pattern(value, "uid")
+
+
+class EmailConfig(_Section):
+    enabled: bool = False
+    smtp_host: str = ""
+    smtp_port: Annotated[int, Field(gt=0, lt=65536)] = 587
+    starttls: bool = True
+    username_env: str = ""
+    username_file: str = ""
+    password_env: str = ""
+    password_file: str = ""
+    from_: str = Field(default="billing@localhost", alias="from")
+    admins: list[str] = []
+    team_leads: bool = True
+    outbox_dir: str = ""
+    username: str | None = Field(default=None, exclude=True, repr=False)
+    password: str | None = Field(default=None, exclude=True, repr=False)
+
+    @model_validator(mode="after")
+    def _resolve(self) -> EmailConfig:
+        if self.enabled and not (self.smtp_host or self.outbox_dir):
+            raise ValueError("an enabled email section needs smtp_host or outbox_dir")
+        self.username = _read_secret(self.username_env, self.username_file, "username")
+        self.password = _read_secret(self.password_env, self.password_file, "password")
+        return self
+
+
+class Config(_Section):
+    timezone: str = "UTC"
+    currency: Annotated[str, Field(pattern=r"^[A-Z]{3}$")] = "USD"
+    step: Duration = 60.0
+    database: str = "sqlite:///billing.db"
+    output_dir: str = "out/reports"
+    clusters: Annotated[list[ClusterConfig], Field(min_length=1)]
+    gpu_resources: Annotated[list[str], Field(min_length=1)] = ["nvidia_com_gpu"]
+    directory: DirectoryConfig
+    namespaces: NamespaceRules = NamespaceRules()
+    email: EmailConfig = EmailConfig()
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown timezone {value!r} (expected an IANA name like Europe/Berlin)") from None
+        return value
+
+    @field_validator("step")
+    @classmethod
+    def _step(cls, value: float) -> float:
+        if value != int(value) or 1800 % int(value) != 0:
+            raise ValueError("step must be a whole number of seconds that divides 30m (e.g. 30s, 60s, 5m)")
+        return value
+
+    @field_validator("clusters")
+    @classmethod
+    def _unique_names(cls, clusters: list[ClusterConfig]) -> list[ClusterConfig]:
+        names = [c.name for c in clusters]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"duplicate cluster name {duplicates[0]!r}")
+        return clusters
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)
+
+
+def _key(location: tuple) -> str:
+    """`clusters[0].prices.gpu_hour` from pydantic's location tuple."""
+    key = ""
+    for part in location:
+        if isinstance(part, int):
+            key += f"[{part}]"
+        elif part not in ("function-after", "function-before") and not str(part).startswith("function-"):
+            key += ("." if key else "") + ("from" if part == "from_" else str(part))
+    return key or "(top level)"
+
+
+def _sentence(error: dict) -> str:
+    key = _key(error["loc"])
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        return f"{key}: unknown key"
+    if kind == "missing":
+        return f"{key}: required key is missing"
+    message = error["msg"].removeprefix("Value error, ")
+    return f"{key}: {message}"
+
+
+def config_path(explicit: str | None) -> Path:
+    """--config, then $BILLING_CONFIG, then ./billing.yaml."""
+    return Path(explicit or os.environ.get("BILLING_CONFIG") or "billing.yaml")
+
+
+def load_config(path: Path) -> Config:
+    """Read, validate and resolve secrets; raise ConfigError naming every bad key."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = f" at line {where.line + 1}" if where else ""
+        raise ConfigError(f"config file {path} is not valid YAML{line}: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a mapping of keys, not {type(data).__name__}")
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        sentences = [_sentence(e) for e in exc.errors(include_input=False, include_url=False)]
+        raise ConfigError(f"config file {path}: " + "; ".join(sentences)) from None

@@ -1,0 +1,42 @@
+"""Billing days: local calendar dates turned into UTC intervals."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta, timezone
+from zoneinfo import ZoneInfo
+
+
+@dataclass(frozen=True)
+class BillingDay:
+    """The half-open interval [start, end) of one local date, as UTC instants."""
+
+    date: date
+    start: datetime
+    end: datetime
+
+    @property
+    def seconds(self) -> float:
+        return (self.end - self.start).total_seconds()
+
+
+def _first_instant(day: date, zone: ZoneInfo) -> datetime:
+    # fold=0 maps a wall time that a DST jump skips onto the jump itself, which
+    # is exactly the first instant of a day whose midnight does not exist.
+    return datetime.combine(day, time(0), tzinfo=zone).astimezone(timezone.utc)
+
+
+def billing_day(day: date, zone: ZoneInfo) -> BillingDay:
+    """Local midnight to local midnight; 23 or 25 hours on DST changes."""
+    return BillingDay(day, _first_instant(day, zone), _first_instant(day + timedelta(days=1), zone))
+
+
+def yesterday(zone: ZoneInfo, now: datetime | None = None) -> date:
+    """The last complete local day: the default day of a nightly run."""
+    now = now or datetime.now(timezone.utc)
+    return now.astimezone(zone).date() - timedelta(days=1)
+
+
+def days_between(first: date, last: date) -> list[date]:
+    """Every date from first to last, inclusive."""
+    return [first + timedelta(days=n) for n in range((last - first).days + 1)]

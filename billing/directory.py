@@ -1,0 +1,157 @@
+"""People, teams and team leads, from an LDIF file or a live LDAP directory.
+
+Both sources produce the same plain entries (DN and attributes), and
+`build_directory` turns entries into a `Directory` the same way for both:
+members and leads may be DNs (groupOfNames, Active Directory) or bare uids
+(posixGroup memberUid); DNs are compared normalised. A member that names no
+person (someone who left) is skipped with a warning.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ldap3.core.exceptions import LDAPInvalidDnError
+from ldap3.utils.dn import parse_dn
+from ldif import LDIFParser
+
+from billing.config import DirectoryConfig
+
+log = logging.getLogger(__name__)
+
+
+class DirectoryError(Exception):
+    """The directory could not be read; the message names the source and cause."""
+
+
+@dataclass(frozen=True)
+class Person:
+    uid: str
+    name: str
+    mail: str
+
+
+@dataclass(frozen=True)
+class Team:
+    name: str
+    members: tuple[str, ...]  # uids
+    leads: tuple[str, ...]  # uids
+
+
+@dataclass(frozen=True)
+class Directory:
+    people: dict[str, Person]
+    teams: dict[str, Team]
+    _teams_of: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        memberships: dict[str, list[str]] = {}
+        for team in sorted(self.teams.values(), key=lambda t: t.name):
+            for uid in team.members:
+                memberships.setdefault(uid, []).append(team.name)
+        self._teams_of.update({uid: tuple(names) for uid, names in memberships.items()})
+
+    def teams_of(self, uid: str) -> tuple[str, ...]:
+        """The teams a person is on, sorted by name."""
+        return self._teams_of.get(uid, ())
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One directory entry; attribute names lower-case, values as strings."""
+
+    dn: str
+    attributes: dict[str, list[str]]
+
+    def first(self, name: str) -> str:
+        values = self.attributes.get(name.lower(), [])
+        return values[0] if values else ""
+
+    def all(self, name: str) -> list[str]:
+        return self.attributes.get(name.lower(), [])
+
+
+def normalise_dn(dn: str) -> str:
+    """Case- and space-insensitive form of a DN, for comparing member DNs."""
+    try:
+        return ",".join(f"{attr.strip().lower()}={value.strip().lower()}" for attr, value, _ in parse_dn(dn, strip=True))
+    except LDAPInvalidDnError:
+        return dn.strip().lower()
+
+
+def _under(dn: str, base: str) -> bool:
+    if not base:
+        return True
+    dn, base = normalise_dn(dn), normalise_dn(base)
+    return dn == base or dn.endswith("," + base)
+
+
+def build_directory(people: Iterable[Entry], teams: Iterable[Entry], config: DirectoryConfig) -> Directory:
+    """People and teams from entries; memberships resolved by DN or uid."""
+    p, t = config.people, config.teams
+    persons: dict[str, Person] = {}
+    uid_by_dn: dict[str, str] = {}
+    for entry in people:
+        uid = entry.first(p.uid_attribute)
+        if not uid:
+            continue
+        persons[uid] = Person(uid, entry.first(p.name_attribute) or uid, entry.first(p.mail_attribute))
+        uid_by_dn[normalise_dn(entry.dn)] = uid
+
+    def resolve(values: list[str], team: str, role: str) -> tuple[str, ...]:
+        uids = []
+        for value in values:
+            uid = uid_by_dn.get(normalise_dn(value)) if "=" in value else (value if value in persons else None)
+            if uid is None:
+                log.warning("team %s: %s %r names no person in the directory; skipped", team, role, value)
+            elif uid not in uids:
+                uids.append(uid)
+        return tuple(uids)
+
+    groups: dict[str, Team] = {}
+    for entry in teams:
+        name = entry.first(t.name_attribute)
+        if not name:
+            continue
+        groups[name] = Team(
+            name,
+            members=resolve(entry.all(t.member_attribute), name, "member"),
+            leads=resolve(entry.all(t.lead_attribute), name, "lead"),
+        )
+    return Directory(persons, groups)
+
+
+def read_ldif(path: Path, config: DirectoryConfig) -> Directory:
+    """A directory exported as LDIF: people below people.base, teams below teams.base."""
+    try:
+        with path.open("rb") as stream:
+            records = [
+                Entry(dn, {k.lower(): [_text(v) for v in vs] for k, vs in attrs.items()})
+                for dn, attrs in LDIFParser(stream).parse()
+                if dn
+            ]
+    except OSError as exc:
+        raise DirectoryError(f"directory file {path} cannot be read: {exc.strerror}") from None
+    except ValueError as exc:
+        raise DirectoryError(f"directory file {path} is not valid LDIF: {exc}") from None
+    uid_attr = config.people.uid_attribute.lower()
+    people = [e for e in records if _under(e.dn, config.people.base) and uid_attr in e.attributes]
+    person_dns = {e.dn for e in people}
+    teams = [e for e in records if _under(e.dn, config.teams.base) and e.dn not in person_dns]
+    return build_directory(people, teams, config)
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def load_directory(config: DirectoryConfig) -> Directory:
+    """The whole directory, read once per run."""
+    if config.ldif:
+        return read_ldif(Path(config.ldif), config)
+    from billing.ldap import read_ldap  # the live directory: its own module
+
+    return read_ldap(config)

@@ -1,0 +1,66 @@
+"""The nightly run of one billing day: collect, own, price, write the ledger."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import date
+
+import pandas as pd
+
+from billing.collect import ClusterUsage, collect_cluster
+from billing.config import Config
+from billing.days import billing_day
+from billing.directory import load_directory
+from billing.ledger import open_ledger, replace_day
+from billing.ownership import assign_owners
+from billing.pricing import price
+from billing.prometheus import prometheus_source
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    day: date
+    rows: int
+    total_cost: float
+    clusters: list[ClusterUsage]
+
+
+def _log_cluster(collected: ClusterUsage) -> None:
+    hours = collected.usage.groupby("resource")["quantity"].sum()
+    log.info(
+        "cluster %s: %d namespaces, %d pods, %.2f GPU-h, %.2f core-h, %.2f GiB-h (%d queries)",
+        collected.cluster,
+        collected.usage["namespace"].nunique(),
+        collected.pods,
+        hours.get("gpu", 0.0),
+        hours.get("cpu", 0.0),
+        hours.get("memory", 0.0),
+        collected.queries,
+    )
+
+
+def run_day(config: Config, day: date) -> RunSummary:
+    """Bill one day; every data source is read before the ledger is touched."""
+    ledger = open_ledger(config.database)
+    period = billing_day(day, config.zone)
+    log.info("billing %s (%s to %s UTC)", day, period.start.isoformat(), period.end.isoformat())
+
+    collected = []
+    for cluster in config.clusters:
+        source = prometheus_source(cluster.name, cluster.prometheus)
+        usage = collect_cluster(cluster, period, int(config.step), config.gpu_resources, source)
+        _log_cluster(usage)
+        collected.append(usage)
+    usage = pd.concat([c.usage.assign(cluster=c.cluster) for c in collected], ignore_index=True)
+
+    directory = load_directory(config.directory)
+    ownership = assign_owners(usage["namespace"], directory, config.namespaces)
+    rows = price(usage, ownership, {c.name: c.prices for c in config.clusters})
+
+    written = replace_day(ledger, day, rows, config.currency)
+    total = float(rows["cost"].sum())
+    log.info("%s: %d ledger rows, total cost %.2f %s", day, written, total, config.currency)
+    return RunSummary(day, written, total, collected)

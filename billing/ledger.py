@@ -1,0 +1,129 @@
+"""The ledger: the `chargeback` table of SPEC.md, the source of truth.
+
+A day is written in one transaction that deletes the day's previous rows,
+inserts the new ones and records the day as completed, so a failed run
+leaves the previous rows intact and never half a day. Reports read from
+here only.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+
+import pandas as pd
+from sqlalchemy import (
+    Column,
+    Date,
+    DateTime,
+    Double,
+    Engine,
+    Index,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+    create_engine,
+    delete,
+    insert,
+    select,
+)
+from sqlalchemy.exc import SQLAlchemyError
+
+metadata = MetaData()
+
+chargeback = Table(
+    "chargeback",
+    metadata,
+    Column("day", Date, primary_key=True),
+    Column("cluster", Text, primary_key=True),
+    Column("namespace", Text, primary_key=True),
+    Column("team", Text, primary_key=True),
+    Column("owner", Text, nullable=True),
+    Column("resource", Text, primary_key=True),
+    Column("gpu_model", Text, primary_key=True),
+    Column("quantity", Double, nullable=False),
+    Column("unit_price", Double, nullable=False),
+    Column("cost", Double, nullable=False),
+    Column("currency", Text, nullable=False),
+    Column("computed_at", DateTime(timezone=True), nullable=False),
+    Index("chargeback_team_day", "team", "day"),
+    Index("chargeback_owner_day", "owner", "day"),
+)
+
+completed_days = Table(
+    "completed_days",
+    metadata,
+    Column("day", Date, primary_key=True),
+    Column("completed_at", DateTime(timezone=True), nullable=False),
+    Column("rows", Integer, nullable=False),
+)
+
+LEDGER_COLUMNS = [c.name for c in chargeback.columns]
+
+
+class LedgerError(Exception):
+    """The database could not be reached or written; the message names it."""
+
+
+def _where(engine: Engine) -> str:
+    return f"database {engine.url.render_as_string(hide_password=True)}"
+
+
+def open_ledger(url: str) -> Engine:
+    """An engine on the ledger database, with its tables created if missing."""
+    try:
+        engine = create_engine(url)
+    except (SQLAlchemyError, ValueError, ImportError) as exc:
+        raise LedgerError(f"config key database: cannot use {url.split('@')[-1]!r} ({exc})") from None
+    try:
+        metadata.create_all(engine)
+    except SQLAlchemyError as exc:
+        raise LedgerError(f"{_where(engine)} is unreachable or refused the schema: {_cause(exc)}") from None
+    return engine
+
+
+def _cause(exc: SQLAlchemyError) -> str:
+    return str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+
+
+def replace_day(engine: Engine, day: date, rows: pd.DataFrame, currency: str) -> int:
+    """Replace the day's rows in one transaction; return how many were written."""
+    computed_at = datetime.now(timezone.utc)
+    records = rows.assign(day=day, currency=currency, computed_at=computed_at)[LEDGER_COLUMNS]
+    values = records.astype(object).to_dict("records")
+    for value in values:  # pandas writes a missing owner as NaN; the table wants NULL
+        value["owner"] = value["owner"] if isinstance(value["owner"], str) else None
+    try:
+        with engine.begin() as conn:
+            conn.execute(delete(chargeback).where(chargeback.c.day == day))
+            if values:
+                conn.execute(insert(chargeback), values)
+            conn.execute(delete(completed_days).where(completed_days.c.day == day))
+            conn.execute(insert(completed_days).values(day=day, completed_at=computed_at, rows=len(values)))
+    except SQLAlchemyError as exc:
+        raise LedgerError(f"{_where(engine)}: writing {day} failed, previous rows kept: {_cause(exc)}") from None
+    return len(values)
+
+
+def read_rows(engine: Engine, first: date, last: date, team: str | None = None) -> pd.DataFrame:
+    """Ledger rows of a date range (inclusive), optionally of one team."""
+    query = select(chargeback).where(chargeback.c.day.between(first, last))
+    if team is not None:
+        query = query.where(chargeback.c.team == team)
+    try:
+        with engine.connect() as conn:
+            frame = pd.DataFrame(conn.execute(query).mappings().all(), columns=LEDGER_COLUMNS)
+    except SQLAlchemyError as exc:
+        raise LedgerError(f"{_where(engine)}: reading the ledger failed: {_cause(exc)}") from None
+    frame["day"] = pd.to_datetime(frame["day"]).dt.date
+    return frame
+
+
+def completed(engine: Engine, first: date, last: date) -> set[date]:
+    """The days in the range that a run completed."""
+    query = select(completed_days.c.day).where(completed_days.c.day.between(first, last))
+    try:
+        with engine.connect() as conn:
+            return set(conn.execute(query).scalars())
+    except SQLAlchemyError as exc:
+        raise LedgerError(f"{_where(engine)}: reading completed days failed: {_cause(exc)}") from None
