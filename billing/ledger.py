@@ -58,6 +58,13 @@ completed_days = Table(
     Column("rows", Integer, nullable=False),
 )
 
+directory_snapshots = Table(  # the directory of the last successful run, for `on_failure: last_known`
+    "directory_snapshots",
+    metadata,
+    Column("taken_at", DateTime(timezone=True), primary_key=True),
+    Column("content", Text, nullable=False),  # JSON, opaque to the ledger
+)
+
 LEDGER_COLUMNS = [c.name for c in chargeback.columns]
 
 
@@ -86,8 +93,12 @@ def _cause(exc: SQLAlchemyError) -> str:
     return str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
 
 
-def replace_day(engine: Engine, day: date, rows: pd.DataFrame, currency: str) -> int:
-    """Replace the day's rows in one transaction; return how many were written."""
+def replace_day(engine: Engine, day: date, rows: pd.DataFrame, currency: str, directory: str | None = None) -> int:
+    """Replace the day's rows in one transaction; return how many were written.
+
+    `directory`, if given, replaces the stored directory snapshot in the same
+    transaction, so only a run that succeeded leaves one behind.
+    """
     computed_at = datetime.now(timezone.utc)
     records = rows.assign(day=day, currency=currency, computed_at=computed_at)[LEDGER_COLUMNS]
     values = records.astype(object).to_dict("records")
@@ -100,6 +111,9 @@ def replace_day(engine: Engine, day: date, rows: pd.DataFrame, currency: str) ->
                 conn.execute(insert(chargeback), values)
             conn.execute(delete(completed_days).where(completed_days.c.day == day))
             conn.execute(insert(completed_days).values(day=day, completed_at=computed_at, rows=len(values)))
+            if directory is not None:
+                conn.execute(delete(directory_snapshots))
+                conn.execute(insert(directory_snapshots).values(taken_at=computed_at, content=directory))
     except SQLAlchemyError as exc:
         raise LedgerError(f"{_where(engine)}: writing {day} failed, previous rows kept: {_cause(exc)}") from None
     return len(values)
@@ -127,3 +141,18 @@ def completed(engine: Engine, first: date, last: date) -> set[date]:
             return set(conn.execute(query).scalars())
     except SQLAlchemyError as exc:
         raise LedgerError(f"{_where(engine)}: reading completed days failed: {_cause(exc)}") from None
+
+
+def latest_directory(engine: Engine) -> tuple[datetime, str] | None:
+    """(taken_at in UTC, content) of the stored directory snapshot, if any run left one."""
+    query = select(directory_snapshots).order_by(directory_snapshots.c.taken_at.desc()).limit(1)
+    try:
+        with engine.connect() as conn:
+            row = conn.execute(query).first()
+    except SQLAlchemyError as exc:
+        raise LedgerError(f"{_where(engine)}: reading the stored directory failed: {_cause(exc)}") from None
+    if row is None:
+        return None
+    taken_at = row.taken_at  # SQLite hands it back naive (it stored UTC); PostgreSQL in the session's zone
+    taken_at = taken_at.replace(tzinfo=timezone.utc) if taken_at.tzinfo is None else taken_at.astimezone(timezone.utc)
+    return taken_at, row.content
