@@ -37,6 +37,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from billing.config import ClusterConfig
@@ -222,8 +223,7 @@ def _fast_or_exact(source: PrometheusSource, queries: Queries, chunk: Chunk) -> 
                 total = sum(float(v) for _, v in series["values"])
                 rows.append((labels.get("namespace", ""), labels.get("resource", ""),
                              labels.get(queries.gpu_label, ""), total))
-        frame = pd.DataFrame(rows, columns=USAGE_COLUMNS)
-        return _ChunkResult(_to_hours(frame, chunk.step), pods, 3 + len(parts))
+        return _ChunkResult(_hours(rows, chunk.step), pods, 3 + len(parts))
 
     rows = []
     for series in source.instant(queries.fast(chunk), at):
@@ -231,12 +231,12 @@ def _fast_or_exact(source: PrometheusSource, queries: Queries, chunk: Chunk) -> 
         node = labels.get("node", "")
         model = min(node_models.get(node, {""}))
         rows.append((labels.get("namespace", ""), labels.get("resource", ""), model, float(series["value"][1])))
-    frame = pd.DataFrame(rows, columns=USAGE_COLUMNS)
-    return _ChunkResult(_to_hours(frame, chunk.step), pods, 4)
+    return _ChunkResult(_hours(rows, chunk.step), pods, 4)
 
 
-def _to_hours(frame: pd.DataFrame, step: int) -> pd.DataFrame:
-    """Resource-instants to resource-hours."""
+def _hours(rows: list[tuple[str, str, str, float]], step: int) -> pd.DataFrame:
+    """Rows of resource-instants as a frame of resource-hours."""
+    frame = pd.DataFrame(rows, columns=USAGE_COLUMNS).astype({"quantity": float})
     return frame.assign(quantity=frame["quantity"] * step / 3600)
 
 
@@ -249,6 +249,7 @@ def collect_cluster(
     with ThreadPoolExecutor(PARALLEL_QUERIES) as pool:
         results = list(pool.map(lambda c: _fast_or_exact(source, queries, c), pieces))
     raw = pd.concat([r.usage for r in results], ignore_index=True)
+    _refuse_impossible_values(raw, cluster.name)
     usage = _normalise(raw, gpu_resources)
     return ClusterUsage(
         cluster=cluster.name,
@@ -256,6 +257,17 @@ def collect_cluster(
         pods=len(frozenset().union(*(r.pods for r in results))),
         queries=sum(r.queries for r in results),
     )
+
+
+def _refuse_impossible_values(raw: pd.DataFrame, cluster: str) -> None:
+    """A NaN, infinite or negative request would make a silently wrong bill."""
+    bad = raw[~np.isfinite(raw["quantity"]) | (raw["quantity"] < 0)]
+    if len(bad):
+        first = bad.iloc[0]
+        raise PrometheusError(
+            f"Prometheus of cluster {cluster} returned an impossible {first['resource']} request "
+            f"({first['quantity']}) for namespace {first['namespace']!r}; refusing to bill it"
+        )
 
 
 def _normalise(raw: pd.DataFrame, gpu_resources: list[str]) -> pd.DataFrame:
