@@ -82,6 +82,7 @@ class PrometheusConfig(_Section):
     bearer_token_file: str = ""
     ca_file: str = ""
     timeout: Duration = 120.0
+    retries: Annotated[int, Field(ge=0)] = 4  # on connection errors, timeouts, 429 and 5xx, with backoff
     bearer_token: str | None = Field(default=None, exclude=True, repr=False)
 
     @model_validator(mode="after")

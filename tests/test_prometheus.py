@@ -14,7 +14,7 @@ OK = {"status": "success", "data": {"resultType": "vector", "result": [{"metric"
 
 
 def live(**config) -> LivePrometheus:
-    return LivePrometheus("jaguar", PrometheusConfig(url=URL, **config), retries=3, backoff=0)
+    return LivePrometheus("jaguar", PrometheusConfig(url=URL, retries=3, **config), backoff=0)
 
 
 @responses.activate
@@ -63,14 +63,14 @@ def test_invalid_json_is_a_clear_error():
 def test_a_timeout_is_a_clear_error():
     responses.post(QUERY_URL, body=requests.exceptions.ReadTimeout("read timed out"))
     with pytest.raises(PrometheusError, match="did not answer in time"):
-        LivePrometheus("jaguar", PrometheusConfig(url=URL), retries=0).instant("up", 1000)
+        LivePrometheus("jaguar", PrometheusConfig(url=URL, retries=0)).instant("up", 1000)
 
 
 def test_an_unreachable_server_is_named():
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))
         port = free.getsockname()[1]
-    source = LivePrometheus("ibis", PrometheusConfig(url=f"http://127.0.0.1:{port}"), retries=1, backoff=0)
+    source = LivePrometheus("ibis", PrometheusConfig(url=f"http://127.0.0.1:{port}", retries=1), backoff=0)
     with pytest.raises(PrometheusError, match=f"cluster ibis at http://127.0.0.1:{port} is unreachable .*refused"):
         source.instant("up", 1000)
 
