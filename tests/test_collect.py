@@ -39,11 +39,11 @@ def test_a_step_that_misses_local_midnight_is_refused():
 
 
 def test_queries_carry_the_cluster_selector_and_quote_values():
-    queries = Queries(CLUSTER, ["nvidia_com_gpu", "amd.com/gpu"])
-    assert queries.running == 'kube_pod_status_phase{phase="Running", cluster="jaguar"}'
-    assert 'resource=~"cpu|memory|nvidia_com_gpu|amd\\\\.com/gpu"' in queries.requests
+    queries = Queries(CLUSTER, ["nvidia_com_gpu", "amd.com/gpu"], chunks(DAY, 60)[0])
+    assert queries.running() == 'kube_pod_status_phase{phase="Running", cluster="jaguar"}'
+    assert 'resource=~"cpu|memory|nvidia_com_gpu|amd\\\\.com/gpu"' in queries.requests()
     assert quote('a"b\\c\nd') == '"a\\"b\\\\c\\nd"'
-    fast = queries.fast(chunks(DAY, 60)[0])
+    fast = queries.fast("")
     # instants D 00:00 ... 05:59 at T = 05:59: a range of 6 h minus half a step picks exactly 360
     assert "[21570000ms:60000ms]" in fast
     # raw samples reach back one lookback (5 min) before the chunk's first instant
@@ -53,21 +53,28 @@ def test_queries_carry_the_cluster_selector_and_quote_values():
 class FakePrometheus:
     """Answers by the kind of query; records what was asked."""
 
-    def __init__(self, fast=(), models=(), resized=(), exact=()):
-        self.answers = {"fast": list(fast), "models": list(models), "resized": list(resized), "exact": list(exact)}
-        self.asked: list[str] = []
+    def __init__(self, fast=(), models=(), resized=(), on_nodes=(), exact=()):
+        self.answers = {"fast": list(fast), "models": list(models), "resized": list(resized),
+                        "on_nodes": list(on_nodes), "exact": list(exact)}
+        self.asked: list[tuple[str, str]] = []
 
     def instant(self, query: str, at: float) -> list[dict]:
-        kind = ("resized" if "changes(" in query else "models" if "kube_node_labels" in query and "sum_over_time" not in query
-                else "pods" if query.startswith("group by (uid)") else "fast")
-        self.asked.append(kind)
+        kind = ("resized" if "changes(" in query else "models" if query.startswith("max by (node")
+                else "on_nodes" if "node=~" in query else "pods" if query.startswith("group by (uid)") else "fast")
+        self.asked.append((kind, query))
         if kind == "pods":
             return [{"metric": {"uid": "u1"}, "value": [at, "1"]}]
         return self.answers[kind]
 
     def range(self, query: str, start: float, end: float, step: float) -> list[dict]:
-        self.asked.append("exact")
+        self.asked.append(("exact", query))
         return self.answers["exact"] if start == DAY.start.timestamp() else []
+
+    def kinds(self) -> list[str]:
+        return [kind for kind, _ in self.asked]
+
+    def queries(self, kind: str) -> list[str]:
+        return [query for k, query in self.asked if k == kind]
 
 
 def series(value, **labels) -> dict:
@@ -94,28 +101,34 @@ def test_fast_path_turns_instants_into_hours_and_nodes_into_models():
         ("bob", "gpu", ""): pytest.approx(4 * 1),
     }
     assert result.pods == 1
-    assert "exact" not in source.asked
+    assert "exact" not in source.kinds()
     assert result.queries == 16
 
 
-def test_a_resized_request_makes_the_chunk_exact():
+def test_resized_pods_are_left_out_of_the_fast_query_and_evaluated_exactly():
     source = FakePrometheus(
-        resized=[series(1)],
+        resized=[series(1, uid="u-2"), series(1, uid="u-1")],
+        fast=[series(240, namespace="alice", node="n", resource="cpu")],
         exact=[{"metric": {"namespace": "alice", "resource": "cpu"}, "values": [[0, "2"], [60, "4"]]}],
     )
     result = collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source)
-    assert "fast" not in source.asked
-    # 24 exact range queries of one hour each; only the first answers, with 2 + 4 core-instants
-    assert source.asked.count("exact") == 24
+    assert all(r'uid!~"u\\-1|u\\-2"' in q for q in source.queries("fast"))
+    # 24 exact range queries of one hour each, restricted to the two pods
+    assert len(source.queries("exact")) == 24
+    assert all(r'uid=~"u\\-1|u\\-2"' in q for q in source.queries("exact"))
+    # only the first hour answers, with 2 + 4 core-instants; four fast chunks answer 240 each
     assert result.usage.to_dict("records") == [
-        {"namespace": "alice", "resource": "cpu", "gpu_model": "", "quantity": pytest.approx(6 / 60)}
+        {"namespace": "alice", "resource": "cpu", "gpu_model": "", "quantity": pytest.approx(4 * 4 + 6 / 60)}
     ]
 
 
-def test_a_relabelled_node_makes_the_chunk_exact():
-    source = FakePrometheus(models=[series(1, node="n", label_nvidia_com_gpu_product=m) for m in (H100, "A100")])
+def test_pods_on_a_relabelled_node_are_evaluated_exactly():
+    source = FakePrometheus(models=[series(1, node="n.1", label_nvidia_com_gpu_product=m) for m in (H100, "A100")],
+                            on_nodes=[series(1, uid="u-9")])
     collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source)
-    assert "fast" not in source.asked and "exact" in source.asked
+    assert all(r'node=~"n\\.1"' in q for q in source.queries("on_nodes"))
+    assert all(r'uid!~"u\\-9"' in q for q in source.queries("fast"))
+    assert all(r'uid=~"u\\-9"' in q for q in source.queries("exact"))
 
 
 @pytest.mark.parametrize("value", ["NaN", "+Inf", "-1"])
