@@ -122,7 +122,7 @@ def build_directory(people: Iterable[Entry], teams: Iterable[Entry], config: Dir
         if not name:
             continue
         members = resolve(entry.all(t.member_attribute), name, "member")
-        members += tuple(uid for uid in joined.get(normalise_dn(entry.dn), []) if uid not in members)
+        members += tuple(uid for uid in sorted(joined.get(normalise_dn(entry.dn), [])) if uid not in members)
         groups[name] = Team(name, members=members, leads=resolve(entry.all(t.lead_attribute), name, "lead"))
     return Directory(persons, groups)
 

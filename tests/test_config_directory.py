@@ -3,43 +3,24 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
-import yaml
 
 from billing.config import ConfigError, load_config
 
 
-def write_config(tmp_path: Path, directory: dict) -> Path:
-    config = {
-        "clusters": [
-            {
-                "name": "jaguar",
-                "prometheus": {"url": "http://prometheus.example.org:9090"},
-                "prices": {"cpu_core_hour": 0.01, "memory_gib_hour": 0.001, "gpu_hour": 1.0},
-            }
-        ],
-        "directory": directory,
-    }
-    path = tmp_path / "billing.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return path
-
-
-def test_defaults_fail_on_an_outage_and_read_one_url(tmp_path):
-    directory = load_config(write_config(tmp_path, {"url": "ldaps://ldap.example.org"})).directory
+def test_defaults_fail_on_an_outage_and_read_one_url(write_config):
+    directory = load_config(write_config(directory={"url": "ldaps://ldap.example.org"})).directory
     assert directory.urls == ["ldaps://ldap.example.org"]
     assert directory.on_failure == "fail"
     assert directory.starttls is False
     assert directory.people.member_of_attribute == ""
 
 
-def test_a_list_of_urls_is_a_failover_list_and_durations_parse(tmp_path):
+def test_a_list_of_urls_is_a_failover_list_and_durations_parse(write_config):
     directory = load_config(
         write_config(
-            tmp_path,
-            {
+            directory={
                 "url": ["ldap://ldap1.example.org", "ldap://ldap2.example.org"],
                 "starttls": True,
                 "connect_timeout": "3s",
@@ -63,13 +44,13 @@ def test_a_list_of_urls_is_a_failover_list_and_durations_parse(tmp_path):
         ({"url": "ldap://ldap.example.org", "people": {"memberof": "x"}}, "directory.people.memberof: unknown key"),
     ],
 )
-def test_mistakes_name_the_key(tmp_path, directory, message):
+def test_mistakes_name_the_key(write_config, directory, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
-        load_config(write_config(tmp_path, directory))
+        load_config(write_config(directory=directory))
 
 
-def test_a_ca_file_that_holds_no_certificate_is_a_config_error(tmp_path):
+def test_a_ca_file_that_holds_no_certificate_is_a_config_error(tmp_path, write_config):
     garbage = tmp_path / "ca.pem"
     garbage.write_text("not a certificate\n")
     with pytest.raises(ConfigError, match=f"directory: ca_file {garbage} holds no usable PEM certificate"):
-        load_config(write_config(tmp_path, {"url": "ldaps://ldap.example.org", "ca_file": str(garbage)}))
+        load_config(write_config(directory={"url": "ldaps://ldap.example.org", "ca_file": str(garbage)}))

@@ -18,7 +18,6 @@ from billing.config import Config
 from billing.directory import DirectoryError
 from billing.job import run_day
 from billing.ledger import latest_directory, open_ledger, read_rows
-from tests.test_directory import write_ldif
 
 DAY = date(2026, 11, 20)
 
@@ -37,6 +36,25 @@ def fixed_usage(monkeypatch):
     monkeypatch.setattr(billing.job, "collect_cluster", lambda cluster, *_: ClusterUsage(cluster.name, usage, 3, 1))
 
 
+LDIF = """\
+dn: uid=alice,ou=people,dc=example,dc=org
+objectClass: inetOrgPerson
+uid: alice
+cn: Alice
+sn: Liddell
+
+dn: cn=robotics,ou=teams,dc=example,dc=org
+objectClass: groupOfNames
+cn: robotics
+member: uid=alice,ou=people,dc=example,dc=org
+
+dn: cn=vision,ou=teams,dc=example,dc=org
+objectClass: groupOfNames
+cn: vision
+member: uid=alice,ou=people,dc=example,dc=org
+"""
+
+
 def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -44,7 +62,7 @@ def closed_port() -> int:
 
 
 def make_config(tmp_path: Path, **directory) -> Config:
-    ldif = write_ldif(tmp_path)
+    (tmp_path / "directory.ldif").write_text(LDIF)
     return Config.model_validate(
         {
             "database": f"sqlite:///{tmp_path}/ledger.db",
@@ -55,7 +73,11 @@ def make_config(tmp_path: Path, **directory) -> Config:
                     "prices": {"cpu_core_hour": 0.5, "memory_gib_hour": 0.0, "gpu_hour": 0.0},
                 }
             ],
-            "directory": {"people": ldif.people.model_dump(), "teams": ldif.teams.model_dump(), **directory},
+            "directory": {
+                "people": {"base": "ou=people,dc=example,dc=org"},
+                "teams": {"base": "ou=teams,dc=example,dc=org"},
+                **directory,
+            },
         }
     )
 
