@@ -28,7 +28,12 @@ log = logging.getLogger(__name__)
 
 PAGE_SIZE = 500  # within OpenLDAP's common sizelimit of 500 and AD's MaxPageSize of 1,000
 PAGED_RESULTS = "1.2.840.113556.1.4.319"  # RFC 2696 control OID
-INVALID_CREDENTIALS = 49  # LDAP result code
+INVALID_CREDENTIALS = 49  # LDAP result codes
+SIZE_LIMIT_EXCEEDED = 4
+SIZE_LIMIT_HINT = (
+    "; the server lets this account read no more even page by page"
+    " (on OpenLDAP allow it with: limits dn.exact=\"<bind_dn>\" size.prtotal=unlimited)"
+)
 
 
 def read_ldap(config: DirectoryConfig) -> Directory:
@@ -97,7 +102,8 @@ def _bind(connection: Connection, url: str, config: DirectoryConfig) -> None:
 
 
 def _search(connection: Connection, url: str, base: str, search_filter: str, attributes: list[str]) -> list[Entry]:
-    """Every entry below base matching the filter, page by page."""
+    """Every entry below base matching the filter, page by page; a cut-short answer is an error."""
+    what = f"directory {url}: searching {base} for {search_filter}"
     entries: list[Entry] = []
     cookie = None
     while True:
@@ -111,24 +117,21 @@ def _search(connection: Connection, url: str, base: str, search_filter: str, att
                 paged_cookie=cookie,
             )
         except LDAPException as exc:
-            raise DirectoryError(f"directory {url}: searching {base} for {search_filter} failed ({_cause(exc)})") from None
-        if connection.result["result"] != 0:
-            raise DirectoryError(
-                f"directory {url}: searching {base} for {search_filter} failed after {len(entries)} entries "
-                f"({_result(connection)})"
-            )
+            raise DirectoryError(f"{what} failed ({_cause(exc)})") from None
+        result = connection.result
+        if result["result"] != 0:
+            hint = SIZE_LIMIT_HINT if result["result"] == SIZE_LIMIT_EXCEEDED else ""
+            raise DirectoryError(f"{what} failed after {len(entries)} entries ({_result(connection)}){hint}")
         entries.extend(_entry(r) for r in connection.response if r["type"] == "searchResEntry")
-        cookie = connection.result.get("controls", {}).get(PAGED_RESULTS, {}).get("value", {}).get("cookie")
+        cookie = result.get("controls", {}).get(PAGED_RESULTS, {}).get("value", {}).get("cookie")
         if not cookie:
             return entries
 
 
 def _entry(response: dict) -> Entry:
     """A search result as a plain Entry: lower-case names, values decoded as UTF-8."""
-    return Entry(
-        response["dn"],
-        {name.lower(): [v.decode("utf-8", "replace") for v in values] for name, values in response["raw_attributes"].items()},
-    )
+    attributes = response["raw_attributes"].items()
+    return Entry(response["dn"], {name.lower(): [v.decode("utf-8", "replace") for v in vs] for name, vs in attributes})
 
 
 def _result(connection: Connection) -> str:

@@ -8,6 +8,8 @@ import pytest
 
 from billing.config import ConfigError, load_config
 
+LDAP = "ldap://ldap.example.org"
+
 
 def test_defaults_fail_on_an_outage_and_read_one_url(write_config):
     directory = load_config(write_config(directory={"url": "ldaps://ldap.example.org"})).directory
@@ -37,11 +39,11 @@ def test_a_list_of_urls_is_a_failover_list_and_durations_parse(write_config):
 @pytest.mark.parametrize(
     ("directory", "message"),
     [
-        ({"url": "ldaps://ldap.example.org", "starttls": True}, "directory: url 'ldaps://ldap.example.org' is ldaps://"),
-        ({"url": ["ldap://a.example.org", "ldap.example.org"]}, "directory: url 'ldap.example.org' must start with ldap://"),
-        ({"url": "ldap://ldap.example.org", "on_failure": "ignore"}, "directory.on_failure: Input should be 'fail' or 'last_known'"),
-        ({"url": "ldap://ldap.example.org", "ca_file": "/nonexistent/ca.pem"}, "ca_file /nonexistent/ca.pem cannot be read"),
-        ({"url": "ldap://ldap.example.org", "people": {"memberof": "x"}}, "directory.people.memberof: unknown key"),
+        ({"url": "ldaps://ldap.example.org", "starttls": True}, "url 'ldaps://ldap.example.org' is ldaps://"),
+        ({"url": ["ldap://a.example.org", "b.example.org"]}, "directory: url 'b.example.org' must start with ldap://"),
+        ({"url": LDAP, "on_failure": "ignore"}, "directory.on_failure: Input should be 'fail' or 'last_known'"),
+        ({"url": LDAP, "ca_file": "/nonexistent/ca.pem"}, "directory: ca_file /nonexistent/ca.pem cannot be read"),
+        ({"url": LDAP, "people": {"memberof": "x"}}, "directory.people.memberof: unknown key"),
     ],
 )
 def test_mistakes_name_the_key(write_config, directory, message):

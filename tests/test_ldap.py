@@ -175,7 +175,8 @@ def test_more_people_than_a_page_are_read_in_pages():
 def test_a_failed_search_names_the_server_and_the_base():
     connection = mock_connection(OPENLDAP_PEOPLE)
     config = DirectoryConfig(url=URL, people={"base": "ou=staff,dc=example,dc=org"})
-    with pytest.raises(DirectoryError, match=r"^directory ldap://mock.example.org: searching ou=staff,dc=example,dc=org .*noSuchObject"):
+    expected = r"^directory ldap://mock\.example\.org: searching ou=staff,dc=example,dc=org .*noSuchObject"
+    with pytest.raises(DirectoryError, match=expected):
         read_entries(connection, URL, config)
 
 
