@@ -27,6 +27,7 @@ from sqlalchemy import Engine
 
 from billing.formatting import RESOURCE_NAMES, cents, money, quantity
 from billing.ledger import completed, read_rows
+from billing.mail import Letter
 
 TREND_DAYS = 30
 TOP_NAMESPACES = 10
@@ -80,15 +81,6 @@ class DayReport:
         return next(t for t in self.teams if t.team == name)
 
 
-@dataclass(frozen=True)
-class Letter:
-    """An email's content; mail.py addresses and sends it."""
-
-    subject: str
-    text: str
-    html: str
-
-
 def window_start(day: date) -> date:
     """First day a report needs: the trend's first day or the month's, whichever is earlier."""
     return min(day.replace(day=1), day - timedelta(days=TREND_DAYS - 1))
@@ -97,15 +89,18 @@ def window_start(day: date) -> date:
 def read_report(engine: Engine, day: date, currency: str, unallocated_team: str) -> DayReport:
     """The report of a day, from the ledger."""
     first = window_start(day)
-    return summarize(read_rows(engine, first, day), completed(engine, first, day), day, currency, unallocated_team)
+    runs = completed(engine, first, day)
+    if day not in runs:
+        raise RenderError(f"the ledger records no run of {day}; run `billing run --date {day}` first")
+    return summarize(read_rows(engine, first, day), runs, day, currency, unallocated_team)
 
 
-def team_slug(team: str) -> str:
-    """A file name for any team name: `robotics`, or `a-b-1f3c9e2a` for `a/b`."""
-    slug = re.sub(r"[^a-z0-9_-]+", "-", team.lower()).strip("-_") or "team"
-    if slug == team:
-        return slug
-    return f"{slug[:60]}-{hashlib.sha256(team.encode()).hexdigest()[:8]}"
+def slug(name: str) -> str:
+    """A file name for any name: `robotics`, or `a-b-1f3c9e2a` for `a/b` (the hash keeps names apart)."""
+    safe = re.sub(r"[^a-z0-9_-]+", "-", name.lower()).strip("-_") or "x"
+    if safe == name:
+        return safe
+    return f"{safe[:60]}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
 
 
 def _sum(frame: pd.DataFrame) -> float:
@@ -133,7 +128,7 @@ def _team_report(team: str, rows: pd.DataFrame, runs: set[date], day: date) -> T
     )
     return TeamReport(
         team=team,
-        slug=team_slug(team),
+        slug=slug(team),
         cost=_sum(today),
         previous=_sum(rows[rows["day"] == previous]) if previous in runs else None,
         month_to_date=_sum(rows[rows["day"] >= day.replace(day=1)]),
