@@ -16,7 +16,7 @@ import hashlib
 import math
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -53,10 +53,10 @@ class TeamReport:
     cost: float
     previous: float | None  # the day before, None if that day was never run
     month_to_date: float
+    trend: list[TrendDay]
     by_owner: list[dict]  # owner ('' for a team namespace), namespaces, cost
     by_namespace: list[dict]  # cluster, namespace, owner, cost
     by_usage: list[dict]  # cluster, resource, gpu_model, quantity, cost
-    trend: list[TrendDay]
 
 
 @dataclass(frozen=True)
@@ -69,13 +69,13 @@ class DayReport:
     cost: float
     previous: float | None
     month_to_date: float
+    trend: list[TrendDay]
     missing_in_month: list[date]  # days of this month that were never run
     teams: list[TeamReport]  # most expensive first
     by_usage: list[dict]  # cluster, resource, quantity, cost
     gpu_models: list[dict]  # gpu_model, quantity, cost
     top_namespaces: list[dict]  # cluster, namespace, teams, cost
     unallocated: list[dict]  # cluster, namespace, cost
-    trend: list[TrendDay] = field(default_factory=list)
 
     def team(self, name: str) -> TeamReport:
         return next(t for t in self.teams if t.team == name)
@@ -119,23 +119,32 @@ def _trend(frame: pd.DataFrame, runs: set[date], day: date) -> list[TrendDay]:
     return [TrendDay(d, float(costs.get(d, 0.0)) if d in runs or d in costs.index else None) for d in days]
 
 
+def _names(values: pd.Series) -> str:
+    return ", ".join(sorted(set(values)))
+
+
+def _figures(rows: pd.DataFrame, runs: set[date], day: date) -> dict:
+    """The headline numbers of any part of the ledger window: all teams, or one."""
+    previous = day - timedelta(days=1)
+    return {
+        "cost": _sum(rows[rows["day"] == day]),
+        "previous": _sum(rows[rows["day"] == previous]) if previous in runs else None,
+        "month_to_date": _sum(rows[rows["day"] >= day.replace(day=1)]),
+        "trend": _trend(rows, runs, day),
+    }
+
+
 def _team_report(team: str, rows: pd.DataFrame, runs: set[date], day: date) -> TeamReport:
     today = rows[rows["day"] == day]
-    previous = day - timedelta(days=1)
     owners = today.assign(owner=today["owner"].fillna(""))
-    by_owner = owners.groupby("owner", as_index=False).agg(
-        cost=("cost", "sum"), namespaces=("namespace", lambda s: ", ".join(sorted(set(s))))
-    )
+    by_owner = owners.groupby("owner", as_index=False).agg(cost=("cost", "sum"), namespaces=("namespace", _names))
     return TeamReport(
         team=team,
         slug=slug(team),
-        cost=_sum(today),
-        previous=_sum(rows[rows["day"] == previous]) if previous in runs else None,
-        month_to_date=_sum(rows[rows["day"] >= day.replace(day=1)]),
+        **_figures(rows, runs, day),
         by_owner=by_owner.sort_values(["cost", "owner"], ascending=[False, True]).to_dict("records"),
         by_namespace=_grouped(owners, ["cluster", "namespace", "owner"], ["cost"]),
         by_usage=_grouped(today, ["cluster", "resource", "gpu_model"], ["quantity", "cost"]),
-        trend=_trend(rows, runs, day),
     )
 
 
@@ -150,18 +159,15 @@ def summarize(rows: pd.DataFrame, runs: set[date], day: date, currency: str, una
     today = rows[rows["day"] == day]
     teams = [_team_report(team, rows[rows["team"] == team], runs, day) for team in sorted(set(rows["team"]))]
     teams.sort(key=lambda t: (-t.cost, -t.month_to_date, t.team))
-    previous = day - timedelta(days=1)
     month = [day.replace(day=n) for n in range(1, day.day + 1)]
     namespaces = today.groupby(["cluster", "namespace"], as_index=False).agg(
-        cost=("cost", "sum"), teams=("team", lambda s: ", ".join(sorted(set(s))))
+        cost=("cost", "sum"), teams=("team", _names)
     )
     return DayReport(
         day=day,
         currency=currency,
         unallocated_team=unallocated_team,
-        cost=_sum(today),
-        previous=_sum(rows[rows["day"] == previous]) if previous in runs else None,
-        month_to_date=_sum(rows[rows["day"] >= day.replace(day=1)]),
+        **_figures(rows, runs, day),
         missing_in_month=[d for d in month if d not in runs and d != day],
         teams=teams,
         by_usage=_grouped(today, ["cluster", "resource"], ["quantity", "cost"]),
@@ -170,7 +176,6 @@ def summarize(rows: pd.DataFrame, runs: set[date], day: date, currency: str, una
         .head(TOP_NAMESPACES)
         .to_dict("records"),
         unallocated=_grouped(today[today["team"] == unallocated_team], ["cluster", "namespace"], ["cost"]),
-        trend=_trend(rows, runs, day),
     )
 
 
