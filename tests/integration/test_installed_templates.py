@@ -5,11 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.report_ledger import write_ledger
-
-pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 

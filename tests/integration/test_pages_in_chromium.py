@@ -5,9 +5,7 @@ loaded from elsewhere, so any such attempt shows up as a console message,
 and this test fails on any console message at all.
 """
 
-import os
 import re
-import shutil
 import subprocess
 
 import pytest
@@ -15,11 +13,9 @@ from PIL import Image
 
 from billing.ledger import open_ledger
 from billing.render import admin_letter, read_report, write_pages
+from tests.integration.servers import require_program
 from tests.report_ledger import DAY, write_ledger
 
-pytestmark = pytest.mark.integration
-
-CHROMIUM = shutil.which("chromium")
 FLAGS = [  # from shared/notes/real-servers.md: headless as root, no reaching out
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -29,11 +25,7 @@ FLAGS = [  # from shared/notes/real-servers.md: headless as root, no reaching ou
 
 @pytest.fixture(scope="module")
 def chromium():
-    if CHROMIUM is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("chromium is not installed (Debian package chromium)")
-        pytest.skip("chromium is not installed")
-    return CHROMIUM
+    return require_program("chromium")  # Debian package chromium; skipped if missing, except in CI
 
 
 def screenshot(chromium: str, page, png, width: int, height: int, profile) -> list[str]:
