@@ -66,6 +66,7 @@ def make_config(tmp_path: Path, **directory) -> Config:
     return Config.model_validate(
         {
             "database": f"sqlite:///{tmp_path}/ledger.db",
+            "output_dir": str(tmp_path / "reports"),
             "clusters": [
                 {
                     "name": "jaguar",
@@ -109,7 +110,7 @@ def test_the_command_exits_1_with_one_sentence(tmp_path):
     path.write_text(
         "clusters: [{name: jaguar, prometheus: {url: 'http://prometheus.invalid:9090'},"
         " prices: {cpu_core_hour: 0.5, memory_gib_hour: 0, gpu_hour: 0}}]\n"
-        f"database: sqlite:///{tmp_path}/ledger.db\n"
+        f"database: sqlite:///{tmp_path}/ledger.db\noutput_dir: {tmp_path}/reports\n"
         f"directory: {{url: '{url}'}}\n"
     )
     result = CliRunner().invoke(main, ["run", "--date", str(DAY), "--config", str(path)])

@@ -315,6 +315,7 @@ def fixed_usage(monkeypatch):
 def job_config(tmp_path: Path, directory: DirectoryConfig) -> Config:
     return Config(
         database=f"sqlite:///{tmp_path}/ledger.db",
+        output_dir=str(tmp_path / "reports"),
         clusters=[{"name": "jaguar", "prometheus": {"url": "http://prometheus.invalid:9090"}, "prices": PRICES}],
         directory=directory,
     )
@@ -334,7 +335,7 @@ def test_server_down_fails_the_run_and_keeps_the_ledger(directory_server, passwo
     config_file.write_text(
         "clusters: [{name: jaguar, prometheus: {url: 'http://prometheus.invalid:9090'},"
         " prices: {cpu_core_hour: 0.5, memory_gib_hour: 0, gpu_hour: 0}}]\n"
-        f"database: sqlite:///{tmp_path}/ledger.db\n"
+        f"database: sqlite:///{tmp_path}/ledger.db\noutput_dir: {tmp_path}/reports\n"
         f"directory: {{url: '{server.url}', bind_dn: '{BIND_DN}', bind_password_file: '{password_file}',"
         f" people: {{base: 'ou=people,{BASE}'}}, teams: {{base: 'ou=teams,{BASE}'}}}}\n"
     )
