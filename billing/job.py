@@ -85,7 +85,7 @@ def run_day(config: Config, day: date) -> RunSummary:
     rows = price(usage, ownership, {c.name: c.prices for c in config.clusters})
 
     snapshot = None if directory_warning else directory_to_json(directory)
-    written = replace_day(ledger, day, rows, config.currency, directory=snapshot)
+    written = replace_day(ledger, day, rows, config.currency, snapshot=snapshot, directory_note=directory_warning)
     total = float(rows["cost"].sum())
     log.info("%s: %d ledger rows, total cost %.2f %s", day, written, total, config.currency)
 

@@ -58,6 +58,8 @@ completed_days = Table(
     Column("day", Date, primary_key=True),
     Column("completed_at", DateTime(timezone=True), nullable=False),
     Column("rows", Integer, nullable=False),
+    # '' when the run read the directory; else why it used the last known one (reports show it)
+    Column("directory_note", Text, nullable=False, server_default=""),
 )
 
 directory_snapshots = Table(  # the directory of the last successful run, for `on_failure: last_known`
@@ -105,11 +107,14 @@ def _serialise_runs_of(conn: Connection, day: date) -> None:
         conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": day.toordinal()})
 
 
-def replace_day(engine: Engine, day: date, rows: pd.DataFrame, currency: str, directory: str | None = None) -> int:
+def replace_day(
+    engine: Engine, day: date, rows: pd.DataFrame, currency: str, snapshot: str | None = None, directory_note: str = ""
+) -> int:
     """Replace the day's rows in one transaction; return how many were written.
 
-    `directory`, if given, replaces the stored directory snapshot in the same
-    transaction, so only a run that succeeded leaves one behind.
+    `snapshot`, the directory the run read, replaces the stored one in the same
+    transaction, so only a run that succeeded leaves one behind;
+    `directory_note` records why a run used the last known directory instead.
     """
     computed_at = datetime.now(timezone.utc)
     records = rows.assign(day=day, currency=currency, computed_at=computed_at)[LEDGER_COLUMNS]
@@ -123,10 +128,14 @@ def replace_day(engine: Engine, day: date, rows: pd.DataFrame, currency: str, di
             if values:
                 conn.execute(insert(chargeback), values)
             conn.execute(delete(completed_days).where(completed_days.c.day == day))
-            conn.execute(insert(completed_days).values(day=day, completed_at=computed_at, rows=len(values)))
-            if directory is not None:
+            conn.execute(
+                insert(completed_days).values(
+                    day=day, completed_at=computed_at, rows=len(values), directory_note=directory_note
+                )
+            )
+            if snapshot is not None:
                 conn.execute(delete(directory_snapshots))
-                conn.execute(insert(directory_snapshots).values(taken_at=computed_at, content=directory))
+                conn.execute(insert(directory_snapshots).values(taken_at=computed_at, content=snapshot))
     except SQLAlchemyError as exc:
         raise LedgerError(f"{_where(engine)}: writing {day} failed, previous rows kept: {_cause(exc)}") from None
     return len(values)
@@ -169,3 +178,13 @@ def latest_directory(engine: Engine) -> tuple[datetime, str] | None:
     taken_at = row.taken_at  # SQLite hands it back naive (it stored UTC); PostgreSQL in the session's zone
     taken_at = taken_at.replace(tzinfo=timezone.utc) if taken_at.tzinfo is None else taken_at.astimezone(timezone.utc)
     return taken_at, row.content
+
+
+def directory_note(engine: Engine, day: date) -> str:
+    """Why the day's run used the last known directory; '' if it read the live one (or never ran)."""
+    query = select(completed_days.c.directory_note).where(completed_days.c.day == day)
+    try:
+        with engine.connect() as conn:
+            return conn.execute(query).scalar() or ""
+    except SQLAlchemyError as exc:
+        raise LedgerError(f"{_where(engine)}: reading the run of {day} failed: {_cause(exc)}") from None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import email
+import email.policy
 import logging
 import socket
 from datetime import date
@@ -18,6 +20,7 @@ from billing.config import Config
 from billing.directory import DirectoryError
 from billing.job import run_day
 from billing.ledger import latest_directory, open_ledger, read_rows
+from tests.test_job_reports import LDIF as ALICE_ON_ROBOTICS
 
 DAY = date(2026, 11, 20)
 
@@ -36,18 +39,8 @@ def fixed_usage(monkeypatch):
     monkeypatch.setattr(billing.job, "collect_cluster", lambda cluster, *_: ClusterUsage(cluster.name, usage, 3, 1))
 
 
-LDIF = """\
-dn: uid=alice,ou=people,dc=example,dc=org
-objectClass: inetOrgPerson
-uid: alice
-cn: Alice
-sn: Liddell
-
-dn: cn=robotics,ou=teams,dc=example,dc=org
-objectClass: groupOfNames
-cn: robotics
-member: uid=alice,ou=people,dc=example,dc=org
-
+# alice leads robotics (from the reports' job test) and is on vision too
+LDIF = ALICE_ON_ROBOTICS + """
 dn: cn=vision,ou=teams,dc=example,dc=org
 objectClass: groupOfNames
 cn: vision
@@ -67,6 +60,7 @@ def make_config(tmp_path: Path, **directory) -> Config:
         {
             "database": f"sqlite:///{tmp_path}/ledger.db",
             "output_dir": str(tmp_path / "reports"),
+            "email": {"enabled": True, "outbox_dir": str(tmp_path / "outbox"), "admins": ["admin@example.org"]},
             "clusters": [
                 {
                     "name": "jaguar",
@@ -140,3 +134,38 @@ def test_last_known_without_any_earlier_run_fails(tmp_path):
     config = make_config(tmp_path, url=f"ldap://127.0.0.1:{closed_port()}", on_failure="last_known")
     with pytest.raises(DirectoryError, match="no earlier run stored a directory to fall back on"):
         run_day(config, DAY)
+
+
+STALE = "Owners and teams may be out of date"
+
+
+def said_stale(tmp_path: Path) -> dict[str, bool]:
+    """Whether each page and each part of each email of DAY warns that the directory was the last known one."""
+    pages = {p.name: STALE in p.read_text() for p in (tmp_path / "reports" / str(DAY)).rglob("*.html")}
+    parts = {}
+    for eml in (tmp_path / "outbox").glob("*.eml"):
+        message = email.message_from_bytes(eml.read_bytes(), policy=email.policy.default)
+        for part in message.walk():
+            if part.get_content_maintype() == "text":
+                parts[f"{eml.stem} {part.get_content_subtype()}"] = STALE.lower() in part.get_content().lower()
+    return pages | parts
+
+
+def test_reports_and_emails_say_the_directory_was_the_last_known_one(tmp_path):
+    live = make_config(tmp_path, ldif=str(tmp_path / "directory.ldif"))
+    run_day(live, DAY)
+    assert set(said_stale(tmp_path).values()) == {False}
+
+    url = f"ldap://127.0.0.1:{closed_port()}"
+    run_day(make_config(tmp_path, url=url, on_failure="last_known"), DAY)
+    said = said_stale(tmp_path)
+    pages = {name for name in said if name.endswith(".html")}
+    assert pages == {"index.html", "robotics.html", "unallocated.html", "vision.html"}
+    emails = sorted(name for name in said if " " in name)  # the admins' and robotics' lead's, two parts each
+    assert [name.split()[-1] for name in emails] == ["html", "plain", "html", "plain"]
+    assert emails[2].startswith(f"{DAY}-team-robotics-alice")
+    assert set(said.values()) == {True}
+    assert url in (tmp_path / "reports" / str(DAY) / "index.html").read_text()
+
+    run_day(live, DAY)  # the directory is back: the day's reports are plain again
+    assert set(said_stale(tmp_path).values()) == {False}
