@@ -44,9 +44,9 @@ def read_ldap(config: DirectoryConfig) -> Directory:
             with _session(url, config) as connection:
                 return read_entries(connection, url, config)
         except DirectoryError as exc:
-            if len(config.urls) > 1:
-                log.warning("%s; trying the next server", exc)
             failures.append(exc)
+            if url != config.urls[-1]:
+                log.warning("%s; trying the next server", exc)
     if len(failures) == 1:
         raise failures[0]
     raise DirectoryError("no directory server could be read: " + "; ".join(str(f) for f in failures))
