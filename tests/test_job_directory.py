@@ -5,7 +5,6 @@ from __future__ import annotations
 import email
 import email.policy
 import logging
-import socket
 from datetime import date
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from billing.config import Config
 from billing.directory import DirectoryError
 from billing.job import run_day
 from billing.ledger import latest_directory, open_ledger, read_rows
+from tests.integration.servers import free_port
 from tests.test_job_reports import LDIF as ALICE_ON_ROBOTICS
 
 DAY = date(2026, 11, 20)
@@ -46,12 +46,6 @@ objectClass: groupOfNames
 cn: vision
 member: uid=alice,ou=people,dc=example,dc=org
 """
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def make_config(tmp_path: Path, **directory) -> Config:
@@ -87,7 +81,7 @@ EXPECTED = {"robotics": 2.5 + 5.0, "vision": 2.5, "unallocated": 5.0}
 
 
 def test_an_outage_fails_the_run_and_keeps_the_days_rows(tmp_path):
-    url = f"ldap://127.0.0.1:{closed_port()}"
+    url = f"ldap://127.0.0.1:{free_port()}"
     run_day(make_config(tmp_path, ldif=str(tmp_path / "directory.ldif")), DAY)
     config = make_config(tmp_path, url=url)
     before = read_rows(open_ledger(config.database), DAY, DAY)
@@ -99,7 +93,7 @@ def test_an_outage_fails_the_run_and_keeps_the_days_rows(tmp_path):
 
 
 def test_the_command_exits_1_with_one_sentence(tmp_path):
-    url = f"ldap://127.0.0.1:{closed_port()}"
+    url = f"ldap://127.0.0.1:{free_port()}"
     path = tmp_path / "billing.yaml"
     path.write_text(
         "clusters: [{name: jaguar, prometheus: {url: 'http://prometheus.invalid:9090'},"
@@ -114,7 +108,7 @@ def test_the_command_exits_1_with_one_sentence(tmp_path):
 
 
 def test_last_known_uses_the_directory_of_the_last_successful_run(tmp_path, caplog):
-    url = f"ldap://127.0.0.1:{closed_port()}"
+    url = f"ldap://127.0.0.1:{free_port()}"
     first = run_day(make_config(tmp_path, ldif=str(tmp_path / "directory.ldif")), DAY)
     config = make_config(tmp_path, url=url, on_failure="last_known")
     stored = latest_directory(open_ledger(config.database))
@@ -131,7 +125,7 @@ def test_last_known_uses_the_directory_of_the_last_successful_run(tmp_path, capl
 
 
 def test_last_known_without_any_earlier_run_fails(tmp_path):
-    config = make_config(tmp_path, url=f"ldap://127.0.0.1:{closed_port()}", on_failure="last_known")
+    config = make_config(tmp_path, url=f"ldap://127.0.0.1:{free_port()}", on_failure="last_known")
     with pytest.raises(DirectoryError, match="no earlier run stored a directory to fall back on"):
         run_day(config, DAY)
 
@@ -156,7 +150,7 @@ def test_reports_and_emails_say_the_directory_was_the_last_known_one(tmp_path):
     run_day(live, DAY)
     assert set(said_stale(tmp_path).values()) == {False}
 
-    url = f"ldap://127.0.0.1:{closed_port()}"
+    url = f"ldap://127.0.0.1:{free_port()}"
     run_day(make_config(tmp_path, url=url, on_failure="last_known"), DAY)
     said = said_stale(tmp_path)
     pages = {name for name in said if name.endswith(".html")}

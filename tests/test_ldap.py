@@ -1,4 +1,4 @@
-"""The live directory reader against ldap3's in-memory mock server (fast).
+"""The live directory reader against ldap3's in-memory mock server (fast), and closed ports.
 
 The real-server behaviour (TLS, binds, size limits, outages) is covered by
 tests/integration/test_ldap.py against slapd; here: the three layouts, paging
@@ -14,8 +14,9 @@ from ldap3 import MOCK_SYNC, Connection, Server
 
 from billing.config import DirectoryConfig, NamespaceRules
 from billing.directory import DirectoryError
-from billing.ldap import PAGE_SIZE, read_entries
+from billing.ldap import PAGE_SIZE, read_entries, read_ldap
 from billing.ownership import assign_owners
+from tests.integration.servers import free_port
 
 URL = "ldap://mock.example.org"
 
@@ -201,3 +202,13 @@ def test_names_made_of_filter_syntax_match_nobody():
     assert set(by_namespace.loc[hostile, "team"]) == {"unallocated"}
     assert by_namespace.loc[hostile, "owner"].isna().all()
     assert by_namespace.loc["alice", "team"] == "robotics"
+
+
+def test_when_no_server_answers_the_error_names_each_url_and_its_cause():
+    down = [f"ldap://127.0.0.1:{free_port()}", f"ldap://127.0.0.1:{free_port()}"]
+    with pytest.raises(DirectoryError) as failure:
+        read_ldap(DirectoryConfig(url=down))
+    assert str(failure.value) == (
+        f"no directory server could be read: directory {down[0]}: connection failed (Connection refused);"
+        f" directory {down[1]}: connection failed (Connection refused)"
+    )
