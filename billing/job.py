@@ -26,6 +26,7 @@ class RunSummary:
     rows: int
     total_cost: float
     clusters: list[ClusterUsage]
+    cluster_costs: dict[str, float]  # cost of the day per configured cluster, 0.0 for an idle one
 
 
 def _log_cluster(collected: ClusterUsage) -> None:
@@ -62,5 +63,10 @@ def run_day(config: Config, day: date) -> RunSummary:
 
     written = replace_day(ledger, day, rows, config.currency)
     total = float(rows["cost"].sum())
-    log.info("%s: %d ledger rows, total cost %.2f %s", day, written, total, config.currency)
-    return RunSummary(day, written, total, collected)
+    log.info(
+        "%s: %d ledger rows, total cost %.2f %s", day, written, total, config.currency,
+        extra={"day": day.isoformat(), "rows": written, "total_cost": total, "currency": config.currency},
+    )
+    costs = rows.groupby("cluster")["cost"].sum()
+    cluster_costs = {c.name: float(costs.get(c.name, 0.0)) for c in config.clusters}
+    return RunSummary(day, written, total, collected, cluster_costs)
