@@ -12,9 +12,13 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
+import time
 import tomllib
+import urllib.error
+import urllib.request
 import zipfile
 from pathlib import Path
 
@@ -288,6 +292,78 @@ def test_the_reports_server_serves_the_volume_the_job_writes():
     assert [p["containerPort"] for p in nginx["ports"]] == [int(listen)]
     assert nginx["readinessProbe"]["httpGet"]["path"] == "/healthz"
     assert "location = /healthz" in (CRONJOB / "reports-nginx.conf").read_text()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def get(url: str) -> tuple[int, dict, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, dict(response.headers), response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), ""
+
+
+def test_the_reports_nginx_config_serves_reports_and_health(tmp_path):
+    """reports-nginx.conf in a real nginx on 127.0.0.1, its port and root moved into the test's directory."""
+    nginx = need("nginx")
+    port, html = free_port(), tmp_path / "html"
+    site = (CRONJOB / "reports-nginx.conf").read_text()
+    moved = site.replace("listen 8080;", f"listen 127.0.0.1:{port};").replace(
+        "root /usr/share/nginx/html;", f"root {html};"
+    )
+    assert moved.count(str(port)) == 1 and moved.count(str(html)) == 1
+    (tmp_path / "site.conf").write_text(moved)
+    # What the nginx image's own nginx.conf does around conf.d/*.conf, with every path in the test's directory.
+    (tmp_path / "nginx.conf").write_text(f"""
+        {"user root;" if os.geteuid() == 0 else ""}
+        daemon off;
+        worker_processes 1;
+        pid {tmp_path}/nginx.pid;
+        error_log {tmp_path}/error.log;
+        events {{}}
+        http {{
+            include /etc/nginx/mime.types;
+            access_log off;
+            client_body_temp_path {tmp_path}/client_temp;
+            proxy_temp_path {tmp_path}/proxy_temp;
+            fastcgi_temp_path {tmp_path}/fastcgi_temp;
+            uwsgi_temp_path {tmp_path}/uwsgi_temp;
+            scgi_temp_path {tmp_path}/scgi_temp;
+            include {tmp_path}/site.conf;
+        }}
+    """)
+    (html / "2026-11-20").mkdir(parents=True)
+    (html / "index.html").write_text("<h1>All teams</h1>")
+    (html / "2026-11-20" / "robotics.html").write_text("<h1>robotics</h1>")
+    server = subprocess.Popen(
+        [nginx, "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf")], stderr=subprocess.PIPE, text=True
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        for _ in range(100):
+            try:
+                status, _, body = get(base + "/healthz")
+                break
+            except urllib.error.URLError:
+                assert server.poll() is None, server.stderr.read()
+                time.sleep(0.05)
+        else:
+            pytest.fail("nginx did not answer within 5 seconds")
+        assert (status, body) == (200, "ok\n")
+        status, headers, body = get(base + "/")
+        assert (status, body) == (200, "<h1>All teams</h1>")
+        assert headers["Content-Type"].startswith("text/html") and headers["X-Content-Type-Options"] == "nosniff"
+        status, _, listing = get(base + "/2026-11-20/")
+        assert status == 200 and 'href="robotics.html"' in listing
+        assert get(base + "/2026-11-21/alice.html")[0] == 404
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
 
 
 # --- the image -------------------------------------------------------------------
