@@ -29,6 +29,7 @@ from click.testing import CliRunner
 
 import billing.cli
 from billing.config import MetricsConfig, load_config
+from tests.programs import need
 
 ROOT = Path(__file__).resolve().parents[1]
 CRONJOB = ROOT / "cronjob"
@@ -36,16 +37,6 @@ CRONJOB = ROOT / "cronjob"
 # 1.27; the API schema accepts a podFailurePolicy rule without
 # onPodConditions since 1.29) and the newest whose schemas kubernetes-validate ships.
 KUBERNETES_VERSIONS = ["1.29.0", kubernetes_validate.utils.latest_version()]
-
-
-def need(program: str) -> str:
-    """A program the test runs: skipped where it is missing, but CI must have it."""
-    path = shutil.which(program)
-    if path is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{program} is not installed, and CI must run this test")
-        pytest.skip(f"{program} is not installed")
-    return path
 
 
 def documents(path: Path) -> list[dict]:
