@@ -9,16 +9,11 @@ by the real `billing` command, the ConfigMap's billing.yaml is loaded by
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
-import time
 import tomllib
-import urllib.error
-import urllib.request
 import zipfile
 from pathlib import Path
 
@@ -29,7 +24,7 @@ from click.testing import CliRunner
 
 import billing.cli
 from billing.config import MetricsConfig, load_config
-from tests.programs import need
+from tests.integration.servers import require_program
 
 ROOT = Path(__file__).resolve().parents[1]
 CRONJOB = ROOT / "cronjob"
@@ -107,7 +102,7 @@ def test_a_misspelt_field_is_caught():
 
 def test_kustomize_renders_the_whole_deployment():
     rendered = subprocess.run(
-        [need("kubectl"), "kustomize", str(CRONJOB)], capture_output=True, text=True, check=True, timeout=60
+        [require_program("kubectl"), "kustomize", str(CRONJOB)], capture_output=True, text=True, check=True, timeout=60
     ).stdout
     docs = [d for d in yaml.safe_load_all(rendered) if d]
     for doc in docs:
@@ -285,78 +280,6 @@ def test_the_reports_server_serves_the_volume_the_job_writes():
     assert "location = /healthz" in (CRONJOB / "reports-nginx.conf").read_text()
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def get(url: str) -> tuple[int, dict, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return response.status, dict(response.headers), response.read().decode()
-    except urllib.error.HTTPError as error:
-        return error.code, dict(error.headers), ""
-
-
-def test_the_reports_nginx_config_serves_reports_and_health(tmp_path):
-    """reports-nginx.conf in a real nginx on 127.0.0.1, its port and root moved into the test's directory."""
-    nginx = need("nginx")
-    port, html = free_port(), tmp_path / "html"
-    site = (CRONJOB / "reports-nginx.conf").read_text()
-    moved = site.replace("listen 8080;", f"listen 127.0.0.1:{port};").replace(
-        "root /usr/share/nginx/html;", f"root {html};"
-    )
-    assert moved.count(str(port)) == 1 and moved.count(str(html)) == 1
-    (tmp_path / "site.conf").write_text(moved)
-    # What the nginx image's own nginx.conf does around conf.d/*.conf, with every path in the test's directory.
-    (tmp_path / "nginx.conf").write_text(f"""
-        {"user root;" if os.geteuid() == 0 else ""}
-        daemon off;
-        worker_processes 1;
-        pid {tmp_path}/nginx.pid;
-        error_log {tmp_path}/error.log;
-        events {{}}
-        http {{
-            include /etc/nginx/mime.types;
-            access_log off;
-            client_body_temp_path {tmp_path}/client_temp;
-            proxy_temp_path {tmp_path}/proxy_temp;
-            fastcgi_temp_path {tmp_path}/fastcgi_temp;
-            uwsgi_temp_path {tmp_path}/uwsgi_temp;
-            scgi_temp_path {tmp_path}/scgi_temp;
-            include {tmp_path}/site.conf;
-        }}
-    """)
-    (html / "2026-11-20").mkdir(parents=True)
-    (html / "index.html").write_text("<h1>All teams</h1>")
-    (html / "2026-11-20" / "robotics.html").write_text("<h1>robotics</h1>")
-    server = subprocess.Popen(
-        [nginx, "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf")], stderr=subprocess.PIPE, text=True
-    )
-    try:
-        base = f"http://127.0.0.1:{port}"
-        for _ in range(100):
-            try:
-                status, _, body = get(base + "/healthz")
-                break
-            except urllib.error.URLError:
-                assert server.poll() is None, server.stderr.read()
-                time.sleep(0.05)
-        else:
-            pytest.fail("nginx did not answer within 5 seconds")
-        assert (status, body) == (200, "ok\n")
-        status, headers, body = get(base + "/")
-        assert (status, body) == (200, "<h1>All teams</h1>")
-        assert headers["Content-Type"].startswith("text/html") and headers["X-Content-Type-Options"] == "nosniff"
-        status, _, listing = get(base + "/2026-11-20/")
-        assert status == 200 and 'href="robotics.html"' in listing
-        assert get(base + "/2026-11-21/alice.html")[0] == 404
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
-
-
 # --- the image -------------------------------------------------------------------
 
 
@@ -407,7 +330,7 @@ def test_the_image_runs_the_console_script_as_a_non_root_user():
 
 def test_hadolint_finds_nothing():
     result = subprocess.run(
-        [need("hadolint"), "--no-color", str(CRONJOB / "Dockerfile")], capture_output=True, text=True, timeout=60
+        [require_program("hadolint"), "--no-color", str(CRONJOB / "Dockerfile")], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -489,7 +412,7 @@ tests:
 
 
 def test_the_alert_fires_after_26_hours_without_a_success(tmp_path):
-    promtool = need("promtool")
+    promtool = require_program("promtool")
     (rule,) = documents(CRONJOB / "alerts.yaml")
     assert rule["apiVersion"] == "monitoring.coreos.com/v1" and rule["kind"] == "PrometheusRule"
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": rule["spec"]["groups"]}))

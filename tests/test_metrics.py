@@ -6,12 +6,8 @@ Expected values are written out by hand from the summary each test builds.
 from __future__ import annotations
 
 import logging
-import socket
-import subprocess
 import threading
 import time
-import urllib.error
-import urllib.request
 from datetime import date
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -29,7 +25,6 @@ from billing.config import ConfigError, MetricsConfig, load_config
 from billing.directory import Directory
 from billing.job import RunSummary, run_day
 from billing.metrics import push_run_metrics
-from tests.programs import need
 
 
 class Gateway:
@@ -236,53 +231,3 @@ def test_run_day_reports_the_cost_of_every_configured_cluster(tmp_path, monkeypa
     assert result.cluster_costs == pytest.approx({"jaguar": 62.318, "ibis": 0.18, "idle": 0.0}, abs=1e-9)
     assert result.total_cost == pytest.approx(62.498, abs=1e-9)
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@pytest.mark.integration
-def test_a_real_pushgateway_accepts_the_push_and_a_new_push_replaces_the_group(tmp_path, caplog):
-    gateway = need("prometheus-pushgateway")
-    url = f"http://127.0.0.1:{free_port()}"
-    server = subprocess.Popen(
-        [gateway, f"--web.listen-address={url.removeprefix('http://')}", "--persistence.file="],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(url + "/-/ready", timeout=1).close()
-                break
-            except (urllib.error.URLError, ConnectionError):
-                assert server.poll() is None, "the Pushgateway exited"
-                time.sleep(0.05)
-        else:
-            pytest.fail("the Pushgateway was not ready within 5 seconds")
-
-        def scraped() -> dict[tuple, float]:
-            with urllib.request.urlopen(url + "/metrics", timeout=5) as response:
-                return {k: v for k, v in samples(response.read().decode()).items() if k[0].startswith("billing_")}
-
-        with caplog.at_level(logging.INFO, logger="billing.metrics"):
-            push_run_metrics(MetricsConfig(pushgateway=url), summary(), "USD", 93.5)
-        assert [r.levelname for r in caplog.records] == ["INFO"]  # pushed, no warning
-        first = scraped()
-        # The gateway adds job and instance; Prometheus keeps them with honor_labels: true.
-        assert first[("billing_run_duration_seconds", ("instance", ""), ("job", "billing"))] == 93.5
-        assert first[("billing_ledger_rows_written", ("instance", ""), ("job", "billing"))] == 7
-        cost = ("billing_cluster_cost", ("cluster", "ibis"), ("currency", "USD"), ("instance", ""), ("job", "billing"))
-        assert first[cost] == 0.52
-
-        # Next night ibis is gone from the config: its series leave the gateway too.
-        jaguar_only = RunSummary(date(2026, 11, 21), 3, 10.0, summary().clusters[:1], {"jaguar": 10.0})
-        push_run_metrics(MetricsConfig(pushgateway=url), jaguar_only, "USD", 50.0)
-        second = scraped()
-        assert cost not in second
-        assert {k[1][1] for k in second if k[0] == "billing_cluster_cost"} == {"jaguar"}
-        assert second[("billing_ledger_rows_written", ("instance", ""), ("job", "billing"))] == 3
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
