@@ -328,6 +328,17 @@ def test_the_image_runs_the_console_script_as_a_non_root_user():
     assert yaml.safe_load(final("CMD")) == container()["args"][2:]
 
 
+def test_time_zones_resolve_without_a_system_zone_database():
+    """A slim image may lack /usr/share/zoneinfo; the tzdata dependency is zoneinfo's fallback then."""
+    no_system_zones = (
+        "import zoneinfo, datetime; zoneinfo.reset_tzpath([]);"
+        "print(zoneinfo.ZoneInfo('Europe/Berlin').utcoffset(datetime.datetime(2026, 7, 1)))"
+    )
+    result = subprocess.run([sys.executable, "-c", no_system_zones], capture_output=True, text=True, timeout=60)
+    assert result.stdout == "2:00:00\n", result.stderr
+    assert any(d.startswith("tzdata") for d in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"])
+
+
 def test_hadolint_finds_nothing():
     result = subprocess.run(
         [require_program("hadolint"), "--no-color", str(CRONJOB / "Dockerfile")], capture_output=True, text=True, timeout=60
