@@ -10,9 +10,10 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-import yaml
+import pytest
 
 from billing.logs import JsonFormatter
+from tests.conftest import MINIMAL_CONFIG
 
 WORKTREE = Path(__file__).resolve().parents[1]
 
@@ -48,27 +49,26 @@ def test_a_traceback_stays_inside_the_one_line():
     assert entry["exception"].startswith("Traceback") and entry["exception"].endswith("RuntimeError: boom")
 
 
-def billing(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    """The real command in a process of its own, so its logging setup is the one production gets."""
-    config = {
-        "database": f"sqlite:///{tmp_path / 'ledger.db'}",
-        "clusters": [{
-            "name": "jaguar",
-            "prometheus": {"replay": str(tmp_path)},  # holds no answers: the first query fails
-            "prices": {"cpu_core_hour": 0.012, "memory_gib_hour": 0.0015, "gpu_hour": 1.1},
-        }],
-        "directory": {"ldif": str(tmp_path / "people.ldif")},
-    }
-    (tmp_path / "billing.yaml").write_text(yaml.safe_dump(config))
-    return subprocess.run(
-        [sys.executable, "-c", "from billing.cli import main; main()", *args,
-         "run", "--date", "2026-11-20", "--config", str(tmp_path / "billing.yaml")],
-        capture_output=True, text=True, cwd=WORKTREE, env={**os.environ, "PYTHONPATH": str(WORKTREE)}, timeout=60,
-    )
+@pytest.fixture
+def billing(write_config, tmp_path):
+    """billing(*options): `billing *options run` in a process of its own, so its logging setup is production's.
+
+    The cluster's recorded answers are an empty directory: the first query fails the run."""
+    cluster = {**MINIMAL_CONFIG["clusters"][0], "prometheus": {"replay": str(tmp_path)}}
+    path = write_config(clusters=[cluster], database=f"sqlite:///{tmp_path / 'ledger.db'}")
+
+    def run(*options: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-c", "from billing.cli import main; main()", *options,
+             "run", "--date", "2026-11-20", "--config", str(path)],
+            capture_output=True, text=True, cwd=WORKTREE, env={**os.environ, "PYTHONPATH": str(WORKTREE)}, timeout=60,
+        )
+
+    return run
 
 
-def test_a_failed_run_logs_json_lines_only(tmp_path):
-    result = billing(tmp_path, "--log-format", "json")
+def test_a_failed_run_logs_json_lines_only(billing):
+    result = billing("--log-format", "json")
     assert result.returncode == 1
     entries = [json.loads(line) for line in result.stderr.splitlines()]  # fails on any line that is not JSON
     assert entries[0]["level"] == "INFO" and entries[0]["message"].startswith("billing 2026-11-20 (")
@@ -78,8 +78,8 @@ def test_a_failed_run_logs_json_lines_only(tmp_path):
         datetime.fromisoformat(entry["time"])
 
 
-def test_text_is_the_default(tmp_path):
-    result = billing(tmp_path)
+def test_text_is_the_default(billing):
+    result = billing()
     assert result.returncode == 1
     lines = result.stderr.splitlines()
     assert " INFO billing 2026-11-20 (" in lines[0]

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 from click.testing import CliRunner
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -25,6 +24,7 @@ from billing.config import ConfigError, MetricsConfig, load_config
 from billing.directory import Directory
 from billing.job import RunSummary, run_day
 from billing.metrics import push_run_metrics
+from tests.conftest import MINIMAL_CONFIG
 
 
 class Gateway:
@@ -141,28 +141,23 @@ def test_an_unreachable_gateway_is_a_warning(caplog):
     assert url in caplog.text
 
 
-def config_file(tmp_path: Path, metrics: dict | None) -> Path:
-    data = {
-        "database": f"sqlite:///{tmp_path / 'ledger.db'}",
-        "clusters": [{
-            "name": "jaguar",
-            "prometheus": {"url": "http://127.0.0.1:9"},
-            "prices": {"cpu_core_hour": 0.012, "memory_gib_hour": 0.0015, "gpu_hour": 1.1},
-        }],
-        "directory": {"ldif": str(tmp_path / "people.ldif")},
-    }
-    if metrics is not None:
-        data["metrics"] = metrics
-    path = tmp_path / "billing.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
+@pytest.fixture
+def config_file(write_config, tmp_path):
+    """config_file(metrics, **changes): the unit tests' minimal config with a ledger of its own and `metrics:`."""
+
+    def write(metrics: dict | None, **changes) -> Path:
+        return write_config(
+            database=f"sqlite:///{tmp_path / 'ledger.db'}", **({"metrics": metrics} if metrics else {}), **changes
+        )
+
+    return write
 
 
-def test_billing_run_pushes_after_a_successful_day(tmp_path, monkeypatch):
+def test_billing_run_pushes_after_a_successful_day(config_file, monkeypatch):
     days = []
     monkeypatch.setattr(billing.cli, "run_day", lambda config, day: days.append(day) or summary())
     with Gateway() as gateway:
-        path = config_file(tmp_path, {"pushgateway": gateway.url})
+        path = config_file({"pushgateway": gateway.url})
         result = CliRunner().invoke(billing.cli.main, ["run", "--date", "2026-11-20", "--config", str(path)])
     assert result.exit_code == 0, result.output
     assert days == [date(2026, 11, 20)]
@@ -170,29 +165,27 @@ def test_billing_run_pushes_after_a_successful_day(tmp_path, monkeypatch):
     assert samples(gateway.requests[0]["body"])[("billing_ledger_rows_written",)] == 7
 
 
-def test_billing_run_with_an_unreachable_gateway_still_succeeds(tmp_path, monkeypatch):
+def test_billing_run_with_an_unreachable_gateway_still_succeeds(config_file, monkeypatch):
     monkeypatch.setattr(billing.cli, "run_day", lambda config, day: summary())
     with Gateway() as gateway:
         url = gateway.url
-    path = config_file(tmp_path, {"pushgateway": url, "timeout": "2s"})
+    path = config_file({"pushgateway": url, "timeout": "2s"})
     result = CliRunner().invoke(billing.cli.main, ["run", "--date", "2026-11-20", "--config", str(path)])
     assert result.exit_code == 0, result.output
 
 
-def test_a_failed_run_pushes_nothing(tmp_path):
+def test_a_failed_run_pushes_nothing(config_file, tmp_path):
     """An empty replay directory fails the first query: exit 1, and the gateway hears nothing."""
     with Gateway() as gateway:
-        path = config_file(tmp_path, {"pushgateway": gateway.url})
-        data = yaml.safe_load(path.read_text())
-        data["clusters"][0]["prometheus"] = {"replay": str(tmp_path)}
-        path.write_text(yaml.safe_dump(data))
+        cluster = {**MINIMAL_CONFIG["clusters"][0], "prometheus": {"replay": str(tmp_path)}}
+        path = config_file({"pushgateway": gateway.url}, clusters=[cluster])
         result = CliRunner().invoke(billing.cli.main, ["run", "--date", "2026-11-20", "--config", str(path)])
     assert result.exit_code == 1
     assert gateway.requests == []
 
 
-def test_without_a_metrics_section_nothing_is_pushed(tmp_path):
-    config = load_config(config_file(tmp_path, None))
+def test_without_a_metrics_section_nothing_is_pushed(config_file):
+    config = load_config(config_file(None))
     assert config.metrics.pushgateway == ""
     assert config.metrics.job == "billing"
 
@@ -205,20 +198,15 @@ def test_without_a_metrics_section_nothing_is_pushed(tmp_path):
         ({"pushgateway": "http://pg:9091", "jobname": "x"}, "metrics.jobname: unknown key"),
     ],
 )
-def test_bad_metrics_sections_name_the_key(tmp_path, metrics, sentence):
+def test_bad_metrics_sections_name_the_key(config_file, metrics, sentence):
     with pytest.raises(ConfigError, match=sentence):
-        load_config(config_file(tmp_path, metrics))
+        load_config(config_file(metrics))
 
 
-def test_run_day_reports_the_cost_of_every_configured_cluster(tmp_path, monkeypatch):
+def test_run_day_reports_the_cost_of_every_configured_cluster(config_file, monkeypatch):
     """The per-cluster totals come from the priced rows; a cluster that ran nothing reports 0."""
-    path = config_file(tmp_path, None)
-    data = yaml.safe_load(path.read_text())
-    data["clusters"][0]["prices"]["gpu_models"] = {"NVIDIA-H100-80GB-HBM3": 2.4}
-    data["clusters"].append({**data["clusters"][0], "name": "ibis"})
-    data["clusters"].append({**data["clusters"][0], "name": "idle"})
-    path.write_text(yaml.safe_dump(data))
-    config = load_config(path)
+    jaguar = MINIMAL_CONFIG["clusters"][0]  # cpu 0.01, memory 0.002, gpu 1.0, H100 2.5
+    config = load_config(config_file(None, clusters=[jaguar, {**jaguar, "name": "ibis"}, {**jaguar, "name": "idle"}]))
     collected = {c.cluster: c for c in summary().clusters} | {"idle": ClusterUsage("idle", usage([]), 0, 8)}
     monkeypatch.setattr(billing.job, "prometheus_source", lambda name, prometheus: name)
     monkeypatch.setattr(billing.job, "collect_cluster", lambda cluster, *args: collected[cluster.name])
@@ -226,8 +214,7 @@ def test_run_day_reports_the_cost_of_every_configured_cluster(tmp_path, monkeypa
 
     result = run_day(config, date(2026, 11, 20))
 
-    # jaguar: 24 x 2.40 + 2.5 x 1.10 + 100 x 0.012 + 512 x 0.0015 = 62.318 (every namespace unallocated)
-    # ibis, same prices: 10 x 0.012 + 40 x 0.0015 = 0.18
-    assert result.cluster_costs == pytest.approx({"jaguar": 62.318, "ibis": 0.18, "idle": 0.0}, abs=1e-9)
-    assert result.total_cost == pytest.approx(62.498, abs=1e-9)
-
+    # jaguar: 24 x 2.5 + 2.5 x 1.0 + 100 x 0.01 + 512 x 0.002 = 64.524 (every namespace unallocated)
+    # ibis, same prices: 10 x 0.01 + 40 x 0.002 = 0.18
+    assert result.cluster_costs == pytest.approx({"jaguar": 64.524, "ibis": 0.18, "idle": 0.0}, abs=1e-9)
+    assert result.total_cost == pytest.approx(64.704, abs=1e-9)
