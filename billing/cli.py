@@ -10,6 +10,7 @@ import functools
 import logging
 import signal
 import sys
+import time
 from datetime import date
 
 import click
@@ -22,6 +23,8 @@ from billing.job import render_day, run_day
 from billing.ledger import LedgerError
 from billing.mail import MailError
 from billing.render import RenderError
+from billing.logs import configure_logging
+from billing.metrics import push_run_metrics
 
 log = logging.getLogger("billing")
 
@@ -29,7 +32,11 @@ RUN_FAILURES = (PrometheusError, DirectoryError, LedgerError, RenderError, MailE
 
 
 def _fail(status: int, message: str) -> None:
-    click.echo(f"billing: {message}", err=True)
+    context = click.get_current_context(silent=True)
+    if context and context.find_root().params.get("log_format") == "json":
+        log.error(message)  # a log pipeline gets the reason as one more JSON line
+    else:
+        click.echo(f"billing: {message}", err=True)
     sys.exit(status)
 
 
@@ -88,15 +95,14 @@ def _date(ctx, param, value: str | None) -> date | None:
 
 @click.group()
 @click.option("-v", "--verbose", is_flag=True, help="Log debug details.")
+@click.option(
+    "--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+    help="json: one JSON object per line, for cluster log pipelines.",
+)
 @click.version_option(package_name="billing")
-def main(verbose: bool) -> None:
+def main(verbose: bool, log_format: str) -> None:
     """GPU/CPU chargeback for shared Kubernetes clusters."""
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(message)s",
-        stream=sys.stderr,
-    )
-    logging.getLogger("urllib3").setLevel(logging.ERROR)  # its retry chatter; failures surface as ours
+    configure_logging(verbose, log_format)
 
 
 @main.command()
@@ -111,7 +117,10 @@ def run(day: date | None, config_file: str | None) -> None:
         billing run --date 2026-11-20 --config /etc/billing/billing.yaml
     """
     config = _config(config_file)
+    started = time.monotonic()
     summary = run_day(config, day or yesterday(config.zone))
+    if config.metrics.pushgateway:
+        push_run_metrics(config.metrics, summary, config.currency, time.monotonic() - started)
     _fail_if_undelivered(list(summary.undelivered))
 
 

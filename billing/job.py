@@ -31,6 +31,7 @@ class RunSummary:
     rows: int
     total_cost: float
     clusters: list[ClusterUsage]
+    cluster_costs: dict[str, float]  # cost of the day per configured cluster, 0.0 for an idle one
     undelivered: tuple[str, ...] = ()  # one sentence per summary email that failed
     directory_source: str = "live"  # "last_known" when the directory was unreachable
     directory_warning: str = ""  # the sentence saying so, for reports and emails
@@ -87,7 +88,12 @@ def run_day(config: Config, day: date) -> RunSummary:
     snapshot = None if directory_warning else directory_to_json(directory)
     written = replace_day(ledger, day, rows, config.currency, snapshot=snapshot, directory_note=directory_warning)
     total = float(rows["cost"].sum())
-    log.info("%s: %d ledger rows, total cost %.2f %s", day, written, total, config.currency)
+    log.info(
+        "%s: %d ledger rows, total cost %.2f %s", day, written, total, config.currency,
+        extra={"day": day.isoformat(), "rows": written, "total_cost": total, "currency": config.currency},
+    )
+    costs = rows.groupby("cluster")["cost"].sum()
+    cluster_costs = {c.name: float(costs.get(c.name, 0.0)) for c in config.clusters}
 
     report = render_day(config, day)
     undelivered: list[str] = []
@@ -99,6 +105,7 @@ def run_day(config: Config, day: date) -> RunSummary:
         written,
         total,
         collected,
+        cluster_costs,
         tuple(undelivered),
         directory_source="last_known" if directory_warning else "live",
         directory_warning=directory_warning,
