@@ -25,7 +25,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Everything below tests/integration is an integration test (`-m "not integration"` skips them)."""
     here = Path(__file__).parent
     for item in items:
-        if here in Path(item.fspath).parents:
+        if here in item.path.parents:
             item.add_marker(pytest.mark.integration)
 
 
