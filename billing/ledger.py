@@ -9,6 +9,7 @@ here only.
 from __future__ import annotations
 
 from datetime import date, datetime, timezone
+from pathlib import Path
 
 import pandas as pd
 from sqlalchemy import (
@@ -87,7 +88,11 @@ def open_ledger(url: str) -> Engine:
     except (SQLAlchemyError, ValueError, ImportError) as exc:
         raise LedgerError(f"config key database: cannot use {url.split('@')[-1]!r} ({exc})") from None
     try:
+        if engine.url.get_backend_name() == "sqlite" and engine.url.database not in (None, "", ":memory:"):
+            Path(engine.url.database).parent.mkdir(parents=True, exist_ok=True)  # like output_dir
         metadata.create_all(engine)
+    except OSError as exc:
+        raise LedgerError(f"{_where(engine)}: cannot create its directory ({exc.strerror})") from None
     except SQLAlchemyError as exc:
         raise LedgerError(f"{_where(engine)} is unreachable or refused the schema: {_cause(exc)}") from None
     return engine
