@@ -176,12 +176,16 @@ sum by (namespace, resource, {label}) (
       * on (namespace, pod, uid) group_left (node)
         max by (namespace, pod, uid, node) ({self.pod_node(pods)})
     )
-  * on (node) group_left ({label}) (
-        group by (node, {label}) (topk by (node) (1, timestamp({self.node_labels})))
-      or on (node)
-        group by (node) ({self.pod_node(pods)})
-    )
+  * on (node) group_left ({label}) {self.newest_model(self.pod_node(pods))}
 )"""
+
+    def newest_model(self, nodes: str) -> str:
+        """(node, GPU model) of every node in `nodes`: its newest label set wins, no label set means model ''."""
+        return f"""(
+        group by (node, {self.gpu_label}) (topk by (node) (1, timestamp({self.node_labels})))
+      or on (node)
+        group by (node) ({nodes})
+    )"""
 
 
 def _window(seconds: float) -> str:
@@ -291,14 +295,19 @@ def _refuse_impossible_values(raw: pd.DataFrame, cluster: str) -> None:
         )
 
 
-def _normalise(raw: pd.DataFrame, gpu_resources: list[str]) -> pd.DataFrame:
+def billing_units(raw: pd.DataFrame, gpu_resources: list[str]) -> pd.DataFrame:
     """kube-state-metrics resources to billing resources: GiB for memory, one `gpu` for all GPU names."""
     frame = raw.copy()
     is_gpu = frame["resource"].isin(gpu_resources)
     frame.loc[frame["resource"] == "memory", "quantity"] /= GIB
     frame.loc[is_gpu, "resource"] = "gpu"
     frame.loc[~is_gpu, "gpu_model"] = ""
-    frame = frame[frame["quantity"] != 0]
+    return frame[frame["quantity"] != 0]
+
+
+def _normalise(raw: pd.DataFrame, gpu_resources: list[str]) -> pd.DataFrame:
+    """Resource-hours in billing units, one row per namespace, resource and GPU model."""
+    frame = billing_units(raw, gpu_resources)
     return (
         frame.groupby(["namespace", "resource", "gpu_model"], as_index=False, sort=True)["quantity"]
         .sum()

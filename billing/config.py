@@ -116,6 +116,9 @@ class ClusterConfig(_Section):
     prometheus: PrometheusConfig
     gpu_model_label: str = "label_nvidia_com_gpu_product"
     prices: Prices
+    # idle capacity (allocatable that no request covered): unbilled, or shared over the teams in
+    # proportion to their cost, as `idle-<resource>` ledger rows, so the ledger adds up to the whole cluster's price
+    idle: Literal["unbilled", "share"] = "unbilled"
 
 
 class PeopleConfig(_Section):

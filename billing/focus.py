@@ -10,6 +10,8 @@ can fill. How the ledger maps onto FOCUS terms:
 * the team charged is the billing account (BillingAccountId/Name);
 * the cluster is the provider, publisher and invoice issuer;
 * the namespace is the resource (ResourceId `<cluster>/<namespace>`);
+  a share of a cluster's idle capacity (`idle-gpu` ledger rows) is a
+  Usage charge of the namespace it is charged to;
 * the charge period is the billing day, the billing period its month, both
   as UTC instants of local midnights in the configured time zone;
 * BilledCost, EffectiveCost and ContractedCost are the ledger's cost;
@@ -81,14 +83,17 @@ def _tags(row) -> str:
 
 
 def _description(row) -> str:
-    what = RESOURCE_WORDS[row.resource] + (f" of {row.gpu_model}" if row.gpu_model else "")
+    resource = row.resource.removeprefix("idle-")
+    what = RESOURCE_WORDS[resource] + (f" of {row.gpu_model}" if row.gpu_model else "")
+    if resource != row.resource:
+        return f"share of the idle {what} of cluster {row.cluster}, charged to namespace {row.namespace}"
     return f"{what} requested by namespace {row.namespace} on cluster {row.cluster}"
 
 
 def focus_rows(ledger: pd.DataFrame, zone: ZoneInfo) -> pd.DataFrame:
     """Ledger rows (ledger.read_rows) as FOCUS rows, one for one, in FOCUS_COLUMNS order."""
     list_cost = ledger["quantity"] * ledger["unit_price"]
-    units = ledger["resource"].map(PRICING_UNITS)
+    units = ledger["resource"].str.removeprefix("idle-").map(PRICING_UNITS)
     focus = pd.DataFrame(
         {
             "BilledCost": ledger["cost"],

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from decimal import ROUND_HALF_UP, Decimal
 
-UNITS = {"gpu": "GPU-h", "cpu": "core-h", "memory": "GiB-h"}
-RESOURCE_NAMES = {"gpu": "GPU", "cpu": "CPU", "memory": "Memory"}
+# idle-*: a share of the cluster's idle capacity (clusters with `idle: share`)
+UNITS = {"gpu": "GPU-h", "cpu": "core-h", "memory": "GiB-h", "idle-gpu": "GPU-h", "idle-cpu": "core-h",
+         "idle-memory": "GiB-h"}
+RESOURCE_NAMES = {"gpu": "GPU", "cpu": "CPU", "memory": "Memory", "idle-gpu": "Idle GPU", "idle-cpu": "Idle CPU",
+                  "idle-memory": "Idle memory"}
 
 _CENT = Decimal("0.01")
 

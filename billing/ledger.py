@@ -79,7 +79,22 @@ cluster_days = Table(  # how complete each cluster's data of a day was (data gap
     Column("coverage", Double, nullable=False),
 )
 
+cluster_capacity = Table(  # what each cluster's nodes offered, and what no request covered
+    "cluster_capacity",
+    metadata,
+    Column("day", Date, primary_key=True),
+    Column("cluster", Text, primary_key=True),
+    Column("resource", Text, primary_key=True),  # cpu, memory or gpu
+    Column("gpu_model", Text, primary_key=True),
+    Column("allocatable", Double, nullable=False),  # resource-hours the nodes offered
+    Column("requested", Double, nullable=False),  # resource-hours requested by Running pods
+    Column("idle", Double, nullable=False),  # allocatable - requested, not below 0
+    Column("unit_price", Double, nullable=False),
+    Column("idle_cost", Double, nullable=False),  # idle x unit_price
+)
+
 LEDGER_COLUMNS = [c.name for c in chargeback.columns]
+CAPACITY_COLUMNS = [c.name for c in cluster_capacity.columns if c.name != "day"]
 
 
 class LedgerError(Exception):
@@ -129,13 +144,15 @@ def replace_day(
     snapshot: str | None = None,
     directory_note: str = "",
     coverage: dict[str, float] | None = None,
+    capacity: pd.DataFrame | None = None,
 ) -> int:
     """Replace the day's rows in one transaction; return how many were written.
 
     `snapshot`, the directory the run read, replaces the stored one in the same
     transaction, so only a run that succeeded leaves one behind;
     `directory_note` records why a run used the last known directory instead;
-    `coverage` is each cluster's share of the day with kube-state-metrics data.
+    `coverage` is each cluster's share of the day with kube-state-metrics data;
+    `capacity` (CAPACITY_COLUMNS) each cluster's allocatable, requested and idle resource-hours.
     """
     computed_at = datetime.now(timezone.utc)
     records = rows.assign(day=day, currency=currency, computed_at=computed_at)[LEDGER_COLUMNS]
@@ -157,6 +174,9 @@ def replace_day(
             conn.execute(delete(cluster_days).where(cluster_days.c.day == day))
             if coverage:
                 conn.execute(insert(cluster_days), [{"day": day, "cluster": c, "coverage": v} for c, v in coverage.items()])
+            conn.execute(delete(cluster_capacity).where(cluster_capacity.c.day == day))
+            if capacity is not None and len(capacity):
+                conn.execute(insert(cluster_capacity), capacity[CAPACITY_COLUMNS].assign(day=day).to_dict("records"))
             if snapshot is not None:
                 conn.execute(delete(directory_snapshots))
                 conn.execute(insert(directory_snapshots).values(taken_at=computed_at, content=snapshot))
@@ -198,6 +218,13 @@ def incomplete(engine: Engine, first: date, last: date) -> list[tuple[date, str,
         .order_by(cluster_days.c.day, cluster_days.c.cluster)
     )
     return [(row.day, row.cluster, row.coverage) for row in _fetch(engine, query, "data coverage")]
+
+
+def read_capacity(engine: Engine, day: date) -> pd.DataFrame:
+    """Each cluster's capacity of a day (CAPACITY_COLUMNS); no rows for a day run before capacity was kept."""
+    query = select(cluster_capacity).where(cluster_capacity.c.day == day).order_by(
+        cluster_capacity.c.cluster, cluster_capacity.c.resource, cluster_capacity.c.gpu_model)
+    return pd.DataFrame(_fetch(engine, query, "cluster capacity"), columns=["day", *CAPACITY_COLUMNS])[CAPACITY_COLUMNS]
 
 
 def latest_directory(engine: Engine) -> tuple[datetime, str] | None:

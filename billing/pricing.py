@@ -34,3 +34,27 @@ def price(usage: pd.DataFrame, ownership: pd.DataFrame, prices: dict[str, Prices
     ]
     rows["cost"] = rows["quantity"] * rows["unit_price"]
     return rows[PRICED_COLUMNS].sort_values(PRICED_COLUMNS[:6], ignore_index=True)
+
+
+def share_idle(capacity: pd.DataFrame, rows: pd.DataFrame, unallocated_team: str) -> pd.DataFrame:
+    """Ledger rows that charge idle capacity to those who paid for the cluster, in proportion to their cost.
+
+    capacity: cluster, resource, gpu_model, idle, unit_price of the clusters whose idle is shared.
+    rows: the day's priced rows. Each (namespace, team) gets an `idle-<resource>` row per idle
+    resource and GPU model; idle of a cluster that nobody paid for goes to the unallocated team.
+    """
+    shared = []
+    for cluster, idle in capacity[capacity["idle"] > 0].groupby("cluster"):
+        payers = rows[rows["cluster"] == cluster].groupby(["namespace", "team", "owner"], dropna=False, as_index=False)
+        payers = payers["cost"].sum().query("cost > 0")
+        if payers.empty:
+            payers = pd.DataFrame({"namespace": [""], "team": [unallocated_team], "owner": [None], "cost": [1.0]})
+        weights = payers.assign(weight=payers["cost"] / payers["cost"].sum()).drop(columns="cost")
+        charged = weights.merge(idle, how="cross")
+        charged["resource"] = "idle-" + charged["resource"]
+        charged["quantity"] = charged["idle"] * charged["weight"]
+        charged["cost"] = charged["quantity"] * charged["unit_price"]
+        shared.append(charged[PRICED_COLUMNS])
+    if not shared:
+        return pd.DataFrame(columns=PRICED_COLUMNS)
+    return pd.concat(shared, ignore_index=True).sort_values(PRICED_COLUMNS[:6], ignore_index=True)

@@ -26,7 +26,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from sqlalchemy import Engine
 
 from billing.formatting import RESOURCE_NAMES, cents, money, quantity
-from billing.ledger import completed, directory_note, incomplete, read_rows
+from billing.ledger import completed, directory_note, incomplete, read_capacity, read_rows
 from billing.mail import Letter
 
 TREND_DAYS = 30
@@ -78,6 +78,8 @@ class DayReport:
     unallocated: list[dict]  # cluster, namespace, cost
     directory_note: str = ""  # why the run used the last known directory; shown as a warning
     incomplete: tuple[tuple[str, float], ...] = ()  # (cluster, coverage) with gaps in the day's data
+    # cluster, resource, gpu_model, allocatable, requested, requested_share, idle, idle_cost, idle_charged
+    capacity: tuple[dict, ...] = ()
 
     def team(self, name: str) -> TeamReport:
         return next(t for t in self.teams if t.team == name)
@@ -94,9 +96,21 @@ def read_report(engine: Engine, day: date, currency: str, unallocated_team: str)
     runs = completed(engine, first, day)
     if day not in runs:
         raise RenderError(f"the ledger records no run of {day}; run `billing run --date {day}` first")
-    report = summarize(read_rows(engine, first, day), runs, day, currency, unallocated_team)
+    rows = read_rows(engine, first, day)
+    report = summarize(rows, runs, day, currency, unallocated_team)
     gaps = tuple((cluster, coverage) for _, cluster, coverage in incomplete(engine, day, day))
-    return replace(report, directory_note=directory_note(engine, day), incomplete=gaps)
+    capacity = _capacity(read_capacity(engine, day), rows[rows["day"] == day])
+    return replace(report, directory_note=directory_note(engine, day), incomplete=gaps, capacity=capacity)
+
+
+def _capacity(capacity: pd.DataFrame, today: pd.DataFrame) -> tuple[dict, ...]:
+    """Capacity rows with the share requested and whether the cluster charged its idle to the teams."""
+    charged = set(today.loc[today["resource"].str.startswith("idle-"), "cluster"])
+    return tuple(
+        {**row, "requested_share": row["requested"] / row["allocatable"] if row["allocatable"] else None,
+         "idle_charged": row["cluster"] in charged}
+        for row in capacity.to_dict("records")
+    )
 
 
 def slug(name: str) -> str:

@@ -43,3 +43,18 @@ CREATE TABLE cluster_days (
     coverage REAL NOT NULL,
     PRIMARY KEY (day, cluster)
 );
+
+-- What each cluster's nodes offered (kube_node_status_allocatable) on the day's instants, what Running
+-- pods requested, and what no request covered: requested + idle = allocatable, in resource-hours.
+CREATE TABLE cluster_capacity (
+    day         DATE NOT NULL,
+    cluster     TEXT NOT NULL,
+    resource    TEXT NOT NULL,              -- cpu, memory or gpu
+    gpu_model   TEXT NOT NULL,              -- '' unless resource = 'gpu'
+    allocatable REAL NOT NULL,              -- resource-hours the nodes offered
+    requested   REAL NOT NULL,              -- resource-hours requested by Running pods
+    idle        REAL NOT NULL,              -- allocatable - requested, not below 0
+    unit_price  REAL NOT NULL,              -- the cluster's price per resource-hour
+    idle_cost   REAL NOT NULL,              -- idle * unit_price
+    PRIMARY KEY (day, cluster, resource, gpu_model)
+);

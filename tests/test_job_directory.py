@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 import billing.job
 from billing.cli import main
+from billing.capacity import ALLOCATABLE_COLUMNS
 from billing.collect import ClusterUsage
 from billing.config import Config
 from billing.directory import DirectoryError
@@ -37,6 +38,7 @@ def fixed_usage(monkeypatch):
         }
     )
     monkeypatch.setattr(billing.job, "collect_cluster", lambda cluster, *_: ClusterUsage(cluster.name, usage, 3, 1, 1.0))
+    monkeypatch.setattr(billing.job, "collect_allocatable", lambda *args: pd.DataFrame(columns=ALLOCATABLE_COLUMNS))
 
 
 # alice leads robotics (from the reports' job test) and is on vision too
