@@ -53,15 +53,15 @@ EXACT_INSTANTS = 60  # instants per exact range query: 1 h at a 60 s step
 PARALLEL_QUERIES = 2  # one per core of a small Prometheus
 GIB = 2**30
 
-USAGE_COLUMNS = ["namespace", "resource", "gpu_model", "quantity"]
+USAGE_COLUMNS = ["namespace", "resource", "gpu_model", "priority_class", "quantity"]
 
 
 @dataclass(frozen=True)
 class ClusterUsage:
-    """One cluster-day: resource-hours per namespace, resource and GPU model."""
+    """One cluster-day: resource-hours per namespace, resource, GPU model and priority class."""
 
     cluster: str
-    usage: pd.DataFrame  # USAGE_COLUMNS; resource is cpu, memory or gpu
+    usage: pd.DataFrame  # USAGE_COLUMNS; resource is cpu, memory or gpu; priority_class from kube_pod_info
     pods: int  # distinct pods seen Running during the day
     queries: int
     coverage: float  # share of the day's instants at which kube-state-metrics data was there
@@ -128,16 +128,16 @@ class Queries:
     # so duplicate scrapes of kube-state-metrics replicas are not counted twice.
 
     def fast(self, pods: str) -> str:
-        """Per (namespace, node, resource): sum over pods of request x Running instants."""
+        """Per (namespace, node, priority class, resource): sum over pods of request x Running instants."""
         return f"""
-sum by (namespace, node, resource) (
+sum by (namespace, node, priority_class, resource) (
     sum by (namespace, pod, uid, resource) (
         max by (namespace, pod, uid, container, resource) (max_over_time({self.requests(pods)}[{self.raw}]))
     )
-  * on (namespace, pod, uid) group_left (node) (
+  * on (namespace, pod, uid) group_left (node, priority_class) (
         max by (namespace, pod, uid) (sum_over_time(({self.running(pods)} == 1)[{self.instants}:{self.step}]))
-      * on (namespace, pod, uid) group_left (node)
-        max by (namespace, pod, uid, node) (max_over_time({self.pod_node(pods)}[{self.raw}]))
+      * on (namespace, pod, uid) group_left (node, priority_class)
+        max by (namespace, pod, uid, node, priority_class) (max_over_time({self.pod_node(pods)}[{self.raw}]))
     )
 )"""
 
@@ -167,14 +167,14 @@ sum by (namespace, node, resource) (
         """The literal per-instant product, for range queries; a node's newest label set wins."""
         label = self.gpu_label
         return f"""
-sum by (namespace, resource, {label}) (
+sum by (namespace, resource, priority_class, {label}) (
     sum by (namespace, pod, uid, resource) (
         max by (namespace, pod, uid, container, resource) ({self.requests(pods)})
     )
-  * on (namespace, pod, uid) group_left (node) (
+  * on (namespace, pod, uid) group_left (node, priority_class) (
         max by (namespace, pod, uid) ({self.running(pods)} == 1)
-      * on (namespace, pod, uid) group_left (node)
-        max by (namespace, pod, uid, node) ({self.pod_node(pods)})
+      * on (namespace, pod, uid) group_left (node, priority_class)
+        max by (namespace, pod, uid, node, priority_class) ({self.pod_node(pods)})
     )
   * on (node) group_left ({label}) {self.newest_model(self.pod_node(pods))}
 )"""
@@ -212,7 +212,7 @@ def _sub_chunks(chunk: Chunk) -> list[Chunk]:
 
 @dataclass(frozen=True)
 class _ChunkResult:
-    usage: pd.DataFrame  # namespace, resource, gpu_model, quantity (resource as KSM names it)
+    usage: pd.DataFrame  # USAGE_COLUMNS (resource as KSM names it)
     pods: frozenset[str]
     queries: int
     covered: int  # instants with kube-state-metrics data
@@ -244,7 +244,8 @@ def _chunk_usage(source: PrometheusSource, cluster: ClusterConfig, gpu_resources
     for series in source.instant(queries.fast(uid_matcher(exact_pods, keep=False)), at):
         labels = series["metric"]
         model = min(node_models.get(labels.get("node", ""), {""}))
-        rows.append((labels.get("namespace", ""), labels.get("resource", ""), model, float(series["value"][1])))
+        rows.append((labels.get("namespace", ""), labels.get("resource", ""), model,
+                     labels.get("priority_class", ""), float(series["value"][1])))
     asked += 1
 
     if exact_pods:
@@ -255,13 +256,13 @@ def _chunk_usage(source: PrometheusSource, cluster: ClusterConfig, gpu_resources
                 labels = series["metric"]
                 total = sum(float(v) for _, v in series["values"])
                 rows.append((labels.get("namespace", ""), labels.get("resource", ""),
-                             labels.get(queries.gpu_label, ""), total))
+                             labels.get(queries.gpu_label, ""), labels.get("priority_class", ""), total))
             asked += 1
     instants = (chunk.end - chunk.start) // chunk.step
     return _ChunkResult(_hours(rows, chunk.step), running, asked, covered, instants)
 
 
-def _hours(rows: list[tuple[str, str, str, float]], step: int) -> pd.DataFrame:
+def _hours(rows: list[tuple[str, str, str, str, float]], step: int) -> pd.DataFrame:
     """Rows of resource-instants as a frame of resource-hours."""
     frame = pd.DataFrame(rows, columns=USAGE_COLUMNS).astype({"quantity": float})
     return frame.assign(quantity=frame["quantity"] * step / 3600)
@@ -270,7 +271,7 @@ def _hours(rows: list[tuple[str, str, str, float]], step: int) -> pd.DataFrame:
 def collect_cluster(
     cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: list[str], source: PrometheusSource
 ) -> ClusterUsage:
-    """Resource-hours of one cluster-day, per namespace, resource and GPU model."""
+    """Resource-hours of one cluster-day, per namespace, resource, GPU model and priority class."""
     with ThreadPoolExecutor(PARALLEL_QUERIES) as pool:
         results = list(pool.map(lambda c: _chunk_usage(source, cluster, gpu_resources, c), chunks(day, step)))
     raw = pd.concat([r.usage for r in results], ignore_index=True)
@@ -306,10 +307,10 @@ def billing_units(raw: pd.DataFrame, gpu_resources: list[str]) -> pd.DataFrame:
 
 
 def _normalise(raw: pd.DataFrame, gpu_resources: list[str]) -> pd.DataFrame:
-    """Resource-hours in billing units, one row per namespace, resource and GPU model."""
+    """Resource-hours in billing units, one row per namespace, resource, GPU model and priority class."""
     frame = billing_units(raw, gpu_resources)
     return (
-        frame.groupby(["namespace", "resource", "gpu_model"], as_index=False, sort=True)["quantity"]
+        frame.groupby(USAGE_COLUMNS[:-1], as_index=False, sort=True)["quantity"]
         .sum()
         .reindex(columns=USAGE_COLUMNS)
     )

@@ -109,6 +109,9 @@ class Prices(_Section):
     memory_gib_hour: NonNegative
     gpu_hour: NonNegative
     gpu_models: dict[str, NonNegative] = {}
+    # price multiplier per pod priority class (kube_pod_info's priority_class), e.g. backfill: 0.0 runs free;
+    # other classes pay 1
+    priority_classes: dict[str, NonNegative] = {}
 
 
 class ClusterConfig(_Section):

@@ -15,7 +15,8 @@ can fill. How the ledger maps onto FOCUS terms:
 * the charge period is the billing day, the billing period its month, both
   as UTC instants of local midnights in the configured time zone;
 * BilledCost, EffectiveCost and ContractedCost are the ledger's cost;
-  ListCost is quantity x list price (they differ by discounts);
+  ListCost is its list_cost, quantity x list price: they differ by the
+  discounts of pod priority classes (prices.priority_classes);
 * cluster, namespace, team, owner, resource and GPU model are also in Tags,
   under the provider-defined prefix `billing/`.
 """
@@ -92,7 +93,6 @@ def _description(row) -> str:
 
 def focus_rows(ledger: pd.DataFrame, zone: ZoneInfo) -> pd.DataFrame:
     """Ledger rows (ledger.read_rows) as FOCUS rows, one for one, in FOCUS_COLUMNS order."""
-    list_cost = ledger["quantity"] * ledger["unit_price"]
     units = ledger["resource"].str.removeprefix("idle-").map(PRICING_UNITS)
     focus = pd.DataFrame(
         {
@@ -109,7 +109,7 @@ def focus_rows(ledger: pd.DataFrame, zone: ZoneInfo) -> pd.DataFrame:
             "ContractedCost": ledger["cost"],
             "EffectiveCost": ledger["cost"],
             "InvoiceIssuerName": ledger["cluster"],
-            "ListCost": list_cost,
+            "ListCost": ledger["list_cost"],
             "ListUnitPrice": ledger["unit_price"],
             "PricingCategory": "Standard",
             "PricingQuantity": ledger["quantity"],

@@ -27,6 +27,7 @@ from sqlalchemy import (
     create_engine,
     delete,
     insert,
+    inspect,
     select,
     text,
 )
@@ -42,11 +43,12 @@ chargeback = Table(
     Column("namespace", Text, primary_key=True),
     Column("team", Text, primary_key=True),
     Column("owner", Text, nullable=True),
-    Column("resource", Text, primary_key=True),
+    Column("resource", Text, primary_key=True),  # cpu, memory, gpu; idle-*: a share of a cluster's idle capacity
     Column("gpu_model", Text, primary_key=True),
     Column("quantity", Double, nullable=False),
     Column("unit_price", Double, nullable=False),
-    Column("cost", Double, nullable=False),
+    Column("cost", Double, nullable=False),  # what the team pays: list_cost less priority-class discounts
+    Column("list_cost", Double, nullable=False),  # quantity x unit_price
     Column("currency", Text, nullable=False),
     Column("computed_at", DateTime(timezone=True), nullable=False),
     Index("chargeback_team_day", "team", "day"),
@@ -115,11 +117,21 @@ def open_ledger(url: str) -> Engine:
         if engine.url.get_backend_name() == "sqlite" and engine.url.database not in (None, "", ":memory:"):
             Path(engine.url.database).parent.mkdir(parents=True, exist_ok=True)  # like output_dir
         metadata.create_all(engine)
+        _add_list_cost(engine)
     except OSError as exc:
         raise LedgerError(f"{_where(engine)}: cannot create its directory ({exc.strerror})") from None
     except SQLAlchemyError as exc:
         raise LedgerError(f"{_where(engine)} is unreachable or refused the schema: {_cause(exc)}") from None
     return engine
+
+
+def _add_list_cost(engine: Engine) -> None:
+    """A ledger written before discounts existed gets the list_cost column; its costs were list costs."""
+    if "list_cost" in {column["name"] for column in inspect(engine).get_columns("chargeback")}:
+        return
+    with engine.begin() as conn:
+        conn.execute(text("ALTER TABLE chargeback ADD COLUMN list_cost DOUBLE PRECISION NOT NULL DEFAULT 0"))
+        conn.execute(text("UPDATE chargeback SET list_cost = cost"))
 
 
 def _cause(exc: SQLAlchemyError) -> str:

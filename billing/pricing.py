@@ -1,4 +1,4 @@
-"""Unit prices and costs (SPEC.md rules 6 and 8)."""
+"""Unit prices and costs (SPEC.md rules 6 and 8), discounts by priority class, shared idle capacity."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pandas as pd
 from billing.config import Prices
 
 PRICED_COLUMNS = [
-    "cluster", "namespace", "team", "owner", "resource", "gpu_model", "quantity", "unit_price", "cost",
+    "cluster", "namespace", "team", "owner", "resource", "gpu_model", "quantity", "unit_price", "cost", "list_cost",
 ]
 
 
@@ -21,19 +21,27 @@ def unit_price(prices: Prices, resource: str, gpu_model: str) -> float:
 def price(usage: pd.DataFrame, ownership: pd.DataFrame, prices: dict[str, Prices]) -> pd.DataFrame:
     """Ledger rows: each namespace's usage split over its teams and priced per cluster.
 
-    usage: cluster, namespace, resource, gpu_model, quantity.
+    usage: cluster, namespace, resource, gpu_model, priority_class, quantity.
     ownership: namespace, team, owner, share.
+    A row keeps the whole quantity and the list unit_price (list_cost = quantity x unit_price);
+    its cost is what was paid: each priority class's list cost times the class's multiplier.
     """
     rows = usage.merge(ownership, on="namespace", how="left", validate="many_to_many")
     if rows["team"].isna().any():
         missing = sorted(rows.loc[rows["team"].isna(), "namespace"].unique())
         raise ValueError(f"namespaces without an owner: {missing[:5]}")  # a bug, never an input problem
     rows["quantity"] = rows["quantity"] * rows["share"]
+    rows["multiplier"] = [prices[c].priority_classes.get(p, 1.0) for c, p in zip(rows["cluster"], rows["priority_class"])]
+    keys = PRICED_COLUMNS[:6]
+    # quantities per multiplier first, so that without discounts cost is exactly quantity x unit_price
+    rows = rows.groupby([*keys, "multiplier"], dropna=False, as_index=False)["quantity"].sum()
     rows["unit_price"] = [
         unit_price(prices[c], r, m) for c, r, m in zip(rows["cluster"], rows["resource"], rows["gpu_model"])
     ]
-    rows["cost"] = rows["quantity"] * rows["unit_price"]
-    return rows[PRICED_COLUMNS].sort_values(PRICED_COLUMNS[:6], ignore_index=True)
+    rows["cost"] = rows["quantity"] * rows["unit_price"] * rows["multiplier"]
+    rows = rows.groupby([*keys, "unit_price"], dropna=False, as_index=False)[["quantity", "cost"]].sum()
+    rows["list_cost"] = rows["quantity"] * rows["unit_price"]
+    return rows[PRICED_COLUMNS].sort_values(keys, ignore_index=True)
 
 
 def share_idle(capacity: pd.DataFrame, rows: pd.DataFrame, unallocated_team: str) -> pd.DataFrame:
@@ -53,7 +61,7 @@ def share_idle(capacity: pd.DataFrame, rows: pd.DataFrame, unallocated_team: str
         charged = weights.merge(idle, how="cross")
         charged["resource"] = "idle-" + charged["resource"]
         charged["quantity"] = charged["idle"] * charged["weight"]
-        charged["cost"] = charged["quantity"] * charged["unit_price"]
+        charged["cost"] = charged["list_cost"] = charged["quantity"] * charged["unit_price"]
         shared.append(charged[PRICED_COLUMNS])
     if not shared:
         return pd.DataFrame(columns=PRICED_COLUMNS)

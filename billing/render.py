@@ -54,9 +54,10 @@ class TeamReport:
     previous: float | None  # the day before, None if that day was never run
     month_to_date: float
     trend: list[TrendDay]
+    discount: float  # list cost less cost on the day: what pod priority classes saved
     by_owner: list[dict]  # owner ('' for a team namespace), namespaces, cost
     by_namespace: list[dict]  # cluster, namespace, owner, cost
-    by_usage: list[dict]  # cluster, resource, gpu_model, quantity, cost
+    by_usage: list[dict]  # cluster, resource, gpu_model, quantity, cost, discount
 
 
 @dataclass(frozen=True)
@@ -70,9 +71,10 @@ class DayReport:
     previous: float | None
     month_to_date: float
     trend: list[TrendDay]
+    discount: float
     missing_in_month: list[date]  # days of this month that were never run
     teams: list[TeamReport]  # most expensive first
-    by_usage: list[dict]  # cluster, resource, quantity, cost
+    by_usage: list[dict]  # cluster, resource, quantity, cost, discount
     gpu_models: list[dict]  # gpu_model, quantity, cost
     top_namespaces: list[dict]  # cluster, namespace, teams, cost
     unallocated: list[dict]  # cluster, namespace, cost
@@ -144,8 +146,10 @@ def _names(values: pd.Series) -> str:
 def _figures(rows: pd.DataFrame, runs: set[date], day: date) -> dict:
     """The headline numbers of any part of the ledger window: all teams, or one."""
     previous = day - timedelta(days=1)
+    today = rows[rows["day"] == day]
     return {
-        "cost": _sum(rows[rows["day"] == day]),
+        "cost": _sum(today),
+        "discount": float(today["list_cost"].sum()) - _sum(today),
         "previous": _sum(rows[rows["day"] == previous]) if previous in runs else None,
         "month_to_date": _sum(rows[rows["day"] >= day.replace(day=1)]),
         "trend": _trend(rows, runs, day),
@@ -162,8 +166,12 @@ def _team_report(team: str, rows: pd.DataFrame, runs: set[date], day: date) -> T
         **_figures(rows, runs, day),
         by_owner=by_owner.sort_values(["cost", "owner"], ascending=[False, True]).to_dict("records"),
         by_namespace=_grouped(owners, ["cluster", "namespace", "owner"], ["cost"]),
-        by_usage=_grouped(today, ["cluster", "resource", "gpu_model"], ["quantity", "cost"]),
+        by_usage=_grouped(_with_discount(today), ["cluster", "resource", "gpu_model"], ["quantity", "cost", "discount"]),
     )
+
+
+def _with_discount(rows: pd.DataFrame) -> pd.DataFrame:
+    return rows.assign(discount=rows["list_cost"] - rows["cost"])
 
 
 def summarize(rows: pd.DataFrame, runs: set[date], day: date, currency: str, unallocated_team: str) -> DayReport:
@@ -188,7 +196,7 @@ def summarize(rows: pd.DataFrame, runs: set[date], day: date, currency: str, una
         **_figures(rows, runs, day),
         missing_in_month=[d for d in month if d not in runs and d != day],
         teams=teams,
-        by_usage=_grouped(today, ["cluster", "resource"], ["quantity", "cost"]),
+        by_usage=_grouped(_with_discount(today), ["cluster", "resource"], ["quantity", "cost", "discount"]),
         gpu_models=_grouped(today[today["resource"] == "gpu"], ["gpu_model"], ["quantity", "cost"]),
         top_namespaces=namespaces.sort_values(["cost", "cluster", "namespace"], ascending=[False, True, True])
         .head(TOP_NAMESPACES)

@@ -8,11 +8,12 @@ CREATE TABLE chargeback (
     namespace   TEXT NOT NULL,
     team        TEXT NOT NULL,              -- team charged (SPEC.md rule 7)
     owner       TEXT,                       -- person uid for a personal namespace
-    resource    TEXT NOT NULL,              -- cpu, memory or gpu
+    resource    TEXT NOT NULL,              -- cpu, memory, gpu, or idle-cpu|memory|gpu (shared idle)
     gpu_model   TEXT NOT NULL,              -- '' unless resource = 'gpu'
     quantity    DOUBLE PRECISION NOT NULL,  -- resource-hours attributed to this team
-    unit_price  DOUBLE PRECISION NOT NULL,  -- price per resource-hour
-    cost        DOUBLE PRECISION NOT NULL,  -- quantity * unit_price, not rounded
+    unit_price  DOUBLE PRECISION NOT NULL,  -- list price per resource-hour
+    cost        DOUBLE PRECISION NOT NULL,  -- what the team pays: list_cost less discounts, not rounded
+    list_cost   DOUBLE PRECISION NOT NULL,  -- quantity * unit_price (the list price)
     currency    TEXT NOT NULL,              -- ISO 4217
     computed_at TIMESTAMP WITH TIME ZONE NOT NULL,
     PRIMARY KEY (day, cluster, namespace, team, resource, gpu_model)

@@ -119,16 +119,19 @@ def test_resized_pods_are_left_out_of_the_fast_query_and_evaluated_exactly():
     source = FakePrometheus(
         resized=[series(1, uid="u-2"), series(1, uid="u-1")],
         fast=[series(240, namespace="alice", node="n", resource="cpu")],
-        exact=[{"metric": {"namespace": "alice", "resource": "cpu"}, "values": [[0, "2"], [60, "4"]]}],
+        exact=[{"metric": {"namespace": "alice", "resource": "cpu", "priority_class": "backfill"},
+                "values": [[0, "2"], [60, "4"]]}],
     )
     result = collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source)
     assert all(r'uid!~"u\\-1|u\\-2"' in q for q in source.queries("fast"))
     # 24 exact range queries of one hour each, restricted to the two pods
     assert len(source.queries("exact")) == 24
     assert all(r'uid=~"u\\-1|u\\-2"' in q for q in source.queries("exact"))
-    # only the first hour answers, with 2 + 4 core-instants; four fast chunks answer 240 each
+    # only the first hour answers, with 2 + 4 core-instants of a backfill pod; four fast chunks answer 240 each
     assert result.usage.to_dict("records") == [
-        {"namespace": "alice", "resource": "cpu", "gpu_model": "", "quantity": pytest.approx(4 * 4 + 6 / 60)}
+        {"namespace": "alice", "resource": "cpu", "gpu_model": "", "priority_class": "", "quantity": pytest.approx(4 * 4)},
+        {"namespace": "alice", "resource": "cpu", "gpu_model": "", "priority_class": "backfill",
+         "quantity": pytest.approx(6 / 60)},
     ]
 
 

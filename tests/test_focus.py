@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from billing.cli import main
-from tests.report_ledger import DAY_TOTAL, MONTH_TOTAL, write_ledger
+from tests.report_ledger import DAY, DAY_TOTAL, H100, MONTH_TOTAL, write_ledger
 
 # FOCUS 1.2, columns whose feature level is Mandatory
 FOCUS_MANDATORY = [
@@ -49,8 +49,7 @@ def test_mandatory_columns_are_there_and_billed_cost_adds_up_to_the_ledger(confi
     assert len(focus) == 7
     assert focus["BilledCost"].sum() == pytest.approx(float(DAY_TOTAL), abs=1e-9)
     # no discounts in this ledger: every cost is the list cost
-    assert focus["ListCost"].tolist() == pytest.approx(focus["BilledCost"].tolist(), rel=1e-12)
-    assert (focus["EffectiveCost"] == focus["BilledCost"]).all()
+    assert (focus["ListCost"] == focus["BilledCost"]).all() and (focus["EffectiveCost"] == focus["BilledCost"]).all()
 
     month = csv_of(export(config, "--from", "2026-11-01", "--to", "2026-11-20"))
     assert month["BilledCost"].sum() == pytest.approx(float(MONTH_TOTAL))
@@ -109,3 +108,12 @@ def test_parquet_without_pyarrow_and_an_unwritable_file_are_usage_errors(config,
     assert result.exit_code == 2 and "cannot write" in result.stderr and "Traceback" not in result.stderr
     result = export(config, "--from", "2026-11-20", "--to", "2026-11-19")
     assert result.exit_code == 2 and "--to is before --from" in result.stderr
+
+
+def test_a_discount_is_list_cost_less_billed_cost(tmp_path, write_config):
+    # 10 GPU-h at 2.40 list: 24.00; half of them backfill at multiplier 0 -> billed 12.00
+    discounted = {DAY: [("jaguar", "alice", "robotics", "alice", "gpu", H100, 10.0, 2.40, 12.00, 24.00)]}
+    config = str(write_config(database=write_ledger(tmp_path / "discounted.db", discounted)))
+    row = csv_of(export(config, "--from", str(DAY), "--to", str(DAY))).iloc[0]
+    assert (row["ListCost"], row["BilledCost"], row["EffectiveCost"], row["ContractedCost"]) == (24.0, 12.0, 12.0, 12.0)
+    assert row["ListUnitPrice"] == 2.40 and row["PricingQuantity"] == 10.0

@@ -34,6 +34,7 @@ def fixed_usage(monkeypatch):
             "namespace": ["alice", "team-robotics", "nobody"],
             "resource": ["cpu"] * 3,
             "gpu_model": [""] * 3,
+            "priority_class": [""] * 3,
             "quantity": [10.0] * 3,
         }
     )

@@ -28,7 +28,7 @@ def test_price_splits_by_share_and_keeps_the_total():
             ("ibis", "kube-system", "memory", "", 1000.0),
         ],
         columns=["cluster", "namespace", "resource", "gpu_model", "quantity"],
-    )
+    ).assign(priority_class="")
     ownership = pd.DataFrame(
         [("bob", "nlp", "bob", 0.5), ("bob", "robotics", "bob", 0.5), ("kube-system", "platform", None, 1.0)],
         columns=["namespace", "team", "owner", "share"],
@@ -46,10 +46,10 @@ def test_price_splits_by_share_and_keeps_the_total():
 
 def test_idle_is_shared_in_proportion_to_cost():
     rows = pd.DataFrame([
-        ("jaguar", "alice", "robotics", "alice", "gpu", "NVIDIA-H100-80GB-HBM3", 12.5, 2.4, 30.0),
-        ("jaguar", "team-vision", "vision", None, "cpu", "", 1000.0, 0.01, 10.0),
-        ("jaguar", "scratch", "unallocated", None, "cpu", "", 0.0, 0.01, 0.0),
-        ("ibis", "bob", "vision", "bob", "cpu", "", 100.0, 0.05, 5.0),
+        ("jaguar", "alice", "robotics", "alice", "gpu", "NVIDIA-H100-80GB-HBM3", 12.5, 2.4, 30.0, 30.0),
+        ("jaguar", "team-vision", "vision", None, "cpu", "", 1000.0, 0.01, 10.0, 10.0),
+        ("jaguar", "scratch", "unallocated", None, "cpu", "", 100.0, 0.01, 0.0, 1.0),  # backfill: free
+        ("ibis", "bob", "vision", "bob", "cpu", "", 100.0, 0.05, 5.0, 5.0),
     ], columns=PRICED_COLUMNS)
     capacity = pd.DataFrame([
         ("jaguar", "gpu", "NVIDIA-H100-80GB-HBM3", 4.0, 2.5),
@@ -77,3 +77,21 @@ def test_idle_of_a_cluster_nobody_paid_for_goes_to_the_unallocated_team():
     shared = share_idle(capacity, pd.DataFrame(columns=PRICED_COLUMNS), "unallocated")
     assert shared[["namespace", "team", "resource", "quantity", "cost"]].values.tolist() == [
         ["", "unallocated", "idle-gpu", 24.0, pytest.approx(14.4)]]
+
+
+def test_priority_classes_discount_the_cost_but_keep_the_hours():
+    prices = {"jaguar": Prices(cpu_core_hour=0.01, memory_gib_hour=0.001, gpu_hour=2.0,
+                               priority_classes={"backfill": 0.0, "premium": 1.5})}
+    usage = pd.DataFrame([
+        ("jaguar", "alice", "gpu", "", "", 3.0),
+        ("jaguar", "alice", "gpu", "", "backfill", 5.0),
+        ("jaguar", "alice", "gpu", "", "premium", 2.0),
+        ("jaguar", "kube-system", "cpu", "", "backfill", 100.0),
+    ], columns=["cluster", "namespace", "resource", "gpu_model", "priority_class", "quantity"])
+    ownership = pd.DataFrame([("alice", "robotics", "alice", 0.5), ("alice", "vision", "alice", 0.5),
+                              ("kube-system", "platform", None, 1.0)], columns=["namespace", "team", "owner", "share"])
+    rows = price(usage, ownership, prices).set_index("team")
+    # alice: 10 GPU-h at 2.00 list = 20.00; paid 3 x 2 + 5 x 0 + 2 x 2 x 1.5 = 12.00; half to each team
+    for team in ("robotics", "vision"):
+        assert rows.loc[team, ["quantity", "unit_price", "list_cost", "cost"]].tolist() == pytest.approx([5, 2, 10, 6])
+    assert rows.loc["platform", ["quantity", "list_cost", "cost"]].tolist() == pytest.approx([100, 1.0, 0.0])

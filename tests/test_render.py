@@ -214,3 +214,23 @@ def test_admin_page_shows_capacity_and_whether_idle_was_charged(ledger, tmp_path
     ]
     vision = read_page((tmp_path / "out" / DAY.isoformat() / "teams" / "vision.html").read_text())
     assert ["ibis", "Idle GPU", "92.00 GPU-h", "271.40 USD"] in vision.tables["team-usage"]
+
+
+def test_discounts_of_priority_classes_are_shown(tmp_path):
+    # alice: 10 H100-hours, list 24.00, half of them backfill at multiplier 0 -> 12.00; bob pays list price
+    rows = {DAY: [("jaguar", "alice", "robotics", "alice", "gpu", H100, 10.0, 2.40, 12.00, 24.00),
+                  ("ibis", "bob", "vision", "bob", "cpu", "", 100.0, 0.034, 3.40)]}
+    report = read_report(open_ledger(write_ledger(tmp_path / "ledger.db", rows)), DAY, "USD", "unallocated")
+    assert report.discount == pytest.approx(12.0) and report.team("vision").discount == 0.0
+    write_pages(report, tmp_path / "out")
+    folder = tmp_path / "out" / DAY.isoformat()
+    robotics = read_page((folder / "teams" / "robotics.html").read_text())
+    assert robotics.texts["discount"] == (
+        f"Priority classes: 12.00 USD off the list price of 24.00 USD on {DAY} (e.g. backfill pods that run free).")
+    assert robotics.tables["team-usage"] == [["Cluster", "Resource", "Quantity", "Cost", "Discount"],
+                                             ["jaguar", f"GPU {H100}", "10.00 GPU-h", "12.00 USD", "12.00 USD"]]
+    vision = read_page((folder / "teams" / "vision.html").read_text())
+    assert "discount" not in vision.texts and vision.tables["team-usage"][0] == ["Cluster", "Resource", "Quantity", "Cost"]
+    admin = read_page((folder / "index.html").read_text())
+    assert ["jaguar", "GPU", "10.00 GPU-h", "12.00 USD", "12.00 USD"] in admin.tables["usage"]
+    assert "Priority classes: 12.00 USD off the list price of 24.00 USD" in team_letter(report, "robotics").text
