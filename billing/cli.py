@@ -18,7 +18,9 @@ from billing.config import Config, ConfigError, config_path, load_config
 from billing.days import days_between, yesterday
 from billing.directory import DirectoryError
 from billing.job import run_day
-from billing.ledger import LedgerError
+from billing.ledger import LedgerError, open_ledger
+from billing.report import GROUPINGS, ReportError, Subject, build_report, report_range
+from billing.report_formats import FORMATS, missing_notice
 
 log = logging.getLogger("billing")
 
@@ -37,7 +39,7 @@ def _guarded(command):
     def wrapper(*args, **kwargs):
         try:
             return command(*args, **kwargs)
-        except ConfigError as exc:
+        except (ConfigError, ReportError) as exc:
             _fail(2, str(exc))
         except RUN_FAILURES as exc:
             _fail(1, str(exc))
@@ -72,7 +74,14 @@ def _date(ctx, param, value: str | None) -> date | None:
 @click.option("-v", "--verbose", is_flag=True, help="Log debug details.")
 @click.version_option(package_name="billing")
 def main(verbose: bool) -> None:
-    """GPU/CPU chargeback for shared Kubernetes clusters."""
+    """GPU/CPU chargeback for shared Kubernetes clusters.
+
+    Examples: bill yesterday, then show what a team spent this month.
+
+    \b
+        billing run --config /etc/billing/billing.yaml
+        billing report --team robotics --config /etc/billing/billing.yaml
+    """
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(message)s",
@@ -120,3 +129,67 @@ def backfill(first: date, last: date, config_file: str | None) -> None:
         for number, day in enumerate(days, 1):
             log.info("backfill: day %d of %d", number, len(days))
             run_day(config, day)
+
+
+def _subject(team: str | None, person: str | None, all_teams: bool) -> Subject:
+    chosen = []
+    if team is not None:
+        chosen.append(Subject("team", team))
+    if person is not None:
+        chosen.append(Subject("person", person))
+    if all_teams:
+        chosen.append(Subject("all"))
+    if len(chosen) != 1:
+        raise click.UsageError("give exactly one of --team, --person and --all-teams")
+    return chosen[0]
+
+
+@main.command()
+@click.option("--team", help="The team whose spending to show.")
+@click.option("--person", help="A person (uid): their own namespaces, across all their teams.")
+@click.option("--all-teams", is_flag=True, help="Every team.")
+@click.option("--from", "first", callback=_date, help="First day, YYYY-MM-DD (default: first day of the month).")
+@click.option("--to", "last", callback=_date, help="Last day, YYYY-MM-DD, inclusive (default: yesterday).")
+@click.option("--format", "form", type=click.Choice(list(FORMATS)), default="table", show_default=True)
+@click.option(
+    "--by",
+    type=click.Choice(list(GROUPINGS)),
+    help="Sum per person, namespace, ... (default for table and html: namespace, or team with --all-teams; "
+    "csv and json without --by give the ledger rows).",
+)
+@click.option("--output", type=click.Path(dir_okay=False, writable=True), help="Write to this file, not stdout.")
+@config_option
+@_guarded
+def report(
+    team: str | None,
+    person: str | None,
+    all_teams: bool,
+    first: date | None,
+    last: date | None,
+    form: str,
+    by: str | None,
+    output: str | None,
+    config_file: str | None,
+) -> None:
+    """What a team or a person spent, from the ledger.
+
+    Days in the range that were never billed are listed (on stderr for table
+    and csv), never counted as zero. Examples:
+
+    \b
+        billing report --team robotics
+        billing report --team robotics --from 2026-01-01 --to 2026-12-31 --by person
+        billing report --person alice --format csv --output alice.csv
+        billing report --all-teams --format html --output teams.html
+    """
+    subject = _subject(team, person, all_teams)
+    config = _config(config_file)
+    first, last = report_range(config.zone, first, last)
+    if by is None and form in ("table", "html"):
+        by = "team" if subject.kind == "all" else "namespace"
+    answer = build_report(open_ledger(config.database), subject, first, last, by, config.currency)
+    notice = missing_notice(answer)
+    if notice and form != "json":
+        click.echo(f"billing: {notice}", err=True)
+    with click.open_file(output or "-", "w", encoding="utf-8") as stream:
+        stream.write(FORMATS[form](answer))

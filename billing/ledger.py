@@ -20,6 +20,7 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    Select,
     Table,
     Text,
     create_engine,
@@ -117,6 +118,15 @@ def read_rows(engine: Engine, first: date, last: date, team: str | None = None) 
         raise LedgerError(f"{_where(engine)}: reading the ledger failed: {_cause(exc)}") from None
     frame["day"] = pd.to_datetime(frame["day"]).dt.date
     return frame
+
+
+def fetch(engine: Engine, query: Select) -> list[dict]:
+    """The rows of a read-only query as dicts; a database failure as LedgerError."""
+    try:
+        with engine.connect() as conn:
+            return [dict(row) for row in conn.execute(query).mappings()]
+    except SQLAlchemyError as exc:
+        raise LedgerError(f"{_where(engine)}: reading the ledger failed: {_cause(exc)}") from None
 
 
 def completed(engine: Engine, first: date, last: date) -> set[date]:
