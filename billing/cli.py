@@ -14,6 +14,7 @@ from datetime import date
 import click
 
 from billing.prometheus import PrometheusError
+from billing.check import check_all, check_config
 from billing.config import Config, ConfigError, config_path, load_config
 from billing.days import days_between, yesterday
 from billing.directory import DirectoryError
@@ -193,3 +194,24 @@ def report(
         click.echo(f"billing: {notice}", err=True)
     with click.open_file(output or "-", "w", encoding="utf-8") as stream:
         stream.write(FORMATS[form](answer))
+
+
+@main.command()
+@config_option
+@_guarded
+def check(config_file: str | None) -> None:
+    """Validate the config and reach every dependency, one line each.
+
+    Exit status 1 if any dependency fails, 2 if the config is invalid. Example:
+
+    \b
+        billing check --config /etc/billing/billing.yaml
+    """
+    config, probe = check_config(config_path(config_file))
+    click.echo(probe.line())
+    failures = 0
+    for probe in check_all(config):
+        click.echo(probe.line())
+        failures += not probe.ok
+    if failures:
+        sys.exit(1)

@@ -1,0 +1,149 @@
+"""`billing check`: is everything the nightly job needs wired up?
+
+Each dependency (every cluster's Prometheus, the directory, the ledger
+database, the SMTP server) is reached the way the job reaches it, timed, and
+reported as one `Probe`. A failing dependency never stops the others from
+being checked: that is the point of a check.
+"""
+
+from __future__ import annotations
+
+import os
+import smtplib
+import ssl
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import func, select
+
+from billing.config import ClusterConfig, Config, DirectoryConfig, EmailConfig, load_config
+from billing.directory import DirectoryError, load_directory
+from billing.ledger import LedgerError, completed_days, fetch, open_ledger
+from billing.prometheus import LivePrometheus, PrometheusError
+
+TIMEOUT = 10.0  # seconds: a check answers quickly or reports the dependency as failing
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What checking one dependency found."""
+
+    dependency: str
+    ok: bool
+    detail: str  # what was reached, or why not
+    seconds: float
+
+    def line(self) -> str:
+        took = f"{self.seconds * 1000:.0f} ms" if self.seconds < 1 else f"{self.seconds:.1f} s"
+        return f"{'ok' if self.ok else 'FAIL':<4}  {self.dependency:<20}  {self.detail} ({took})"
+
+
+class CheckFailure(Exception):
+    """A dependency was reached but is not usable; the message says why."""
+
+
+EXPLAINED = (CheckFailure, PrometheusError, DirectoryError, LedgerError)  # their message is a whole sentence
+
+
+def _timed(dependency: str, probe: Callable[[], str]) -> Probe:
+    start = time.monotonic()
+    try:
+        return Probe(dependency, True, probe(), time.monotonic() - start)
+    except Exception as exc:  # any failure, expected or not, is this dependency's line, not a crash
+        reason = str(exc) if isinstance(exc, EXPLAINED) else f"{type(exc).__name__}: {exc}"
+        return Probe(dependency, False, reason, time.monotonic() - start)
+
+
+def prometheus(cluster: ClusterConfig) -> str:
+    """Ask the server for `vector(1)`, without the job's retries; recorded answers are only counted."""
+    config = cluster.prometheus
+    if config.replay:
+        answers = len(list(Path(config.replay).glob("*.json")))
+        if not answers:
+            raise CheckFailure(f"replay directory {config.replay} holds no recorded answers")
+        return f"replay directory {config.replay}: {answers} recorded answers"
+    source = LivePrometheus(cluster.name, config.model_copy(update={"timeout": min(config.timeout, TIMEOUT)}), retries=0)
+    answer = source.instant("vector(1)", time.time())
+    if [sample["value"][1] for sample in answer] != ["1"]:
+        raise CheckFailure(f"{config.url} answered vector(1) with {answer!r}, not 1")
+    return f"{config.url} answered vector(1)"
+
+
+def directory(config: DirectoryConfig) -> str:
+    """Read the directory as a run does and count what it holds."""
+    people_and_teams = load_directory(config)
+    source = config.ldif or config.url
+    return f"{source}: {len(people_and_teams.people)} people, {len(people_and_teams.teams)} teams"
+
+
+def database(url: str) -> str:
+    """Open the ledger (creating its tables if missing) and read how many days it holds."""
+    engine = open_ledger(url)
+    try:
+        [row] = fetch(engine, select(func.count().label("days"), func.max(completed_days.c.day).label("last")))
+    finally:
+        engine.dispose()
+    last = f", the last {row['last']}" if row["last"] else ""
+    return f"{engine.url.render_as_string(hide_password=True)}: {row['days']} days billed{last}"
+
+
+def smtp(email: EmailConfig) -> str:
+    """Connect, EHLO, STARTTLS (or TLS on port 465) and log in, as sending would; send nothing."""
+    if email.outbox_dir:
+        outbox = Path(email.outbox_dir)
+        outbox.mkdir(parents=True, exist_ok=True)
+        if not os.access(outbox, os.W_OK):
+            raise CheckFailure(f"outbox directory {outbox} is not writable")
+        return f"messages go to the outbox directory {outbox}, which is writable"
+    where = f"SMTP server {email.smtp_host}:{email.smtp_port}"
+    implicit_tls = email.smtp_port == 465
+    context = ssl.create_default_context()
+    done = ["TLS", "EHLO"] if implicit_tls else ["EHLO"]
+    try:
+        if implicit_tls:
+            server = smtplib.SMTP_SSL(email.smtp_host, email.smtp_port, timeout=TIMEOUT, context=context)
+        else:
+            server = smtplib.SMTP(email.smtp_host, email.smtp_port, timeout=TIMEOUT)
+        with server:
+            server.ehlo()
+            if email.starttls and not implicit_tls:
+                server.starttls(context=context)
+                server.ehlo()
+                done.append("STARTTLS")
+            if email.username:
+                server.login(email.username, email.password or "")
+                done.append(f"login as {email.username}")
+    except smtplib.SMTPAuthenticationError as exc:
+        raise CheckFailure(f"{where} refused the login of {email.username}: {_text(exc.smtp_error)}") from None
+    except smtplib.SMTPNotSupportedError as exc:
+        raise CheckFailure(f"{where} after {', '.join(done)}: {exc}") from None
+    except (smtplib.SMTPException, ssl.SSLError, OSError) as exc:
+        raise CheckFailure(f"{where} is unreachable or refused us: {getattr(exc, 'strerror', None) or exc}") from None
+    return f"{where}: {', '.join(done)} accepted"
+
+
+def _text(message: bytes | str) -> str:
+    return message.decode("utf-8", "replace") if isinstance(message, bytes) else message
+
+
+def check_config(path: Path) -> tuple[Config, Probe]:
+    """The validated config and its line; an invalid config raises ConfigError (exit status 2)."""
+    start = time.monotonic()
+    config = load_config(path)
+    clusters = ", ".join(cluster.name for cluster in config.clusters)
+    detail = f"{path}: valid (clusters {clusters}; timezone {config.timezone})"
+    return config, Probe("config", True, detail, time.monotonic() - start)
+
+
+def check_all(config: Config) -> Iterator[Probe]:
+    """One probe per dependency, in the order a run needs them; each is yielded as soon as it is done."""
+    for cluster in config.clusters:
+        yield _timed(f"prometheus {cluster.name}", lambda: prometheus(cluster))
+    yield _timed("directory", lambda: directory(config.directory))
+    yield _timed("database", lambda: database(config.database))
+    if config.email.enabled:
+        yield _timed("email", lambda: smtp(config.email))
+    else:
+        yield Probe("email", True, "disabled in the config (email.enabled), not checked", 0.0)

@@ -1,0 +1,122 @@
+"""`billing check` with dependencies that need no server: LDIF, SQLite, an outbox, a mocked Prometheus."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+import responses
+from click.testing import CliRunner
+
+from billing.cli import main
+
+LDIF = """\
+dn: uid=alice,ou=people,dc=example,dc=org
+objectClass: inetOrgPerson
+uid: alice
+cn: Alice
+sn: A
+mail: alice@example.org
+
+dn: uid=bob,ou=people,dc=example,dc=org
+objectClass: inetOrgPerson
+uid: bob
+cn: Bob
+sn: B
+mail: bob@example.org
+
+dn: cn=robotics,ou=teams,dc=example,dc=org
+objectClass: groupOfNames
+cn: robotics
+member: uid=alice,ou=people,dc=example,dc=org
+member: uid=bob,ou=people,dc=example,dc=org
+"""
+
+PROMETHEUS = "http://prometheus.test:9090"
+VECTOR_1 = {"status": "success", "data": {"resultType": "vector", "result": [{"metric": {}, "value": [1, "1"]}]}}
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def write_config(tmp_path: Path, prometheus: str = PROMETHEUS, email: str = "", database: str = "") -> str:
+    (tmp_path / "people.ldif").write_text(LDIF)
+    database = database or f"sqlite:///{tmp_path / 'ledger.db'}"
+    path = tmp_path / "billing.yaml"
+    path.write_text(
+        f"database: '{database}'\n"
+        "clusters:\n"
+        f"  - name: jaguar\n    prometheus: {{url: '{prometheus}'}}\n"
+        "    prices: {cpu_core_hour: 0.012, memory_gib_hour: 0.0015, gpu_hour: 1.1}\n"
+        f"directory: {{ldif: '{tmp_path / 'people.ldif'}'}}\n{email}"
+    )
+    return str(path)
+
+
+def check(config: str):
+    return CliRunner().invoke(main, ["check", "--config", config])
+
+
+def lines(output: str) -> dict[str, str]:
+    """dependency -> its line, e.g. "database" -> "ok    database  sqlite:///... (3 ms)"."""
+    return {line[6:26].strip(): line for line in output.splitlines()}
+
+
+@responses.activate
+def test_everything_reachable(tmp_path):
+    responses.post(f"{PROMETHEUS}/api/v1/query", json=VECTOR_1)
+    result = check(write_config(tmp_path, email=f"email: {{enabled: true, outbox_dir: '{tmp_path / 'outbox'}'}}\n"))
+    assert result.exit_code == 0, result.output
+    found = lines(result.stdout)
+    assert list(found) == ["config", "prometheus jaguar", "directory", "database", "email"]
+    assert all(line.startswith("ok    ") for line in found.values())
+    assert f"{PROMETHEUS} answered vector(1)" in found["prometheus jaguar"]
+    assert "2 people, 1 teams" in found["directory"]
+    assert "0 days billed" in found["database"]
+    assert "outbox directory" in found["email"] and (tmp_path / "outbox").is_dir()
+    assert all(line.endswith(" ms)") or line.endswith(" s)") for line in found.values())
+
+
+@responses.activate
+def test_a_prometheus_that_answers_nonsense_fails(tmp_path):
+    responses.post(f"{PROMETHEUS}/api/v1/query", json={"status": "success", "data": {"resultType": "vector", "result": []}})
+    result = check(write_config(tmp_path))
+    assert result.exit_code == 1
+    assert lines(result.stdout)["prometheus jaguar"].startswith("FAIL  ")
+
+
+def test_each_unreachable_dependency_is_its_own_failing_line(tmp_path):
+    port = closed_port()
+    email = f"email: {{enabled: true, smtp_host: 127.0.0.1, smtp_port: {port}}}\n"
+    config = write_config(tmp_path, prometheus=f"http://127.0.0.1:{port}", email=email)
+    (tmp_path / "people.ldif").unlink()
+    result = check(config)
+    assert result.exit_code == 1
+    found = lines(result.stdout)
+    assert found["config"].startswith("ok    ") and found["database"].startswith("ok    ")
+    assert f"Prometheus of cluster jaguar at http://127.0.0.1:{port} is unreachable" in found["prometheus jaguar"]
+    assert "people.ldif cannot be read" in found["directory"]
+    assert f"SMTP server 127.0.0.1:{port} is unreachable" in found["email"]
+    assert all(found[d].startswith("FAIL  ") for d in ("prometheus jaguar", "directory", "email"))
+
+
+@responses.activate
+def test_an_unreachable_database_fails(tmp_path):
+    responses.post(f"{PROMETHEUS}/api/v1/query", json=VECTOR_1)
+    result = check(write_config(tmp_path, database=f"postgresql+psycopg://billing@127.0.0.1:{closed_port()}/billing"))
+    assert result.exit_code == 1
+    database = lines(result.stdout)["database"]
+    assert database.startswith("FAIL  ") and "127.0.0.1" in database
+
+
+@pytest.mark.parametrize("text", ["clusters: []\n", "timezone: Mars/Olympus\n", "nonsense: [\n"])
+def test_an_invalid_config_exits_2_before_checking_anything(tmp_path, text):
+    path = tmp_path / "billing.yaml"
+    path.write_text(text)
+    result = check(str(path))
+    assert result.exit_code == 2
+    assert result.stdout == "" and result.stderr.startswith("billing: ")
