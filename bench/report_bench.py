@@ -1,0 +1,184 @@
+"""How fast does `billing report --team T` answer on a year of a big ledger?
+
+Builds a ledger of DAYS days x NAMESPACES namespaces (4 in 5 personal, a
+tenth of their owners on two teams, 60 teams, a third of the namespaces
+using GPUs of one of three models, two clusters) with bulk inserts, in SQLite
+and in PostgreSQL, then times the report of one team over the default range
+(month to date) and over the whole year, in-process (query and formatting)
+and as a whole command (`python -m billing`, interpreter start included).
+
+    python bench/report_bench.py                      # SQLite, and PostgreSQL if it can start one
+    python bench/report_bench.py --postgres postgresql+psycopg://user@host/db
+
+The target is under one second for each report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+
+from click.testing import CliRunner
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from billing.cli import main  # noqa: E402
+from billing.ledger import chargeback, completed_days, open_ledger  # noqa: E402
+
+DAYS = 365
+NAMESPACES = 5_000
+TEAMS = 60
+LAST_DAY = date.today() - timedelta(days=1)
+MODELS = {"NVIDIA-H100-80GB-HBM3": 2.4, "NVIDIA-A100-SXM4-80GB": 1.6, "": 1.1}
+PRICES = {"jaguar": (0.012, 0.0015), "ibis": (0.034, 0.0045)}
+TEAM = "team-07"
+
+
+def namespaces(rng: random.Random) -> list[tuple[str, str, list[str], str | None, str | None]]:
+    """(namespace, cluster, teams, owner, gpu_model or None) for the whole year."""
+    result = []
+    for n in range(NAMESPACES):
+        cluster = "jaguar" if n % 3 else "ibis"
+        model = rng.choice(list(MODELS)) if n % 3 == 0 else None
+        if n % 5 == 0:
+            result.append((f"team-{n % TEAMS:02d}-{n}", cluster, [f"team-{n % TEAMS:02d}"], None, model))
+        else:
+            teams = [f"team-{n % TEAMS:02d}"] + ([f"team-{(n + 1) % TEAMS:02d}"] if n % 10 == 1 else [])
+            result.append((f"user{n}", cluster, teams, f"user{n}", model))
+    return result
+
+
+def ledger_rows(computed_at: datetime) -> Iterator[tuple]:
+    """Every chargeback row of the year, in the table's column order."""
+    rng = random.Random(7)
+    spaces = namespaces(rng)
+    for d in range(DAYS):
+        day = LAST_DAY - timedelta(days=DAYS - 1 - d)
+        for namespace, cluster, teams, owner, model in spaces:
+            share = 1 / len(teams)
+            cpu_price, memory_price = PRICES[cluster]
+            usage = [("cpu", "", rng.uniform(1, 200), cpu_price), ("memory", "", rng.uniform(4, 800), memory_price)]
+            if model is not None:
+                usage.append(("gpu", model, rng.uniform(0, 48), MODELS[model]))
+            for team in teams:
+                for resource, gpu_model, hours, price in usage:
+                    quantity = hours * share
+                    yield (day, cluster, namespace, team, owner, resource, gpu_model, quantity, price,
+                           quantity * price, "USD", computed_at)
+
+
+def build_sqlite(url: str) -> int:
+    engine = open_ledger(url)
+    computed_at = datetime.now(timezone.utc)
+    connection = engine.raw_connection()
+    try:
+        cursor = connection.cursor()
+        cursor.execute("PRAGMA synchronous = OFF")
+        marks = ", ".join("?" * len(chargeback.columns))
+        rows = ((r[0].isoformat(), *r[1:11], r[11].isoformat(sep=" ")) for r in ledger_rows(computed_at))
+        cursor.executemany(f"INSERT INTO chargeback VALUES ({marks})", rows)
+        count = cursor.rowcount
+        days = [(LAST_DAY - timedelta(days=d)).isoformat() for d in range(DAYS)]
+        cursor.executemany("INSERT INTO completed_days VALUES (?, ?, 0)", [(d, computed_at.isoformat(sep=" ")) for d in days])
+        cursor.execute("ANALYZE")
+        connection.commit()
+    finally:
+        connection.close()
+    return count
+
+
+def build_postgres(url: str) -> int:
+    engine = open_ledger(url)
+    computed_at = datetime.now(timezone.utc)
+    connection = engine.raw_connection()
+    count = 0
+    try:
+        cursor = connection.cursor()
+        with cursor.copy(f"COPY {chargeback.name} FROM STDIN") as copy:
+            for row in ledger_rows(computed_at):
+                copy.write_row(row)
+                count += 1
+        with cursor.copy(f"COPY {completed_days.name} FROM STDIN") as copy:
+            for d in range(DAYS):
+                copy.write_row((LAST_DAY - timedelta(days=d), computed_at, 0))
+        connection.commit()
+        cursor.execute("ANALYZE")
+        connection.commit()
+    finally:
+        connection.close()
+    return count
+
+
+def config_file(directory: Path, url: str) -> Path:
+    path = directory / f"billing-{url.split(':')[0]}.yaml"
+    path.write_text(
+        f"database: '{url}'\n"
+        "clusters:\n  - name: jaguar\n    prometheus: {url: 'http://127.0.0.1:9'}\n"
+        "    prices: {cpu_core_hour: 0.012, memory_gib_hour: 0.0015, gpu_hour: 1.1}\n"
+        f"directory: {{ldif: '{directory / 'unused.ldif'}'}}\n"
+    )
+    return path
+
+
+def best_of(runs: int, action) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def time_reports(name: str, config: Path) -> None:
+    year = ["--from", (LAST_DAY - timedelta(days=DAYS - 1)).isoformat(), "--to", LAST_DAY.isoformat()]
+    for label, extra in (("default range", []), ("365 days", year)):
+        args = ["report", "--team", TEAM, "--config", str(config), *extra]
+
+        def in_process() -> None:
+            result = CliRunner().invoke(main, args)
+            assert result.exit_code == 0, result.output
+
+        def command() -> None:
+            subprocess.run([sys.executable, "-m", "billing", *args], check=True, capture_output=True, cwd=ROOT)
+
+        print(f"{name:<10}  {label:<13}  in-process {best_of(3, in_process):6.3f} s   "
+              f"whole command {best_of(3, command):6.3f} s", flush=True)
+
+
+def bench(name: str, url: str, build, directory: Path) -> None:
+    start = time.perf_counter()
+    rows = build(url)
+    print(f"{name:<10}  built {rows:,} rows in {time.perf_counter() - start:.1f} s", flush=True)
+    time_reports(name, config_file(directory, url))
+
+
+def main_bench() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--postgres", help="an empty PostgreSQL database to use instead of starting one")
+    parser.add_argument("--skip-postgres", action="store_true")
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="report-bench-") as scratch:
+        directory = Path(scratch)
+        bench("sqlite", f"sqlite:///{directory / 'ledger.db'}", build_sqlite, directory)
+        if options.postgres:
+            bench("postgresql", options.postgres, build_postgres, directory)
+        elif not options.skip_postgres:
+            with postgres_server(directory) as url:
+                bench("postgresql", url, build_postgres, directory)
+
+
+def postgres_server(directory: Path):
+    raise SystemExit("starting PostgreSQL needs tests/integration/servers.py; pass --postgres URL or --skip-postgres")
+
+
+if __name__ == "__main__":
+    main_bench()
