@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import signal
 import sys
 from datetime import date
 
@@ -33,19 +34,34 @@ def _fail(status: int, message: str) -> None:
     sys.exit(status)
 
 
+class Terminated(Exception):
+    """SIGTERM, e.g. Kubernetes evicting the job's pod."""
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise Terminated()
+
+
 def _guarded(command):
     """Turn the modules' errors into one sentence and the documented exit status."""
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
+        signal.signal(signal.SIGTERM, _raise_terminated)
         try:
             return command(*args, **kwargs)
         except (ConfigError, ReportError) as exc:
             _fail(2, str(exc))
         except RUN_FAILURES as exc:
             _fail(1, str(exc))
-        except KeyboardInterrupt:
-            _fail(1, "interrupted; the ledger keeps its previous rows for the day being run")
+        except (KeyboardInterrupt, Terminated) as exc:
+            why = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+            _fail(1, f"{why}; the ledger keeps its previous rows for the day being run")
+        except (click.ClickException, click.exceptions.Exit, SystemExit):
+            raise
+        except Exception as exc:  # a bug: still one sentence, the traceback only with -v
+            log.debug("traceback", exc_info=True)
+            _fail(1, f"unexpected error {type(exc).__name__}: {exc} (run with -v for the traceback)")
 
     return wrapper
 

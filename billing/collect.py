@@ -16,12 +16,13 @@ instant (a subquery), while requests and the pod's node are read as raw
 samples. That is the *fast* query below, aggregated on the server to one
 series per (namespace, node, resource).
 
-The factoring is exact only while requests and node labels stay constant.
-Each chunk of the day therefore also asks whether any request changed
-(in-place pod resize) or any node's GPU-model label changed; such a chunk is
-evaluated with the *exact* query instead: the literal per-instant product, as
-a range query in smaller pieces. Both paths are tested against an
-independent reference computation.
+The factoring is exact only while a pod's requests and its node's GPU-model
+label stay constant. Each chunk of the day therefore first asks which pods
+had a request change (in-place pod resize) or ran on a node whose label
+changed; those few pods are left out of the fast query and evaluated with
+the *exact* query instead: the literal per-instant product, as range queries
+restricted to their uids. Both paths are tested against an independent
+reference computation.
 
 Chunks: the day is cut into pieces of CHUNK_INSTANTS instants (6 hours at a
 60 s step), which keeps every query far below Prometheus' default limits
@@ -37,6 +38,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from billing.config import ClusterConfig
@@ -82,29 +84,40 @@ def quote(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-class Queries:
-    """The PromQL text for one cluster: metric names, selector, labels."""
+def uid_matcher(uids: frozenset[str], keep: bool) -> str:
+    """A matcher keeping (or dropping) exactly these pods; '' drops none."""
+    if not uids and not keep:
+        return ""
+    pattern = "|".join(re.escape(uid) for uid in sorted(uids))
+    return f"uid{'=~' if keep else '!~'}{quote(pattern)}"
 
-    def __init__(self, cluster: ClusterConfig, gpu_resources: list[str]):
+
+class Queries:
+    """The PromQL text for one cluster and one chunk of the day."""
+
+    def __init__(self, cluster: ClusterConfig, gpu_resources: list[str], chunk: Chunk):
         self.extra = cluster.prometheus.selector.strip()
         self.gpu_label = cluster.gpu_model_label
-        resources = ["cpu", "memory", *gpu_resources]
-        self.resources = "|".join(re.escape(r) for r in resources)
+        self.resources = "|".join(re.escape(r) for r in ["cpu", "memory", *gpu_resources])
+        length = chunk.end - chunk.start
+        # Half-step margins make Prometheus 2's closed and Prometheus 3's
+        # half-open ranges pick the same instants and samples.
+        self.instants = _window(length - chunk.step / 2)  # subquery: exactly the chunk's instants
+        self.raw = _window(length - chunk.step + LOOKBACK + chunk.step / 2)  # every sample they can see
+        self.step = _window(chunk.step)
 
     def series(self, metric: str, *matchers: str) -> str:
-        return f"{metric}{{{', '.join([*matchers, *([self.extra] if self.extra else [])])}}}"
+        chosen = [m for m in (*matchers, self.extra) if m]
+        return f"{metric}{{{', '.join(chosen)}}}"
 
-    @property
-    def requests(self) -> str:
-        return self.series("kube_pod_container_resource_requests", f"resource=~{quote(self.resources)}")
+    def requests(self, pods: str = "") -> str:
+        return self.series("kube_pod_container_resource_requests", f"resource=~{quote(self.resources)}", pods)
 
-    @property
-    def running(self) -> str:
-        return self.series("kube_pod_status_phase", 'phase="Running"')
+    def running(self, pods: str = "") -> str:
+        return self.series("kube_pod_status_phase", 'phase="Running"', pods)
 
-    @property
-    def pod_node(self) -> str:
-        return self.series("kube_pod_info", 'node!=""')
+    def pod_node(self, pods: str = "", nodes: str = "") -> str:
+        return self.series("kube_pod_info", 'node!=""', pods, nodes)
 
     @property
     def node_labels(self) -> str:
@@ -113,63 +126,60 @@ class Queries:
     # `max by` everywhere below drops the scrape's own labels (instance, job),
     # so duplicate scrapes of kube-state-metrics replicas are not counted twice.
 
-    def fast(self, chunk: Chunk) -> str:
+    def fast(self, pods: str) -> str:
         """Per (namespace, node, resource): sum over pods of request x Running instants."""
-        instants = _window(chunk.end - chunk.start - chunk.step / 2)
-        raw = _window(chunk.end - chunk.start - chunk.step + LOOKBACK + chunk.step / 2)
-        step = _window(chunk.step)
         return f"""
 sum by (namespace, node, resource) (
     sum by (namespace, pod, uid, resource) (
-        max by (namespace, pod, uid, container, resource) (max_over_time({self.requests}[{raw}]))
+        max by (namespace, pod, uid, container, resource) (max_over_time({self.requests(pods)}[{self.raw}]))
     )
   * on (namespace, pod, uid) group_left (node) (
-        max by (namespace, pod, uid) (sum_over_time(({self.running} == 1)[{instants}:{step}]))
+        max by (namespace, pod, uid) (sum_over_time(({self.running(pods)} == 1)[{self.instants}:{self.step}]))
       * on (namespace, pod, uid) group_left (node)
-        max by (namespace, pod, uid, node) (max_over_time({self.pod_node}[{raw}]))
+        max by (namespace, pod, uid, node) (max_over_time({self.pod_node(pods)}[{self.raw}]))
     )
 )"""
 
-    def resized(self, chunk: Chunk) -> str:
-        """Containers whose request changed near or in the chunk: the factoring would be wrong."""
-        raw = _window(chunk.end - chunk.start - chunk.step + LOOKBACK + chunk.step / 2)
-        return f"count(changes({self.requests}[{raw}]) > 0)"
+    def resized(self) -> str:
+        """Pods whose request changed near or in the chunk: factoring would be wrong for them."""
+        return f"group by (uid) (changes({self.requests()}[{self.raw}]) > 0)"
 
-    def models(self, chunk: Chunk) -> str:
+    def models(self) -> str:
         """Every (node, GPU model) pair seen in the chunk; two models for a node means a relabel."""
-        raw = _window(chunk.end - chunk.start - chunk.step + LOOKBACK + chunk.step / 2)
-        label = self.gpu_label
-        return f"max by (node, {label}) (max_over_time({self.node_labels}[{raw}]))"
+        return f"max by (node, {self.gpu_label}) (max_over_time({self.node_labels}[{self.raw}]))"
 
-    def running_pods(self, chunk: Chunk) -> str:
+    def pods_on(self, nodes: list[str]) -> str:
+        """Pods on the given nodes during the chunk."""
+        matcher = f"node=~{quote('|'.join(re.escape(n) for n in nodes))}"
+        return f"group by (uid) (max_over_time({self.pod_node(nodes=matcher)}[{self.raw}]))"
+
+    def running_pods(self) -> str:
         """The uids of pods Running in the chunk, for the log's pod count."""
-        raw = _window(chunk.end - chunk.start - chunk.step / 2)
-        return f"group by (uid) (max_over_time({self.running}[{raw}]) == 1)"
+        return f"group by (uid) (max_over_time({self.running()}[{self.instants}]) == 1)"
 
-    def exact(self) -> str:
-        """The literal per-instant product, for range queries; the node's newest label set wins."""
+    def exact(self, pods: str) -> str:
+        """The literal per-instant product, for range queries; a node's newest label set wins."""
         label = self.gpu_label
         return f"""
 sum by (namespace, resource, {label}) (
     sum by (namespace, pod, uid, resource) (
-        max by (namespace, pod, uid, container, resource) ({self.requests})
+        max by (namespace, pod, uid, container, resource) ({self.requests(pods)})
     )
   * on (namespace, pod, uid) group_left (node) (
-        max by (namespace, pod, uid) ({self.running} == 1)
+        max by (namespace, pod, uid) ({self.running(pods)} == 1)
       * on (namespace, pod, uid) group_left (node)
-        max by (namespace, pod, uid, node) ({self.pod_node})
+        max by (namespace, pod, uid, node) ({self.pod_node(pods)})
     )
   * on (node) group_left ({label}) (
         group by (node, {label}) (topk by (node) (1, timestamp({self.node_labels})))
       or on (node)
-        group by (node) ({self.pod_node})
+        group by (node) ({self.pod_node(pods)})
     )
 )"""
 
 
 def _window(seconds: float) -> str:
-    """A PromQL duration in milliseconds; half-step margins make both of
-    Prometheus 2's closed and Prometheus 3's half-open ranges pick the same instants."""
+    """A PromQL duration, in milliseconds."""
     return f"{int(round(seconds * 1000))}ms"
 
 
@@ -197,46 +207,49 @@ class _ChunkResult:
     queries: int
 
 
-def _fast_or_exact(source: PrometheusSource, queries: Queries, chunk: Chunk) -> _ChunkResult:
+def _uids(answer: list[dict]) -> frozenset[str]:
+    return frozenset(series["metric"].get("uid", "") for series in answer)
+
+
+def _chunk_usage(source: PrometheusSource, cluster: ClusterConfig, gpu_resources: list[str], chunk: Chunk) -> _ChunkResult:
+    """Fast query for most pods, exact range queries for the few where factoring is wrong."""
+    queries = Queries(cluster, gpu_resources, chunk)
     at = chunk.last
-    models = source.instant(queries.models(chunk), at)
     node_models: dict[str, set[str]] = {}
-    for series in models:
+    for series in source.instant(queries.models(), at):
         labels = series["metric"]
         node_models.setdefault(labels.get("node", ""), set()).add(labels.get(queries.gpu_label, ""))
     relabelled = sorted(node for node, found in node_models.items() if len(found) > 1)
-    resized = source.instant(queries.resized(chunk), at)
-    pods = frozenset(s["metric"].get("uid", "") for s in source.instant(queries.running_pods(chunk), at))
+    exact_pods = _uids(source.instant(queries.resized(), at))
+    asked = 3
+    if relabelled:
+        exact_pods |= _uids(source.instant(queries.pods_on(relabelled), at))
+        asked += 1
+    running = _uids(source.instant(queries.running_pods(), at))
 
-    if resized or relabelled:
-        log.info(
-            "chunk %s: %s; evaluating it instant by instant",
-            chunk.start,
-            "requests changed" if resized else f"GPU model label changed on {', '.join(relabelled[:5])}",
-        )
-        rows = []
-        parts = _sub_chunks(chunk)
-        for part in parts:
-            for series in source.range(queries.exact(), part.start, part.last, part.step):
+    rows = []
+    for series in source.instant(queries.fast(uid_matcher(exact_pods, keep=False)), at):
+        labels = series["metric"]
+        model = min(node_models.get(labels.get("node", ""), {""}))
+        rows.append((labels.get("namespace", ""), labels.get("resource", ""), model, float(series["value"][1])))
+    asked += 1
+
+    if exact_pods:
+        log.info("%d pods resized or on relabelled nodes (%s): evaluated instant by instant",
+                 len(exact_pods), ", ".join(relabelled[:3]) or "no relabels")
+        for part in _sub_chunks(chunk):
+            for series in source.range(queries.exact(uid_matcher(exact_pods, keep=True)), part.start, part.last, part.step):
                 labels = series["metric"]
                 total = sum(float(v) for _, v in series["values"])
                 rows.append((labels.get("namespace", ""), labels.get("resource", ""),
                              labels.get(queries.gpu_label, ""), total))
-        frame = pd.DataFrame(rows, columns=USAGE_COLUMNS)
-        return _ChunkResult(_to_hours(frame, chunk.step), pods, 3 + len(parts))
-
-    rows = []
-    for series in source.instant(queries.fast(chunk), at):
-        labels = series["metric"]
-        node = labels.get("node", "")
-        model = min(node_models.get(node, {""}))
-        rows.append((labels.get("namespace", ""), labels.get("resource", ""), model, float(series["value"][1])))
-    frame = pd.DataFrame(rows, columns=USAGE_COLUMNS)
-    return _ChunkResult(_to_hours(frame, chunk.step), pods, 4)
+            asked += 1
+    return _ChunkResult(_hours(rows, chunk.step), running, asked)
 
 
-def _to_hours(frame: pd.DataFrame, step: int) -> pd.DataFrame:
-    """Resource-instants to resource-hours."""
+def _hours(rows: list[tuple[str, str, str, float]], step: int) -> pd.DataFrame:
+    """Rows of resource-instants as a frame of resource-hours."""
+    frame = pd.DataFrame(rows, columns=USAGE_COLUMNS).astype({"quantity": float})
     return frame.assign(quantity=frame["quantity"] * step / 3600)
 
 
@@ -244,18 +257,27 @@ def collect_cluster(
     cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: list[str], source: PrometheusSource
 ) -> ClusterUsage:
     """Resource-hours of one cluster-day, per namespace, resource and GPU model."""
-    queries = Queries(cluster, gpu_resources)
-    pieces = chunks(day, step)
     with ThreadPoolExecutor(PARALLEL_QUERIES) as pool:
-        results = list(pool.map(lambda c: _fast_or_exact(source, queries, c), pieces))
+        results = list(pool.map(lambda c: _chunk_usage(source, cluster, gpu_resources, c), chunks(day, step)))
     raw = pd.concat([r.usage for r in results], ignore_index=True)
-    usage = _normalise(raw, gpu_resources)
+    _refuse_impossible_values(raw, cluster.name)
     return ClusterUsage(
         cluster=cluster.name,
-        usage=usage,
+        usage=_normalise(raw, gpu_resources),
         pods=len(frozenset().union(*(r.pods for r in results))),
         queries=sum(r.queries for r in results),
     )
+
+
+def _refuse_impossible_values(raw: pd.DataFrame, cluster: str) -> None:
+    """A NaN, infinite or negative request would make a silently wrong bill."""
+    bad = raw[~np.isfinite(raw["quantity"]) | (raw["quantity"] < 0)]
+    if len(bad):
+        first = bad.iloc[0]
+        raise PrometheusError(
+            f"Prometheus of cluster {cluster} returned an impossible {first['resource']} request "
+            f"({first['quantity']}) for namespace {first['namespace']!r}; refusing to bill it"
+        )
 
 
 def _normalise(raw: pd.DataFrame, gpu_resources: list[str]) -> pd.DataFrame:

@@ -82,6 +82,7 @@ class PrometheusConfig(_Section):
     bearer_token_file: str = ""
     ca_file: str = ""
     timeout: Duration = 120.0
+    retries: Annotated[int, Field(ge=0)] = 4  # on connection errors, timeouts, 429 and 5xx, with backoff
     bearer_token: str | None = Field(default=None, exclude=True, repr=False)
 
     @model_validator(mode="after")
@@ -196,7 +197,7 @@ class EmailConfig(_Section):
 
 class Config(_Section):
     timezone: str = "UTC"
-    currency: Annotated[str, Field(pattern=r"^[A-Z]{3}$")] = "USD"
+    currency: str = "USD"
     step: Duration = 60.0
     database: str = "sqlite:///billing.db"
     output_dir: str = "out/reports"
@@ -213,6 +214,13 @@ class Config(_Section):
             ZoneInfo(value)
         except (ZoneInfoNotFoundError, ValueError):
             raise ValueError(f"unknown timezone {value!r} (expected an IANA name like Europe/Berlin)") from None
+        return value
+
+    @field_validator("currency")
+    @classmethod
+    def _currency(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Z]{3}", value):
+            raise ValueError(f"expected a three-letter ISO 4217 code like USD, got {value!r}")
         return value
 
     @field_validator("step")

@@ -13,6 +13,7 @@ from datetime import date, datetime, timezone
 import pandas as pd
 from sqlalchemy import (
     Column,
+    Connection,
     Date,
     DateTime,
     Double,
@@ -27,6 +28,7 @@ from sqlalchemy import (
     delete,
     insert,
     select,
+    text,
 )
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -87,6 +89,16 @@ def _cause(exc: SQLAlchemyError) -> str:
     return str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
 
 
+def _serialise_runs_of(conn: Connection, day: date) -> None:
+    """Make a second run of the same day wait for the first, then replace its rows.
+
+    SQLite allows one writer at a time anyway; PostgreSQL would otherwise let
+    the second run's delete miss the first's new rows and fail on the key.
+    """
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": day.toordinal()})
+
+
 def replace_day(engine: Engine, day: date, rows: pd.DataFrame, currency: str) -> int:
     """Replace the day's rows in one transaction; return how many were written."""
     computed_at = datetime.now(timezone.utc)
@@ -96,6 +108,7 @@ def replace_day(engine: Engine, day: date, rows: pd.DataFrame, currency: str) ->
         value["owner"] = value["owner"] if isinstance(value["owner"], str) else None
     try:
         with engine.begin() as conn:
+            _serialise_runs_of(conn, day)
             conn.execute(delete(chargeback).where(chargeback.c.day == day))
             if values:
                 conn.execute(insert(chargeback), values)

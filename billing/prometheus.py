@@ -46,13 +46,13 @@ def request_key(kind: str, query: str, **params: float) -> str:
 class LivePrometheus:
     """One Prometheus server (or Thanos/Mimir/VictoriaMetrics query endpoint)."""
 
-    def __init__(self, cluster: str, config: PrometheusConfig, retries: int = 4, backoff: float = 1.0):
+    def __init__(self, cluster: str, config: PrometheusConfig, backoff: float = 1.0):
         self.cluster = cluster
         self.url = config.url.rstrip("/")
         session = requests.Session()
         session.verify = config.ca_file or True
         retry = Retry(
-            total=retries,
+            total=config.retries,
             backoff_factor=backoff,
             status_forcelist=RETRY_STATUSES,
             allowed_methods=frozenset({"GET", "POST"}),

@@ -1,0 +1,29 @@
+-- Ledger schema for SQLite (the default, embedded). Must match billing/ledger.py:
+-- tests/test_ledger.py and tests/integration/test_postgres.py check that it does.
+
+-- One row per day, cluster, namespace, team, resource and GPU model (SPEC.md).
+CREATE TABLE chargeback (
+    day         DATE NOT NULL,              -- billing day in the configured time zone
+    cluster     TEXT NOT NULL,
+    namespace   TEXT NOT NULL,
+    team        TEXT NOT NULL,              -- team charged (SPEC.md rule 7)
+    owner       TEXT,                       -- person uid for a personal namespace
+    resource    TEXT NOT NULL,              -- cpu, memory or gpu
+    gpu_model   TEXT NOT NULL,              -- '' unless resource = 'gpu'
+    quantity    REAL NOT NULL,              -- resource-hours attributed to this team
+    unit_price  REAL NOT NULL,              -- price per resource-hour
+    cost        REAL NOT NULL,              -- quantity * unit_price, not rounded
+    currency    TEXT NOT NULL,              -- ISO 4217
+    computed_at DATETIME NOT NULL,
+    PRIMARY KEY (day, cluster, namespace, team, resource, gpu_model)
+);
+-- "one team (or one person) over a date range" is the common question
+CREATE INDEX chargeback_team_day ON chargeback (team, day);
+CREATE INDEX chargeback_owner_day ON chargeback (owner, day);
+
+-- Days a run completed: a day in a report's range that is not here is "missing".
+CREATE TABLE completed_days (
+    day          DATE NOT NULL PRIMARY KEY,
+    completed_at DATETIME NOT NULL,
+    rows         INTEGER NOT NULL
+);

@@ -1,0 +1,52 @@
+"""Exit statuses and messages of the command line (SPEC.md: 0 ok, 1 run failed, 2 usage/config)."""
+
+import socket
+
+from click.testing import CliRunner
+
+from billing.cli import main
+from tests.conftest import MINIMAL_CONFIG
+
+
+def invoke(*args, env=None):
+    return CliRunner().invoke(main, list(args), env=env)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_version_and_help():
+    assert invoke("--version").exit_code == 0
+    for command in ("run", "backfill"):
+        result = invoke(command, "--help")
+        assert result.exit_code == 0 and "Example" in result.output
+
+
+def test_config_errors_exit_2_with_one_sentence(tmp_path):
+    result = invoke("run", "--date", "2026-11-20", "--config", str(tmp_path / "nope.yaml"))
+    assert result.exit_code == 2
+    assert "cannot read config file" in result.output and "Traceback" not in result.output
+
+
+def test_config_from_environment_variable(tmp_path):
+    result = invoke("run", "--date", "2026-11-20", env={"BILLING_CONFIG": str(tmp_path / "from-env.yaml")})
+    assert result.exit_code == 2 and "from-env.yaml" in result.output
+
+
+def test_invalid_date_is_a_usage_error(write_config):
+    result = invoke("run", "--date", "2026-02-30", "--config", str(write_config()))
+    assert result.exit_code == 2 and "'2026-02-30' is not a date" in result.output
+    result = invoke("backfill", "--from", "2026-11-20", "--to", "2026-11-19", "--config", str(write_config()))
+    assert result.exit_code == 2 and "--to is before --from" in result.output
+
+
+def test_unreachable_prometheus_exits_1_and_leaves_no_rows(write_config, tmp_path):
+    cluster = {**MINIMAL_CONFIG["clusters"][0], "prometheus": {"url": f"http://127.0.0.1:{free_port()}", "retries": 0}}
+    path = write_config(clusters=[cluster], database=f"sqlite:///{tmp_path}/ledger.db")
+    result = invoke("run", "--date", "2026-11-20", "--config", str(path))
+    assert result.exit_code == 1
+    assert "Prometheus of cluster jaguar at http://127.0.0.1:" in result.output
+    assert "unreachable" in result.output and "Traceback" not in result.output

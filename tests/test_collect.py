@@ -1,0 +1,138 @@
+from datetime import date
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from billing.collect import GIB, Queries, chunks, collect_cluster, quote
+from billing.config import ClusterConfig
+from billing.days import billing_day
+from billing.prometheus import PrometheusError
+
+CLUSTER = ClusterConfig(
+    name="jaguar",
+    prometheus={"url": "http://prometheus:9090", "selector": 'cluster="jaguar"'},
+    prices={"cpu_core_hour": 0.01, "memory_gib_hour": 0.001, "gpu_hour": 1.0},
+)
+DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
+H100 = "NVIDIA-H100-80GB-HBM3"
+
+
+def test_a_utc_day_at_60s_is_four_six_hour_chunks():
+    pieces = chunks(DAY, 60)
+    assert [(c.end - c.start) / 3600 for c in pieces] == [6, 6, 6, 6]
+    assert pieces[0].start == DAY.start.timestamp() and pieces[-1].end == DAY.end.timestamp()
+    assert all(a.end == b.start for a, b in zip(pieces, pieces[1:]))
+
+
+def test_a_25_hour_day_and_coarse_steps():
+    autumn = billing_day(date(2026, 10, 25), ZoneInfo("Europe/Berlin"))
+    assert [(c.end - c.start) / 3600 for c in chunks(autumn, 60)] == [6, 6, 6, 6, 1]
+    assert [(c.end - c.start) / 3600 for c in chunks(autumn, 300)] == [25]
+    assert [(c.end - c.start) / 3600 for c in chunks(DAY, 15)] == [1.5] * 16
+
+
+def test_a_step_that_misses_local_midnight_is_refused():
+    kathmandu = billing_day(date(2026, 1, 1), ZoneInfo("Asia/Kathmandu"))  # UTC+05:45
+    assert len(chunks(kathmandu, 900)) == 24 * 4 // 360 + 1
+    with pytest.raises(PrometheusError, match="not a multiple of the 1800s step"):
+        chunks(kathmandu, 1800)
+
+
+def test_queries_carry_the_cluster_selector_and_quote_values():
+    queries = Queries(CLUSTER, ["nvidia_com_gpu", "amd.com/gpu"], chunks(DAY, 60)[0])
+    assert queries.running() == 'kube_pod_status_phase{phase="Running", cluster="jaguar"}'
+    assert 'resource=~"cpu|memory|nvidia_com_gpu|amd\\\\.com/gpu"' in queries.requests()
+    assert quote('a"b\\c\nd') == '"a\\"b\\\\c\\nd"'
+    fast = queries.fast("")
+    # instants D 00:00 ... 05:59 at T = 05:59: a range of 6 h minus half a step picks exactly 360
+    assert "[21570000ms:60000ms]" in fast
+    # raw samples reach back one lookback (5 min) before the chunk's first instant
+    assert "[21870000ms]" in fast
+
+
+class FakePrometheus:
+    """Answers by the kind of query; records what was asked."""
+
+    def __init__(self, fast=(), models=(), resized=(), on_nodes=(), exact=()):
+        self.answers = {"fast": list(fast), "models": list(models), "resized": list(resized),
+                        "on_nodes": list(on_nodes), "exact": list(exact)}
+        self.asked: list[tuple[str, str]] = []
+
+    def instant(self, query: str, at: float) -> list[dict]:
+        kind = ("resized" if "changes(" in query else "models" if query.startswith("max by (node")
+                else "on_nodes" if "node=~" in query else "pods" if query.startswith("group by (uid)") else "fast")
+        self.asked.append((kind, query))
+        if kind == "pods":
+            return [{"metric": {"uid": "u1"}, "value": [at, "1"]}]
+        return self.answers[kind]
+
+    def range(self, query: str, start: float, end: float, step: float) -> list[dict]:
+        self.asked.append(("exact", query))
+        return self.answers["exact"] if start == DAY.start.timestamp() else []
+
+    def kinds(self) -> list[str]:
+        return [kind for kind, _ in self.asked]
+
+    def queries(self, kind: str) -> list[str]:
+        return [query for k, query in self.asked if k == kind]
+
+
+def series(value, **labels) -> dict:
+    return {"metric": labels, "value": [0, str(value)]}
+
+
+def test_fast_path_turns_instants_into_hours_and_nodes_into_models():
+    source = FakePrometheus(
+        fast=[
+            # 2 cores for 120 instants = 240 core-instants = 4 core-hours at a 60 s step, per chunk
+            series(240, namespace="alice", node="gpu-1", resource="cpu"),
+            series(120 * 2 * GIB, namespace="alice", node="gpu-1", resource="memory"),
+            series(120, namespace="alice", node="gpu-1", resource="nvidia_com_gpu"),
+            series(60, namespace="bob", node="cpu-1", resource="nvidia_com_gpu"),
+        ],
+        models=[series(1, node="gpu-1", label_nvidia_com_gpu_product=H100), series(1, node="cpu-1")],
+    )
+    result = collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source)
+    usage = {(r.namespace, r.resource, r.gpu_model): r.quantity for r in result.usage.itertuples()}
+    assert usage == {
+        ("alice", "cpu", ""): pytest.approx(4 * 4),  # four chunks answer the same
+        ("alice", "memory", ""): pytest.approx(4 * 4),
+        ("alice", "gpu", H100): pytest.approx(4 * 2),
+        ("bob", "gpu", ""): pytest.approx(4 * 1),
+    }
+    assert result.pods == 1
+    assert "exact" not in source.kinds()
+    assert result.queries == 16
+
+
+def test_resized_pods_are_left_out_of_the_fast_query_and_evaluated_exactly():
+    source = FakePrometheus(
+        resized=[series(1, uid="u-2"), series(1, uid="u-1")],
+        fast=[series(240, namespace="alice", node="n", resource="cpu")],
+        exact=[{"metric": {"namespace": "alice", "resource": "cpu"}, "values": [[0, "2"], [60, "4"]]}],
+    )
+    result = collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source)
+    assert all(r'uid!~"u\\-1|u\\-2"' in q for q in source.queries("fast"))
+    # 24 exact range queries of one hour each, restricted to the two pods
+    assert len(source.queries("exact")) == 24
+    assert all(r'uid=~"u\\-1|u\\-2"' in q for q in source.queries("exact"))
+    # only the first hour answers, with 2 + 4 core-instants; four fast chunks answer 240 each
+    assert result.usage.to_dict("records") == [
+        {"namespace": "alice", "resource": "cpu", "gpu_model": "", "quantity": pytest.approx(4 * 4 + 6 / 60)}
+    ]
+
+
+def test_pods_on_a_relabelled_node_are_evaluated_exactly():
+    source = FakePrometheus(models=[series(1, node="n.1", label_nvidia_com_gpu_product=m) for m in (H100, "A100")],
+                            on_nodes=[series(1, uid="u-9")])
+    collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source)
+    assert all(r'node=~"n\\.1"' in q for q in source.queries("on_nodes"))
+    assert all(r'uid!~"u\\-9"' in q for q in source.queries("fast"))
+    assert all(r'uid=~"u\\-9"' in q for q in source.queries("exact"))
+
+
+@pytest.mark.parametrize("value", ["NaN", "+Inf", "-1"])
+def test_impossible_values_are_refused(value):
+    source = FakePrometheus(fast=[series(value, namespace="alice", node="n", resource="cpu")])
+    with pytest.raises(PrometheusError, match="impossible cpu request .* namespace 'alice'"):
+        collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source)

@@ -1,0 +1,128 @@
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from billing.config import ConfigError, config_path, load_config, parse_duration
+from tests.conftest import MINIMAL_CONFIG
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "shared" / "contract" / "billing.example.yaml"
+
+
+def cluster(**changes) -> dict:
+    return {**MINIMAL_CONFIG["clusters"][0], **changes}
+
+
+def test_the_example_config_is_accepted_as_it_is(monkeypatch, tmp_path):
+    monkeypatch.setenv("BILLING_LDAP_PASSWORD", "s3cret")
+    monkeypatch.setenv("BILLING_SMTP_USER", "billing")
+    monkeypatch.setenv("BILLING_SMTP_PASSWORD", "mail-s3cret")
+    config = load_config(Path(shutil.copy(EXAMPLE, tmp_path / "billing.yaml")))
+    assert [c.name for c in config.clusters] == ["jaguar", "ibis"]
+    assert config.step == 60
+    assert config.clusters[0].prometheus.timeout == 120
+    assert config.clusters[0].prices.gpu_models["NVIDIA-H100-80GB-HBM3"] == 2.40
+    assert config.directory.bind_password == "s3cret"
+    assert config.email.from_ == "Cluster billing <billing@example.org>"
+    assert config.email.password == "mail-s3cret"
+
+
+@pytest.mark.parametrize(
+    "text, seconds",
+    [("60s", 60), ("2m", 120), ("1h30m", 5400), ("500ms", 0.5), (90, 90), ("1d", 86400)],
+)
+def test_durations(text, seconds):
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "60", "1x", "m5", "-5s", "0s", True])
+def test_bad_durations(text):
+    with pytest.raises(ValueError):
+        parse_duration(text)
+
+
+@pytest.mark.parametrize(
+    "changes, key, words",
+    [
+        ({"colour": "red"}, "colour", "unknown key"),
+        ({"clusters": [cluster(prices={**cluster()["prices"], "tip": 1})]}, "clusters[0].prices.tip", "unknown key"),
+        ({"step": "7s"}, "step", "divides 30m"),
+        ({"step": "1h"}, "step", "divides 30m"),
+        ({"step": "ten"}, "step", "duration"),
+        ({"timezone": "Mars/Olympus"}, "timezone", "unknown timezone"),
+        ({"currency": "euro"}, "currency", "ISO 4217"),
+        ({"clusters": [cluster(), cluster()]}, "clusters", "duplicate cluster name 'jaguar'"),
+        ({"clusters": []}, "clusters", "at least 1"),
+        ({"clusters": [cluster(prices={**cluster()["prices"], "gpu_hour": -1})]}, "clusters[0].prices.gpu_hour", "greater than or equal to 0"),
+        ({"clusters": [cluster(prices={**cluster()["prices"], "cpu_core_hour": "cheap"})]},
+         "clusters[0].prices.cpu_core_hour", "number"),
+        ({"clusters": [cluster(prometheus={"url": "http://x", "replay": "dir"})]}, "clusters[0].prometheus", "exactly one"),
+        ({"directory": {}}, "directory", "exactly one of url and ldif"),
+        ({"namespaces": {"team_pattern": "^team-(.*)$"}}, "namespaces.team_pattern", "(?P<team>"),
+        ({"namespaces": {"person_pattern": "(("}}, "namespaces.person_pattern", "regular expression"),
+        ({"email": {"enabled": True}}, "email", "smtp_host or outbox_dir"),
+    ],
+)
+def test_each_mistake_names_its_key(write_config, changes, key, words):
+    with pytest.raises(ConfigError) as error:
+        load_config(write_config(**changes))
+    message = str(error.value)
+    assert f"{key}:" in message and words in message
+    assert "\n" not in message
+
+
+def test_missing_secret_variable_is_named_and_secret_values_never_shown(write_config, monkeypatch):
+    monkeypatch.delenv("NO_SUCH_TOKEN", raising=False)
+    path = write_config(clusters=[cluster(prometheus={"url": "http://x", "bearer_token_env": "NO_SUCH_TOKEN"})])
+    with pytest.raises(ConfigError, match=r"clusters\[0\]\.prometheus: bearer_token_env names .*NO_SUCH_TOKEN"):
+        load_config(path)
+
+    monkeypatch.setenv("LDAP_PW", "hunter2")
+    path = write_config(directory={"ldif": "x", "bind_password_env": "LDAP_PW", "colour": "hunter2"})
+    with pytest.raises(ConfigError) as error:
+        load_config(path)
+    assert "hunter2" not in str(error.value)
+
+
+def test_secrets_from_files_and_empty_means_unset(write_config, tmp_path):
+    token = tmp_path / "token"
+    token.write_text("abc123\n")
+    config = load_config(write_config(clusters=[cluster(prometheus={
+        "url": "http://x", "bearer_token_file": str(token), "bearer_token_env": ""})]))
+    assert config.clusters[0].prometheus.bearer_token == "abc123"
+    assert "abc123" not in repr(config)
+
+    with pytest.raises(ConfigError, match="bearer_token_file .*missing.* cannot be read"):
+        load_config(write_config(clusters=[cluster(prometheus={
+            "url": "http://x", "bearer_token_file": str(tmp_path / "missing")})]))
+
+
+def test_malformed_yaml_names_the_line(tmp_path):
+    path = tmp_path / "billing.yaml"
+    path.write_text("timezone: UTC\nclusters: [\n  name: x\n")
+    with pytest.raises(ConfigError, match=r"not valid YAML at line \d"):
+        load_config(path)
+
+
+def test_a_file_that_is_not_a_mapping(tmp_path):
+    path = tmp_path / "billing.yaml"
+    path.write_text("- just\n- a list\n")
+    with pytest.raises(ConfigError, match="must hold a mapping"):
+        load_config(path)
+
+
+def test_config_path_order(monkeypatch):
+    monkeypatch.setenv("BILLING_CONFIG", "/etc/billing/from-env.yaml")
+    assert config_path("given.yaml") == Path("given.yaml")
+    assert config_path(None) == Path("/etc/billing/from-env.yaml")
+    monkeypatch.delenv("BILLING_CONFIG")
+    assert config_path(None) == Path("billing.yaml")
+
+
+def test_defaults(write_config):
+    config = load_config(write_config())
+    assert config.gpu_resources == ["nvidia_com_gpu"]
+    assert config.namespaces.unallocated_team == "unallocated"
+    assert config.clusters[0].gpu_model_label == "label_nvidia_com_gpu_product"
+    assert yaml.safe_load(write_config().read_text())["currency"] == "EUR"

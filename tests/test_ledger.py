@@ -1,0 +1,108 @@
+from datetime import date
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from sqlalchemy import create_engine, inspect
+
+from billing.ledger import LedgerError, chargeback, completed, metadata, open_ledger, read_rows, replace_day
+from billing.pricing import PRICED_COLUMNS
+
+SQL = Path(__file__).resolve().parents[1] / "sql"
+DAY = date(2026, 11, 20)
+
+
+def priced(*rows) -> pd.DataFrame:
+    return pd.DataFrame(list(rows), columns=PRICED_COLUMNS)
+
+
+ROWS = priced(
+    ("jaguar", "alice", "robotics", "alice", "gpu", "NVIDIA-H100-80GB-HBM3", 24.0, 2.4, 57.6),
+    ("jaguar", "kube-system", "platform", None, "cpu", "", 10.0, 0.012, 0.12),
+)
+
+
+def describe(engine) -> dict:
+    """Columns (name, Python type, nullable), primary key and indexes of every ledger table."""
+    found = inspect(engine)
+    return {
+        table: (
+            [(c["name"], c["type"].python_type, c["nullable"]) for c in found.get_columns(table)],
+            found.get_pk_constraint(table)["constrained_columns"],
+            sorted((i["name"], tuple(i["column_names"])) for i in found.get_indexes(table)),
+        )
+        for table in sorted(found.get_table_names())
+    }
+
+
+def ddl_engine(url: str, dialect: str):
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        for statement in (SQL / f"{dialect}.sql").read_text().split(";"):
+            if statement.strip():
+                conn.exec_driver_sql(statement)
+    return engine
+
+
+def test_sqlite_ddl_matches_the_model(tmp_path):
+    from_ddl = ddl_engine(f"sqlite:///{tmp_path}/ddl.db", "sqlite")
+    from_model = create_engine(f"sqlite:///{tmp_path}/model.db")
+    metadata.create_all(from_model)
+    assert describe(from_ddl) == describe(from_model)
+
+
+def test_replace_day_is_idempotent_and_records_the_day(tmp_path):
+    engine = open_ledger(f"sqlite:///{tmp_path}/ledger.db")
+    assert replace_day(engine, DAY, ROWS, "USD") == 2
+    assert replace_day(engine, DAY, ROWS, "USD") == 2
+    rows = read_rows(engine, DAY, DAY)
+    assert len(rows) == 2
+    assert rows["cost"].sum() == pytest.approx(57.72)
+    assert pd.isna(rows.loc[rows["namespace"] == "kube-system", "owner"].iloc[0])
+    with engine.connect() as conn:  # stored as SQL NULL, not as the text 'nan' or 'None'
+        assert conn.exec_driver_sql("select count(*) from chargeback where owner is null").scalar() == 1
+    assert set(rows["currency"]) == {"USD"}
+    assert completed(engine, DAY, date(2026, 11, 30)) == {DAY}
+
+
+def test_replacing_a_day_removes_rows_that_are_gone_and_leaves_other_days(tmp_path):
+    engine = open_ledger(f"sqlite:///{tmp_path}/ledger.db")
+    replace_day(engine, DAY, ROWS, "USD")
+    replace_day(engine, date(2026, 11, 21), ROWS, "USD")
+    replace_day(engine, DAY, ROWS.iloc[:1], "USD")
+    assert len(read_rows(engine, DAY, DAY)) == 1
+    assert len(read_rows(engine, date(2026, 11, 21), date(2026, 11, 21))) == 2
+    assert len(read_rows(engine, DAY, date(2026, 11, 21), team="platform")) == 1
+
+
+def test_a_failed_write_keeps_the_previous_rows(tmp_path):
+    engine = open_ledger(f"sqlite:///{tmp_path}/ledger.db")
+    replace_day(engine, DAY, ROWS, "USD")
+    duplicate_key = pd.concat([ROWS, ROWS], ignore_index=True)
+    with pytest.raises(LedgerError, match="writing 2026-11-20 failed, previous rows kept"):
+        replace_day(engine, DAY, duplicate_key, "USD")
+    assert len(read_rows(engine, DAY, DAY)) == 2
+
+
+def test_an_empty_day_is_completed_with_no_rows(tmp_path):
+    engine = open_ledger(f"sqlite:///{tmp_path}/ledger.db")
+    assert replace_day(engine, DAY, ROWS.iloc[:0], "USD") == 0
+    assert completed(engine, DAY, DAY) == {DAY}
+
+
+def test_unreachable_database_is_one_sentence(tmp_path):
+    with pytest.raises(LedgerError, match="unreachable"):
+        open_ledger(f"sqlite:///{tmp_path}/no/such/dir/ledger.db")
+    with pytest.raises(LedgerError, match="config key database"):
+        open_ledger("nosuchdialect://x")
+
+
+def test_password_is_hidden_in_errors():
+    with pytest.raises(LedgerError) as error:
+        open_ledger("postgresql+psycopg://billing:hunter2@127.0.0.1:1/billing?connect_timeout=2")
+    assert "hunter2" not in str(error.value)
+    assert "127.0.0.1:1" in str(error.value)
+
+
+def test_primary_key_is_the_specs():
+    assert [c.name for c in chargeback.primary_key] == ["day", "cluster", "namespace", "team", "resource", "gpu_model"]

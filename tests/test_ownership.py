@@ -1,0 +1,61 @@
+import pytest
+
+from billing.config import NamespaceRules
+from billing.directory import Directory, Person, Team
+from billing.ownership import assign_owners, owners_of
+
+DIRECTORY = Directory(
+    people={
+        "alice": Person("alice", "Alice", "alice@example.org"),
+        "bob": Person("bob", "Bob", "bob@example.org"),
+        "carol": Person("carol", "Carol", "carol@example.org"),
+        "team-x": Person("team-x", "A person whose uid looks like a team", ""),
+    },
+    teams={
+        "robotics": Team("robotics", members=("alice", "bob"), leads=("alice",)),
+        "vision": Team("vision", members=("bob",), leads=()),
+        "nlp": Team("nlp", members=("bob",), leads=()),
+    },
+)
+RULES = NamespaceRules(overrides={"kube-system": "platform", "team-robotics": "vision"})
+
+
+@pytest.mark.parametrize(
+    "namespace, expected",
+    [
+        # rule 1: overrides win, even over a matching team pattern; the team need not exist
+        ("kube-system", [("platform", None, 1.0)]),
+        ("team-robotics", [("vision", None, 1.0)]),
+        # rule 2: team pattern naming a directory team
+        ("team-nlp", [("nlp", None, 1.0)]),
+        # rule 2 does not apply to an unknown team, so rule 3 may: a person whose uid matches
+        ("team-x", [("unallocated", "team-x", 1.0)]),
+        # rule 3: a person on one team, on three teams (equal split), on none
+        ("alice", [("robotics", "alice", 1.0)]),
+        ("bob", [("nlp", "bob", 1 / 3), ("robotics", "bob", 1 / 3), ("vision", "bob", 1 / 3)]),
+        ("carol", [("unallocated", "carol", 1.0)]),
+        # rule 4: nobody
+        ("team-ghost", [("unallocated", None, 1.0)]),
+        ("dave", [("unallocated", None, 1.0)]),
+        ("Weird_NS", [("unallocated", None, 1.0)]),
+        ('a*)(uid=*', [("unallocated", None, 1.0)]),
+    ],
+)
+def test_rule_7(namespace, expected):
+    assert owners_of(namespace, DIRECTORY, RULES) == expected
+
+
+def test_custom_unallocated_team_and_patterns():
+    rules = NamespaceRules(team_pattern=r"^(?P<team>[a-z]+)-shared$", person_pattern=r"^u-(?P<uid>.+)$",
+                           unallocated_team="lost-and-found")
+    assert owners_of("vision-shared", DIRECTORY, rules) == [("vision", None, 1.0)]
+    assert owners_of("u-alice", DIRECTORY, rules) == [("robotics", "alice", 1.0)]
+    assert owners_of("alice", DIRECTORY, rules) == [("lost-and-found", None, 1.0)]
+
+
+def test_shares_of_every_namespace_add_up_to_one():
+    namespaces = ["kube-system", "team-nlp", "alice", "bob", "carol", "dave", "bob"]
+    frame = assign_owners(namespaces, DIRECTORY, RULES)
+    assert sorted(frame["namespace"].unique()) == sorted(set(namespaces))
+    assert frame.groupby("namespace")["share"].sum().tolist() == pytest.approx([1.0] * 6)
+    assert len(frame) == 8  # bob's namespace has three rows
