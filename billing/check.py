@@ -21,7 +21,7 @@ from sqlalchemy import func, select
 from billing.config import ClusterConfig, Config, DirectoryConfig, EmailConfig, load_config
 from billing.directory import DirectoryError, load_directory
 from billing.ledger import LedgerError, completed_days, fetch, open_ledger
-from billing.prometheus import LivePrometheus, PrometheusError
+from billing.prometheus import PrometheusError, prometheus_source
 
 TIMEOUT = 10.0  # seconds: a check answers quickly or reports the dependency as failing
 
@@ -64,7 +64,8 @@ def prometheus(cluster: ClusterConfig) -> str:
         if not answers:
             raise CheckFailure(f"replay directory {config.replay} holds no recorded answers")
         return f"replay directory {config.replay}: {answers} recorded answers"
-    source = LivePrometheus(cluster.name, config.model_copy(update={"timeout": min(config.timeout, TIMEOUT)}), retries=0)
+    once = config.model_copy(update={"timeout": min(config.timeout, TIMEOUT), "retries": 0})
+    source = prometheus_source(cluster.name, once)
     answer = source.instant("vector(1)", time.time())
     if [sample["value"][1] for sample in answer] != ["1"]:
         raise CheckFailure(f"{config.url} answered vector(1) with {answer!r}, not 1")

@@ -10,6 +10,7 @@ import responses
 from click.testing import CliRunner
 
 from billing.cli import main
+from tests.conftest import MINIMAL_CONFIG
 
 LDIF = """\
 dn: uid=alice,ou=people,dc=example,dc=org
@@ -43,18 +44,17 @@ def closed_port() -> int:
         return probe.getsockname()[1]
 
 
-def write_config(tmp_path: Path, prometheus: str = PROMETHEUS, email: str = "", database: str = "") -> str:
+@pytest.fixture
+def config(write_config, tmp_path: Path):
+    """A config file with LDIF as its directory and an SQLite ledger; keys can be replaced."""
     (tmp_path / "people.ldif").write_text(LDIF)
-    database = database or f"sqlite:///{tmp_path / 'ledger.db'}"
-    path = tmp_path / "billing.yaml"
-    path.write_text(
-        f"database: '{database}'\n"
-        "clusters:\n"
-        f"  - name: jaguar\n    prometheus: {{url: '{prometheus}'}}\n"
-        "    prices: {cpu_core_hour: 0.012, memory_gib_hour: 0.0015, gpu_hour: 1.1}\n"
-        f"directory: {{ldif: '{tmp_path / 'people.ldif'}'}}\n{email}"
-    )
-    return str(path)
+
+    def write(prometheus: str = PROMETHEUS, **changes) -> str:
+        cluster = {**MINIMAL_CONFIG["clusters"][0], "prometheus": {"url": prometheus}}
+        defaults = {"database": f"sqlite:///{tmp_path / 'ledger.db'}", "directory": {"ldif": str(tmp_path / "people.ldif")}}
+        return str(write_config(clusters=[cluster], **{**defaults, **changes}))
+
+    return write
 
 
 def check(config: str):
@@ -67,9 +67,9 @@ def lines(output: str) -> dict[str, str]:
 
 
 @responses.activate
-def test_everything_reachable(tmp_path):
+def test_everything_reachable(config, tmp_path):
     responses.post(f"{PROMETHEUS}/api/v1/query", json=VECTOR_1)
-    result = check(write_config(tmp_path, email=f"email: {{enabled: true, outbox_dir: '{tmp_path / 'outbox'}'}}\n"))
+    result = check(config(email={"enabled": True, "outbox_dir": str(tmp_path / "outbox")}))
     assert result.exit_code == 0, result.output
     found = lines(result.stdout)
     assert list(found) == ["config", "prometheus jaguar", "directory", "database", "email"]
@@ -82,19 +82,19 @@ def test_everything_reachable(tmp_path):
 
 
 @responses.activate
-def test_a_prometheus_that_answers_nonsense_fails(tmp_path):
+def test_a_prometheus_that_answers_nonsense_fails(config):
     responses.post(f"{PROMETHEUS}/api/v1/query", json={"status": "success", "data": {"resultType": "vector", "result": []}})
-    result = check(write_config(tmp_path))
+    result = check(config())
     assert result.exit_code == 1
     assert lines(result.stdout)["prometheus jaguar"].startswith("FAIL  ")
 
 
-def test_each_unreachable_dependency_is_its_own_failing_line(tmp_path):
+def test_each_unreachable_dependency_is_its_own_failing_line(config, tmp_path):
     port = closed_port()
-    email = f"email: {{enabled: true, smtp_host: 127.0.0.1, smtp_port: {port}}}\n"
-    config = write_config(tmp_path, prometheus=f"http://127.0.0.1:{port}", email=email)
+    email = {"enabled": True, "smtp_host": "127.0.0.1", "smtp_port": port}
+    path = config(prometheus=f"http://127.0.0.1:{port}", email=email)
     (tmp_path / "people.ldif").unlink()
-    result = check(config)
+    result = check(path)
     assert result.exit_code == 1
     found = lines(result.stdout)
     assert found["config"].startswith("ok    ") and found["database"].startswith("ok    ")
@@ -105,9 +105,9 @@ def test_each_unreachable_dependency_is_its_own_failing_line(tmp_path):
 
 
 @responses.activate
-def test_an_unreachable_database_fails(tmp_path):
+def test_an_unreachable_database_fails(config):
     responses.post(f"{PROMETHEUS}/api/v1/query", json=VECTOR_1)
-    result = check(write_config(tmp_path, database=f"postgresql+psycopg://billing@127.0.0.1:{closed_port()}/billing"))
+    result = check(config(database=f"postgresql+psycopg://billing@127.0.0.1:{closed_port()}/billing"))
     assert result.exit_code == 1
     database = lines(result.stdout)["database"]
     assert database.startswith("FAIL  ") and "127.0.0.1" in database

@@ -22,5 +22,5 @@ def test_help_shows_an_example(command):
 
 
 def test_version():
-    result = CliRunner().invoke(main, ["--version"], prog_name="billing")
-    assert result.exit_code == 0 and result.output == f"billing, version {version('billing')}\n"
+    result = CliRunner().invoke(main, ["--version"])
+    assert result.exit_code == 0 and result.output.endswith(f", version {version('billing')}\n")

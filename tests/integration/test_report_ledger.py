@@ -65,7 +65,7 @@ def database(request, tmp_path: Path) -> str:
 
 
 @pytest.fixture
-def config(database: str, tmp_path: Path) -> str:
+def config(database: str, write_config) -> str:
     """A config file whose ledger holds LEDGER."""
     engine = open_ledger(database)
     columns = ["cluster", "namespace", "team", "owner", "resource", "gpu_model", "quantity", "unit_price"]
@@ -73,14 +73,7 @@ def config(database: str, tmp_path: Path) -> str:
         frame = pd.DataFrame(rows, columns=columns)
         replace_day(engine, day, frame.assign(cost=frame["quantity"] * frame["unit_price"]), "USD")
     engine.dispose()
-    path = tmp_path / "billing.yaml"
-    path.write_text(
-        f"timezone: UTC\ncurrency: USD\ndatabase: '{database}'\n"
-        "clusters:\n  - name: jaguar\n    prometheus: {url: 'http://127.0.0.1:9'}\n"
-        "    prices: {cpu_core_hour: 0.012, memory_gib_hour: 0.0015, gpu_hour: 1.1}\n"
-        f"directory: {{ldif: '{tmp_path / 'people.ldif'}'}}\n"
-    )
-    return str(path)
+    return str(write_config(database=database, currency="USD"))
 
 
 def report(config: str, *args: str):
