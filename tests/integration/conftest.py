@@ -1,0 +1,118 @@
+"""Fixtures that run real servers (Prometheus, PostgreSQL, slapd, SMTP).
+
+Factories return a started server and stop everything they started at the
+end of the test; a test may stop a server earlier itself. A missing server
+program skips the test, or fails it when CI=true.
+
+    def test_x(prometheus_server, slapd_server, smtp_server, postgres_url): ...
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+
+from fixtures.ksm import World
+from tests.integration.servers import (PostgresServer, PrometheusServer, SlapdServer, SmtpServer, TestCertificates,
+                                       make_test_ca, require_program, start_postgres, start_prometheus, start_slapd,
+                                       start_smtp, world_blocks)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Everything below tests/integration is an integration test (`-m "not integration"` skips them)."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(item.fspath).parents:
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def tsdb_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where loaded worlds' TSDB blocks are kept: $BILLING_TSDB_CACHE (kept
+    across runs, for benchmarks) or a directory of this session."""
+    configured = os.environ.get("BILLING_TSDB_CACHE")
+    if configured:
+        Path(configured).mkdir(parents=True, exist_ok=True)
+        return Path(configured)
+    return tmp_path_factory.mktemp("tsdb-cache")
+
+
+@pytest.fixture
+def prometheus_server(tmp_path_factory: pytest.TempPathFactory,
+                      tsdb_cache: Path) -> Iterator[Callable[..., PrometheusServer]]:
+    """prometheus_server(world, extra_args=()) -> a Prometheus holding the world's series.
+
+    Each call starts a separate server over its own copy of the blocks (a
+    world is loaded with promtool only once per session)."""
+    require_program("prometheus")
+    require_program("promtool")
+    started: list[PrometheusServer] = []
+
+    def start(world: World, extra_args: tuple[str, ...] = ()) -> PrometheusServer:
+        server = start_prometheus(world_blocks(world, tsdb_cache), tmp_path_factory.mktemp("prometheus"), extra_args)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One PostgreSQL server for the session."""
+    server = start_postgres()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
+    """SQLAlchemy URL of a fresh, empty database, dropped after the test."""
+    name = postgres_server.create_database()
+    yield postgres_server.url(name)
+    postgres_server.drop_database(name)
+
+
+@pytest.fixture(scope="session")
+def test_ca(tmp_path_factory: pytest.TempPathFactory) -> TestCertificates:
+    """A throwaway CA and a certificate for localhost and 127.0.0.1."""
+    return make_test_ca(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture
+def slapd_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., SlapdServer]]:
+    """slapd_server(ldif, suffix=, rootdn=, rootpw=, sizelimit=None, tls=None) -> a running slapd.
+
+    `ldif` must contain the suffix entry itself; rootdn defaults to cn=admin,<suffix>."""
+    started: list[SlapdServer] = []
+
+    def start(ldif: str, *, suffix: str = "dc=example,dc=org", rootdn: str | None = None, rootpw: str = "secret",
+              sizelimit: int | str | None = None, tls: TestCertificates | None = None) -> SlapdServer:
+        server = start_slapd(tmp_path_factory.mktemp("slapd"), ldif, suffix=suffix,
+                             rootdn=rootdn or f"cn=admin,{suffix}", rootpw=rootpw, sizelimit=sizelimit, tls=tls)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
+def smtp_server() -> Iterator[Callable[..., SmtpServer]]:
+    """smtp_server(tls=None, require_starttls=False, auth=None, auth_required=False) -> a running SMTP server
+    whose `.messages` collects what it received."""
+    started: list[SmtpServer] = []
+
+    def start(**options) -> SmtpServer:
+        server = start_smtp(**options)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()

@@ -1,0 +1,149 @@
+"""fixtures.ksm: the series a world exports and their OpenMetrics text."""
+
+import re
+from collections import defaultdict
+
+import pytest
+
+from fixtures.ksm import (A100, GPU_PRODUCT_LABEL, H100, PHASES, Cluster, Container, Node, Pod, World,
+                          make_world, scrape_times, series, write_openmetrics)
+
+T0 = 1_795_132_800.0  # 2026-11-20 00:00 UTC, a multiple of 2 h
+GIB = 2**30
+
+
+def tiny_world(**world_kw) -> World:
+    node = Node("n1", ((T0 - 86400, {GPU_PRODUCT_LABEL: A100}), (T0 + 600, {GPU_PRODUCT_LABEL: H100})),
+                {"cpu": 8, "memory": 64 * GIB, "nvidia_com_gpu": 1})
+    p = Pod("alice", "p", "u1", "n1", created=T0 + 60, deleted=T0 + 900, scheduled=T0 + 180,
+            phases=((T0 + 60, "Pending"), (T0 + 300, "Running"), (T0 + 600, "Succeeded")),
+            containers=(Container("init", 4, GIB, init=True), Container("main", 0.5, 2 * GIB, 1),
+                        Container("side", 0.1, 0)))
+    return World((Cluster("jaguar", (node,), (p,), {"cluster": "jaguar"}),), T0, T0 + 1200, **world_kw)
+
+
+def by_key(world: World) -> dict:
+    return {(name, tuple(sorted(labels.items()))): samples for name, labels, samples in series(world)}
+
+
+def find(world: World, name: str, **match) -> list[tuple[dict, list]]:
+    return [(labels, samples) for n, labels, samples in series(world)
+            if n == name and all(labels.get(k) == v for k, v in match.items())]
+
+
+def test_every_series_carries_ksm_and_cluster_labels():
+    for _, labels, _ in series(tiny_world()):
+        assert labels["job"] == "kube-state-metrics" and labels["instance"] == "ksm:8080"
+        assert labels["cluster"] == "jaguar"
+
+
+def test_phase_series_one_per_phase_over_the_pod_life():
+    got = {labels["phase"]: samples for labels, samples in find(tiny_world(), "kube_pod_status_phase")}
+    assert set(got) == set(PHASES)
+    running = got["Running"]
+    assert running[0] == (T0 + 60, 0) and running[-1] == (T0 + 840, 0)  # created inclusive, deleted exclusive
+    assert [ts for ts, v in running if v == 1] == [T0 + 300, T0 + 360, T0 + 420, T0 + 480, T0 + 540]
+    assert all(v == 0 for _, v in got["Unknown"])
+
+
+def test_requests_only_for_positive_requests_and_init_containers_apart():
+    w = tiny_world()
+    main = {(l["resource"], l["node"]): s for l, s in find(w, "kube_pod_container_resource_requests")}
+    # side requests 0 memory -> no series; the node label is "" until scheduled at +180.
+    assert set(main) == {("cpu", ""), ("cpu", "n1"), ("memory", ""), ("memory", "n1"),
+                         ("nvidia_com_gpu", ""), ("nvidia_com_gpu", "n1")}
+    assert [l["container"] for l, _ in find(w, "kube_pod_container_resource_requests", resource="memory")] \
+        == ["main", "main"]
+    assert find(w, "kube_pod_container_resource_requests", resource="memory", node="n1")[0][1][0] == (T0 + 180, 2 * GIB)
+    units = {l["resource"]: l["unit"] for l, _ in find(w, "kube_pod_container_resource_requests")}
+    assert units == {"cpu": "core", "memory": "byte", "nvidia_com_gpu": "integer"}
+    init = find(w, "kube_pod_init_container_resource_requests")
+    assert {l["container"] for l, _ in init} == {"init"}
+
+
+def test_pod_info_has_two_series_around_scheduling():
+    info = find(tiny_world(), "kube_pod_info")
+    assert [(l["node"], s[0][0], s[-1][0]) for l, s in info] == [("", T0 + 60, T0 + 120), ("n1", T0 + 180, T0 + 840)]
+    assert info[0][0]["host_ip"] == "" and info[1][0]["host_ip"] != ""
+
+
+def test_node_label_change_starts_a_new_series_and_stops_the_old():
+    labels = find(tiny_world(), "kube_node_labels")
+    assert [(l[GPU_PRODUCT_LABEL], s[0][0], s[-1][0]) for l, s in labels] == [
+        (A100, T0, T0 + 540), (H100, T0 + 600, T0 + 1140)]
+
+
+def test_gaps_skip_scrapes():
+    w = tiny_world(gaps=((T0 + 300, T0 + 420),))
+    assert scrape_times(w) == [T0 + i * 60 for i in range(20) if i not in (5, 6)]
+    for _, _, samples in series(w):
+        assert not {T0 + 300, T0 + 360} & {ts for ts, _ in samples}
+
+
+def parse_openmetrics(paths) -> dict:
+    """Tiny OpenMetrics reader for the subset write_openmetrics produces."""
+    line_re = re.compile(r'^([a-z_]+)\{(.*)\} (\S+) (\S+)$')
+    label_re = re.compile(r'([a-zA-Z_]+)="((?:[^"\\]|\\.)*)"')
+    unescape = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
+    out = defaultdict(list)
+    for path in paths:
+        text = path.read_text()
+        assert text.endswith("# EOF\n") and text.count("# EOF") == 1
+        families = [line.split()[2] for line in text.splitlines() if line.startswith("# TYPE")]
+        assert len(families) == len(set(families)), "a family appears twice in one file"
+        for line in text.splitlines():
+            if line.startswith("#"):
+                continue
+            name, labels, value, ts = line_re.match(line).groups()
+            parsed = tuple(sorted((k, re.sub(r'\\[\\"n]', lambda m: unescape[m.group()], v))
+                                  for k, v in label_re.findall(labels)))
+            out[(name, parsed)].append((float(ts), float(value)))
+    return out
+
+
+def test_openmetrics_round_trips_and_splits_per_two_hours(tmp_path):
+    node = Node("weird", ((T0 - 86400, {"label_note": 'say "hi"\\ \nbye'}),), {"cpu": 1.5})
+    p = Pod("bob", "long", "u2", "weird", T0 - 3600, ((T0 - 3600, "Running"),), float("inf"),
+            (Container("main", 0.25, 3 * GIB),))
+    w = World((Cluster("c", (node,), (p,), {}),), T0 - 1800, T0 + 4 * 7200 + 30, scrape_interval=15.5)
+    paths = write_openmetrics(w, tmp_path)
+    # Windows: [T0-2h, T0), [T0, T0+2h) ... [T0+8h, T0+10h): 6 files.
+    assert [p.name for p in paths] == [f"ksm-{int(T0) + k * 7200}.om" for k in range(-1, 5)]
+    assert parse_openmetrics(paths) == by_key(w)
+    for path in paths:
+        window = int(path.stem.split("-")[1])
+        assert all(window <= ts < window + 7200 for samples in parse_openmetrics([path]).values() for ts, _ in samples)
+
+
+def test_make_world_is_deterministic_and_sized():
+    a, b = make_world(3, T0, pods=300), make_world(3, T0, pods=300)
+    assert a == b
+    assert a != make_world(4, T0, pods=300)
+    assert len(a.clusters[0].pods) == 300
+    assert len({(p.namespace, p.name, p.uid) for p in a.clusters[0].pods}) == 300
+
+
+def test_make_world_has_the_interesting_cases():
+    w = make_world(5, T0, pods=2000, clusters=("jaguar", "ibis"))
+    assert [c.extra_labels for c in w.clusters] == [{"cluster": "jaguar"}, {"cluster": "ibis"}]
+    pods = w.clusters[0].pods
+    end = T0 + 86400
+    phases = {ph for p in pods for _, ph in p.phases}
+    assert phases == set(PHASES)
+    assert any(p.created < T0 < p.deleted for p in pods) and any(p.created < end < p.deleted for p in pods)
+    assert any(p.scheduled and p.scheduled > p.created for p in pods)
+    assert any(c.init for p in pods for c in p.containers)
+    assert any(sum(not c.init for c in p.containers) > 1 for p in pods)
+    assert any(c.resizes for p in pods for c in p.containers)
+    names = [(p.namespace, p.name) for p in pods]
+    assert len(set(names)) < len(names)  # a StatefulSet pod re-created with a new uid
+    assert {"alice", "team-robotics", "kube-system"} <= {p.namespace for p in pods}
+    models = [labels.get(GPU_PRODUCT_LABEL) for n in w.clusters[0].nodes for _, labels in n.labels]
+    assert {H100, A100, None} <= set(models)
+    assert any(len(n.labels) > 1 for n in w.clusters[0].nodes)
+
+
+@pytest.mark.parametrize("bad", ["Runing", "running"])
+def test_unknown_phase_is_rejected(bad):
+    with pytest.raises(ValueError, match="unknown phase"):
+        Pod("a", "p", "u", "n", 0, ((0, bad),), 1, ())
