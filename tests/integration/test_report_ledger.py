@@ -58,9 +58,11 @@ ROBOTICS_BY = {
 }
 
 
-@pytest.fixture(params=["sqlite"])
+@pytest.fixture(params=["sqlite", "postgresql"])
 def database(request, tmp_path: Path) -> str:
     """The URL of an empty ledger database of each kind."""
+    if request.param == "postgresql":
+        return request.getfixturevalue("postgres_url")
     return f"sqlite:///{tmp_path / 'ledger.db'}"
 
 
@@ -222,7 +224,9 @@ def test_mixed_currencies_are_refused(config, database):
         [("jaguar", "alice", "robotics", "alice", "cpu", "", 1.0, 1.0, 1.0)],
         columns=["cluster", "namespace", "team", "owner", "resource", "gpu_model", "quantity", "unit_price", "cost"],
     )
-    replace_day(open_ledger(database), date(2026, 11, 3), frame, "EUR")
+    engine = open_ledger(database)
+    replace_day(engine, date(2026, 11, 3), frame, "EUR")
+    engine.dispose()
     result = report(config, "--team", "robotics", *RANGE)
     assert result.exit_code == 2
     assert "EUR and USD" in result.stderr
