@@ -19,14 +19,16 @@ from billing.check import check_all, check_config
 from billing.config import Config, ConfigError, config_path, load_config
 from billing.days import days_between, yesterday
 from billing.directory import DirectoryError
-from billing.job import run_day
+from billing.job import render_day, run_day
 from billing.ledger import LedgerError, open_ledger
+from billing.mail import MailError
+from billing.render import RenderError
 from billing.report import GROUPINGS, ReportError, Subject, build_report, report_range
 from billing.report_formats import FORMATS, missing_notice
 
 log = logging.getLogger("billing")
 
-RUN_FAILURES = (PrometheusError, DirectoryError, LedgerError)
+RUN_FAILURES = (PrometheusError, DirectoryError, LedgerError, RenderError, MailError)
 
 
 def _fail(status: int, message: str) -> None:
@@ -119,7 +121,14 @@ def run(day: date | None, config_file: str | None) -> None:
         billing run --date 2026-11-20 --config /etc/billing/billing.yaml
     """
     config = _config(config_file)
-    run_day(config, day or yesterday(config.zone))
+    summary = run_day(config, day or yesterday(config.zone))
+    _fail_if_undelivered(list(summary.undelivered))
+
+
+def _fail_if_undelivered(undelivered: list[str]) -> None:
+    """Exit 1 once everything else is done if any summary email failed."""
+    if undelivered:
+        _fail(1, f"{len(undelivered)} summary email(s) not delivered, first: {undelivered[0]}")
 
 
 @main.command()
@@ -140,12 +149,28 @@ def backfill(first: date, last: date, config_file: str | None) -> None:
     days = days_between(first, last)
     if sys.stderr.isatty():
         with click.progressbar(days, label="billing", file=sys.stderr, item_show_func=lambda d: d and str(d)) as bar:
-            for day in bar:
-                run_day(config, day)
+            undelivered = [failure for day in bar for failure in run_day(config, day).undelivered]
     else:
+        undelivered = []
         for number, day in enumerate(days, 1):
             log.info("backfill: day %d of %d", number, len(days))
-            run_day(config, day)
+            undelivered += run_day(config, day).undelivered
+    _fail_if_undelivered(undelivered)
+
+
+@main.command()
+@click.option("--date", "day", callback=_date, help="Billing day YYYY-MM-DD (default: yesterday, local time).")
+@config_option
+@_guarded
+def render(day: date | None, config_file: str | None) -> None:
+    """Write a day's HTML reports again from the ledger; sends no email.
+
+    Example:
+
+        billing render --date 2026-11-20
+    """
+    config = _config(config_file)
+    render_day(config, day or yesterday(config.zone))
 
 
 def _subject(team: str | None, person: str | None, all_teams: bool) -> Subject:

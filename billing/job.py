@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import date
+from pathlib import Path
 
 import pandas as pd
 
@@ -13,9 +14,12 @@ from billing.config import Config
 from billing.days import billing_day
 from billing.directory import load_directory
 from billing.ledger import open_ledger, replace_day
+from billing.mail import deliver
 from billing.ownership import assign_owners
 from billing.pricing import price
 from billing.prometheus import prometheus_source
+from billing.render import DayReport, read_report, write_pages
+from billing.summaries import summary_envelopes
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +30,7 @@ class RunSummary:
     rows: int
     total_cost: float
     clusters: list[ClusterUsage]
+    undelivered: tuple[str, ...] = ()  # one sentence per summary email that failed
 
 
 def _log_cluster(collected: ClusterUsage) -> None:
@@ -63,4 +68,18 @@ def run_day(config: Config, day: date) -> RunSummary:
     written = replace_day(ledger, day, rows, config.currency)
     total = float(rows["cost"].sum())
     log.info("%s: %d ledger rows, total cost %.2f %s", day, written, total, config.currency)
-    return RunSummary(day, written, total, collected)
+
+    report = render_day(config, day)
+    undelivered: list[str] = []
+    if config.email.enabled:
+        envelopes, undelivered = summary_envelopes(report, directory, config.email)
+        undelivered += deliver(envelopes, config.email)
+    return RunSummary(day, written, total, collected, tuple(undelivered))
+
+
+def render_day(config: Config, day: date) -> DayReport:
+    """Write a day's HTML reports from the ledger (never from collected data); return its report."""
+    report = read_report(open_ledger(config.database), day, config.currency, config.namespaces.unallocated_team)
+    pages = write_pages(report, Path(config.output_dir))
+    log.info("%s: wrote %d report pages below %s", day, len(pages), config.output_dir)
+    return report

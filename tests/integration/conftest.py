@@ -104,7 +104,8 @@ def slapd_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[
 
 @pytest.fixture
 def smtp_server() -> Iterator[Callable[..., SmtpServer]]:
-    """smtp_server(tls=None, require_starttls=False, auth=None, auth_required=False) -> a running SMTP server
+    """smtp_server(tls=None, require_starttls=False, auth=None, auth_required=False, implicit_tls=False,
+    refuse=()) -> a running SMTP server
     whose `.messages` collects what it received."""
     started: list[SmtpServer] = []
 

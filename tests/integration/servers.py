@@ -26,7 +26,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Collection, Sequence
 
 import pytest
 
@@ -461,11 +461,14 @@ class SmtpServer:
 
 
 def start_smtp(*, tls: TestCertificates | None = None, require_starttls: bool = False,
-               auth: tuple[str, str] | None = None, auth_required: bool = False) -> SmtpServer:
+               auth: tuple[str, str] | None = None, auth_required: bool = False,
+               implicit_tls: bool = False, refuse: Collection[str] = ()) -> SmtpServer:
     """An in-process aiosmtpd server collecting every message it accepts.
 
     With `tls`, STARTTLS is offered (and AUTH then only after it, as real
-    servers do); with `auth`, AUTH LOGIN and PLAIN accept that user/password.
+    servers do), or with `implicit_tls` the whole session is TLS (port 465
+    style); with `auth`, AUTH LOGIN and PLAIN accept that user/password.
+    Recipients in `refuse` get 550 at RCPT TO, as for an unknown mailbox.
     """
     require_module("aiosmtpd")
     from aiosmtpd.controller import Controller
@@ -478,7 +481,14 @@ def start_smtp(*, tls: TestCertificates | None = None, require_starttls: bool = 
             login = session.auth_data.login.decode() if session.authenticated else None
             messages.append(ReceivedMessage(envelope.mail_from, list(envelope.rcpt_tos),
                                             envelope.original_content or envelope.content, login,
-                                            session.ssl is not None))
+                                            session.ssl is not None  # STARTTLS, or implicit TLS:
+                                            or server.transport.get_extra_info("ssl_object") is not None))
+            return "250 OK"
+
+        async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
+            if address in refuse:
+                return "550 5.1.1 no such mailbox"
+            envelope.rcpt_tos.append(address)
             return "250 OK"
 
     def authenticator(server, session, envelope, mechanism, auth_data):
@@ -488,7 +498,9 @@ def start_smtp(*, tls: TestCertificates | None = None, require_starttls: bool = 
 
     port = free_port()
     controller = Controller(Collector(), hostname="127.0.0.1", port=port, server_hostname="localhost",
-                            tls_context=tls.server_context() if tls else None, require_starttls=require_starttls,
+                            tls_context=tls.server_context() if tls and not implicit_tls else None,
+                            ssl_context=tls.server_context() if tls and implicit_tls else None,
+                            require_starttls=require_starttls,
                             authenticator=authenticator if auth else None, auth_required=auth_required,
                             auth_require_tls=tls is not None)
     controller.start()

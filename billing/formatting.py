@@ -1,0 +1,31 @@
+"""How money and resource-hours are written for people: pages, emails, tables.
+
+The ledger is never rounded (SPEC rule 8); display rounds half up on the
+number's shortest decimal form, so 2.675 shows as 2.68, as a person expects.
+"""
+
+from __future__ import annotations
+
+from decimal import ROUND_HALF_UP, Decimal
+
+UNITS = {"gpu": "GPU-h", "cpu": "core-h", "memory": "GiB-h"}
+RESOURCE_NAMES = {"gpu": "GPU", "cpu": "CPU", "memory": "Memory"}
+
+_CENT = Decimal("0.01")
+
+
+def cents(value: float) -> Decimal:
+    """The value rounded half up to two decimals; -0.00 becomes 0.00."""
+    return Decimal(repr(float(value))).quantize(_CENT, rounding=ROUND_HALF_UP) + 0
+
+
+def money(value: float, currency: str, signed: bool = False) -> str:
+    """`1,234.56 USD`; with signed=True a change: `+12.30 USD`, `-4.00 USD`."""
+    amount = cents(value)
+    sign = "+" if signed and amount > 0 else ""
+    return f"{sign}{amount:,.2f} {currency}"
+
+
+def quantity(value: float, resource: str) -> str:
+    """`24.00 GPU-h`, `1,536.25 core-h`, `12.00 GiB-h` for a ledger resource."""
+    return f"{cents(value):,.2f} {UNITS[resource]}"

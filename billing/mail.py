@@ -1,0 +1,153 @@
+"""Building and sending messages: SMTP, or `.eml` files in an outbox.
+
+A message is multipart/alternative (plain text and HTML). Header values come
+from the directory and the ledger, so anything with CR or LF in it is
+refused rather than let it add headers. One message that cannot be sent does
+not stop the others: `deliver` tries every message and returns what failed.
+"""
+
+from __future__ import annotations
+
+import logging
+import smtplib
+import ssl
+from dataclasses import dataclass
+from email.headerregistry import Address
+from email.message import EmailMessage
+from email.policy import SMTP
+from email.utils import formatdate, getaddresses, make_msgid
+from pathlib import Path
+
+from billing.config import EmailConfig
+
+log = logging.getLogger(__name__)
+
+SMTP_TIMEOUT = 30.0  # seconds for connecting and for each SMTP command
+IMPLICIT_TLS_PORT = 465
+
+
+class MailError(Exception):
+    """A message could not be built, sent or written; the message names it."""
+
+
+@dataclass(frozen=True)
+class Letter:
+    """What a message says; who receives it is decided when it is built."""
+
+    subject: str
+    text: str
+    html: str
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """A built message and a short name for logs and outbox files (`admins`, `team-robotics`)."""
+
+    name: str
+    message: EmailMessage
+
+
+def _address(value: str) -> Address:
+    """One mailbox like `a@b.org` or `Name <a@b.org>`; anything else is refused."""
+    if any(c in value for c in "\r\n\0"):
+        raise MailError(f"email address {value!r} contains a line break")
+    parsed = getaddresses([value])
+    if len(parsed) != 1 or "@" not in parsed[0][1]:
+        raise MailError(f"{value!r} is not one email address")
+    name, addr_spec = parsed[0]
+    try:
+        return Address(display_name=name, addr_spec=addr_spec)
+    except (ValueError, IndexError) as exc:
+        raise MailError(f"{value!r} is not a valid email address ({exc})") from None
+
+
+def build_message(sender: str, recipients: list[str], letter: Letter) -> EmailMessage:
+    """A multipart/alternative message; raises MailError for a bad address or subject."""
+    if any(c in letter.subject for c in "\r\n"):
+        raise MailError(f"subject {letter.subject!r} contains a line break")
+    message = EmailMessage()
+    message["From"] = _address(sender)
+    message["To"] = [_address(r) for r in recipients]
+    message["Subject"] = letter.subject
+    message["Date"] = formatdate(localtime=True)
+    message["Message-ID"] = make_msgid(domain=_address(sender).domain or None)
+    message.set_content(letter.text)
+    message.add_alternative(letter.html, subtype="html")
+    return message
+
+
+def connect_smtp(config: EmailConfig) -> smtplib.SMTP:
+    """A logged-in SMTP session: implicit TLS on port 465, else STARTTLS if configured."""
+    where = f"SMTP server {config.smtp_host}:{config.smtp_port}"
+    context = ssl.create_default_context()
+    try:
+        if config.smtp_port == IMPLICIT_TLS_PORT:
+            smtp = smtplib.SMTP_SSL(config.smtp_host, config.smtp_port, timeout=SMTP_TIMEOUT, context=context)
+        else:
+            smtp = smtplib.SMTP(config.smtp_host, config.smtp_port, timeout=SMTP_TIMEOUT)
+            if config.starttls:
+                smtp.starttls(context=context)
+        if config.username:
+            smtp.login(config.username, config.password or "")
+    except smtplib.SMTPAuthenticationError as exc:
+        raise MailError(f"{where} refused the login of email username: {_reason(exc)}") from None
+    except (smtplib.SMTPException, OSError) as exc:
+        raise MailError(f"{where} is unreachable or refused the session: {_reason(exc)}") from None
+    return smtp
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, smtplib.SMTPResponseException):
+        return f"{exc.smtp_code} {exc.smtp_error.decode(errors='replace') if isinstance(exc.smtp_error, bytes) else exc.smtp_error}"
+    return str(exc) or type(exc).__name__
+
+
+def deliver(envelopes: list[Envelope], config: EmailConfig) -> list[str]:
+    """Send every message, or write it to the outbox; one sentence per message that failed."""
+    if config.outbox_dir:
+        failures = [_write_eml(envelope, Path(config.outbox_dir)) for envelope in envelopes]
+    else:
+        failures = _send_all(envelopes, config)
+    failures = [f for f in failures if f]
+    for failure in failures:
+        log.error("email: %s", failure)
+    log.info("email: %d of %d messages delivered", len(envelopes) - len(failures), len(envelopes))
+    return failures
+
+
+def _write_eml(envelope: Envelope, outbox: Path) -> str | None:
+    path = outbox / f"{envelope.name}.eml"
+    try:
+        outbox.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(envelope.message.as_bytes(policy=SMTP))
+    except OSError as exc:
+        return f"{envelope.name}: cannot write {path}: {exc.strerror or exc}"
+    return None
+
+
+def _send_all(envelopes: list[Envelope], config: EmailConfig) -> list[str | None]:
+    """One session for all messages; after a failed message the next one reconnects."""
+    failures: list[str | None] = []
+    smtp: smtplib.SMTP | None = None
+    for number, envelope in enumerate(envelopes):
+        try:
+            smtp = smtp or connect_smtp(config)
+        except MailError as exc:  # the server itself is out of reach: no point in trying the rest
+            return failures + [f"{e.name}: not sent, {exc}" for e in envelopes[number:]]
+        try:
+            refused = smtp.send_message(envelope.message)
+            failures.append(f"{envelope.name}: refused for {', '.join(refused)}" if refused else None)
+        except (smtplib.SMTPException, OSError) as exc:
+            failures.append(f"{envelope.name}: not sent: {_reason(exc)}")
+            _close(smtp)
+            smtp = None
+    if smtp is not None:
+        _close(smtp)
+    return failures
+
+
+def _close(smtp: smtplib.SMTP) -> None:
+    try:
+        smtp.quit()
+    except (smtplib.SMTPException, OSError):
+        smtp.close()

@@ -1,0 +1,302 @@
+"""The day's HTML reports and email bodies, from ledger rows only.
+
+`read_report` reads the ledger window a day needs (the last 30 days and the
+month to date) and `summarize` turns those rows into a `DayReport` of plain
+numbers; the pages and emails are Jinja2 templates in `reports/` that only
+lay those numbers out. Because nothing here sees collection data, a report of
+a re-run or back-filled day is the same as the original.
+
+Pages go to `<output_dir>/<day>/index.html` and `<output_dir>/<day>/teams/`,
+so every day keeps its own report; `<output_dir>/index.html` lists the days.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+from dataclasses import dataclass
+from datetime import date, timedelta
+from pathlib import Path
+
+import css_inline
+import pandas as pd
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from sqlalchemy import Engine
+
+from billing.formatting import RESOURCE_NAMES, cents, money, quantity
+from billing.ledger import completed, read_rows
+from billing.mail import Letter
+
+TREND_DAYS = 30
+TOP_NAMESPACES = 10
+EMAIL_BAR_PX = 60  # tallest bar of the email trend chart
+
+
+class RenderError(Exception):
+    """The reports could not be produced; the message names the cause."""
+
+
+@dataclass(frozen=True)
+class TrendDay:
+    day: date
+    cost: float | None  # None: no run of this day is recorded
+
+
+@dataclass(frozen=True)
+class TeamReport:
+    """One team on one day: what its page and its lead's email show."""
+
+    team: str
+    slug: str  # file name of its page, safe for any team name
+    cost: float
+    previous: float | None  # the day before, None if that day was never run
+    month_to_date: float
+    trend: list[TrendDay]
+    by_owner: list[dict]  # owner ('' for a team namespace), namespaces, cost
+    by_namespace: list[dict]  # cluster, namespace, owner, cost
+    by_usage: list[dict]  # cluster, resource, gpu_model, quantity, cost
+
+
+@dataclass(frozen=True)
+class DayReport:
+    """All teams on one day: what the admin page and email show."""
+
+    day: date
+    currency: str
+    unallocated_team: str
+    cost: float
+    previous: float | None
+    month_to_date: float
+    trend: list[TrendDay]
+    missing_in_month: list[date]  # days of this month that were never run
+    teams: list[TeamReport]  # most expensive first
+    by_usage: list[dict]  # cluster, resource, quantity, cost
+    gpu_models: list[dict]  # gpu_model, quantity, cost
+    top_namespaces: list[dict]  # cluster, namespace, teams, cost
+    unallocated: list[dict]  # cluster, namespace, cost
+
+    def team(self, name: str) -> TeamReport:
+        return next(t for t in self.teams if t.team == name)
+
+
+def window_start(day: date) -> date:
+    """First day a report needs: the trend's first day or the month's, whichever is earlier."""
+    return min(day.replace(day=1), day - timedelta(days=TREND_DAYS - 1))
+
+
+def read_report(engine: Engine, day: date, currency: str, unallocated_team: str) -> DayReport:
+    """The report of a day, from the ledger."""
+    first = window_start(day)
+    runs = completed(engine, first, day)
+    if day not in runs:
+        raise RenderError(f"the ledger records no run of {day}; run `billing run --date {day}` first")
+    return summarize(read_rows(engine, first, day), runs, day, currency, unallocated_team)
+
+
+def slug(name: str) -> str:
+    """A file name for any name: `robotics`, or `a-b-1f3c9e2a` for `a/b` (the hash keeps names apart)."""
+    safe = re.sub(r"[^a-z0-9_-]+", "-", name.lower()).strip("-_") or "x"
+    if safe == name:
+        return safe
+    return f"{safe[:60]}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+
+
+def _sum(frame: pd.DataFrame) -> float:
+    return float(frame["cost"].sum())
+
+
+def _grouped(frame: pd.DataFrame, keys: list[str], values: list[str]) -> list[dict]:
+    """Sums of `values` per `keys`, most expensive first."""
+    sums = frame.groupby(keys, as_index=False, dropna=False)[values].sum()
+    return sums.sort_values(["cost", *keys], ascending=[False] + [True] * len(keys)).to_dict("records")
+
+
+def _trend(frame: pd.DataFrame, runs: set[date], day: date) -> list[TrendDay]:
+    costs = frame.groupby("day")["cost"].sum()
+    days = [day - timedelta(days=n) for n in range(TREND_DAYS - 1, -1, -1)]
+    return [TrendDay(d, float(costs.get(d, 0.0)) if d in runs or d in costs.index else None) for d in days]
+
+
+def _names(values: pd.Series) -> str:
+    return ", ".join(sorted(set(values)))
+
+
+def _figures(rows: pd.DataFrame, runs: set[date], day: date) -> dict:
+    """The headline numbers of any part of the ledger window: all teams, or one."""
+    previous = day - timedelta(days=1)
+    return {
+        "cost": _sum(rows[rows["day"] == day]),
+        "previous": _sum(rows[rows["day"] == previous]) if previous in runs else None,
+        "month_to_date": _sum(rows[rows["day"] >= day.replace(day=1)]),
+        "trend": _trend(rows, runs, day),
+    }
+
+
+def _team_report(team: str, rows: pd.DataFrame, runs: set[date], day: date) -> TeamReport:
+    today = rows[rows["day"] == day]
+    owners = today.assign(owner=today["owner"].fillna(""))
+    by_owner = owners.groupby("owner", as_index=False).agg(cost=("cost", "sum"), namespaces=("namespace", _names))
+    return TeamReport(
+        team=team,
+        slug=slug(team),
+        **_figures(rows, runs, day),
+        by_owner=by_owner.sort_values(["cost", "owner"], ascending=[False, True]).to_dict("records"),
+        by_namespace=_grouped(owners, ["cluster", "namespace", "owner"], ["cost"]),
+        by_usage=_grouped(today, ["cluster", "resource", "gpu_model"], ["quantity", "cost"]),
+    )
+
+
+def summarize(rows: pd.DataFrame, runs: set[date], day: date, currency: str, unallocated_team: str) -> DayReport:
+    """Ledger rows of the report window (see `window_start`) as the day's numbers."""
+    others = sorted(set(rows["currency"]) - {currency})
+    if others:
+        raise RenderError(
+            f"the ledger holds costs in {', '.join(others)} between {window_start(day)} and {day}, "
+            f"but the configured currency is {currency}; reports do not add up different currencies"
+        )
+    today = rows[rows["day"] == day]
+    teams = [_team_report(team, team_rows, runs, day) for team, team_rows in rows.groupby("team")]
+    teams.sort(key=lambda t: (-t.cost, -t.month_to_date, t.team))
+    month = [day.replace(day=n) for n in range(1, day.day + 1)]
+    namespaces = today.groupby(["cluster", "namespace"], as_index=False).agg(
+        cost=("cost", "sum"), teams=("team", _names)
+    )
+    return DayReport(
+        day=day,
+        currency=currency,
+        unallocated_team=unallocated_team,
+        **_figures(rows, runs, day),
+        missing_in_month=[d for d in month if d not in runs and d != day],
+        teams=teams,
+        by_usage=_grouped(today, ["cluster", "resource"], ["quantity", "cost"]),
+        gpu_models=_grouped(today[today["resource"] == "gpu"], ["gpu_model"], ["quantity", "cost"]),
+        top_namespaces=namespaces.sort_values(["cost", "cluster", "namespace"], ascending=[False, True, True])
+        .head(TOP_NAMESPACES)
+        .to_dict("records"),
+        unallocated=_grouped(today[today["team"] == unallocated_team], ["cluster", "namespace"], ["cost"]),
+    )
+
+
+# --- charts -----------------------------------------------------------------
+
+
+def _nice_ceiling(value: float) -> float:
+    """The smallest of 1, 2, 2.5, 5 × 10^k that is at least value: a readable axis top."""
+    if value <= 0:
+        return 1.0
+    power = 10 ** math.floor(math.log10(value))
+    return next(step * power for step in (1, 2, 2.5, 5, 10) if step * power >= value)
+
+
+@dataclass(frozen=True)
+class Bar:
+    day: date
+    cost: float | None
+    x: float
+    height: float  # fraction of the chart's height, 0..1
+
+
+@dataclass(frozen=True)
+class Chart:
+    bars: list[Bar]
+    top: float  # the value at the top of the axis
+
+
+def trend_chart(trend: list[TrendDay]) -> Chart:
+    """Bar positions of a trend: x in bar widths, height relative to a readable axis top."""
+    top = _nice_ceiling(max((t.cost or 0.0) for t in trend) if trend else 0.0)
+    return Chart([Bar(t.day, t.cost, n, (t.cost or 0.0) / top) for n, t in enumerate(trend)], top)
+
+
+def day_ranges(days: list[date]) -> str:
+    """Days of one month as runs: `2–9, 11–18, 25`."""
+    runs: list[list[int]] = []
+    for number in sorted(d.day for d in days):
+        if runs and number == runs[-1][-1] + 1:
+            runs[-1].append(number)
+        else:
+            runs.append([number])
+    return ", ".join(f"{r[0]}\u2013{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
+
+
+# --- templates --------------------------------------------------------------
+
+
+def template_dir() -> Path:
+    """`reports/` of a checkout, or `billing/reports/` where pyproject installs it."""
+    installed = Path(__file__).parent / "reports"
+    return installed if installed.is_dir() else Path(__file__).parent.parent / "reports"
+
+
+def _environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(template_dir()),
+        autoescape=lambda name: name is None or not name.endswith(".txt.j2"),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(money=money, quantity=quantity, cents=cents, day_ranges=day_ranges)
+    env.globals.update(
+        resource_names=RESOURCE_NAMES, trend_chart=trend_chart, timedelta=timedelta, email_bar_px=EMAIL_BAR_PX
+    )
+    return env
+
+
+_env = _environment()
+
+
+def _render(template: str, **values) -> str:
+    return _env.get_template(template).render(**values)
+
+
+def _write(path: Path, text: str) -> None:
+    """Write whole or not at all: a reader never sees half a page."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)
+
+
+def write_pages(report: DayReport, output_dir: Path) -> list[Path]:
+    """The day's index.html and one page per team; returns the files written."""
+    folder = output_dir / report.day.isoformat()
+    pages = {folder / "index.html": _render("index.html.j2", report=report)}
+    for team in report.teams:
+        pages[folder / "teams" / f"{team.slug}.html"] = _render("team.html.j2", report=report, team=team)
+    try:
+        for path, text in pages.items():
+            _write(path, text)
+        days = sorted((p.name for p in output_dir.iterdir() if re.fullmatch(r"\d{4}-\d{2}-\d{2}", p.name)), reverse=True)
+        _write(output_dir / "index.html", _render("archive.html.j2", days=days))
+    except OSError as exc:
+        raise RenderError(f"cannot write the reports to output_dir {output_dir}: {exc.strerror or exc}") from None
+    return [*pages, output_dir / "index.html"]
+
+
+def _subject(report: DayReport, who: str, cost: float) -> str:
+    """One line whatever the names hold: CR, LF and other controls become spaces."""
+    line = f"Cluster billing {report.day}: {who} {money(cost, report.currency)}"
+    return " ".join(re.sub(r"[\x00-\x1f\x7f\u2028\u2029\x85]", " ", line).split())
+
+
+_inliner = css_inline.CSSInliner(load_remote_stylesheets=False, keep_at_rules=True)
+
+
+def _letter(subject: str, template: str, **values) -> Letter:
+    html = _inliner.inline(_render(f"{template}.html.j2", **values))
+    return Letter(subject, _render(f"{template}.txt.j2", **values), html)
+
+
+def admin_letter(report: DayReport) -> Letter:
+    """The all-teams summary for the admins."""
+    return _letter(_subject(report, "all teams", report.cost), "email_admins", report=report)
+
+
+def team_letter(report: DayReport, team: str) -> Letter:
+    """One team's summary, per person, for its leads."""
+    summary = report.team(team)
+    return _letter(_subject(report, f"team {team}", summary.cost), "email_team", report=report, team=summary)

@@ -1,0 +1,49 @@
+"""Who receives which daily summary: admins the all-teams one, each team lead their team's.
+
+Every recipient gets a message of their own, so an address that cannot be
+used (or a server that refuses it) costs only that one message.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from billing.config import EmailConfig
+from billing.directory import Directory
+from billing.mail import Envelope, Letter, MailError, build_message
+from billing.render import DayReport, admin_letter, slug, team_letter
+
+log = logging.getLogger(__name__)
+
+
+def _recipients(report: DayReport, directory: Directory, email: EmailConfig) -> list[tuple[str, str, Letter]]:
+    """(outbox name, address, letter) for every admin and every lead of a team billed on the day."""
+    day = report.day.isoformat()
+    admins = admin_letter(report)
+    recipients = [(f"{day}-admins-{slug(address)}", address, admins) for address in email.admins]
+    if not email.team_leads:
+        return recipients
+    for team in report.teams:
+        if not team.by_usage:  # nothing billed to the team on the day
+            continue
+        leads = directory.teams[team.team].leads if team.team in directory.teams else ()
+        letter = team_letter(report, team.team)
+        for uid in leads:
+            person = directory.people[uid]
+            if person.mail:
+                recipients.append((f"{day}-team-{team.slug}-{slug(uid)}", person.mail, letter))
+            else:
+                log.warning("team %s: lead %s has no mail address in the directory; no summary sent", team.team, uid)
+    return recipients
+
+
+def summary_envelopes(report: DayReport, directory: Directory, email: EmailConfig) -> tuple[list[Envelope], list[str]]:
+    """The day's messages, and one sentence for each recipient whose message could not be built."""
+    envelopes, failures = [], []
+    for name, address, letter in _recipients(report, directory, email):
+        try:
+            envelopes.append(Envelope(name, build_message(email.from_, [address], letter)))
+        except MailError as exc:
+            failures.append(f"{name}: {exc}")
+            log.error("email: %s", failures[-1])
+    return envelopes, failures

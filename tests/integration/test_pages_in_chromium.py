@@ -1,0 +1,60 @@
+"""The HTML reports and an email body, opened in headless Chromium as a reader would.
+
+The pages carry a Content-Security-Policy that allows no script and nothing
+loaded from elsewhere, so any such attempt shows up as a console message,
+and this test fails on any console message at all.
+"""
+
+import re
+import subprocess
+
+import pytest
+from PIL import Image
+
+from billing.ledger import open_ledger
+from billing.render import admin_letter, read_report, write_pages
+from tests.integration.servers import require_program
+from tests.report_ledger import DAY, write_ledger
+
+FLAGS = [  # from shared/notes/real-servers.md: headless as root, no reaching out
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--hide-scrollbars", "--enable-logging=stderr", "--v=0",
+]
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    return require_program("chromium")  # Debian package chromium; skipped if missing, except in CI
+
+
+def screenshot(chromium: str, page, png, width: int, height: int, profile) -> list[str]:
+    """Open the page, write a screenshot, return the page's console messages."""
+    run = subprocess.run(
+        [chromium, *FLAGS, f"--user-data-dir={profile}", f"--screenshot={png}", f"--window-size={width},{height}",
+         page.as_uri()],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert png.exists(), run.stderr[-2000:]
+    return [line for line in run.stderr.splitlines() if re.search(r":CONSOLE[:(]", line)]
+
+
+def assert_not_blank(png):
+    """Text, rules and bars leave many colours and a fair share of non-white pixels."""
+    image = Image.open(png).convert("RGB")
+    colours = image.getcolors(maxcolors=1 << 20)
+    inked = sum(count for count, rgb in colours if sum(rgb) < 3 * 235)
+    assert len(colours) > 50, f"{png.name}: only {len(colours)} colours"
+    assert inked / (image.width * image.height) > 0.01, f"{png.name}: almost all white"
+
+
+@pytest.mark.parametrize("width, height", [(1200, 1600), (390, 2400)])  # a desktop and a phone
+def test_reports_load_without_console_messages_and_are_not_blank(chromium, tmp_path, width, height):
+    report = read_report(open_ledger(write_ledger(tmp_path / "ledger.db")), DAY, "USD", "unallocated")
+    pages = write_pages(report, tmp_path / "out")
+    mail = tmp_path / "admin-email.html"
+    mail.write_text(admin_letter(report).html)
+    for page in [pages[0], pages[1], mail]:
+        png = tmp_path / f"{page.stem}-{width}.png"
+        assert screenshot(chromium, page, png, width, height, tmp_path / "profile") == [], page
+        assert_not_blank(png)

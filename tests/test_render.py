@@ -1,0 +1,192 @@
+import re
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from billing.ledger import open_ledger, read_rows, replace_day
+from billing.render import RenderError, day_ranges, read_report, slug, summarize, write_pages, admin_letter, team_letter
+from tests.html_tables import read_page
+from tests.report_ledger import (
+    DAY,
+    DAY_CHANGE,
+    DAY_TOTAL,
+    H100,
+    MISSING_IN_MONTH,
+    MONTH_TOTAL,
+    ROWS,
+    TEAM_CHANGE,
+    TEAM_COST,
+    TEAM_MONTH,
+    frame,
+    write_ledger,
+)
+
+
+@pytest.fixture
+def ledger(tmp_path):
+    return open_ledger(write_ledger(tmp_path / "ledger.db"))
+
+
+@pytest.fixture
+def report(ledger):
+    return read_report(ledger, DAY, "USD", "unallocated")
+
+
+def usd(text: str) -> str:
+    return f"{text} USD"
+
+
+def test_day_figures_match_the_hand_worked_ledger(report):
+    assert f"{report.cost:.2f}" == DAY_TOTAL
+    assert f"{report.cost - report.previous:+.2f}" == DAY_CHANGE
+    assert f"{report.month_to_date:.2f}" == MONTH_TOTAL
+    assert report.missing_in_month == MISSING_IN_MONTH
+    assert [t.team for t in report.teams] == ["robotics", "vision", "unallocated", "platform"]
+    for team in report.teams:
+        assert f"{team.cost:.2f}" == TEAM_COST[team.team]
+        assert f"{team.cost - team.previous:+.2f}" == TEAM_CHANGE[team.team]
+        assert f"{team.month_to_date:.2f}" == TEAM_MONTH[team.team]
+
+
+def test_trend_tells_never_run_days_from_zero_cost_days(report):
+    trend = {t.day: t.cost for t in report.team("robotics").trend}
+    assert len(trend) == 30 and min(trend) == date(2026, 10, 22) and max(trend) == DAY
+    assert trend[date(2026, 10, 25)] == pytest.approx(240.0)
+    assert trend[date(2026, 11, 10)] == 0.0  # run, nothing used
+    assert trend[date(2026, 11, 9)] is None  # never run
+    assert trend[DAY] == pytest.approx(32.60)
+
+
+def test_index_page_shows_every_table_the_admins_need(report, tmp_path):
+    write_pages(report, tmp_path)
+    page = read_page((tmp_path / "2026-11-20" / "index.html").read_text())
+    assert page.texts["day-total"] == usd(DAY_TOTAL)
+    assert page.texts["month-total"] == usd(MONTH_TOTAL)
+    teams = page.tables["teams"]
+    assert [row[:4] for row in teams[1:5]] == [
+        [team, usd(TEAM_COST[team]), usd(TEAM_CHANGE[team]), usd(TEAM_MONTH[team])]
+        for team in ["robotics", "vision", "unallocated", "platform"]
+    ]
+    assert teams[-1][:4] == ["Total", usd(DAY_TOTAL), usd(DAY_CHANGE), usd(MONTH_TOTAL)]
+    assert page.tables["usage"][1:] == [
+        ["jaguar", "GPU", "10.00 GPU-h", "24.00 USD"],
+        ["ibis", "GPU", "4.00 GPU-h", "11.80 USD"],
+        ["ibis", "CPU", "50.00 core-h", "1.70 USD"],
+        ["jaguar", "Memory", "1,000.00 GiB-h", "1.50 USD"],
+        ["jaguar", "CPU", "110.00 core-h", "1.32 USD"],
+    ]
+    assert page.tables["gpu-models"][1:] == [[H100, "10.00 GPU-h", "24.00 USD"], ["(no model label)", "4.00 GPU-h", "11.80 USD"]]
+    assert page.tables["namespaces"][1:3] == [
+        ["alice", "jaguar", "robotics", "25.20 USD"],
+        ["bob", "ibis", "robotics, vision", "11.80 USD"],
+    ]
+    assert page.tables["unallocated"][1:] == [["stray", "ibis", "1.70 USD"]]
+
+
+def test_team_page_breaks_the_team_down_per_person_namespace_and_resource(report, tmp_path):
+    write_pages(report, tmp_path)
+    page = read_page((tmp_path / "2026-11-20" / "teams" / "robotics.html").read_text())
+    assert page.texts["day-total"] == "32.60 USD"
+    assert page.texts["month-total"] == "56.60 USD"
+    assert [row[:3] for row in page.tables["owners"][1:]] == [
+        ["alice", "alice", "25.20 USD"],
+        ["bob", "bob", "5.90 USD"],
+        ["(team namespaces)", "team-robotics", "1.50 USD"],
+        ["Total", "", "32.60 USD"],
+    ]
+    assert page.tables["team-usage"][1] == ["jaguar", f"GPU {H100}", "10.00 GPU-h", "24.00 USD"]
+    html = (tmp_path / "2026-11-20" / "teams" / "robotics.html").read_text()
+    assert html.count('<rect class="bar"') == 5  # the days run in the 30-day window
+    assert html.count('<rect class="missing"') == 25
+
+
+def test_pages_have_no_script_and_no_external_asset(report, tmp_path):
+    for path in write_pages(report, tmp_path):
+        html = path.read_text()
+        assert not re.search(r"<script|<link|<img|\ssrc=|href=\"(https?:)?//|url\(|@import", html)
+        assert "default-src 'none'" in html  # and the browser is told to load nothing else
+
+
+def test_report_of_a_rerun_day_is_the_same_page(ledger, tmp_path):
+    first = write_pages(read_report(ledger, DAY, "USD", "unallocated"), tmp_path / "a")
+    replace_day(ledger, DAY, frame(ROWS[DAY]), "USD")  # the nightly job run again
+    second = write_pages(read_report(ledger, DAY, "USD", "unallocated"), tmp_path / "b")
+    assert [p.read_text() for p in first] == [p.read_text() for p in second]
+
+
+def test_a_day_never_run_is_refused_not_shown_as_zero(ledger):
+    with pytest.raises(RenderError, match="no run of 2026-11-18"):
+        read_report(ledger, date(2026, 11, 18), "USD", "unallocated")
+
+
+def test_costs_in_another_currency_are_not_added_up(ledger):
+    rows = read_rows(ledger, date(2026, 10, 22), DAY)
+    rows.loc[rows["day"] == date(2026, 10, 25), "currency"] = "EUR"
+    with pytest.raises(RenderError, match="EUR"):
+        summarize(rows, set(rows["day"]), DAY, "USD", "unallocated")
+
+
+def test_hostile_names_are_escaped_and_stay_inside_output_dir(tmp_path):
+    script = '<script>alert("x")</script>'
+    rows = [
+        ("jaguar", f'ns"{script}', f"{script}&co", "o'\"&<b>", "cpu", "", 1.0, 1.0, 1.0),
+        ("jaguar", "one", "../x", None, "cpu", "", 1.0, 2.0, 2.0),
+        ("jaguar", "two", "a/b", None, "cpu", "", 1.0, 3.0, 3.0),
+        ("jaguar", "three", "stray", None, "cpu", "", 1.0, 4.0, 4.0),
+    ]
+    ledger = open_ledger(write_ledger(tmp_path / "ledger.db", {DAY: rows}))
+    out = tmp_path / "out"
+    pages = write_pages(read_report(ledger, DAY, "USD", "stray"), out)
+    assert all(p.resolve().is_relative_to(out.resolve()) for p in pages)
+    assert {p.name for p in (out / "2026-11-20" / "teams").iterdir()} == {
+        f"{slug(t)}.html" for t in (f"{script}&co", "../x", "a/b", "stray")
+    }
+    assert not (tmp_path / "x.html").exists() and not (out / "2026-11-20" / "x.html").exists()
+    for page in pages:
+        html = page.read_text()
+        assert "<script>" not in html and "<b>" not in html
+    index = (out / "2026-11-20" / "index.html").read_text()
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;&amp;co" in index
+    team_page = next(p for p in pages if p.name.startswith("script-alert")).read_text()
+    assert "o&#39;&#34;&amp;&lt;b&gt;" in team_page
+    assert read_page(team_page).tables["owners"][1][0] == "o'\"&<b>"  # a person reads the name as it is
+
+
+def test_file_names_of_teams_are_safe_and_distinct():
+    assert slug("robotics") == "robotics"
+    names = [slug(n) for n in ("../x", "a/b", "a-b", "A-B", ".", "")]
+    assert len(set(names)) == len(names)
+    assert all(n and "/" not in n and not n.startswith(".") for n in names)
+
+
+def test_missing_days_read_as_ranges():
+    assert day_ranges([date(2026, 11, d) for d in (2, 3, 4, 9, 11, 12)]) == "2\u20134, 9, 11\u201312"
+
+
+def test_letters_name_day_team_and_total_and_contain_no_svg(report):
+    admins = admin_letter(report)
+    assert admins.subject == "Cluster billing 2026-11-20: all teams 40.32 USD"
+    assert "Total" in admins.text and usd(DAY_TOTAL) in admins.text and usd(MONTH_TOTAL) in admins.text
+    team = team_letter(report, "robotics")
+    assert team.subject == "Cluster billing 2026-11-20: team robotics 32.60 USD"
+    assert "alice" in team.text and "25.20 USD" in team.text
+    for letter in (admins, team):
+        assert "<svg" not in letter.html
+        # the CSS was inlined: only the phone-size rule is left in a style element
+        assert [s.split("{")[0].strip() for s in re.findall(r"<style>(.*?)</style>", letter.html, re.S)] == ["@media (max-width: 480px)"]
+        assert '<td class="num" style="' in letter.html
+
+
+def test_subject_stays_one_line_whatever_the_team_name(tmp_path):
+    rows = [("jaguar", "ns", "evil\r\nBcc: x@example.org", None, "cpu", "", 1.0, 1.0, 1.0)]
+    ledger = open_ledger(write_ledger(tmp_path / "ledger.db", {DAY: rows}))
+    letter = team_letter(read_report(ledger, DAY, "USD", "unallocated"), "evil\r\nBcc: x@example.org")
+    assert letter.subject == "Cluster billing 2026-11-20: team evil Bcc: x@example.org 1.00 USD"
+
+
+def test_unwritable_output_dir_is_one_clear_error(report, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with pytest.raises(RenderError, match="output_dir"):
+        write_pages(report, blocker / "reports")
