@@ -9,8 +9,6 @@ being checked: that is the point of a check.
 from __future__ import annotations
 
 import os
-import smtplib
-import ssl
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -21,6 +19,7 @@ from sqlalchemy import func, select
 from billing.config import ClusterConfig, Config, DirectoryConfig, EmailConfig, load_config
 from billing.directory import DirectoryError, load_directory
 from billing.ledger import LedgerError, completed_days, fetch, open_ledger
+from billing.mail import IMPLICIT_TLS_PORT, MailError, connect_smtp
 from billing.prometheus import PrometheusError, prometheus_source
 
 TIMEOUT = 10.0  # seconds: a check answers quickly or reports the dependency as failing
@@ -44,7 +43,7 @@ class CheckFailure(Exception):
     """A dependency was reached but is not usable; the message says why."""
 
 
-EXPLAINED = (CheckFailure, PrometheusError, DirectoryError, LedgerError)  # their message is a whole sentence
+EXPLAINED = (CheckFailure, PrometheusError, DirectoryError, LedgerError, MailError)  # their message is a whole sentence
 
 
 def _timed(dependency: str, probe: Callable[[], str]) -> Probe:
@@ -91,42 +90,18 @@ def database(url: str) -> str:
 
 
 def smtp(email: EmailConfig) -> str:
-    """Connect, EHLO, STARTTLS (or TLS on port 465) and log in, as sending would; send nothing."""
+    """Open the session sending would open (TLS or STARTTLS, login), say EHLO, send nothing."""
     if email.outbox_dir:
         outbox = Path(email.outbox_dir)
         outbox.mkdir(parents=True, exist_ok=True)
         if not os.access(outbox, os.W_OK):
             raise CheckFailure(f"outbox directory {outbox} is not writable")
         return f"messages go to the outbox directory {outbox}, which is writable"
-    where = f"SMTP server {email.smtp_host}:{email.smtp_port}"
-    implicit_tls = email.smtp_port == 465
-    context = ssl.create_default_context()
-    done = ["TLS", "EHLO"] if implicit_tls else ["EHLO"]
-    try:
-        if implicit_tls:
-            server = smtplib.SMTP_SSL(email.smtp_host, email.smtp_port, timeout=TIMEOUT, context=context)
-        else:
-            server = smtplib.SMTP(email.smtp_host, email.smtp_port, timeout=TIMEOUT)
-        with server:
-            server.ehlo()
-            if email.starttls and not implicit_tls:
-                server.starttls(context=context)
-                server.ehlo()
-                done.append("STARTTLS")
-            if email.username:
-                server.login(email.username, email.password or "")
-                done.append(f"login as {email.username}")
-    except smtplib.SMTPAuthenticationError as exc:
-        raise CheckFailure(f"{where} refused the login of {email.username}: {_text(exc.smtp_error)}") from None
-    except smtplib.SMTPNotSupportedError as exc:
-        raise CheckFailure(f"{where} after {', '.join(done)}: {exc}") from None
-    except (smtplib.SMTPException, ssl.SSLError, OSError) as exc:
-        raise CheckFailure(f"{where} is unreachable or refused us: {getattr(exc, 'strerror', None) or exc}") from None
-    return f"{where}: {', '.join(done)} accepted"
-
-
-def _text(message: bytes | str) -> str:
-    return message.decode("utf-8", "replace") if isinstance(message, bytes) else message
+    with connect_smtp(email) as session:
+        session.ehlo()
+    tls = "TLS" if email.smtp_port == IMPLICIT_TLS_PORT else "STARTTLS" if email.starttls else "no TLS"
+    login = f"login as {email.username}" if email.username else "no login"
+    return f"SMTP server {email.smtp_host}:{email.smtp_port}: {tls}, {login}, EHLO accepted"
 
 
 def check_config(path: Path) -> tuple[Config, Probe]:

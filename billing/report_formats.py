@@ -14,24 +14,23 @@ import io
 import json
 import unicodedata
 from datetime import date, timedelta
-from pathlib import Path
-
 import jinja2
 
+from billing.formatting import UNITS, cents, money
+from billing.render import template_dir
 from billing.report import HOURS_COLUMNS, Report
 
 WIDTH = 80  # the terminal the table must fit
 SUMMED = [*HOURS_COLUMNS.values(), "cost"]
 NUMERIC = {*SUMMED, "quantity", "unit_price"}
-UNITS = {"gpu_hours": "GPU-h", "cpu_core_hours": "core-h", "memory_gib_hours": "GiB-h", "unit_price": "unit price"}
+LABELS = {**{column: UNITS[resource] for resource, column in HOURS_COLUMNS.items()}, "unit_price": "unit price"}
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-TEMPLATES = Path(__file__).resolve().parent.parent / "reports"
 
 
 def _label(report: Report, column: str) -> str:
     if column == "cost":
         return f"cost {report.currency}"
-    return UNITS.get(column, column.replace("_", " "))
+    return LABELS.get(column, column.replace("_", " "))
 
 
 def _text(column: str, value: object) -> str:
@@ -44,11 +43,9 @@ def _text(column: str, value: object) -> str:
 
 
 def _number(column: str, value: float) -> str:
-    if column == "cost":
-        return f"{value:,.2f}"
     if column == "unit_price":
         return f"{value:,.4f}"
-    return f"{value:,.1f}" if value else "-"
+    return f"{cents(value):,.2f}" if value or column == "cost" else "-"
 
 
 def _cell(column: str, value: object) -> str:
@@ -138,7 +135,7 @@ def json_text(report: Report) -> str:
 def html(report: Report) -> str:
     """A small self-contained page, every name escaped."""
     environment = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, undefined=jinja2.StrictUndefined
+        loader=jinja2.FileSystemLoader(template_dir()), autoescape=True, undefined=jinja2.StrictUndefined
     )
     sums = totals(report)
     return environment.get_template("adhoc.html.j2").render(
@@ -151,10 +148,6 @@ def html(report: Report) -> str:
         total_cost=money(report.total_cost, report.currency),
         missing=day_ranges(report.missing_days),
     )
-
-
-def money(amount: float, currency: str) -> str:
-    return f"{currency} {amount:,.2f}"
 
 
 def day_ranges(days: list[date]) -> list[str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
@@ -11,37 +10,11 @@ from click.testing import CliRunner
 
 from billing.cli import main
 from tests.conftest import MINIMAL_CONFIG
-
-LDIF = """\
-dn: uid=alice,ou=people,dc=example,dc=org
-objectClass: inetOrgPerson
-uid: alice
-cn: Alice
-sn: A
-mail: alice@example.org
-
-dn: uid=bob,ou=people,dc=example,dc=org
-objectClass: inetOrgPerson
-uid: bob
-cn: Bob
-sn: B
-mail: bob@example.org
-
-dn: cn=robotics,ou=teams,dc=example,dc=org
-objectClass: groupOfNames
-cn: robotics
-member: uid=alice,ou=people,dc=example,dc=org
-member: uid=bob,ou=people,dc=example,dc=org
-"""
+from tests.test_cli import free_port
+from tests.test_job_reports import LDIF  # alice on team robotics
 
 PROMETHEUS = "http://prometheus.test:9090"
 VECTOR_1 = {"status": "success", "data": {"resultType": "vector", "result": [{"metric": {}, "value": [1, "1"]}]}}
-
-
-def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture
@@ -75,7 +48,7 @@ def test_everything_reachable(config, tmp_path):
     assert list(found) == ["config", "prometheus jaguar", "directory", "database", "email"]
     assert all(line.startswith("ok    ") for line in found.values())
     assert f"{PROMETHEUS} answered vector(1)" in found["prometheus jaguar"]
-    assert "2 people, 1 teams" in found["directory"]
+    assert "1 people, 1 teams" in found["directory"]
     assert "0 days billed" in found["database"]
     assert "outbox directory" in found["email"] and (tmp_path / "outbox").is_dir()
     assert all(line.endswith(" ms)") or line.endswith(" s)") for line in found.values())
@@ -90,7 +63,7 @@ def test_a_prometheus_that_answers_nonsense_fails(config):
 
 
 def test_each_unreachable_dependency_is_its_own_failing_line(config, tmp_path):
-    port = closed_port()
+    port = free_port()
     email = {"enabled": True, "smtp_host": "127.0.0.1", "smtp_port": port}
     path = config(prometheus=f"http://127.0.0.1:{port}", email=email)
     (tmp_path / "people.ldif").unlink()
@@ -107,7 +80,7 @@ def test_each_unreachable_dependency_is_its_own_failing_line(config, tmp_path):
 @responses.activate
 def test_an_unreachable_database_fails(config):
     responses.post(f"{PROMETHEUS}/api/v1/query", json=VECTOR_1)
-    result = check(config(database=f"postgresql+psycopg://billing@127.0.0.1:{closed_port()}/billing"))
+    result = check(config(database=f"postgresql+psycopg://billing@127.0.0.1:{free_port()}/billing"))
     assert result.exit_code == 1
     database = lines(result.stdout)["database"]
     assert database.startswith("FAIL  ") and "127.0.0.1" in database

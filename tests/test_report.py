@@ -59,8 +59,8 @@ def test_table_fits_80_columns_with_long_names_and_large_figures():
     report = grouped([row("a-very-long-namespace-name-" * 4, 12345678.9, 1234567.25, 7654321.5, 99999999.0)])
     lines = table(report).splitlines()
     assert max(len(line) for line in lines) <= 80
-    assert lines[2].startswith("a-very-long-namespace-") and "…" in lines[2]
-    assert lines[2].split()[-4:] == ["1,234,567.2", "7,654,321.5", "99,999,999.0", "12,345,678.90"]
+    assert lines[2].startswith("a-very-long-namespace") and "…" in lines[2]
+    assert lines[2].split()[-4:] == ["1,234,567.25", "7,654,321.50", "99,999,999.00", "12,345,678.90"]
 
 
 def test_table_shows_names_without_control_characters():

@@ -11,9 +11,9 @@ from click.testing import CliRunner
 from billing.cli import main
 from fixtures.ksm import make_world
 from tests.conftest import MINIMAL_CONFIG
+from tests.test_job_reports import LDIF
 
 DAY = datetime(2026, 11, 20, tzinfo=ZoneInfo("UTC")).timestamp()
-LDIF = "dn: uid=alice,ou=people,dc=example,dc=org\nobjectClass: inetOrgPerson\nuid: alice\ncn: Alice\nsn: A\n"
 
 
 @pytest.fixture
@@ -73,9 +73,9 @@ def test_smtp_starttls_and_login(smtp_server, test_ca, config, password, ok):
     result = check(path, env=env)
     line = next(line for line in result.stdout.splitlines() if line[6:].startswith("email"))
     if ok:
-        assert line.startswith("ok    ") and "EHLO, STARTTLS, login as billing accepted" in line
+        assert line.startswith("ok    ") and "STARTTLS, login as billing, EHLO accepted" in line
     else:
-        assert line.startswith("FAIL  ") and "refused the login of billing" in line
+        assert line.startswith("FAIL  ") and "refused the login" in line
     assert server.messages == []
 
 

@@ -93,11 +93,11 @@ def test_table_has_units_totals_and_lists_missing_days_on_stderr(config):
     assert result.exit_code == 0, result.output
     assert result.stdout == (
         "team robotics, 2026-11-01 to 2026-11-05, by namespace\n"
-        "namespace      GPU-h  core-h  GiB-h  cost USD\n"
-        "alice          524.0   150.0  400.0  1,261.10\n"
-        "team-robotics   10.0       -      -     29.50\n"
-        "bob              6.0       -      -      9.60\n"
-        "total          540.0   150.0  400.0  1,300.20\n"
+        "namespace       GPU-h  core-h   GiB-h  cost USD\n"
+        "alice          524.00  150.00  400.00  1,261.10\n"
+        "team-robotics   10.00       -       -     29.50\n"
+        "bob              6.00       -       -      9.60\n"
+        "total          540.00  150.00  400.00  1,300.20\n"
     )
     assert result.stderr == "billing: 1 day was never billed and is not in this report: 2026-11-03\n"
 
@@ -166,7 +166,7 @@ def test_a_formula_in_a_team_name_stays_text_in_csv(config):
 def test_a_team_named_like_a_formula_is_found_and_escaped_in_html(config):
     table = report(config, "--team", FORMULA_TEAM, *RANGE)
     assert table.exit_code == 0, table.output
-    assert table.stdout.splitlines()[-1].split() == ["total", "-", "1.0", "-", "1.00"]
+    assert table.stdout.splitlines()[-1].split() == ["total", "-", "1.00", "-", "1.00"]
     page = report(config, "--team", FORMULA_TEAM, *RANGE, "--format", "html")
     assert page.exit_code == 0, page.output
     assert "=cmd|&#39; /C calc&#39;!A0" in page.stdout and FORMULA_TEAM not in page.stdout
@@ -178,7 +178,7 @@ def test_html_to_a_file_shows_total_and_missing_days(config, tmp_path):
     assert result.exit_code == 0, result.output
     assert result.stdout == ""
     page = target.read_text()
-    assert "USD 1,300.20" in page and "2026-11-03" in page
+    assert "1,300.20 USD" in page and "2026-11-03" in page
     assert page.count("<tr>") == 5  # header, three namespaces, totals
 
 
