@@ -233,8 +233,12 @@ def report(
     notice = missing_notice(answer)
     if notice and form != "json":
         click.echo(f"billing: {notice}", err=True)
-    with click.open_file(output or "-", "w", encoding="utf-8") as stream:
-        stream.write(FORMATS[form](answer))
+    text = FORMATS[form](answer)
+    try:
+        with click.open_file(output or "-", "w", encoding="utf-8") as stream:
+            stream.write(text)
+    except OSError as exc:
+        raise click.BadParameter(f"cannot write {output}: {exc.strerror}", param_hint="--output") from None
 
 
 @main.command()

@@ -182,6 +182,11 @@ def test_html_to_a_file_shows_total_and_missing_days(config, tmp_path):
     assert page.count("<tr>") == 5  # header, three namespaces, totals
 
 
+def test_an_output_file_that_cannot_be_written_is_a_usage_error(config, tmp_path):
+    result = report(config, "--team", "robotics", *RANGE, "--output", str(tmp_path / "no" / "such.csv"))
+    assert result.exit_code == 2 and "cannot write" in result.stderr and "No such file or directory" in result.stderr
+
+
 def test_unknown_team_exits_2_naming_the_closest(config):
     result = report(config, "--team", "robotic", *RANGE)
     assert result.exit_code == 2
