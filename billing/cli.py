@@ -10,6 +10,7 @@ import functools
 import logging
 import signal
 import sys
+import time
 from datetime import date
 
 import click
@@ -23,6 +24,8 @@ from billing.job import render_day, run_day
 from billing.ledger import LedgerError, open_ledger
 from billing.mail import MailError
 from billing.render import RenderError
+from billing.logs import configure_logging
+from billing.metrics import push_run_metrics
 from billing.report import GROUPINGS, ReportError, Subject, build_report, report_range
 from billing.report_formats import FORMATS, missing_notice
 
@@ -32,7 +35,11 @@ RUN_FAILURES = (PrometheusError, DirectoryError, LedgerError, RenderError, MailE
 
 
 def _fail(status: int, message: str) -> None:
-    click.echo(f"billing: {message}", err=True)
+    context = click.get_current_context(silent=True)
+    if context and context.find_root().params.get("log_format") == "json":
+        log.error(message)  # a log pipeline gets the reason as one more JSON line
+    else:
+        click.echo(f"billing: {message}", err=True)
     sys.exit(status)
 
 
@@ -91,8 +98,12 @@ def _date(ctx, param, value: str | None) -> date | None:
 
 @click.group()
 @click.option("-v", "--verbose", is_flag=True, help="Log debug details.")
+@click.option(
+    "--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+    help="json: one JSON object per line, for cluster log pipelines.",
+)
 @click.version_option(package_name="billing")
-def main(verbose: bool) -> None:
+def main(verbose: bool, log_format: str) -> None:
     """GPU/CPU chargeback for shared Kubernetes clusters.
 
     Examples: bill yesterday, then show what a team spent this month.
@@ -101,12 +112,7 @@ def main(verbose: bool) -> None:
         billing run --config /etc/billing/billing.yaml
         billing report --team robotics --config /etc/billing/billing.yaml
     """
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(message)s",
-        stream=sys.stderr,
-    )
-    logging.getLogger("urllib3").setLevel(logging.ERROR)  # its retry chatter; failures surface as ours
+    configure_logging(verbose, log_format)
 
 
 @main.command()
@@ -121,7 +127,10 @@ def run(day: date | None, config_file: str | None) -> None:
         billing run --date 2026-11-20 --config /etc/billing/billing.yaml
     """
     config = _config(config_file)
+    started = time.monotonic()
     summary = run_day(config, day or yesterday(config.zone))
+    if config.metrics.pushgateway:
+        push_run_metrics(config.metrics, summary, config.currency, time.monotonic() - started)
     _fail_if_undelivered(list(summary.undelivered))
 
 

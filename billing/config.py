@@ -195,6 +195,21 @@ class EmailConfig(_Section):
         return self
 
 
+class MetricsConfig(_Section):
+    """Where the job reports its own health; a CronJob's pod is gone before a scrape."""
+
+    pushgateway: str = ""  # URL of a Prometheus Pushgateway; '' pushes nothing
+    job: Annotated[str, Field(min_length=1)] = "billing"
+    timeout: Duration = 10.0
+
+    @field_validator("pushgateway")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if value and not value.startswith(("http://", "https://")):
+            raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
+        return value
+
+
 class Config(_Section):
     timezone: str = "UTC"
     currency: str = "USD"
@@ -206,6 +221,7 @@ class Config(_Section):
     directory: DirectoryConfig
     namespaces: NamespaceRules = NamespaceRules()
     email: EmailConfig = EmailConfig()
+    metrics: MetricsConfig = MetricsConfig()
 
     @field_validator("timezone")
     @classmethod

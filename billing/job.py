@@ -30,6 +30,7 @@ class RunSummary:
     rows: int
     total_cost: float
     clusters: list[ClusterUsage]
+    cluster_costs: dict[str, float]  # cost of the day per configured cluster, 0.0 for an idle one
     undelivered: tuple[str, ...] = ()  # one sentence per summary email that failed
 
 
@@ -67,14 +68,19 @@ def run_day(config: Config, day: date) -> RunSummary:
 
     written = replace_day(ledger, day, rows, config.currency)
     total = float(rows["cost"].sum())
-    log.info("%s: %d ledger rows, total cost %.2f %s", day, written, total, config.currency)
+    log.info(
+        "%s: %d ledger rows, total cost %.2f %s", day, written, total, config.currency,
+        extra={"day": day.isoformat(), "rows": written, "total_cost": total, "currency": config.currency},
+    )
+    costs = rows.groupby("cluster")["cost"].sum()
+    cluster_costs = {c.name: float(costs.get(c.name, 0.0)) for c in config.clusters}
 
     report = render_day(config, day)
     undelivered: list[str] = []
     if config.email.enabled:
         envelopes, undelivered = summary_envelopes(report, directory, config.email)
         undelivered += deliver(envelopes, config.email)
-    return RunSummary(day, written, total, collected, tuple(undelivered))
+    return RunSummary(day, written, total, collected, cluster_costs, tuple(undelivered))
 
 
 def render_day(config: Config, day: date) -> DayReport:

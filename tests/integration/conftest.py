@@ -1,4 +1,4 @@
-"""Fixtures that run real servers (Prometheus, PostgreSQL, slapd, SMTP).
+"""Fixtures that run real servers (Prometheus, PostgreSQL, slapd, SMTP, Pushgateway).
 
 Factories return a started server and stop everything they started at the
 end of the test; a test may stop a server earlier itself. A missing server
@@ -16,9 +16,9 @@ from typing import Callable, Iterator
 import pytest
 
 from fixtures.ksm import World
-from tests.integration.servers import (PostgresServer, PrometheusServer, SlapdServer, SmtpServer, TestCertificates,
-                                       make_test_ca, require_program, start_postgres, start_prometheus, start_slapd,
-                                       start_smtp, world_blocks)
+from tests.integration.servers import (PostgresServer, PrometheusServer, PushgatewayServer, SlapdServer, SmtpServer,
+                                       TestCertificates, make_test_ca, require_program, start_postgres, start_prometheus,
+                                       start_pushgateway, start_slapd, start_smtp, world_blocks)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -117,3 +117,11 @@ def smtp_server() -> Iterator[Callable[..., SmtpServer]]:
     yield start
     for server in started:
         server.stop()
+
+
+@pytest.fixture
+def pushgateway_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PushgatewayServer]:
+    """A running Prometheus Pushgateway, empty, stopped after the test."""
+    server = start_pushgateway(tmp_path_factory.mktemp("pushgateway"))
+    yield server
+    server.stop()

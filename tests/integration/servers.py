@@ -248,6 +248,31 @@ def _http_ok(url: str) -> bool:
         return False
 
 
+# --- Pushgateway
+
+
+@dataclass
+class PushgatewayServer:
+    url: str
+    process: ManagedProcess
+
+    def stop(self) -> None:
+        self.process.stop()
+
+
+def start_pushgateway(work_dir: Path) -> PushgatewayServer:
+    """A Prometheus Pushgateway that keeps what it is pushed in memory only."""
+    pushgateway = require_program("prometheus-pushgateway")
+    work_dir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    process = ManagedProcess(
+        [pushgateway, f"--web.listen-address=127.0.0.1:{port}", "--persistence.file="],
+        work_dir / "pushgateway.log")
+    url = f"http://127.0.0.1:{port}"
+    process.wait_until(lambda: _http_ok(f"{url}/-/ready"), "prometheus-pushgateway")
+    return PushgatewayServer(url, process)
+
+
 # --- PostgreSQL
 
 

@@ -1,0 +1,135 @@
+"""`billing run` end to end: real Prometheus servers, an LDIF directory, SQLite and PostgreSQL.
+
+Expected costs are worked out here from fixtures.reference (the arithmetic),
+the directory below (who is on which team, by hand) and the prices.
+"""
+
+from datetime import date
+from zoneinfo import ZoneInfo
+
+import pandas as pd
+import pytest
+import yaml
+from click.testing import CliRunner
+from sqlalchemy import create_engine
+
+from billing.cli import main
+from billing.days import billing_day
+from fixtures.ksm import make_world
+from fixtures.reference import reference_usage
+
+DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
+PRICES = {
+    "jaguar": {"cpu_core_hour": 0.012, "memory_gib_hour": 0.0015, "gpu_hour": 1.10,
+               "gpu_models": {"NVIDIA-H100-80GB-HBM3": 2.40, "NVIDIA-A100-SXM4-80GB": 1.60}},
+    "ibis": {"cpu_core_hour": 0.034, "memory_gib_hour": 0.0045, "gpu_hour": 2.95},
+}
+
+LDIF = """\
+dn: dc=example,dc=org
+objectClass: domain
+dc: example
+""" + "".join(f"""
+dn: uid={uid},ou=people,dc=example,dc=org
+objectClass: inetOrgPerson
+uid: {uid}
+cn: {uid.title()}
+sn: {uid.title()}
+mail: {uid}@example.org
+""" for uid in ("alice", "bob", "carol", "dave")) + "".join(f"""
+dn: cn={team},ou=teams,dc=example,dc=org
+objectClass: groupOfNames
+cn: {team}
+""" + "".join(f"member: uid={m},ou=people,dc=example,dc=org\n" for m in members)
+    for team, members in {"robotics": ("alice", "bob"), "vision": ("bob",), "nlp": ("carol",)}.items())
+
+# Rule 7 for this directory, by hand: namespace -> [(team, share)]
+HAND_MAPPING = {
+    "team-robotics": [("robotics", 1)], "team-vision": [("vision", 1)], "team-nlp": [("nlp", 1)],
+    "alice": [("robotics", 1)], "bob": [("robotics", 0.5), ("vision", 0.5)], "carol": [("nlp", 1)],
+    "kube-system": [("platform", 1)],
+}  # everything else (team-infra, dave, erin, ..., monitoring, scratch) -> unallocated
+
+
+def expected_costs(world) -> pd.Series:
+    """Cost per team from the reference quantities, the hand mapping and the prices."""
+    costs: dict[str, float] = {}
+    for cluster, prices in PRICES.items():
+        usage = reference_usage(world, cluster, DAY.start.timestamp(), DAY.end.timestamp(), 60)
+        for (namespace, resource, model), quantity in usage.items():
+            unit = (prices.get("gpu_models", {}).get(model, prices["gpu_hour"]) if resource == "gpu"
+                    else prices["cpu_core_hour" if resource == "cpu" else "memory_gib_hour"])
+            for team, share in HAND_MAPPING.get(namespace, [("unallocated", 1)]):
+                costs[team] = costs.get(team, 0.0) + quantity * share * unit
+    return pd.Series(costs).sort_index()
+
+
+@pytest.fixture(scope="module")
+def world():
+    return make_world(3, DAY.start.timestamp(), pods=200, clusters=("jaguar", "ibis"))
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request, tmp_path):
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'ledger.db'}"
+    return request.getfixturevalue("postgres_url")
+
+
+def write_config(tmp_path, database: str, urls: dict[str, str]) -> str:
+    (tmp_path / "directory.ldif").write_text(LDIF)
+    config = {
+        "database": database,
+        "output_dir": str(tmp_path / "reports"),
+        "clusters": [
+            {"name": name, "prometheus": {"url": url, "selector": f'cluster="{name}"', "retries": 0},
+             "prices": PRICES[name]}
+            for name, url in urls.items()
+        ],
+        "directory": {"ldif": str(tmp_path / "directory.ldif"),
+                      "people": {"base": "ou=people,dc=example,dc=org"}, "teams": {"base": "ou=teams,dc=example,dc=org"}},
+        "namespaces": {"overrides": {"kube-system": "platform"}},
+    }
+    (tmp_path / "billing.yaml").write_text(yaml.safe_dump(config))
+    return str(tmp_path / "billing.yaml")
+
+
+def ledger(database: str) -> pd.DataFrame:
+    with create_engine(database).connect() as conn:
+        return pd.read_sql("select * from chargeback order by cluster, namespace, team, resource, gpu_model", conn)
+
+
+def run(config: str):
+    return CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])
+
+
+def test_a_day_billed_end_to_end_then_rerun_then_failing_half_way(prometheus_server, world, database, tmp_path):
+    jaguar, ibis = prometheus_server(world), prometheus_server(world)
+    config = write_config(tmp_path, database, {"jaguar": jaguar.url, "ibis": ibis.url})
+
+    result = run(config)
+    assert result.exit_code == 0, result.output
+    first = ledger(database)
+    by_team = first.groupby("team")["cost"].sum().sort_index()
+    expected = expected_costs(world)
+    assert list(by_team.index) == list(expected.index)
+    for team, cost in expected.items():
+        assert by_team[team] == pytest.approx(cost, rel=1e-9), team
+    assert (first["cost"] == first["quantity"] * first["unit_price"]).all()
+    assert set(first.loc[first["namespace"] == "bob", "owner"]) == {"bob"}
+    assert first.loc[first["namespace"] == "kube-system", "owner"].isna().all()
+
+    # Re-running the day replaces its rows: same rows, no duplicates.
+    assert run(config).exit_code == 0
+    again = ledger(database)
+    assert len(again) == len(first)
+    keys = ["cluster", "namespace", "team", "resource", "gpu_model"]
+    pd.testing.assert_frame_equal(again.drop(columns="computed_at"), first.drop(columns="computed_at"))
+    assert not again.duplicated(keys).any()
+
+    # The second cluster's Prometheus dies: the run fails and the day's rows stay as they were.
+    ibis.stop()
+    result = run(config)
+    assert result.exit_code == 1
+    assert f"Prometheus of cluster ibis at {ibis.url} is unreachable" in result.output
+    pd.testing.assert_frame_equal(ledger(database), again)
