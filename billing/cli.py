@@ -26,7 +26,7 @@ from billing.mail import MailError
 from billing.render import RenderError
 from billing.logs import configure_logging
 from billing.metrics import push_run_metrics
-from billing.report import GROUPINGS, ReportError, Subject, build_report, report_range
+from billing.report import GROUPINGS, ReportError, Subject, build_report, known_names, report_range
 from billing.report_formats import FORMATS, missing_notice
 
 log = logging.getLogger("billing")
@@ -195,9 +195,21 @@ def _subject(team: str | None, person: str | None, all_teams: bool) -> Subject:
     return chosen[0]
 
 
+def _complete_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """Shell completion of --team and --person from the ledger; nothing when it cannot be read."""
+    try:
+        config = _config(ctx.params.get("config_file"))
+        names = known_names(open_ledger(config.database), param.name)
+    except (ConfigError, LedgerError):
+        return []
+    return [name for name in names if name.startswith(incomplete)]
+
+
 @main.command()
-@click.option("--team", help="The team whose spending to show.")
-@click.option("--person", help="A person (uid): their own namespaces, across all their teams.")
+@click.option("--team", shell_complete=_complete_names, help="The team whose spending to show.")
+@click.option(
+    "--person", shell_complete=_complete_names, help="A person (uid): their own namespaces, across all their teams."
+)
 @click.option("--all-teams", is_flag=True, help="Every team.")
 @click.option("--from", "first", callback=_date, help="First day, YYYY-MM-DD (default: first day of the month).")
 @click.option("--to", "last", callback=_date, help="Last day, YYYY-MM-DD, inclusive (default: yesterday).")

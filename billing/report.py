@@ -90,14 +90,14 @@ def report_range(
     return first, last
 
 
-def _column(subject: Subject):
-    return chargeback.c.team if subject.kind == "team" else chargeback.c.owner
+def _column(kind: str):
+    return chargeback.c.team if kind == "team" else chargeback.c.owner
 
 
 def _where(subject: Subject, first: date, last: date) -> list:
     conditions = [chargeback.c.day.between(first, last)]
     if subject.kind != "all":
-        conditions.append(_column(subject) == subject.name)
+        conditions.append(_column(subject.kind) == subject.name)
     return conditions
 
 
@@ -125,13 +125,18 @@ def _grouped_query(subject: Subject, first: date, last: date, by: str):
     )
 
 
+def known_names(engine: Engine, kind: str) -> list[str]:
+    """Every team (kind "team") or person ("person") the ledger has rows of, sorted."""
+    column = _column(kind)
+    return sorted(row["name"] for row in fetch(engine, select(column.label("name")).distinct()) if row["name"] is not None)
+
+
 def _known(engine: Engine, subject: Subject) -> None:
     """Raise ReportError naming the closest names when the ledger never saw this team or person."""
-    column = _column(subject)
+    column = _column(subject.kind)
     if fetch(engine, select(literal(1).label("found")).where(column == subject.name).limit(1)):
         return
-    names = [row["name"] for row in fetch(engine, select(column.label("name")).distinct()) if row["name"] is not None]
-    closest = difflib.get_close_matches(subject.name, names, n=3, cutoff=0.5)
+    closest = difflib.get_close_matches(subject.name, known_names(engine, subject.kind), n=3, cutoff=0.5)
     hint = f"; closest: {', '.join(closest)}" if closest else ""
     raise ReportError(f"no {subject.kind} named {subject.name!r} in the ledger{hint}")
 

@@ -236,3 +236,14 @@ def test_mixed_currencies_are_refused(config, database):
     assert result.exit_code == 2
     assert "EUR and USD" in result.stderr
     assert report(config, "--team", "robotics", "--from", "2026-11-04", "--to", "2026-11-05").exit_code == 0
+
+
+def test_shell_completion_offers_the_ledger_s_teams_and_people(config):
+    def complete(words: str) -> list[str]:
+        env = {"_BILLING_COMPLETE": "bash_complete", "COMP_WORDS": words, "COMP_CWORD": str(len(words.split()) - 1)}
+        result = CliRunner().invoke(main, [], env=env, prog_name="billing")
+        return [line.split(",", 1)[1] for line in result.stdout.splitlines() if line]
+
+    assert complete(f"billing report --config {config} --team r") == ["robotics"]
+    assert complete(f"billing report --config {config} --person b") == ["bob"]
+    assert complete("billing report --config /nonexistent.yaml --team r") == []
