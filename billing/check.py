@@ -89,7 +89,7 @@ def database(url: str) -> str:
     return f"{engine.url.render_as_string(hide_password=True)}: {row['days']} days billed{last}"
 
 
-def smtp(email: EmailConfig) -> str:
+def delivery(email: EmailConfig) -> str:
     """Open the session sending would open (TLS or STARTTLS, login), say EHLO, send nothing."""
     if email.outbox_dir:
         outbox = Path(email.outbox_dir)
@@ -120,6 +120,6 @@ def check_all(config: Config) -> Iterator[Probe]:
     yield _timed("directory", lambda: directory(config.directory))
     yield _timed("database", lambda: database(config.database))
     if config.email.enabled:
-        yield _timed("email", lambda: smtp(config.email))
+        yield _timed("email", lambda: delivery(config.email))
     else:
         yield Probe("email", True, "disabled in the config (email.enabled), not checked", 0.0)
