@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import ssl
 from pathlib import Path
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -74,6 +75,16 @@ def _read_secret(env_name: str, file_name: str, key: str) -> str | None:
     return None
 
 
+def _check_ca_file(path: str) -> None:
+    """A CA bundle that TLS cannot use is a config mistake, found before any connection."""
+    try:
+        ssl.create_default_context(cafile=path)
+    except ssl.SSLError as exc:
+        raise ValueError(f"ca_file {path} holds no usable PEM certificate ({exc.reason})") from None
+    except OSError as exc:
+        raise ValueError(f"ca_file {path} cannot be read ({exc.strerror})") from None
+
+
 class PrometheusConfig(_Section):
     url: str = ""
     replay: str = ""  # a directory of recorded answers instead of a live server (the demo)
@@ -113,6 +124,7 @@ class PeopleConfig(_Section):
     uid_attribute: str = "uid"
     name_attribute: str = "cn"
     mail_attribute: str = "mail"
+    member_of_attribute: str = ""  # e.g. memberOf (Active Directory): a person's team DNs
 
 
 class TeamsConfig(_Section):
@@ -130,15 +142,30 @@ class DirectoryConfig(_Section):
     bind_password_env: str = ""
     bind_password_file: str = ""
     ca_file: str = ""
-    timeout: Duration = 30.0
+    starttls: bool = False  # upgrade ldap:// connections to TLS; ldaps:// is TLS already
+    connect_timeout: Duration = 10.0
+    timeout: Duration = 30.0  # for each answer from the server
+    on_failure: Literal["fail", "last_known"] = "fail"  # last_known: use the last run's directory
     people: PeopleConfig = PeopleConfig()
     teams: TeamsConfig = TeamsConfig()
     bind_password: str | None = Field(default=None, exclude=True, repr=False)
+
+    @property
+    def urls(self) -> list[str]:
+        """The servers to try, in order (a failover list)."""
+        return [self.url] if isinstance(self.url, str) else self.url
 
     @model_validator(mode="after")
     def _resolve(self) -> DirectoryConfig:
         if bool(self.ldif) == bool(self.url):
             raise ValueError("set exactly one of url and ldif")
+        for url in self.urls if self.url else []:
+            if not url.lower().startswith(("ldap://", "ldaps://")):
+                raise ValueError(f"url {url!r} must start with ldap:// or ldaps://")
+            if self.starttls and url.lower().startswith("ldaps://"):
+                raise ValueError(f"url {url!r} is ldaps:// (TLS already); starttls is for ldap:// URLs")
+        if self.ca_file:
+            _check_ca_file(self.ca_file)
         self.bind_password = _read_secret(self.bind_password_env, self.bind_password_file, "bind_password")
         return self
 

@@ -3,15 +3,17 @@
 Both sources produce the same plain entries (DN and attributes), and
 `build_directory` turns entries into a `Directory` the same way for both:
 members and leads may be DNs (groupOfNames, Active Directory) or bare uids
-(posixGroup memberUid); DNs are compared normalised. A member that names no
-person (someone who left) is skipped with a warning.
+(posixGroup memberUid), and a person may instead name their teams' DNs
+(Active Directory memberOf); DNs are compared normalised. A member that
+names no person (someone who left) is skipped with a warning.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ldap3.core.exceptions import LDAPInvalidDnError
@@ -90,16 +92,19 @@ def _under(dn: str, base: str) -> bool:
 
 
 def build_directory(people: Iterable[Entry], teams: Iterable[Entry], config: DirectoryConfig) -> Directory:
-    """People and teams from entries; memberships resolved by DN or uid."""
+    """People and teams from entries; memberships resolved by DN or uid, from either side."""
     p, t = config.people, config.teams
     persons: dict[str, Person] = {}
     uid_by_dn: dict[str, str] = {}
+    joined: dict[str, list[str]] = {}  # normalised team DN -> uids naming it in member_of_attribute
     for entry in people:
         uid = entry.first(p.uid_attribute)
         if not uid:
             continue
         persons[uid] = Person(uid, entry.first(p.name_attribute) or uid, entry.first(p.mail_attribute))
         uid_by_dn[normalise_dn(entry.dn)] = uid
+        for team_dn in entry.all(p.member_of_attribute) if p.member_of_attribute else []:
+            joined.setdefault(normalise_dn(team_dn), []).append(uid)
 
     def resolve(values: list[str], team: str, role: str) -> tuple[str, ...]:
         uids = []
@@ -116,11 +121,9 @@ def build_directory(people: Iterable[Entry], teams: Iterable[Entry], config: Dir
         name = entry.first(t.name_attribute)
         if not name:
             continue
-        groups[name] = Team(
-            name,
-            members=resolve(entry.all(t.member_attribute), name, "member"),
-            leads=resolve(entry.all(t.lead_attribute), name, "lead"),
-        )
+        members = resolve(entry.all(t.member_attribute), name, "member")
+        members += tuple(uid for uid in sorted(joined.get(normalise_dn(entry.dn), [])) if uid not in members)
+        groups[name] = Team(name, members=members, leads=resolve(entry.all(t.lead_attribute), name, "lead"))
     return Directory(persons, groups)
 
 
@@ -155,3 +158,29 @@ def load_directory(config: DirectoryConfig) -> Directory:
     from billing.ldap import read_ldap  # the live directory: its own module
 
     return read_ldap(config)
+
+
+def check_directory(config: DirectoryConfig) -> str:
+    """One line for `billing check`: the directory read whole, as the nightly run reads it."""
+    directory = load_directory(config)
+    led = sum(1 for team in directory.teams.values() if team.leads)
+    source = f"directory file {config.ldif}" if config.ldif else "directory " + ", ".join(config.urls)
+    return f"{source}: {len(directory.people)} people, {len(directory.teams)} teams ({led} with a lead)"
+
+
+def directory_to_json(directory: Directory) -> str:
+    """The directory as JSON, stored by each successful run for `on_failure: last_known`."""
+    return json.dumps(
+        {
+            "people": [asdict(person) for person in directory.people.values()],
+            "teams": [asdict(team) for team in directory.teams.values()],
+        }
+    )
+
+
+def directory_from_json(text: str) -> Directory:
+    """The inverse of `directory_to_json`."""
+    data = json.loads(text)
+    people = [Person(**person) for person in data["people"]]
+    teams = [Team(t["name"], tuple(t["members"]), tuple(t["leads"])) for t in data["teams"]]
+    return Directory({p.uid: p for p in people}, {t.name: t for t in teams})

@@ -8,12 +8,13 @@ from datetime import date
 from pathlib import Path
 
 import pandas as pd
+from sqlalchemy import Engine
 
 from billing.collect import ClusterUsage, collect_cluster
 from billing.config import Config
 from billing.days import billing_day
-from billing.directory import load_directory
-from billing.ledger import open_ledger, replace_day
+from billing.directory import Directory, DirectoryError, directory_from_json, directory_to_json, load_directory
+from billing.ledger import latest_directory, open_ledger, replace_day
 from billing.mail import deliver
 from billing.ownership import assign_owners
 from billing.pricing import price
@@ -32,6 +33,8 @@ class RunSummary:
     clusters: list[ClusterUsage]
     cluster_costs: dict[str, float]  # cost of the day per configured cluster, 0.0 for an idle one
     undelivered: tuple[str, ...] = ()  # one sentence per summary email that failed
+    directory_source: str = "live"  # "last_known" when the directory was unreachable
+    directory_warning: str = ""  # the sentence saying so, for reports and emails
 
 
 def _log_cluster(collected: ClusterUsage) -> None:
@@ -48,6 +51,22 @@ def _log_cluster(collected: ClusterUsage) -> None:
     )
 
 
+def _read_directory(config: Config, ledger: Engine) -> tuple[Directory, str]:
+    """The directory and a warning; with `on_failure: last_known` an outage falls back to the last run's copy."""
+    try:
+        return load_directory(config.directory), ""
+    except DirectoryError as exc:
+        if config.directory.on_failure != "last_known":
+            raise
+        stored = latest_directory(ledger)
+        if stored is None:
+            raise DirectoryError(f"{exc}; and no earlier run stored a directory to fall back on") from None
+        taken_at, content = stored
+        warning = f"{exc}; people and teams are as of the last successful run ({taken_at:%Y-%m-%d %H:%M} UTC)"
+        log.warning("DIRECTORY UNAVAILABLE, USING THE LAST KNOWN ONE: %s", warning)
+        return directory_from_json(content), warning
+
+
 def run_day(config: Config, day: date) -> RunSummary:
     """Bill one day; every data source is read before the ledger is touched."""
     ledger = open_ledger(config.database)
@@ -62,11 +81,12 @@ def run_day(config: Config, day: date) -> RunSummary:
         collected.append(usage)
     usage = pd.concat([c.usage.assign(cluster=c.cluster) for c in collected], ignore_index=True)
 
-    directory = load_directory(config.directory)
+    directory, directory_warning = _read_directory(config, ledger)
     ownership = assign_owners(usage["namespace"], directory, config.namespaces)
     rows = price(usage, ownership, {c.name: c.prices for c in config.clusters})
 
-    written = replace_day(ledger, day, rows, config.currency)
+    snapshot = None if directory_warning else directory_to_json(directory)
+    written = replace_day(ledger, day, rows, config.currency, snapshot=snapshot, directory_note=directory_warning)
     total = float(rows["cost"].sum())
     log.info(
         "%s: %d ledger rows, total cost %.2f %s", day, written, total, config.currency,
@@ -80,7 +100,16 @@ def run_day(config: Config, day: date) -> RunSummary:
     if config.email.enabled:
         envelopes, undelivered = summary_envelopes(report, directory, config.email)
         undelivered += deliver(envelopes, config.email)
-    return RunSummary(day, written, total, collected, cluster_costs, tuple(undelivered))
+    return RunSummary(
+        day,
+        written,
+        total,
+        collected,
+        cluster_costs,
+        tuple(undelivered),
+        directory_source="last_known" if directory_warning else "live",
+        directory_warning=directory_warning,
+    )
 
 
 def render_day(config: Config, day: date) -> DayReport:

@@ -9,6 +9,7 @@ here only.
 from __future__ import annotations
 
 from datetime import date, datetime, timezone
+from pathlib import Path
 
 import pandas as pd
 from sqlalchemy import (
@@ -59,6 +60,15 @@ completed_days = Table(
     Column("day", Date, primary_key=True),
     Column("completed_at", DateTime(timezone=True), nullable=False),
     Column("rows", Integer, nullable=False),
+    # '' when the run read the directory; else why it used the last known one (reports show it)
+    Column("directory_note", Text, nullable=False, server_default=""),
+)
+
+directory_snapshots = Table(  # the directory of the last successful run, for `on_failure: last_known`
+    "directory_snapshots",
+    metadata,
+    Column("taken_at", DateTime(timezone=True), primary_key=True),
+    Column("content", Text, nullable=False),  # JSON, opaque to the ledger
 )
 
 LEDGER_COLUMNS = [c.name for c in chargeback.columns]
@@ -79,7 +89,11 @@ def open_ledger(url: str) -> Engine:
     except (SQLAlchemyError, ValueError, ImportError) as exc:
         raise LedgerError(f"config key database: cannot use {url.split('@')[-1]!r} ({exc})") from None
     try:
+        if engine.url.get_backend_name() == "sqlite" and engine.url.database not in (None, "", ":memory:"):
+            Path(engine.url.database).parent.mkdir(parents=True, exist_ok=True)  # like output_dir
         metadata.create_all(engine)
+    except OSError as exc:
+        raise LedgerError(f"{_where(engine)}: cannot create its directory ({exc.strerror})") from None
     except SQLAlchemyError as exc:
         raise LedgerError(f"{_where(engine)} is unreachable or refused the schema: {_cause(exc)}") from None
     return engine
@@ -99,8 +113,15 @@ def _serialise_runs_of(conn: Connection, day: date) -> None:
         conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": day.toordinal()})
 
 
-def replace_day(engine: Engine, day: date, rows: pd.DataFrame, currency: str) -> int:
-    """Replace the day's rows in one transaction; return how many were written."""
+def replace_day(
+    engine: Engine, day: date, rows: pd.DataFrame, currency: str, snapshot: str | None = None, directory_note: str = ""
+) -> int:
+    """Replace the day's rows in one transaction; return how many were written.
+
+    `snapshot`, the directory the run read, replaces the stored one in the same
+    transaction, so only a run that succeeded leaves one behind;
+    `directory_note` records why a run used the last known directory instead.
+    """
     computed_at = datetime.now(timezone.utc)
     records = rows.assign(day=day, currency=currency, computed_at=computed_at)[LEDGER_COLUMNS]
     values = records.astype(object).to_dict("records")
@@ -113,7 +134,14 @@ def replace_day(engine: Engine, day: date, rows: pd.DataFrame, currency: str) ->
             if values:
                 conn.execute(insert(chargeback), values)
             conn.execute(delete(completed_days).where(completed_days.c.day == day))
-            conn.execute(insert(completed_days).values(day=day, completed_at=computed_at, rows=len(values)))
+            conn.execute(
+                insert(completed_days).values(
+                    day=day, completed_at=computed_at, rows=len(values), directory_note=directory_note
+                )
+            )
+            if snapshot is not None:
+                conn.execute(delete(directory_snapshots))
+                conn.execute(insert(directory_snapshots).values(taken_at=computed_at, content=snapshot))
     except SQLAlchemyError as exc:
         raise LedgerError(f"{_where(engine)}: writing {day} failed, previous rows kept: {_cause(exc)}") from None
     return len(values)
@@ -150,3 +178,28 @@ def completed(engine: Engine, first: date, last: date) -> set[date]:
             return set(conn.execute(query).scalars())
     except SQLAlchemyError as exc:
         raise LedgerError(f"{_where(engine)}: reading completed days failed: {_cause(exc)}") from None
+
+
+def latest_directory(engine: Engine) -> tuple[datetime, str] | None:
+    """(taken_at in UTC, content) of the stored directory snapshot, if any run left one."""
+    query = select(directory_snapshots).order_by(directory_snapshots.c.taken_at.desc()).limit(1)
+    try:
+        with engine.connect() as conn:
+            row = conn.execute(query).first()
+    except SQLAlchemyError as exc:
+        raise LedgerError(f"{_where(engine)}: reading the stored directory failed: {_cause(exc)}") from None
+    if row is None:
+        return None
+    taken_at = row.taken_at  # SQLite hands it back naive (it stored UTC); PostgreSQL in the session's zone
+    taken_at = taken_at.replace(tzinfo=timezone.utc) if taken_at.tzinfo is None else taken_at.astimezone(timezone.utc)
+    return taken_at, row.content
+
+
+def directory_note(engine: Engine, day: date) -> str:
+    """Why the day's run used the last known directory; '' if it read the live one (or never ran)."""
+    query = select(completed_days.c.directory_note).where(completed_days.c.day == day)
+    try:
+        with engine.connect() as conn:
+            return conn.execute(query).scalar() or ""
+    except SQLAlchemyError as exc:
+        raise LedgerError(f"{_where(engine)}: reading the run of {day} failed: {_cause(exc)}") from None

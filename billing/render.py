@@ -16,7 +16,7 @@ import hashlib
 import math
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -26,7 +26,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from sqlalchemy import Engine
 
 from billing.formatting import RESOURCE_NAMES, cents, money, quantity
-from billing.ledger import completed, read_rows
+from billing.ledger import completed, directory_note, read_rows
 from billing.mail import Letter
 
 TREND_DAYS = 30
@@ -76,6 +76,7 @@ class DayReport:
     gpu_models: list[dict]  # gpu_model, quantity, cost
     top_namespaces: list[dict]  # cluster, namespace, teams, cost
     unallocated: list[dict]  # cluster, namespace, cost
+    directory_note: str = ""  # why the run used the last known directory; shown as a warning
 
     def team(self, name: str) -> TeamReport:
         return next(t for t in self.teams if t.team == name)
@@ -92,7 +93,8 @@ def read_report(engine: Engine, day: date, currency: str, unallocated_team: str)
     runs = completed(engine, first, day)
     if day not in runs:
         raise RenderError(f"the ledger records no run of {day}; run `billing run --date {day}` first")
-    return summarize(read_rows(engine, first, day), runs, day, currency, unallocated_team)
+    report = summarize(read_rows(engine, first, day), runs, day, currency, unallocated_team)
+    return replace(report, directory_note=directory_note(engine, day))
 
 
 def slug(name: str) -> str:

@@ -25,5 +25,12 @@ CREATE INDEX chargeback_owner_day ON chargeback (owner, day);
 CREATE TABLE completed_days (
     day          DATE NOT NULL PRIMARY KEY,
     completed_at DATETIME NOT NULL,
-    rows         INTEGER NOT NULL
+    rows         INTEGER NOT NULL,
+    directory_note TEXT NOT NULL DEFAULT ''  -- why the run used the last known directory, '' if it did not
+);
+
+-- The directory of the last successful run (JSON), kept for directory.on_failure: last_known.
+CREATE TABLE directory_snapshots (
+    taken_at DATETIME NOT NULL PRIMARY KEY,
+    content  TEXT NOT NULL
 );

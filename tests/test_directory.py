@@ -3,7 +3,17 @@ import logging
 import pytest
 
 from billing.config import DirectoryConfig
-from billing.directory import DirectoryError, load_directory, normalise_dn
+from billing.directory import (
+    Directory,
+    DirectoryError,
+    Person,
+    Team,
+    check_directory,
+    directory_from_json,
+    directory_to_json,
+    load_directory,
+    normalise_dn,
+)
 
 LDIF = """\
 version: 1
@@ -86,3 +96,21 @@ def test_unreadable_and_invalid_files(tmp_path):
 def test_normalise_dn():
     assert normalise_dn("UID=Bob, OU=People,dc=Example") == "uid=bob,ou=people,dc=example"
     assert normalise_dn(r"cn=Smith\, John,ou=x") == normalise_dn(r"CN=smith\, john, ou=X")
+
+
+def test_a_snapshot_restores_people_teams_leads_and_memberships():
+    directory = Directory(
+        {"alice": Person("alice", "Alice Liddell", "alice@example.org"), "bob": Person("bob", "Bob", "")},
+        {"robotics": Team("robotics", ("alice", "bob"), ("bob",)), "vision": Team("vision", ("alice",), ())},
+    )
+    restored = directory_from_json(directory_to_json(directory))
+
+    assert restored.people == directory.people
+    assert restored.teams == directory.teams
+    assert restored.teams_of("alice") == ("robotics", "vision")
+
+
+def test_check_reads_the_whole_directory_and_counts_it(tmp_path):
+    path = tmp_path / "directory.ldif"
+    path.write_text(LDIF)
+    assert check_directory(config(path)) == f"directory file {path}: 2 people, 2 teams (1 with a lead)"

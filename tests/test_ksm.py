@@ -143,7 +143,8 @@ def test_make_world_has_the_interesting_cases():
     assert any(len(n.labels) > 1 for n in w.clusters[0].nodes)
 
 
-@pytest.mark.parametrize("bad", ["Runing", "running"])
-def test_unknown_phase_is_rejected(bad):
-    with pytest.raises(ValueError, match="unknown phase"):
-        Pod("a", "p", "u", "n", 0, ((0, bad),), 1, ())
+@pytest.mark.parametrize("phases, error", [(((0, "Runing"),), "unknown phase"), ((), "no phases"),
+                                           (((5, "Running"), (1, "Pending")), "not in time order")])
+def test_bad_phases_are_rejected(phases, error):
+    with pytest.raises(ValueError, match=error):
+        Pod("a", "p", "u", "n", 0, phases, 10, ())

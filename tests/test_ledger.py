@@ -91,8 +91,13 @@ def test_an_empty_day_is_completed_with_no_rows(tmp_path):
 
 
 def test_unreachable_database_is_one_sentence(tmp_path):
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(LedgerError, match="cannot create its directory"):
+        open_ledger(f"sqlite:///{tmp_path}/a-file/ledger.db")
+    (tmp_path / "a-directory.db").mkdir()
     with pytest.raises(LedgerError, match="unreachable"):
-        open_ledger(f"sqlite:///{tmp_path}/no/such/dir/ledger.db")
+        open_ledger(f"sqlite:///{tmp_path}/a-directory.db")
+    assert open_ledger(f"sqlite:///{tmp_path}/new/dir/ledger.db")  # SQLite's directory is made, like output_dir
     with pytest.raises(LedgerError, match="config key database"):
         open_ledger("nosuchdialect://x")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
 import pytest
 
@@ -25,7 +25,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Everything below tests/integration is an integration test (`-m "not integration"` skips them)."""
     here = Path(__file__).parent
     for item in items:
-        if here in Path(item.fspath).parents:
+        if here in item.path.parents:
             item.add_marker(pytest.mark.integration)
 
 
@@ -85,15 +85,17 @@ def test_ca(tmp_path_factory: pytest.TempPathFactory) -> TestCertificates:
 
 @pytest.fixture
 def slapd_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., SlapdServer]]:
-    """slapd_server(ldif, suffix=, rootdn=, rootpw=, sizelimit=None, tls=None) -> a running slapd.
+    """slapd_server(ldif, suffix=, rootdn=, rootpw=, sizelimit=None, tls=None, schemas=()) -> a running slapd.
 
     `ldif` must contain the suffix entry itself; rootdn defaults to cn=admin,<suffix>."""
     started: list[SlapdServer] = []
 
     def start(ldif: str, *, suffix: str = "dc=example,dc=org", rootdn: str | None = None, rootpw: str = "secret",
-              sizelimit: int | str | None = None, tls: TestCertificates | None = None) -> SlapdServer:
+              sizelimit: int | str | None = None, tls: TestCertificates | None = None,
+              schemas: Sequence[Path] = ()) -> SlapdServer:
         server = start_slapd(tmp_path_factory.mktemp("slapd"), ldif, suffix=suffix,
-                             rootdn=rootdn or f"cn=admin,{suffix}", rootpw=rootpw, sizelimit=sizelimit, tls=tls)
+                             rootdn=rootdn or f"cn=admin,{suffix}", rootpw=rootpw, sizelimit=sizelimit, tls=tls,
+                             schemas=schemas)
         started.append(server)
         return server
 

@@ -419,7 +419,8 @@ class SlapdServer:
 
 
 def start_slapd(work_dir: Path, ldif: str, *, suffix: str, rootdn: str, rootpw: str,
-                sizelimit: int | str | None = None, tls: TestCertificates | None = None) -> SlapdServer:
+                sizelimit: int | str | None = None, tls: TestCertificates | None = None,
+                schemas: Sequence[Path] = ()) -> SlapdServer:
     """slapd from a slapd.conf of our own with the entries of `ldif` loaded
     offline by slapadd; ldaps:// as well (and StartTLS) when `tls` is given.
 
@@ -431,6 +432,7 @@ def start_slapd(work_dir: Path, ldif: str, *, suffix: str, rootdn: str, rootpw: 
     work_dir.mkdir(parents=True, exist_ok=True)
     (work_dir / "data").mkdir()
     lines = [f"include /etc/ldap/schema/{name}.schema" for name in ("core", "cosine", "inetorgperson", "nis")]
+    lines += [f"include {schema}" for schema in schemas]  # extra schema files, e.g. AD-like attributes
     lines += ["modulepath /usr/lib/ldap", "moduleload back_mdb",
               f"pidfile {work_dir}/slapd.pid", f"argsfile {work_dir}/slapd.args"]
     if tls:
