@@ -16,8 +16,8 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
-from billing.config import ClusterConfig, Config, DirectoryConfig, EmailConfig, load_config
-from billing.directory import DirectoryError, load_directory
+from billing.config import ClusterConfig, Config, EmailConfig, load_config
+from billing.directory import DirectoryError, check_directory
 from billing.ledger import LedgerError, completed_days, fetch, open_ledger
 from billing.mail import IMPLICIT_TLS_PORT, MailError, connect_smtp
 from billing.prometheus import PrometheusError, prometheus_source
@@ -71,13 +71,6 @@ def prometheus(cluster: ClusterConfig) -> str:
     return f"{config.url} answered vector(1)"
 
 
-def directory(config: DirectoryConfig) -> str:
-    """Read the directory as a run does and count what it holds."""
-    people_and_teams = load_directory(config)
-    source = config.ldif or config.url
-    return f"{source}: {len(people_and_teams.people)} people, {len(people_and_teams.teams)} teams"
-
-
 def database(url: str) -> str:
     """Open the ledger (creating its tables if missing) and read how many days it holds."""
     engine = open_ledger(url)
@@ -117,7 +110,7 @@ def check_all(config: Config) -> Iterator[Probe]:
     """One probe per dependency, in the order a run needs them; each is yielded as soon as it is done."""
     for cluster in config.clusters:
         yield _timed(f"prometheus {cluster.name}", lambda: prometheus(cluster))
-    yield _timed("directory", lambda: directory(config.directory))
+    yield _timed("directory", lambda: check_directory(config.directory))
     yield _timed("database", lambda: database(config.database))
     if config.email.enabled:
         yield _timed("email", lambda: delivery(config.email))

@@ -48,7 +48,7 @@ def test_everything_reachable(config, tmp_path):
     assert list(found) == ["config", "prometheus jaguar", "directory", "database", "email"]
     assert all(line.startswith("ok    ") for line in found.values())
     assert f"{PROMETHEUS} answered vector(1)" in found["prometheus jaguar"]
-    assert "1 people, 1 teams" in found["directory"]
+    assert "1 people, 1 teams (1 with a lead)" in found["directory"]
     assert "0 days billed" in found["database"]
     assert "outbox directory" in found["email"] and (tmp_path / "outbox").is_dir()
     assert all(line.endswith(" ms)") or line.endswith(" s)") for line in found.values())

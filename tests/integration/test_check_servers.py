@@ -85,3 +85,38 @@ def test_smtp_with_an_untrusted_certificate_fails(smtp_server, test_ca, config):
     result = check(config({"jaguar": "http://127.0.0.1:9"}, email=email))
     line = next(line for line in result.stdout.splitlines() if line[6:].startswith("email"))
     assert line.startswith("FAIL  ") and "CERTIFICATE_VERIFY_FAILED" in line
+
+
+DIRECTORY_LDIF = """\
+dn: dc=example,dc=org
+objectClass: dcObject
+objectClass: organization
+dc: example
+o: Example
+
+dn: ou=people,dc=example,dc=org
+objectClass: organizationalUnit
+ou: people
+
+dn: ou=teams,dc=example,dc=org
+objectClass: organizationalUnit
+ou: teams
+
+""" + LDIF
+
+
+@pytest.mark.parametrize("password, ok", [("secret", True), ("wrong", False)])
+def test_ldap_directory(slapd_server, config, tmp_path, password, ok):
+    server = slapd_server(DIRECTORY_LDIF)
+    (tmp_path / "ldap-password").write_text(password)
+    directory = {
+        "url": server.url, "bind_dn": "cn=admin,dc=example,dc=org", "bind_password_file": str(tmp_path / "ldap-password"),
+        "people": {"base": "ou=people,dc=example,dc=org"}, "teams": {"base": "ou=teams,dc=example,dc=org"},
+    }
+    result = check(config({"jaguar": "http://127.0.0.1:9"}, directory=directory))
+    line = next(line for line in result.stdout.splitlines() if line[6:].startswith("directory"))
+    assert result.exit_code == 1  # the Prometheus is down either way
+    if ok:
+        assert line.startswith("ok    ") and f"{server.url}: 1 people, 1 teams (1 with a lead)" in line
+    else:
+        assert line.startswith("FAIL  ") and server.url in line and "invalidCredentials" in line
