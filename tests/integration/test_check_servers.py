@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from billing.cli import main
 from fixtures.ksm import make_world
 from tests.conftest import MINIMAL_CONFIG
+from tests.integration.test_servers import LDIF as SLAPD_LDIF
 from tests.test_job_reports import LDIF
 
 DAY = datetime(2026, 11, 20, tzinfo=ZoneInfo("UTC")).timestamp()
@@ -38,6 +39,10 @@ def check(config: str, env: dict | None = None):
 def status(output: str) -> dict[str, str]:
     """dependency -> "ok" or "FAIL"."""
     return {line[6:26].strip(): line[:4].strip() for line in output.splitlines()}
+
+
+def line_of(output: str, dependency: str) -> str:
+    return next(line for line in output.splitlines() if line[6:26].strip() == dependency)
 
 
 def test_one_prometheus_up_and_one_down(prometheus_server, config):
@@ -71,7 +76,7 @@ def test_smtp_starttls_and_login(smtp_server, test_ca, config, password, ok):
     path = config({"jaguar": "http://127.0.0.1:9"}, email=email)
     env = {"SMTP_USER": "billing", "SMTP_PASSWORD": password, "SSL_CERT_FILE": str(test_ca.ca_cert)}
     result = check(path, env=env)
-    line = next(line for line in result.stdout.splitlines() if line[6:].startswith("email"))
+    line = line_of(result.stdout, "email")
     if ok:
         assert line.startswith("ok    ") and "STARTTLS, login as billing, EHLO accepted" in line
     else:
@@ -83,40 +88,22 @@ def test_smtp_with_an_untrusted_certificate_fails(smtp_server, test_ca, config):
     server = smtp_server(tls=test_ca)
     email = {"enabled": True, "smtp_host": server.host, "smtp_port": server.port, "starttls": True}
     result = check(config({"jaguar": "http://127.0.0.1:9"}, email=email))
-    line = next(line for line in result.stdout.splitlines() if line[6:].startswith("email"))
+    line = line_of(result.stdout, "email")
     assert line.startswith("FAIL  ") and "CERTIFICATE_VERIFY_FAILED" in line
-
-
-DIRECTORY_LDIF = """\
-dn: dc=example,dc=org
-objectClass: dcObject
-objectClass: organization
-dc: example
-o: Example
-
-dn: ou=people,dc=example,dc=org
-objectClass: organizationalUnit
-ou: people
-
-dn: ou=teams,dc=example,dc=org
-objectClass: organizationalUnit
-ou: teams
-
-""" + LDIF
 
 
 @pytest.mark.parametrize("password, ok", [("secret", True), ("wrong", False)])
 def test_ldap_directory(slapd_server, config, tmp_path, password, ok):
-    server = slapd_server(DIRECTORY_LDIF)
+    server = slapd_server(SLAPD_LDIF)  # alice, bob, carol; robotics led by alice
     (tmp_path / "ldap-password").write_text(password)
     directory = {
         "url": server.url, "bind_dn": "cn=admin,dc=example,dc=org", "bind_password_file": str(tmp_path / "ldap-password"),
         "people": {"base": "ou=people,dc=example,dc=org"}, "teams": {"base": "ou=teams,dc=example,dc=org"},
     }
     result = check(config({"jaguar": "http://127.0.0.1:9"}, directory=directory))
-    line = next(line for line in result.stdout.splitlines() if line[6:].startswith("directory"))
+    line = line_of(result.stdout, "directory")
     assert result.exit_code == 1  # the Prometheus is down either way
     if ok:
-        assert line.startswith("ok    ") and f"{server.url}: 1 people, 1 teams (1 with a lead)" in line
+        assert line.startswith("ok    ") and f"{server.url}: 3 people, 1 teams (1 with a lead)" in line
     else:
         assert line.startswith("FAIL  ") and server.url in line and "invalidCredentials" in line
