@@ -9,6 +9,7 @@ and as a whole command (`python -m billing`, interpreter start included).
 
     python bench/report_bench.py                      # SQLite, then PostgreSQL on a throwaway server
     python bench/report_bench.py --postgres postgresql+psycopg://user@host/db
+    python bench/report_bench.py --days 3 --skip-postgres   # a quick try of the script itself
 
 The target is under one second for each report.
 """
@@ -16,7 +17,6 @@ The target is under one second for each report.
 from __future__ import annotations
 
 import argparse
-import io
 import random
 import subprocess
 import sys
@@ -26,13 +26,15 @@ from collections.abc import Iterator
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
+import yaml
 from click.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from billing.cli import main  # noqa: E402
-from billing.ledger import chargeback, completed_days, open_ledger  # noqa: E402
+from billing.ledger import LEDGER_COLUMNS, open_ledger  # noqa: E402
+from tests.conftest import MINIMAL_CONFIG  # noqa: E402
 from tests.integration.servers import start_postgres  # noqa: E402
 
 DAYS = 365
@@ -42,6 +44,8 @@ LAST_DAY = date.today() - timedelta(days=1)
 MODELS = {"NVIDIA-H100-80GB-HBM3": 2.4, "NVIDIA-A100-SXM4-80GB": 1.6, "": 1.1}
 PRICES = {"jaguar": (0.012, 0.0015), "ibis": (0.034, 0.0045)}
 TEAM = "team-07"
+COLUMNS = ", ".join(LEDGER_COLUMNS)  # the order ledger_rows yields
+DAY_COLUMNS = "day, completed_at, rows"
 
 
 def namespaces(rng: random.Random) -> list[tuple[str, str, list[str], str | None, str | None]]:
@@ -58,12 +62,16 @@ def namespaces(rng: random.Random) -> list[tuple[str, str, list[str], str | None
     return result
 
 
-def ledger_rows(computed_at: datetime) -> Iterator[tuple]:
-    """Every chargeback row of the year, in the table's column order."""
+def billed_days(days: int) -> list[date]:
+    """The last `days` days, oldest first."""
+    return [LAST_DAY - timedelta(days=days - 1 - d) for d in range(days)]
+
+
+def ledger_rows(days: int, computed_at: datetime) -> Iterator[tuple]:
+    """Every chargeback row of the days, in the order of LEDGER_COLUMNS."""
     rng = random.Random(7)
     spaces = namespaces(rng)
-    for d in range(DAYS):
-        day = LAST_DAY - timedelta(days=DAYS - 1 - d)
+    for day in billed_days(days):
         for namespace, cluster, teams, owner, model in spaces:
             share = 1 / len(teams)
             cpu_price, memory_price = PRICES[cluster]
@@ -77,19 +85,21 @@ def ledger_rows(computed_at: datetime) -> Iterator[tuple]:
                            quantity * price, "USD", computed_at)
 
 
-def build_sqlite(url: str) -> int:
+def build_sqlite(url: str, days: int) -> int:
     engine = open_ledger(url)
     computed_at = datetime.now(timezone.utc)
     connection = engine.raw_connection()
     try:
         cursor = connection.cursor()
         cursor.execute("PRAGMA synchronous = OFF")
-        marks = ", ".join("?" * len(chargeback.columns))
-        rows = ((r[0].isoformat(), *r[1:11], r[11].isoformat(sep=" ")) for r in ledger_rows(computed_at))
-        cursor.executemany(f"INSERT INTO chargeback VALUES ({marks})", rows)
+        marks = ", ".join("?" * len(LEDGER_COLUMNS))
+        rows = ((r[0].isoformat(), *r[1:11], r[11].isoformat(sep=" ")) for r in ledger_rows(days, computed_at))
+        cursor.executemany(f"INSERT INTO chargeback ({COLUMNS}) VALUES ({marks})", rows)
         count = cursor.rowcount
-        days = [(LAST_DAY - timedelta(days=d)).isoformat() for d in range(DAYS)]
-        cursor.executemany("INSERT INTO completed_days VALUES (?, ?, 0)", [(d, computed_at.isoformat(sep=" ")) for d in days])
+        cursor.executemany(
+            f"INSERT INTO completed_days ({DAY_COLUMNS}) VALUES (?, ?, 0)",
+            [(day.isoformat(), computed_at.isoformat(sep=" ")) for day in billed_days(days)],
+        )
         cursor.execute("ANALYZE")
         connection.commit()
     finally:
@@ -97,20 +107,20 @@ def build_sqlite(url: str) -> int:
     return count
 
 
-def build_postgres(url: str) -> int:
+def build_postgres(url: str, days: int) -> int:
     engine = open_ledger(url)
     computed_at = datetime.now(timezone.utc)
     connection = engine.raw_connection()
     count = 0
     try:
         cursor = connection.cursor()
-        with cursor.copy(f"COPY {chargeback.name} FROM STDIN") as copy:
-            for row in ledger_rows(computed_at):
+        with cursor.copy(f"COPY chargeback ({COLUMNS}) FROM STDIN") as copy:
+            for row in ledger_rows(days, computed_at):
                 copy.write_row(row)
                 count += 1
-        with cursor.copy(f"COPY {completed_days.name} FROM STDIN") as copy:
-            for d in range(DAYS):
-                copy.write_row((LAST_DAY - timedelta(days=d), computed_at, 0))
+        with cursor.copy(f"COPY completed_days ({DAY_COLUMNS}) FROM STDIN") as copy:
+            for day in billed_days(days):
+                copy.write_row((day, computed_at, 0))
         connection.commit()
         connection.driver_connection.autocommit = True
         cursor.execute("VACUUM ANALYZE")  # what autovacuum does to a ledger between nightly runs
@@ -120,13 +130,9 @@ def build_postgres(url: str) -> int:
 
 
 def config_file(directory: Path, url: str) -> Path:
+    """The tests' minimal config with this ledger and the ledger's currency."""
     path = directory / f"billing-{url.split(':')[0]}.yaml"
-    path.write_text(
-        f"database: '{url}'\n"
-        "clusters:\n  - name: jaguar\n    prometheus: {url: 'http://127.0.0.1:9'}\n"
-        "    prices: {cpu_core_hour: 0.012, memory_gib_hour: 0.0015, gpu_hour: 1.1}\n"
-        f"directory: {{ldif: '{directory / 'unused.ldif'}'}}\n"
-    )
+    path.write_text(yaml.safe_dump({**MINIMAL_CONFIG, "database": url, "currency": "USD"}))
     return path
 
 
@@ -139,9 +145,9 @@ def best_of(runs: int, action) -> float:
     return min(times)
 
 
-def time_reports(name: str, config: Path) -> None:
-    year = ["--from", (LAST_DAY - timedelta(days=DAYS - 1)).isoformat(), "--to", LAST_DAY.isoformat()]
-    for label, extra in (("default range", []), ("365 days", year)):
+def time_reports(name: str, config: Path, days: int) -> None:
+    everything = ["--from", billed_days(days)[0].isoformat(), "--to", LAST_DAY.isoformat()]
+    for label, extra in (("default range", []), (f"{days} days", everything)):
         args = ["report", "--team", TEAM, "--config", str(config), *extra]
 
         def in_process() -> None:
@@ -155,27 +161,28 @@ def time_reports(name: str, config: Path) -> None:
               f"whole command {best_of(3, command):6.3f} s", flush=True)
 
 
-def bench(name: str, url: str, build, directory: Path) -> None:
+def bench(name: str, url: str, build, directory: Path, days: int) -> None:
     start = time.perf_counter()
-    rows = build(url)
+    rows = build(url, days)
     print(f"{name:<10}  built {rows:,} rows in {time.perf_counter() - start:.1f} s", flush=True)
-    time_reports(name, config_file(directory, url))
+    time_reports(name, config_file(directory, url), days)
 
 
 def main_bench() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--postgres", help="URL of an empty PostgreSQL database to use instead of starting a server")
     parser.add_argument("--skip-postgres", action="store_true")
+    parser.add_argument("--days", type=int, default=DAYS, help=f"days of ledger (default {DAYS})")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="report-bench-") as scratch:
         directory = Path(scratch)
-        bench("sqlite", f"sqlite:///{directory / 'ledger.db'}", build_sqlite, directory)
+        bench("sqlite", f"sqlite:///{directory / 'ledger.db'}", build_sqlite, directory, options.days)
         if options.postgres:
-            bench("postgresql", options.postgres, build_postgres, directory)
+            bench("postgresql", options.postgres, build_postgres, directory, options.days)
         elif not options.skip_postgres:
             server = start_postgres()  # a throwaway server, as the integration tests start it
             try:
-                bench("postgresql", server.url(server.create_database()), build_postgres, directory)
+                bench("postgresql", server.url(server.create_database()), build_postgres, directory, options.days)
             finally:
                 server.stop()
 
