@@ -72,7 +72,7 @@ class Report:
 
     @property
     def total_cost(self) -> float:
-        return sum(row["cost"] for row in self.rows)
+        return sum((row["cost"] for row in self.rows), 0.0)
 
 
 def report_range(

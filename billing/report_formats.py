@@ -14,6 +14,7 @@ import io
 import json
 import unicodedata
 from datetime import date, timedelta
+
 import jinja2
 
 from billing.formatting import UNITS, cents, money
@@ -140,7 +141,6 @@ def html(report: Report) -> str:
     sums = totals(report)
     return environment.get_template("adhoc.html.j2").render(
         title=title(report),
-        report=report,
         labels=[_label(report, c) for c in report.columns],
         numeric=[c in NUMERIC for c in report.columns],
         rows=[[_cell(c, row[c]) for c in report.columns] for row in report.rows],
