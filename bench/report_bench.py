@@ -161,6 +161,13 @@ def time_reports(name: str, config: Path, days: int) -> None:
               f"whole command {best_of(3, command):6.3f} s", flush=True)
 
 
+def startup() -> None:
+    """What every command pays before it does anything: `billing --version`."""
+    version = best_of(3, lambda: subprocess.run([sys.executable, "-m", "billing", "--version"], check=True,
+                                                capture_output=True, cwd=ROOT))
+    print(f"startup     billing --version  {version:6.3f} s (part of every whole command)", flush=True)
+
+
 def bench(name: str, url: str, build, directory: Path, days: int) -> None:
     start = time.perf_counter()
     rows = build(url, days)
@@ -174,6 +181,7 @@ def main_bench() -> None:
     parser.add_argument("--skip-postgres", action="store_true")
     parser.add_argument("--days", type=int, default=DAYS, help=f"days of ledger (default {DAYS})")
     options = parser.parse_args()
+    startup()
     with tempfile.TemporaryDirectory(prefix="report-bench-") as scratch:
         directory = Path(scratch)
         bench("sqlite", f"sqlite:///{directory / 'ledger.db'}", build_sqlite, directory, options.days)
