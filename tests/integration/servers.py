@@ -171,14 +171,16 @@ def run(args: Sequence[str], what: str, **kw) -> subprocess.CompletedProcess:
 # --- Prometheus
 
 
-def load_world(world: World, tsdb_dir: Path, work_dir: Path, parallel: int | None = None) -> None:
-    """Backfill the world into TSDB blocks under tsdb_dir with promtool.
+def load_world(world: World, tsdb_dir: Path, work_dir: Path) -> None:
+    """Backfill the world into TSDB blocks under tsdb_dir (OpenMetrics written in work_dir)."""
+    load_openmetrics(write_openmetrics(world, work_dir), tsdb_dir)
 
-    One OpenMetrics file per 2-hour block (promtool 2.42 re-reads its whole
-    input per block), loaded `parallel` at a time, each deleted once loaded.
-    """
+
+def load_openmetrics(paths: Sequence[Path], tsdb_dir: Path, parallel: int | None = None) -> None:
+    """promtool each OpenMetrics file into tsdb_dir, `parallel` at a time
+    (default: one per core), deleting each file once loaded. Files should
+    hold one 2-hour block each: promtool 2.42 re-reads its input per block."""
     promtool = require_program("promtool")
-    paths = write_openmetrics(world, work_dir)
     tsdb_dir.mkdir(parents=True, exist_ok=True)
 
     def load(path: Path) -> None:
