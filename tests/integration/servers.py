@@ -51,12 +51,17 @@ def require_program(name: str, search: Sequence[str] = ()) -> str:
                              if os.access(p, os.X_OK)), key=_version_key)
         found = candidates[-1] if candidates else None
     if not found:
-        _missing(f"program {name!r} is not installed")
+        package = DEBIAN_PACKAGES.get(name)
+        _missing(f"program {name!r} is not installed" + (f" (apt-get install {package})" if package else ""))
     return found
 
 
-def _version_key(path: str) -> list:
-    return [int(part) if part.isdigit() else part for part in Path(path).parts]
+DEBIAN_PACKAGES = {"prometheus": "prometheus", "promtool": "prometheus", "slapd": "slapd", "slapadd": "slapd",
+                   "initdb": "postgresql", "openssl": "openssl"}
+
+
+def _version_key(path: str) -> list[tuple[int, int | str]]:
+    return [(0, int(part)) if part.isdigit() else (1, part) for part in Path(path).parts]
 
 
 def require_module(name: str) -> None:
@@ -298,7 +303,7 @@ def start_postgres() -> PostgresServer:
     """
     require_module("psycopg")
     initdb = require_program("initdb", POSTGRES_BINDIRS)
-    postgres = str(Path(initdb).with_name("postgres"))
+    postgres = str(Path(initdb).resolve().with_name("postgres"))  # the server of the same version
     user = "postgres" if os.geteuid() == 0 else None
     base = Path(tempfile.mkdtemp(prefix="billing-pg-"))
     if user:
@@ -333,6 +338,8 @@ def _postgres_answers(server: PostgresServer) -> bool:
 @dataclass(frozen=True)
 class TestCertificates:
     """A throwaway CA and a server certificate it signed."""
+
+    __test__ = False  # not a pytest test class, despite the name
 
     ca_cert: Path
     ca_key: Path
