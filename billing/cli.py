@@ -20,7 +20,7 @@ from billing.check import check_all, check_config
 from billing.config import Config, ConfigError, config_path, load_config
 from billing.days import days_between, yesterday
 from billing.directory import DirectoryError
-from billing.job import render_day, run_day
+from billing.job import IncompleteDayError, render_day, run_day
 from billing.ledger import LedgerError, open_ledger
 from billing.mail import MailError
 from billing.render import RenderError
@@ -31,7 +31,7 @@ from billing.report_formats import FORMATS, missing_notice
 
 log = logging.getLogger("billing")
 
-RUN_FAILURES = (PrometheusError, DirectoryError, LedgerError, RenderError, MailError)
+RUN_FAILURES = (IncompleteDayError, PrometheusError, DirectoryError, LedgerError, RenderError, MailError)
 
 
 def _fail(status: int, message: str) -> None:
@@ -75,6 +75,14 @@ def _guarded(command):
     return wrapper
 
 
+coverage_option = click.option(
+    "--require-coverage",
+    type=click.FloatRange(0, 1),
+    default=0.0,
+    show_default=True,
+    help="Fail instead of billing a day whose kube-state-metrics data covers less than this share (e.g. 0.99).",
+)
+
 config_option = click.option(
     "--config",
     "config_file",
@@ -117,9 +125,10 @@ def main(verbose: bool, log_format: str) -> None:
 
 @main.command()
 @click.option("--date", "day", callback=_date, help="Billing day YYYY-MM-DD (default: yesterday, local time).")
+@coverage_option
 @config_option
 @_guarded
-def run(day: date | None, config_file: str | None) -> None:
+def run(day: date | None, require_coverage: float, config_file: str | None) -> None:
     """Bill one day: collect, price, write the ledger, reports and emails.
 
     Re-running a day replaces its rows. Example:
@@ -128,7 +137,7 @@ def run(day: date | None, config_file: str | None) -> None:
     """
     config = _config(config_file)
     started = time.monotonic()
-    summary = run_day(config, day or yesterday(config.zone))
+    summary = run_day(config, day or yesterday(config.zone), require_coverage)
     if config.metrics.pushgateway:
         push_run_metrics(config.metrics, summary, config.currency, time.monotonic() - started)
     _fail_if_undelivered(list(summary.undelivered))
@@ -143,9 +152,10 @@ def _fail_if_undelivered(undelivered: list[str]) -> None:
 @main.command()
 @click.option("--from", "first", callback=_date, required=True, help="First day, YYYY-MM-DD.")
 @click.option("--to", "last", callback=_date, required=True, help="Last day, YYYY-MM-DD (inclusive).")
+@coverage_option
 @config_option
 @_guarded
-def backfill(first: date, last: date, config_file: str | None) -> None:
+def backfill(first: date, last: date, require_coverage: float, config_file: str | None) -> None:
     """Run every day of an inclusive range, oldest first.
 
     Example:
@@ -158,12 +168,12 @@ def backfill(first: date, last: date, config_file: str | None) -> None:
     days = days_between(first, last)
     if sys.stderr.isatty():
         with click.progressbar(days, label="billing", file=sys.stderr, item_show_func=lambda d: d and str(d)) as bar:
-            undelivered = [failure for day in bar for failure in run_day(config, day).undelivered]
+            undelivered = [failure for day in bar for failure in run_day(config, day, require_coverage).undelivered]
     else:
         undelivered = []
         for number, day in enumerate(days, 1):
             log.info("backfill: day %d of %d", number, len(days))
-            undelivered += run_day(config, day).undelivered
+            undelivered += run_day(config, day, require_coverage).undelivered
     _fail_if_undelivered(undelivered)
 
 
