@@ -27,7 +27,7 @@ from billing.render import RenderError
 from billing.logs import configure_logging
 from billing.metrics import push_run_metrics
 from billing.report import GROUPINGS, ReportError, Subject, build_report, known_names, report_range
-from billing.report_formats import FORMATS, missing_notice
+from billing.report_formats import FORMATS, notices
 
 log = logging.getLogger("billing")
 
@@ -261,9 +261,9 @@ def report(
     if by is None and form in ("table", "html"):
         by = "team" if subject.kind == "all" else "namespace"
     answer = build_report(open_ledger(config.database), subject, first, last, by, config.currency)
-    notice = missing_notice(answer)
-    if notice and form != "json":
-        click.echo(f"billing: {notice}", err=True)
+    if form != "json":
+        for notice in notices(answer):
+            click.echo(f"billing: {notice}", err=True)
     text = FORMATS[form](answer)
     try:
         with click.open_file(output or "-", "w", encoding="utf-8") as stream:

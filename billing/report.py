@@ -10,14 +10,14 @@ report for a terminal, a spreadsheet or a browser is `billing.report_formats`.
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from zoneinfo import ZoneInfo
 
 from sqlalchemy import Engine, case, func, literal, select
 
 from billing.days import days_between, yesterday
-from billing.ledger import chargeback, completed, fetch
+from billing.ledger import chargeback, completed, fetch, incomplete
 
 # --by word -> ledger column
 GROUPINGS = {
@@ -69,6 +69,7 @@ class Report:
     columns: list[str]
     rows: list[dict]
     missing_days: list[date]
+    incomplete: list[tuple[date, str, float]] = field(default_factory=list)  # (day, cluster, coverage) with data gaps
 
     @property
     def total_cost(self) -> float:
@@ -163,4 +164,4 @@ def build_report(
     missing = [day for day in days_between(first, last) if day not in done]
     money = _currency(rows, subject, first, last, currency)
     columns = [name for name in query.selected_columns.keys() if name != "currency"]
-    return Report(subject, first, last, money, by, columns, rows, missing)
+    return Report(subject, first, last, money, by, columns, rows, missing, incomplete(engine, first, last))

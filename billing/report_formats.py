@@ -115,7 +115,7 @@ def csv_text(report: Report) -> str:
 
 
 def json_text(report: Report) -> str:
-    """The SPEC.md shape; `person` and `by` are extra keys."""
+    """The SPEC.md shape; `person`, `incomplete_days` and `by` are extra keys."""
     document = {
         "team": report.subject.name if report.subject.kind == "team" else None,
         **({"person": report.subject.name} if report.subject.kind == "person" else {}),
@@ -124,6 +124,10 @@ def json_text(report: Report) -> str:
         "currency": report.currency,
         "total_cost": report.total_cost,
         "missing_days": [day.isoformat() for day in report.missing_days],
+        "incomplete_days": [
+            {"day": day.isoformat(), "cluster": cluster, "coverage": coverage}
+            for day, cluster, coverage in report.incomplete
+        ],
     }
     if report.by:
         document["by"] = report.by
@@ -147,6 +151,7 @@ def html(report: Report) -> str:
         totals=[_cell(c, sums[c]) if c in sums else "" for c in report.columns],
         total_cost=money(report.total_cost, report.currency),
         missing=day_ranges(report.missing_days),
+        gaps=gaps(report),
     )
 
 
@@ -161,13 +166,24 @@ def day_ranges(days: list[date]) -> list[str]:
     return [f"{run[0]} to {run[-1]}" if len(run) > 1 else str(run[0]) for run in runs]
 
 
-def missing_notice(report: Report) -> str | None:
-    """The sentence for stderr naming the days no run completed, or None."""
-    if not report.missing_days:
-        return None
-    count = len(report.missing_days)
-    days = "day was never billed and is" if count == 1 else "days were never billed and are"
-    return f"{count} {days} not in this report: {', '.join(day_ranges(report.missing_days))}"
+def gaps(report: Report) -> list[str]:
+    """Each cluster-day with holes in its data: "2026-11-03 on jaguar (7.5 % of the day)"."""
+    return [f"{day} on {cluster} ({100 * (1 - coverage):.1f} % of the day)" for day, cluster, coverage in report.incomplete]
+
+
+def notices(report: Report) -> list[str]:
+    """Sentences for stderr: days no run completed, and days whose data had gaps."""
+    found = []
+    if report.missing_days:
+        count = len(report.missing_days)
+        days = "day was never billed and is" if count == 1 else "days were never billed and are"
+        found.append(f"{count} {days} not in this report: {', '.join(day_ranges(report.missing_days))}")
+    if report.incomplete:
+        found.append(
+            "Prometheus had no kube-state-metrics data, so pods running then were not billed, on "
+            + ", ".join(gaps(report))
+        )
+    return found
 
 
 FORMATS = {"table": table, "csv": csv_text, "json": json_text, "html": html}

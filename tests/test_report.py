@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from billing.report import Report, ReportError, Subject, report_range
-from billing.report_formats import csv_text, day_ranges, missing_notice, table
+from billing.report_formats import csv_text, day_ranges, notices, table
 
 BERLIN = ZoneInfo("Europe/Berlin")
 
@@ -84,6 +84,15 @@ def test_missing_days_are_joined_into_runs():
     days = [date(2026, 11, 9), date(2026, 11, 3), date(2026, 11, 4), date(2026, 11, 5)]
     assert day_ranges(days) == ["2026-11-03 to 2026-11-05", "2026-11-09"]
     report = grouped([])
-    assert missing_notice(report) is None
-    notice = missing_notice(Report(**{**report.__dict__, "missing_days": days}))
-    assert notice == "4 days were never billed and are not in this report: 2026-11-03 to 2026-11-05, 2026-11-09"
+    assert notices(report) == []
+    assert notices(Report(**{**report.__dict__, "missing_days": days})) == [
+        "4 days were never billed and are not in this report: 2026-11-03 to 2026-11-05, 2026-11-09"
+    ]
+
+
+def test_data_gaps_are_named_with_their_share_of_the_day():
+    gaps = [(date(2026, 11, 3), "jaguar", 0.925), (date(2026, 11, 4), "ibis", 0.5)]
+    assert notices(Report(**{**grouped([]).__dict__, "incomplete": gaps})) == [
+        "Prometheus had no kube-state-metrics data, so pods running then were not billed, on "
+        "2026-11-03 on jaguar (7.5 % of the day), 2026-11-04 on ibis (50.0 % of the day)"
+    ]

@@ -43,6 +43,7 @@ LEDGER = {
     ],
     date(2026, 11, 5): [],
 }
+GAPS = {date(2026, 11, 4): 0.925}  # ibis's kube-state-metrics data had a hole of 7.5 % of that day
 ROBOTICS_TOTAL = 1300.20  # 57.6 + 1.2 + 0.6 + 29.5 + 9.6 + 1.7 + 1200
 RANGE = ["--from", "2026-11-01", "--to", "2026-11-05"]
 
@@ -73,7 +74,8 @@ def config(database: str, write_config) -> str:
     columns = ["cluster", "namespace", "team", "owner", "resource", "gpu_model", "quantity", "unit_price"]
     for day, rows in LEDGER.items():
         frame = pd.DataFrame(rows, columns=columns)
-        replace_day(engine, day, frame.assign(cost=frame["quantity"] * frame["unit_price"]), "USD")
+        costed = frame.assign(cost=frame["quantity"] * frame["unit_price"])
+        replace_day(engine, day, costed, "USD", coverage={"jaguar": 1.0, "ibis": GAPS.get(day, 1.0)})
     engine.dispose()
     return str(write_config(database=database, currency="USD"))
 
@@ -99,16 +101,21 @@ def test_table_has_units_totals_and_lists_missing_days_on_stderr(config):
         "bob              6.00       -       -      9.60\n"
         "total          540.00  150.00  400.00  1,300.20\n"
     )
-    assert result.stderr == "billing: 1 day was never billed and is not in this report: 2026-11-03\n"
+    assert result.stderr == (
+        "billing: 1 day was never billed and is not in this report: 2026-11-03\n"
+        "billing: Prometheus had no kube-state-metrics data, so pods running then were not billed, "
+        "on 2026-11-04 on ibis (7.5 % of the day)\n"
+    )
 
 
 def test_json_has_the_spec_shape_and_the_ledger_rows(config):
     document = report_json(config, "--team", "robotics", *RANGE)
-    assert list(document) == ["team", "from", "to", "currency", "total_cost", "missing_days", "rows"]
+    assert list(document) == ["team", "from", "to", "currency", "total_cost", "missing_days", "incomplete_days", "rows"]
     assert (document["team"], document["from"], document["to"]) == ("robotics", "2026-11-01", "2026-11-05")
     assert document["currency"] == "USD"
     assert document["total_cost"] == pytest.approx(ROBOTICS_TOTAL)
     assert document["missing_days"] == ["2026-11-03"]
+    assert document["incomplete_days"] == [{"day": "2026-11-04", "cluster": "ibis", "coverage": 0.925}]
     expected = [
         (day.isoformat(), *row[:2], *row[3:])
         for day, rows in LEDGER.items()
@@ -178,7 +185,7 @@ def test_html_to_a_file_shows_total_and_missing_days(config, tmp_path):
     assert result.exit_code == 0, result.output
     assert result.stdout == ""
     page = target.read_text()
-    assert "1,300.20 USD" in page and "2026-11-03" in page
+    assert "1,300.20 USD" in page and "2026-11-03" in page and "2026-11-04 on ibis (7.5 % of the day)" in page
     assert page.count("<tr>") == 5  # header, three namespaces, totals
 
 
