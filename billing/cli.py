@@ -21,7 +21,7 @@ from billing.config import Config, ConfigError, config_path, load_config
 from billing.days import days_between, yesterday
 from billing.directory import DirectoryError
 from billing.job import IncompleteDayError, render_day, run_day
-from billing.ledger import LedgerError, open_ledger
+from billing.ledger import LedgerError, open_ledger, upgrade_schema
 from billing.mail import MailError
 from billing.render import RenderError
 from billing.logs import configure_logging
@@ -175,6 +175,29 @@ def backfill(first: date, last: date, require_coverage: float, config_file: str 
             log.info("backfill: day %d of %d", number, len(days))
             undelivered += run_day(config, day, require_coverage).undelivered
     _fail_if_undelivered(undelivered)
+
+
+@main.group()
+def db() -> None:
+    """The ledger database's schema."""
+
+
+@db.command()
+@config_option
+@_guarded
+def upgrade(config_file: str | None) -> None:
+    """Apply pending schema migrations to the ledger database.
+
+    Run it after installing a new version of billing, before `billing run`.
+    Example:
+
+        billing db upgrade --config /etc/billing/billing.yaml
+    """
+    before, after = upgrade_schema(_config(config_file).database)
+    if before == after:
+        click.echo(f"the ledger schema is already at revision {after}")
+    else:
+        click.echo(f"the ledger schema went from revision {before or 'none'} to {after}")
 
 
 @main.command()

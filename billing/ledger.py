@@ -33,6 +33,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import SQLAlchemyError
 
+from billing import migrate
+
 metadata = MetaData()
 
 chargeback = Table(
@@ -91,21 +93,48 @@ def _where(engine: Engine) -> str:
     return f"database {engine.url.render_as_string(hide_password=True)}"
 
 
-def open_ledger(url: str) -> Engine:
-    """An engine on the ledger database, with its tables created if missing."""
+def _engine(url: str) -> Engine:
     try:
         engine = create_engine(url)
     except (SQLAlchemyError, ValueError, ImportError) as exc:
         raise LedgerError(f"config key database: cannot use {url.split('@')[-1]!r} ({exc})") from None
-    try:
-        if engine.url.get_backend_name() == "sqlite" and engine.url.database not in (None, "", ":memory:"):
+    if engine.url.get_backend_name() == "sqlite" and engine.url.database not in (None, "", ":memory:"):
+        try:
             Path(engine.url.database).parent.mkdir(parents=True, exist_ok=True)  # like output_dir
-        metadata.create_all(engine)
-    except OSError as exc:
-        raise LedgerError(f"{_where(engine)}: cannot create its directory ({exc.strerror})") from None
+        except OSError as exc:
+            raise LedgerError(f"{_where(engine)}: cannot create its directory ({exc.strerror})") from None
+    return engine
+
+
+def open_ledger(url: str) -> Engine:
+    """An engine on the ledger database at the schema this billing needs.
+
+    A new, empty database gets the schema; one at an older schema revision is
+    left alone with the advice to run `billing db upgrade`.
+    """
+    engine = _engine(url)
+    try:
+        with engine.connect() as conn:
+            empty, current = migrate.is_empty(conn), migrate.current_revision(conn)
+        if empty:
+            migrate.upgrade(engine)
+        elif current != migrate.head_revision():
+            raise LedgerError(
+                f"{_where(engine)} has ledger schema revision {current or 'none'}, this billing needs "
+                f"{migrate.head_revision()}: run `billing db upgrade` first"
+            )
     except SQLAlchemyError as exc:
         raise LedgerError(f"{_where(engine)} is unreachable or refused the schema: {_cause(exc)}") from None
     return engine
+
+
+def upgrade_schema(url: str) -> tuple[str | None, str]:
+    """Apply pending migrations; (from, to) revisions."""
+    engine = _engine(url)
+    try:
+        return migrate.upgrade(engine)
+    except SQLAlchemyError as exc:
+        raise LedgerError(f"{_where(engine)}: upgrading the schema failed, nothing changed: {_cause(exc)}") from None
 
 
 def _cause(exc: SQLAlchemyError) -> str:
