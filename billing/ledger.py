@@ -22,16 +22,18 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    Select,
     Table,
     Text,
     create_engine,
     delete,
     insert,
-    inspect,
     select,
     text,
 )
 from sqlalchemy.exc import SQLAlchemyError
+
+from billing import migrate
 
 metadata = MetaData()
 
@@ -48,9 +50,9 @@ chargeback = Table(
     Column("quantity", Double, nullable=False),
     Column("unit_price", Double, nullable=False),
     Column("cost", Double, nullable=False),  # what the team pays: list_cost less priority-class discounts
-    Column("list_cost", Double, nullable=False),  # quantity x unit_price
     Column("currency", Text, nullable=False),
     Column("computed_at", DateTime(timezone=True), nullable=False),
+    Column("list_cost", Double, nullable=False),  # quantity x unit_price (revision 0002)
     Index("chargeback_team_day", "team", "day"),
     Index("chargeback_owner_day", "owner", "day"),
 )
@@ -107,31 +109,48 @@ def _where(engine: Engine) -> str:
     return f"database {engine.url.render_as_string(hide_password=True)}"
 
 
-def open_ledger(url: str) -> Engine:
-    """An engine on the ledger database, with its tables created if missing."""
+def _engine(url: str) -> Engine:
     try:
         engine = create_engine(url)
     except (SQLAlchemyError, ValueError, ImportError) as exc:
         raise LedgerError(f"config key database: cannot use {url.split('@')[-1]!r} ({exc})") from None
-    try:
-        if engine.url.get_backend_name() == "sqlite" and engine.url.database not in (None, "", ":memory:"):
+    if engine.url.get_backend_name() == "sqlite" and engine.url.database not in (None, "", ":memory:"):
+        try:
             Path(engine.url.database).parent.mkdir(parents=True, exist_ok=True)  # like output_dir
-        metadata.create_all(engine)
-        _add_list_cost(engine)
-    except OSError as exc:
-        raise LedgerError(f"{_where(engine)}: cannot create its directory ({exc.strerror})") from None
+        except OSError as exc:
+            raise LedgerError(f"{_where(engine)}: cannot create its directory ({exc.strerror})") from None
+    return engine
+
+
+def open_ledger(url: str) -> Engine:
+    """An engine on the ledger database at the schema this billing needs.
+
+    A new, empty database gets the schema; one at an older schema revision is
+    left alone with the advice to run `billing db upgrade`.
+    """
+    engine = _engine(url)
+    try:
+        with engine.connect() as conn:
+            empty, current = migrate.is_empty(conn), migrate.current_revision(conn)
+        if empty:
+            migrate.upgrade(engine)
+        elif current != migrate.head_revision():
+            raise LedgerError(
+                f"{_where(engine)} has ledger schema revision {current or 'none'}, this billing needs "
+                f"{migrate.head_revision()}: run `billing db upgrade` first"
+            )
     except SQLAlchemyError as exc:
         raise LedgerError(f"{_where(engine)} is unreachable or refused the schema: {_cause(exc)}") from None
     return engine
 
 
-def _add_list_cost(engine: Engine) -> None:
-    """A ledger written before discounts existed gets the list_cost column; its costs were list costs."""
-    if "list_cost" in {column["name"] for column in inspect(engine).get_columns("chargeback")}:
-        return
-    with engine.begin() as conn:
-        conn.execute(text("ALTER TABLE chargeback ADD COLUMN list_cost DOUBLE PRECISION NOT NULL DEFAULT 0"))
-        conn.execute(text("UPDATE chargeback SET list_cost = cost"))
+def upgrade_schema(url: str) -> tuple[str | None, str]:
+    """Apply pending migrations; (from, to) revisions."""
+    engine = _engine(url)
+    try:
+        return migrate.upgrade(engine)
+    except SQLAlchemyError as exc:
+        raise LedgerError(f"{_where(engine)}: upgrading the schema failed, nothing changed: {_cause(exc)}") from None
 
 
 def _cause(exc: SQLAlchemyError) -> str:
@@ -214,6 +233,11 @@ def read_rows(engine: Engine, first: date, last: date, team: str | None = None) 
     frame = pd.DataFrame(_fetch(engine, query, "the ledger"), columns=LEDGER_COLUMNS)
     frame["day"] = pd.to_datetime(frame["day"]).dt.date
     return frame
+
+
+def fetch(engine: Engine, query: Select) -> list[dict]:
+    """The rows of a read-only query as dicts (column label -> value), for report queries."""
+    return [dict(row._mapping) for row in _fetch(engine, query, "the ledger")]
 
 
 def completed(engine: Engine, first: date, last: date) -> set[date]:

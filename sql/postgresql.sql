@@ -13,9 +13,9 @@ CREATE TABLE chargeback (
     quantity    DOUBLE PRECISION NOT NULL,  -- resource-hours attributed to this team
     unit_price  DOUBLE PRECISION NOT NULL,  -- list price per resource-hour
     cost        DOUBLE PRECISION NOT NULL,  -- what the team pays: list_cost less discounts, not rounded
-    list_cost   DOUBLE PRECISION NOT NULL,  -- quantity * unit_price (the list price)
     currency    TEXT NOT NULL,              -- ISO 4217
     computed_at TIMESTAMP WITH TIME ZONE NOT NULL,
+    list_cost   DOUBLE PRECISION NOT NULL,  -- quantity * unit_price (the list price)
     PRIMARY KEY (day, cluster, namespace, team, resource, gpu_model)
 );
 -- "one team (or one person) over a date range" is the common question

@@ -13,9 +13,9 @@ CREATE TABLE chargeback (
     quantity    REAL NOT NULL,              -- resource-hours attributed to this team
     unit_price  REAL NOT NULL,              -- list price per resource-hour
     cost        REAL NOT NULL,              -- what the team pays: list_cost less discounts, not rounded
-    list_cost   REAL NOT NULL,              -- quantity * unit_price (the list price)
     currency    TEXT NOT NULL,              -- ISO 4217
     computed_at DATETIME NOT NULL,
+    list_cost   REAL NOT NULL,              -- quantity * unit_price (the list price)
     PRIMARY KEY (day, cluster, namespace, team, resource, gpu_model)
 );
 -- "one team (or one person) over a date range" is the common question

@@ -112,19 +112,3 @@ def test_password_is_hidden_in_errors():
 def test_primary_key_is_the_specs():
     assert [c.name for c in chargeback.primary_key] == ["day", "cluster", "namespace", "team", "resource", "gpu_model"]
 
-
-def test_a_ledger_from_before_discounts_gets_list_cost_equal_to_cost(tmp_path):
-    url = f"sqlite:///{tmp_path}/old.db"
-    with create_engine(url).begin() as conn:  # the chargeback table as it was, one row in it
-        conn.exec_driver_sql(
-            "CREATE TABLE chargeback (day DATE NOT NULL, cluster TEXT NOT NULL, namespace TEXT NOT NULL, "
-            "team TEXT NOT NULL, owner TEXT, resource TEXT NOT NULL, gpu_model TEXT NOT NULL, quantity REAL NOT NULL, "
-            "unit_price REAL NOT NULL, cost REAL NOT NULL, currency TEXT NOT NULL, computed_at DATETIME NOT NULL, "
-            "PRIMARY KEY (day, cluster, namespace, team, resource, gpu_model))")
-        conn.exec_driver_sql("INSERT INTO chargeback VALUES ('2026-11-19', 'jaguar', 'alice', 'robotics', 'alice', "
-                             "'cpu', '', 100.0, 0.012, 1.2, 'USD', '2026-11-20 01:00:00')")
-    engine = open_ledger(url)
-    old = read_rows(engine, date(2026, 11, 19), date(2026, 11, 19))
-    assert old[["cost", "list_cost"]].values.tolist() == [[1.2, 1.2]]
-    assert replace_day(engine, DAY, ROWS, "USD") == 2  # and new days are written with it
-    assert open_ledger(url)  # a second open leaves it as it is
