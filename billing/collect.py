@@ -53,15 +53,16 @@ EXACT_INSTANTS = 60  # instants per exact range query: 1 h at a 60 s step
 PARALLEL_QUERIES = 2  # one per core of a small Prometheus
 GIB = 2**30
 
-USAGE_COLUMNS = ["namespace", "resource", "gpu_model", "priority_class", "quantity"]
+USAGE_COLUMNS = ["namespace", "resource", "gpu_model", "priority_class", "pool", "quantity"]
 
 
 @dataclass(frozen=True)
 class ClusterUsage:
-    """One cluster-day: resource-hours per namespace, resource, GPU model and priority class."""
+    """One cluster-day: resource-hours per namespace, resource, GPU model, priority class and pool."""
 
     cluster: str
-    usage: pd.DataFrame  # USAGE_COLUMNS; resource is cpu, memory or gpu; priority_class from kube_pod_info
+    usage: pd.DataFrame  # USAGE_COLUMNS; resource is cpu, memory or gpu; priority_class from kube_pod_info;
+    # pool: the reserved pool of the pod's node, '' when none
     pods: int  # distinct pods seen Running during the day
     queries: int
     coverage: float  # share of the day's instants at which kube-state-metrics data was there
@@ -99,6 +100,9 @@ class Queries:
     def __init__(self, cluster: ClusterConfig, gpu_resources: list[str], chunk: Chunk):
         self.extra = cluster.prometheus.selector.strip()
         self.gpu_label = cluster.gpu_model_label
+        self.pools = cluster.reserved_pools
+        # node labels that decide a node's price: GPU model, and reserved pool where clusters have them
+        self.node_keys = ", ".join([self.gpu_label, *([self.pools.node_label] if self.pools else [])])
         self.resources = "|".join(re.escape(r) for r in ["cpu", "memory", *gpu_resources])
         length = chunk.end - chunk.start
         # Half-step margins make Prometheus 2's closed and Prometheus 3's
@@ -124,6 +128,14 @@ class Queries:
     def node_labels(self) -> str:
         return self.series("kube_node_labels")
 
+    def node_kind(self, labels: dict[str, str]) -> tuple[str, str]:
+        """(GPU model, reserved pool) from a series' labels; a pool no team reserved is none ('')."""
+        model = labels.get(self.gpu_label, "")
+        if not self.pools:
+            return model, ""
+        pool = labels.get(self.pools.node_label, "")
+        return model, pool if pool in self.pools.teams else ""
+
     # `max by` everywhere below drops the scrape's own labels (instance, job),
     # so duplicate scrapes of kube-state-metrics replicas are not counted twice.
 
@@ -146,8 +158,8 @@ sum by (namespace, node, priority_class, resource) (
         return f"group by (uid) (changes({self.requests()}[{self.raw}]) > 0)"
 
     def models(self) -> str:
-        """Every (node, GPU model) pair seen in the chunk; two models for a node means a relabel."""
-        return f"max by (node, {self.gpu_label}) (max_over_time({self.node_labels}[{self.raw}]))"
+        """Every (node, GPU model[, pool]) seen in the chunk; two for a node means a relabel."""
+        return f"max by (node, {self.node_keys}) (max_over_time({self.node_labels}[{self.raw}]))"
 
     def pods_on(self, nodes: list[str]) -> str:
         """Pods on the given nodes during the chunk."""
@@ -165,7 +177,7 @@ sum by (namespace, node, priority_class, resource) (
 
     def exact(self, pods: str) -> str:
         """The literal per-instant product, for range queries; a node's newest label set wins."""
-        label = self.gpu_label
+        label = self.node_keys
         return f"""
 sum by (namespace, resource, priority_class, {label}) (
     sum by (namespace, pod, uid, resource) (
@@ -180,9 +192,9 @@ sum by (namespace, resource, priority_class, {label}) (
 )"""
 
     def newest_model(self, nodes: str) -> str:
-        """(node, GPU model) of every node in `nodes`: its newest label set wins, no label set means model ''."""
+        """(node, GPU model[, pool]) of every node in `nodes`: its newest label set wins, none means ''."""
         return f"""(
-        group by (node, {self.gpu_label}) (topk by (node) (1, timestamp({self.node_labels})))
+        group by (node, {self.node_keys}) (topk by (node) (1, timestamp({self.node_labels})))
       or on (node)
         group by (node) ({nodes})
     )"""
@@ -227,11 +239,11 @@ def _chunk_usage(source: PrometheusSource, cluster: ClusterConfig, gpu_resources
     """Fast query for most pods, exact range queries for the few where factoring is wrong."""
     queries = Queries(cluster, gpu_resources, chunk)
     at = chunk.last
-    node_models: dict[str, set[str]] = {}
+    node_kinds: dict[str, set[tuple[str, str]]] = {}
     for series in source.instant(queries.models(), at):
         labels = series["metric"]
-        node_models.setdefault(labels.get("node", ""), set()).add(labels.get(queries.gpu_label, ""))
-    relabelled = sorted(node for node, found in node_models.items() if len(found) > 1)
+        node_kinds.setdefault(labels.get("node", ""), set()).add(queries.node_kind(labels))
+    relabelled = sorted(node for node, found in node_kinds.items() if len(found) > 1)
     exact_pods = _uids(source.instant(queries.resized(), at))
     covered = sum(int(float(series["value"][1])) for series in source.instant(queries.covered_instants(), at))
     asked = 4
@@ -243,9 +255,9 @@ def _chunk_usage(source: PrometheusSource, cluster: ClusterConfig, gpu_resources
     rows = []
     for series in source.instant(queries.fast(uid_matcher(exact_pods, keep=False)), at):
         labels = series["metric"]
-        model = min(node_models.get(labels.get("node", ""), {""}))
+        model, pool = min(node_kinds.get(labels.get("node", ""), {("", "")}))
         rows.append((labels.get("namespace", ""), labels.get("resource", ""), model,
-                     labels.get("priority_class", ""), float(series["value"][1])))
+                     labels.get("priority_class", ""), pool, float(series["value"][1])))
     asked += 1
 
     if exact_pods:
@@ -255,14 +267,15 @@ def _chunk_usage(source: PrometheusSource, cluster: ClusterConfig, gpu_resources
             for series in source.range(queries.exact(uid_matcher(exact_pods, keep=True)), part.start, part.last, part.step):
                 labels = series["metric"]
                 total = sum(float(v) for _, v in series["values"])
-                rows.append((labels.get("namespace", ""), labels.get("resource", ""),
-                             labels.get(queries.gpu_label, ""), labels.get("priority_class", ""), total))
+                model, pool = queries.node_kind(labels)
+                rows.append((labels.get("namespace", ""), labels.get("resource", ""), model,
+                             labels.get("priority_class", ""), pool, total))
             asked += 1
     instants = (chunk.end - chunk.start) // chunk.step
     return _ChunkResult(_hours(rows, chunk.step), running, asked, covered, instants)
 
 
-def _hours(rows: list[tuple[str, str, str, str, float]], step: int) -> pd.DataFrame:
+def _hours(rows: list[tuple[str, str, str, str, str, float]], step: int) -> pd.DataFrame:
     """Rows of resource-instants as a frame of resource-hours."""
     frame = pd.DataFrame(rows, columns=USAGE_COLUMNS).astype({"quantity": float})
     return frame.assign(quantity=frame["quantity"] * step / 3600)
@@ -271,7 +284,7 @@ def _hours(rows: list[tuple[str, str, str, str, float]], step: int) -> pd.DataFr
 def collect_cluster(
     cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: list[str], source: PrometheusSource
 ) -> ClusterUsage:
-    """Resource-hours of one cluster-day, per namespace, resource, GPU model and priority class."""
+    """Resource-hours of one cluster-day, per namespace, resource, GPU model, priority class and pool."""
     with ThreadPoolExecutor(PARALLEL_QUERIES) as pool:
         results = list(pool.map(lambda c: _chunk_usage(source, cluster, gpu_resources, c), chunks(day, step)))
     raw = pd.concat([r.usage for r in results], ignore_index=True)
@@ -307,7 +320,7 @@ def billing_units(raw: pd.DataFrame, gpu_resources: list[str]) -> pd.DataFrame:
 
 
 def _normalise(raw: pd.DataFrame, gpu_resources: list[str]) -> pd.DataFrame:
-    """Resource-hours in billing units, one row per namespace, resource, GPU model and priority class."""
+    """Resource-hours in billing units, one row per namespace, resource, GPU model, priority class and pool."""
     frame = billing_units(raw, gpu_resources)
     return (
         frame.groupby(USAGE_COLUMNS[:-1], as_index=False, sort=True)["quantity"]

@@ -114,6 +114,13 @@ class Prices(_Section):
     priority_classes: dict[str, NonNegative] = {}
 
 
+class ReservedPools(_Section):
+    """Node groups dedicated to a team: it pays their whole capacity, others' use of them is credited to it."""
+
+    node_label: Annotated[str, Field(min_length=1)]  # kube_node_labels label naming a node's pool
+    teams: dict[str, str]  # pool (the label's value) -> the team that reserved it
+
+
 class ClusterConfig(_Section):
     name: Annotated[str, Field(min_length=1)]
     prometheus: PrometheusConfig
@@ -122,6 +129,7 @@ class ClusterConfig(_Section):
     # idle capacity (allocatable that no request covered): unbilled, or shared over the teams in
     # proportion to their cost, as `idle-<resource>` ledger rows, so the ledger adds up to the whole cluster's price
     idle: Literal["unbilled", "share"] = "unbilled"
+    reserved_pools: ReservedPools | None = None
 
 
 class PeopleConfig(_Section):

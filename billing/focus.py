@@ -9,9 +9,11 @@ can fill. How the ledger maps onto FOCUS terms:
 
 * the team charged is the billing account (BillingAccountId/Name);
 * the cluster is the provider, publisher and invoice issuer;
-* the namespace is the resource (ResourceId `<cluster>/<namespace>`);
-  a share of a cluster's idle capacity (`idle-gpu` ledger rows) is a
-  Usage charge of the namespace it is charged to;
+* the namespace is the resource (ResourceId `<cluster>/<namespace>`), or
+  a reserved pool for its capacity rows (`<cluster>/pool:<name>`);
+* ChargeCategory is Usage, but Credit for the credits of a reserved pool's
+  use (negative, no ConsumedQuantity); shared idle capacity is the Usage of
+  the namespace it is charged to;
 * the charge period is the billing day, the billing period its month, both
   as UTC instants of local midnights in the configured time zone;
 * BilledCost, EffectiveCost and ContractedCost are the ledger's cost;
@@ -83,29 +85,38 @@ def _tags(row) -> str:
     return json.dumps({TAG_PREFIX + key: value for key, value in sorted(tags.items())}, ensure_ascii=False)
 
 
+def _base(resource: str) -> str:
+    """cpu, memory or gpu, of any of the ledger's resources (`idle-gpu`, `credit-cpu`, ...)."""
+    return resource.rsplit("-", 1)[-1]
+
+
 def _description(row) -> str:
-    resource = row.resource.removeprefix("idle-")
-    what = RESOURCE_WORDS[resource] + (f" of {row.gpu_model}" if row.gpu_model else "")
-    if resource != row.resource:
-        return f"share of the idle {what} of cluster {row.cluster}, charged to namespace {row.namespace}"
-    return f"{what} requested by namespace {row.namespace} on cluster {row.cluster}"
+    kind = row.resource.removesuffix(_base(row.resource))
+    what = RESOURCE_WORDS[_base(row.resource)] + (f" of {row.gpu_model}" if row.gpu_model else "")
+    return {
+        "": f"{what} requested by namespace {row.namespace} on cluster {row.cluster}",
+        "idle-": f"share of the idle {what} of cluster {row.cluster}, charged to namespace {row.namespace}",
+        "reserved-": f"{what} of the reserved {row.namespace.replace(':', ' ', 1)} on cluster {row.cluster}",
+        "credit-": f"credit for the {what} namespace {row.namespace} used in a reserved pool on cluster {row.cluster}",
+    }[kind]
 
 
 def focus_rows(ledger: pd.DataFrame, zone: ZoneInfo) -> pd.DataFrame:
     """Ledger rows (ledger.read_rows) as FOCUS rows, one for one, in FOCUS_COLUMNS order."""
-    units = ledger["resource"].str.removeprefix("idle-").map(PRICING_UNITS)
+    units = ledger["resource"].map(_base).map(PRICING_UNITS)
+    credit = ledger["resource"].str.startswith("credit-")
     focus = pd.DataFrame(
         {
             "BilledCost": ledger["cost"],
             "BillingAccountId": ledger["team"],
             "BillingAccountName": ledger["team"],
             "BillingCurrency": ledger["currency"],
-            "ChargeCategory": "Usage",
+            "ChargeCategory": credit.map({True: "Credit", False: "Usage"}),
             "ChargeClass": None,  # no row corrects an earlier invoiced period
             "ChargeDescription": [_description(row) for row in ledger.itertuples()],
             "ChargeFrequency": "Usage-Based",
-            "ConsumedQuantity": ledger["quantity"],
-            "ConsumedUnit": units,
+            "ConsumedQuantity": ledger["quantity"].mask(credit),  # FOCUS: only Usage rows consume
+            "ConsumedUnit": units.mask(credit),
             "ContractedCost": ledger["cost"],
             "EffectiveCost": ledger["cost"],
             "InvoiceIssuerName": ledger["cluster"],
@@ -118,7 +129,7 @@ def focus_rows(ledger: pd.DataFrame, zone: ZoneInfo) -> pd.DataFrame:
             "PublisherName": ledger["cluster"],
             "ResourceId": ledger["cluster"] + "/" + ledger["namespace"],
             "ResourceName": ledger["namespace"],
-            "ResourceType": "Namespace",
+            "ResourceType": ledger["resource"].str.startswith("reserved-").map({True: "Reserved pool", False: "Namespace"}),
             "ServiceCategory": "Compute",
             "ServiceName": "Kubernetes",
             "ServiceSubcategory": "Containers",

@@ -18,7 +18,7 @@ from billing.directory import Directory, DirectoryError, directory_from_json, di
 from billing.ledger import latest_directory, open_ledger, replace_day
 from billing.mail import deliver
 from billing.ownership import assign_owners
-from billing.pricing import price, share_idle
+from billing.pricing import price, reserve_pools, share_idle
 from billing.prometheus import prometheus_source
 from billing.render import DayReport, read_report, write_pages
 from billing.summaries import summary_envelopes
@@ -114,9 +114,10 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
     directory, directory_warning = _read_directory(config, ledger)
     ownership = assign_owners(usage["namespace"], directory, config.namespaces)
     rows = price(usage, ownership, {c.name: c.prices for c in config.clusters})
+    pool_rows = reserve_pools(capacity, usage, ownership, config.clusters)
     sharing_idle = [c.name for c in config.clusters if c.idle == "share"]
     idle_rows = share_idle(capacity[capacity["cluster"].isin(sharing_idle)], rows, config.namespaces.unallocated_team)
-    rows = pd.concat([rows, idle_rows], ignore_index=True)
+    rows = pd.concat([rows, pool_rows, idle_rows], ignore_index=True)
 
     snapshot = None if directory_warning else directory_to_json(directory)
     coverage = {c.cluster: c.coverage for c in collected}

@@ -90,6 +90,7 @@ cluster_capacity = Table(  # what each cluster's nodes offered, and what no requ
     Column("cluster", Text, primary_key=True),
     Column("resource", Text, primary_key=True),  # cpu, memory or gpu
     Column("gpu_model", Text, primary_key=True),
+    Column("pool", Text, primary_key=True),  # the reserved pool of the nodes, '' for the rest
     Column("allocatable", Double, nullable=False),  # resource-hours the nodes offered
     Column("requested", Double, nullable=False),  # resource-hours requested by Running pods
     Column("idle", Double, nullable=False),  # allocatable - requested, not below 0
@@ -259,7 +260,7 @@ def incomplete(engine: Engine, first: date, last: date) -> list[tuple[date, str,
 def read_capacity(engine: Engine, day: date) -> pd.DataFrame:
     """Each cluster's capacity of a day (CAPACITY_COLUMNS); no rows for a day run before capacity was kept."""
     query = select(cluster_capacity).where(cluster_capacity.c.day == day).order_by(
-        cluster_capacity.c.cluster, cluster_capacity.c.resource, cluster_capacity.c.gpu_model)
+        cluster_capacity.c.cluster, cluster_capacity.c.pool, cluster_capacity.c.resource, cluster_capacity.c.gpu_model)
     return pd.DataFrame(_fetch(engine, query, "cluster capacity"), columns=["day", *CAPACITY_COLUMNS])[CAPACITY_COLUMNS]
 
 

@@ -28,6 +28,7 @@ from sqlalchemy import Engine
 from billing.formatting import RESOURCE_NAMES, cents, money, quantity
 from billing.ledger import completed, directory_note, incomplete, read_capacity, read_rows
 from billing.mail import Letter
+from billing.pricing import POOL_PREFIX
 
 TREND_DAYS = 30
 TOP_NAMESPACES = 10
@@ -80,7 +81,7 @@ class DayReport:
     unallocated: list[dict]  # cluster, namespace, cost
     directory_note: str = ""  # why the run used the last known directory; shown as a warning
     incomplete: tuple[tuple[str, float], ...] = ()  # (cluster, coverage) with gaps in the day's data
-    # cluster, resource, gpu_model, allocatable, requested, requested_share, idle, idle_cost, idle_charged
+    # cluster, resource, gpu_model, pool, allocatable, requested, requested_share, idle, idle_cost, idle_charged_to
     capacity: tuple[dict, ...] = ()
 
     def team(self, name: str) -> TeamReport:
@@ -106,11 +107,21 @@ def read_report(engine: Engine, day: date, currency: str, unallocated_team: str)
 
 
 def _capacity(capacity: pd.DataFrame, today: pd.DataFrame) -> tuple[dict, ...]:
-    """Capacity rows with the share requested and whether the cluster charged its idle to the teams."""
-    charged = set(today.loc[today["resource"].str.startswith("idle-"), "cluster"])
+    """Capacity rows with the share requested and who paid for the idle: '' nobody, else who."""
+    shared = set(today.loc[today["resource"].str.startswith("idle-"), "cluster"])
+    reserved = today[today["resource"].str.startswith("reserved-")]
+    pool_teams = {(c, ns.removeprefix(POOL_PREFIX)): team
+                  for c, ns, team in zip(reserved["cluster"], reserved["namespace"], reserved["team"])}
+
+    def charged_to(row: dict) -> str:
+        if row["pool"]:
+            team = pool_teams.get((row["cluster"], row["pool"]))
+            return f"to {team} (reserved)" if team else ""
+        return "to teams" if row["cluster"] in shared else ""
+
     return tuple(
         {**row, "requested_share": row["requested"] / row["allocatable"] if row["allocatable"] else None,
-         "idle_charged": row["cluster"] in charged}
+         "idle_charged_to": charged_to(row)}
         for row in capacity.to_dict("records")
     )
 

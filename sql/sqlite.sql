@@ -52,10 +52,11 @@ CREATE TABLE cluster_capacity (
     cluster     TEXT NOT NULL,
     resource    TEXT NOT NULL,              -- cpu, memory or gpu
     gpu_model   TEXT NOT NULL,              -- '' unless resource = 'gpu'
+    pool        TEXT NOT NULL,              -- the reserved pool of the nodes, '' for the rest
     allocatable REAL NOT NULL,              -- resource-hours the nodes offered
     requested   REAL NOT NULL,              -- resource-hours requested by Running pods
     idle        REAL NOT NULL,              -- allocatable - requested, not below 0
     unit_price  REAL NOT NULL,              -- the cluster's price per resource-hour
     idle_cost   REAL NOT NULL,              -- idle * unit_price
-    PRIMARY KEY (day, cluster, resource, gpu_model)
+    PRIMARY KEY (day, cluster, resource, gpu_model, pool)
 );

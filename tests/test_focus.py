@@ -117,3 +117,20 @@ def test_a_discount_is_list_cost_less_billed_cost(tmp_path, write_config):
     row = csv_of(export(config, "--from", str(DAY), "--to", str(DAY))).iloc[0]
     assert (row["ListCost"], row["BilledCost"], row["EffectiveCost"], row["ContractedCost"]) == (24.0, 12.0, 12.0, 12.0)
     assert row["ListUnitPrice"] == 2.40 and row["PricingQuantity"] == 10.0
+
+
+def test_a_reserved_pool_is_usage_and_its_credits_are_credit_rows(tmp_path, write_config):
+    rows = {DAY: [
+        ("jaguar", "pool:robotics-h100", "robotics", None, "reserved-gpu", H100, 192.0, 2.40, 460.80),
+        ("jaguar", "carol", "nlp", "carol", "gpu", H100, 4.0, 2.40, 9.60),
+        ("jaguar", "carol", "robotics", "carol", "credit-gpu", H100, -4.0, 2.40, -9.60),
+    ]}
+    config = str(write_config(database=write_ledger(tmp_path / "pool.db", rows)))
+    focus = csv_of(export(config, "--from", str(DAY), "--to", str(DAY))).set_index("ResourceId")
+    assert focus["BilledCost"].sum() == pytest.approx(460.80)  # nlp's use is paid by nlp, not twice
+    reserved, credit = focus.loc["jaguar/pool:robotics-h100"], focus[focus["ChargeCategory"] == "Credit"].iloc[0]
+    assert reserved["ChargeCategory"] == "Usage" and reserved["ResourceType"] == "Reserved pool"
+    assert reserved["ConsumedQuantity"] == 192.0 and reserved["PricingUnit"] == "GPU-Hours"
+    assert credit["BillingAccountId"] == "robotics" and credit["BilledCost"] == -9.60
+    assert pd.isna(credit["ConsumedQuantity"]) and credit["PricingQuantity"] == -4.0
+    assert "reserved pool" in credit["ChargeDescription"]

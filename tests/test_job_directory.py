@@ -35,6 +35,7 @@ def fixed_usage(monkeypatch):
             "resource": ["cpu"] * 3,
             "gpu_model": [""] * 3,
             "priority_class": [""] * 3,
+            "pool": [""] * 3,
             "quantity": [10.0] * 3,
         }
     )

@@ -30,7 +30,7 @@ owner: uid=alice,ou=people,dc=example,dc=org
 """
 
 # 10 GPU-h at 2.00 and 100 core-h at 0.01 in alice's namespace: 21.00 USD, all robotics
-USAGE = pd.DataFrame([("alice", "gpu", "", "", 10.0), ("alice", "cpu", "", "", 100.0)], columns=USAGE_COLUMNS)
+USAGE = pd.DataFrame([("alice", "gpu", "", "", "", 10.0), ("alice", "cpu", "", "", "", 100.0)], columns=USAGE_COLUMNS)
 
 
 @pytest.fixture

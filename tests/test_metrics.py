@@ -61,7 +61,7 @@ class Gateway:
 
 
 def usage(rows: list[tuple[str, str, str, float]]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=["namespace", "resource", "gpu_model", "quantity"]).assign(priority_class="")
+    return pd.DataFrame(rows, columns=["namespace", "resource", "gpu_model", "quantity"]).assign(priority_class="", pool="")
 
 
 def summary() -> RunSummary:

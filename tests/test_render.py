@@ -195,13 +195,15 @@ def test_unwritable_output_dir_is_one_clear_error(report, tmp_path):
 
 def test_admin_page_shows_capacity_and_whether_idle_was_charged(ledger, tmp_path):
     capacity = pd.DataFrame([
-        # cluster, resource, gpu_model, allocatable, requested, idle, unit_price, idle_cost
-        ("jaguar", "gpu", H100, 192.0, 10.0, 182.0, 2.40, 436.80),
-        ("jaguar", "cpu", "", 1536.0, 110.0, 1426.0, 0.012, 17.112),
-        ("ibis", "gpu", "", 96.0, 4.0, 92.0, 2.95, 271.40),
+        # cluster, resource, gpu_model, pool, allocatable, requested, idle, unit_price, idle_cost
+        ("jaguar", "gpu", H100, "", 192.0, 10.0, 182.0, 2.40, 436.80),
+        ("jaguar", "cpu", "", "", 1536.0, 110.0, 1426.0, 0.012, 17.112),
+        ("jaguar", "gpu", H100, "robotics-h100", 96.0, 24.0, 72.0, 2.40, 172.80),
+        ("ibis", "gpu", "", "", 96.0, 4.0, 92.0, 2.95, 271.40),
     ], columns=CAPACITY_COLUMNS)
-    # ibis shares its idle: its 92 idle GPU-h were charged to bob's namespace
-    rows = frame(ROWS[DAY] + [("ibis", "bob", "vision", "bob", "idle-gpu", "", 92.0, 2.95, 271.40)])
+    # ibis shares its idle: its 92 idle GPU-h were charged to bob's namespace; robotics reserved a pool on jaguar
+    rows = frame(ROWS[DAY] + [("ibis", "bob", "vision", "bob", "idle-gpu", "", 92.0, 2.95, 271.40),
+                              ("jaguar", "pool:robotics-h100", "robotics", None, "reserved-gpu", H100, 96.0, 2.40, 230.40)])
     replace_day(ledger, DAY, rows, "USD", capacity=capacity)
     report = read_report(ledger, DAY, "USD", "unallocated")
     write_pages(report, tmp_path / "out")
@@ -211,6 +213,8 @@ def test_admin_page_shows_capacity_and_whether_idle_was_charged(ledger, tmp_path
         ["ibis", "GPU (no model label)", "96.00 GPU-h", "4.00 GPU-h", "4.2 %", "92.00 GPU-h", "271.40 USD", "to teams"],
         ["jaguar", "CPU", "1,536.00 core-h", "110.00 core-h", "7.2 %", "1,426.00 core-h", "17.11 USD", "no"],
         ["jaguar", f"GPU {H100}", "192.00 GPU-h", "10.00 GPU-h", "5.2 %", "182.00 GPU-h", "436.80 USD", "no"],
+        ["jaguar pool robotics-h100", f"GPU {H100}", "96.00 GPU-h", "24.00 GPU-h", "25.0 %", "72.00 GPU-h",
+         "172.80 USD", "to robotics (reserved)"],
     ]
     vision = read_page((tmp_path / "out" / DAY.isoformat() / "teams" / "vision.html").read_text())
     assert ["ibis", "Idle GPU", "92.00 GPU-h", "271.40 USD"] in vision.tables["team-usage"]

@@ -309,7 +309,7 @@ def fixed_usage(monkeypatch):
     """10 core-hours in alice's namespace and in team-vision's."""
     usage = pd.DataFrame(
         {"namespace": ["alice", "team-vision"], "resource": ["cpu"] * 2, "gpu_model": [""] * 2,
-         "priority_class": [""] * 2, "quantity": [10.0] * 2}
+         "priority_class": [""] * 2, "pool": [""] * 2, "quantity": [10.0] * 2}
     )
     monkeypatch.setattr(billing.job, "collect_cluster", lambda cluster, *_: ClusterUsage(cluster.name, usage, 2, 1, 1.0))
     monkeypatch.setattr(billing.job, "collect_allocatable", lambda *args: pd.DataFrame(columns=ALLOCATABLE_COLUMNS))

@@ -1,4 +1,4 @@
-"""Capacity and discounts: table cluster_capacity, and chargeback.list_cost.
+"""Capacity, reserved pools and discounts: table cluster_capacity, and chargeback.list_cost.
 
 A ledger written before discounts existed paid list prices, so its rows'
 list_cost is their cost.
@@ -26,6 +26,7 @@ def upgrade() -> None:
         sa.Column("cluster", sa.Text, primary_key=True),
         sa.Column("resource", sa.Text, primary_key=True),
         sa.Column("gpu_model", sa.Text, primary_key=True),
+        sa.Column("pool", sa.Text, primary_key=True),
         sa.Column("allocatable", sa.Double, nullable=False),
         sa.Column("requested", sa.Double, nullable=False),
         sa.Column("idle", sa.Double, nullable=False),
