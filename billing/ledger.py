@@ -71,6 +71,10 @@ directory_snapshots = Table(  # the directory of the last successful run, for `o
 )
 
 LEDGER_COLUMNS = [c.name for c in chargeback.columns]
+NAME_COLUMNS = ["cluster", "namespace", "team", "owner", "gpu_model"]
+# Kubernetes' longest names (DNS subdomains); far longer ones are not real names, and PostgreSQL
+# could not index them anyway (a key entry must fit in a third of a page).
+LONGEST_NAME = 253
 
 
 class LedgerError(Exception):
@@ -82,9 +86,13 @@ def _where(engine: Engine) -> str:
 
 
 def open_ledger(url: str) -> Engine:
-    """An engine on the ledger database, with its tables created if missing."""
+    """An engine on the ledger database, with its tables created if missing.
+
+    Connections are checked before use: a database restarted while the job
+    collected for an hour must not fail the write with a stale connection.
+    """
     try:
-        engine = create_engine(url)
+        engine = create_engine(url, pool_pre_ping=True)
     except (SQLAlchemyError, ValueError, ImportError) as exc:
         raise LedgerError(f"config key database: cannot use {url.split('@')[-1]!r} ({exc})") from None
     try:
@@ -94,12 +102,15 @@ def open_ledger(url: str) -> Engine:
     except OSError as exc:
         raise LedgerError(f"{_where(engine)}: cannot create its directory ({exc.strerror})") from None
     except SQLAlchemyError as exc:
-        raise LedgerError(f"{_where(engine)} is unreachable or refused the schema: {_cause(exc)}") from None
+        raise LedgerError(f"{_where(engine)}: opening the ledger failed: {_cause(exc)}") from None
     return engine
 
 
 def _cause(exc: SQLAlchemyError) -> str:
-    return str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+    cause = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+    if cause == "database is locked":  # SQLite's busy timeout (5 s unless the URL says ?timeout=) ran out
+        cause += " (another process held the database longer than the busy timeout; ?timeout=SECONDS on the URL waits longer)"
+    return cause
 
 
 def _serialise_runs_of(conn: Connection, day: date) -> None:
@@ -121,6 +132,7 @@ def replace_day(
     transaction, so only a run that succeeded leaves one behind;
     `directory_note` records why a run used the last known directory instead.
     """
+    _refuse_long_names(engine, day, rows)
     computed_at = datetime.now(timezone.utc)
     records = rows.assign(day=day, currency=currency, computed_at=computed_at)[LEDGER_COLUMNS]
     values = records.astype(object).to_dict("records")
@@ -144,6 +156,19 @@ def replace_day(
     except SQLAlchemyError as exc:
         raise LedgerError(f"{_where(engine)}: writing {day} failed, previous rows kept: {_cause(exc)}") from None
     return len(values)
+
+
+def _refuse_long_names(engine: Engine, day: date, rows: pd.DataFrame) -> None:
+    """The same clear error on SQLite and PostgreSQL for a name no Kubernetes object can have."""
+    for column in NAME_COLUMNS:
+        names = rows[column].dropna().astype(str)
+        long = names[names.str.len() > LONGEST_NAME]
+        if len(long):
+            name = long.iloc[0]
+            raise LedgerError(
+                f"{_where(engine)}: not writing {day}, previous rows kept: the {column} {name[:40]!r}… has "
+                f"{len(name)} characters, more than the {LONGEST_NAME} of any Kubernetes name"
+            )
 
 
 def read_rows(engine: Engine, first: date, last: date, team: str | None = None) -> pd.DataFrame:
