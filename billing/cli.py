@@ -18,19 +18,22 @@ from datetime import date
 import click
 
 from billing.prometheus import PrometheusError
+from billing.check import check_all, check_config
 from billing.config import Config, ConfigError, config_path, load_config
 from billing.days import days_between, yesterday
 from billing.directory import DirectoryError
-from billing.job import render_day, run_day
-from billing.ledger import LedgerError
+from billing.job import IncompleteDayError, render_day, run_day
+from billing.ledger import LedgerError, open_ledger, upgrade_schema
 from billing.mail import MailError
 from billing.render import RenderError
 from billing.logs import configure_logging
 from billing.metrics import push_run_metrics
+from billing.report import GROUPINGS, ReportError, Subject, build_report, known_names, report_range
+from billing.report_formats import FORMATS, notices
 
 log = logging.getLogger("billing")
 
-RUN_FAILURES = (PrometheusError, DirectoryError, LedgerError, RenderError, MailError)
+RUN_FAILURES = (IncompleteDayError, PrometheusError, DirectoryError, LedgerError, RenderError, MailError)
 
 
 def _fail(status: int, message: str, at_once: bool = False) -> None:
@@ -73,7 +76,7 @@ def _guarded(command):
         signal.signal(signal.SIGTERM, _raise_terminated)
         try:
             return command(*args, **kwargs)
-        except ConfigError as exc:
+        except (ConfigError, ReportError) as exc:
             _fail(2, str(exc))
         except RUN_FAILURES as exc:
             _fail(1, str(exc))
@@ -88,6 +91,14 @@ def _guarded(command):
 
     return wrapper
 
+
+coverage_option = click.option(
+    "--require-coverage",
+    type=click.FloatRange(0, 1),
+    default=0.0,
+    show_default=True,
+    help="Fail instead of billing a day whose kube-state-metrics data covers less than this share (e.g. 0.99).",
+)
 
 config_option = click.option(
     "--config",
@@ -127,15 +138,23 @@ def _date(ctx, param, value: str | None) -> date | None:
 )
 @click.version_option(package_name="billing")
 def main(verbose: bool, log_format: str) -> None:
-    """GPU/CPU chargeback for shared Kubernetes clusters."""
+    """GPU/CPU chargeback for shared Kubernetes clusters.
+
+    Examples: bill yesterday, then show what a team spent this month.
+
+    \b
+        billing run --config /etc/billing/billing.yaml
+        billing report --team robotics --config /etc/billing/billing.yaml
+    """
     configure_logging(verbose, log_format)
 
 
 @main.command()
 @click.option("--date", "day", callback=_date, help="Billing day YYYY-MM-DD (default: yesterday, local time).")
+@coverage_option
 @config_option
 @_guarded
-def run(day: date | None, config_file: str | None) -> None:
+def run(day: date | None, require_coverage: float, config_file: str | None) -> None:
     """Bill one day: collect, price, write the ledger, reports and emails.
 
     Re-running a day replaces its rows. Example:
@@ -144,7 +163,7 @@ def run(day: date | None, config_file: str | None) -> None:
     """
     config = _config(config_file)
     started = time.monotonic()
-    summary = run_day(config, day or yesterday(config.zone))
+    summary = run_day(config, day or yesterday(config.zone), require_coverage)
     if config.metrics.pushgateway:
         push_run_metrics(config.metrics, summary, config.currency, time.monotonic() - started)
     _fail_if_undelivered(list(summary.undelivered))
@@ -159,9 +178,10 @@ def _fail_if_undelivered(undelivered: list[str]) -> None:
 @main.command()
 @click.option("--from", "first", callback=_date, required=True, help="First day, YYYY-MM-DD.")
 @click.option("--to", "last", callback=_date, required=True, help="Last day, YYYY-MM-DD (inclusive).")
+@coverage_option
 @config_option
 @_guarded
-def backfill(first: date, last: date, config_file: str | None) -> None:
+def backfill(first: date, last: date, require_coverage: float, config_file: str | None) -> None:
     """Run every day of an inclusive range, oldest first.
 
     Example:
@@ -174,13 +194,36 @@ def backfill(first: date, last: date, config_file: str | None) -> None:
     days = days_between(first, last)
     if sys.stderr.isatty():
         with click.progressbar(days, label="billing", file=sys.stderr, item_show_func=lambda d: d and str(d)) as bar:
-            undelivered = [failure for day in bar for failure in run_day(config, day).undelivered]
+            undelivered = [failure for day in bar for failure in run_day(config, day, require_coverage).undelivered]
     else:
         undelivered = []
         for number, day in enumerate(days, 1):
             log.info("backfill: day %d of %d", number, len(days))
-            undelivered += run_day(config, day).undelivered
+            undelivered += run_day(config, day, require_coverage).undelivered
     _fail_if_undelivered(undelivered)
+
+
+@main.group()
+def db() -> None:
+    """The ledger database's schema."""
+
+
+@db.command()
+@config_option
+@_guarded
+def upgrade(config_file: str | None) -> None:
+    """Apply pending schema migrations to the ledger database.
+
+    Run it after installing a new version of billing, before `billing run`.
+    Example:
+
+        billing db upgrade --config /etc/billing/billing.yaml
+    """
+    before, after = upgrade_schema(_config(config_file).database)
+    if before == after:
+        click.echo(f"the ledger schema is already at revision {after}")
+    else:
+        click.echo(f"the ledger schema went from revision {before or 'none'} to {after}")
 
 
 @main.command()
@@ -196,3 +239,104 @@ def render(day: date | None, config_file: str | None) -> None:
     """
     config = _config(config_file)
     render_day(config, day or yesterday(config.zone))
+
+
+def _subject(team: str | None, person: str | None, all_teams: bool) -> Subject:
+    chosen = []
+    if team is not None:
+        chosen.append(Subject("team", team))
+    if person is not None:
+        chosen.append(Subject("person", person))
+    if all_teams:
+        chosen.append(Subject("all"))
+    if len(chosen) != 1:
+        raise click.UsageError("give exactly one of --team, --person and --all-teams")
+    return chosen[0]
+
+
+def _complete_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """Shell completion of --team and --person from the ledger; nothing when it cannot be read."""
+    try:
+        config = _config(ctx.params.get("config_file"))
+        names = known_names(open_ledger(config.database), param.name)
+    except (ConfigError, LedgerError):
+        return []
+    return [name for name in names if name.startswith(incomplete)]
+
+
+@main.command()
+@click.option("--team", shell_complete=_complete_names, help="The team whose spending to show.")
+@click.option(
+    "--person", shell_complete=_complete_names, help="A person (uid): their own namespaces, across all their teams."
+)
+@click.option("--all-teams", is_flag=True, help="Every team.")
+@click.option("--from", "first", callback=_date, help="First day, YYYY-MM-DD (default: first day of the month).")
+@click.option("--to", "last", callback=_date, help="Last day, YYYY-MM-DD, inclusive (default: yesterday).")
+@click.option("--format", "form", type=click.Choice(list(FORMATS)), default="table", show_default=True)
+@click.option(
+    "--by",
+    type=click.Choice(list(GROUPINGS)),
+    help="Sum per person, namespace, ... (default for table and html: namespace, or team with --all-teams; "
+    "csv and json without --by give the ledger rows).",
+)
+@click.option("--output", type=click.Path(dir_okay=False, writable=True), help="Write to this file, not stdout.")
+@config_option
+@_guarded
+def report(
+    team: str | None,
+    person: str | None,
+    all_teams: bool,
+    first: date | None,
+    last: date | None,
+    form: str,
+    by: str | None,
+    output: str | None,
+    config_file: str | None,
+) -> None:
+    """What a team or a person spent, from the ledger.
+
+    Days in the range that were never billed are listed (on stderr for table
+    and csv), never counted as zero. Examples:
+
+    \b
+        billing report --team robotics
+        billing report --team robotics --from 2026-01-01 --to 2026-12-31 --by person
+        billing report --person alice --format csv --output alice.csv
+        billing report --all-teams --format html --output teams.html
+    """
+    subject = _subject(team, person, all_teams)
+    config = _config(config_file)
+    first, last = report_range(config.zone, first, last)
+    if by is None and form in ("table", "html"):
+        by = "team" if subject.kind == "all" else "namespace"
+    answer = build_report(open_ledger(config.database), subject, first, last, by, config.currency)
+    if form != "json":
+        for notice in notices(answer):
+            click.echo(f"billing: {notice}", err=True)
+    text = FORMATS[form](answer)
+    try:
+        with click.open_file(output or "-", "w", encoding="utf-8") as stream:
+            stream.write(text)
+    except OSError as exc:
+        raise click.BadParameter(f"cannot write {output}: {exc.strerror}", param_hint="--output") from None
+
+
+@main.command()
+@config_option
+@_guarded
+def check(config_file: str | None) -> None:
+    """Validate the config and reach every dependency, one line each.
+
+    Exit status 1 if any dependency fails, 2 if the config is invalid. Example:
+
+    \b
+        billing check --config /etc/billing/billing.yaml
+    """
+    config, probe = check_config(config_path(config_file))
+    click.echo(probe.line())
+    failures = 0
+    for probe in check_all(config):
+        click.echo(probe.line())
+        failures += not probe.ok
+    if failures:
+        sys.exit(1)

@@ -64,6 +64,7 @@ class ClusterUsage:
     usage: pd.DataFrame  # USAGE_COLUMNS; resource is cpu, memory or gpu
     pods: int  # distinct pods seen Running during the day
     queries: int
+    coverage: float  # share of the day's instants at which kube-state-metrics data was there
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,11 @@ sum by (namespace, node, resource) (
         matcher = f"node=~{quote('|'.join(re.escape(n) for n in nodes))}"
         return f"group by (uid) (max_over_time({self.pod_node(nodes=matcher)}[{self.raw}]))"
 
+    def covered_instants(self) -> str:
+        """At how many of the chunk's instants any kube-state-metrics series was visible:
+        fewer than all means Prometheus did not scrape it for a while, and pods then were not seen."""
+        return f"count_over_time(count({self.node_labels})[{self.instants}:{self.step}])"
+
     def running_pods(self) -> str:
         """The uids of pods Running in the chunk, for the log's pod count."""
         return f"group by (uid) (max_over_time({self.running()}[{self.instants}]) == 1)"
@@ -205,6 +211,8 @@ class _ChunkResult:
     usage: pd.DataFrame  # namespace, resource, gpu_model, quantity (resource as KSM names it)
     pods: frozenset[str]
     queries: int
+    covered: int  # instants with kube-state-metrics data
+    instants: int
 
 
 def _uids(answer: list[dict]) -> frozenset[str]:
@@ -221,7 +229,8 @@ def _chunk_usage(source: PrometheusSource, cluster: ClusterConfig, gpu_resources
         node_models.setdefault(labels.get("node", ""), set()).add(labels.get(queries.gpu_label, ""))
     relabelled = sorted(node for node, found in node_models.items() if len(found) > 1)
     exact_pods = _uids(source.instant(queries.resized(), at))
-    asked = 3
+    covered = sum(int(float(series["value"][1])) for series in source.instant(queries.covered_instants(), at))
+    asked = 4
     if relabelled:
         exact_pods |= _uids(source.instant(queries.pods_on(relabelled), at))
         asked += 1
@@ -244,7 +253,8 @@ def _chunk_usage(source: PrometheusSource, cluster: ClusterConfig, gpu_resources
                 rows.append((labels.get("namespace", ""), labels.get("resource", ""),
                              labels.get(queries.gpu_label, ""), total))
             asked += 1
-    return _ChunkResult(_hours(rows, chunk.step), running, asked)
+    instants = (chunk.end - chunk.start) // chunk.step
+    return _ChunkResult(_hours(rows, chunk.step), running, asked, covered, instants)
 
 
 def _hours(rows: list[tuple[str, str, str, float]], step: int) -> pd.DataFrame:
@@ -269,6 +279,7 @@ def collect_cluster(
         usage=_normalise(raw, gpu_resources),
         pods=len(frozenset().union(*(r.pods for r in results))),
         queries=sum(r.queries for r in results),
+        coverage=sum(r.covered for r in results) / sum(r.instants for r in results),
     )
 
 

@@ -67,7 +67,23 @@ def _read_directory(config: Config, ledger: Engine) -> tuple[Directory, str]:
         return directory_from_json(content), warning
 
 
-def run_day(config: Config, day: date) -> RunSummary:
+class IncompleteDayError(Exception):
+    """A cluster's data has gaps beyond what --require-coverage accepts."""
+
+
+def _check_coverage(collected: list[ClusterUsage], day: date, required: float) -> None:
+    for usage in collected:
+        if usage.coverage < 1:
+            log.warning("cluster %s: kube-state-metrics data is missing for %.1f%% of %s; pods then are not billed",
+                        usage.cluster, 100 * (1 - usage.coverage), day)
+        if usage.coverage < required:
+            raise IncompleteDayError(
+                f"cluster {usage.cluster}: kube-state-metrics data covers only {usage.coverage:.1%} of {day}, "
+                f"below the required {required:.1%}; the ledger keeps its previous rows"
+            )
+
+
+def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSummary:
     """Bill one day; every data source is read before the ledger is touched."""
     check_output_dir(Path(config.output_dir))
     ledger = open_ledger(config.database)
@@ -82,6 +98,7 @@ def run_day(config: Config, day: date) -> RunSummary:
         usage = collect_cluster(cluster, period, int(config.step), config.gpu_resources, source)
         _log_cluster(usage)
         collected.append(usage)
+    _check_coverage(collected, day, require_coverage)
     usage = pd.concat([c.usage.assign(cluster=c.cluster) for c in collected], ignore_index=True)
 
     directory, directory_warning = _read_directory(config, ledger)
@@ -89,7 +106,10 @@ def run_day(config: Config, day: date) -> RunSummary:
     rows = price(usage, ownership, {c.name: c.prices for c in config.clusters})
 
     snapshot = None if directory_warning else directory_to_json(directory)
-    written = replace_day(ledger, day, rows, config.currency, snapshot=snapshot, directory_note=directory_warning)
+    coverage = {c.cluster: c.coverage for c in collected}
+    written = replace_day(
+        ledger, day, rows, config.currency, snapshot=snapshot, directory_note=directory_warning, coverage=coverage
+    )
     total = float(rows["cost"].sum())
     log.info(
         "%s: %d ledger rows, total cost %.2f %s", day, written, total, config.currency,

@@ -22,6 +22,7 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    Select,
     Table,
     Text,
     create_engine,
@@ -31,6 +32,8 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.exc import SQLAlchemyError
+
+from billing import migrate
 
 metadata = MetaData()
 
@@ -70,6 +73,15 @@ directory_snapshots = Table(  # the directory of the last successful run, for `o
     Column("content", Text, nullable=False),  # JSON, opaque to the ledger
 )
 
+cluster_days = Table(  # how complete each cluster's data of a day was (data gaps)
+    "cluster_days",
+    metadata,
+    Column("day", Date, primary_key=True),
+    Column("cluster", Text, primary_key=True),
+    # share of the day's instants at which kube-state-metrics data was there; below 1 the day is incomplete
+    Column("coverage", Double, nullable=False),
+)
+
 LEDGER_COLUMNS = [c.name for c in chargeback.columns]
 NAME_COLUMNS = ["cluster", "namespace", "team", "owner", "gpu_model"]
 # Kubernetes' longest names (DNS subdomains); far longer ones are not real names, and PostgreSQL
@@ -85,25 +97,50 @@ def _where(engine: Engine) -> str:
     return f"database {engine.url.render_as_string(hide_password=True)}"
 
 
-def open_ledger(url: str) -> Engine:
-    """An engine on the ledger database, with its tables created if missing.
-
-    Connections are checked before use: a database restarted while the job
-    collected for an hour must not fail the write with a stale connection.
-    """
+def _engine(url: str) -> Engine:
+    """Connections are checked before use: a database restarted while the job
+    collected for an hour must not fail the write with a stale connection."""
     try:
         engine = create_engine(url, pool_pre_ping=True)
     except (SQLAlchemyError, ValueError, ImportError) as exc:
         raise LedgerError(f"config key database: cannot use {url.split('@')[-1]!r} ({exc})") from None
-    try:
-        if engine.url.get_backend_name() == "sqlite" and engine.url.database not in (None, "", ":memory:"):
+    if engine.url.get_backend_name() == "sqlite" and engine.url.database not in (None, "", ":memory:"):
+        try:
             Path(engine.url.database).parent.mkdir(parents=True, exist_ok=True)  # like output_dir
-        metadata.create_all(engine)
-    except OSError as exc:
-        raise LedgerError(f"{_where(engine)}: cannot create its directory ({exc.strerror})") from None
+        except OSError as exc:
+            raise LedgerError(f"{_where(engine)}: cannot create its directory ({exc.strerror})") from None
+    return engine
+
+
+def open_ledger(url: str) -> Engine:
+    """An engine on the ledger database at the schema this billing needs.
+
+    A new, empty database gets the schema; one at an older schema revision is
+    left alone with the advice to run `billing db upgrade`.
+    """
+    engine = _engine(url)
+    try:
+        with engine.connect() as conn:
+            empty, current = migrate.is_empty(conn), migrate.current_revision(conn)
+        if empty:
+            migrate.upgrade(engine)
+        elif current != migrate.head_revision():
+            raise LedgerError(
+                f"{_where(engine)} has ledger schema revision {current or 'none'}, this billing needs "
+                f"{migrate.head_revision()}: run `billing db upgrade` first"
+            )
     except SQLAlchemyError as exc:
         raise LedgerError(f"{_where(engine)}: opening the ledger failed: {_cause(exc)}") from None
     return engine
+
+
+def upgrade_schema(url: str) -> tuple[str | None, str]:
+    """Apply pending migrations; (from, to) revisions."""
+    engine = _engine(url)
+    try:
+        return migrate.upgrade(engine)
+    except SQLAlchemyError as exc:
+        raise LedgerError(f"{_where(engine)}: upgrading the schema failed, nothing changed: {_cause(exc)}") from None
 
 
 def _cause(exc: SQLAlchemyError) -> str:
@@ -124,13 +161,20 @@ def _serialise_runs_of(conn: Connection, day: date) -> None:
 
 
 def replace_day(
-    engine: Engine, day: date, rows: pd.DataFrame, currency: str, snapshot: str | None = None, directory_note: str = ""
+    engine: Engine,
+    day: date,
+    rows: pd.DataFrame,
+    currency: str,
+    snapshot: str | None = None,
+    directory_note: str = "",
+    coverage: dict[str, float] | None = None,
 ) -> int:
     """Replace the day's rows in one transaction; return how many were written.
 
     `snapshot`, the directory the run read, replaces the stored one in the same
     transaction, so only a run that succeeded leaves one behind;
-    `directory_note` records why a run used the last known directory instead.
+    `directory_note` records why a run used the last known directory instead;
+    `coverage` is each cluster's share of the day with kube-state-metrics data.
     """
     _refuse_long_names(engine, day, rows)
     computed_at = datetime.now(timezone.utc)
@@ -150,6 +194,9 @@ def replace_day(
                     day=day, completed_at=computed_at, rows=len(values), directory_note=directory_note
                 )
             )
+            conn.execute(delete(cluster_days).where(cluster_days.c.day == day))
+            if coverage:
+                conn.execute(insert(cluster_days), [{"day": day, "cluster": c, "coverage": v} for c, v in coverage.items()])
             if snapshot is not None:
                 conn.execute(delete(directory_snapshots))
                 conn.execute(insert(directory_snapshots).values(taken_at=computed_at, content=snapshot))
@@ -171,50 +218,59 @@ def _refuse_long_names(engine: Engine, day: date, rows: pd.DataFrame) -> None:
             )
 
 
+def _fetch(engine: Engine, query, what: str) -> list:
+    """All rows of a query; a failure is one sentence naming the database and what was read."""
+    try:
+        with engine.connect() as conn:
+            return conn.execute(query).all()
+    except SQLAlchemyError as exc:
+        raise LedgerError(f"{_where(engine)}: reading {what} failed: {_cause(exc)}") from None
+
+
 def read_rows(engine: Engine, first: date, last: date, team: str | None = None) -> pd.DataFrame:
     """Ledger rows of a date range (inclusive), optionally of one team."""
     query = select(chargeback).where(chargeback.c.day.between(first, last))
     if team is not None:
         query = query.where(chargeback.c.team == team)
-    try:
-        with engine.connect() as conn:
-            frame = pd.DataFrame(conn.execute(query).mappings().all(), columns=LEDGER_COLUMNS)
-    except SQLAlchemyError as exc:
-        raise LedgerError(f"{_where(engine)}: reading the ledger failed: {_cause(exc)}") from None
+    frame = pd.DataFrame(_fetch(engine, query, "the ledger"), columns=LEDGER_COLUMNS)
     frame["day"] = pd.to_datetime(frame["day"]).dt.date
     return frame
+
+
+def fetch(engine: Engine, query: Select) -> list[dict]:
+    """The rows of a read-only query as dicts (column label -> value), for report queries."""
+    return [dict(row._mapping) for row in _fetch(engine, query, "the ledger")]
 
 
 def completed(engine: Engine, first: date, last: date) -> set[date]:
     """The days in the range that a run completed."""
     query = select(completed_days.c.day).where(completed_days.c.day.between(first, last))
-    try:
-        with engine.connect() as conn:
-            return set(conn.execute(query).scalars())
-    except SQLAlchemyError as exc:
-        raise LedgerError(f"{_where(engine)}: reading completed days failed: {_cause(exc)}") from None
+    return {row.day for row in _fetch(engine, query, "completed days")}
+
+
+def incomplete(engine: Engine, first: date, last: date) -> list[tuple[date, str, float]]:
+    """(day, cluster, coverage) of every cluster-day in the range with gaps in its data."""
+    query = (
+        select(cluster_days)
+        .where(cluster_days.c.day.between(first, last), cluster_days.c.coverage < 1)
+        .order_by(cluster_days.c.day, cluster_days.c.cluster)
+    )
+    return [(row.day, row.cluster, row.coverage) for row in _fetch(engine, query, "data coverage")]
 
 
 def latest_directory(engine: Engine) -> tuple[datetime, str] | None:
     """(taken_at in UTC, content) of the stored directory snapshot, if any run left one."""
     query = select(directory_snapshots).order_by(directory_snapshots.c.taken_at.desc()).limit(1)
-    try:
-        with engine.connect() as conn:
-            row = conn.execute(query).first()
-    except SQLAlchemyError as exc:
-        raise LedgerError(f"{_where(engine)}: reading the stored directory failed: {_cause(exc)}") from None
-    if row is None:
+    rows = _fetch(engine, query, "the stored directory")
+    if not rows:
         return None
-    taken_at = row.taken_at  # SQLite hands it back naive (it stored UTC); PostgreSQL in the session's zone
+    taken_at = rows[0].taken_at  # SQLite hands it back naive (it stored UTC); PostgreSQL in the session's zone
     taken_at = taken_at.replace(tzinfo=timezone.utc) if taken_at.tzinfo is None else taken_at.astimezone(timezone.utc)
-    return taken_at, row.content
+    return taken_at, rows[0].content
 
 
 def directory_note(engine: Engine, day: date) -> str:
     """Why the day's run used the last known directory; '' if it read the live one (or never ran)."""
     query = select(completed_days.c.directory_note).where(completed_days.c.day == day)
-    try:
-        with engine.connect() as conn:
-            return conn.execute(query).scalar() or ""
-    except SQLAlchemyError as exc:
-        raise LedgerError(f"{_where(engine)}: reading the run of {day} failed: {_cause(exc)}") from None
+    rows = _fetch(engine, query, f"the run of {day}")
+    return rows[0].directory_note if rows else ""

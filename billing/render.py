@@ -27,7 +27,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from sqlalchemy import Engine
 
 from billing.formatting import RESOURCE_NAMES, cents, money, quantity
-from billing.ledger import completed, directory_note, read_rows
+from billing.ledger import completed, directory_note, incomplete, read_rows
 from billing.mail import Letter
 
 TREND_DAYS = 30
@@ -78,6 +78,7 @@ class DayReport:
     top_namespaces: list[dict]  # cluster, namespace, teams, cost
     unallocated: list[dict]  # cluster, namespace, cost
     directory_note: str = ""  # why the run used the last known directory; shown as a warning
+    incomplete: tuple[tuple[str, float], ...] = ()  # (cluster, coverage) with gaps in the day's data
 
     def team(self, name: str) -> TeamReport:
         return next(t for t in self.teams if t.team == name)
@@ -95,7 +96,8 @@ def read_report(engine: Engine, day: date, currency: str, unallocated_team: str)
     if day not in runs:
         raise RenderError(f"the ledger records no run of {day}; run `billing run --date {day}` first")
     report = summarize(read_rows(engine, first, day), runs, day, currency, unallocated_team)
-    return replace(report, directory_note=directory_note(engine, day))
+    gaps = tuple((cluster, coverage) for _, cluster, coverage in incomplete(engine, day, day))
+    return replace(report, directory_note=directory_note(engine, day), incomplete=gaps)
 
 
 def slug(name: str) -> str:

@@ -34,3 +34,12 @@ CREATE TABLE directory_snapshots (
     taken_at DATETIME NOT NULL PRIMARY KEY,
     content  TEXT NOT NULL
 );
+
+-- How complete each cluster's data of a day was: the share of the day's instants at which
+-- kube-state-metrics series were there. Below 1 Prometheus had a gap, and the day is incomplete.
+CREATE TABLE cluster_days (
+    day      DATE NOT NULL,
+    cluster  TEXT NOT NULL,
+    coverage REAL NOT NULL,
+    PRIMARY KEY (day, cluster)
+);

@@ -53,17 +53,20 @@ def test_queries_carry_the_cluster_selector_and_quote_values():
 class FakePrometheus:
     """Answers by the kind of query; records what was asked."""
 
-    def __init__(self, fast=(), models=(), resized=(), on_nodes=(), exact=()):
+    def __init__(self, fast=(), models=(), resized=(), on_nodes=(), exact=(), covered=360):
+        self.covered = covered
         self.answers = {"fast": list(fast), "models": list(models), "resized": list(resized),
                         "on_nodes": list(on_nodes), "exact": list(exact)}
         self.asked: list[tuple[str, str]] = []
 
     def instant(self, query: str, at: float) -> list[dict]:
-        kind = ("resized" if "changes(" in query else "models" if query.startswith("max by (node")
+        kind = ("covered" if query.startswith("count_over_time(") else "resized" if "changes(" in query else "models" if query.startswith("max by (node")
                 else "on_nodes" if "node=~" in query else "pods" if query.startswith("group by (uid)") else "fast")
         self.asked.append((kind, query))
         if kind == "pods":
             return [{"metric": {"uid": "u1"}, "value": [at, "1"]}]
+        if kind == "covered":
+            return [{"metric": {}, "value": [at, str(self.covered)]}] if self.covered else []
         return self.answers[kind]
 
     def range(self, query: str, start: float, end: float, step: float) -> list[dict]:
@@ -102,7 +105,14 @@ def test_fast_path_turns_instants_into_hours_and_nodes_into_models():
     }
     assert result.pods == 1
     assert "exact" not in source.kinds()
-    assert result.queries == 16
+    assert result.queries == 4 * 5
+    assert result.coverage == 1.0
+
+
+@pytest.mark.parametrize("covered, coverage", [(300, 300 / 360), (0, 0.0)])
+def test_coverage_is_the_share_of_instants_with_data(covered, coverage):
+    result = collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], FakePrometheus(covered=covered))
+    assert result.coverage == pytest.approx(coverage)
 
 
 def test_resized_pods_are_left_out_of_the_fast_query_and_evaluated_exactly():

@@ -138,7 +138,7 @@ def test_the_cronjob_runs_billing_run_with_the_config_the_configmap_mounts(monke
     asked = []
     config = load_config_with_secrets(monkeypatch).model_copy(update={"metrics": MetricsConfig()})
     monkeypatch.setattr(billing.cli, "_config", lambda config_file: asked.append(config_file) or config)
-    monkeypatch.setattr(billing.cli, "run_day", lambda config, day: asked.append(day) or SimpleNamespace(undelivered=()))
+    monkeypatch.setattr(billing.cli, "run_day", lambda config, day, require_coverage: asked.append(day) or SimpleNamespace(undelivered=()))
     result = CliRunner().invoke(billing.cli.main, args)
     assert result.exit_code == 0, result.output
     assert asked[0] == "/etc/billing/billing.yaml"

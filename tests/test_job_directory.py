@@ -36,7 +36,7 @@ def fixed_usage(monkeypatch):
             "quantity": [10.0] * 3,
         }
     )
-    monkeypatch.setattr(billing.job, "collect_cluster", lambda cluster, *_: ClusterUsage(cluster.name, usage, 3, 1))
+    monkeypatch.setattr(billing.job, "collect_cluster", lambda cluster, *_: ClusterUsage(cluster.name, usage, 3, 1, 1.0))
 
 
 # alice leads robotics (from the reports' job test) and is on vision too

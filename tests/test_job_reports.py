@@ -34,7 +34,7 @@ USAGE = pd.DataFrame([("alice", "gpu", "", 10.0), ("alice", "cpu", "", 100.0)], 
 
 @pytest.fixture
 def config(tmp_path, monkeypatch):
-    monkeypatch.setattr(billing.job, "collect_cluster", lambda cluster, *args: ClusterUsage(cluster.name, USAGE, 1, 0))
+    monkeypatch.setattr(billing.job, "collect_cluster", lambda cluster, *args: ClusterUsage(cluster.name, USAGE, 1, 0, 1.0))
     (tmp_path / "directory.ldif").write_text(LDIF)
     settings = {
         "database": f"sqlite:///{tmp_path / 'ledger.db'}",

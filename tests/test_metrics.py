@@ -76,8 +76,9 @@ def summary() -> RunSummary:
         ]),
         pods=3,
         queries=8,
+        coverage=1.0,
     )
-    ibis = ClusterUsage("ibis", usage([("bob", "cpu", "", 10.0), ("bob", "memory", "", 40.0)]), pods=1, queries=8)
+    ibis = ClusterUsage("ibis", usage([("bob", "cpu", "", 10.0), ("bob", "memory", "", 40.0)]), pods=1, queries=8, coverage=1.0)
     # jaguar: 24 GPU-h x 2.40 + 2.5 GPU-h x 1.10 + 100 core-h x 0.012 + 512 GiB-h x 0.0015 = 62.318
     # ibis: 10 core-h x 0.034 + 40 GiB-h x 0.0045 = 0.52
     return RunSummary(date(2026, 11, 20), 7, 62.838, [jaguar, ibis], {"jaguar": 62.318, "ibis": 0.52})
@@ -155,7 +156,7 @@ def config_file(write_config, tmp_path):
 
 def test_billing_run_pushes_after_a_successful_day(config_file, monkeypatch):
     days = []
-    monkeypatch.setattr(billing.cli, "run_day", lambda config, day: days.append(day) or summary())
+    monkeypatch.setattr(billing.cli, "run_day", lambda config, day, require_coverage: days.append(day) or summary())
     with Gateway() as gateway:
         path = config_file({"pushgateway": gateway.url})
         result = CliRunner().invoke(billing.cli.main, ["run", "--date", "2026-11-20", "--config", str(path)])
@@ -166,7 +167,7 @@ def test_billing_run_pushes_after_a_successful_day(config_file, monkeypatch):
 
 
 def test_billing_run_with_an_unreachable_gateway_still_succeeds(config_file, monkeypatch):
-    monkeypatch.setattr(billing.cli, "run_day", lambda config, day: summary())
+    monkeypatch.setattr(billing.cli, "run_day", lambda config, day, require_coverage: summary())
     with Gateway() as gateway:
         url = gateway.url
     path = config_file({"pushgateway": url, "timeout": "2s"})
@@ -207,7 +208,7 @@ def test_run_day_reports_the_cost_of_every_configured_cluster(config_file, monke
     """The per-cluster totals come from the priced rows; a cluster that ran nothing reports 0."""
     jaguar = MINIMAL_CONFIG["clusters"][0]  # cpu 0.01, memory 0.002, gpu 1.0, H100 2.5
     config = load_config(config_file(None, clusters=[jaguar, {**jaguar, "name": "ibis"}, {**jaguar, "name": "idle"}]))
-    collected = {c.cluster: c for c in summary().clusters} | {"idle": ClusterUsage("idle", usage([]), 0, 8)}
+    collected = {c.cluster: c for c in summary().clusters} | {"idle": ClusterUsage("idle", usage([]), 0, 8, 1.0)}
     monkeypatch.setattr(billing.job, "prometheus_source", lambda name, prometheus: name)
     monkeypatch.setattr(billing.job, "collect_cluster", lambda cluster, *args: collected[cluster.name])
     monkeypatch.setattr(billing.job, "load_directory", lambda directory: Directory({}, {}))

@@ -51,12 +51,17 @@ def require_program(name: str, search: Sequence[str] = ()) -> str:
                              if os.access(p, os.X_OK)), key=_version_key)
         found = candidates[-1] if candidates else None
     if not found:
-        _missing(f"program {name!r} is not installed")
+        package = DEBIAN_PACKAGES.get(name)
+        _missing(f"program {name!r} is not installed" + (f" (apt-get install {package})" if package else ""))
     return found
 
 
-def _version_key(path: str) -> list:
-    return [int(part) if part.isdigit() else part for part in Path(path).parts]
+DEBIAN_PACKAGES = {"prometheus": "prometheus", "promtool": "prometheus", "slapd": "slapd", "slapadd": "slapd",
+                   "initdb": "postgresql", "openssl": "openssl"}
+
+
+def _version_key(path: str) -> list[tuple[int, int | str]]:
+    return [(0, int(part)) if part.isdigit() else (1, part) for part in Path(path).parts]
 
 
 def require_module(name: str) -> None:
@@ -177,14 +182,16 @@ def run(args: Sequence[str], what: str, **kw) -> subprocess.CompletedProcess:
 # --- Prometheus
 
 
-def load_world(world: World, tsdb_dir: Path, work_dir: Path, parallel: int | None = None) -> None:
-    """Backfill the world into TSDB blocks under tsdb_dir with promtool.
+def load_world(world: World, tsdb_dir: Path, work_dir: Path) -> None:
+    """Backfill the world into TSDB blocks under tsdb_dir (OpenMetrics written in work_dir)."""
+    load_openmetrics(write_openmetrics(world, work_dir), tsdb_dir)
 
-    One OpenMetrics file per 2-hour block (promtool 2.42 re-reads its whole
-    input per block), loaded `parallel` at a time, each deleted once loaded.
-    """
+
+def load_openmetrics(paths: Sequence[Path], tsdb_dir: Path, parallel: int | None = None) -> None:
+    """promtool each OpenMetrics file into tsdb_dir, `parallel` at a time
+    (default: one per core), deleting each file once loaded. Files should
+    hold one 2-hour block each: promtool 2.42 re-reads its input per block."""
     promtool = require_program("promtool")
-    paths = write_openmetrics(world, work_dir)
     tsdb_dir.mkdir(parents=True, exist_ok=True)
 
     def load(path: Path) -> None:
@@ -338,7 +345,7 @@ def start_postgres() -> PostgresServer:
     """
     require_module("psycopg")
     initdb = require_program("initdb", POSTGRES_BINDIRS)
-    postgres = str(Path(initdb).with_name("postgres"))
+    postgres = str(Path(initdb).resolve().with_name("postgres"))  # the server of the same version
     user = "postgres" if os.geteuid() == 0 else None
     base = Path(tempfile.mkdtemp(prefix="billing-pg-"))
     if user:
@@ -373,6 +380,8 @@ def _postgres_answers(server: PostgresServer) -> bool:
 @dataclass(frozen=True)
 class TestCertificates:
     """A throwaway CA and a server certificate it signed."""
+
+    __test__ = False  # not a pytest test class, despite the name
 
     ca_cert: Path
     ca_key: Path

@@ -309,7 +309,7 @@ def fixed_usage(monkeypatch):
     usage = pd.DataFrame(
         {"namespace": ["alice", "team-vision"], "resource": ["cpu"] * 2, "gpu_model": [""] * 2, "quantity": [10.0] * 2}
     )
-    monkeypatch.setattr(billing.job, "collect_cluster", lambda cluster, *_: ClusterUsage(cluster.name, usage, 2, 1))
+    monkeypatch.setattr(billing.job, "collect_cluster", lambda cluster, *_: ClusterUsage(cluster.name, usage, 2, 1, 1.0))
 
 
 def job_config(tmp_path: Path, directory: DirectoryConfig) -> Config:

@@ -82,7 +82,7 @@ def test_prometheus_agrees_with_the_reference_over_the_day(prometheus_server):
         got = {r["metric"]["namespace"]: sum(float(v) for _, v in r["values"]) * scale / 60
                for r in response.json()["data"]["result"]}
         want = {ns: q for (ns, r, _), q in expected.items() if r == resource}
-        assert got == pytest.approx(want, rel=1e-9)
+        assert len(want) > 3 and got == pytest.approx(want, rel=1e-9)
 
 
 def test_several_prometheus_servers_and_one_dies_half_way(prometheus_server):
