@@ -66,7 +66,7 @@ def configure(write_config, tmp_path, ledger_url):
 @pytest.fixture
 def fixed_usage(monkeypatch):
     """Collection succeeds with USAGE, for faults that come after it."""
-    monkeypatch.setattr(billing.job, "collect_cluster", lambda cluster, *_: ClusterUsage(cluster.name, USAGE, 1, 1))
+    monkeypatch.setattr(billing.job, "collect_cluster", lambda cluster, *_: ClusterUsage(cluster.name, USAGE, 1, 1, 1.0))
 
 
 def run(config: str, day: str = str(DAY)):

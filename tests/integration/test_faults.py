@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import math
 import os
 import signal
@@ -216,13 +217,13 @@ def outage(own_postgres, tmp_path, monkeypatch):
     name = own_postgres.create_database()
     ledger = own_postgres.url(name)
     config = configure(tmp_path, ledger, "http://127.0.0.1:9")
-    monkeypatch.setattr(billing.job, "collect_cluster", lambda cluster, *_: ClusterUsage(cluster.name, usage(3.0), 1, 1))
+    monkeypatch.setattr(billing.job, "collect_cluster", lambda cluster, *_: ClusterUsage(cluster.name, usage(3.0), 1, 1, 1.0))
     assert run(config).exit_code == 0
 
     def collect_with(during):
         def collect(cluster, *_):
             during(own_postgres)
-            return ClusterUsage(cluster.name, usage(10.0), 1, 1)
+            return ClusterUsage(cluster.name, usage(10.0), 1, 1, 1.0)
         monkeypatch.setattr(billing.job, "collect_cluster", collect)
 
     yield own_postgres, ledger, config, collect_with
@@ -515,6 +516,24 @@ def test_names_with_quotes_braces_stars_markup_newlines_and_unicode(prometheus_s
     shown = " ".join(cell for table in index.tables.values() for row in table for cell in row)
     for name in [*OWNERS, *teams]:
         assert flat(name) in flat(shown), name
+
+    # `billing report`: the names as data in JSON, as text in HTML.
+    for team in (TEAM_SCRIPT, TEAM_NEWLINE):
+        answer = CliRunner().invoke(main, ["report", "--team", team, "--from", str(DAY.date), "--to", str(DAY.date),
+                                           "--format", "json", "--config", config])
+        assert answer.exit_code == 0, answer.output
+        report = json.loads(answer.stdout)
+        assert report["team"] == team
+        expected = {ns: COST_PER_NAMESPACE * share for ns, (_, shares) in OWNERS.items()
+                    for name, share in shares if name == team}
+        got: dict[str, float] = {}
+        for row in report["rows"]:
+            got[row["namespace"]] = got.get(row["namespace"], 0.0) + row["cost"]
+        assert got == pytest.approx(expected, rel=1e-9)
+    page = CliRunner().invoke(main, ["report", "--team", TEAM_SCRIPT, "--from", str(DAY.date), "--to",
+                                     str(DAY.date), "--format", "html", "--config", config])
+    assert page.exit_code == 0 and "<script" not in page.stdout
+    assert flat(TEAM_SCRIPT) in flat(text_of(page.stdout)) and STAR in text_of(page.stdout)
 
     # The emails: one per lead and team, one subject line each, names intact in both parts.
     messages = {}
