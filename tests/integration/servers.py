@@ -217,10 +217,9 @@ def world_blocks(world: World, cache_dir: Path) -> Path:
     return blocks
 
 
-@dataclass
-class PrometheusServer:
-    url: str
-    data_dir: Path
+class StoppedByPid:
+    """A server whose `process` field is its own process: stopped and killed by pid."""
+
     process: ManagedProcess
 
     @property
@@ -232,6 +231,13 @@ class PrometheusServer:
 
     def kill(self) -> None:
         self.process.kill()
+
+
+@dataclass
+class PrometheusServer(StoppedByPid):
+    url: str
+    data_dir: Path
+    process: ManagedProcess
 
 
 def start_prometheus(blocks: Path, work_dir: Path, extra_args: Sequence[str] = (),
@@ -267,12 +273,9 @@ def _http_ok(url: str) -> bool:
 
 
 @dataclass
-class PushgatewayServer:
+class PushgatewayServer(StoppedByPid):
     url: str
     process: ManagedProcess
-
-    def stop(self) -> None:
-        self.process.stop()
 
 
 def start_pushgateway(work_dir: Path) -> PushgatewayServer:
@@ -431,17 +434,10 @@ def _is_ip(host: str) -> bool:
 
 
 @dataclass
-class SlapdServer:
+class SlapdServer(StoppedByPid):
     url: str
     ldaps_url: str | None
     process: ManagedProcess
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    def stop(self) -> None:
-        self.process.stop()
 
 
 def start_slapd(work_dir: Path, ldif: str, *, suffix: str, rootdn: str, rootpw: str,
