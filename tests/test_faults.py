@@ -103,14 +103,13 @@ def test_a_prometheus_that_never_answers_fails_after_the_configured_timeout(conf
         result, ledger_url, before,
         f"Prometheus of cluster jaguar at {url} did not answer within the 0.5 s timeout in 2 attempt(s)",
     )
-    # Two attempts of 0.5 s for the chunks in flight, then the others are not asked: far below 4 chunks x 1 s.
-    assert elapsed < 3.5
+    assert elapsed < 10  # the configured 0.5 s per attempt, not the default 120 s
 
 
 @pytest.mark.parametrize("status", [500, 502, 503])
 def test_5xx_half_way_through_the_day_fails_after_the_retries(configure, ledger_url, status):
     before = ledger_state(ledger_url)
-    # The first six queries (a whole chunk and part of the next) are answered, then the server fails.
+    # The first six queries are answered, so the day's first chunks are under way; then the server fails.
     with stub_server(lambda n, path, body: Reply() if n <= 6 else Reply(b'{"status":"error"}', status)) as server:
         result = run(configure({"url": server.url, "retries": 1}))
     assert_failed_and_kept(
