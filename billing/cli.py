@@ -205,7 +205,12 @@ def backfill(first: date, last: date, require_coverage: float, config_file: str 
 
 @main.group()
 def db() -> None:
-    """The ledger database's schema."""
+    """The ledger database's schema.
+
+    Example, after installing a new version:
+
+        billing db upgrade --config /etc/billing/billing.yaml
+    """
 
 
 @db.command()
