@@ -15,11 +15,10 @@ The queries are chunked like collect.py's and reuse its selector building.
 from __future__ import annotations
 
 import logging
-from concurrent.futures import ThreadPoolExecutor
 
 import pandas as pd
 
-from billing.collect import PARALLEL_QUERIES, Chunk, Queries, billing_units, chunks, quote
+from billing.collect import Chunk, Queries, billing_units, chunks, map_chunks, quote
 from billing.config import ClusterConfig, Prices
 from billing.days import BillingDay
 from billing.pricing import unit_price
@@ -58,9 +57,7 @@ def collect_allocatable(
     cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: list[str], source: PrometheusSource
 ) -> pd.DataFrame:
     """Allocatable resource-hours of one cluster-day per resource, GPU model and pool (ALLOCATABLE_COLUMNS)."""
-    parts = chunks(day, step)
-    with ThreadPoolExecutor(PARALLEL_QUERIES) as pool:
-        rows = pool.map(lambda c: _chunk_allocatable(source, CapacityQueries(cluster, gpu_resources, c), c), parts)
+    rows = map_chunks(lambda c: _chunk_allocatable(source, CapacityQueries(cluster, gpu_resources, c), c), chunks(day, step))
     raw = pd.DataFrame([r for chunk_rows in rows for r in chunk_rows], columns=[*KEYS, "quantity"])
     frame = billing_units(raw.astype({"quantity": float}), gpu_resources)
     summed = frame.groupby(KEYS, as_index=False, sort=True)["quantity"].sum()

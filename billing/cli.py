@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
+import re
 import signal
 import sys
 import time
@@ -36,17 +38,32 @@ log = logging.getLogger("billing")
 RUN_FAILURES = (IncompleteDayError, PrometheusError, DirectoryError, LedgerError, RenderError, MailError)
 
 
-def _fail(status: int, message: str) -> None:
+def _fail(status: int, message: str, at_once: bool = False) -> None:
+    """Say why in one sentence and exit; `at_once` skips waiting for the collector's threads.
+
+    Those threads may each be waiting for a query for up to the Prometheus
+    timeout, far beyond the 30 s Kubernetes grants after SIGTERM; every
+    transaction has been rolled back by the time this runs.
+    """
     context = click.get_current_context(silent=True)
     if context and context.find_root().params.get("log_format") == "json":
         log.error(message)  # a log pipeline gets the reason as one more JSON line
     else:
         click.echo(f"billing: {message}", err=True)
+    if at_once:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
     sys.exit(status)
 
 
-class Terminated(Exception):
-    """SIGTERM, e.g. Kubernetes evicting the job's pod."""
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, e.g. Kubernetes evicting the job's pod.
+
+    A kind of KeyboardInterrupt so that libraries stop as they do for Ctrl-C:
+    no `except Exception` swallows it, and psycopg cancels the statement in
+    progress, so the transaction can still be rolled back.
+    """
 
 
 def _raise_terminated(signum, frame) -> None:
@@ -65,9 +82,9 @@ def _guarded(command):
             _fail(2, str(exc))
         except RUN_FAILURES as exc:
             _fail(1, str(exc))
-        except (KeyboardInterrupt, Terminated) as exc:
+        except KeyboardInterrupt as exc:
             why = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
-            _fail(1, f"{why}; the ledger keeps its previous rows for the day being run")
+            _fail(1, f"{why}; the ledger keeps its previous rows for the day being run", at_once=True)
         except (click.ClickException, click.exceptions.Exit, SystemExit):
             raise
         except Exception as exc:  # a bug: still one sentence, the traceback only with -v
@@ -97,13 +114,22 @@ def _config(config_file: str | None) -> Config:
     return load_config(config_path(config_file))
 
 
+FIRST_DAY, LAST_DAY = date(1970, 1, 1), date(9999, 12, 30)  # Unix time; the day after must exist too
+
+
 def _date(ctx, param, value: str | None) -> date | None:
+    """YYYY-MM-DD only: Python would also take 20261120 and 2026-W47-5, which no one means by a billing day."""
     if value is None:
         return None
     try:
-        return date.fromisoformat(value)
+        day = date.fromisoformat(value) if re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value) else None
     except ValueError:
-        raise click.BadParameter(f"{value!r} is not a date like 2026-11-20") from None
+        day = None
+    if day is None:
+        raise click.BadParameter(f"{value!r} is not a date like 2026-11-20")
+    if not FIRST_DAY <= day <= LAST_DAY:
+        raise click.BadParameter(f"{value!r} is not a day between {FIRST_DAY} and {LAST_DAY}")
+    return day
 
 
 @click.group()
@@ -181,7 +207,12 @@ def backfill(first: date, last: date, require_coverage: float, config_file: str 
 
 @main.group()
 def db() -> None:
-    """The ledger database's schema."""
+    """The ledger database's schema.
+
+    Example, after installing a new version:
+
+        billing db upgrade --config /etc/billing/billing.yaml
+    """
 
 
 @db.command()

@@ -37,6 +37,7 @@ import logging
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Callable, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -52,6 +53,7 @@ CHUNK_INSTANTS = 360  # instants per fast query: 6 h at a 60 s step
 EXACT_INSTANTS = 60  # instants per exact range query: 1 h at a 60 s step
 PARALLEL_QUERIES = 2  # one per core of a small Prometheus
 GIB = 2**30
+T = TypeVar("T")
 
 USAGE_COLUMNS = ["namespace", "resource", "gpu_model", "priority_class", "pool", "quantity"]
 
@@ -281,12 +283,20 @@ def _hours(rows: list[tuple[str, str, str, str, str, float]], step: int) -> pd.D
     return frame.assign(quantity=frame["quantity"] * step / 3600)
 
 
+def map_chunks(ask: Callable[[Chunk], T], parts: list[Chunk]) -> list[T]:
+    """ask(chunk) for every chunk, PARALLEL_QUERIES at a time, in order."""
+    pool = ThreadPoolExecutor(PARALLEL_QUERIES)
+    try:
+        return list(pool.map(ask, parts))
+    finally:  # one failed chunk fails the day: the chunks not started yet are not asked at all
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
 def collect_cluster(
     cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: list[str], source: PrometheusSource
 ) -> ClusterUsage:
     """Resource-hours of one cluster-day, per namespace, resource, GPU model, priority class and pool."""
-    with ThreadPoolExecutor(PARALLEL_QUERIES) as pool:
-        results = list(pool.map(lambda c: _chunk_usage(source, cluster, gpu_resources, c), chunks(day, step)))
+    results = map_chunks(lambda c: _chunk_usage(source, cluster, gpu_resources, c), chunks(day, step))
     raw = pd.concat([r.usage for r in results], ignore_index=True)
     _refuse_impossible_values(raw, cluster.name)
     return ClusterUsage(

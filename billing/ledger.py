@@ -100,6 +100,10 @@ cluster_capacity = Table(  # what each cluster's nodes offered, and what no requ
 
 LEDGER_COLUMNS = [c.name for c in chargeback.columns]
 CAPACITY_COLUMNS = [c.name for c in cluster_capacity.columns if c.name != "day"]
+NAME_COLUMNS = ["cluster", "namespace", "team", "owner", "gpu_model"]
+# Kubernetes' longest names (DNS subdomains); far longer ones are not real names, and PostgreSQL
+# could not index them anyway (a key entry must fit in a third of a page).
+LONGEST_NAME = 253
 
 
 class LedgerError(Exception):
@@ -111,8 +115,10 @@ def _where(engine: Engine) -> str:
 
 
 def _engine(url: str) -> Engine:
+    """Connections are checked before use: a database restarted while the job
+    collected for an hour must not fail the write with a stale connection."""
     try:
-        engine = create_engine(url)
+        engine = create_engine(url, pool_pre_ping=True)
     except (SQLAlchemyError, ValueError, ImportError) as exc:
         raise LedgerError(f"config key database: cannot use {url.split('@')[-1]!r} ({exc})") from None
     if engine.url.get_backend_name() == "sqlite" and engine.url.database not in (None, "", ":memory:"):
@@ -141,7 +147,7 @@ def open_ledger(url: str) -> Engine:
                 f"{migrate.head_revision()}: run `billing db upgrade` first"
             )
     except SQLAlchemyError as exc:
-        raise LedgerError(f"{_where(engine)} is unreachable or refused the schema: {_cause(exc)}") from None
+        raise LedgerError(f"{_where(engine)}: opening the ledger failed: {_cause(exc)}") from None
     return engine
 
 
@@ -155,7 +161,10 @@ def upgrade_schema(url: str) -> tuple[str | None, str]:
 
 
 def _cause(exc: SQLAlchemyError) -> str:
-    return str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+    cause = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+    if cause == "database is locked":  # SQLite's busy timeout (5 s unless the URL says ?timeout=) ran out
+        cause += " (another process held the database longer than the busy timeout; ?timeout=SECONDS on the URL waits longer)"
+    return cause
 
 
 def _serialise_runs_of(conn: Connection, day: date) -> None:
@@ -186,6 +195,7 @@ def replace_day(
     `coverage` is each cluster's share of the day with kube-state-metrics data;
     `capacity` (CAPACITY_COLUMNS) each cluster's allocatable, requested and idle resource-hours.
     """
+    _refuse_long_names(engine, day, rows)
     computed_at = datetime.now(timezone.utc)
     records = rows.assign(day=day, currency=currency, computed_at=computed_at)[LEDGER_COLUMNS]
     values = records.astype(object).to_dict("records")
@@ -215,6 +225,19 @@ def replace_day(
     except SQLAlchemyError as exc:
         raise LedgerError(f"{_where(engine)}: writing {day} failed, previous rows kept: {_cause(exc)}") from None
     return len(values)
+
+
+def _refuse_long_names(engine: Engine, day: date, rows: pd.DataFrame) -> None:
+    """The same clear error on SQLite and PostgreSQL for a name no Kubernetes object can have."""
+    for column in NAME_COLUMNS:
+        names = rows[column].dropna().astype(str)
+        long = names[names.str.len() > LONGEST_NAME]
+        if len(long):
+            name = long.iloc[0]
+            raise LedgerError(
+                f"{_where(engine)}: not writing {day}, previous rows kept: the {column} {name[:40]!r}… has "
+                f"{len(name)} characters, more than the {LONGEST_NAME} of any Kubernetes name"
+            )
 
 
 def _fetch(engine: Engine, query, what: str) -> list:

@@ -48,7 +48,7 @@ def tsdb_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def prometheus_server(tmp_path_factory: pytest.TempPathFactory,
                       tsdb_cache: Path) -> Iterator[Callable[..., PrometheusServer]]:
-    """prometheus_server(world, extra_args=()) -> a Prometheus holding the world's series.
+    """prometheus_server(world, extra_args=(), extra_config="") -> a Prometheus holding the world's series.
 
     Each call starts a separate server over its own copy of the blocks (a
     world is loaded with promtool only once per session)."""
@@ -56,8 +56,9 @@ def prometheus_server(tmp_path_factory: pytest.TempPathFactory,
     require_program("promtool")
     started: list[PrometheusServer] = []
 
-    def start(world: World, extra_args: tuple[str, ...] = ()) -> PrometheusServer:
-        server = start_prometheus(world_blocks(world, tsdb_cache), tmp_path_factory.mktemp("prometheus"), extra_args)
+    def start(world: World, extra_args: tuple[str, ...] = (), extra_config: str = "") -> PrometheusServer:
+        server = start_prometheus(world_blocks(world, tsdb_cache), tmp_path_factory.mktemp("prometheus"), extra_args,
+                                  extra_config)
         started.append(server)
         return server
 

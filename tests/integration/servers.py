@@ -93,9 +93,15 @@ class ManagedProcess:
         self.args = [str(a) for a in args]
         self.log_path = Path(log_path)
         self.stop_signal = stop_signal
+        self._user, self._cwd = user, cwd
+        self.start()
+
+    def start(self) -> None:
+        """Start the program; after `stop`, again (a server back after an outage)."""
         with open(self.log_path, "ab") as log:
             self.popen = subprocess.Popen(self.args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                          cwd=cwd, user=user, group=_group_of(user) if user else None)
+                                          cwd=self._cwd, user=self._user,
+                                          group=_group_of(self._user) if self._user else None)
         _running.add(self)
 
     @property
@@ -234,15 +240,17 @@ class PrometheusServer(StoppedByPid):
     process: ManagedProcess
 
 
-def start_prometheus(blocks: Path, work_dir: Path, extra_args: Sequence[str] = ()) -> PrometheusServer:
+def start_prometheus(blocks: Path, work_dir: Path, extra_args: Sequence[str] = (),
+                     extra_config: str = "") -> PrometheusServer:
     """Prometheus over a copy of `blocks` (it writes into its data directory),
-    with no scrape jobs and a retention long enough to keep backfilled days."""
+    with no scrape jobs and a retention long enough to keep backfilled days;
+    `extra_config` is appended to its prometheus.yml (e.g. a remote_read section)."""
     prometheus = require_program("prometheus")
     work_dir.mkdir(parents=True, exist_ok=True)
     data_dir = work_dir / "data"
     shutil.copytree(blocks, data_dir, ignore=shutil.ignore_patterns(".complete"))
     config = work_dir / "prometheus.yml"
-    config.write_text("global:\n  scrape_interval: 1m\nscrape_configs: []\n")
+    config.write_text("global:\n  scrape_interval: 1m\nscrape_configs: []\n" + extra_config)
     port = free_port()
     process = ManagedProcess(
         [prometheus, f"--config.file={config}", f"--storage.tsdb.path={data_dir}",
@@ -319,6 +327,15 @@ class PostgresServer:
     def stop(self) -> None:
         self.process.stop()
         shutil.rmtree(self.base_dir, ignore_errors=True)
+
+    def halt(self) -> None:
+        """Shut the server down but keep its data: an outage."""
+        self.process.stop()
+
+    def resume(self) -> None:
+        """Start the halted server again on the same port and data."""
+        self.process.start()
+        self.process.wait_until(lambda: _postgres_answers(self), "postgres")
 
 
 def start_postgres() -> PostgresServer:
