@@ -60,3 +60,16 @@ CREATE TABLE cluster_capacity (
     idle_cost   DOUBLE PRECISION NOT NULL,  -- idle * unit_price
     PRIMARY KEY (day, cluster, resource, gpu_model, pool)
 );
+
+-- What pods held but did not use (billing stays request-based), split over a namespace's teams like its
+-- costs: GPUs the DCGM exporter saw below the configured utilisation, CPU requested but not used (cAdvisor).
+CREATE TABLE waste (
+    day         DATE NOT NULL,
+    cluster     TEXT NOT NULL,
+    namespace   TEXT NOT NULL,
+    team        TEXT NOT NULL,
+    owner       TEXT,                       -- person uid for a personal namespace
+    idle_gpu_hours        DOUBLE PRECISION,  -- NULL: the cluster has no DCGM exporter metrics
+    unused_cpu_core_hours DOUBLE PRECISION,  -- NULL: the cluster has no cAdvisor metrics
+    PRIMARY KEY (day, cluster, namespace, team)
+);
