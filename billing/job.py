@@ -106,13 +106,13 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
     for cluster in config.clusters:
         source = prometheus_source(cluster.name, cluster.prometheus)
         usage = collect_cluster(cluster, period, step, resources, source)
-        _log_cluster(usage)
-        collected.append(usage)
         allocatable = collect_allocatable(cluster, period, step, resources, source)
-        capacity = idle_capacity(allocatable, usage.usage, cluster.prices, cluster.name)
-        _log_capacity(cluster.name, capacity)
-        capacities.append(capacity.assign(cluster=cluster.name))
         wasted = collect_waste(cluster, period, step, resources, source, config.waste.gpu_utilisation_below)
+        capacity = idle_capacity(allocatable, usage.usage, cluster.prices, cluster.name)
+        _log_cluster(usage)
+        _log_capacity(cluster.name, capacity)
+        collected.append(usage)
+        capacities.append(capacity.assign(cluster=cluster.name))
         wastes.append(wasted.assign(cluster=cluster.name))
     _check_coverage(collected, day, require_coverage)
     usage = pd.concat([c.usage.assign(cluster=c.cluster) for c in collected], ignore_index=True)
@@ -121,6 +121,7 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
 
     directory, directory_warning = _read_directory(config, ledger)
     ownership = assign_owners(pd.concat([usage["namespace"], wasted["namespace"]]), directory, config.namespaces)
+    # what namespaces requested; reserved pools' capacity and credits; idle shared where a cluster says so
     rows = price(usage, ownership, {c.name: c.prices for c in config.clusters})
     pool_rows = reserve_pools(capacity, usage, ownership, config.clusters)
     sharing_idle = [c.name for c in config.clusters if c.idle == "share"]

@@ -37,15 +37,24 @@ from billing import migrate
 
 metadata = MetaData()
 
+
+def _charged() -> list[Column]:
+    """Who a row is about: a day's namespace on a cluster, the team charged (SPEC rule 7), its person."""
+    return [
+        Column("day", Date, primary_key=True),
+        Column("cluster", Text, primary_key=True),
+        Column("namespace", Text, primary_key=True),
+        Column("team", Text, primary_key=True),
+        Column("owner", Text, nullable=True),
+    ]
+
+
 chargeback = Table(
     "chargeback",
     metadata,
-    Column("day", Date, primary_key=True),
-    Column("cluster", Text, primary_key=True),
-    Column("namespace", Text, primary_key=True),
-    Column("team", Text, primary_key=True),
-    Column("owner", Text, nullable=True),
-    Column("resource", Text, primary_key=True),  # cpu, memory, gpu; idle-*: a share of a cluster's idle capacity
+    *_charged(),
+    # cpu, memory, gpu; reserved-*, credit-*, idle-*: reserved pools and shared idle (billing/pricing.py)
+    Column("resource", Text, primary_key=True),
     Column("gpu_model", Text, primary_key=True),
     Column("quantity", Double, nullable=False),
     Column("unit_price", Double, nullable=False),
@@ -101,11 +110,7 @@ cluster_capacity = Table(  # what each cluster's nodes offered, and what no requ
 waste = Table(  # what pods held but did not use, per namespace and team like the costs (billing/waste.py)
     "waste",
     metadata,
-    Column("day", Date, primary_key=True),
-    Column("cluster", Text, primary_key=True),
-    Column("namespace", Text, primary_key=True),
-    Column("team", Text, primary_key=True),
-    Column("owner", Text, nullable=True),
+    *_charged(),
     Column("idle_gpu_hours", Double, nullable=True),  # GPUs held below the utilisation threshold; NULL: no DCGM
     Column("unused_cpu_core_hours", Double, nullable=True),  # requested but not used; NULL: no cAdvisor
 )

@@ -8,7 +8,7 @@ CREATE TABLE chargeback (
     namespace   TEXT NOT NULL,
     team        TEXT NOT NULL,              -- team charged (SPEC.md rule 7)
     owner       TEXT,                       -- person uid for a personal namespace
-    resource    TEXT NOT NULL,              -- cpu, memory, gpu, or idle-cpu|memory|gpu (shared idle)
+    resource    TEXT NOT NULL,              -- cpu, memory, gpu, and reserved-/credit-/idle-<resource>
     gpu_model   TEXT NOT NULL,              -- '' unless resource = 'gpu'
     quantity    REAL NOT NULL,              -- resource-hours attributed to this team
     unit_price  REAL NOT NULL,              -- list price per resource-hour
