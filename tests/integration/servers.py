@@ -177,8 +177,12 @@ def load_world(world: World, tsdb_dir: Path, work_dir: Path, parallel: int | Non
     One OpenMetrics file per 2-hour block (promtool 2.42 re-reads its whole
     input per block), loaded `parallel` at a time, each deleted once loaded.
     """
+    load_openmetrics(write_openmetrics(world, work_dir), tsdb_dir, parallel)
+
+
+def load_openmetrics(paths: Sequence[Path], tsdb_dir: Path, parallel: int | None = None) -> None:
+    """Load OpenMetrics files as write_openmetrics writes them (perhaps edited) into TSDB blocks."""
     promtool = require_program("promtool")
-    paths = write_openmetrics(world, work_dir)
     tsdb_dir.mkdir(parents=True, exist_ok=True)
 
     def load(path: Path) -> None:
