@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
+import re
 import signal
 import sys
 import time
@@ -16,32 +18,50 @@ from datetime import date
 import click
 
 from billing.prometheus import PrometheusError
+from billing.check import check_all, check_config
 from billing.config import Config, ConfigError, config_path, load_config
 from billing.days import days_between, yesterday
 from billing.directory import DirectoryError
 from billing.job import IncompleteDayError, render_day, run_day
-from billing.ledger import LedgerError
+from billing.ledger import LedgerError, open_ledger, upgrade_schema
 from billing.mail import MailError
 from billing.render import RenderError
 from billing.logs import configure_logging
 from billing.metrics import push_run_metrics
+from billing.report import GROUPINGS, ReportError, Subject, build_report, known_names, report_range
+from billing.report_formats import FORMATS, notices
 
 log = logging.getLogger("billing")
 
 RUN_FAILURES = (IncompleteDayError, PrometheusError, DirectoryError, LedgerError, RenderError, MailError)
 
 
-def _fail(status: int, message: str) -> None:
+def _fail(status: int, message: str, at_once: bool = False) -> None:
+    """Say why in one sentence and exit; `at_once` skips waiting for the collector's threads.
+
+    Those threads may each be waiting for a query for up to the Prometheus
+    timeout, far beyond the 30 s Kubernetes grants after SIGTERM; every
+    transaction has been rolled back by the time this runs.
+    """
     context = click.get_current_context(silent=True)
     if context and context.find_root().params.get("log_format") == "json":
         log.error(message)  # a log pipeline gets the reason as one more JSON line
     else:
         click.echo(f"billing: {message}", err=True)
+    if at_once:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
     sys.exit(status)
 
 
-class Terminated(Exception):
-    """SIGTERM, e.g. Kubernetes evicting the job's pod."""
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, e.g. Kubernetes evicting the job's pod.
+
+    A kind of KeyboardInterrupt so that libraries stop as they do for Ctrl-C:
+    no `except Exception` swallows it, and psycopg cancels the statement in
+    progress, so the transaction can still be rolled back.
+    """
 
 
 def _raise_terminated(signum, frame) -> None:
@@ -56,13 +76,13 @@ def _guarded(command):
         signal.signal(signal.SIGTERM, _raise_terminated)
         try:
             return command(*args, **kwargs)
-        except ConfigError as exc:
+        except (ConfigError, ReportError) as exc:
             _fail(2, str(exc))
         except RUN_FAILURES as exc:
             _fail(1, str(exc))
-        except (KeyboardInterrupt, Terminated) as exc:
+        except KeyboardInterrupt as exc:
             why = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
-            _fail(1, f"{why}; the ledger keeps its previous rows for the day being run")
+            _fail(1, f"{why}; the ledger keeps its previous rows for the day being run", at_once=True)
         except (click.ClickException, click.exceptions.Exit, SystemExit):
             raise
         except Exception as exc:  # a bug: still one sentence, the traceback only with -v
@@ -92,13 +112,22 @@ def _config(config_file: str | None) -> Config:
     return load_config(config_path(config_file))
 
 
+FIRST_DAY, LAST_DAY = date(1970, 1, 1), date(9999, 12, 30)  # Unix time; the day after must exist too
+
+
 def _date(ctx, param, value: str | None) -> date | None:
+    """YYYY-MM-DD only: Python would also take 20261120 and 2026-W47-5, which no one means by a billing day."""
     if value is None:
         return None
     try:
-        return date.fromisoformat(value)
+        day = date.fromisoformat(value) if re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value) else None
     except ValueError:
-        raise click.BadParameter(f"{value!r} is not a date like 2026-11-20") from None
+        day = None
+    if day is None:
+        raise click.BadParameter(f"{value!r} is not a date like 2026-11-20")
+    if not FIRST_DAY <= day <= LAST_DAY:
+        raise click.BadParameter(f"{value!r} is not a day between {FIRST_DAY} and {LAST_DAY}")
+    return day
 
 
 @click.group()
@@ -109,7 +138,14 @@ def _date(ctx, param, value: str | None) -> date | None:
 )
 @click.version_option(package_name="billing")
 def main(verbose: bool, log_format: str) -> None:
-    """GPU/CPU chargeback for shared Kubernetes clusters."""
+    """GPU/CPU chargeback for shared Kubernetes clusters.
+
+    Examples: bill yesterday, then show what a team spent this month.
+
+    \b
+        billing run --config /etc/billing/billing.yaml
+        billing report --team robotics --config /etc/billing/billing.yaml
+    """
     configure_logging(verbose, log_format)
 
 
@@ -167,6 +203,34 @@ def backfill(first: date, last: date, require_coverage: float, config_file: str 
     _fail_if_undelivered(undelivered)
 
 
+@main.group()
+def db() -> None:
+    """The ledger database's schema.
+
+    Example, after installing a new version:
+
+        billing db upgrade --config /etc/billing/billing.yaml
+    """
+
+
+@db.command()
+@config_option
+@_guarded
+def upgrade(config_file: str | None) -> None:
+    """Apply pending schema migrations to the ledger database.
+
+    Run it after installing a new version of billing, before `billing run`.
+    Example:
+
+        billing db upgrade --config /etc/billing/billing.yaml
+    """
+    before, after = upgrade_schema(_config(config_file).database)
+    if before == after:
+        click.echo(f"the ledger schema is already at revision {after}")
+    else:
+        click.echo(f"the ledger schema went from revision {before or 'none'} to {after}")
+
+
 @main.command()
 @click.option("--date", "day", callback=_date, help="Billing day YYYY-MM-DD (default: yesterday, local time).")
 @config_option
@@ -180,3 +244,104 @@ def render(day: date | None, config_file: str | None) -> None:
     """
     config = _config(config_file)
     render_day(config, day or yesterday(config.zone))
+
+
+def _subject(team: str | None, person: str | None, all_teams: bool) -> Subject:
+    chosen = []
+    if team is not None:
+        chosen.append(Subject("team", team))
+    if person is not None:
+        chosen.append(Subject("person", person))
+    if all_teams:
+        chosen.append(Subject("all"))
+    if len(chosen) != 1:
+        raise click.UsageError("give exactly one of --team, --person and --all-teams")
+    return chosen[0]
+
+
+def _complete_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """Shell completion of --team and --person from the ledger; nothing when it cannot be read."""
+    try:
+        config = _config(ctx.params.get("config_file"))
+        names = known_names(open_ledger(config.database), param.name)
+    except (ConfigError, LedgerError):
+        return []
+    return [name for name in names if name.startswith(incomplete)]
+
+
+@main.command()
+@click.option("--team", shell_complete=_complete_names, help="The team whose spending to show.")
+@click.option(
+    "--person", shell_complete=_complete_names, help="A person (uid): their own namespaces, across all their teams."
+)
+@click.option("--all-teams", is_flag=True, help="Every team.")
+@click.option("--from", "first", callback=_date, help="First day, YYYY-MM-DD (default: first day of the month).")
+@click.option("--to", "last", callback=_date, help="Last day, YYYY-MM-DD, inclusive (default: yesterday).")
+@click.option("--format", "form", type=click.Choice(list(FORMATS)), default="table", show_default=True)
+@click.option(
+    "--by",
+    type=click.Choice(list(GROUPINGS)),
+    help="Sum per person, namespace, ... (default for table and html: namespace, or team with --all-teams; "
+    "csv and json without --by give the ledger rows).",
+)
+@click.option("--output", type=click.Path(dir_okay=False, writable=True), help="Write to this file, not stdout.")
+@config_option
+@_guarded
+def report(
+    team: str | None,
+    person: str | None,
+    all_teams: bool,
+    first: date | None,
+    last: date | None,
+    form: str,
+    by: str | None,
+    output: str | None,
+    config_file: str | None,
+) -> None:
+    """What a team or a person spent, from the ledger.
+
+    Days in the range that were never billed are listed (on stderr for table
+    and csv), never counted as zero. Examples:
+
+    \b
+        billing report --team robotics
+        billing report --team robotics --from 2026-01-01 --to 2026-12-31 --by person
+        billing report --person alice --format csv --output alice.csv
+        billing report --all-teams --format html --output teams.html
+    """
+    subject = _subject(team, person, all_teams)
+    config = _config(config_file)
+    first, last = report_range(config.zone, first, last)
+    if by is None and form in ("table", "html"):
+        by = "team" if subject.kind == "all" else "namespace"
+    answer = build_report(open_ledger(config.database), subject, first, last, by, config.currency)
+    if form != "json":
+        for notice in notices(answer):
+            click.echo(f"billing: {notice}", err=True)
+    text = FORMATS[form](answer)
+    try:
+        with click.open_file(output or "-", "w", encoding="utf-8") as stream:
+            stream.write(text)
+    except OSError as exc:
+        raise click.BadParameter(f"cannot write {output}: {exc.strerror}", param_hint="--output") from None
+
+
+@main.command()
+@config_option
+@_guarded
+def check(config_file: str | None) -> None:
+    """Validate the config and reach every dependency, one line each.
+
+    Exit status 1 if any dependency fails, 2 if the config is invalid. Example:
+
+    \b
+        billing check --config /etc/billing/billing.yaml
+    """
+    config, probe = check_config(config_path(config_file))
+    click.echo(probe.line())
+    failures = 0
+    for probe in check_all(config):
+        click.echo(probe.line())
+        failures += not probe.ok
+    if failures:
+        sys.exit(1)

@@ -294,8 +294,11 @@ def collect_cluster(
     cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: list[str], source: PrometheusSource
 ) -> ClusterUsage:
     """Resource-hours of one cluster-day, per namespace, resource and GPU model."""
-    with ThreadPoolExecutor(PARALLEL_QUERIES) as pool:
+    pool = ThreadPoolExecutor(PARALLEL_QUERIES)
+    try:
         results = list(pool.map(lambda c: _chunk_usage(source, cluster, gpu_resources, c), chunks(day, step)))
+    finally:  # one failed chunk fails the day: the chunks not started yet are not asked at all
+        pool.shutdown(wait=False, cancel_futures=True)
     raw = pd.concat([r.usage for r in results], ignore_index=True)
     _refuse_impossible_values(raw, cluster.name)
     return ClusterUsage(

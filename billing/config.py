@@ -8,6 +8,7 @@ already read from their environment variables or files) or raises
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import ssl
@@ -44,13 +45,15 @@ def parse_duration(value: object) -> float:
         seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(value))
     else:
         raise ValueError(f"expected a duration like 60s or 2m, got {value!r}")
+    if not math.isfinite(seconds):
+        raise ValueError("a duration must be finite")
     if seconds <= 0:
         raise ValueError("a duration must be positive")
     return seconds
 
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
-NonNegative = Annotated[float, Field(ge=0)]
+NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
 class _Section(BaseModel):
@@ -309,6 +312,26 @@ def _sentence(error: dict) -> str:
     return f"{key}: {message}"
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, except that a key given twice is an error instead of the last one winning."""
+
+
+def _mapping_with_unique_keys(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict:
+    seen = set()
+    for key, _ in node.value:
+        if isinstance(key, yaml.ScalarNode):
+            if key.value in seen:
+                raise yaml.constructor.ConstructorError(problem=f"the key {key.value!r} appears twice",
+                                                        problem_mark=key.start_mark)
+            seen.add(key.value)
+    return loader.construct_mapping(node)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_with_unique_keys)
+
+_KINDS = {list: "a list", str: "a text", int: "a number", float: "a number", bool: "true or false"}
+
+
 def config_path(explicit: str | None) -> Path:
     """--config, then $BILLING_CONFIG, then ./billing.yaml."""
     return Path(explicit or os.environ.get("BILLING_CONFIG") or "billing.yaml")
@@ -317,17 +340,24 @@ def config_path(explicit: str | None) -> Path:
 def load_config(path: Path) -> Config:
     """Read, validate and resolve secrets; raise ConfigError naming every bad key."""
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"config file {path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at position {exc.start})"
+        ) from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         line = f" at line {where.line + 1}" if where else ""
         raise ConfigError(f"config file {path} is not valid YAML{line}: {getattr(exc, 'problem', exc)}") from None
+    if data is None:
+        raise ConfigError(f"config file {path} is empty")
     if not isinstance(data, dict):
-        raise ConfigError(f"config file {path} must hold a mapping of keys, not {type(data).__name__}")
+        kind = _KINDS.get(type(data), type(data).__name__)
+        raise ConfigError(f"config file {path} must hold a mapping of keys, not {kind}")
     try:
         return Config.model_validate(data)
     except ValidationError as exc:

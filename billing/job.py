@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime, timezone
 from pathlib import Path
 
 import pandas as pd
@@ -19,7 +19,7 @@ from billing.mail import deliver
 from billing.ownership import assign_owners
 from billing.pricing import price
 from billing.prometheus import prometheus_source
-from billing.render import DayReport, read_report, write_pages
+from billing.render import DayReport, check_output_dir, read_report, write_pages
 from billing.summaries import summary_envelopes
 
 log = logging.getLogger(__name__)
@@ -85,9 +85,12 @@ def _check_coverage(collected: list[ClusterUsage], day: date, required: float) -
 
 def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSummary:
     """Bill one day; every data source is read before the ledger is touched."""
+    check_output_dir(Path(config.output_dir))
     ledger = open_ledger(config.database)
     period = billing_day(day, config.zone)
     log.info("billing %s (%s to %s UTC)", day, period.start.isoformat(), period.end.isoformat())
+    if period.end > datetime.now(timezone.utc):
+        log.warning("%s has not ended yet in %s: its bill is partial until the day is run again", day, config.timezone)
 
     collected = []
     for cluster in config.clusters:

@@ -22,6 +22,7 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    Select,
     Table,
     Text,
     create_engine,
@@ -31,6 +32,8 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.exc import SQLAlchemyError
+
+from billing import migrate
 
 metadata = MetaData()
 
@@ -80,6 +83,10 @@ cluster_days = Table(  # how complete each cluster's data of a day was (data gap
 )
 
 LEDGER_COLUMNS = [c.name for c in chargeback.columns]
+NAME_COLUMNS = ["cluster", "namespace", "team", "owner", "gpu_model"]
+# Kubernetes' longest names (DNS subdomains); far longer ones are not real names, and PostgreSQL
+# could not index them anyway (a key entry must fit in a third of a page).
+LONGEST_NAME = 253
 
 
 class LedgerError(Exception):
@@ -90,25 +97,57 @@ def _where(engine: Engine) -> str:
     return f"database {engine.url.render_as_string(hide_password=True)}"
 
 
-def open_ledger(url: str) -> Engine:
-    """An engine on the ledger database, with its tables created if missing."""
+def _engine(url: str) -> Engine:
+    """Connections are checked before use: a database restarted while the job
+    collected for an hour must not fail the write with a stale connection."""
     try:
-        engine = create_engine(url)
+        engine = create_engine(url, pool_pre_ping=True)
     except (SQLAlchemyError, ValueError, ImportError) as exc:
         raise LedgerError(f"config key database: cannot use {url.split('@')[-1]!r} ({exc})") from None
-    try:
-        if engine.url.get_backend_name() == "sqlite" and engine.url.database not in (None, "", ":memory:"):
+    if engine.url.get_backend_name() == "sqlite" and engine.url.database not in (None, "", ":memory:"):
+        try:
             Path(engine.url.database).parent.mkdir(parents=True, exist_ok=True)  # like output_dir
-        metadata.create_all(engine)
-    except OSError as exc:
-        raise LedgerError(f"{_where(engine)}: cannot create its directory ({exc.strerror})") from None
-    except SQLAlchemyError as exc:
-        raise LedgerError(f"{_where(engine)} is unreachable or refused the schema: {_cause(exc)}") from None
+        except OSError as exc:
+            raise LedgerError(f"{_where(engine)}: cannot create its directory ({exc.strerror})") from None
     return engine
 
 
+def open_ledger(url: str) -> Engine:
+    """An engine on the ledger database at the schema this billing needs.
+
+    A new, empty database gets the schema; one at an older schema revision is
+    left alone with the advice to run `billing db upgrade`.
+    """
+    engine = _engine(url)
+    try:
+        with engine.connect() as conn:
+            empty, current = migrate.is_empty(conn), migrate.current_revision(conn)
+        if empty:
+            migrate.upgrade(engine)
+        elif current != migrate.head_revision():
+            raise LedgerError(
+                f"{_where(engine)} has ledger schema revision {current or 'none'}, this billing needs "
+                f"{migrate.head_revision()}: run `billing db upgrade` first"
+            )
+    except SQLAlchemyError as exc:
+        raise LedgerError(f"{_where(engine)}: opening the ledger failed: {_cause(exc)}") from None
+    return engine
+
+
+def upgrade_schema(url: str) -> tuple[str | None, str]:
+    """Apply pending migrations; (from, to) revisions."""
+    engine = _engine(url)
+    try:
+        return migrate.upgrade(engine)
+    except SQLAlchemyError as exc:
+        raise LedgerError(f"{_where(engine)}: upgrading the schema failed, nothing changed: {_cause(exc)}") from None
+
+
 def _cause(exc: SQLAlchemyError) -> str:
-    return str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+    cause = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+    if cause == "database is locked":  # SQLite's busy timeout (5 s unless the URL says ?timeout=) ran out
+        cause += " (another process held the database longer than the busy timeout; ?timeout=SECONDS on the URL waits longer)"
+    return cause
 
 
 def _serialise_runs_of(conn: Connection, day: date) -> None:
@@ -137,6 +176,7 @@ def replace_day(
     `directory_note` records why a run used the last known directory instead;
     `coverage` is each cluster's share of the day with kube-state-metrics data.
     """
+    _refuse_long_names(engine, day, rows)
     computed_at = datetime.now(timezone.utc)
     records = rows.assign(day=day, currency=currency, computed_at=computed_at)[LEDGER_COLUMNS]
     values = records.astype(object).to_dict("records")
@@ -165,6 +205,19 @@ def replace_day(
     return len(values)
 
 
+def _refuse_long_names(engine: Engine, day: date, rows: pd.DataFrame) -> None:
+    """The same clear error on SQLite and PostgreSQL for a name no Kubernetes object can have."""
+    for column in NAME_COLUMNS:
+        names = rows[column].dropna().astype(str)
+        long = names[names.str.len() > LONGEST_NAME]
+        if len(long):
+            name = long.iloc[0]
+            raise LedgerError(
+                f"{_where(engine)}: not writing {day}, previous rows kept: the {column} {name[:40]!r}… has "
+                f"{len(name)} characters, more than the {LONGEST_NAME} of any Kubernetes name"
+            )
+
+
 def _fetch(engine: Engine, query, what: str) -> list:
     """All rows of a query; a failure is one sentence naming the database and what was read."""
     try:
@@ -182,6 +235,11 @@ def read_rows(engine: Engine, first: date, last: date, team: str | None = None) 
     frame = pd.DataFrame(_fetch(engine, query, "the ledger"), columns=LEDGER_COLUMNS)
     frame["day"] = pd.to_datetime(frame["day"]).dt.date
     return frame
+
+
+def fetch(engine: Engine, query: Select) -> list[dict]:
+    """The rows of a read-only query as dicts (column label -> value), for report queries."""
+    return [dict(row._mapping) for row in _fetch(engine, query, "the ledger")]
 
 
 def completed(engine: Engine, first: date, last: date) -> set[date]:

@@ -43,3 +43,4 @@ def configure_logging(verbose: bool, log_format: str) -> None:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, handlers=[handler])
     logging.getLogger("urllib3").setLevel(logging.ERROR)  # its retry chatter; failures surface as ours
+    logging.getLogger("alembic").setLevel(logging.WARNING)  # "Context impl SQLiteImpl." on every run

@@ -16,6 +16,7 @@ import hashlib
 import math
 import os
 import re
+import tempfile
 from dataclasses import dataclass, replace
 from datetime import date, timedelta
 from pathlib import Path
@@ -265,6 +266,24 @@ def _write(path: Path, text: str) -> None:
     os.replace(partial, path)
 
 
+def _unwritable(output_dir: Path, exc: OSError) -> RenderError:
+    return RenderError(f"cannot write the reports to output_dir {output_dir}: {exc.strerror or exc}")
+
+
+def check_output_dir(output_dir: Path) -> None:
+    """Raise RenderError now if the reports could not be written at the end of a run.
+
+    A run checks this before it collects anything, so that it never replaces
+    the day in the ledger and then fails for want of a place for its pages.
+    """
+    try:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=output_dir):
+            pass
+    except OSError as exc:
+        raise _unwritable(output_dir, exc) from None
+
+
 def write_pages(report: DayReport, output_dir: Path) -> list[Path]:
     """The day's index.html and one page per team; returns the files written."""
     folder = output_dir / report.day.isoformat()
@@ -277,7 +296,7 @@ def write_pages(report: DayReport, output_dir: Path) -> list[Path]:
         days = sorted((p.name for p in output_dir.iterdir() if re.fullmatch(r"\d{4}-\d{2}-\d{2}", p.name)), reverse=True)
         _write(output_dir / "index.html", _render("archive.html.j2", days=days))
     except OSError as exc:
-        raise RenderError(f"cannot write the reports to output_dir {output_dir}: {exc.strerror or exc}") from None
+        raise _unwritable(output_dir, exc) from None
     return [*pages, output_dir / "index.html"]
 
 

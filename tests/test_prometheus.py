@@ -62,7 +62,7 @@ def test_invalid_json_is_a_clear_error():
 @responses.activate
 def test_a_timeout_is_a_clear_error():
     responses.post(QUERY_URL, body=requests.exceptions.ReadTimeout("read timed out"))
-    with pytest.raises(PrometheusError, match="did not answer in time"):
+    with pytest.raises(PrometheusError, match="did not answer within the 120 s timeout in 1 attempt"):
         LivePrometheus("jaguar", PrometheusConfig(url=URL, retries=0)).instant("up", 1000)
 
 

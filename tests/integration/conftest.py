@@ -4,7 +4,12 @@ Factories return a started server and stop everything they started at the
 end of the test; a test may stop a server earlier itself. A missing server
 program skips the test, or fails it when CI=true.
 
-    def test_x(prometheus_server, slapd_server, smtp_server, postgres_url): ...
+    def test_day(prometheus_server, postgres_url, slapd_server, smtp_server, test_ca):
+        world = make_world(1, day_start, pods=200)           # fixtures.ksm
+        prom = prometheus_server(world)                      # prom.url, prom.pid, prom.stop(), prom.kill()
+        ldap = slapd_server(LDIF, sizelimit=500, tls=test_ca)  # ldap.url, ldap.ldaps_url
+        smtp = smtp_server(tls=test_ca, auth=("u", "p"))     # smtp.host, smtp.port, smtp.messages
+        engine = sqlalchemy.create_engine(postgres_url)      # a fresh database of its own
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ def tsdb_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def prometheus_server(tmp_path_factory: pytest.TempPathFactory,
                       tsdb_cache: Path) -> Iterator[Callable[..., PrometheusServer]]:
-    """prometheus_server(world, extra_args=()) -> a Prometheus holding the world's series.
+    """prometheus_server(world, extra_args=(), extra_config="") -> a Prometheus holding the world's series.
 
     Each call starts a separate server over its own copy of the blocks (a
     world is loaded with promtool only once per session)."""
@@ -51,8 +56,9 @@ def prometheus_server(tmp_path_factory: pytest.TempPathFactory,
     require_program("promtool")
     started: list[PrometheusServer] = []
 
-    def start(world: World, extra_args: tuple[str, ...] = ()) -> PrometheusServer:
-        server = start_prometheus(world_blocks(world, tsdb_cache), tmp_path_factory.mktemp("prometheus"), extra_args)
+    def start(world: World, extra_args: tuple[str, ...] = (), extra_config: str = "") -> PrometheusServer:
+        server = start_prometheus(world_blocks(world, tsdb_cache), tmp_path_factory.mktemp("prometheus"), extra_args,
+                                  extra_config)
         started.append(server)
         return server
 

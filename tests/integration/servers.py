@@ -51,12 +51,17 @@ def require_program(name: str, search: Sequence[str] = ()) -> str:
                              if os.access(p, os.X_OK)), key=_version_key)
         found = candidates[-1] if candidates else None
     if not found:
-        _missing(f"program {name!r} is not installed")
+        package = DEBIAN_PACKAGES.get(name)
+        _missing(f"program {name!r} is not installed" + (f" (apt-get install {package})" if package else ""))
     return found
 
 
-def _version_key(path: str) -> list:
-    return [int(part) if part.isdigit() else part for part in Path(path).parts]
+DEBIAN_PACKAGES = {"prometheus": "prometheus", "promtool": "prometheus", "slapd": "slapd", "slapadd": "slapd",
+                   "initdb": "postgresql", "openssl": "openssl"}
+
+
+def _version_key(path: str) -> list[tuple[int, int | str]]:
+    return [(0, int(part)) if part.isdigit() else (1, part) for part in Path(path).parts]
 
 
 def require_module(name: str) -> None:
@@ -88,9 +93,15 @@ class ManagedProcess:
         self.args = [str(a) for a in args]
         self.log_path = Path(log_path)
         self.stop_signal = stop_signal
+        self._user, self._cwd = user, cwd
+        self.start()
+
+    def start(self) -> None:
+        """Start the program; after `stop`, again (a server back after an outage)."""
         with open(self.log_path, "ab") as log:
             self.popen = subprocess.Popen(self.args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                          cwd=cwd, user=user, group=_group_of(user) if user else None)
+                                          cwd=self._cwd, user=self._user,
+                                          group=_group_of(self._user) if self._user else None)
         _running.add(self)
 
     @property
@@ -171,17 +182,15 @@ def run(args: Sequence[str], what: str, **kw) -> subprocess.CompletedProcess:
 # --- Prometheus
 
 
-def load_world(world: World, tsdb_dir: Path, work_dir: Path, parallel: int | None = None) -> None:
-    """Backfill the world into TSDB blocks under tsdb_dir with promtool.
-
-    One OpenMetrics file per 2-hour block (promtool 2.42 re-reads its whole
-    input per block), loaded `parallel` at a time, each deleted once loaded.
-    """
-    load_openmetrics(write_openmetrics(world, work_dir), tsdb_dir, parallel)
+def load_world(world: World, tsdb_dir: Path, work_dir: Path) -> None:
+    """Backfill the world into TSDB blocks under tsdb_dir (OpenMetrics written in work_dir)."""
+    load_openmetrics(write_openmetrics(world, work_dir), tsdb_dir)
 
 
 def load_openmetrics(paths: Sequence[Path], tsdb_dir: Path, parallel: int | None = None) -> None:
-    """Load OpenMetrics files as write_openmetrics writes them (perhaps edited) into TSDB blocks."""
+    """promtool each OpenMetrics file into tsdb_dir, `parallel` at a time
+    (default: one per core), deleting each file once loaded. Files should
+    hold one 2-hour block each: promtool 2.42 re-reads its input per block."""
     promtool = require_program("promtool")
     tsdb_dir.mkdir(parents=True, exist_ok=True)
 
@@ -208,10 +217,9 @@ def world_blocks(world: World, cache_dir: Path) -> Path:
     return blocks
 
 
-@dataclass
-class PrometheusServer:
-    url: str
-    data_dir: Path
+class StoppedByPid:
+    """A server whose `process` field is its own process: stopped and killed by pid."""
+
     process: ManagedProcess
 
     @property
@@ -225,15 +233,24 @@ class PrometheusServer:
         self.process.kill()
 
 
-def start_prometheus(blocks: Path, work_dir: Path, extra_args: Sequence[str] = ()) -> PrometheusServer:
+@dataclass
+class PrometheusServer(StoppedByPid):
+    url: str
+    data_dir: Path
+    process: ManagedProcess
+
+
+def start_prometheus(blocks: Path, work_dir: Path, extra_args: Sequence[str] = (),
+                     extra_config: str = "") -> PrometheusServer:
     """Prometheus over a copy of `blocks` (it writes into its data directory),
-    with no scrape jobs and a retention long enough to keep backfilled days."""
+    with no scrape jobs and a retention long enough to keep backfilled days;
+    `extra_config` is appended to its prometheus.yml (e.g. a remote_read section)."""
     prometheus = require_program("prometheus")
     work_dir.mkdir(parents=True, exist_ok=True)
     data_dir = work_dir / "data"
     shutil.copytree(blocks, data_dir, ignore=shutil.ignore_patterns(".complete"))
     config = work_dir / "prometheus.yml"
-    config.write_text("global:\n  scrape_interval: 1m\nscrape_configs: []\n")
+    config.write_text("global:\n  scrape_interval: 1m\nscrape_configs: []\n" + extra_config)
     port = free_port()
     process = ManagedProcess(
         [prometheus, f"--config.file={config}", f"--storage.tsdb.path={data_dir}",
@@ -256,12 +273,9 @@ def _http_ok(url: str) -> bool:
 
 
 @dataclass
-class PushgatewayServer:
+class PushgatewayServer(StoppedByPid):
     url: str
     process: ManagedProcess
-
-    def stop(self) -> None:
-        self.process.stop()
 
 
 def start_pushgateway(work_dir: Path) -> PushgatewayServer:
@@ -314,6 +328,15 @@ class PostgresServer:
         self.process.stop()
         shutil.rmtree(self.base_dir, ignore_errors=True)
 
+    def halt(self) -> None:
+        """Shut the server down but keep its data: an outage."""
+        self.process.stop()
+
+    def resume(self) -> None:
+        """Start the halted server again on the same port and data."""
+        self.process.start()
+        self.process.wait_until(lambda: _postgres_answers(self), "postgres")
+
 
 def start_postgres() -> PostgresServer:
     """initdb + postgres in a fresh directory, trust auth on 127.0.0.1.
@@ -325,7 +348,7 @@ def start_postgres() -> PostgresServer:
     """
     require_module("psycopg")
     initdb = require_program("initdb", POSTGRES_BINDIRS)
-    postgres = str(Path(initdb).with_name("postgres"))
+    postgres = str(Path(initdb).resolve().with_name("postgres"))  # the server of the same version
     user = "postgres" if os.geteuid() == 0 else None
     base = Path(tempfile.mkdtemp(prefix="billing-pg-"))
     if user:
@@ -360,6 +383,8 @@ def _postgres_answers(server: PostgresServer) -> bool:
 @dataclass(frozen=True)
 class TestCertificates:
     """A throwaway CA and a server certificate it signed."""
+
+    __test__ = False  # not a pytest test class, despite the name
 
     ca_cert: Path
     ca_key: Path
@@ -409,17 +434,10 @@ def _is_ip(host: str) -> bool:
 
 
 @dataclass
-class SlapdServer:
+class SlapdServer(StoppedByPid):
     url: str
     ldaps_url: str | None
     process: ManagedProcess
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    def stop(self) -> None:
-        self.process.stop()
 
 
 def start_slapd(work_dir: Path, ldif: str, *, suffix: str, rootdn: str, rootpw: str,

@@ -15,6 +15,7 @@ from sqlalchemy import create_engine
 
 from billing.cli import main
 from billing.days import billing_day
+from fixtures.directory import directory_ldif
 from fixtures.ksm import make_world
 from fixtures.reference import reference_usage
 
@@ -25,23 +26,8 @@ PRICES = {
     "ibis": {"cpu_core_hour": 0.034, "memory_gib_hour": 0.0045, "gpu_hour": 2.95},
 }
 
-LDIF = """\
-dn: dc=example,dc=org
-objectClass: domain
-dc: example
-""" + "".join(f"""
-dn: uid={uid},ou=people,dc=example,dc=org
-objectClass: inetOrgPerson
-uid: {uid}
-cn: {uid.title()}
-sn: {uid.title()}
-mail: {uid}@example.org
-""" for uid in ("alice", "bob", "carol", "dave")) + "".join(f"""
-dn: cn={team},ou=teams,dc=example,dc=org
-objectClass: groupOfNames
-cn: {team}
-""" + "".join(f"member: uid={m},ou=people,dc=example,dc=org\n" for m in members)
-    for team, members in {"robotics": ("alice", "bob"), "vision": ("bob",), "nlp": ("carol",)}.items())
+LDIF = directory_ldif(["alice", "bob", "carol", "dave"],
+                      {"robotics": ["alice", "bob"], "vision": ["bob"], "nlp": ["carol"]})
 
 # Rule 7 for this directory, by hand: namespace -> [(team, share)]
 HAND_MAPPING = {

@@ -1,0 +1,189 @@
+"""A `Report` as text for a terminal, a spreadsheet, a program or a browser.
+
+Money is shown with its currency, two decimals and thousands separators;
+resource-hours with their unit. Only the table and HTML round; CSV and JSON
+carry the ledger's values. Names come from the directory and Kubernetes, so
+every format guards against what they may contain: control characters in
+the table, formulas in CSV cells, markup in HTML.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import unicodedata
+from datetime import date, timedelta
+
+import jinja2
+
+from billing.formatting import UNITS, cents, money
+from billing.render import template_dir
+from billing.report import HOURS_COLUMNS, Report
+
+WIDTH = 80  # the terminal the table must fit
+SUMMED = [*HOURS_COLUMNS.values(), "cost"]
+NUMERIC = {*SUMMED, "quantity", "unit_price"}
+LABELS = {**{column: UNITS[resource] for resource, column in HOURS_COLUMNS.items()}, "unit_price": "unit price"}
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _label(report: Report, column: str) -> str:
+    if column == "cost":
+        return f"cost {report.currency}"
+    return LABELS.get(column, column.replace("_", " "))
+
+
+def _text(column: str, value: object) -> str:
+    """A key cell for people: a team namespace has no owner, a CPU row no GPU model."""
+    if value is None:
+        return "(no owner)" if column in ("person", "owner") else "-"
+    if value == "" and column == "gpu_model":
+        return "(none)"
+    return value.isoformat() if isinstance(value, date) else str(value)
+
+
+def _number(column: str, value: float) -> str:
+    if column == "unit_price":
+        return f"{value:,.4f}"
+    return f"{cents(value):,.2f}" if value or column == "cost" else "-"
+
+
+def _cell(column: str, value: object) -> str:
+    return _number(column, value) if column in NUMERIC else _text(column, value)
+
+
+def _printable(text: str) -> str:
+    """No terminal escapes or line breaks from a name reach the screen."""
+    return "".join("?" if unicodedata.category(ch).startswith("C") else ch for ch in text)
+
+
+def _shorten(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def totals(report: Report) -> dict[str, float]:
+    """The summed columns of the report; the cost total is the report's total."""
+    return {column: sum(row[column] for row in report.rows) for column in report.columns if column in SUMMED}
+
+
+def title(report: Report) -> str:
+    grouping = f", by {report.by}" if report.by else ""
+    return f"{report.subject.title}, {report.first} to {report.last}{grouping}"
+
+
+def table(report: Report) -> str:
+    """Aligned columns with units and a totals row, shortening names to fit 80 columns."""
+    columns = report.columns
+    lines = [[_label(report, c) for c in columns]]
+    lines += [[_printable(_cell(c, row[c])) for c in columns] for row in report.rows]
+    sums = totals(report)
+    lines.append([_cell(c, sums[c]) if c in sums else "" for c in columns])
+    lines[-1][0] = "total"
+    widths = [max(len(line[i]) for line in lines) for i in range(len(columns))]
+    text_columns = [i for i, c in enumerate(columns) if c not in NUMERIC]
+    while sum(widths) + 2 * (len(widths) - 1) > WIDTH and text_columns:
+        widest = max(text_columns, key=lambda i: widths[i])
+        if widths[widest] <= 8:
+            break
+        widths[widest] -= 1
+    out = [_shorten(_printable(title(report)), WIDTH)]
+    for line in lines:
+        cells = [
+            _shorten(cell, width).rjust(width) if column in NUMERIC else _shorten(cell, width).ljust(width)
+            for cell, width, column in zip(line, widths, columns)
+        ]
+        out.append("  ".join(cells).rstrip())
+    return "\n".join(out) + "\n"
+
+
+def _spreadsheet_safe(value: object) -> object:
+    """A text cell that a spreadsheet would run as a formula is kept as text."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value.isoformat() if isinstance(value, date) else value
+
+
+def csv_text(report: Report) -> str:
+    """One line per row with a header, every text cell safe to open in a spreadsheet."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow([*report.columns, "currency"])
+    for row in report.rows:
+        writer.writerow([_spreadsheet_safe(row[c]) for c in report.columns] + [report.currency])
+    return buffer.getvalue()
+
+
+def json_text(report: Report) -> str:
+    """The SPEC.md shape; `person`, `incomplete_days` and `by` are extra keys."""
+    document = {
+        "team": report.subject.name if report.subject.kind == "team" else None,
+        **({"person": report.subject.name} if report.subject.kind == "person" else {}),
+        "from": report.first.isoformat(),
+        "to": report.last.isoformat(),
+        "currency": report.currency,
+        "total_cost": report.total_cost,
+        "missing_days": [day.isoformat() for day in report.missing_days],
+        "incomplete_days": [
+            {"day": day.isoformat(), "cluster": cluster, "coverage": coverage}
+            for day, cluster, coverage in report.incomplete
+        ],
+    }
+    if report.by:
+        document["by"] = report.by
+    document["rows"] = [
+        {c: row[c].isoformat() if isinstance(row[c], date) else row[c] for c in report.columns} for row in report.rows
+    ]
+    return json.dumps(document, indent=1) + "\n"
+
+
+def html(report: Report) -> str:
+    """A small self-contained page, every name escaped."""
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(template_dir()), autoescape=True, undefined=jinja2.StrictUndefined
+    )
+    sums = totals(report)
+    return environment.get_template("adhoc.html.j2").render(
+        title=title(report),
+        labels=[_label(report, c) for c in report.columns],
+        numeric=[c in NUMERIC for c in report.columns],
+        rows=[[_cell(c, row[c]) for c in report.columns] for row in report.rows],
+        totals=[_cell(c, sums[c]) if c in sums else "" for c in report.columns],
+        total_cost=money(report.total_cost, report.currency),
+        missing=day_ranges(report.missing_days),
+        gaps=gaps(report),
+    )
+
+
+def day_ranges(days: list[date]) -> list[str]:
+    """Consecutive days joined: ["2026-11-03 to 2026-11-05", "2026-11-09"]."""
+    runs: list[list[date]] = []
+    for day in sorted(days):
+        if runs and day - runs[-1][-1] == timedelta(days=1):
+            runs[-1].append(day)
+        else:
+            runs.append([day])
+    return [f"{run[0]} to {run[-1]}" if len(run) > 1 else str(run[0]) for run in runs]
+
+
+def gaps(report: Report) -> list[str]:
+    """Each cluster-day with holes in its data: "2026-11-03 on jaguar (7.5 % of the day)"."""
+    return [f"{day} on {cluster} ({100 * (1 - coverage):.1f} % of the day)" for day, cluster, coverage in report.incomplete]
+
+
+def notices(report: Report) -> list[str]:
+    """Sentences for stderr: days no run completed, and days whose data had gaps."""
+    found = []
+    if report.missing_days:
+        count = len(report.missing_days)
+        days = "day was never billed and is" if count == 1 else "days were never billed and are"
+        found.append(f"{count} {days} not in this report: {', '.join(day_ranges(report.missing_days))}")
+    if report.incomplete:
+        found.append(
+            "Prometheus had no kube-state-metrics data, so pods running then were not billed, on "
+            + ", ".join(gaps(report))
+        )
+    return found
+
+
+FORMATS = {"table": table, "csv": csv_text, "json": json_text, "html": html}

@@ -1,0 +1,109 @@
+"""`billing check` against real servers: Prometheus, PostgreSQL and SMTP with STARTTLS and login."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+import pytest
+from click.testing import CliRunner
+
+from billing.cli import main
+from fixtures.ksm import make_world
+from tests.conftest import MINIMAL_CONFIG
+from tests.integration.test_servers import LDIF as SLAPD_LDIF
+from tests.test_job_reports import LDIF
+
+DAY = datetime(2026, 11, 20, tzinfo=ZoneInfo("UTC")).timestamp()
+
+
+@pytest.fixture
+def config(write_config, tmp_path):
+    """write(clusters={name: url}, **keys) -> a config file with an LDIF directory."""
+    (tmp_path / "people.ldif").write_text(LDIF)
+
+    def write(clusters: dict[str, str], **changes) -> str:
+        base = MINIMAL_CONFIG["clusters"][0]
+        listed = [{**base, "name": name, "prometheus": {"url": url}} for name, url in clusters.items()]
+        directory = {"ldif": str(tmp_path / "people.ldif")}
+        database = f"sqlite:///{tmp_path / 'ledger.db'}"
+        return str(write_config(**{"clusters": listed, "directory": directory, "database": database, **changes}))
+
+    return write
+
+
+def check(config: str, env: dict | None = None):
+    return CliRunner().invoke(main, ["check", "--config", config], env=env)
+
+
+def status(output: str) -> dict[str, str]:
+    """dependency -> "ok" or "FAIL"."""
+    return {line[6:26].strip(): line[:4].strip() for line in output.splitlines()}
+
+
+def line_of(output: str, dependency: str) -> str:
+    return next(line for line in output.splitlines() if line[6:26].strip() == dependency)
+
+
+def test_one_prometheus_up_and_one_down(prometheus_server, config):
+    world = make_world(3, DAY, pods=5, nodes=2, day_seconds=3600, margin=600)
+    up, down = prometheus_server(world), prometheus_server(world)
+    down.kill()
+    result = check(config({"jaguar": up.url, "ibis": down.url}))
+    assert result.exit_code == 1
+    assert status(result.stdout) == {
+        "config": "ok", "prometheus jaguar": "ok", "prometheus ibis": "FAIL",
+        "directory": "ok", "database": "ok", "email": "ok",
+    }
+    assert f"{up.url} answered vector(1)" in result.stdout
+    assert f"Prometheus of cluster ibis at {down.url} is unreachable" in result.stdout
+
+
+def test_postgresql_ledger(prometheus_server, postgres_url, config):
+    prometheus = prometheus_server(make_world(3, DAY, pods=5, nodes=2, day_seconds=3600, margin=600))
+    result = check(config({"jaguar": prometheus.url}, database=postgres_url))
+    assert result.exit_code == 0, result.output
+    assert "127.0.0.1" in result.stdout and "0 days billed" in result.stdout
+
+
+@pytest.mark.parametrize("password, ok", [("s3cret", True), ("wrong", False)])
+def test_smtp_starttls_and_login(smtp_server, test_ca, config, password, ok):
+    server = smtp_server(tls=test_ca, auth=("billing", "s3cret"), auth_required=True)
+    email = {
+        "enabled": True, "smtp_host": server.host, "smtp_port": server.port, "starttls": True,
+        "username_env": "SMTP_USER", "password_env": "SMTP_PASSWORD",
+    }
+    path = config({"jaguar": "http://127.0.0.1:9"}, email=email)
+    env = {"SMTP_USER": "billing", "SMTP_PASSWORD": password, "SSL_CERT_FILE": str(test_ca.ca_cert)}
+    result = check(path, env=env)
+    line = line_of(result.stdout, "email")
+    if ok:
+        assert line.startswith("ok    ") and "STARTTLS, login as billing, EHLO accepted" in line
+    else:
+        assert line.startswith("FAIL  ") and "refused the login" in line
+    assert server.messages == []
+
+
+def test_smtp_with_an_untrusted_certificate_fails(smtp_server, test_ca, config):
+    server = smtp_server(tls=test_ca)
+    email = {"enabled": True, "smtp_host": server.host, "smtp_port": server.port, "starttls": True}
+    result = check(config({"jaguar": "http://127.0.0.1:9"}, email=email))
+    line = line_of(result.stdout, "email")
+    assert line.startswith("FAIL  ") and "CERTIFICATE_VERIFY_FAILED" in line
+
+
+@pytest.mark.parametrize("password, ok", [("secret", True), ("wrong", False)])
+def test_ldap_directory(slapd_server, config, tmp_path, password, ok):
+    server = slapd_server(SLAPD_LDIF)  # alice, bob, carol; robotics led by alice
+    (tmp_path / "ldap-password").write_text(password)
+    directory = {
+        "url": server.url, "bind_dn": "cn=admin,dc=example,dc=org", "bind_password_file": str(tmp_path / "ldap-password"),
+        "people": {"base": "ou=people,dc=example,dc=org"}, "teams": {"base": "ou=teams,dc=example,dc=org"},
+    }
+    result = check(config({"jaguar": "http://127.0.0.1:9"}, directory=directory))
+    line = line_of(result.stdout, "directory")
+    assert result.exit_code == 1  # the Prometheus is down either way
+    if ok:
+        assert line.startswith("ok    ") and f"{server.url}: 3 people, 1 teams (1 with a lead)" in line
+    else:
+        assert line.startswith("FAIL  ") and server.url in line and "invalidCredentials" in line

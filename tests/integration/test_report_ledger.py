@@ -1,0 +1,256 @@
+"""`billing report` through click against a real ledger database.
+
+The ledger holds a handful of rows written with `replace_day`; every expected
+figure below is worked out by hand from them (see LEDGER).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from datetime import date
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from billing.cli import main
+from billing.ledger import open_ledger, replace_day
+
+H100, A100 = "NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-80GB"
+FORMULA_TEAM = "=cmd|' /C calc'!A0"
+
+# day -> (cluster, namespace, team, owner, resource, gpu_model, quantity, unit_price)
+# 2026-11-03 is never run (missing); 2026-11-05 is run and had no usage (zero, not missing).
+LEDGER = {
+    date(2026, 11, 1): [
+        ("jaguar", "alice", "robotics", "alice", "gpu", H100, 24.0, 2.4),  # 57.60
+        ("jaguar", "alice", "robotics", "alice", "cpu", "", 100.0, 0.012),  # 1.20
+        ("jaguar", "alice", "robotics", "alice", "memory", "", 400.0, 0.0015),  # 0.60
+        ("ibis", "evil", FORMULA_TEAM, None, "cpu", "", 1.0, 1.0),  # 1.00
+    ],
+    date(2026, 11, 2): [
+        ("ibis", "team-robotics", "robotics", None, "gpu", "", 10.0, 2.95),  # 29.50
+        ("jaguar", "bob", "robotics", "bob", "gpu", A100, 6.0, 1.6),  # 9.60, bob is on two teams
+        ("jaguar", "bob", "vision", "bob", "gpu", A100, 6.0, 1.6),  # 9.60
+    ],
+    date(2026, 11, 4): [
+        ("ibis", "alice", "robotics", "alice", "cpu", "", 50.0, 0.034),  # 1.70
+        ("jaguar", "alice", "robotics", "alice", "gpu", H100, 500.0, 2.4),  # 1,200.00
+        ("jaguar", "team-vision", "vision", None, "cpu", "", 10.0, 0.012),  # 0.12
+    ],
+    date(2026, 11, 5): [],
+}
+GAPS = {date(2026, 11, 4): 0.925}  # ibis's kube-state-metrics data had a hole of 7.5 % of that day
+ROBOTICS_TOTAL = 1300.20  # 57.6 + 1.2 + 0.6 + 29.5 + 9.6 + 1.7 + 1200
+RANGE = ["--from", "2026-11-01", "--to", "2026-11-05"]
+
+# --by word -> {group: cost} of team robotics over RANGE
+ROBOTICS_BY = {
+    "person": {"alice": 1261.10, None: 29.50, "bob": 9.60},
+    "namespace": {"alice": 1261.10, "team-robotics": 29.50, "bob": 9.60},
+    "cluster": {"jaguar": 1269.00, "ibis": 31.20},
+    "resource": {"gpu": 1296.70, "cpu": 2.90, "memory": 0.60},
+    "gpu_model": {H100: 1257.60, "": 33.00, A100: 9.60},
+    "day": {"2026-11-01": 59.40, "2026-11-02": 39.10, "2026-11-04": 1201.70},
+    "team": {"robotics": 1300.20},
+}
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request, tmp_path: Path) -> str:
+    """The URL of an empty ledger database of each kind."""
+    if request.param == "postgresql":
+        return request.getfixturevalue("postgres_url")
+    return f"sqlite:///{tmp_path / 'ledger.db'}"
+
+
+@pytest.fixture
+def config(database: str, write_config) -> str:
+    """A config file whose ledger holds LEDGER."""
+    engine = open_ledger(database)
+    columns = ["cluster", "namespace", "team", "owner", "resource", "gpu_model", "quantity", "unit_price"]
+    for day, rows in LEDGER.items():
+        frame = pd.DataFrame(rows, columns=columns)
+        costed = frame.assign(cost=frame["quantity"] * frame["unit_price"])
+        replace_day(engine, day, costed, "USD", coverage={"jaguar": 1.0, "ibis": GAPS.get(day, 1.0)})
+    engine.dispose()
+    return str(write_config(database=database, currency="USD"))
+
+
+def report(config: str, *args: str):
+    return CliRunner().invoke(main, ["report", "--config", config, *args])
+
+
+def report_json(config: str, *args: str) -> dict:
+    result = report(config, *args, "--format", "json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_table_has_units_totals_and_lists_missing_days_on_stderr(config):
+    result = report(config, "--team", "robotics", *RANGE)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (
+        "team robotics, 2026-11-01 to 2026-11-05, by namespace\n"
+        "namespace       GPU-h  core-h   GiB-h  cost USD\n"
+        "alice          524.00  150.00  400.00  1,261.10\n"
+        "team-robotics   10.00       -       -     29.50\n"
+        "bob              6.00       -       -      9.60\n"
+        "total          540.00  150.00  400.00  1,300.20\n"
+    )
+    assert result.stderr == (
+        "billing: 1 day was never billed and is not in this report: 2026-11-03\n"
+        "billing: Prometheus had no kube-state-metrics data, so pods running then were not billed, "
+        "on 2026-11-04 on ibis (7.5 % of the day)\n"
+    )
+
+
+def test_json_has_the_spec_shape_and_the_ledger_rows(config):
+    document = report_json(config, "--team", "robotics", *RANGE)
+    assert list(document) == ["team", "from", "to", "currency", "total_cost", "missing_days", "incomplete_days", "rows"]
+    assert (document["team"], document["from"], document["to"]) == ("robotics", "2026-11-01", "2026-11-05")
+    assert document["currency"] == "USD"
+    assert document["total_cost"] == pytest.approx(ROBOTICS_TOTAL)
+    assert document["missing_days"] == ["2026-11-03"]
+    assert document["incomplete_days"] == [{"day": "2026-11-04", "cluster": "ibis", "coverage": 0.925}]
+    expected = [
+        (day.isoformat(), *row[:2], *row[3:])
+        for day, rows in LEDGER.items()
+        for row in rows
+        if row[2] == "robotics"
+    ]
+    keys = ["day", "cluster", "namespace", "owner", "resource", "gpu_model", "quantity", "unit_price", "cost"]
+    assert all(list(row) == keys for row in document["rows"])
+    got = sorted(tuple(row[k] for k in keys[:-1]) for row in document["rows"])
+    assert got == sorted(expected)
+    for row in document["rows"]:
+        assert row["cost"] == pytest.approx(row["quantity"] * row["unit_price"])
+
+
+@pytest.mark.parametrize("by", sorted(ROBOTICS_BY))
+def test_groups_sum_to_the_ungrouped_total(config, by):
+    ungrouped = report_json(config, "--team", "robotics", *RANGE)["total_cost"]
+    grouped = report_json(config, "--team", "robotics", *RANGE, "--by", by)
+    costs = {row[by]: row["cost"] for row in grouped["rows"]}
+    assert costs == pytest.approx(ROBOTICS_BY[by])
+    assert grouped["total_cost"] == pytest.approx(ungrouped, abs=1e-9)
+    assert sum(costs.values()) == pytest.approx(ROBOTICS_TOTAL)
+
+
+def test_grouped_rows_carry_resource_hours(config):
+    rows = report_json(config, "--team", "robotics", *RANGE, "--by", "cluster")["rows"]
+    assert rows == [
+        {"cluster": "jaguar", "gpu_hours": 530.0, "cpu_core_hours": 100.0, "memory_gib_hours": 400.0,
+         "cost": pytest.approx(1269.0)},
+        {"cluster": "ibis", "gpu_hours": 10.0, "cpu_core_hours": 50.0, "memory_gib_hours": 0.0,
+         "cost": pytest.approx(31.2)},
+    ]
+
+
+def test_csv_opens_in_a_spreadsheet_and_lists_missing_days_on_stderr(config):
+    result = report(config, "--team", "robotics", *RANGE, "--format", "csv")
+    assert result.exit_code == 0, result.output
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert len(rows) == 7
+    assert {row["currency"] for row in rows} == {"USD"}
+    assert sum(float(row["cost"]) for row in rows) == pytest.approx(ROBOTICS_TOTAL)
+    assert "2026-11-03" in result.stderr and "2026-11-03" not in result.stdout
+
+
+def test_a_formula_in_a_team_name_stays_text_in_csv(config):
+    for args in (["--team", FORMULA_TEAM], ["--all-teams"], ["--all-teams", "--by", "team"]):
+        result = report(config, *args, *RANGE, "--format", "csv")
+        assert result.exit_code == 0, result.output
+        cells = [cell for row in csv.reader(io.StringIO(result.stdout)) for cell in row]
+        assert not [cell for cell in cells if cell[:1] in ("=", "+", "-", "@", "\t", "\r")]
+        if "--all-teams" in args:
+            assert "'" + FORMULA_TEAM in cells
+
+
+def test_a_team_named_like_a_formula_is_found_and_escaped_in_html(config):
+    table = report(config, "--team", FORMULA_TEAM, *RANGE)
+    assert table.exit_code == 0, table.output
+    assert table.stdout.splitlines()[-1].split() == ["total", "-", "1.00", "-", "1.00"]
+    page = report(config, "--team", FORMULA_TEAM, *RANGE, "--format", "html")
+    assert page.exit_code == 0, page.output
+    assert "=cmd|&#39; /C calc&#39;!A0" in page.stdout and FORMULA_TEAM not in page.stdout
+
+
+def test_html_to_a_file_shows_total_and_missing_days(config, tmp_path):
+    target = tmp_path / "robotics.html"
+    result = report(config, "--team", "robotics", *RANGE, "--format", "html", "--output", str(target))
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+    page = target.read_text()
+    assert "1,300.20 USD" in page and "2026-11-03" in page and "2026-11-04 on ibis (7.5 % of the day)" in page
+    assert page.count("<tr>") == 5  # header, three namespaces, totals
+
+
+def test_an_output_file_that_cannot_be_written_is_a_usage_error(config, tmp_path):
+    result = report(config, "--team", "robotics", *RANGE, "--output", str(tmp_path / "no" / "such.csv"))
+    assert result.exit_code == 2 and "cannot write" in result.stderr and "No such file or directory" in result.stderr
+
+
+def test_unknown_team_exits_2_naming_the_closest(config):
+    result = report(config, "--team", "robotic", *RANGE)
+    assert result.exit_code == 2
+    assert result.stderr == "billing: no team named 'robotic' in the ledger; closest: robotics\n"
+    assert result.stdout == ""
+
+
+def test_unknown_person_exits_2(config):
+    result = report(config, "--person", "alicia", *RANGE)
+    assert result.exit_code == 2
+    assert "no person named 'alicia'" in result.stderr and "closest: alice" in result.stderr
+
+
+def test_a_team_without_rows_in_the_range_is_not_unknown(config):
+    document = report_json(config, "--team", "vision", "--from", "2026-11-05", "--to", "2026-11-05")
+    assert document["rows"] == [] and document["total_cost"] == 0 and document["missing_days"] == []
+
+
+def test_person_spending_across_teams(config):
+    document = report_json(config, "--person", "bob", *RANGE, "--by", "team")
+    assert document["person"] == "bob" and document["team"] is None
+    assert {row["team"]: row["cost"] for row in document["rows"]} == pytest.approx({"robotics": 9.6, "vision": 9.6})
+
+
+def test_all_teams(config):
+    document = report_json(config, "--all-teams", *RANGE, "--by", "team")
+    costs = {row["team"]: row["cost"] for row in document["rows"]}
+    assert costs == pytest.approx({"robotics": 1300.2, "vision": 9.72, FORMULA_TEAM: 1.0})
+
+
+def test_bad_ranges_and_subjects_are_usage_errors(config):
+    assert report(config, "--team", "robotics", "--from", "2026-11-05", "--to", "2026-11-01").exit_code == 2
+    assert report(config, "--team", "robotics", "--person", "bob").exit_code == 2
+    assert report(config, *RANGE).exit_code == 2
+    assert report(config, "--team", "robotics", "--from", "yesterday").exit_code == 2
+
+
+def test_mixed_currencies_are_refused(config, database):
+    frame = pd.DataFrame(
+        [("jaguar", "alice", "robotics", "alice", "cpu", "", 1.0, 1.0, 1.0)],
+        columns=["cluster", "namespace", "team", "owner", "resource", "gpu_model", "quantity", "unit_price", "cost"],
+    )
+    engine = open_ledger(database)
+    replace_day(engine, date(2026, 11, 3), frame, "EUR")
+    engine.dispose()
+    result = report(config, "--team", "robotics", *RANGE)
+    assert result.exit_code == 2
+    assert "EUR and USD" in result.stderr
+    assert report(config, "--team", "robotics", "--from", "2026-11-04", "--to", "2026-11-05").exit_code == 0
+
+
+def test_shell_completion_offers_the_ledger_s_teams_and_people(config):
+    def complete(words: str) -> list[str]:
+        env = {"_BILLING_COMPLETE": "bash_complete", "COMP_WORDS": words, "COMP_CWORD": str(len(words.split()) - 1)}
+        result = CliRunner().invoke(main, [], env=env, prog_name="billing")
+        return [line.split(",", 1)[1] for line in result.stdout.splitlines() if line]
+
+    assert complete(f"billing report --config {config} --team r") == ["robotics"]
+    assert complete(f"billing report --config {config} --person b") == ["bob"]
+    assert complete("billing report --config /nonexistent.yaml --team r") == []

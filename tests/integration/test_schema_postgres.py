@@ -1,0 +1,15 @@
+"""On PostgreSQL: the DDL in sql/, the migrations and the SQLAlchemy model describe the same schema."""
+
+from sqlalchemy import create_engine
+
+from billing.ledger import metadata, open_ledger
+from tests.test_ledger import ddl_engine, describe
+
+
+def test_ddl_migrations_and_model_agree(postgres_server):
+    migrated, from_ddl, from_model = (postgres_server.url(postgres_server.create_database()) for _ in range(3))
+    migrations = describe(open_ledger(migrated))
+    assert migrations.pop("alembic_version")
+    model = create_engine(from_model)
+    metadata.create_all(model)
+    assert migrations == describe(ddl_engine(from_ddl, "postgresql")) == describe(model)

@@ -1,0 +1,95 @@
+"""`billing check` with dependencies that need no server: LDIF, SQLite, an outbox, a mocked Prometheus."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import responses
+from click.testing import CliRunner
+
+from billing.cli import main
+from tests.conftest import MINIMAL_CONFIG
+from tests.test_cli import free_port
+from tests.test_job_reports import LDIF  # alice on team robotics
+
+PROMETHEUS = "http://prometheus.test:9090"
+VECTOR_1 = {"status": "success", "data": {"resultType": "vector", "result": [{"metric": {}, "value": [1, "1"]}]}}
+
+
+@pytest.fixture
+def config(write_config, tmp_path: Path):
+    """A config file with LDIF as its directory and an SQLite ledger; keys can be replaced."""
+    (tmp_path / "people.ldif").write_text(LDIF)
+
+    def write(prometheus: str = PROMETHEUS, **changes) -> str:
+        cluster = {**MINIMAL_CONFIG["clusters"][0], "prometheus": {"url": prometheus}}
+        defaults = {"database": f"sqlite:///{tmp_path / 'ledger.db'}", "directory": {"ldif": str(tmp_path / "people.ldif")}}
+        return str(write_config(clusters=[cluster], **{**defaults, **changes}))
+
+    return write
+
+
+def check(config: str):
+    return CliRunner().invoke(main, ["check", "--config", config])
+
+
+def lines(output: str) -> dict[str, str]:
+    """dependency -> its line, e.g. "database" -> "ok    database  sqlite:///... (3 ms)"."""
+    return {line[6:26].strip(): line for line in output.splitlines()}
+
+
+@responses.activate
+def test_everything_reachable(config, tmp_path):
+    responses.post(f"{PROMETHEUS}/api/v1/query", json=VECTOR_1)
+    result = check(config(email={"enabled": True, "outbox_dir": str(tmp_path / "outbox")}))
+    assert result.exit_code == 0, result.output
+    found = lines(result.stdout)
+    assert list(found) == ["config", "prometheus jaguar", "directory", "database", "email"]
+    assert all(line.startswith("ok    ") for line in found.values())
+    assert f"{PROMETHEUS} answered vector(1)" in found["prometheus jaguar"]
+    assert "1 people, 1 teams (1 with a lead)" in found["directory"]
+    assert "0 days billed" in found["database"]
+    assert "outbox directory" in found["email"] and (tmp_path / "outbox").is_dir()
+    assert all(line.endswith(" ms)") or line.endswith(" s)") for line in found.values())
+
+
+@responses.activate
+def test_a_prometheus_that_answers_nonsense_fails(config):
+    responses.post(f"{PROMETHEUS}/api/v1/query", json={"status": "success", "data": {"resultType": "vector", "result": []}})
+    result = check(config())
+    assert result.exit_code == 1
+    assert lines(result.stdout)["prometheus jaguar"].startswith("FAIL  ")
+
+
+def test_each_unreachable_dependency_is_its_own_failing_line(config, tmp_path):
+    port = free_port()
+    email = {"enabled": True, "smtp_host": "127.0.0.1", "smtp_port": port}
+    path = config(prometheus=f"http://127.0.0.1:{port}", email=email)
+    (tmp_path / "people.ldif").unlink()
+    result = check(path)
+    assert result.exit_code == 1
+    found = lines(result.stdout)
+    assert found["config"].startswith("ok    ") and found["database"].startswith("ok    ")
+    assert f"Prometheus of cluster jaguar at http://127.0.0.1:{port} is unreachable" in found["prometheus jaguar"]
+    assert "people.ldif cannot be read" in found["directory"]
+    assert f"SMTP server 127.0.0.1:{port} is unreachable" in found["email"]
+    assert all(found[d].startswith("FAIL  ") for d in ("prometheus jaguar", "directory", "email"))
+
+
+@responses.activate
+def test_an_unreachable_database_fails(config):
+    responses.post(f"{PROMETHEUS}/api/v1/query", json=VECTOR_1)
+    result = check(config(database=f"postgresql+psycopg://billing@127.0.0.1:{free_port()}/billing"))
+    assert result.exit_code == 1
+    database = lines(result.stdout)["database"]
+    assert database.startswith("FAIL  ") and "127.0.0.1" in database
+
+
+@pytest.mark.parametrize("text", ["clusters: []\n", "timezone: Mars/Olympus\n", "nonsense: [\n"])
+def test_an_invalid_config_exits_2_before_checking_anything(tmp_path, text):
+    path = tmp_path / "billing.yaml"
+    path.write_text(text)
+    result = check(str(path))
+    assert result.exit_code == 2
+    assert result.stdout == "" and result.stderr.startswith("billing: ")
