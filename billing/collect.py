@@ -11,23 +11,35 @@ does not change during a pod's life, so the sum factors into
 
     request(p, r) * (number of instants at which p is Running)
 
-and only the cheap 0/1 Running series has to be evaluated instant by
-instant (a subquery), while requests and the pod's node are read as raw
-samples. That is the *fast* query below, aggregated on the server to one
-series per (namespace, node, resource).
+and only the Running series has to be evaluated instant by instant, while
+requests and the pod's node are read as raw samples. kube-state-metrics
+writes that series as 1 while the pod is Running and 0 otherwise, so the
+count is a plain sum over a subquery of the bare series. (Any operator
+inside the subquery, even `== 1`, makes Prometheus evaluate the whole
+vector at every instant: five to seven times slower.) That is the *fast* query below,
+aggregated on the server to one series per (namespace, node, resource).
 
 The factoring is exact only while a pod's requests and its node's GPU-model
-label stay constant. Each chunk of the day therefore first asks which pods
-had a request change (in-place pod resize) or ran on a node whose label
-changed; those few pods are left out of the fast query and evaluated with
-the *exact* query instead: the literal per-instant product, as range queries
-restricted to their uids. Both paths are tested against an independent
-reference computation.
+label stay constant and its Running series is 0 or 1. Each chunk of the day
+therefore first asks which pods had a request change (in-place pod resize),
+a Running value other than 0 or 1, or ran on a node whose label changed;
+those few pods are left out of the fast query and evaluated with the *exact*
+query instead: the literal per-instant product, one range query restricted
+to their uids. It costs Prometheus about twenty times more per pod than the
+fast query, which is why it is kept for the pods that need it. Both paths
+are tested against an independent reference computation.
+
+The queries of one chunk, in order: GPU models per node, pods needing the
+exact path, instants with data (coverage), pods on relabelled nodes (only
+if there are such nodes), Running pods (for the log), fast, exact (only if
+some pod needs it). Pods are listed in matchers as plain alternatives
+(`one_of`) that Prometheus looks up in its index.
 
 Chunks: the day is cut into pieces of CHUNK_INSTANTS instants (6 hours at a
-60 s step), which keeps every query far below Prometheus' default limits
-(11,000 points per series, 50 million samples, 2 minutes) on clusters with
-tens of thousands of pods.
+60 s step), two evaluated at a time, which keeps every query far below
+Prometheus' default limits (11,000 points per series, 50 million samples,
+2 minutes) on clusters with tens of thousands of pods. bench/collect_bench.py
+measures all this; README.md has the figures.
 """
 
 from __future__ import annotations
@@ -37,7 +49,7 @@ import logging
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, TypeVar
+from typing import Callable, Iterable, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -50,9 +62,9 @@ log = logging.getLogger(__name__)
 
 LOOKBACK = 300  # seconds: Prometheus' default lookback delta for instant vectors
 CHUNK_INSTANTS = 360  # instants per fast query: 6 h at a 60 s step
-EXACT_INSTANTS = 60  # instants per exact range query: 1 h at a 60 s step
 PARALLEL_QUERIES = 2  # one per core of a small Prometheus
 GIB = 2**30
+RE2_SPECIAL = re.compile(r"([\\.+*?()|\[\]{}^$])")
 T = TypeVar("T")
 
 USAGE_COLUMNS = ["namespace", "resource", "gpu_model", "priority_class", "pool", "quantity"]
@@ -88,12 +100,25 @@ def quote(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def one_of(values: Iterable[str]) -> str:
+    """A regular expression matching exactly these values.
+
+    Only RE2's special characters are escaped (re.escape also escapes "-"), so
+    Prometheus recognises a plain list and looks the values up in its index
+    instead of testing the expression against every value of the label.
+    """
+    return "|".join(RE2_SPECIAL.sub(r"\\\1", value) for value in values)
+
+
 def uid_matcher(uids: frozenset[str], keep: bool) -> str:
     """A matcher keeping (or dropping) exactly these pods; '' drops none."""
     if not uids and not keep:
         return ""
-    pattern = "|".join(re.escape(uid) for uid in sorted(uids))
-    return f"uid{'=~' if keep else '!~'}{quote(pattern)}"
+    return f"uid{'=~' if keep else '!~'}{quote(one_of(sorted(uids)))}"
+
+
+def node_matcher(nodes: Iterable[str]) -> str:
+    return f"node=~{quote(one_of(sorted(nodes)))}"
 
 
 class Queries:
@@ -105,7 +130,7 @@ class Queries:
         self.pools = cluster.reserved_pools
         # node labels that decide a node's price: GPU model, and reserved pool where clusters have them
         self.node_keys = ", ".join([self.gpu_label, *([self.pools.node_label] if self.pools else [])])
-        self.resources = "|".join(re.escape(r) for r in ["cpu", "memory", *gpu_resources])
+        self.resources = one_of(["cpu", "memory", *gpu_resources])
         length = chunk.end - chunk.start
         # Half-step margins make Prometheus 2's closed and Prometheus 3's
         # half-open ranges pick the same instants and samples.
@@ -126,9 +151,8 @@ class Queries:
     def pod_node(self, pods: str = "", nodes: str = "") -> str:
         return self.series("kube_pod_info", 'node!=""', pods, nodes)
 
-    @property
-    def node_labels(self) -> str:
-        return self.series("kube_node_labels")
+    def node_labels(self, nodes: str = "") -> str:
+        return self.series("kube_node_labels", nodes)
 
     def node_kind(self, labels: dict[str, str]) -> tuple[str, str]:
         """(GPU model, reserved pool) from a series' labels; a pool no team reserved is none ('')."""
@@ -149,54 +173,59 @@ sum by (namespace, node, priority_class, resource) (
         max by (namespace, pod, uid, container, resource) (max_over_time({self.requests(pods)}[{self.raw}]))
     )
   * on (namespace, pod, uid) group_left (node, priority_class) (
-        max by (namespace, pod, uid) (sum_over_time(({self.running(pods)} == 1)[{self.instants}:{self.step}]))
+        max by (namespace, pod, uid) (sum_over_time({self.running(pods)}[{self.instants}:{self.step}]))
       * on (namespace, pod, uid) group_left (node, priority_class)
         max by (namespace, pod, uid, node, priority_class) (max_over_time({self.pod_node(pods)}[{self.raw}]))
     )
 )"""
 
-    def resized(self) -> str:
-        """Pods whose request changed near or in the chunk: factoring would be wrong for them."""
-        return f"group by (uid) (changes({self.requests()}[{self.raw}]) > 0)"
+    def needs_exact(self) -> str:
+        """Pods the fast query would get wrong: a request changed near or in the chunk (in-place
+        resize), or the Running series holds something else than kube-state-metrics' 0 or 1."""
+        return f"""
+group by (uid) (
+    changes({self.requests()}[{self.raw}]) > 0
+  or max_over_time({self.running()}[{self.raw}]) > 1
+  or min_over_time({self.running()}[{self.raw}]) < 0
+)"""
 
     def models(self) -> str:
         """Every (node, GPU model[, pool]) seen in the chunk; two for a node means a relabel."""
-        return f"max by (node, {self.node_keys}) (max_over_time({self.node_labels}[{self.raw}]))"
+        return f"max by (node, {self.node_keys}) (max_over_time({self.node_labels()}[{self.raw}]))"
 
     def pods_on(self, nodes: list[str]) -> str:
         """Pods on the given nodes during the chunk."""
-        matcher = f"node=~{quote('|'.join(re.escape(n) for n in nodes))}"
-        return f"group by (uid) (max_over_time({self.pod_node(nodes=matcher)}[{self.raw}]))"
+        return f"group by (uid) (max_over_time({self.pod_node(nodes=node_matcher(nodes))}[{self.raw}]))"
 
     def covered_instants(self) -> str:
         """At how many of the chunk's instants any kube-state-metrics series was visible:
         fewer than all means Prometheus did not scrape it for a while, and pods then were not seen."""
-        return f"count_over_time(count({self.node_labels})[{self.instants}:{self.step}])"
+        return f"count_over_time(count({self.node_labels()})[{self.instants}:{self.step}])"
 
     def running_pods(self) -> str:
         """The uids of pods Running in the chunk, for the log's pod count."""
         return f"group by (uid) (max_over_time({self.running()}[{self.instants}]) == 1)"
 
-    def exact(self, pods: str) -> str:
-        """The literal per-instant product, for range queries; a node's newest label set wins."""
-        label = self.node_keys
+    def exact(self, pods: str, relabelled: list[str]) -> str:
+        """The literal per-instant product, for range queries. Node labels (GPU model, pool) are
+        read at every instant only for relabelled nodes (a node's newest label set wins; "" without
+        one); on other nodes they are constant, and the caller maps the node to them."""
         return f"""
-sum by (namespace, resource, priority_class, {label}) (
-    sum by (namespace, pod, uid, resource) (
-        max by (namespace, pod, uid, container, resource) ({self.requests(pods)})
-    )
+sum by (namespace, node, resource, priority_class, {self.node_keys}) (
+    max by (namespace, pod, uid, container, resource) ({self.requests(pods)})
   * on (namespace, pod, uid) group_left (node, priority_class) (
         max by (namespace, pod, uid) ({self.running(pods)} == 1)
       * on (namespace, pod, uid) group_left (node, priority_class)
         max by (namespace, pod, uid, node, priority_class) ({self.pod_node(pods)})
     )
-  * on (node) group_left ({label}) {self.newest_model(self.pod_node(pods))}
+  * on (node) group_left ({self.node_keys}) {self.newest_model(self.pod_node(pods), node_matcher(relabelled))}
 )"""
 
-    def newest_model(self, nodes: str) -> str:
-        """(node, GPU model[, pool]) of every node in `nodes`: its newest label set wins, none means ''."""
+    def newest_model(self, nodes: str, labelled: str = "") -> str:
+        """(node, GPU model[, pool]) of every node in `nodes`: the newest label set of the nodes
+        `labelled` selects wins; the others, and nodes without labels, get ''."""
         return f"""(
-        group by (node, {self.node_keys}) (topk by (node) (1, timestamp({self.node_labels})))
+        group by (node, {self.node_keys}) (topk by (node) (1, timestamp({self.node_labels(labelled)})))
       or on (node)
         group by (node) ({nodes})
     )"""
@@ -217,11 +246,6 @@ def chunks(day: BillingDay, step: int) -> list[Chunk]:
         )
     size = CHUNK_INSTANTS * step
     return [Chunk(t, min(t + size, end), step) for t in range(start, end, size)]
-
-
-def _sub_chunks(chunk: Chunk) -> list[Chunk]:
-    size = EXACT_INSTANTS * chunk.step
-    return [Chunk(t, min(t + size, chunk.end), chunk.step) for t in range(chunk.start, chunk.end, size)]
 
 
 @dataclass(frozen=True)
@@ -246,7 +270,7 @@ def _chunk_usage(source: PrometheusSource, cluster: ClusterConfig, gpu_resources
         labels = series["metric"]
         node_kinds.setdefault(labels.get("node", ""), set()).add(queries.node_kind(labels))
     relabelled = sorted(node for node, found in node_kinds.items() if len(found) > 1)
-    exact_pods = _uids(source.instant(queries.resized(), at))
+    exact_pods = _uids(source.instant(queries.needs_exact(), at))
     covered = sum(int(float(series["value"][1])) for series in source.instant(queries.covered_instants(), at))
     asked = 4
     if relabelled:
@@ -254,30 +278,29 @@ def _chunk_usage(source: PrometheusSource, cluster: ClusterConfig, gpu_resources
         asked += 1
     running = _uids(source.instant(queries.running_pods(), at))
 
+    def row(labels: dict[str, str], instants: float) -> tuple:
+        """A usage row; the node's (GPU model, pool) is read per instant on relabelled nodes, else its one kind."""
+        node = labels.get("node", "")
+        model, pool = queries.node_kind(labels) if node in relabelled else min(node_kinds.get(node, {("", "")}))
+        return (labels.get("namespace", ""), labels.get("resource", ""), model, labels.get("priority_class", ""), pool,
+                instants)
+
     rows = []
     for series in source.instant(queries.fast(uid_matcher(exact_pods, keep=False)), at):
-        labels = series["metric"]
-        model, pool = min(node_kinds.get(labels.get("node", ""), {("", "")}))
-        rows.append((labels.get("namespace", ""), labels.get("resource", ""), model,
-                     labels.get("priority_class", ""), pool, float(series["value"][1])))
+        rows.append(row(series["metric"], float(series["value"][1])))
     asked += 1
 
     if exact_pods:
-        log.info("%d pods resized or on relabelled nodes (%s): evaluated instant by instant",
-                 len(exact_pods), ", ".join(relabelled[:3]) or "no relabels")
-        for part in _sub_chunks(chunk):
-            for series in source.range(queries.exact(uid_matcher(exact_pods, keep=True)), part.start, part.last, part.step):
-                labels = series["metric"]
-                total = sum(float(v) for _, v in series["values"])
-                model, pool = queries.node_kind(labels)
-                rows.append((labels.get("namespace", ""), labels.get("resource", ""), model,
-                             labels.get("priority_class", ""), pool, total))
-            asked += 1
+        log.info("%d pods resized, on relabelled nodes (%s) or with odd Running values: evaluated instant by instant",
+                 len(exact_pods), ", ".join(relabelled[:3]) or "none")
+        for series in source.range(queries.exact(uid_matcher(exact_pods, keep=True), relabelled), chunk.start, at, chunk.step):
+            rows.append(row(series["metric"], sum(float(v) for _, v in series["values"])))
+        asked += 1
     instants = (chunk.end - chunk.start) // chunk.step
     return _ChunkResult(_hours(rows, chunk.step), running, asked, covered, instants)
 
 
-def _hours(rows: list[tuple[str, str, str, str, str, float]], step: int) -> pd.DataFrame:
+def _hours(rows: list[tuple], step: int) -> pd.DataFrame:
     """Rows of resource-instants as a frame of resource-hours."""
     frame = pd.DataFrame(rows, columns=USAGE_COLUMNS).astype({"quantity": float})
     return frame.assign(quantity=frame["quantity"] * step / 3600)
@@ -314,7 +337,7 @@ def _refuse_impossible_values(raw: pd.DataFrame, cluster: str) -> None:
     if len(bad):
         first = bad.iloc[0]
         raise PrometheusError(
-            f"Prometheus of cluster {cluster} returned an impossible {first['resource']} request "
+            f"Prometheus of cluster {cluster} returned an impossible {first['resource']} request or Running value "
             f"({first['quantity']}) for namespace {first['namespace']!r}; refusing to bill it"
         )
 

@@ -1,9 +1,10 @@
+import re
 from datetime import date
 from zoneinfo import ZoneInfo
 
 import pytest
 
-from billing.collect import GIB, Queries, chunks, collect_cluster, quote
+from billing.collect import GIB, Queries, chunks, collect_cluster, one_of, quote
 from billing.config import ClusterConfig
 from billing.days import billing_day
 from billing.prometheus import PrometheusError
@@ -123,11 +124,11 @@ def test_resized_pods_are_left_out_of_the_fast_query_and_evaluated_exactly():
                 "values": [[0, "2"], [60, "4"]]}],
     )
     result = collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source)
-    assert all(r'uid!~"u\\-1|u\\-2"' in q for q in source.queries("fast"))
-    # 24 exact range queries of one hour each, restricted to the two pods
-    assert len(source.queries("exact")) == 24
-    assert all(r'uid=~"u\\-1|u\\-2"' in q for q in source.queries("exact"))
-    # only the first hour answers, with 2 + 4 core-instants of a backfill pod; four fast chunks answer 240 each
+    assert all('uid!~"u-1|u-2"' in q for q in source.queries("fast"))
+    # one exact range query per chunk, restricted to the two pods
+    assert len(source.queries("exact")) == 4
+    assert all('uid=~"u-1|u-2"' in q for q in source.queries("exact"))
+    # only the first chunk answers, with 2 + 4 core-instants of a backfill pod; four fast chunks answer 240 each
     assert result.usage.to_dict("records") == [
         {"namespace": "alice", "resource": "cpu", "gpu_model": "", "priority_class": "", "pool": "",
          "quantity": pytest.approx(4 * 4)},
@@ -141,8 +142,34 @@ def test_pods_on_a_relabelled_node_are_evaluated_exactly():
                             on_nodes=[series(1, uid="u-9")])
     collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source)
     assert all(r'node=~"n\\.1"' in q for q in source.queries("on_nodes"))
-    assert all(r'uid!~"u\\-9"' in q for q in source.queries("fast"))
-    assert all(r'uid=~"u\\-9"' in q for q in source.queries("exact"))
+    assert all('uid!~"u-9"' in q for q in source.queries("fast"))
+    assert all('uid=~"u-9"' in q for q in source.queries("exact"))
+
+
+def test_exact_results_take_the_model_per_instant_on_relabelled_nodes_and_the_nodes_model_elsewhere():
+    source = FakePrometheus(
+        models=[series(1, node="n.1", label_nvidia_com_gpu_product=m) for m in (H100, "A100")]
+        + [series(1, node="m", label_nvidia_com_gpu_product="A100")],
+        on_nodes=[series(1, uid="u-9")],
+        exact=[{"metric": {"namespace": "alice", "node": "n.1", "resource": "nvidia_com_gpu",
+                           "label_nvidia_com_gpu_product": H100}, "values": [[0, "60"]]},
+               {"metric": {"namespace": "alice", "node": "n.1", "resource": "nvidia_com_gpu"}, "values": [[0, "120"]]},
+               {"metric": {"namespace": "alice", "node": "m", "resource": "nvidia_com_gpu"}, "values": [[0, "180"]]}],
+    )
+    usage = collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source).usage
+    assert {(r.gpu_model, r.quantity) for r in usage.itertuples()} == {(H100, 1.0), ("", 2.0), ("A100", 3.0)}
+
+
+@pytest.mark.parametrize("values", [["u-1", "u-2"], ["n.1", "n-1"], ["x|y", "a(b)", "[c]*", "d+e?", "^f$", "g{2}", "h\\i"]])
+def test_one_of_matches_exactly_its_values(values):
+    pattern = re.compile(one_of(values))
+    assert all(pattern.fullmatch(value) for value in values)
+    near_misses = [v + "x" for v in values] + [v[:-1] for v in values] + ["u.1", "n11", "xy", "ab"]
+    assert not any(pattern.fullmatch(miss) for miss in near_misses if miss not in values)
+
+
+def test_one_of_leaves_hyphens_alone_so_prometheus_sees_a_plain_list():
+    assert one_of(["0b4e-11", "n.1"]) == r"0b4e-11|n\.1"
 
 
 @pytest.mark.parametrize("value", ["NaN", "+Inf", "-1"])
@@ -162,10 +189,11 @@ def test_reserved_pools_come_from_node_labels_and_a_node_moved_between_pools_is_
         fast=[series(60, namespace="alice", node="a", resource="nvidia_com_gpu"),
               series(60, namespace="bob", node="b", resource="nvidia_com_gpu")],
         on_nodes=[series(1, uid="u-c")],
-        exact=[{"metric": {"namespace": "carol", "resource": "cpu", "label_pool": "p1"}, "values": [[0, "60"]]}])
+        exact=[{"metric": {"namespace": "carol", "node": "c", "resource": "cpu", "label_pool": "p1"},
+                "values": [[0, "60"]]}])
     result = collect_cluster(pooled, DAY, 60, ["nvidia_com_gpu"], source)
     usage = {(r.namespace, r.resource, r.gpu_model, r.pool): r.quantity for r in result.usage.itertuples()}
-    # four chunks of 60 GPU-instants = 4 GPU-h each; carol's one exact hour of 60 core-instants = 1 core-h
+    # four chunks of 60 GPU-instants = 4 GPU-h each; carol's first exact chunk of 60 core-instants = 1 core-h
     assert usage == {("alice", "gpu", H100, "p1"): pytest.approx(4), ("bob", "gpu", H100, ""): pytest.approx(4),
                      ("carol", "cpu", "", "p1"): pytest.approx(1)}
     assert all(r'node=~"c"' in q for q in source.queries("on_nodes"))

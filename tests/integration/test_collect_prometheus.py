@@ -15,8 +15,9 @@ from billing.collect import collect_cluster
 from billing.config import ClusterConfig, PrometheusConfig
 from billing.days import billing_day
 from billing.prometheus import LivePrometheus
-from fixtures.ksm import make_world
+from fixtures.ksm import make_world, write_openmetrics
 from fixtures.reference import reference_usage
+from tests.integration.servers import load_openmetrics, require_program, start_prometheus
 
 UTC_DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 BERLIN_AUTUMN = billing_day(date(2026, 10, 25), ZoneInfo("Europe/Berlin"))  # 25 hours
@@ -111,3 +112,36 @@ def test_a_selector_matching_nothing_bills_nothing(prometheus_server, world):
     config = cluster("jaguar", prom.url).model_copy(
         update={"prometheus": PrometheusConfig(url=prom.url, selector='cluster="nope"', retries=0)})
     assert collected(config, UTC_DAY) == {}
+
+
+def test_running_values_other_than_1_do_not_count(tmp_path):
+    """SPEC.md counts a pod only where its Running series is 1. A series that says 2 for six hours
+    and -1 for the next six (not kube-state-metrics, but possible) must bill neither, although the
+    fast query sums the series: such pods go down the exact path."""
+    require_program("prometheus")
+    six, noon, eighteen = (UTC_DAY.start.timestamp() + h * 3600 for h in (6, 12, 18))
+    world = world_of(UTC_DAY, pods=120, clusters=("jaguar",))
+    jaguar = world.clusters[0]
+    index, pod = next((i, p) for i, p in enumerate(jaguar.pods) if p.created < UTC_DAY.start.timestamp()
+                      and p.deleted > UTC_DAY.end.timestamp() and p.phases[-1][1] == "Running")
+    # The reference's view: not Running from 06:00 to 18:00 (Unknown instead) ...
+    odd = replace(pod, phases=(*pod.phases, (six, "Unknown"), (eighteen, "Running")))
+    world = replace(world, clusters=(replace(jaguar, pods=(*jaguar.pods[:index], odd, *jaguar.pods[index + 1:])),))
+    # ... and Prometheus' view: the Running series is 2, then -1, where the reference sees 0.
+    paths = write_openmetrics(world, tmp_path / "openmetrics")
+    prefix = "kube_pod_status_phase{"
+    for path in paths:
+        lines = path.read_text().splitlines(keepends=True)
+        for i, line in enumerate(lines):
+            if line.startswith(prefix) and f'uid="{pod.uid}"' in line and 'phase="Running"' in line:
+                labels, value, ts = line.rsplit(" ", 2)
+                if six <= float(ts) < eighteen:
+                    lines[i] = f"{labels} {2 if float(ts) < noon else -1} {ts}"
+        path.write_text("".join(lines))
+    load_openmetrics(paths, tmp_path / "tsdb")
+    server = start_prometheus(tmp_path / "tsdb", tmp_path / "prometheus")
+    try:
+        expected = reference_usage(world, "jaguar", UTC_DAY.start.timestamp(), UTC_DAY.end.timestamp(), 60)
+        assert_matches(collected(cluster("jaguar", server.url), UTC_DAY), expected)
+    finally:
+        server.stop()
