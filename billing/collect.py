@@ -236,15 +236,15 @@ def _window(seconds: float) -> str:
     return f"{int(round(seconds * 1000))}ms"
 
 
-def chunks(day: BillingDay, step: int) -> list[Chunk]:
-    """The day cut into step-aligned pieces of at most CHUNK_INSTANTS instants."""
+def chunks(day: BillingDay, step: int, instants: int = CHUNK_INSTANTS) -> list[Chunk]:
+    """The day cut into step-aligned pieces of at most `instants` instants."""
     start, end = int(day.start.timestamp()), int(day.end.timestamp())
     if start % step:
         raise PrometheusError(
             f"local midnight of {day.date} is not a multiple of the {step}s step in Unix time; "
             "choose a step that divides the time zone's UTC offset"
         )
-    size = CHUNK_INSTANTS * step
+    size = instants * step
     return [Chunk(t, min(t + size, end), step) for t in range(start, end, size)]
 
 

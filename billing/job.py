@@ -22,7 +22,7 @@ from billing.pricing import price, reserve_pools, share_idle
 from billing.prometheus import prometheus_source
 from billing.render import DayReport, check_output_dir, read_report, write_pages
 from billing.summaries import summary_envelopes
-from billing.waste import attribute_waste, collect_waste
+from billing.waste import WASTE_COLUMNS, attribute_waste, collect_waste
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +107,8 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
         source = prometheus_source(cluster.name, cluster.prometheus)
         usage = collect_cluster(cluster, period, step, resources, source)
         allocatable = collect_allocatable(cluster, period, step, resources, source)
-        wasted = collect_waste(cluster, period, step, resources, source, config.waste.gpu_utilisation_below)
+        wasted = (collect_waste(cluster, period, step, resources, source, config.waste.gpu_utilisation_below)
+                  if config.waste.enabled else pd.DataFrame(columns=WASTE_COLUMNS))
         capacity = idle_capacity(allocatable, usage.usage, cluster.prices, cluster.name)
         _log_cluster(usage)
         _log_capacity(cluster.name, capacity)

@@ -16,7 +16,7 @@ DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 
 
 class Answers:
-    """DCGM in the first chunk of the day only, cAdvisor in none; 60 idle GPU-instants of alice per chunk."""
+    """DCGM in the first 6 hours of the day only, cAdvisor in none; 10 idle GPU-instants of alice per chunk."""
 
     def __init__(self):
         self.asked: list[str] = []
@@ -26,16 +26,16 @@ class Answers:
         if query.startswith("count(last_over_time("):
             first = at < DAY.start.timestamp() + 6 * 3600
             return [{"metric": {}, "value": [at, "1"]}] if first and "DCGM_FI_DEV_GPU_UTIL" in query else []
-        return [{"metric": {"namespace": "alice"}, "value": [at, "60"]}]
+        return [{"metric": {"namespace": "alice"}, "value": [at, "10"]}]
 
 
 def test_a_measure_is_taken_only_where_its_metric_is():
     source = Answers()
     waste = collect_waste(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, below=5.0)
-    # one chunk with DCGM: 60 GPU-instants = 1 idle GPU-hour; no cAdvisor anywhere: not measured (NaN)
+    # six 1-hour chunks with DCGM: 6 x 10 GPU-instants = 1 idle GPU-hour; no cAdvisor anywhere: not measured
     assert waste["namespace"].tolist() == ["alice"]
-    assert waste["idle_gpu_hours"].tolist() == [1.0] and waste["unused_cpu_core_hours"].isna().all()
-    assert sum("DCGM_FI_DEV_GPU_UTIL{" in q and "< 5.0" in q for q in source.asked) == 1
+    assert waste["idle_gpu_hours"].tolist() == [pytest.approx(1.0)] and waste["unused_cpu_core_hours"].isna().all()
+    assert sum("DCGM_FI_DEV_GPU_UTIL{" in q and "< 5.0" in q for q in source.asked) == 6  # 1-hour chunks
     assert not any("rate(container_cpu_usage_seconds_total" in q for q in source.asked)
 
 

@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 
 import pandas as pd
 import pytest
+import yaml
 from click.testing import CliRunner
 from sqlalchemy import create_engine
 
@@ -110,3 +111,16 @@ def test_the_run_keeps_waste_per_team_and_person_and_the_team_page_shows_it(prom
                                          ["alice", "24.00 GPU-h", "144.00 core-h"]]
     admin = read_page((tmp_path / "reports" / "2026-11-20" / "index.html").read_text())
     assert ["unallocated", "0.00 GPU-h", "6.05 core-h"] in admin.tables["waste"]
+
+
+def test_waste_can_be_switched_off(prometheus_server, tmp_path):
+    prom = prometheus_server(WORLD)
+    database = f"sqlite:///{tmp_path / 'ledger.db'}"
+    config = write_config(tmp_path, database, {"jaguar": prom.url})
+    settings = yaml.safe_load(open(config))
+    (tmp_path / "billing.yaml").write_text(yaml.safe_dump({**settings, "waste": {"enabled": False}}))
+    result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])
+    assert result.exit_code == 0, result.output
+    with create_engine(database).connect() as conn:
+        assert pd.read_sql("select count(*) as n from waste", conn)["n"][0] == 0
+        assert pd.read_sql("select count(*) as n from chargeback", conn)["n"][0] > 0
