@@ -14,6 +14,7 @@ import signal
 import sys
 import time
 from datetime import date
+from pathlib import Path
 
 import click
 
@@ -22,8 +23,9 @@ from billing.check import check_all, check_config
 from billing.config import Config, ConfigError, config_path, load_config
 from billing.days import days_between, yesterday
 from billing.directory import DirectoryError
+from billing.focus import ParquetUnavailable, focus_rows, write_focus
 from billing.job import IncompleteDayError, render_day, run_day
-from billing.ledger import LedgerError, open_ledger, upgrade_schema
+from billing.ledger import LedgerError, completed, open_ledger, read_rows, upgrade_schema
 from billing.mail import MailError
 from billing.render import RenderError
 from billing.logs import configure_logging
@@ -345,3 +347,35 @@ def check(config_file: str | None) -> None:
         failures += not probe.ok
     if failures:
         sys.exit(1)
+
+
+@main.command()
+@click.option("--from", "first", callback=_date, required=True, help="First day, YYYY-MM-DD.")
+@click.option("--to", "last", callback=_date, required=True, help="Last day, YYYY-MM-DD (inclusive).")
+@click.option("--format", "layout", type=click.Choice(["focus"]), default="focus", show_default=True,
+              help="focus: the FinOps FOCUS 1.2 columns.")
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="File to write: *.parquet is Parquet, anything else CSV (default: CSV on standard output).")
+@config_option
+@_guarded
+def export(first: date, last: date, layout: str, output: Path | None, config_file: str | None) -> None:
+    """Write the ledger of a date range for finance tools (FinOps FOCUS 1.2).
+
+    Days in the range that were never run are named on standard error. Example:
+
+        billing export --from 2026-11-01 --to 2026-11-30 --format focus --output november.csv
+    """
+    if last < first:
+        raise click.BadParameter("--to is before --from")
+    config = _config(config_file)
+    ledger = open_ledger(config.database)
+    focus = focus_rows(read_rows(ledger, first, last), config.zone)
+    missing = sorted(set(days_between(first, last)) - completed(ledger, first, last))
+    if missing:
+        click.echo(f"billing: never run, so not in the export: {', '.join(map(str, missing))}", err=True)
+    try:
+        write_focus(focus, output, click.get_text_stream("stdout"))
+    except ParquetUnavailable as exc:
+        raise click.UsageError(str(exc)) from None
+    except OSError as exc:
+        raise click.BadParameter(f"cannot write {output}: {exc.strerror or exc}", param_hint="--output") from None

@@ -49,7 +49,7 @@ import logging
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Callable, Iterable, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -65,16 +65,18 @@ CHUNK_INSTANTS = 360  # instants per fast query: 6 h at a 60 s step
 PARALLEL_QUERIES = 2  # one per core of a small Prometheus
 GIB = 2**30
 RE2_SPECIAL = re.compile(r"([\\.+*?()|\[\]{}^$])")
+T = TypeVar("T")
 
-USAGE_COLUMNS = ["namespace", "resource", "gpu_model", "quantity"]
+USAGE_COLUMNS = ["namespace", "resource", "gpu_model", "priority_class", "pool", "quantity"]
 
 
 @dataclass(frozen=True)
 class ClusterUsage:
-    """One cluster-day: resource-hours per namespace, resource and GPU model."""
+    """One cluster-day: resource-hours per namespace, resource, GPU model, priority class and pool."""
 
     cluster: str
-    usage: pd.DataFrame  # USAGE_COLUMNS; resource is cpu, memory or gpu
+    usage: pd.DataFrame  # USAGE_COLUMNS; resource is cpu, memory or gpu; priority_class from kube_pod_info;
+    # pool: the reserved pool of the pod's node, '' when none
     pods: int  # distinct pods seen Running during the day
     queries: int
     coverage: float  # share of the day's instants at which kube-state-metrics data was there
@@ -125,6 +127,9 @@ class Queries:
     def __init__(self, cluster: ClusterConfig, gpu_resources: list[str], chunk: Chunk):
         self.extra = cluster.prometheus.selector.strip()
         self.gpu_label = cluster.gpu_model_label
+        self.pools = cluster.reserved_pools
+        # node labels that decide a node's price: GPU model, and reserved pool where clusters have them
+        self.node_keys = ", ".join([self.gpu_label, *([self.pools.node_label] if self.pools else [])])
         self.resources = one_of(["cpu", "memory", *gpu_resources])
         length = chunk.end - chunk.start
         # Half-step margins make Prometheus 2's closed and Prometheus 3's
@@ -149,20 +154,28 @@ class Queries:
     def node_labels(self, nodes: str = "") -> str:
         return self.series("kube_node_labels", nodes)
 
+    def node_kind(self, labels: dict[str, str]) -> tuple[str, str]:
+        """(GPU model, reserved pool) from a series' labels; a pool no team reserved is none ('')."""
+        model = labels.get(self.gpu_label, "")
+        if not self.pools:
+            return model, ""
+        pool = labels.get(self.pools.node_label, "")
+        return model, pool if pool in self.pools.teams else ""
+
     # `max by` everywhere below drops the scrape's own labels (instance, job),
     # so duplicate scrapes of kube-state-metrics replicas are not counted twice.
 
     def fast(self, pods: str) -> str:
-        """Per (namespace, node, resource): sum over pods of request x Running instants."""
+        """Per (namespace, node, priority class, resource): sum over pods of request x Running instants."""
         return f"""
-sum by (namespace, node, resource) (
+sum by (namespace, node, priority_class, resource) (
     sum by (namespace, pod, uid, resource) (
         max by (namespace, pod, uid, container, resource) (max_over_time({self.requests(pods)}[{self.raw}]))
     )
-  * on (namespace, pod, uid) group_left (node) (
+  * on (namespace, pod, uid) group_left (node, priority_class) (
         max by (namespace, pod, uid) (sum_over_time({self.running(pods)}[{self.instants}:{self.step}]))
-      * on (namespace, pod, uid) group_left (node)
-        max by (namespace, pod, uid, node) (max_over_time({self.pod_node(pods)}[{self.raw}]))
+      * on (namespace, pod, uid) group_left (node, priority_class)
+        max by (namespace, pod, uid, node, priority_class) (max_over_time({self.pod_node(pods)}[{self.raw}]))
     )
 )"""
 
@@ -177,8 +190,8 @@ group by (uid) (
 )"""
 
     def models(self) -> str:
-        """Every (node, GPU model) pair seen in the chunk; two models for a node means a relabel."""
-        return f"max by (node, {self.gpu_label}) (max_over_time({self.node_labels()}[{self.raw}]))"
+        """Every (node, GPU model[, pool]) seen in the chunk; two for a node means a relabel."""
+        return f"max by (node, {self.node_keys}) (max_over_time({self.node_labels()}[{self.raw}]))"
 
     def pods_on(self, nodes: list[str]) -> str:
         """Pods on the given nodes during the chunk."""
@@ -194,24 +207,28 @@ group by (uid) (
         return f"group by (uid) (max_over_time({self.running()}[{self.instants}]) == 1)"
 
     def exact(self, pods: str, relabelled: list[str]) -> str:
-        """The literal per-instant product, for range queries. The GPU-model label is read at
-        every instant only for relabelled nodes (a node's newest label set wins; "" without one);
-        on other nodes it is constant, and the caller maps the node to its model."""
-        label = self.gpu_label
+        """The literal per-instant product, for range queries. Node labels (GPU model, pool) are
+        read at every instant only for relabelled nodes (a node's newest label set wins; "" without
+        one); on other nodes they are constant, and the caller maps the node to them."""
         return f"""
-sum by (namespace, node, resource, {label}) (
+sum by (namespace, node, resource, priority_class, {self.node_keys}) (
     max by (namespace, pod, uid, container, resource) ({self.requests(pods)})
-  * on (namespace, pod, uid) group_left (node) (
+  * on (namespace, pod, uid) group_left (node, priority_class) (
         max by (namespace, pod, uid) ({self.running(pods)} == 1)
-      * on (namespace, pod, uid) group_left (node)
-        max by (namespace, pod, uid, node) ({self.pod_node(pods)})
+      * on (namespace, pod, uid) group_left (node, priority_class)
+        max by (namespace, pod, uid, node, priority_class) ({self.pod_node(pods)})
     )
-  * on (node) group_left ({label}) (
-        group by (node, {label}) (topk by (node) (1, timestamp({self.node_labels(node_matcher(relabelled))})))
-      or on (node)
-        group by (node) ({self.pod_node(pods)})
-    )
+  * on (node) group_left ({self.node_keys}) {self.newest_model(self.pod_node(pods), node_matcher(relabelled))}
 )"""
+
+    def newest_model(self, nodes: str, labelled: str = "") -> str:
+        """(node, GPU model[, pool]) of every node in `nodes`: the newest label set of the nodes
+        `labelled` selects wins; the others, and nodes without labels, get ''."""
+        return f"""(
+        group by (node, {self.node_keys}) (topk by (node) (1, timestamp({self.node_labels(labelled)})))
+      or on (node)
+        group by (node) ({nodes})
+    )"""
 
 
 def _window(seconds: float) -> str:
@@ -233,7 +250,7 @@ def chunks(day: BillingDay, step: int) -> list[Chunk]:
 
 @dataclass(frozen=True)
 class _ChunkResult:
-    usage: pd.DataFrame  # namespace, resource, gpu_model, quantity (resource as KSM names it)
+    usage: pd.DataFrame  # USAGE_COLUMNS (resource as KSM names it)
     pods: frozenset[str]
     queries: int
     covered: int  # instants with kube-state-metrics data
@@ -248,11 +265,11 @@ def _chunk_usage(source: PrometheusSource, cluster: ClusterConfig, gpu_resources
     """Fast query for most pods, exact range queries for the few where factoring is wrong."""
     queries = Queries(cluster, gpu_resources, chunk)
     at = chunk.last
-    node_models: dict[str, set[str]] = {}
+    node_kinds: dict[str, set[tuple[str, str]]] = {}
     for series in source.instant(queries.models(), at):
         labels = series["metric"]
-        node_models.setdefault(labels.get("node", ""), set()).add(labels.get(queries.gpu_label, ""))
-    relabelled = sorted(node for node, found in node_models.items() if len(found) > 1)
+        node_kinds.setdefault(labels.get("node", ""), set()).add(queries.node_kind(labels))
+    relabelled = sorted(node for node, found in node_kinds.items() if len(found) > 1)
     exact_pods = _uids(source.instant(queries.needs_exact(), at))
     covered = sum(int(float(series["value"][1])) for series in source.instant(queries.covered_instants(), at))
     asked = 4
@@ -261,44 +278,48 @@ def _chunk_usage(source: PrometheusSource, cluster: ClusterConfig, gpu_resources
         asked += 1
     running = _uids(source.instant(queries.running_pods(), at))
 
-    def model(labels: dict[str, str]) -> str:
-        """The GPU model of a result's node: read per instant on relabelled nodes, else the node's one model."""
+    def row(labels: dict[str, str], instants: float) -> tuple:
+        """A usage row; the node's (GPU model, pool) is read per instant on relabelled nodes, else its one kind."""
         node = labels.get("node", "")
-        return labels.get(queries.gpu_label, "") if node in relabelled else min(node_models.get(node, {""}))
+        model, pool = queries.node_kind(labels) if node in relabelled else min(node_kinds.get(node, {("", "")}))
+        return (labels.get("namespace", ""), labels.get("resource", ""), model, labels.get("priority_class", ""), pool,
+                instants)
 
     rows = []
     for series in source.instant(queries.fast(uid_matcher(exact_pods, keep=False)), at):
-        labels = series["metric"]
-        rows.append((labels.get("namespace", ""), labels.get("resource", ""), model(labels), float(series["value"][1])))
+        rows.append(row(series["metric"], float(series["value"][1])))
     asked += 1
 
     if exact_pods:
         log.info("%d pods resized, on relabelled nodes (%s) or with odd Running values: evaluated instant by instant",
                  len(exact_pods), ", ".join(relabelled[:3]) or "none")
         for series in source.range(queries.exact(uid_matcher(exact_pods, keep=True), relabelled), chunk.start, at, chunk.step):
-            labels = series["metric"]
-            total = sum(float(v) for _, v in series["values"])
-            rows.append((labels.get("namespace", ""), labels.get("resource", ""), model(labels), total))
+            rows.append(row(series["metric"], sum(float(v) for _, v in series["values"])))
         asked += 1
     instants = (chunk.end - chunk.start) // chunk.step
     return _ChunkResult(_hours(rows, chunk.step), running, asked, covered, instants)
 
 
-def _hours(rows: list[tuple[str, str, str, float]], step: int) -> pd.DataFrame:
+def _hours(rows: list[tuple], step: int) -> pd.DataFrame:
     """Rows of resource-instants as a frame of resource-hours."""
     frame = pd.DataFrame(rows, columns=USAGE_COLUMNS).astype({"quantity": float})
     return frame.assign(quantity=frame["quantity"] * step / 3600)
 
 
+def map_chunks(ask: Callable[[Chunk], T], parts: list[Chunk]) -> list[T]:
+    """ask(chunk) for every chunk, PARALLEL_QUERIES at a time, in order."""
+    pool = ThreadPoolExecutor(PARALLEL_QUERIES)
+    try:
+        return list(pool.map(ask, parts))
+    finally:  # one failed chunk fails the day: the chunks not started yet are not asked at all
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
 def collect_cluster(
     cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: list[str], source: PrometheusSource
 ) -> ClusterUsage:
-    """Resource-hours of one cluster-day, per namespace, resource and GPU model."""
-    pool = ThreadPoolExecutor(PARALLEL_QUERIES)
-    try:
-        results = list(pool.map(lambda c: _chunk_usage(source, cluster, gpu_resources, c), chunks(day, step)))
-    finally:  # one failed chunk fails the day: the chunks not started yet are not asked at all
-        pool.shutdown(wait=False, cancel_futures=True)
+    """Resource-hours of one cluster-day, per namespace, resource, GPU model, priority class and pool."""
+    results = map_chunks(lambda c: _chunk_usage(source, cluster, gpu_resources, c), chunks(day, step))
     raw = pd.concat([r.usage for r in results], ignore_index=True)
     _refuse_impossible_values(raw, cluster.name)
     return ClusterUsage(
@@ -321,16 +342,21 @@ def _refuse_impossible_values(raw: pd.DataFrame, cluster: str) -> None:
         )
 
 
-def _normalise(raw: pd.DataFrame, gpu_resources: list[str]) -> pd.DataFrame:
+def billing_units(raw: pd.DataFrame, gpu_resources: list[str]) -> pd.DataFrame:
     """kube-state-metrics resources to billing resources: GiB for memory, one `gpu` for all GPU names."""
     frame = raw.copy()
     is_gpu = frame["resource"].isin(gpu_resources)
     frame.loc[frame["resource"] == "memory", "quantity"] /= GIB
     frame.loc[is_gpu, "resource"] = "gpu"
     frame.loc[~is_gpu, "gpu_model"] = ""
-    frame = frame[frame["quantity"] != 0]
+    return frame[frame["quantity"] != 0]
+
+
+def _normalise(raw: pd.DataFrame, gpu_resources: list[str]) -> pd.DataFrame:
+    """Resource-hours in billing units, one row per namespace, resource, GPU model, priority class and pool."""
+    frame = billing_units(raw, gpu_resources)
     return (
-        frame.groupby(["namespace", "resource", "gpu_model"], as_index=False, sort=True)["quantity"]
+        frame.groupby(USAGE_COLUMNS[:-1], as_index=False, sort=True)["quantity"]
         .sum()
         .reindex(columns=USAGE_COLUMNS)
     )

@@ -112,6 +112,16 @@ class Prices(_Section):
     memory_gib_hour: NonNegative
     gpu_hour: NonNegative
     gpu_models: dict[str, NonNegative] = {}
+    # price multiplier per pod priority class (kube_pod_info's priority_class), e.g. backfill: 0.0 runs free;
+    # other classes pay 1
+    priority_classes: dict[str, NonNegative] = {}
+
+
+class ReservedPools(_Section):
+    """Node groups dedicated to a team: it pays their whole capacity, others' use of them is credited to it."""
+
+    node_label: Annotated[str, Field(min_length=1)]  # kube_node_labels label naming a node's pool
+    teams: dict[str, str]  # pool (the label's value) -> the team that reserved it
 
 
 class ClusterConfig(_Section):
@@ -119,6 +129,10 @@ class ClusterConfig(_Section):
     prometheus: PrometheusConfig
     gpu_model_label: str = "label_nvidia_com_gpu_product"
     prices: Prices
+    # idle capacity (allocatable that no request covered): unbilled, or shared over the teams in
+    # proportion to their cost, as `idle-<resource>` ledger rows, so the ledger adds up to the whole cluster's price
+    idle: Literal["unbilled", "share"] = "unbilled"
+    reserved_pools: ReservedPools | None = None
 
 
 class PeopleConfig(_Section):

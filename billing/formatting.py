@@ -9,7 +9,15 @@ from __future__ import annotations
 from decimal import ROUND_HALF_UP, Decimal
 
 UNITS = {"gpu": "GPU-h", "cpu": "core-h", "memory": "GiB-h"}
-RESOURCE_NAMES = {"gpu": "GPU", "cpu": "CPU", "memory": "Memory"}
+# the ledger's other resources (billing/pricing.py): reserved pools, their credits, shared idle capacity
+UNITS |= {f"{kind}-{resource}": unit for kind in ("reserved", "credit", "idle") for resource, unit in UNITS.items()}
+RESOURCE_NAMES = {
+    "gpu": "GPU", "cpu": "CPU", "memory": "Memory",
+    "reserved-gpu": "Reserved pool, GPU", "reserved-cpu": "Reserved pool, CPU", "reserved-memory": "Reserved pool, memory",
+    "credit-gpu": "Pool use credited, GPU", "credit-cpu": "Pool use credited, CPU",
+    "credit-memory": "Pool use credited, memory",
+    "idle-gpu": "Idle GPU", "idle-cpu": "Idle CPU", "idle-memory": "Idle memory",
+}
 
 _CENT = Decimal("0.01")
 

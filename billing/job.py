@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 from sqlalchemy import Engine
 
+from billing.capacity import collect_allocatable, idle_capacity
 from billing.collect import ClusterUsage, collect_cluster
 from billing.config import Config
 from billing.days import billing_day
@@ -17,7 +18,7 @@ from billing.directory import Directory, DirectoryError, directory_from_json, di
 from billing.ledger import latest_directory, open_ledger, replace_day
 from billing.mail import deliver
 from billing.ownership import assign_owners
-from billing.pricing import price
+from billing.pricing import price, reserve_pools, share_idle
 from billing.prometheus import prometheus_source
 from billing.render import DayReport, check_output_dir, read_report, write_pages
 from billing.summaries import summary_envelopes
@@ -67,6 +68,13 @@ def _read_directory(config: Config, ledger: Engine) -> tuple[Directory, str]:
         return directory_from_json(content), warning
 
 
+def _log_capacity(cluster: str, capacity: pd.DataFrame) -> None:
+    for row in capacity.groupby("resource")[["allocatable", "requested", "idle", "idle_cost"]].sum().itertuples():
+        log.info("cluster %s: %s %.1f%% requested, %.2f of %.2f resource-hours idle (%.2f at list price)", cluster,
+                 row.Index, 100 * row.requested / row.allocatable if row.allocatable else 0.0, row.idle,
+                 row.allocatable, row.idle_cost)
+
+
 class IncompleteDayError(Exception):
     """A cluster's data has gaps beyond what --require-coverage accepts."""
 
@@ -92,23 +100,33 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
     if period.end > datetime.now(timezone.utc):
         log.warning("%s has not ended yet in %s: its bill is partial until the day is run again", day, config.timezone)
 
-    collected = []
+    collected, capacities = [], []
     for cluster in config.clusters:
         source = prometheus_source(cluster.name, cluster.prometheus)
         usage = collect_cluster(cluster, period, int(config.step), config.gpu_resources, source)
         _log_cluster(usage)
         collected.append(usage)
+        allocatable = collect_allocatable(cluster, period, int(config.step), config.gpu_resources, source)
+        capacity = idle_capacity(allocatable, usage.usage, cluster.prices, cluster.name)
+        _log_capacity(cluster.name, capacity)
+        capacities.append(capacity.assign(cluster=cluster.name))
     _check_coverage(collected, day, require_coverage)
     usage = pd.concat([c.usage.assign(cluster=c.cluster) for c in collected], ignore_index=True)
+    capacity = pd.concat(capacities, ignore_index=True)
 
     directory, directory_warning = _read_directory(config, ledger)
     ownership = assign_owners(usage["namespace"], directory, config.namespaces)
     rows = price(usage, ownership, {c.name: c.prices for c in config.clusters})
+    pool_rows = reserve_pools(capacity, usage, ownership, config.clusters)
+    sharing_idle = [c.name for c in config.clusters if c.idle == "share"]
+    idle_rows = share_idle(capacity[capacity["cluster"].isin(sharing_idle)], rows, config.namespaces.unallocated_team)
+    rows = pd.concat([rows, pool_rows, idle_rows], ignore_index=True)
 
     snapshot = None if directory_warning else directory_to_json(directory)
     coverage = {c.cluster: c.coverage for c in collected}
     written = replace_day(
-        ledger, day, rows, config.currency, snapshot=snapshot, directory_note=directory_warning, coverage=coverage
+        ledger, day, rows, config.currency, snapshot=snapshot, directory_note=directory_warning, coverage=coverage,
+        capacity=capacity,
     )
     total = float(rows["cost"].sum())
     log.info(

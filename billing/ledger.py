@@ -45,13 +45,14 @@ chargeback = Table(
     Column("namespace", Text, primary_key=True),
     Column("team", Text, primary_key=True),
     Column("owner", Text, nullable=True),
-    Column("resource", Text, primary_key=True),
+    Column("resource", Text, primary_key=True),  # cpu, memory, gpu; idle-*: a share of a cluster's idle capacity
     Column("gpu_model", Text, primary_key=True),
     Column("quantity", Double, nullable=False),
     Column("unit_price", Double, nullable=False),
-    Column("cost", Double, nullable=False),
+    Column("cost", Double, nullable=False),  # what the team pays: list_cost less priority-class discounts
     Column("currency", Text, nullable=False),
     Column("computed_at", DateTime(timezone=True), nullable=False),
+    Column("list_cost", Double, nullable=False),  # quantity x unit_price (revision 0002)
     Index("chargeback_team_day", "team", "day"),
     Index("chargeback_owner_day", "owner", "day"),
 )
@@ -82,7 +83,23 @@ cluster_days = Table(  # how complete each cluster's data of a day was (data gap
     Column("coverage", Double, nullable=False),
 )
 
+cluster_capacity = Table(  # what each cluster's nodes offered, and what no request covered
+    "cluster_capacity",
+    metadata,
+    Column("day", Date, primary_key=True),
+    Column("cluster", Text, primary_key=True),
+    Column("resource", Text, primary_key=True),  # cpu, memory or gpu
+    Column("gpu_model", Text, primary_key=True),
+    Column("pool", Text, primary_key=True),  # the reserved pool of the nodes, '' for the rest
+    Column("allocatable", Double, nullable=False),  # resource-hours the nodes offered
+    Column("requested", Double, nullable=False),  # resource-hours requested by Running pods
+    Column("idle", Double, nullable=False),  # allocatable - requested, not below 0
+    Column("unit_price", Double, nullable=False),
+    Column("idle_cost", Double, nullable=False),  # idle x unit_price
+)
+
 LEDGER_COLUMNS = [c.name for c in chargeback.columns]
+CAPACITY_COLUMNS = [c.name for c in cluster_capacity.columns if c.name != "day"]
 NAME_COLUMNS = ["cluster", "namespace", "team", "owner", "gpu_model"]
 # Kubernetes' longest names (DNS subdomains); far longer ones are not real names, and PostgreSQL
 # could not index them anyway (a key entry must fit in a third of a page).
@@ -168,13 +185,15 @@ def replace_day(
     snapshot: str | None = None,
     directory_note: str = "",
     coverage: dict[str, float] | None = None,
+    capacity: pd.DataFrame | None = None,
 ) -> int:
     """Replace the day's rows in one transaction; return how many were written.
 
     `snapshot`, the directory the run read, replaces the stored one in the same
     transaction, so only a run that succeeded leaves one behind;
     `directory_note` records why a run used the last known directory instead;
-    `coverage` is each cluster's share of the day with kube-state-metrics data.
+    `coverage` is each cluster's share of the day with kube-state-metrics data;
+    `capacity` (CAPACITY_COLUMNS) each cluster's allocatable, requested and idle resource-hours.
     """
     _refuse_long_names(engine, day, rows)
     computed_at = datetime.now(timezone.utc)
@@ -197,6 +216,9 @@ def replace_day(
             conn.execute(delete(cluster_days).where(cluster_days.c.day == day))
             if coverage:
                 conn.execute(insert(cluster_days), [{"day": day, "cluster": c, "coverage": v} for c, v in coverage.items()])
+            conn.execute(delete(cluster_capacity).where(cluster_capacity.c.day == day))
+            if capacity is not None and len(capacity):
+                conn.execute(insert(cluster_capacity), capacity[CAPACITY_COLUMNS].assign(day=day).to_dict("records"))
             if snapshot is not None:
                 conn.execute(delete(directory_snapshots))
                 conn.execute(insert(directory_snapshots).values(taken_at=computed_at, content=snapshot))
@@ -256,6 +278,13 @@ def incomplete(engine: Engine, first: date, last: date) -> list[tuple[date, str,
         .order_by(cluster_days.c.day, cluster_days.c.cluster)
     )
     return [(row.day, row.cluster, row.coverage) for row in _fetch(engine, query, "data coverage")]
+
+
+def read_capacity(engine: Engine, day: date) -> pd.DataFrame:
+    """Each cluster's capacity of a day (CAPACITY_COLUMNS); no rows for a day run before capacity was kept."""
+    query = select(cluster_capacity).where(cluster_capacity.c.day == day).order_by(
+        cluster_capacity.c.cluster, cluster_capacity.c.pool, cluster_capacity.c.resource, cluster_capacity.c.gpu_model)
+    return pd.DataFrame(_fetch(engine, query, "cluster capacity"), columns=["day", *CAPACITY_COLUMNS])[CAPACITY_COLUMNS]
 
 
 def latest_directory(engine: Engine) -> tuple[datetime, str] | None:

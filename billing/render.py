@@ -27,8 +27,9 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from sqlalchemy import Engine
 
 from billing.formatting import RESOURCE_NAMES, cents, money, quantity
-from billing.ledger import completed, directory_note, incomplete, read_rows
+from billing.ledger import completed, directory_note, incomplete, read_capacity, read_rows
 from billing.mail import Letter
+from billing.pricing import POOL_PREFIX
 
 TREND_DAYS = 30
 TOP_NAMESPACES = 10
@@ -55,9 +56,10 @@ class TeamReport:
     previous: float | None  # the day before, None if that day was never run
     month_to_date: float
     trend: list[TrendDay]
+    discount: float  # list cost less cost on the day: what pod priority classes saved
     by_owner: list[dict]  # owner ('' for a team namespace), namespaces, cost
     by_namespace: list[dict]  # cluster, namespace, owner, cost
-    by_usage: list[dict]  # cluster, resource, gpu_model, quantity, cost
+    by_usage: list[dict]  # cluster, resource, gpu_model, quantity, cost, discount
 
 
 @dataclass(frozen=True)
@@ -71,14 +73,17 @@ class DayReport:
     previous: float | None
     month_to_date: float
     trend: list[TrendDay]
+    discount: float
     missing_in_month: list[date]  # days of this month that were never run
     teams: list[TeamReport]  # most expensive first
-    by_usage: list[dict]  # cluster, resource, quantity, cost
+    by_usage: list[dict]  # cluster, resource, quantity, cost, discount
     gpu_models: list[dict]  # gpu_model, quantity, cost
     top_namespaces: list[dict]  # cluster, namespace, teams, cost
     unallocated: list[dict]  # cluster, namespace, cost
     directory_note: str = ""  # why the run used the last known directory; shown as a warning
     incomplete: tuple[tuple[str, float], ...] = ()  # (cluster, coverage) with gaps in the day's data
+    # cluster, resource, gpu_model, pool, allocatable, requested, requested_share, idle, idle_cost, idle_charged_to
+    capacity: tuple[dict, ...] = ()
 
     def team(self, name: str) -> TeamReport:
         return next(t for t in self.teams if t.team == name)
@@ -95,9 +100,31 @@ def read_report(engine: Engine, day: date, currency: str, unallocated_team: str)
     runs = completed(engine, first, day)
     if day not in runs:
         raise RenderError(f"the ledger records no run of {day}; run `billing run --date {day}` first")
-    report = summarize(read_rows(engine, first, day), runs, day, currency, unallocated_team)
+    rows = read_rows(engine, first, day)
+    report = summarize(rows, runs, day, currency, unallocated_team)
     gaps = tuple((cluster, coverage) for _, cluster, coverage in incomplete(engine, day, day))
-    return replace(report, directory_note=directory_note(engine, day), incomplete=gaps)
+    capacity = _capacity(read_capacity(engine, day), rows[rows["day"] == day])
+    return replace(report, directory_note=directory_note(engine, day), incomplete=gaps, capacity=capacity)
+
+
+def _capacity(capacity: pd.DataFrame, today: pd.DataFrame) -> tuple[dict, ...]:
+    """Capacity rows with the share requested and who paid for the idle: '' nobody, else who."""
+    shared = set(today.loc[today["resource"].str.startswith("idle-"), "cluster"])
+    reserved = today[today["resource"].str.startswith("reserved-")]
+    pool_teams = {(c, ns.removeprefix(POOL_PREFIX)): team
+                  for c, ns, team in zip(reserved["cluster"], reserved["namespace"], reserved["team"])}
+
+    def charged_to(row: dict) -> str:
+        if row["pool"]:
+            team = pool_teams.get((row["cluster"], row["pool"]))
+            return f"to {team} (reserved)" if team else ""
+        return "to teams" if row["cluster"] in shared else ""
+
+    return tuple(
+        {**row, "requested_share": row["requested"] / row["allocatable"] if row["allocatable"] else None,
+         "idle_charged_to": charged_to(row)}
+        for row in capacity.to_dict("records")
+    )
 
 
 def slug(name: str) -> str:
@@ -131,8 +158,10 @@ def _names(values: pd.Series) -> str:
 def _figures(rows: pd.DataFrame, runs: set[date], day: date) -> dict:
     """The headline numbers of any part of the ledger window: all teams, or one."""
     previous = day - timedelta(days=1)
+    today = rows[rows["day"] == day]
     return {
-        "cost": _sum(rows[rows["day"] == day]),
+        "cost": _sum(today),
+        "discount": float(today["list_cost"].sum()) - _sum(today),
         "previous": _sum(rows[rows["day"] == previous]) if previous in runs else None,
         "month_to_date": _sum(rows[rows["day"] >= day.replace(day=1)]),
         "trend": _trend(rows, runs, day),
@@ -149,8 +178,12 @@ def _team_report(team: str, rows: pd.DataFrame, runs: set[date], day: date) -> T
         **_figures(rows, runs, day),
         by_owner=by_owner.sort_values(["cost", "owner"], ascending=[False, True]).to_dict("records"),
         by_namespace=_grouped(owners, ["cluster", "namespace", "owner"], ["cost"]),
-        by_usage=_grouped(today, ["cluster", "resource", "gpu_model"], ["quantity", "cost"]),
+        by_usage=_grouped(_with_discount(today), ["cluster", "resource", "gpu_model"], ["quantity", "cost", "discount"]),
     )
+
+
+def _with_discount(rows: pd.DataFrame) -> pd.DataFrame:
+    return rows.assign(discount=rows["list_cost"] - rows["cost"])
 
 
 def summarize(rows: pd.DataFrame, runs: set[date], day: date, currency: str, unallocated_team: str) -> DayReport:
@@ -175,7 +208,7 @@ def summarize(rows: pd.DataFrame, runs: set[date], day: date, currency: str, una
         **_figures(rows, runs, day),
         missing_in_month=[d for d in month if d not in runs and d != day],
         teams=teams,
-        by_usage=_grouped(today, ["cluster", "resource"], ["quantity", "cost"]),
+        by_usage=_grouped(_with_discount(today), ["cluster", "resource"], ["quantity", "cost", "discount"]),
         gpu_models=_grouped(today[today["resource"] == "gpu"], ["gpu_model"], ["quantity", "cost"]),
         top_namespaces=namespaces.sort_values(["cost", "cluster", "namespace"], ascending=[False, True, True])
         .head(TOP_NAMESPACES)

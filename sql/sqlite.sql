@@ -8,13 +8,14 @@ CREATE TABLE chargeback (
     namespace   TEXT NOT NULL,
     team        TEXT NOT NULL,              -- team charged (SPEC.md rule 7)
     owner       TEXT,                       -- person uid for a personal namespace
-    resource    TEXT NOT NULL,              -- cpu, memory or gpu
+    resource    TEXT NOT NULL,              -- cpu, memory, gpu, or idle-cpu|memory|gpu (shared idle)
     gpu_model   TEXT NOT NULL,              -- '' unless resource = 'gpu'
     quantity    REAL NOT NULL,              -- resource-hours attributed to this team
-    unit_price  REAL NOT NULL,              -- price per resource-hour
-    cost        REAL NOT NULL,              -- quantity * unit_price, not rounded
+    unit_price  REAL NOT NULL,              -- list price per resource-hour
+    cost        REAL NOT NULL,              -- what the team pays: list_cost less discounts, not rounded
     currency    TEXT NOT NULL,              -- ISO 4217
     computed_at DATETIME NOT NULL,
+    list_cost   REAL NOT NULL,              -- quantity * unit_price (the list price)
     PRIMARY KEY (day, cluster, namespace, team, resource, gpu_model)
 );
 -- "one team (or one person) over a date range" is the common question
@@ -42,4 +43,20 @@ CREATE TABLE cluster_days (
     cluster  TEXT NOT NULL,
     coverage REAL NOT NULL,
     PRIMARY KEY (day, cluster)
+);
+
+-- What each cluster's nodes offered (kube_node_status_allocatable) on the day's instants, what Running
+-- pods requested, and what no request covered: requested + idle = allocatable, in resource-hours.
+CREATE TABLE cluster_capacity (
+    day         DATE NOT NULL,
+    cluster     TEXT NOT NULL,
+    resource    TEXT NOT NULL,              -- cpu, memory or gpu
+    gpu_model   TEXT NOT NULL,              -- '' unless resource = 'gpu'
+    pool        TEXT NOT NULL,              -- the reserved pool of the nodes, '' for the rest
+    allocatable REAL NOT NULL,              -- resource-hours the nodes offered
+    requested   REAL NOT NULL,              -- resource-hours requested by Running pods
+    idle        REAL NOT NULL,              -- allocatable - requested, not below 0
+    unit_price  REAL NOT NULL,              -- the cluster's price per resource-hour
+    idle_cost   REAL NOT NULL,              -- idle * unit_price
+    PRIMARY KEY (day, cluster, resource, gpu_model, pool)
 );

@@ -55,6 +55,8 @@ MISSING_IN_MONTH = [date(2026, 11, d) for d in (*range(2, 10), *range(11, 19))]
 
 
 def frame(rows: list[tuple]) -> pd.DataFrame:
+    """Priced rows; a row without a list cost had no discount (list cost = cost)."""
+    rows = [row if len(row) == len(PRICED_COLUMNS) else (*row, row[-1]) for row in rows]
     return pd.DataFrame(rows, columns=PRICED_COLUMNS)
 
 

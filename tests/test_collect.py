@@ -120,16 +120,20 @@ def test_resized_pods_are_left_out_of_the_fast_query_and_evaluated_exactly():
     source = FakePrometheus(
         resized=[series(1, uid="u-2"), series(1, uid="u-1")],
         fast=[series(240, namespace="alice", node="n", resource="cpu")],
-        exact=[{"metric": {"namespace": "alice", "resource": "cpu"}, "values": [[0, "2"], [60, "4"]]}],
+        exact=[{"metric": {"namespace": "alice", "resource": "cpu", "priority_class": "backfill"},
+                "values": [[0, "2"], [60, "4"]]}],
     )
     result = collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source)
     assert all('uid!~"u-1|u-2"' in q for q in source.queries("fast"))
     # one exact range query per chunk, restricted to the two pods
     assert len(source.queries("exact")) == 4
     assert all('uid=~"u-1|u-2"' in q for q in source.queries("exact"))
-    # only the first chunk answers, with 2 + 4 core-instants; four fast chunks answer 240 each
+    # only the first chunk answers, with 2 + 4 core-instants of a backfill pod; four fast chunks answer 240 each
     assert result.usage.to_dict("records") == [
-        {"namespace": "alice", "resource": "cpu", "gpu_model": "", "quantity": pytest.approx(4 * 4 + 6 / 60)}
+        {"namespace": "alice", "resource": "cpu", "gpu_model": "", "priority_class": "", "pool": "",
+         "quantity": pytest.approx(4 * 4)},
+        {"namespace": "alice", "resource": "cpu", "gpu_model": "", "priority_class": "backfill", "pool": "",
+         "quantity": pytest.approx(6 / 60)},
     ]
 
 
@@ -173,3 +177,24 @@ def test_impossible_values_are_refused(value):
     source = FakePrometheus(fast=[series(value, namespace="alice", node="n", resource="cpu")])
     with pytest.raises(PrometheusError, match="impossible cpu request .* namespace 'alice'"):
         collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source)
+
+
+def test_reserved_pools_come_from_node_labels_and_a_node_moved_between_pools_is_evaluated_exactly():
+    pooled = ClusterConfig.model_validate(
+        {**CLUSTER.model_dump(), "reserved_pools": {"node_label": "label_pool", "teams": {"p1": "robotics"}}})
+    source = FakePrometheus(
+        models=[series(1, node="a", label_nvidia_com_gpu_product=H100, label_pool="p1"),
+                series(1, node="b", label_nvidia_com_gpu_product=H100, label_pool="nobody's"),  # not reserved
+                series(1, node="c", label_pool="p1"), series(1, node="c")],  # c joined the pool
+        fast=[series(60, namespace="alice", node="a", resource="nvidia_com_gpu"),
+              series(60, namespace="bob", node="b", resource="nvidia_com_gpu")],
+        on_nodes=[series(1, uid="u-c")],
+        exact=[{"metric": {"namespace": "carol", "node": "c", "resource": "cpu", "label_pool": "p1"},
+                "values": [[0, "60"]]}])
+    result = collect_cluster(pooled, DAY, 60, ["nvidia_com_gpu"], source)
+    usage = {(r.namespace, r.resource, r.gpu_model, r.pool): r.quantity for r in result.usage.itertuples()}
+    # four chunks of 60 GPU-instants = 4 GPU-h each; carol's first exact chunk of 60 core-instants = 1 core-h
+    assert usage == {("alice", "gpu", H100, "p1"): pytest.approx(4), ("bob", "gpu", H100, ""): pytest.approx(4),
+                     ("carol", "cpu", "", "p1"): pytest.approx(1)}
+    assert all(r'node=~"c"' in q for q in source.queries("on_nodes"))
+    assert all("label_nvidia_com_gpu_product, label_pool" in q for q in source.queries("exact"))

@@ -22,6 +22,7 @@ from click.testing import CliRunner
 
 import billing.job
 from billing.cli import main
+from billing.capacity import ALLOCATABLE_COLUMNS
 from billing.collect import USAGE_COLUMNS, ClusterUsage
 from billing.ledger import open_ledger, replace_day
 from billing.pricing import PRICED_COLUMNS
@@ -33,13 +34,13 @@ DAY = date(2026, 11, 20)
 
 # The previous run of the day, which every failed run must leave as it is.
 PREVIOUS = pd.DataFrame(
-    [("jaguar", "alice", "robotics", "alice", "gpu", "", 3.0, 1.0, 3.0),
-     ("jaguar", "team-robotics", "robotics", None, "cpu", "", 100.0, 0.01, 1.0)],
+    [("jaguar", "alice", "robotics", "alice", "gpu", "", 3.0, 1.0, 3.0, 3.0),
+     ("jaguar", "team-robotics", "robotics", None, "cpu", "", 100.0, 0.01, 1.0, 1.0)],
     columns=PRICED_COLUMNS,
 )
 
 # What the run collects when collection is not under test: a successful write would change the ledger.
-USAGE = pd.DataFrame([("alice", "gpu", "", 10.0)], columns=USAGE_COLUMNS)
+USAGE = pd.DataFrame([("alice", "gpu", "", "", "", 10.0)], columns=USAGE_COLUMNS)
 
 
 @pytest.fixture
@@ -67,6 +68,7 @@ def configure(write_config, tmp_path, ledger_url):
 def fixed_usage(monkeypatch):
     """Collection succeeds with USAGE, for faults that come after it."""
     monkeypatch.setattr(billing.job, "collect_cluster", lambda cluster, *_: ClusterUsage(cluster.name, USAGE, 1, 1, 1.0))
+    monkeypatch.setattr(billing.job, "collect_allocatable", lambda *args: pd.DataFrame(columns=ALLOCATABLE_COLUMNS))
 
 
 def run(config: str, day: str = str(DAY)):

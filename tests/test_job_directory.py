@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 import billing.job
 from billing.cli import main
+from billing.capacity import ALLOCATABLE_COLUMNS
 from billing.collect import ClusterUsage
 from billing.config import Config
 from billing.directory import DirectoryError
@@ -33,10 +34,13 @@ def fixed_usage(monkeypatch):
             "namespace": ["alice", "team-robotics", "nobody"],
             "resource": ["cpu"] * 3,
             "gpu_model": [""] * 3,
+            "priority_class": [""] * 3,
+            "pool": [""] * 3,
             "quantity": [10.0] * 3,
         }
     )
     monkeypatch.setattr(billing.job, "collect_cluster", lambda cluster, *_: ClusterUsage(cluster.name, usage, 3, 1, 1.0))
+    monkeypatch.setattr(billing.job, "collect_allocatable", lambda *args: pd.DataFrame(columns=ALLOCATABLE_COLUMNS))
 
 
 # alice leads robotics (from the reports' job test) and is on vision too

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 import billing.job
 from billing.cli import main
+from billing.capacity import ALLOCATABLE_COLUMNS
 from billing.collect import USAGE_COLUMNS, ClusterUsage
 from tests.html_tables import read_page
 
@@ -29,12 +30,13 @@ owner: uid=alice,ou=people,dc=example,dc=org
 """
 
 # 10 GPU-h at 2.00 and 100 core-h at 0.01 in alice's namespace: 21.00 USD, all robotics
-USAGE = pd.DataFrame([("alice", "gpu", "", 10.0), ("alice", "cpu", "", 100.0)], columns=USAGE_COLUMNS)
+USAGE = pd.DataFrame([("alice", "gpu", "", "", "", 10.0), ("alice", "cpu", "", "", "", 100.0)], columns=USAGE_COLUMNS)
 
 
 @pytest.fixture
 def config(tmp_path, monkeypatch):
     monkeypatch.setattr(billing.job, "collect_cluster", lambda cluster, *args: ClusterUsage(cluster.name, USAGE, 1, 0, 1.0))
+    monkeypatch.setattr(billing.job, "collect_allocatable", lambda *args: pd.DataFrame(columns=ALLOCATABLE_COLUMNS))
     (tmp_path / "directory.ldif").write_text(LDIF)
     settings = {
         "database": f"sqlite:///{tmp_path / 'ledger.db'}",

@@ -17,8 +17,8 @@ def priced(*rows) -> pd.DataFrame:
 
 
 ROWS = priced(
-    ("jaguar", "alice", "robotics", "alice", "gpu", "NVIDIA-H100-80GB-HBM3", 24.0, 2.4, 57.6),
-    ("jaguar", "kube-system", "platform", None, "cpu", "", 10.0, 0.012, 0.12),
+    ("jaguar", "alice", "robotics", "alice", "gpu", "NVIDIA-H100-80GB-HBM3", 24.0, 2.4, 57.6, 57.6),
+    ("jaguar", "kube-system", "platform", None, "cpu", "", 10.0, 0.012, 0.12, 0.12),
 )
 
 
@@ -111,3 +111,4 @@ def test_password_is_hidden_in_errors():
 
 def test_primary_key_is_the_specs():
     assert [c.name for c in chargeback.primary_key] == ["day", "cluster", "namespace", "team", "resource", "gpu_model"]
+

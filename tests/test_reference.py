@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from fixtures.ksm import A100, GPU_PRODUCT_LABEL, H100, Cluster, Container, Node, Pod, World
-from fixtures.reference import instant_query, instants, latest_sample, reference_usage
+from fixtures.reference import instant_query, instants, latest_sample, reference_allocatable, reference_usage
 
 DAY = datetime(2026, 11, 20, tzinfo=ZoneInfo("UTC")).timestamp()  # billing day D, 00:00 UTC
 GIB = 2**30
@@ -211,3 +211,24 @@ def test_instant_query_sees_series_like_prometheus():
     seen = instant_query(w, "kube_pod_status_phase", at(11, 4), phase="Running")
     assert [(labels["pod"], value) for labels, value in seen] == [("notebook", 1.0)]
     assert instant_query(w, "kube_pod_status_phase", at(11, 5)) == []
+
+
+def test_allocatable_per_resource_and_model():
+    # A whole day of 1440 instants = 24 h. cpu-1: 64 cores -> 1536 core-h. gpu-h100: 8 H100 -> 192 GPU-h.
+    # gpu-swap: 4 GPUs, A100 until 12:00, H100 after; at 12:00..12:05 both label sets are visible and the
+    # newest (H100) wins, so A100 has instants 00:00..11:59 = 12 h -> 48, H100 12 h more -> 192 + 48.
+    # gpu-nolabel: 2 GPUs without a model -> 48 GPU-h, and 512 GiB -> 12,288 GiB-h.
+    nodes = (
+        Node("cpu-1", ((LONG_AGO, {}),), {"cpu": 64, "pods": 110}),
+        Node("gpu-h100", ((LONG_AGO, {GPU_PRODUCT_LABEL: H100}),), {"nvidia_com_gpu": 8}),
+        Node("gpu-swap", ((LONG_AGO, {GPU_PRODUCT_LABEL: A100}), (at(12), {GPU_PRODUCT_LABEL: H100})),
+             {"nvidia_com_gpu": 4}),
+        Node("gpu-nolabel", ((LONG_AGO, {}),), {"nvidia_com_gpu": 2, "memory": 512 * GIB}),
+    )
+    w = World((Cluster("jaguar", nodes, (), {"cluster": "jaguar"}),), at(0, day=-1), at(0, day=2), 60.0)
+    assert_usage(reference_allocatable(w, "jaguar", DAY, DAY + 86400, 60), {
+        ("cpu", ""): 1536.0, ("gpu", H100): 240.0, ("gpu", A100): 48.0, ("gpu", ""): 48.0, ("memory", ""): 12288.0})
+    # a gap in the scrapes from 06:00 to 08:00: the last sample before it is seen until 06:04, so the
+    # instants 06:05 ... 07:59 (115) are missing: 64 cores x (1440 - 115) / 60 h
+    gap = World(w.clusters, w.start, w.end, 60.0, ((at(6), at(8)),))
+    assert reference_allocatable(gap, "jaguar", DAY, DAY + 86400, 60)[("cpu", "")] == pytest.approx(64 * 1325 / 60)

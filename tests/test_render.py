@@ -2,9 +2,10 @@ import re
 from datetime import date
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
-from billing.ledger import open_ledger, read_rows, replace_day
+from billing.ledger import CAPACITY_COLUMNS, open_ledger, read_rows, replace_day
 from billing.render import RenderError, day_ranges, read_report, slug, summarize, write_pages, admin_letter, team_letter
 from tests.html_tables import read_page
 from tests.report_ledger import (
@@ -190,3 +191,50 @@ def test_unwritable_output_dir_is_one_clear_error(report, tmp_path):
     blocker.write_text("not a directory")
     with pytest.raises(RenderError, match="output_dir"):
         write_pages(report, blocker / "reports")
+
+
+def test_admin_page_shows_capacity_and_whether_idle_was_charged(ledger, tmp_path):
+    capacity = pd.DataFrame([
+        # cluster, resource, gpu_model, pool, allocatable, requested, idle, unit_price, idle_cost
+        ("jaguar", "gpu", H100, "", 192.0, 10.0, 182.0, 2.40, 436.80),
+        ("jaguar", "cpu", "", "", 1536.0, 110.0, 1426.0, 0.012, 17.112),
+        ("jaguar", "gpu", H100, "robotics-h100", 96.0, 24.0, 72.0, 2.40, 172.80),
+        ("ibis", "gpu", "", "", 96.0, 4.0, 92.0, 2.95, 271.40),
+    ], columns=CAPACITY_COLUMNS)
+    # ibis shares its idle: its 92 idle GPU-h were charged to bob's namespace; robotics reserved a pool on jaguar
+    rows = frame(ROWS[DAY] + [("ibis", "bob", "vision", "bob", "idle-gpu", "", 92.0, 2.95, 271.40),
+                              ("jaguar", "pool:robotics-h100", "robotics", None, "reserved-gpu", H100, 96.0, 2.40, 230.40)])
+    replace_day(ledger, DAY, rows, "USD", capacity=capacity)
+    report = read_report(ledger, DAY, "USD", "unallocated")
+    write_pages(report, tmp_path / "out")
+    page = read_page((tmp_path / "out" / DAY.isoformat() / "index.html").read_text())
+    assert page.tables["capacity"] == [
+        ["Cluster", "Resource", "Allocatable", "Requested", "Share requested", "Idle", "Idle cost", "Idle charged"],
+        ["ibis", "GPU (no model label)", "96.00 GPU-h", "4.00 GPU-h", "4.2 %", "92.00 GPU-h", "271.40 USD", "to teams"],
+        ["jaguar", "CPU", "1,536.00 core-h", "110.00 core-h", "7.2 %", "1,426.00 core-h", "17.11 USD", "no"],
+        ["jaguar", f"GPU {H100}", "192.00 GPU-h", "10.00 GPU-h", "5.2 %", "182.00 GPU-h", "436.80 USD", "no"],
+        ["jaguar pool robotics-h100", f"GPU {H100}", "96.00 GPU-h", "24.00 GPU-h", "25.0 %", "72.00 GPU-h",
+         "172.80 USD", "to robotics (reserved)"],
+    ]
+    vision = read_page((tmp_path / "out" / DAY.isoformat() / "teams" / "vision.html").read_text())
+    assert ["ibis", "Idle GPU", "92.00 GPU-h", "271.40 USD"] in vision.tables["team-usage"]
+
+
+def test_discounts_of_priority_classes_are_shown(tmp_path):
+    # alice: 10 H100-hours, list 24.00, half of them backfill at multiplier 0 -> 12.00; bob pays list price
+    rows = {DAY: [("jaguar", "alice", "robotics", "alice", "gpu", H100, 10.0, 2.40, 12.00, 24.00),
+                  ("ibis", "bob", "vision", "bob", "cpu", "", 100.0, 0.034, 3.40)]}
+    report = read_report(open_ledger(write_ledger(tmp_path / "ledger.db", rows)), DAY, "USD", "unallocated")
+    assert report.discount == pytest.approx(12.0) and report.team("vision").discount == 0.0
+    write_pages(report, tmp_path / "out")
+    folder = tmp_path / "out" / DAY.isoformat()
+    robotics = read_page((folder / "teams" / "robotics.html").read_text())
+    assert robotics.texts["discount"] == (
+        f"Priority classes: 12.00 USD off the list price of 24.00 USD on {DAY} (e.g. backfill pods that run free).")
+    assert robotics.tables["team-usage"] == [["Cluster", "Resource", "Quantity", "Cost", "Discount"],
+                                             ["jaguar", f"GPU {H100}", "10.00 GPU-h", "12.00 USD", "12.00 USD"]]
+    vision = read_page((folder / "teams" / "vision.html").read_text())
+    assert "discount" not in vision.texts and vision.tables["team-usage"][0] == ["Cluster", "Resource", "Quantity", "Cost"]
+    admin = read_page((folder / "index.html").read_text())
+    assert ["jaguar", "GPU", "10.00 GPU-h", "12.00 USD", "12.00 USD"] in admin.tables["usage"]
+    assert "Priority classes: 12.00 USD off the list price of 24.00 USD" in team_letter(report, "robotics").text

@@ -43,10 +43,11 @@ def cluster(name: str, url: str) -> ClusterConfig:
                          prices=PRICES)
 
 
-def collected(config: ClusterConfig, day, step: int = 60) -> dict:
+def collected(config: ClusterConfig, day, step: int = 60, by_priority_class: bool = False) -> dict:
     source = LivePrometheus(config.name, config.prometheus)
     usage = collect_cluster(config, day, step, ["nvidia_com_gpu"], source).usage
-    return {(r.namespace, r.resource, r.gpu_model): r.quantity for r in usage.itertuples()}
+    keys = ["namespace", "resource", "gpu_model"] + (["priority_class"] if by_priority_class else [])
+    return usage.groupby(keys)["quantity"].sum().to_dict()
 
 
 def assert_matches(got: dict, expected: dict) -> None:
@@ -69,6 +70,10 @@ def test_two_clusters_in_one_prometheus_match_the_reference(prometheus_server, w
         assert_matches(got, expected)
         # the world has what the fast query cannot factor: both paths are exercised
         assert any(k[1] == "gpu" and k[2] == "" for k in expected)  # a GPU node without the label
+        by_class = reference_usage(world, name, UTC_DAY.start.timestamp(), UTC_DAY.end.timestamp(), 60,
+                                   by_priority_class=True)
+        assert {k[3] for k in by_class} == {"", "batch-low", "interactive"}
+        assert_matches(collected(cluster(name, prom.url), UTC_DAY, by_priority_class=True), by_class)
 
 
 def test_the_world_covers_the_edge_cases(world):

@@ -32,6 +32,7 @@ from click.testing import CliRunner
 import billing.collect
 import billing.job
 from billing.cli import main
+from billing.capacity import ALLOCATABLE_COLUMNS
 from billing.collect import USAGE_COLUMNS, ClusterUsage
 from billing.days import billing_day
 from billing.ledger import open_ledger, replace_day
@@ -196,11 +197,11 @@ def test_impossible_requests_stored_in_prometheus_are_refused(prometheus_server,
 # --- the database
 
 
-PREVIOUS = pd.DataFrame([("jaguar", "alice", "robotics", "alice", "gpu", "", 3.0, 1.0, 3.0)], columns=PRICED_COLUMNS)
+PREVIOUS = pd.DataFrame([("jaguar", "alice", "robotics", "alice", "gpu", "", 3.0, 1.0, 3.0, 3.0)], columns=PRICED_COLUMNS)
 
 
 def usage(gpu_hours: float) -> pd.DataFrame:
-    return pd.DataFrame([("alice", "gpu", "", gpu_hours)], columns=USAGE_COLUMNS)
+    return pd.DataFrame([("alice", "gpu", "", "", "", gpu_hours)], columns=USAGE_COLUMNS)
 
 
 @pytest.fixture(scope="module")
@@ -218,6 +219,7 @@ def outage(own_postgres, tmp_path, monkeypatch):
     ledger = own_postgres.url(name)
     config = configure(tmp_path, ledger, "http://127.0.0.1:9")
     monkeypatch.setattr(billing.job, "collect_cluster", lambda cluster, *_: ClusterUsage(cluster.name, usage(3.0), 1, 1, 1.0))
+    monkeypatch.setattr(billing.job, "collect_allocatable", lambda *args: pd.DataFrame(columns=ALLOCATABLE_COLUMNS))
     assert run(config).exit_code == 0
 
     def collect_with(during):

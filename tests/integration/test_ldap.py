@@ -24,6 +24,7 @@ from click.testing import CliRunner
 
 import billing.job
 from billing.cli import main
+from billing.capacity import ALLOCATABLE_COLUMNS
 from billing.collect import ClusterUsage
 from billing.config import Config, DirectoryConfig, NamespaceRules
 from billing.directory import DirectoryError
@@ -307,9 +308,11 @@ def test_failover_to_the_next_url(directory_server, password_file, caplog):
 def fixed_usage(monkeypatch):
     """10 core-hours in alice's namespace and in team-vision's."""
     usage = pd.DataFrame(
-        {"namespace": ["alice", "team-vision"], "resource": ["cpu"] * 2, "gpu_model": [""] * 2, "quantity": [10.0] * 2}
+        {"namespace": ["alice", "team-vision"], "resource": ["cpu"] * 2, "gpu_model": [""] * 2,
+         "priority_class": [""] * 2, "pool": [""] * 2, "quantity": [10.0] * 2}
     )
     monkeypatch.setattr(billing.job, "collect_cluster", lambda cluster, *_: ClusterUsage(cluster.name, usage, 2, 1, 1.0))
+    monkeypatch.setattr(billing.job, "collect_allocatable", lambda *args: pd.DataFrame(columns=ALLOCATABLE_COLUMNS))
 
 
 def job_config(tmp_path: Path, directory: DirectoryConfig) -> Config:

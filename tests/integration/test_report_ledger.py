@@ -74,7 +74,7 @@ def config(database: str, write_config) -> str:
     columns = ["cluster", "namespace", "team", "owner", "resource", "gpu_model", "quantity", "unit_price"]
     for day, rows in LEDGER.items():
         frame = pd.DataFrame(rows, columns=columns)
-        costed = frame.assign(cost=frame["quantity"] * frame["unit_price"])
+        costed = frame.assign(cost=frame["quantity"] * frame["unit_price"], list_cost=lambda f: f["cost"])
         replace_day(engine, day, costed, "USD", coverage={"jaguar": 1.0, "ibis": GAPS.get(day, 1.0)})
     engine.dispose()
     return str(write_config(database=database, currency="USD"))
@@ -233,8 +233,9 @@ def test_bad_ranges_and_subjects_are_usage_errors(config):
 
 def test_mixed_currencies_are_refused(config, database):
     frame = pd.DataFrame(
-        [("jaguar", "alice", "robotics", "alice", "cpu", "", 1.0, 1.0, 1.0)],
-        columns=["cluster", "namespace", "team", "owner", "resource", "gpu_model", "quantity", "unit_price", "cost"],
+        [("jaguar", "alice", "robotics", "alice", "cpu", "", 1.0, 1.0, 1.0, 1.0)],
+        columns=["cluster", "namespace", "team", "owner", "resource", "gpu_model", "quantity", "unit_price", "cost",
+                 "list_cost"],
     )
     engine = open_ledger(database)
     replace_day(engine, date(2026, 11, 3), frame, "EUR")

@@ -1,0 +1,84 @@
+"""Cluster capacity: what the nodes offered, and what requests left idle.
+
+Billing charges what pods *requested*; operators also need what they did
+not: allocatable resource-hours of the nodes (`kube_node_status_allocatable`)
+on the same step-aligned instants as the billing arithmetic (SPEC.md step 1),
+so that per cluster-day and resource
+
+    requested + idle = allocatable
+
+where requested is the collected usage. A node's GPUs carry the model of its
+newest label set at each instant, as the pods' GPU-hours do (SPEC.md step 5).
+The queries are chunked like collect.py's and reuse its selector building.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pandas as pd
+
+from billing.collect import Chunk, Queries, billing_units, chunks, map_chunks, quote
+from billing.config import ClusterConfig, Prices
+from billing.days import BillingDay
+from billing.pricing import unit_price
+from billing.prometheus import PrometheusSource
+
+log = logging.getLogger(__name__)
+
+KEYS = ["resource", "gpu_model", "pool"]  # pool: the reserved pool of the nodes, '' for the rest
+ALLOCATABLE_COLUMNS = [*KEYS, "allocatable"]
+CAPACITY_COLUMNS = [*KEYS, "allocatable", "requested", "idle", "unit_price", "idle_cost"]
+
+
+class CapacityQueries(Queries):
+    def allocatable(self) -> str:
+        """Per resource, GPU model and pool: allocatable summed over the chunk's instants."""
+        # `max by` drops the scrape's labels, so replicas of kube-state-metrics are not counted twice
+        nodes = f"max by (node, resource) ({self.series('kube_node_status_allocatable', f'resource=~{quote(self.resources)}')})"
+        return f"""
+sum_over_time((
+    sum by (resource, {self.node_keys}) (
+        {nodes}
+      * on (node) group_left ({self.node_keys}) {self.newest_model(nodes)}
+    )
+)[{self.instants}:{self.step}])"""
+
+
+def _chunk_allocatable(source: PrometheusSource, queries: CapacityQueries, chunk: Chunk) -> list[tuple]:
+    answer = source.instant(queries.allocatable(), chunk.last)
+    return [
+        (s["metric"].get("resource", ""), *queries.node_kind(s["metric"]), float(s["value"][1]) * chunk.step / 3600)
+        for s in answer
+    ]
+
+
+def collect_allocatable(
+    cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: list[str], source: PrometheusSource
+) -> pd.DataFrame:
+    """Allocatable resource-hours of one cluster-day per resource, GPU model and pool (ALLOCATABLE_COLUMNS)."""
+    rows = map_chunks(lambda c: _chunk_allocatable(source, CapacityQueries(cluster, gpu_resources, c), c), chunks(day, step))
+    raw = pd.DataFrame([r for chunk_rows in rows for r in chunk_rows], columns=[*KEYS, "quantity"])
+    frame = billing_units(raw.astype({"quantity": float}), gpu_resources)
+    summed = frame.groupby(KEYS, as_index=False, sort=True)["quantity"].sum()
+    return summed.rename(columns={"quantity": "allocatable"})
+
+
+def idle_capacity(allocatable: pd.DataFrame, usage: pd.DataFrame, prices: Prices, cluster: str) -> pd.DataFrame:
+    """Per resource, GPU model and pool: allocatable, requested (the usage frame's total), idle and its cost.
+
+    Idle is never negative: requests above allocatable (pods on nodes that
+    export no allocatable) are logged, and count as no idle.
+    """
+    requested = usage.groupby(KEYS)["quantity"].sum().rename("requested")
+    frame = allocatable.set_index(KEYS).join(requested, how="outer").fillna(0.0).reset_index()
+    over = frame[frame["requested"] > frame["allocatable"] * (1 + 1e-9)]
+    for row in over.itertuples():
+        log.warning("cluster %s: %.2f %s%s-hours requested but only %.2f allocatable%s; are some nodes missing "
+                    "kube_node_status_allocatable?", cluster, row.requested, row.resource,
+                    f" ({row.gpu_model})" if row.gpu_model else "", row.allocatable,
+                    f" in pool {row.pool}" if row.pool else "")
+    frame["idle"] = (frame["allocatable"] - frame["requested"]).clip(lower=0.0)
+    frame["unit_price"] = [unit_price(prices, r, m) for r, m in zip(frame["resource"], frame["gpu_model"])]
+    frame["idle_cost"] = frame["idle"] * frame["unit_price"]
+    return frame[CAPACITY_COLUMNS]

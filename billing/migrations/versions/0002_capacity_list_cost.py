@@ -1,0 +1,35 @@
+"""Capacity, reserved pools and discounts: table cluster_capacity, and chargeback.list_cost.
+
+A ledger written before discounts existed paid list prices, so its rows'
+list_cost is their cost.
+
+Revision ID: 0002
+Revises: 0001
+"""
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0002"
+down_revision = "0001"
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("chargeback") as chargeback:
+        chargeback.add_column(sa.Column("list_cost", sa.Double, nullable=True))
+    op.execute("UPDATE chargeback SET list_cost = cost")
+    with op.batch_alter_table("chargeback") as chargeback:
+        chargeback.alter_column("list_cost", existing_type=sa.Double, nullable=False)
+    op.create_table(
+        "cluster_capacity",
+        sa.Column("day", sa.Date, primary_key=True),
+        sa.Column("cluster", sa.Text, primary_key=True),
+        sa.Column("resource", sa.Text, primary_key=True),
+        sa.Column("gpu_model", sa.Text, primary_key=True),
+        sa.Column("pool", sa.Text, primary_key=True),
+        sa.Column("allocatable", sa.Double, nullable=False),
+        sa.Column("requested", sa.Double, nullable=False),
+        sa.Column("idle", sa.Double, nullable=False),
+        sa.Column("unit_price", sa.Double, nullable=False),
+        sa.Column("idle_cost", sa.Double, nullable=False),
+    )

@@ -1,0 +1,136 @@
+"""`billing export --format focus`: the ledger in the FinOps FOCUS 1.2 layout.
+
+The ledger is tests/report_ledger.py's, whose totals are worked out by hand;
+the mandatory columns are typed here from the FOCUS 1.2 specification.
+"""
+
+import io
+import json
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from billing.cli import main
+from tests.report_ledger import DAY, DAY_TOTAL, H100, MONTH_TOTAL, write_ledger
+
+# FOCUS 1.2, columns whose feature level is Mandatory
+FOCUS_MANDATORY = [
+    "BilledCost", "BillingAccountId", "BillingAccountName", "BillingCurrency", "BillingPeriodEnd",
+    "BillingPeriodStart", "ChargeCategory", "ChargeClass", "ChargeDescription", "ChargePeriodEnd",
+    "ChargePeriodStart", "ContractedCost", "EffectiveCost", "InvoiceIssuerName", "ListCost", "PricingQuantity",
+    "PricingUnit", "ProviderName", "PublisherName", "ServiceCategory", "ServiceName",
+]
+NOT_NULL = ["BilledCost", "BillingAccountId", "BillingCurrency", "BillingPeriodEnd", "BillingPeriodStart",
+            "ChargeCategory", "ChargePeriodEnd", "ChargePeriodStart", "ContractedCost", "EffectiveCost", "ListCost",
+            "ServiceCategory", "ServiceName", "ProviderName", "InvoiceIssuerName"]
+
+
+@pytest.fixture
+def config(tmp_path, write_config):
+    url = write_ledger(tmp_path / "ledger.db")
+    return str(write_config(database=url, timezone="Europe/Zurich", currency="USD"))
+
+
+def export(config, *args):
+    return CliRunner().invoke(main, ["export", "--config", config, "--format", "focus", *args])
+
+
+def csv_of(result) -> pd.DataFrame:
+    assert result.exit_code == 0, result.output + result.stderr
+    return pd.read_csv(io.StringIO(result.stdout), keep_default_na=False, na_values=[""])
+
+
+def test_mandatory_columns_are_there_and_billed_cost_adds_up_to_the_ledger(config):
+    focus = csv_of(export(config, "--from", "2026-11-20", "--to", "2026-11-20"))
+    assert set(FOCUS_MANDATORY) <= set(focus.columns)
+    assert not focus[NOT_NULL].isna().any().any()
+    assert focus["ChargeClass"].isna().all()  # no row corrects an earlier invoice
+    assert len(focus) == 7
+    assert focus["BilledCost"].sum() == pytest.approx(float(DAY_TOTAL), abs=1e-9)
+    # no discounts in this ledger: every cost is the list cost
+    assert (focus["ListCost"] == focus["BilledCost"]).all() and (focus["EffectiveCost"] == focus["BilledCost"]).all()
+
+    month = csv_of(export(config, "--from", "2026-11-01", "--to", "2026-11-20"))
+    assert month["BilledCost"].sum() == pytest.approx(float(MONTH_TOTAL))
+
+
+def test_one_row_read_column_by_column(config):
+    focus = csv_of(export(config, "--from", "2026-11-20", "--to", "2026-11-20"))
+    row = focus[(focus["ResourceName"] == "bob") & (focus["BillingAccountId"] == "vision")].iloc[0]
+    assert row["BilledCost"] == pytest.approx(5.90)
+    assert row["PricingQuantity"] == row["ConsumedQuantity"] == 2.0
+    assert row["PricingUnit"] == row["ConsumedUnit"] == "GPU-Hours"
+    assert row["ListUnitPrice"] == 2.95
+    assert row["BillingCurrency"] == "USD"
+    assert row["ProviderName"] == "ibis" and row["ResourceId"] == "ibis/bob"
+    assert row["ServiceCategory"] == "Compute" and row["ChargeCategory"] == "Usage"
+    assert json.loads(row["Tags"]) == {"billing/cluster": "ibis", "billing/namespace": "bob", "billing/owner": "bob",
+                                       "billing/resource": "gpu", "billing/team": "vision"}
+    assert "namespace bob on cluster ibis" in row["ChargeDescription"]
+
+
+def test_periods_are_utc_instants_of_local_midnights(config):
+    focus = csv_of(export(config, "--from", "2026-10-25", "--to", "2026-11-20"))
+    periods = ["ChargePeriodStart", "ChargePeriodEnd", "BillingPeriodStart", "BillingPeriodEnd"]
+    by_day = focus.drop_duplicates("ChargePeriodStart").set_index("ChargePeriodStart")[periods[1:]]
+    # Zurich is UTC+1 in November; 2026-10-25 is the 25-hour day summer time ends (UTC+2 until 01:00 UTC)
+    assert by_day.loc["2026-11-19T23:00:00Z"].tolist() == [
+        "2026-11-20T23:00:00Z", "2026-10-31T23:00:00Z", "2026-11-30T23:00:00Z"]
+    assert by_day.loc["2026-10-24T22:00:00Z"].tolist() == [
+        "2026-10-25T23:00:00Z", "2026-09-30T22:00:00Z", "2026-10-31T23:00:00Z"]
+
+
+def test_days_never_run_are_named_and_a_range_without_rows_is_a_header(config):
+    result = export(config, "--from", "2026-11-08", "--to", "2026-11-10")
+    assert "never run, so not in the export: 2026-11-08, 2026-11-09" in result.stderr
+    assert "2026-11-10" not in result.stderr  # run, nothing used
+    assert csv_of(result).empty and "BilledCost" in result.stdout
+
+
+def test_parquet_keeps_types(config, tmp_path):
+    pytest.importorskip("pyarrow")
+    target = tmp_path / "november.parquet"
+    result = export(config, "--from", "2026-11-01", "--to", "2026-11-20", "--output", str(target))
+    assert result.exit_code == 0, result.stderr
+    focus = pd.read_parquet(target)
+    assert set(FOCUS_MANDATORY) <= set(focus.columns)
+    assert focus["BilledCost"].sum() == pytest.approx(float(MONTH_TOTAL))
+    assert str(focus["ChargePeriodStart"].dt.tz) == "UTC"
+    assert focus["ChargePeriodStart"].min() == pd.Timestamp("2026-10-31T23:00:00Z")
+
+
+def test_parquet_without_pyarrow_and_an_unwritable_file_are_usage_errors(config, tmp_path, monkeypatch):
+    monkeypatch.setattr("billing.focus.find_spec", lambda name: None)  # as if no package were installed
+    result = export(config, "--from", "2026-11-20", "--to", "2026-11-20", "--output", str(tmp_path / "x.parquet"))
+    assert result.exit_code == 2 and "Parquet output needs pyarrow" in result.stderr
+    result = export(config, "--from", "2026-11-20", "--to", "2026-11-20", "--output", str(tmp_path / "no" / "x.csv"))
+    assert result.exit_code == 2 and "cannot write" in result.stderr and "Traceback" not in result.stderr
+    result = export(config, "--from", "2026-11-20", "--to", "2026-11-19")
+    assert result.exit_code == 2 and "--to is before --from" in result.stderr
+
+
+def test_a_discount_is_list_cost_less_billed_cost(tmp_path, write_config):
+    # 10 GPU-h at 2.40 list: 24.00; half of them backfill at multiplier 0 -> billed 12.00
+    discounted = {DAY: [("jaguar", "alice", "robotics", "alice", "gpu", H100, 10.0, 2.40, 12.00, 24.00)]}
+    config = str(write_config(database=write_ledger(tmp_path / "discounted.db", discounted)))
+    row = csv_of(export(config, "--from", str(DAY), "--to", str(DAY))).iloc[0]
+    assert (row["ListCost"], row["BilledCost"], row["EffectiveCost"], row["ContractedCost"]) == (24.0, 12.0, 12.0, 12.0)
+    assert row["ListUnitPrice"] == 2.40 and row["PricingQuantity"] == 10.0
+
+
+def test_a_reserved_pool_is_usage_and_its_credits_are_credit_rows(tmp_path, write_config):
+    rows = {DAY: [
+        ("jaguar", "pool:robotics-h100", "robotics", None, "reserved-gpu", H100, 192.0, 2.40, 460.80),
+        ("jaguar", "carol", "nlp", "carol", "gpu", H100, 4.0, 2.40, 9.60),
+        ("jaguar", "carol", "robotics", "carol", "credit-gpu", H100, -4.0, 2.40, -9.60),
+    ]}
+    config = str(write_config(database=write_ledger(tmp_path / "pool.db", rows)))
+    focus = csv_of(export(config, "--from", str(DAY), "--to", str(DAY))).set_index("ResourceId")
+    assert focus["BilledCost"].sum() == pytest.approx(460.80)  # nlp's use is paid by nlp, not twice
+    reserved, credit = focus.loc["jaguar/pool:robotics-h100"], focus[focus["ChargeCategory"] == "Credit"].iloc[0]
+    assert reserved["ChargeCategory"] == "Usage" and reserved["ResourceType"] == "Reserved pool"
+    assert reserved["ConsumedQuantity"] == 192.0 and reserved["PricingUnit"] == "GPU-Hours"
+    assert credit["BillingAccountId"] == "robotics" and credit["BilledCost"] == -9.60
+    assert pd.isna(credit["ConsumedQuantity"]) and credit["PricingQuantity"] == -4.0
+    assert "reserved pool" in credit["ChargeDescription"]
