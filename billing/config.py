@@ -254,6 +254,12 @@ class MetricsConfig(_Section):
         return value
 
 
+class WasteConfig(_Section):
+    """What the reports call waste (billing stays request-based)."""
+
+    gpu_utilisation_below: Annotated[float, Field(gt=0, le=100)] = 5.0  # percent: a GPU held below this is idle
+
+
 class Config(_Section):
     timezone: str = "UTC"
     currency: str = "USD"
@@ -266,6 +272,7 @@ class Config(_Section):
     namespaces: NamespaceRules = NamespaceRules()
     email: EmailConfig = EmailConfig()
     metrics: MetricsConfig = MetricsConfig()
+    waste: WasteConfig = WasteConfig()
 
     @field_validator("timezone")
     @classmethod

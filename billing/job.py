@@ -22,6 +22,7 @@ from billing.pricing import price, reserve_pools, share_idle
 from billing.prometheus import prometheus_source
 from billing.render import DayReport, check_output_dir, read_report, write_pages
 from billing.summaries import summary_envelopes
+from billing.waste import attribute_waste, collect_waste
 
 log = logging.getLogger(__name__)
 
@@ -100,22 +101,27 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
     if period.end > datetime.now(timezone.utc):
         log.warning("%s has not ended yet in %s: its bill is partial until the day is run again", day, config.timezone)
 
-    collected, capacities = [], []
+    step, resources = int(config.step), config.gpu_resources
+    collected, capacities, wastes = [], [], []
     for cluster in config.clusters:
         source = prometheus_source(cluster.name, cluster.prometheus)
-        usage = collect_cluster(cluster, period, int(config.step), config.gpu_resources, source)
-        _log_cluster(usage)
-        collected.append(usage)
-        allocatable = collect_allocatable(cluster, period, int(config.step), config.gpu_resources, source)
+        usage = collect_cluster(cluster, period, step, resources, source)
+        allocatable = collect_allocatable(cluster, period, step, resources, source)
+        wasted = collect_waste(cluster, period, step, resources, source, config.waste.gpu_utilisation_below)
         capacity = idle_capacity(allocatable, usage.usage, cluster.prices, cluster.name)
+        _log_cluster(usage)
         _log_capacity(cluster.name, capacity)
+        collected.append(usage)
         capacities.append(capacity.assign(cluster=cluster.name))
+        wastes.append(wasted.assign(cluster=cluster.name))
     _check_coverage(collected, day, require_coverage)
     usage = pd.concat([c.usage.assign(cluster=c.cluster) for c in collected], ignore_index=True)
     capacity = pd.concat(capacities, ignore_index=True)
+    wasted = pd.concat(wastes, ignore_index=True)
 
     directory, directory_warning = _read_directory(config, ledger)
-    ownership = assign_owners(usage["namespace"], directory, config.namespaces)
+    ownership = assign_owners(pd.concat([usage["namespace"], wasted["namespace"]]), directory, config.namespaces)
+    # what namespaces requested; reserved pools' capacity and credits; idle shared where a cluster says so
     rows = price(usage, ownership, {c.name: c.prices for c in config.clusters})
     pool_rows = reserve_pools(capacity, usage, ownership, config.clusters)
     sharing_idle = [c.name for c in config.clusters if c.idle == "share"]
@@ -126,7 +132,7 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
     coverage = {c.cluster: c.coverage for c in collected}
     written = replace_day(
         ledger, day, rows, config.currency, snapshot=snapshot, directory_note=directory_warning, coverage=coverage,
-        capacity=capacity,
+        capacity=capacity, wasted=attribute_waste(wasted, ownership),
     )
     total = float(rows["cost"].sum())
     log.info(

@@ -37,15 +37,24 @@ from billing import migrate
 
 metadata = MetaData()
 
+
+def _charged() -> list[Column]:
+    """Who a row is about: a day's namespace on a cluster, the team charged (SPEC rule 7), its person."""
+    return [
+        Column("day", Date, primary_key=True),
+        Column("cluster", Text, primary_key=True),
+        Column("namespace", Text, primary_key=True),
+        Column("team", Text, primary_key=True),
+        Column("owner", Text, nullable=True),
+    ]
+
+
 chargeback = Table(
     "chargeback",
     metadata,
-    Column("day", Date, primary_key=True),
-    Column("cluster", Text, primary_key=True),
-    Column("namespace", Text, primary_key=True),
-    Column("team", Text, primary_key=True),
-    Column("owner", Text, nullable=True),
-    Column("resource", Text, primary_key=True),  # cpu, memory, gpu; idle-*: a share of a cluster's idle capacity
+    *_charged(),
+    # cpu, memory, gpu; reserved-*, credit-*, idle-*: reserved pools and shared idle (billing/pricing.py)
+    Column("resource", Text, primary_key=True),
     Column("gpu_model", Text, primary_key=True),
     Column("quantity", Double, nullable=False),
     Column("unit_price", Double, nullable=False),
@@ -98,8 +107,17 @@ cluster_capacity = Table(  # what each cluster's nodes offered, and what no requ
     Column("idle_cost", Double, nullable=False),  # idle x unit_price
 )
 
+waste = Table(  # what pods held but did not use, per namespace and team like the costs (billing/waste.py)
+    "waste",
+    metadata,
+    *_charged(),
+    Column("idle_gpu_hours", Double, nullable=True),  # GPUs held below the utilisation threshold; NULL: no DCGM
+    Column("unused_cpu_core_hours", Double, nullable=True),  # requested but not used; NULL: no cAdvisor
+)
+
 LEDGER_COLUMNS = [c.name for c in chargeback.columns]
 CAPACITY_COLUMNS = [c.name for c in cluster_capacity.columns if c.name != "day"]
+WASTE_COLUMNS = [c.name for c in waste.columns if c.name != "day"]
 NAME_COLUMNS = ["cluster", "namespace", "team", "owner", "gpu_model"]
 # Kubernetes' longest names (DNS subdomains); far longer ones are not real names, and PostgreSQL
 # could not index them anyway (a key entry must fit in a third of a page).
@@ -186,6 +204,7 @@ def replace_day(
     directory_note: str = "",
     coverage: dict[str, float] | None = None,
     capacity: pd.DataFrame | None = None,
+    wasted: pd.DataFrame | None = None,
 ) -> int:
     """Replace the day's rows in one transaction; return how many were written.
 
@@ -193,7 +212,8 @@ def replace_day(
     transaction, so only a run that succeeded leaves one behind;
     `directory_note` records why a run used the last known directory instead;
     `coverage` is each cluster's share of the day with kube-state-metrics data;
-    `capacity` (CAPACITY_COLUMNS) each cluster's allocatable, requested and idle resource-hours.
+    `capacity` (CAPACITY_COLUMNS) each cluster's allocatable, requested and idle resource-hours;
+    `wasted` (WASTE_COLUMNS) what each namespace's teams held but did not use.
     """
     _refuse_long_names(engine, day, rows)
     computed_at = datetime.now(timezone.utc)
@@ -219,12 +239,20 @@ def replace_day(
             conn.execute(delete(cluster_capacity).where(cluster_capacity.c.day == day))
             if capacity is not None and len(capacity):
                 conn.execute(insert(cluster_capacity), capacity[CAPACITY_COLUMNS].assign(day=day).to_dict("records"))
+            conn.execute(delete(waste).where(waste.c.day == day))
+            if wasted is not None and len(wasted):
+                conn.execute(insert(waste), _nulls(wasted[WASTE_COLUMNS].assign(day=day)))
             if snapshot is not None:
                 conn.execute(delete(directory_snapshots))
                 conn.execute(insert(directory_snapshots).values(taken_at=computed_at, content=snapshot))
     except SQLAlchemyError as exc:
         raise LedgerError(f"{_where(engine)}: writing {day} failed, previous rows kept: {_cause(exc)}") from None
     return len(values)
+
+
+def _nulls(frame: pd.DataFrame) -> list[dict]:
+    """Records with SQL NULL where pandas has NaN or None."""
+    return [{k: None if pd.isna(v) else v for k, v in record.items()} for record in frame.astype(object).to_dict("records")]
 
 
 def _refuse_long_names(engine: Engine, day: date, rows: pd.DataFrame) -> None:
@@ -285,6 +313,13 @@ def read_capacity(engine: Engine, day: date) -> pd.DataFrame:
     query = select(cluster_capacity).where(cluster_capacity.c.day == day).order_by(
         cluster_capacity.c.cluster, cluster_capacity.c.pool, cluster_capacity.c.resource, cluster_capacity.c.gpu_model)
     return pd.DataFrame(_fetch(engine, query, "cluster capacity"), columns=["day", *CAPACITY_COLUMNS])[CAPACITY_COLUMNS]
+
+
+def read_waste(engine: Engine, day: date) -> pd.DataFrame:
+    """What each namespace's teams held but did not use on a day (WASTE_COLUMNS)."""
+    query = select(waste).where(waste.c.day == day).order_by(waste.c.team, waste.c.owner, waste.c.namespace)
+    rows = pd.DataFrame(_fetch(engine, query, "waste"), columns=["day", *WASTE_COLUMNS])[WASTE_COLUMNS]
+    return rows.astype({"idle_gpu_hours": float, "unused_cpu_core_hours": float})
 
 
 def latest_directory(engine: Engine) -> tuple[datetime, str] | None:

@@ -27,7 +27,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from sqlalchemy import Engine
 
 from billing.formatting import RESOURCE_NAMES, cents, money, quantity
-from billing.ledger import completed, directory_note, incomplete, read_capacity, read_rows
+from billing.ledger import completed, directory_note, incomplete, read_capacity, read_rows, read_waste
 from billing.mail import Letter
 from billing.pricing import POOL_PREFIX
 
@@ -60,6 +60,7 @@ class TeamReport:
     by_owner: list[dict]  # owner ('' for a team namespace), namespaces, cost
     by_namespace: list[dict]  # cluster, namespace, owner, cost
     by_usage: list[dict]  # cluster, resource, gpu_model, quantity, cost, discount
+    waste: tuple[dict, ...] = ()  # owner, idle_gpu_hours, unused_cpu_core_hours (None: not measured)
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,7 @@ class DayReport:
     incomplete: tuple[tuple[str, float], ...] = ()  # (cluster, coverage) with gaps in the day's data
     # cluster, resource, gpu_model, pool, allocatable, requested, requested_share, idle, idle_cost, idle_charged_to
     capacity: tuple[dict, ...] = ()
+    waste: tuple[dict, ...] = ()  # team, idle_gpu_hours, unused_cpu_core_hours (None: not measured)
 
     def team(self, name: str) -> TeamReport:
         return next(t for t in self.teams if t.team == name)
@@ -104,7 +106,18 @@ def read_report(engine: Engine, day: date, currency: str, unallocated_team: str)
     report = summarize(rows, runs, day, currency, unallocated_team)
     gaps = tuple((cluster, coverage) for _, cluster, coverage in incomplete(engine, day, day))
     capacity = _capacity(read_capacity(engine, day), rows[rows["day"] == day])
-    return replace(report, directory_note=directory_note(engine, day), incomplete=gaps, capacity=capacity)
+    wasted = read_waste(engine, day).assign(owner=lambda f: f["owner"].fillna(""))
+    teams = [replace(t, waste=_waste(wasted[wasted["team"] == t.team], "owner")) for t in report.teams]
+    return replace(report, directory_note=directory_note(engine, day), incomplete=gaps, capacity=capacity,
+                   teams=teams, waste=_waste(wasted, "team"))
+
+
+def _waste(wasted: pd.DataFrame, key: str) -> tuple[dict, ...]:
+    """Idle GPU-hours and unused CPU core-hours per `key`, most idle GPU-hours first; None where not measured."""
+    measures = ["idle_gpu_hours", "unused_cpu_core_hours"]
+    sums = wasted.groupby(key, as_index=False)[measures].sum(min_count=1)
+    sums = sums.sort_values([*measures, key], ascending=[False, False, True], na_position="last")
+    return tuple({k: None if pd.isna(v) else v for k, v in row.items()} for row in sums.to_dict("records"))
 
 
 def _capacity(capacity: pd.DataFrame, today: pd.DataFrame) -> tuple[dict, ...]:
@@ -262,6 +275,11 @@ def day_ranges(days: list[date]) -> str:
 # --- templates --------------------------------------------------------------
 
 
+def measured(value: float | None, resource: str) -> str:
+    """Resource-hours of waste, or a dash where the cluster does not measure it."""
+    return "–" if value is None else quantity(value, resource)
+
+
 def template_dir() -> Path:
     """`reports/` of a checkout, or `billing/reports/` where pyproject installs it."""
     installed = Path(__file__).parent / "reports"
@@ -277,7 +295,7 @@ def _environment() -> Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters.update(money=money, quantity=quantity, cents=cents, day_ranges=day_ranges)
+    env.filters.update(money=money, quantity=quantity, cents=cents, day_ranges=day_ranges, measured=measured)
     env.globals.update(
         resource_names=RESOURCE_NAMES, trend_chart=trend_chart, timedelta=timedelta, email_bar_px=EMAIL_BAR_PX
     )

@@ -8,7 +8,7 @@ CREATE TABLE chargeback (
     namespace   TEXT NOT NULL,
     team        TEXT NOT NULL,              -- team charged (SPEC.md rule 7)
     owner       TEXT,                       -- person uid for a personal namespace
-    resource    TEXT NOT NULL,              -- cpu, memory, gpu, or idle-cpu|memory|gpu (shared idle)
+    resource    TEXT NOT NULL,              -- cpu, memory, gpu, and reserved-/credit-/idle-<resource>
     gpu_model   TEXT NOT NULL,              -- '' unless resource = 'gpu'
     quantity    DOUBLE PRECISION NOT NULL,  -- resource-hours attributed to this team
     unit_price  DOUBLE PRECISION NOT NULL,  -- list price per resource-hour
@@ -59,4 +59,17 @@ CREATE TABLE cluster_capacity (
     unit_price  DOUBLE PRECISION NOT NULL,  -- the cluster's price per resource-hour
     idle_cost   DOUBLE PRECISION NOT NULL,  -- idle * unit_price
     PRIMARY KEY (day, cluster, resource, gpu_model, pool)
+);
+
+-- What pods held but did not use (billing stays request-based), split over a namespace's teams like its
+-- costs: GPUs the DCGM exporter saw below the configured utilisation, CPU requested but not used (cAdvisor).
+CREATE TABLE waste (
+    day         DATE NOT NULL,
+    cluster     TEXT NOT NULL,
+    namespace   TEXT NOT NULL,
+    team        TEXT NOT NULL,
+    owner       TEXT,                       -- person uid for a personal namespace
+    idle_gpu_hours        DOUBLE PRECISION,  -- NULL: the cluster has no DCGM exporter metrics
+    unused_cpu_core_hours DOUBLE PRECISION,  -- NULL: the cluster has no cAdvisor metrics
+    PRIMARY KEY (day, cluster, namespace, team)
 );

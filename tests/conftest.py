@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
+
+import billing.job
+from billing.capacity import ALLOCATABLE_COLUMNS
+from billing.waste import WASTE_COLUMNS
 
 MINIMAL_CONFIG = {
     "timezone": "UTC",
@@ -26,6 +31,12 @@ MINIMAL_CONFIG = {
     ],
     "directory": {"ldif": "directory.ldif"},
 }
+
+
+def stub_node_metrics(monkeypatch: pytest.MonkeyPatch) -> None:
+    """For job tests that stub collect_cluster: no node capacity and no waste metrics either, asked of no one."""
+    monkeypatch.setattr(billing.job, "collect_allocatable", lambda *args: pd.DataFrame(columns=ALLOCATABLE_COLUMNS))
+    monkeypatch.setattr(billing.job, "collect_waste", lambda *args: pd.DataFrame(columns=WASTE_COLUMNS))
 
 
 @pytest.fixture

@@ -22,13 +22,13 @@ from click.testing import CliRunner
 
 import billing.job
 from billing.cli import main
-from billing.capacity import ALLOCATABLE_COLUMNS
 from billing.collect import USAGE_COLUMNS, ClusterUsage
 from billing.ledger import open_ledger, replace_day
 from billing.pricing import PRICED_COLUMNS
 from tests.conftest import MINIMAL_CONFIG
 from tests.faults import EMPTY_ANSWER, Reply, failure_sentence, ledger_state, silent_server, stub_server
 from tests.test_job_reports import LDIF
+from tests.conftest import stub_node_metrics
 
 DAY = date(2026, 11, 20)
 
@@ -68,7 +68,7 @@ def configure(write_config, tmp_path, ledger_url):
 def fixed_usage(monkeypatch):
     """Collection succeeds with USAGE, for faults that come after it."""
     monkeypatch.setattr(billing.job, "collect_cluster", lambda cluster, *_: ClusterUsage(cluster.name, USAGE, 1, 1, 1.0))
-    monkeypatch.setattr(billing.job, "collect_allocatable", lambda *args: pd.DataFrame(columns=ALLOCATABLE_COLUMNS))
+    stub_node_metrics(monkeypatch)
 
 
 def run(config: str, day: str = str(DAY)):

@@ -14,7 +14,6 @@ from click.testing import CliRunner
 
 import billing.job
 from billing.cli import main
-from billing.capacity import ALLOCATABLE_COLUMNS
 from billing.collect import ClusterUsage
 from billing.config import Config
 from billing.directory import DirectoryError
@@ -22,6 +21,7 @@ from billing.job import run_day
 from billing.ledger import latest_directory, open_ledger, read_rows
 from tests.integration.servers import free_port
 from tests.test_job_reports import LDIF as ALICE_ON_ROBOTICS
+from tests.conftest import stub_node_metrics
 
 DAY = date(2026, 11, 20)
 
@@ -40,7 +40,7 @@ def fixed_usage(monkeypatch):
         }
     )
     monkeypatch.setattr(billing.job, "collect_cluster", lambda cluster, *_: ClusterUsage(cluster.name, usage, 3, 1, 1.0))
-    monkeypatch.setattr(billing.job, "collect_allocatable", lambda *args: pd.DataFrame(columns=ALLOCATABLE_COLUMNS))
+    stub_node_metrics(monkeypatch)
 
 
 # alice leads robotics (from the reports' job test) and is on vision too

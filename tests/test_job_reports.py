@@ -10,9 +10,9 @@ from click.testing import CliRunner
 
 import billing.job
 from billing.cli import main
-from billing.capacity import ALLOCATABLE_COLUMNS
 from billing.collect import USAGE_COLUMNS, ClusterUsage
 from tests.html_tables import read_page
+from tests.conftest import stub_node_metrics
 
 LDIF = """\
 dn: uid=alice,ou=people,dc=example,dc=org
@@ -36,7 +36,7 @@ USAGE = pd.DataFrame([("alice", "gpu", "", "", "", 10.0), ("alice", "cpu", "", "
 @pytest.fixture
 def config(tmp_path, monkeypatch):
     monkeypatch.setattr(billing.job, "collect_cluster", lambda cluster, *args: ClusterUsage(cluster.name, USAGE, 1, 0, 1.0))
-    monkeypatch.setattr(billing.job, "collect_allocatable", lambda *args: pd.DataFrame(columns=ALLOCATABLE_COLUMNS))
+    stub_node_metrics(monkeypatch)
     (tmp_path / "directory.ldif").write_text(LDIF)
     settings = {
         "database": f"sqlite:///{tmp_path / 'ledger.db'}",

@@ -19,13 +19,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import billing.cli
 import billing.job
-from billing.capacity import ALLOCATABLE_COLUMNS
 from billing.collect import ClusterUsage
 from billing.config import ConfigError, MetricsConfig, load_config
 from billing.directory import Directory
 from billing.job import RunSummary, run_day
 from billing.metrics import push_run_metrics
 from tests.conftest import MINIMAL_CONFIG
+from tests.conftest import stub_node_metrics
 
 
 class Gateway:
@@ -212,7 +212,7 @@ def test_run_day_reports_the_cost_of_every_configured_cluster(config_file, monke
     collected = {c.cluster: c for c in summary().clusters} | {"idle": ClusterUsage("idle", usage([]), 0, 8, 1.0)}
     monkeypatch.setattr(billing.job, "prometheus_source", lambda name, prometheus: name)
     monkeypatch.setattr(billing.job, "collect_cluster", lambda cluster, *args: collected[cluster.name])
-    monkeypatch.setattr(billing.job, "collect_allocatable", lambda *args: pd.DataFrame(columns=ALLOCATABLE_COLUMNS))
+    stub_node_metrics(monkeypatch)
     monkeypatch.setattr(billing.job, "load_directory", lambda directory: Directory({}, {}))
 
     result = run_day(config, date(2026, 11, 20))

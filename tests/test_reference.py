@@ -8,7 +8,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from fixtures.ksm import A100, GPU_PRODUCT_LABEL, H100, Cluster, Container, Node, Pod, World
-from fixtures.reference import instant_query, instants, latest_sample, reference_allocatable, reference_usage
+from fixtures.reference import (instant_query, instants, latest_sample, prometheus_rate, reference_allocatable,
+                                reference_usage)
 
 DAY = datetime(2026, 11, 20, tzinfo=ZoneInfo("UTC")).timestamp()  # billing day D, 00:00 UTC
 GIB = 2**30
@@ -232,3 +233,17 @@ def test_allocatable_per_resource_and_model():
     # instants 06:05 ... 07:59 (115) are missing: 64 cores x (1440 - 115) / 60 h
     gap = World(w.clusters, w.start, w.end, 60.0, ((at(6), at(8)),))
     assert reference_allocatable(gap, "jaguar", DAY, DAY + 86400, 60)[("cpu", "")] == pytest.approx(64 * 1325 / 60)
+
+
+def test_rate_of_a_counter_as_prometheus_extrapolates_it():
+    # one CPU second per second from t = 0, sampled every minute; rate over 5 minutes
+    samples = [(60.0 * i, 60.0 * i) for i in range(20)]
+    assert prometheus_rate(samples, 0.0) is None  # one sample
+    # at 2 min: 120 s of increase over 120 s sampled; no extrapolation before the counter's zero
+    # point (the first sample is 0) nor after the last sample (at t): 120 / 300
+    assert prometheus_rate(samples, 120.0) == pytest.approx(0.4)
+    assert prometheus_rate(samples, 300.0) == pytest.approx(1.0)  # samples at both ends of the window
+    assert prometheus_rate(samples, 630.0) == pytest.approx(1.0)  # 30 s to each end: extrapolated
+    # a counter that was not zero at its first sample: extrapolated by at most half a step (30 s) at the start
+    shifted = [(t, v + 1000.0) for t, v in samples[10:]]
+    assert prometheus_rate(shifted, 720.0) == pytest.approx((120.0 * 150 / 120) / 300)

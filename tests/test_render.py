@@ -5,7 +5,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from billing.ledger import CAPACITY_COLUMNS, open_ledger, read_rows, replace_day
+from billing.ledger import CAPACITY_COLUMNS, WASTE_COLUMNS, open_ledger, read_rows, replace_day
 from billing.render import RenderError, day_ranges, read_report, slug, summarize, write_pages, admin_letter, team_letter
 from tests.html_tables import read_page
 from tests.report_ledger import (
@@ -238,3 +238,27 @@ def test_discounts_of_priority_classes_are_shown(tmp_path):
     admin = read_page((folder / "index.html").read_text())
     assert ["jaguar", "GPU", "10.00 GPU-h", "12.00 USD", "12.00 USD"] in admin.tables["usage"]
     assert "Priority classes: 12.00 USD off the list price of 24.00 USD" in team_letter(report, "robotics").text
+
+
+def test_waste_per_person_on_the_team_page_and_in_the_leads_email(ledger, tmp_path):
+    wasted = pd.DataFrame([
+        ("jaguar", "alice", "robotics", "alice", 6.0, 20.0),
+        ("jaguar", "team-robotics", "robotics", None, 0.0, 5.0),
+        ("ibis", "bob", "robotics", "bob", None, 3.5),  # ibis has no DCGM exporter
+        ("ibis", "bob", "vision", "bob", None, 3.5),
+    ], columns=WASTE_COLUMNS)
+    replace_day(ledger, DAY, frame(ROWS[DAY]), "USD", wasted=wasted)
+    report = read_report(ledger, DAY, "USD", "unallocated")
+    write_pages(report, tmp_path / "out")
+    team = read_page((tmp_path / "out" / DAY.isoformat() / "teams" / "robotics.html").read_text())
+    assert team.tables["team-waste"] == [["Person", "Idle GPU-hours", "Unused CPU"],
+                                         ["alice", "6.00 GPU-h", "20.00 core-h"],
+                                         ["(team namespaces)", "0.00 GPU-h", "5.00 core-h"],
+                                         ["bob", "–", "3.50 core-h"]]
+    admin = read_page((tmp_path / "out" / DAY.isoformat() / "index.html").read_text())
+    assert admin.tables["waste"][1:] == [["robotics", "6.00 GPU-h", "28.50 core-h"], ["vision", "–", "3.50 core-h"]]
+    text = team_letter(report, "robotics").text
+    assert "HELD BUT NOT USED" in text and "alice" in text.split("HELD BUT NOT USED")[1].splitlines()[1]
+    assert "6.00 GPU-h" in text and "20.00 core-h" in text
+    # a team without waste rows has no such section
+    assert "team-waste" not in read_page((tmp_path / "out" / DAY.isoformat() / "teams" / "platform.html").read_text()).tables

@@ -32,7 +32,6 @@ from click.testing import CliRunner
 import billing.collect
 import billing.job
 from billing.cli import main
-from billing.capacity import ALLOCATABLE_COLUMNS
 from billing.collect import USAGE_COLUMNS, ClusterUsage
 from billing.days import billing_day
 from billing.ledger import open_ledger, replace_day
@@ -42,6 +41,7 @@ from tests.faults import failure_sentence, forward_to, ledger_state, stub_server
 from tests.html_tables import read_page
 from tests.integration.servers import free_port, start_postgres
 from tests.integration.test_job_prometheus import PRICES, write_config
+from tests.conftest import stub_node_metrics
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 WORKTREE = Path(__file__).resolve().parents[2]
@@ -219,7 +219,7 @@ def outage(own_postgres, tmp_path, monkeypatch):
     ledger = own_postgres.url(name)
     config = configure(tmp_path, ledger, "http://127.0.0.1:9")
     monkeypatch.setattr(billing.job, "collect_cluster", lambda cluster, *_: ClusterUsage(cluster.name, usage(3.0), 1, 1, 1.0))
-    monkeypatch.setattr(billing.job, "collect_allocatable", lambda *args: pd.DataFrame(columns=ALLOCATABLE_COLUMNS))
+    stub_node_metrics(monkeypatch)
     assert run(config).exit_code == 0
 
     def collect_with(during):

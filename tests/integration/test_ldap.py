@@ -24,7 +24,6 @@ from click.testing import CliRunner
 
 import billing.job
 from billing.cli import main
-from billing.capacity import ALLOCATABLE_COLUMNS
 from billing.collect import ClusterUsage
 from billing.config import Config, DirectoryConfig, NamespaceRules
 from billing.directory import DirectoryError
@@ -33,6 +32,7 @@ from billing.ldap import read_ldap
 from billing.ledger import open_ledger, read_rows
 from billing.ownership import assign_owners
 from tests.integration.servers import SlapdServer, free_port
+from tests.conftest import stub_node_metrics
 
 BASE = "dc=example,dc=org"
 BIND_DN = f"cn=billing,ou=services,{BASE}"
@@ -312,7 +312,7 @@ def fixed_usage(monkeypatch):
          "priority_class": [""] * 2, "pool": [""] * 2, "quantity": [10.0] * 2}
     )
     monkeypatch.setattr(billing.job, "collect_cluster", lambda cluster, *_: ClusterUsage(cluster.name, usage, 2, 1, 1.0))
-    monkeypatch.setattr(billing.job, "collect_allocatable", lambda *args: pd.DataFrame(columns=ALLOCATABLE_COLUMNS))
+    stub_node_metrics(monkeypatch)
 
 
 def job_config(tmp_path: Path, directory: DirectoryConfig) -> Config:

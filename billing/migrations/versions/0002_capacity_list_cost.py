@@ -1,4 +1,4 @@
-"""Capacity, reserved pools and discounts: table cluster_capacity, and chargeback.list_cost.
+"""Capacity, reserved pools, discounts and waste: tables cluster_capacity and waste, and chargeback.list_cost.
 
 A ledger written before discounts existed paid list prices, so its rows'
 list_cost is their cost.
@@ -32,4 +32,14 @@ def upgrade() -> None:
         sa.Column("idle", sa.Double, nullable=False),
         sa.Column("unit_price", sa.Double, nullable=False),
         sa.Column("idle_cost", sa.Double, nullable=False),
+    )
+    op.create_table(
+        "waste",
+        sa.Column("day", sa.Date, primary_key=True),
+        sa.Column("cluster", sa.Text, primary_key=True),
+        sa.Column("namespace", sa.Text, primary_key=True),
+        sa.Column("team", sa.Text, primary_key=True),
+        sa.Column("owner", sa.Text, nullable=True),
+        sa.Column("idle_gpu_hours", sa.Double, nullable=True),
+        sa.Column("unused_cpu_core_hours", sa.Double, nullable=True),
     )

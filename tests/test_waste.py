@@ -1,0 +1,50 @@
+"""billing.waste without a server: which measures a day has, and how they are split over teams."""
+
+from datetime import date
+from zoneinfo import ZoneInfo
+
+import pandas as pd
+import pytest
+
+from billing.config import ClusterConfig
+from billing.days import billing_day
+from billing.waste import attribute_waste, collect_waste
+
+CLUSTER = ClusterConfig(name="jaguar", prometheus={"url": "http://prometheus:9090"},
+                        prices={"cpu_core_hour": 0.01, "memory_gib_hour": 0.001, "gpu_hour": 1.0})
+DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
+
+
+class Answers:
+    """DCGM in the first chunk of the day only, cAdvisor in none; 60 idle GPU-instants of alice per chunk."""
+
+    def __init__(self):
+        self.asked: list[str] = []
+
+    def instant(self, query: str, at: float) -> list[dict]:
+        self.asked.append(query)
+        if query.startswith("max_over_time(count by (metric)"):
+            first = at < DAY.start.timestamp() + 6 * 3600
+            return [{"metric": {"metric": "DCGM_FI_DEV_GPU_UTIL"}, "value": [at, "1"]}] if first else []
+        return [{"metric": {"namespace": "alice"}, "value": [at, "60"]}]
+
+
+def test_a_measure_is_taken_only_where_its_metric_is():
+    source = Answers()
+    waste = collect_waste(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, below=5.0)
+    # one chunk with DCGM: 60 GPU-instants = 1 idle GPU-hour; no cAdvisor anywhere: not measured (NaN)
+    assert waste["namespace"].tolist() == ["alice"]
+    assert waste["idle_gpu_hours"].tolist() == [1.0] and waste["unused_cpu_core_hours"].isna().all()
+    assert sum("DCGM_FI_DEV_GPU_UTIL{" in q and "< 5.0" in q for q in source.asked) == 1
+    assert not any("rate(container_cpu_usage_seconds_total" in q for q in source.asked)
+
+
+def test_waste_is_split_over_a_namespace_s_teams_like_its_cost():
+    waste = pd.DataFrame([("jaguar", "bob", 4.0, 10.0), ("jaguar", "team-nlp", None, 2.0)],
+                         columns=["cluster", "namespace", "idle_gpu_hours", "unused_cpu_core_hours"])
+    ownership = pd.DataFrame([("bob", "robotics", "bob", 0.5), ("bob", "vision", "bob", 0.5),
+                              ("team-nlp", "nlp", None, 1.0)], columns=["namespace", "team", "owner", "share"])
+    rows = attribute_waste(waste, ownership).set_index("team")
+    assert rows.loc["robotics", ["idle_gpu_hours", "unused_cpu_core_hours"]].tolist() == [2.0, 5.0]
+    assert rows.loc["vision", "owner"] == "bob"
+    assert pd.isna(rows.loc["nlp", "idle_gpu_hours"]) and rows.loc["nlp", "unused_cpu_core_hours"] == 2.0
