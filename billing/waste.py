@@ -31,11 +31,9 @@ CONTAINERS = ('container!=""', 'container!="POD"')  # cAdvisor's series of conta
 
 
 class WasteQueries(Queries):
-    def present(self) -> str:
-        """Which of the two metrics (label `metric`) the chunk has series of at any instant."""
-        both = self.series("", f'__name__=~"{GPU_UTILISATION}|{CPU_USAGE}"')
-        named = f'label_replace({both}, "metric", "$1", "__name__", "(.+)")'  # _over_time drops __name__
-        return f"max_over_time(count by (metric) ({named})[{self.instants}:{self.step}])"
+    def present(self, metric: str) -> str:
+        """Any answer if the chunk has samples of the metric."""
+        return f"count(last_over_time({self.series(metric)}[{self.raw}]))"
 
     def idle_gpus(self, below: float) -> str:
         """Per namespace: GPU-instants below the utilisation threshold."""
@@ -51,10 +49,12 @@ class WasteQueries(Queries):
         max by (namespace, pod, uid) ({self.running()} == 1)
     )"""
         usage = self.series(CPU_USAGE, *CONTAINERS)
-        used = f"sum by (namespace, pod) (rate({usage}[5m]))"
+        # requested less used per pod, as a sum over both: a pod without usage keeps its whole request,
+        # and the costly request side is evaluated once (a `-` with an `or` would need it twice)
+        used = f'label_replace(-sum by (namespace, pod) (rate({usage}[5m])), "part", "used", "", "")'
         return f"""
 sum_over_time((
-    sum by (namespace) (clamp_min(({requested} - on (namespace, pod) {used}) or {requested}, 0))
+    sum by (namespace) (clamp_min(sum by (namespace, pod) ({requested} or {used}), 0))
 )[{self.instants}:{self.step}])"""
 
 
@@ -67,10 +67,9 @@ MEASURES = {GPU_UTILISATION: "idle_gpu_hours", CPU_USAGE: "unused_cpu_core_hours
 
 def _chunk_waste(source: PrometheusSource, queries: WasteQueries, chunk: Chunk, below: float) -> pd.DataFrame:
     """The chunk's measures per namespace; a measure whose metric the chunk lacks is left out."""
-    present = {s["metric"].get("metric") for s in source.instant(queries.present(), chunk.last)}
     asked = {GPU_UTILISATION: lambda: queries.idle_gpus(below), CPU_USAGE: queries.unused_cpu}
     measures = {MEASURES[metric]: _by_namespace(source.instant(query(), chunk.last), chunk.step)
-                for metric, query in asked.items() if metric in present}
+                for metric, query in asked.items() if source.instant(queries.present(metric), chunk.last)}
     frame = pd.DataFrame(measures, columns=list(measures)).rename_axis("namespace").reset_index()
     return frame.fillna(0.0)  # measured, and nothing of it in this namespace
 
