@@ -1,1 +1,1 @@
-"""Benchmarks that print figures (not tests): `python -m bench.collect_bench`."""
+"""Benchmarks that print figures (not tests): `python -m bench.collect_bench`, `python bench/report_bench.py`."""

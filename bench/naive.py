@@ -1,4 +1,4 @@
-"""The benchmark's baseline: the "simple script" of the performance notes.
+"""The benchmark's baseline: the simple script one would write first.
 
 For every pod that was Running during the day it asks Prometheus for three
 range series at the billing step (the pod's requests, its Running phase, its

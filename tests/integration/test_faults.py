@@ -81,7 +81,7 @@ def billing_process(config: str) -> subprocess.Popen:
     )
 
 
-def wait_for(condition, what: str, timeout: float = 60.0) -> None:
+def wait_for(condition, what: str, timeout: float = 180.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
@@ -89,7 +89,7 @@ def wait_for(condition, what: str, timeout: float = 60.0) -> None:
         time.sleep(0.05)
 
 
-def finish(process: subprocess.Popen, timeout: float = 60.0) -> tuple[int, str]:
+def finish(process: subprocess.Popen, timeout: float = 180.0) -> tuple[int, str]:
     _, err = process.communicate(timeout=timeout)
     return process.returncode, err
 
