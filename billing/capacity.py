@@ -18,7 +18,7 @@ import logging
 
 import pandas as pd
 
-from billing.collect import Chunk, Queries, billing_units, chunks, map_chunks, quote
+from billing.collect import Chunk, NodeKinds, Queries, billing_units, chunks, map_chunks, node_matcher, one_of, quote
 from billing.config import ClusterConfig, Prices
 from billing.days import BillingDay
 from billing.pricing import unit_price
@@ -32,23 +32,34 @@ CAPACITY_COLUMNS = [*KEYS, "allocatable", "requested", "idle", "unit_price", "id
 
 
 class CapacityQueries(Queries):
-    def allocatable(self) -> str:
-        """Per resource, GPU model and pool: allocatable summed over the chunk's instants."""
+    def allocatable(self, relabelled: list[str]) -> str:
+        """Per node and resource: allocatable summed over the chunk's instants, a subquery of the bare
+        series (cheap: no operator inside). Relabelled nodes also per GPU model and pool, read at every
+        instant (costly, so only for them); the caller maps the other nodes to their one kind."""
         # `max by` drops the scrape's labels, so replicas of kube-state-metrics are not counted twice
-        nodes = f"max by (node, resource) ({self.series('kube_node_status_allocatable', f'resource=~{quote(self.resources)}')})"
+        def allocatable(nodes: str) -> str:
+            return self.series("kube_node_status_allocatable", f"resource=~{quote(self.resources)}", nodes)
+
+        moved = node_matcher(relabelled)
+        moved_nodes = f"max by (node, resource) ({allocatable(moved)})"
         return f"""
-sum_over_time((
-    sum by (resource, {self.node_keys}) (
-        {nodes}
-      * on (node) group_left ({self.node_keys}) {self.newest_model(nodes)}
+    max by (node, resource) (
+        sum_over_time({allocatable(f"node!~{quote(one_of(relabelled))}")}[{self.instants}:{self.step}])
     )
-)[{self.instants}:{self.step}])"""
+  or
+    sum_over_time((
+        sum by (node, resource, {self.node_keys}) (
+            {moved_nodes}
+          * on (node) group_left ({self.node_keys}) {self.newest_model(moved_nodes, moved)}
+        )
+    )[{self.instants}:{self.step}])"""
 
 
 def _chunk_allocatable(source: PrometheusSource, queries: CapacityQueries, chunk: Chunk) -> list[tuple]:
-    answer = source.instant(queries.allocatable(), chunk.last)
+    nodes = NodeKinds(source, queries, chunk.last)
+    answer = source.instant(queries.allocatable(nodes.relabelled), chunk.last)
     return [
-        (s["metric"].get("resource", ""), *queries.node_kind(s["metric"]), float(s["value"][1]) * chunk.step / 3600)
+        (s["metric"].get("resource", ""), *nodes.of(s["metric"]), float(s["value"][1]) * chunk.step / 3600)
         for s in answer
     ]
 

@@ -261,15 +261,29 @@ def _uids(answer: list[dict]) -> frozenset[str]:
     return frozenset(series["metric"].get("uid", "") for series in answer)
 
 
+class NodeKinds:
+    """Every (GPU model, pool) each node had during a chunk; a node with more than one was relabelled."""
+
+    def __init__(self, source: PrometheusSource, queries: Queries, at: int):
+        self.queries = queries
+        self.kinds: dict[str, set[tuple[str, str]]] = {}
+        for series in source.instant(queries.models(), at):
+            labels = series["metric"]
+            self.kinds.setdefault(labels.get("node", ""), set()).add(queries.node_kind(labels))
+        self.relabelled = sorted(node for node, found in self.kinds.items() if len(found) > 1)
+
+    def of(self, labels: dict[str, str]) -> tuple[str, str]:
+        """The kind of a result's node: read per instant on relabelled nodes, else the node's one kind."""
+        node = labels.get("node", "")
+        return self.queries.node_kind(labels) if node in self.relabelled else min(self.kinds.get(node, {("", "")}))
+
+
 def _chunk_usage(source: PrometheusSource, cluster: ClusterConfig, gpu_resources: list[str], chunk: Chunk) -> _ChunkResult:
     """Fast query for most pods, exact range queries for the few where factoring is wrong."""
     queries = Queries(cluster, gpu_resources, chunk)
     at = chunk.last
-    node_kinds: dict[str, set[tuple[str, str]]] = {}
-    for series in source.instant(queries.models(), at):
-        labels = series["metric"]
-        node_kinds.setdefault(labels.get("node", ""), set()).add(queries.node_kind(labels))
-    relabelled = sorted(node for node, found in node_kinds.items() if len(found) > 1)
+    nodes = NodeKinds(source, queries, at)
+    relabelled = nodes.relabelled
     exact_pods = _uids(source.instant(queries.needs_exact(), at))
     covered = sum(int(float(series["value"][1])) for series in source.instant(queries.covered_instants(), at))
     asked = 4
@@ -279,9 +293,7 @@ def _chunk_usage(source: PrometheusSource, cluster: ClusterConfig, gpu_resources
     running = _uids(source.instant(queries.running_pods(), at))
 
     def row(labels: dict[str, str], instants: float) -> tuple:
-        """A usage row; the node's (GPU model, pool) is read per instant on relabelled nodes, else its one kind."""
-        node = labels.get("node", "")
-        model, pool = queries.node_kind(labels) if node in relabelled else min(node_kinds.get(node, {("", "")}))
+        model, pool = nodes.of(labels)
         return (labels.get("namespace", ""), labels.get("resource", ""), model, labels.get("priority_class", ""), pool,
                 instants)
 
