@@ -9,7 +9,7 @@ so that per cluster-day and resource
 
 where requested is the collected usage. A node's GPUs carry the model of its
 newest label set at each instant, as the pods' GPU-hours do (SPEC.md step 5).
-The queries are chunked like collect.py's and reuse its selector building.
+The queries are chunked like collect.py's and reuse promql.py's selector building.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import logging
 
 import pandas as pd
 
-from billing.collect import Chunk, NodeKinds, Queries, billing_units, chunks, map_chunks, node_matcher, one_of, quote
+from billing.collect import billing_units
+from billing.promql import Chunk, NodeKinds, Queries, chunks, map_chunks, node_matcher, one_of, quote
 from billing.config import ClusterConfig, Prices
 from billing.days import BillingDay
 from billing.pricing import unit_price

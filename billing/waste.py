@@ -11,7 +11,7 @@ Two measures per cluster-day and namespace, on the billing instants:
 
 Where a cluster's Prometheus has no such metric in a chunk of the day, the
 measure is not taken there (None when it never is), rather than reported as
-all waste. Queries reuse collect.py's chunks and selectors; the chunks are
+all waste. Queries reuse promql.py's chunks and selectors; the chunks are
 an hour, not six: the unused-CPU query joins requests, Running and usage
 series at every instant, which on a 10,000-pod cluster costs Prometheus
 about ten times what the billing queries do (1 h keeps each query's samples
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from billing.collect import Chunk, Queries, chunks, map_chunks
+from billing.promql import Chunk, Queries, chunks, map_chunks
 from billing.config import ClusterConfig
 from billing.days import BillingDay
 from billing.prometheus import PrometheusSource

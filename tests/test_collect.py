@@ -1,10 +1,10 @@
-import re
 from datetime import date
 from zoneinfo import ZoneInfo
 
 import pytest
 
-from billing.collect import GIB, Queries, chunks, collect_cluster, one_of, quote
+from billing.collect import GIB, UsageQueries, collect_cluster
+from billing.promql import chunks, quote
 from billing.config import ClusterConfig
 from billing.days import billing_day
 from billing.prometheus import PrometheusError
@@ -18,29 +18,8 @@ DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 H100 = "NVIDIA-H100-80GB-HBM3"
 
 
-def test_a_utc_day_at_60s_is_four_six_hour_chunks():
-    pieces = chunks(DAY, 60)
-    assert [(c.end - c.start) / 3600 for c in pieces] == [6, 6, 6, 6]
-    assert pieces[0].start == DAY.start.timestamp() and pieces[-1].end == DAY.end.timestamp()
-    assert all(a.end == b.start for a, b in zip(pieces, pieces[1:]))
-
-
-def test_a_25_hour_day_and_coarse_steps():
-    autumn = billing_day(date(2026, 10, 25), ZoneInfo("Europe/Berlin"))
-    assert [(c.end - c.start) / 3600 for c in chunks(autumn, 60)] == [6, 6, 6, 6, 1]
-    assert [(c.end - c.start) / 3600 for c in chunks(autumn, 300)] == [25]
-    assert [(c.end - c.start) / 3600 for c in chunks(DAY, 15)] == [1.5] * 16
-
-
-def test_a_step_that_misses_local_midnight_is_refused():
-    kathmandu = billing_day(date(2026, 1, 1), ZoneInfo("Asia/Kathmandu"))  # UTC+05:45
-    assert len(chunks(kathmandu, 900)) == 24 * 4 // 360 + 1
-    with pytest.raises(PrometheusError, match="not a multiple of the 1800s step"):
-        chunks(kathmandu, 1800)
-
-
 def test_queries_carry_the_cluster_selector_and_quote_values():
-    queries = Queries(CLUSTER, ["nvidia_com_gpu", "amd.com/gpu"], chunks(DAY, 60)[0])
+    queries = UsageQueries(CLUSTER, ["nvidia_com_gpu", "amd.com/gpu"], chunks(DAY, 60)[0])
     assert queries.running() == 'kube_pod_status_phase{phase="Running", cluster="jaguar"}'
     assert 'resource=~"cpu|memory|nvidia_com_gpu|amd\\\\.com/gpu"' in queries.requests()
     assert quote('a"b\\c\nd') == '"a\\"b\\\\c\\nd"'
@@ -158,18 +137,6 @@ def test_exact_results_take_the_model_per_instant_on_relabelled_nodes_and_the_no
     )
     usage = collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source).usage
     assert {(r.gpu_model, r.quantity) for r in usage.itertuples()} == {(H100, 1.0), ("", 2.0), ("A100", 3.0)}
-
-
-@pytest.mark.parametrize("values", [["u-1", "u-2"], ["n.1", "n-1"], ["x|y", "a(b)", "[c]*", "d+e?", "^f$", "g{2}", "h\\i"]])
-def test_one_of_matches_exactly_its_values(values):
-    pattern = re.compile(one_of(values))
-    assert all(pattern.fullmatch(value) for value in values)
-    near_misses = [v + "x" for v in values] + [v[:-1] for v in values] + ["u.1", "n11", "xy", "ab"]
-    assert not any(pattern.fullmatch(miss) for miss in near_misses if miss not in values)
-
-
-def test_one_of_leaves_hyphens_alone_so_prometheus_sees_a_plain_list():
-    assert one_of(["0b4e-11", "n.1"]) == r"0b4e-11|n\.1"
 
 
 @pytest.mark.parametrize("value", ["NaN", "+Inf", "-1"])

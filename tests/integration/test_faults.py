@@ -30,6 +30,7 @@ import yaml
 from click.testing import CliRunner
 
 import billing.collect
+import billing.promql
 import billing.job
 from billing.cli import main
 from billing.collect import USAGE_COLUMNS, ClusterUsage
@@ -105,7 +106,7 @@ def test_prometheus_stopped_half_way_through_a_run(prometheus_server, world, tmp
     before = ledger_state(ledger)
 
     # One chunk of the day at a time, and the server shut down once the first one is answered.
-    monkeypatch.setattr(billing.collect, "PARALLEL_QUERIES", 1)
+    monkeypatch.setattr(billing.promql, "PARALLEL_QUERIES", 1)
     real_chunk = billing.collect._chunk_usage
 
     def then_stop(*args):

@@ -1,0 +1,163 @@
+"""The PromQL toolkit that collection, capacity and waste share.
+
+One cluster-day is asked for in chunks of step-aligned instants (SPEC.md step 1);
+each query names its series through `Queries.series`, which adds the cluster's
+`selector`, and reads the chunk's instants through a subquery whose window
+picks exactly them. What a query asks for lives with its caller (collect.py,
+capacity.py, waste.py); how to write it safely and how to cut the day lives here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Callable, Iterable, TypeVar
+
+from billing.config import ClusterConfig
+from billing.days import BillingDay
+from billing.prometheus import PrometheusError, PrometheusSource
+
+LOOKBACK = 300  # seconds: Prometheus' default lookback delta for instant vectors
+CHUNK_INSTANTS = 360  # instants per query: 6 h at a 60 s step
+PARALLEL_QUERIES = 2  # one per core of a small Prometheus
+RE2_SPECIAL = re.compile(r"([\\.+*?()|\[\]{}^$])")
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Instants start, start+step, ..., end-step of one piece of the day (unix seconds)."""
+
+    start: int
+    end: int
+    step: int
+
+    @property
+    def last(self) -> int:
+        return self.end - self.step
+
+
+def quote(value: str) -> str:
+    """A PromQL string literal; any label value is safe inside it."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def one_of(values: Iterable[str]) -> str:
+    """A regular expression matching exactly these values.
+
+    Only RE2's special characters are escaped (re.escape also escapes "-"), so
+    Prometheus recognises a plain list and looks the values up in its index
+    instead of testing the expression against every value of the label.
+    """
+    return "|".join(RE2_SPECIAL.sub(r"\\\1", value) for value in values)
+
+
+def uid_matcher(uids: frozenset[str], keep: bool) -> str:
+    """A matcher keeping (or dropping) exactly these pods; '' drops none."""
+    if not uids and not keep:
+        return ""
+    return f"uid{'=~' if keep else '!~'}{quote(one_of(sorted(uids)))}"
+
+
+def node_matcher(nodes: Iterable[str]) -> str:
+    return f"node=~{quote(one_of(sorted(nodes)))}"
+
+
+class Queries:
+    """The PromQL text for one cluster and one chunk of the day."""
+
+    def __init__(self, cluster: ClusterConfig, gpu_resources: list[str], chunk: Chunk):
+        self.extra = cluster.prometheus.selector.strip()
+        self.gpu_label = cluster.gpu_model_label
+        self.pools = cluster.reserved_pools
+        # node labels that decide a node's price: GPU model, and reserved pool where clusters have them
+        self.node_keys = ", ".join([self.gpu_label, *([self.pools.node_label] if self.pools else [])])
+        self.resources = one_of(["cpu", "memory", *gpu_resources])
+        length = chunk.end - chunk.start
+        # Half-step margins make Prometheus 2's closed and Prometheus 3's
+        # half-open ranges pick the same instants and samples.
+        self.instants = _window(length - chunk.step / 2)  # subquery: exactly the chunk's instants
+        self.raw = _window(length - chunk.step + LOOKBACK + chunk.step / 2)  # every sample they can see
+        self.step = _window(chunk.step)
+
+    def series(self, metric: str, *matchers: str) -> str:
+        chosen = [m for m in (*matchers, self.extra) if m]
+        return f"{metric}{{{', '.join(chosen)}}}"
+
+    def requests(self, pods: str = "") -> str:
+        return self.series("kube_pod_container_resource_requests", f"resource=~{quote(self.resources)}", pods)
+
+    def running(self, pods: str = "") -> str:
+        return self.series("kube_pod_status_phase", 'phase="Running"', pods)
+
+    def pod_node(self, pods: str = "", nodes: str = "") -> str:
+        return self.series("kube_pod_info", 'node!=""', pods, nodes)
+
+    def node_labels(self, nodes: str = "") -> str:
+        return self.series("kube_node_labels", nodes)
+
+    def node_kind(self, labels: dict[str, str]) -> tuple[str, str]:
+        """(GPU model, reserved pool) from a series' labels; a pool no team reserved is none ('')."""
+        model = labels.get(self.gpu_label, "")
+        if not self.pools:
+            return model, ""
+        pool = labels.get(self.pools.node_label, "")
+        return model, pool if pool in self.pools.teams else ""
+
+    def models(self) -> str:
+        """Every (node, GPU model[, pool]) seen in the chunk; two for a node means a relabel."""
+        return f"max by (node, {self.node_keys}) (max_over_time({self.node_labels()}[{self.raw}]))"
+
+    def newest_model(self, nodes: str, labelled: str = "") -> str:
+        """(node, GPU model[, pool]) of every node in `nodes`: the newest label set of the nodes
+        `labelled` selects wins; the others, and nodes without labels, get ''."""
+        return f"""(
+        group by (node, {self.node_keys}) (topk by (node) (1, timestamp({self.node_labels(labelled)})))
+      or on (node)
+        group by (node) ({nodes})
+    )"""
+
+
+def _window(seconds: float) -> str:
+    """A PromQL duration, in milliseconds."""
+    return f"{int(round(seconds * 1000))}ms"
+
+
+def chunks(day: BillingDay, step: int, instants: int = CHUNK_INSTANTS) -> list[Chunk]:
+    """The day cut into step-aligned pieces of at most `instants` instants."""
+    start, end = int(day.start.timestamp()), int(day.end.timestamp())
+    if start % step:
+        raise PrometheusError(
+            f"local midnight of {day.date} is not a multiple of the {step}s step in Unix time; "
+            "choose a step that divides the time zone's UTC offset"
+        )
+    size = instants * step
+    return [Chunk(t, min(t + size, end), step) for t in range(start, end, size)]
+
+
+class NodeKinds:
+    """Every (GPU model, pool) each node had during a chunk; a node with more than one was relabelled."""
+
+    def __init__(self, source: PrometheusSource, queries: Queries, at: int):
+        self.queries = queries
+        self.kinds: dict[str, set[tuple[str, str]]] = {}
+        for series in source.instant(queries.models(), at):
+            labels = series["metric"]
+            self.kinds.setdefault(labels.get("node", ""), set()).add(queries.node_kind(labels))
+        self.relabelled = sorted(node for node, found in self.kinds.items() if len(found) > 1)
+
+    def of(self, labels: dict[str, str]) -> tuple[str, str]:
+        """The kind of a result's node: read per instant on relabelled nodes, else the node's one kind."""
+        node = labels.get("node", "")
+        return self.queries.node_kind(labels) if node in self.relabelled else min(self.kinds.get(node, {("", "")}))
+
+
+def map_chunks(ask: Callable[[Chunk], T], parts: list[Chunk]) -> list[T]:
+    """ask(chunk) for every chunk, PARALLEL_QUERIES at a time, in order."""
+    pool = ThreadPoolExecutor(PARALLEL_QUERIES)
+    try:
+        return list(pool.map(ask, parts))
+    finally:  # one failed chunk fails the day: the chunks not started yet are not asked at all
+        pool.shutdown(wait=False, cancel_futures=True)

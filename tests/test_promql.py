@@ -1,0 +1,44 @@
+import re
+from datetime import date
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from billing.days import billing_day
+from billing.prometheus import PrometheusError
+from billing.promql import chunks, one_of
+
+DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
+
+
+def test_a_utc_day_at_60s_is_four_six_hour_chunks():
+    pieces = chunks(DAY, 60)
+    assert [(c.end - c.start) / 3600 for c in pieces] == [6, 6, 6, 6]
+    assert pieces[0].start == DAY.start.timestamp() and pieces[-1].end == DAY.end.timestamp()
+    assert all(a.end == b.start for a, b in zip(pieces, pieces[1:]))
+
+
+def test_a_25_hour_day_and_coarse_steps():
+    autumn = billing_day(date(2026, 10, 25), ZoneInfo("Europe/Berlin"))
+    assert [(c.end - c.start) / 3600 for c in chunks(autumn, 60)] == [6, 6, 6, 6, 1]
+    assert [(c.end - c.start) / 3600 for c in chunks(autumn, 300)] == [25]
+    assert [(c.end - c.start) / 3600 for c in chunks(DAY, 15)] == [1.5] * 16
+
+
+def test_a_step_that_misses_local_midnight_is_refused():
+    kathmandu = billing_day(date(2026, 1, 1), ZoneInfo("Asia/Kathmandu"))  # UTC+05:45
+    assert len(chunks(kathmandu, 900)) == 24 * 4 // 360 + 1
+    with pytest.raises(PrometheusError, match="not a multiple of the 1800s step"):
+        chunks(kathmandu, 1800)
+
+
+@pytest.mark.parametrize("values", [["u-1", "u-2"], ["n.1", "n-1"], ["x|y", "a(b)", "[c]*", "d+e?", "^f$", "g{2}", "h\\i"]])
+def test_one_of_matches_exactly_its_values(values):
+    pattern = re.compile(one_of(values))
+    assert all(pattern.fullmatch(value) for value in values)
+    near_misses = [v + "x" for v in values] + [v[:-1] for v in values] + ["u.1", "n11", "xy", "ab"]
+    assert not any(pattern.fullmatch(miss) for miss in near_misses if miss not in values)
+
+
+def test_one_of_leaves_hyphens_alone_so_prometheus_sees_a_plain_list():
+    assert one_of(["0b4e-11", "n.1"]) == r"0b4e-11|n\.1"
