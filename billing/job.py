@@ -12,7 +12,7 @@ from sqlalchemy import Engine
 
 from billing.capacity import collect_allocatable, idle_capacity
 from billing.collect import ClusterUsage, collect_cluster
-from billing.config import Config
+from billing.config import ClusterConfig, Config
 from billing.days import billing_day
 from billing.directory import Directory, DirectoryError, directory_from_json, directory_to_json, load_directory
 from billing.ledger import latest_directory, open_ledger, replace_day
@@ -92,6 +92,19 @@ def _check_coverage(collected: list[ClusterUsage], day: date, required: float) -
             )
 
 
+def _refuse_no_data(collected: ClusterUsage, cluster: ClusterConfig, day: date) -> None:
+    """No data is not zero (SPEC.md rule 10): a cluster-day at whose instants no kube-state-metrics
+    series was visible and no pod Running had no sample at all (a selector typo, a day outside
+    retention, a scrape that never ran), and billing it would record a false zero as complete."""
+    if collected.coverage == 0 and collected.pods == 0 and collected.usage.empty:
+        selector = cluster.prometheus.selector.strip()
+        where = f"under the selector {selector}" if selector else "at all"
+        raise IncompleteDayError(
+            f"cluster {cluster.name}: Prometheus holds no kube-state-metrics sample for {day} {where} (a selector "
+            "typo, a day outside retention, or a scrape that never ran); nothing was billed and the day stays missing"
+        )
+
+
 def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSummary:
     """Bill one day; every data source is read before the ledger is touched."""
     check_output_dir(Path(config.output_dir))
@@ -106,6 +119,7 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
     for cluster in config.clusters:
         source = prometheus_source(cluster.name, cluster.prometheus)
         usage = collect_cluster(cluster, period, step, resources, source)
+        _refuse_no_data(usage, cluster, day)
         allocatable = collect_allocatable(cluster, period, step, resources, source)
         wasted = (collect_waste(cluster, period, step, resources, source, config.waste.gpu_utilisation_below)
                   if config.waste.enabled else pd.DataFrame(columns=WASTE_COLUMNS))
