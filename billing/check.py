@@ -71,6 +71,19 @@ def prometheus(cluster: ClusterConfig) -> str:
     return f"{config.url} answered vector(1)"
 
 
+def selector(cluster: ClusterConfig) -> str:
+    """Does the cluster's selector match any node of kube-state-metrics in the last day? A typo would make
+    every run refuse its day for want of data."""
+    config = cluster.prometheus
+    once = config.model_copy(update={"timeout": min(config.timeout, TIMEOUT), "retries": 0})
+    nodes = f"count(group by (node) (last_over_time(kube_node_labels{{{config.selector}}}[1d])))"
+    answer = prometheus_source(cluster.name, once).instant(nodes, time.time())
+    if not answer:
+        raise CheckFailure(f"{config.selector} matches no kube-state-metrics series (kube_node_labels) at {config.url} "
+                           "in the last day: check clusters[].prometheus.selector")
+    return f"{config.selector} matches kube-state-metrics series of {float(answer[0]['value'][1]):.0f} nodes in the last day"
+
+
 def database(url: str) -> str:
     """Open the ledger (creating its tables if missing) and read how many days it holds."""
     engine = open_ledger(url)
@@ -110,6 +123,8 @@ def check_all(config: Config) -> Iterator[Probe]:
     """One probe per dependency, in the order a run needs them; each is yielded as soon as it is done."""
     for cluster in config.clusters:
         yield _timed(f"prometheus {cluster.name}", lambda: prometheus(cluster))
+        if cluster.prometheus.selector.strip() and not cluster.prometheus.replay:
+            yield _timed(f"selector {cluster.name}", lambda: selector(cluster))
     yield _timed("directory", lambda: check_directory(config.directory))
     yield _timed("database", lambda: database(config.database))
     if config.email.enabled:
