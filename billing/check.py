@@ -76,12 +76,13 @@ def selector(cluster: ClusterConfig) -> str:
     every run refuse its day for want of data."""
     config = cluster.prometheus
     once = config.model_copy(update={"timeout": min(config.timeout, TIMEOUT), "retries": 0})
-    nodes = f"count(group by (node) (last_over_time(kube_node_labels{{{config.selector}}}[1d])))"
-    answer = prometheus_source(cluster.name, once).instant(nodes, time.time())
+    query = f"count(group by (node) (last_over_time(kube_node_labels{{{config.selector}}}[1d])))"
+    answer = prometheus_source(cluster.name, once).instant(query, time.time())
     if not answer:
         raise CheckFailure(f"{config.selector} matches no kube-state-metrics series (kube_node_labels) at {config.url} "
                            "in the last day: check clusters[].prometheus.selector")
-    return f"{config.selector} matches kube-state-metrics series of {float(answer[0]['value'][1]):.0f} nodes in the last day"
+    nodes = float(answer[0]["value"][1])
+    return f"{config.selector} matches kube-state-metrics series of {nodes:.0f} nodes in the last day"
 
 
 def database(url: str) -> str:

@@ -14,7 +14,8 @@ from billing.capacity import collect_allocatable, idle_capacity
 from billing.collect import ClusterUsage, collect_cluster
 from billing.config import ClusterConfig, Config
 from billing.days import billing_day
-from billing.directory import Directory, DirectoryError, directory_from_json, directory_to_json, load_directory
+from billing.directory import (AmbiguousDirectoryError, Directory, DirectoryError, directory_from_json, directory_to_json,
+                               load_directory)
 from billing.ledger import latest_directory, open_ledger, replace_day
 from billing.mail import deliver
 from billing.ownership import assign_owners
@@ -54,12 +55,13 @@ def _log_cluster(collected: ClusterUsage) -> None:
 
 
 def _read_directory(config: Config, ledger: Engine) -> tuple[Directory, str]:
-    """The directory and a warning; with `on_failure: last_known` an outage falls back to the last run's copy."""
+    """The directory and a warning; with `on_failure: last_known` an outage falls back to the last run's copy
+    (which is refused like a live one if it is ambiguous)."""
     try:
         return load_directory(config.directory), ""
     except DirectoryError as exc:
-        if config.directory.on_failure != "last_known":
-            raise
+        if config.directory.on_failure != "last_known" or isinstance(exc, AmbiguousDirectoryError):
+            raise  # an ambiguous directory was read fine: an older copy would only hide the ambiguity
         stored = latest_directory(ledger)
         if stored is None:
             raise DirectoryError(f"{exc}; and no earlier run stored a directory to fall back on") from None
