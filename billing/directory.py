@@ -112,8 +112,8 @@ class Directory:
         return self._people_by_key.get(name_key(uid))
 
     def team(self, name: str) -> Team | None:
-        """The team with this name, without regard to case."""
-        return self._teams_by_key.get(name_key(name))
+        """The team with this name, without regard to case; a name too long for the ledger finds its cut form."""
+        return self._teams_by_key.get(name_key(_cut(name)))
 
     def teams_of(self, uid: str) -> tuple[str, ...]:
         """The teams a person is on, sorted by name."""
@@ -182,14 +182,20 @@ def _under(dn: str, base: str) -> bool:
     return len(entry) >= len(above) and entry[len(entry) - len(above):] == above
 
 
-def storable(name: str) -> str:
-    """A team name the ledger can store: cut to LONGEST_NAME characters with a hash of the whole name
-    (without regard to case, like the name itself) so that two long names stay two teams."""
+def _cut(name: str) -> str:
+    """A name of at most LONGEST_NAME characters; a longer one keeps its start and gets a hash of the
+    whole name (without regard to case, like the name itself) so that two long names stay two."""
     if len(name) <= LONGEST_NAME:
         return name
-    short = f"{name[:LONGEST_NAME - 9]}~{hashlib.sha256(name_key(name).encode()).hexdigest()[:8]}"
-    log.warning("team %r… has %d characters, more than the %d the ledger stores: billed as %r",
-                name[:40], len(name), LONGEST_NAME, short)
+    return f"{name[:LONGEST_NAME - 9]}~{hashlib.sha256(name_key(name).encode()).hexdigest()[:8]}"
+
+
+def storable(name: str) -> str:
+    """A team name the ledger can store, with a warning when it had to be cut."""
+    short = _cut(name)
+    if short != name:
+        log.warning("team %r… has %d characters, more than the %d the ledger stores: billed as %r",
+                    name[:40], len(name), LONGEST_NAME, short)
     return short
 
 
