@@ -218,8 +218,8 @@ def build_directory(people: Iterable[Entry], teams: Iterable[Entry], config: Dir
     def resolve(values: list[str], team: str, role: str) -> tuple[str, ...]:
         uids = []
         for value in values:
-            person = persons.get(name_key(value))
-            uid = uid_by_dn.get(normalise_dn(value)) if "=" in value else (person.uid if person else None)
+            named = None if "=" in value else persons.get(name_key(value))  # a bare uid (memberUid)
+            uid = uid_by_dn.get(normalise_dn(value)) if "=" in value else (named.uid if named else None)
             if uid is None:
                 log.warning("team %s: %s %r names no person in the directory; skipped", team, role, value)
             elif uid not in uids:
