@@ -52,8 +52,20 @@ def parse_duration(value: object) -> float:
     return seconds
 
 
+def _finite_number(value: object) -> object:
+    """YAML's `true` is not a price of 1.0 (pydantic would take it as one), nor is .nan or .inf a price."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, got {str(value).lower()}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"expected a finite number, got {value}")
+    return value
+
+
 Duration = Annotated[float, BeforeValidator(parse_duration)]
-NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+# money per unit: a price or a multiplier of one. A billion per resource-hour is no real price; far larger
+# values (1e25) overflow what reports can show as money and would fail after the day is committed.
+HIGHEST_PRICE = 1e9
+Price = Annotated[float, BeforeValidator(_finite_number), Field(ge=0, lt=HIGHEST_PRICE, allow_inf_nan=False)]
 
 
 class _Section(BaseModel):
@@ -108,13 +120,13 @@ class PrometheusConfig(_Section):
 
 
 class Prices(_Section):
-    cpu_core_hour: NonNegative
-    memory_gib_hour: NonNegative
-    gpu_hour: NonNegative
-    gpu_models: dict[str, NonNegative] = {}
+    cpu_core_hour: Price
+    memory_gib_hour: Price
+    gpu_hour: Price
+    gpu_models: dict[str, Price] = {}
     # price multiplier per pod priority class (kube_pod_info's priority_class), e.g. backfill: 0.0 runs free;
     # other classes pay 1
-    priority_classes: dict[str, NonNegative] = {}
+    priority_classes: dict[str, Price] = {}
 
 
 class ReservedPools(_Section):
@@ -351,6 +363,26 @@ def _mapping_with_unique_keys(loader: _UniqueKeyLoader, node: yaml.MappingNode) 
 
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_with_unique_keys)
 
+# A billing config is a few kilobytes and a few levels deep. Far larger or deeper files are mistakes (or
+# attacks): PyYAML would take minutes and gigabytes over 50 MB, and its recursion runs out at a few
+# thousand levels; both are refused before the YAML is built.
+LARGEST_CONFIG = 1 << 20  # bytes
+DEEPEST_CONFIG = 50  # nested mappings and lists
+
+
+def _refuse_deep_nesting(text: str, path: Path) -> None:
+    """Count nesting on PyYAML's event stream, which (unlike building the document) does not recurse."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_UniqueKeyLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > DEEPEST_CONFIG:
+                raise ConfigError(f"config file {path} nests mappings and lists more than {DEEPEST_CONFIG} levels "
+                                  f"deep (at line {event.start_mark.line + 1})")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
 _KINDS = {list: "a list", str: "a text", int: "a number", float: "a number", bool: "true or false"}
 
 
@@ -362,14 +394,20 @@ def config_path(explicit: str | None) -> Path:
 def load_config(path: Path) -> Config:
     """Read, validate and resolve secrets; raise ConfigError naming every bad key."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as file:
+            content = file.read(LARGEST_CONFIG + 1)
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    if len(content) > LARGEST_CONFIG:
+        raise ConfigError(f"config file {path} is larger than {LARGEST_CONFIG // 1024} KiB; a billing config is a few kilobytes")
+    try:
+        text = content.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(
             f"config file {path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at position {exc.start})"
         ) from None
     try:
+        _refuse_deep_nesting(text, path)
         data = yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)

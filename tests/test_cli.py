@@ -2,6 +2,7 @@
 
 import socket
 
+import pytest
 from click.testing import CliRunner
 
 from billing.cli import main
@@ -29,6 +30,16 @@ def test_config_errors_exit_2_with_one_sentence(tmp_path):
     result = invoke("run", "--date", "2026-11-20", "--config", str(tmp_path / "nope.yaml"))
     assert result.exit_code == 2
     assert "cannot read config file" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("content", ["a: " + "[" * 5000 + "]" * 5000, "# padding\n" * 5_000_000], ids=["deep", "50 MB"])
+def test_a_deep_or_huge_config_is_a_config_error_not_an_unexpected_one(tmp_path, content):
+    path = tmp_path / "billing.yaml"
+    path.write_text(content)
+    for command in (["run", "--date", "2026-11-20"], ["check"]):
+        result = invoke(*command, "--config", str(path))
+        assert result.exit_code == 2, result.output
+        assert result.output.count("\n") == 1 and "unexpected" not in result.output and "Traceback" not in result.output
 
 
 def test_config_from_environment_variable(tmp_path):

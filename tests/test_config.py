@@ -1,4 +1,5 @@
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,20 @@ def test_bad_durations(text):
         ({"clusters": [cluster(), cluster()]}, "clusters", "duplicate cluster name 'jaguar'"),
         ({"clusters": []}, "clusters", "at least 1"),
         ({"clusters": [cluster(prices={**cluster()["prices"], "gpu_hour": -1})]}, "clusters[0].prices.gpu_hour", "greater than or equal to 0"),
+        ({"clusters": [cluster(prices={**cluster()["prices"], "gpu_hour": True})]}, "clusters[0].prices.gpu_hour",
+         "expected a number, got true"),
+        ({"clusters": [cluster(prices={**cluster()["prices"], "gpu_hour": 1e25})]}, "clusters[0].prices.gpu_hour",
+         "less than 1000000000"),
+        ({"clusters": [cluster(prices={**cluster()["prices"], "memory_gib_hour": 1e308})]},
+         "clusters[0].prices.memory_gib_hour", "less than 1000000000"),
+        ({"clusters": [cluster(prices={**cluster()["prices"], "cpu_core_hour": float("inf")})]},
+         "clusters[0].prices.cpu_core_hour", "expected a finite number, got inf"),
+        ({"clusters": [cluster(prices={**cluster()["prices"], "cpu_core_hour": float("nan")})]},
+         "clusters[0].prices.cpu_core_hour", "expected a finite number, got nan"),
+        ({"clusters": [cluster(prices={**cluster()["prices"], "gpu_models": {"A100": False}})]},
+         "clusters[0].prices.gpu_models.A100", "expected a number, got false"),
+        ({"clusters": [cluster(prices={**cluster()["prices"], "priority_classes": {"backfill": 1e9}})]},
+         "clusters[0].prices.priority_classes.backfill", "less than 1000000000"),
         ({"clusters": [cluster(prices={**cluster()["prices"], "cpu_core_hour": "cheap"})]},
          "clusters[0].prices.cpu_core_hour", "number"),
         ({"clusters": [cluster(prometheus={"url": "http://x", "replay": "dir"})]}, "clusters[0].prometheus", "exactly one"),
@@ -102,6 +117,37 @@ def test_malformed_yaml_names_the_line(tmp_path):
     path = tmp_path / "billing.yaml"
     path.write_text("timezone: UTC\nclusters: [\n  name: x\n")
     with pytest.raises(ConfigError, match=r"not valid YAML at line \d"):
+        load_config(path)
+
+
+def test_prices_up_to_just_below_a_billion_per_unit_are_accepted(write_config):
+    prices = {**cluster()["prices"], "gpu_hour": 999_999_999.99, "cpu_core_hour": 0, "memory_gib_hour": 1}
+    config = load_config(write_config(clusters=[cluster(prices=prices)]))
+    assert (config.clusters[0].prices.gpu_hour, config.clusters[0].prices.cpu_core_hour) == (999_999_999.99, 0)
+    assert config.clusters[0].prices.memory_gib_hour == 1.0  # an integer is a number, only true/false are not
+
+
+def test_an_oversized_config_is_refused_before_it_is_parsed(tmp_path):
+    path = tmp_path / "billing.yaml"
+    path.write_text("timezone: UTC\n" + "# padding\n" * 5_000_000)  # 50 MB of comments
+    start = time.monotonic()
+    with pytest.raises(ConfigError, match=r"^config file .*billing.yaml is larger than 1024 KiB; a billing config is a few kilobytes$"):
+        load_config(path)
+    print(f"50 MB config refused in {time.monotonic() - start:.3f} s")
+
+
+@pytest.mark.parametrize("nesting", ["a: " + "[" * 5000 + "]" * 5000, "a:\n" + "- " * 5000 + "1"], ids=["flow", "block"])
+def test_deep_nesting_is_refused_naming_the_line(tmp_path, nesting):
+    path = tmp_path / "billing.yaml"
+    path.write_text("timezone: UTC\n" + nesting)
+    with pytest.raises(ConfigError, match=r"nests mappings and lists more than 50 levels deep \(at line [23]\)$"):
+        load_config(path)
+
+
+def test_fifty_levels_of_nesting_are_still_read(tmp_path):
+    path = tmp_path / "billing.yaml"
+    path.write_text("timezone: UTC\ncolour: " + "[" * 49 + "]" * 49)  # the top-level mapping is the 50th
+    with pytest.raises(ConfigError, match=r"colour: unknown key"):
         load_config(path)
 
 
