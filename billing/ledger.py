@@ -27,6 +27,7 @@ from sqlalchemy import (
     Text,
     create_engine,
     delete,
+    event,
     insert,
     select,
     text,
@@ -139,12 +140,33 @@ def _engine(url: str) -> Engine:
         engine = create_engine(url, pool_pre_ping=True)
     except (SQLAlchemyError, ValueError, ImportError) as exc:
         raise LedgerError(f"config key database: cannot use {url.split('@')[-1]!r} ({exc})") from None
-    if engine.url.get_backend_name() == "sqlite" and engine.url.database not in (None, "", ":memory:"):
-        try:
-            Path(engine.url.database).parent.mkdir(parents=True, exist_ok=True)  # like output_dir
-        except OSError as exc:
-            raise LedgerError(f"{_where(engine)}: cannot create its directory ({exc.strerror})") from None
+    if engine.url.get_backend_name() == "sqlite":
+        _real_sqlite_transactions(engine)
+        if engine.url.database not in (None, "", ":memory:"):
+            try:
+                Path(engine.url.database).parent.mkdir(parents=True, exist_ok=True)  # like output_dir
+            except OSError as exc:
+                raise LedgerError(f"{_where(engine)}: cannot create its directory ({exc.strerror})") from None
     return engine
+
+
+def _real_sqlite_transactions(engine: Engine) -> None:
+    """Transactions on SQLite that hold DDL too, as they do on PostgreSQL.
+
+    Python's sqlite3 (before 3.12's autocommit=False) begins a transaction only
+    before INSERT/UPDATE/DELETE and runs every other statement, CREATE TABLE
+    included, on its own: a schema change killed halfway stayed half made.
+    SQLAlchemy's recipe for pysqlite: switch that off and emit BEGIN ourselves;
+    a connection's `sqlite_begin` execution option can make it BEGIN EXCLUSIVE.
+    """
+
+    @event.listens_for(engine, "connect")
+    def _no_implicit_transactions(dbapi_connection, connection_record) -> None:
+        dbapi_connection.isolation_level = None
+
+    @event.listens_for(engine, "begin")
+    def _begin(connection: Connection) -> None:
+        connection.exec_driver_sql(connection.get_execution_options().get(migrate.SQLITE_BEGIN, "BEGIN"))
 
 
 def open_ledger(url: str) -> Engine:

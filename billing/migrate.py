@@ -14,9 +14,13 @@ from alembic import command
 from alembic.config import Config as AlembicConfig
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, inspect
+from sqlalchemy import Connection, Engine, inspect, text
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+# the execution option naming the statement that begins a transaction on SQLite (billing/ledger.py)
+SQLITE_BEGIN = "sqlite_begin"
+# PostgreSQL advisory lock of schema changes; day locks (billing/ledger.py) are day ordinals, all below 3,652,060
+SCHEMA_LOCK = 0x62696C6C  # "bill"
 
 
 def _alembic(connection: Connection) -> AlembicConfig:
@@ -41,8 +45,18 @@ def is_empty(connection: Connection) -> bool:
 
 
 def upgrade(engine: Engine) -> tuple[str | None, str]:
-    """Apply every pending migration in one transaction; return (from, to) revisions."""
-    with engine.begin() as connection:
-        before = current_revision(connection)
-        command.upgrade(_alembic(connection), "head")
+    """Apply every pending migration in one transaction; return (from, to) revisions.
+
+    A process killed halfway leaves the old schema (the transaction holds the
+    DDL too, see billing/ledger.py for SQLite). The transaction starts with an
+    exclusive lock, so of two first runs on an empty database one creates the
+    schema and the other waits, then finds it at head and changes nothing.
+    """
+    with engine.connect() as connection:
+        connection.execution_options(**{SQLITE_BEGIN: "BEGIN EXCLUSIVE"})
+        with connection.begin():
+            if connection.dialect.name == "postgresql":
+                connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK})
+            before = current_revision(connection)
+            command.upgrade(_alembic(connection), "head")
     return before, head_revision()

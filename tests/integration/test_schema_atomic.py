@@ -1,0 +1,194 @@
+"""Creating and upgrading the ledger schema is all or nothing, and first runs at once wait for each other.
+
+Real processes are killed with SIGKILL before every statement that may change
+the database and before every commit they send (tests/killed_schema_change.py), on SQLite and on a real
+PostgreSQL; the database left behind must hold the old schema or the new one,
+never a part, and the next run must succeed.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import date
+from pathlib import Path
+
+import pytest
+from alembic import command
+from sqlalchemy import create_engine, text
+
+from billing import migrate
+from billing.ledger import LedgerError, metadata, open_ledger, read_rows, upgrade_schema
+from tests.test_ledger import describe
+
+ROOT = Path(__file__).resolve().parents[2]
+PARALLEL = 4  # killed processes at a time
+TRIALS = 7  # first runs at once, as often as the defect was seen to need
+
+
+def schema_change(action: str, url: str, kill_at: int) -> subprocess.Popen:
+    """A process opening (`open`, as every run does) or upgrading the ledger at `url`, killed before point `kill_at`."""
+    return subprocess.Popen([sys.executable, "-m", "tests.killed_schema_change", action, url, str(kill_at)],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def points(action: str, url: str) -> int:
+    """How many statements and commits the action sends to a database like `url` (which it changes)."""
+    process = schema_change(action, url, 0)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    return int(out)
+
+
+def kill_at_every_point(action: str, urls: list[str]) -> None:
+    """Run the action on urls[i] killed before point i + 1, a few processes at a time."""
+
+    def killed(point: int) -> None:
+        process = schema_change(action, urls[point - 1], point)
+        _, err = process.communicate(timeout=120)
+        assert process.returncode == -signal.SIGKILL, err
+
+    with ThreadPoolExecutor(PARALLEL) as pool:
+        list(pool.map(killed, range(1, len(urls) + 1)))
+
+
+def first_runs_at_once(url: str) -> None:
+    processes = [schema_change("open", url, 0) for _ in range(2)]
+    for process in processes:
+        _, err = process.communicate(timeout=120)
+        assert process.returncode == 0, err
+
+
+def model_schema(tmp_path: Path) -> dict:
+    engine = create_engine(f"sqlite:///{tmp_path}/model.db")
+    metadata.create_all(engine)
+    return describe(engine)
+
+
+def schema(url: str) -> dict:
+    """The tables as left behind, alembic_version's presence instead of its columns."""
+    engine = create_engine(url)
+    try:
+        found = describe(engine)
+        if "alembic_version" in found:
+            with engine.connect() as conn:
+                found["alembic_version"] = migrate.current_revision(conn)
+    finally:
+        engine.dispose()
+    return found
+
+
+def at_revision_0001(url: str) -> None:
+    """The first release's schema with one row in it."""
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        command.upgrade(migrate._alembic(conn), "0001")
+        conn.execute(text("INSERT INTO chargeback VALUES ('2026-11-19', 'jaguar', 'alice', 'robotics', 'alice', "
+                          "'cpu', '', 100.0, 0.012, 1.2, 'USD', '2026-11-20 01:00:00')"))
+    engine.dispose()
+
+
+def assert_whole_after_next_run(url: str, model: dict) -> None:
+    engine = open_ledger(url)
+    found = describe(engine)
+    engine.dispose()
+    assert found.pop("alembic_version") and found == model
+
+
+def check_creation_killed_anywhere(new_url: Callable[[], str], model: dict) -> None:
+    urls = [new_url() for _ in range(points("open", new_url()))]
+    kill_at_every_point("open", urls)
+    for kill_at, url in enumerate(urls, start=1):
+        left = schema(url)
+        assert left == {} or left == {**model, "alembic_version": "0002"}, f"killed before point {kill_at}: {sorted(left)}"
+        assert_whole_after_next_run(url, model)
+
+
+def check_upgrade_killed_anywhere(new_url: Callable[[], str], model: dict) -> None:
+    counted = new_url()
+    at_revision_0001(counted)
+    urls = [new_url() for _ in range(points("upgrade", counted))]
+    for url in urls:
+        at_revision_0001(url)
+    old = schema(urls[0])
+    assert old["alembic_version"] == "0001"
+    kill_at_every_point("upgrade", urls)
+    for kill_at, url in enumerate(urls, start=1):
+        left = schema(url)
+        assert left in (old, {**model, "alembic_version": "0002"}), f"killed before point {kill_at}: {sorted(left)}"
+        if left == old:
+            with pytest.raises(LedgerError, match="schema revision 0001, this billing needs 0002"):
+                open_ledger(url)
+            assert upgrade_schema(url) == ("0001", "0002")
+        assert_whole_after_next_run(url, model)
+        rows = read_rows(create_engine(url), date(2026, 11, 19), date(2026, 11, 19))
+        assert rows[["cost", "list_cost"]].values.tolist() == [[1.2, 1.2]]
+
+
+class SqliteFiles:
+    def __init__(self, directory: Path):
+        self.directory, self.made = directory, 0
+
+    def __call__(self) -> str:
+        self.made += 1
+        return f"sqlite:///{self.directory}/ledger-{self.made}.db"
+
+
+def test_sqlite_schema_creation_killed_at_any_point(tmp_path):
+    check_creation_killed_anywhere(SqliteFiles(tmp_path), model_schema(tmp_path))
+
+
+def test_sqlite_upgrade_killed_at_any_point(tmp_path):
+    check_upgrade_killed_anywhere(SqliteFiles(tmp_path), model_schema(tmp_path))
+
+
+def test_sqlite_first_runs_at_once_both_succeed(tmp_path):
+    new_url, model = SqliteFiles(tmp_path), model_schema(tmp_path)
+    for _ in range(TRIALS):
+        url = new_url()
+        first_runs_at_once(url)
+        assert_whole_after_next_run(url, model)
+
+
+def test_sqlite_failed_upgrade_changes_nothing(tmp_path):
+    """0002 creates cluster_capacity after altering chargeback: a table of that name already there fails it late."""
+    url = SqliteFiles(tmp_path)()
+    at_revision_0001(url)
+    with create_engine(url).begin() as conn:
+        conn.execute(text("CREATE TABLE cluster_capacity (note TEXT)"))
+    before = schema(url)
+    with pytest.raises(LedgerError, match=r"upgrading the schema failed, nothing changed: table cluster_capacity already exists"):
+        upgrade_schema(url)
+    assert schema(url) == before  # chargeback without list_cost, still revision 0001
+
+
+def postgres_databases(server) -> Callable[[], str]:
+    return lambda: server.url(server.create_database())
+
+
+def test_postgres_schema_creation_killed_at_any_point(postgres_server):
+    check_creation_killed_anywhere(postgres_databases(postgres_server), describe_model_on(postgres_server))
+
+
+def test_postgres_upgrade_killed_at_any_point(postgres_server):
+    check_upgrade_killed_anywhere(postgres_databases(postgres_server), describe_model_on(postgres_server))
+
+
+def test_postgres_first_runs_at_once_both_succeed(postgres_server):
+    model = describe_model_on(postgres_server)
+    for _ in range(TRIALS):
+        url = postgres_databases(postgres_server)()
+        first_runs_at_once(url)
+        assert_whole_after_next_run(url, model)
+
+
+def describe_model_on(server) -> dict:
+    engine = create_engine(postgres_databases(server)())
+    metadata.create_all(engine)
+    found = describe(engine)
+    engine.dispose()
+    return found
+
