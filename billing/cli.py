@@ -29,6 +29,7 @@ from billing.ledger import LedgerError, completed, open_ledger, read_rows, upgra
 from billing.mail import MailError
 from billing.render import RenderError
 from billing.logs import configure_logging
+from billing.redact import redact
 from billing.metrics import push_run_metrics
 from billing.report import GROUPINGS, ReportError, Subject, build_report, known_names, report_range
 from billing.report_formats import FORMATS, day_ranges, notices
@@ -45,6 +46,7 @@ def _fail(status: int, message: str, at_once: bool = False) -> None:
     timeout, far beyond the 30 s Kubernetes grants after SIGTERM; every
     transaction has been rolled back by the time this runs.
     """
+    message = redact(message)
     context = click.get_current_context(silent=True)
     if context and context.find_root().params.get("log_format") == "json":
         log.error(message)  # a log pipeline gets the reason as one more JSON line
@@ -346,10 +348,10 @@ def check(config_file: str | None) -> None:
         billing check --config /etc/billing/billing.yaml
     """
     config, probe = check_config(config_path(config_file))
-    click.echo(probe.line())
+    click.echo(redact(probe.line()))
     failures = 0
     for probe in check_all(config):
-        click.echo(probe.line())
+        click.echo(redact(probe.line()))
         failures += not probe.ok
     if failures:
         sys.exit(1)

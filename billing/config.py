@@ -27,6 +27,8 @@ from pydantic import (
     model_validator,
 )
 
+from billing.redact import redact
+
 
 class ConfigError(Exception):
     """The configuration is unusable; the message names the key."""
@@ -191,6 +193,8 @@ class DirectoryConfig(_Section):
         for url in self.urls if self.url else []:
             if not url.lower().startswith(("ldap://", "ldaps://")):
                 raise ValueError(f"url {url!r} must start with ldap:// or ldaps://")
+            if "@" in url.split("://", 1)[-1].split("/", 1)[0]:  # LDAP URLs (RFC 4516) have no user or password
+                raise ValueError(f"url {redact(url)!r} names a user; give it as bind_dn and bind_password_env or _file")
             if self.starttls and url.lower().startswith("ldaps://"):
                 raise ValueError(f"url {url!r} is ldaps:// (TLS already); starttls is for ldap:// URLs")
         if self.ca_file:

@@ -20,6 +20,7 @@ from billing.ledger import latest_directory, open_ledger, replace_day
 from billing.mail import deliver
 from billing.ownership import assign_owners
 from billing.pricing import price, reserve_pools, share_idle
+from billing.redact import redact
 from billing.prometheus import prometheus_source
 from billing.render import DayReport, check_output_dir, read_report, write_pages
 from billing.summaries import summary_envelopes
@@ -66,7 +67,8 @@ def _read_directory(config: Config, ledger: Engine) -> tuple[Directory, str]:
         if stored is None:
             raise DirectoryError(f"{exc}; and no earlier run stored a directory to fall back on") from None
         taken_at, content = stored
-        warning = f"{exc}; people and teams are as of the last successful run ({taken_at:%Y-%m-%d %H:%M} UTC)"
+        # kept in the ledger and shown in reports and emails, so without the passwords of URLs
+        warning = redact(f"{exc}; people and teams are as of the last successful run ({taken_at:%Y-%m-%d %H:%M} UTC)")
         log.warning("DIRECTORY UNAVAILABLE, USING THE LAST KNOWN ONE: %s", warning)
         return directory_from_json(content), warning
 

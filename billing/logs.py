@@ -14,6 +14,8 @@ import logging
 import sys
 from datetime import datetime, timezone
 
+from billing.redact import redact
+
 # Attributes every LogRecord has; anything else on a record came in through `extra=`.
 _RECORD_ATTRIBUTES = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName"}
 
@@ -34,13 +36,24 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str)
 
 
+class RedactingFormatter(logging.Formatter):
+    """Another formatter's lines with the passwords of URLs hidden, whoever logged them (billing/redact.py)."""
+
+    def __init__(self, inner: logging.Formatter):
+        super().__init__()
+        self.inner = inner
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(self.inner.format(record))
+
+
 def configure_logging(verbose: bool, log_format: str) -> None:
     """Send the program's log to stderr as text (the default) or as JSON lines."""
     handler = logging.StreamHandler(sys.stderr)
     if log_format == "json":
-        handler.setFormatter(JsonFormatter())
+        handler.setFormatter(RedactingFormatter(JsonFormatter()))
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        handler.setFormatter(RedactingFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s")))
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, handlers=[handler])
     logging.getLogger("urllib3").setLevel(logging.ERROR)  # its retry chatter; failures surface as ours
     logging.getLogger("alembic").setLevel(logging.WARNING)  # "Context impl SQLiteImpl." on every run

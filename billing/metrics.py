@@ -19,8 +19,11 @@ from __future__ import annotations
 import http.client
 import logging
 import time
+from collections.abc import Callable
+from urllib.parse import unquote, urlsplit
 
 from prometheus_client import CollectorRegistry, Gauge, push_to_gateway
+from prometheus_client.exposition import basic_auth_handler, default_handler
 
 from billing.config import MetricsConfig
 from billing.job import RunSummary
@@ -62,12 +65,31 @@ def run_metrics(summary: RunSummary, currency: str, duration: float, finished: f
 def push_run_metrics(config: MetricsConfig, summary: RunSummary, currency: str, duration: float) -> None:
     """Push a successful run's metrics; a gateway that fails is a warning, never a failed run."""
     registry = run_metrics(summary, currency, duration, finished=time.time())
+    gateway, handler = _gateway(config.pushgateway)
     try:
-        push_to_gateway(config.pushgateway, job=config.job, registry=registry, timeout=config.timeout)
+        push_to_gateway(gateway, job=config.job, registry=registry, timeout=config.timeout, handler=handler)
     except (OSError, http.client.HTTPException) as exc:  # unreachable, refused, timed out, HTTP 4xx/5xx, garbled
         log.warning(
             "could not push run metrics to the Pushgateway at %s (%s); the run itself succeeded",
-            config.pushgateway, exc, extra={"pushgateway": config.pushgateway},
+            gateway, exc, extra={"pushgateway": gateway},
         )
         return
-    log.info("pushed run metrics to the Pushgateway at %s as job %s", config.pushgateway, config.job)
+    log.info("pushed run metrics to the Pushgateway at %s as job %s", gateway, config.job)
+
+
+def _gateway(url: str) -> tuple[str, Callable]:
+    """The URL without `user:password@`, and a handler sending those as HTTP basic auth.
+
+    urllib would take them for part of the host name; a gateway behind basic
+    auth is configured as `https://user:password@pushgateway.example.org`.
+    """
+    parts = urlsplit(url)
+    if parts.username is None:
+        return url, default_handler
+    bare = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+    username, password = unquote(parts.username), unquote(parts.password or "")
+
+    def with_credentials(url: str, method: str, timeout: float | None, headers: list, data: bytes) -> Callable[[], None]:
+        return basic_auth_handler(url, method, timeout, headers, data, username, password)
+
+    return bare, with_credentials

@@ -9,6 +9,7 @@ pytest fixtures in conftest.py are thin wrappers around these functions.
 from __future__ import annotations
 
 import atexit
+import base64
 import concurrent.futures
 import glob
 import hashlib
@@ -261,7 +262,7 @@ def start_prometheus(blocks: Path, work_dir: Path, extra_args: Sequence[str] = (
     return PrometheusServer(url, data_dir, process)
 
 
-def _http_ok(url: str) -> bool:
+def _http_ok(url: str | urllib.request.Request) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=1) as response:
             return response.status == 200
@@ -278,16 +279,24 @@ class PushgatewayServer(StoppedByPid):
     process: ManagedProcess
 
 
-def start_pushgateway(work_dir: Path) -> PushgatewayServer:
-    """A Prometheus Pushgateway that keeps what it is pushed in memory only."""
+def start_pushgateway(work_dir: Path, basic_auth: tuple[str, str] | None = None) -> PushgatewayServer:
+    """A Prometheus Pushgateway that keeps what it is pushed in memory only; with `basic_auth`
+    (user, password) it answers only requests carrying them (its web config, bcrypt-hashed)."""
     pushgateway = require_program("prometheus-pushgateway")
     work_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    process = ManagedProcess(
-        [pushgateway, f"--web.listen-address=127.0.0.1:{port}", "--persistence.file="],
-        work_dir / "pushgateway.log")
+    args = [pushgateway, f"--web.listen-address=127.0.0.1:{port}", "--persistence.file="]
+    if basic_auth:
+        import bcrypt
+        user, password = basic_auth
+        hashed = bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=4)).decode()
+        (work_dir / "web.yaml").write_text(f"basic_auth_users:\n  {user}: '{hashed}'\n")
+        args.append(f"--web.config.file={work_dir / 'web.yaml'}")
+    process = ManagedProcess(args, work_dir / "pushgateway.log")
     url = f"http://127.0.0.1:{port}"
-    process.wait_until(lambda: _http_ok(f"{url}/-/ready"), "prometheus-pushgateway")
+    headers = {"Authorization": "Basic " + base64.b64encode(":".join(basic_auth).encode()).decode()} if basic_auth else {}
+    process.wait_until(lambda: _http_ok(urllib.request.Request(f"{url}/-/ready", headers=headers)),
+                       "prometheus-pushgateway")
     return PushgatewayServer(url, process)
 
 

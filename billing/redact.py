@@ -1,0 +1,22 @@
+"""Credentials in URLs are never printed, logged or stored.
+
+Every URL in the config may carry a user and password (`http://user:secret@host`
+for a Prometheus behind basic auth, a Pushgateway, a database), and errors
+quote URLs, ours and those of the libraries underneath. So everything billing
+writes for people — error sentences, log lines, `billing check` lines, the
+directory note kept in the ledger — passes through `redact`, which hides the
+password the way SQLAlchemy hides a database URL's: `http://user:***@host`.
+"""
+
+from __future__ import annotations
+
+import re
+
+HIDDEN = "***"
+# scheme://user:password@ — the password up to the last @ before the host (an unescaped @ in it included)
+_CREDENTIALS = re.compile(r"(?P<start>\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/?#@]*):[^\s/?#]*@")
+
+
+def redact(text: str) -> str:
+    """The text with the password of every URL in it replaced by ***; user names stay, like SQLAlchemy's."""
+    return _CREDENTIALS.sub(lambda match: f"{match['start']}:{HIDDEN}@", text)
