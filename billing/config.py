@@ -235,6 +235,7 @@ class EmailConfig(_Section):
     smtp_host: str = ""
     smtp_port: Annotated[int, Field(gt=0, lt=65536)] = 587
     starttls: bool = True
+    ca_file: str = ""  # CA bundle that signed the SMTP server's certificate; '' trusts the system's CAs
     username_env: str = ""
     username_file: str = ""
     password_env: str = ""
@@ -250,6 +251,8 @@ class EmailConfig(_Section):
     def _resolve(self) -> EmailConfig:
         if self.enabled and not (self.smtp_host or self.outbox_dir):
             raise ValueError("an enabled email section needs smtp_host or outbox_dir")
+        if self.ca_file:
+            _check_ca_file(self.ca_file)
         self.username = _read_secret(self.username_env, self.username_file, "username")
         self.password = _read_secret(self.password_env, self.password_file, "password")
         return self

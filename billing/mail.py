@@ -79,7 +79,10 @@ def build_message(sender: str, recipients: list[str], letter: Letter) -> EmailMe
 def connect_smtp(config: EmailConfig) -> smtplib.SMTP:
     """A logged-in SMTP session: implicit TLS on port 465, else STARTTLS if configured."""
     where = f"SMTP server {config.smtp_host}:{config.smtp_port}"
-    context = ssl.create_default_context()
+    context = ssl.create_default_context(cafile=config.ca_file or None)
+    if config.username and config.smtp_port != IMPLICIT_TLS_PORT and not config.starttls:
+        log.warning("%s: the login and password are sent unencrypted (use starttls: true or port %d)",
+                    where, IMPLICIT_TLS_PORT)
     try:
         if config.smtp_port == IMPLICIT_TLS_PORT:
             smtp = smtplib.SMTP_SSL(config.smtp_host, config.smtp_port, timeout=SMTP_TIMEOUT, context=context)

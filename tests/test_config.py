@@ -77,6 +77,8 @@ def test_bad_durations(text):
         ({"namespaces": {"team_pattern": "^team-(.*)$"}}, "namespaces.team_pattern", "(?P<team>"),
         ({"namespaces": {"person_pattern": "(("}}, "namespaces.person_pattern", "regular expression"),
         ({"email": {"enabled": True}}, "email", "smtp_host or outbox_dir"),
+        ({"email": {"smtp_host": "mail", "ca_file": "/nonexistent/ca.pem"}}, "email",
+         "ca_file /nonexistent/ca.pem cannot be read (No such file or directory)"),
         ({"directory": {"url": "ldap://cn=admin:hunter2@ldap.example.org"}}, "directory",
          "url 'ldap://cn=admin:***@ldap.example.org' names a user; give it as bind_dn and bind_password_env or _file"),
     ],

@@ -1,5 +1,6 @@
 """Summary emails through a real SMTP server (aiosmtpd on loopback), parsed back."""
 
+import logging
 import sqlite3
 from email import message_from_bytes, policy
 
@@ -124,3 +125,27 @@ def test_port_465_speaks_tls_from_the_first_byte(smtp_server, test_ca, ledger_ur
     envelopes, _ = summary_envelopes(report, DIRECTORY, config)
     assert deliver(envelopes, config) == []
     assert len(server.messages) == 3 and all(m.tls for m in server.messages)
+
+
+def test_the_ca_file_of_the_config_is_trusted_without_touching_the_system(smtp_server, test_ca, ledger_url, monkeypatch):
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    server = smtp_server(tls=test_ca)
+    config = email_config(server, starttls=True, ca_file=str(test_ca.ca_cert))
+    report = read_report(open_ledger(ledger_url), DAY, "USD", "unallocated")
+    envelopes, _ = summary_envelopes(report, DIRECTORY, config)
+    assert deliver(envelopes, config) == []
+    assert len(server.messages) == 3 and all(m.tls for m in server.messages)
+
+
+@pytest.mark.parametrize("starttls, warned", [(False, True), (True, False)])
+def test_a_login_over_a_cleartext_session_is_a_warning(smtp_server, test_ca, monkeypatch, caplog, starttls, warned):
+    server = smtp_server(tls=test_ca if starttls else None, auth=("billing", "s3cret"), auth_required=True)
+    monkeypatch.setenv("BILLING_SMTP_USER", "billing")
+    monkeypatch.setenv("BILLING_SMTP_PASSWORD", "s3cret")
+    config = email_config(server, starttls=starttls, ca_file=str(test_ca.ca_cert),
+                          username_env="BILLING_SMTP_USER", password_env="BILLING_SMTP_PASSWORD")
+    with caplog.at_level(logging.WARNING, logger="billing.mail"):
+        connect_smtp(config).quit()
+    expected = [f"SMTP server 127.0.0.1:{server.port}: the login and password are sent unencrypted "
+                "(use starttls: true or port 465)"]
+    assert [r.getMessage() for r in caplog.records if r.name == "billing.mail"] == (expected if warned else [])
