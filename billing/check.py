@@ -20,6 +20,7 @@ from billing.config import ClusterConfig, Config, EmailConfig, load_config
 from billing.directory import DirectoryError, check_directory
 from billing.ledger import LedgerError, completed_days, fetch, open_ledger
 from billing.mail import IMPLICIT_TLS_PORT, MailError, connect_smtp
+from billing.private import private_directory
 from billing.prometheus import PrometheusError, prometheus_source
 
 TIMEOUT = 10.0  # seconds: a check answers quickly or reports the dependency as failing
@@ -100,7 +101,7 @@ def delivery(email: EmailConfig) -> str:
     """Open the session sending would open (TLS or STARTTLS, login), say EHLO, send nothing."""
     if email.outbox_dir:
         outbox = Path(email.outbox_dir)
-        outbox.mkdir(parents=True, exist_ok=True)
+        private_directory(outbox)
         if not os.access(outbox, os.W_OK):
             raise CheckFailure(f"outbox directory {outbox} is not writable")
         return f"messages go to the outbox directory {outbox}, which is writable"

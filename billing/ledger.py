@@ -35,6 +35,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import SQLAlchemyError
 
 from billing import migrate
+from billing.private import create_private_file, private_directory
 
 metadata = MetaData()
 
@@ -143,10 +144,15 @@ def _engine(url: str) -> Engine:
     if engine.url.get_backend_name() == "sqlite":
         _real_sqlite_transactions(engine)
         if engine.url.database not in (None, "", ":memory:"):
+            path = Path(engine.url.database)
             try:
-                Path(engine.url.database).parent.mkdir(parents=True, exist_ok=True)  # like output_dir
+                private_directory(path.parent)  # like output_dir, but the ledger holds names and emails
             except OSError as exc:
                 raise LedgerError(f"{_where(engine)}: cannot create its directory ({exc.strerror})") from None
+            try:
+                create_private_file(path)
+            except OSError as exc:
+                raise LedgerError(f"{_where(engine)}: cannot create the file ({exc.strerror})") from None
     return engine
 
 

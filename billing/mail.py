@@ -19,6 +19,7 @@ from email.utils import formatdate, getaddresses, make_msgid
 from pathlib import Path
 
 from billing.config import EmailConfig
+from billing.private import private_directory, write_private_file
 
 log = logging.getLogger(__name__)
 
@@ -121,8 +122,8 @@ def deliver(envelopes: list[Envelope], config: EmailConfig) -> list[str]:
 def _write_eml(envelope: Envelope, outbox: Path) -> str | None:
     path = outbox / f"{envelope.name}.eml"
     try:
-        outbox.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(envelope.message.as_bytes(policy=SMTP))
+        private_directory(outbox)
+        write_private_file(path, envelope.message.as_bytes(policy=SMTP))
     except OSError as exc:
         return f"{envelope.name}: cannot write {path}: {exc.strerror or exc}"
     return None

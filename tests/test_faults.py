@@ -327,3 +327,19 @@ def test_a_day_that_has_not_ended_is_billed_with_a_warning(configure, fixed_usag
         result = run(configure(), day="2999-01-01")
     assert result.exit_code == 0, result.output
     assert "2999-01-01 has not ended yet in UTC: its bill is partial until the day is run again" in caplog.text
+
+
+@pytest.mark.parametrize("gpu_hour, words", [
+    (True, "clusters[0].prices.gpu_hour: expected a number, got true"),
+    (1e25, "clusters[0].prices.gpu_hour: Input should be less than 1000000000"),
+    (1e308, "clusters[0].prices.gpu_hour: Input should be less than 1000000000"),
+])
+def test_a_price_money_cannot_be_is_refused_and_the_ledger_kept_as_it_was(configure, fixed_usage, ledger_url, gpu_hour, words):
+    before = ledger_state(ledger_url)  # computed_at included: the rows are not even rewritten
+    cluster = {**MINIMAL_CONFIG["clusters"][0], "prices": {**MINIMAL_CONFIG["clusters"][0]["prices"], "gpu_hour": gpu_hour}}
+    result = run(configure(clusters=[cluster]))
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    [line] = result.output.strip().splitlines()
+    assert line.startswith("billing: config file ") and line.endswith(words)
+    assert ledger_state(ledger_url) == before
+    assert run(configure()).exit_code == 0 and ledger_state(ledger_url) != before  # the same run with a real price writes

@@ -1,3 +1,5 @@
+import os
+import stat
 from datetime import date
 from pathlib import Path
 
@@ -112,3 +114,16 @@ def test_password_is_hidden_in_errors():
 def test_primary_key_is_the_specs():
     assert [c.name for c in chargeback.primary_key] == ["day", "cluster", "namespace", "team", "resource", "gpu_model"]
 
+
+
+def test_a_new_sqlite_ledger_and_its_directories_are_private_under_umask_022(tmp_path):
+    """It keeps a snapshot of the directory: names and email addresses of everyone."""
+    previous = os.umask(0o022)
+    try:
+        engine = open_ledger(f"sqlite:///{tmp_path}/var/billing/ledger.db")
+        replace_day(engine, DAY, ROWS, "USD")
+    finally:
+        os.umask(previous)
+    modes = {p: stat.S_IMODE((tmp_path / p).stat().st_mode) for p in ("var", "var/billing", "var/billing/ledger.db")}
+    assert modes == {"var": 0o700, "var/billing": 0o700, "var/billing/ledger.db": 0o600}
+    assert len(read_rows(engine, DAY, DAY)) == 2

@@ -1,5 +1,7 @@
 import email
+import os
 import socket
+import stat
 from email import policy
 
 import pytest
@@ -55,6 +57,17 @@ def test_outbox_gets_one_eml_file_per_message(tmp_path):
     files = sorted((tmp_path / "outbox").iterdir())
     assert [f.name for f in files] == ["2026-11-20-a.eml", "2026-11-20-b.eml"]
     assert [parse(f.read_bytes())["To"] for f in files] == ["a@example.org", "b@example.org"]
+
+
+def test_the_outbox_and_its_messages_are_private_under_umask_022(tmp_path):
+    config = EmailConfig(enabled=True, outbox_dir=str(tmp_path / "spool" / "outbox"))
+    previous = os.umask(0o022)
+    try:
+        assert deliver([Envelope("admins", build_message("billing@example.org", ["a@example.org"], LETTER))], config) == []
+    finally:
+        os.umask(previous)
+    modes = {p: stat.S_IMODE((tmp_path / p).stat().st_mode) for p in ("spool", "spool/outbox", "spool/outbox/admins.eml")}
+    assert modes == {"spool": 0o700, "spool/outbox": 0o700, "spool/outbox/admins.eml": 0o600}
 
 
 def test_an_unreachable_server_fails_every_message_without_raising():

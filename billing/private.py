@@ -1,0 +1,53 @@
+"""Files holding people's names, email addresses and bills, readable by billing's own user only.
+
+The SQLite ledger (it keeps a snapshot of the directory) and the outbox's
+messages are created 0600, and the directories billing creates for them
+0700, whatever the umask (022 in most containers would make them readable
+by every local user). Files and directories that already exist are the
+operator's and keep their modes.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+FILE_MODE = 0o600
+DIRECTORY_MODE = 0o700
+
+
+def private_directory(path: Path) -> None:
+    """Create `path` and its missing parents, each 0700; raises OSError."""
+    missing = []
+    for directory in (path, *path.parents):
+        if directory.is_dir():
+            break
+        missing.append(directory)
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=DIRECTORY_MODE)
+        except FileExistsError:  # another run made it meanwhile; or a file is in the way
+            if not directory.is_dir():
+                raise
+            continue
+        directory.chmod(DIRECTORY_MODE)  # the umask may have taken more bits away than 077
+
+
+def create_private_file(path: Path) -> None:
+    """Create `path` empty and 0600 unless it exists (SQLite then writes into it, its journals take its mode)."""
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    except FileExistsError:
+        return
+    try:
+        os.fchmod(descriptor, FILE_MODE)
+    finally:
+        os.close(descriptor)
+
+
+def write_private_file(path: Path, content: bytes) -> None:
+    """Write `path` whole, 0600 whether it is new or replaced."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    with os.fdopen(descriptor, "wb") as file:
+        os.fchmod(descriptor, FILE_MODE)
+        file.write(content)
