@@ -11,6 +11,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import date
@@ -22,6 +23,8 @@ from sqlalchemy import create_engine, text
 
 from billing import migrate
 from billing.ledger import LedgerError, metadata, open_ledger, read_rows, upgrade_schema
+from tests.conftest import MINIMAL_CONFIG
+from tests.integration.servers import free_port
 from tests.test_ledger import describe
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -163,6 +166,26 @@ def test_sqlite_failed_upgrade_changes_nothing(tmp_path):
     with pytest.raises(LedgerError, match=r"upgrading the schema failed, nothing changed: table cluster_capacity already exists"):
         upgrade_schema(url)
     assert schema(url) == before  # chargeback without list_cost, still revision 0001
+
+
+def test_billing_run_killed_milliseconds_after_the_database_file_appears(tmp_path, write_config):
+    """The operator's case: `kill -9` of a real first `billing run` at 0, 5, ... 45 ms after the file appears."""
+    model = model_schema(tmp_path)
+    cluster = {**MINIMAL_CONFIG["clusters"][0], "prometheus": {"url": f"http://127.0.0.1:{free_port()}", "retries": 0}}
+    for trial in range(10):
+        database = tmp_path / f"run-{trial}" / "ledger.db"
+        config = write_config(clusters=[cluster], database=f"sqlite:///{database}", output_dir=str(tmp_path / "out"))
+        process = subprocess.Popen([sys.executable, "-m", "billing", "run", "--date", "2026-11-20", "--config", str(config)],
+                                   cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while not database.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.001)
+        time.sleep(trial * 0.005)
+        process.kill()
+        process.wait(timeout=60)
+        left = schema(f"sqlite:///{database}")
+        assert left == {} or left == {**model, "alembic_version": "0002"}, f"killed {trial * 5} ms in: {sorted(left)}"
+        assert_whole_after_next_run(f"sqlite:///{database}", model)
 
 
 def postgres_databases(server) -> Callable[[], str]:
