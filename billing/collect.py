@@ -59,6 +59,9 @@ log = logging.getLogger(__name__)
 
 GIB = 2**30
 USAGE_COLUMNS = ["namespace", "resource", "gpu_model", "priority_class", "pool", "quantity"]
+# resource-hours of one namespace-day that no cluster has (4e10 cores or GiB all day); with prices below
+# 1e9 per unit the cost stays far inside what reports can show as money
+HIGHEST_QUANTITY = 1e12
 
 
 @dataclass(frozen=True)
@@ -192,18 +195,20 @@ def collect_cluster(
     results = map_chunks(lambda c: _chunk_usage(source, cluster, gpu_resources, c), chunks(day, step))
     raw = pd.concat([r.usage for r in results], ignore_index=True)
     _refuse_impossible_values(raw, cluster.name)
+    usage = _normalise(raw, gpu_resources)
+    _refuse_impossible_values(usage, cluster.name, highest=HIGHEST_QUANTITY)
     return ClusterUsage(
         cluster=cluster.name,
-        usage=_normalise(raw, gpu_resources),
+        usage=usage,
         pods=len(frozenset().union(*(r.pods for r in results))),
         queries=sum(r.queries for r in results),
         coverage=sum(r.covered for r in results) / sum(r.instants for r in results),
     )
 
 
-def _refuse_impossible_values(raw: pd.DataFrame, cluster: str) -> None:
-    """A NaN, infinite or negative request would make a silently wrong bill."""
-    bad = raw[~np.isfinite(raw["quantity"]) | (raw["quantity"] < 0)]
+def _refuse_impossible_values(raw: pd.DataFrame, cluster: str, highest: float = np.inf) -> None:
+    """A NaN, infinite, negative (or, in billing units, absurdly high) request would make a silently wrong bill."""
+    bad = raw[~np.isfinite(raw["quantity"]) | (raw["quantity"] < 0) | (raw["quantity"] > highest)]
     if len(bad):
         first = bad.iloc[0]
         raise PrometheusError(

@@ -158,7 +158,7 @@ def test_a_query_over_the_sample_limit_of_prometheus_is_its_reason_in_one_senten
 
 
 def nan_world() -> World:
-    """Three clusters, each with one pod whose CPU request is impossible, next to a normal one."""
+    """Four clusters, each with one pod whose CPU request is impossible, next to a normal one."""
     node = Node("node-1", ((DAY.start.timestamp() - 86400, {"label_kubernetes_io_hostname": "node-1"}),))
 
     def pod(name: str, cpu: float, index: int) -> Pod:
@@ -168,12 +168,12 @@ def nan_world() -> World:
 
     clusters = tuple(
         Cluster(name, (node,), (pod("alice", 1.0, 2 * i), pod("broken", value, 2 * i + 1)), {"cluster": name})
-        for i, (name, value) in enumerate([("nan", math.nan), ("inf", math.inf), ("negative", -1.0)])
+        for i, (name, value) in enumerate([("nan", math.nan), ("inf", math.inf), ("negative", -1.0), ("huge", 1e11)])
     )
     return World(clusters, DAY.start.timestamp() - 3600, DAY.end.timestamp() + 600)
 
 
-@pytest.mark.parametrize("cluster, shown", [("nan", "nan"), ("inf", "inf"), ("negative", "-6.0")])
+@pytest.mark.parametrize("cluster, shown", [("nan", "nan"), ("inf", "inf"), ("negative", "-6.0"), ("huge", "2400000000000.0")])
 def test_impossible_requests_stored_in_prometheus_are_refused(prometheus_server, tmp_path, cluster, shown):
     ledger = f"sqlite:///{tmp_path / 'ledger.db'}"
     replace_day(open_ledger(ledger), DAY.date, PREVIOUS, "USD")
@@ -187,7 +187,8 @@ def test_impossible_requests_stored_in_prometheus_are_refused(prometheus_server,
 
     result = run(str(path))
 
-    # -1 core in the first 6-hour chunk of the day is -6 core-hours
+    # -1 core in the first 6-hour chunk of the day is -6 core-hours; 1e11 cores all day 2.4e12 core-hours,
+    # more than any cluster has (HIGHEST_QUANTITY 1e12), and with a price of 1e9 more money than reports can show
     assert failure_sentence(result.exit_code, result.output) == (
         f"billing: Prometheus of cluster {cluster} returned an impossible cpu request or Running value ({shown}) "
         "for namespace 'broken'; refusing to bill it"
