@@ -343,3 +343,16 @@ def test_a_price_money_cannot_be_is_refused_and_the_ledger_kept_as_it_was(config
     assert line.startswith("billing: config file ") and line.endswith(words)
     assert ledger_state(ledger_url) == before
     assert run(configure()).exit_code == 0 and ledger_state(ledger_url) != before  # the same run with a real price writes
+
+
+@pytest.mark.parametrize("text, words", [
+    ("a: " + "[" * 5000 + "]" * 5000, "nests mappings and lists more than 50 levels deep (at line 1)"),
+    ("# padding\n" * 5_000_000, "is larger than 1024 KiB; a billing config is a few kilobytes"),
+], ids=["5,000 levels deep", "50 MB"])
+def test_a_config_too_deep_or_too_large_is_refused_and_the_ledger_kept_as_it_was(tmp_path, ledger_url, text, words):
+    before = ledger_state(ledger_url)
+    path = tmp_path / "huge.yaml"
+    path.write_text(text)
+    result = run(str(path))
+    assert result.exit_code == 2 and result.output.strip() == f"billing: config file {path} {words}"
+    assert ledger_state(ledger_url) == before
