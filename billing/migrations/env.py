@@ -4,10 +4,13 @@ from alembic import context
 
 from billing.ledger import metadata
 
-context.configure(
-    connection=context.config.attributes["connection"],
-    target_metadata=metadata,  # so `alembic revision --autogenerate` can draft the next migration
-    render_as_batch=True,  # SQLite alters tables by copying them
-)
+common = {
+    "target_metadata": metadata,  # so `alembic revision --autogenerate` can draft the next migration
+    "render_as_batch": True,  # SQLite alters tables by copying them
+}
+if context.is_offline_mode():  # the SQL script of sql/ for one dialect, no database involved
+    context.configure(dialect_name=context.config.attributes["dialect"], literal_binds=True, **common)
+else:
+    context.configure(connection=context.config.attributes["connection"], **common)
 with context.begin_transaction():
     context.run_migrations()
