@@ -12,6 +12,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from sqlalchemy import func, select
@@ -109,7 +110,7 @@ def check_config(path: Path) -> tuple[Config, Probe]:
 def check_all(config: Config) -> Iterator[Probe]:
     """One probe per dependency, in the order a run needs them; each is yielded as soon as it is done."""
     for cluster in config.clusters:
-        yield _timed(f"prometheus {cluster.name}", lambda: prometheus(cluster))
+        yield _timed(f"prometheus {cluster.name}", partial(prometheus, cluster))
     yield _timed("directory", lambda: check_directory(config.directory))
     yield _timed("database", lambda: database(config.database))
     if config.email.enabled:

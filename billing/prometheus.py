@@ -23,7 +23,8 @@ from typing import Protocol
 
 import requests
 from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
-from urllib3.exceptions import NewConnectionError, TimeoutError as Urllib3Timeout
+from urllib3.exceptions import NewConnectionError
+from urllib3.exceptions import TimeoutError as Urllib3Timeout
 from urllib3.util.retry import Retry
 
 from billing.config import PrometheusConfig

@@ -137,7 +137,7 @@ def _known(engine: Engine, subject: Subject) -> None:
     column = _column(subject.kind)
     if fetch(engine, select(literal(1).label("found")).where(column == subject.name).limit(1)):
         return
-    closest = difflib.get_close_matches(subject.name, known_names(engine, subject.kind), n=3, cutoff=0.5)
+    closest = difflib.get_close_matches(subject.name or "", known_names(engine, subject.kind), n=3, cutoff=0.5)
     hint = f"; closest: {', '.join(closest)}" if closest else ""
     raise ReportError(f"no {subject.kind} named {subject.name!r} in the ledger{hint}")
 
@@ -163,5 +163,5 @@ def build_report(
     done = completed(engine, first, last)
     missing = [day for day in days_between(first, last) if day not in done]
     money = _currency(rows, subject, first, last, currency)
-    columns = [name for name in query.selected_columns.keys() if name != "currency"]
+    columns = [name for name in query.selected_columns.keys() if name != "currency"]  # noqa: SIM118 (iterating gives columns)
     return Report(subject, first, last, money, by, columns, rows, missing, incomplete(engine, first, last))

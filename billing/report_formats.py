@@ -14,6 +14,7 @@ import io
 import json
 import unicodedata
 from datetime import date, timedelta
+from typing import Any
 
 import jinja2
 
@@ -49,7 +50,7 @@ def _number(column: str, value: float) -> str:
     return f"{cents(value):,.2f}" if value or column == "cost" else "-"
 
 
-def _cell(column: str, value: object) -> str:
+def _cell(column: str, value: Any) -> str:
     return _number(column, value) if column in NUMERIC else _text(column, value)
 
 

@@ -22,6 +22,8 @@ import kubernetes_validate
 import pytest
 import yaml
 from click.testing import CliRunner
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 import billing.cli
 from billing.config import MetricsConfig, load_config
@@ -327,6 +329,22 @@ def test_the_image_runs_the_console_script_as_a_non_root_user():
     assert image_user() == 10001
     # CMD is the nightly run, the same as the CronJob's arguments without --log-format.
     assert yaml.safe_load(final("CMD")) == container()["args"][2:]
+
+
+def test_the_image_builds_the_locked_dependencies():
+    """requirements.lock pins every dependency within pyproject's ranges, and stage 1 builds exactly those."""
+    copied = [arguments for keyword, arguments in dockerfile_stages()[0] if keyword == "COPY"]
+    assert any("requirements.lock" in arguments.split() for arguments in copied)
+    (build,) = [arguments for keyword, arguments in dockerfile_stages()[0] if keyword == "RUN"]
+    assert "--require-hashes --wheel-dir /wheels -r requirements.lock" in build and "--no-deps" in build
+    pins = re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)", (ROOT / "requirements.lock").read_text(), flags=re.MULTILINE)
+    locked = {canonicalize_name(name): version for name, version in pins}
+    wrong = []
+    for wanted in map(Requirement, tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]):
+        version = locked.get(canonicalize_name(wanted.name))
+        if version is None or version not in wanted.specifier:
+            wrong.append(f"{wanted} (locked: {version or 'missing'})")
+    assert not wrong, "requirements.lock is stale (re-run the pip-compile command at its top): " + ", ".join(wrong)
 
 
 def test_time_zones_resolve_without_a_system_zone_database():

@@ -19,9 +19,9 @@ from billing.config import Config
 from billing.directory import DirectoryError
 from billing.job import run_day
 from billing.ledger import latest_directory, open_ledger, read_rows
+from tests.conftest import stub_node_metrics
 from tests.integration.servers import free_port
 from tests.test_job_reports import LDIF as ALICE_ON_ROBOTICS
-from tests.conftest import stub_node_metrics
 
 DAY = date(2026, 11, 20)
 

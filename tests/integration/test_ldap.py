@@ -31,8 +31,8 @@ from billing.job import run_day
 from billing.ldap import read_ldap
 from billing.ledger import open_ledger, read_rows
 from billing.ownership import assign_owners
-from tests.integration.servers import SlapdServer, free_port
 from tests.conftest import stub_node_metrics
+from tests.integration.servers import SlapdServer, free_port
 
 BASE = "dc=example,dc=org"
 BIND_DN = f"cn=billing,ou=services,{BASE}"
