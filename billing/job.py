@@ -21,6 +21,7 @@ from billing.ownership import assign_owners
 from billing.pricing import price, reserve_pools, share_idle
 from billing.prometheus import prometheus_source
 from billing.render import DayReport, check_output_dir, read_report, write_pages
+from billing.resources import CPU, GPU, MEMORY
 from billing.summaries import summary_envelopes
 from billing.waste import WASTE_COLUMNS, attribute_waste, collect_waste
 
@@ -46,9 +47,9 @@ def _log_cluster(collected: ClusterUsage) -> None:
         collected.cluster,
         collected.usage["namespace"].nunique(),
         collected.pods,
-        hours.get("gpu", 0.0),
-        hours.get("cpu", 0.0),
-        hours.get("memory", 0.0),
+        hours.get(GPU, 0.0),
+        hours.get(CPU, 0.0),
+        hours.get(MEMORY, 0.0),
         collected.queries,
     )
 

@@ -18,6 +18,7 @@ from sqlalchemy import Engine, case, func, literal, select
 
 from billing.days import days_between, yesterday
 from billing.ledger import chargeback, completed, fetch, incomplete
+from billing.resources import CPU, GPU, MEMORY
 
 # --by word -> ledger column
 GROUPINGS = {
@@ -33,7 +34,7 @@ GROUPINGS = {
 DETAIL_COLUMNS = ["day", "cluster", "namespace", "owner", "resource", "gpu_model", "quantity", "unit_price", "cost"]
 
 # resource-hours of a group, one column per resource
-HOURS_COLUMNS = {"gpu": "gpu_hours", "cpu": "cpu_core_hours", "memory": "memory_gib_hours"}
+HOURS_COLUMNS = {GPU: "gpu_hours", CPU: "cpu_core_hours", MEMORY: "memory_gib_hours"}
 
 
 class ReportError(Exception):

@@ -18,9 +18,10 @@ from typing import Any
 
 import jinja2
 
-from billing.formatting import UNITS, cents, money
+from billing.formatting import cents, money
 from billing.render import template_dir
 from billing.report import HOURS_COLUMNS, Report
+from billing.resources import UNITS
 
 WIDTH = 80  # the terminal the table must fit
 SUMMED = [*HOURS_COLUMNS.values(), "cost"]
