@@ -18,7 +18,8 @@ from pathlib import Path
 from sqlalchemy import func, select
 
 from billing.config import ClusterConfig, Config, EmailConfig, load_config
-from billing.directory import DirectoryError, check_directory
+from billing.directory import DirectoryError
+from billing.directory_sources import check_directory
 from billing.ledger import LedgerError, completed_days, fetch, open_ledger
 from billing.mail import IMPLICIT_TLS_PORT, MailError, connect_smtp
 from billing.prometheus import PrometheusError, prometheus_source

@@ -14,7 +14,8 @@ from billing.capacity import collect_allocatable, idle_capacity
 from billing.collect import ClusterUsage, collect_cluster
 from billing.config import Config
 from billing.days import billing_day
-from billing.directory import Directory, DirectoryError, directory_from_json, directory_to_json, load_directory
+from billing.directory import Directory, DirectoryError, directory_from_json, directory_to_json
+from billing.directory_sources import load_directory
 from billing.ledger import latest_directory, open_ledger, replace_day
 from billing.mail import deliver
 from billing.ownership import assign_owners
