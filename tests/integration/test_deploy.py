@@ -29,7 +29,7 @@ import billing.cli
 from billing.config import MetricsConfig, load_config
 from tests.integration.servers import require_program
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CRONJOB = ROOT / "cronjob"
 # The oldest Kubernetes the manifests are for (CronJob timeZone is GA since
 # 1.27; the API schema accepts a podFailurePolicy rule without
