@@ -22,7 +22,8 @@ from billing.directory import DirectoryError
 from billing.directory_sources import check_directory
 from billing.ledger import LedgerError, completed_days, fetch, open_ledger
 from billing.mail import IMPLICIT_TLS_PORT, MailError, connect_smtp
-from billing.prometheus import PrometheusError, prometheus_source
+from billing.prometheus import PrometheusError
+from billing.replay import prometheus_source, read_recording
 
 TIMEOUT = 10.0  # seconds: a check answers quickly or reports the dependency as failing
 
@@ -61,7 +62,7 @@ def prometheus(cluster: ClusterConfig) -> str:
     """Ask the server for `vector(1)`, without the job's retries; recorded answers are only counted."""
     config = cluster.prometheus
     if config.replay:
-        answers = len(list(Path(config.replay).glob("*.json")))
+        answers = len(read_recording(Path(config.replay)))
         if not answers:
             raise CheckFailure(f"replay directory {config.replay} holds no recorded answers")
         return f"replay directory {config.replay}: {answers} recorded answers"

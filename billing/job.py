@@ -20,8 +20,8 @@ from billing.ledger import latest_directory, open_ledger, replace_day
 from billing.mail import deliver
 from billing.ownership import assign_owners
 from billing.pricing import price, reserve_pools, share_idle
-from billing.prometheus import prometheus_source
 from billing.render import DayReport, check_output_dir, read_report, write_pages
+from billing.replay import prometheus_source
 from billing.resources import CPU, GPU, MEMORY
 from billing.summaries import summary_envelopes
 from billing.waste import WASTE_COLUMNS, attribute_waste, collect_waste
