@@ -19,11 +19,11 @@ import logging
 import pandas as pd
 
 from billing.collect import billing_units
-from billing.promql import Chunk, NodeKinds, Queries, chunks, map_chunks, node_matcher, one_of, quote
 from billing.config import ClusterConfig, Prices
 from billing.days import BillingDay
 from billing.pricing import unit_price
 from billing.prometheus import PrometheusSource
+from billing.promql import Chunk, NodeKinds, Queries, chunks, map_chunks, node_matcher, one_of, quote
 
 log = logging.getLogger(__name__)
 

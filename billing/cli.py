@@ -18,7 +18,6 @@ from pathlib import Path
 
 import click
 
-from billing.prometheus import PrometheusError
 from billing.check import check_all, check_config
 from billing.config import Config, ConfigError, config_path, load_config
 from billing.days import days_between, yesterday
@@ -26,10 +25,11 @@ from billing.directory import DirectoryError
 from billing.focus import ParquetUnavailable, focus_rows, write_focus
 from billing.job import IncompleteDayError, render_day, run_day
 from billing.ledger import LedgerError, completed, open_ledger, read_rows, upgrade_schema
-from billing.mail import MailError
-from billing.render import RenderError
 from billing.logs import configure_logging
+from billing.mail import MailError
 from billing.metrics import push_run_metrics
+from billing.prometheus import PrometheusError
+from billing.render import RenderError
 from billing.report import GROUPINGS, ReportError, Subject, build_report, known_names, report_range
 from billing.report_formats import FORMATS, day_ranges, notices
 

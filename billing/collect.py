@@ -52,8 +52,8 @@ import pandas as pd
 
 from billing.config import ClusterConfig
 from billing.days import BillingDay
-from billing.promql import Chunk, NodeKinds, Queries, chunks, map_chunks, node_matcher, uid_matcher
 from billing.prometheus import PrometheusError, PrometheusSource
+from billing.promql import Chunk, NodeKinds, Queries, chunks, map_chunks, node_matcher, uid_matcher
 
 log = logging.getLogger(__name__)
 

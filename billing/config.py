@@ -26,6 +26,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import ErrorDetails
 
 
 class ConfigError(Exception):
@@ -323,7 +324,7 @@ def _key(location: tuple) -> str:
     return key or "(top level)"
 
 
-def _sentence(error: dict) -> str:
+def _sentence(error: ErrorDetails) -> str:
     key = _key(error["loc"])
     kind = error["type"]
     if kind == "extra_forbidden":

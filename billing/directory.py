@@ -262,23 +262,6 @@ def _text(value: str | bytes) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
-def load_directory(config: DirectoryConfig) -> Directory:
-    """The whole directory, read once per run."""
-    if config.ldif:
-        return read_ldif(Path(config.ldif), config)
-    from billing.ldap import read_ldap  # the live directory: its own module
-
-    return read_ldap(config)
-
-
-def check_directory(config: DirectoryConfig) -> str:
-    """One line for `billing check`: the directory read whole, as the nightly run reads it."""
-    directory = load_directory(config)
-    led = sum(1 for team in directory.teams.values() if team.leads)
-    source = f"directory file {config.ldif}" if config.ldif else "directory " + ", ".join(config.urls)
-    return f"{source}: {len(directory.people)} people, {len(directory.teams)} teams ({led} with a lead)"
-
-
 def directory_to_json(directory: Directory) -> str:
     """The directory as JSON, stored by each successful run for `on_failure: last_known`."""
     return json.dumps(

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from decimal import ROUND_HALF_UP, Decimal
 
-UNITS = {"gpu": "GPU-h", "cpu": "core-h", "memory": "GiB-h"}
-# the ledger's other resources (billing/pricing.py): reserved pools, their credits, shared idle capacity
-UNITS |= {f"{kind}-{resource}": unit for kind in ("reserved", "credit", "idle") for resource, unit in UNITS.items()}
+from billing.resources import UNITS
+
 RESOURCE_NAMES = {
     "gpu": "GPU", "cpu": "CPU", "memory": "Memory",
     "reserved-gpu": "Reserved pool, GPU", "reserved-cpu": "Reserved pool, CPU", "reserved-memory": "Reserved pool, memory",

@@ -14,14 +14,15 @@ from billing.capacity import collect_allocatable, idle_capacity
 from billing.collect import ClusterUsage, collect_cluster
 from billing.config import ClusterConfig, Config
 from billing.days import billing_day
-from billing.directory import (AmbiguousDirectoryError, Directory, DirectoryError, directory_from_json, directory_to_json,
-                               load_directory)
+from billing.directory import AmbiguousDirectoryError, Directory, DirectoryError, directory_from_json, directory_to_json
+from billing.directory_sources import load_directory
 from billing.ledger import latest_directory, open_ledger, replace_day
 from billing.mail import deliver
 from billing.ownership import assign_owners
 from billing.pricing import price, reserve_pools, share_idle
-from billing.prometheus import prometheus_source
 from billing.render import DayReport, check_output_dir, read_report, write_pages
+from billing.replay import prometheus_source
+from billing.resources import CPU, GPU, MEMORY
 from billing.summaries import summary_envelopes
 from billing.waste import WASTE_COLUMNS, attribute_waste, collect_waste
 
@@ -47,9 +48,9 @@ def _log_cluster(collected: ClusterUsage) -> None:
         collected.cluster,
         collected.usage["namespace"].nunique(),
         collected.pods,
-        hours.get("gpu", 0.0),
-        hours.get("cpu", 0.0),
-        hours.get("memory", 0.0),
+        hours.get(GPU, 0.0),
+        hours.get(CPU, 0.0),
+        hours.get(MEMORY, 0.0),
         collected.queries,
     )
 

@@ -272,7 +272,7 @@ def _fetch(engine: Engine, query, what: str) -> list:
     """All rows of a query; a failure is one sentence naming the database and what was read."""
     try:
         with engine.connect() as conn:
-            return conn.execute(query).all()
+            return list(conn.execute(query).all())
     except SQLAlchemyError as exc:
         raise LedgerError(f"{_where(engine)}: reading {what} failed: {_cause(exc)}") from None
 

@@ -16,8 +16,7 @@ from __future__ import annotations
 import pandas as pd
 
 from billing.config import ClusterConfig, Prices
-
-POOL_PREFIX = "pool:"  # namespace of a reserved pool's capacity rows; no Kubernetes namespace has a colon
+from billing.resources import CPU, CREDIT, GPU, IDLE, MEMORY, POOL_PREFIX, RESERVED
 
 PRICED_COLUMNS = [
     "cluster", "namespace", "team", "owner", "resource", "gpu_model", "quantity", "unit_price", "cost", "list_cost",
@@ -26,9 +25,9 @@ PRICED_COLUMNS = [
 
 def unit_price(prices: Prices, resource: str, gpu_model: str) -> float:
     """Price of one resource-hour; a GPU model without its own price pays gpu_hour."""
-    if resource == "gpu":
+    if resource == GPU:
         return prices.gpu_models.get(gpu_model, prices.gpu_hour)
-    return {"cpu": prices.cpu_core_hour, "memory": prices.memory_gib_hour}[resource]
+    return {CPU: prices.cpu_core_hour, MEMORY: prices.memory_gib_hour}[resource]
 
 
 def price(usage: pd.DataFrame, ownership: pd.DataFrame, prices: dict[str, Prices]) -> pd.DataFrame:
@@ -69,13 +68,13 @@ def reserve_pools(capacity: pd.DataFrame, usage: pd.DataFrame, ownership: pd.Dat
     pooled = []
     for (cluster, pool), held in capacity[capacity["pool"] != ""].groupby(["cluster", "pool"]):
         reserved = held.assign(namespace=POOL_PREFIX + pool, team=teams[(cluster, pool)], owner=None,
-                               resource="reserved-" + held["resource"], quantity=held["allocatable"])
+                               resource=RESERVED + held["resource"], quantity=held["allocatable"])
         reserved["cost"] = reserved["list_cost"] = reserved["quantity"] * reserved["unit_price"]
         pooled.append(reserved[PRICED_COLUMNS])
         used = usage[(usage["cluster"] == cluster) & (usage["pool"] == pool)]
         if len(used):
             charged = price(used, ownership, prices)
-            pooled.append(charged.assign(team=teams[(cluster, pool)], resource="credit-" + charged["resource"],
+            pooled.append(charged.assign(team=teams[(cluster, pool)], resource=CREDIT + charged["resource"],
                                          quantity=-charged["quantity"], cost=-charged["cost"], list_cost=-charged["cost"]))
     if not pooled:
         return pd.DataFrame(columns=PRICED_COLUMNS)
@@ -100,7 +99,7 @@ def share_idle(capacity: pd.DataFrame, rows: pd.DataFrame, unallocated_team: str
             payers = pd.DataFrame({"namespace": [""], "team": [unallocated_team], "owner": [None], "cost": [1.0]})
         weights = payers.assign(weight=payers["cost"] / payers["cost"].sum()).drop(columns="cost")
         charged = weights.merge(idle, how="cross")
-        charged["resource"] = "idle-" + charged["resource"]
+        charged["resource"] = IDLE + charged["resource"]
         charged["quantity"] = charged["idle"] * charged["weight"]
         charged["cost"] = charged["list_cost"] = charged["quantity"] * charged["unit_price"]
         shared.append(charged[PRICED_COLUMNS])

@@ -29,7 +29,7 @@ from sqlalchemy import Engine
 from billing.formatting import RESOURCE_NAMES, cents, money, quantity
 from billing.ledger import completed, directory_note, incomplete, read_capacity, read_rows, read_waste
 from billing.mail import Letter
-from billing.pricing import POOL_PREFIX
+from billing.resources import GPU, IDLE, POOL_PREFIX, RESERVED
 
 TREND_DAYS = 30
 TOP_NAMESPACES = 10
@@ -122,8 +122,8 @@ def _waste(wasted: pd.DataFrame, key: str) -> tuple[dict, ...]:
 
 def _capacity(capacity: pd.DataFrame, today: pd.DataFrame) -> tuple[dict, ...]:
     """Capacity rows with the share requested and who paid for the idle: '' nobody, else who."""
-    shared = set(today.loc[today["resource"].str.startswith("idle-"), "cluster"])
-    reserved = today[today["resource"].str.startswith("reserved-")]
+    shared = set(today.loc[today["resource"].str.startswith(IDLE), "cluster"])
+    reserved = today[today["resource"].str.startswith(RESERVED)]
     pool_teams = {(c, ns.removeprefix(POOL_PREFIX)): team
                   for c, ns, team in zip(reserved["cluster"], reserved["namespace"], reserved["team"])}
 
@@ -222,7 +222,7 @@ def summarize(rows: pd.DataFrame, runs: set[date], day: date, currency: str, una
         missing_in_month=[d for d in month if d not in runs and d != day],
         teams=teams,
         by_usage=_grouped(_with_discount(today), ["cluster", "resource"], ["quantity", "cost", "discount"]),
-        gpu_models=_grouped(today[today["resource"] == "gpu"], ["gpu_model"], ["quantity", "cost"]),
+        gpu_models=_grouped(today[today["resource"] == GPU], ["gpu_model"], ["quantity", "cost"]),
         top_namespaces=namespaces.sort_values(["cost", "cluster", "namespace"], ascending=[False, True, True])
         .head(TOP_NAMESPACES)
         .to_dict("records"),

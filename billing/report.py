@@ -18,6 +18,7 @@ from sqlalchemy import Engine, case, func, literal, select
 
 from billing.days import days_between, yesterday
 from billing.ledger import chargeback, completed, fetch, incomplete
+from billing.resources import CPU, GPU, MEMORY
 
 # --by word -> ledger column
 GROUPINGS = {
@@ -33,7 +34,7 @@ GROUPINGS = {
 DETAIL_COLUMNS = ["day", "cluster", "namespace", "owner", "resource", "gpu_model", "quantity", "unit_price", "cost"]
 
 # resource-hours of a group, one column per resource
-HOURS_COLUMNS = {"gpu": "gpu_hours", "cpu": "cpu_core_hours", "memory": "memory_gib_hours"}
+HOURS_COLUMNS = {GPU: "gpu_hours", CPU: "cpu_core_hours", MEMORY: "memory_gib_hours"}
 
 
 class ReportError(Exception):
@@ -137,7 +138,7 @@ def _known(engine: Engine, subject: Subject) -> None:
     column = _column(subject.kind)
     if fetch(engine, select(literal(1).label("found")).where(column == subject.name).limit(1)):
         return
-    closest = difflib.get_close_matches(subject.name, known_names(engine, subject.kind), n=3, cutoff=0.5)
+    closest = difflib.get_close_matches(subject.name or "", known_names(engine, subject.kind), n=3, cutoff=0.5)
     hint = f"; closest: {', '.join(closest)}" if closest else ""
     raise ReportError(f"no {subject.kind} named {subject.name!r} in the ledger{hint}")
 
@@ -163,5 +164,5 @@ def build_report(
     done = completed(engine, first, last)
     missing = [day for day in days_between(first, last) if day not in done]
     money = _currency(rows, subject, first, last, currency)
-    columns = [name for name in query.selected_columns.keys() if name != "currency"]
+    columns = [name for name in query.selected_columns.keys() if name != "currency"]  # noqa: SIM118 (iterating gives columns)
     return Report(subject, first, last, money, by, columns, rows, missing, incomplete(engine, first, last))

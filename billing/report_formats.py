@@ -14,12 +14,14 @@ import io
 import json
 import unicodedata
 from datetime import date, timedelta
+from typing import Any
 
 import jinja2
 
-from billing.formatting import UNITS, cents, money
+from billing.formatting import cents, money
 from billing.render import template_dir
 from billing.report import HOURS_COLUMNS, Report
+from billing.resources import UNITS
 
 WIDTH = 80  # the terminal the table must fit
 SUMMED = [*HOURS_COLUMNS.values(), "cost"]
@@ -49,7 +51,7 @@ def _number(column: str, value: float) -> str:
     return f"{cents(value):,.2f}" if value or column == "cost" else "-"
 
 
-def _cell(column: str, value: object) -> str:
+def _cell(column: str, value: Any) -> str:
     return _number(column, value) if column in NUMERIC else _text(column, value)
 
 

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from billing.promql import Chunk, Queries, chunks, map_chunks
 from billing.config import ClusterConfig
 from billing.days import BillingDay
 from billing.prometheus import PrometheusSource
+from billing.promql import Chunk, Queries, chunks, map_chunks
 
 GPU_UTILISATION = "DCGM_FI_DEV_GPU_UTIL"
 CPU_USAGE = "container_cpu_usage_seconds_total"

@@ -7,7 +7,7 @@ import yaml
 from billing.config import ConfigError, config_path, load_config, parse_duration
 from tests.conftest import MINIMAL_CONFIG
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "shared" / "contract" / "billing.example.yaml"
+CONTRACT_EXAMPLE = Path(__file__).with_name("contract_example.yaml")  # the shape every release must keep loading
 
 
 def cluster(**changes) -> dict:
@@ -18,7 +18,7 @@ def test_the_example_config_is_accepted_as_it_is(monkeypatch, tmp_path):
     monkeypatch.setenv("BILLING_LDAP_PASSWORD", "s3cret")
     monkeypatch.setenv("BILLING_SMTP_USER", "billing")
     monkeypatch.setenv("BILLING_SMTP_PASSWORD", "mail-s3cret")
-    config = load_config(Path(shutil.copy(EXAMPLE, tmp_path / "billing.yaml")))
+    config = load_config(Path(shutil.copy(CONTRACT_EXAMPLE, tmp_path / "billing.yaml")))
     assert [c.name for c in config.clusters] == ["jaguar", "ibis"]
     assert config.step == 60
     assert config.clusters[0].prometheus.timeout == 120

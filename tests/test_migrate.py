@@ -2,6 +2,7 @@
 
 from datetime import date
 
+import pytest
 from alembic import command
 from click.testing import CliRunner
 from sqlalchemy import create_engine, text
@@ -10,8 +11,6 @@ from billing import migrate
 from billing.cli import main
 from billing.ledger import LedgerError, metadata, open_ledger, read_capacity, read_rows
 from tests.test_ledger import describe
-
-import pytest
 
 
 def test_a_new_database_gets_the_schema_of_the_model(tmp_path):

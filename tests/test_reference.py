@@ -8,8 +8,14 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from fixtures.ksm import A100, GPU_PRODUCT_LABEL, H100, Cluster, Container, Node, Pod, World
-from fixtures.reference import (instant_query, instants, latest_sample, prometheus_rate, reference_allocatable,
-                                reference_usage)
+from fixtures.reference import (
+    instant_query,
+    instants,
+    latest_sample,
+    prometheus_rate,
+    reference_allocatable,
+    reference_usage,
+)
 
 DAY = datetime(2026, 11, 20, tzinfo=ZoneInfo("UTC")).timestamp()  # billing day D, 00:00 UTC
 GIB = 2**30
