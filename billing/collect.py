@@ -52,7 +52,7 @@ import pandas as pd
 
 from billing.config import ClusterConfig
 from billing.days import BillingDay
-from billing.promql import Chunk, NodeKinds, Queries, chunks, map_chunks, node_matcher, uid_matcher
+from billing.promql import Chunk, GpuResources, NodeKinds, Queries, chunks, map_chunks, node_matcher, uid_matcher
 from billing.prometheus import PrometheusError, PrometheusSource
 
 log = logging.getLogger(__name__)
@@ -145,7 +145,7 @@ def _uids(answer: list[dict]) -> frozenset[str]:
     return frozenset(series["metric"].get("uid", "") for series in answer)
 
 
-def _chunk_usage(source: PrometheusSource, cluster: ClusterConfig, gpu_resources: list[str], chunk: Chunk) -> _ChunkResult:
+def _chunk_usage(source: PrometheusSource, cluster: ClusterConfig, gpu_resources: GpuResources, chunk: Chunk) -> _ChunkResult:
     """Fast query for most pods, exact range queries for the few where factoring is wrong."""
     queries = UsageQueries(cluster, gpu_resources, chunk)
     at = chunk.last
@@ -160,9 +160,9 @@ def _chunk_usage(source: PrometheusSource, cluster: ClusterConfig, gpu_resources
     running = _uids(source.instant(queries.running_pods(), at))
 
     def row(labels: dict[str, str], instants: float) -> tuple:
-        model, pool = nodes.of(labels)
+        model, pool, gpus_per_unit = nodes.priced(labels)
         return (labels.get("namespace", ""), labels.get("resource", ""), model, labels.get("priority_class", ""), pool,
-                instants)
+                instants * gpus_per_unit)
 
     rows = []
     for series in source.instant(queries.fast(uid_matcher(exact_pods, keep=False)), at):
@@ -186,7 +186,7 @@ def _hours(rows: list[tuple], step: int) -> pd.DataFrame:
 
 
 def collect_cluster(
-    cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: list[str], source: PrometheusSource
+    cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: GpuResources, source: PrometheusSource
 ) -> ClusterUsage:
     """Resource-hours of one cluster-day, per namespace, resource, GPU model, priority class and pool."""
     results = map_chunks(lambda c: _chunk_usage(source, cluster, gpu_resources, c), chunks(day, step))
@@ -212,17 +212,17 @@ def _refuse_impossible_values(raw: pd.DataFrame, cluster: str) -> None:
         )
 
 
-def billing_units(raw: pd.DataFrame, gpu_resources: list[str]) -> pd.DataFrame:
+def billing_units(raw: pd.DataFrame, gpu_resources: GpuResources) -> pd.DataFrame:
     """kube-state-metrics resources to billing resources: GiB for memory, one `gpu` for all GPU names."""
     frame = raw.copy()
-    is_gpu = frame["resource"].isin(gpu_resources)
+    is_gpu = frame["resource"].isin(list(gpu_resources))
     frame.loc[frame["resource"] == "memory", "quantity"] /= GIB
     frame.loc[is_gpu, "resource"] = "gpu"
     frame.loc[~is_gpu, "gpu_model"] = ""
     return frame[frame["quantity"] != 0]
 
 
-def _normalise(raw: pd.DataFrame, gpu_resources: list[str]) -> pd.DataFrame:
+def _normalise(raw: pd.DataFrame, gpu_resources: GpuResources) -> pd.DataFrame:
     """Resource-hours in billing units, one row per namespace, resource, GPU model, priority class and pool."""
     frame = billing_units(raw, gpu_resources)
     return (

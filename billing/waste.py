@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from billing.promql import Chunk, Queries, chunks, map_chunks
+from billing.promql import Chunk, GpuResources, Queries, chunks, map_chunks
 from billing.config import ClusterConfig
 from billing.days import BillingDay
 from billing.prometheus import PrometheusSource
@@ -79,7 +79,7 @@ def _chunk_waste(source: PrometheusSource, queries: WasteQueries, chunk: Chunk, 
     return frame.fillna(0.0)  # measured, and nothing of it in this namespace
 
 
-def collect_waste(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: list[str],
+def collect_waste(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: GpuResources,
                   source: PrometheusSource, below: float) -> pd.DataFrame:
     """Idle GPU-hours and unused CPU core-hours of one cluster-day per namespace (WASTE_COLUMNS).
 
