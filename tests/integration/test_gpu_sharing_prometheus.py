@@ -16,9 +16,10 @@ from billing.collect import collect_cluster
 from billing.config import ClusterConfig
 from billing.days import billing_day
 from billing.prometheus import LivePrometheus
+from billing.waste import collect_waste
 from fixtures.ksm import (A100, A100_MIG_1G5, AMD_PRODUCT_LABEL, L40S, MI300X, REPLICAS_LABEL, SHARING_GPU_RESOURCES,
                           make_world, with_gpu_sharing)
-from fixtures.reference import reference_allocatable, reference_usage
+from fixtures.reference import reference_allocatable, reference_usage, reference_waste
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 PRICES = {"cpu_core_hour": 0.01, "memory_gib_hour": 0.001, "gpu_hour": 1.0}
@@ -94,3 +95,17 @@ def test_capacity_counts_the_physical_gpus_behind_slices_and_replicas(jaguar, wo
     plain = reference_allocatable(make_world(13, DAY.start.timestamp(), pods=150, clusters=("jaguar",)), "jaguar",
                                   DAY.start.timestamp(), DAY.end.timestamp(), 60)
     assert capacity.loc[("gpu", A100), "allocatable"] - plain[("gpu", A100)] == pytest.approx(2 * 24)
+
+
+def test_an_idle_mig_slice_is_the_fraction_of_a_gpu_it_stands_for(jaguar, world):
+    """Only the sharing pods report utilisation. alice's 1g.10gb slice is idle (0%) until 10:00 (+ the lookback),
+    bob's 3g.40gb at 1% from 06:00 on; bob's 1g slices (40%) and all others are busy. Their DCGM_FI_DEV_GPU_UTIL
+    series of 0 (GPU_I_ID set: no utilisation for MIG instances) must not count as idle whole GPUs."""
+    config, source = jaguar
+    waste = collect_waste(config, DAY, 60, SHARING_GPU_RESOURCES, source, below=5.0).set_index("namespace")
+    idle = waste["idle_gpu_hours"].dropna()
+    assert idle[idle > 0].to_dict() == pytest.approx({"alice": (10 + 5 / 60) / 7, "bob": 18 * 3 / 7})
+    expected = reference_waste(world, "jaguar", DAY.start.timestamp(), DAY.end.timestamp(), 60,
+                               gpu_resources=SHARING_GPU_RESOURCES)
+    for namespace, (idle_hours, _) in expected.items():
+        assert idle.get(namespace, 0.0) == pytest.approx(idle_hours, rel=1e-9, abs=1e-12), namespace
