@@ -73,3 +73,21 @@ CREATE TABLE waste (
     unused_cpu_core_hours REAL,              -- NULL: the cluster has no cAdvisor metrics
     PRIMARY KEY (day, cluster, namespace, team)
 );
+
+-- What each `gpu` row of chargeback held, per GPU resource as kube-state-metrics names it (whole GPUs,
+-- MIG slices like nvidia_com_mig_1g_10gb, time-sliced replicas): the rows of a (day, cluster, namespace,
+-- team, gpu_model) add up to its chargeback `gpu` row in gpu_hours and cost.
+CREATE TABLE gpu_holdings (
+    day         DATE NOT NULL,
+    cluster     TEXT NOT NULL,
+    namespace   TEXT NOT NULL,
+    team        TEXT NOT NULL,
+    owner       TEXT,                       -- person uid for a personal namespace
+    resource    TEXT NOT NULL,              -- the GPU resource held, e.g. nvidia_com_mig_1g_10gb
+    gpu_model   TEXT NOT NULL,              -- the node's model label, as on the chargeback row
+    held_hours  REAL NOT NULL,              -- hours of that resource's units (slice-hours, replica-hours)
+    gpu_hours   REAL NOT NULL,              -- the physical-GPU-hours billed for them
+    cost        REAL NOT NULL,              -- their share of the chargeback row's cost
+    currency    TEXT NOT NULL,
+    PRIMARY KEY (day, cluster, namespace, team, resource, gpu_model)
+);
