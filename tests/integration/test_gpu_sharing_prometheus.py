@@ -5,24 +5,30 @@ node relabelled from 4 to 2 replicas at noon, MIG in single strategy and an AMD 
 GPU-hours are physical-GPU-hours: checked against the reference to 1e-9 and, for the sharing pods, by hand.
 """
 
+import json
 from collections import defaultdict
 from datetime import date
 from zoneinfo import ZoneInfo
 
+import pandas as pd
 import pytest
+import yaml
+from click.testing import CliRunner
+from sqlalchemy import create_engine
 
 from billing.capacity import collect_allocatable, idle_capacity
+from billing.cli import main
 from billing.collect import collect_cluster
 from billing.config import ClusterConfig
 from billing.days import billing_day
 from billing.prometheus import LivePrometheus
 from billing.waste import collect_waste
-from fixtures.ksm import (A100, A100_MIG_1G5, AMD_PRODUCT_LABEL, L40S, MI300X, REPLICAS_LABEL, SHARING_GPU_RESOURCES,
-                          make_world, with_gpu_sharing)
+from fixtures.ksm import (A100, A100_MIG_1G5, AMD_PRODUCT_LABEL, L40S, MI300X, MIG_1G, MIG_3G, REPLICAS_LABEL,
+                          SHARED_GPU, SHARING_GPU_RESOURCES, make_world, with_gpu_sharing)
 from fixtures.reference import reference_allocatable, reference_usage, reference_waste
+from tests.integration.test_job_prometheus import PRICES, write_config
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
-PRICES = {"cpu_core_hour": 0.01, "memory_gib_hour": 0.001, "gpu_hour": 1.0}
 SHARING = {"vendor_model_labels": [AMD_PRODUCT_LABEL], "replicas_label": REPLICAS_LABEL}
 
 
@@ -36,7 +42,7 @@ def world():
 def jaguar(prometheus_server, world):
     prom = prometheus_server(world)
     config = ClusterConfig(name="jaguar", prometheus={"url": prom.url, "selector": 'cluster="jaguar"', "retries": 0},
-                           prices=PRICES, vendor_model_labels=[AMD_PRODUCT_LABEL], gpu_replicas_label=REPLICAS_LABEL)
+                           prices=PRICES["jaguar"], vendor_model_labels=[AMD_PRODUCT_LABEL], gpu_replicas_label=REPLICAS_LABEL)
     return config, LivePrometheus("jaguar", config.prometheus)
 
 
@@ -109,3 +115,58 @@ def test_an_idle_mig_slice_is_the_fraction_of_a_gpu_it_stands_for(jaguar, world)
                                gpu_resources=SHARING_GPU_RESOURCES)
     for namespace, (idle_hours, _) in expected.items():
         assert idle.get(namespace, 0.0) == pytest.approx(idle_hours, rel=1e-9, abs=1e-12), namespace
+
+
+def test_billing_run_keeps_what_was_held_and_reports_separate_it(prometheus_server, world, tmp_path):
+    """The ledger's gpu rows are physical GPU-hours at the physical model's price; gpu_holdings says what they
+    held; `billing report --by resource` separates slices from whole GPUs and adds up to the same total."""
+    prom = prometheus_server(world)
+    config_path = write_config(tmp_path, f"sqlite:///{tmp_path / 'ledger.db'}", {"jaguar": prom.url})
+    config = yaml.safe_load(open(config_path))
+    config.update(gpu_resources={**SHARING_GPU_RESOURCES, MIG_1G: "1/7", MIG_3G: "3/7"},
+                  gpu_replicas_label=REPLICAS_LABEL)
+    config["clusters"][0]["vendor_model_labels"] = [AMD_PRODUCT_LABEL]
+    config["waste"] = {"enabled": False}
+    with open(config_path, "w") as stream:
+        yaml.safe_dump(config, stream)
+    result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config_path])
+    assert result.exit_code == 0, result.output
+
+    with create_engine(config["database"]).connect() as conn:
+        ledger = pd.read_sql("select * from chargeback where resource = 'gpu'", conn)
+        held = pd.read_sql("select * from gpu_holdings", conn)
+    keys = ["cluster", "namespace", "team", "gpu_model"]
+    rows = ledger.groupby(keys)[["quantity", "cost"]].sum()
+    sums = held.groupby(keys)[["gpu_hours", "cost"]].sum()
+    assert sorted(rows.index) == sorted(sums.index)
+    for key in rows.index:  # a row's holdings add up to it
+        assert sums.loc[key].tolist() == pytest.approx(rows.loc[key].tolist(), rel=1e-9), key
+    carol = ledger.set_index(["namespace", "gpu_model"]).loc[("carol", L40S)]
+    expected = reference(world, reference_usage)[("carol", "gpu", L40S)]
+    assert carol["quantity"] == pytest.approx(expected, rel=1e-9) and carol["unit_price"] == PRICES["jaguar"]["gpu_hour"]
+
+    def report(*args: str) -> dict:
+        answer = CliRunner().invoke(main, ["report", "--from", "2026-11-20", "--to", "2026-11-20", *args,
+                                           "--config", config_path])
+        assert answer.exit_code == 0, answer.output
+        return answer.output
+
+    # robotics: alice's 1g slice (10 h + the lookback) and half of bob's (two slices 03-15h) and 3g slice (18 h)
+    linger = 5 / 60
+    by_resource = {row["resource"]: row for row in
+                   json.loads(report("--team", "robotics", "--by", "resource", "--format", "json"))["rows"]}
+    one_g = by_resource[MIG_1G]
+    assert one_g["held_hours"] == pytest.approx(10 + linger + (12 + linger))
+    assert one_g["gpu_hours"] == pytest.approx((10 + linger + (12 + linger)) / 7)
+    assert one_g["cost"] == pytest.approx(one_g["gpu_hours"] * PRICES["jaguar"]["gpu_models"][A100])
+    assert by_resource[MIG_3G]["gpu_hours"] == pytest.approx(18 * 3 / 7 / 2)
+    assert "gpu" not in by_resource and by_resource["nvidia_com_gpu"]["gpu_hours"] > 0
+    by_namespace = json.loads(report("--team", "robotics", "--by", "namespace", "--format", "json"))
+    assert sum(r["cost"] for r in by_resource.values()) == pytest.approx(by_namespace["total_cost"], rel=1e-9)
+    alice = next(row for row in by_namespace["rows"] if row["namespace"] == "alice")
+    assert alice["gpu_held"] == [{"resource": MIG_1G, "held_hours": pytest.approx(10 + linger),
+                                  "gpu_hours": pytest.approx((10 + linger) / 7)}]
+    assert "GPU-h (physical)" in report("--team", "robotics")  # the table, shortened to 80 columns
+    assert "10.08 × 1g.10gb slice-h" in report("--team", "robotics", "--by", "namespace", "--format", "csv")
+    nlp = report("--team", "nlp", "--by", "namespace", "--format", "html")
+    assert f"{(4 + 2 * 12) + (4 + linger + 2 * 12):.2f} × {SHARED_GPU} replica-h" in nlp
