@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from decimal import ROUND_HALF_UP, Decimal
 
+from billing.config import MIG_RESOURCE_PREFIX
+
 UNITS = {"gpu": "GPU-h", "cpu": "core-h", "memory": "GiB-h"}
 # the ledger's other resources (billing/pricing.py): reserved pools, their credits, shared idle capacity
 UNITS |= {f"{kind}-{resource}": unit for kind in ("reserved", "credit", "idle") for resource, unit in UNITS.items()}
@@ -39,18 +41,15 @@ def quantity(value: float, resource: str) -> str:
     return f"{cents(value):,.2f} {UNITS[resource]}"
 
 
-MIG_PREFIX = "nvidia_com_mig_"  # kube-state-metrics' names of MIG slices: nvidia_com_mig_1g_10gb is 1g.10gb
-
-
 def held_gpus(held: list[dict]) -> str:
     """`14.00 × 1g.10gb slice-h, 28.00 × nvidia_com_gpu_shared replica-h`: shared GPU resources in their own
     units (a unit that is more than its physical GPUs is a slice of a MIG profile, or a time-sliced replica)."""
     parts = []
     for item in held:
         resource = item["resource"]
-        if resource.startswith(MIG_PREFIX):
+        if resource.startswith(MIG_RESOURCE_PREFIX):
             # nvidia_com_mig_1g_10gb -> 1g.10gb: the profile as nvidia-smi writes it
-            name, unit = resource.removeprefix(MIG_PREFIX).replace("_", ".", 1), "slice-h"
+            name, unit = resource.removeprefix(MIG_RESOURCE_PREFIX).replace("_", ".", 1), "slice-h"
         else:
             name, unit = resource, "replica-h"
         parts.append(f"{cents(item['held_hours']):,.2f} × {name} {unit}")

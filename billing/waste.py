@@ -32,13 +32,12 @@ from typing import Callable
 import pandas as pd
 
 from billing.promql import Chunk, GpuResources, Queries, chunks, map_chunks
-from billing.config import ClusterConfig
+from billing.config import MIG_RESOURCE_PREFIX, ClusterConfig
 from billing.days import BillingDay
 from billing.prometheus import PrometheusSource
 
 GPU_UTILISATION = "DCGM_FI_DEV_GPU_UTIL"
 GPU_INSTANCE_ACTIVITY = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"  # MIG GPU instances: share of time busy, 0 to 1
-MIG_RESOURCE_PREFIX = "nvidia_com_mig_"  # kube-state-metrics' name of a MIG profile's resource
 CPU_USAGE = "container_cpu_usage_seconds_total"
 WASTE_COLUMNS = ["namespace", "idle_gpu_hours", "unused_cpu_core_hours"]
 WASTE_INSTANTS = 60  # instants per query: 1 h at a 60 s step
