@@ -340,6 +340,13 @@ def read_waste(engine: Engine, day: date) -> pd.DataFrame:
     return rows.astype({"idle_gpu_hours": float, "unused_cpu_core_hours": float})
 
 
+def read_holdings(engine: Engine, day: date) -> pd.DataFrame:
+    """What the day's `gpu` rows held per GPU resource (HOLDING_COLUMNS); none for days billed before 0003."""
+    query = select(gpu_holdings).where(gpu_holdings.c.day == day)
+    columns = [c.name for c in gpu_holdings.columns]
+    return pd.DataFrame(_fetch(engine, query, "GPU holdings"), columns=columns)[HOLDING_COLUMNS]
+
+
 def latest_directory(engine: Engine) -> tuple[datetime, str] | None:
     """(taken_at in UTC, content) of the stored directory snapshot, if any run left one."""
     query = select(directory_snapshots).order_by(directory_snapshots.c.taken_at.desc()).limit(1)

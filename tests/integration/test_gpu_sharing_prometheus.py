@@ -26,6 +26,7 @@ from billing.waste import collect_waste
 from fixtures.ksm import (A100, A100_MIG_1G5, AMD_PRODUCT_LABEL, L40S, MI300X, MIG_1G, MIG_3G, REPLICAS_LABEL,
                           SHARED_GPU, SHARING_GPU_RESOURCES, make_world, with_gpu_sharing)
 from fixtures.reference import reference_allocatable, reference_usage, reference_waste
+from tests.html_tables import read_page
 from tests.integration.test_job_prometheus import PRICES, write_config
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
@@ -169,4 +170,9 @@ def test_billing_run_keeps_what_was_held_and_reports_separate_it(prometheus_serv
     assert "GPU-h (physical)" in report("--team", "robotics")  # the table, shortened to 80 columns
     assert "10.08 × 1g.10gb slice-h" in report("--team", "robotics", "--by", "namespace", "--format", "csv")
     nlp = report("--team", "nlp", "--by", "namespace", "--format", "html")
-    assert f"{(4 + 2 * 12) + (4 + linger + 2 * 12):.2f} × {SHARED_GPU} replica-h" in nlp
+    replicas = f"{(4 + 2 * 12) + (4 + linger + 2 * 12):.2f} × {SHARED_GPU} replica-h"
+    assert replicas in nlp
+    # the nightly team page: the L40S row says what it was held as
+    page = read_page((tmp_path / "reports" / "2026-11-20" / "teams" / "nlp.html").read_text())
+    assert [cell for row in page.tables["team-usage"] for cell in row if "held as" in cell] == [
+        f"GPU {L40S} held as {replicas}"]
