@@ -9,6 +9,7 @@ capacity.py, waste.py); how to write it safely and how to cut the day lives here
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -83,6 +84,7 @@ class NodeKind(NamedTuple):
     replicas: float  # time-slicing replicas of each GPU (1 without the label)
 
 
+@functools.cache  # warns once per odd value, not once per series and chunk
 def _replicas(value: str) -> float:
     """A replicas label's value; one that is no positive whole number bills each replica as a whole GPU."""
     if value.isdigit() and int(value) > 0:
@@ -98,7 +100,6 @@ class Queries:
 
     def __init__(self, cluster: ClusterConfig, gpu_resources: GpuResources, chunk: Chunk):
         self.extra = cluster.prometheus.selector.strip()
-        self.gpu_label = cluster.gpu_model_label
         self.model_labels = [cluster.gpu_model_label, *cluster.vendor_model_labels]
         self.replicas_label = cluster.gpu_replicas_label or ""
         self.pools = cluster.reserved_pools
