@@ -2,6 +2,8 @@
 
 A random world plus fixtures.ksm's sharing nodes: MIG in mixed strategy (two profiles), a time-sliced
 node relabelled from 4 to 2 replicas at noon, MIG in single strategy and an AMD node, beside whole GPUs.
+Noon is also where two 6-hour chunks meet; the same world relabelled at 13:30 makes the chunk in which
+it happens take the exact path for the node's pods.
 GPU-hours are physical-GPU-hours: checked against the reference to 1e-9 and, for the sharing pods, by hand.
 """
 
@@ -33,10 +35,15 @@ DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 SHARING = {"vendor_model_labels": [AMD_PRODUCT_LABEL], "replicas_label": REPLICAS_LABEL}
 
 
-@pytest.fixture(scope="module")
-def world():
+@pytest.fixture(scope="module", params=[12.0, 13.5], ids=["relabel-at-noon", "relabel-mid-chunk"])
+def world(request):
     start = DAY.start.timestamp()
-    return with_gpu_sharing(make_world(13, start, pods=150, clusters=("jaguar",)), start)
+    return with_gpu_sharing(make_world(13, start, pods=150, clusters=("jaguar",)), start, relabel_hour=request.param)
+
+
+def relabel_hour(world) -> float:
+    sliced = next(node for node in world.clusters[0].nodes if node.name == "node-sliced")
+    return (sliced.labels[1][0] - DAY.start.timestamp()) / 3600
 
 
 @pytest.fixture
@@ -67,8 +74,9 @@ def test_slices_and_replicas_bill_physical_gpu_hours(jaguar, world):
     # bob: two 1g slices 03-15h, one 3g slice from 06h on
     assert got[("bob", "gpu", A100)] - _random_pods("bob", A100) == pytest.approx(2 * (12 + linger) / 7 + 18 * 3 / 7)
     assert got[("team-vision", "gpu", A100)] - _random_pods("team-vision", A100) == pytest.approx(4 * 3 / 7)
-    # carol: one replica 08-16h and two all day; a quarter GPU per replica until noon, a half after
-    assert got[("carol", "gpu", L40S)] == pytest.approx((4 + 2 * 12) / 4 + (4 + linger + 2 * 12) / 2)
+    # carol: one replica 08-16h and two all day; a quarter GPU per replica until the relabel (r), a half after
+    r = relabel_hour(world)
+    assert got[("carol", "gpu", L40S)] == pytest.approx((r - 8 + 2 * r) / 4 + (16 - r + linger + 2 * (24 - r)) / 2)
     # single strategy: hours of the slice model, priced by its own name
     assert got[("dave", "gpu", A100_MIG_1G5)] == pytest.approx(3 * (4 + linger))
     assert got[("erin", "gpu", MI300X)] == pytest.approx(2 * (4 + linger))
@@ -170,7 +178,7 @@ def test_billing_run_keeps_what_was_held_and_reports_separate_it(prometheus_serv
     assert "GPU-h (physical)" in report("--team", "robotics")  # the table, shortened to 80 columns
     assert "10.08 × 1g.10gb slice-h" in report("--team", "robotics", "--by", "namespace", "--format", "csv")
     nlp = report("--team", "nlp", "--by", "namespace", "--format", "html")
-    replicas = f"{(4 + 2 * 12) + (4 + linger + 2 * 12):.2f} × {SHARED_GPU} replica-h"
+    replicas = f"{(16 - 8 + linger) + 2 * 24:.2f} × {SHARED_GPU} replica-h"
     assert replicas in nlp
     # the nightly team page: the L40S row says what it was held as
     page = read_page((tmp_path / "reports" / "2026-11-20" / "teams" / "nlp.html").read_text())
