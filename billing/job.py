@@ -19,7 +19,7 @@ from billing.directory_sources import load_directory
 from billing.ledger import latest_directory, open_ledger, replace_day
 from billing.mail import deliver
 from billing.ownership import assign_owners
-from billing.pricing import price, reserve_pools, share_idle
+from billing.pricing import price, price_holdings, reserve_pools, share_idle
 from billing.render import DayReport, check_output_dir, read_report, write_pages
 from billing.replay import prometheus_source
 from billing.resources import CPU, GPU, MEMORY
@@ -141,6 +141,8 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
     ownership = assign_owners(pd.concat([usage["namespace"], wasted["namespace"]]), directory, config.namespaces)
     # what namespaces requested; reserved pools' capacity and credits; idle shared where a cluster says so
     rows = price(usage, ownership, {c.name: c.prices for c in config.clusters})
+    held = price_holdings(pd.concat([c.holdings.assign(cluster=c.cluster) for c in collected], ignore_index=True),
+                          ownership, rows)
     pool_rows = reserve_pools(capacity, usage, ownership, config.clusters)
     sharing_idle = [c.name for c in config.clusters if c.idle == "share"]
     idle_rows = share_idle(capacity[capacity["cluster"].isin(sharing_idle)], rows, config.namespaces.unallocated_team)
@@ -150,7 +152,7 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
     coverage = {c.cluster: c.coverage for c in collected}
     written = replace_day(
         ledger, day, rows, config.currency, snapshot=snapshot, directory_note=directory_warning, coverage=coverage,
-        capacity=capacity, wasted=attribute_waste(wasted, ownership),
+        capacity=capacity, wasted=attribute_waste(wasted, ownership), held=held,
     )
     total = float(rows["cost"].sum())
     log.info(

@@ -106,3 +106,24 @@ def share_idle(capacity: pd.DataFrame, rows: pd.DataFrame, unallocated_team: str
     if not shared:
         return pd.DataFrame(columns=PRICED_COLUMNS)
     return pd.concat(shared, ignore_index=True).sort_values(PRICED_COLUMNS[:6], ignore_index=True)
+
+
+HOLDING_COLUMNS = ["cluster", "namespace", "team", "owner", "resource", "gpu_model", "held_hours", "gpu_hours", "cost"]
+
+
+def price_holdings(holdings: pd.DataFrame, ownership: pd.DataFrame, priced: pd.DataFrame) -> pd.DataFrame:
+    """What each ledger `gpu` row held, per GPU resource: split over teams like the usage, and costed as
+    the resource's share of the row's GPU-hours times the row's cost (so a row's holdings add up to it).
+
+    holdings: cluster and collect.HOLDING_COLUMNS; ownership as for `price`; priced: `price`'s rows.
+    """
+    rows = holdings.merge(ownership, on="namespace", how="left", validate="many_to_many")
+    rows["held_hours"] = rows["held_hours"] * rows["share"]
+    rows["gpu_hours"] = rows["gpu_hours"] * rows["share"]
+    keys = ["cluster", "namespace", "team", "gpu_model"]
+    rows = rows.groupby([*keys, "owner", "resource"], dropna=False, as_index=False)[["held_hours", "gpu_hours"]].sum()
+    billed = priced[priced["resource"] == "gpu"].groupby(keys, as_index=False)[["quantity", "cost"]].sum()
+    rows = rows.merge(billed, on=keys, how="left").fillna({"quantity": 0.0, "cost": 0.0})
+    share = (rows["gpu_hours"] / rows["quantity"]).where(rows["quantity"] > 0, 0.0)
+    rows["cost"] = rows["cost"] * share
+    return rows[HOLDING_COLUMNS].sort_values(HOLDING_COLUMNS[:6], ignore_index=True)

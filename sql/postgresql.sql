@@ -87,4 +87,23 @@ CREATE TABLE waste (
 
 UPDATE alembic_version SET version_num='0002' WHERE alembic_version.version_num = '0001';
 
+-- Running upgrade 0002 -> 0003
+
+CREATE TABLE gpu_holdings (
+    day DATE NOT NULL,
+    cluster TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    team TEXT NOT NULL,
+    owner TEXT,
+    resource TEXT NOT NULL,
+    gpu_model TEXT NOT NULL,
+    held_hours DOUBLE PRECISION NOT NULL,
+    gpu_hours DOUBLE PRECISION NOT NULL,
+    cost DOUBLE PRECISION NOT NULL,
+    currency TEXT NOT NULL,
+    PRIMARY KEY (day, cluster, namespace, team, resource, gpu_model)
+);
+
+UPDATE alembic_version SET version_num='0003' WHERE alembic_version.version_num = '0002';
+
 COMMIT;

@@ -161,3 +161,21 @@ def test_make_world_has_the_interesting_cases():
 def test_bad_phases_are_rejected(phases, error):
     with pytest.raises(ValueError, match=error):
         Pod("a", "p", "u", "n", 0, phases, 10, ())
+
+
+def test_allocatable_changes_and_dcgm_series_of_mig_instances():
+    # 16 replicas until T0 + 600, then 8; a pod holding two 1g.10gb slices, idle (0%)
+    node = Node("ts", ((T0 - 86400, {}),), {"nvidia_com_gpu_shared": 16}, allocatable_changes=((T0 + 600, {
+        "nvidia_com_gpu_shared": 8}),))
+    p = Pod("alice", "p", "u1", "ts", created=T0, deleted=T0 + 900, phases=((T0, "Running"),),
+            containers=(Container("main", 1, GIB, 2, gpu_resource="nvidia_com_mig_1g_10gb"),),
+            gpu_utilisation=((T0, 0.0),))
+    w = World((Cluster("jaguar", (node,), (p,)),), T0, T0 + 1200)
+    [(_, allocatable)] = find(w, "kube_node_status_allocatable")
+    assert [v for _, v in allocatable] == [16] * 10 + [8] * 10
+    instances = find(w, "DCGM_FI_PROF_GR_ENGINE_ACTIVE")
+    assert len(instances) == 2 and {labels["GPU_I_PROFILE"] for labels, _ in instances} == {"1g.10gb"}
+    assert len({labels["GPU_I_ID"] for labels, _ in instances}) == 2
+    assert all(v == 0.0 for _, samples in instances for _, v in samples)
+    # no utilisation for MIG instances in GPU_UTIL: a 0 per instance, labelled as such; no whole-GPU series
+    assert sorted(bool(labels.get("GPU_I_ID")) for labels, _ in find(w, "DCGM_FI_DEV_GPU_UTIL")) == [True, True]
