@@ -10,6 +10,7 @@ GPU-hours are physical-GPU-hours: checked against the reference to 1e-9 and, for
 import json
 from collections import defaultdict
 from datetime import date
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pandas as pd
