@@ -73,3 +73,63 @@ CREATE TABLE waste (
     unused_cpu_core_hours DOUBLE PRECISION,  -- NULL: the cluster has no cAdvisor metrics
     PRIMARY KEY (day, cluster, namespace, team)
 );
+
+-- Budgets and monthly statements (billing/budgets.py, billing/statement.py).
+-- Each budget threshold a team's month crossed, so that its alert goes out once.
+CREATE TABLE budget_alerts (
+    month     DATE NOT NULL,                -- first day of the month
+    team      TEXT NOT NULL,
+    threshold DOUBLE PRECISION NOT NULL,                -- a share of the budget from budgets.alert_at
+    day       DATE NOT NULL,                -- the run that found it crossed
+    spent     DOUBLE PRECISION NOT NULL,                -- the month's cost then
+    budget    DOUBLE PRECISION NOT NULL,
+    sent_at   TIMESTAMP WITH TIME ZONE NOT NULL,
+    PRIMARY KEY (month, team, threshold)
+);
+
+-- Months finance has closed: their statements are kept in statement_lines.
+CREATE TABLE closed_months (
+    month        DATE NOT NULL PRIMARY KEY,
+    closed_at    TIMESTAMP WITH TIME ZONE NOT NULL,
+    closed_by    TEXT NOT NULL,
+    missing_days TEXT NOT NULL              -- days never run when it was closed, comma-separated
+);
+
+-- The log of every close and reopen.
+CREATE TABLE month_closings (
+    month     DATE NOT NULL,
+    logged_at TIMESTAMP WITH TIME ZONE NOT NULL,
+    action    TEXT NOT NULL,                   -- close or reopen
+    who       TEXT NOT NULL,               -- --by, else the operating-system user
+    PRIMARY KEY (month, logged_at)
+);
+
+-- A closed month's statement as it was closed, line by line.
+CREATE TABLE statement_lines (
+    month       DATE NOT NULL,
+    line        INTEGER NOT NULL,
+    team        TEXT NOT NULL,
+    cost_center TEXT NOT NULL,
+    cluster     TEXT NOT NULL,
+    kind        TEXT NOT NULL,              -- charge, discount, credit, idle, reserved, adjustment
+    resource    TEXT NOT NULL,
+    gpu_model   TEXT NOT NULL,
+    corrects    DATE,                       -- the day an adjustment corrects
+    quantity    DOUBLE PRECISION,
+    amount      DOUBLE PRECISION NOT NULL,
+    currency    TEXT NOT NULL,
+    PRIMARY KEY (month, line)
+);
+
+-- What a re-run of a closed month's day changed, booked in the first open month.
+CREATE TABLE adjustments (
+    month     DATE NOT NULL,                -- first day of the month it is booked in
+    corrects  DATE NOT NULL,                -- the re-run day
+    team      TEXT NOT NULL,
+    cluster   TEXT NOT NULL,
+    resource  TEXT NOT NULL,
+    booked_at TIMESTAMP WITH TIME ZONE NOT NULL,
+    amount    DOUBLE PRECISION NOT NULL,                -- new cost less the cost it replaced
+    currency  TEXT NOT NULL,
+    PRIMARY KEY (month, corrects, team, cluster, resource, booked_at)
+);
