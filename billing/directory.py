@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -41,6 +42,8 @@ class Team:
     name: str
     members: tuple[str, ...]  # uids
     leads: tuple[str, ...]  # uids
+    cost_center: str = ""  # from teams.cost_center_attribute, for monthly statements
+    budget: float | None = None  # per month, from teams.budget_attribute
 
 
 @dataclass(frozen=True)
@@ -123,8 +126,25 @@ def build_directory(people: Iterable[Entry], teams: Iterable[Entry], config: Dir
             continue
         members = resolve(entry.all(t.member_attribute), name, "member")
         members += tuple(uid for uid in sorted(joined.get(normalise_dn(entry.dn), [])) if uid not in members)
-        groups[name] = Team(name, members=members, leads=resolve(entry.all(t.lead_attribute), name, "lead"))
+        groups[name] = Team(name, members=members, leads=resolve(entry.all(t.lead_attribute), name, "lead"),
+                            cost_center=entry.first(t.cost_center_attribute) if t.cost_center_attribute else "",
+                            budget=_budget(entry, name, t.budget_attribute))
     return Directory(persons, groups)
+
+
+def _budget(entry: Entry, team: str, attribute: str) -> float | None:
+    """A team's monthly budget from its directory entry; a value that is no positive amount is skipped."""
+    value = entry.first(attribute) if attribute else ""
+    if not value:
+        return None
+    try:
+        budget = float(value.replace(",", ""))
+    except ValueError:
+        budget = math.nan
+    if not (math.isfinite(budget) and budget > 0):
+        log.warning("team %s: %s %r is not a positive amount; no budget from the directory", team, attribute, value)
+        return None
+    return budget
 
 
 def read_ldif(path: Path, config: DirectoryConfig) -> Directory:
@@ -182,5 +202,6 @@ def directory_from_json(text: str) -> Directory:
     """The inverse of `directory_to_json`."""
     data = json.loads(text)
     people = [Person(**person) for person in data["people"]]
-    teams = [Team(t["name"], tuple(t["members"]), tuple(t["leads"])) for t in data["teams"]]
+    teams = [Team(t["name"], tuple(t["members"]), tuple(t["leads"]), t.get("cost_center", ""), t.get("budget"))
+             for t in data["teams"]]
     return Directory({p.uid: p for p in people}, {t.name: t for t in teams})

@@ -26,6 +26,7 @@ import pandas as pd
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from sqlalchemy import Engine
 
+from billing.budgets import FORECAST_METHOD, BudgetStatus, days_in_month
 from billing.formatting import RESOURCE_NAMES, cents, money, quantity
 from billing.ledger import completed, directory_note, incomplete, read_capacity, read_rows, read_waste
 from billing.mail import Letter
@@ -61,6 +62,7 @@ class TeamReport:
     by_namespace: list[dict]  # cluster, namespace, owner, cost
     by_usage: list[dict]  # cluster, resource, gpu_model, quantity, cost, discount
     waste: tuple[dict, ...] = ()  # owner, idle_gpu_hours, unused_cpu_core_hours (None: not measured)
+    budget: BudgetStatus | None = None  # the month against the team's budget, and its forecast (billing/budgets.py)
 
 
 @dataclass(frozen=True)
@@ -299,6 +301,7 @@ def _environment() -> Environment:
     env.globals.update(
         resource_names=RESOURCE_NAMES, trend_chart=trend_chart, timedelta=timedelta, email_bar_px=EMAIL_BAR_PX
     )
+    env.globals.update(forecast_method=FORECAST_METHOD, days_in_month=days_in_month)
     return env
 
 
