@@ -265,6 +265,12 @@ def _serialise_runs_of(conn: Connection, day: date) -> None:
         conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": day.toordinal()})
 
 
+def serialise_with_runs(conn: Connection, days: list[date]) -> None:
+    """Wait for the runs of these days, and make new ones wait for this transaction (closing a month)."""
+    for day in days:
+        _serialise_runs_of(conn, day)
+
+
 def replace_day(
     engine: Engine,
     day: date,
