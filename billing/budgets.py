@@ -32,7 +32,7 @@ from sqlalchemy import Engine, and_, delete, func, insert, select
 from billing.config import BudgetsConfig, EmailConfig
 from billing.directory import Directory
 from billing.formatting import money
-from billing.ledger import budget_alerts, chargeback, closed_months, fetch, transaction
+from billing.ledger import budget_alerts, chargeback, closed_months, completed, fetch, read_rows, transaction
 from billing.mail import Envelope, Letter, MailError, build_message, deliver
 
 log = logging.getLogger(__name__)
@@ -93,9 +93,12 @@ def budget_status(team: str, budget: float | None, as_of: date, daily: dict[date
     return BudgetStatus(team, as_of, budget, month_to_date, forecast(month_to_date, recent, as_of))
 
 
-def forecast_start(as_of: date) -> date:
-    """The first day whose cost a status as of `as_of` needs."""
-    return min(as_of.replace(day=1), as_of - timedelta(days=FORECAST_DAYS - 1))
+def read_budget_status(engine: Engine, team: str, as_of: date, budget: float | None) -> BudgetStatus:
+    """A team's status as of a day, from the ledger (for `billing report`)."""
+    first = min(as_of.replace(day=1), as_of - timedelta(days=FORECAST_DAYS - 1))
+    rows = read_rows(engine, first, as_of, team)
+    daily = {day: float(cost) for day, cost in rows.groupby("day")["cost"].sum().items()}
+    return budget_status(team, budget, as_of, daily, completed(engine, first, as_of))
 
 
 # --- alerts -----------------------------------------------------------------

@@ -14,12 +14,14 @@ import re
 import signal
 import sys
 import time
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
 import click
 
 from billing.prometheus import PrometheusError
+from billing.budgets import read_budget_status, team_budgets
 from billing.check import check_all, check_config
 from billing.config import Config, ConfigError, config_path, load_config
 from billing.days import days_between, yesterday
@@ -320,7 +322,11 @@ def report(
     first, last = report_range(config.zone, first, last)
     if by is None and form in ("table", "html"):
         by = "team" if subject.kind == "all" else "namespace"
-    answer = build_report(open_ledger(config.database), subject, first, last, by, config.currency)
+    ledger = open_ledger(config.database)
+    answer = build_report(ledger, subject, first, last, by, config.currency)
+    if subject.kind == "team":
+        budget = team_budgets(config.budgets, stored_directory(ledger)).get(subject.name)
+        answer = replace(answer, budget=read_budget_status(ledger, subject.name, last, budget))
     if form != "json":
         for notice in notices(answer):
             click.echo(f"billing: {notice}", err=True)

@@ -129,6 +129,9 @@ def json_text(report: Report) -> str:
             for day, cluster, coverage in report.incomplete
         ],
     }
+    if report.budget is not None:  # team reports: the month that `to` falls in
+        document |= {"budget": report.budget.budget, "forecast": report.budget.forecast,
+                     "budget_month": f"{report.budget.as_of:%Y-%m}", "month_to_date": report.budget.month_to_date}
     if report.by:
         document["by"] = report.by
     document["rows"] = [
