@@ -167,7 +167,7 @@ def forget_alerts(engine: Engine, alerts: list[Alert]) -> None:
 def alert_letter(alert: Alert, currency: str) -> Letter:
     """Plain text and a minimal HTML body: an alert must read well anywhere."""
     month = f"{alert.month:%B %Y}"
-    subject = (f"Budget alert: team {alert.team} has spent {alert.spent / alert.budget:.0%} of its {month} budget")
+    subject = f"Budget alert: {alert.team} has spent {alert.spent / alert.budget:.0%} of its {month} budget"
     subject = " ".join("".join(" " if ord(ch) < 32 or ord(ch) == 127 else ch for ch in subject).split())
     lines = [
         f"Team {alert.team} has spent {money(alert.spent, currency)} of its {month} budget of "
