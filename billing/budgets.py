@@ -172,7 +172,7 @@ def alert_letter(alert: Alert, currency: str) -> Letter:
     lines = [
         f"Team {alert.team} has spent {money(alert.spent, currency)} of its {month} budget of "
         f"{money(alert.budget, currency)} ({alert.spent / alert.budget:.1%}), crossing {alert.threshold:.0%} "
-        f"with the costs billed up to {alert.day}.",
+        f"as the ledger stood after the run of {alert.day}.",
         f"This alert is sent once for {alert.threshold:.0%} of the budget this month.",
     ]
     html = "<!DOCTYPE html><html><body>" + "".join(f"<p>{escape(line)}</p>" for line in lines) + "</body></html>"

@@ -35,7 +35,7 @@ from billing.render import RenderError
 from billing.logs import configure_logging
 from billing.metrics import push_run_metrics
 from billing.report import GROUPINGS, ReportError, Subject, build_report, known_names, report_range
-from billing.report_formats import FORMATS, notices
+from billing.report_formats import FORMATS, day_ranges, notices
 from billing.statement import StatementError, build_statement, close_month, cost_centers, reopen_month
 from billing.statement_formats import FORMATS as STATEMENT_FORMATS
 
@@ -373,7 +373,7 @@ def statement(month: date, team: str | None, form: str, output: str | None, conf
     ledger = open_ledger(config.database)
     answer = build_statement(ledger, month, config.currency, cost_centers(stored_directory(ledger)), team)
     if answer.missing_days and form != "json":
-        click.echo(f"billing: never billed, so not on the statement: {', '.join(map(str, answer.missing_days))}",
+        click.echo(f"billing: never billed, so not on the statement: {', '.join(day_ranges(answer.missing_days))}",
                    err=True)
     _write_output(output, STATEMENT_FORMATS[form](answer))
 

@@ -14,7 +14,7 @@ import jinja2
 
 from billing.formatting import RESOURCE_NAMES, UNITS, money
 from billing.render import template_dir
-from billing.report_formats import _spreadsheet_safe
+from billing.report_formats import _spreadsheet_safe, day_ranges
 from billing.statement import LINE_COLUMNS, Statement, StatementLine
 
 CSV_COLUMNS = ["month", *LINE_COLUMNS, "currency"]
@@ -81,7 +81,7 @@ def html(statement: Statement) -> str:
     """A printable page per team (CSS page breaks), every name escaped."""
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(template_dir()), autoescape=True,
                                      undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    environment.filters.update(money=money, describe=describe, quantity=_quantity)
+    environment.filters.update(money=money, describe=describe, quantity=_quantity, day_ranges=day_ranges)
     return environment.get_template("statement.html.j2").render(statement=statement, closing=_closing(statement))
 
 
