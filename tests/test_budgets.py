@@ -20,7 +20,7 @@ import billing.job
 from billing.budgets import budget_status, forecast, team_budgets
 from billing.cli import main
 from billing.collect import ClusterUsage
-from billing.config import BudgetsConfig, DirectoryConfig
+from billing.config import BudgetsConfig, DirectoryConfig, load_config
 from billing.directory import read_ldif
 from billing.ledger import budget_alerts, fetch, open_ledger
 from tests.conftest import stub_node_metrics
@@ -155,3 +155,17 @@ def test_a_closed_month_sends_no_alert(budget_job, tmp_path):
     run(config, "close", "--month", "2026-10", "--by", "test")
     run(config, "run", "--date", "2026-10-31")
     assert alerts_in(tmp_path / "outbox") == []
+
+
+@pytest.mark.parametrize(("budgets", "sentence"), [
+    ({"monthly": {"robotics": -5}}, "budgets.monthly.robotics: Input should be greater than 0"),
+    ({"alert_at": [0.8, "soon"]}, "budgets.alert_at[1]: Input should be a valid number"),
+    ({"montly": {}}, "budgets.montly: unknown key"),
+])
+def test_bad_budget_keys_are_named(write_config, budgets, sentence):
+    result = CliRunner().invoke(main, ["report", "--all-teams", "--config", str(write_config(budgets=budgets))])
+    assert result.exit_code == 2 and sentence in result.output, result.output
+
+
+def test_alert_at_is_sorted_without_repeats(write_config):
+    assert load_config(write_config(budgets={"alert_at": [1.0, 0.5, 1.0]})).budgets.alert_at == [0.5, 1.0]
