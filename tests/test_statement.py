@@ -11,9 +11,10 @@ import io
 import json
 from datetime import date, timedelta
 from decimal import Decimal
+from pathlib import Path
 
-import pandas as pd
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from billing.cli import main
@@ -22,6 +23,7 @@ from billing.ledger import adjustments, fetch, month_closings, open_ledger, read
 from billing.statement import StatementError, build_statement, close_month, reopen_month
 from billing.statement_formats import FORMATS
 from tests.report_ledger import frame
+from tests.test_budgets import budget_job  # noqa: F401  (a fixture)
 
 H100 = "NVIDIA-H100-80GB-HBM3"
 OCT, NOV, DEC = date(2026, 10, 1), date(2026, 11, 1), date(2026, 12, 1)
@@ -224,3 +226,33 @@ def test_cli_statement_close_and_reopen(tmp_path, write_config):
     assert reopened.exit_code == 0 and "reopened 2026-10 (by alice)" in reopened.output
     not_closed = runner.invoke(main, ["close", "--reopen", "--month", "2026-10", "--config", config])
     assert not_closed.exit_code == 2 and "2026-10 is not closed" in not_closed.output
+
+
+def test_billing_run_of_a_closed_day_at_a_new_price_books_the_difference(budget_job, tmp_path):  # noqa: F811
+    """Through the commands: 21.00 a day (10 GPU-h at 2.00, 100 core-h at 0.01); October closed, then the GPU price
+    goes to 2.50 and October 15 is run again: +5.00 (10 GPU-h x 0.50) booked in November, October as it was."""
+    config = budget_job()
+    runner = CliRunner()
+
+    def invoke(*args: str) -> str:
+        result = runner.invoke(main, [*args, "--config", config])
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    invoke("backfill", "--from", "2026-10-01", "--to", "2026-10-31")
+    invoke("close", "--month", "2026-10", "--by", "finance")
+    october = {form: invoke("statement", "--month", "2026-10", "--format", form) for form in FORMATS}
+    assert cents(json.loads(october["json"])["total"]) == "651.00"  # 31 x 21.00
+
+    settings = yaml.safe_load(Path(config).read_text())
+    settings["clusters"][0]["prices"]["gpu_hour"] = 2.5
+    Path(config).write_text(yaml.safe_dump(settings))
+    invoke("run", "--date", "2026-10-15")
+
+    assert {form: invoke("statement", "--month", "2026-10", "--format", form) for form in FORMATS} == october
+    november = json.loads(invoke("statement", "--month", "2026-11", "--format", "json"))
+    assert [(t["team"], [(l["kind"], l["cluster"], l["resource"], l["corrects"], cents(l["amount"]))
+                         for l in t["lines"]]) for t in november["teams"]] == [
+        ("robotics", [("adjustment", "jaguar", "gpu", "2026-10-15", "5.00")])]
+    ledger = open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
+    assert cents(read_rows(ledger, OCT, date(2026, 10, 31))["cost"].sum()) == "656.00"  # the ledger has the new rows
