@@ -17,6 +17,7 @@ from datetime import date, timedelta
 
 import jinja2
 
+from billing.budgets import days_in_month
 from billing.formatting import UNITS, cents, money
 from billing.render import template_dir
 from billing.report import HOURS_COLUMNS, Report
@@ -94,7 +95,20 @@ def table(report: Report) -> str:
             for cell, width, column in zip(line, widths, columns)
         ]
         out.append("  ".join(cells).rstrip())
+    out += budget_lines(report)
     return "\n".join(out) + "\n"
+
+
+def budget_lines(report: Report) -> list[str]:
+    """A budgeted team's month against its budget, and the forecast; none without a budget."""
+    status = report.budget
+    if status is None or not status.budget:
+        return []
+    currency = report.currency
+    return [f"budget {status.as_of:%B %Y}: {money(status.budget, currency)}, {money(status.month_to_date, currency)} "
+            f"({status.used:.1%}) spent to {status.as_of}",
+            f"forecast for {status.as_of:%B} {days_in_month(status.as_of)}: {money(status.forecast, currency)} "
+            f"({status.forecast_share:.1%})"]
 
 
 def _spreadsheet_safe(value: object) -> object:
@@ -155,6 +169,7 @@ def html(report: Report) -> str:
         total_cost=money(report.total_cost, report.currency),
         missing=day_ranges(report.missing_days),
         gaps=gaps(report),
+        budget=budget_lines(report),
     )
 
 

@@ -141,6 +141,12 @@ def test_json_has_the_budget_and_the_forecast_of_the_month(config):
     budgeted = str(Path(config).with_name("budgeted.yaml"))
     Path(budgeted).write_text(Path(config).read_text() + "budgets:\n  monthly:\n    robotics: 60000\n")
     assert report_json(budgeted, "--team", "robotics", *RANGE)["budget"] == 60000.0
+    table = report(budgeted, "--team", "robotics", *RANGE).stdout.splitlines()
+    # 1,300.20 / 60,000 = 2.167 %; 9,426.45 / 60,000 = 15.71 %
+    assert table[-2:] == ["budget November 2026: 60,000.00 USD, 1,300.20 USD (2.2%) spent to 2026-11-05",
+                          "forecast for November 30: 9,426.45 USD (15.7%)"]
+    page = report(budgeted, "--team", "robotics", *RANGE, "--format", "html").stdout
+    assert "Budget November 2026: 60,000.00 USD, 1,300.20 USD (2.2%) spent to 2026-11-05.<br>Forecast" in page
     assert "budget" not in report_json(config, "--all-teams", *RANGE)
 
 
