@@ -196,6 +196,11 @@ def test_statement_formats(tmp_path):
     page = FORMATS["html"](statement)
     assert page.count('<section class="team">') == 2 and "break-after: page" in page
     assert "75.20 USD" in page and "10.00 USD" in page and "Priority-class discount, CPU" in page
+    # robotics by kind: usage 36.00 + 1.20, discount -0.60, pool 48.00, credit -10.00, idle 0.60
+    for label, amount in [("Usage at list price", "37.20"), ("Priority-class discounts", "-0.60"),
+                          ("Reserved pools", "48.00"), ("Credits for use of reserved pools", "-10.00"),
+                          ("Shares of idle capacity", "0.60")]:
+        assert f'<td>{label}</td><td class="num">{amount} USD</td>' in page
     with pytest.raises(StatementError, match="no team named 'robotic' on the statement of 2026-10; closest: robotics"):
         build_statement(engine, OCT, "USD", {}, team="robotic")
 
