@@ -366,7 +366,7 @@ def _book_corrections(conn: Connection, day: date, new_rows: list[dict], currenc
     corrections = [c for c in corrections if abs(c["amount"]) > CORRECTION_NOISE]
     if corrections:
         conn.execute(insert(adjustments), corrections)
-    log.warning("%s is in %s, a closed month: its statement stays; %d adjustment(s) totalling %.2f %s booked in %s",
+    (log.warning if corrections else log.info)("%s is in %s, a closed month: its statement stays; %d adjustment(s) totalling %.2f %s booked in %s",
                 day, f"{month:%Y-%m}", len(corrections), sum(c["amount"] for c in corrections), currency,
                 f"{booked_in:%Y-%m}")
 
