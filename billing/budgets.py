@@ -64,11 +64,16 @@ class BudgetStatus:
 
     @property
     def days_left(self) -> int:
-        return days_in_month(self.as_of) - self.as_of.day
+        return days_left(self.as_of)
 
 
 def days_in_month(day: date) -> int:
     return calendar.monthrange(day.year, day.month)[1]
+
+
+def days_left(day: date) -> int:
+    """Days of the month after `day`."""
+    return days_in_month(day) - day.day
 
 
 def team_budgets(config: BudgetsConfig, directory: Directory | None) -> dict[str, float]:
@@ -81,7 +86,7 @@ def forecast(month_to_date: float, recent: list[float | None], as_of: date) -> f
     """FORECAST_METHOD; `recent` holds the daily costs of the days up to `as_of`, None for a day never run."""
     billed = [cost for cost in recent[-FORECAST_DAYS:] if cost is not None]
     rate = sum(billed) / len(billed) if billed else 0.0
-    return month_to_date + rate * (days_in_month(as_of) - as_of.day)
+    return month_to_date + rate * days_left(as_of)
 
 
 def budget_status(team: str, budget: float | None, as_of: date, daily: dict[date, float], runs: set[date]) -> BudgetStatus:

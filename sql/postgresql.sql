@@ -79,9 +79,9 @@ CREATE TABLE waste (
 CREATE TABLE budget_alerts (
     month     DATE NOT NULL,                -- first day of the month
     team      TEXT NOT NULL,
-    threshold DOUBLE PRECISION NOT NULL,                -- a share of the budget from budgets.alert_at
+    threshold DOUBLE PRECISION NOT NULL,    -- a share of the budget from budgets.alert_at
     day       DATE NOT NULL,                -- the run that found it crossed
-    spent     DOUBLE PRECISION NOT NULL,                -- the month's cost then
+    spent     DOUBLE PRECISION NOT NULL,    -- the month's cost then
     budget    DOUBLE PRECISION NOT NULL,
     sent_at   TIMESTAMP WITH TIME ZONE NOT NULL,
     PRIMARY KEY (month, team, threshold)
@@ -99,8 +99,8 @@ CREATE TABLE closed_months (
 CREATE TABLE month_closings (
     month     DATE NOT NULL,
     logged_at TIMESTAMP WITH TIME ZONE NOT NULL,
-    action    TEXT NOT NULL,                   -- close or reopen
-    who       TEXT NOT NULL,               -- --by, else the operating-system user
+    action    TEXT NOT NULL,                -- close or reopen
+    who       TEXT NOT NULL,                -- --by, else the operating-system user
     PRIMARY KEY (month, logged_at)
 );
 
@@ -129,7 +129,7 @@ CREATE TABLE adjustments (
     cluster   TEXT NOT NULL,
     resource  TEXT NOT NULL,
     booked_at TIMESTAMP WITH TIME ZONE NOT NULL,
-    amount    DOUBLE PRECISION NOT NULL,                -- new cost less the cost it replaced
+    amount    DOUBLE PRECISION NOT NULL,    -- new cost less the cost it replaced
     currency  TEXT NOT NULL,
     PRIMARY KEY (month, corrects, team, cluster, resource, booked_at)
 );

@@ -99,8 +99,8 @@ CREATE TABLE closed_months (
 CREATE TABLE month_closings (
     month     DATE NOT NULL,
     logged_at DATETIME NOT NULL,
-    action    TEXT NOT NULL,                   -- close or reopen
-    who       TEXT NOT NULL,               -- --by, else the operating-system user
+    action    TEXT NOT NULL,                -- close or reopen
+    who       TEXT NOT NULL,                -- --by, else the operating-system user
     PRIMARY KEY (month, logged_at)
 );
 
