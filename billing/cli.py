@@ -371,7 +371,8 @@ def statement(month: date, team: str | None, form: str, output: str | None, conf
     """
     config = _config(config_file)
     ledger = open_ledger(config.database)
-    answer = build_statement(ledger, month, config.currency, cost_centers(stored_directory(ledger)), team)
+    answer = build_statement(ledger, month, config.currency, cost_centers(stored_directory(ledger)), team,
+                             yesterday(config.zone))
     if answer.missing_days and form != "json":
         click.echo(f"billing: never billed, so not on the statement: {', '.join(day_ranges(answer.missing_days))}",
                    err=True)

@@ -132,7 +132,8 @@ def _closing(conn: Connection, month: date) -> Closing | None:
     return Closing(at, row.closed_by, missing)
 
 
-def _open_statement(conn: Connection, month: date, currency: str, cost_centers: dict[str, str]) -> Statement:
+def _open_statement(conn: Connection, month: date, currency: str, cost_centers: dict[str, str],
+                    last_complete_day: date) -> Statement:
     first, last = month_range(month)
     rows = pd.DataFrame(conn.execute(select(chargeback).where(chargeback.c.day.between(first, last))).all(),
                         columns=LEDGER_COLUMNS)
@@ -143,7 +144,7 @@ def _open_statement(conn: Connection, month: date, currency: str, cost_centers: 
         raise StatementError(f"the ledger holds costs in {' and '.join(currencies)} in {month:%Y-%m}; "
                              "a statement does not add up different currencies")
     done = {row.day for row in conn.execute(select(completed_days.c.day).where(completed_days.c.day.between(first, last)))}
-    missing = [day for day in days_between(first, last) if day not in done]
+    missing = [day for day in days_between(first, min(last, last_complete_day)) if day not in done]
     lines = statement_lines_of(rows, booked.assign(corrects=pd.to_datetime(booked["corrects"]).dt.date), cost_centers)
     return Statement(month, currencies[0] if currencies else currency, lines, None, missing)
 
@@ -155,18 +156,22 @@ def _closed_statement(conn: Connection, month: date, closing: Closing, currency:
     return Statement(month, rows[0].currency if rows else currency, lines, closing, list(closing.missing_days))
 
 
-def _statement(conn: Connection, month: date, currency: str, cost_centers: dict[str, str]) -> Statement:
+def _statement(conn: Connection, month: date, currency: str, cost_centers: dict[str, str],
+               last_complete_day: date) -> Statement:
     closing = _closing(conn, month)
     if closing is not None:
         return _closed_statement(conn, month, closing, currency)
-    return _open_statement(conn, month, currency, cost_centers)
+    return _open_statement(conn, month, currency, cost_centers, last_complete_day)
 
 
 def build_statement(engine: Engine, month: date, currency: str, cost_centers: dict[str, str],
-                    team: str | None = None) -> Statement:
-    """The month's statement: as closed, or from the ledger now; optionally of one team."""
+                    team: str | None = None, last_complete_day: date = date.max) -> Statement:
+    """The month's statement: as closed, or from the ledger now; optionally of one team.
+
+    Days of an open month after `last_complete_day` (today and later) are not listed as missing.
+    """
     with transaction(engine, f"reading the statement of {month:%Y-%m}") as conn:
-        statement = _statement(conn, month, currency, cost_centers)
+        statement = _statement(conn, month, currency, cost_centers, last_complete_day)
     if team is None:
         return statement
     lines = [line for line in statement.lines if line.team == team]
@@ -200,7 +205,7 @@ def close_month(engine: Engine, month: date, by: str, last_complete_day: date, c
         if closing is not None:
             raise StatementError(f"{month:%Y-%m} was closed on {closing.closed_at:%Y-%m-%d %H:%M} UTC by "
                                  f"{closing.closed_by}; reopen it first (billing close --reopen)")
-        statement = _open_statement(conn, month, currency, cost_centers)
+        statement = _open_statement(conn, month, currency, cost_centers, last)
         if statement.missing_days and not allow_missing:
             raise StatementError(f"{month:%Y-%m} has {len(statement.missing_days)} day(s) never run, first "
                                  f"{statement.missing_days[0]}; run them, or close with --allow-missing")

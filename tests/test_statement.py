@@ -182,6 +182,10 @@ def test_a_month_cannot_close_before_it_ends_nor_twice_nor_with_days_never_run(t
     with pytest.raises(StatementError, match="2026-11 was closed on .* by bob; reopen it first"):
         close_month(engine, NOV, "bob", date(2026, 11, 30), "USD", {})
     assert json.loads(FORMATS["json"](build_statement(engine, NOV, "USD", {})))["missing_days"][0] == "2026-11-01"
+    engine2 = open_ledger(f"sqlite:///{tmp_path}/other.db")
+    replace_day(engine2, date(2026, 11, 2), frame(NOV_2), "USD")
+    in_progress = build_statement(engine2, NOV, "USD", {}, last_complete_day=date(2026, 11, 3))
+    assert in_progress.missing_days == [NOV, date(2026, 11, 3)]  # November 4 and later have not ended
 
 
 def test_statement_formats(tmp_path):
