@@ -164,10 +164,11 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
 
 
 def with_budgets(report: DayReport, budgets: dict[str, float]) -> DayReport:
-    """The day's report with each team's budget status as of its day (from the figures it already holds)."""
+    """The day's report with each budgeted team's status as of its day (from the figures it already holds)."""
     teams = [
-        replace(team, budget=BudgetStatus(team.team, report.day, budgets.get(team.team), team.month_to_date,
+        replace(team, budget=BudgetStatus(team.team, report.day, budgets[team.team], team.month_to_date,
                                           forecast(team.month_to_date, [d.cost for d in team.trend], report.day)))
+        if team.team in budgets else team
         for team in report.teams
     ]
     return replace(report, teams=teams)

@@ -62,7 +62,7 @@ class TeamReport:
     by_namespace: list[dict]  # cluster, namespace, owner, cost
     by_usage: list[dict]  # cluster, resource, gpu_model, quantity, cost, discount
     waste: tuple[dict, ...] = ()  # owner, idle_gpu_hours, unused_cpu_core_hours (None: not measured)
-    budget: BudgetStatus | None = None  # the month against the team's budget, and its forecast (billing/budgets.py)
+    budget: BudgetStatus | None = None  # the month against the team's budget and its forecast; None: no budget
 
 
 @dataclass(frozen=True)

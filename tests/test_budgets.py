@@ -131,8 +131,19 @@ def test_the_team_page_and_email_show_budget_and_forecast(budget_job, tmp_path):
     body = message_from_bytes(text.read_bytes(), policy=policy.default).get_body(("plain",)).get_content()
     assert "Budget November 2026: 50.00 USD, 84.0 % spent" in body
     assert "Forecast for November 30: 630.00 USD (1260.0 % of the budget)" in body
+    assert "month to date + the mean daily cost of the last 7 billed days" in body  # the method, stated
     admin = (tmp_path / "reports" / "2026-11-02" / "index.html").read_text()
     assert "Budgets for November 2026" in admin and "1260.0&nbsp;%" in admin
+
+
+def test_teams_without_a_budget_show_no_budget(budget_job, tmp_path):
+    config = budget_job()
+    settings = yaml.safe_load(Path(config).read_text())
+    settings["budgets"] = {"monthly": {"vision": 10}}
+    Path(config).write_text(yaml.safe_dump(settings))
+    run(config, "run", "--date", "2026-11-02")
+    assert "budget" not in (tmp_path / "reports" / "2026-11-02" / "teams" / "robotics.html").read_text().lower()
+    assert "Budgets for" not in (tmp_path / "reports" / "2026-11-02" / "index.html").read_text()
 
 
 def test_an_alert_no_one_received_is_sent_by_the_next_run(budget_job, tmp_path):
