@@ -21,7 +21,6 @@ month does not alert for that threshold again.
 
 from __future__ import annotations
 
-import calendar
 import logging
 from html import escape
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from datetime import date, datetime, timedelta, timezone
 from sqlalchemy import Engine, and_, delete, func, insert, select
 
 from billing.config import BudgetsConfig, EmailConfig
+from billing.days import days_in_month
 from billing.directory import Directory
 from billing.formatting import money
 from billing.ledger import budget_alerts, chargeback, closed_months, completed, fetch, read_rows, transaction
@@ -65,10 +65,6 @@ class BudgetStatus:
     @property
     def days_left(self) -> int:
         return days_left(self.as_of)
-
-
-def days_in_month(day: date) -> int:
-    return calendar.monthrange(day.year, day.month)[1]
 
 
 def days_left(day: date) -> int:

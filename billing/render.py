@@ -26,7 +26,8 @@ import pandas as pd
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from sqlalchemy import Engine
 
-from billing.budgets import FORECAST_METHOD, BudgetStatus, days_in_month
+from billing.budgets import FORECAST_METHOD, BudgetStatus
+from billing.days import days_in_month
 from billing.formatting import RESOURCE_NAMES, cents, money, quantity
 from billing.ledger import completed, directory_note, incomplete, read_capacity, read_rows, read_waste
 from billing.mail import Letter

@@ -17,7 +17,7 @@ from datetime import date, timedelta
 
 import jinja2
 
-from billing.budgets import days_in_month
+from billing.days import days_in_month
 from billing.formatting import UNITS, cents, money
 from billing.render import template_dir
 from billing.report import HOURS_COLUMNS, Report

@@ -26,8 +26,7 @@ from datetime import date, datetime, timezone
 import pandas as pd
 from sqlalchemy import Connection, Engine, delete, insert, select
 
-from billing.budgets import days_in_month
-from billing.days import days_between
+from billing.days import days_between, days_in_month
 from billing.directory import Directory
 from billing.ledger import (CORRECTION_NOISE, LEDGER_COLUMNS, adjustments, chargeback, closed_months, completed_days,
                             month_after, month_closings, serialise_with_runs, statement_lines, transaction)
@@ -95,7 +94,7 @@ def month_range(month: date) -> tuple[date, date]:
 
 def _kind(resource: str) -> str:
     prefix, _, rest = resource.partition("-")
-    return KINDS[prefix] if rest else "charge"
+    return KINDS.get(prefix, "charge") if rest else "charge"
 
 
 def statement_lines_of(rows: pd.DataFrame, booked: pd.DataFrame, cost_centers: dict[str, str]) -> list[StatementLine]:
