@@ -157,6 +157,8 @@ class TeamsConfig(_Section):
     name_attribute: str = "cn"
     member_attribute: str = "member"
     lead_attribute: str = "owner"
+    cost_center_attribute: str = ""  # e.g. departmentNumber: the team's cost centre on its monthly statement
+    budget_attribute: str = ""  # a team's monthly budget in the directory; budgets.monthly overrides it
 
 
 class DirectoryConfig(_Section):
@@ -301,6 +303,18 @@ def _gpu_fractions(value: object) -> dict[str, float]:
 GpuFractions = Annotated[dict[str, float], BeforeValidator(_gpu_fractions)]
 
 
+class BudgetsConfig(_Section):
+    """What each team may spend per calendar month, and the shares of it that send an alert."""
+
+    monthly: dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]] = {}  # team -> amount in the currency
+    alert_at: list[Annotated[float, Field(gt=0, allow_inf_nan=False)]] = [0.8, 1.0]
+
+    @field_validator("alert_at")
+    @classmethod
+    def _thresholds(cls, value: list[float]) -> list[float]:
+        return sorted(set(value))
+
+
 class Config(_Section):
     timezone: str = "UTC"
     currency: str = "USD"
@@ -316,6 +330,7 @@ class Config(_Section):
     email: EmailConfig = EmailConfig()
     metrics: MetricsConfig = MetricsConfig()
     waste: WasteConfig = WasteConfig()
+    budgets: BudgetsConfig = BudgetsConfig()
 
     @field_validator("timezone")
     @classmethod

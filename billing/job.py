@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timezone
 from pathlib import Path
 
 import pandas as pd
 from sqlalchemy import Engine
 
+from billing.budgets import BudgetStatus, forecast, send_alerts, team_budgets
 from billing.capacity import collect_allocatable, idle_capacity
 from billing.collect import ClusterUsage, collect_cluster
 from billing.config import ClusterConfig, Config
@@ -167,6 +168,8 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
     if config.email.enabled:
         envelopes, undelivered = summary_envelopes(report, directory, config.email)
         undelivered += deliver(envelopes, config.email)
+    undelivered += send_alerts(ledger, day, team_budgets(config.budgets, directory), config.budgets.alert_at,
+                               directory, config.email, config.currency)
     return RunSummary(
         day,
         written,
@@ -179,9 +182,28 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
     )
 
 
+def with_budgets(report: DayReport, budgets: dict[str, float]) -> DayReport:
+    """The day's report with each budgeted team's status as of its day (from the figures it already holds)."""
+    teams = [
+        replace(team, budget=BudgetStatus(team.team, report.day, budgets[team.team], team.month_to_date,
+                                          forecast(team.month_to_date, [d.cost for d in team.trend], report.day)))
+        if team.team in budgets else team
+        for team in report.teams
+    ]
+    return replace(report, teams=teams)
+
+
+def stored_directory(ledger: Engine) -> Directory | None:
+    """The directory the last successful run stored, if any."""
+    stored = latest_directory(ledger)
+    return directory_from_json(stored[1]) if stored else None
+
+
 def render_day(config: Config, day: date) -> DayReport:
     """Write a day's HTML reports from the ledger (never from collected data); return its report."""
-    report = read_report(open_ledger(config.database), day, config.currency, config.namespaces.unallocated_team)
+    ledger = open_ledger(config.database)
+    report = read_report(ledger, day, config.currency, config.namespaces.unallocated_team)
+    report = with_budgets(report, team_budgets(config.budgets, stored_directory(ledger)))
     pages = write_pages(report, Path(config.output_dir))
     log.info("%s: wrote %d report pages below %s", day, len(pages), config.output_dir)
     return report

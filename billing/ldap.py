@@ -56,7 +56,8 @@ def read_entries(connection: Connection, url: str, config: DirectoryConfig) -> D
     """People and teams through an open, bound connection (two paged searches)."""
     p, t = config.people, config.teams
     people_attributes = [p.uid_attribute, p.name_attribute, p.mail_attribute, p.member_of_attribute]
-    team_attributes = [t.name_attribute, t.member_attribute, t.lead_attribute]
+    team_attributes = [t.name_attribute, t.member_attribute, t.lead_attribute,
+                       *filter(None, [t.cost_center_attribute, t.budget_attribute])]
     people = _search(connection, url, p.base, p.filter, people_attributes)
     teams = _search(connection, url, t.base, t.filter, team_attributes)
     log.info("directory %s: %d people entries, %d team entries", url, len(people), len(teams))

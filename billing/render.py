@@ -26,6 +26,8 @@ import pandas as pd
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from sqlalchemy import Engine
 
+from billing.budgets import FORECAST_METHOD, BudgetStatus
+from billing.days import days_in_month
 from billing.formatting import RESOURCE_NAMES, cents, held_gpus, money, quantity
 from billing.ledger import completed, directory_note, incomplete, read_capacity, read_holdings, read_rows, read_waste
 from billing.mail import Letter
@@ -61,6 +63,7 @@ class TeamReport:
     by_namespace: list[dict]  # cluster, namespace, owner, cost
     by_usage: list[dict]  # cluster, resource, gpu_model, quantity, cost, discount
     waste: tuple[dict, ...] = ()  # owner, idle_gpu_hours, unused_cpu_core_hours (None: not measured)
+    budget: BudgetStatus | None = None  # the month against the team's budget and its forecast; None: no budget
 
 
 @dataclass(frozen=True)
@@ -310,6 +313,7 @@ def _environment() -> Environment:
     env.globals.update(
         resource_names=RESOURCE_NAMES, trend_chart=trend_chart, timedelta=timedelta, email_bar_px=EMAIL_BAR_PX
     )
+    env.globals.update(forecast_method=FORECAST_METHOD, days_in_month=days_in_month)
     return env
 
 

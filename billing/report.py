@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy import Engine, Table, case, exists, func, literal, not_, or_, select, union_all
 
+from billing.budgets import BudgetStatus
 from billing.days import days_between, yesterday
 from billing.ledger import chargeback, completed, fetch, gpu_holdings, incomplete
 from billing.resources import CPU, GPU, MEMORY
@@ -74,6 +75,7 @@ class Report:
     rows: list[dict]
     missing_days: list[date]
     incomplete: list[tuple[date, str, float]] = field(default_factory=list)  # (day, cluster, coverage) with data gaps
+    budget: BudgetStatus | None = None  # a team's month of `last` against its budget (billing/budgets.py)
 
     @property
     def total_cost(self) -> float:

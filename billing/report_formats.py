@@ -18,6 +18,7 @@ from typing import Any
 
 import jinja2
 
+from billing.days import days_in_month
 from billing.formatting import cents, held_gpus, money
 from billing.render import template_dir
 from billing.report import HELD_COLUMN, HOURS_COLUMNS, Report
@@ -101,7 +102,20 @@ def table(report: Report) -> str:
             for cell, width, column in zip(line, widths, columns)
         ]
         out.append("  ".join(cells).rstrip())
+    out += budget_lines(report)
     return "\n".join(out) + "\n"
+
+
+def budget_lines(report: Report) -> list[str]:
+    """A budgeted team's month against its budget, and the forecast; none without a budget."""
+    status = report.budget
+    if status is None or not status.budget:
+        return []
+    currency = report.currency
+    return [f"budget {status.as_of:%B %Y}: {money(status.budget, currency)}, {money(status.month_to_date, currency)} "
+            f"({status.used:.1%}) spent to {status.as_of}",
+            f"forecast for {status.as_of:%B} {days_in_month(status.as_of)}: {money(status.forecast, currency)} "
+            f"({status.forecast_share:.1%})"]
 
 
 def _spreadsheet_safe(value: object) -> object:
@@ -137,6 +151,9 @@ def json_text(report: Report) -> str:
             for day, cluster, coverage in report.incomplete
         ],
     }
+    if report.budget is not None:  # team reports: the month that `to` falls in
+        document |= {"budget": report.budget.budget, "forecast": report.budget.forecast,
+                     "budget_month": f"{report.budget.as_of:%Y-%m}", "month_to_date": report.budget.month_to_date}
     if report.by:
         document["by"] = report.by
     document["rows"] = [
@@ -160,6 +177,7 @@ def html(report: Report) -> str:
         total_cost=money(report.total_cost, report.currency),
         missing=day_ranges(report.missing_days),
         gaps=gaps(report),
+        budget=budget_lines(report),
     )
 
 

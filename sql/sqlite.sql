@@ -129,3 +129,62 @@ CREATE TABLE gpu_holdings (
 );
 
 UPDATE alembic_version SET version_num='0003' WHERE alembic_version.version_num = '0002';
+
+-- Running upgrade 0003 -> 0004
+
+CREATE TABLE budget_alerts (
+    month DATE NOT NULL,
+    team TEXT NOT NULL,
+    threshold DOUBLE NOT NULL,
+    day DATE NOT NULL,
+    spent DOUBLE NOT NULL,
+    budget DOUBLE NOT NULL,
+    sent_at DATETIME NOT NULL,
+    PRIMARY KEY (month, team, threshold)
+);
+
+CREATE TABLE closed_months (
+    month DATE NOT NULL,
+    closed_at DATETIME NOT NULL,
+    closed_by TEXT NOT NULL,
+    missing_days TEXT NOT NULL,
+    PRIMARY KEY (month)
+);
+
+CREATE TABLE month_closings (
+    month DATE NOT NULL,
+    logged_at DATETIME NOT NULL,
+    action TEXT NOT NULL,
+    who TEXT NOT NULL,
+    PRIMARY KEY (month, logged_at)
+);
+
+CREATE TABLE statement_lines (
+    month DATE NOT NULL,
+    line INTEGER NOT NULL,
+    team TEXT NOT NULL,
+    cost_center TEXT NOT NULL,
+    cluster TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    resource TEXT NOT NULL,
+    gpu_model TEXT NOT NULL,
+    corrects DATE,
+    quantity DOUBLE,
+    amount DOUBLE NOT NULL,
+    currency TEXT NOT NULL,
+    PRIMARY KEY (month, line)
+);
+
+CREATE TABLE adjustments (
+    month DATE NOT NULL,
+    corrects DATE NOT NULL,
+    team TEXT NOT NULL,
+    cluster TEXT NOT NULL,
+    resource TEXT NOT NULL,
+    booked_at DATETIME NOT NULL,
+    amount DOUBLE NOT NULL,
+    currency TEXT NOT NULL,
+    PRIMARY KEY (month, corrects, team, cluster, resource, booked_at)
+);
+
+UPDATE alembic_version SET version_num='0004' WHERE alembic_version.version_num = '0003';
