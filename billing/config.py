@@ -8,6 +8,7 @@ already read from their environment variables or files) or raises
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
 import re
@@ -226,6 +227,8 @@ class EmailConfig(_Section):
     from_: str = Field(default="billing@localhost", alias="from")
     admins: list[str] = []
     team_leads: bool = True
+    # each person with spending gets their own summary: daily (every run) or weekly (the run of each Sunday)
+    personal: Literal["daily", "weekly", "off"] = "off"
     outbox_dir: str = ""
     username: str | None = Field(default=None, exclude=True, repr=False)
     password: str | None = Field(default=None, exclude=True, repr=False)
@@ -261,6 +264,38 @@ class WasteConfig(_Section):
     gpu_utilisation_below: Annotated[float, Field(gt=0, le=100)] = 5.0  # percent: a GPU held below this is idle
 
 
+class WebConfig(_Section):
+    """`billing serve`: who is asking (auth) and who sees everything (admins)."""
+
+    auth: Literal["header", "ldap"] = "header"
+    user_header: Annotated[str, Field(min_length=1)] = "X-Forwarded-User"  # set by the authenticating proxy
+    trusted_proxies: list[str] = ["127.0.0.1/32", "::1/128"]  # the header counts only from these networks
+    admins: list[str] = []  # uids that see every team
+    session_key_env: str = ""  # auth ldap: the key that signs session cookies (at least 32 characters)
+    session_key_file: str = ""
+    session_lifetime: Duration = 8 * 3600.0  # a login lasts this long
+    login_attempts: Annotated[int, Field(ge=1)] = 5  # failed logins per user and per address ...
+    login_window: Duration = 900.0  # ... within this time lock that user or address out for it
+    session_key: str | None = Field(default=None, exclude=True, repr=False)
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, values: list[str]) -> list[str]:
+        for value in values:
+            try:
+                ipaddress.ip_network(value, strict=False)
+            except ValueError:
+                raise ValueError(f"{value!r} is not an address or network like 127.0.0.1/32 or 10.0.0.0/8") from None
+        return values
+
+    @model_validator(mode="after")
+    def _resolve(self) -> WebConfig:
+        self.session_key = _read_secret(self.session_key_env, self.session_key_file, "session_key")
+        if self.auth == "ldap" and len(self.session_key or "") < 32:
+            raise ValueError("auth ldap needs session_key_env or session_key_file naming a key of at least 32 characters")
+        return self
+
+
 class Config(_Section):
     timezone: str = "UTC"
     currency: str = "USD"
@@ -274,6 +309,8 @@ class Config(_Section):
     email: EmailConfig = EmailConfig()
     metrics: MetricsConfig = MetricsConfig()
     waste: WasteConfig = WasteConfig()
+    web: WebConfig = WebConfig()
+    reports_url: str = ""  # where people reach the reports or `billing serve`; emails link there
 
     @field_validator("timezone")
     @classmethod
@@ -282,6 +319,13 @@ class Config(_Section):
             ZoneInfo(value)
         except (ZoneInfoNotFoundError, ValueError):
             raise ValueError(f"unknown timezone {value!r} (expected an IANA name like Europe/Berlin)") from None
+        return value
+
+    @field_validator("reports_url")
+    @classmethod
+    def _reports_url(cls, value: str) -> str:
+        if value and not value.startswith(("http://", "https://")):
+            raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
         return value
 
     @field_validator("currency")

@@ -277,11 +277,13 @@ def _fetch(engine: Engine, query, what: str) -> list:
         raise LedgerError(f"{_where(engine)}: reading {what} failed: {_cause(exc)}") from None
 
 
-def read_rows(engine: Engine, first: date, last: date, team: str | None = None) -> pd.DataFrame:
-    """Ledger rows of a date range (inclusive), optionally of one team."""
+def read_rows(engine: Engine, first: date, last: date, team: str | None = None, owner: str | None = None) -> pd.DataFrame:
+    """Ledger rows of a date range (inclusive), optionally of one team or one person."""
     query = select(chargeback).where(chargeback.c.day.between(first, last))
     if team is not None:
         query = query.where(chargeback.c.team == team)
+    if owner is not None:
+        query = query.where(chargeback.c.owner == owner)
     frame = pd.DataFrame(_fetch(engine, query, "the ledger"), columns=LEDGER_COLUMNS)
     frame["day"] = pd.to_datetime(frame["day"]).dt.date
     return frame
@@ -315,9 +317,10 @@ def read_capacity(engine: Engine, day: date) -> pd.DataFrame:
     return pd.DataFrame(_fetch(engine, query, "cluster capacity"), columns=["day", *CAPACITY_COLUMNS])[CAPACITY_COLUMNS]
 
 
-def read_waste(engine: Engine, day: date) -> pd.DataFrame:
-    """What each namespace's teams held but did not use on a day (WASTE_COLUMNS)."""
-    query = select(waste).where(waste.c.day == day).order_by(waste.c.team, waste.c.owner, waste.c.namespace)
+def read_waste(engine: Engine, day: date, last: date | None = None) -> pd.DataFrame:
+    """What each namespace's teams held but did not use on a day, or from `day` to `last` (WASTE_COLUMNS)."""
+    query = select(waste).where(waste.c.day.between(day, last or day)).order_by(
+        waste.c.team, waste.c.owner, waste.c.namespace)
     rows = pd.DataFrame(_fetch(engine, query, "waste"), columns=["day", *WASTE_COLUMNS])[WASTE_COLUMNS]
     return rows.astype({"idle_gpu_hours": float, "unused_cpu_core_hours": float})
 

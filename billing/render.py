@@ -305,8 +305,12 @@ def _environment() -> Environment:
 _env = _environment()
 
 
-def _render(template: str, **values) -> str:
+def render_template(template: str, **values) -> str:
+    """A template of `reports/` with the money, quantity and chart helpers (also for `billing serve`)."""
     return _env.get_template(template).render(**values)
+
+
+_render = render_template
 
 
 def _write(path: Path, text: str) -> None:
