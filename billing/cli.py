@@ -339,7 +339,7 @@ def serve(host: str, port: int, config_file: str | None) -> None:
     Who is asking comes from an authenticating proxy's header or an LDAP
     login (config key web.auth); docs/serve.md has the details. Example:
 
-        billing --log-format json serve --host 0.0.0.0 --port 8080
+        billing serve --host 0.0.0.0 --port 8080 --config /etc/billing/billing.yaml
     """
     from billing.web import serve as serve_ledger  # Flask and waitress only for this command
 

@@ -21,18 +21,23 @@ from collections import deque
 from datetime import date, timedelta
 
 import waitress
-from flask import Flask, Response, abort, g, redirect, request, session
+from flask import Flask, Response, g, redirect, request, session
 from sqlalchemy import Engine
 from werkzeug.exceptions import HTTPException
 
 from billing.access import Forbidden, Viewer, viewer
 from billing.config import Config
-from billing.days import yesterday
 from billing.directory import DirectoryError
 from billing.ldap import WrongPassword, authenticate
 from billing.ledger import LedgerError, completed, open_ledger, read_rows, read_waste
 from billing.render import RenderError, render_template, summarize, window_start
-from billing.report import GROUPINGS, Report, ReportError, Subject, build_report, report_range
+from billing.report import (
+    ReportError,
+    Subject,
+    UnknownSubject,
+    build_report,
+    report_range,
+)
 from billing.report_formats import csv_text, html_table, json_text
 
 log = logging.getLogger(__name__)
@@ -150,12 +155,20 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
             g.viewer = viewer(ledger, identity(), web.admins)
         return g.viewer
 
+    def asked_range() -> tuple[date, date]:
+        """from= and to=, by default the month to yesterday as for `billing report`."""
+        try:
+            first, last = report_range(config.zone, _day("from"), _day("to"))
+        except ReportError as exc:
+            raise Refused(400, str(exc)) from None
+        if (last - first).days >= LONGEST_RANGE:
+            raise Refused(400, f"the range {first} to {last} is longer than {LONGEST_RANGE} days")
+        return first, last
+
     def question(page: str) -> tuple[date, date, str | None, str]:
         """(first, last, by, format) of a page's query: from, to, and for a CSV download which table."""
         _only("from", "to", "by", "format")
-        first, last = report_range(config.zone, _day("from"), _day("to"))
-        if (last - first).days >= LONGEST_RANGE:
-            raise Refused(400, f"the range {first} to {last} is longer than {LONGEST_RANGE} days")
+        first, last = asked_range()
         form = request.args.get("format", "html")
         if form not in ("html", "csv"):
             raise Refused(400, f"format={form!r} is not html or csv")
@@ -171,8 +184,14 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
             answer = build_report(ledger, subject, first, last, by, config.currency)
             return Response(csv_text(answer), mimetype="text/csv", headers={
                 "Content-Disposition": f'attachment; filename="billing-{name}-{by}-{first}-{last}.csv"'})
-        tables = [(by, html_table(build_report(ledger, subject, first, last, by, config.currency)))
-                  for by in PAGE_TABLES[name]]
+        try:
+            tables = [(by, html_table(build_report(ledger, subject, first, last, by, config.currency)))
+                      for by in PAGE_TABLES[name]]
+            nothing = ""
+        except UnknownSubject:  # someone with no costs at all still gets their (empty) page
+            if subject.kind != "person":
+                raise
+            tables, nothing = [], f"the ledger holds no costs of namespaces owned by {subject.name}"
         start = window_start(last)
         rows = read_rows(ledger, start, last, **_filter(subject))
         day = summarize(rows, completed(ledger, start, last), last, config.currency,
@@ -185,7 +204,7 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
         return _html(render_template(
             "web.html.j2", viewer=current(), heading=heading, page=name, subject=subject, first=first, last=last,
             report=day, tables=tables, links=links, waste=waste.to_dict("records"), waste_key=waste_key,
-            reports_url=config.reports_url, csrf=_csrf() if web.auth == "ldap" else "",
+            reports_url=config.reports_url, nothing=nothing, csrf=_csrf() if web.auth == "ldap" else "",
             today_missing=last not in completed(ledger, last, last)))
 
     @app.errorhandler(Refused)
@@ -196,9 +215,13 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
     def forbidden(error: Forbidden):
         return _error(403, str(error))
 
-    @app.errorhandler(ReportError)
-    def unanswerable(error: ReportError):
+    @app.errorhandler(UnknownSubject)
+    def unknown(error: UnknownSubject):
         return _error(404, str(error))
+
+    @app.errorhandler(ReportError)
+    def unanswerable(error: ReportError):  # e.g. a range with costs in two currencies
+        return _error(400, str(error))
 
     @app.errorhandler(LedgerError)
     @app.errorhandler(RenderError)
@@ -279,9 +302,7 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
             subject = who.person(request.args["person"])
         else:
             subject = who.everything() if who.admin else who.person(who.uid)
-        first, last = report_range(config.zone, _day("from"), _day("to"))
-        if (last - first).days >= LONGEST_RANGE:
-            raise Refused(400, f"the range {first} to {last} is longer than {LONGEST_RANGE} days")
+        first, last = asked_range()
         answer = build_report(ledger, subject, first, last, by, config.currency)
         return Response(json_text(answer), mimetype="application/json")
 
