@@ -42,12 +42,18 @@ def web_config(url: str, **web) -> Config:
                                   "web": {"admins": ["root"], **web}})
 
 
+def store_directory(url: str) -> str:
+    """The directory snapshot a run stores with its day: who leads which team."""
+    directory = Directory({uid: Person(uid, uid.title(), f"{uid}@example.org") for uid in PEOPLE}, TEAMS)
+    engine = open_ledger(url)
+    replace_day(engine, DAY, frame(ROWS[DAY]), "USD", snapshot=directory_to_json(directory))
+    engine.dispose()
+    return url
+
+
 @pytest.fixture(scope="module")
 def ledger_url(tmp_path_factory) -> str:
-    url = write_ledger(tmp_path_factory.mktemp("web") / "ledger.db")
-    directory = Directory({uid: Person(uid, uid.title(), f"{uid}@example.org") for uid in PEOPLE}, TEAMS)
-    replace_day(open_ledger(url), DAY, frame(ROWS[DAY]), "USD", snapshot=directory_to_json(directory))
-    return url
+    return store_directory(write_ledger(tmp_path_factory.mktemp("web") / "ledger.db"))
 
 
 @pytest.fixture(scope="module")
