@@ -271,6 +271,7 @@ class WebConfig(_Section):
     user_header: Annotated[str, Field(min_length=1)] = "X-Forwarded-User"  # set by the authenticating proxy
     trusted_proxies: list[str] = ["127.0.0.1/32", "::1/128"]  # the header counts only from these networks
     admins: list[str] = []  # uids that see every team
+    database: str = ""  # the ledger as billing serve reads it (a read-only role); '' = the top-level database
     session_key_env: str = ""  # auth ldap: the key that signs session cookies (at least 32 characters)
     session_key_file: str = ""
     session_lifetime: Duration = 8 * 3600.0  # a login lasts this long

@@ -114,7 +114,7 @@ def _only(*allowed: str) -> None:
 def create_app(config: Config, engine: Engine | None = None, throttle: LoginThrottle | None = None) -> Flask:
     """The application over the configured ledger."""
     web = config.web
-    ledger = engine or open_ledger(config.database)
+    ledger = engine or open_ledger(web.database or config.database)
     trusted = [ipaddress.ip_network(n, strict=False) for n in web.trusted_proxies]
     throttle = throttle or LoginThrottle(web.login_attempts, web.login_window)
     app = Flask(__name__)
