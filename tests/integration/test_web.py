@@ -8,15 +8,20 @@ the directory.
 
 from __future__ import annotations
 
+import re
 import time
+from pathlib import Path
 
+import psycopg
 import pytest
+from sqlalchemy import create_engine, text
 
 from billing.config import Config
+from billing.ledger import LedgerError, open_ledger, replace_day
 from billing.web import create_app
 from fixtures.directory import BASE, directory_ldif
 from tests.conftest import MINIMAL_CONFIG
-from tests.report_ledger import fill_ledger, write_ledger
+from tests.report_ledger import DAY, fill_ledger, frame, write_ledger
 from tests.test_web import MATRIX, VISITORS, get, store_directory
 
 PASSWORDS = {"alice": "alice-pw-1", "bob": "bob-pw-2", "carol": "carol-pw-3"}
@@ -31,6 +36,37 @@ def test_the_authorisation_matrix_holds_on_postgresql(postgres_url):
     for route, statuses in MATRIX.items():
         assert [get(client, route, visitor).status_code for visitor in VISITORS] == statuses, route
     assert "37.20 USD" in get(client, "/me?from=2026-11-01&to=2026-11-20", "alice").text
+
+
+def reader_grants(database: str) -> list[str]:
+    """The GRANTs docs/serve.md tells operators to run, for this database."""
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "serve.md").read_text()
+    (sql,) = re.findall(r"```sql\n(.*?)```", docs, flags=re.S)
+    return [s.strip().replace("DATABASE billing", f"DATABASE {database}") for s in sql.split(";") if s.strip()]
+
+
+def test_the_documented_read_only_role_serves_the_pages_and_cannot_write(postgres_server, postgres_url):
+    database = postgres_url.rsplit("/", 1)[1]
+    for statement in ("CREATE ROLE billing LOGIN", "CREATE ROLE billing_reader LOGIN"):
+        try:
+            postgres_server.execute(statement)
+        except psycopg.errors.DuplicateObject:  # roles are the server's, shared by the session's tests
+            pass
+    postgres_server.execute(f"ALTER DATABASE {database} OWNER TO billing")
+    owner_url = postgres_url.replace("postgres@", "billing@")
+    with create_engine(postgres_url).begin() as admin:  # as the superuser, in the ledger's database
+        for statement in reader_grants(database):
+            if not statement.startswith("CREATE ROLE"):
+                admin.execute(text(statement))
+    store_directory(fill_ledger(owner_url))  # tables created by billing, after the grants
+    reader_url = postgres_url.replace("postgres@", "billing_reader@")
+    client = create_app(Config.model_validate({
+        **MINIMAL_CONFIG, "currency": "USD", "database": owner_url,
+        "web": {"admins": ["root"], "database": reader_url}})).test_client()
+    for route in ("/healthz", "/me?from=2026-11-01&to=2026-11-20", "/all", "/teams/robotics", "/api/v1/costs"):
+        assert get(client, route, "alice" if route.startswith("/me") else "root").status_code == 200, route
+    with pytest.raises(LedgerError, match="permission denied"):
+        replace_day(open_ledger(reader_url), DAY, frame([]), "USD")
 
 
 def ldif_with_passwords() -> str:
