@@ -14,6 +14,7 @@ from billing.capacity import collect_allocatable, idle_capacity
 from billing.collect import ClusterUsage, collect_cluster
 from billing.config import Config
 from billing.days import billing_day
+from billing.digest import digest_period, read_digests
 from billing.directory import Directory, DirectoryError, directory_from_json, directory_to_json, load_directory
 from billing.ledger import latest_directory, open_ledger, replace_day
 from billing.mail import deliver
@@ -146,7 +147,9 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
     report = render_day(config, day)
     undelivered: list[str] = []
     if config.email.enabled:
-        envelopes, undelivered = summary_envelopes(report, directory, config.email)
+        period = digest_period(day, config.email.personal)
+        digests = read_digests(ledger, *period, config.currency, config.reports_url) if period else []
+        envelopes, undelivered = summary_envelopes(report, directory, config.email, digests)
         undelivered += deliver(envelopes, config.email)
     return RunSummary(
         day,

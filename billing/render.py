@@ -26,6 +26,7 @@ import pandas as pd
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from sqlalchemy import Engine
 
+from billing.digest import PersonalDigest
 from billing.formatting import RESOURCE_NAMES, cents, money, quantity
 from billing.ledger import completed, directory_note, incomplete, read_capacity, read_rows, read_waste
 from billing.mail import Letter
@@ -356,8 +357,11 @@ def write_pages(report: DayReport, output_dir: Path) -> list[Path]:
 
 
 def _subject(report: DayReport, who: str, cost: float) -> str:
+    return _one_line(f"Cluster billing {report.day}: {who} {money(cost, report.currency)}")
+
+
+def _one_line(line: str) -> str:
     """One line whatever the names hold: CR, LF and other controls become spaces."""
-    line = f"Cluster billing {report.day}: {who} {money(cost, report.currency)}"
     return " ".join(re.sub(r"[\x00-\x1f\x7f\u2028\u2029\x85]", " ", line).split())
 
 
@@ -372,6 +376,13 @@ def _letter(subject: str, template: str, **values) -> Letter:
 def admin_letter(report: DayReport) -> Letter:
     """The all-teams summary for the admins."""
     return _letter(_subject(report, "all teams", report.cost), "email_admins", report=report)
+
+
+def person_letter(digest: PersonalDigest) -> Letter:
+    """A person's own summary (email.personal)."""
+    period = f"{digest.first}" if digest.first == digest.last else f"{digest.first} to {digest.last}"
+    subject = _one_line(f"Your cluster costs {period}: {money(digest.cost, digest.currency)}")
+    return _letter(subject, "email_person", digest=digest)
 
 
 def team_letter(report: DayReport, team: str) -> Letter:
