@@ -11,11 +11,15 @@ from __future__ import annotations
 import csv
 import io
 import re
+import socket
 from datetime import date
 
 import pytest
+import yaml
+from click.testing import CliRunner
 from sqlalchemy import create_engine
 
+from billing.cli import main
 from billing.config import Config
 from billing.directory import Directory, Person, Team, directory_to_json
 from billing.ledger import open_ledger, replace_day
@@ -213,3 +217,20 @@ def test_login_throttle_locks_out_and_forgets():
     assert throttle.wait(["user:bob"]) == 0
     now[0] = 60.0
     assert throttle.wait(["user:alice"]) == 0
+
+
+def test_serve_on_a_port_in_use_is_one_sentence_and_exit_1(ledger_url, tmp_path):
+    (tmp_path / "billing.yaml").write_text(yaml.safe_dump({**MINIMAL_CONFIG, "database": ledger_url}))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(main, ["serve", "--port", str(port), "--config", str(tmp_path / "billing.yaml")])
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines()[-1].startswith(f"billing: billing serve cannot listen on 127.0.0.1:{port}: ")
+    assert "Traceback" not in result.output
+
+
+def test_serve_with_a_bad_web_section_is_exit_2(write_config):
+    result = CliRunner().invoke(main, ["serve", "--config", str(write_config(web={"trusted_proxies": ["x"]}))])
+    assert result.exit_code == 2 and "web.trusted_proxies" in result.output
