@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -54,6 +55,15 @@ def parse_duration(value: object) -> float:
 
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
+
+
+def _web_address(value: str) -> str:
+    if value and not value.startswith(("http://", "https://")):
+        raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
+    return value
+
+
+WebAddress = Annotated[str, AfterValidator(_web_address)]  # '' or an http(s) URL
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
@@ -245,16 +255,9 @@ class EmailConfig(_Section):
 class MetricsConfig(_Section):
     """Where the job reports its own health; a CronJob's pod is gone before a scrape."""
 
-    pushgateway: str = ""  # URL of a Prometheus Pushgateway; '' pushes nothing
+    pushgateway: WebAddress = ""  # URL of a Prometheus Pushgateway; '' pushes nothing
     job: Annotated[str, Field(min_length=1)] = "billing"
     timeout: Duration = 10.0
-
-    @field_validator("pushgateway")
-    @classmethod
-    def _url(cls, value: str) -> str:
-        if value and not value.startswith(("http://", "https://")):
-            raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
-        return value
 
 
 class WasteConfig(_Section):
@@ -311,7 +314,7 @@ class Config(_Section):
     metrics: MetricsConfig = MetricsConfig()
     waste: WasteConfig = WasteConfig()
     web: WebConfig = WebConfig()
-    reports_url: str = ""  # where people reach the reports or `billing serve`; emails link there
+    reports_url: WebAddress = ""  # where people reach the reports or `billing serve`; emails link there
 
     @field_validator("timezone")
     @classmethod
@@ -320,13 +323,6 @@ class Config(_Section):
             ZoneInfo(value)
         except (ZoneInfoNotFoundError, ValueError):
             raise ValueError(f"unknown timezone {value!r} (expected an IANA name like Europe/Berlin)") from None
-        return value
-
-    @field_validator("reports_url")
-    @classmethod
-    def _reports_url(cls, value: str) -> str:
-        if value and not value.startswith(("http://", "https://")):
-            raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
         return value
 
     @field_validator("currency")

@@ -9,7 +9,6 @@ any script or resource from elsewhere, so an attempt would show up there).
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sys
 import urllib.request
@@ -19,8 +18,8 @@ import pytest
 import yaml
 
 from tests.conftest import MINIMAL_CONFIG
-from tests.integration.servers import ManagedProcess, accepts_connections, free_port, require_program
-from tests.integration.test_pages_in_chromium import assert_not_blank, chromium, screenshot  # noqa: F401 (fixture)
+from tests.integration.servers import ManagedProcess, accepts_connections, free_port, require_program, start_nginx
+from tests.integration.test_pages_in_chromium import assert_not_blank, screenshot
 from tests.report_ledger import write_ledger
 from tests.test_web import RANGE, store_directory
 
@@ -41,9 +40,8 @@ def start_serve(tmp_path: Path) -> tuple[int, ManagedProcess]:
 
 def start_proxy(tmp_path: Path, upstream: int) -> tuple[dict[str, int], ManagedProcess]:
     """nginx with one port per user, each setting that user's header as an authenticating proxy would."""
-    nginx = require_program("nginx", ("/usr/sbin",))
     ports = {user: free_port() for user in USERS}
-    servers = "\n".join(f"""
+    sites = "\n".join(f"""
         server {{
             listen 127.0.0.1:{port};
             location / {{
@@ -51,27 +49,12 @@ def start_proxy(tmp_path: Path, upstream: int) -> tuple[dict[str, int], ManagedP
                 proxy_set_header X-Forwarded-User {user};
             }}
         }}""" for user, port in ports.items())
-    (tmp_path / "nginx.conf").write_text(f"""
-        {"user root;" if os.geteuid() == 0 else ""}
-        daemon off;
-        worker_processes 1;
-        pid {tmp_path}/nginx.pid;
-        error_log stderr;
-        events {{}}
-        http {{
-            access_log off;
-            client_body_temp_path {tmp_path}/client_temp;
-            proxy_temp_path {tmp_path}/proxy_temp;
-            fastcgi_temp_path {tmp_path}/fastcgi_temp;
-            uwsgi_temp_path {tmp_path}/uwsgi_temp;
-            scgi_temp_path {tmp_path}/scgi_temp;
-            {servers}
-        }}
-    """)
-    process = ManagedProcess([nginx, "-p", tmp_path, "-c", tmp_path / "nginx.conf"], tmp_path / "nginx.log")
-    for port in ports.values():
-        process.wait_until(accepts_connections(port), "nginx", timeout=10)
-    return ports, process
+    return ports, start_nginx(tmp_path, sites, list(ports.values()))
+
+
+@pytest.fixture(scope="module")
+def browser() -> str:
+    return require_program("chromium")  # Debian package chromium; skipped if missing, except in CI
 
 
 @pytest.fixture
@@ -87,12 +70,12 @@ PAGES = [("alice", f"/me?{RANGE}"), ("root", f"/all?{RANGE}"), ("root", f"/teams
 
 
 @pytest.mark.parametrize("width, height", [(1280, 1800), (390, 2600)])  # a desktop and a phone
-def test_pages_open_without_console_messages_and_are_not_blank(chromium, served, tmp_path, width, height):
+def test_pages_open_without_console_messages_and_are_not_blank(browser, served, tmp_path, width, height):
     ports, _ = served
     for user, path in PAGES:
         png = tmp_path / f"serve-{path[1:].split('?')[0].replace('/', '-')}-{width}.png"
         url = f"http://127.0.0.1:{ports[user]}{path}"
-        assert screenshot(chromium, url, png, width, height, tmp_path / "profile") == [], url
+        assert screenshot(browser, url, png, width, height, tmp_path / "profile") == [], url
         assert_not_blank(png)
 
 

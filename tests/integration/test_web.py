@@ -41,7 +41,7 @@ def test_the_authorisation_matrix_holds_on_postgresql(postgres_url):
 def reader_grants(database: str) -> list[str]:
     """The GRANTs docs/serve.md tells operators to run, for this database."""
     docs = (Path(__file__).resolve().parents[2] / "docs" / "serve.md").read_text()
-    (sql,) = re.findall(r"```sql\n(.*?)```", docs, flags=re.S)
+    (sql,) = re.findall(r"```sql\n(.*?)```", docs, flags=re.DOTALL)
     return [s.strip().replace("DATABASE billing", f"DATABASE {database}") for s in sql.split(";") if s.strip()]
 
 
