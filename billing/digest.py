@@ -15,7 +15,7 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from billing.days import days_between
-from billing.ledger import completed, read_rows, read_waste
+from billing.ledger import completed, read_rows, waste_sums
 
 SUNDAY = 6  # date.weekday()
 
@@ -50,9 +50,7 @@ def read_digests(engine: Engine, first: date, last: date, currency: str, reports
     rows = read_rows(engine, min(first, month), last)
     rows = rows[rows["owner"].notna()]
     period = rows[rows["day"] >= first]
-    wasted = read_waste(engine, first, last)
-    waste = wasted[wasted["owner"].notna()].groupby("owner")[["idle_gpu_hours", "unused_cpu_core_hours"]].sum(
-        min_count=1)
+    waste = waste_sums(engine, first, last, "owner").dropna(subset=["owner"]).set_index("owner")
     runs = completed(engine, first, last)
     missing = [day for day in days_between(first, last) if day not in runs]
     digests = []

@@ -27,6 +27,7 @@ from sqlalchemy import (
     Text,
     create_engine,
     delete,
+    func,
     insert,
     select,
     text,
@@ -277,16 +278,29 @@ def _fetch(engine: Engine, query, what: str) -> list:
         raise LedgerError(f"{_where(engine)}: reading {what} failed: {_cause(exc)}") from None
 
 
-def read_rows(engine: Engine, first: date, last: date, team: str | None = None, owner: str | None = None) -> pd.DataFrame:
-    """Ledger rows of a date range (inclusive), optionally of one team or one person."""
+def read_rows(engine: Engine, first: date, last: date, team: str | None = None) -> pd.DataFrame:
+    """Ledger rows of a date range (inclusive), optionally of one team."""
     query = select(chargeback).where(chargeback.c.day.between(first, last))
+    if team is not None:
+        query = query.where(chargeback.c.team == team)
+    frame = pd.DataFrame(_fetch(engine, query, "the ledger"), columns=LEDGER_COLUMNS)
+    frame["day"] = pd.to_datetime(frame["day"]).dt.date
+    return frame
+
+
+def daily_costs(engine: Engine, first: date, last: date, team: str | None = None, owner: str | None = None
+                ) -> pd.DataFrame:
+    """day, currency, cost and list_cost summed per day by the database, optionally of one team or person."""
+    query = select(chargeback.c.day, chargeback.c.currency, func.sum(chargeback.c.cost).label("cost"),
+                   func.sum(chargeback.c.list_cost).label("list_cost")).where(chargeback.c.day.between(first, last))
     if team is not None:
         query = query.where(chargeback.c.team == team)
     if owner is not None:
         query = query.where(chargeback.c.owner == owner)
-    frame = pd.DataFrame(_fetch(engine, query, "the ledger"), columns=LEDGER_COLUMNS)
+    frame = pd.DataFrame(_fetch(engine, query.group_by(chargeback.c.day, chargeback.c.currency), "daily costs"),
+                         columns=["day", "currency", "cost", "list_cost"])
     frame["day"] = pd.to_datetime(frame["day"]).dt.date
-    return frame
+    return frame.astype({"cost": float, "list_cost": float})
 
 
 def fetch(engine: Engine, query: Select) -> list[dict]:
@@ -317,12 +331,26 @@ def read_capacity(engine: Engine, day: date) -> pd.DataFrame:
     return pd.DataFrame(_fetch(engine, query, "cluster capacity"), columns=["day", *CAPACITY_COLUMNS])[CAPACITY_COLUMNS]
 
 
-def read_waste(engine: Engine, day: date, last: date | None = None) -> pd.DataFrame:
-    """What each namespace's teams held but did not use on a day, or from `day` to `last` (WASTE_COLUMNS)."""
-    query = select(waste).where(waste.c.day.between(day, last or day)).order_by(
-        waste.c.team, waste.c.owner, waste.c.namespace)
+def read_waste(engine: Engine, day: date) -> pd.DataFrame:
+    """What each namespace's teams held but did not use on a day (WASTE_COLUMNS)."""
+    query = select(waste).where(waste.c.day == day).order_by(waste.c.team, waste.c.owner, waste.c.namespace)
     rows = pd.DataFrame(_fetch(engine, query, "waste"), columns=["day", *WASTE_COLUMNS])[WASTE_COLUMNS]
     return rows.astype({"idle_gpu_hours": float, "unused_cpu_core_hours": float})
+
+
+def waste_sums(engine: Engine, first: date, last: date, by: str, team: str | None = None,
+               owner: str | None = None) -> pd.DataFrame:
+    """Idle GPU-hours and unused CPU core-hours of a date range summed per `by` (namespace, owner or team)
+    by the database, optionally of one team or person; NULL (NaN) where no day of the group measured it."""
+    measures = [func.sum(waste.c[m]).label(m) for m in ("idle_gpu_hours", "unused_cpu_core_hours")]
+    query = select(waste.c[by], *measures).where(waste.c.day.between(first, last))
+    if team is not None:
+        query = query.where(waste.c.team == team)
+    if owner is not None:
+        query = query.where(waste.c.owner == owner)
+    rows = _fetch(engine, query.group_by(waste.c[by]).order_by(waste.c[by]), "waste")
+    return pd.DataFrame(rows, columns=[by, "idle_gpu_hours", "unused_cpu_core_hours"]).astype(
+        {"idle_gpu_hours": float, "unused_cpu_core_hours": float})
 
 
 def latest_directory(engine: Engine) -> tuple[datetime, str] | None:

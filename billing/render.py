@@ -182,6 +182,12 @@ def _figures(rows: pd.DataFrame, runs: set[date], day: date) -> dict:
     }
 
 
+def headline(day_costs: pd.DataFrame, runs: set[date], day: date) -> dict:
+    """cost, discount, previous, month_to_date and trend of `day` from per-day sums (day, cost, list_cost),
+    as the pages' figures show them; `billing serve` gets the sums from the database."""
+    return _figures(day_costs, runs, day)
+
+
 def _team_report(team: str, rows: pd.DataFrame, runs: set[date], day: date) -> TeamReport:
     today = rows[rows["day"] == day]
     owners = today.assign(owner=today["owner"].fillna(""))

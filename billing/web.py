@@ -18,8 +18,10 @@ import secrets
 import threading
 import time
 from collections import deque
+from dataclasses import dataclass
 from datetime import date, timedelta
 
+import pandas as pd
 import waitress
 from flask import Flask, Response, g, redirect, request, session
 from sqlalchemy import Engine
@@ -27,17 +29,12 @@ from werkzeug.exceptions import HTTPException
 
 from billing.access import Forbidden, Viewer, viewer
 from billing.config import Config
+from billing.days import days_between
 from billing.directory import DirectoryError
 from billing.ldap import WrongPassword, authenticate
-from billing.ledger import LedgerError, completed, open_ledger, read_rows, read_waste
-from billing.render import RenderError, render_template, summarize, window_start
-from billing.report import (
-    ReportError,
-    Subject,
-    UnknownSubject,
-    build_report,
-    report_range,
-)
+from billing.ledger import LedgerError, completed, daily_costs, open_ledger, waste_sums
+from billing.render import RenderError, TrendDay, headline, render_template, window_start
+from billing.report import ReportError, Subject, UnknownSubject, build_report, report_range
 from billing.report_formats import csv_text, html_table, json_text
 
 log = logging.getLogger(__name__)
@@ -185,27 +182,31 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
             return Response(csv_text(answer), mimetype="text/csv", headers={
                 "Content-Disposition": f'attachment; filename="billing-{name}-{by}-{first}-{last}.csv"'})
         try:
-            tables = [(by, html_table(build_report(ledger, subject, first, last, by, config.currency)))
-                      for by in PAGE_TABLES[name]]
+            tables = [(table, html_table(build_report(ledger, subject, first, last, table, config.currency)))
+                      for table in PAGE_TABLES[name]]
             nothing = ""
         except UnknownSubject:  # someone with no costs at all still gets their (empty) page
             if subject.kind != "person":
                 raise
             tables, nothing = [], f"the ledger holds no costs of namespaces owned by {subject.name}"
         start = window_start(last)
-        rows = read_rows(ledger, start, last, **_filter(subject))
-        day = summarize(rows, completed(ledger, start, last), last, config.currency,
-                        config.namespaces.unallocated_team)
-        wasted = read_waste(ledger, first, last)
-        for column, value in _filter(subject).items():
-            wasted = wasted[wasted[column] == value]
-        waste = wasted.assign(owner=wasted["owner"].fillna("")).groupby(waste_key, as_index=False)[
-            ["idle_gpu_hours", "unused_cpu_core_hours"]].sum(min_count=1)
+        runs = completed(ledger, start, last)
+        day_costs = daily_costs(ledger, start, last, **_filter(subject))
+        currencies = sorted(set(day_costs["currency"]))
+        if len(currencies) > 1:
+            raise ReportError(f"the ledger holds costs in {' and '.join(currencies)} between {start} and {last}; "
+                              f"ask for a range with one currency")
+        figures = Headline(last, currencies[0] if currencies else config.currency,
+                           missing_in_month=[d for d in days_between(last.replace(day=1), last)
+                                             if d not in runs and d != last],
+                           **headline(day_costs, runs, last))
+        waste = waste_sums(ledger, first, last, waste_key, **_filter(subject))
+        waste = waste.dropna(subset=["idle_gpu_hours", "unused_cpu_core_hours"], how="all")
         return _html(render_template(
             "web.html.j2", viewer=current(), heading=heading, page=name, subject=subject, first=first, last=last,
-            report=day, tables=tables, links=links, waste=waste.to_dict("records"), waste_key=waste_key,
+            report=figures, tables=tables, links=links, waste=_nones(waste), waste_key=waste_key,
             reports_url=config.reports_url, nothing=nothing, csrf=_csrf() if web.auth == "ldap" else "",
-            today_missing=last not in completed(ledger, last, last)))
+            today_missing=last not in runs))
 
     @app.errorhandler(Refused)
     def refused(error: Refused):
@@ -220,12 +221,12 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
         return _error(404, str(error))
 
     @app.errorhandler(ReportError)
-    def unanswerable(error: ReportError):  # e.g. a range with costs in two currencies
+    @app.errorhandler(RenderError)
+    def unanswerable(error: Exception):  # e.g. a range with costs in two currencies
         return _error(400, str(error))
 
     @app.errorhandler(LedgerError)
-    @app.errorhandler(RenderError)
-    def unavailable(error: Exception):
+    def unavailable(error: LedgerError):
         log.error("%s", error)
         return _error(503, str(error))
 
@@ -246,6 +247,8 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Referrer-Policy"] = "no-referrer"
         response.headers["Cache-Control"] = "no-store"  # personal costs stay out of shared caches
+        if request.path == "/healthz" and response.status_code == 200:
+            return response  # the kubelet asks every few seconds
         who = g.viewer.uid if "viewer" in g else None
         log.info("%s %s %d", request.method, request.path, response.status_code,
                  extra={"method": request.method, "path": request.path, "status": response.status_code,
@@ -309,6 +312,27 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
     if web.auth == "ldap":
         _login_routes(app, config, throttle)
     return app
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The figures above a page's tables (what reports/macros.html.j2 `figures` and `trend_svg` show)."""
+
+    day: date
+    currency: str
+    cost: float
+    discount: float
+    previous: float | None
+    month_to_date: float
+    trend: list[TrendDay]
+    missing_in_month: list[date]
+    incomplete: tuple = ()  # the range's data gaps are listed under the tables instead
+    directory_note: str = ""
+
+
+def _nones(frame: pd.DataFrame) -> list[dict]:
+    """Records with None where a measure is NaN (the templates show a dash)."""
+    return [{k: None if pd.isna(v) else v for k, v in row.items()} for row in frame.to_dict("records")]
 
 
 def _filter(subject: Subject) -> dict[str, str]:
