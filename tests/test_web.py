@@ -14,6 +14,7 @@ import re
 import socket
 from datetime import date
 
+import pandas as pd
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -22,7 +23,7 @@ from sqlalchemy import create_engine
 from billing.cli import main
 from billing.config import Config
 from billing.directory import Directory, Person, Team, directory_to_json
-from billing.ledger import open_ledger, replace_day
+from billing.ledger import WASTE_COLUMNS, open_ledger, replace_day
 from billing.web import LoginThrottle, create_app
 from tests.conftest import MINIMAL_CONFIG
 from tests.report_ledger import DAY, ROWS, TEAM_MONTH, frame, write_ledger
@@ -50,7 +51,9 @@ def store_directory(url: str) -> str:
     """The directory snapshot a run stores with its day: who leads which team."""
     directory = Directory({uid: Person(uid, uid.title(), f"{uid}@example.org") for uid in PEOPLE}, TEAMS)
     engine = open_ledger(url)
-    replace_day(engine, DAY, frame(ROWS[DAY]), "USD", snapshot=directory_to_json(directory))
+    wasted = pd.DataFrame([("jaguar", "alice", "robotics", "alice", 3.5, None),  # alice held 3.5 idle GPU-hours
+                           ("ibis", "stray", "unallocated", None, None, None)], columns=WASTE_COLUMNS)
+    replace_day(engine, DAY, frame(ROWS[DAY]), "USD", snapshot=directory_to_json(directory), wasted=wasted)
     engine.dispose()
     return url
 
@@ -121,6 +124,20 @@ def test_a_persons_page_shows_their_share_only(client):
     page = get(client, f"/me?{RANGE}", "bob").text
     assert f"{BOB_RANGE} USD" in page
     assert "alice" not in page and "stray" not in page  # nobody else's namespace
+
+
+def test_waste_is_shown_to_whom_it_belongs(client):
+    mine = get(client, f"/me?{RANGE}", "alice").text
+    assert re.search(r"<td>alice</td><td class=\"num\">3.50 GPU-h</td><td class=\"num\">–</td>", mine)
+    assert 'id="waste"' not in get(client, f"/me?{RANGE}", "bob").text  # nothing measured of bob's
+    team = get(client, f"/teams/robotics?{RANGE}", "carol").text
+    assert "3.50 GPU-h" in team and "stray" not in team
+
+
+def test_a_forwarded_for_header_does_not_make_an_address_trusted(client):
+    answer = client.get("/me", headers={"X-Forwarded-User": "alice", "X-Forwarded-For": TRUSTED},
+                        environ_base={"REMOTE_ADDR": UNTRUSTED})
+    assert answer.status_code == 401
 
 
 def test_uids_match_without_regard_to_case(client):
