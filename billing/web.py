@@ -196,9 +196,9 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
         if len(currencies) > 1:
             raise ReportError(f"the ledger holds costs in {' and '.join(currencies)} between {start} and {last}; "
                               f"ask for a range with one currency")
-        figures = Headline(last, currencies[0] if currencies else config.currency,
-                           missing_in_month=[d for d in days_between(last.replace(day=1), last)
-                                             if d not in runs and d != last],
+        month = days_between(last.replace(day=1), last)
+        figures = Headline(last, currencies[0] if currencies else config.currency,  # the range's own note
+                           missing_in_month=[] if first == month[0] else [d for d in month if d not in runs and d != last],
                            **headline(day_costs, runs, last))
         waste = waste_sums(ledger, first, last, waste_key, **_filter(subject))
         waste = waste.dropna(subset=["idle_gpu_hours", "unused_cpu_core_hours"], how="all")
