@@ -33,7 +33,7 @@ from billing.days import days_between
 from billing.directory import DirectoryError
 from billing.ldap import WrongPassword, authenticate
 from billing.ledger import LedgerError, completed, daily_costs, open_ledger, waste_sums
-from billing.render import RenderError, TrendDay, headline, render_template, window_start
+from billing.render import TrendDay, headline, render_template, window_start
 from billing.report import ReportError, Subject, UnknownSubject, build_report, report_range
 from billing.report_formats import csv_text, html_table, json_text
 
@@ -221,8 +221,7 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
         return _error(404, str(error))
 
     @app.errorhandler(ReportError)
-    @app.errorhandler(RenderError)
-    def unanswerable(error: Exception):  # e.g. a range with costs in two currencies
+    def unanswerable(error: ReportError):  # e.g. a range with costs in two currencies
         return _error(400, str(error))
 
     @app.errorhandler(LedgerError)

@@ -251,3 +251,12 @@ def test_serve_on_a_port_in_use_is_one_sentence_and_exit_1(ledger_url, tmp_path)
 def test_serve_with_a_bad_web_section_is_exit_2(write_config):
     result = CliRunner().invoke(main, ["serve", "--config", str(write_config(web={"trusted_proxies": ["x"]}))])
     assert result.exit_code == 2 and "web.trusted_proxies" in result.output
+
+
+def test_a_range_with_two_currencies_is_refused_not_added_up(tmp_path):
+    url = write_ledger(tmp_path / "l.db")
+    replace_day(open_ledger(url), date(2026, 11, 19), frame(ROWS[date(2026, 11, 19)]), "EUR")
+    app = create_app(web_config(url)).test_client()
+    for route in (f"/me?{RANGE}", f"/api/v1/costs?{RANGE}"):
+        answer = get(app, route, "alice")
+        assert answer.status_code == 400 and "EUR and USD" in answer.text, route
