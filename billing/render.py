@@ -317,7 +317,7 @@ def render_template(template: str, **values) -> str:
     return _env.get_template(template).render(**values)
 
 
-_render = render_template
+_render = render_template  # the name this module's pages and letters use
 
 
 def _write(path: Path, text: str) -> None:

@@ -8,6 +8,7 @@ used (or a server that refuses it) costs only that one message.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from billing.config import EmailConfig
 from billing.digest import PersonalDigest
@@ -39,7 +40,7 @@ def _recipients(report: DayReport, directory: Directory, email: EmailConfig) -> 
     return recipients
 
 
-def _people(digests: list[PersonalDigest], directory: Directory) -> list[tuple[str, str, Letter]]:
+def _people(digests: Sequence[PersonalDigest], directory: Directory) -> list[tuple[str, str, Letter]]:
     """(outbox name, address, letter) for every person with a digest and a mail address."""
     recipients = []
     for digest in digests:
@@ -52,10 +53,10 @@ def _people(digests: list[PersonalDigest], directory: Directory) -> list[tuple[s
 
 
 def summary_envelopes(report: DayReport, directory: Directory, email: EmailConfig,
-                      digests: list[PersonalDigest] = ()) -> tuple[list[Envelope], list[str]]:
+                      digests: Sequence[PersonalDigest] = ()) -> tuple[list[Envelope], list[str]]:
     """The day's messages, and one sentence for each recipient whose message could not be built."""
     envelopes, failures = [], []
-    for name, address, letter in _recipients(report, directory, email) + _people(list(digests), directory):
+    for name, address, letter in _recipients(report, directory, email) + _people(digests, directory):
         try:
             envelopes.append(Envelope(name, build_message(email.from_, [address], letter)))
         except MailError as exc:
