@@ -150,11 +150,11 @@ def time_reports(name: str, config: Path, days: int) -> None:
     for label, extra in (("default range", []), (f"{days} days", everything)):
         args = ["report", "--team", TEAM, "--config", str(config), *extra]
 
-        def in_process() -> None:
+        def in_process(args: list[str] = args) -> None:
             result = CliRunner().invoke(main, args)
             assert result.exit_code == 0, result.output
 
-        def command() -> None:
+        def command(args: list[str] = args) -> None:
             subprocess.run([sys.executable, "-m", "billing", *args], check=True, capture_output=True, cwd=ROOT)
 
         print(f"{name:<10}  {label:<13}  in-process {best_of(3, in_process):6.3f} s   "

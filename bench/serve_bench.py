@@ -65,7 +65,7 @@ def bench(name: str, url: str, build, days: int) -> None:
                                     "web": {"admins": [ADMIN]}})
     client = create_app(config).test_client()
     for label, uid, path in PAGES:
-        def ask() -> None:
+        def ask(uid: str = uid, path: str = path) -> None:
             answer = client.get(path, headers={"X-Forwarded-User": uid}, environ_base={"REMOTE_ADDR": "127.0.0.1"})
             assert answer.status_code == 200, (path, answer.status_code, answer.text[:300])
 

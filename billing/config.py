@@ -13,6 +13,7 @@ import math
 import os
 import re
 import ssl
+from fractions import Fraction
 from pathlib import Path
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -28,6 +29,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import ErrorDetails
 
 
 class ConfigError(Exception):
@@ -139,6 +141,11 @@ class ClusterConfig(_Section):
     name: Annotated[str, Field(min_length=1)]
     prometheus: PrometheusConfig
     gpu_model_label: str = "label_nvidia_com_gpu_product"
+    # node labels naming other vendors' accelerator models (AMD, Habana, TPU), tried in order on nodes
+    # where gpu_model_label is absent
+    vendor_model_labels: list[Annotated[str, Field(min_length=1)]] = []
+    # node label of time-slicing replicas; None: the top-level gpu_replicas_label, '' none on this cluster
+    gpu_replicas_label: str | None = None
     prices: Prices
     # idle capacity (allocatable that no request covered): unbilled, or shared over the teams in
     # proportion to their cost, as `idle-<resource>` ledger rows, so the ledger adds up to the whole cluster's price
@@ -238,7 +245,8 @@ class EmailConfig(_Section):
     admins: list[str] = []
     team_leads: bool = True
     # each person with spending gets their own summary: daily (every run) or weekly (the run of each Sunday)
-    personal: Literal["daily", "weekly", "off"] = "off"
+    # (YAML reads a bare `off` as false, which means the same)
+    personal: Annotated[Literal["daily", "weekly", "off"], BeforeValidator(lambda v: "off" if v is False else v)] = "off"
     outbox_dir: str = ""
     username: str | None = Field(default=None, exclude=True, repr=False)
     password: str | None = Field(default=None, exclude=True, repr=False)
@@ -265,6 +273,39 @@ class WasteConfig(_Section):
 
     enabled: bool = True  # measure waste at all (it costs Prometheus more than billing does)
     gpu_utilisation_below: Annotated[float, Field(gt=0, le=100)] = 5.0  # percent: a GPU held below this is idle
+
+
+MIG_RESOURCE_PREFIX = "nvidia_com_mig_"  # kube-state-metrics' names of MIG profiles: nvidia_com_mig_1g_10gb
+
+
+def _gpu_fraction(name: str, value: object) -> float:
+    """Physical GPUs one unit of a resource stands for: `1/7`, `0.5` or 1; exact until the final float."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"{name}: expected a fraction like 1/7 or a number, got {value!r}")
+    try:
+        fraction = Fraction(str(value).strip()) if isinstance(value, str) else Fraction(value)
+    except (ValueError, ZeroDivisionError, OverflowError):
+        raise ValueError(f"{name}: expected a fraction like 1/7 or a number, got {value!r}") from None
+    if not 0 < fraction <= 1:
+        # more than one GPU per unit is no sharing scheme any vendor has; it is a typo (17 for 1/7)
+        raise ValueError(f"{name}: one unit stands for more than 0 and at most 1 physical GPU, got {value!r}")
+    return float(fraction)
+
+
+def _gpu_fractions(value: object) -> dict[str, float]:
+    """The list form (each name a whole GPU) or the mapping form of gpu_resources."""
+    if isinstance(value, list):
+        if not all(isinstance(name, str) and name for name in value):
+            raise ValueError("expected resource names like nvidia_com_gpu")
+        value = {name: 1 for name in value}
+    if not isinstance(value, dict):
+        raise ValueError("expected a list of resource names or a mapping of resource name to GPUs per unit")
+    if not value:
+        raise ValueError("name at least one GPU resource")
+    return {str(name): _gpu_fraction(str(name), fraction) for name, fraction in value.items()}
+
+
+GpuFractions = Annotated[dict[str, float], BeforeValidator(_gpu_fractions)]
 
 
 class WebConfig(_Section):
@@ -307,7 +348,9 @@ class Config(_Section):
     database: str = "sqlite:///billing.db"
     output_dir: str = "out/reports"
     clusters: Annotated[list[ClusterConfig], Field(min_length=1)]
-    gpu_resources: Annotated[list[str], Field(min_length=1)] = ["nvidia_com_gpu"]
+    # kube-state-metrics resource name -> physical GPUs one unit stands for (a list: 1 each)
+    gpu_resources: GpuFractions = {"nvidia_com_gpu": 1.0}
+    gpu_replicas_label: str = ""  # node label of time-slicing replicas, e.g. label_nvidia_com_gpu_replicas
     directory: DirectoryConfig
     namespaces: NamespaceRules = NamespaceRules()
     email: EmailConfig = EmailConfig()
@@ -348,6 +391,14 @@ class Config(_Section):
             raise ValueError(f"duplicate cluster name {duplicates[0]!r}")
         return clusters
 
+    @model_validator(mode="after")
+    def _replicas_label(self) -> Config:
+        """Each cluster reads the top-level replicas label unless it names its own."""
+        for cluster in self.clusters:
+            if cluster.gpu_replicas_label is None:
+                cluster.gpu_replicas_label = self.gpu_replicas_label
+        return self
+
     @property
     def zone(self) -> ZoneInfo:
         return ZoneInfo(self.timezone)
@@ -364,7 +415,7 @@ def _key(location: tuple) -> str:
     return key or "(top level)"
 
 
-def _sentence(error: dict) -> str:
+def _sentence(error: ErrorDetails) -> str:
     key = _key(error["loc"])
     kind = error["type"]
     if kind == "extra_forbidden":

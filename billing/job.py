@@ -12,16 +12,18 @@ from sqlalchemy import Engine
 
 from billing.capacity import collect_allocatable, idle_capacity
 from billing.collect import ClusterUsage, collect_cluster
-from billing.config import Config
+from billing.config import ClusterConfig, Config
 from billing.days import billing_day
 from billing.digest import digest_period, read_digests
-from billing.directory import Directory, DirectoryError, directory_from_json, directory_to_json, load_directory
+from billing.directory import AmbiguousDirectoryError, Directory, DirectoryError, directory_from_json, directory_to_json
+from billing.directory_sources import load_directory
 from billing.ledger import latest_directory, open_ledger, replace_day
 from billing.mail import deliver
 from billing.ownership import assign_owners
-from billing.pricing import price, reserve_pools, share_idle
-from billing.prometheus import prometheus_source
+from billing.pricing import price, price_holdings, reserve_pools, share_idle
 from billing.render import DayReport, check_output_dir, read_report, write_pages
+from billing.replay import prometheus_source
+from billing.resources import CPU, GPU, MEMORY
 from billing.summaries import summary_envelopes
 from billing.waste import WASTE_COLUMNS, attribute_waste, collect_waste
 
@@ -47,20 +49,21 @@ def _log_cluster(collected: ClusterUsage) -> None:
         collected.cluster,
         collected.usage["namespace"].nunique(),
         collected.pods,
-        hours.get("gpu", 0.0),
-        hours.get("cpu", 0.0),
-        hours.get("memory", 0.0),
+        hours.get(GPU, 0.0),
+        hours.get(CPU, 0.0),
+        hours.get(MEMORY, 0.0),
         collected.queries,
     )
 
 
 def _read_directory(config: Config, ledger: Engine) -> tuple[Directory, str]:
-    """The directory and a warning; with `on_failure: last_known` an outage falls back to the last run's copy."""
+    """The directory and a warning; with `on_failure: last_known` an outage falls back to the last run's copy
+    (which is refused like a live one if it is ambiguous)."""
     try:
         return load_directory(config.directory), ""
     except DirectoryError as exc:
-        if config.directory.on_failure != "last_known":
-            raise
+        if config.directory.on_failure != "last_known" or isinstance(exc, AmbiguousDirectoryError):
+            raise  # an ambiguous directory was read fine: an older copy would only hide the ambiguity
         stored = latest_directory(ledger)
         if stored is None:
             raise DirectoryError(f"{exc}; and no earlier run stored a directory to fall back on") from None
@@ -93,6 +96,19 @@ def _check_coverage(collected: list[ClusterUsage], day: date, required: float) -
             )
 
 
+def _refuse_no_data(collected: ClusterUsage, cluster: ClusterConfig, day: date) -> None:
+    """No data is not zero (SPEC.md rule 10): a cluster-day at whose instants no kube-state-metrics
+    series was visible and no pod Running had no sample at all (a selector typo, a day outside
+    retention, a scrape that never ran), and billing it would record a false zero as complete."""
+    if collected.coverage == 0 and collected.pods == 0 and collected.usage.empty:
+        selector = cluster.prometheus.selector.strip()
+        where = f"under the selector {selector}" if selector else "at all"
+        raise IncompleteDayError(
+            f"cluster {cluster.name}: Prometheus holds no kube-state-metrics sample for {day} {where} (a selector "
+            "typo, a day outside retention, or a scrape that never ran); nothing was billed and the day stays missing"
+        )
+
+
 def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSummary:
     """Bill one day; every data source is read before the ledger is touched."""
     check_output_dir(Path(config.output_dir))
@@ -107,6 +123,7 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
     for cluster in config.clusters:
         source = prometheus_source(cluster.name, cluster.prometheus)
         usage = collect_cluster(cluster, period, step, resources, source)
+        _refuse_no_data(usage, cluster, day)
         allocatable = collect_allocatable(cluster, period, step, resources, source)
         wasted = (collect_waste(cluster, period, step, resources, source, config.waste.gpu_utilisation_below)
                   if config.waste.enabled else pd.DataFrame(columns=WASTE_COLUMNS))
@@ -125,6 +142,8 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
     ownership = assign_owners(pd.concat([usage["namespace"], wasted["namespace"]]), directory, config.namespaces)
     # what namespaces requested; reserved pools' capacity and credits; idle shared where a cluster says so
     rows = price(usage, ownership, {c.name: c.prices for c in config.clusters})
+    held = price_holdings(pd.concat([c.holdings.assign(cluster=c.cluster) for c in collected], ignore_index=True),
+                          ownership, rows)
     pool_rows = reserve_pools(capacity, usage, ownership, config.clusters)
     sharing_idle = [c.name for c in config.clusters if c.idle == "share"]
     idle_rows = share_idle(capacity[capacity["cluster"].isin(sharing_idle)], rows, config.namespaces.unallocated_team)
@@ -134,7 +153,7 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
     coverage = {c.cluster: c.coverage for c in collected}
     written = replace_day(
         ledger, day, rows, config.currency, snapshot=snapshot, directory_note=directory_warning, coverage=coverage,
-        capacity=capacity, wasted=attribute_waste(wasted, ownership),
+        capacity=capacity, wasted=attribute_waste(wasted, ownership), held=held,
     )
     total = float(rows["cost"].sum())
     log.info(
@@ -147,8 +166,8 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
     report = render_day(config, day)
     undelivered: list[str] = []
     if config.email.enabled:
-        period = digest_period(day, config.email.personal)
-        digests = read_digests(ledger, *period, config.currency, config.reports_url) if period else []
+        digest_days = digest_period(day, config.email.personal)
+        digests = read_digests(ledger, *digest_days, config.currency, config.reports_url) if digest_days else []
         envelopes, undelivered = summary_envelopes(report, directory, config.email, digests)
         undelivered += deliver(envelopes, config.email)
     return RunSummary(

@@ -16,7 +16,7 @@ import math
 import re
 import ssl
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 from ldap3 import NONE, SUBTREE, Connection, Server, Tls
 from ldap3.core.exceptions import LDAPCertificateError, LDAPException
@@ -126,10 +126,8 @@ def _session(url: str, config: DirectoryConfig, user: str | None = None, passwor
         _bind(connection, url, config, user)
         yield connection
     finally:
-        try:
+        with suppress(LDAPException):  # the connection is gone already; nothing is left to release
             connection.unbind()
-        except LDAPException:
-            pass  # the connection is gone already; nothing is left to release
 
 
 def _bind(connection: Connection, url: str, config: DirectoryConfig, user: str | None) -> None:

@@ -116,9 +116,22 @@ waste = Table(  # what pods held but did not use, per namespace and team like th
     Column("unused_cpu_core_hours", Double, nullable=True),  # requested but not used; NULL: no cAdvisor
 )
 
+gpu_holdings = Table(  # what each `gpu` row held: whole GPUs, MIG slices, time-sliced replicas (GPU sharing)
+    "gpu_holdings",
+    metadata,
+    *_charged(),
+    Column("resource", Text, primary_key=True),  # the GPU resource as kube-state-metrics names it
+    Column("gpu_model", Text, primary_key=True),
+    Column("held_hours", Double, nullable=False),  # hours of the resource's units (slice-hours, replica-hours)
+    Column("gpu_hours", Double, nullable=False),  # the physical-GPU-hours the chargeback `gpu` row bills for them
+    Column("cost", Double, nullable=False),  # their share of the chargeback row's cost
+    Column("currency", Text, nullable=False),
+)
+
 LEDGER_COLUMNS = [c.name for c in chargeback.columns]
 CAPACITY_COLUMNS = [c.name for c in cluster_capacity.columns if c.name != "day"]
 WASTE_COLUMNS = [c.name for c in waste.columns if c.name != "day"]
+HOLDING_COLUMNS = [c.name for c in gpu_holdings.columns if c.name not in ("day", "currency")]
 NAME_COLUMNS = ["cluster", "namespace", "team", "owner", "gpu_model"]
 # Kubernetes' longest names (DNS subdomains); far longer ones are not real names, and PostgreSQL
 # could not index them anyway (a key entry must fit in a third of a page).
@@ -206,6 +219,7 @@ def replace_day(
     coverage: dict[str, float] | None = None,
     capacity: pd.DataFrame | None = None,
     wasted: pd.DataFrame | None = None,
+    held: pd.DataFrame | None = None,
 ) -> int:
     """Replace the day's rows in one transaction; return how many were written.
 
@@ -214,7 +228,8 @@ def replace_day(
     `directory_note` records why a run used the last known directory instead;
     `coverage` is each cluster's share of the day with kube-state-metrics data;
     `capacity` (CAPACITY_COLUMNS) each cluster's allocatable, requested and idle resource-hours;
-    `wasted` (WASTE_COLUMNS) what each namespace's teams held but did not use.
+    `wasted` (WASTE_COLUMNS) what each namespace's teams held but did not use;
+    `held` (HOLDING_COLUMNS) which GPU resources the `gpu` rows held.
     """
     _refuse_long_names(engine, day, rows)
     computed_at = datetime.now(timezone.utc)
@@ -243,6 +258,9 @@ def replace_day(
             conn.execute(delete(waste).where(waste.c.day == day))
             if wasted is not None and len(wasted):
                 conn.execute(insert(waste), _nulls(wasted[WASTE_COLUMNS].assign(day=day)))
+            conn.execute(delete(gpu_holdings).where(gpu_holdings.c.day == day))
+            if held is not None and len(held):
+                conn.execute(insert(gpu_holdings), _nulls(held[HOLDING_COLUMNS].assign(day=day, currency=currency)))
             if snapshot is not None:
                 conn.execute(delete(directory_snapshots))
                 conn.execute(insert(directory_snapshots).values(taken_at=computed_at, content=snapshot))
@@ -273,7 +291,7 @@ def _fetch(engine: Engine, query, what: str) -> list:
     """All rows of a query; a failure is one sentence naming the database and what was read."""
     try:
         with engine.connect() as conn:
-            return conn.execute(query).all()
+            return list(conn.execute(query).all())
     except SQLAlchemyError as exc:
         raise LedgerError(f"{_where(engine)}: reading {what} failed: {_cause(exc)}") from None
 
@@ -336,6 +354,13 @@ def read_waste(engine: Engine, day: date) -> pd.DataFrame:
     query = select(waste).where(waste.c.day == day).order_by(waste.c.team, waste.c.owner, waste.c.namespace)
     rows = pd.DataFrame(_fetch(engine, query, "waste"), columns=["day", *WASTE_COLUMNS])[WASTE_COLUMNS]
     return rows.astype({"idle_gpu_hours": float, "unused_cpu_core_hours": float})
+
+
+def read_holdings(engine: Engine, day: date) -> pd.DataFrame:
+    """What the day's `gpu` rows held per GPU resource (HOLDING_COLUMNS); none for days billed before 0003."""
+    query = select(gpu_holdings).where(gpu_holdings.c.day == day)
+    columns = [c.name for c in gpu_holdings.columns]
+    return pd.DataFrame(_fetch(engine, query, "GPU holdings"), columns=columns)[HOLDING_COLUMNS]
 
 
 def waste_sums(engine: Engine, first: date, last: date, by: str, team: str | None = None,

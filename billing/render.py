@@ -27,10 +27,10 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from sqlalchemy import Engine
 
 from billing.digest import PersonalDigest
-from billing.formatting import RESOURCE_NAMES, cents, money, quantity
-from billing.ledger import completed, directory_note, incomplete, read_capacity, read_rows, read_waste
+from billing.formatting import RESOURCE_NAMES, cents, held_gpus, money, quantity
+from billing.ledger import completed, directory_note, incomplete, read_capacity, read_holdings, read_rows, read_waste
 from billing.mail import Letter
-from billing.pricing import POOL_PREFIX
+from billing.resources import GPU, IDLE, POOL_PREFIX, RESERVED
 
 TREND_DAYS = 30
 TOP_NAMESPACES = 10
@@ -108,9 +108,20 @@ def read_report(engine: Engine, day: date, currency: str, unallocated_team: str)
     gaps = tuple((cluster, coverage) for _, cluster, coverage in incomplete(engine, day, day))
     capacity = _capacity(read_capacity(engine, day), rows[rows["day"] == day])
     wasted = read_waste(engine, day).assign(owner=lambda f: f["owner"].fillna(""))
-    teams = [replace(t, waste=_waste(wasted[wasted["team"] == t.team], "owner")) for t in report.teams]
+    held = read_holdings(engine, day)
+    teams = [replace(t, waste=_waste(wasted[wasted["team"] == t.team], "owner"),
+                     by_usage=_with_held(t.by_usage, held[held["team"] == t.team])) for t in report.teams]
     return replace(report, directory_note=directory_note(engine, day), incomplete=gaps, capacity=capacity,
                    teams=teams, waste=_waste(wasted, "team"))
+
+
+def _with_held(by_usage: list[dict], held: pd.DataFrame) -> list[dict]:
+    """Usage rows with `held`: on a GPU row, the shared GPU resources behind it (`14.00 × 1g.10gb slice-h`)."""
+    shared = held[held["held_hours"] != held["gpu_hours"]]
+    sums = shared.groupby(["cluster", "gpu_model", "resource"], as_index=False)[["held_hours", "gpu_hours"]].sum()
+    texts = {key: held_gpus(group.to_dict("records")) for key, group in sums.groupby(["cluster", "gpu_model"])}
+    return [{**row, "held": texts.get((row["cluster"], row["gpu_model"]), "") if row["resource"] == "gpu" else ""}
+            for row in by_usage]
 
 
 def _waste(wasted: pd.DataFrame, key: str) -> tuple[dict, ...]:
@@ -123,8 +134,8 @@ def _waste(wasted: pd.DataFrame, key: str) -> tuple[dict, ...]:
 
 def _capacity(capacity: pd.DataFrame, today: pd.DataFrame) -> tuple[dict, ...]:
     """Capacity rows with the share requested and who paid for the idle: '' nobody, else who."""
-    shared = set(today.loc[today["resource"].str.startswith("idle-"), "cluster"])
-    reserved = today[today["resource"].str.startswith("reserved-")]
+    shared = set(today.loc[today["resource"].str.startswith(IDLE), "cluster"])
+    reserved = today[today["resource"].str.startswith(RESERVED)]
     pool_teams = {(c, ns.removeprefix(POOL_PREFIX)): team
                   for c, ns, team in zip(reserved["cluster"], reserved["namespace"], reserved["team"])}
 
@@ -229,7 +240,7 @@ def summarize(rows: pd.DataFrame, runs: set[date], day: date, currency: str, una
         missing_in_month=[d for d in month if d not in runs and d != day],
         teams=teams,
         by_usage=_grouped(_with_discount(today), ["cluster", "resource"], ["quantity", "cost", "discount"]),
-        gpu_models=_grouped(today[today["resource"] == "gpu"], ["gpu_model"], ["quantity", "cost"]),
+        gpu_models=_grouped(today[today["resource"] == GPU], ["gpu_model"], ["quantity", "cost"]),
         top_namespaces=namespaces.sort_values(["cost", "cluster", "namespace"], ascending=[False, True, True])
         .head(TOP_NAMESPACES)
         .to_dict("records"),

@@ -14,28 +14,35 @@ import io
 import json
 import unicodedata
 from datetime import date, timedelta
+from typing import Any
 
 import jinja2
 
-from billing.formatting import UNITS, cents, money
+from billing.formatting import cents, held_gpus, money
 from billing.render import template_dir
-from billing.report import HOURS_COLUMNS, Report
+from billing.report import HELD_COLUMN, HOURS_COLUMNS, Report
+from billing.resources import UNITS
 
 WIDTH = 80  # the terminal the table must fit
-SUMMED = [*HOURS_COLUMNS.values(), "cost"]
+SUMMED = [*HOURS_COLUMNS.values(), "held_hours", "cost"]
 NUMERIC = {*SUMMED, "quantity", "unit_price"}
-LABELS = {**{column: UNITS[resource] for resource, column in HOURS_COLUMNS.items()}, "unit_price": "unit price"}
+LABELS = {**{column: UNITS[resource] for resource, column in HOURS_COLUMNS.items()}, "unit_price": "unit price",
+          "held_hours": "held unit-h", HELD_COLUMN: "GPUs held"}
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _label(report: Report, column: str) -> str:
     if column == "cost":
         return f"cost {report.currency}"
+    if column == "gpu_hours" and (HELD_COLUMN in report.columns or report.by == "resource"):
+        return f"{UNITS['gpu']} (physical)"  # beside what was held, which was slices or replicas
     return LABELS.get(column, column.replace("_", " "))
 
 
 def _text(column: str, value: object) -> str:
     """A key cell for people: a team namespace has no owner, a CPU row no GPU model."""
+    if column == HELD_COLUMN and isinstance(value, list):
+        return held_gpus(value) or "-"
     if value is None:
         return "(no owner)" if column in ("person", "owner") else "-"
     if value == "" and column == "gpu_model":
@@ -49,7 +56,7 @@ def _number(column: str, value: float) -> str:
     return f"{cents(value):,.2f}" if value or column == "cost" else "-"
 
 
-def _cell(column: str, value: object) -> str:
+def _cell(column: str, value: Any) -> str:
     return _number(column, value) if column in NUMERIC else _text(column, value)
 
 
@@ -110,7 +117,8 @@ def csv_text(report: Report) -> str:
     writer = csv.writer(buffer)
     writer.writerow([*report.columns, "currency"])
     for row in report.rows:
-        writer.writerow([_spreadsheet_safe(row[c]) for c in report.columns] + [report.currency])
+        writer.writerow([_spreadsheet_safe(held_gpus(row[c]) if c == HELD_COLUMN else row[c]) for c in report.columns]
+                        + [report.currency])
     return buffer.getvalue()
 
 

@@ -334,8 +334,8 @@ def _nones(frame: pd.DataFrame) -> list[dict]:
     return [{k: None if pd.isna(v) else v for k, v in row.items()} for row in frame.to_dict("records")]
 
 
-def _filter(subject: Subject) -> dict[str, str]:
-    """read_rows' keyword for a subject's rows."""
+def _filter(subject: Subject) -> dict[str, str | None]:
+    """The `team=` or `owner=` keyword of the ledger's readers for a subject's rows."""
     return {"team": {"team": subject.name}, "person": {"owner": subject.name}, "all": {}}[subject.kind]
 
 

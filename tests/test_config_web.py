@@ -15,6 +15,12 @@ def test_defaults_trust_only_loopback_and_send_no_personal_email(write_config):
     assert config.email.personal == "off"
 
 
+def test_a_bare_yaml_off_turns_personal_emails_off(write_config, tmp_path):
+    path = write_config()
+    path.write_text(path.read_text() + "email:\n  personal: off\n")  # YAML 1.1 reads it as false
+    assert load_config(path).email.personal == "off"
+
+
 def test_ldap_auth_reads_its_session_key_from_a_file(write_config, tmp_path):
     (tmp_path / "key").write_text("x" * 40 + "\n")
     config = load_config(write_config(web={"auth": "ldap", "session_key_file": str(tmp_path / "key"),

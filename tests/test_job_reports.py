@@ -11,8 +11,8 @@ from click.testing import CliRunner
 import billing.job
 from billing.cli import main
 from billing.collect import USAGE_COLUMNS, ClusterUsage
-from tests.html_tables import read_page
 from tests.conftest import stub_node_metrics
+from tests.html_tables import read_page
 
 LDIF = """\
 dn: uid=alice,ou=people,dc=example,dc=org

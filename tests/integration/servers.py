@@ -24,9 +24,9 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Collection, Sequence
 
 import pytest
 
@@ -82,7 +82,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-_running: set["ManagedProcess"] = set()
+_running: set[ManagedProcess] = set()
 
 
 class ManagedProcess:

@@ -16,7 +16,7 @@ from billing.render import admin_letter, read_report, write_pages
 from tests.integration.servers import require_program
 from tests.report_ledger import DAY, write_ledger
 
-FLAGS = [  # from shared/notes/real-servers.md: headless as root, no reaching out
+FLAGS = [  # headless as root needs these; the rest keep Chromium from reaching out
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
     "--hide-scrollbars", "--enable-logging=stderr", "--v=0",

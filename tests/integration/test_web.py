@@ -8,6 +8,7 @@ the directory.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from pathlib import Path
@@ -48,10 +49,8 @@ def reader_grants(database: str) -> list[str]:
 def test_the_documented_read_only_role_serves_the_pages_and_cannot_write(postgres_server, postgres_url):
     database = postgres_url.rsplit("/", 1)[1]
     for statement in ("CREATE ROLE billing LOGIN", "CREATE ROLE billing_reader LOGIN"):
-        try:
+        with contextlib.suppress(psycopg.errors.DuplicateObject):  # roles are the server's, shared by the tests
             postgres_server.execute(statement)
-        except psycopg.errors.DuplicateObject:  # roles are the server's, shared by the session's tests
-            pass
     postgres_server.execute(f"ALTER DATABASE {database} OWNER TO billing")
     owner_url = postgres_url.replace("postgres@", "billing@")
     with create_engine(postgres_url).begin() as admin:  # as the superuser, in the ledger's database
