@@ -426,6 +426,27 @@ def close(month: date, reopen: bool, by: str | None, allow_missing: bool, config
 
 
 @main.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (0.0.0.0: every interface).")
+@click.option("--port", type=click.IntRange(1, 65535), default=8080, show_default=True, help="TCP port to listen on.")
+@config_option
+@_guarded
+def serve(host: str, port: int, config_file: str | None) -> None:
+    """Serve the ledger read-only over HTTP: everyone sees their own costs.
+
+    Who is asking comes from an authenticating proxy's header or an LDAP
+    login (config key web.auth); docs/serve.md has the details. Example:
+
+        billing serve --host 0.0.0.0 --port 8080 --config /etc/billing/billing.yaml
+    """
+    from billing.web import serve as serve_ledger  # Flask and waitress only for this command
+
+    try:
+        serve_ledger(_config(config_file), host, port)
+    except OSError as exc:
+        _fail(1, f"billing serve cannot listen on {host}:{port}: {exc.strerror or exc}")
+
+
+@main.command()
 @config_option
 @_guarded
 def check(config_file: str | None) -> None:

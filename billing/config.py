@@ -8,6 +8,7 @@ already read from their environment variables or files) or raises
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
 import re
@@ -19,6 +20,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -55,6 +57,15 @@ def parse_duration(value: object) -> float:
 
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
+
+
+def _web_address(value: str) -> str:
+    if value and not value.startswith(("http://", "https://")):
+        raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
+    return value
+
+
+WebAddress = Annotated[str, AfterValidator(_web_address)]  # '' or an http(s) URL
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
@@ -235,6 +246,9 @@ class EmailConfig(_Section):
     from_: str = Field(default="billing@localhost", alias="from")
     admins: list[str] = []
     team_leads: bool = True
+    # each person with spending gets their own summary: daily (every run) or weekly (the run of each Sunday)
+    # (YAML reads a bare `off` as false, which means the same)
+    personal: Annotated[Literal["daily", "weekly", "off"], BeforeValidator(lambda v: "off" if v is False else v)] = "off"
     outbox_dir: str = ""
     username: str | None = Field(default=None, exclude=True, repr=False)
     password: str | None = Field(default=None, exclude=True, repr=False)
@@ -251,16 +265,9 @@ class EmailConfig(_Section):
 class MetricsConfig(_Section):
     """Where the job reports its own health; a CronJob's pod is gone before a scrape."""
 
-    pushgateway: str = ""  # URL of a Prometheus Pushgateway; '' pushes nothing
+    pushgateway: WebAddress = ""  # URL of a Prometheus Pushgateway; '' pushes nothing
     job: Annotated[str, Field(min_length=1)] = "billing"
     timeout: Duration = 10.0
-
-    @field_validator("pushgateway")
-    @classmethod
-    def _url(cls, value: str) -> str:
-        if value and not value.startswith(("http://", "https://")):
-            raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
-        return value
 
 
 class WasteConfig(_Section):
@@ -315,6 +322,39 @@ class BudgetsConfig(_Section):
         return sorted(set(value))
 
 
+class WebConfig(_Section):
+    """`billing serve`: who is asking (auth) and who sees everything (admins)."""
+
+    auth: Literal["header", "ldap"] = "header"
+    user_header: Annotated[str, Field(min_length=1)] = "X-Forwarded-User"  # set by the authenticating proxy
+    trusted_proxies: list[str] = ["127.0.0.1/32", "::1/128"]  # the header counts only from these networks
+    admins: list[str] = []  # uids that see every team
+    database: str = ""  # the ledger as billing serve reads it (a read-only role); '' = the top-level database
+    session_key_env: str = ""  # auth ldap: the key that signs session cookies (at least 32 characters)
+    session_key_file: str = ""
+    session_lifetime: Duration = 8 * 3600.0  # a login lasts this long
+    login_attempts: Annotated[int, Field(ge=1)] = 5  # failed logins per user and per address ...
+    login_window: Duration = 900.0  # ... within this time lock that user or address out for it
+    session_key: str | None = Field(default=None, exclude=True, repr=False)
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, values: list[str]) -> list[str]:
+        for value in values:
+            try:
+                ipaddress.ip_network(value, strict=False)
+            except ValueError:
+                raise ValueError(f"{value!r} is not an address or network like 127.0.0.1/32 or 10.0.0.0/8") from None
+        return values
+
+    @model_validator(mode="after")
+    def _resolve(self) -> WebConfig:
+        self.session_key = _read_secret(self.session_key_env, self.session_key_file, "session_key")
+        if self.auth == "ldap" and len(self.session_key or "") < 32:
+            raise ValueError("auth ldap needs session_key_env or session_key_file naming a key of at least 32 characters")
+        return self
+
+
 class Config(_Section):
     timezone: str = "UTC"
     currency: str = "USD"
@@ -331,6 +371,8 @@ class Config(_Section):
     metrics: MetricsConfig = MetricsConfig()
     waste: WasteConfig = WasteConfig()
     budgets: BudgetsConfig = BudgetsConfig()
+    web: WebConfig = WebConfig()
+    reports_url: WebAddress = ""  # where people reach the reports or `billing serve`; emails link there
 
     @field_validator("timezone")
     @classmethod

@@ -15,6 +15,7 @@ from billing.capacity import collect_allocatable, idle_capacity
 from billing.collect import ClusterUsage, collect_cluster
 from billing.config import ClusterConfig, Config
 from billing.days import billing_day
+from billing.digest import digest_period, read_digests
 from billing.directory import AmbiguousDirectoryError, Directory, DirectoryError, directory_from_json, directory_to_json
 from billing.directory_sources import load_directory
 from billing.ledger import latest_directory, open_ledger, replace_day
@@ -166,7 +167,9 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
     report = render_day(config, day)
     undelivered: list[str] = []
     if config.email.enabled:
-        envelopes, undelivered = summary_envelopes(report, directory, config.email)
+        digest_days = digest_period(day, config.email.personal)
+        digests = read_digests(ledger, *digest_days, config.currency, config.reports_url) if digest_days else []
+        envelopes, undelivered = summary_envelopes(report, directory, config.email, digests)
         undelivered += deliver(envelopes, config.email)
     undelivered += send_alerts(ledger, day, team_budgets(config.budgets, directory), config.budgets.alert_at,
                                directory, config.email, config.currency)

@@ -436,6 +436,21 @@ def read_rows(engine: Engine, first: date, last: date, team: str | None = None) 
     return frame
 
 
+def daily_costs(engine: Engine, first: date, last: date, team: str | None = None, owner: str | None = None
+                ) -> pd.DataFrame:
+    """day, currency, cost and list_cost summed per day by the database, optionally of one team or person."""
+    query = select(chargeback.c.day, chargeback.c.currency, func.sum(chargeback.c.cost).label("cost"),
+                   func.sum(chargeback.c.list_cost).label("list_cost")).where(chargeback.c.day.between(first, last))
+    if team is not None:
+        query = query.where(chargeback.c.team == team)
+    if owner is not None:
+        query = query.where(chargeback.c.owner == owner)
+    frame = pd.DataFrame(_fetch(engine, query.group_by(chargeback.c.day, chargeback.c.currency), "daily costs"),
+                         columns=["day", "currency", "cost", "list_cost"])
+    frame["day"] = pd.to_datetime(frame["day"]).dt.date
+    return frame.astype({"cost": float, "list_cost": float})
+
+
 def fetch(engine: Engine, query: Select) -> list[dict]:
     """The rows of a read-only query as dicts (column label -> value), for report queries."""
     return [dict(row._mapping) for row in _fetch(engine, query, "the ledger")]
@@ -476,6 +491,21 @@ def read_holdings(engine: Engine, day: date) -> pd.DataFrame:
     query = select(gpu_holdings).where(gpu_holdings.c.day == day)
     columns = [c.name for c in gpu_holdings.columns]
     return pd.DataFrame(_fetch(engine, query, "GPU holdings"), columns=columns)[HOLDING_COLUMNS]
+
+
+def waste_sums(engine: Engine, first: date, last: date, by: str, team: str | None = None,
+               owner: str | None = None) -> pd.DataFrame:
+    """Idle GPU-hours and unused CPU core-hours of a date range summed per `by` (namespace, owner or team)
+    by the database, optionally of one team or person; NULL (NaN) where no day of the group measured it."""
+    measures = [func.sum(waste.c[m]).label(m) for m in ("idle_gpu_hours", "unused_cpu_core_hours")]
+    query = select(waste.c[by], *measures).where(waste.c.day.between(first, last))
+    if team is not None:
+        query = query.where(waste.c.team == team)
+    if owner is not None:
+        query = query.where(waste.c.owner == owner)
+    rows = _fetch(engine, query.group_by(waste.c[by]).order_by(waste.c[by]), "waste")
+    return pd.DataFrame(rows, columns=[by, "idle_gpu_hours", "unused_cpu_core_hours"]).astype(
+        {"idle_gpu_hours": float, "unused_cpu_core_hours": float})
 
 
 def latest_directory(engine: Engine) -> tuple[datetime, str] | None:

@@ -28,6 +28,7 @@ from sqlalchemy import Engine
 
 from billing.budgets import FORECAST_METHOD, BudgetStatus
 from billing.days import days_in_month
+from billing.digest import PersonalDigest
 from billing.formatting import RESOURCE_NAMES, cents, held_gpus, money, quantity
 from billing.ledger import completed, directory_note, incomplete, read_capacity, read_holdings, read_rows, read_waste
 from billing.mail import Letter
@@ -195,6 +196,12 @@ def _figures(rows: pd.DataFrame, runs: set[date], day: date) -> dict:
     }
 
 
+def headline(day_costs: pd.DataFrame, runs: set[date], day: date) -> dict:
+    """cost, discount, previous, month_to_date and trend of `day` from per-day sums (day, cost, list_cost),
+    as the pages' figures show them; `billing serve` gets the sums from the database."""
+    return _figures(day_costs, runs, day)
+
+
 def _team_report(team: str, rows: pd.DataFrame, runs: set[date], day: date) -> TeamReport:
     today = rows[rows["day"] == day]
     owners = today.assign(owner=today["owner"].fillna(""))
@@ -320,8 +327,12 @@ def _environment() -> Environment:
 _env = _environment()
 
 
-def _render(template: str, **values) -> str:
+def render_template(template: str, **values) -> str:
+    """A template of `reports/` with the money, quantity and chart helpers (also for `billing serve`)."""
     return _env.get_template(template).render(**values)
+
+
+_render = render_template  # the name this module's pages and letters use
 
 
 def _write(path: Path, text: str) -> None:
@@ -367,8 +378,11 @@ def write_pages(report: DayReport, output_dir: Path) -> list[Path]:
 
 
 def _subject(report: DayReport, who: str, cost: float) -> str:
+    return _one_line(f"Cluster billing {report.day}: {who} {money(cost, report.currency)}")
+
+
+def _one_line(line: str) -> str:
     """One line whatever the names hold: CR, LF and other controls become spaces."""
-    line = f"Cluster billing {report.day}: {who} {money(cost, report.currency)}"
     return " ".join(re.sub(r"[\x00-\x1f\x7f\u2028\u2029\x85]", " ", line).split())
 
 
@@ -383,6 +397,13 @@ def _letter(subject: str, template: str, **values) -> Letter:
 def admin_letter(report: DayReport) -> Letter:
     """The all-teams summary for the admins."""
     return _letter(_subject(report, "all teams", report.cost), "email_admins", report=report)
+
+
+def person_letter(digest: PersonalDigest) -> Letter:
+    """A person's own summary (email.personal)."""
+    period = f"{digest.first}" if digest.first == digest.last else f"{digest.first} to {digest.last}"
+    subject = _one_line(f"Your cluster costs {period}: {money(digest.cost, digest.currency)}")
+    return _letter(subject, "email_person", digest=digest)
 
 
 def team_letter(report: DayReport, team: str) -> Letter:

@@ -45,6 +45,10 @@ class ReportError(Exception):
     """The question cannot be answered as asked (an unknown team, mixed currencies)."""
 
 
+class UnknownSubject(ReportError):
+    """The ledger has no rows of the team or person asked about."""
+
+
 @dataclass(frozen=True)
 class Subject:
     """Whose spending: one team (`kind="team"`), one person (`"person"`), or every team (`"all"`)."""
@@ -189,7 +193,7 @@ def _known(engine: Engine, subject: Subject) -> None:
         return
     closest = difflib.get_close_matches(subject.name or "", known_names(engine, subject.kind), n=3, cutoff=0.5)
     hint = f"; closest: {', '.join(closest)}" if closest else ""
-    raise ReportError(f"no {subject.kind} named {subject.name!r} in the ledger{hint}")
+    raise UnknownSubject(f"no {subject.kind} named {subject.name!r} in the ledger{hint}")
 
 
 def _currency(rows: list[dict], subject: Subject, first: date, last: date, fallback: str) -> str:

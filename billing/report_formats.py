@@ -167,8 +167,13 @@ def html(report: Report) -> str:
     environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader(template_dir()), autoescape=True, undefined=jinja2.StrictUndefined
     )
+    return environment.get_template("adhoc.html.j2").render(**html_table(report))
+
+
+def html_table(report: Report) -> dict:
+    """What an HTML page shows of a report: title, labels, cells and totals as display text."""
     sums = totals(report)
-    return environment.get_template("adhoc.html.j2").render(
+    return dict(
         title=title(report),
         labels=[_label(report, c) for c in report.columns],
         numeric=[c in NUMERIC for c in report.columns],

@@ -26,6 +26,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 import billing.cli
+import billing.web
 from billing.config import MetricsConfig, load_config
 from tests.integration.servers import require_program
 
@@ -281,6 +282,53 @@ def test_the_reports_server_serves_the_volume_the_job_writes():
     assert [p["containerPort"] for p in nginx["ports"]] == [int(listen)]
     assert nginx["readinessProbe"]["httpGet"]["path"] == "/healthz"
     assert "location = /healthz" in (CRONJOB / "reports-nginx.conf").read_text()
+
+
+# --- billing serve: behind oauth2-proxy in its pod, on a read-only role ----------
+
+
+def serve_containers() -> dict[str, dict]:
+    pod = find("Deployment", "billing-serve")["spec"]["template"]["spec"]
+    return {c["name"]: c for c in pod["containers"]}
+
+
+def test_billing_serve_runs_the_jobs_image_and_config_behind_oauth2_proxy(monkeypatch):
+    pod = find("Deployment", "billing-serve")["spec"]["template"]
+    serve, proxy = serve_containers()["billing"], serve_containers()["oauth2-proxy"]
+    assert serve["image"] == container()["image"]
+    assert volume("config", pod["spec"]) == volume("config", pod_spec())
+    assert mount_of("config", serve["volumeMounts"])["mountPath"] + "/billing.yaml" == config_path_in_pod()
+    (port,) = serve["ports"]
+    assert serve["args"] == ["--log-format", "json", "serve", "--host", "0.0.0.0", "--port",
+                             str(port["containerPort"]), "--config", config_path_in_pod()]
+    assert serve["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": port["name"]}
+    # oauth2-proxy forwards over loopback, the only trusted address; the Service reaches oauth2-proxy only.
+    assert f"--upstream=http://127.0.0.1:{port['containerPort']}/" in proxy["args"]
+    service = find("Service", "billing-serve")
+    assert service["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
+    assert [p["targetPort"] for p in service["spec"]["ports"]] == [p["name"] for p in proxy["ports"]]
+    for each in (serve, proxy):
+        assert each["securityContext"]["readOnlyRootFilesystem"] is True
+        assert each["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+
+    # The pod holds only the reader's password; the job's secrets that billing.yaml names are empty.
+    secrets = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in serve["env"] if "valueFrom" in e}
+    assert secrets == {"PGPASSWORD": {"name": "billing-credentials", "key": "database-reader-password"}}
+    empty = {e["name"] for e in serve["env"] if e.get("value") == ""}
+    assert empty == env_keys(yaml.safe_load((CRONJOB / "billing.yaml").read_text()))
+    for name in empty:
+        monkeypatch.setenv(name, "")
+    config = load_config(CRONJOB / "billing.yaml")
+    assert config.web.database.startswith("postgresql+psycopg://billing_reader@")
+    assert config.web.trusted_proxies == ["127.0.0.1/32", "::1/128"]
+
+    # The same arguments, given to the real command, serve that config on that port.
+    served = []
+    monkeypatch.setattr(billing.cli, "_config", lambda config_file: config if config_file == config_path_in_pod() else None)
+    monkeypatch.setattr(billing.web, "serve", lambda config, host, port: served.append((config.web.auth, host, port)))
+    result = CliRunner().invoke(billing.cli.main, serve["args"])
+    assert result.exit_code == 0, result.output
+    assert served == [("header", "0.0.0.0", port["containerPort"])]
 
 
 # --- the image -------------------------------------------------------------------

@@ -29,10 +29,10 @@ def chromium():
 
 
 def screenshot(chromium: str, page, png, width: int, height: int, profile) -> list[str]:
-    """Open the page, write a screenshot, return the page's console messages."""
+    """Open the page (a file or a URL), write a screenshot, return the page's console messages."""
     run = subprocess.run(
         [chromium, *FLAGS, f"--user-data-dir={profile}", f"--screenshot={png}", f"--window-size={width},{height}",
-         page.as_uri()],
+         page if isinstance(page, str) else page.as_uri()],
         capture_output=True, text=True, timeout=60,
     )
     assert png.exists(), run.stderr[-2000:]
