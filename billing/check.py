@@ -12,16 +12,19 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from sqlalchemy import func, select
 
 from billing.config import ClusterConfig, Config, EmailConfig, load_config
-from billing.directory import DirectoryError, check_directory
+from billing.directory import DirectoryError
+from billing.directory_sources import check_directory
 from billing.ledger import LedgerError, completed_days, fetch, open_ledger
 from billing.mail import IMPLICIT_TLS_PORT, MailError, connect_smtp
 from billing.private import private_directory
-from billing.prometheus import PrometheusError, prometheus_source
+from billing.prometheus import PrometheusError
+from billing.replay import prometheus_source, read_recording
 
 TIMEOUT = 10.0  # seconds: a check answers quickly or reports the dependency as failing
 
@@ -60,7 +63,7 @@ def prometheus(cluster: ClusterConfig) -> str:
     """Ask the server for `vector(1)`, without the job's retries; recorded answers are only counted."""
     config = cluster.prometheus
     if config.replay:
-        answers = len(list(Path(config.replay).glob("*.json")))
+        answers = len(read_recording(Path(config.replay)))
         if not answers:
             raise CheckFailure(f"replay directory {config.replay} holds no recorded answers")
         return f"replay directory {config.replay}: {answers} recorded answers"
@@ -124,9 +127,9 @@ def check_config(path: Path) -> tuple[Config, Probe]:
 def check_all(config: Config) -> Iterator[Probe]:
     """One probe per dependency, in the order a run needs them; each is yielded as soon as it is done."""
     for cluster in config.clusters:
-        yield _timed(f"prometheus {cluster.name}", lambda: prometheus(cluster))
+        yield _timed(f"prometheus {cluster.name}", partial(prometheus, cluster))
         if cluster.prometheus.selector.strip() and not cluster.prometheus.replay:
-            yield _timed(f"selector {cluster.name}", lambda: selector(cluster))
+            yield _timed(f"selector {cluster.name}", partial(selector, cluster))
     yield _timed("directory", lambda: check_directory(config.directory))
     yield _timed("database", lambda: database(config.database))
     if config.email.enabled:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import re
 import unicodedata
 from collections.abc import Callable, Iterable
@@ -59,6 +60,8 @@ class Team:
     members: tuple[str, ...]  # uids
     leads: tuple[str, ...]  # uids
     dn: str = field(default="", compare=False)
+    cost_center: str = ""  # from teams.cost_center_attribute, for monthly statements
+    budget: float | None = None  # per month, from teams.budget_attribute
 
 
 def name_key(name: str) -> str:
@@ -234,8 +237,25 @@ def build_directory(people: Iterable[Entry], teams: Iterable[Entry], config: Dir
         members = resolve(entry.all(t.member_attribute), name, "member")
         members += tuple(uid for uid in sorted(joined.get(normalise_dn(entry.dn), [])) if uid not in members)
         leads = resolve(entry.all(t.lead_attribute), name, "lead")
-        groups.append(Team(storable(name), members=members, leads=leads, dn=entry.dn))
+        cost_center = entry.first(t.cost_center_attribute) if t.cost_center_attribute else ""
+        groups.append(Team(storable(name), members=members, leads=leads, dn=entry.dn, cost_center=cost_center,
+                           budget=_budget(entry, name, t.budget_attribute)))
     return Directory.of(found, groups)
+
+
+def _budget(entry: Entry, team: str, attribute: str) -> float | None:
+    """A team's monthly budget from its directory entry; a value that is no positive amount is skipped."""
+    value = entry.first(attribute) if attribute else ""
+    if not value:
+        return None
+    try:
+        budget = float(value.replace(",", ""))
+    except ValueError:
+        budget = math.nan
+    if not (math.isfinite(budget) and budget > 0):
+        log.warning("team %s: %s %r is not a positive amount; no budget from the directory", team, attribute, value)
+        return None
+    return budget
 
 
 def read_ldif(path: Path, config: DirectoryConfig) -> Directory:
@@ -262,23 +282,6 @@ def _text(value: str | bytes) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
-def load_directory(config: DirectoryConfig) -> Directory:
-    """The whole directory, read once per run."""
-    if config.ldif:
-        return read_ldif(Path(config.ldif), config)
-    from billing.ldap import read_ldap  # the live directory: its own module
-
-    return read_ldap(config)
-
-
-def check_directory(config: DirectoryConfig) -> str:
-    """One line for `billing check`: the directory read whole, as the nightly run reads it."""
-    directory = load_directory(config)
-    led = sum(1 for team in directory.teams.values() if team.leads)
-    source = f"directory file {config.ldif}" if config.ldif else "directory " + ", ".join(config.urls)
-    return f"{source}: {len(directory.people)} people, {len(directory.teams)} teams ({led} with a lead)"
-
-
 def directory_to_json(directory: Directory) -> str:
     """The directory as JSON, stored by each successful run for `on_failure: last_known`."""
     return json.dumps(
@@ -293,5 +296,6 @@ def directory_from_json(text: str) -> Directory:
     """The inverse of `directory_to_json`."""
     data = json.loads(text)
     people = [Person(**person) for person in data["people"]]
-    teams = [Team(t["name"], tuple(t["members"]), tuple(t["leads"]), t.get("dn", "")) for t in data["teams"]]
+    teams = [Team(t["name"], tuple(t["members"]), tuple(t["leads"]), t.get("dn", ""), t.get("cost_center", ""),
+                  t.get("budget")) for t in data["teams"]]
     return Directory.of(people, teams)

@@ -3,26 +3,29 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timezone
 from pathlib import Path
 
 import pandas as pd
 from sqlalchemy import Engine
 
+from billing.budgets import BudgetStatus, forecast, send_alerts, team_budgets
 from billing.capacity import collect_allocatable, idle_capacity
 from billing.collect import ClusterUsage, collect_cluster
 from billing.config import ClusterConfig, Config
 from billing.days import billing_day
-from billing.directory import (AmbiguousDirectoryError, Directory, DirectoryError, directory_from_json, directory_to_json,
-                               load_directory)
+from billing.digest import digest_period, read_digests
+from billing.directory import AmbiguousDirectoryError, Directory, DirectoryError, directory_from_json, directory_to_json
+from billing.directory_sources import load_directory
 from billing.ledger import latest_directory, open_ledger, replace_day
 from billing.mail import deliver
 from billing.ownership import assign_owners
-from billing.pricing import price, reserve_pools, share_idle
+from billing.pricing import price, price_holdings, reserve_pools, share_idle
 from billing.redact import redact
-from billing.prometheus import prometheus_source
 from billing.render import DayReport, check_output_dir, read_report, write_pages
+from billing.replay import prometheus_source
+from billing.resources import CPU, GPU, MEMORY
 from billing.summaries import summary_envelopes
 from billing.waste import WASTE_COLUMNS, attribute_waste, collect_waste
 
@@ -48,9 +51,9 @@ def _log_cluster(collected: ClusterUsage) -> None:
         collected.cluster,
         collected.usage["namespace"].nunique(),
         collected.pods,
-        hours.get("gpu", 0.0),
-        hours.get("cpu", 0.0),
-        hours.get("memory", 0.0),
+        hours.get(GPU, 0.0),
+        hours.get(CPU, 0.0),
+        hours.get(MEMORY, 0.0),
         collected.queries,
     )
 
@@ -142,6 +145,8 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
     ownership = assign_owners(pd.concat([usage["namespace"], wasted["namespace"]]), directory, config.namespaces)
     # what namespaces requested; reserved pools' capacity and credits; idle shared where a cluster says so
     rows = price(usage, ownership, {c.name: c.prices for c in config.clusters})
+    held = price_holdings(pd.concat([c.holdings.assign(cluster=c.cluster) for c in collected], ignore_index=True),
+                          ownership, rows)
     pool_rows = reserve_pools(capacity, usage, ownership, config.clusters)
     sharing_idle = [c.name for c in config.clusters if c.idle == "share"]
     idle_rows = share_idle(capacity[capacity["cluster"].isin(sharing_idle)], rows, config.namespaces.unallocated_team)
@@ -151,7 +156,7 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
     coverage = {c.cluster: c.coverage for c in collected}
     written = replace_day(
         ledger, day, rows, config.currency, snapshot=snapshot, directory_note=directory_warning, coverage=coverage,
-        capacity=capacity, wasted=attribute_waste(wasted, ownership),
+        capacity=capacity, wasted=attribute_waste(wasted, ownership), held=held,
     )
     total = float(rows["cost"].sum())
     log.info(
@@ -164,8 +169,12 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
     report = render_day(config, day)
     undelivered: list[str] = []
     if config.email.enabled:
-        envelopes, undelivered = summary_envelopes(report, directory, config.email)
+        digest_days = digest_period(day, config.email.personal)
+        digests = read_digests(ledger, *digest_days, config.currency, config.reports_url) if digest_days else []
+        envelopes, undelivered = summary_envelopes(report, directory, config.email, digests)
         undelivered += deliver(envelopes, config.email)
+    undelivered += send_alerts(ledger, day, team_budgets(config.budgets, directory), config.budgets.alert_at,
+                               directory, config.email, config.currency)
     return RunSummary(
         day,
         written,
@@ -178,9 +187,28 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
     )
 
 
+def with_budgets(report: DayReport, budgets: dict[str, float]) -> DayReport:
+    """The day's report with each budgeted team's status as of its day (from the figures it already holds)."""
+    teams = [
+        replace(team, budget=BudgetStatus(team.team, report.day, budgets[team.team], team.month_to_date,
+                                          forecast(team.month_to_date, [d.cost for d in team.trend], report.day)))
+        if team.team in budgets else team
+        for team in report.teams
+    ]
+    return replace(report, teams=teams)
+
+
+def stored_directory(ledger: Engine) -> Directory | None:
+    """The directory the last successful run stored, if any."""
+    stored = latest_directory(ledger)
+    return directory_from_json(stored[1]) if stored else None
+
+
 def render_day(config: Config, day: date) -> DayReport:
     """Write a day's HTML reports from the ledger (never from collected data); return its report."""
-    report = read_report(open_ledger(config.database), day, config.currency, config.namespaces.unallocated_team)
+    ledger = open_ledger(config.database)
+    report = read_report(ledger, day, config.currency, config.namespaces.unallocated_team)
+    report = with_budgets(report, team_budgets(config.budgets, stored_directory(ledger)))
     pages = write_pages(report, Path(config.output_dir))
     log.info("%s: wrote %d report pages below %s", day, len(pages), config.output_dir)
     return report

@@ -27,10 +27,9 @@ from prometheus_client.exposition import basic_auth_handler, default_handler
 
 from billing.config import MetricsConfig
 from billing.job import RunSummary
+from billing.resources import RESOURCES
 
 log = logging.getLogger(__name__)
-
-RESOURCES = ("cpu", "memory", "gpu")
 
 
 def run_metrics(summary: RunSummary, currency: str, duration: float, finished: float) -> CollectorRegistry:

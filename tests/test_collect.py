@@ -4,10 +4,10 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from billing.collect import GIB, UsageQueries, collect_cluster
-from billing.promql import chunks, quote
 from billing.config import ClusterConfig
 from billing.days import billing_day
 from billing.prometheus import PrometheusError
+from billing.promql import chunks, quote
 
 CLUSTER = ClusterConfig(
     name="jaguar",

@@ -11,12 +11,11 @@ from billing.directory import (
     DirectoryError,
     Person,
     Team,
-    check_directory,
     directory_from_json,
     directory_to_json,
-    load_directory,
     normalise_dn,
 )
+from billing.directory_sources import check_directory, load_directory
 
 LDIF = """\
 version: 1

@@ -4,9 +4,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from billing.config import ClusterConfig
 from billing.days import billing_day
 from billing.prometheus import PrometheusError
-from billing.promql import chunks, one_of
+from billing.promql import NodeKind, Queries, chunks, one_of
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 
@@ -42,3 +43,28 @@ def test_one_of_matches_exactly_its_values(values):
 
 def test_one_of_leaves_hyphens_alone_so_prometheus_sees_a_plain_list():
     assert one_of(["0b4e-11", "n.1"]) == r"0b4e-11|n\.1"
+
+
+def sharing_queries(**cluster) -> Queries:
+    config = ClusterConfig(name="jaguar", prometheus={"url": "http://x"}, prices={"cpu_core_hour": 0,
+                           "memory_gib_hour": 0, "gpu_hour": 1}, **cluster)
+    return Queries(config, {"nvidia_com_gpu": 1.0, "nvidia_com_mig_1g_10gb": 1 / 7}, chunks(DAY, 60)[0])
+
+
+def test_a_node_kind_carries_model_and_replicas_and_a_unit_its_physical_share():
+    queries = sharing_queries(gpu_replicas_label="label_r", vendor_model_labels=["label_amd"])
+    assert "label_r" in queries.node_keys and "label_amd" in queries.node_keys
+    sliced = queries.node_kind({"label_nvidia_com_gpu_product": "L40S", "label_r": "4"})
+    assert sliced == NodeKind("L40S", "", 4.0)
+    assert queries.gpus_per_unit("nvidia_com_gpu", sliced) == 0.25
+    assert queries.gpus_per_unit("nvidia_com_mig_1g_10gb", sliced) == pytest.approx(1 / 28)
+    assert queries.gpus_per_unit("cpu", sliced) == 1.0  # replicas share GPUs, not cores
+    assert queries.node_kind({"label_amd": "MI300X"}) == NodeKind("MI300X", "", 1.0)
+    # a value that is no positive whole number bills each replica as a whole GPU (never less)
+    assert queries.node_kind({"label_r": "0"}).replicas == queries.node_kind({"label_r": "two"}).replicas == 1.0
+
+
+def test_without_a_replicas_label_nodes_are_not_divided():
+    queries = sharing_queries()
+    assert queries.node_kind({"label_nvidia_com_gpu_replicas": "4"}).replicas == 1.0
+    assert "replicas" not in queries.node_keys

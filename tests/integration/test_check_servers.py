@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-from zoneinfo import ZoneInfo
-
 import time
+from datetime import datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 import yaml
@@ -75,7 +75,7 @@ def test_a_selector_that_matches_nothing_fails(prometheus_server, config, write_
     server = prometheus_server(world)
     path = config({"jaguar": server.url})
     cluster = {**MINIMAL_CONFIG["clusters"][0], "name": "jaguar", "prometheus": {"url": server.url, "selector": selector}}
-    result = check(str(write_config(**{**yaml.safe_load(open(path)), "clusters": [cluster]})))
+    result = check(str(write_config(**{**yaml.safe_load(Path(path).read_text()), "clusters": [cluster]})))
     assert result.exit_code == (0 if line.startswith("ok") else 1)
     lines = [text.rsplit(" (", 1)[0] for text in result.stdout.splitlines()]
     assert lines[1].startswith("ok    prometheus jaguar")
