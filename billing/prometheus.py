@@ -117,11 +117,11 @@ class LivePrometheus:
         return self._ask("query_range", query, {"start": start, "end": end, "step": step})
 
     def buildinfo(self) -> tuple[dict, dict[str, str]]:
-        """The `data` of /api/v1/status/buildinfo ({} where the store has none) and the answer's headers."""
+        """The `data` of /api/v1/status/buildinfo and the answer's headers; ({}, {}) where there is none."""
         try:
             response = self._session.get(f"{self.url}/api/v1/status/buildinfo", timeout=self.timeout)
-        except requests.exceptions.RequestException as exc:
-            raise PrometheusError(f"Prometheus of cluster {self.cluster} at {self.url} is unreachable ({_reason(exc)})") from None
+        except requests.exceptions.RequestException:  # it only names the store: queries report the outage
+            return {}, {}
         try:
             data = response.json().get("data") if response.ok else None
         except (ValueError, AttributeError):
