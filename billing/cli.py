@@ -18,6 +18,7 @@ from pathlib import Path
 
 import click
 
+from billing.audit import AuditError
 from billing.prometheus import PrometheusError
 from billing.check import check_all, check_config
 from billing.config import Config, ConfigError, config_path, load_config
@@ -35,7 +36,7 @@ from billing.report_formats import FORMATS, notices
 
 log = logging.getLogger("billing")
 
-RUN_FAILURES = (IncompleteDayError, PrometheusError, DirectoryError, LedgerError, RenderError, MailError)
+RUN_FAILURES = (IncompleteDayError, AuditError, PrometheusError, DirectoryError, LedgerError, RenderError, MailError)
 
 
 def _fail(status: int, message: str, at_once: bool = False) -> None:

@@ -59,6 +59,7 @@ log = logging.getLogger(__name__)
 
 GIB = 2**30
 USAGE_COLUMNS = ["namespace", "resource", "gpu_model", "priority_class", "pool", "quantity"]
+POD_COLUMNS = ["pod", "uid"]
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,11 @@ class ClusterUsage:
     pods: int  # distinct pods seen Running during the day
     queries: int
     coverage: float  # share of the day's instants at which kube-state-metrics data was there
+    running: frozenset[str] = frozenset()  # their uids
+    exact: frozenset[str] = frozenset()  # uids of the pods evaluated instant by instant
+
+
+POD = ", ".join(POD_COLUMNS)  # the labels that keep results apart per pod (the self-audit asks so)
 
 
 class UsageQueries(Queries):
@@ -79,10 +85,10 @@ class UsageQueries(Queries):
     # `max by` everywhere below drops the scrape's own labels (instance, job),
     # so duplicate scrapes of kube-state-metrics replicas are not counted twice.
 
-    def fast(self, pods: str) -> str:
-        """Per (namespace, node, priority class, resource): sum over pods of request x Running instants."""
+    def fast(self, pods: str, by_pod: bool = False) -> str:
+        """Per (namespace, node, priority class, resource[, pod]): sum over pods of request x Running instants."""
         return f"""
-sum by (namespace, node, priority_class, resource) (
+sum by (namespace, node, priority_class, resource{", " + POD if by_pod else ""}) (
     sum by (namespace, pod, uid, resource) (
         max by (namespace, pod, uid, container, resource) (max_over_time({self.requests(pods)}[{self.raw}]))
     )
@@ -116,12 +122,12 @@ group by (uid) (
         """The uids of pods Running in the chunk, for the log's pod count."""
         return f"group by (uid) (max_over_time({self.running()}[{self.instants}]) == 1)"
 
-    def exact(self, pods: str, relabelled: list[str]) -> str:
+    def exact(self, pods: str, relabelled: list[str], by_pod: bool = False) -> str:
         """The literal per-instant product, for range queries. Node labels (GPU model, pool) are
         read at every instant only for relabelled nodes (a node's newest label set wins; "" without
         one); on other nodes they are constant, and the caller maps the node to them."""
         return f"""
-sum by (namespace, node, resource, priority_class, {self.node_keys}) (
+sum by (namespace, node, resource, priority_class, {self.node_keys}{", " + POD if by_pod else ""}) (
     max by (namespace, pod, uid, container, resource) ({self.requests(pods)})
   * on (namespace, pod, uid) group_left (node, priority_class) (
         max by (namespace, pod, uid) ({self.running(pods)} == 1)
@@ -134,8 +140,9 @@ sum by (namespace, node, resource, priority_class, {self.node_keys}) (
 
 @dataclass(frozen=True)
 class _ChunkResult:
-    usage: pd.DataFrame  # USAGE_COLUMNS (resource as KSM names it)
+    usage: pd.DataFrame  # USAGE_COLUMNS (resource as KSM names it), after POD_COLUMNS when asked by pod
     pods: frozenset[str]
+    exact: frozenset[str]
     queries: int
     covered: int  # instants with kube-state-metrics data
     instants: int
@@ -145,7 +152,8 @@ def _uids(answer: list[dict]) -> frozenset[str]:
     return frozenset(series["metric"].get("uid", "") for series in answer)
 
 
-def _chunk_usage(source: PrometheusSource, cluster: ClusterConfig, gpu_resources: list[str], chunk: Chunk) -> _ChunkResult:
+def _chunk_usage(source: PrometheusSource, cluster: ClusterConfig, gpu_resources: list[str], chunk: Chunk,
+                 by_pod: bool = False) -> _ChunkResult:
     """Fast query for most pods, exact range queries for the few where factoring is wrong."""
     queries = UsageQueries(cluster, gpu_resources, chunk)
     at = chunk.last
@@ -161,27 +169,30 @@ def _chunk_usage(source: PrometheusSource, cluster: ClusterConfig, gpu_resources
 
     def row(labels: dict[str, str], instants: float) -> tuple:
         model, pool = nodes.of(labels)
-        return (labels.get("namespace", ""), labels.get("resource", ""), model, labels.get("priority_class", ""), pool,
-                instants)
+        pod = tuple(labels.get(key, "") for key in POD_COLUMNS) if by_pod else ()
+        return (*pod, labels.get("namespace", ""), labels.get("resource", ""), model, labels.get("priority_class", ""),
+                pool, instants)
 
     rows = []
-    for series in source.instant(queries.fast(uid_matcher(exact_pods, keep=False)), at):
+    for series in source.instant(queries.fast(uid_matcher(exact_pods, keep=False), by_pod), at):
         rows.append(row(series["metric"], float(series["value"][1])))
     asked += 1
 
     if exact_pods:
         log.info("%d pods resized, on relabelled nodes (%s) or with odd Running values: evaluated instant by instant",
                  len(exact_pods), ", ".join(relabelled[:3]) or "none")
-        for series in source.range(queries.exact(uid_matcher(exact_pods, keep=True), relabelled), chunk.start, at, chunk.step):
+        for series in source.range(queries.exact(uid_matcher(exact_pods, keep=True), relabelled, by_pod), chunk.start, at,
+                                   chunk.step):
             rows.append(row(series["metric"], sum(float(v) for _, v in series["values"])))
         asked += 1
     instants = (chunk.end - chunk.start) // chunk.step
-    return _ChunkResult(_hours(rows, chunk.step), running, asked, covered, instants)
+    columns = [*POD_COLUMNS, *USAGE_COLUMNS] if by_pod else USAGE_COLUMNS
+    return _ChunkResult(_hours(rows, chunk.step, columns), running, exact_pods, asked, covered, instants)
 
 
-def _hours(rows: list[tuple], step: int) -> pd.DataFrame:
+def _hours(rows: list[tuple], step: int, columns: list[str]) -> pd.DataFrame:
     """Rows of resource-instants as a frame of resource-hours."""
-    frame = pd.DataFrame(rows, columns=USAGE_COLUMNS).astype({"quantity": float})
+    frame = pd.DataFrame(rows, columns=columns).astype({"quantity": float})
     return frame.assign(quantity=frame["quantity"] * step / 3600)
 
 
@@ -192,13 +203,26 @@ def collect_cluster(
     results = map_chunks(lambda c: _chunk_usage(source, cluster, gpu_resources, c), chunks(day, step))
     raw = pd.concat([r.usage for r in results], ignore_index=True)
     _refuse_impossible_values(raw, cluster.name)
+    running = frozenset().union(*(r.pods for r in results))
     return ClusterUsage(
         cluster=cluster.name,
         usage=_normalise(raw, gpu_resources),
-        pods=len(frozenset().union(*(r.pods for r in results))),
+        pods=len(running),
         queries=sum(r.queries for r in results),
         coverage=sum(r.covered for r in results) / sum(r.instants for r in results),
+        running=running,
+        exact=frozenset().union(*(r.exact for r in results)),
     )
+
+
+def pod_usage(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: list[str],
+              source: PrometheusSource) -> pd.DataFrame:
+    """Resource-hours per pod (POD_COLUMNS, resource, gpu_model, quantity) the way `collect_cluster` computes
+    them, fast and exact path alike: what the self-audit checks (restricting `cluster`'s selector to a few pods)."""
+    results = map_chunks(lambda c: _chunk_usage(source, cluster, gpu_resources, c, by_pod=True), chunks(day, step))
+    frame = billing_units(pd.concat([r.usage for r in results], ignore_index=True), gpu_resources)
+    keys = [*POD_COLUMNS, "resource", "gpu_model"]
+    return frame.groupby(keys, as_index=False, sort=True)["quantity"].sum()
 
 
 def _refuse_impossible_values(raw: pd.DataFrame, cluster: str) -> None:

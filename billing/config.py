@@ -261,6 +261,13 @@ class WasteConfig(_Section):
     gpu_utilisation_below: Annotated[float, Field(gt=0, le=100)] = 5.0  # percent: a GPU held below this is idle
 
 
+class AuditConfig(_Section):
+    """The self-audit of every run (billing/audit.py)."""
+
+    enabled: bool = True
+    pods: Annotated[int, Field(ge=1)] = 20  # running pods recomputed from raw samples per cluster-day
+
+
 class Config(_Section):
     timezone: str = "UTC"
     currency: str = "USD"
@@ -274,6 +281,7 @@ class Config(_Section):
     email: EmailConfig = EmailConfig()
     metrics: MetricsConfig = MetricsConfig()
     waste: WasteConfig = WasteConfig()
+    audit: AuditConfig = AuditConfig()
 
     @field_validator("timezone")
     @classmethod

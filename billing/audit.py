@@ -1,0 +1,212 @@
+"""Self-audit: a sample of pods billed again from raw samples, in plain Python.
+
+The ledger comes from PromQL that factors SPEC.md's sum (collect.py's fast
+path) or evaluates it on the server (its exact path); both depend on how the
+store evaluates PromQL, which differs between stores and versions. So every
+run checks itself: per cluster-day it picks pods (at least `audit.pods` of
+those Running, and pods on the exact path, chosen by a random generator
+seeded with the cluster and the day, so a re-run audits the same pods),
+fetches their raw samples with range selectors, and applies SPEC.md's
+arithmetic here:
+
+    quantity(p, r) = sum_k request(p, r, t_k) * [running(p, t_k) == 1] * step / 3600
+
+with Prometheus 2.x instant semantics (at t_k a series has the value of its
+latest sample with t_k - 5 min <= ts <= t_k), the request summed over the
+pod's containers, the node from `kube_pod_info` and the GPU model from that
+node's newest `kube_node_labels`. Where several series differ only in
+labels the bill does not use (scrape or replica labels), the largest value
+counts, as the queries' `max by` does. The same pods are asked through
+collect.py's own queries, restricted to them and grouped by pod; a
+difference beyond 1e-9 relative fails the run before the ledger is touched.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import math
+import random
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import pandas as pd
+
+from billing.collect import GIB, pod_usage
+from billing.config import ClusterConfig
+from billing.days import BillingDay
+from billing.promql import LOOKBACK, Chunk, Queries, node_matcher, one_of, quote, uid_matcher
+from billing.prometheus import PrometheusSource
+
+log = logging.getLogger(__name__)
+
+TOLERANCE = 1e-9  # relative
+EXACT_PODS = 20  # at most this many pods of the exact path besides the sample: keeps each query below 8 KB
+PodKey = tuple[str, str, str]  # (uid, resource, gpu_model)
+Series = tuple[str, dict[str, str], Sequence[tuple[float, float]]]  # (metric name, labels, [(ts, value), ...])
+
+
+class AuditError(Exception):
+    """The fast path and the raw samples disagree; the message names cluster, pod, resource and both figures."""
+
+
+@dataclass(frozen=True)
+class Audit:
+    """What auditing one cluster-day cost."""
+
+    pods: int
+    queries: int
+    seconds: float
+
+
+def audited_pods(cluster: str, day: BillingDay, running: Iterable[str], exact: Iterable[str], size: int) -> list[str]:
+    """`size` of the running pods (all when fewer) and pods of the exact path, the same on every run of the day."""
+    rng = random.Random(f"{cluster} {day.date.isoformat()}")
+    exact = sorted(set(exact))
+    others = sorted(set(running) - set(exact))
+    chosen = rng.sample(others, min(size, len(others))) + rng.sample(exact, min(EXACT_PODS, len(exact)))
+    return sorted(chosen)
+
+
+def _visible(samples: Sequence[tuple[float, float]], t: float) -> float | None:
+    """The value an instant query at t sees: the latest sample with t - LOOKBACK <= ts <= t."""
+    i = bisect.bisect_right(samples, (t, math.inf)) - 1
+    return samples[i][1] if i >= 0 and samples[i][0] >= t - LOOKBACK else None
+
+
+def _newest(candidates: Sequence[tuple[str, Sequence[tuple[float, float]]]], t: float) -> str | None:
+    """Of several (value, samples), the value whose visible sample is the newest at t."""
+    best: tuple[float, str] | None = None
+    for value, samples in candidates:
+        i = bisect.bisect_right(samples, (t, math.inf)) - 1
+        if i >= 0 and samples[i][0] >= t - LOOKBACK and (best is None or samples[i][0] > best[0]):
+            best = (samples[i][0], value)
+    return None if best is None else best[1]
+
+
+def _largest(series: Sequence[Sequence[tuple[float, float]]], t: float) -> float | None:
+    seen = [v for v in (_visible(samples, t) for samples in series) if v is not None]
+    return max(seen) if seen else None
+
+
+def recompute(series: Iterable[Series], instants: Sequence[float], step: float, gpu_resources: Sequence[str],
+              gpu_model_label: str) -> dict[PodKey, float]:
+    """Resource-hours per (uid, resource, gpu_model) from raw samples, by SPEC.md steps 1-5.
+
+    resource is cpu (cores), memory (GiB) or gpu; series other than the
+    bill's (other phases, other resources, pods without node) are ignored."""
+    units = {"cpu": ("cpu", 1.0), "memory": ("memory", 1 / GIB), **{name: ("gpu", 1.0) for name in gpu_resources}}
+    running: dict[str, list] = defaultdict(list)
+    requests: dict[str, dict[tuple[str, str], list]] = defaultdict(lambda: defaultdict(list))  # (container, resource)
+    nodes: dict[str, list[tuple[str, Sequence]]] = defaultdict(list)
+    models: dict[str, list[tuple[str, Sequence]]] = defaultdict(list)
+    for name, labels, samples in series:
+        uid = labels.get("uid", "")
+        if name == "kube_pod_status_phase" and labels.get("phase") == "Running":
+            running[uid].append(samples)
+        elif name == "kube_pod_container_resource_requests" and labels.get("resource") in units:
+            requests[uid][(labels.get("container", ""), labels["resource"])].append(samples)
+        elif name == "kube_pod_info" and labels.get("node"):
+            nodes[uid].append((labels["node"], samples))
+        elif name == "kube_node_labels":
+            models[labels.get("node", "")].append((labels.get(gpu_model_label, ""), samples))
+
+    hours: dict[PodKey, float] = defaultdict(float)
+    for uid, phase in running.items():
+        first = min(samples[0][0] for samples in phase if samples)
+        last = max(samples[-1][0] for samples in phase if samples) + LOOKBACK
+        for t in instants[bisect.bisect_left(instants, first):bisect.bisect_right(instants, last)]:
+            if _largest(phase, t) != 1:
+                continue
+            for (_, resource), containers in requests[uid].items():
+                request = _largest(containers, t)
+                if request is None:
+                    continue
+                billed, scale = units[resource]
+                model = ""
+                if billed == "gpu":
+                    node = _newest(nodes[uid], t)
+                    model = (_newest(models[node], t) or "") if node else ""
+                hours[(uid, billed, model)] += request * scale * step / 3600
+    return dict(hours)
+
+
+class _Counted:
+    """A source that counts the questions asked through it."""
+
+    def __init__(self, source: PrometheusSource):
+        self.source, self.asked = source, 0
+
+    def instant(self, query: str, at: float) -> list[dict]:
+        self.asked += 1
+        return self.source.instant(query, at)
+
+    def range(self, query: str, start: float, end: float, step: float) -> list[dict]:
+        self.asked += 1
+        return self.source.range(query, start, end, step)
+
+
+def _raw_samples(source: PrometheusSource, cluster: ClusterConfig, gpu_resources: list[str], day: BillingDay,
+                 step: int, uids: list[str]) -> list[Series]:
+    """The pods' raw samples of every series the bill reads, over the day and the lookback before it."""
+    start, end = int(day.start.timestamp()), int(day.end.timestamp())
+    queries = Queries(cluster, gpu_resources, Chunk(start, end, step))
+    at = end - step  # the last instant
+    window = f"{at - start + LOOKBACK + step}s"  # a step more than needed: the arithmetic picks its samples
+
+    def fetch(name: str, selector: str) -> list[Series]:
+        answer = source.instant(f"{selector}[{window}]", at)
+        return [(name, s["metric"], [(float(ts), float(v)) for ts, v in s["values"]]) for s in answer]
+
+    pods = uid_matcher(frozenset(uids), keep=True)
+    found = fetch("kube_pod_info", queries.pod_node(pods))
+    found += fetch("kube_pod_status_phase", queries.running(pods))
+    found += fetch("kube_pod_container_resource_requests", queries.requests(pods))
+    on = sorted({labels["node"] for _, labels, _ in found if labels.get("node")})
+    return found + (fetch("kube_node_labels", queries.node_labels(node_matcher(on))) if on else [])
+
+
+def _only(cluster: ClusterConfig, uids: list[str]) -> ClusterConfig:
+    """The cluster with its selector narrowed to these pods; series without a uid (nodes) still pass."""
+    pods = f"uid=~{quote('|' + one_of(uids))}"
+    selector = ", ".join(filter(None, [cluster.prometheus.selector.strip(), pods]))
+    return cluster.model_copy(update={"prometheus": cluster.prometheus.model_copy(update={"selector": selector})})
+
+
+def _disagreement(cluster: str, day: BillingDay, raw: dict[PodKey, float], fast: dict[PodKey, float],
+                  names: dict[str, str]) -> str | None:
+    for key in sorted(set(raw) | set(fast)):
+        expected, got = raw.get(key, 0.0), fast.get(key, 0.0)
+        if not math.isclose(expected, got, rel_tol=TOLERANCE, abs_tol=1e-12):
+            uid, resource, model = key
+            what = f"{resource} ({model})" if model else resource
+            return (f"self-audit of cluster {cluster} on {day.date} failed: pod {names.get(uid, '?')} (uid {uid}) "
+                    f"has {expected!r} {what} resource-hours by its raw samples but {got!r} by the billing "
+                    f"queries; the store evaluates them differently, so the ledger keeps its previous rows")
+    return None
+
+
+def audit_cluster(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: list[str],
+                  source: PrometheusSource, running: Iterable[str], exact: Iterable[str], size: int) -> Audit:
+    """Recompute the sampled pods from raw samples and compare with the billing queries; AuditError if they differ."""
+    started = time.monotonic()
+    counted = _Counted(source)
+    uids = audited_pods(cluster.name, day, running, exact, size)
+    if not uids:
+        return Audit(0, 0, time.monotonic() - started)
+    samples = _raw_samples(counted, cluster, gpu_resources, day, step, uids)
+    start, end = int(day.start.timestamp()), int(day.end.timestamp())
+    raw = recompute(samples, list(range(start, end, step)), step, gpu_resources, cluster.gpu_model_label)
+    billed = pod_usage(_only(cluster, uids), day, step, gpu_resources, counted)
+    fast = _by_key(billed)
+    names = {labels.get("uid", ""): f"{labels.get('namespace', '')}/{labels.get('pod', '')}" for _, labels, _ in samples}
+    problem = _disagreement(cluster.name, day, raw, fast, names)
+    if problem:
+        raise AuditError(problem)
+    return Audit(len(uids), counted.asked, time.monotonic() - started)
+
+
+def _by_key(frame: pd.DataFrame) -> dict[PodKey, float]:
+    return {(r.uid, r.resource, r.gpu_model): float(r.quantity) for r in frame.itertuples()}
