@@ -183,8 +183,8 @@ def _disagreement(cluster: str, day: BillingDay, raw: dict[PodKey, float], fast:
             uid, resource, model = key
             what = f"{resource} ({model})" if model else resource
             return (f"self-audit of cluster {cluster} on {day.date} failed: pod {names.get(uid, '?')} (uid {uid}) "
-                    f"has {expected!r} {what} resource-hours by its raw samples but {got!r} by the billing "
-                    f"queries; the store evaluates them differently, so the ledger keeps its previous rows")
+                    f"has {expected:.12g} {what} resource-hours by its raw samples but {got:.12g} by the billing "
+                    f"queries, so the bill cannot be trusted; the ledger keeps its previous rows")
     return None
 
 

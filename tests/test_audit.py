@@ -67,4 +67,4 @@ def test_a_disagreement_names_cluster_pod_resource_and_both_figures():
     assert sentence.startswith("self-audit of cluster jaguar on 2026-11-20 failed: pod alice/train-1 (uid u1) has "
                                "1.5 gpu (H100) resource-hours by its raw samples but 1.6 by the billing queries")
     missing = _disagreement("jaguar", DAY, raw, {("u1", "cpu", ""): 3.0}, {"u1": "alice/train-1"})
-    assert "has 1.5 gpu (H100) resource-hours by its raw samples but 0.0 by the billing queries" in missing
+    assert "has 1.5 gpu (H100) resource-hours by its raw samples but 0 by the billing queries" in missing
