@@ -34,16 +34,16 @@ from typing import Iterable, Sequence
 
 import pandas as pd
 
-from billing.collect import GIB, pod_usage
+from billing.collect import GIB, UsageQueries, pod_usage
 from billing.config import ClusterConfig
 from billing.days import BillingDay
-from billing.promql import LOOKBACK, Chunk, Queries, node_matcher, one_of, quote, uid_matcher
+from billing.promql import LOOKBACK, Chunk, Queries, node_matcher, uid_matcher
 from billing.prometheus import PrometheusSource
 
 log = logging.getLogger(__name__)
 
 TOLERANCE = 1e-9  # relative
-EXACT_PODS = 20  # at most this many pods of the exact path besides the sample: keeps each query below 8 KB
+EXACT_PODS = 10  # at most this many pods of the exact path besides the sample: keeps each query far below 8 KB
 PodKey = tuple[str, str, str]  # (uid, resource, gpu_model)
 Series = tuple[str, dict[str, str], Sequence[tuple[float, float]]]  # (metric name, labels, [(ts, value), ...])
 
@@ -168,11 +168,15 @@ def _raw_samples(source: PrometheusSource, cluster: ClusterConfig, gpu_resources
     return found + (fetch("kube_node_labels", queries.node_labels(node_matcher(on))) if on else [])
 
 
-def _only(cluster: ClusterConfig, uids: list[str]) -> ClusterConfig:
-    """The cluster with its selector narrowed to these pods; series without a uid (nodes) still pass."""
-    pods = f"uid=~{quote('|' + one_of(uids))}"
-    selector = ", ".join(filter(None, [cluster.prometheus.selector.strip(), pods]))
-    return cluster.model_copy(update={"prometheus": cluster.prometheus.model_copy(update={"selector": selector})})
+class SampledQueries(UsageQueries):
+    """collect.py's usage queries with every pod series narrowed to the audited pods (node series as they are)."""
+
+    def __init__(self, cluster: ClusterConfig, gpu_resources: list[str], chunk: Chunk, uids: list[str]):
+        super().__init__(cluster, gpu_resources, chunk)
+        self.sampled = uid_matcher(frozenset(uids), keep=True)
+
+    def series(self, metric: str, *matchers: str) -> str:
+        return super().series(metric, *matchers, *([self.sampled] if metric.startswith("kube_pod_") else []))
 
 
 def _disagreement(cluster: str, day: BillingDay, raw: dict[PodKey, float], fast: dict[PodKey, float],
@@ -199,7 +203,8 @@ def audit_cluster(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resour
     samples = _raw_samples(counted, cluster, gpu_resources, day, step, uids)
     start, end = int(day.start.timestamp()), int(day.end.timestamp())
     raw = recompute(samples, list(range(start, end, step)), step, gpu_resources, cluster.gpu_model_label)
-    billed = pod_usage(_only(cluster, uids), day, step, gpu_resources, counted)
+    billed = pod_usage(lambda chunk: SampledQueries(cluster, gpu_resources, chunk, uids), day, step, gpu_resources,
+                       counted)
     fast = _by_key(billed)
     names = {labels.get("uid", ""): f"{labels.get('namespace', '')}/{labels.get('pod', '')}" for _, labels, _ in samples}
     problem = _disagreement(cluster.name, day, raw, fast, names)

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -152,10 +153,8 @@ def _uids(answer: list[dict]) -> frozenset[str]:
     return frozenset(series["metric"].get("uid", "") for series in answer)
 
 
-def _chunk_usage(source: PrometheusSource, cluster: ClusterConfig, gpu_resources: list[str], chunk: Chunk,
-                 by_pod: bool = False) -> _ChunkResult:
+def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, by_pod: bool = False) -> _ChunkResult:
     """Fast query for most pods, exact range queries for the few where factoring is wrong."""
-    queries = UsageQueries(cluster, gpu_resources, chunk)
     at = chunk.last
     nodes = NodeKinds(source, queries, at)
     relabelled = nodes.relabelled
@@ -200,7 +199,7 @@ def collect_cluster(
     cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: list[str], source: PrometheusSource
 ) -> ClusterUsage:
     """Resource-hours of one cluster-day, per namespace, resource, GPU model, priority class and pool."""
-    results = map_chunks(lambda c: _chunk_usage(source, cluster, gpu_resources, c), chunks(day, step))
+    results = map_chunks(lambda c: _chunk_usage(source, UsageQueries(cluster, gpu_resources, c), c), chunks(day, step))
     raw = pd.concat([r.usage for r in results], ignore_index=True)
     _refuse_impossible_values(raw, cluster.name)
     running = frozenset().union(*(r.pods for r in results))
@@ -215,11 +214,11 @@ def collect_cluster(
     )
 
 
-def pod_usage(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: list[str],
+def pod_usage(queries: Callable[[Chunk], UsageQueries], day: BillingDay, step: int, gpu_resources: list[str],
               source: PrometheusSource) -> pd.DataFrame:
     """Resource-hours per pod (POD_COLUMNS, resource, gpu_model, quantity) the way `collect_cluster` computes
-    them, fast and exact path alike: what the self-audit checks (restricting `cluster`'s selector to a few pods)."""
-    results = map_chunks(lambda c: _chunk_usage(source, cluster, gpu_resources, c, by_pod=True), chunks(day, step))
+    them, fast and exact path alike: what the self-audit checks, with `queries` restricted to a few pods."""
+    results = map_chunks(lambda c: _chunk_usage(source, queries(c), c, by_pod=True), chunks(day, step))
     frame = billing_units(pd.concat([r.usage for r in results], ignore_index=True), gpu_resources)
     keys = [*POD_COLUMNS, "resource", "gpu_model"]
     return frame.groupby(keys, as_index=False, sort=True)["quantity"].sum()
