@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import billing.job
-from billing.audit import audit_cluster
+from billing.audit import EXACT_PODS, audit_cluster
 from billing.collect import collect_cluster
 from billing.prometheus import LivePrometheus, prometheus_source
 from tests.faults import ledger_state
@@ -19,7 +19,7 @@ def test_the_audit_agrees_with_collection_on_a_generated_day(prometheus_server):
     usage = collect_cluster(config, UTC_DAY, 60, ["nvidia_com_gpu"], source)
     assert usage.exact and len(usage.running) > 40  # both paths are audited
     audit = audit_cluster(config, UTC_DAY, 60, ["nvidia_com_gpu"], source, usage.running, usage.exact, 20)
-    assert audit.pods == 20 + min(len(usage.exact), 20)
+    assert audit.pods == 20 + min(len(usage.exact), EXACT_PODS)
     assert audit.queries > 4
 
 
