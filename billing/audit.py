@@ -23,7 +23,6 @@ difference beyond 1e-9 relative fails the run before the ledger is touched.
 
 from __future__ import annotations
 
-import bisect
 import logging
 import math
 import random
@@ -32,6 +31,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+import numpy as np
 import pandas as pd
 
 from billing.collect import GIB, UsageQueries, pod_usage
@@ -45,7 +45,8 @@ log = logging.getLogger(__name__)
 TOLERANCE = 1e-9  # relative
 EXACT_PODS = 10  # at most this many pods of the exact path besides the sample: keeps each query far below 8 KB
 PodKey = tuple[str, str, str]  # (uid, resource, gpu_model)
-Series = tuple[str, dict[str, str], Sequence[tuple[float, float]]]  # (metric name, labels, [(ts, value), ...])
+Series = tuple[str, dict[str, str], Sequence[tuple[float, float]]]  # (metric name, labels, [(ts, value), ...] or
+# an array of such rows)
 
 
 class AuditError(Exception):
@@ -70,25 +71,30 @@ def audited_pods(cluster: str, day: BillingDay, running: Iterable[str], exact: I
     return sorted(chosen)
 
 
-def _visible(samples: Sequence[tuple[float, float]], t: float) -> float | None:
-    """The value an instant query at t sees: the latest sample with t - LOOKBACK <= ts <= t."""
-    i = bisect.bisect_right(samples, (t, math.inf)) - 1
-    return samples[i][1] if i >= 0 and samples[i][0] >= t - LOOKBACK else None
+def _seen(samples: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """At each instant, the timestamp and value of the sample an instant query sees: the latest one
+    with t - LOOKBACK <= ts <= t; -inf and NaN where there is none."""
+    if not len(samples):
+        return np.full(len(t), -np.inf), np.full(len(t), np.nan)
+    i = np.searchsorted(samples[:, 0], t, side="right") - 1
+    ts = samples[np.maximum(i, 0), 0]
+    visible = (i >= 0) & (ts >= t - LOOKBACK)
+    return np.where(visible, ts, -np.inf), np.where(visible, samples[np.maximum(i, 0), 1], np.nan)
 
 
-def _newest(candidates: Sequence[tuple[str, Sequence[tuple[float, float]]]], t: float) -> str | None:
-    """Of several (value, samples), the value whose visible sample is the newest at t."""
-    best: tuple[float, str] | None = None
-    for value, samples in candidates:
-        i = bisect.bisect_right(samples, (t, math.inf)) - 1
-        if i >= 0 and samples[i][0] >= t - LOOKBACK and (best is None or samples[i][0] > best[0]):
-            best = (samples[i][0], value)
-    return None if best is None else best[1]
+def _largest(series: list[np.ndarray], t: np.ndarray) -> np.ndarray:
+    """The largest visible value of several series at each instant (NaN where none has one)."""
+    return np.fmax.reduce([_seen(samples, t)[1] for samples in series])
 
 
-def _largest(series: Sequence[Sequence[tuple[float, float]]], t: float) -> float | None:
-    seen = [v for v in (_visible(samples, t) for samples in series) if v is not None]
-    return max(seen) if seen else None
+def _newest(candidates: list[tuple[str, np.ndarray]], t: np.ndarray) -> np.ndarray:
+    """Of several (value, samples), the value whose visible sample is the newest, at each instant ('' where none)."""
+    if not candidates:
+        return np.full(len(t), "", dtype=object)
+    seen = np.array([_seen(samples, t)[0] for _, samples in candidates])
+    values = np.array([value for value, _ in candidates] + [""], dtype=object)
+    best = np.where(seen.max(axis=0) > -np.inf, seen.argmax(axis=0), len(candidates))
+    return values[best]
 
 
 def recompute(series: Iterable[Series], instants: Sequence[float], step: float, gpu_resources: Sequence[str],
@@ -98,38 +104,39 @@ def recompute(series: Iterable[Series], instants: Sequence[float], step: float, 
     resource is cpu (cores), memory (GiB) or gpu; series other than the
     bill's (other phases, other resources, pods without node) are ignored."""
     units = {"cpu": ("cpu", 1.0), "memory": ("memory", 1 / GIB), **{name: ("gpu", 1.0) for name in gpu_resources}}
-    running: dict[str, list] = defaultdict(list)
-    requests: dict[str, dict[tuple[str, str], list]] = defaultdict(lambda: defaultdict(list))  # (container, resource)
-    nodes: dict[str, list[tuple[str, Sequence]]] = defaultdict(list)
-    models: dict[str, list[tuple[str, Sequence]]] = defaultdict(list)
+    running: dict[str, list[np.ndarray]] = defaultdict(list)
+    requests: dict[str, dict[str, dict[str, list]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    nodes: dict[str, list[tuple[str, np.ndarray]]] = defaultdict(list)
+    models: dict[str, list[tuple[str, np.ndarray]]] = defaultdict(list)
     for name, labels, samples in series:
-        uid = labels.get("uid", "")
+        uid, samples = labels.get("uid", ""), np.array(samples, dtype=float).reshape(-1, 2)
         if name == "kube_pod_status_phase" and labels.get("phase") == "Running":
             running[uid].append(samples)
         elif name == "kube_pod_container_resource_requests" and labels.get("resource") in units:
-            requests[uid][(labels.get("container", ""), labels["resource"])].append(samples)
+            requests[uid][labels["resource"]][labels.get("container", "")].append(samples)
         elif name == "kube_pod_info" and labels.get("node"):
             nodes[uid].append((labels["node"], samples))
         elif name == "kube_node_labels":
             models[labels.get("node", "")].append((labels.get(gpu_model_label, ""), samples))
 
+    everywhere = np.asarray(instants, dtype=float)
     hours: dict[PodKey, float] = defaultdict(float)
     for uid, phase in running.items():
-        first = min(samples[0][0] for samples in phase if samples)
-        last = max(samples[-1][0] for samples in phase if samples) + LOOKBACK
-        for t in instants[bisect.bisect_left(instants, first):bisect.bisect_right(instants, last)]:
-            if _largest(phase, t) != 1:
-                continue
-            for (_, resource), containers in requests[uid].items():
-                request = _largest(containers, t)
-                if request is None:
-                    continue
-                billed, scale = units[resource]
-                model = ""
-                if billed == "gpu":
-                    node = _newest(nodes[uid], t)
-                    model = (_newest(models[node], t) or "") if node else ""
-                hours[(uid, billed, model)] += request * scale * step / 3600
+        first = min(samples[0, 0] for samples in phase if len(samples))
+        last = max(samples[-1, 0] for samples in phase if len(samples)) + LOOKBACK
+        t = everywhere[(everywhere >= first) & (everywhere <= last)]
+        counted = _largest(phase, t) == 1
+        for resource, containers in requests[uid].items():
+            request = np.nansum([_largest(copies, t) for copies in containers.values()], axis=0)
+            billed, scale = units[resource]
+            charged = np.where(counted, request, 0.0) * scale * step / 3600
+            model = np.full(len(t), "", dtype=object)
+            if billed == "gpu":
+                node = _newest(nodes[uid], t)
+                for name in set(node) - {""}:
+                    model[node == name] = _newest(models[name], t[node == name])
+            for kind in set(model[charged != 0]):
+                hours[(uid, billed, kind)] += float(charged[model == kind].sum())
     return dict(hours)
 
 
@@ -158,7 +165,7 @@ def _raw_samples(source: PrometheusSource, cluster: ClusterConfig, gpu_resources
 
     def fetch(name: str, selector: str) -> list[Series]:
         answer = source.instant(f"{selector}[{window}]", at)
-        return [(name, s["metric"], [(float(ts), float(v)) for ts, v in s["values"]]) for s in answer]
+        return [(name, s["metric"], np.array(s["values"], dtype=float)) for s in answer]
 
     pods = uid_matcher(frozenset(uids), keep=True)
     found = fetch("kube_pod_info", queries.pod_node(pods))
