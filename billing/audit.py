@@ -45,8 +45,7 @@ log = logging.getLogger(__name__)
 TOLERANCE = 1e-9  # relative
 EXACT_PODS = 10  # at most this many pods of the exact path besides the sample: keeps each query far below 8 KB
 PodKey = tuple[str, str, str]  # (uid, resource, gpu_model)
-Series = tuple[str, dict[str, str], Sequence[tuple[float, float]]]  # (metric name, labels, [(ts, value), ...] or
-# an array of such rows)
+Series = tuple[str, dict[str, str], "np.ndarray | Sequence[tuple[float, float]]"]  # (name, labels, (ts, value) rows)
 
 
 class AuditError(Exception):
