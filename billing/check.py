@@ -96,7 +96,6 @@ def prometheus(cluster: ClusterConfig) -> str:
 
 # kube-state-metrics exports a node label only when allowlisted, under a sanitised name; the usual GPU model labels
 NODE_LABELS = {"label_nvidia_com_gpu_product": "nvidia.com/gpu.product",
-               "label_amd_com_gpu_product_name": "amd.com/gpu.product-name",
                "label_cloud_google_com_gke_accelerator": "cloud.google.com/gke-accelerator",
                "label_node_kubernetes_io_instance_type": "node.kubernetes.io/instance-type"}
 # extended resources of accelerators, as kube-state-metrics names them: a new one (a MIG profile) must not be free
@@ -119,7 +118,7 @@ class Preflight:
 
     def __init__(self, cluster: ClusterConfig, gpu_resources: list[str], day: BillingDay, source: PrometheusSource):
         start, end = int(day.start.timestamp()), int(day.end.timestamp())
-        self.cluster, self.gpu_resources, self.day, self.source = cluster, gpu_resources, day, source
+        self.cluster, self.gpu_resources, self.source = cluster, gpu_resources, source
         self.queries = Queries(cluster, gpu_resources, Chunk(start, end, end - start))
         self.window, self.at = f"{end - start}s", end
 
@@ -184,8 +183,8 @@ def bill_series(cluster: ClusterConfig, gpu_resources: list[str], day: BillingDa
         missing = [need for need in missing if not need.for_gpus]
     if missing:
         raise CheckFailure(f"on {day.date}: " + "; ".join(f"{need.what} is missing ({need.fix})" for need in missing))
-    remarks = [f"{resource} was requested but is not in gpu_resources, so it is billed nothing (add it, "
-               "with the share of a physical GPU one unit stands for)" for resource in check.unlisted_gpu_resources()]
+    remarks = [f"{resource} was requested but is not in gpu_resources, so it is billed nothing (add it there if it "
+               "is a GPU or a slice of one)" for resource in check.unlisted_gpu_resources()]
     # further remarks, e.g. the label renames a cluster's scrape setup needs, go into `remarks` too
     if remarks:
         raise CheckWarning(f"on {day.date}: " + "; ".join(remarks))
