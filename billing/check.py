@@ -129,7 +129,8 @@ class Preflight:
     def needs(self) -> list[Need]:
         q, label = self.queries, self.cluster.gpu_model_label
         allowlisted = NODE_LABELS.get(label, f"<the Kubernetes name of {label.removeprefix('label_')}>")
-        renamed = "a metric_relabel_configs rule dropping it (labeldrop) or an old kube-state-metrics (v2 has it)"
+        renamed = ("a kube-state-metrics older than 2.1.0 (upgrade it) or a metric_relabel_configs rule dropping "
+                   "the label (labeldrop)")
         return [
             Need("kube_pod_container_resource_requests", q.series("kube_pod_container_resource_requests"),
                  "kube-state-metrics must export pods (its --resources must include pods)"),
