@@ -1,15 +1,18 @@
 """Asking Prometheus: the HTTP API with retries, or recorded answers.
 
 The collection code only sees `PrometheusSource`: two methods that return the
-`result` list of Prometheus' JSON answer. `LivePrometheus` asks a server (POST,
-bearer token, CA file, timeout, retries with backoff on connection errors,
-timeouts, 429 and 5xx); `ReplayPrometheus` reads answers recorded from a real
-server earlier, which is how the demo runs without one.
+`result` list of Prometheus' JSON answer. `LivePrometheus` asks a server with
+a plain `requests` session (the query in a form-encoded POST body, so a long
+one stays out of the URL; bearer token, CA file, timeout, urllib3's retries
+with backoff on connection errors, timeouts, 429 and 5xx); `ReplayPrometheus`
+reads answers recorded from a real server earlier, which is how the demo runs
+without one. `detect_store` says which store answers.
 
 An answer that says it is incomplete is refused: Prometheus answers
 "success" with `warnings` when a remote-read store was out of reach (Thanos
 does the same for a partial response, VictoriaMetrics sets `isPartial`), and
-a bill from such an answer would be quietly too low.
+a bill from such an answer would be quietly too low. Thanos is asked not to
+give one at all (`partial_response=false`).
 """
 
 from __future__ import annotations
