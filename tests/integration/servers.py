@@ -57,7 +57,7 @@ def require_program(name: str, search: Sequence[str] = ()) -> str:
 
 
 DEBIAN_PACKAGES = {"prometheus": "prometheus", "promtool": "prometheus", "slapd": "slapd", "slapadd": "slapd",
-                   "initdb": "postgresql", "openssl": "openssl"}
+                   "initdb": "postgresql", "openssl": "openssl", "victoria-metrics": "victoria-metrics"}
 
 
 def _version_key(path: str) -> list[tuple[int, int | str]]:
@@ -259,6 +259,25 @@ def start_prometheus(blocks: Path, work_dir: Path, extra_args: Sequence[str] = (
     url = f"http://127.0.0.1:{port}"
     process.wait_until(lambda: _http_ok(f"{url}/-/ready"), "prometheus")
     return PrometheusServer(url, data_dir, process)
+
+
+@dataclass
+class VictoriaMetricsServer(StoppedByPid):
+    url: str
+    process: ManagedProcess
+
+
+def start_victoriametrics(work_dir: Path) -> VictoriaMetricsServer:
+    """An empty single-node VictoriaMetrics (Debian's `victoria-metrics`) with its own storage directory."""
+    program = require_program("victoria-metrics")
+    work_dir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    process = ManagedProcess(
+        [program, f"-storageDataPath={work_dir / 'data'}", f"-httpListenAddr=127.0.0.1:{port}", "-retentionPeriod=100y",
+         "-loggerLevel=ERROR"], work_dir / "victoria-metrics.log")
+    url = f"http://127.0.0.1:{port}"
+    process.wait_until(lambda: _http_ok(f"{url}/health"), "victoria-metrics")
+    return VictoriaMetricsServer(url, process)
 
 
 def _http_ok(url: str) -> bool:

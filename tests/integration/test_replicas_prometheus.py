@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 
 from billing.capacity import collect_allocatable
 from billing.days import billing_day
-from billing.prometheus import LivePrometheus, detect_store
+from billing.prometheus import LivePrometheus
 from fixtures.ksm import make_world
 from fixtures.reference import reference_allocatable, reference_usage
 from tests.integration.test_collect_prometheus import assert_matches, cluster, collected
@@ -39,9 +39,3 @@ def test_replicas_of_every_series_are_billed_once(prometheus_server):
     copies = source.instant('count by (prometheus_replica) (kube_pod_info{cluster="jaguar"})', DAY.start.timestamp() + 43200)
     assert sorted(s["metric"]["prometheus_replica"] for s in copies) == ["prometheus-0", "prometheus-1"]
 
-
-def test_a_real_prometheus_is_detected_with_its_version(prometheus_server):
-    prom = prometheus_server(make_world(3, DAY.start.timestamp(), pods=5, nodes=2, day_seconds=3600, margin=600))
-    store = detect_store(LivePrometheus("jaguar", cluster("jaguar", prom.url).prometheus))
-    assert store.kind == "prometheus" and store.version.startswith("2.42")
-    assert str(store).startswith("Prometheus 2.42")
