@@ -4,14 +4,21 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import date
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
+import yaml
+from click.testing import CliRunner
 
-from billing.audit import EXACT_PODS, _disagreement, audited_pods, recompute
+import billing.job
+from billing.audit import EXACT_PODS, Audit, _disagreement, audited_pods, recompute
+from billing.cli import main
+from billing.config import ConfigError, load_config
 from billing.days import billing_day
 from fixtures.ksm import GPU_PRODUCT_LABEL, make_world, series
 from fixtures.reference import instants, reference_usage
+from tests.test_job_reports import config  # noqa: F401 (a fixture: one cluster, collection stubbed)
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 START, END = DAY.start.timestamp(), DAY.end.timestamp()
@@ -68,3 +75,20 @@ def test_a_disagreement_names_cluster_pod_resource_and_both_figures():
                                "1.5 gpu (H100) resource-hours by its raw samples but 1.6 by the billing queries")
     missing = _disagreement("jaguar", DAY, raw, {("u1", "cpu", ""): 3.0}, {"u1": "alice/train-1"})
     assert "has 1.5 gpu (H100) resource-hours by its raw samples but 0 by the billing queries" in missing
+
+
+def test_audit_pods_must_be_positive(write_config):
+    with pytest.raises(ConfigError, match=r"audit\.pods"):
+        load_config(write_config(audit={"pods": 0}))
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_run_audits_each_cluster_unless_switched_off(config, monkeypatch, tmp_path, enabled):
+    audited = []
+    monkeypatch.setattr(billing.job, "audit_cluster",
+                        lambda cluster, *args: audited.append(cluster.name) or Audit(20, 26, 0.5))
+    path = Path(config())
+    path.write_text(yaml.safe_dump({**yaml.safe_load(path.read_text()), "audit": {"enabled": enabled}}))
+    result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", str(path)])
+    assert result.exit_code == 0, result.output
+    assert audited == (["jaguar"] if enabled else [])
