@@ -192,6 +192,20 @@ def bill_series(cluster: ClusterConfig, gpu_resources: list[str], day: BillingDa
     return f"every series the bill needs has samples on {day.date}"
 
 
+def selector(cluster: ClusterConfig, day: BillingDay) -> str:
+    """Does the cluster's selector match any node of kube-state-metrics on the day checked? A typo would make
+    every run refuse its day for want of data."""
+    config = cluster.prometheus
+    window = int((day.end - day.start).total_seconds())
+    query = f"count(group by (node) (last_over_time(kube_node_labels{{{config.selector}}}[{window}s])))"
+    answer = _source(cluster).instant(query, day.end.timestamp())
+    if not answer:
+        raise CheckFailure(f"{config.selector} matches no kube-state-metrics series (kube_node_labels) at {config.url} "
+                           f"on {day.date}: check clusters[].prometheus.selector")
+    nodes = float(answer[0]["value"][1])
+    return f"{config.selector} matches kube-state-metrics series of {nodes:.0f} nodes on {day.date}"
+
+
 def database(url: str) -> str:
     """Open the ledger (creating its tables if missing) and read how many days it holds."""
     engine = open_ledger(url)
@@ -235,6 +249,8 @@ def check_all(config: Config, day: date | None = None) -> Iterator[Probe]:
     for cluster in config.clusters:
         reached = _timed(f"prometheus {cluster.name}", lambda: prometheus(cluster))
         yield reached
+        if reached.ok and cluster.prometheus.selector.strip() and not cluster.prometheus.replay:
+            yield _timed(f"selector {cluster.name}", lambda: selector(cluster, period))
         if reached.ok:
             yield _timed(f"series {cluster.name}", lambda: bill_series(cluster, config.gpu_resources, period))
     yield _timed("directory", lambda: check_directory(config.directory))

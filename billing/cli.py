@@ -32,7 +32,7 @@ from billing.render import RenderError
 from billing.logs import configure_logging
 from billing.metrics import push_run_metrics
 from billing.report import GROUPINGS, ReportError, Subject, build_report, known_names, report_range
-from billing.report_formats import FORMATS, notices
+from billing.report_formats import FORMATS, day_ranges, notices
 
 log = logging.getLogger("billing")
 
@@ -116,6 +116,8 @@ def _config(config_file: str | None) -> Config:
 
 
 FIRST_DAY, LAST_DAY = date(1970, 1, 1), date(9999, 12, 30)  # Unix time; the day after must exist too
+LONG_BACKFILL = 366  # days; a longer backfill is far more often a typo than a plan, so it asks for --yes
+LISTED_RANGES = 10  # runs of missing days an export names; the rest are counted
 
 
 def _date(ctx, param, value: str | None) -> date | None:
@@ -181,10 +183,11 @@ def _fail_if_undelivered(undelivered: list[str]) -> None:
 @main.command()
 @click.option("--from", "first", callback=_date, required=True, help="First day, YYYY-MM-DD.")
 @click.option("--to", "last", callback=_date, required=True, help="Last day, YYYY-MM-DD (inclusive).")
+@click.option("--yes", is_flag=True, help=f"Confirm a range of more than {LONG_BACKFILL} days.")
 @coverage_option
 @config_option
 @_guarded
-def backfill(first: date, last: date, require_coverage: float, config_file: str | None) -> None:
+def backfill(first: date, last: date, yes: bool, require_coverage: float, config_file: str | None) -> None:
     """Run every day of an inclusive range, oldest first.
 
     Example:
@@ -193,8 +196,11 @@ def backfill(first: date, last: date, require_coverage: float, config_file: str 
     """
     if last < first:
         raise click.BadParameter("--to is before --from")
-    config = _config(config_file)
     days = days_between(first, last)
+    if len(days) > LONG_BACKFILL and not yes:
+        _fail(2, f"--from {first} --to {last} is {len(days):,} days, more than {LONG_BACKFILL}: "
+                 "add --yes to bill every one of them")
+    config = _config(config_file)
     if sys.stderr.isatty():
         with click.progressbar(days, label="billing", file=sys.stderr, item_show_func=lambda d: d and str(d)) as bar:
             undelivered = [failure for day in bar for failure in run_day(config, day, require_coverage).undelivered]
@@ -378,7 +384,10 @@ def export(first: date, last: date, layout: str, output: Path | None, config_fil
     focus = focus_rows(read_rows(ledger, first, last), config.zone)
     missing = sorted(set(days_between(first, last)) - completed(ledger, first, last))
     if missing:
-        click.echo(f"billing: never run, so not in the export: {', '.join(map(str, missing))}", err=True)
+        runs = day_ranges(missing)
+        more = f", and {len(runs) - LISTED_RANGES:,} more ranges" if len(runs) > LISTED_RANGES else ""
+        click.echo(f"billing: {len(missing):,} day(s) never run, so not in the export: "
+                   f"{', '.join(runs[:LISTED_RANGES])}{more}", err=True)
     try:
         write_focus(focus, output, click.get_text_stream("stdout"))
     except ParquetUnavailable as exc:

@@ -13,9 +13,10 @@ from sqlalchemy import Engine
 from billing.audit import audit_cluster
 from billing.capacity import collect_allocatable, idle_capacity
 from billing.collect import ClusterUsage, collect_cluster
-from billing.config import Config
+from billing.config import ClusterConfig, Config
 from billing.days import billing_day
-from billing.directory import Directory, DirectoryError, directory_from_json, directory_to_json, load_directory
+from billing.directory import (AmbiguousDirectoryError, Directory, DirectoryError, directory_from_json, directory_to_json,
+                               load_directory)
 from billing.ledger import latest_directory, open_ledger, replace_day
 from billing.mail import deliver
 from billing.ownership import assign_owners
@@ -55,12 +56,13 @@ def _log_cluster(collected: ClusterUsage) -> None:
 
 
 def _read_directory(config: Config, ledger: Engine) -> tuple[Directory, str]:
-    """The directory and a warning; with `on_failure: last_known` an outage falls back to the last run's copy."""
+    """The directory and a warning; with `on_failure: last_known` an outage falls back to the last run's copy
+    (which is refused like a live one if it is ambiguous)."""
     try:
         return load_directory(config.directory), ""
     except DirectoryError as exc:
-        if config.directory.on_failure != "last_known":
-            raise
+        if config.directory.on_failure != "last_known" or isinstance(exc, AmbiguousDirectoryError):
+            raise  # an ambiguous directory was read fine: an older copy would only hide the ambiguity
         stored = latest_directory(ledger)
         if stored is None:
             raise DirectoryError(f"{exc}; and no earlier run stored a directory to fall back on") from None
@@ -93,6 +95,19 @@ def _check_coverage(collected: list[ClusterUsage], day: date, required: float) -
             )
 
 
+def _refuse_no_data(collected: ClusterUsage, cluster: ClusterConfig, day: date) -> None:
+    """No data is not zero (SPEC.md rule 10): a cluster-day at whose instants no kube-state-metrics
+    series was visible and no pod Running had no sample at all (a selector typo, a day outside
+    retention, a scrape that never ran), and billing it would record a false zero as complete."""
+    if collected.coverage == 0 and collected.pods == 0 and collected.usage.empty:
+        selector = cluster.prometheus.selector.strip()
+        where = f"under the selector {selector}" if selector else "at all"
+        raise IncompleteDayError(
+            f"cluster {cluster.name}: Prometheus holds no kube-state-metrics sample for {day} {where} (a selector "
+            "typo, a day outside retention, or a scrape that never ran); nothing was billed and the day stays missing"
+        )
+
+
 def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSummary:
     """Bill one day; every data source is read before the ledger is touched."""
     check_output_dir(Path(config.output_dir))
@@ -107,6 +122,7 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
     for cluster in config.clusters:
         source = prometheus_source(cluster.name, cluster.prometheus)
         usage = collect_cluster(cluster, period, step, resources, source)
+        _refuse_no_data(usage, cluster, day)
         if config.audit.enabled:
             audit = audit_cluster(cluster, period, step, resources, source, usage.running, usage.exact, config.audit.pods)
             log.info("cluster %s: self-audit of %d pods from raw samples agrees (%d queries, %.2f s)", cluster.name,

@@ -26,7 +26,8 @@ def _recipients(report: DayReport, directory: Directory, email: EmailConfig) -> 
     for team in report.teams:
         if not team.by_usage:  # nothing billed to the team on the day
             continue
-        leads = directory.teams[team.team].leads if team.team in directory.teams else ()
+        listed = directory.team(team.team)
+        leads = listed.leads if listed else ()
         letter = team_letter(report, team.team)
         for uid in leads:
             person = directory.people[uid]
