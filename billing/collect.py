@@ -45,6 +45,7 @@ measures all this; README.md has the figures.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -62,6 +63,7 @@ USAGE_COLUMNS = ["namespace", "resource", "gpu_model", "priority_class", "pool",
 # what GPU rows held, below the usage's `gpu`: resource as kube-state-metrics names it (nvidia_com_mig_1g_10gb),
 # held_hours in its own units (slice-hours, replica-hours), gpu_hours the physical-GPU-hours billed for them
 HOLDING_COLUMNS = ["namespace", "resource", "gpu_model", "held_hours", "gpu_hours"]
+POD_COLUMNS = ["pod", "uid"]
 # resource-hours of one namespace-day that no cluster has (4e10 cores or GiB all day); with prices below
 # 1e9 per unit the cost stays far inside what reports can show as money
 HIGHEST_QUANTITY = 1e12
@@ -78,6 +80,11 @@ class ClusterUsage:
     queries: int
     coverage: float  # share of the day's instants at which kube-state-metrics data was there
     holdings: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=HOLDING_COLUMNS))  # GPU resources
+    running: frozenset[str] = frozenset()  # their uids
+    exact: frozenset[str] = frozenset()  # uids of the pods evaluated instant by instant
+
+
+POD = ", ".join(POD_COLUMNS)  # the labels that keep results apart per pod (the self-audit asks so)
 
 
 class UsageQueries(Queries):
@@ -86,10 +93,10 @@ class UsageQueries(Queries):
     # `max by` everywhere below drops the scrape's own labels (instance, job),
     # so duplicate scrapes of kube-state-metrics replicas are not counted twice.
 
-    def fast(self, pods: str) -> str:
-        """Per (namespace, node, priority class, resource): sum over pods of request x Running instants."""
+    def fast(self, pods: str, by_pod: bool = False) -> str:
+        """Per (namespace, node, priority class, resource[, pod]): sum over pods of request x Running instants."""
         return f"""
-sum by (namespace, node, priority_class, resource) (
+sum by (namespace, node, priority_class, resource{", " + POD if by_pod else ""}) (
     sum by (namespace, pod, uid, resource) (
         max by (namespace, pod, uid, container, resource) (max_over_time({self.requests(pods)}[{self.raw}]))
     )
@@ -123,12 +130,12 @@ group by (uid) (
         """The uids of pods Running in the chunk, for the log's pod count."""
         return f"group by (uid) (max_over_time({self.running()}[{self.instants}]) == 1)"
 
-    def exact(self, pods: str, relabelled: list[str]) -> str:
+    def exact(self, pods: str, relabelled: list[str], by_pod: bool = False) -> str:
         """The literal per-instant product, for range queries. Node labels (GPU model, pool) are
         read at every instant only for relabelled nodes (a node's newest label set wins; "" without
         one); on other nodes they are constant, and the caller maps the node to them."""
         return f"""
-sum by (namespace, node, resource, priority_class, {self.node_keys}) (
+sum by (namespace, node, resource, priority_class, {self.node_keys}{", " + POD if by_pod else ""}) (
     max by (namespace, pod, uid, container, resource) ({self.requests(pods)})
   * on (namespace, pod, uid) group_left (node, priority_class) (
         max by (namespace, pod, uid) ({self.running(pods)} == 1)
@@ -141,8 +148,10 @@ sum by (namespace, node, resource, priority_class, {self.node_keys}) (
 
 @dataclass(frozen=True)
 class _ChunkResult:
-    usage: pd.DataFrame  # USAGE_COLUMNS (resource as KSM names it) and held: hours in the resource's own units
+    usage: pd.DataFrame  # USAGE_COLUMNS (resource as KSM names it), after POD_COLUMNS when asked by pod, and
+    # held: hours in the resource's own units
     pods: frozenset[str]
+    exact: frozenset[str]
     queries: int
     covered: int  # instants with kube-state-metrics data
     instants: int
@@ -152,9 +161,8 @@ def _uids(answer: list[dict]) -> frozenset[str]:
     return frozenset(series["metric"].get("uid", "") for series in answer)
 
 
-def _chunk_usage(source: PrometheusSource, cluster: ClusterConfig, gpu_resources: GpuResources, chunk: Chunk) -> _ChunkResult:
+def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, by_pod: bool = False) -> _ChunkResult:
     """Fast query for most pods, exact range queries for the few where factoring is wrong."""
-    queries = UsageQueries(cluster, gpu_resources, chunk)
     at = chunk.last
     nodes = NodeKinds(source, queries, at)
     relabelled = nodes.relabelled
@@ -168,27 +176,30 @@ def _chunk_usage(source: PrometheusSource, cluster: ClusterConfig, gpu_resources
 
     def row(labels: dict[str, str], instants: float) -> tuple:
         model, pool, gpus_per_unit = nodes.priced(labels)
-        return (labels.get("namespace", ""), labels.get("resource", ""), model, labels.get("priority_class", ""), pool,
-                instants * gpus_per_unit, instants)
+        pod = tuple(labels.get(key, "") for key in POD_COLUMNS) if by_pod else ()
+        return (*pod, labels.get("namespace", ""), labels.get("resource", ""), model, labels.get("priority_class", ""),
+                pool, instants * gpus_per_unit, instants)
 
     rows = []
-    for series in source.instant(queries.fast(uid_matcher(exact_pods, keep=False)), at):
+    for series in source.instant(queries.fast(uid_matcher(exact_pods, keep=False), by_pod), at):
         rows.append(row(series["metric"], float(series["value"][1])))
     asked += 1
 
     if exact_pods:
         log.info("%d pods resized, on relabelled nodes (%s) or with odd Running values: evaluated instant by instant",
                  len(exact_pods), ", ".join(relabelled[:3]) or "none")
-        for series in source.range(queries.exact(uid_matcher(exact_pods, keep=True), relabelled), chunk.start, at, chunk.step):
+        for series in source.range(queries.exact(uid_matcher(exact_pods, keep=True), relabelled, by_pod), chunk.start, at,
+                                   chunk.step):
             rows.append(row(series["metric"], sum(float(v) for _, v in series["values"])))
         asked += 1
     instants = (chunk.end - chunk.start) // chunk.step
-    return _ChunkResult(_hours(rows, chunk.step), running, asked, covered, instants)
+    columns = [*POD_COLUMNS, *USAGE_COLUMNS] if by_pod else USAGE_COLUMNS
+    return _ChunkResult(_hours(rows, chunk.step, columns), running, exact_pods, asked, covered, instants)
 
 
-def _hours(rows: list[tuple], step: int) -> pd.DataFrame:
+def _hours(rows: list[tuple], step: int, columns: list[str]) -> pd.DataFrame:
     """Rows of resource-instants as a frame of resource-hours (held: in the resource's own units)."""
-    frame = pd.DataFrame(rows, columns=[*USAGE_COLUMNS, "held"]).astype({"quantity": float, "held": float})
+    frame = pd.DataFrame(rows, columns=[*columns, "held"]).astype({"quantity": float, "held": float})
     return frame.assign(quantity=frame["quantity"] * step / 3600, held=frame["held"] * step / 3600)
 
 
@@ -196,18 +207,21 @@ def collect_cluster(
     cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: GpuResources, source: PrometheusSource
 ) -> ClusterUsage:
     """Resource-hours of one cluster-day, per namespace, resource, GPU model, priority class and pool."""
-    results = map_chunks(lambda c: _chunk_usage(source, cluster, gpu_resources, c), chunks(day, step))
+    results = map_chunks(lambda c: _chunk_usage(source, UsageQueries(cluster, gpu_resources, c), c), chunks(day, step))
     raw = pd.concat([r.usage for r in results], ignore_index=True)
     _refuse_impossible_values(raw, cluster.name)
+    running = frozenset().union(*(r.pods for r in results))
     usage = _normalise(raw, gpu_resources)
     _refuse_impossible_values(usage, cluster.name, highest=HIGHEST_QUANTITY)
     return ClusterUsage(
         cluster=cluster.name,
         usage=usage,
-        pods=len(frozenset().union(*(r.pods for r in results))),
+        pods=len(running),
         queries=sum(r.queries for r in results),
         coverage=sum(r.covered for r in results) / sum(r.instants for r in results),
         holdings=_holdings(raw, gpu_resources),
+        running=running,
+        exact=frozenset().union(*(r.exact for r in results)),
     )
 
 
@@ -216,6 +230,18 @@ def _holdings(raw: pd.DataFrame, gpu_resources: GpuResources) -> pd.DataFrame:
     gpus = raw[raw["resource"].isin(list(gpu_resources)) & (raw["quantity"] != 0)]
     summed = gpus.groupby(["namespace", "resource", "gpu_model"], as_index=False, sort=True)[["held", "quantity"]].sum()
     return summed.rename(columns={"held": "held_hours", "quantity": "gpu_hours"})[HOLDING_COLUMNS]
+
+
+def pod_usage(queries: Callable[[Chunk], UsageQueries], day: BillingDay, step: int, gpu_resources: GpuResources,
+              source: PrometheusSource) -> pd.DataFrame:
+    """Resource-hours per pod (POD_COLUMNS, resource, gpu_model, quantity) the way `collect_cluster` computes
+    them, fast and exact path alike: what the self-audit checks, with `queries` restricted to a few pods."""
+    results = map_chunks(lambda c: _chunk_usage(source, queries(c), c, by_pod=True), chunks(day, step))
+    held = pd.concat([r.usage for r in results], ignore_index=True)
+    # requests as the store answered them, before GPU fractions and time-slicing replicas: what raw samples give
+    frame = billing_units(held.assign(quantity=held["held"]), gpu_resources)
+    keys = [*POD_COLUMNS, "resource", "gpu_model"]
+    return frame.groupby(keys, as_index=False, sort=True)["quantity"].sum()
 
 
 def _refuse_impossible_values(raw: pd.DataFrame, cluster: str, highest: float = np.inf) -> None:

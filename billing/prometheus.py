@@ -1,25 +1,28 @@
-"""Asking Prometheus: the HTTP API with retries.
+"""Asking Prometheus: the HTTP API with retries, or recorded answers.
 
 The collection code only sees `PrometheusSource`: two methods that return the
-`result` list of Prometheus' JSON answer. `LivePrometheus` asks a server (POST,
-bearer token, CA file, timeout, retries with backoff on connection errors,
-timeouts, 429 and 5xx); `ReplayPrometheus` (billing/replay.py) reads answers
-recorded from a real server earlier, which is how the demo runs without one.
+`result` list of Prometheus' JSON answer. `LivePrometheus` asks a server with
+a plain `requests` session (the query in a form-encoded POST body, so a long
+one stays out of the URL; bearer token, CA file, timeout, urllib3's retries
+with backoff on connection errors, timeouts, 429 and 5xx); `ReplayPrometheus`
+(billing/replay.py) reads answers recorded from a real server earlier, which
+is how the demo runs without one. `detect_store` says which store answers.
 
 An answer that says it is incomplete is refused: Prometheus answers
 "success" with `warnings` when a remote-read store was out of reach (Thanos
 does the same for a partial response, VictoriaMetrics sets `isPartial`), and
-a bill from such an answer would be quietly too low.
+a bill from such an answer would be quietly too low. Thanos is asked not to
+give one at all (`partial_response=false`).
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timezone
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Protocol, TypeGuard
 
 import requests
-from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
+from requests.adapters import HTTPAdapter
 from urllib3.exceptions import NewConnectionError
 from urllib3.exceptions import TimeoutError as Urllib3Timeout
 from urllib3.util.retry import Retry
@@ -29,36 +32,41 @@ from billing.config import PrometheusConfig
 log = logging.getLogger(__name__)
 
 RETRY_STATUSES = (429, 500, 502, 503, 504)
+# Thanos Query: fail rather than answer without an unreachable store, and merge HA replicas. Prometheus,
+# Mimir and VictoriaMetrics ignore parameters they do not know, so every query carries them.
+COMPLETE_ANSWERS = {"partial_response": "false", "dedup": "true"}
 
 
 class PrometheusError(Exception):
     """A query could not be answered; the message names cluster, URL and cause."""
 
 
-class _Rejected(Exception):
-    """An error answer, with Prometheus' reason; raised from the response hook, `_ask` names the server."""
-
-
 class _PartialAnswer(Exception):
-    """An answer that says it is incomplete; raised from the response hook, `_ask` names the server."""
+    """An answer that says it is incomplete; `_ask` names the server."""
 
 
-def _check_answer(response: requests.Response, *args, **kwargs) -> None:
-    """A requests response hook: Prometheus' own reason for an error, and answers that say they are incomplete.
+def _result(response: requests.Response) -> object:
+    """The `result` of an answer; Prometheus' own reason for an error, and answers that say they are incomplete.
 
     It sees the answer urllib3's retries ended with; an answer that is not
-    JSON at all is left to the caller.
+    JSON at all gives None, and the caller says so.
     """
     if response.status_code >= 400:
         raise _Rejected(f"HTTP {response.status_code}: {_error_text(response)}")
-    if not (b'"warnings"' in response.content or b'"isPartial"' in response.content):
-        return
     try:
         body = response.json()
     except ValueError:
-        return
-    if isinstance(body, dict) and (body.get("warnings") or body.get("isPartial") is True):
+        return None
+    if not isinstance(body, dict):
+        return None
+    if body.get("warnings") or body.get("isPartial") is True:
         raise _PartialAnswer("; ".join(map(str, body.get("warnings") or ["isPartial is true"])))
+    data = body.get("data")
+    return data.get("result") if isinstance(data, dict) else None
+
+
+class _Rejected(Exception):
+    """An error answer, with Prometheus' reason; `_ask` names the server."""
 
 
 def _error_text(response: requests.Response) -> str:
@@ -83,9 +91,10 @@ class LivePrometheus:
         self.url = config.url.rstrip("/")
         self.timeout = config.timeout
         self.attempts = config.retries + 1
-        session = requests.Session()
-        session.verify = config.ca_file or True
-        session.hooks["response"].append(_check_answer)
+        self._session = requests.Session()
+        self._session.verify = config.ca_file or True
+        if config.bearer_token:
+            self._session.headers["Authorization"] = f"Bearer {config.bearer_token}"
         retry = Retry(
             total=config.retries,
             backoff_factor=backoff,
@@ -93,26 +102,33 @@ class LivePrometheus:
             allowed_methods=frozenset({"GET", "POST"}),
             respect_retry_after_header=True,
         )
-        headers = {"Authorization": f"Bearer {config.bearer_token}"} if config.bearer_token else None
-        self._client = PrometheusConnect(
-            url=self.url, headers=headers, retry=retry, session=session, timeout=config.timeout, method="POST"
-        )
+        for scheme in ("http://", "https://"):
+            self._session.mount(scheme, HTTPAdapter(max_retries=retry))
 
     def instant(self, query: str, at: float) -> list[dict]:
-        return self._ask(query, lambda: self._client.custom_query(query, params={"time": at}))
+        return self._ask("query", query, {"time": at})
 
     def range(self, query: str, start: float, end: float, step: float) -> list[dict]:
-        return self._ask(
-            query,
-            lambda: self._client.custom_query_range(
-                query, datetime.fromtimestamp(start, timezone.utc), datetime.fromtimestamp(end, timezone.utc), str(step)
-            ),
-        )
+        return self._ask("query_range", query, {"start": start, "end": end, "step": step})
 
-    def _ask(self, query: str, call) -> list[dict]:
-        where = f"Prometheus of cluster {self.cluster} at {self.url}"
+    def buildinfo(self) -> tuple[dict, dict[str, str]]:
+        """The `data` of /api/v1/status/buildinfo and the answer's headers; ({}, {}) where there is none."""
         try:
-            result = call()
+            response = self._session.get(f"{self.url}/api/v1/status/buildinfo", timeout=self.timeout)
+        except requests.exceptions.RequestException:  # it only names the store: queries report the outage
+            return {}, {}
+        try:
+            data = response.json().get("data") if response.ok else None
+        except (ValueError, AttributeError):
+            data = None
+        return (data if isinstance(data, dict) else {}), dict(response.headers)
+
+    def _ask(self, endpoint: str, query: str, params: dict[str, float]) -> list[dict]:
+        """POST the query form-encoded (a long query stays out of the URL, whose length proxies limit)."""
+        where = f"Prometheus of cluster {self.cluster} at {self.url}"
+        form = {"query": query, **params, **COMPLETE_ANSWERS}
+        try:
+            result = _result(self._session.post(f"{self.url}/api/v1/{endpoint}", data=form, timeout=self.timeout))
         except _PartialAnswer as exc:
             raise PrometheusError(
                 f"{where} answered only in part ({exc}), so the bill would be too low; refusing it "
@@ -129,10 +145,8 @@ class LivePrometheus:
                     f"attempt(s) (query: {_short(query)})"
                 ) from None
             raise PrometheusError(f"{where} is unreachable ({_reason(exc)})") from None
-        except (_Rejected, PrometheusApiClientException) as exc:
+        except _Rejected as exc:
             raise PrometheusError(f"{where} rejected the query {_short(query)}: {exc}") from None
-        except (ValueError, KeyError, TypeError):  # not JSON, or JSON without data.result
-            result = None
         except requests.exceptions.RequestException as exc:  # e.g. the connection broke off mid-answer
             raise PrometheusError(f"{where} failed to answer ({_reason(exc)})") from None
         if not _is_result(result):
@@ -147,7 +161,7 @@ def _timed_out(exc: requests.exceptions.RequestException) -> bool:
     return isinstance(exc, requests.exceptions.Timeout) or (isinstance(reason, Urllib3Timeout) and not refused)
 
 
-def _is_result(result: object) -> bool:
+def _is_result(result: object) -> TypeGuard[list[dict]]:
     """The `result` list of a query answer: series with labels and a value or values."""
     return isinstance(result, list) and all(
         isinstance(s, dict) and isinstance(s.get("metric"), dict) and ("value" in s or "values" in s) for s in result
@@ -165,3 +179,41 @@ def _reason(exc: Exception) -> str:
 def _short(query: str, limit: int = 300) -> str:
     flat = " ".join(query.split())
     return flat if len(flat) <= limit else flat[:limit] + "…"
+
+
+@dataclass(frozen=True)
+class Store:
+    """Which store answers a cluster's queries; where their engines differ, the queries may have to."""
+
+    kind: str  # prometheus, thanos, mimir, cortex, victoriametrics, recorded (replayed answers) or unknown
+    version: str  # as the store reports it; '' where it reports none of its own
+
+    def __str__(self) -> str:
+        return " ".join(filter(None, [STORE_NAMES[self.kind], self.version]))
+
+
+STORE_NAMES = {"prometheus": "Prometheus", "thanos": "Thanos Query", "mimir": "Grafana Mimir", "cortex": "Cortex",
+               "victoriametrics": "VictoriaMetrics", "recorded": "recorded answers", "unknown": "an unknown store"}
+
+
+def detect_store(source: PrometheusSource) -> Store:
+    """The store behind a source, from /api/v1/status/buildinfo and the shape of its answer.
+
+    Prometheus reports its version with the Go version it was built with;
+    Thanos and Cortex share that shape with 0.x and 1.x versions; Mimir names
+    itself (`application`). VictoriaMetrics sends an `X-Server-Hostname`
+    header and a buildinfo without `goVersion` (empty in 1.79, an emulated
+    Prometheus version later), so its own version is not known from it.
+    """
+    if not isinstance(source, LivePrometheus):  # answers recorded earlier (billing/replay.py)
+        return Store("recorded", "")
+    info, headers = source.buildinfo()
+    version = str(info.get("version", ""))
+    if "mimir" in str(info.get("application", "")).lower():
+        return Store("mimir", version)
+    if "X-Server-Hostname" in headers or (info and "goVersion" not in info):
+        return Store("victoriametrics", "")
+    if not version:
+        return Store("unknown", "")
+    kind = {"0": "thanos", "1": "cortex"}.get(version.split(".")[0], "prometheus")
+    return Store(kind, version)

@@ -1,11 +1,13 @@
 import socket
+from urllib.parse import parse_qsl
 
 import pytest
 import requests
 import responses
 
 from billing.config import PrometheusConfig
-from billing.prometheus import LivePrometheus, PrometheusError
+from billing.prometheus import LivePrometheus, PrometheusError, detect_store
+from billing.replay import ReplayPrometheus
 
 URL = "http://prometheus.test:9090"
 QUERY_URL = f"{URL}/api/v1/query"
@@ -73,3 +75,58 @@ def test_an_unreachable_server_is_named():
     with pytest.raises(PrometheusError, match=f"cluster ibis at http://127.0.0.1:{port} is unreachable .*refused"):
         source.instant("up", 1000)
 
+
+
+@responses.activate
+def test_the_query_goes_in_a_form_body_asking_thanos_for_complete_deduplicated_answers():
+    responses.post(QUERY_URL, json=OK)
+    long_query = "sum(up{uid=~\"" + "|".join(f"{n:036d}" for n in range(500)) + "\"})"
+    live().instant(long_query, 1000)
+    request = responses.calls[0].request
+    assert request.url == QUERY_URL  # nothing in the URL, whose length proxies limit to a few KB
+    assert request.headers["Content-Type"] == "application/x-www-form-urlencoded"
+    form = dict(parse_qsl(request.body))
+    assert form == {"query": long_query, "time": "1000", "partial_response": "false", "dedup": "true"}
+
+
+@responses.activate
+def test_range_queries_carry_start_end_and_step():
+    responses.post(f"{URL}/api/v1/query_range", json={"status": "success", "data": {"resultType": "matrix", "result": []}})
+    assert live().range("up", 0, 3600, 60) == []
+    form = dict(parse_qsl(responses.calls[0].request.body))
+    assert (form["start"], form["end"], form["step"], form["partial_response"]) == ("0", "3600", "60", "false")
+
+
+BUILDINFO = f"{URL}/api/v1/status/buildinfo"
+
+
+@responses.activate
+@pytest.mark.parametrize(
+    "data, headers, kind, version, name",
+    [
+        ({"version": "2.42.0+ds", "revision": "2.42.0+ds-5", "goVersion": "go1.19.8"}, {}, "prometheus", "2.42.0+ds",
+         "Prometheus 2.42.0+ds"),
+        ({"version": "3.1.0", "revision": "x", "goVersion": "go1.23.4"}, {}, "prometheus", "3.1.0", "Prometheus 3.1.0"),
+        ({"version": "0.37.2", "revision": "x", "branch": "HEAD", "goVersion": "go1.23.1"}, {}, "thanos", "0.37.2",
+         "Thanos Query 0.37.2"),
+        ({"application": "Grafana Mimir", "version": "2.14.0", "goVersion": "go1.22.8", "features": {}}, {}, "mimir",
+         "2.14.0", "Grafana Mimir 2.14.0"),
+        ({}, {"X-Server-Hostname": "vm"}, "victoriametrics", "", "VictoriaMetrics"),  # what 1.79 answers
+        ({"version": "2.24.0"}, {}, "victoriametrics", "", "VictoriaMetrics"),  # newer ones emulate Prometheus 2.24
+    ],
+    ids=["prometheus-2", "prometheus-3", "thanos", "mimir", "victoriametrics-1.79", "victoriametrics-later"],
+)
+def test_the_store_is_detected_from_its_buildinfo(data, headers, kind, version, name):
+    responses.get(BUILDINFO, json={"status": "success", "data": data}, headers=headers)
+    store = detect_store(live())
+    assert (store.kind, store.version, str(store)) == (kind, version, name)
+
+
+@responses.activate
+def test_a_store_without_buildinfo_is_unknown():
+    responses.get(BUILDINFO, status=404, body="404 page not found")
+    assert str(detect_store(live())) == "an unknown store"
+
+
+def test_recorded_answers_are_no_store(tmp_path):
+    assert detect_store(ReplayPrometheus("jaguar", tmp_path)).kind == "recorded"

@@ -58,7 +58,7 @@ def require_program(name: str, search: Sequence[str] = ()) -> str:
 
 
 DEBIAN_PACKAGES = {"prometheus": "prometheus", "promtool": "prometheus", "slapd": "slapd", "slapadd": "slapd",
-                   "initdb": "postgresql", "openssl": "openssl"}
+                   "initdb": "postgresql", "openssl": "openssl", "victoria-metrics": "victoria-metrics"}
 
 
 def _version_key(path: str) -> list[tuple[int, int | str]]:
@@ -293,6 +293,34 @@ def start_prometheus(blocks: Path, work_dir: Path, extra_args: Sequence[str] = (
     return PrometheusServer(url, data_dir, process)
 
 
+@dataclass
+class HttpServer(StoppedByPid):
+    """A server known by its URL alone."""
+
+    url: str
+    process: ManagedProcess
+
+
+def start_victoriametrics(work_dir: Path) -> HttpServer:
+    """An empty single-node VictoriaMetrics (Debian's `victoria-metrics`) with its own storage directory."""
+    return HttpServer(*_serve("victoria-metrics", lambda port: [
+        f"-storageDataPath={work_dir / 'data'}", f"-httpListenAddr=127.0.0.1:{port}", "-retentionPeriod=100y",
+        "-loggerLevel=ERROR"], work_dir, "/health"))
+
+
+def _serve(name: str, args: Callable[[int], list[str]], work_dir: Path, ready: str,
+           headers: dict[str, str] | None = None) -> tuple[str, ManagedProcess]:
+    """Start program `name` with `args(port)` on a free loopback port; its URL and process once `ready` answers 200
+    (asked with `headers`)."""
+    program = require_program(name)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    process = ManagedProcess([program, *args(port)], work_dir / f"{name}.log")
+    url = f"http://127.0.0.1:{port}"
+    process.wait_until(lambda: _http_ok(urllib.request.Request(url + ready, headers=headers or {})), name)
+    return url, process
+
+
 def _http_ok(url: str | urllib.request.Request) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=1) as response:
@@ -304,31 +332,23 @@ def _http_ok(url: str | urllib.request.Request) -> bool:
 # --- Pushgateway
 
 
-@dataclass
-class PushgatewayServer(StoppedByPid):
-    url: str
-    process: ManagedProcess
+PushgatewayServer = HttpServer
 
 
 def start_pushgateway(work_dir: Path, basic_auth: tuple[str, str] | None = None) -> PushgatewayServer:
     """A Prometheus Pushgateway that keeps what it is pushed in memory only; with `basic_auth`
     (user, password) it answers only requests carrying them (its web config, bcrypt-hashed)."""
-    pushgateway = require_program("prometheus-pushgateway")
-    work_dir.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    args = [pushgateway, f"--web.listen-address=127.0.0.1:{port}", "--persistence.file="]
+    web, headers = [], {}
     if basic_auth:
         import bcrypt
         user, password = basic_auth
         hashed = bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=4)).decode()
+        work_dir.mkdir(parents=True, exist_ok=True)
         (work_dir / "web.yaml").write_text(f"basic_auth_users:\n  {user}: '{hashed}'\n")
-        args.append(f"--web.config.file={work_dir / 'web.yaml'}")
-    process = ManagedProcess(args, work_dir / "pushgateway.log")
-    url = f"http://127.0.0.1:{port}"
-    headers = {"Authorization": "Basic " + base64.b64encode(":".join(basic_auth).encode()).decode()} if basic_auth else {}
-    process.wait_until(lambda: _http_ok(urllib.request.Request(f"{url}/-/ready", headers=headers)),
-                       "prometheus-pushgateway")
-    return PushgatewayServer(url, process)
+        web = [f"--web.config.file={work_dir / 'web.yaml'}"]
+        headers = {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+    return PushgatewayServer(*_serve("prometheus-pushgateway", lambda port: [
+        f"--web.listen-address=127.0.0.1:{port}", "--persistence.file=", *web], work_dir, "/-/ready", headers))
 
 
 # --- PostgreSQL
