@@ -32,9 +32,9 @@ from billing.job import IncompleteDayError, render_day, run_day, stored_director
 from billing.ledger import LedgerError, completed, open_ledger, read_rows, upgrade_schema
 from billing.logs import configure_logging
 from billing.mail import MailError
-from billing.redact import redact
 from billing.metrics import push_run_metrics
 from billing.prometheus import PrometheusError
+from billing.redact import redact
 from billing.render import RenderError
 from billing.report import GROUPINGS, ReportError, Subject, build_report, known_names, report_range
 from billing.report_formats import FORMATS, day_ranges, notices

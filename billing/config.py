@@ -72,6 +72,9 @@ Duration = Annotated[float, BeforeValidator(parse_duration)]
 # values (1e25) overflow what reports can show as money and would fail after the day is committed.
 HIGHEST_PRICE = 1e9
 Price = Annotated[float, BeforeValidator(_finite_number), Field(ge=0, lt=HIGHEST_PRICE, allow_inf_nan=False)]
+# a month's budget: money, so bounded like prices; a trillion is beyond any research cluster's month
+HIGHEST_BUDGET = 1e12
+Budget = Annotated[float, BeforeValidator(_finite_number), Field(gt=0, lt=HIGHEST_BUDGET, allow_inf_nan=False)]
 
 
 def _web_address(value: str) -> str:
@@ -332,7 +335,7 @@ GpuFractions = Annotated[dict[str, float], BeforeValidator(_gpu_fractions)]
 class BudgetsConfig(_Section):
     """What each team may spend per calendar month, and the shares of it that send an alert."""
 
-    monthly: dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]] = {}  # team -> amount in the currency
+    monthly: dict[str, Budget] = {}  # team -> amount in the currency
     alert_at: list[Annotated[float, Field(gt=0, allow_inf_nan=False)]] = [0.8, 1.0]
 
     @field_validator("alert_at")

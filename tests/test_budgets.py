@@ -170,6 +170,8 @@ def test_a_closed_month_sends_no_alert(budget_job, tmp_path):
 
 @pytest.mark.parametrize(("budgets", "sentence"), [
     ({"monthly": {"robotics": -5}}, "budgets.monthly.robotics: Input should be greater than 0"),
+    ({"monthly": {"robotics": True}}, "budgets.monthly.robotics: expected a number, got true"),
+    ({"monthly": {"robotics": 1e308}}, "budgets.monthly.robotics: Input should be less than 1000000000000"),
     ({"alert_at": [0.8, "soon"]}, "budgets.alert_at[1]: Input should be a valid number"),
     ({"montly": {}}, "budgets.montly: unknown key"),
 ])

@@ -5,7 +5,8 @@ from __future__ import annotations
 import billing.job
 from billing.audit import EXACT_PODS, audit_cluster
 from billing.collect import collect_cluster
-from billing.prometheus import LivePrometheus, prometheus_source
+from billing.prometheus import LivePrometheus
+from billing.replay import prometheus_source
 from tests.faults import ledger_state
 from tests.integration.test_collect_prometheus import UTC_DAY, cluster, world_of
 from tests.integration.test_job_prometheus import run, write_config
