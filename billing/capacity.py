@@ -24,6 +24,7 @@ from billing.config import ClusterConfig, Prices
 from billing.days import BillingDay
 from billing.pricing import unit_price
 from billing.prometheus import PrometheusSource
+from billing.stores import Store, store_of
 
 log = logging.getLogger(__name__)
 
@@ -42,10 +43,10 @@ class CapacityQueries(Queries):
             return self.series("kube_node_status_allocatable", f"resource=~{quote(self.resources)}", nodes)
 
         moved = node_matcher(relabelled)
-        moved_nodes = f"max by (node, resource) ({allocatable(moved)})"
+        moved_nodes = f"max by (node, resource) ({self.latest(allocatable(moved))})"
         return f"""
     max by (node, resource) (
-        sum_over_time({allocatable(f"node!~{quote(one_of(relabelled))}")}[{self.instants}:{self.step}])
+        sum_over_time({self.latest(allocatable(f"node!~{quote(one_of(relabelled))}"))}[{self.instants}:{self.step}])
     )
   or
     sum_over_time((
@@ -66,10 +67,13 @@ def _chunk_allocatable(source: PrometheusSource, queries: CapacityQueries, chunk
 
 
 def collect_allocatable(
-    cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: list[str], source: PrometheusSource
+    cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: list[str], source: PrometheusSource,
+    store: Store | None = None
 ) -> pd.DataFrame:
     """Allocatable resource-hours of one cluster-day per resource, GPU model and pool (ALLOCATABLE_COLUMNS)."""
-    rows = map_chunks(lambda c: _chunk_allocatable(source, CapacityQueries(cluster, gpu_resources, c), c), chunks(day, step))
+    store = store or store_of(source)
+    rows = map_chunks(lambda c: _chunk_allocatable(source, CapacityQueries(cluster, gpu_resources, c, store), c),
+                      chunks(day, step))
     raw = pd.DataFrame([r for chunk_rows in rows for r in chunk_rows], columns=[*KEYS, "quantity"])
     frame = billing_units(raw.astype({"quantity": float}), gpu_resources)
     summed = frame.groupby(KEYS, as_index=False, sort=True)["quantity"].sum()

@@ -54,6 +54,7 @@ from billing.config import ClusterConfig
 from billing.days import BillingDay
 from billing.promql import Chunk, NodeKinds, Queries, chunks, map_chunks, node_matcher, uid_matcher
 from billing.prometheus import PrometheusError, PrometheusSource
+from billing.stores import Store, store_of
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +88,7 @@ sum by (namespace, node, priority_class, resource) (
         max by (namespace, pod, uid, container, resource) (max_over_time({self.requests(pods)}[{self.raw}]))
     )
   * on (namespace, pod, uid) group_left (node, priority_class) (
-        max by (namespace, pod, uid) (sum_over_time({self.running(pods)}[{self.instants}:{self.step}]))
+        max by (namespace, pod, uid) (sum_over_time({self.latest(self.running(pods))}[{self.instants}:{self.step}]))
       * on (namespace, pod, uid) group_left (node, priority_class)
         max by (namespace, pod, uid, node, priority_class) (max_over_time({self.pod_node(pods)}[{self.raw}]))
     )
@@ -95,10 +96,11 @@ sum by (namespace, node, priority_class, resource) (
 
     def needs_exact(self) -> str:
         """Pods the fast query would get wrong: a request changed near or in the chunk (in-place
-        resize), or the Running series holds something else than kube-state-metrics' 0 or 1."""
+        resize), or the Running series holds something else than kube-state-metrics' 0 or 1.
+        (Not `changes()`: MetricsQL counts a change against the sample before the window.)"""
         return f"""
 group by (uid) (
-    changes({self.requests()}[{self.raw}]) > 0
+    max_over_time({self.requests()}[{self.raw}]) != min_over_time({self.requests()}[{self.raw}])
   or max_over_time({self.running()}[{self.raw}]) > 1
   or min_over_time({self.running()}[{self.raw}]) < 0
 )"""
@@ -110,7 +112,7 @@ group by (uid) (
     def covered_instants(self) -> str:
         """At how many of the chunk's instants any kube-state-metrics series was visible:
         fewer than all means Prometheus did not scrape it for a while, and pods then were not seen."""
-        return f"count_over_time(count({self.node_labels()})[{self.instants}:{self.step}])"
+        return f"count_over_time(count({self.latest(self.node_labels())})[{self.instants}:{self.step}])"
 
     def running_pods(self) -> str:
         """The uids of pods Running in the chunk, for the log's pod count."""
@@ -122,11 +124,11 @@ group by (uid) (
         one); on other nodes they are constant, and the caller maps the node to them."""
         return f"""
 sum by (namespace, node, resource, priority_class, {self.node_keys}) (
-    max by (namespace, pod, uid, container, resource) ({self.requests(pods)})
+    max by (namespace, pod, uid, container, resource) ({self.latest(self.requests(pods))})
   * on (namespace, pod, uid) group_left (node, priority_class) (
-        max by (namespace, pod, uid) ({self.running(pods)} == 1)
+        max by (namespace, pod, uid) ({self.latest(self.running(pods))} == 1)
       * on (namespace, pod, uid) group_left (node, priority_class)
-        max by (namespace, pod, uid, node, priority_class) ({self.pod_node(pods)})
+        max by (namespace, pod, uid, node, priority_class) ({self.latest(self.pod_node(pods))})
     )
   * on (node) group_left ({self.node_keys}) {self.newest_model(self.pod_node(pods), node_matcher(relabelled))}
 )"""
@@ -145,9 +147,8 @@ def _uids(answer: list[dict]) -> frozenset[str]:
     return frozenset(series["metric"].get("uid", "") for series in answer)
 
 
-def _chunk_usage(source: PrometheusSource, cluster: ClusterConfig, gpu_resources: list[str], chunk: Chunk) -> _ChunkResult:
+def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk) -> _ChunkResult:
     """Fast query for most pods, exact range queries for the few where factoring is wrong."""
-    queries = UsageQueries(cluster, gpu_resources, chunk)
     at = chunk.last
     nodes = NodeKinds(source, queries, at)
     relabelled = nodes.relabelled
@@ -186,10 +187,14 @@ def _hours(rows: list[tuple], step: int) -> pd.DataFrame:
 
 
 def collect_cluster(
-    cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: list[str], source: PrometheusSource
+    cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: list[str], source: PrometheusSource,
+    store: Store | None = None
 ) -> ClusterUsage:
-    """Resource-hours of one cluster-day, per namespace, resource, GPU model, priority class and pool."""
-    results = map_chunks(lambda c: _chunk_usage(source, cluster, gpu_resources, c), chunks(day, step))
+    """Resource-hours of one cluster-day, per namespace, resource, GPU model, priority class and pool.
+    `store`: how to ask the cluster's store (stores.store_of); asked of the source when not given."""
+    store = store or store_of(source)
+    results = map_chunks(lambda c: _chunk_usage(source, UsageQueries(cluster, gpu_resources, c, store), c),
+                         chunks(day, step))
     raw = pd.concat([r.usage for r in results], ignore_index=True)
     _refuse_impossible_values(raw, cluster.name)
     return ClusterUsage(

@@ -76,6 +76,8 @@ class PrometheusSource(Protocol):
 
     def range(self, query: str, start: float, end: float, step: float) -> list[dict]: ...
 
+    def buildinfo(self) -> dict: ...
+
 
 def request_key(kind: str, query: str, **params: float) -> str:
     """A stable name for one question, so recorded answers can be found again."""
@@ -117,7 +119,24 @@ class LivePrometheus:
             ),
         )
 
-    def _ask(self, query: str, call) -> list[dict]:
+    def buildinfo(self) -> dict:
+        """The `data` of /api/v1/status/buildinfo ({} from VictoriaMetrics); {"version": ""} where the
+        store has no such page (a proxy in front, an old Thanos): then nothing is known of it."""
+        client = self._client
+
+        def call() -> dict:
+            try:
+                response = client._session.get(f"{self.url}/api/v1/status/buildinfo", headers=client.headers,
+                                               timeout=self.timeout)
+            except _Rejected as exc:
+                log.warning("cluster %s: %s has no build information (%s); querying it as Prometheus 2",
+                            self.cluster, self.url, exc)
+                return {"version": "unknown"}
+            return response.json()["data"]
+
+        return self._ask("/api/v1/status/buildinfo", call, answer=lambda data: isinstance(data, dict))
+
+    def _ask(self, query: str, call, answer=lambda result: _is_result(result)):
         where = f"Prometheus of cluster {self.cluster} at {self.url}"
         try:
             result = call()
@@ -143,7 +162,7 @@ class LivePrometheus:
             result = None
         except requests.exceptions.RequestException as exc:  # e.g. the connection broke off mid-answer
             raise PrometheusError(f"{where} failed to answer ({_reason(exc)})") from None
-        if not _is_result(result):
+        if not answer(result):
             raise PrometheusError(f"{where} answered something that is not a Prometheus JSON result")
         return result
 
@@ -187,6 +206,11 @@ class ReplayPrometheus:
 
     def range(self, query: str, start: float, end: float, step: float) -> list[dict]:
         return self._load(request_key("range", query, start=start, end=end, step=step), query)
+
+    def buildinfo(self) -> dict:
+        """Recorded next to the answers; recordings without it were made from Prometheus 2.42."""
+        path = self.directory / "buildinfo.json"
+        return json.loads(path.read_text()) if path.exists() else {"version": "2.42.0"}
 
     def _load(self, key: str, query: str) -> list[dict]:
         path = self.directory / f"{key}.json"

@@ -18,6 +18,7 @@ from typing import Callable, Iterable, TypeVar
 from billing.config import ClusterConfig
 from billing.days import BillingDay
 from billing.prometheus import PrometheusError, PrometheusSource
+from billing.stores import DEFAULT_STORE, Store
 
 LOOKBACK = 300  # seconds: Prometheus' default lookback delta for instant vectors
 CHUNK_INSTANTS = 360  # instants per query: 6 h at a 60 s step
@@ -68,7 +69,10 @@ def node_matcher(nodes: Iterable[str]) -> str:
 class Queries:
     """The PromQL text for one cluster and one chunk of the day."""
 
-    def __init__(self, cluster: ClusterConfig, gpu_resources: list[str], chunk: Chunk):
+    def __init__(self, cluster: ClusterConfig, gpu_resources: list[str], chunk: Chunk,
+                 store: Store = DEFAULT_STORE):
+        self.engine = store.engine
+        self.latest = store.engine.latest  # a series' value at each instant, written for this engine
         self.extra = cluster.prometheus.selector.strip()
         self.gpu_label = cluster.gpu_model_label
         self.pools = cluster.reserved_pools
@@ -112,11 +116,16 @@ class Queries:
 
     def newest_model(self, nodes: str, labelled: str = "") -> str:
         """(node, GPU model[, pool]) of every node in `nodes`: the newest label set of the nodes
-        `labelled` selects wins; the others, and nodes without labels, get ''."""
+        `labelled` selects wins; the others, and nodes without labels, get ''.
+
+        Not `A or on (node) B`: MetricsQL fills the gaps of A's series with B's values where their
+        `on` labels match (a label set that stopped would live on); a plain `or` of disjoint label
+        sets means the same on both engines."""
+        newest = f"group by (node, {self.node_keys}) (topk by (node) (1, {self.engine.sample_time(self.node_labels(labelled))}))"
         return f"""(
-        group by (node, {self.node_keys}) (topk by (node) (1, timestamp({self.node_labels(labelled)})))
-      or on (node)
-        group by (node) ({nodes})
+        {newest}
+      or
+        (group by (node) ({self.latest(nodes)}) unless on (node) {newest})
     )"""
 
 

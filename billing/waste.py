@@ -26,6 +26,7 @@ from billing.promql import Chunk, Queries, chunks, map_chunks
 from billing.config import ClusterConfig
 from billing.days import BillingDay
 from billing.prometheus import PrometheusSource
+from billing.stores import Store, store_of
 
 GPU_UTILISATION = "DCGM_FI_DEV_GPU_UTIL"
 CPU_USAGE = "container_cpu_usage_seconds_total"
@@ -42,16 +43,16 @@ class WasteQueries(Queries):
 
     def idle_gpus(self, below: float) -> str:
         """Per namespace: GPU-instants below the utilisation threshold."""
-        gpus = f"max by (namespace, pod, Hostname, gpu) ({self.series(GPU_UTILISATION, HELD)})"
+        gpus = f"max by (namespace, pod, Hostname, gpu) ({self.latest(self.series(GPU_UTILISATION, HELD))})"
         return f"sum_over_time((count by (namespace) ({gpus} < {below}))[{self.instants}:{self.step}])"
 
     def unused_cpu(self) -> str:
         """Per namespace: core-instants requested by Running pods but not used, per pod at least 0."""
         requests = self.series("kube_pod_container_resource_requests", 'resource="cpu"')
         requested = f"""sum by (namespace, pod) (
-        max by (namespace, pod, uid, container) ({requests})
+        max by (namespace, pod, uid, container) ({self.latest(requests)})
       * on (namespace, pod, uid) group_left
-        max by (namespace, pod, uid) ({self.running()} == 1)
+        max by (namespace, pod, uid) ({self.latest(self.running())} == 1)
     )"""
         usage = self.series(CPU_USAGE, *CONTAINERS)
         # requested less used per pod, as a sum over both: a pod without usage keeps its whole request,
@@ -80,12 +81,13 @@ def _chunk_waste(source: PrometheusSource, queries: WasteQueries, chunk: Chunk, 
 
 
 def collect_waste(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: list[str],
-                  source: PrometheusSource, below: float) -> pd.DataFrame:
+                  source: PrometheusSource, below: float, store: Store | None = None) -> pd.DataFrame:
     """Idle GPU-hours and unused CPU core-hours of one cluster-day per namespace (WASTE_COLUMNS).
 
     A measure is NaN for a namespace that has none, and in every row where
     the cluster never had its metric."""
-    parts = map_chunks(lambda c: _chunk_waste(source, WasteQueries(cluster, gpu_resources, c), c, below),
+    store = store or store_of(source)
+    parts = map_chunks(lambda c: _chunk_waste(source, WasteQueries(cluster, gpu_resources, c, store), c, below),
                        chunks(day, step, WASTE_INSTANTS))
     frame = pd.concat(parts, ignore_index=True)
     measured = [m for m in WASTE_COLUMNS[1:] if m in frame.columns]

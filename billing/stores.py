@@ -1,0 +1,69 @@
+"""Which store answers a cluster's queries, and how its query language must be spoken.
+
+SPEC.md defines the bill on raw samples with Prometheus 2.x instant semantics:
+at t the value of a series is its latest sample in [t - 5 min, t]. A bare
+selector means exactly that on a Prometheus 2.x engine (Prometheus 2, Thanos
+Query, Mimir 2, Cortex). MetricsQL (VictoriaMetrics) guesses its lookback from
+the scrape interval instead, so there the queries say it explicitly:
+`last_over_time(x[5m+1ms])` over its half-open (t - d, t] windows, and
+`tlast_over_time` for a sample's own timestamp. Prometheus 3 has half-open
+windows too. Which one answers is read from `/api/v1/status/buildinfo`:
+VictoriaMetrics answers it with no version at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+LOOKBACK_MS = 300_000  # Prometheus' default lookback delta for instant vectors
+
+
+@dataclass(frozen=True)
+class Engine:
+    """The query engine behind a cluster's URL, as far as the bill depends on it."""
+
+    name: str  # "Prometheus 2.42.0", "VictoriaMetrics", ...
+    metricsql: bool  # VictoriaMetrics' MetricsQL rather than PromQL
+    closed_lookback: bool  # a bare selector sees samples exactly 5 minutes old (PromQL 2.x)
+
+    def latest(self, selector: str) -> str:
+        """The series' value at each instant with SPEC.md's lookback: its latest sample in [t - 5 min, t]."""
+        if self.closed_lookback:
+            return selector
+        return f"last_over_time({selector}[{LOOKBACK_MS + 1}ms])"  # (t - 5 min - 1 ms, t] at ms precision
+
+    def sample_time(self, selector: str) -> str:
+        """The timestamp of the sample `latest` reads."""
+        if self.metricsql:
+            return f"tlast_over_time({selector}[{LOOKBACK_MS + 1}ms])"
+        return f"timestamp({selector})"
+
+
+PROMETHEUS_2 = Engine("Prometheus 2", metricsql=False, closed_lookback=True)
+
+
+def engine_of(buildinfo: dict) -> Engine:
+    """The engine from the `data` of a /api/v1/status/buildinfo answer ({} where there is none).
+
+    VictoriaMetrics answers success with empty data; the Prometheus family
+    names its version, whose major decides the lookback's older end."""
+    version = str(buildinfo.get("version", "")) if isinstance(buildinfo, dict) else ""
+    if not version:
+        return Engine("VictoriaMetrics", metricsql=True, closed_lookback=False)
+    major = version.split(".", 1)[0]
+    return Engine(f"Prometheus {version}", metricsql=False, closed_lookback=not (major.isdigit() and int(major) >= 3))
+
+
+@dataclass(frozen=True)
+class Store:
+    """How to ask one cluster's store: its engine."""
+
+    engine: Engine
+
+
+def store_of(source) -> Store:
+    """What a cluster's source is, asked once per run (PrometheusSource)."""
+    return Store(engine_of(source.buildinfo()))
+
+
+DEFAULT_STORE = Store(PROMETHEUS_2)
