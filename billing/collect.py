@@ -52,7 +52,8 @@ import pandas as pd
 
 from billing.config import ClusterConfig
 from billing.days import BillingDay
-from billing.promql import Chunk, NodeKinds, Queries, chunks, map_chunks, node_matcher, uid_matcher
+from billing.promql import (Chunk, NodeKinds, Queries, chunks, fits, in_pieces, map_chunks, node_matcher,
+                            uid_matcher)
 from billing.prometheus import PrometheusError, PrometheusSource
 from billing.stores import Store, store_of
 
@@ -80,10 +81,12 @@ class UsageQueries(Queries):
     # `max by` everywhere below drops the scrape's own labels (instance, job),
     # so duplicate scrapes of kube-state-metrics replicas are not counted twice.
 
-    def fast(self, pods: str) -> str:
-        """Per (namespace, node, priority class, resource): sum over pods of request x Running instants."""
+    def fast(self, pods: str, left_out: str = "") -> str:
+        """Per (namespace, node, priority class, resource): sum over pods of request x Running instants.
+        `pods` selects the pods by uid; `left_out`, an expression of uids, leaves pods out where
+        a list of them would make the query too long."""
         return f"""
-sum by (namespace, node, priority_class, resource) (
+sum by (namespace, node, priority_class, resource) ((
     sum by (namespace, pod, uid, resource) (
         max by (namespace, pod, uid, container, resource) (max_over_time({self.requests(pods)}[{self.raw}]))
     )
@@ -91,8 +94,8 @@ sum by (namespace, node, priority_class, resource) (
         max by (namespace, pod, uid) (sum_over_time({self.latest(self.running(pods))}[{self.instants}:{self.step}]))
       * on (namespace, pod, uid) group_left (node, priority_class)
         max by (namespace, pod, uid, node, priority_class) (max_over_time({self.pod_node(pods)}[{self.raw}]))
-    )
-)"""
+    ){f" unless on (uid) {left_out}" if left_out else ""}
+))"""
 
     def needs_exact(self) -> str:
         """Pods the fast query would get wrong: a request changed near or in the chunk (in-place
@@ -104,6 +107,10 @@ group by (uid) (
   or max_over_time({self.running()}[{self.raw}]) > 1
   or min_over_time({self.running()}[{self.raw}]) < 0
 )"""
+
+    def exact_pods(self, relabelled: list[str]) -> str:
+        """The uids of every pod the exact path evaluates."""
+        return f"({self.needs_exact()} or {self.pods_on(relabelled)})" if relabelled else self.needs_exact()
 
     def pods_on(self, nodes: list[str]) -> str:
         """Pods on the given nodes during the chunk."""
@@ -166,16 +173,20 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk) 
                 instants)
 
     rows = []
-    for series in source.instant(queries.fast(uid_matcher(exact_pods, keep=False)), at):
+    fast = queries.fast(uid_matcher(exact_pods, keep=False))
+    if not fits(fast):  # too many pods to name: the query finds them itself
+        fast = queries.fast("", left_out=queries.exact_pods(relabelled))
+    for series in source.instant(fast, at):
         rows.append(row(series["metric"], float(series["value"][1])))
     asked += 1
 
     if exact_pods:
         log.info("%d pods resized, on relabelled nodes (%s) or with odd Running values: evaluated instant by instant",
                  len(exact_pods), ", ".join(relabelled[:3]) or "none")
-        for series in source.range(queries.exact(uid_matcher(exact_pods, keep=True), relabelled), chunk.start, at, chunk.step):
-            rows.append(row(series["metric"], sum(float(v) for _, v in series["values"])))
-        asked += 1
+        for exact in in_pieces(exact_pods, lambda pods: queries.exact(pods, relabelled)):
+            for series in source.range(exact, chunk.start, at, chunk.step):
+                rows.append(row(series["metric"], sum(float(v) for _, v in series["values"])))
+            asked += 1
     instants = (chunk.end - chunk.start) // chunk.step
     return _ChunkResult(_hours(rows, chunk.step), running, asked, covered, instants)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from urllib.parse import quote_plus
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Iterable, TypeVar
@@ -23,6 +24,10 @@ from billing.stores import DEFAULT_STORE, Store
 LOOKBACK = 300  # seconds: Prometheus' default lookback delta for instant vectors
 CHUNK_INSTANTS = 360  # instants per query: 6 h at a 60 s step
 PARALLEL_QUERIES = 2  # one per core of a small Prometheus
+# Bytes one query may take URL-encoded (prometheus-api-client sends it in the URL even with POST):
+# under VictoriaMetrics' -search.maxQueryLen (16 KB) and the 8 KB URL limit of common proxies, with
+# room for the rest of the URL. Pod lists longer than that are asked for in pieces.
+QUERY_BYTES = 6144
 RE2_SPECIAL = re.compile(r"([\\.+*?()|\[\]{}^$])")
 T = TypeVar("T")
 
@@ -60,6 +65,42 @@ def uid_matcher(uids: frozenset[str], keep: bool) -> str:
     if not uids and not keep:
         return ""
     return f"uid{'=~' if keep else '!~'}{quote(one_of(sorted(uids)))}"
+
+
+def fits(query: str) -> bool:
+    """Whether the query is within QUERY_BYTES once URL-encoded."""
+    return _encoded_bytes(query) <= QUERY_BYTES
+
+
+def _encoded_bytes(text: str) -> int:
+    return len(quote_plus(text, safe=""))
+
+
+def in_pieces(uids: Iterable[str], query: Callable[[str], str]) -> list[str]:
+    """query(matcher keeping some of the pods) for pieces of the pod list that together name every
+    pod once, each query within QUERY_BYTES: a day with thousands of resized pods costs more
+    queries, never one that a store refuses."""
+    template = query(PLACEHOLDER)
+    times = template.count(PLACEHOLDER)
+    room = QUERY_BYTES - _encoded_bytes(template.replace(PLACEHOLDER, ""))
+    pieces: list[list[str]] = []
+    used = 0
+    for uid in sorted(uids):
+        alone = times * _encoded_bytes(uid_matcher(frozenset([uid]), keep=True))  # a piece's first pod
+        more = times * _encoded_bytes("|" + quote(one_of([uid]))[1:-1])  # each further one
+        if pieces and used + more <= room:
+            pieces[-1].append(uid)
+            used += more
+            continue
+        if alone > room:
+            raise PrometheusError(f"a query for pod {uid} alone is longer than {QUERY_BYTES} bytes: "
+                                  f"{' '.join(template.split())[:200]}")
+        pieces.append([uid])
+        used = alone
+    return [query(uid_matcher(frozenset(piece), keep=True)) for piece in pieces]
+
+
+PLACEHOLDER = "\x00"  # where in_pieces puts a piece's matcher
 
 
 def node_matcher(nodes: Iterable[str]) -> str:
