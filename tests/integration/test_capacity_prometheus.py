@@ -35,8 +35,8 @@ def world():
     return make_world(11, DAY.start.timestamp(), pods=250, clusters=("jaguar", "ibis"))
 
 
-def test_requested_plus_idle_is_allocatable(prometheus_server, world):
-    prom = prometheus_server(world)
+def test_requested_plus_idle_is_allocatable(store_server, world):
+    prom = store_server(world)
     start, end = DAY.start.timestamp(), DAY.end.timestamp()
     for name in ("jaguar", "ibis"):
         cluster = ClusterConfig(name=name, prometheus={"url": prom.url, "selector": f'cluster="{name}"', "retries": 0},
