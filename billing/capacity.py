@@ -19,7 +19,7 @@ import logging
 import pandas as pd
 
 from billing.collect import billing_units
-from billing.promql import Chunk, NodeKinds, Queries, chunks, map_chunks, node_matcher, one_of, quote
+from billing.promql import Chunk, NodeKinds, Queries, chunks, map_chunks, node_matcher, quote
 from billing.config import ClusterConfig, Prices
 from billing.days import BillingDay
 from billing.pricing import unit_price
@@ -42,11 +42,13 @@ class CapacityQueries(Queries):
         def allocatable(nodes: str) -> str:
             return self.series("kube_node_status_allocatable", f"resource=~{quote(self.resources)}", nodes)
 
-        moved = node_matcher(relabelled)
-        moved_nodes = f"max by (node, resource) ({self.latest(allocatable(moved))})"
+        ksm = self.ksm
+        moved = node_matcher(relabelled, ksm.node)
+        moved_nodes = f"max by (node, resource) ({ksm.plain(self.latest(allocatable(moved)))})"
+        staying = self.latest(allocatable(node_matcher(relabelled, ksm.node, keep=False)))
         return f"""
     max by (node, resource) (
-        sum_over_time({self.latest(allocatable(f"node!~{quote(one_of(relabelled))}"))}[{self.instants}:{self.step}])
+        {ksm.plain(f"sum_over_time({staying}[{self.instants}:{self.step}])")}
     )
   or
     sum_over_time((
@@ -71,7 +73,7 @@ def collect_allocatable(
     store: Store | None = None
 ) -> pd.DataFrame:
     """Allocatable resource-hours of one cluster-day per resource, GPU model and pool (ALLOCATABLE_COLUMNS)."""
-    store = store or store_of(source)
+    store = store or store_of(source, cluster, day)
     rows = map_chunks(lambda c: _chunk_allocatable(source, CapacityQueries(cluster, gpu_resources, c, store), c),
                       chunks(day, step))
     raw = pd.DataFrame([r for chunk_rows in rows for r in chunk_rows], columns=[*KEYS, "quantity"])

@@ -85,15 +85,16 @@ class UsageQueries(Queries):
         """Per (namespace, node, priority class, resource): sum over pods of request x Running instants.
         `pods` selects the pods by uid; `left_out`, an expression of uids, leaves pods out where
         a list of them would make the query too long."""
+        ksm = self.ksm
         return f"""
 sum by (namespace, node, priority_class, resource) ((
     sum by (namespace, pod, uid, resource) (
-        max by (namespace, pod, uid, container, resource) (max_over_time({self.requests(pods)}[{self.raw}]))
+        max by (namespace, pod, uid, container, resource) ({ksm.plain(f"max_over_time({self.requests(pods)}[{self.raw}])")})
     )
   * on (namespace, pod, uid) group_left (node, priority_class) (
-        max by (namespace, pod, uid) (sum_over_time({self.latest(self.running(pods))}[{self.instants}:{self.step}]))
+        max by (namespace, pod, uid) ({ksm.plain(f"sum_over_time({self.latest(self.running(pods))}[{self.instants}:{self.step}])")})
       * on (namespace, pod, uid) group_left (node, priority_class)
-        max by (namespace, pod, uid, node, priority_class) (max_over_time({self.pod_node(pods)}[{self.raw}]))
+        max by (namespace, pod, uid, node, priority_class) ({ksm.plain(f"max_over_time({self.pod_node(pods)}[{self.raw}])")})
     ){f" unless on (uid) {left_out}" if left_out else ""}
 ))"""
 
@@ -114,7 +115,7 @@ group by (uid) (
 
     def pods_on(self, nodes: list[str]) -> str:
         """Pods on the given nodes during the chunk."""
-        return f"group by (uid) (max_over_time({self.pod_node(nodes=node_matcher(nodes))}[{self.raw}]))"
+        return f"group by (uid) (max_over_time({self.pod_node(nodes=node_matcher(nodes, self.ksm.node))}[{self.raw}]))"
 
     def covered_instants(self) -> str:
         """At how many of the chunk's instants any kube-state-metrics series was visible:
@@ -129,15 +130,16 @@ group by (uid) (
         """The literal per-instant product, for range queries. Node labels (GPU model, pool) are
         read at every instant only for relabelled nodes (a node's newest label set wins; "" without
         one); on other nodes they are constant, and the caller maps the node to them."""
+        ksm, latest = self.ksm, self.latest
         return f"""
 sum by (namespace, node, resource, priority_class, {self.node_keys}) (
-    max by (namespace, pod, uid, container, resource) ({self.latest(self.requests(pods))})
+    max by (namespace, pod, uid, container, resource) ({ksm.plain(latest(self.requests(pods)))})
   * on (namespace, pod, uid) group_left (node, priority_class) (
-        max by (namespace, pod, uid) ({self.latest(self.running(pods))} == 1)
+        max by (namespace, pod, uid) ({ksm.plain(latest(self.running(pods)))} == 1)
       * on (namespace, pod, uid) group_left (node, priority_class)
-        max by (namespace, pod, uid, node, priority_class) ({self.latest(self.pod_node(pods))})
+        max by (namespace, pod, uid, node, priority_class) ({ksm.plain(latest(self.pod_node(pods)))})
     )
-  * on (node) group_left ({self.node_keys}) {self.newest_model(self.pod_node(pods), node_matcher(relabelled))}
+  * on (node) group_left ({self.node_keys}) {self.newest_model(self.pod_node(pods), node_matcher(relabelled, ksm.node))}
 )"""
 
 
@@ -203,7 +205,7 @@ def collect_cluster(
 ) -> ClusterUsage:
     """Resource-hours of one cluster-day, per namespace, resource, GPU model, priority class and pool.
     `store`: how to ask the cluster's store (stores.store_of); asked of the source when not given."""
-    store = store or store_of(source)
+    store = store or store_of(source, cluster, day)
     results = map_chunks(lambda c: _chunk_usage(source, UsageQueries(cluster, gpu_resources, c, store), c),
                          chunks(day, step))
     raw = pd.concat([r.usage for r in results], ignore_index=True)

@@ -21,6 +21,7 @@ from billing.ownership import assign_owners
 from billing.pricing import price, reserve_pools, share_idle
 from billing.prometheus import prometheus_source
 from billing.render import DayReport, check_output_dir, read_report, write_pages
+from billing.stores import store_of
 from billing.summaries import summary_envelopes
 from billing.waste import WASTE_COLUMNS, attribute_waste, collect_waste
 
@@ -105,9 +106,10 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
     collected, capacities, wastes = [], [], []
     for cluster in config.clusters:
         source = prometheus_source(cluster.name, cluster.prometheus)
-        usage = collect_cluster(cluster, period, step, resources, source)
-        allocatable = collect_allocatable(cluster, period, step, resources, source)
-        wasted = (collect_waste(cluster, period, step, resources, source, config.waste.gpu_utilisation_below)
+        store = store_of(source, cluster, period)  # which engine, which label names: asked once
+        usage = collect_cluster(cluster, period, step, resources, source, store)
+        allocatable = collect_allocatable(cluster, period, step, resources, source, store)
+        wasted = (collect_waste(cluster, period, step, resources, source, config.waste.gpu_utilisation_below, store)
                   if config.waste.enabled else pd.DataFrame(columns=WASTE_COLUMNS))
         capacity = idle_capacity(allocatable, usage.usage, cluster.prices, cluster.name)
         _log_cluster(usage)

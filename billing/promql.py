@@ -103,8 +103,9 @@ def in_pieces(uids: Iterable[str], query: Callable[[str], str]) -> list[str]:
 PLACEHOLDER = "\x00"  # where in_pieces puts a piece's matcher
 
 
-def node_matcher(nodes: Iterable[str]) -> str:
-    return f"node=~{quote(one_of(sorted(nodes)))}"
+def node_matcher(nodes: Iterable[str], label: str = "node", keep: bool = True) -> str:
+    """A matcher keeping (or dropping) exactly these nodes, on the label that names them."""
+    return f"{label}{'=~' if keep else '!~'}{quote(one_of(sorted(nodes)))}"
 
 
 class Queries:
@@ -114,6 +115,9 @@ class Queries:
                  store: Store = DEFAULT_STORE):
         self.engine = store.engine
         self.latest = store.engine.latest  # a series' value at each instant, written for this engine
+        # the label names of each metric family; `.plain(expression)` gives the plain names back
+        self.ksm, self.dcgm, self.cadvisor = (store.labels.kube_state_metrics, store.labels.dcgm,
+                                              store.labels.cadvisor)
         self.extra = cluster.prometheus.selector.strip()
         self.gpu_label = cluster.gpu_model_label
         self.pools = cluster.reserved_pools
@@ -138,7 +142,7 @@ class Queries:
         return self.series("kube_pod_status_phase", 'phase="Running"', pods)
 
     def pod_node(self, pods: str = "", nodes: str = "") -> str:
-        return self.series("kube_pod_info", 'node!=""', pods, nodes)
+        return self.series("kube_pod_info", f'{self.ksm.node}!=""', pods, nodes)
 
     def node_labels(self, nodes: str = "") -> str:
         return self.series("kube_node_labels", nodes)
@@ -153,7 +157,7 @@ class Queries:
 
     def models(self) -> str:
         """Every (node, GPU model[, pool]) seen in the chunk; two for a node means a relabel."""
-        return f"max by (node, {self.node_keys}) (max_over_time({self.node_labels()}[{self.raw}]))"
+        return f"max by (node, {self.node_keys}) ({self.ksm.plain(f'max_over_time({self.node_labels()}[{self.raw}])')})"
 
     def newest_model(self, nodes: str, labelled: str = "") -> str:
         """(node, GPU model[, pool]) of every node in `nodes`: the newest label set of the nodes
@@ -162,11 +166,12 @@ class Queries:
         Not `A or on (node) B`: MetricsQL fills the gaps of A's series with B's values where their
         `on` labels match (a label set that stopped would live on); a plain `or` of disjoint label
         sets means the same on both engines."""
-        newest = f"group by (node, {self.node_keys}) (topk by (node) (1, {self.engine.sample_time(self.node_labels(labelled))}))"
+        sample_time = self.ksm.plain(self.engine.sample_time(self.node_labels(labelled)))
+        newest = f"group by (node, {self.node_keys}) (topk by (node) (1, {sample_time}))"
         return f"""(
         {newest}
       or
-        (group by (node) ({self.latest(nodes)}) unless on (node) {newest})
+        (group by (node) ({self.ksm.plain(self.latest(nodes))}) unless on (node) {newest})
     )"""
 
 

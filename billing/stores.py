@@ -13,7 +13,14 @@ VictoriaMetrics answers it with no version at all.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
+
+from billing.config import ClusterConfig
+from billing.days import BillingDay
+from billing.prometheus import PrometheusSource
+
+log = logging.getLogger(__name__)
 
 LOOKBACK_MS = 300_000  # Prometheus' default lookback delta for instant vectors
 
@@ -82,16 +89,104 @@ def engine_of(buildinfo: dict) -> Engine:
     return Engine(f"Prometheus {version}", metricsql=False, closed_lookback=not (major.isdigit() and int(major) >= 3))
 
 
+LABELS = ("namespace", "pod", "container", "node")  # what a honor_labels: false scrape renames
+FAMILIES = {  # metric family -> the metrics that show how it was scraped
+    "kube-state-metrics": ("kube_pod_info", "kube_pod_container_resource_requests"),
+    "DCGM": ("DCGM_FI_DEV_GPU_UTIL",),
+    "cAdvisor": ("container_cpu_usage_seconds_total",),
+}
+
+
+@dataclass(frozen=True)
+class FamilyLabels:
+    """Under which names one metric family's series carry the exporter's namespace, pod, container, node.
+
+    A scrape with `honor_labels: false` from a target that has labels of these
+    names keeps the target's own (the exporter pod's) under the plain names and
+    moves the exporter's to `exported_<name>`."""
+
+    namespace: str = "namespace"
+    pod: str = "pod"
+    container: str = "container"
+    node: str = "node"
+
+    def renamed(self) -> dict[str, str]:
+        """{plain name: name in the store} for each label the scrape moved."""
+        return {label: getattr(self, label) for label in LABELS if getattr(self, label) != label}
+
+    def plain(self, expression: str) -> str:
+        """The expression's series with the exporter's labels under their plain names again, so that
+        everything after it (grouping, joins, the caller) speaks of `namespace`, `pod`, ..."""
+        for label, stored in self.renamed().items():
+            expression = f'label_replace({expression}, "{label}", "$1", "{stored}", "(.*)")'
+        return expression
+
+
+@dataclass(frozen=True)
+class ScrapeLabels:
+    """The label names of each metric family the bill reads, for one cluster."""
+
+    kube_state_metrics: FamilyLabels = FamilyLabels()
+    dcgm: FamilyLabels = FamilyLabels()
+    cadvisor: FamilyLabels = FamilyLabels()
+
+    def of(self, family: str) -> FamilyLabels:
+        return getattr(self, _ATTRIBUTES[family])
+
+
+_ATTRIBUTES = {"kube-state-metrics": "kube_state_metrics", "DCGM": "dcgm", "cAdvisor": "cadvisor"}
+
+
+def renames_query(selector: str) -> str:
+    """One query answering, per family and label, whether its series carry `exported_<label>`:
+    a series {found="<family>/<label>"} for each such pair."""
+    extra = f", {selector.strip()}" if selector.strip() else ""
+    branches = [
+        f'label_replace(count({{__name__=~"{"|".join(metrics)}", exported_{label}!=""{extra}}}), '
+        f'"found", "{family}/{label}", "", "")'
+        for family, metrics in FAMILIES.items() for label in LABELS
+    ]
+    return "\nor ".join(branches)
+
+
+def scrape_labels(found: list[dict], override: dict[str, str] | None = None) -> ScrapeLabels:
+    """The label names per family from the answer of `renames_query` (a range query over the day);
+    `override` (clusters[].label_names) applies to every family instead."""
+    if override is not None:
+        names = FamilyLabels(**override)
+        return ScrapeLabels(names, names, names)
+    moved: dict[str, dict[str, str]] = {family: {} for family in FAMILIES}
+    for series in found:
+        family, _, label = series["metric"].get("found", "").partition("/")
+        if family in moved and label in LABELS:
+            moved[family][label] = f"exported_{label}"
+    return ScrapeLabels(**{_ATTRIBUTES[family]: FamilyLabels(**labels) for family, labels in moved.items()})
+
+
 @dataclass(frozen=True)
 class Store:
-    """How to ask one cluster's store: its engine."""
+    """How to ask one cluster's store: its engine, and the label names its scrapes left."""
 
     engine: Engine
+    labels: ScrapeLabels = ScrapeLabels()
 
 
-def store_of(source) -> Store:
-    """What a cluster's source is, asked once per run (PrometheusSource)."""
-    return Store(engine_of(source.buildinfo()))
+def store_of(source: PrometheusSource, cluster: ClusterConfig, day: BillingDay) -> Store:
+    """What a cluster's store is and how its series are labelled during the day, asked once per
+    cluster and run; each renamed family is logged."""
+    engine = engine_of(source.buildinfo())
+    override = cluster.label_names.model_dump() if cluster.label_names else None
+    found = [] if override is not None else source.range(renames_query(cluster.prometheus.selector),
+                                                          day.start.timestamp(), day.end.timestamp(), RENAMES_STEP)
+    labels = scrape_labels(found, override)
+    for family in FAMILIES:
+        renamed = labels.of(family).renamed()
+        if renamed:
+            log.info("cluster %s: %s labels read from %s (%s)", cluster.name, family,
+                     ", ".join(renamed.values()), "clusters[].label_names" if override is not None
+                     else "a scrape with honor_labels: false renamed them")
+    return Store(engine, labels)
 
 
+RENAMES_STEP = 3600  # how often over the day `store_of` looks for renamed labels
 DEFAULT_STORE = Store(PROMETHEUS_2)

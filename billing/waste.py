@@ -32,8 +32,6 @@ GPU_UTILISATION = "DCGM_FI_DEV_GPU_UTIL"
 CPU_USAGE = "container_cpu_usage_seconds_total"
 WASTE_COLUMNS = ["namespace", "idle_gpu_hours", "unused_cpu_core_hours"]
 WASTE_INSTANTS = 60  # instants per query: 1 h at a 60 s step
-HELD = 'namespace!=""'  # a GPU the DCGM exporter says a pod holds
-CONTAINERS = ('container!=""', 'container!="POD"')  # cAdvisor's series of containers, not of pods' cgroups
 
 
 class WasteQueries(Queries):
@@ -43,21 +41,23 @@ class WasteQueries(Queries):
 
     def idle_gpus(self, below: float) -> str:
         """Per namespace: GPU-instants below the utilisation threshold."""
-        gpus = f"max by (namespace, pod, Hostname, gpu) ({self.latest(self.series(GPU_UTILISATION, HELD))})"
+        held = self.series(GPU_UTILISATION, f'{self.dcgm.namespace}!=""')  # GPUs the DCGM exporter says a pod holds
+        gpus = f"max by (namespace, pod, Hostname, gpu) ({self.dcgm.plain(self.latest(held))})"
         return f"sum_over_time((count by (namespace) ({gpus} < {below}))[{self.instants}:{self.step}])"
 
     def unused_cpu(self) -> str:
         """Per namespace: core-instants requested by Running pods but not used, per pod at least 0."""
         requests = self.series("kube_pod_container_resource_requests", 'resource="cpu"')
         requested = f"""sum by (namespace, pod) (
-        max by (namespace, pod, uid, container) ({self.latest(requests)})
+        max by (namespace, pod, uid, container) ({self.ksm.plain(self.latest(requests))})
       * on (namespace, pod, uid) group_left
-        max by (namespace, pod, uid) ({self.latest(self.running())} == 1)
+        max by (namespace, pod, uid) ({self.ksm.plain(self.latest(self.running()))} == 1)
     )"""
-        usage = self.series(CPU_USAGE, *CONTAINERS)
+        container = self.cadvisor.container  # cAdvisor's series of containers, not of pods' cgroups:
+        usage = self.series(CPU_USAGE, f'{container}!=""', f'{container}!="POD"')
         # requested less used per pod, as a sum over both: a pod without usage keeps its whole request,
         # and the costly request side is evaluated once (a `-` with an `or` would need it twice)
-        used = f'label_replace(-sum by (namespace, pod) ({self.engine.rate(usage, 300)}), "part", "used", "", "")'
+        used = f'label_replace(-sum by (namespace, pod) ({self.cadvisor.plain(self.engine.rate(usage, 300))}), "part", "used", "", "")'
         return f"""
 sum_over_time((
     sum by (namespace) (clamp_min(sum by (namespace, pod) ({requested} or {used}), 0))
@@ -86,7 +86,7 @@ def collect_waste(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resour
 
     A measure is NaN for a namespace that has none, and in every row where
     the cluster never had its metric."""
-    store = store or store_of(source)
+    store = store or store_of(source, cluster, day)
     parts = map_chunks(lambda c: _chunk_waste(source, WasteQueries(cluster, gpu_resources, c, store), c, below),
                        chunks(day, step, WASTE_INSTANTS))
     frame = pd.concat(parts, ignore_index=True)
