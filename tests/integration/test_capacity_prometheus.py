@@ -6,6 +6,7 @@ and GPU model, with requested from the independent usage reference.
 """
 
 from collections import defaultdict
+from dataclasses import replace
 from datetime import date
 from zoneinfo import ZoneInfo
 
@@ -35,8 +36,9 @@ def world():
     return make_world(11, DAY.start.timestamp(), pods=250, clusters=("jaguar", "ibis"))
 
 
-def test_requested_plus_idle_is_allocatable(store_server, world):
-    prom = store_server(world)
+@pytest.mark.parametrize("honor_labels", [True, False], ids=["plain-labels", "exported-labels"])
+def test_requested_plus_idle_is_allocatable(store_server, world, honor_labels):
+    prom = store_server(replace(world, honor_labels=honor_labels))
     start, end = DAY.start.timestamp(), DAY.end.timestamp()
     for name in ("jaguar", "ibis"):
         cluster = ClusterConfig(name=name, prometheus={"url": prom.url, "selector": f'cluster="{name}"', "retries": 0},

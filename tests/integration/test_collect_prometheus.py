@@ -12,10 +12,11 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from billing.collect import collect_cluster
-from billing.config import ClusterConfig, PrometheusConfig
+from billing.config import ClusterConfig, LabelNames, PrometheusConfig
 from billing.days import billing_day
 from billing.prometheus import LivePrometheus
 from billing.promql import uid_matcher
+from billing.stores import FamilyLabels, store_of
 from fixtures.ksm import make_world, write_openmetrics
 from fixtures.reference import reference_usage
 from tests.integration.servers import load_openmetrics, require_program, start_prometheus
@@ -170,3 +171,31 @@ def test_a_day_of_many_resized_pods_stays_within_every_store_s_query_length(stor
     prom = store_server(world)
     expected = reference_usage(world, "jaguar", UTC_DAY.start.timestamp(), UTC_DAY.end.timestamp(), 60)
     assert_matches(collected(cluster("jaguar", prom.url), UTC_DAY), expected)
+
+
+def test_a_scrape_without_honor_labels_bills_the_same(store_server, world, caplog):
+    """Scraped with honor_labels: false, kube-state-metrics' namespace, pod, container and node arrive
+    as exported_*, and the plain names hold the exporter pod's own (namespace "monitoring"). The bill
+    must not land on "monitoring": it is the reference's of the same world scraped plainly."""
+    prom = store_server(replace(world, honor_labels=False))
+    config = cluster("jaguar", prom.url)
+    source = LivePrometheus("jaguar", config.prometheus)
+    with caplog.at_level("INFO", logger="billing.stores"):
+        store = store_of(source, config, UTC_DAY)
+    assert store.labels.kube_state_metrics == FamilyLabels("exported_namespace", "exported_pod", "exported_container",
+                                                           "exported_node")
+    assert store.labels.dcgm == store.labels.cadvisor == FamilyLabels()  # the world has neither
+    assert [r.getMessage() for r in caplog.records] == [
+        "cluster jaguar: kube-state-metrics labels read from exported_namespace, exported_pod, exported_container, "
+        "exported_node (a scrape with honor_labels: false renamed them)"]
+    for name in ("jaguar", "ibis"):
+        expected = reference_usage(world, name, UTC_DAY.start.timestamp(), UTC_DAY.end.timestamp(), 60)
+        assert_matches(collected(cluster(name, prom.url), UTC_DAY), expected)
+
+
+def test_label_names_in_the_config_override_the_detection(store_server, world):
+    """Told that the labels are plain, billing believes it: the exporter's own namespace gets the bill."""
+    prom = store_server(replace(world, honor_labels=False))
+    config = cluster("jaguar", prom.url).model_copy(update={"label_names": LabelNames()})
+    got = collected(config, UTC_DAY)
+    assert {namespace for namespace, _, _ in got} == {"monitoring"}

@@ -68,8 +68,10 @@ def cluster(url: str) -> ClusterConfig:
                          prices={"cpu_core_hour": 0.01, "memory_gib_hour": 0.001, "gpu_hour": 1.0})
 
 
-def test_idle_gpus_and_unused_cpu_by_hand_and_by_the_reference(store_server):
-    prom = store_server(WORLD)
+@pytest.mark.parametrize("honor_labels", [True, False], ids=["plain-labels", "exported-labels"])
+def test_idle_gpus_and_unused_cpu_by_hand_and_by_the_reference(store_server, honor_labels):
+    """Also where DCGM, cAdvisor and kube-state-metrics were scraped with honor_labels: false."""
+    prom = store_server(replace(WORLD, honor_labels=honor_labels))
     config = cluster(prom.url)
     waste = collect_waste(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus("jaguar", config.prometheus), below=5.0)
     got = {r.namespace: (r.idle_gpu_hours, r.unused_cpu_core_hours) for r in waste.itertuples()}
