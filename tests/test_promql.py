@@ -6,7 +6,7 @@ import pytest
 
 from billing.days import billing_day
 from billing.prometheus import PrometheusError
-from billing.promql import chunks, one_of
+from billing.promql import chunks, fits, in_pieces, one_of
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 
@@ -42,3 +42,16 @@ def test_one_of_matches_exactly_its_values(values):
 
 def test_one_of_leaves_hyphens_alone_so_prometheus_sees_a_plain_list():
     assert one_of(["0b4e-11", "n.1"]) == r"0b4e-11|n\.1"
+
+
+def test_a_long_pod_list_is_asked_for_in_pieces_each_within_the_budget():
+    uids = [f"{n:08x}-1111-4222-8333-444455556666" for n in range(1000)]
+    queries = in_pieces(uids, lambda pods: f"sum(a{{{pods}}}) * on (uid) b{{{pods}}}")
+    assert len(queries) > 1 and all(fits(q) for q in queries)
+    named = [uid for q in queries for uid in re.search(r'uid=~"([^"]*)"', q).group(1).split("|")]
+    assert sorted(named) == uids  # every pod exactly once
+    # each piece is as full as the budget allows: one more pod would not fit
+    first, second = queries[0], queries[1]
+    one_more = second.split('"')[1].split("|")[0]
+    assert not fits(first.replace('"}', f'|{one_more}"}}'))
+    assert in_pieces(uids[:3], lambda pods: f"a{{{pods}}}") == [f'a{{uid=~"{"|".join(uids[:3])}"}}']
