@@ -33,7 +33,13 @@ The queries of one chunk, in order: GPU models per node, pods needing the
 exact path, instants with data (coverage), pods on relabelled nodes (only
 if there are such nodes), Running pods (for the log), fast, exact (only if
 some pod needs it). Pods are listed in matchers as plain alternatives
-(`one_of`) that Prometheus looks up in its index.
+(`one_of`) that Prometheus looks up in its index; the exact query is asked
+in pieces of the pod list that each stay within promql.QUERY_BYTES, and
+where the fast query's list of pods to leave out would not, it leaves them
+out by the expression that found them (`unless on (uid)`). How a value at an
+instant and a rate are written depends on the store (stores.Engine), and
+which labels hold a pod's namespace, pod, container and node on how it was
+scraped (stores.FamilyLabels); docs/stores.md explains both.
 
 Chunks: the day is cut into pieces of CHUNK_INSTANTS instants (6 hours at a
 60 s step), two evaluated at a time, which keeps every query far below
