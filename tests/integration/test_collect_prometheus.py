@@ -19,7 +19,7 @@ from billing.promql import uid_matcher
 from billing.stores import FamilyLabels, store_of
 from fixtures.ksm import make_world, write_openmetrics
 from fixtures.reference import reference_usage
-from tests.integration.servers import load_openmetrics, require_program, start_prometheus
+from tests.integration.servers import load_openmetrics, start_prometheus, start_victoria_metrics
 
 UTC_DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 BERLIN_AUTUMN = billing_day(date(2026, 10, 25), ZoneInfo("Europe/Berlin"))  # 25 hours
@@ -116,11 +116,11 @@ def test_a_selector_matching_nothing_bills_nothing(store_server, world):
     assert collected(config, UTC_DAY) == {}
 
 
-def test_running_values_other_than_1_do_not_count(tmp_path):
+@pytest.mark.parametrize("start_store", [start_prometheus, start_victoria_metrics])
+def test_running_values_other_than_1_do_not_count(tmp_path, start_store):
     """SPEC.md counts a pod only where its Running series is 1. A series that says 2 for six hours
     and -1 for the next six (not kube-state-metrics, but possible) must bill neither, although the
     fast query sums the series: such pods go down the exact path."""
-    require_program("prometheus")
     six, noon, eighteen = (UTC_DAY.start.timestamp() + h * 3600 for h in (6, 12, 18))
     world = world_of(UTC_DAY, pods=120, clusters=("jaguar",))
     jaguar = world.clusters[0]
@@ -141,7 +141,7 @@ def test_running_values_other_than_1_do_not_count(tmp_path):
                     lines[i] = f"{labels} {2 if float(ts) < noon else -1} {ts}"
         path.write_text("".join(lines))
     load_openmetrics(paths, tmp_path / "tsdb")
-    server = start_prometheus(tmp_path / "tsdb", tmp_path / "prometheus")
+    server = start_store(tmp_path / "tsdb", tmp_path / "store")
     try:
         expected = reference_usage(world, "jaguar", UTC_DAY.start.timestamp(), UTC_DAY.end.timestamp(), 60)
         assert_matches(collected(cluster("jaguar", server.url), UTC_DAY), expected)
