@@ -91,16 +91,18 @@ class UsageQueries(Queries):
         """Per (namespace, node, priority class, resource): sum over pods of request x Running instants.
         `pods` selects the pods by uid; `left_out`, an expression of uids, leaves pods out where
         a list of them would make the query too long."""
-        ksm = self.ksm
+        requests = self.ksm.plain(f"max_over_time({self.requests(pods)}[{self.raw}])")
+        running = self.ksm.plain(f"sum_over_time({self.latest(self.running(pods))}[{self.instants}:{self.step}])")
+        node = self.ksm.plain(f"max_over_time({self.pod_node(pods)}[{self.raw}])")
         return f"""
 sum by (namespace, node, priority_class, resource) ((
     sum by (namespace, pod, uid, resource) (
-        max by (namespace, pod, uid, container, resource) ({ksm.plain(f"max_over_time({self.requests(pods)}[{self.raw}])")})
+        max by (namespace, pod, uid, container, resource) ({requests})
     )
   * on (namespace, pod, uid) group_left (node, priority_class) (
-        max by (namespace, pod, uid) ({ksm.plain(f"sum_over_time({self.latest(self.running(pods))}[{self.instants}:{self.step}])")})
+        max by (namespace, pod, uid) ({running})
       * on (namespace, pod, uid) group_left (node, priority_class)
-        max by (namespace, pod, uid, node, priority_class) ({ksm.plain(f"max_over_time({self.pod_node(pods)}[{self.raw}])")})
+        max by (namespace, pod, uid, node, priority_class) ({node})
     ){f" unless on (uid) {left_out}" if left_out else ""}
 ))"""
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 import re
-from urllib.parse import quote_plus
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Iterable, TypeVar
+from urllib.parse import quote_plus
 
 from billing.config import ClusterConfig
 from billing.days import BillingDay

@@ -57,7 +57,8 @@ class WasteQueries(Queries):
         usage = self.series(CPU_USAGE, f'{container}!=""', f'{container}!="POD"')
         # requested less used per pod, as a sum over both: a pod without usage keeps its whole request,
         # and the costly request side is evaluated once (a `-` with an `or` would need it twice)
-        used = f'label_replace(-sum by (namespace, pod) ({self.cadvisor.plain(self.engine.rate(usage, 300))}), "part", "used", "", "")'
+        rates = self.cadvisor.plain(self.engine.rate(usage, 300))
+        used = f'label_replace(-sum by (namespace, pod) ({rates}), "part", "used", "", "")'
         return f"""
 sum_over_time((
     sum by (namespace) (clamp_min(sum by (namespace, pod) ({requested} or {used}), 0))
