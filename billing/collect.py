@@ -109,10 +109,12 @@ sum by (namespace, node, priority_class, resource) ((
     def needs_exact(self) -> str:
         """Pods the fast query would get wrong: a request changed near or in the chunk (in-place
         resize), or the Running series holds something else than kube-state-metrics' 0 or 1.
-        (Not `changes()`: MetricsQL counts a change against the sample before the window.)"""
+        A request that varied in the window has a spread; one that did not has exactly none on both
+        engines. (Not `changes()`: MetricsQL counts a change against the sample before the window.
+        Not `max_over_time != min_over_time`: as exact, but twice the work on Prometheus.)"""
         return f"""
 group by (uid) (
-    max_over_time({self.requests()}[{self.raw}]) != min_over_time({self.requests()}[{self.raw}])
+    stddev_over_time({self.requests()}[{self.raw}]) > 0
   or max_over_time({self.running()}[{self.raw}]) > 1
   or min_over_time({self.running()}[{self.raw}]) < 0
 )"""

@@ -41,7 +41,7 @@ class FakePrometheus:
         self.asked: list[tuple[str, str]] = []
 
     def instant(self, query: str, at: float) -> list[dict]:
-        kind = ("covered" if query.startswith("count_over_time(") else "resized" if "min_over_time(kube_pod_container" in query else "models" if query.startswith("max by (node")
+        kind = ("covered" if query.startswith("count_over_time(") else "resized" if "stddev_over_time(kube_pod_container" in query else "models" if query.startswith("max by (node")
                 else "on_nodes" if "node=~" in query else "pods" if query.startswith("group by (uid)") else "fast")
         self.asked.append((kind, query))
         if kind == "pods":
