@@ -24,7 +24,7 @@ def test_prometheus_2_reads_bare_selectors_and_metricsql_says_the_lookback():
     # 300,001 ms over MetricsQL's (t - d, t] is [t - 5 min, t] at millisecond precision
     assert victoria.latest("up") == "last_over_time(up[300001ms])"
     assert victoria.sample_time("up") == "tlast_over_time(up[300001ms])"
-    assert "rate(" not in victoria.rate("c", 300) and "increase_prometheus(c[300001ms])" in victoria.rate("c", 300)
+    assert "rate(" not in victoria.rate("c", 300) and "c = c[300001ms]" in victoria.rate("c", 300)
 
 
 def test_plain_gives_the_exporters_labels_their_plain_names_back():
