@@ -4,9 +4,14 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from billing.capacity import CapacityQueries
+from billing.collect import UsageQueries
+from billing.config import ClusterConfig
 from billing.days import billing_day
 from billing.prometheus import PrometheusError
 from billing.promql import chunks, fits, in_pieces, one_of
+from billing.stores import FamilyLabels, ScrapeLabels, Store, engine_of, renames_query
+from billing.waste import WasteQueries
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 
@@ -55,3 +60,19 @@ def test_a_long_pod_list_is_asked_for_in_pieces_each_within_the_budget():
     one_more = second.split('"')[1].split("|")[0]
     assert not fits(first.replace('"}', f'|{one_more}"}}'))
     assert in_pieces(uids[:3], lambda pods: f"a{{{pods}}}") == [f'a{{uid=~"{"|".join(uids[:3])}"}}']
+
+
+def test_every_query_without_pod_lists_fits_the_budget_on_the_wordiest_store():
+    """VictoriaMetrics with every family's labels renamed and reserved pools: the longest texts billing writes."""
+    cluster = ClusterConfig(name="jaguar", prometheus={"url": "http://x", "selector": 'cluster="jaguar"'},
+                            prices={"cpu_core_hour": 1, "memory_gib_hour": 1, "gpu_hour": 1},
+                            reserved_pools={"node_label": "label_pool", "teams": {"a100-pool": "vision"}})
+    renamed = FamilyLabels("exported_namespace", "exported_pod", "exported_container", "exported_node")
+    store = Store(engine_of({}), ScrapeLabels(renamed, renamed, renamed))
+    chunk = chunks(DAY, 60)[0]
+    usage, waste = UsageQueries(cluster, ["nvidia_com_gpu"], chunk, store), WasteQueries(cluster, [], chunk, store)
+    moved = ["node-0001", "node-0002"]
+    texts = [usage.fast(""), usage.fast("", left_out=usage.exact_pods(moved)), usage.exact("", moved),
+             usage.models(), CapacityQueries(cluster, [], chunk, store).allocatable(moved), waste.unused_cpu(),
+             waste.idle_gpus(5.0), renames_query(cluster.prometheus.selector)]
+    assert all(fits(text) for text in texts)
