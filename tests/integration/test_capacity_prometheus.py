@@ -65,9 +65,9 @@ def test_requested_plus_idle_is_allocatable(store_server, world, honor_labels):
         assert h100["idle_cost"] == pytest.approx(h100["idle"] * 2.5)
 
 
-def test_shared_idle_makes_the_ledger_add_up_to_the_whole_cluster(prometheus_server, world, tmp_path):
+def test_shared_idle_makes_the_ledger_add_up_to_the_whole_cluster(store_server, world, tmp_path):
     """billing run with `idle: share` on jaguar: its ledger rows cost what all its allocatable costs."""
-    prom = prometheus_server(world)
+    prom = store_server(world)
     config = write_config(tmp_path, f"sqlite:///{tmp_path / 'ledger.db'}", {"jaguar": prom.url, "ibis": prom.url})
     settings = yaml.safe_load(open(config))
     settings["clusters"][0]["idle"] = "share"
