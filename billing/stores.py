@@ -115,9 +115,11 @@ class FamilyLabels:
 
     def plain(self, expression: str) -> str:
         """The expression's series with the exporter's labels under their plain names again, so that
-        everything after it (grouping, joins, the caller) speaks of `namespace`, `pod`, ..."""
+        everything after it (grouping, joins, the caller) speaks of `namespace`, `pod`, ... A series
+        without the stored label keeps its plain one (another scrape job of the same exporter may
+        have honoured its labels)."""
         for label, stored in self.renamed().items():
-            expression = f'label_replace({expression}, "{label}", "$1", "{stored}", "(.*)")'
+            expression = f'label_replace({expression}, "{label}", "$1", "{stored}", "(.+)")'
         return expression
 
 

@@ -31,8 +31,8 @@ def test_plain_gives_the_exporters_labels_their_plain_names_back():
     assert FamilyLabels().plain("x") == "x"
     moved = FamilyLabels(namespace="exported_namespace", node="exported_node")
     assert moved.renamed() == {"namespace": "exported_namespace", "node": "exported_node"}
-    assert moved.plain("x") == ('label_replace(label_replace(x, "namespace", "$1", "exported_namespace", "(.*)"), '
-                                '"node", "$1", "exported_node", "(.*)")')
+    assert moved.plain("x") == ('label_replace(label_replace(x, "namespace", "$1", "exported_namespace", "(.+)"), '
+                                '"node", "$1", "exported_node", "(.+)")')
 
 
 def test_renames_are_read_per_family_and_label():
