@@ -82,3 +82,28 @@ def test_replay_reads_recorded_answers(tmp_path):
     assert replay.range("up", 0, 60, 60) == [{"metric": {}, "values": [[0, "1"]]}]
     with pytest.raises(PrometheusError, match="hold no answer for up"):
         replay.instant("up", 0)
+
+
+BUILDINFO_URL = f"{URL}/api/v1/status/buildinfo"
+
+
+@responses.activate
+def test_buildinfo_names_the_store_with_the_bearer_token(monkeypatch):
+    monkeypatch.setenv("PROM_TOKEN", "t0ken")
+    responses.get(BUILDINFO_URL, json={"status": "success", "data": {"version": "2.42.0"}})
+    assert live(bearer_token_env="PROM_TOKEN").buildinfo() == {"version": "2.42.0"}
+    assert responses.calls[0].request.headers["Authorization"] == "Bearer t0ken"
+
+
+@responses.activate
+def test_a_store_without_buildinfo_is_asked_as_prometheus_2(caplog):
+    responses.get(BUILDINFO_URL, status=404, body="404 page not found")
+    assert live().buildinfo() == {"version": "unknown"}
+    assert "has no build information (HTTP 404: 404 page not found); querying it as Prometheus 2" in caplog.text
+
+
+@responses.activate
+def test_buildinfo_that_keeps_failing_is_one_sentence():
+    responses.get(BUILDINFO_URL, status=503, json={"status": "error", "error": "overloaded"})
+    with pytest.raises(PrometheusError, match=f"^Prometheus of cluster jaguar at {URL} kept failing after retries"):
+        live().buildinfo()
