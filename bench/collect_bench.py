@@ -49,10 +49,10 @@ from zoneinfo import ZoneInfo
 import requests
 import yaml
 
+from bench.naive import cpu_seconds
 from billing.days import billing_day
 from fixtures.demo.world import ldif
 from fixtures.ksm import Pod, World, make_world
-from bench.naive import cpu_seconds
 from tests.integration.servers import PrometheusServer, start_prometheus, world_blocks
 
 ROOT = Path(__file__).resolve().parents[1]

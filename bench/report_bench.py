@@ -82,7 +82,7 @@ def ledger_rows(days: int, computed_at: datetime) -> Iterator[tuple]:
                 for resource, gpu_model, hours, price in usage:
                     quantity = hours * share
                     yield (day, cluster, namespace, team, owner, resource, gpu_model, quantity, price,
-                           quantity * price, "USD", computed_at)
+                           quantity * price, "USD", computed_at, quantity * price)  # no discount: list cost = cost
 
 
 def build_sqlite(url: str, days: int) -> int:
@@ -93,7 +93,7 @@ def build_sqlite(url: str, days: int) -> int:
         cursor = connection.cursor()
         cursor.execute("PRAGMA synchronous = OFF")
         marks = ", ".join("?" * len(LEDGER_COLUMNS))
-        rows = ((r[0].isoformat(), *r[1:11], r[11].isoformat(sep=" ")) for r in ledger_rows(days, computed_at))
+        rows = ((r[0].isoformat(), *r[1:11], r[11].isoformat(sep=" "), *r[12:]) for r in ledger_rows(days, computed_at))
         cursor.executemany(f"INSERT INTO chargeback ({COLUMNS}) VALUES ({marks})", rows)
         count = cursor.rowcount
         cursor.executemany(
@@ -150,11 +150,11 @@ def time_reports(name: str, config: Path, days: int) -> None:
     for label, extra in (("default range", []), (f"{days} days", everything)):
         args = ["report", "--team", TEAM, "--config", str(config), *extra]
 
-        def in_process() -> None:
+        def in_process(args: list[str] = args) -> None:
             result = CliRunner().invoke(main, args)
             assert result.exit_code == 0, result.output
 
-        def command() -> None:
+        def command(args: list[str] = args) -> None:
             subprocess.run([sys.executable, "-m", "billing", *args], check=True, capture_output=True, cwd=ROOT)
 
         print(f"{name:<10}  {label:<13}  in-process {best_of(3, in_process):6.3f} s   "

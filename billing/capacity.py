@@ -19,11 +19,11 @@ import logging
 import pandas as pd
 
 from billing.collect import billing_units
-from billing.promql import Chunk, NodeKinds, Queries, chunks, map_chunks, node_matcher, quote
 from billing.config import ClusterConfig, Prices
 from billing.days import BillingDay
 from billing.pricing import unit_price
 from billing.prometheus import PrometheusSource
+from billing.promql import Chunk, GpuResources, NodeKinds, Queries, chunks, map_chunks, node_matcher, quote
 from billing.stores import Store, store_of
 
 log = logging.getLogger(__name__)
@@ -62,14 +62,16 @@ class CapacityQueries(Queries):
 def _chunk_allocatable(source: PrometheusSource, queries: CapacityQueries, chunk: Chunk) -> list[tuple]:
     nodes = NodeKinds(source, queries, chunk.last)
     answer = source.instant(queries.allocatable(nodes.relabelled), chunk.last)
-    return [
-        (s["metric"].get("resource", ""), *nodes.of(s["metric"]), float(s["value"][1]) * chunk.step / 3600)
-        for s in answer
-    ]
+    rows = []
+    for series in answer:
+        model, pool, gpus_per_unit = nodes.priced(series["metric"])
+        rows.append((series["metric"].get("resource", ""), model, pool,
+                     float(series["value"][1]) * gpus_per_unit * chunk.step / 3600))
+    return rows
 
 
 def collect_allocatable(
-    cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: list[str], source: PrometheusSource,
+    cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: GpuResources, source: PrometheusSource,
     store: Store | None = None
 ) -> pd.DataFrame:
     """Allocatable resource-hours of one cluster-day per resource, GPU model and pool (ALLOCATABLE_COLUMNS)."""

@@ -12,15 +12,18 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from sqlalchemy import func, select
 
 from billing.config import ClusterConfig, Config, EmailConfig, load_config
-from billing.directory import DirectoryError, check_directory
+from billing.directory import DirectoryError
+from billing.directory_sources import check_directory
 from billing.ledger import LedgerError, completed_days, fetch, open_ledger
 from billing.mail import IMPLICIT_TLS_PORT, MailError, connect_smtp
-from billing.prometheus import PrometheusError, prometheus_source
+from billing.prometheus import PrometheusError
+from billing.replay import prometheus_source, read_recording
 
 TIMEOUT = 10.0  # seconds: a check answers quickly or reports the dependency as failing
 
@@ -59,7 +62,7 @@ def prometheus(cluster: ClusterConfig) -> str:
     """Ask the server for `vector(1)`, without the job's retries; recorded answers are only counted."""
     config = cluster.prometheus
     if config.replay:
-        answers = len(list(Path(config.replay).glob("*.json")))
+        answers = len(read_recording(Path(config.replay)))
         if not answers:
             raise CheckFailure(f"replay directory {config.replay} holds no recorded answers")
         return f"replay directory {config.replay}: {answers} recorded answers"
@@ -69,6 +72,20 @@ def prometheus(cluster: ClusterConfig) -> str:
     if [sample["value"][1] for sample in answer] != ["1"]:
         raise CheckFailure(f"{config.url} answered vector(1) with {answer!r}, not 1")
     return f"{config.url} answered vector(1)"
+
+
+def selector(cluster: ClusterConfig) -> str:
+    """Does the cluster's selector match any node of kube-state-metrics in the last day? A typo would make
+    every run refuse its day for want of data."""
+    config = cluster.prometheus
+    once = config.model_copy(update={"timeout": min(config.timeout, TIMEOUT), "retries": 0})
+    query = f"count(group by (node) (last_over_time(kube_node_labels{{{config.selector}}}[1d])))"
+    answer = prometheus_source(cluster.name, once).instant(query, time.time())
+    if not answer:
+        raise CheckFailure(f"{config.selector} matches no kube-state-metrics series (kube_node_labels) at {config.url} "
+                           "in the last day: check clusters[].prometheus.selector")
+    nodes = float(answer[0]["value"][1])
+    return f"{config.selector} matches kube-state-metrics series of {nodes:.0f} nodes in the last day"
 
 
 def database(url: str) -> str:
@@ -109,7 +126,9 @@ def check_config(path: Path) -> tuple[Config, Probe]:
 def check_all(config: Config) -> Iterator[Probe]:
     """One probe per dependency, in the order a run needs them; each is yielded as soon as it is done."""
     for cluster in config.clusters:
-        yield _timed(f"prometheus {cluster.name}", lambda: prometheus(cluster))
+        yield _timed(f"prometheus {cluster.name}", partial(prometheus, cluster))
+        if cluster.prometheus.selector.strip() and not cluster.prometheus.replay:
+            yield _timed(f"selector {cluster.name}", partial(selector, cluster))
     yield _timed("directory", lambda: check_directory(config.directory))
     yield _timed("database", lambda: database(config.database))
     if config.email.enabled:

@@ -7,31 +7,37 @@ failed, ...), 2 a usage or configuration error.
 from __future__ import annotations
 
 import functools
+import getpass
 import logging
 import os
 import re
 import signal
 import sys
 import time
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
 import click
 
-from billing.prometheus import PrometheusError
+from billing.budgets import read_budget_status, team_budgets
 from billing.check import check_all, check_config
 from billing.config import Config, ConfigError, config_path, load_config
 from billing.days import days_between, yesterday
 from billing.directory import DirectoryError
 from billing.focus import ParquetUnavailable, focus_rows, write_focus
-from billing.job import IncompleteDayError, render_day, run_day
+from billing.formatting import money
+from billing.job import IncompleteDayError, render_day, run_day, stored_directory
 from billing.ledger import LedgerError, completed, open_ledger, read_rows, upgrade_schema
-from billing.mail import MailError
-from billing.render import RenderError
 from billing.logs import configure_logging
+from billing.mail import MailError
 from billing.metrics import push_run_metrics
+from billing.prometheus import PrometheusError
+from billing.render import RenderError
 from billing.report import GROUPINGS, ReportError, Subject, build_report, known_names, report_range
-from billing.report_formats import FORMATS, notices
+from billing.report_formats import FORMATS, day_ranges, notices
+from billing.statement import StatementError, build_statement, close_month, cost_centers, reopen_month
+from billing.statement_formats import FORMATS as STATEMENT_FORMATS
 
 log = logging.getLogger("billing")
 
@@ -78,7 +84,7 @@ def _guarded(command):
         signal.signal(signal.SIGTERM, _raise_terminated)
         try:
             return command(*args, **kwargs)
-        except (ConfigError, ReportError) as exc:
+        except (ConfigError, ReportError, StatementError) as exc:
             _fail(2, str(exc))
         except RUN_FAILURES as exc:
             _fail(1, str(exc))
@@ -115,6 +121,8 @@ def _config(config_file: str | None) -> Config:
 
 
 FIRST_DAY, LAST_DAY = date(1970, 1, 1), date(9999, 12, 30)  # Unix time; the day after must exist too
+LONG_BACKFILL = 366  # days; a longer backfill is far more often a typo than a plan, so it asks for --yes
+LISTED_RANGES = 10  # runs of missing days an export names; the rest are counted
 
 
 def _date(ctx, param, value: str | None) -> date | None:
@@ -180,10 +188,11 @@ def _fail_if_undelivered(undelivered: list[str]) -> None:
 @main.command()
 @click.option("--from", "first", callback=_date, required=True, help="First day, YYYY-MM-DD.")
 @click.option("--to", "last", callback=_date, required=True, help="Last day, YYYY-MM-DD (inclusive).")
+@click.option("--yes", is_flag=True, help=f"Confirm a range of more than {LONG_BACKFILL} days.")
 @coverage_option
 @config_option
 @_guarded
-def backfill(first: date, last: date, require_coverage: float, config_file: str | None) -> None:
+def backfill(first: date, last: date, yes: bool, require_coverage: float, config_file: str | None) -> None:
     """Run every day of an inclusive range, oldest first.
 
     Example:
@@ -192,8 +201,11 @@ def backfill(first: date, last: date, require_coverage: float, config_file: str 
     """
     if last < first:
         raise click.BadParameter("--to is before --from")
-    config = _config(config_file)
     days = days_between(first, last)
+    if len(days) > LONG_BACKFILL and not yes:
+        _fail(2, f"--from {first} --to {last} is {len(days):,} days, more than {LONG_BACKFILL}: "
+                 "add --yes to bill every one of them")
+    config = _config(config_file)
     if sys.stderr.isatty():
         with click.progressbar(days, label="billing", file=sys.stderr, item_show_func=lambda d: d and str(d)) as bar:
             undelivered = [failure for day in bar for failure in run_day(config, day, require_coverage).undelivered]
@@ -316,16 +328,122 @@ def report(
     first, last = report_range(config.zone, first, last)
     if by is None and form in ("table", "html"):
         by = "team" if subject.kind == "all" else "namespace"
-    answer = build_report(open_ledger(config.database), subject, first, last, by, config.currency)
+    ledger = open_ledger(config.database)
+    answer = build_report(ledger, subject, first, last, by, config.currency)
+    if subject.kind == "team" and subject.name is not None:
+        budget = team_budgets(config.budgets, stored_directory(ledger)).get(subject.name)
+        answer = replace(answer, budget=read_budget_status(ledger, subject.name, last, budget))
     if form != "json":
         for notice in notices(answer):
             click.echo(f"billing: {notice}", err=True)
-    text = FORMATS[form](answer)
+    _write_output(output, FORMATS[form](answer))
+
+
+def _write_output(output: str | None, text: str) -> None:
+    """To --output, or stdout without it; an unwritable file is a usage error naming it."""
     try:
         with click.open_file(output or "-", "w", encoding="utf-8") as stream:
             stream.write(text)
     except OSError as exc:
         raise click.BadParameter(f"cannot write {output}: {exc.strerror}", param_hint="--output") from None
+
+
+def _month(ctx, param, value: str | None) -> date | None:
+    """YYYY-MM, as the first day of that month."""
+    if value is None:
+        return None
+    if not re.fullmatch(r"[0-9]{4}-(0[1-9]|1[0-2])", value) or not FIRST_DAY.year <= int(value[:4]) <= LAST_DAY.year:
+        raise click.BadParameter(f"{value!r} is not a month like 2026-11")
+    return date(int(value[:4]), int(value[5:]), 1)
+
+
+@main.command()
+@click.option("--month", callback=_month, required=True, help="The month, YYYY-MM.")
+@click.option("--team", shell_complete=_complete_names, help="Only this team's page (default: every team).")
+@click.option("--format", "form", type=click.Choice(list(STATEMENT_FORMATS)), default="csv", show_default=True,
+              help="csv for import, json for programs, html to print (one page per team).")
+@click.option("--output", type=click.Path(dir_okay=False, writable=True), help="Write to this file, not stdout.")
+@config_option
+@_guarded
+def statement(month: date, team: str | None, form: str, output: str | None, config_file: str | None) -> None:
+    """The month's statement per team: list price, discounts, credits, idle shares, adjustments.
+
+    A closed month's statement is the one stored when it was closed, the same
+    byte for byte however its days are re-run. Examples:
+
+    \b
+        billing statement --month 2026-11 --format html --output november.html
+        billing statement --month 2026-11 --team robotics --format json
+    """
+    config = _config(config_file)
+    ledger = open_ledger(config.database)
+    answer = build_statement(ledger, month, config.currency, cost_centers(stored_directory(ledger)), team,
+                             yesterday(config.zone))
+    if answer.missing_days and form != "json":
+        click.echo(f"billing: never billed, so not on the statement: {', '.join(day_ranges(answer.missing_days))}",
+                   err=True)
+    _write_output(output, STATEMENT_FORMATS[form](answer))
+
+
+def _operator(by: str | None) -> str:
+    """--by, else the operating-system user (a container may have no name for its uid)."""
+    if by:
+        return by
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return f"uid {os.getuid()}"
+
+
+@main.command()
+@click.option("--month", callback=_month, required=True, help="The month, YYYY-MM.")
+@click.option("--reopen", is_flag=True, help="Open a closed month again (only the latest closed one).")
+@click.option("--by", help="Who closes or reopens, for the log (default: the operating-system user).")
+@click.option("--allow-missing", is_flag=True, help="Close even though some days of the month were never run.")
+@config_option
+@_guarded
+def close(month: date, reopen: bool, by: str | None, allow_missing: bool, config_file: str | None) -> None:
+    """Close a month for finance: its statement is kept as it is now.
+
+    A later re-run of one of its days writes the new rows and books the
+    difference as adjustments in the first open month. Examples:
+
+    \b
+        billing close --month 2026-11
+        billing close --reopen --month 2026-11 --by alice
+    """
+    config = _config(config_file)
+    ledger = open_ledger(config.database)
+    who = _operator(by)
+    if reopen:
+        reopen_month(ledger, month, who)
+        click.echo(f"reopened {month:%Y-%m} (by {who})")
+        return
+    closed = close_month(ledger, month, who, yesterday(config.zone), config.currency,
+                         cost_centers(stored_directory(ledger)), allow_missing)
+    click.echo(f"closed {month:%Y-%m} (by {who}): {len(closed.teams())} teams, {len(closed.lines)} lines, "
+               f"total {money(closed.total, closed.currency)}")
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (0.0.0.0: every interface).")
+@click.option("--port", type=click.IntRange(1, 65535), default=8080, show_default=True, help="TCP port to listen on.")
+@config_option
+@_guarded
+def serve(host: str, port: int, config_file: str | None) -> None:
+    """Serve the ledger read-only over HTTP: everyone sees their own costs.
+
+    Who is asking comes from an authenticating proxy's header or an LDAP
+    login (config key web.auth); docs/serve.md has the details. Example:
+
+        billing serve --host 0.0.0.0 --port 8080 --config /etc/billing/billing.yaml
+    """
+    from billing.web import serve as serve_ledger  # Flask and waitress only for this command
+
+    try:
+        serve_ledger(_config(config_file), host, port)
+    except OSError as exc:
+        _fail(1, f"billing serve cannot listen on {host}:{port}: {exc.strerror or exc}")
 
 
 @main.command()
@@ -372,7 +490,10 @@ def export(first: date, last: date, layout: str, output: Path | None, config_fil
     focus = focus_rows(read_rows(ledger, first, last), config.zone)
     missing = sorted(set(days_between(first, last)) - completed(ledger, first, last))
     if missing:
-        click.echo(f"billing: never run, so not in the export: {', '.join(map(str, missing))}", err=True)
+        runs = day_ranges(missing)
+        more = f", and {len(runs) - LISTED_RANGES:,} more ranges" if len(runs) > LISTED_RANGES else ""
+        click.echo(f"billing: {len(missing):,} day(s) never run, so not in the export: "
+                   f"{', '.join(runs[:LISTED_RANGES])}{more}", err=True)
     try:
         write_focus(focus, output, click.get_text_stream("stdout"))
     except ParquetUnavailable as exc:

@@ -51,22 +51,35 @@ measures all this; README.md has the figures.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from billing.config import ClusterConfig
 from billing.days import BillingDay
-from billing.promql import (Chunk, NodeKinds, Queries, chunks, fits, in_pieces, map_chunks, node_matcher,
-                            uid_matcher)
 from billing.prometheus import PrometheusError, PrometheusSource
+from billing.promql import (
+    Chunk,
+    GpuResources,
+    NodeKinds,
+    Queries,
+    chunks,
+    fits,
+    in_pieces,
+    map_chunks,
+    node_matcher,
+    uid_matcher,
+)
 from billing.stores import Store, store_of
 
 log = logging.getLogger(__name__)
 
 GIB = 2**30
 USAGE_COLUMNS = ["namespace", "resource", "gpu_model", "priority_class", "pool", "quantity"]
+# what GPU rows held, below the usage's `gpu`: resource as kube-state-metrics names it (nvidia_com_mig_1g_10gb),
+# held_hours in its own units (slice-hours, replica-hours), gpu_hours the physical-GPU-hours billed for them
+HOLDING_COLUMNS = ["namespace", "resource", "gpu_model", "held_hours", "gpu_hours"]
 
 
 @dataclass(frozen=True)
@@ -79,6 +92,7 @@ class ClusterUsage:
     pods: int  # distinct pods seen Running during the day
     queries: int
     coverage: float  # share of the day's instants at which kube-state-metrics data was there
+    holdings: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=HOLDING_COLUMNS))  # GPU resources
 
 
 class UsageQueries(Queries):
@@ -155,7 +169,7 @@ sum by (namespace, node, resource, priority_class, {self.node_keys}) (
 
 @dataclass(frozen=True)
 class _ChunkResult:
-    usage: pd.DataFrame  # USAGE_COLUMNS (resource as KSM names it)
+    usage: pd.DataFrame  # USAGE_COLUMNS (resource as KSM names it) and held: hours in the resource's own units
     pods: frozenset[str]
     queries: int
     covered: int  # instants with kube-state-metrics data
@@ -180,9 +194,9 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk) 
     running = _uids(source.instant(queries.running_pods(), at))
 
     def row(labels: dict[str, str], instants: float) -> tuple:
-        model, pool = nodes.of(labels)
+        model, pool, gpus_per_unit = nodes.priced(labels)
         return (labels.get("namespace", ""), labels.get("resource", ""), model, labels.get("priority_class", ""), pool,
-                instants)
+                instants * gpus_per_unit, instants)
 
     rows = []
     fast = queries.fast(uid_matcher(exact_pods, keep=False))
@@ -204,13 +218,13 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk) 
 
 
 def _hours(rows: list[tuple], step: int) -> pd.DataFrame:
-    """Rows of resource-instants as a frame of resource-hours."""
-    frame = pd.DataFrame(rows, columns=USAGE_COLUMNS).astype({"quantity": float})
-    return frame.assign(quantity=frame["quantity"] * step / 3600)
+    """Rows of resource-instants as a frame of resource-hours (held: in the resource's own units)."""
+    frame = pd.DataFrame(rows, columns=[*USAGE_COLUMNS, "held"]).astype({"quantity": float, "held": float})
+    return frame.assign(quantity=frame["quantity"] * step / 3600, held=frame["held"] * step / 3600)
 
 
 def collect_cluster(
-    cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: list[str], source: PrometheusSource,
+    cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: GpuResources, source: PrometheusSource,
     store: Store | None = None
 ) -> ClusterUsage:
     """Resource-hours of one cluster-day, per namespace, resource, GPU model, priority class and pool.
@@ -226,7 +240,15 @@ def collect_cluster(
         pods=len(frozenset().union(*(r.pods for r in results))),
         queries=sum(r.queries for r in results),
         coverage=sum(r.covered for r in results) / sum(r.instants for r in results),
+        holdings=_holdings(raw, gpu_resources),
     )
+
+
+def _holdings(raw: pd.DataFrame, gpu_resources: GpuResources) -> pd.DataFrame:
+    """Per namespace, GPU resource and model: hours held in the resource's units, and physical-GPU-hours."""
+    gpus = raw[raw["resource"].isin(list(gpu_resources)) & (raw["quantity"] != 0)]
+    summed = gpus.groupby(["namespace", "resource", "gpu_model"], as_index=False, sort=True)[["held", "quantity"]].sum()
+    return summed.rename(columns={"held": "held_hours", "quantity": "gpu_hours"})[HOLDING_COLUMNS]
 
 
 def _refuse_impossible_values(raw: pd.DataFrame, cluster: str) -> None:
@@ -240,17 +262,17 @@ def _refuse_impossible_values(raw: pd.DataFrame, cluster: str) -> None:
         )
 
 
-def billing_units(raw: pd.DataFrame, gpu_resources: list[str]) -> pd.DataFrame:
+def billing_units(raw: pd.DataFrame, gpu_resources: GpuResources) -> pd.DataFrame:
     """kube-state-metrics resources to billing resources: GiB for memory, one `gpu` for all GPU names."""
     frame = raw.copy()
-    is_gpu = frame["resource"].isin(gpu_resources)
+    is_gpu = frame["resource"].isin(list(gpu_resources))
     frame.loc[frame["resource"] == "memory", "quantity"] /= GIB
     frame.loc[is_gpu, "resource"] = "gpu"
     frame.loc[~is_gpu, "gpu_model"] = ""
     return frame[frame["quantity"] != 0]
 
 
-def _normalise(raw: pd.DataFrame, gpu_resources: list[str]) -> pd.DataFrame:
+def _normalise(raw: pd.DataFrame, gpu_resources: GpuResources) -> pd.DataFrame:
     """Resource-hours in billing units, one row per namespace, resource, GPU model, priority class and pool."""
     frame = billing_units(raw, gpu_resources)
     return (

@@ -8,16 +8,19 @@ already read from their environment variables or files) or raises
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
 import re
 import ssl
+from fractions import Fraction
 from pathlib import Path
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -26,6 +29,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import ErrorDetails
 
 
 class ConfigError(Exception):
@@ -53,6 +57,15 @@ def parse_duration(value: object) -> float:
 
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
+
+
+def _web_address(value: str) -> str:
+    if value and not value.startswith(("http://", "https://")):
+        raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
+    return value
+
+
+WebAddress = Annotated[str, AfterValidator(_web_address)]  # '' or an http(s) URL
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
@@ -141,6 +154,11 @@ class ClusterConfig(_Section):
     name: Annotated[str, Field(min_length=1)]
     prometheus: PrometheusConfig
     gpu_model_label: str = "label_nvidia_com_gpu_product"
+    # node labels naming other vendors' accelerator models (AMD, Habana, TPU), tried in order on nodes
+    # where gpu_model_label is absent
+    vendor_model_labels: list[Annotated[str, Field(min_length=1)]] = []
+    # node label of time-slicing replicas; None: the top-level gpu_replicas_label, '' none on this cluster
+    gpu_replicas_label: str | None = None
     prices: Prices
     # idle capacity (allocatable that no request covered): unbilled, or shared over the teams in
     # proportion to their cost, as `idle-<resource>` ledger rows, so the ledger adds up to the whole cluster's price
@@ -164,6 +182,8 @@ class TeamsConfig(_Section):
     name_attribute: str = "cn"
     member_attribute: str = "member"
     lead_attribute: str = "owner"
+    cost_center_attribute: str = ""  # e.g. departmentNumber: the team's cost centre on its monthly statement
+    budget_attribute: str = ""  # a team's monthly budget in the directory; budgets.monthly overrides it
 
 
 class DirectoryConfig(_Section):
@@ -240,6 +260,9 @@ class EmailConfig(_Section):
     from_: str = Field(default="billing@localhost", alias="from")
     admins: list[str] = []
     team_leads: bool = True
+    # each person with spending gets their own summary: daily (every run) or weekly (the run of each Sunday)
+    # (YAML reads a bare `off` as false, which means the same)
+    personal: Annotated[Literal["daily", "weekly", "off"], BeforeValidator(lambda v: "off" if v is False else v)] = "off"
     outbox_dir: str = ""
     username: str | None = Field(default=None, exclude=True, repr=False)
     password: str | None = Field(default=None, exclude=True, repr=False)
@@ -256,16 +279,9 @@ class EmailConfig(_Section):
 class MetricsConfig(_Section):
     """Where the job reports its own health; a CronJob's pod is gone before a scrape."""
 
-    pushgateway: str = ""  # URL of a Prometheus Pushgateway; '' pushes nothing
+    pushgateway: WebAddress = ""  # URL of a Prometheus Pushgateway; '' pushes nothing
     job: Annotated[str, Field(min_length=1)] = "billing"
     timeout: Duration = 10.0
-
-    @field_validator("pushgateway")
-    @classmethod
-    def _url(cls, value: str) -> str:
-        if value and not value.startswith(("http://", "https://")):
-            raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
-        return value
 
 
 class WasteConfig(_Section):
@@ -275,6 +291,84 @@ class WasteConfig(_Section):
     gpu_utilisation_below: Annotated[float, Field(gt=0, le=100)] = 5.0  # percent: a GPU held below this is idle
 
 
+MIG_RESOURCE_PREFIX = "nvidia_com_mig_"  # kube-state-metrics' names of MIG profiles: nvidia_com_mig_1g_10gb
+
+
+def _gpu_fraction(name: str, value: object) -> float:
+    """Physical GPUs one unit of a resource stands for: `1/7`, `0.5` or 1; exact until the final float."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"{name}: expected a fraction like 1/7 or a number, got {value!r}")
+    try:
+        fraction = Fraction(str(value).strip()) if isinstance(value, str) else Fraction(value)
+    except (ValueError, ZeroDivisionError, OverflowError):
+        raise ValueError(f"{name}: expected a fraction like 1/7 or a number, got {value!r}") from None
+    if not 0 < fraction <= 1:
+        # more than one GPU per unit is no sharing scheme any vendor has; it is a typo (17 for 1/7)
+        raise ValueError(f"{name}: one unit stands for more than 0 and at most 1 physical GPU, got {value!r}")
+    return float(fraction)
+
+
+def _gpu_fractions(value: object) -> dict[str, float]:
+    """The list form (each name a whole GPU) or the mapping form of gpu_resources."""
+    if isinstance(value, list):
+        if not all(isinstance(name, str) and name for name in value):
+            raise ValueError("expected resource names like nvidia_com_gpu")
+        value = {name: 1 for name in value}
+    if not isinstance(value, dict):
+        raise ValueError("expected a list of resource names or a mapping of resource name to GPUs per unit")
+    if not value:
+        raise ValueError("name at least one GPU resource")
+    return {str(name): _gpu_fraction(str(name), fraction) for name, fraction in value.items()}
+
+
+GpuFractions = Annotated[dict[str, float], BeforeValidator(_gpu_fractions)]
+
+
+class BudgetsConfig(_Section):
+    """What each team may spend per calendar month, and the shares of it that send an alert."""
+
+    monthly: dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]] = {}  # team -> amount in the currency
+    alert_at: list[Annotated[float, Field(gt=0, allow_inf_nan=False)]] = [0.8, 1.0]
+
+    @field_validator("alert_at")
+    @classmethod
+    def _thresholds(cls, value: list[float]) -> list[float]:
+        return sorted(set(value))
+
+
+class WebConfig(_Section):
+    """`billing serve`: who is asking (auth) and who sees everything (admins)."""
+
+    auth: Literal["header", "ldap"] = "header"
+    user_header: Annotated[str, Field(min_length=1)] = "X-Forwarded-User"  # set by the authenticating proxy
+    trusted_proxies: list[str] = ["127.0.0.1/32", "::1/128"]  # the header counts only from these networks
+    admins: list[str] = []  # uids that see every team
+    database: str = ""  # the ledger as billing serve reads it (a read-only role); '' = the top-level database
+    session_key_env: str = ""  # auth ldap: the key that signs session cookies (at least 32 characters)
+    session_key_file: str = ""
+    session_lifetime: Duration = 8 * 3600.0  # a login lasts this long
+    login_attempts: Annotated[int, Field(ge=1)] = 5  # failed logins per user and per address ...
+    login_window: Duration = 900.0  # ... within this time lock that user or address out for it
+    session_key: str | None = Field(default=None, exclude=True, repr=False)
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, values: list[str]) -> list[str]:
+        for value in values:
+            try:
+                ipaddress.ip_network(value, strict=False)
+            except ValueError:
+                raise ValueError(f"{value!r} is not an address or network like 127.0.0.1/32 or 10.0.0.0/8") from None
+        return values
+
+    @model_validator(mode="after")
+    def _resolve(self) -> WebConfig:
+        self.session_key = _read_secret(self.session_key_env, self.session_key_file, "session_key")
+        if self.auth == "ldap" and len(self.session_key or "") < 32:
+            raise ValueError("auth ldap needs session_key_env or session_key_file naming a key of at least 32 characters")
+        return self
+
+
 class Config(_Section):
     timezone: str = "UTC"
     currency: str = "USD"
@@ -282,12 +376,17 @@ class Config(_Section):
     database: str = "sqlite:///billing.db"
     output_dir: str = "out/reports"
     clusters: Annotated[list[ClusterConfig], Field(min_length=1)]
-    gpu_resources: Annotated[list[str], Field(min_length=1)] = ["nvidia_com_gpu"]
+    # kube-state-metrics resource name -> physical GPUs one unit stands for (a list: 1 each)
+    gpu_resources: GpuFractions = {"nvidia_com_gpu": 1.0}
+    gpu_replicas_label: str = ""  # node label of time-slicing replicas, e.g. label_nvidia_com_gpu_replicas
     directory: DirectoryConfig
     namespaces: NamespaceRules = NamespaceRules()
     email: EmailConfig = EmailConfig()
     metrics: MetricsConfig = MetricsConfig()
     waste: WasteConfig = WasteConfig()
+    budgets: BudgetsConfig = BudgetsConfig()
+    web: WebConfig = WebConfig()
+    reports_url: WebAddress = ""  # where people reach the reports or `billing serve`; emails link there
 
     @field_validator("timezone")
     @classmethod
@@ -321,6 +420,14 @@ class Config(_Section):
             raise ValueError(f"duplicate cluster name {duplicates[0]!r}")
         return clusters
 
+    @model_validator(mode="after")
+    def _replicas_label(self) -> Config:
+        """Each cluster reads the top-level replicas label unless it names its own."""
+        for cluster in self.clusters:
+            if cluster.gpu_replicas_label is None:
+                cluster.gpu_replicas_label = self.gpu_replicas_label
+        return self
+
     @property
     def zone(self) -> ZoneInfo:
         return ZoneInfo(self.timezone)
@@ -337,7 +444,7 @@ def _key(location: tuple) -> str:
     return key or "(top level)"
 
 
-def _sentence(error: dict) -> str:
+def _sentence(error: ErrorDetails) -> str:
     key = _key(error["loc"])
     kind = error["type"]
     if kind == "extra_forbidden":

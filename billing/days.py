@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import calendar
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
 from zoneinfo import ZoneInfo
@@ -40,3 +41,8 @@ def yesterday(zone: ZoneInfo, now: datetime | None = None) -> date:
 def days_between(first: date, last: date) -> list[date]:
     """Every date from first to last, inclusive."""
     return [first + timedelta(days=n) for n in range((last - first).days + 1)]
+
+
+def days_in_month(day: date) -> int:
+    """28 to 31: the days of the month `day` is in."""
+    return calendar.monthrange(day.year, day.month)[1]

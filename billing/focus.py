@@ -35,12 +35,13 @@ from zoneinfo import ZoneInfo
 import pandas as pd
 
 from billing.days import billing_day
+from billing.resources import CPU, CREDIT, GPU, IDLE, MEMORY, RESERVED, base
 
 FOCUS_VERSION = "1.2"
 TAG_PREFIX = "billing/"
 
-PRICING_UNITS = {"gpu": "GPU-Hours", "cpu": "Core-Hours", "memory": "GiB-Hours"}
-RESOURCE_WORDS = {"gpu": "GPU-hours", "cpu": "CPU core-hours", "memory": "memory GiB-hours"}
+PRICING_UNITS = {GPU: "GPU-Hours", CPU: "Core-Hours", MEMORY: "GiB-Hours"}
+RESOURCE_WORDS = {GPU: "GPU-hours", CPU: "CPU core-hours", MEMORY: "memory GiB-hours"}
 
 MANDATORY_COLUMNS = [
     "BilledCost", "BillingAccountId", "BillingAccountName", "BillingCurrency", "BillingPeriodEnd",
@@ -85,26 +86,21 @@ def _tags(row) -> str:
     return json.dumps({TAG_PREFIX + key: value for key, value in sorted(tags.items())}, ensure_ascii=False)
 
 
-def _base(resource: str) -> str:
-    """cpu, memory or gpu, of any of the ledger's resources (`idle-gpu`, `credit-cpu`, ...)."""
-    return resource.rsplit("-", 1)[-1]
-
-
 def _description(row) -> str:
-    kind = row.resource.removesuffix(_base(row.resource))
-    what = RESOURCE_WORDS[_base(row.resource)] + (f" of {row.gpu_model}" if row.gpu_model else "")
+    kind = row.resource.removesuffix(base(row.resource))
+    what = RESOURCE_WORDS[base(row.resource)] + (f" of {row.gpu_model}" if row.gpu_model else "")
     return {
         "": f"{what} requested by namespace {row.namespace} on cluster {row.cluster}",
-        "idle-": f"share of the idle {what} of cluster {row.cluster}, charged to namespace {row.namespace}",
-        "reserved-": f"{what} of the reserved {row.namespace.replace(':', ' ', 1)} on cluster {row.cluster}",
-        "credit-": f"credit for the {what} namespace {row.namespace} used in a reserved pool on cluster {row.cluster}",
+        IDLE: f"share of the idle {what} of cluster {row.cluster}, charged to namespace {row.namespace}",
+        RESERVED: f"{what} of the reserved {row.namespace.replace(':', ' ', 1)} on cluster {row.cluster}",
+        CREDIT: f"credit for the {what} namespace {row.namespace} used in a reserved pool on cluster {row.cluster}",
     }[kind]
 
 
 def focus_rows(ledger: pd.DataFrame, zone: ZoneInfo) -> pd.DataFrame:
     """Ledger rows (ledger.read_rows) as FOCUS rows, one for one, in FOCUS_COLUMNS order."""
-    units = ledger["resource"].map(_base).map(PRICING_UNITS)
-    credit = ledger["resource"].str.startswith("credit-")
+    units = ledger["resource"].map(base).map(PRICING_UNITS)
+    credit = ledger["resource"].str.startswith(CREDIT)
     focus = pd.DataFrame(
         {
             "BilledCost": ledger["cost"],
@@ -129,7 +125,7 @@ def focus_rows(ledger: pd.DataFrame, zone: ZoneInfo) -> pd.DataFrame:
             "PublisherName": ledger["cluster"],
             "ResourceId": ledger["cluster"] + "/" + ledger["namespace"],
             "ResourceName": ledger["namespace"],
-            "ResourceType": ledger["resource"].str.startswith("reserved-").map({True: "Reserved pool", False: "Namespace"}),
+            "ResourceType": ledger["resource"].str.startswith(RESERVED).map({True: "Reserved pool", False: "Namespace"}),
             "ServiceCategory": "Compute",
             "ServiceName": "Kubernetes",
             "ServiceSubcategory": "Containers",

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from decimal import ROUND_HALF_UP, Decimal
 
-UNITS = {"gpu": "GPU-h", "cpu": "core-h", "memory": "GiB-h"}
-# the ledger's other resources (billing/pricing.py): reserved pools, their credits, shared idle capacity
-UNITS |= {f"{kind}-{resource}": unit for kind in ("reserved", "credit", "idle") for resource, unit in UNITS.items()}
+from billing.config import MIG_RESOURCE_PREFIX
+from billing.resources import UNITS
+
 RESOURCE_NAMES = {
     "gpu": "GPU", "cpu": "CPU", "memory": "Memory",
     "reserved-gpu": "Reserved pool, GPU", "reserved-cpu": "Reserved pool, CPU", "reserved-memory": "Reserved pool, memory",
@@ -37,3 +37,18 @@ def money(value: float, currency: str, signed: bool = False) -> str:
 def quantity(value: float, resource: str) -> str:
     """`24.00 GPU-h`, `1,536.25 core-h`, `12.00 GiB-h` for a ledger resource."""
     return f"{cents(value):,.2f} {UNITS[resource]}"
+
+
+def held_gpus(held: list[dict]) -> str:
+    """`14.00 × 1g.10gb slice-h, 28.00 × nvidia_com_gpu_shared replica-h`: shared GPU resources in their own
+    units (a unit that is more than its physical GPUs is a slice of a MIG profile, or a time-sliced replica)."""
+    parts = []
+    for item in held:
+        resource = item["resource"]
+        if resource.startswith(MIG_RESOURCE_PREFIX):
+            # nvidia_com_mig_1g_10gb -> 1g.10gb: the profile as nvidia-smi writes it
+            name, unit = resource.removeprefix(MIG_RESOURCE_PREFIX).replace("_", ".", 1), "slice-h"
+        else:
+            name, unit = resource, "replica-h"
+        parts.append(f"{cents(item['held_hours']):,.2f} × {name} {unit}")
+    return ", ".join(parts)

@@ -3,24 +3,28 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timezone
 from pathlib import Path
 
 import pandas as pd
 from sqlalchemy import Engine
 
+from billing.budgets import BudgetStatus, forecast, send_alerts, team_budgets
 from billing.capacity import collect_allocatable, idle_capacity
 from billing.collect import ClusterUsage, collect_cluster
-from billing.config import Config
+from billing.config import ClusterConfig, Config
 from billing.days import billing_day
-from billing.directory import Directory, DirectoryError, directory_from_json, directory_to_json, load_directory
+from billing.digest import digest_period, read_digests
+from billing.directory import AmbiguousDirectoryError, Directory, DirectoryError, directory_from_json, directory_to_json
+from billing.directory_sources import load_directory
 from billing.ledger import latest_directory, open_ledger, replace_day
 from billing.mail import deliver
 from billing.ownership import assign_owners
-from billing.pricing import price, reserve_pools, share_idle
-from billing.prometheus import prometheus_source
+from billing.pricing import price, price_holdings, reserve_pools, share_idle
 from billing.render import DayReport, check_output_dir, read_report, write_pages
+from billing.replay import prometheus_source
+from billing.resources import CPU, GPU, MEMORY
 from billing.stores import store_of
 from billing.summaries import summary_envelopes
 from billing.waste import WASTE_COLUMNS, attribute_waste, collect_waste
@@ -47,20 +51,21 @@ def _log_cluster(collected: ClusterUsage) -> None:
         collected.cluster,
         collected.usage["namespace"].nunique(),
         collected.pods,
-        hours.get("gpu", 0.0),
-        hours.get("cpu", 0.0),
-        hours.get("memory", 0.0),
+        hours.get(GPU, 0.0),
+        hours.get(CPU, 0.0),
+        hours.get(MEMORY, 0.0),
         collected.queries,
     )
 
 
 def _read_directory(config: Config, ledger: Engine) -> tuple[Directory, str]:
-    """The directory and a warning; with `on_failure: last_known` an outage falls back to the last run's copy."""
+    """The directory and a warning; with `on_failure: last_known` an outage falls back to the last run's copy
+    (which is refused like a live one if it is ambiguous)."""
     try:
         return load_directory(config.directory), ""
     except DirectoryError as exc:
-        if config.directory.on_failure != "last_known":
-            raise
+        if config.directory.on_failure != "last_known" or isinstance(exc, AmbiguousDirectoryError):
+            raise  # an ambiguous directory was read fine: an older copy would only hide the ambiguity
         stored = latest_directory(ledger)
         if stored is None:
             raise DirectoryError(f"{exc}; and no earlier run stored a directory to fall back on") from None
@@ -93,6 +98,19 @@ def _check_coverage(collected: list[ClusterUsage], day: date, required: float) -
             )
 
 
+def _refuse_no_data(collected: ClusterUsage, cluster: ClusterConfig, day: date) -> None:
+    """No data is not zero (SPEC.md rule 10): a cluster-day at whose instants no kube-state-metrics
+    series was visible and no pod Running had no sample at all (a selector typo, a day outside
+    retention, a scrape that never ran), and billing it would record a false zero as complete."""
+    if collected.coverage == 0 and collected.pods == 0 and collected.usage.empty:
+        selector = cluster.prometheus.selector.strip()
+        where = f"under the selector {selector}" if selector else "at all"
+        raise IncompleteDayError(
+            f"cluster {cluster.name}: Prometheus holds no kube-state-metrics sample for {day} {where} (a selector "
+            "typo, a day outside retention, or a scrape that never ran); nothing was billed and the day stays missing"
+        )
+
+
 def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSummary:
     """Bill one day; every data source is read before the ledger is touched."""
     check_output_dir(Path(config.output_dir))
@@ -108,6 +126,7 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
         source = prometheus_source(cluster.name, cluster.prometheus)
         store = store_of(source, cluster, period)  # which engine, which label names: asked once
         usage = collect_cluster(cluster, period, step, resources, source, store)
+        _refuse_no_data(usage, cluster, day)
         allocatable = collect_allocatable(cluster, period, step, resources, source, store)
         wasted = (collect_waste(cluster, period, step, resources, source, config.waste.gpu_utilisation_below, store)
                   if config.waste.enabled else pd.DataFrame(columns=WASTE_COLUMNS))
@@ -126,6 +145,8 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
     ownership = assign_owners(pd.concat([usage["namespace"], wasted["namespace"]]), directory, config.namespaces)
     # what namespaces requested; reserved pools' capacity and credits; idle shared where a cluster says so
     rows = price(usage, ownership, {c.name: c.prices for c in config.clusters})
+    held = price_holdings(pd.concat([c.holdings.assign(cluster=c.cluster) for c in collected], ignore_index=True),
+                          ownership, rows)
     pool_rows = reserve_pools(capacity, usage, ownership, config.clusters)
     sharing_idle = [c.name for c in config.clusters if c.idle == "share"]
     idle_rows = share_idle(capacity[capacity["cluster"].isin(sharing_idle)], rows, config.namespaces.unallocated_team)
@@ -135,7 +156,7 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
     coverage = {c.cluster: c.coverage for c in collected}
     written = replace_day(
         ledger, day, rows, config.currency, snapshot=snapshot, directory_note=directory_warning, coverage=coverage,
-        capacity=capacity, wasted=attribute_waste(wasted, ownership),
+        capacity=capacity, wasted=attribute_waste(wasted, ownership), held=held,
     )
     total = float(rows["cost"].sum())
     log.info(
@@ -148,8 +169,12 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
     report = render_day(config, day)
     undelivered: list[str] = []
     if config.email.enabled:
-        envelopes, undelivered = summary_envelopes(report, directory, config.email)
+        digest_days = digest_period(day, config.email.personal)
+        digests = read_digests(ledger, *digest_days, config.currency, config.reports_url) if digest_days else []
+        envelopes, undelivered = summary_envelopes(report, directory, config.email, digests)
         undelivered += deliver(envelopes, config.email)
+    undelivered += send_alerts(ledger, day, team_budgets(config.budgets, directory), config.budgets.alert_at,
+                               directory, config.email, config.currency)
     return RunSummary(
         day,
         written,
@@ -162,9 +187,28 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
     )
 
 
+def with_budgets(report: DayReport, budgets: dict[str, float]) -> DayReport:
+    """The day's report with each budgeted team's status as of its day (from the figures it already holds)."""
+    teams = [
+        replace(team, budget=BudgetStatus(team.team, report.day, budgets[team.team], team.month_to_date,
+                                          forecast(team.month_to_date, [d.cost for d in team.trend], report.day)))
+        if team.team in budgets else team
+        for team in report.teams
+    ]
+    return replace(report, teams=teams)
+
+
+def stored_directory(ledger: Engine) -> Directory | None:
+    """The directory the last successful run stored, if any."""
+    stored = latest_directory(ledger)
+    return directory_from_json(stored[1]) if stored else None
+
+
 def render_day(config: Config, day: date) -> DayReport:
     """Write a day's HTML reports from the ledger (never from collected data); return its report."""
-    report = read_report(open_ledger(config.database), day, config.currency, config.namespaces.unallocated_team)
+    ledger = open_ledger(config.database)
+    report = read_report(ledger, day, config.currency, config.namespaces.unallocated_team)
+    report = with_budgets(report, team_budgets(config.budgets, stored_directory(ledger)))
     pages = write_pages(report, Path(config.output_dir))
     log.info("%s: wrote %d report pages below %s", day, len(pages), config.output_dir)
     return report

@@ -16,10 +16,11 @@ import math
 import re
 import ssl
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 from ldap3 import NONE, SUBTREE, Connection, Server, Tls
 from ldap3.core.exceptions import LDAPCertificateError, LDAPException
+from ldap3.utils.conv import escape_filter_chars
 
 from billing.config import DirectoryConfig
 from billing.directory import Directory, DirectoryError, Entry, build_directory
@@ -52,11 +53,53 @@ def read_ldap(config: DirectoryConfig) -> Directory:
     raise DirectoryError("no directory server could be read: " + "; ".join(str(f) for f in failures))
 
 
+class WrongPassword(DirectoryError):
+    """The server refused a bind's DN or password (invalidCredentials)."""
+
+
+def authenticate(config: DirectoryConfig, uid: str, password: str) -> str:
+    """The person's uid as the directory spells it, if `password` binds as them; else WrongPassword.
+
+    Their DN is found with the configured bind account in people.base by the
+    uid attribute, the uid escaped so that `*` or `)(` in it are only
+    characters; an empty password is refused here, since LDAP would take it
+    as an unauthenticated bind and succeed.
+    """
+    if not uid or not password:
+        raise WrongPassword("a user name and a password are needed")
+    failures = []
+    for url in config.urls:
+        try:
+            dn, canonical = _person_dn(url, config, uid)
+            with _session(url, config, dn, password):
+                return canonical
+        except WrongPassword:
+            raise
+        except DirectoryError as exc:
+            failures.append(str(exc))
+    raise DirectoryError("no directory server could check the password: " + "; ".join(failures))
+
+
+def _person_dn(url: str, config: DirectoryConfig, uid: str) -> tuple[str, str]:
+    """(DN, uid) of the one person entry with this uid; WrongPassword when there is none (no hint which)."""
+    p = config.people
+    search_filter = f"(&{p.filter}({p.uid_attribute}={escape_filter_chars(uid)}))"
+    try:
+        with _session(url, config) as connection:
+            found = _search(connection, url, p.base, search_filter, [p.uid_attribute])
+    except WrongPassword as exc:  # the bind account's, not the person's: the configuration is wrong
+        raise DirectoryError(str(exc)) from None
+    if len(found) != 1:
+        raise WrongPassword(f"{len(found)} people entries have {p.uid_attribute} {uid!r}")
+    return found[0].dn, found[0].first(p.uid_attribute)
+
+
 def read_entries(connection: Connection, url: str, config: DirectoryConfig) -> Directory:
     """People and teams through an open, bound connection (two paged searches)."""
     p, t = config.people, config.teams
     people_attributes = [p.uid_attribute, p.name_attribute, p.mail_attribute, p.member_of_attribute]
-    team_attributes = [t.name_attribute, t.member_attribute, t.lead_attribute]
+    team_attributes = [t.name_attribute, t.member_attribute, t.lead_attribute,
+                       *filter(None, [t.cost_center_attribute, t.budget_attribute])]
     people = _search(connection, url, p.base, p.filter, people_attributes)
     teams = _search(connection, url, t.base, t.filter, team_attributes)
     log.info("directory %s: %d people entries, %d team entries", url, len(people), len(teams))
@@ -64,39 +107,41 @@ def read_entries(connection: Connection, url: str, config: DirectoryConfig) -> D
 
 
 @contextmanager
-def _session(url: str, config: DirectoryConfig) -> Iterator[Connection]:
-    """A bound, read-only connection to one server, unbound afterwards."""
+def _session(url: str, config: DirectoryConfig, user: str | None = None, password: str | None = None
+             ) -> Iterator[Connection]:
+    """A bound, read-only connection to one server, unbound afterwards; as `user` or else as bind_dn."""
+    user, password = (user, password) if user else (config.bind_dn or None, config.bind_password or None)
     tls = Tls(validate=ssl.CERT_REQUIRED, ca_certs_file=config.ca_file or None)
     server = Server(url, tls=tls, connect_timeout=config.connect_timeout, get_info=NONE)
     connection = Connection(
         server,
-        user=config.bind_dn or None,
-        password=config.bind_password or None,
+        user=user,
+        password=password,
         receive_timeout=math.ceil(config.timeout),  # ldap3 packs it as whole seconds
         read_only=True,
         raise_exceptions=False,
     )
-    if url.lower().startswith("ldap://") and not config.starttls and config.bind_password:
+    if url.lower().startswith("ldap://") and not config.starttls and password:
         log.warning("directory %s: the bind password is sent unencrypted (use ldaps:// or starttls: true)", url)
     try:
-        _bind(connection, url, config)
+        _bind(connection, url, config, user)
         yield connection
     finally:
-        try:
+        with suppress(LDAPException):  # the connection is gone already; nothing is left to release
             connection.unbind()
-        except LDAPException:
-            pass  # the connection is gone already; nothing is left to release
 
 
-def _bind(connection: Connection, url: str, config: DirectoryConfig) -> None:
+def _bind(connection: Connection, url: str, config: DirectoryConfig, user: str | None) -> None:
     try:
         connection.open()
         if config.starttls and not connection.start_tls():
             raise DirectoryError(f"directory {url}: StartTLS was refused ({_result(connection)})")
         if not connection.bind():
-            who = f"as {config.bind_dn}" if config.bind_dn else "anonymously"
-            hint = "wrong bind DN or password: " if connection.result["result"] == INVALID_CREDENTIALS else ""
-            raise DirectoryError(f"directory {url}: binding {who} failed ({hint}{_result(connection)})")
+            who = f"as {user}" if user else "anonymously"
+            wrong = connection.result["result"] == INVALID_CREDENTIALS
+            error = WrongPassword if wrong else DirectoryError
+            raise error(f"directory {url}: binding {who} failed ({'wrong bind DN or password: ' if wrong else ''}"
+                        f"{_result(connection)})")
     except LDAPException as exc:
         raise DirectoryError(f"directory {url}: connection failed ({_cause(exc)})") from None
 

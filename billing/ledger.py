@@ -8,7 +8,10 @@ here only.
 
 from __future__ import annotations
 
-from datetime import date, datetime, timezone
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 import pandas as pd
@@ -27,6 +30,7 @@ from sqlalchemy import (
     Text,
     create_engine,
     delete,
+    func,
     insert,
     select,
     text,
@@ -34,6 +38,8 @@ from sqlalchemy import (
 from sqlalchemy.exc import SQLAlchemyError
 
 from billing import migrate
+
+log = logging.getLogger(__name__)
 
 metadata = MetaData()
 
@@ -115,13 +121,90 @@ waste = Table(  # what pods held but did not use, per namespace and team like th
     Column("unused_cpu_core_hours", Double, nullable=True),  # requested but not used; NULL: no cAdvisor
 )
 
+gpu_holdings = Table(  # what each `gpu` row held: whole GPUs, MIG slices, time-sliced replicas (GPU sharing)
+    "gpu_holdings",
+    metadata,
+    *_charged(),
+    Column("resource", Text, primary_key=True),  # the GPU resource as kube-state-metrics names it
+    Column("gpu_model", Text, primary_key=True),
+    Column("held_hours", Double, nullable=False),  # hours of the resource's units (slice-hours, replica-hours)
+    Column("gpu_hours", Double, nullable=False),  # the physical-GPU-hours the chargeback `gpu` row bills for them
+    Column("cost", Double, nullable=False),  # their share of the chargeback row's cost
+    Column("currency", Text, nullable=False),
+)
+
+# --- budgets and monthly statements (billing/budgets.py, billing/statement.py) ---
+
+budget_alerts = Table(  # each budget threshold a team's month crossed, so that its alert goes out once
+    "budget_alerts",
+    metadata,
+    Column("month", Date, primary_key=True),  # first day of the month
+    Column("team", Text, primary_key=True),
+    Column("threshold", Double, primary_key=True),  # a share of the budget from budgets.alert_at
+    Column("day", Date, nullable=False),  # the run that found it crossed
+    Column("spent", Double, nullable=False),  # the month's cost then
+    Column("budget", Double, nullable=False),
+    Column("sent_at", DateTime(timezone=True), nullable=False),
+)
+
+closed_months = Table(  # months finance has closed: their statements are kept in statement_lines
+    "closed_months",
+    metadata,
+    Column("month", Date, primary_key=True),
+    Column("closed_at", DateTime(timezone=True), nullable=False),
+    Column("closed_by", Text, nullable=False),
+    Column("missing_days", Text, nullable=False),  # days never run when it was closed, comma-separated
+)
+
+month_closings = Table(  # the log of every close and reopen
+    "month_closings",
+    metadata,
+    Column("month", Date, primary_key=True),
+    Column("logged_at", DateTime(timezone=True), primary_key=True),
+    Column("action", Text, nullable=False),  # close or reopen
+    Column("who", Text, nullable=False),  # --by, else the operating-system user
+)
+
+statement_lines = Table(  # a closed month's statement as it was closed, line by line
+    "statement_lines",
+    metadata,
+    Column("month", Date, primary_key=True),
+    Column("line", Integer, primary_key=True, autoincrement=False),
+    Column("team", Text, nullable=False),
+    Column("cost_center", Text, nullable=False),
+    Column("cluster", Text, nullable=False),
+    Column("kind", Text, nullable=False),  # charge, discount, credit, idle, reserved, adjustment
+    Column("resource", Text, nullable=False),
+    Column("gpu_model", Text, nullable=False),
+    Column("corrects", Date, nullable=True),  # the day an adjustment corrects
+    Column("quantity", Double, nullable=True),
+    Column("amount", Double, nullable=False),
+    Column("currency", Text, nullable=False),
+)
+
+adjustments = Table(  # what a re-run of a closed month's day changed, booked in the first open month
+    "adjustments",
+    metadata,
+    Column("month", Date, primary_key=True),  # first day of the month it is booked in
+    Column("corrects", Date, primary_key=True),  # the re-run day
+    Column("team", Text, primary_key=True),
+    Column("cluster", Text, primary_key=True),
+    Column("resource", Text, primary_key=True),
+    Column("booked_at", DateTime(timezone=True), primary_key=True),
+    Column("amount", Double, nullable=False),  # new cost less the cost it replaced
+    Column("currency", Text, nullable=False),
+)
+
 LEDGER_COLUMNS = [c.name for c in chargeback.columns]
 CAPACITY_COLUMNS = [c.name for c in cluster_capacity.columns if c.name != "day"]
 WASTE_COLUMNS = [c.name for c in waste.columns if c.name != "day"]
+HOLDING_COLUMNS = [c.name for c in gpu_holdings.columns if c.name not in ("day", "currency")]
 NAME_COLUMNS = ["cluster", "namespace", "team", "owner", "gpu_model"]
 # Kubernetes' longest names (DNS subdomains); far longer ones are not real names, and PostgreSQL
 # could not index them anyway (a key entry must fit in a third of a page).
 LONGEST_NAME = 253
+# a re-run's change of a closed day below this is floating-point noise of summing in another order, not money
+CORRECTION_NOISE = 1e-9
 
 
 class LedgerError(Exception):
@@ -195,6 +278,12 @@ def _serialise_runs_of(conn: Connection, day: date) -> None:
         conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": day.toordinal()})
 
 
+def serialise_with_runs(conn: Connection, days: list[date]) -> None:
+    """Wait for the runs of these days, and make new ones wait for this transaction (closing a month)."""
+    for day in days:
+        _serialise_runs_of(conn, day)
+
+
 def replace_day(
     engine: Engine,
     day: date,
@@ -205,6 +294,7 @@ def replace_day(
     coverage: dict[str, float] | None = None,
     capacity: pd.DataFrame | None = None,
     wasted: pd.DataFrame | None = None,
+    held: pd.DataFrame | None = None,
 ) -> int:
     """Replace the day's rows in one transaction; return how many were written.
 
@@ -213,7 +303,8 @@ def replace_day(
     `directory_note` records why a run used the last known directory instead;
     `coverage` is each cluster's share of the day with kube-state-metrics data;
     `capacity` (CAPACITY_COLUMNS) each cluster's allocatable, requested and idle resource-hours;
-    `wasted` (WASTE_COLUMNS) what each namespace's teams held but did not use.
+    `wasted` (WASTE_COLUMNS) what each namespace's teams held but did not use;
+    `held` (HOLDING_COLUMNS) which GPU resources the `gpu` rows held.
     """
     _refuse_long_names(engine, day, rows)
     computed_at = datetime.now(timezone.utc)
@@ -224,6 +315,7 @@ def replace_day(
     try:
         with engine.begin() as conn:
             _serialise_runs_of(conn, day)
+            _book_corrections(conn, day, values, currency, computed_at)
             conn.execute(delete(chargeback).where(chargeback.c.day == day))
             if values:
                 conn.execute(insert(chargeback), values)
@@ -242,12 +334,69 @@ def replace_day(
             conn.execute(delete(waste).where(waste.c.day == day))
             if wasted is not None and len(wasted):
                 conn.execute(insert(waste), _nulls(wasted[WASTE_COLUMNS].assign(day=day)))
+            conn.execute(delete(gpu_holdings).where(gpu_holdings.c.day == day))
+            if held is not None and len(held):
+                conn.execute(insert(gpu_holdings), _nulls(held[HOLDING_COLUMNS].assign(day=day, currency=currency)))
             if snapshot is not None:
                 conn.execute(delete(directory_snapshots))
                 conn.execute(insert(directory_snapshots).values(taken_at=computed_at, content=snapshot))
     except SQLAlchemyError as exc:
         raise LedgerError(f"{_where(engine)}: writing {day} failed, previous rows kept: {_cause(exc)}") from None
     return len(values)
+
+
+def month_after(month: date) -> date:
+    """The first day of the next month."""
+    return (month.replace(day=1) + timedelta(days=32)).replace(day=1)
+
+
+def first_open_month(conn: Connection, after: date) -> date:
+    """The first month after `after`'s that is not closed: where corrections of a closed month are booked."""
+    closed = {row.month for row in conn.execute(select(closed_months.c.month).where(closed_months.c.month > after))}
+    month = month_after(after)
+    while month in closed:
+        month = month_after(month)
+    return month
+
+
+def _book_corrections(conn: Connection, day: date, new_rows: list[dict], currency: str, booked_at: datetime) -> None:
+    """A re-run of a closed month's day: book what it changes per (team, cluster, resource) as adjustments.
+
+    Called in the day's transaction before its old rows go, so the rows and the
+    adjustments are written together or not at all.
+    """
+    month = day.replace(day=1)
+    if conn.execute(select(closed_months.c.month).where(closed_months.c.month == month)).first() is None:
+        return
+    key = [chargeback.c.team, chargeback.c.cluster, chargeback.c.resource]
+    old = {tuple(row[:3]): row[3] for row in conn.execute(
+        select(*key, func.sum(chargeback.c.cost)).where(chargeback.c.day == day).group_by(*key))}
+    new: dict[tuple, float] = {}
+    for row in new_rows:
+        k = (row["team"], row["cluster"], row["resource"])
+        new[k] = new.get(k, 0.0) + row["cost"]
+    booked_in = first_open_month(conn, month)
+    corrections = [
+        {"month": booked_in, "corrects": day, "team": team, "cluster": cluster, "resource": resource,
+         "booked_at": booked_at, "amount": new.get(k, 0.0) - old.get(k, 0.0), "currency": currency}
+        for k in sorted(old.keys() | new.keys()) for team, cluster, resource in [k]
+    ]
+    corrections = [c for c in corrections if abs(c["amount"]) > CORRECTION_NOISE]
+    if corrections:
+        conn.execute(insert(adjustments), corrections)
+    (log.warning if corrections else log.info)("%s is in %s, a closed month: its statement stays; %d adjustment(s) totalling %.2f %s booked in %s",
+                day, f"{month:%Y-%m}", len(corrections), sum(c["amount"] for c in corrections), currency,
+                f"{booked_in:%Y-%m}")
+
+
+@contextmanager
+def transaction(engine: Engine, what: str) -> Iterator[Connection]:
+    """One transaction; a database failure becomes a LedgerError naming the database and `what`, nothing kept."""
+    try:
+        with engine.begin() as conn:
+            yield conn
+    except SQLAlchemyError as exc:
+        raise LedgerError(f"{_where(engine)}: {what} failed, nothing changed: {_cause(exc)}") from None
 
 
 def _nulls(frame: pd.DataFrame) -> list[dict]:
@@ -272,7 +421,7 @@ def _fetch(engine: Engine, query, what: str) -> list:
     """All rows of a query; a failure is one sentence naming the database and what was read."""
     try:
         with engine.connect() as conn:
-            return conn.execute(query).all()
+            return list(conn.execute(query).all())
     except SQLAlchemyError as exc:
         raise LedgerError(f"{_where(engine)}: reading {what} failed: {_cause(exc)}") from None
 
@@ -285,6 +434,21 @@ def read_rows(engine: Engine, first: date, last: date, team: str | None = None) 
     frame = pd.DataFrame(_fetch(engine, query, "the ledger"), columns=LEDGER_COLUMNS)
     frame["day"] = pd.to_datetime(frame["day"]).dt.date
     return frame
+
+
+def daily_costs(engine: Engine, first: date, last: date, team: str | None = None, owner: str | None = None
+                ) -> pd.DataFrame:
+    """day, currency, cost and list_cost summed per day by the database, optionally of one team or person."""
+    query = select(chargeback.c.day, chargeback.c.currency, func.sum(chargeback.c.cost).label("cost"),
+                   func.sum(chargeback.c.list_cost).label("list_cost")).where(chargeback.c.day.between(first, last))
+    if team is not None:
+        query = query.where(chargeback.c.team == team)
+    if owner is not None:
+        query = query.where(chargeback.c.owner == owner)
+    frame = pd.DataFrame(_fetch(engine, query.group_by(chargeback.c.day, chargeback.c.currency), "daily costs"),
+                         columns=["day", "currency", "cost", "list_cost"])
+    frame["day"] = pd.to_datetime(frame["day"]).dt.date
+    return frame.astype({"cost": float, "list_cost": float})
 
 
 def fetch(engine: Engine, query: Select) -> list[dict]:
@@ -320,6 +484,28 @@ def read_waste(engine: Engine, day: date) -> pd.DataFrame:
     query = select(waste).where(waste.c.day == day).order_by(waste.c.team, waste.c.owner, waste.c.namespace)
     rows = pd.DataFrame(_fetch(engine, query, "waste"), columns=["day", *WASTE_COLUMNS])[WASTE_COLUMNS]
     return rows.astype({"idle_gpu_hours": float, "unused_cpu_core_hours": float})
+
+
+def read_holdings(engine: Engine, day: date) -> pd.DataFrame:
+    """What the day's `gpu` rows held per GPU resource (HOLDING_COLUMNS); none for days billed before 0003."""
+    query = select(gpu_holdings).where(gpu_holdings.c.day == day)
+    columns = [c.name for c in gpu_holdings.columns]
+    return pd.DataFrame(_fetch(engine, query, "GPU holdings"), columns=columns)[HOLDING_COLUMNS]
+
+
+def waste_sums(engine: Engine, first: date, last: date, by: str, team: str | None = None,
+               owner: str | None = None) -> pd.DataFrame:
+    """Idle GPU-hours and unused CPU core-hours of a date range summed per `by` (namespace, owner or team)
+    by the database, optionally of one team or person; NULL (NaN) where no day of the group measured it."""
+    measures = [func.sum(waste.c[m]).label(m) for m in ("idle_gpu_hours", "unused_cpu_core_hours")]
+    query = select(waste.c[by], *measures).where(waste.c.day.between(first, last))
+    if team is not None:
+        query = query.where(waste.c.team == team)
+    if owner is not None:
+        query = query.where(waste.c.owner == owner)
+    rows = _fetch(engine, query.group_by(waste.c[by]).order_by(waste.c[by]), "waste")
+    return pd.DataFrame(rows, columns=[by, "idle_gpu_hours", "unused_cpu_core_hours"]).astype(
+        {"idle_gpu_hours": float, "unused_cpu_core_hours": float})
 
 
 def latest_directory(engine: Engine) -> tuple[datetime, str] | None:

@@ -82,7 +82,7 @@ def connect_smtp(config: EmailConfig) -> smtplib.SMTP:
     context = ssl.create_default_context()
     try:
         if config.smtp_port == IMPLICIT_TLS_PORT:
-            smtp = smtplib.SMTP_SSL(config.smtp_host, config.smtp_port, timeout=SMTP_TIMEOUT, context=context)
+            smtp: smtplib.SMTP = smtplib.SMTP_SSL(config.smtp_host, config.smtp_port, timeout=SMTP_TIMEOUT, context=context)
         else:
             smtp = smtplib.SMTP(config.smtp_host, config.smtp_port, timeout=SMTP_TIMEOUT)
             if config.starttls:
@@ -105,10 +105,10 @@ def _reason(exc: Exception) -> str:
 def deliver(envelopes: list[Envelope], config: EmailConfig) -> list[str]:
     """Send every message, or write it to the outbox; one sentence per message that failed."""
     if config.outbox_dir:
-        failures = [_write_eml(envelope, Path(config.outbox_dir)) for envelope in envelopes]
+        outcomes = [_write_eml(envelope, Path(config.outbox_dir)) for envelope in envelopes]
     else:
-        failures = _send_all(envelopes, config)
-    failures = [f for f in failures if f]
+        outcomes = _send_all(envelopes, config)
+    failures = [f for f in outcomes if f]
     for failure in failures:
         log.error("email: %s", failure)
     log.info("email: %d of %d messages delivered", len(envelopes) - len(failures), len(envelopes))

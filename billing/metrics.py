@@ -24,10 +24,9 @@ from prometheus_client import CollectorRegistry, Gauge, push_to_gateway
 
 from billing.config import MetricsConfig
 from billing.job import RunSummary
+from billing.resources import RESOURCES
 
 log = logging.getLogger(__name__)
-
-RESOURCES = ("cpu", "memory", "gpu")
 
 
 def run_metrics(summary: RunSummary, currency: str, duration: float, finished: float) -> CollectorRegistry:

@@ -28,7 +28,9 @@ def _alembic(connection: Connection) -> AlembicConfig:
 
 def head_revision() -> str:
     """The schema revision this version of billing needs."""
-    return ScriptDirectory(str(MIGRATIONS)).get_current_head()
+    head = ScriptDirectory(str(MIGRATIONS)).get_current_head()
+    assert head is not None, "billing ships its migrations"
+    return head
 
 
 def current_revision(connection: Connection) -> str | None:

@@ -14,17 +14,21 @@ OWNERSHIP_COLUMNS = ["namespace", "team", "owner", "share"]
 
 
 def owners_of(namespace: str, directory: Directory, rules: NamespaceRules) -> list[tuple[str, str | None, float]]:
-    """(team, owner, share) for one namespace; the shares add up to exactly 1."""
+    """(team, owner, share) for one namespace; the shares add up to exactly 1. uids and team names
+    match the directory's without regard to case (as LDAP matches them) and are written as it spells them."""
     if namespace in rules.overrides:
-        return [(rules.overrides[namespace], None, 1.0)]
+        named = rules.overrides[namespace]
+        team = directory.team(named)  # the directory's spelling, whose leads get the summary
+        return [(team.name if team else named, None, 1.0)]
     team_match = re.search(rules.team_pattern, namespace)
-    if team_match and team_match.group("team") in directory.teams:
-        return [(team_match.group("team"), None, 1.0)]
+    team = directory.team(team_match.group("team")) if team_match else None
+    if team:
+        return [(team.name, None, 1.0)]
     person_match = re.search(rules.person_pattern, namespace)
-    if person_match and person_match.group("uid") in directory.people:
-        uid = person_match.group("uid")
-        teams = directory.teams_of(uid) or (rules.unallocated_team,)
-        return [(team, uid, 1.0 / len(teams)) for team in teams]
+    person = directory.person(person_match.group("uid")) if person_match else None
+    if person:
+        teams = directory.teams_of(person.uid) or (rules.unallocated_team,)
+        return [(team, person.uid, 1.0 / len(teams)) for team in teams]
     return [(rules.unallocated_team, None, 1.0)]
 
 

@@ -16,8 +16,7 @@ from __future__ import annotations
 import pandas as pd
 
 from billing.config import ClusterConfig, Prices
-
-POOL_PREFIX = "pool:"  # namespace of a reserved pool's capacity rows; no Kubernetes namespace has a colon
+from billing.resources import CPU, CREDIT, GPU, IDLE, MEMORY, POOL_PREFIX, RESERVED
 
 PRICED_COLUMNS = [
     "cluster", "namespace", "team", "owner", "resource", "gpu_model", "quantity", "unit_price", "cost", "list_cost",
@@ -26,9 +25,9 @@ PRICED_COLUMNS = [
 
 def unit_price(prices: Prices, resource: str, gpu_model: str) -> float:
     """Price of one resource-hour; a GPU model without its own price pays gpu_hour."""
-    if resource == "gpu":
+    if resource == GPU:
         return prices.gpu_models.get(gpu_model, prices.gpu_hour)
-    return {"cpu": prices.cpu_core_hour, "memory": prices.memory_gib_hour}[resource]
+    return {CPU: prices.cpu_core_hour, MEMORY: prices.memory_gib_hour}[resource]
 
 
 def price(usage: pd.DataFrame, ownership: pd.DataFrame, prices: dict[str, Prices]) -> pd.DataFrame:
@@ -69,13 +68,13 @@ def reserve_pools(capacity: pd.DataFrame, usage: pd.DataFrame, ownership: pd.Dat
     pooled = []
     for (cluster, pool), held in capacity[capacity["pool"] != ""].groupby(["cluster", "pool"]):
         reserved = held.assign(namespace=POOL_PREFIX + pool, team=teams[(cluster, pool)], owner=None,
-                               resource="reserved-" + held["resource"], quantity=held["allocatable"])
+                               resource=RESERVED + held["resource"], quantity=held["allocatable"])
         reserved["cost"] = reserved["list_cost"] = reserved["quantity"] * reserved["unit_price"]
         pooled.append(reserved[PRICED_COLUMNS])
         used = usage[(usage["cluster"] == cluster) & (usage["pool"] == pool)]
         if len(used):
             charged = price(used, ownership, prices)
-            pooled.append(charged.assign(team=teams[(cluster, pool)], resource="credit-" + charged["resource"],
+            pooled.append(charged.assign(team=teams[(cluster, pool)], resource=CREDIT + charged["resource"],
                                          quantity=-charged["quantity"], cost=-charged["cost"], list_cost=-charged["cost"]))
     if not pooled:
         return pd.DataFrame(columns=PRICED_COLUMNS)
@@ -100,10 +99,31 @@ def share_idle(capacity: pd.DataFrame, rows: pd.DataFrame, unallocated_team: str
             payers = pd.DataFrame({"namespace": [""], "team": [unallocated_team], "owner": [None], "cost": [1.0]})
         weights = payers.assign(weight=payers["cost"] / payers["cost"].sum()).drop(columns="cost")
         charged = weights.merge(idle, how="cross")
-        charged["resource"] = "idle-" + charged["resource"]
+        charged["resource"] = IDLE + charged["resource"]
         charged["quantity"] = charged["idle"] * charged["weight"]
         charged["cost"] = charged["list_cost"] = charged["quantity"] * charged["unit_price"]
         shared.append(charged[PRICED_COLUMNS])
     if not shared:
         return pd.DataFrame(columns=PRICED_COLUMNS)
     return pd.concat(shared, ignore_index=True).sort_values(PRICED_COLUMNS[:6], ignore_index=True)
+
+
+HOLDING_COLUMNS = ["cluster", "namespace", "team", "owner", "resource", "gpu_model", "held_hours", "gpu_hours", "cost"]
+
+
+def price_holdings(holdings: pd.DataFrame, ownership: pd.DataFrame, priced: pd.DataFrame) -> pd.DataFrame:
+    """What each ledger `gpu` row held, per GPU resource: split over teams like the usage, and costed as
+    the resource's share of the row's GPU-hours times the row's cost (so a row's holdings add up to it).
+
+    holdings: cluster and collect.HOLDING_COLUMNS; ownership as for `price`; priced: `price`'s rows.
+    """
+    rows = holdings.merge(ownership, on="namespace", how="left", validate="many_to_many")
+    rows["held_hours"] = rows["held_hours"] * rows["share"]
+    rows["gpu_hours"] = rows["gpu_hours"] * rows["share"]
+    keys = ["cluster", "namespace", "team", "gpu_model"]
+    rows = rows.groupby([*keys, "owner", "resource"], dropna=False, as_index=False)[["held_hours", "gpu_hours"]].sum()
+    billed = priced[priced["resource"] == "gpu"].groupby(keys, as_index=False)[["quantity", "cost"]].sum()
+    rows = rows.merge(billed, on=keys, how="left").fillna({"quantity": 0.0, "cost": 0.0})
+    share = (rows["gpu_hours"] / rows["quantity"]).where(rows["quantity"] > 0, 0.0)
+    rows["cost"] = rows["cost"] * share
+    return rows[HOLDING_COLUMNS].sort_values(HOLDING_COLUMNS[:6], ignore_index=True)

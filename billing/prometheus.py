@@ -1,10 +1,10 @@
-"""Asking Prometheus: the HTTP API with retries, or recorded answers.
+"""Asking Prometheus: the HTTP API with retries.
 
 The collection code only sees `PrometheusSource`: two methods that return the
 `result` list of Prometheus' JSON answer. `LivePrometheus` asks a server (POST,
 bearer token, CA file, timeout, retries with backoff on connection errors,
-timeouts, 429 and 5xx); `ReplayPrometheus` reads answers recorded from a real
-server earlier, which is how the demo runs without one.
+timeouts, 429 and 5xx); `ReplayPrometheus` (billing/replay.py) reads answers
+recorded from a real server earlier, which is how the demo runs without one.
 
 An answer that says it is incomplete is refused: Prometheus answers
 "success" with `warnings` when a remote-read store was out of reach (Thanos
@@ -14,16 +14,14 @@ a bill from such an answer would be quietly too low.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Protocol
 
 import requests
 from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
-from urllib3.exceptions import NewConnectionError, TimeoutError as Urllib3Timeout
+from urllib3.exceptions import NewConnectionError
+from urllib3.exceptions import TimeoutError as Urllib3Timeout
 from urllib3.util.retry import Retry
 
 from billing.config import PrometheusConfig
@@ -77,12 +75,6 @@ class PrometheusSource(Protocol):
     def range(self, query: str, start: float, end: float, step: float) -> list[dict]: ...
 
     def buildinfo(self) -> dict: ...
-
-
-def request_key(kind: str, query: str, **params: float) -> str:
-    """A stable name for one question, so recorded answers can be found again."""
-    text = json.dumps({"kind": kind, "query": query, **params}, sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 class LivePrometheus:
@@ -192,38 +184,3 @@ def _reason(exc: Exception) -> str:
 def _short(query: str, limit: int = 300) -> str:
     flat = " ".join(query.split())
     return flat if len(flat) <= limit else flat[:limit] + "…"
-
-
-class ReplayPrometheus:
-    """Answers recorded from a real Prometheus, one JSON file per question."""
-
-    def __init__(self, cluster: str, directory: Path):
-        self.cluster = cluster
-        self.directory = directory
-
-    def instant(self, query: str, at: float) -> list[dict]:
-        return self._load(request_key("instant", query, time=at), query)
-
-    def range(self, query: str, start: float, end: float, step: float) -> list[dict]:
-        return self._load(request_key("range", query, start=start, end=end, step=step), query)
-
-    def buildinfo(self) -> dict:
-        """Recorded next to the answers; recordings without it were made from Prometheus 2.42."""
-        path = self.directory / "buildinfo.json"
-        return json.loads(path.read_text()) if path.exists() else {"version": "2.42.0"}
-
-    def _load(self, key: str, query: str) -> list[dict]:
-        path = self.directory / f"{key}.json"
-        try:
-            return json.loads(path.read_text())
-        except FileNotFoundError:
-            raise PrometheusError(
-                f"recorded answers of cluster {self.cluster} in {self.directory} hold no answer for "
-                f"{_short(query, 120)} (record them again, or is the day outside the recording?)"
-            ) from None
-
-
-def prometheus_source(cluster: str, config: PrometheusConfig) -> PrometheusSource:
-    if config.replay:
-        return ReplayPrometheus(cluster, Path(config.replay))
-    return LivePrometheus(cluster, config)

@@ -9,11 +9,14 @@ capacity.py, waste.py); how to write it safely and how to cut the day lives here
 
 from __future__ import annotations
 
+import functools
 import json
+import logging
 import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Iterable, TypeVar
+from typing import NamedTuple, TypeVar
 from urllib.parse import quote_plus
 
 from billing.config import ClusterConfig
@@ -30,6 +33,7 @@ PARALLEL_QUERIES = 2  # one per core of a small Prometheus
 QUERY_BYTES = 6144
 RE2_SPECIAL = re.compile(r"([\\.+*?()|\[\]{}^$])")
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -108,10 +112,37 @@ def node_matcher(nodes: Iterable[str], label: str = "node", keep: bool = True) -
     return f"{label}{'=~' if keep else '!~'}{quote(one_of(sorted(nodes)))}"
 
 
+GpuResources = Mapping[str, float] | Sequence[str]  # resource -> physical GPUs per unit; a list: 1 each
+
+
+def gpu_fractions(gpu_resources: GpuResources) -> dict[str, float]:
+    """The mapping form of gpu_resources, as the config has it; a list of names stands for 1 each."""
+    return dict(gpu_resources) if isinstance(gpu_resources, Mapping) else dict.fromkeys(gpu_resources, 1.0)
+
+
+class NodeKind(NamedTuple):
+    """What a node's labels say about the price of what runs on it."""
+
+    model: str  # GPU model ('' without the label)
+    pool: str  # reserved pool ('' for none)
+    replicas: float  # time-slicing replicas of each GPU (1 without the label)
+
+
+@functools.cache  # warns once per odd value, not once per series and chunk
+def _replicas(value: str) -> float:
+    """A replicas label's value; one that is no positive whole number bills each replica as a whole GPU."""
+    if value.isdigit() and int(value) > 0:
+        return float(value)
+    if value:
+        log.warning("GPU replicas label value %r is no positive whole number: each replica billed as a whole GPU",
+                    value)
+    return 1.0
+
+
 class Queries:
     """The PromQL text for one cluster and one chunk of the day."""
 
-    def __init__(self, cluster: ClusterConfig, gpu_resources: list[str], chunk: Chunk,
+    def __init__(self, cluster: ClusterConfig, gpu_resources: GpuResources, chunk: Chunk,
                  store: Store = DEFAULT_STORE):
         self.engine = store.engine
         self.latest = store.engine.latest  # a series' value at each instant, written for this engine
@@ -119,10 +150,14 @@ class Queries:
         self.ksm, self.dcgm, self.cadvisor = (store.labels.kube_state_metrics, store.labels.dcgm,
                                               store.labels.cadvisor)
         self.extra = cluster.prometheus.selector.strip()
-        self.gpu_label = cluster.gpu_model_label
+        self.model_labels = [cluster.gpu_model_label, *cluster.vendor_model_labels]
+        self.replicas_label = cluster.gpu_replicas_label or ""
         self.pools = cluster.reserved_pools
-        # node labels that decide a node's price: GPU model, and reserved pool where clusters have them
-        self.node_keys = ", ".join([self.gpu_label, *([self.pools.node_label] if self.pools else [])])
+        self.fractions = gpu_fractions(gpu_resources)
+        # node labels that decide a node's price: GPU model, time-slicing replicas, and reserved pool where
+        # clusters have them
+        self.node_keys = ", ".join([*self.model_labels, *([self.replicas_label] if self.replicas_label else []),
+                                    *([self.pools.node_label] if self.pools else [])])
         self.resources = one_of(["cpu", "memory", *gpu_resources])
         length = chunk.end - chunk.start
         # Half-step margins make Prometheus 2's closed and Prometheus 3's
@@ -147,13 +182,19 @@ class Queries:
     def node_labels(self, nodes: str = "") -> str:
         return self.series("kube_node_labels", nodes)
 
-    def node_kind(self, labels: dict[str, str]) -> tuple[str, str]:
-        """(GPU model, reserved pool) from a series' labels; a pool no team reserved is none ('')."""
-        model = labels.get(self.gpu_label, "")
+    def node_kind(self, labels: dict[str, str]) -> NodeKind:
+        """(GPU model, reserved pool, replicas) from a series' labels; a pool no team reserved is none ('')."""
+        model = next((labels[label] for label in self.model_labels if labels.get(label)), "")
+        replicas = _replicas(labels.get(self.replicas_label, "")) if self.replicas_label else 1.0
         if not self.pools:
-            return model, ""
+            return NodeKind(model, "", replicas)
         pool = labels.get(self.pools.node_label, "")
-        return model, pool if pool in self.pools.teams else ""
+        return NodeKind(model, pool if pool in self.pools.teams else "", replicas)
+
+    def gpus_per_unit(self, resource: str, kind: NodeKind) -> float:
+        """Physical GPUs one unit of a resource stands for on a node of this kind (SPEC.md "GPU sharing"):
+        the resource's fraction, divided by the node's time-slicing replicas; 1 for cpu and memory."""
+        return self.fractions[resource] / kind.replicas if resource in self.fractions else 1.0
 
     def models(self) -> str:
         """Every (node, GPU model[, pool]) seen in the chunk; two for a node means a relabel."""
@@ -193,20 +234,28 @@ def chunks(day: BillingDay, step: int, instants: int = CHUNK_INSTANTS) -> list[C
 
 
 class NodeKinds:
-    """Every (GPU model, pool) each node had during a chunk; a node with more than one was relabelled."""
+    """Every kind (GPU model, pool, replicas) each node had during a chunk; a node with more than one was
+    relabelled."""
 
     def __init__(self, source: PrometheusSource, queries: Queries, at: int):
         self.queries = queries
-        self.kinds: dict[str, set[tuple[str, str]]] = {}
+        self.kinds: dict[str, set[NodeKind]] = {}
         for series in source.instant(queries.models(), at):
             labels = series["metric"]
             self.kinds.setdefault(labels.get("node", ""), set()).add(queries.node_kind(labels))
         self.relabelled = sorted(node for node, found in self.kinds.items() if len(found) > 1)
 
-    def of(self, labels: dict[str, str]) -> tuple[str, str]:
+    def of(self, labels: dict[str, str]) -> NodeKind:
         """The kind of a result's node: read per instant on relabelled nodes, else the node's one kind."""
         node = labels.get("node", "")
-        return self.queries.node_kind(labels) if node in self.relabelled else min(self.kinds.get(node, {("", "")}))
+        if node in self.relabelled:
+            return self.queries.node_kind(labels)
+        return min(self.kinds.get(node, {NodeKind("", "", 1.0)}))
+
+    def priced(self, labels: dict[str, str]) -> tuple[str, str, float]:
+        """(GPU model, pool, physical GPUs per unit) of a result with `node` and `resource` labels."""
+        kind = self.of(labels)
+        return kind.model, kind.pool, self.queries.gpus_per_unit(labels.get("resource", ""), kind)
 
 
 def map_chunks(ask: Callable[[Chunk], T], parts: list[Chunk]) -> list[T]:

@@ -26,10 +26,13 @@ import pandas as pd
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from sqlalchemy import Engine
 
-from billing.formatting import RESOURCE_NAMES, cents, money, quantity
-from billing.ledger import completed, directory_note, incomplete, read_capacity, read_rows, read_waste
+from billing.budgets import FORECAST_METHOD, BudgetStatus
+from billing.days import days_in_month
+from billing.digest import PersonalDigest
+from billing.formatting import RESOURCE_NAMES, cents, held_gpus, money, quantity
+from billing.ledger import completed, directory_note, incomplete, read_capacity, read_holdings, read_rows, read_waste
 from billing.mail import Letter
-from billing.pricing import POOL_PREFIX
+from billing.resources import GPU, IDLE, POOL_PREFIX, RESERVED
 
 TREND_DAYS = 30
 TOP_NAMESPACES = 10
@@ -61,6 +64,7 @@ class TeamReport:
     by_namespace: list[dict]  # cluster, namespace, owner, cost
     by_usage: list[dict]  # cluster, resource, gpu_model, quantity, cost, discount
     waste: tuple[dict, ...] = ()  # owner, idle_gpu_hours, unused_cpu_core_hours (None: not measured)
+    budget: BudgetStatus | None = None  # the month against the team's budget and its forecast; None: no budget
 
 
 @dataclass(frozen=True)
@@ -107,9 +111,20 @@ def read_report(engine: Engine, day: date, currency: str, unallocated_team: str)
     gaps = tuple((cluster, coverage) for _, cluster, coverage in incomplete(engine, day, day))
     capacity = _capacity(read_capacity(engine, day), rows[rows["day"] == day])
     wasted = read_waste(engine, day).assign(owner=lambda f: f["owner"].fillna(""))
-    teams = [replace(t, waste=_waste(wasted[wasted["team"] == t.team], "owner")) for t in report.teams]
+    held = read_holdings(engine, day)
+    teams = [replace(t, waste=_waste(wasted[wasted["team"] == t.team], "owner"),
+                     by_usage=_with_held(t.by_usage, held[held["team"] == t.team])) for t in report.teams]
     return replace(report, directory_note=directory_note(engine, day), incomplete=gaps, capacity=capacity,
                    teams=teams, waste=_waste(wasted, "team"))
+
+
+def _with_held(by_usage: list[dict], held: pd.DataFrame) -> list[dict]:
+    """Usage rows with `held`: on a GPU row, the shared GPU resources behind it (`14.00 × 1g.10gb slice-h`)."""
+    shared = held[held["held_hours"] != held["gpu_hours"]]
+    sums = shared.groupby(["cluster", "gpu_model", "resource"], as_index=False)[["held_hours", "gpu_hours"]].sum()
+    texts = {key: held_gpus(group.to_dict("records")) for key, group in sums.groupby(["cluster", "gpu_model"])}
+    return [{**row, "held": texts.get((row["cluster"], row["gpu_model"]), "") if row["resource"] == "gpu" else ""}
+            for row in by_usage]
 
 
 def _waste(wasted: pd.DataFrame, key: str) -> tuple[dict, ...]:
@@ -122,8 +137,8 @@ def _waste(wasted: pd.DataFrame, key: str) -> tuple[dict, ...]:
 
 def _capacity(capacity: pd.DataFrame, today: pd.DataFrame) -> tuple[dict, ...]:
     """Capacity rows with the share requested and who paid for the idle: '' nobody, else who."""
-    shared = set(today.loc[today["resource"].str.startswith("idle-"), "cluster"])
-    reserved = today[today["resource"].str.startswith("reserved-")]
+    shared = set(today.loc[today["resource"].str.startswith(IDLE), "cluster"])
+    reserved = today[today["resource"].str.startswith(RESERVED)]
     pool_teams = {(c, ns.removeprefix(POOL_PREFIX)): team
                   for c, ns, team in zip(reserved["cluster"], reserved["namespace"], reserved["team"])}
 
@@ -181,6 +196,12 @@ def _figures(rows: pd.DataFrame, runs: set[date], day: date) -> dict:
     }
 
 
+def headline(day_costs: pd.DataFrame, runs: set[date], day: date) -> dict:
+    """cost, discount, previous, month_to_date and trend of `day` from per-day sums (day, cost, list_cost),
+    as the pages' figures show them; `billing serve` gets the sums from the database."""
+    return _figures(day_costs, runs, day)
+
+
 def _team_report(team: str, rows: pd.DataFrame, runs: set[date], day: date) -> TeamReport:
     today = rows[rows["day"] == day]
     owners = today.assign(owner=today["owner"].fillna(""))
@@ -222,7 +243,7 @@ def summarize(rows: pd.DataFrame, runs: set[date], day: date, currency: str, una
         missing_in_month=[d for d in month if d not in runs and d != day],
         teams=teams,
         by_usage=_grouped(_with_discount(today), ["cluster", "resource"], ["quantity", "cost", "discount"]),
-        gpu_models=_grouped(today[today["resource"] == "gpu"], ["gpu_model"], ["quantity", "cost"]),
+        gpu_models=_grouped(today[today["resource"] == GPU], ["gpu_model"], ["quantity", "cost"]),
         top_namespaces=namespaces.sort_values(["cost", "cluster", "namespace"], ascending=[False, True, True])
         .head(TOP_NAMESPACES)
         .to_dict("records"),
@@ -299,14 +320,19 @@ def _environment() -> Environment:
     env.globals.update(
         resource_names=RESOURCE_NAMES, trend_chart=trend_chart, timedelta=timedelta, email_bar_px=EMAIL_BAR_PX
     )
+    env.globals.update(forecast_method=FORECAST_METHOD, days_in_month=days_in_month)
     return env
 
 
 _env = _environment()
 
 
-def _render(template: str, **values) -> str:
+def render_template(template: str, **values) -> str:
+    """A template of `reports/` with the money, quantity and chart helpers (also for `billing serve`)."""
     return _env.get_template(template).render(**values)
+
+
+_render = render_template  # the name this module's pages and letters use
 
 
 def _write(path: Path, text: str) -> None:
@@ -352,8 +378,11 @@ def write_pages(report: DayReport, output_dir: Path) -> list[Path]:
 
 
 def _subject(report: DayReport, who: str, cost: float) -> str:
+    return _one_line(f"Cluster billing {report.day}: {who} {money(cost, report.currency)}")
+
+
+def _one_line(line: str) -> str:
     """One line whatever the names hold: CR, LF and other controls become spaces."""
-    line = f"Cluster billing {report.day}: {who} {money(cost, report.currency)}"
     return " ".join(re.sub(r"[\x00-\x1f\x7f\u2028\u2029\x85]", " ", line).split())
 
 
@@ -368,6 +397,13 @@ def _letter(subject: str, template: str, **values) -> Letter:
 def admin_letter(report: DayReport) -> Letter:
     """The all-teams summary for the admins."""
     return _letter(_subject(report, "all teams", report.cost), "email_admins", report=report)
+
+
+def person_letter(digest: PersonalDigest) -> Letter:
+    """A person's own summary (email.personal)."""
+    period = f"{digest.first}" if digest.first == digest.last else f"{digest.first} to {digest.last}"
+    subject = _one_line(f"Your cluster costs {period}: {money(digest.cost, digest.currency)}")
+    return _letter(subject, "email_person", digest=digest)
 
 
 def team_letter(report: DayReport, team: str) -> Letter:

@@ -14,10 +14,12 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import Engine, case, func, literal, select
+from sqlalchemy import Engine, Table, case, exists, func, literal, not_, or_, select, union_all
 
+from billing.budgets import BudgetStatus
 from billing.days import days_between, yesterday
-from billing.ledger import chargeback, completed, fetch, incomplete
+from billing.ledger import chargeback, completed, fetch, gpu_holdings, incomplete
+from billing.resources import CPU, GPU, MEMORY
 
 # --by word -> ledger column
 GROUPINGS = {
@@ -33,11 +35,18 @@ GROUPINGS = {
 DETAIL_COLUMNS = ["day", "cluster", "namespace", "owner", "resource", "gpu_model", "quantity", "unit_price", "cost"]
 
 # resource-hours of a group, one column per resource
-HOURS_COLUMNS = {"gpu": "gpu_hours", "cpu": "cpu_core_hours", "memory": "memory_gib_hours"}
+HOURS_COLUMNS = {GPU: "gpu_hours", CPU: "cpu_core_hours", MEMORY: "memory_gib_hours"}
+# per namespace: the shared GPU resources held (MIG slices, time-sliced replicas), as
+# [{"resource", "held_hours", "gpu_hours"}]; only in reports by namespace whose range has some
+HELD_COLUMN = "gpu_held"
 
 
 class ReportError(Exception):
     """The question cannot be answered as asked (an unknown team, mixed currencies)."""
+
+
+class UnknownSubject(ReportError):
+    """The ledger has no rows of the team or person asked about."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +79,7 @@ class Report:
     rows: list[dict]
     missing_days: list[date]
     incomplete: list[tuple[date, str, float]] = field(default_factory=list)  # (day, cluster, coverage) with data gaps
+    budget: BudgetStatus | None = None  # a team's month of `last` against its budget (billing/budgets.py)
 
     @property
     def total_cost(self) -> float:
@@ -91,14 +101,14 @@ def report_range(
     return first, last
 
 
-def _column(kind: str):
-    return chargeback.c.team if kind == "team" else chargeback.c.owner
+def _column(kind: str, table: Table = chargeback):
+    return table.c.team if kind == "team" else table.c.owner
 
 
-def _where(subject: Subject, first: date, last: date) -> list:
-    conditions = [chargeback.c.day.between(first, last)]
+def _where(subject: Subject, first: date, last: date, table: Table = chargeback) -> list:
+    conditions = [table.c.day.between(first, last)]
     if subject.kind != "all":
-        conditions.append(_column(subject.kind) == subject.name)
+        conditions.append(_column(subject.kind, table) == subject.name)
     return conditions
 
 
@@ -126,6 +136,50 @@ def _grouped_query(subject: Subject, first: date, last: date, by: str):
     )
 
 
+def _resource_query(subject: Subject, first: date, last: date):
+    """By resource, a `gpu` row counts under the GPU resources it held (gpu_holdings: nvidia_com_gpu,
+    nvidia_com_mig_1g_10gb, ...); rows without holdings (days billed before they were kept) stay `gpu`."""
+    held = gpu_holdings
+    row_keys = ("day", "cluster", "namespace", "team", "gpu_model")
+    has_holdings = exists().where(*(held.c[key] == chargeback.c[key] for key in row_keys))
+    zero = literal(0.0)
+    ledger = select(
+        chargeback.c.resource.label("resource"),
+        *(case((chargeback.c.resource == resource, chargeback.c.quantity), else_=zero).label(label)
+          for resource, label in HOURS_COLUMNS.items()),
+        zero.label("held_hours"), chargeback.c.cost, chargeback.c.currency,
+    ).where(*_where(subject, first, last), or_(chargeback.c.resource != "gpu", not_(has_holdings)))
+    holdings = select(
+        held.c.resource, held.c.gpu_hours, zero.label("cpu_core_hours"), zero.label("memory_gib_hours"),
+        held.c.held_hours, held.c.cost, held.c.currency,
+    ).where(*_where(subject, first, last, held))
+    parts = union_all(ledger, holdings).subquery()
+    cost = func.sum(parts.c.cost)
+    return (
+        select(parts.c.resource.label("resource"), *(func.sum(parts.c[label]).label(label)
+                                                      for label in [*HOURS_COLUMNS.values(), "held_hours"]),
+               cost.label("cost"), parts.c.currency)
+        .group_by(parts.c.resource, parts.c.currency)
+        .order_by(cost.desc(), parts.c.resource)
+    )
+
+
+def _held(engine: Engine, subject: Subject, first: date, last: date) -> dict[str, list[dict]]:
+    """Per namespace: the shared GPU resources it held, where one unit was not one physical GPU."""
+    held = gpu_holdings
+    query = (
+        select(held.c.namespace, held.c.resource, func.sum(held.c.held_hours).label("held_hours"),
+               func.sum(held.c.gpu_hours).label("gpu_hours"))
+        .where(*_where(subject, first, last, held), held.c.held_hours != held.c.gpu_hours)
+        .group_by(held.c.namespace, held.c.resource)
+        .order_by(held.c.namespace, held.c.resource)
+    )
+    found: dict[str, list[dict]] = {}
+    for row in fetch(engine, query):
+        found.setdefault(row.pop("namespace"), []).append(row)
+    return found
+
+
 def known_names(engine: Engine, kind: str) -> list[str]:
     """Every team (kind "team") or person ("person") the ledger has rows of, sorted."""
     column = _column(kind)
@@ -137,9 +191,9 @@ def _known(engine: Engine, subject: Subject) -> None:
     column = _column(subject.kind)
     if fetch(engine, select(literal(1).label("found")).where(column == subject.name).limit(1)):
         return
-    closest = difflib.get_close_matches(subject.name, known_names(engine, subject.kind), n=3, cutoff=0.5)
+    closest = difflib.get_close_matches(subject.name or "", known_names(engine, subject.kind), n=3, cutoff=0.5)
     hint = f"; closest: {', '.join(closest)}" if closest else ""
-    raise ReportError(f"no {subject.kind} named {subject.name!r} in the ledger{hint}")
+    raise UnknownSubject(f"no {subject.kind} named {subject.name!r} in the ledger{hint}")
 
 
 def _currency(rows: list[dict], subject: Subject, first: date, last: date, fallback: str) -> str:
@@ -158,10 +212,18 @@ def build_report(
     """Ask the ledger; `currency` names the money of a report without rows."""
     if subject.kind != "all":
         _known(engine, subject)
-    query = _detail_query(subject, first, last) if by is None else _grouped_query(subject, first, last, by)
+    if by is None:
+        query = _detail_query(subject, first, last)
+    else:
+        query = _resource_query(subject, first, last) if by == "resource" else _grouped_query(subject, first, last, by)
     rows = fetch(engine, query)
     done = completed(engine, first, last)
     missing = [day for day in days_between(first, last) if day not in done]
     money = _currency(rows, subject, first, last, currency)
-    columns = [name for name in query.selected_columns.keys() if name != "currency"]
+    columns = [name for name in query.selected_columns.keys() if name != "currency"]  # noqa: SIM118 (iterating gives columns)
+    held = _held(engine, subject, first, last) if by == "namespace" else {}
+    if held:
+        columns.insert(columns.index("gpu_hours") + 1, HELD_COLUMN)
+        for row in rows:
+            row[HELD_COLUMN] = held.get(row["namespace"], [])
     return Report(subject, first, last, money, by, columns, rows, missing, incomplete(engine, first, last))

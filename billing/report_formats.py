@@ -14,28 +14,36 @@ import io
 import json
 import unicodedata
 from datetime import date, timedelta
+from typing import Any
 
 import jinja2
 
-from billing.formatting import UNITS, cents, money
+from billing.days import days_in_month
+from billing.formatting import cents, held_gpus, money
 from billing.render import template_dir
-from billing.report import HOURS_COLUMNS, Report
+from billing.report import HELD_COLUMN, HOURS_COLUMNS, Report
+from billing.resources import UNITS
 
 WIDTH = 80  # the terminal the table must fit
-SUMMED = [*HOURS_COLUMNS.values(), "cost"]
+SUMMED = [*HOURS_COLUMNS.values(), "held_hours", "cost"]
 NUMERIC = {*SUMMED, "quantity", "unit_price"}
-LABELS = {**{column: UNITS[resource] for resource, column in HOURS_COLUMNS.items()}, "unit_price": "unit price"}
+LABELS = {**{column: UNITS[resource] for resource, column in HOURS_COLUMNS.items()}, "unit_price": "unit price",
+          "held_hours": "held unit-h", HELD_COLUMN: "GPUs held"}
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _label(report: Report, column: str) -> str:
     if column == "cost":
         return f"cost {report.currency}"
+    if column == "gpu_hours" and (HELD_COLUMN in report.columns or report.by == "resource"):
+        return f"{UNITS['gpu']} (physical)"  # beside what was held, which was slices or replicas
     return LABELS.get(column, column.replace("_", " "))
 
 
 def _text(column: str, value: object) -> str:
     """A key cell for people: a team namespace has no owner, a CPU row no GPU model."""
+    if column == HELD_COLUMN and isinstance(value, list):
+        return held_gpus(value) or "-"
     if value is None:
         return "(no owner)" if column in ("person", "owner") else "-"
     if value == "" and column == "gpu_model":
@@ -49,7 +57,7 @@ def _number(column: str, value: float) -> str:
     return f"{cents(value):,.2f}" if value or column == "cost" else "-"
 
 
-def _cell(column: str, value: object) -> str:
+def _cell(column: str, value: Any) -> str:
     return _number(column, value) if column in NUMERIC else _text(column, value)
 
 
@@ -94,7 +102,20 @@ def table(report: Report) -> str:
             for cell, width, column in zip(line, widths, columns)
         ]
         out.append("  ".join(cells).rstrip())
+    out += budget_lines(report)
     return "\n".join(out) + "\n"
+
+
+def budget_lines(report: Report) -> list[str]:
+    """A budgeted team's month against its budget, and the forecast; none without a budget."""
+    status = report.budget
+    if status is None or not status.budget:
+        return []
+    currency = report.currency
+    return [f"budget {status.as_of:%B %Y}: {money(status.budget, currency)}, {money(status.month_to_date, currency)} "
+            f"({status.used:.1%}) spent to {status.as_of}",
+            f"forecast for {status.as_of:%B} {days_in_month(status.as_of)}: {money(status.forecast, currency)} "
+            f"({status.forecast_share:.1%})"]
 
 
 def _spreadsheet_safe(value: object) -> object:
@@ -110,7 +131,8 @@ def csv_text(report: Report) -> str:
     writer = csv.writer(buffer)
     writer.writerow([*report.columns, "currency"])
     for row in report.rows:
-        writer.writerow([_spreadsheet_safe(row[c]) for c in report.columns] + [report.currency])
+        writer.writerow([_spreadsheet_safe(held_gpus(row[c]) if c == HELD_COLUMN else row[c]) for c in report.columns]
+                        + [report.currency])
     return buffer.getvalue()
 
 
@@ -129,6 +151,9 @@ def json_text(report: Report) -> str:
             for day, cluster, coverage in report.incomplete
         ],
     }
+    if report.budget is not None:  # team reports: the month that `to` falls in
+        document |= {"budget": report.budget.budget, "forecast": report.budget.forecast,
+                     "budget_month": f"{report.budget.as_of:%Y-%m}", "month_to_date": report.budget.month_to_date}
     if report.by:
         document["by"] = report.by
     document["rows"] = [
@@ -142,8 +167,13 @@ def html(report: Report) -> str:
     environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader(template_dir()), autoescape=True, undefined=jinja2.StrictUndefined
     )
+    return environment.get_template("adhoc.html.j2").render(**html_table(report))
+
+
+def html_table(report: Report) -> dict:
+    """What an HTML page shows of a report: title, labels, cells and totals as display text."""
     sums = totals(report)
-    return environment.get_template("adhoc.html.j2").render(
+    return dict(
         title=title(report),
         labels=[_label(report, c) for c in report.columns],
         numeric=[c in NUMERIC for c in report.columns],
@@ -152,6 +182,7 @@ def html(report: Report) -> str:
         total_cost=money(report.total_cost, report.currency),
         missing=day_ranges(report.missing_days),
         gaps=gaps(report),
+        budget=budget_lines(report),
     )
 
 

@@ -91,7 +91,7 @@ def engine_of(buildinfo: dict) -> Engine:
 LABELS = ("namespace", "pod", "container", "node")  # what a honor_labels: false scrape renames
 FAMILIES = {  # metric family -> the metrics that show how it was scraped
     "kube-state-metrics": ("kube_pod_info", "kube_pod_container_resource_requests"),
-    "DCGM": ("DCGM_FI_DEV_GPU_UTIL",),
+    "DCGM": ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"),
     "cAdvisor": ("container_cpu_usage_seconds_total",),
 }
 

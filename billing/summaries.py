@@ -1,4 +1,5 @@
-"""Who receives which daily summary: admins the all-teams one, each team lead their team's.
+"""Who receives which daily summary: admins the all-teams one, each team lead their team's,
+and with `email.personal` each person with costs their own.
 
 Every recipient gets a message of their own, so an address that cannot be
 used (or a server that refuses it) costs only that one message.
@@ -7,11 +8,13 @@ used (or a server that refuses it) costs only that one message.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from billing.config import EmailConfig
+from billing.digest import PersonalDigest
 from billing.directory import Directory
 from billing.mail import Envelope, Letter, MailError, build_message
-from billing.render import DayReport, admin_letter, slug, team_letter
+from billing.render import DayReport, admin_letter, person_letter, slug, team_letter
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +29,8 @@ def _recipients(report: DayReport, directory: Directory, email: EmailConfig) -> 
     for team in report.teams:
         if not team.by_usage:  # nothing billed to the team on the day
             continue
-        leads = directory.teams[team.team].leads if team.team in directory.teams else ()
+        listed = directory.team(team.team)
+        leads = listed.leads if listed else ()
         letter = team_letter(report, team.team)
         for uid in leads:
             person = directory.people[uid]
@@ -37,10 +41,23 @@ def _recipients(report: DayReport, directory: Directory, email: EmailConfig) -> 
     return recipients
 
 
-def summary_envelopes(report: DayReport, directory: Directory, email: EmailConfig) -> tuple[list[Envelope], list[str]]:
+def _people(digests: Sequence[PersonalDigest], directory: Directory) -> list[tuple[str, str, Letter]]:
+    """(outbox name, address, letter) for every person with a digest and a mail address."""
+    recipients = []
+    for digest in digests:
+        person = directory.people.get(digest.uid)
+        if person and person.mail:
+            recipients.append((f"{digest.last}-person-{slug(digest.uid)}", person.mail, person_letter(digest)))
+        else:
+            log.warning("person %s: no mail address in the directory; no personal summary sent", digest.uid)
+    return recipients
+
+
+def summary_envelopes(report: DayReport, directory: Directory, email: EmailConfig,
+                      digests: Sequence[PersonalDigest] = ()) -> tuple[list[Envelope], list[str]]:
     """The day's messages, and one sentence for each recipient whose message could not be built."""
     envelopes, failures = [], []
-    for name, address, letter in _recipients(report, directory, email):
+    for name, address, letter in _recipients(report, directory, email) + _people(digests, directory):
         try:
             envelopes.append(Envelope(name, build_message(email.from_, [address], letter)))
         except MailError as exc:

@@ -1,75 +1,168 @@
--- Ledger schema for PostgreSQL (the production target). Must match billing/ledger.py:
--- tests/test_ledger.py and tests/integration/test_postgres.py check that it does.
+-- The ledger schema for postgresql, written by `python -m billing.schema_sql postgresql` from the migrations.
 
--- One row per day, cluster, namespace, team, resource and GPU model (SPEC.md).
+BEGIN;
+
+CREATE TABLE alembic_version (
+    version_num VARCHAR(32) NOT NULL,
+    CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
+);
+
+-- Running upgrade  -> 0001
+
 CREATE TABLE chargeback (
-    day         DATE NOT NULL,              -- billing day in the configured time zone
-    cluster     TEXT NOT NULL,
-    namespace   TEXT NOT NULL,
-    team        TEXT NOT NULL,              -- team charged (SPEC.md rule 7)
-    owner       TEXT,                       -- person uid for a personal namespace
-    resource    TEXT NOT NULL,              -- cpu, memory, gpu, and reserved-/credit-/idle-<resource>
-    gpu_model   TEXT NOT NULL,              -- '' unless resource = 'gpu'
-    quantity    DOUBLE PRECISION NOT NULL,  -- resource-hours attributed to this team
-    unit_price  DOUBLE PRECISION NOT NULL,  -- list price per resource-hour
-    cost        DOUBLE PRECISION NOT NULL,  -- what the team pays: list_cost less discounts, not rounded
-    currency    TEXT NOT NULL,              -- ISO 4217
+    day DATE NOT NULL,
+    cluster TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    team TEXT NOT NULL,
+    owner TEXT,
+    resource TEXT NOT NULL,
+    gpu_model TEXT NOT NULL,
+    quantity DOUBLE PRECISION NOT NULL,
+    unit_price DOUBLE PRECISION NOT NULL,
+    cost DOUBLE PRECISION NOT NULL,
+    currency TEXT NOT NULL,
     computed_at TIMESTAMP WITH TIME ZONE NOT NULL,
-    list_cost   DOUBLE PRECISION NOT NULL,  -- quantity * unit_price (the list price)
     PRIMARY KEY (day, cluster, namespace, team, resource, gpu_model)
 );
--- "one team (or one person) over a date range" is the common question
+
 CREATE INDEX chargeback_team_day ON chargeback (team, day);
+
 CREATE INDEX chargeback_owner_day ON chargeback (owner, day);
 
--- Days a run completed: a day in a report's range that is not here is "missing".
 CREATE TABLE completed_days (
-    day          DATE NOT NULL PRIMARY KEY,
+    day DATE NOT NULL,
     completed_at TIMESTAMP WITH TIME ZONE NOT NULL,
-    rows         INTEGER NOT NULL,
-    directory_note TEXT NOT NULL DEFAULT ''  -- why the run used the last known directory, '' if it did not
+    rows INTEGER NOT NULL,
+    directory_note TEXT DEFAULT '' NOT NULL,
+    PRIMARY KEY (day)
 );
 
--- The directory of the last successful run (JSON), kept for directory.on_failure: last_known.
 CREATE TABLE directory_snapshots (
-    taken_at TIMESTAMP WITH TIME ZONE NOT NULL PRIMARY KEY,
-    content  TEXT NOT NULL
+    taken_at TIMESTAMP WITH TIME ZONE NOT NULL,
+    content TEXT NOT NULL,
+    PRIMARY KEY (taken_at)
 );
 
--- How complete each cluster's data of a day was: the share of the day's instants at which
--- kube-state-metrics series were there. Below 1 Prometheus had a gap, and the day is incomplete.
 CREATE TABLE cluster_days (
-    day      DATE NOT NULL,
-    cluster  TEXT NOT NULL,
+    day DATE NOT NULL,
+    cluster TEXT NOT NULL,
     coverage DOUBLE PRECISION NOT NULL,
     PRIMARY KEY (day, cluster)
 );
 
--- What each cluster's nodes offered (kube_node_status_allocatable) on the day's instants, what Running
--- pods requested, and what no request covered: requested + idle = allocatable, in resource-hours.
+INSERT INTO alembic_version (version_num) VALUES ('0001') RETURNING alembic_version.version_num;
+
+-- Running upgrade 0001 -> 0002
+
+ALTER TABLE chargeback ADD COLUMN list_cost DOUBLE PRECISION;
+
+UPDATE chargeback SET list_cost = cost;
+
+ALTER TABLE chargeback ALTER COLUMN list_cost SET NOT NULL;
+
 CREATE TABLE cluster_capacity (
-    day         DATE NOT NULL,
-    cluster     TEXT NOT NULL,
-    resource    TEXT NOT NULL,              -- cpu, memory or gpu
-    gpu_model   TEXT NOT NULL,              -- '' unless resource = 'gpu'
-    pool        TEXT NOT NULL,              -- the reserved pool of the nodes, '' for the rest
-    allocatable DOUBLE PRECISION NOT NULL,  -- resource-hours the nodes offered
-    requested   DOUBLE PRECISION NOT NULL,  -- resource-hours requested by Running pods
-    idle        DOUBLE PRECISION NOT NULL,  -- allocatable - requested, not below 0
-    unit_price  DOUBLE PRECISION NOT NULL,  -- the cluster's price per resource-hour
-    idle_cost   DOUBLE PRECISION NOT NULL,  -- idle * unit_price
+    day DATE NOT NULL,
+    cluster TEXT NOT NULL,
+    resource TEXT NOT NULL,
+    gpu_model TEXT NOT NULL,
+    pool TEXT NOT NULL,
+    allocatable DOUBLE PRECISION NOT NULL,
+    requested DOUBLE PRECISION NOT NULL,
+    idle DOUBLE PRECISION NOT NULL,
+    unit_price DOUBLE PRECISION NOT NULL,
+    idle_cost DOUBLE PRECISION NOT NULL,
     PRIMARY KEY (day, cluster, resource, gpu_model, pool)
 );
 
--- What pods held but did not use (billing stays request-based), split over a namespace's teams like its
--- costs: GPUs the DCGM exporter saw below the configured utilisation, CPU requested but not used (cAdvisor).
 CREATE TABLE waste (
-    day         DATE NOT NULL,
-    cluster     TEXT NOT NULL,
-    namespace   TEXT NOT NULL,
-    team        TEXT NOT NULL,
-    owner       TEXT,                       -- person uid for a personal namespace
-    idle_gpu_hours        DOUBLE PRECISION,  -- NULL: the cluster has no DCGM exporter metrics
-    unused_cpu_core_hours DOUBLE PRECISION,  -- NULL: the cluster has no cAdvisor metrics
+    day DATE NOT NULL,
+    cluster TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    team TEXT NOT NULL,
+    owner TEXT,
+    idle_gpu_hours DOUBLE PRECISION,
+    unused_cpu_core_hours DOUBLE PRECISION,
     PRIMARY KEY (day, cluster, namespace, team)
 );
+
+UPDATE alembic_version SET version_num='0002' WHERE alembic_version.version_num = '0001';
+
+-- Running upgrade 0002 -> 0003
+
+CREATE TABLE gpu_holdings (
+    day DATE NOT NULL,
+    cluster TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    team TEXT NOT NULL,
+    owner TEXT,
+    resource TEXT NOT NULL,
+    gpu_model TEXT NOT NULL,
+    held_hours DOUBLE PRECISION NOT NULL,
+    gpu_hours DOUBLE PRECISION NOT NULL,
+    cost DOUBLE PRECISION NOT NULL,
+    currency TEXT NOT NULL,
+    PRIMARY KEY (day, cluster, namespace, team, resource, gpu_model)
+);
+
+UPDATE alembic_version SET version_num='0003' WHERE alembic_version.version_num = '0002';
+
+-- Running upgrade 0003 -> 0004
+
+CREATE TABLE budget_alerts (
+    month DATE NOT NULL,
+    team TEXT NOT NULL,
+    threshold DOUBLE PRECISION NOT NULL,
+    day DATE NOT NULL,
+    spent DOUBLE PRECISION NOT NULL,
+    budget DOUBLE PRECISION NOT NULL,
+    sent_at TIMESTAMP WITH TIME ZONE NOT NULL,
+    PRIMARY KEY (month, team, threshold)
+);
+
+CREATE TABLE closed_months (
+    month DATE NOT NULL,
+    closed_at TIMESTAMP WITH TIME ZONE NOT NULL,
+    closed_by TEXT NOT NULL,
+    missing_days TEXT NOT NULL,
+    PRIMARY KEY (month)
+);
+
+CREATE TABLE month_closings (
+    month DATE NOT NULL,
+    logged_at TIMESTAMP WITH TIME ZONE NOT NULL,
+    action TEXT NOT NULL,
+    who TEXT NOT NULL,
+    PRIMARY KEY (month, logged_at)
+);
+
+CREATE TABLE statement_lines (
+    month DATE NOT NULL,
+    line INTEGER NOT NULL,
+    team TEXT NOT NULL,
+    cost_center TEXT NOT NULL,
+    cluster TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    resource TEXT NOT NULL,
+    gpu_model TEXT NOT NULL,
+    corrects DATE,
+    quantity DOUBLE PRECISION,
+    amount DOUBLE PRECISION NOT NULL,
+    currency TEXT NOT NULL,
+    PRIMARY KEY (month, line)
+);
+
+CREATE TABLE adjustments (
+    month DATE NOT NULL,
+    corrects DATE NOT NULL,
+    team TEXT NOT NULL,
+    cluster TEXT NOT NULL,
+    resource TEXT NOT NULL,
+    booked_at TIMESTAMP WITH TIME ZONE NOT NULL,
+    amount DOUBLE PRECISION NOT NULL,
+    currency TEXT NOT NULL,
+    PRIMARY KEY (month, corrects, team, cluster, resource, booked_at)
+);
+
+UPDATE alembic_version SET version_num='0004' WHERE alembic_version.version_num = '0003';
+
+COMMIT;

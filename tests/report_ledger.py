@@ -62,7 +62,11 @@ def frame(rows: list[tuple]) -> pd.DataFrame:
 
 def write_ledger(path: Path, rows: dict = ROWS) -> str:
     """A SQLite ledger at path holding `rows` per day; returns its URL."""
-    url = f"sqlite:///{path}"
+    return fill_ledger(f"sqlite:///{path}", rows)
+
+
+def fill_ledger(url: str, rows: dict = ROWS) -> str:
+    """The ledger at `url` (SQLite or PostgreSQL) holding `rows` per day; returns the URL."""
     engine = open_ledger(url)
     for day, day_rows in rows.items():
         replace_day(engine, day, frame(day_rows), "USD")

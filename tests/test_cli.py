@@ -50,3 +50,22 @@ def test_unreachable_prometheus_exits_1_and_leaves_no_rows(write_config, tmp_pat
     assert result.exit_code == 1
     assert "Prometheus of cluster jaguar at http://127.0.0.1:" in result.output
     assert "unreachable" in result.output and "Traceback" not in result.output
+
+
+def test_a_backfill_of_more_than_366_days_asks_for_yes(write_config, tmp_path):
+    """2025-11-20 to 2026-11-20 is 366 days (no 29 February between them): it runs; one day more asks first."""
+    cluster = {**MINIMAL_CONFIG["clusters"][0], "prometheus": {"url": f"http://127.0.0.1:{free_port()}", "retries": 0}}
+    path = str(write_config(clusters=[cluster], database=f"sqlite:///{tmp_path}/ledger.db"))
+
+    result = invoke("backfill", "--from", "2006-11-20", "--to", "2026-11-20", "--config", path)
+    assert result.exit_code == 2
+    assert result.output == ("billing: --from 2006-11-20 --to 2026-11-20 is 7,306 days, more than 366: "
+                             "add --yes to bill every one of them\n")
+    assert not (tmp_path / "ledger.db").exists()
+    assert invoke("backfill", "--from", "2025-11-19", "--to", "2026-11-20", "--config", path).exit_code == 2
+
+    # 366 days, or more with --yes, start: the first day fails on the unreachable Prometheus
+    for extra in ([], ["--yes"]):
+        first = "2025-11-20" if not extra else "2006-11-20"
+        result = invoke("backfill", "--from", first, "--to", "2026-11-20", "--config", path, *extra)
+        assert result.exit_code == 1 and "Prometheus of cluster jaguar at http://127.0.0.1:" in result.output

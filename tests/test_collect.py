@@ -4,11 +4,11 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from billing.collect import GIB, UsageQueries, collect_cluster
-from billing.stores import DEFAULT_STORE
-from billing.promql import chunks, quote
 from billing.config import ClusterConfig
 from billing.days import billing_day
 from billing.prometheus import PrometheusError
+from billing.promql import chunks, quote
+from billing.stores import DEFAULT_STORE
 
 CLUSTER = ClusterConfig(
     name="jaguar",

@@ -7,7 +7,7 @@ import yaml
 from billing.config import ConfigError, config_path, load_config, parse_duration
 from tests.conftest import MINIMAL_CONFIG
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "shared" / "contract" / "billing.example.yaml"
+CONTRACT_EXAMPLE = Path(__file__).with_name("contract_example.yaml")  # the shape every release must keep loading
 
 
 def cluster(**changes) -> dict:
@@ -18,7 +18,7 @@ def test_the_example_config_is_accepted_as_it_is(monkeypatch, tmp_path):
     monkeypatch.setenv("BILLING_LDAP_PASSWORD", "s3cret")
     monkeypatch.setenv("BILLING_SMTP_USER", "billing")
     monkeypatch.setenv("BILLING_SMTP_PASSWORD", "mail-s3cret")
-    config = load_config(Path(shutil.copy(EXAMPLE, tmp_path / "billing.yaml")))
+    config = load_config(Path(shutil.copy(CONTRACT_EXAMPLE, tmp_path / "billing.yaml")))
     assert [c.name for c in config.clusters] == ["jaguar", "ibis"]
     assert config.step == 60
     assert config.clusters[0].prometheus.timeout == 120
@@ -125,7 +125,8 @@ def test_config_path_order(monkeypatch):
 
 def test_defaults(write_config):
     config = load_config(write_config())
-    assert config.gpu_resources == ["nvidia_com_gpu"]
+    assert config.gpu_resources == {"nvidia_com_gpu": 1.0}
+    assert config.clusters[0].gpu_replicas_label == ""
     assert config.namespaces.unallocated_team == "unallocated"
     assert config.clusters[0].gpu_model_label == "label_nvidia_com_gpu_product"
     assert yaml.safe_load(write_config().read_text())["currency"] == "EUR"
@@ -138,3 +139,41 @@ def test_label_names_name_where_the_exporters_labels_are(write_config):
     assert (names.namespace, names.pod, names.container, names.node) == ("exported_namespace", "exported_pod",
                                                                           "container", "node")
     assert load_config(write_config()).clusters[0].label_names is None  # not set: detected
+
+
+def test_gpu_resources_list_form_is_one_gpu_each(write_config):
+    config = load_config(write_config(gpu_resources=["nvidia_com_gpu", "amd_com_gpu"]))
+    assert config.gpu_resources == {"nvidia_com_gpu": 1.0, "amd_com_gpu": 1.0}
+
+
+def test_gpu_resources_mapping_form_with_fractions_and_a_replicas_label(write_config):
+    config = load_config(write_config(
+        gpu_resources={"nvidia_com_gpu": 1, "nvidia_com_mig_1g_10gb": "1/7", "nvidia_com_mig_3g_40gb": " 3/7",
+                       "nvidia_com_gpu_shared": 1, "half": 0.5, "quarter": "0.25"},
+        gpu_replicas_label="label_nvidia_com_gpu_replicas",
+        clusters=[cluster(), cluster(name="ibis", gpu_replicas_label="", vendor_model_labels=["label_amd"])]))
+    assert config.gpu_resources == {"nvidia_com_gpu": 1.0, "nvidia_com_mig_1g_10gb": 1 / 7,
+                                    "nvidia_com_mig_3g_40gb": 3 / 7, "nvidia_com_gpu_shared": 1.0,
+                                    "half": 0.5, "quarter": 0.25}
+    # the top-level label applies to every cluster that does not name its own ('' for none)
+    assert [c.gpu_replicas_label for c in config.clusters] == ["label_nvidia_com_gpu_replicas", ""]
+    assert config.clusters[1].vendor_model_labels == ["label_amd"]
+
+
+@pytest.mark.parametrize("value, words", [
+    ({"nvidia_com_mig_1g_10gb": "17"}, "at most 1"),
+    ({"nvidia_com_mig_1g_10gb": 0}, "more than 0"),
+    ({"nvidia_com_mig_1g_10gb": "-1/7"}, "more than 0"),
+    ({"nvidia_com_mig_1g_10gb": "1/0"}, "fraction like 1/7"),
+    ({"nvidia_com_mig_1g_10gb": ".nan"}, "fraction like 1/7"),
+    ({"nvidia_com_mig_1g_10gb": "one seventh"}, "fraction like 1/7"),
+    ({"nvidia_com_mig_1g_10gb": True}, "fraction like 1/7"),
+    ({"nvidia_com_mig_1g_10gb": [1]}, "fraction like 1/7"),
+    ({}, "at least one"),
+    ([], "at least one"),
+    ("nvidia_com_gpu", "list of resource names or a mapping"),
+])
+def test_gpu_resources_mistakes_name_the_key(write_config, value, words):
+    with pytest.raises(ConfigError) as error:
+        load_config(write_config(gpu_resources=value))
+    assert "gpu_resources:" in str(error.value) and words in str(error.value)

@@ -1,19 +1,21 @@
+import hashlib
+import json
 import logging
 
 import pytest
 
 from billing.config import DirectoryConfig
 from billing.directory import (
+    AmbiguousDirectoryError,
     Directory,
     DirectoryError,
     Person,
     Team,
-    check_directory,
     directory_from_json,
     directory_to_json,
-    load_directory,
     normalise_dn,
 )
+from billing.directory_sources import check_directory, load_directory
 
 LDIF = """\
 version: 1
@@ -114,3 +116,94 @@ def test_check_reads_the_whole_directory_and_counts_it(tmp_path):
     path = tmp_path / "directory.ldif"
     path.write_text(LDIF)
     assert check_directory(config(path)) == f"directory file {path}: 2 people, 2 teams (1 with a lead)"
+
+
+# --- names compared as LDAP compares them; ambiguity refused
+
+PEOPLE = "ou=people,dc=example,dc=org"
+
+
+def person_entry(dn: str, uid: str, mail: str) -> str:
+    return f"dn: {dn}\nobjectClass: inetOrgPerson\nuid: {uid}\ncn: {uid}\nsn: {uid}\nmail: {mail}\n"
+
+
+def load(tmp_path, ldif: str, **teams) -> Directory:
+    path = tmp_path / "directory.ldif"
+    path.write_text(ldif)
+    return load_directory(config(path, **teams))
+
+
+def test_uids_and_team_names_match_without_regard_to_case(tmp_path):
+    ldif = LDIF.replace("uid: alice", "uid: Alice") + """
+dn: cn=NLP,ou=teams,dc=example,dc=org
+objectClass: posixGroup
+cn: NLP
+gidNumber: 1002
+memberUid: ALICE
+"""
+    directory = load(tmp_path, ldif, member_attribute="memberUid")
+    assert directory.person("alice") == directory.person("ALICE") == Person("Alice", "Alice Liddell", "alice@example.org")
+    assert directory.team("nlp").name == "NLP" and directory.team("nlp").members == ("Alice",)
+    assert directory.teams_of("alice") == ("NLP",)
+    assert directory.person("carol") is None and directory.team("robot") is None
+
+
+SECOND_ROBOTICS = ("dn: cn=Robotics,ou=archive,ou=teams,dc=example,dc=org\nobjectClass: groupOfNames\ncn: Robotics\n"
+                   "member: uid=bob,ou=people,dc=example,dc=org\n")
+
+
+@pytest.mark.parametrize("extra, both", [
+    (person_entry("uid=alice,ou=contractors,ou=people,dc=example,dc=org", "alice", "evil@attacker.example"),
+     "'uid=alice,ou=people,dc=example,dc=org' and 'uid=alice,ou=contractors,ou=people,dc=example,dc=org' have the "
+     "same uid 'alice'"),
+    (person_entry("uid=ALICE,ou=contractors,ou=people,dc=example,dc=org", "ALICE", "evil@attacker.example"),
+     "'uid=alice,ou=people,dc=example,dc=org' and 'uid=ALICE,ou=contractors,ou=people,dc=example,dc=org' have the "
+     "same uid 'ALICE'"),
+    (SECOND_ROBOTICS, "'cn=robotics,ou=teams,dc=example,dc=org' and 'cn=Robotics,ou=archive,ou=teams,dc=example,dc=org' "
+                      "have the same team name 'Robotics'"),
+])
+def test_two_people_with_one_uid_or_two_teams_with_one_name_are_refused_naming_both(tmp_path, extra, both):
+    with pytest.raises(AmbiguousDirectoryError) as refused:
+        load(tmp_path, LDIF + "\n" + extra)
+    assert str(refused.value) == (
+        f"the directory is ambiguous: {both} (compared without regard to case), so nobody is billed or mailed "
+        "from a guess"
+    )
+
+
+def test_member_dns_match_after_rfc_4514_normalisation(tmp_path):
+    ldif = LDIF + "\n" + person_entry(r"cn=Erin\, Example,ou=people,dc=example,dc=org", "erin", "erin@example.org") + """
+dn: cn=nlp,ou=teams,dc=example,dc=org
+objectClass: groupOfNames
+cn: nlp
+member: cn=Erin\\2C Example,ou=people,dc=example,dc=org
+owner: CN = ERIN\\2c  EXAMPLE , OU=People,DC=Example,DC=Org
+"""
+    nlp = load(tmp_path, ldif).team("nlp")
+    assert nlp.members == ("erin",) and nlp.leads == ("erin",)
+
+
+def test_normalised_dns_of_one_entry_are_equal_and_of_two_are_not():
+    assert normalise_dn(r"cn=Erin\2C Example,dc=org") == normalise_dn(r"CN=erin\, example,DC=ORG") == (
+        r"cn=erin\, example,dc=org")
+    assert normalise_dn(r"cn=J\C3\BCrgen+uid=j,dc=org") == normalise_dn("UID=J+cn=jürgen,dc=org")  # UTF-8 bytes
+    assert normalise_dn(r"cn=a\,b,dc=org") != normalise_dn("cn=a,cn=b,dc=org")  # an escaped comma is no separator
+    assert normalise_dn(r"cn=a\2Bb,dc=org") != normalise_dn("cn=a+cn=b,dc=org")
+
+
+def test_a_team_name_longer_than_the_ledger_stores_is_cut_with_a_hash(tmp_path, caplog):
+    long = "robotics-" + "x" * 291  # 300 characters, all lower case: name_key is the name itself
+    ldif = LDIF.replace("cn: robotics", f"cn: {long}").replace("dn: cn=robotics,", f"dn: cn={long},")
+    with caplog.at_level(logging.WARNING):
+        directory = load(tmp_path, ldif)
+    short = long[:244] + "~" + hashlib.sha256(long.encode()).hexdigest()[:8]
+    assert len(short) == 253 and sorted(directory.teams) == sorted([short, "vision"])
+    assert directory.teams_of("alice") == (short,) and directory.team(short).leads == ("alice", "bob")
+    assert f"has 300 characters, more than the 253 the ledger stores: billed as {short!r}" in caplog.text
+
+
+def test_a_snapshot_with_one_uid_twice_is_refused():
+    text = json.dumps({"people": [{"uid": "alice", "name": "Alice", "mail": "alice@example.org"},
+                                  {"uid": "Alice", "name": "Evil", "mail": "evil@attacker.example"}], "teams": []})
+    with pytest.raises(AmbiguousDirectoryError, match="^the directory is ambiguous: 'alice' and 'Alice' have the same"):
+        directory_from_json(text)

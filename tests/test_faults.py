@@ -25,10 +25,9 @@ from billing.cli import main
 from billing.collect import USAGE_COLUMNS, ClusterUsage
 from billing.ledger import open_ledger, replace_day
 from billing.pricing import PRICED_COLUMNS
-from tests.conftest import MINIMAL_CONFIG
+from tests.conftest import MINIMAL_CONFIG, stub_node_metrics
 from tests.faults import EMPTY_ANSWER, Reply, failure_sentence, ledger_state, silent_server, stub_server
 from tests.test_job_reports import LDIF
-from tests.conftest import stub_node_metrics
 
 DAY = date(2026, 11, 20)
 

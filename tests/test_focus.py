@@ -6,6 +6,7 @@ the mandatory columns are typed here from the FOCUS 1.2 specification.
 
 import io
 import json
+from datetime import date
 
 import pandas as pd
 import pytest
@@ -83,9 +84,31 @@ def test_periods_are_utc_instants_of_local_midnights(config):
 
 def test_days_never_run_are_named_and_a_range_without_rows_is_a_header(config):
     result = export(config, "--from", "2026-11-08", "--to", "2026-11-10")
-    assert "never run, so not in the export: 2026-11-08, 2026-11-09" in result.stderr
+    assert result.stderr == "billing: 2 day(s) never run, so not in the export: 2026-11-08 to 2026-11-09\n"
     assert "2026-11-10" not in result.stderr  # run, nothing used
     assert csv_of(result).empty and "BilledCost" in result.stdout
+
+
+def test_missing_days_since_1970_are_a_few_ranges_not_megabytes(config):
+    """Billed were 2026-10-25, 11-01, 11-10, 11-19 and 11-20: of the 20,778 days since 1970-01-01
+    (56 years of 365 days, 14 leap days, 304 + 20 days of 2026), 20,773 were never run."""
+    result = export(config, "--from", "1970-01-01", "--to", "2026-11-20")
+    assert result.exit_code == 0
+    assert result.stderr == (
+        "billing: 20,773 day(s) never run, so not in the export: 1970-01-01 to 2026-10-24, 2026-10-26 to 2026-10-31, "
+        "2026-11-02 to 2026-11-09, 2026-11-11 to 2026-11-18\n"
+    )
+
+
+def test_more_than_ten_ranges_of_missing_days_are_counted_not_listed(tmp_path, write_config):
+    """Run on the odd days of September: the even days 2, 4, ..., 30 are 15 ranges of one day each."""
+    url = write_ledger(tmp_path / "ledger.db", {date(2026, 9, day): [] for day in range(1, 30, 2)})
+    result = export(str(write_config(database=url)), "--from", "2026-09-01", "--to", "2026-09-30")
+    assert result.exit_code == 0
+    assert result.stderr == (
+        "billing: 15 day(s) never run, so not in the export: 2026-09-02, 2026-09-04, 2026-09-06, 2026-09-08, "
+        "2026-09-10, 2026-09-12, 2026-09-14, 2026-09-16, 2026-09-18, 2026-09-20, and 5 more ranges\n"
+    )
 
 
 def test_parquet_keeps_types(config, tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import email
 import email.policy
+import json
 import logging
 from datetime import date
 from pathlib import Path
@@ -11,17 +12,19 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from sqlalchemy import update
 
 import billing.job
 from billing.cli import main
 from billing.collect import ClusterUsage
 from billing.config import Config
-from billing.directory import DirectoryError
+from billing.directory import AmbiguousDirectoryError, DirectoryError
 from billing.job import run_day
-from billing.ledger import latest_directory, open_ledger, read_rows
+from billing.ledger import directory_snapshots, latest_directory, open_ledger, read_rows
+from tests.conftest import stub_node_metrics
+from tests.faults import ledger_state
 from tests.integration.servers import free_port
 from tests.test_job_reports import LDIF as ALICE_ON_ROBOTICS
-from tests.conftest import stub_node_metrics
 
 DAY = date(2026, 11, 20)
 
@@ -132,6 +135,27 @@ def test_last_known_without_any_earlier_run_fails(tmp_path):
     config = make_config(tmp_path, url=f"ldap://127.0.0.1:{free_port()}", on_failure="last_known")
     with pytest.raises(DirectoryError, match="no earlier run stored a directory to fall back on"):
         run_day(config, DAY)
+
+
+def test_an_ambiguous_last_known_directory_is_refused_too(tmp_path):
+    """The stored copy names alice twice (as an older version or a hand edit could have stored it)."""
+    url = f"ldap://127.0.0.1:{free_port()}"
+    run_day(make_config(tmp_path, ldif=str(tmp_path / "directory.ldif")), DAY)
+    config = make_config(tmp_path, url=url, on_failure="last_known")
+    ledger = open_ledger(config.database)
+    people = [
+        {"uid": "alice", "name": "Alice", "mail": "alice@example.org", "dn": "uid=alice,ou=people,dc=example,dc=org"},
+        {"uid": "ALICE", "name": "Mallory", "mail": "evil@attacker.example"},  # stored without a DN
+    ]
+    with ledger.begin() as conn:
+        conn.execute(update(directory_snapshots).values(content=json.dumps({"people": people, "teams": []})))
+    before = ledger_state(config.database)
+
+    with pytest.raises(AmbiguousDirectoryError, match="^the directory is ambiguous: "
+                                                      "'uid=alice,ou=people,dc=example,dc=org' and 'ALICE' have"):
+        run_day(config, DAY)
+
+    assert ledger_state(config.database) == before
 
 
 STALE = "Owners and teams may be out of date"

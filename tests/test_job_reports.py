@@ -11,8 +11,8 @@ from click.testing import CliRunner
 import billing.job
 from billing.cli import main
 from billing.collect import USAGE_COLUMNS, ClusterUsage
-from tests.html_tables import read_page
 from tests.conftest import stub_node_metrics
+from tests.html_tables import read_page
 
 LDIF = """\
 dn: uid=alice,ou=people,dc=example,dc=org
@@ -93,3 +93,18 @@ def test_render_of_a_day_never_run_is_one_sentence_and_exit_1(config):
     assert result.output.strip().splitlines()[-1] == (
         "billing: the ledger records no run of 2026-11-19; run `billing run --date 2026-11-19` first"
     )
+
+
+@pytest.mark.parametrize("personal, day, expected", [
+    ("daily", "2026-11-20", "Your cluster costs 2026-11-20: 21.00 USD"),
+    ("weekly", "2026-11-22", "Your cluster costs 2026-11-16 to 2026-11-22: 21.00 USD"),  # a Sunday: the week
+    ("weekly", "2026-11-20", None),  # a Friday: nothing
+    ("off", "2026-11-20", None),
+])
+def test_personal_summaries_follow_email_personal(config, tmp_path, personal, day, expected):
+    path = config(personal=personal)
+    result = CliRunner().invoke(main, ["run", "--date", day, "--config", path])
+    assert result.exit_code == 0, result.output
+    mails = [message_from_bytes(p.read_bytes(), policy=policy.default) for p in (tmp_path / "outbox").iterdir()]
+    personal_mails = [(m["To"], m["Subject"]) for m in mails if m["Subject"].startswith("Your cluster costs")]
+    assert personal_mails == ([("alice@example.org", expected)] if expected else [])

@@ -5,8 +5,21 @@ from collections import defaultdict
 
 import pytest
 
-from fixtures.ksm import (A100, GPU_PRODUCT_LABEL, H100, PHASES, Cluster, Container, Node, Pod, World,
-                          make_world, scrape_times, series, write_openmetrics)
+from fixtures.ksm import (
+    A100,
+    GPU_PRODUCT_LABEL,
+    H100,
+    PHASES,
+    Cluster,
+    Container,
+    Node,
+    Pod,
+    World,
+    make_world,
+    scrape_times,
+    series,
+    write_openmetrics,
+)
 
 T0 = 1_795_132_800.0  # 2026-11-20 00:00 UTC, a multiple of 2 h
 GIB = 2**30
@@ -48,28 +61,28 @@ def test_phase_series_one_per_phase_over_the_pod_life():
 
 def test_requests_only_for_positive_requests_and_init_containers_apart():
     w = tiny_world()
-    main = {(l["resource"], l["node"]): s for l, s in find(w, "kube_pod_container_resource_requests")}
+    main = {(lab["resource"], lab["node"]): s for lab, s in find(w, "kube_pod_container_resource_requests")}
     # side requests 0 memory -> no series; the node label is "" until scheduled at +180.
     assert set(main) == {("cpu", ""), ("cpu", "n1"), ("memory", ""), ("memory", "n1"),
                          ("nvidia_com_gpu", ""), ("nvidia_com_gpu", "n1")}
-    assert [l["container"] for l, _ in find(w, "kube_pod_container_resource_requests", resource="memory")] \
+    assert [lab["container"] for lab, _ in find(w, "kube_pod_container_resource_requests", resource="memory")] \
         == ["main", "main"]
     assert find(w, "kube_pod_container_resource_requests", resource="memory", node="n1")[0][1][0] == (T0 + 180, 2 * GIB)
-    units = {l["resource"]: l["unit"] for l, _ in find(w, "kube_pod_container_resource_requests")}
+    units = {lab["resource"]: lab["unit"] for lab, _ in find(w, "kube_pod_container_resource_requests")}
     assert units == {"cpu": "core", "memory": "byte", "nvidia_com_gpu": "integer"}
     init = find(w, "kube_pod_init_container_resource_requests")
-    assert {l["container"] for l, _ in init} == {"init"}
+    assert {lab["container"] for lab, _ in init} == {"init"}
 
 
 def test_pod_info_has_two_series_around_scheduling():
     info = find(tiny_world(), "kube_pod_info")
-    assert [(l["node"], s[0][0], s[-1][0]) for l, s in info] == [("", T0 + 60, T0 + 120), ("n1", T0 + 180, T0 + 840)]
+    assert [(lab["node"], s[0][0], s[-1][0]) for lab, s in info] == [("", T0 + 60, T0 + 120), ("n1", T0 + 180, T0 + 840)]
     assert info[0][0]["host_ip"] == "" and info[1][0]["host_ip"] != ""
 
 
 def test_node_label_change_starts_a_new_series_and_stops_the_old():
     labels = find(tiny_world(), "kube_node_labels")
-    assert [(l[GPU_PRODUCT_LABEL], s[0][0], s[-1][0]) for l, s in labels] == [
+    assert [(lab[GPU_PRODUCT_LABEL], s[0][0], s[-1][0]) for lab, s in labels] == [
         (A100, T0, T0 + 540), (H100, T0 + 600, T0 + 1140)]
 
 
@@ -162,3 +175,21 @@ def test_a_scrape_without_honor_labels_renames_the_exporters_labels():
     assert "exported_node" not in phase and phase["node"] == "node-0000"  # it had no node: the target's is plain
     plain = {(name, len(samples)) for name, _, samples in series(tiny_world())}
     assert {(name, len(samples)) for name, _, samples in series(world)} == plain  # same samples, other labels
+
+
+def test_allocatable_changes_and_dcgm_series_of_mig_instances():
+    # 16 replicas until T0 + 600, then 8; a pod holding two 1g.10gb slices, idle (0%)
+    node = Node("ts", ((T0 - 86400, {}),), {"nvidia_com_gpu_shared": 16}, allocatable_changes=((T0 + 600, {
+        "nvidia_com_gpu_shared": 8}),))
+    p = Pod("alice", "p", "u1", "ts", created=T0, deleted=T0 + 900, phases=((T0, "Running"),),
+            containers=(Container("main", 1, GIB, 2, gpu_resource="nvidia_com_mig_1g_10gb"),),
+            gpu_utilisation=((T0, 0.0),))
+    w = World((Cluster("jaguar", (node,), (p,)),), T0, T0 + 1200)
+    [(_, allocatable)] = find(w, "kube_node_status_allocatable")
+    assert [v for _, v in allocatable] == [16] * 10 + [8] * 10
+    instances = find(w, "DCGM_FI_PROF_GR_ENGINE_ACTIVE")
+    assert len(instances) == 2 and {labels["GPU_I_PROFILE"] for labels, _ in instances} == {"1g.10gb"}
+    assert len({labels["GPU_I_ID"] for labels, _ in instances}) == 2
+    assert all(v == 0.0 for _, samples in instances for _, v in samples)
+    # no utilisation for MIG instances in GPU_UTIL: a 0 per instance, labelled as such; no whole-GPU series
+    assert sorted(bool(labels.get("GPU_I_ID")) for labels, _ in find(w, "DCGM_FI_DEV_GPU_UTIL")) == [True, True]

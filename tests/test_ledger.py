@@ -45,10 +45,17 @@ def ddl_engine(url: str, dialect: str):
 
 
 def test_sqlite_ddl_matches_the_model(tmp_path):
-    from_ddl = ddl_engine(f"sqlite:///{tmp_path}/ddl.db", "sqlite")
+    from_ddl = describe(ddl_engine(f"sqlite:///{tmp_path}/ddl.db", "sqlite"))
+    assert from_ddl.pop("alembic_version")
     from_model = create_engine(f"sqlite:///{tmp_path}/model.db")
     metadata.create_all(from_model)
-    assert describe(from_ddl) == describe(from_model)
+    assert from_ddl == describe(from_model)
+
+
+def test_a_ledger_made_from_the_ddl_is_at_the_current_revision(tmp_path):
+    url = f"sqlite:///{tmp_path}/ddl.db"
+    ddl_engine(url, "sqlite")
+    assert replace_day(open_ledger(url), DAY, ROWS, "USD") == 2
 
 
 def test_replace_day_is_idempotent_and_records_the_day(tmp_path):

@@ -24,8 +24,7 @@ from billing.config import ConfigError, MetricsConfig, load_config
 from billing.directory import Directory
 from billing.job import RunSummary, run_day
 from billing.metrics import push_run_metrics
-from tests.conftest import MINIMAL_CONFIG
-from tests.conftest import stub_node_metrics
+from tests.conftest import MINIMAL_CONFIG, stub_node_metrics
 
 
 class Gateway:

@@ -59,3 +59,17 @@ def test_shares_of_every_namespace_add_up_to_one():
     assert sorted(frame["namespace"].unique()) == sorted(set(namespaces))
     assert frame.groupby("namespace")["share"].sum().tolist() == pytest.approx([1.0] * 6)
     assert len(frame) == 8  # bob's namespace has three rows
+
+
+def test_uids_and_team_names_match_the_directory_without_regard_to_case():
+    """LDAP's uid and cn are case-insensitive: `uid: Alice` owns namespace alice, `cn: Robotics` is team-robotics,
+    an override naming ROBOTICS is that team; each is written as the directory spells it."""
+    directory = Directory(
+        people={"Alice": Person("Alice", "Alice", "alice@example.org")},
+        teams={"Robotics": Team("Robotics", members=("Alice",), leads=("Alice",))},
+    )
+    rules = NamespaceRules(overrides={"ml-infra": "ROBOTICS", "kube-system": "Platform"})
+    assert owners_of("alice", directory, rules) == [("Robotics", "Alice", 1.0)]
+    assert owners_of("team-robotics", directory, rules) == [("Robotics", None, 1.0)]
+    assert owners_of("ml-infra", directory, rules) == [("Robotics", None, 1.0)]
+    assert owners_of("kube-system", directory, rules) == [("Platform", None, 1.0)]  # not in the directory: as written

@@ -2,7 +2,7 @@ import pandas as pd
 import pytest
 
 from billing.config import ClusterConfig, Prices
-from billing.pricing import PRICED_COLUMNS, price, reserve_pools, share_idle, unit_price
+from billing.pricing import PRICED_COLUMNS, price, price_holdings, reserve_pools, share_idle, unit_price
 
 H100 = "NVIDIA-H100-80GB-HBM3"
 
@@ -136,3 +136,21 @@ def test_a_reserved_pool_charges_its_team_the_capacity_and_credits_it_the_use():
     usage_rows = price(usage, ownership, {"jaguar": jaguar.prices})
     robotics = pd.concat([usage_rows, pool]).query("team == 'robotics'")["cost"].sum()
     assert robotics == pytest.approx(483.84 - 10.60)
+
+
+def test_holdings_split_a_gpu_row_by_the_resources_it_held():
+    # bob held 14 1g.10gb slice-hours (2 H100-hours) and 3 whole H100-hours: one gpu row of 5 H100-hours at 2.40
+    # = 12.00, split over two teams; the slices' share of each team's row is 2/5 of its cost, 2.40
+    usage = pd.DataFrame([("jaguar", "bob", "gpu", H100, 5.0)],
+                         columns=["cluster", "namespace", "resource", "gpu_model", "quantity"]).assign(priority_class="")
+    ownership = pd.DataFrame([("bob", "nlp", "bob", 0.5), ("bob", "robotics", "bob", 0.5)],
+                             columns=["namespace", "team", "owner", "share"])
+    holdings = pd.DataFrame([("jaguar", "bob", "nvidia_com_mig_1g_10gb", H100, 14.0, 2.0),
+                             ("jaguar", "bob", "nvidia_com_gpu", H100, 3.0, 3.0)],
+                            columns=["cluster", "namespace", "resource", "gpu_model", "held_hours", "gpu_hours"])
+    held = price_holdings(holdings, ownership, price(usage, ownership, PRICES)).set_index(["team", "resource"])
+    assert held.loc[("nlp", "nvidia_com_mig_1g_10gb"), ["held_hours", "gpu_hours", "cost"]].tolist() == \
+        pytest.approx([7.0, 1.0, 2.40])
+    assert held.loc[("robotics", "nvidia_com_gpu"), ["held_hours", "gpu_hours", "cost"]].tolist() == \
+        pytest.approx([1.5, 1.5, 3.60])
+    assert held["cost"].sum() == pytest.approx(12.0) and set(held["owner"]) == {"bob"}

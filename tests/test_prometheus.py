@@ -1,4 +1,3 @@
-import json
 import socket
 
 import pytest
@@ -6,7 +5,7 @@ import requests
 import responses
 
 from billing.config import PrometheusConfig
-from billing.prometheus import LivePrometheus, PrometheusError, ReplayPrometheus, request_key
+from billing.prometheus import LivePrometheus, PrometheusError
 
 URL = "http://prometheus.test:9090"
 QUERY_URL = f"{URL}/api/v1/query"
@@ -75,13 +74,6 @@ def test_an_unreachable_server_is_named():
         source.instant("up", 1000)
 
 
-def test_replay_reads_recorded_answers(tmp_path):
-    key = request_key("range", "up", start=0, end=60, step=60)
-    (tmp_path / f"{key}.json").write_text(json.dumps([{"metric": {}, "values": [[0, "1"]]}]))
-    replay = ReplayPrometheus("jaguar", tmp_path)
-    assert replay.range("up", 0, 60, 60) == [{"metric": {}, "values": [[0, "1"]]}]
-    with pytest.raises(PrometheusError, match="hold no answer for up"):
-        replay.instant("up", 0)
 
 
 BUILDINFO_URL = f"{URL}/api/v1/status/buildinfo"

@@ -9,7 +9,7 @@ from billing.collect import UsageQueries
 from billing.config import ClusterConfig
 from billing.days import billing_day
 from billing.prometheus import PrometheusError
-from billing.promql import chunks, fits, in_pieces, one_of
+from billing.promql import NodeKind, Queries, chunks, fits, in_pieces, one_of
 from billing.stores import FamilyLabels, ScrapeLabels, Store, engine_of, renames_query
 from billing.waste import WasteQueries
 
@@ -66,13 +66,41 @@ def test_every_query_without_pod_lists_fits_the_budget_on_the_wordiest_store():
     """VictoriaMetrics with every family's labels renamed and reserved pools: the longest texts billing writes."""
     cluster = ClusterConfig(name="jaguar", prometheus={"url": "http://x", "selector": 'cluster="jaguar"'},
                             prices={"cpu_core_hour": 1, "memory_gib_hour": 1, "gpu_hour": 1},
-                            reserved_pools={"node_label": "label_pool", "teams": {"a100-pool": "vision"}})
+                            reserved_pools={"node_label": "label_pool", "teams": {"a100-pool": "vision"}},
+                            gpu_replicas_label="label_nvidia_com_gpu_replicas",
+                            vendor_model_labels=["label_amd_com_gpu_product_name"])
     renamed = FamilyLabels("exported_namespace", "exported_pod", "exported_container", "exported_node")
     store = Store(engine_of({}), ScrapeLabels(renamed, renamed, renamed))
     chunk = chunks(DAY, 60)[0]
-    usage, waste = UsageQueries(cluster, ["nvidia_com_gpu"], chunk, store), WasteQueries(cluster, [], chunk, store)
+    gpus = {"nvidia_com_gpu": 1.0, "nvidia_com_mig_1g_10gb": 1 / 7, "nvidia_com_mig_3g_40gb": 3 / 7}
+    usage, waste = UsageQueries(cluster, gpus, chunk, store), WasteQueries(cluster, gpus, chunk, store)
     moved = ["node-0001", "node-0002"]
     texts = [usage.fast(""), usage.fast("", left_out=usage.exact_pods(moved)), usage.exact("", moved),
-             usage.models(), CapacityQueries(cluster, [], chunk, store).allocatable(moved), waste.unused_cpu(),
-             waste.idle_gpus(5.0), renames_query(cluster.prometheus.selector)]
+             usage.models(), CapacityQueries(cluster, gpus, chunk, store).allocatable(moved), waste.unused_cpu(),
+             waste.idle_gpus(5.0), waste.idle_gpu_instances(5.0), renames_query(cluster.prometheus.selector)]
     assert all(fits(text) for text in texts)
+
+
+def sharing_queries(**cluster) -> Queries:
+    config = ClusterConfig(name="jaguar", prometheus={"url": "http://x"}, prices={"cpu_core_hour": 0,
+                           "memory_gib_hour": 0, "gpu_hour": 1}, **cluster)
+    return Queries(config, {"nvidia_com_gpu": 1.0, "nvidia_com_mig_1g_10gb": 1 / 7}, chunks(DAY, 60)[0])
+
+
+def test_a_node_kind_carries_model_and_replicas_and_a_unit_its_physical_share():
+    queries = sharing_queries(gpu_replicas_label="label_r", vendor_model_labels=["label_amd"])
+    assert "label_r" in queries.node_keys and "label_amd" in queries.node_keys
+    sliced = queries.node_kind({"label_nvidia_com_gpu_product": "L40S", "label_r": "4"})
+    assert sliced == NodeKind("L40S", "", 4.0)
+    assert queries.gpus_per_unit("nvidia_com_gpu", sliced) == 0.25
+    assert queries.gpus_per_unit("nvidia_com_mig_1g_10gb", sliced) == pytest.approx(1 / 28)
+    assert queries.gpus_per_unit("cpu", sliced) == 1.0  # replicas share GPUs, not cores
+    assert queries.node_kind({"label_amd": "MI300X"}) == NodeKind("MI300X", "", 1.0)
+    # a value that is no positive whole number bills each replica as a whole GPU (never less)
+    assert queries.node_kind({"label_r": "0"}).replicas == queries.node_kind({"label_r": "two"}).replicas == 1.0
+
+
+def test_without_a_replicas_label_nodes_are_not_divided():
+    queries = sharing_queries()
+    assert queries.node_kind({"label_nvidia_com_gpu_replicas": "4"}).replicas == 1.0
+    assert "replicas" not in queries.node_keys

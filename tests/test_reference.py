@@ -8,8 +8,14 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from fixtures.ksm import A100, GPU_PRODUCT_LABEL, H100, Cluster, Container, Node, Pod, World
-from fixtures.reference import (instant_query, instants, latest_sample, prometheus_rate, reference_allocatable,
-                                reference_usage)
+from fixtures.reference import (
+    instant_query,
+    instants,
+    latest_sample,
+    prometheus_rate,
+    reference_allocatable,
+    reference_usage,
+)
 
 DAY = datetime(2026, 11, 20, tzinfo=ZoneInfo("UTC")).timestamp()  # billing day D, 00:00 UTC
 GIB = 2**30
@@ -247,3 +253,42 @@ def test_rate_of_a_counter_as_prometheus_extrapolates_it():
     # a counter that was not zero at its first sample: extrapolated by at most half a step (30 s) at the start
     shifted = [(t, v + 1000.0) for t, v in samples[10:]]
     assert prometheus_rate(shifted, 720.0) == pytest.approx((120.0 * 150 / 120) / 300)
+
+
+def test_slices_count_their_fraction_and_replicas_divide():
+    # mig: one 1g.10gb slice (1/7) all day -> 24/7 GPU-h of A100, and the node's 7 slices -> 24 GPU-h.
+    # sliced: 4 replicas until 12:00 (the new label set wins from 12:00), then 2; one replica held all day:
+    # 12 h x 1/4 + 12 h x 1/2 = 9 GPU-h; allocatable 8 replicas, then 4: 12 x 8/4 + 12 x 4/2 = 48.
+    replicas = "label_nvidia_com_gpu_replicas"
+    nodes = (
+        Node("mig", ((LONG_AGO, {GPU_PRODUCT_LABEL: A100}),), {"nvidia_com_mig_1g_10gb": 7}),
+        Node("sliced", ((LONG_AGO, {GPU_PRODUCT_LABEL: H100, replicas: "4"}),
+                        (at(12), {GPU_PRODUCT_LABEL: H100, replicas: "2"})),
+             {"nvidia_com_gpu": 8}, allocatable_changes=((at(12), {"nvidia_com_gpu": 4}),)),
+    )
+    always = at(0, day=-1)
+    pods = (pod("alice", "slice", created=always, node="mig", phases=[(always, "Running")],
+                containers=[Container("main", 1.0, 1 * GIB, 1.0, gpu_resource="nvidia_com_mig_1g_10gb")]),
+            pod("bob", "replica", created=always, node="sliced", phases=[(always, "Running")],
+                containers=[Container("main", 1.0, 1 * GIB, 1.0)]))
+    w = World((Cluster("jaguar", nodes, pods, {"cluster": "jaguar"}),), at(0, day=-1), at(0, day=2), 60.0)
+    fractions = {"nvidia_com_gpu": 1.0, "nvidia_com_mig_1g_10gb": 1 / 7}
+    got = usage(w, gpu_resources=fractions, replicas_label=replicas)
+    assert got[("alice", "gpu", A100)] == pytest.approx(24 / 7)
+    assert got[("bob", "gpu", H100)] == pytest.approx(9)
+    allocatable = reference_allocatable(w, "jaguar", DAY, DAY + 86400, 60, gpu_resources=fractions,
+                                        replicas_label=replicas)
+    assert allocatable == pytest.approx({("gpu", A100): 24.0, ("gpu", H100): 48.0})
+    # without the replicas label every replica is a whole GPU
+    assert usage(w, gpu_resources=fractions)[("bob", "gpu", H100)] == pytest.approx(24)
+
+
+def test_other_vendors_model_labels_apply_where_the_nvidia_one_is_absent():
+    amd = "label_amd_com_gpu_product_name"
+    nodes = (Node("amd", ((LONG_AGO, {amd: "AMD-Instinct-MI300X"}),)),)
+    always = at(0, day=-1)
+    p = pod("ivan", "rocm", created=always, node="amd", phases=[(always, "Running")],
+            containers=[Container("main", 1.0, 1 * GIB, 2.0, gpu_resource="amd_com_gpu")])
+    w = World((Cluster("jaguar", nodes, (p,), {"cluster": "jaguar"}),), at(0, day=-1), at(0, day=2), 60.0)
+    assert usage(w, gpu_resources=["amd_com_gpu"], vendor_model_labels=[amd])[("ivan", "gpu", "AMD-Instinct-MI300X")] \
+        == pytest.approx(48)

@@ -1,12 +1,11 @@
 import re
 from datetime import date
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from billing.ledger import CAPACITY_COLUMNS, WASTE_COLUMNS, open_ledger, read_rows, replace_day
-from billing.render import RenderError, day_ranges, read_report, slug, summarize, write_pages, admin_letter, team_letter
+from billing.render import RenderError, admin_letter, day_ranges, read_report, slug, summarize, team_letter, write_pages
 from tests.html_tables import read_page
 from tests.report_ledger import (
     DAY,

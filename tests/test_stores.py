@@ -38,7 +38,7 @@ def test_plain_gives_the_exporters_labels_their_plain_names_back():
 def test_renames_are_read_per_family_and_label():
     query = renames_query('cluster="jaguar"')
     assert query.count("label_replace(count(") == 12  # 3 families x 4 labels, one query
-    assert '{__name__=~"DCGM_FI_DEV_GPU_UTIL", exported_pod!="", cluster="jaguar"}' in query
+    assert '{__name__=~"DCGM_FI_DEV_GPU_UTIL|DCGM_FI_PROF_GR_ENGINE_ACTIVE", exported_pod!="", cluster="jaguar"}' in query
     found = [{"metric": {"found": f"kube-state-metrics/{label}"}, "values": []} for label in ("namespace", "node")]
     found.append({"metric": {"found": "DCGM/pod"}, "values": []})
     labels = scrape_labels(found)

@@ -4,8 +4,11 @@ from alembic import context
 
 from billing.ledger import metadata
 
+offline = context.is_offline_mode()  # offline: write the SQL script of sql/ for one dialect, no database involved
 context.configure(
-    connection=context.config.attributes["connection"],
+    connection=None if offline else context.config.attributes["connection"],
+    dialect_name=context.config.attributes["dialect"] if offline else None,
+    literal_binds=offline,
     target_metadata=metadata,  # so `alembic revision --autogenerate` can draft the next migration
     render_as_batch=True,  # SQLite alters tables by copying them
 )

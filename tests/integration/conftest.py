@@ -15,16 +15,30 @@ program skips the test, or fails it when CI=true.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
 
 import pytest
 
 from fixtures.ksm import World
-from tests.integration.servers import (PostgresServer, PrometheusServer, PushgatewayServer, SlapdServer, SmtpServer,
-                                       TestCertificates, VictoriaMetricsServer, make_test_ca, require_program,
-                                       start_postgres, start_prometheus, start_pushgateway, start_slapd, start_smtp,
-                                       start_victoria_metrics, world_blocks)
+from tests.integration.servers import (
+    PostgresServer,
+    PrometheusServer,
+    PushgatewayServer,
+    SlapdServer,
+    SmtpServer,
+    TestCertificates,
+    VictoriaMetricsServer,
+    make_test_ca,
+    require_program,
+    start_postgres,
+    start_prometheus,
+    start_pushgateway,
+    start_slapd,
+    start_smtp,
+    start_victoria_metrics,
+    world_blocks,
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -24,9 +24,9 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Collection, Sequence
 
 import pytest
 
@@ -83,7 +83,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-_running: set["ManagedProcess"] = set()
+_running: set[ManagedProcess] = set()
 
 
 class ManagedProcess:
@@ -178,6 +178,37 @@ def run(args: Sequence[str], what: str, **kw) -> subprocess.CompletedProcess:
         raise RuntimeError(f"{what} failed ({result.returncode}): {' '.join(map(str, args))}\n"
                            f"{result.stdout[-2000:]}{result.stderr[-2000:]}")
     return result
+
+
+# --- nginx
+
+
+def start_nginx(work_dir: Path, sites: str, ports: Sequence[int]) -> ManagedProcess:
+    """nginx in the foreground with `sites` (server blocks) inside what the nginx image's own nginx.conf
+    does around conf.d; ready when every port in `ports` accepts connections."""
+    nginx = require_program("nginx", ("/usr/sbin",))
+    (work_dir / "nginx.conf").write_text(f"""
+        {"user root;" if os.geteuid() == 0 else ""}
+        daemon off;
+        worker_processes 1;
+        pid {work_dir}/nginx.pid;
+        error_log stderr;
+        events {{}}
+        http {{
+            include /etc/nginx/mime.types;
+            access_log off;
+            client_body_temp_path {work_dir}/client_temp;
+            proxy_temp_path {work_dir}/proxy_temp;
+            fastcgi_temp_path {work_dir}/fastcgi_temp;
+            uwsgi_temp_path {work_dir}/uwsgi_temp;
+            scgi_temp_path {work_dir}/scgi_temp;
+            {sites}
+        }}
+    """)
+    process = ManagedProcess([nginx, "-p", work_dir, "-c", work_dir / "nginx.conf"], work_dir / "nginx.log")
+    for port in ports:
+        process.wait_until(accepts_connections(port), "nginx", timeout=10)
+    return process
 
 
 # --- Prometheus

@@ -8,6 +8,7 @@ and GPU model, with requested from the independent usage reference.
 from collections import defaultdict
 from dataclasses import replace
 from datetime import date
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pandas as pd
@@ -17,14 +18,15 @@ from click.testing import CliRunner
 from sqlalchemy import create_engine
 
 from billing.capacity import collect_allocatable, idle_capacity
+from billing.cli import main
 from billing.collect import collect_cluster
 from billing.config import ClusterConfig
 from billing.days import billing_day
-from billing.cli import main
 from billing.prometheus import LivePrometheus
 from fixtures.ksm import make_world
 from fixtures.reference import reference_allocatable, reference_usage
-from tests.integration.test_job_prometheus import PRICES as JOB_PRICES, write_config
+from tests.integration.test_job_prometheus import PRICES as JOB_PRICES
+from tests.integration.test_job_prometheus import write_config
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 PRICES = {"cpu_core_hour": 0.01, "memory_gib_hour": 0.001, "gpu_hour": 1.0,
@@ -69,7 +71,7 @@ def test_shared_idle_makes_the_ledger_add_up_to_the_whole_cluster(store_server, 
     """billing run with `idle: share` on jaguar: its ledger rows cost what all its allocatable costs."""
     prom = store_server(world)
     config = write_config(tmp_path, f"sqlite:///{tmp_path / 'ledger.db'}", {"jaguar": prom.url, "ibis": prom.url})
-    settings = yaml.safe_load(open(config))
+    settings = yaml.safe_load(Path(config).read_text())
     settings["clusters"][0]["idle"] = "share"
     (tmp_path / "billing.yaml").write_text(yaml.safe_dump(settings))
     result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])

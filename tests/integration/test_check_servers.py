@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from billing.cli import main
@@ -57,6 +60,26 @@ def test_one_prometheus_up_and_one_down(prometheus_server, config):
     }
     assert f"{up.url} answered vector(1)" in result.stdout
     assert f"Prometheus of cluster ibis at {down.url} is unreachable" in result.stdout
+
+
+@pytest.mark.parametrize("selector, line", [
+    ('cluster="jaguar"', 'ok    selector jaguar       cluster="jaguar" matches kube-state-metrics series of {nodes} '
+                         "nodes in the last day"),
+    ('cluster="jagaur"', 'FAIL  selector jaguar       cluster="jagaur" matches no kube-state-metrics series '
+                         "(kube_node_labels) at {url} in the last day: check clusters[].prometheus.selector"),
+])
+def test_a_selector_that_matches_nothing_fails(prometheus_server, config, write_config, selector, line):
+    """A world scraped until 50 minutes ago; the selector line follows the Prometheus line."""
+    now = time.time() // 60 * 60
+    world = make_world(3, now - 7200, pods=5, nodes=2, day_seconds=3600, margin=600)
+    server = prometheus_server(world)
+    path = config({"jaguar": server.url})
+    cluster = {**MINIMAL_CONFIG["clusters"][0], "name": "jaguar", "prometheus": {"url": server.url, "selector": selector}}
+    result = check(str(write_config(**{**yaml.safe_load(Path(path).read_text()), "clusters": [cluster]})))
+    assert result.exit_code == (0 if line.startswith("ok") else 1)
+    lines = [text.rsplit(" (", 1)[0] for text in result.stdout.splitlines()]
+    assert lines[1].startswith("ok    prometheus jaguar")
+    assert lines[2] == line.format(url=server.url, nodes=len(world.clusters[0].nodes))
 
 
 def test_postgresql_ledger(prometheus_server, postgres_url, config):

@@ -1,5 +1,6 @@
-"""A day with a two-hour hole in kube-state-metrics data, in a real Prometheus."""
+"""Days with holes in kube-state-metrics data, or none at all, in a real Prometheus."""
 
+import json
 from datetime import date
 from email import message_from_bytes, policy
 from zoneinfo import ZoneInfo
@@ -29,12 +30,12 @@ def world():
     return make_world(5, DAY.start.timestamp(), pods=150, gaps=(HOLE,))
 
 
-def config(tmp_path, url: str) -> str:
+def config(tmp_path, url: str, selector: str = "") -> str:
     (tmp_path / "directory.ldif").write_text(LDIF)
     (tmp_path / "billing.yaml").write_text(yaml.safe_dump({
         "database": f"sqlite:///{tmp_path / 'ledger.db'}",
         "output_dir": str(tmp_path / "reports"),
-        "clusters": [{"name": "jaguar", "prometheus": {"url": url, "retries": 0},
+        "clusters": [{"name": "jaguar", "prometheus": {"url": url, "retries": 0, "selector": selector},
                       "prices": {"cpu_core_hour": 0.01, "memory_gib_hour": 0.001, "gpu_hour": 1.0}}],
         "directory": {"ldif": str(tmp_path / "directory.ldif")},
         "email": {"enabled": True, "outbox_dir": str(tmp_path / "outbox"), "admins": ["infra@example.org"]},
@@ -75,3 +76,79 @@ def test_a_hole_is_measured_stored_shown_and_can_be_refused(store_server, world,
         pd.testing.assert_frame_equal(pd.read_sql("select * from chargeback", conn), ledger)
 
     assert run(path, "--require-coverage", "0.9").exit_code == 0
+
+
+def ledger_state(tmp_path) -> dict[str, pd.DataFrame]:
+    """Every table a run writes, computed_at and completed_at included."""
+    with create_engine(f"sqlite:///{tmp_path / 'ledger.db'}").connect() as conn:
+        return {table: pd.read_sql(f"select * from {table}", conn)
+                for table in ("chargeback", "completed_days", "cluster_days", "cluster_capacity", "waste")}
+
+
+def written_files(tmp_path) -> dict[str, bytes]:
+    """Report pages and outbox messages, by path."""
+    return {str(f): f.read_bytes() for d in ("reports", "outbox") for f in (tmp_path / d).rglob("*") if f.is_file()}
+
+
+def assert_same_state(before: dict[str, pd.DataFrame], after: dict[str, pd.DataFrame]) -> None:
+    for table, frame in before.items():
+        pd.testing.assert_frame_equal(after[table], frame, obj=table)
+
+
+@pytest.mark.parametrize("selector, day, why", [
+    ('cluster="jagaur"', "2026-11-20", 'under the selector cluster="jagaur"'),  # a typo of jaguar
+    ('cluster="jaguar"', "2030-01-01", 'under the selector cluster="jaguar"'),  # far after the data
+    ("", "2026-11-18", "at all"),  # the world starts an hour before 2026-11-20
+])
+def test_a_day_without_any_sample_is_refused_not_billed_as_zero(prometheus_server, world, tmp_path, selector, day,
+                                                                why):
+    prom = prometheus_server(world)
+    assert run(config(tmp_path, prom.url, 'cluster="jaguar"')).exit_code == 0  # 2026-11-20 billed right, once
+    before, files = ledger_state(tmp_path), written_files(tmp_path)
+    path = config(tmp_path, prom.url, selector)
+
+    refused = CliRunner().invoke(main, ["run", "--date", day, "--config", path])
+
+    assert refused.exit_code == 1
+    assert refused.output == (
+        f"billing: cluster jaguar: Prometheus holds no kube-state-metrics sample for {day} {why}"
+        " (a selector typo, a day outside retention, or a scrape that never ran); nothing was billed"
+        " and the day stays missing\n"
+    )
+    assert_same_state(before, ledger_state(tmp_path))
+    assert written_files(tmp_path) == files  # no page, no email
+    missing = CliRunner().invoke(main, ["report", "--all-teams", "--from", day, "--to", day, "--format", "json",
+                                        "--config", path])
+    assert json.loads(missing.stdout)["missing_days"] == ([] if day == "2026-11-20" else [day])  # as before
+
+
+def test_a_day_on_which_no_pod_ran_is_zero_not_missing(prometheus_server, tmp_path):
+    """kube-state-metrics was scraped (five nodes), but no pod existed: a day billed at 0, recorded complete."""
+    prom = prometheus_server(make_world(5, DAY.start.timestamp(), pods=0))
+    path = config(tmp_path, prom.url, 'cluster="jaguar"')
+
+    result = run(path)
+
+    assert result.exit_code == 0, result.output
+    state = ledger_state(tmp_path)
+    assert state["chargeback"].empty
+    assert state["completed_days"][["day", "rows"]].values.tolist() == [["2026-11-20", 0]]
+    assert state["cluster_days"]["coverage"].tolist() == [1.0]
+
+
+def test_samples_seen_only_through_the_lookback_are_data_not_no_data(prometheus_server, tmp_path):
+    """kube-state-metrics last scraped at 23:59 the evening before: those samples are what instant queries
+    return at 00:00, 00:01, ..., 00:04 (5-minute lookback, both ends included), so the day is billed with
+    a coverage of 5 of its 1,440 instants, and the pods running at 23:59 are billed for those 5 minutes."""
+    world = make_world(5, DAY.start.timestamp(), pods=150, gaps=((DAY.start.timestamp(), DAY.end.timestamp() + 3600),))
+    prom = prometheus_server(world)
+    path = config(tmp_path, prom.url)
+
+    result = run(path)
+
+    assert result.exit_code == 0, result.output
+    state = ledger_state(tmp_path)
+    assert state["cluster_days"]["coverage"].tolist() == [pytest.approx(5 / 1440, rel=1e-12)]
+    expected = reference_usage(world, "jaguar", DAY.start.timestamp(), DAY.end.timestamp(), 60)
+    assert sum(expected.values()) > 0
+    assert state["chargeback"]["quantity"].sum() == pytest.approx(sum(expected.values()), rel=1e-9)

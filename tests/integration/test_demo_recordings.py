@@ -1,9 +1,9 @@
 """The demo's recorded answers are what a real Prometheus answers today."""
 
-import json
 from pathlib import Path
 
 from billing.config import load_config
+from billing.replay import SUFFIX, read_recording
 from fixtures.demo import record
 from fixtures.demo import world as demo
 from tests.integration.servers import start_prometheus, world_blocks
@@ -12,8 +12,11 @@ DEMO = Path(record.__file__).parent
 
 
 def answers(directory: Path) -> dict[str, object]:
-    return {path.relative_to(directory).as_posix(): rounded(json.loads(path.read_text()))
-            for path in directory.rglob("*.json")}
+    """Every cluster's answers, `<cluster>/<question's key>`, and which cluster-day files hold them."""
+    clusters = sorted(path for path in directory.iterdir() if path.is_dir())
+    files = sorted(path.relative_to(directory).as_posix() for path in directory.rglob("*" + SUFFIX))
+    return {"files": files} | {f"{cluster.name}/{key}": rounded(answer)
+                               for cluster in clusters for key, answer in read_recording(cluster).items()}
 
 
 def rounded(answer: list[dict] | dict) -> list[dict] | dict:

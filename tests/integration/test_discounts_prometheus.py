@@ -9,6 +9,7 @@ the prices, worked out here.
 from collections import defaultdict
 from dataclasses import replace
 from datetime import date
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pandas as pd
@@ -51,7 +52,7 @@ def test_backfill_runs_free_and_the_ledger_keeps_its_hours(store_server, world, 
     prom = store_server(world)
     database = f"sqlite:///{tmp_path / 'ledger.db'}"
     config = write_config(tmp_path, database, {"jaguar": prom.url})
-    settings = yaml.safe_load(open(config))
+    settings = yaml.safe_load(Path(config).read_text())
     settings["clusters"][0]["prices"]["priority_classes"] = MULTIPLIERS
     (tmp_path / "billing.yaml").write_text(yaml.safe_dump(settings))
     result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])

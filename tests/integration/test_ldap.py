@@ -13,6 +13,8 @@ usage frame: what is under test is the directory, read from the real server.
 
 from __future__ import annotations
 
+import email
+import hashlib
 import logging
 from datetime import date
 from pathlib import Path
@@ -20,6 +22,7 @@ from pathlib import Path
 import ldap3
 import pandas as pd
 import pytest
+import yaml
 from click.testing import CliRunner
 
 import billing.job
@@ -31,8 +34,10 @@ from billing.job import run_day
 from billing.ldap import read_ldap
 from billing.ledger import open_ledger, read_rows
 from billing.ownership import assign_owners
-from tests.integration.servers import SlapdServer, free_port
+from fixtures.directory import directory_ldif as small_directory_ldif
 from tests.conftest import stub_node_metrics
+from tests.faults import ledger_state
+from tests.integration.servers import SlapdServer, free_port
 
 BASE = "dc=example,dc=org"
 BIND_DN = f"cn=billing,ou=services,{BASE}"
@@ -369,3 +374,133 @@ def test_last_known_directory_when_the_server_is_down(directory_server, password
     assert summary.directory_warning.startswith(f"directory {server.url}: connection failed (Connection refused); ")
     assert any(r.levelno == logging.WARNING and "LAST KNOWN" in r.getMessage() for r in caplog.records)
     assert costs(config) == pytest.approx(EXPECTED)
+
+
+# --- names as LDAP compares them, and an ambiguous directory refused, on the real server
+
+SMALL = small_directory_ldif(["alice", "bob", "carol"], {"robotics": ["alice", "carol"], "vision": ["bob"]},
+                             leads={"robotics": ["alice"], "vision": ["bob"]})
+ADMIN, ADMIN_PASSWORD = f"cn=admin,{BASE}", "secret"
+
+
+@pytest.fixture
+def carol_and_alice(monkeypatch):
+    """carol 20 core-h, alice 10, team-robotics 4: at 0.5 per core-hour robotics pays 10 + 5 + 2 = 17.00."""
+    usage = pd.DataFrame({"namespace": ["alice", "carol", "team-robotics"], "resource": ["cpu"] * 3,
+                          "gpu_model": [""] * 3, "priority_class": [""] * 3, "pool": [""] * 3,
+                          "quantity": [10.0, 20.0, 4.0]})
+    monkeypatch.setattr(billing.job, "collect_cluster", lambda cluster, *_: ClusterUsage(cluster.name, usage, 3, 1, 1.0))
+    stub_node_metrics(monkeypatch)
+
+
+def small_config(tmp_path: Path, url: str, namespaces: dict | None = None, **directory) -> str:
+    (tmp_path / "admin-password").write_text(ADMIN_PASSWORD)
+    (tmp_path / "billing.yaml").write_text(yaml.safe_dump({
+        "database": f"sqlite:///{tmp_path}/ledger.db", "output_dir": str(tmp_path / "reports"),
+        "clusters": [{"name": "jaguar", "prometheus": {"url": "http://prometheus.invalid:9090"}, "prices": PRICES}],
+        "directory": {"url": url, "bind_dn": ADMIN, "bind_password_file": str(tmp_path / "admin-password"),
+                      "people": {"base": f"ou=people,{BASE}"}, "teams": {"base": f"ou=teams,{BASE}"}, **directory},
+        "email": {"enabled": True, "outbox_dir": str(tmp_path / "outbox"), "admins": []},
+        "namespaces": namespaces or {},
+    }))
+    return str(tmp_path / "billing.yaml")
+
+
+def run_cli(path: str, command: str = "run"):
+    return CliRunner().invoke(main, [command, *(["--date", str(DAY)] if command == "run" else []), "--config", path])
+
+
+def recipients(tmp_path: Path) -> list[str]:
+    return sorted(email.message_from_bytes(f.read_bytes())["To"] for f in (tmp_path / "outbox").glob("*.eml"))
+
+
+def add_entry(server: SlapdServer, dn: str, classes: list[str], **attributes) -> None:
+    with ldap3.Connection(server.url, ADMIN, ADMIN_PASSWORD, auto_bind=True) as admin:
+        assert admin.add(dn, classes, attributes), admin.result
+
+
+AMBIGUOUS = {
+    "a second uid alice": (
+        [(f"ou=contractors,ou=people,{BASE}", ["organizationalUnit"], {"ou": "contractors"}),
+         (f"uid=alice,ou=contractors,ou=people,{BASE}", ["inetOrgPerson"],
+          {"uid": "alice", "cn": "Mallory", "sn": "Mallory", "mail": "evil@attacker.example"})],
+        f"'uid=alice,ou=people,{BASE}' and 'uid=alice,ou=contractors,ou=people,{BASE}' have the same uid 'alice'"),
+    "a second cn=robotics in another OU": (
+        [(f"ou=archive,ou=teams,{BASE}", ["organizationalUnit"], {"ou": "archive"}),
+         (f"cn=robotics,ou=archive,ou=teams,{BASE}", ["groupOfNames"],
+          {"cn": "robotics", "member": f"uid=bob,ou=people,{BASE}", "owner": f"uid=bob,ou=people,{BASE}"})],
+        f"'cn=robotics,ou=teams,{BASE}' and 'cn=robotics,ou=archive,ou=teams,{BASE}' have the same team name "
+        "'robotics'"),
+}
+
+
+@pytest.mark.parametrize("on_failure", ["fail", "last_known"])
+@pytest.mark.parametrize("case", sorted(AMBIGUOUS))
+def test_an_ambiguous_directory_is_refused_and_nothing_changes(slapd_server, tmp_path, carol_and_alice, case,
+                                                               on_failure):
+    server = slapd_server(SMALL)
+    path = small_config(tmp_path, server.url, on_failure=on_failure)
+    assert run_cli(path).exit_code == 0
+    ledger = f"sqlite:///{tmp_path}/ledger.db"
+    before = ledger_state(ledger)
+    by_team = read_rows(open_ledger(ledger), DAY, DAY).groupby(["team", "namespace"])["cost"].sum().to_dict()
+    assert by_team == {("robotics", "alice"): 5.0, ("robotics", "carol"): 10.0, ("robotics", "team-robotics"): 2.0}
+    assert recipients(tmp_path) == ["alice@example.org"]  # robotics' lead; vision billed nothing
+    for f in (tmp_path / "outbox").glob("*.eml"):
+        f.unlink()
+    entries, both = AMBIGUOUS[case]
+    for dn, classes, attributes in entries:
+        add_entry(server, dn, classes, **attributes)
+
+    refused = run_cli(path)
+    checked = run_cli(path, "check")
+
+    sentence = (f"the directory is ambiguous: {both} (compared without regard to case), so nobody is billed or "
+                "mailed from a guess")
+    assert refused.exit_code == 1 and refused.stderr == f"billing: {sentence}\n"
+    assert ledger_state(ledger) == before  # carol's 10.00 stays with robotics, computed_at as it was
+    assert recipients(tmp_path) == []
+    assert checked.exit_code == 1
+    [line] = [line for line in checked.stdout.splitlines() if line[6:26].strip() == "directory"]
+    assert line.startswith("FAIL") and sentence in line
+
+
+def test_case_and_escapes_as_ldap_compares_them(slapd_server, tmp_path, carol_and_alice):
+    """`uid: Alice` owns namespace alice; robotics names carol by `cn=Carol\\2C Example`, her entry being
+    `cn=Carol\\, Example`: robotics still pays 17.00, and the lead summary reaches Alice."""
+    ldif = (SMALL.replace(f"uid=alice,ou=people,{BASE}\nobjectClass: inetOrgPerson\nuid: alice",
+                          f"uid=Alice,ou=people,{BASE}\nobjectClass: inetOrgPerson\nuid: Alice")
+                 .replace(f"member: uid=alice,ou=people,{BASE}", f"member: UID=ALICE, OU=People,{BASE}")
+                 .replace(f"dn: uid=carol,ou=people,{BASE}", f"dn: cn=Carol\\, Example,ou=people,{BASE}")
+                 .replace("cn: Carol Example", "cn: Carol, Example")
+                 .replace(f"member: uid=carol,ou=people,{BASE}", f"member: cn=Carol\\2C Example,ou=people,{BASE}"))
+    server = slapd_server(ldif)
+
+    result = run_cli(small_config(tmp_path, server.url))
+
+    assert result.exit_code == 0, result.output
+    rows = read_rows(open_ledger(f"sqlite:///{tmp_path}/ledger.db"), DAY, DAY)
+    assert rows.fillna({"owner": ""}).groupby(["team", "namespace", "owner"])["cost"].sum().to_dict() == {
+        ("robotics", "alice", "Alice"): 5.0, ("robotics", "carol", "carol"): 10.0, ("robotics", "team-robotics", ""): 2.0}
+    assert recipients(tmp_path) == ["alice@example.org"]
+
+
+def test_a_team_name_of_300_characters_is_cut_with_a_hash_not_a_failed_night(slapd_server, tmp_path,
+                                                                             carol_and_alice, caplog):
+    """The name is the group's description (slapd cannot index a DN that long): robotics' 17.00 is billed to
+    the name cut to 253 characters, the last 8 a hash of the whole."""
+    long = "robotics-" + "x" * 291
+    server = slapd_server(SMALL.replace("cn: vision", "cn: vision\ndescription: vision")
+                               .replace("cn: robotics", f"cn: robotics\ndescription: {long}"))
+    path = small_config(tmp_path, server.url, teams={"base": f"ou=teams,{BASE}", "name_attribute": "description"},
+                        namespaces={"overrides": {"team-robotics": long}})
+
+    with caplog.at_level(logging.WARNING):
+        result = run_cli(path)
+
+    assert result.exit_code == 0, result.output
+    short = long[:244] + "~" + hashlib.sha256(long.encode()).hexdigest()[:8]
+    rows = read_rows(open_ledger(f"sqlite:///{tmp_path}/ledger.db"), DAY, DAY)
+    assert rows.groupby("team")["cost"].sum().to_dict() == {short: 17.0}
+    assert "has 300 characters, more than the 253 the ledger stores" in caplog.text
+    assert recipients(tmp_path) == ["alice@example.org"]

@@ -84,7 +84,7 @@ def test_admins_and_leads_receive_their_summaries_over_starttls_with_login(
         assert message["To"] == recipient
         assert message.get_content_type() == "multipart/alternative"
         assert f"Day total:      {total}" in text
-        assert f'<td class="num" style="' in html and f">{total}</td>" in html
+        assert '<td class="num" style="' in html and f">{total}</td>" in html
     _, text, _ = got["alice@example.org"]
     assert "alice" in text and "25.20 USD" in text and "bob" in text and "5.90 USD" in text  # per person
 

@@ -16,7 +16,7 @@ from billing.render import admin_letter, read_report, write_pages
 from tests.integration.servers import require_program
 from tests.report_ledger import DAY, write_ledger
 
-FLAGS = [  # from shared/notes/real-servers.md: headless as root, no reaching out
+FLAGS = [  # headless as root needs these; the rest keep Chromium from reaching out
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
     "--hide-scrollbars", "--enable-logging=stderr", "--v=0",
@@ -29,10 +29,10 @@ def chromium():
 
 
 def screenshot(chromium: str, page, png, width: int, height: int, profile) -> list[str]:
-    """Open the page, write a screenshot, return the page's console messages."""
+    """Open the page (a file or a URL), write a screenshot, return the page's console messages."""
     run = subprocess.run(
         [chromium, *FLAGS, f"--user-data-dir={profile}", f"--screenshot={png}", f"--window-size={width},{height}",
-         page.as_uri()],
+         page if isinstance(page, str) else page.as_uri()],
         capture_output=True, text=True, timeout=60,
     )
     assert png.exists(), run.stderr[-2000:]

@@ -6,6 +6,7 @@ A small hand-made cluster, so that every figure below is worked out by hand
 """
 
 from datetime import date
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pandas as pd
@@ -57,7 +58,7 @@ def test_the_pool_team_pays_the_pool_once_and_the_other_team_its_use(store_serve
     prom = store_server(WORLD)
     database = f"sqlite:///{tmp_path / 'ledger.db'}"
     config = write_config(tmp_path, database, {"jaguar": prom.url})
-    settings = yaml.safe_load(open(config))
+    settings = yaml.safe_load(Path(config).read_text())
     settings["clusters"][0]["reserved_pools"] = {"node_label": POOL_LABEL, "teams": {"robotics-h100": "robotics"}}
     (tmp_path / "billing.yaml").write_text(yaml.safe_dump(settings))
     result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])

@@ -110,7 +110,8 @@ def test_table_has_units_totals_and_lists_missing_days_on_stderr(config):
 
 def test_json_has_the_spec_shape_and_the_ledger_rows(config):
     document = report_json(config, "--team", "robotics", *RANGE)
-    assert list(document) == ["team", "from", "to", "currency", "total_cost", "missing_days", "incomplete_days", "rows"]
+    assert list(document) == ["team", "from", "to", "currency", "total_cost", "missing_days", "incomplete_days",
+                              "budget", "forecast", "budget_month", "month_to_date", "rows"]
     assert (document["team"], document["from"], document["to"]) == ("robotics", "2026-11-01", "2026-11-05")
     assert document["currency"] == "USD"
     assert document["total_cost"] == pytest.approx(ROBOTICS_TOTAL)
@@ -128,6 +129,25 @@ def test_json_has_the_spec_shape_and_the_ledger_rows(config):
     assert got == sorted(expected)
     for row in document["rows"]:
         assert row["cost"] == pytest.approx(row["quantity"] * row["unit_price"])
+
+
+def test_json_has_the_budget_and_the_forecast_of_the_month(config):
+    # No budget configured. Days billed among the last 7 up to November 5: 1, 2, 4 and 5 (0.00; 3 never ran):
+    # 1,300.20 / 4 = 325.05 a day, 25 days left: 1,300.20 + 25 x 325.05 = 9,426.45
+    document = report_json(config, "--team", "robotics", *RANGE)
+    assert document["budget"] is None and document["budget_month"] == "2026-11"
+    assert document["month_to_date"] == pytest.approx(1300.20)
+    assert document["forecast"] == pytest.approx(9426.45)
+    budgeted = str(Path(config).with_name("budgeted.yaml"))
+    Path(budgeted).write_text(Path(config).read_text() + "budgets:\n  monthly:\n    robotics: 60000\n")
+    assert report_json(budgeted, "--team", "robotics", *RANGE)["budget"] == 60000.0
+    table = report(budgeted, "--team", "robotics", *RANGE).stdout.splitlines()
+    # 1,300.20 / 60,000 = 2.167 %; 9,426.45 / 60,000 = 15.71 %
+    assert table[-2:] == ["budget November 2026: 60,000.00 USD, 1,300.20 USD (2.2%) spent to 2026-11-05",
+                          "forecast for November 30: 9,426.45 USD (15.7%)"]
+    page = report(budgeted, "--team", "robotics", *RANGE, "--format", "html").stdout
+    assert "Budget November 2026: 60,000.00 USD, 1,300.20 USD (2.2%) spent to 2026-11-05.<br>Forecast" in page
+    assert "budget" not in report_json(config, "--all-teams", *RANGE)
 
 
 @pytest.mark.parametrize("by", sorted(ROBOTICS_BY))

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import urllib.error
 import urllib.request
 from pathlib import Path
 
-from tests.integration.servers import ManagedProcess, accepts_connections, free_port, require_program
+from tests.integration.servers import ManagedProcess, free_port, start_nginx
 
 SITE = Path(__file__).resolve().parents[2] / "cronjob" / "reports-nginx.conf"
 
@@ -22,7 +21,6 @@ def get(url: str) -> tuple[int, dict, str]:
 
 def start_reports_server(work_dir: Path, html: Path) -> tuple[str, ManagedProcess]:
     """nginx with the shipped server block, inside what the nginx image's own nginx.conf does around conf.d."""
-    nginx = require_program("nginx", ("/usr/sbin",))
     port = free_port()
     site = SITE.read_text()
     moved = site.replace("listen 8080;", f"listen 127.0.0.1:{port};").replace(
@@ -30,26 +28,7 @@ def start_reports_server(work_dir: Path, html: Path) -> tuple[str, ManagedProces
     )
     assert moved.count(str(port)) == 1 and moved.count(str(html)) == 1, "the shipped listen or root line changed"
     (work_dir / "site.conf").write_text(moved)
-    (work_dir / "nginx.conf").write_text(f"""
-        {"user root;" if os.geteuid() == 0 else ""}
-        daemon off;
-        worker_processes 1;
-        pid {work_dir}/nginx.pid;
-        error_log stderr;
-        events {{}}
-        http {{
-            include /etc/nginx/mime.types;
-            access_log off;
-            client_body_temp_path {work_dir}/client_temp;
-            proxy_temp_path {work_dir}/proxy_temp;
-            fastcgi_temp_path {work_dir}/fastcgi_temp;
-            uwsgi_temp_path {work_dir}/uwsgi_temp;
-            scgi_temp_path {work_dir}/scgi_temp;
-            include {work_dir}/site.conf;
-        }}
-    """)
-    process = ManagedProcess([nginx, "-p", work_dir, "-c", work_dir / "nginx.conf"], work_dir / "nginx.log")
-    process.wait_until(accepts_connections(port), "nginx", timeout=10)
+    process = start_nginx(work_dir, f"include {work_dir}/site.conf;", [port])
     return f"http://127.0.0.1:{port}", process
 
 

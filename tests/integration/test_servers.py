@@ -10,8 +10,8 @@ from zoneinfo import ZoneInfo
 import pytest
 import requests
 
-from fixtures.ksm import Node, make_world, scrape_times
 from fixtures.directory import directory_ldif
+from fixtures.ksm import Node, make_world, scrape_times
 from fixtures.reference import instant_query, reference_usage
 from tests.integration.servers import require_program
 

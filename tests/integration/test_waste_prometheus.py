@@ -6,6 +6,7 @@ checked against fixtures.reference as well.
 
 from dataclasses import replace
 from datetime import date
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pandas as pd
@@ -119,7 +120,7 @@ def test_waste_can_be_switched_off(prometheus_server, tmp_path):
     prom = prometheus_server(WORLD)
     database = f"sqlite:///{tmp_path / 'ledger.db'}"
     config = write_config(tmp_path, database, {"jaguar": prom.url})
-    settings = yaml.safe_load(open(config))
+    settings = yaml.safe_load(Path(config).read_text())
     (tmp_path / "billing.yaml").write_text(yaml.safe_dump({**settings, "waste": {"enabled": False}}))
     result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])
     assert result.exit_code == 0, result.output

@@ -1,0 +1,72 @@
+"""Each person's own summary (`email.personal`): what their namespaces cost, and what they held idle.
+
+`digest_period` says which days a run's digest covers (every run's day, or
+the week ending on a Sunday's run); `read_digests` reads those days from the
+ledger into one `PersonalDigest` per person with costs, their share of each
+namespace as in `billing report --person`. The letter is `render.person_letter`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+import pandas as pd
+from sqlalchemy import Engine
+
+from billing.days import days_between
+from billing.ledger import completed, read_rows, waste_sums
+
+SUNDAY = 6  # date.weekday()
+
+
+@dataclass(frozen=True)
+class PersonalDigest:
+    uid: str
+    first: date
+    last: date
+    currency: str
+    cost: float  # from first to last
+    month_to_date: float  # the month of `last`, to `last`
+    by_namespace: list[dict]  # cluster, namespace, cost: their share, most expensive first
+    idle_gpu_hours: float | None  # None: no cluster of theirs measures it
+    unused_cpu_core_hours: float | None
+    missing_days: list[date]  # days of the period never billed
+    reports_url: str
+
+
+def digest_period(day: date, personal: str) -> tuple[date, date] | None:
+    """The days the run of `day` reports to each person: the day (daily), the week to a Sunday (weekly), or none."""
+    if personal == "daily":
+        return day, day
+    if personal == "weekly" and day.weekday() == SUNDAY:
+        return day - timedelta(days=6), day
+    return None
+
+
+def read_digests(engine: Engine, first: date, last: date, currency: str, reports_url: str) -> list[PersonalDigest]:
+    """One digest per person whose namespaces cost something from first to last, by uid."""
+    month = last.replace(day=1)
+    rows = read_rows(engine, min(first, month), last)
+    rows = rows[rows["owner"].notna()]
+    period = rows[rows["day"] >= first]
+    waste = waste_sums(engine, first, last, "owner").dropna(subset=["owner"]).set_index("owner")
+    runs = completed(engine, first, last)
+    missing = [day for day in days_between(first, last) if day not in runs]
+    digests = []
+    for uid, mine in period.groupby("owner"):
+        cost = float(mine["cost"].sum())
+        if cost <= 0:
+            continue
+        namespaces = mine.groupby(["cluster", "namespace"], as_index=False)["cost"].sum()
+        idle = waste.loc[uid] if uid in waste.index else pd.Series({"idle_gpu_hours": None, "unused_cpu_core_hours": None})
+        digests.append(PersonalDigest(
+            uid, first, last, currency, cost,
+            month_to_date=float(rows.loc[(rows["owner"] == uid) & (rows["day"] >= month), "cost"].sum()),
+            by_namespace=namespaces.sort_values(["cost", "cluster", "namespace"], ascending=[False, True, True])
+            .to_dict("records"),
+            idle_gpu_hours=None if pd.isna(idle["idle_gpu_hours"]) else float(idle["idle_gpu_hours"]),
+            unused_cpu_core_hours=None if pd.isna(idle["unused_cpu_core_hours"]) else float(idle["unused_cpu_core_hours"]),
+            missing_days=missing, reports_url=reports_url,
+        ))
+    return digests

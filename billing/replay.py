@@ -1,0 +1,82 @@
+"""Answers recorded from a real Prometheus, replayed: how the demo runs without a server.
+
+A recording is a directory per cluster with one gzip'd JSON file per billing
+day (`2026-11-16.json.gz`), each mapping a question's `request_key` to the
+`result` list Prometheus answered. Changing a query re-records one file per
+cluster-day, not one file per question; fixtures/demo/record.py writes them.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from pathlib import Path
+
+from billing.config import PrometheusConfig
+from billing.prometheus import LivePrometheus, PrometheusError, PrometheusSource, _short
+
+SUFFIX = ".json.gz"
+BUILDINFO = "buildinfo"  # the key of the store's /api/v1/status/buildinfo data in a recording
+DEFAULT_BUILDINFO = {"version": "2.42.0"}  # recordings without it were made from Prometheus 2.42
+
+
+def request_key(kind: str, query: str, **params: float) -> str:
+    """A stable name for one question, so recorded answers can be found again."""
+    text = json.dumps({"kind": kind, "query": query, **params}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def read_recording(directory: Path) -> dict[str, list[dict]]:
+    """Every answer recorded for one cluster, all days together."""
+    answers: dict[str, list[dict]] = {}
+    for path in sorted(directory.glob("*" + SUFFIX)):
+        answers |= json.loads(gzip.decompress(path.read_bytes()))
+    return answers
+
+
+def write_recording(path: Path, answers: dict[str, list[dict]]) -> None:
+    """One day's answers; the same answers always give the same bytes (no time stamp in the gzip header)."""
+    text = json.dumps(answers, sort_keys=True, separators=(",", ":"))
+    path.write_bytes(gzip.compress(text.encode(), compresslevel=9, mtime=0))
+
+
+class ReplayPrometheus:
+    """Answers recorded from a real Prometheus, read from one cluster's recording directory."""
+
+    def __init__(self, cluster: str, directory: Path):
+        self.cluster = cluster
+        self.directory = directory
+        self._answers: dict[str, list[dict]] | None = None
+
+    def instant(self, query: str, at: float) -> list[dict]:
+        return self._load(request_key("instant", query, time=at), query)
+
+    def range(self, query: str, start: float, end: float, step: float) -> list[dict]:
+        return self._load(request_key("range", query, start=start, end=end, step=step), query)
+
+    def buildinfo(self) -> dict:
+        """Recorded beside the answers (the same in every day's file)."""
+        info = self._recording().get(BUILDINFO)
+        return info if isinstance(info, dict) else dict(DEFAULT_BUILDINFO)
+
+    def _recording(self) -> dict[str, list[dict]]:
+        if self._answers is None:
+            self._answers = read_recording(self.directory)
+        return self._answers
+
+    def _load(self, key: str, query: str) -> list[dict]:
+        self._answers = self._recording()
+        if key not in self._answers:
+            raise PrometheusError(
+                f"recorded answers of cluster {self.cluster} in {self.directory} hold no answer for "
+                f"{_short(query, 120)} (record them again, or is the day outside the recording?)"
+            )
+        return self._answers[key]
+
+
+def prometheus_source(cluster: str, config: PrometheusConfig) -> PrometheusSource:
+    """The cluster's recorded answers when the config names a recording (`replay`), else its live server."""
+    if config.replay:
+        return ReplayPrometheus(cluster, Path(config.replay))
+    return LivePrometheus(cluster, config)
