@@ -4,26 +4,37 @@ Each dependency (every cluster's Prometheus, the directory, the ledger
 database, the SMTP server) is reached the way the job reaches it, timed, and
 reported as one `Probe`. A failing dependency never stops the others from
 being checked: that is the point of a check.
+
+Per cluster it is also a preflight of the bill: which store answers, and
+whether yesterday's samples hold every series the arithmetic needs (SPEC.md
+steps 2-5, and the allocatable capacity) under the cluster's selector. A
+missing one fails with the exact fix; requests of GPU-like resources that
+`gpu_resources` does not list are a warning, as they would be billed nothing.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import date
 from functools import partial
 from pathlib import Path
 
 from sqlalchemy import func, select
 
 from billing.config import ClusterConfig, Config, EmailConfig, load_config
+from billing.days import BillingDay, billing_day, yesterday
 from billing.directory import DirectoryError
 from billing.directory_sources import check_directory
 from billing.ledger import LedgerError, completed_days, fetch, open_ledger
 from billing.mail import IMPLICIT_TLS_PORT, MailError, connect_smtp
-from billing.prometheus import PrometheusError
+from billing.prometheus import PrometheusError, PrometheusSource
+from billing.promql import Chunk, GpuResources, Queries, one_of, quote
 from billing.replay import prometheus_source, read_recording
+from billing.stores import engine_of, store_of
 
 TIMEOUT = 10.0  # seconds: a check answers quickly or reports the dependency as failing
 
@@ -36,14 +47,20 @@ class Probe:
     ok: bool
     detail: str  # what was reached, or why not
     seconds: float
+    warning: bool = False  # usable, but something needs a look (the run does not fail)
 
     def line(self) -> str:
         took = f"{self.seconds * 1000:.0f} ms" if self.seconds < 1 else f"{self.seconds:.1f} s"
-        return f"{'ok' if self.ok else 'FAIL':<4}  {self.dependency:<20}  {self.detail} ({took})"
+        status = "FAIL" if not self.ok else "WARN" if self.warning else "ok"
+        return f"{status:<4}  {self.dependency:<20}  {self.detail} ({took})"
 
 
 class CheckFailure(Exception):
     """A dependency was reached but is not usable; the message says why."""
+
+
+class CheckWarning(Exception):
+    """A dependency is usable, but something about it would surprise; the message says what."""
 
 
 EXPLAINED = (CheckFailure, PrometheusError, DirectoryError, LedgerError, MailError)  # their message is a whole sentence
@@ -53,39 +70,151 @@ def _timed(dependency: str, probe: Callable[[], str]) -> Probe:
     start = time.monotonic()
     try:
         return Probe(dependency, True, probe(), time.monotonic() - start)
+    except CheckWarning as exc:
+        return Probe(dependency, True, str(exc), time.monotonic() - start, warning=True)
     except Exception as exc:  # any failure, expected or not, is this dependency's line, not a crash
         reason = str(exc) if isinstance(exc, EXPLAINED) else f"{type(exc).__name__}: {exc}"
         return Probe(dependency, False, reason, time.monotonic() - start)
 
 
+def _source(cluster: ClusterConfig) -> PrometheusSource:
+    """The cluster's source without the job's retries, and with the check's short timeout."""
+    config = cluster.prometheus
+    return prometheus_source(cluster.name, config.model_copy(update={"timeout": min(config.timeout, TIMEOUT), "retries": 0}))
+
+
 def prometheus(cluster: ClusterConfig) -> str:
-    """Ask the server for `vector(1)`, without the job's retries; recorded answers are only counted."""
+    """Ask the server for `vector(1)` and which store it is; recorded answers are only counted."""
     config = cluster.prometheus
     if config.replay:
         answers = len(read_recording(Path(config.replay)))
         if not answers:
             raise CheckFailure(f"replay directory {config.replay} holds no recorded answers")
         return f"replay directory {config.replay}: {answers} recorded answers"
-    once = config.model_copy(update={"timeout": min(config.timeout, TIMEOUT), "retries": 0})
-    source = prometheus_source(cluster.name, once)
+    source = _source(cluster)
     answer = source.instant("vector(1)", time.time())
     if [sample["value"][1] for sample in answer] != ["1"]:
         raise CheckFailure(f"{config.url} answered vector(1) with {answer!r}, not 1")
-    return f"{config.url} answered vector(1)"
+    return f"{config.url} answered vector(1); the store is {engine_of(*source.buildinfo())}"
 
 
-def selector(cluster: ClusterConfig) -> str:
-    """Does the cluster's selector match any node of kube-state-metrics in the last day? A typo would make
+# kube-state-metrics exports a node label only when allowlisted, under a sanitised name; the usual GPU model labels
+NODE_LABELS = {"label_nvidia_com_gpu_product": "nvidia.com/gpu.product",
+               "label_cloud_google_com_gke_accelerator": "cloud.google.com/gke-accelerator",
+               "label_node_kubernetes_io_instance_type": "node.kubernetes.io/instance-type"}
+# extended resources of accelerators, as kube-state-metrics names them: a new one (a MIG profile) must not be free
+GPU_LIKE = ("nvidia_com_.*", "amd_com_.*", "habana_ai_.*", "google_com_tpu.*")
+SELECTOR_LABELS = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:=~|!~|!=|=)")
+
+
+@dataclass(frozen=True)
+class Need:
+    """A series the bill needs: what it is, a query answering something iff it is there, and the fix."""
+
+    what: str
+    query: str
+    fix: str
+    for_gpus: bool = False  # needed only where GPUs were requested
+
+
+class Preflight:
+    """Yesterday's samples of one cluster, asked the way collection asks (promql.py's selectors)."""
+
+    def __init__(self, cluster: ClusterConfig, gpu_resources: GpuResources, day: BillingDay, source: PrometheusSource):
+        start, end = int(day.start.timestamp()), int(day.end.timestamp())
+        self.cluster, self.gpu_resources, self.source = cluster, gpu_resources, source
+        self.store = store_of(source, cluster, day)  # as the run asks: the engine, the label renames
+        self.queries = Queries(cluster, gpu_resources, Chunk(start, end, end - start), self.store)
+        self.window, self.at = f"{end - start}s", end
+
+    def seen(self, series: str, by: str = "") -> list[dict]:
+        """The label sets (grouped `by`) of the series with a sample on the day."""
+        return self.source.instant(f"count by ({by}) (last_over_time({series}[{self.window}]))", self.at)
+
+    def needs(self) -> list[Need]:
+        q, label = self.queries, self.cluster.gpu_model_label
+        allowlisted = NODE_LABELS.get(label, f"<the Kubernetes name of {label.removeprefix('label_')}>")
+        renamed = ("a kube-state-metrics older than 2.1.0 (upgrade it) or a metric_relabel_configs rule dropping "
+                   "the label (labeldrop)")
+        return [
+            Need("kube_pod_container_resource_requests", q.series("kube_pod_container_resource_requests"),
+                 "kube-state-metrics must export pods (its --resources must include pods)"),
+            Need("kube_pod_status_phase with the uid label", q.series("kube_pod_status_phase", 'uid!=""'),
+                 f"billing tells pods apart by uid; look for {renamed}"),
+            Need(f"kube_pod_info with the {q.ksm.node} label", q.pod_node(),
+                 f"GPU models come from the pod's node; look for {renamed}"),
+            Need("kube_node_status_allocatable", q.series("kube_node_status_allocatable"),
+                 "kube-state-metrics must export nodes (its --resources must include nodes)"),
+            Need(f"kube_node_labels with {label}", q.series("kube_node_labels", f"{label}!=\"\""),
+                 f"run kube-state-metrics with --metric-labels-allowlist=nodes=[{allowlisted}] "
+                 f"(or set clusters[].gpu_model_label to the label your nodes have)", for_gpus=True),
+        ]
+
+    def gpu_requested(self) -> bool:
+        return bool(self.seen(self.queries.series("kube_pod_container_resource_requests",
+                                                   f"resource=~{quote(one_of(self.gpu_resources))}")))
+
+    def unlisted_gpu_resources(self) -> list[str]:
+        """GPU-like resources requested on the day that `gpu_resources` does not list."""
+        requests = self.queries.series("kube_pod_container_resource_requests", f"resource=~{quote('|'.join(GPU_LIKE))}")
+        requested = {s["metric"].get("resource", "") for s in self.seen(requests, "resource")}
+        return sorted(requested - {"", *self.gpu_resources})
+
+    def selector_values(self) -> str:
+        """What the selector's labels hold on the day's kube-state-metrics series, without the selector."""
+        names = sorted(set(SELECTOR_LABELS.findall(self.cluster.prometheus.selector)))
+        found = self.source.instant(f"count by ({', '.join(names)}) (last_over_time(kube_pod_info[{self.window}]))",
+                                    self.at)
+        values = sorted(", ".join(f'{n}="{s["metric"].get(n, "")}"' for n in names) for s in found)
+        if not values:
+            return "; without it there is no kube_pod_info either: is the day within the store's retention?"
+        return f"; without it kube_pod_info has {' or '.join(values[:10])}{' or more' if len(values) > 10 else ''}"
+
+
+def bill_series(cluster: ClusterConfig, gpu_resources: GpuResources, day: BillingDay) -> str:
+    """Every series yesterday's bill needs, under the cluster's selector; a missing one fails with its fix."""
+    if cluster.prometheus.replay:
+        return "recorded answers: not checked"
+    check = Preflight(cluster, gpu_resources, day, _source(cluster))
+    needs = check.needs()
+    missing = [need for need in needs if not check.seen(need.query)]
+    selector = cluster.prometheus.selector.strip()
+    if len(missing) == len(needs):
+        if selector:
+            raise CheckFailure(f"the selector {selector} matches no kube-state-metrics series on {day.date}"
+                               + check.selector_values())
+        raise CheckFailure(f"no kube-state-metrics series at all on {day.date}: is kube-state-metrics scraped "
+                           "into this store, and is the day within its retention?")
+    if any(need.for_gpus for need in missing) and not check.gpu_requested():
+        missing = [need for need in missing if not need.for_gpus]
+    if missing:
+        raise CheckFailure(f"on {day.date}: " + "; ".join(f"{need.what} is missing ({need.fix})" for need in missing))
+    remarks = [f"{resource} was requested but is not in gpu_resources, so it is billed nothing (add it there if it "
+               "is a GPU or a slice of one)" for resource in check.unlisted_gpu_resources()]
+    renames, noted = check.store.renames(), ""
+    if cluster.label_names is None:  # detected: the bill is right, but the scrape setup confuses other tools
+        remarks += [f"{rename} (a scrape with honor_labels: false moved them there; billing reads them there, "
+                    "but honor_labels: true is better: docs/stores.md)" for rename in renames]
+    elif renames:
+        noted = "; " + "; ".join(f"{rename} (clusters[].label_names)" for rename in renames)
+    if remarks:
+        raise CheckWarning(f"on {day.date}: " + "; ".join(remarks))
+    return f"every series the bill needs has samples on {day.date}{noted}"
+
+
+def selector(cluster: ClusterConfig, day: BillingDay) -> str:
+    """Does the cluster's selector match any node of kube-state-metrics on the day checked? A typo would make
     every run refuse its day for want of data."""
     config = cluster.prometheus
-    once = config.model_copy(update={"timeout": min(config.timeout, TIMEOUT), "retries": 0})
-    query = f"count(group by (node) (last_over_time(kube_node_labels{{{config.selector}}}[1d])))"
-    answer = prometheus_source(cluster.name, once).instant(query, time.time())
+    window = int((day.end - day.start).total_seconds())
+    # exported_node: where a honor_labels: false scrape put the node's name (`node` is then kube-state-metrics' own)
+    query = f"count(group by (node, exported_node) (last_over_time(kube_node_labels{{{config.selector}}}[{window}s])))"
+    answer = _source(cluster).instant(query, day.end.timestamp())
     if not answer:
         raise CheckFailure(f"{config.selector} matches no kube-state-metrics series (kube_node_labels) at {config.url} "
-                           "in the last day: check clusters[].prometheus.selector")
+                           f"on {day.date}: check clusters[].prometheus.selector")
     nodes = float(answer[0]["value"][1])
-    return f"{config.selector} matches kube-state-metrics series of {nodes:.0f} nodes in the last day"
+    return f"{config.selector} matches kube-state-metrics series of {nodes:.0f} nodes on {day.date}"
 
 
 def database(url: str) -> str:
@@ -123,12 +252,18 @@ def check_config(path: Path) -> tuple[Config, Probe]:
     return config, Probe("config", True, detail, time.monotonic() - start)
 
 
-def check_all(config: Config) -> Iterator[Probe]:
-    """One probe per dependency, in the order a run needs them; each is yielded as soon as it is done."""
+def check_all(config: Config, day: date | None = None) -> Iterator[Probe]:
+    """One probe per dependency, in the order a run needs them; each is yielded as soon as it is done.
+
+    A cluster's series are checked for `day` (default: yesterday), and only where its store answered."""
+    period = billing_day(day or yesterday(config.zone), config.zone)
     for cluster in config.clusters:
-        yield _timed(f"prometheus {cluster.name}", partial(prometheus, cluster))
-        if cluster.prometheus.selector.strip() and not cluster.prometheus.replay:
-            yield _timed(f"selector {cluster.name}", partial(selector, cluster))
+        reached = _timed(f"prometheus {cluster.name}", partial(prometheus, cluster))
+        yield reached
+        if reached.ok and cluster.prometheus.selector.strip() and not cluster.prometheus.replay:
+            yield _timed(f"selector {cluster.name}", partial(selector, cluster, period))
+        if reached.ok:
+            yield _timed(f"series {cluster.name}", partial(bill_series, cluster, config.gpu_resources, period))
     yield _timed("directory", lambda: check_directory(config.directory))
     yield _timed("database", lambda: database(config.database))
     if config.email.enabled:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import click
 
+from billing.audit import AuditError
 from billing.budgets import read_budget_status, team_budgets
 from billing.check import check_all, check_config
 from billing.config import Config, ConfigError, config_path, load_config
@@ -41,7 +42,7 @@ from billing.statement_formats import FORMATS as STATEMENT_FORMATS
 
 log = logging.getLogger("billing")
 
-RUN_FAILURES = (IncompleteDayError, PrometheusError, DirectoryError, LedgerError, RenderError, MailError)
+RUN_FAILURES = (IncompleteDayError, AuditError, PrometheusError, DirectoryError, LedgerError, RenderError, MailError)
 
 
 def _fail(status: int, message: str, at_once: bool = False) -> None:
@@ -447,20 +448,25 @@ def serve(host: str, port: int, config_file: str | None) -> None:
 
 
 @main.command()
+@click.option("--date", "day", callback=_date, help="Day whose series to check, YYYY-MM-DD (default: yesterday).")
 @config_option
 @_guarded
-def check(config_file: str | None) -> None:
-    """Validate the config and reach every dependency, one line each.
+def check(day: date | None, config_file: str | None) -> None:
+    """Validate the config, reach every dependency and check the series a bill needs, one line each.
 
-    Exit status 1 if any dependency fails, 2 if the config is invalid. Example:
+    Per cluster: the store and its version, then whether the day's samples
+    hold every series the bill needs (with the fix for each missing one).
+    WARN lines (e.g. GPU resources that gpu_resources does not list) do not
+    fail. Exit status 1 if any dependency fails, 2 if the config is invalid. Example:
 
     \b
         billing check --config /etc/billing/billing.yaml
+        billing check --date 2026-11-20
     """
     config, probe = check_config(config_path(config_file))
     click.echo(probe.line())
     failures = 0
-    for probe in check_all(config):
+    for probe in check_all(config, day):
         click.echo(probe.line())
         failures += not probe.ok
     if failures:

@@ -51,6 +51,7 @@ measures all this; README.md has the figures.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -80,6 +81,7 @@ USAGE_COLUMNS = ["namespace", "resource", "gpu_model", "priority_class", "pool",
 # what GPU rows held, below the usage's `gpu`: resource as kube-state-metrics names it (nvidia_com_mig_1g_10gb),
 # held_hours in its own units (slice-hours, replica-hours), gpu_hours the physical-GPU-hours billed for them
 HOLDING_COLUMNS = ["namespace", "resource", "gpu_model", "held_hours", "gpu_hours"]
+POD_COLUMNS = ["pod", "uid"]
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,11 @@ class ClusterUsage:
     queries: int
     coverage: float  # share of the day's instants at which kube-state-metrics data was there
     holdings: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=HOLDING_COLUMNS))  # GPU resources
+    running: frozenset[str] = frozenset()  # their uids
+    exact: frozenset[str] = frozenset()  # uids of the pods evaluated instant by instant
+
+
+POD = ", ".join(POD_COLUMNS)  # the labels that keep results apart per pod (the self-audit asks so)
 
 
 class UsageQueries(Queries):
@@ -101,15 +108,15 @@ class UsageQueries(Queries):
     # `max by` everywhere below drops the scrape's own labels (instance, job),
     # so duplicate scrapes of kube-state-metrics replicas are not counted twice.
 
-    def fast(self, pods: str, left_out: str = "") -> str:
-        """Per (namespace, node, priority class, resource): sum over pods of request x Running instants.
+    def fast(self, pods: str, left_out: str = "", by_pod: bool = False) -> str:
+        """Per (namespace, node, priority class, resource[, pod]): sum over pods of request x Running instants.
         `pods` selects the pods by uid; `left_out`, an expression of uids, leaves pods out where
         a list of them would make the query too long."""
         requests = self.ksm.plain(f"max_over_time({self.requests(pods)}[{self.raw}])")
         running = self.ksm.plain(f"sum_over_time({self.latest(self.running(pods))}[{self.instants}:{self.step}])")
         node = self.ksm.plain(f"max_over_time({self.pod_node(pods)}[{self.raw}])")
         return f"""
-sum by (namespace, node, priority_class, resource) ((
+sum by (namespace, node, priority_class, resource{", " + POD if by_pod else ""}) ((
     sum by (namespace, pod, uid, resource) (
         max by (namespace, pod, uid, container, resource) ({requests})
     )
@@ -150,13 +157,13 @@ group by (uid) (
         """The uids of pods Running in the chunk, for the log's pod count."""
         return f"group by (uid) (max_over_time({self.running()}[{self.instants}]) == 1)"
 
-    def exact(self, pods: str, relabelled: list[str]) -> str:
+    def exact(self, pods: str, relabelled: list[str], by_pod: bool = False) -> str:
         """The literal per-instant product, for range queries. Node labels (GPU model, pool) are
         read at every instant only for relabelled nodes (a node's newest label set wins; "" without
         one); on other nodes they are constant, and the caller maps the node to them."""
         ksm, latest = self.ksm, self.latest
         return f"""
-sum by (namespace, node, resource, priority_class, {self.node_keys}) (
+sum by (namespace, node, resource, priority_class, {self.node_keys}{", " + POD if by_pod else ""}) (
     max by (namespace, pod, uid, container, resource) ({ksm.plain(latest(self.requests(pods)))})
   * on (namespace, pod, uid) group_left (node, priority_class) (
         max by (namespace, pod, uid) ({ksm.plain(latest(self.running(pods)))} == 1)
@@ -169,8 +176,10 @@ sum by (namespace, node, resource, priority_class, {self.node_keys}) (
 
 @dataclass(frozen=True)
 class _ChunkResult:
-    usage: pd.DataFrame  # USAGE_COLUMNS (resource as KSM names it) and held: hours in the resource's own units
+    usage: pd.DataFrame  # USAGE_COLUMNS (resource as KSM names it), after POD_COLUMNS when asked by pod, and
+    # held: hours in the resource's own units
     pods: frozenset[str]
+    exact: frozenset[str]
     queries: int
     covered: int  # instants with kube-state-metrics data
     instants: int
@@ -180,7 +189,7 @@ def _uids(answer: list[dict]) -> frozenset[str]:
     return frozenset(series["metric"].get("uid", "") for series in answer)
 
 
-def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk) -> _ChunkResult:
+def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, by_pod: bool = False) -> _ChunkResult:
     """Fast query for most pods, exact range queries for the few where factoring is wrong."""
     at = chunk.last
     nodes = NodeKinds(source, queries, at)
@@ -195,13 +204,14 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk) 
 
     def row(labels: dict[str, str], instants: float) -> tuple:
         model, pool, gpus_per_unit = nodes.priced(labels)
-        return (labels.get("namespace", ""), labels.get("resource", ""), model, labels.get("priority_class", ""), pool,
-                instants * gpus_per_unit, instants)
+        pod = tuple(labels.get(key, "") for key in POD_COLUMNS) if by_pod else ()
+        return (*pod, labels.get("namespace", ""), labels.get("resource", ""), model, labels.get("priority_class", ""),
+                pool, instants * gpus_per_unit, instants)
 
     rows = []
-    fast = queries.fast(uid_matcher(exact_pods, keep=False))
+    fast = queries.fast(uid_matcher(exact_pods, keep=False), by_pod=by_pod)
     if not fits(fast):  # too many pods to name: the query finds them itself
-        fast = queries.fast("", left_out=queries.exact_pods(relabelled))
+        fast = queries.fast("", left_out=queries.exact_pods(relabelled), by_pod=by_pod)
     for series in source.instant(fast, at):
         rows.append(row(series["metric"], float(series["value"][1])))
     asked += 1
@@ -209,17 +219,18 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk) 
     if exact_pods:
         log.info("%d pods resized, on relabelled nodes (%s) or with odd Running values: evaluated instant by instant",
                  len(exact_pods), ", ".join(relabelled[:3]) or "none")
-        for exact in in_pieces(exact_pods, lambda pods: queries.exact(pods, relabelled)):
+        for exact in in_pieces(exact_pods, lambda pods: queries.exact(pods, relabelled, by_pod)):
             for series in source.range(exact, chunk.start, at, chunk.step):
                 rows.append(row(series["metric"], sum(float(v) for _, v in series["values"])))
             asked += 1
     instants = (chunk.end - chunk.start) // chunk.step
-    return _ChunkResult(_hours(rows, chunk.step), running, asked, covered, instants)
+    columns = [*POD_COLUMNS, *USAGE_COLUMNS] if by_pod else USAGE_COLUMNS
+    return _ChunkResult(_hours(rows, chunk.step, columns), running, exact_pods, asked, covered, instants)
 
 
-def _hours(rows: list[tuple], step: int) -> pd.DataFrame:
+def _hours(rows: list[tuple], step: int, columns: list[str]) -> pd.DataFrame:
     """Rows of resource-instants as a frame of resource-hours (held: in the resource's own units)."""
-    frame = pd.DataFrame(rows, columns=[*USAGE_COLUMNS, "held"]).astype({"quantity": float, "held": float})
+    frame = pd.DataFrame(rows, columns=[*columns, "held"]).astype({"quantity": float, "held": float})
     return frame.assign(quantity=frame["quantity"] * step / 3600, held=frame["held"] * step / 3600)
 
 
@@ -234,13 +245,16 @@ def collect_cluster(
                          chunks(day, step))
     raw = pd.concat([r.usage for r in results], ignore_index=True)
     _refuse_impossible_values(raw, cluster.name)
+    running = frozenset().union(*(r.pods for r in results))
     return ClusterUsage(
         cluster=cluster.name,
         usage=_normalise(raw, gpu_resources),
-        pods=len(frozenset().union(*(r.pods for r in results))),
+        pods=len(running),
         queries=sum(r.queries for r in results),
         coverage=sum(r.covered for r in results) / sum(r.instants for r in results),
         holdings=_holdings(raw, gpu_resources),
+        running=running,
+        exact=frozenset().union(*(r.exact for r in results)),
     )
 
 
@@ -249,6 +263,18 @@ def _holdings(raw: pd.DataFrame, gpu_resources: GpuResources) -> pd.DataFrame:
     gpus = raw[raw["resource"].isin(list(gpu_resources)) & (raw["quantity"] != 0)]
     summed = gpus.groupby(["namespace", "resource", "gpu_model"], as_index=False, sort=True)[["held", "quantity"]].sum()
     return summed.rename(columns={"held": "held_hours", "quantity": "gpu_hours"})[HOLDING_COLUMNS]
+
+
+def pod_usage(queries: Callable[[Chunk], UsageQueries], day: BillingDay, step: int, gpu_resources: GpuResources,
+              source: PrometheusSource) -> pd.DataFrame:
+    """Resource-hours per pod (POD_COLUMNS, resource, gpu_model, quantity) the way `collect_cluster` computes
+    them, fast and exact path alike: what the self-audit checks, with `queries` restricted to a few pods."""
+    results = map_chunks(lambda c: _chunk_usage(source, queries(c), c, by_pod=True), chunks(day, step))
+    held = pd.concat([r.usage for r in results], ignore_index=True)
+    # requests as the store answered them, before GPU fractions and time-slicing replicas: what raw samples give
+    frame = billing_units(held.assign(quantity=held["held"]), gpu_resources)
+    keys = [*POD_COLUMNS, "resource", "gpu_model"]
+    return frame.groupby(keys, as_index=False, sort=True)["quantity"].sum()
 
 
 def _refuse_impossible_values(raw: pd.DataFrame, cluster: str) -> None:

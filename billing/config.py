@@ -369,6 +369,13 @@ class WebConfig(_Section):
         return self
 
 
+class AuditConfig(_Section):
+    """The self-audit of every run (billing/audit.py)."""
+
+    enabled: bool = True
+    pods: Annotated[int, Field(ge=1)] = 20  # running pods recomputed from raw samples per cluster-day
+
+
 class Config(_Section):
     timezone: str = "UTC"
     currency: str = "USD"
@@ -387,6 +394,7 @@ class Config(_Section):
     budgets: BudgetsConfig = BudgetsConfig()
     web: WebConfig = WebConfig()
     reports_url: WebAddress = ""  # where people reach the reports or `billing serve`; emails link there
+    audit: AuditConfig = AuditConfig()
 
     @field_validator("timezone")
     @classmethod

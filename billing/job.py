@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 from sqlalchemy import Engine
 
+from billing.audit import audit_cluster
 from billing.budgets import BudgetStatus, forecast, send_alerts, team_budgets
 from billing.capacity import collect_allocatable, idle_capacity
 from billing.collect import ClusterUsage, collect_cluster
@@ -127,6 +128,11 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
         store = store_of(source, cluster, period)  # which engine, which label names: asked once
         usage = collect_cluster(cluster, period, step, resources, source, store)
         _refuse_no_data(usage, cluster, day)
+        if config.audit.enabled:
+            audit = audit_cluster(cluster, period, step, resources, source, usage.running, usage.exact, config.audit.pods,
+                                  store)
+            log.info("cluster %s: self-audit of %d pods from raw samples agrees (%d queries, %.2f s)", cluster.name,
+                     audit.pods, audit.queries, audit.seconds)
         allocatable = collect_allocatable(cluster, period, step, resources, source, store)
         wasted = (collect_waste(cluster, period, step, resources, source, config.waste.gpu_utilisation_below, store)
                   if config.waste.enabled else pd.DataFrame(columns=WASTE_COLUMNS))

@@ -1,25 +1,29 @@
-"""Asking Prometheus: the HTTP API with retries.
+"""Asking Prometheus: the HTTP API with retries, or recorded answers.
 
 The collection code only sees `PrometheusSource`: two methods that return the
-`result` list of Prometheus' JSON answer. `LivePrometheus` asks a server (POST,
-bearer token, CA file, timeout, retries with backoff on connection errors,
-timeouts, 429 and 5xx); `ReplayPrometheus` (billing/replay.py) reads answers
-recorded from a real server earlier, which is how the demo runs without one.
+`result` list of Prometheus' JSON answer. `LivePrometheus` asks a server with
+a plain `requests` session (the query in a form-encoded POST body, so a long
+one stays out of the URL; bearer token, CA file, timeout, urllib3's retries
+with backoff on connection errors, timeouts, 429 and 5xx); `ReplayPrometheus`
+(billing/replay.py) reads answers recorded from a real server earlier, which
+is how the demo runs without one. `buildinfo` is what billing/stores.py reads
+which store answers from.
 
 An answer that says it is incomplete is refused: Prometheus answers
 "success" with `warnings` when a remote-read store was out of reach (Thanos
 does the same for a partial response, VictoriaMetrics sets `isPartial`), and
-a bill from such an answer would be quietly too low.
+a bill from such an answer would be quietly too low. Thanos is asked not to
+give one at all (`partial_response=false`).
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timezone
-from typing import Protocol
+from collections.abc import Callable
+from typing import Protocol, TypeGuard, TypeVar
 
 import requests
-from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
+from requests.adapters import HTTPAdapter
 from urllib3.exceptions import NewConnectionError
 from urllib3.exceptions import TimeoutError as Urllib3Timeout
 from urllib3.util.retry import Retry
@@ -27,38 +31,44 @@ from urllib3.util.retry import Retry
 from billing.config import PrometheusConfig
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 RETRY_STATUSES = (429, 500, 502, 503, 504)
+# Thanos Query: fail rather than answer without an unreachable store, and merge HA replicas. Prometheus,
+# Mimir and VictoriaMetrics ignore parameters they do not know, so every query carries them.
+COMPLETE_ANSWERS = {"partial_response": "false", "dedup": "true"}
 
 
 class PrometheusError(Exception):
     """A query could not be answered; the message names cluster, URL and cause."""
 
 
-class _Rejected(Exception):
-    """An error answer, with Prometheus' reason; raised from the response hook, `_ask` names the server."""
-
-
 class _PartialAnswer(Exception):
-    """An answer that says it is incomplete; raised from the response hook, `_ask` names the server."""
+    """An answer that says it is incomplete; `_ask` names the server."""
 
 
-def _check_answer(response: requests.Response, *args, **kwargs) -> None:
-    """A requests response hook: Prometheus' own reason for an error, and answers that say they are incomplete.
+def _result(response: requests.Response) -> object:
+    """The `result` of an answer; Prometheus' own reason for an error, and answers that say they are incomplete.
 
     It sees the answer urllib3's retries ended with; an answer that is not
-    JSON at all is left to the caller.
+    JSON at all gives None, and the caller says so.
     """
     if response.status_code >= 400:
         raise _Rejected(f"HTTP {response.status_code}: {_error_text(response)}")
-    if not (b'"warnings"' in response.content or b'"isPartial"' in response.content):
-        return
     try:
         body = response.json()
     except ValueError:
-        return
-    if isinstance(body, dict) and (body.get("warnings") or body.get("isPartial") is True):
+        return None
+    if not isinstance(body, dict):
+        return None
+    if body.get("warnings") or body.get("isPartial") is True:
         raise _PartialAnswer("; ".join(map(str, body.get("warnings") or ["isPartial is true"])))
+    data = body.get("data")
+    return data.get("result") if isinstance(data, dict) else None
+
+
+class _Rejected(Exception):
+    """An error answer, with Prometheus' reason; `_ask` names the server."""
 
 
 def _error_text(response: requests.Response) -> str:
@@ -74,7 +84,7 @@ class PrometheusSource(Protocol):
 
     def range(self, query: str, start: float, end: float, step: float) -> list[dict]: ...
 
-    def buildinfo(self) -> dict: ...
+    def buildinfo(self) -> tuple[dict, dict[str, str]]: ...
 
 
 class LivePrometheus:
@@ -85,9 +95,10 @@ class LivePrometheus:
         self.url = config.url.rstrip("/")
         self.timeout = config.timeout
         self.attempts = config.retries + 1
-        session = requests.Session()
-        session.verify = config.ca_file or True
-        session.hooks["response"].append(_check_answer)
+        self._session = requests.Session()
+        self._session.verify = config.ca_file or True
+        if config.bearer_token:
+            self._session.headers["Authorization"] = f"Bearer {config.bearer_token}"
         retry = Retry(
             total=config.retries,
             backoff_factor=backoff,
@@ -95,43 +106,47 @@ class LivePrometheus:
             allowed_methods=frozenset({"GET", "POST"}),
             respect_retry_after_header=True,
         )
-        headers = {"Authorization": f"Bearer {config.bearer_token}"} if config.bearer_token else None
-        self._client = PrometheusConnect(
-            url=self.url, headers=headers, retry=retry, session=session, timeout=config.timeout, method="POST"
-        )
+        for scheme in ("http://", "https://"):
+            self._session.mount(scheme, HTTPAdapter(max_retries=retry))
 
     def instant(self, query: str, at: float) -> list[dict]:
-        return self._ask(query, lambda: self._client.custom_query(query, params={"time": at}))
+        return self._ask("query", query, {"time": at})
 
     def range(self, query: str, start: float, end: float, step: float) -> list[dict]:
-        return self._ask(
-            query,
-            lambda: self._client.custom_query_range(
-                query, datetime.fromtimestamp(start, timezone.utc), datetime.fromtimestamp(end, timezone.utc), str(step)
-            ),
-        )
+        return self._ask("query_range", query, {"start": start, "end": end, "step": step})
 
-    def buildinfo(self) -> dict:
-        """The `data` of /api/v1/status/buildinfo ({} from VictoriaMetrics); {"version": ""} where the
-        store has no such page (a proxy in front, an old Thanos): then nothing is known of it."""
-        client = self._client
+    def buildinfo(self) -> tuple[dict, dict[str, str]]:
+        """The `data` of /api/v1/status/buildinfo and the answer's headers (stores.engine_of reads which
+        store it is from both). A store without the page (a proxy in front, an old Thanos) gives ({}, its
+        headers): nothing is known of it. One that cannot be reached fails like a query, since how the
+        queries are written depends on the answer."""
+        url = f"{self.url}/api/v1/status/buildinfo"
+        response = self._call(url, lambda: self._session.get(url, timeout=self.timeout))
+        if not response.ok:
+            log.warning("cluster %s: %s has no build information (HTTP %d: %s); querying it as Prometheus 2",
+                        self.cluster, self.url, response.status_code, _error_text(response))
+            return {}, dict(response.headers)
+        try:
+            data = response.json().get("data")
+        except (ValueError, AttributeError):
+            data = None
+        return (data if isinstance(data, dict) else {}), dict(response.headers)
 
-        def call() -> dict:
-            try:
-                response = client._session.get(f"{self.url}/api/v1/status/buildinfo", headers=client.headers,
-                                               timeout=self.timeout)
-            except _Rejected as exc:
-                log.warning("cluster %s: %s has no build information (%s); querying it as Prometheus 2",
-                            self.cluster, self.url, exc)
-                return {"version": "unknown"}
-            return response.json()["data"]
+    def _ask(self, endpoint: str, query: str, params: dict[str, float]) -> list[dict]:
+        """POST the query form-encoded (a long query stays out of the URL, whose length proxies limit)."""
+        form = {"query": query, **params, **COMPLETE_ANSWERS}
+        url = f"{self.url}/api/v1/{endpoint}"
+        result = self._call(query, lambda: _result(self._session.post(url, data=form, timeout=self.timeout)))
+        if not _is_result(result):
+            raise PrometheusError(f"Prometheus of cluster {self.cluster} at {self.url} answered something that is "
+                                  "not a Prometheus JSON result")
+        return result
 
-        return self._ask("/api/v1/status/buildinfo", call, answer=lambda data: isinstance(data, dict))
-
-    def _ask(self, query: str, call, answer=lambda result: _is_result(result)):
+    def _call(self, query: str, ask: Callable[[], T]) -> T:
+        """ask(), its failures as one sentence naming cluster, server and cause."""
         where = f"Prometheus of cluster {self.cluster} at {self.url}"
         try:
-            result = call()
+            return ask()
         except _PartialAnswer as exc:
             raise PrometheusError(
                 f"{where} answered only in part ({exc}), so the bill would be too low; refusing it "
@@ -148,15 +163,10 @@ class LivePrometheus:
                     f"attempt(s) (query: {_short(query)})"
                 ) from None
             raise PrometheusError(f"{where} is unreachable ({_reason(exc)})") from None
-        except (_Rejected, PrometheusApiClientException) as exc:
+        except _Rejected as exc:
             raise PrometheusError(f"{where} rejected the query {_short(query)}: {exc}") from None
-        except (ValueError, KeyError, TypeError):  # not JSON, or JSON without data.result
-            result = None
         except requests.exceptions.RequestException as exc:  # e.g. the connection broke off mid-answer
             raise PrometheusError(f"{where} failed to answer ({_reason(exc)})") from None
-        if not answer(result):
-            raise PrometheusError(f"{where} answered something that is not a Prometheus JSON result")
-        return result
 
 
 def _timed_out(exc: requests.exceptions.RequestException) -> bool:
@@ -166,7 +176,7 @@ def _timed_out(exc: requests.exceptions.RequestException) -> bool:
     return isinstance(exc, requests.exceptions.Timeout) or (isinstance(reason, Urllib3Timeout) and not refused)
 
 
-def _is_result(result: object) -> bool:
+def _is_result(result: object) -> TypeGuard[list[dict]]:
     """The `result` list of a query answer: series with labels and a value or values."""
     return isinstance(result, list) and all(
         isinstance(s, dict) and isinstance(s.get("metric"), dict) and ("value" in s or "values" in s) for s in result

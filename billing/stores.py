@@ -7,13 +7,15 @@ Query, Mimir 2, Cortex). MetricsQL (VictoriaMetrics) guesses its lookback from
 the scrape interval instead, so there the queries say it explicitly:
 `last_over_time(x[5m+1ms])` over its half-open (t - d, t] windows, and
 `tlast_over_time` for a sample's own timestamp. Prometheus 3 has half-open
-windows too. Which one answers is read from `/api/v1/status/buildinfo`:
-VictoriaMetrics answers it with no version at all.
+windows too. Which one answers is read from `/api/v1/status/buildinfo`
+(`engine_of`): the one store detection, which the run, the self-audit and
+`billing check` share.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from billing.config import ClusterConfig
@@ -29,9 +31,14 @@ LOOKBACK_MS = 300_000  # Prometheus' default lookback delta for instant vectors
 class Engine:
     """The query engine behind a cluster's URL, as far as the bill depends on it."""
 
-    name: str  # "Prometheus 2.42.0", "VictoriaMetrics", ...
+    name: str  # "Prometheus 2.42.0", "VictoriaMetrics", "Thanos Query 0.37.2", ...
     metricsql: bool  # VictoriaMetrics' MetricsQL rather than PromQL
     closed_lookback: bool  # a bare selector sees samples exactly 5 minutes old (PromQL 2.x)
+    kind: str = "prometheus"  # prometheus, thanos, mimir, cortex, victoriametrics or unknown
+    version: str = ""  # as the store reports it; '' where it reports none of its own
+
+    def __str__(self) -> str:
+        return self.name
 
     def latest(self, selector: str) -> str:
         """The series' value at each instant with SPEC.md's lookback: its latest sample in [t - 5 min, t]."""
@@ -74,18 +81,38 @@ class Engine:
 
 
 PROMETHEUS_2 = Engine("Prometheus 2", metricsql=False, closed_lookback=True)
+STORE_NAMES = {"prometheus": "Prometheus", "thanos": "Thanos Query", "mimir": "Grafana Mimir", "cortex": "Cortex",
+               "victoriametrics": "VictoriaMetrics", "unknown": "an unknown store (asked as Prometheus 2)"}
+VICTORIA_METRICS_HEADER = "X-Server-Hostname"  # every VictoriaMetrics answer has it
 
 
-def engine_of(buildinfo: dict) -> Engine:
-    """The engine from the `data` of a /api/v1/status/buildinfo answer ({} where there is none).
+def engine_of(buildinfo: dict, headers: Mapping[str, str] | None = None) -> Engine:
+    """The engine from the `data` of a /api/v1/status/buildinfo answer and its headers.
 
-    VictoriaMetrics answers success with empty data; the Prometheus family
-    names its version, whose major decides the lookback's older end."""
-    version = str(buildinfo.get("version", "")) if isinstance(buildinfo, dict) else ""
-    if not version:
-        return Engine("VictoriaMetrics", metricsql=True, closed_lookback=False)
+    Prometheus reports its version with the Go version it was built with,
+    whose major decides the lookback's older end; Thanos and Cortex share that
+    shape with 0.x and 1.x versions (on Prometheus 2's engine); Mimir names
+    itself (`application`). VictoriaMetrics sends an `X-Server-Hostname`
+    header and a buildinfo without `goVersion` (empty in 1.79, an emulated
+    Prometheus version later), so its own version is not known from it. A
+    store without the page is asked as Prometheus 2."""
+    info = buildinfo if isinstance(buildinfo, dict) else {}
+    version = str(info.get("version", ""))
     major = version.split(".", 1)[0]
-    return Engine(f"Prometheus {version}", metricsql=False, closed_lookback=not (major.isdigit() and int(major) >= 3))
+    if "mimir" in str(info.get("application", "")).lower():
+        kind = "mimir"
+    elif any(name.lower() == VICTORIA_METRICS_HEADER.lower() for name in headers or {}) or (
+            info and "goVersion" not in info):
+        kind, version = "victoriametrics", ""
+    elif not version:
+        kind = "unknown"
+    else:
+        kind = {"0": "thanos", "1": "cortex"}.get(major, "prometheus")
+    name = " ".join(filter(None, [STORE_NAMES[kind], version]))
+    if kind == "victoriametrics":
+        return Engine(name, metricsql=True, closed_lookback=False, kind=kind)
+    prometheus_3 = kind == "prometheus" and major.isdigit() and int(major) >= 3  # half-open windows
+    return Engine(name, metricsql=False, closed_lookback=not prometheus_3, kind=kind, version=version)
 
 
 LABELS = ("namespace", "pod", "container", "node")  # what a honor_labels: false scrape renames
@@ -112,6 +139,10 @@ class FamilyLabels:
     def renamed(self) -> dict[str, str]:
         """{plain name: name in the store} for each label the scrape moved."""
         return {label: getattr(self, label) for label in LABELS if getattr(self, label) != label}
+
+    def plain_labels(self, labels: dict[str, str]) -> dict[str, str]:
+        """A series' labels as `plain` leaves them, for samples read as they are stored (the self-audit)."""
+        return {**labels, **{label: labels[stored] for label, stored in self.renamed().items() if labels.get(stored)}}
 
     def plain(self, expression: str) -> str:
         """The expression's series with the exporter's labels under their plain names again, so that
@@ -171,11 +202,17 @@ class Store:
     engine: Engine
     labels: ScrapeLabels = ScrapeLabels()
 
+    def renames(self) -> list[str]:
+        """Per metric family whose labels are not where the exporter put them: where they are read from."""
+        return [f"{family} labels read from {', '.join(self.labels.of(family).renamed().values())}"
+                for family in FAMILIES if self.labels.of(family).renamed()]
+
 
 def store_of(source: PrometheusSource, cluster: ClusterConfig, day: BillingDay) -> Store:
     """What a cluster's store is and how its series are labelled during the day, asked once per
     cluster and run; each renamed family is logged."""
-    engine = engine_of(source.buildinfo())
+    engine = engine_of(*source.buildinfo())
+    log.info("cluster %s: the store is %s", cluster.name, engine)
     override = cluster.label_names.model_dump() if cluster.label_names else None
     found = [] if override is not None else source.range(renames_query(cluster.prometheus.selector),
                                                           day.start.timestamp(), day.end.timestamp(), RENAMES_STEP)

@@ -39,19 +39,46 @@ def lines(output: str) -> dict[str, str]:
     return {line[6:26].strip(): line for line in output.splitlines()}
 
 
+BUILDINFO = {"status": "success", "data": {"version": "2.53.1", "revision": "x", "goVersion": "go1.22.5"}}
+
+
+def renames(*found: str) -> dict:
+    """An answer of stores.renames_query: a series per (family, label) the scrape renamed."""
+    return {"status": "success", "data": {"resultType": "matrix", "result": [
+        {"metric": {"found": f}, "values": [[0, "1"]]} for f in found]}}
+
+
 @responses.activate
 def test_everything_reachable(config, tmp_path):
-    responses.post(f"{PROMETHEUS}/api/v1/query", json=VECTOR_1)
+    responses.post(f"{PROMETHEUS}/api/v1/query", json=VECTOR_1)  # and every series the bill needs is there
+    responses.post(f"{PROMETHEUS}/api/v1/query_range", json=renames())  # no label renamed
+    responses.get(f"{PROMETHEUS}/api/v1/status/buildinfo", json=BUILDINFO)
     result = check(config(email={"enabled": True, "outbox_dir": str(tmp_path / "outbox")}))
     assert result.exit_code == 0, result.output
     found = lines(result.stdout)
-    assert list(found) == ["config", "prometheus jaguar", "directory", "database", "email"]
+    assert list(found) == ["config", "prometheus jaguar", "series jaguar", "directory", "database", "email"]
     assert all(line.startswith("ok    ") for line in found.values())
-    assert f"{PROMETHEUS} answered vector(1)" in found["prometheus jaguar"]
+    assert f"{PROMETHEUS} answered vector(1); the store is Prometheus 2.53.1" in found["prometheus jaguar"]
+    assert "every series the bill needs has samples on " in found["series jaguar"]
     assert "1 people, 1 teams (1 with a lead)" in found["directory"]
     assert "0 days billed" in found["database"]
     assert "outbox directory" in found["email"] and (tmp_path / "outbox").is_dir()
     assert all(line.endswith(" ms)") or line.endswith(" s)") for line in found.values())
+
+
+@responses.activate
+def test_label_renames_are_shown_per_family(config):
+    """Detected renames (a scrape with honor_labels: false) warn: the bill reads them right, other tools do not."""
+    responses.post(f"{PROMETHEUS}/api/v1/query", json=VECTOR_1)
+    responses.post(f"{PROMETHEUS}/api/v1/query_range",
+                   json=renames("kube-state-metrics/namespace", "kube-state-metrics/pod", "DCGM/pod"))
+    responses.get(f"{PROMETHEUS}/api/v1/status/buildinfo", json=BUILDINFO)
+    result = check(config())
+    assert result.exit_code == 0, result.output
+    series = lines(result.stdout)["series jaguar"]
+    assert series.startswith("WARN  ")
+    assert "kube-state-metrics labels read from exported_namespace, exported_pod (a scrape with honor_labels: false" \
+        in series and "DCGM labels read from exported_pod" in series
 
 
 @responses.activate
@@ -72,6 +99,7 @@ def test_each_unreachable_dependency_is_its_own_failing_line(config, tmp_path):
     found = lines(result.stdout)
     assert found["config"].startswith("ok    ") and found["database"].startswith("ok    ")
     assert f"Prometheus of cluster jaguar at http://127.0.0.1:{port} is unreachable" in found["prometheus jaguar"]
+    assert "series jaguar" not in found  # not asked again where the store did not answer
     assert "people.ldif cannot be read" in found["directory"]
     assert f"SMTP server 127.0.0.1:{port} is unreachable" in found["email"]
     assert all(found[d].startswith("FAIL  ") for d in ("prometheus jaguar", "directory", "email"))

@@ -70,7 +70,8 @@ def test_every_query_without_pod_lists_fits_the_budget_on_the_wordiest_store():
                             gpu_replicas_label="label_nvidia_com_gpu_replicas",
                             vendor_model_labels=["label_amd_com_gpu_product_name"])
     renamed = FamilyLabels("exported_namespace", "exported_pod", "exported_container", "exported_node")
-    store = Store(engine_of({}), ScrapeLabels(renamed, renamed, renamed))
+    store = Store(engine_of({}, {"X-Server-Hostname": "vm"}), ScrapeLabels(renamed, renamed, renamed))
+    assert store.engine.metricsql
     chunk = chunks(DAY, 60)[0]
     gpus = {"nvidia_com_gpu": 1.0, "nvidia_com_mig_1g_10gb": 1 / 7, "nvidia_com_mig_3g_40gb": 3 / 7}
     usage, waste = UsageQueries(cluster, gpus, chunk, store), WasteQueries(cluster, gpus, chunk, store)

@@ -42,8 +42,9 @@ def test_the_source_is_the_recording_when_the_config_names_one(tmp_path):
 
 def test_replay_answers_the_recorded_buildinfo_and_prometheus_2_42_without_one(tmp_path):
     (tmp_path / "vm").mkdir()
-    write_recording(tmp_path / "vm" / "2026-11-16.json.gz", {BUILDINFO: {}, "k": UP})  # VictoriaMetrics: no version
-    assert ReplayPrometheus("jaguar", tmp_path / "vm").buildinfo() == {}
+    recorded = {"data": {}, "headers": {"X-Server-Hostname": "vm"}}  # VictoriaMetrics 1.79
+    write_recording(tmp_path / "vm" / "2026-11-16.json.gz", {BUILDINFO: recorded, "k": UP})
+    assert ReplayPrometheus("jaguar", tmp_path / "vm").buildinfo() == ({}, {"X-Server-Hostname": "vm"})
     (tmp_path / "old").mkdir()
     write_recording(tmp_path / "old" / "2026-11-16.json.gz", {"k": UP})
-    assert ReplayPrometheus("jaguar", tmp_path / "old").buildinfo() == {"version": "2.42.0"}
+    assert ReplayPrometheus("jaguar", tmp_path / "old").buildinfo()[0]["version"] == "2.42.0"

@@ -4,20 +4,25 @@ import pytest
 
 from billing.stores import FamilyLabels, ScrapeLabels, engine_of, renames_query, scrape_labels
 
+GO = {"goVersion": "go1.23.4"}
+VM = {"X-Server-Hostname": "vm-0"}  # every VictoriaMetrics answer has it
 
-@pytest.mark.parametrize("buildinfo, name, metricsql, closed", [
-    ({"version": "2.42.0+ds", "revision": "x"}, "Prometheus 2.42.0+ds", False, True),
-    ({"version": "0.34.1"}, "Prometheus 0.34.1", False, True),  # Thanos Query: Prometheus 2's engine
-    ({"version": "3.1.0"}, "Prometheus 3.1.0", False, False),  # (t - 5m, t]: a sample 5 minutes old is gone
-    ({}, "VictoriaMetrics", True, False),  # VictoriaMetrics answers success with empty data
+
+@pytest.mark.parametrize("buildinfo, headers, name, metricsql, closed", [
+    ({"version": "2.42.0+ds", "revision": "x", **GO}, {}, "Prometheus 2.42.0+ds", False, True),
+    ({"version": "0.34.1", **GO}, {}, "Thanos Query 0.34.1", False, True),  # Prometheus 2's engine
+    ({"version": "3.1.0", **GO}, {}, "Prometheus 3.1.0", False, False),  # (t - 5m, t]: a sample 5 minutes old is gone
+    ({}, VM, "VictoriaMetrics", True, False),  # VictoriaMetrics 1.79 answers success with empty data
+    ({"version": "2.24.0"}, {}, "VictoriaMetrics", True, False),  # later ones emulate Prometheus 2.24, without Go
+    ({}, {}, "an unknown store (asked as Prometheus 2)", False, True),  # no such page
 ])
-def test_the_engine_comes_from_the_build_information(buildinfo, name, metricsql, closed):
-    engine = engine_of(buildinfo)
+def test_the_engine_comes_from_the_build_information(buildinfo, headers, name, metricsql, closed):
+    engine = engine_of(buildinfo, headers)
     assert (engine.name, engine.metricsql, engine.closed_lookback) == (name, metricsql, closed)
 
 
 def test_prometheus_2_reads_bare_selectors_and_metricsql_says_the_lookback():
-    prometheus, victoria = engine_of({"version": "2.42.0"}), engine_of({})
+    prometheus, victoria = engine_of({"version": "2.42.0", **GO}), engine_of({}, VM)
     assert prometheus.latest("up") == "up"
     assert prometheus.sample_time("up") == "timestamp(up)"
     assert prometheus.rate("c", 300) == "rate(c[300s])"
@@ -25,6 +30,13 @@ def test_prometheus_2_reads_bare_selectors_and_metricsql_says_the_lookback():
     assert victoria.latest("up") == "last_over_time(up[300001ms])"
     assert victoria.sample_time("up") == "tlast_over_time(up[300001ms])"
     assert "rate(" not in victoria.rate("c", 300) and "c = c[300001ms]" in victoria.rate("c", 300)
+
+
+def test_plain_labels_are_what_plain_leaves_of_a_series():
+    moved = FamilyLabels(namespace="exported_namespace", node="exported_node")
+    stored = {"namespace": "monitoring", "exported_namespace": "alice", "node": "n0", "uid": "u"}
+    assert moved.plain_labels(stored) == {**stored, "namespace": "alice"}  # no exported_node: its node stays
+    assert FamilyLabels().plain_labels(stored) == stored
 
 
 def test_plain_gives_the_exporters_labels_their_plain_names_back():

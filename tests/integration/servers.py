@@ -293,6 +293,32 @@ def start_prometheus(blocks: Path, work_dir: Path, extra_args: Sequence[str] = (
     return PrometheusServer(url, data_dir, process)
 
 
+@dataclass
+class HttpServer(StoppedByPid):
+    """A server known by its URL alone."""
+
+    url: str
+    process: ManagedProcess
+
+
+def start_victoriametrics(work_dir: Path) -> HttpServer:
+    """An empty single-node VictoriaMetrics (Debian's `victoria-metrics`) with its own storage directory."""
+    return HttpServer(*_serve("victoria-metrics", lambda port: [
+        f"-storageDataPath={work_dir / 'data'}", f"-httpListenAddr=127.0.0.1:{port}", "-retentionPeriod=100y",
+        "-loggerLevel=ERROR"], work_dir, "/health"))
+
+
+def _serve(name: str, args: Callable[[int], list[str]], work_dir: Path, ready: str) -> tuple[str, ManagedProcess]:
+    """Start program `name` with `args(port)` on a free loopback port; its URL and process once `ready` answers 200."""
+    program = require_program(name)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    process = ManagedProcess([program, *args(port)], work_dir / f"{name}.log")
+    url = f"http://127.0.0.1:{port}"
+    process.wait_until(lambda: _http_ok(url + ready), name)
+    return url, process
+
+
 def _http_ok(url: str) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=1) as response:
@@ -343,23 +369,13 @@ def start_victoria_metrics(blocks: Path, work_dir: Path) -> VictoriaMetricsServe
 # --- Pushgateway
 
 
-@dataclass
-class PushgatewayServer(StoppedByPid):
-    url: str
-    process: ManagedProcess
+PushgatewayServer = HttpServer
 
 
 def start_pushgateway(work_dir: Path) -> PushgatewayServer:
     """A Prometheus Pushgateway that keeps what it is pushed in memory only."""
-    pushgateway = require_program("prometheus-pushgateway")
-    work_dir.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    process = ManagedProcess(
-        [pushgateway, f"--web.listen-address=127.0.0.1:{port}", "--persistence.file="],
-        work_dir / "pushgateway.log")
-    url = f"http://127.0.0.1:{port}"
-    process.wait_until(lambda: _http_ok(f"{url}/-/ready"), "prometheus-pushgateway")
-    return PushgatewayServer(url, process)
+    return PushgatewayServer(*_serve("prometheus-pushgateway", lambda port: [
+        f"--web.listen-address=127.0.0.1:{port}", "--persistence.file="], work_dir, "/-/ready"))
 
 
 # --- PostgreSQL

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -12,7 +13,7 @@ import yaml
 from click.testing import CliRunner
 
 from billing.cli import main
-from fixtures.ksm import make_world
+from fixtures.ksm import GPU_PRODUCT_LABEL, make_world
 from tests.conftest import MINIMAL_CONFIG
 from tests.integration.test_servers import LDIF as SLAPD_LDIF
 from tests.test_job_reports import LDIF
@@ -25,9 +26,10 @@ def config(write_config, tmp_path):
     """write(clusters={name: url}, **keys) -> a config file with an LDIF directory."""
     (tmp_path / "people.ldif").write_text(LDIF)
 
-    def write(clusters: dict[str, str], **changes) -> str:
+    def write(clusters: dict[str, str], clusters_selector: str = "", **changes) -> str:
         base = MINIMAL_CONFIG["clusters"][0]
-        listed = [{**base, "name": name, "prometheus": {"url": url}} for name, url in clusters.items()]
+        listed = [{**base, "name": name, "prometheus": {"url": url, "selector": clusters_selector}}
+                  for name, url in clusters.items()]
         directory = {"ldif": str(tmp_path / "people.ldif")}
         database = f"sqlite:///{tmp_path / 'ledger.db'}"
         return str(write_config(**{"clusters": listed, "directory": directory, "database": database, **changes}))
@@ -55,7 +57,7 @@ def test_one_prometheus_up_and_one_down(prometheus_server, config):
     result = check(config({"jaguar": up.url, "ibis": down.url}))
     assert result.exit_code == 1
     assert status(result.stdout) == {
-        "config": "ok", "prometheus jaguar": "ok", "prometheus ibis": "FAIL",
+        "config": "ok", "prometheus jaguar": "ok", "series jaguar": "FAIL", "prometheus ibis": "FAIL",
         "directory": "ok", "database": "ok", "email": "ok",
     }
     assert f"{up.url} answered vector(1)" in result.stdout
@@ -64,9 +66,9 @@ def test_one_prometheus_up_and_one_down(prometheus_server, config):
 
 @pytest.mark.parametrize("selector, line", [
     ('cluster="jaguar"', 'ok    selector jaguar       cluster="jaguar" matches kube-state-metrics series of {nodes} '
-                         "nodes in the last day"),
+                         "nodes on {day}"),
     ('cluster="jagaur"', 'FAIL  selector jaguar       cluster="jagaur" matches no kube-state-metrics series '
-                         "(kube_node_labels) at {url} in the last day: check clusters[].prometheus.selector"),
+                         "(kube_node_labels) at {url} on {day}: check clusters[].prometheus.selector"),
 ])
 def test_a_selector_that_matches_nothing_fails(prometheus_server, config, write_config, selector, line):
     """A world scraped until 50 minutes ago; the selector line follows the Prometheus line."""
@@ -75,16 +77,18 @@ def test_a_selector_that_matches_nothing_fails(prometheus_server, config, write_
     server = prometheus_server(world)
     path = config({"jaguar": server.url})
     cluster = {**MINIMAL_CONFIG["clusters"][0], "name": "jaguar", "prometheus": {"url": server.url, "selector": selector}}
-    result = check(str(write_config(**{**yaml.safe_load(Path(path).read_text()), "clusters": [cluster]})))
+    day = datetime.fromtimestamp(now - 3600, ZoneInfo("UTC")).date()  # the world's day
+    result = CliRunner().invoke(main, ["check", "--date", str(day), "--config",
+                                       str(write_config(**{**yaml.safe_load(Path(path).read_text()), "clusters": [cluster]}))])
     assert result.exit_code == (0 if line.startswith("ok") else 1)
     lines = [text.rsplit(" (", 1)[0] for text in result.stdout.splitlines()]
     assert lines[1].startswith("ok    prometheus jaguar")
-    assert lines[2] == line.format(url=server.url, nodes=len(world.clusters[0].nodes))
+    assert lines[2] == line.format(url=server.url, nodes=len(world.clusters[0].nodes), day=day)
 
 
 def test_postgresql_ledger(prometheus_server, postgres_url, config):
-    prometheus = prometheus_server(make_world(3, DAY, pods=5, nodes=2, day_seconds=3600, margin=600))
-    result = check(config({"jaguar": prometheus.url}, database=postgres_url))
+    prometheus = prometheus_server(preflight_world())
+    result = check_day(config({"jaguar": prometheus.url}, database=postgres_url))
     assert result.exit_code == 0, result.output
     assert "127.0.0.1" in result.stdout and "0 days billed" in result.stdout
 
@@ -130,3 +134,71 @@ def test_ldap_directory(slapd_server, config, tmp_path, password, ok):
         assert line.startswith("ok    ") and f"{server.url}: 3 people, 1 teams (1 with a lead)" in line
     else:
         assert line.startswith("FAIL  ") and server.url in line and "invalidCredentials" in line
+
+
+# --- the preflight of a day's series (`billing check --date`), on a real Prometheus
+
+CHECKED = "2026-11-20"
+
+
+def preflight_world(**changes):
+    """A small day of cluster jaguar; `changes` replace fields of its cluster."""
+    world = make_world(5, DAY, pods=40, nodes=4, clusters=("jaguar",), day_seconds=86400)
+    return replace(world, clusters=(replace(world.clusters[0], **changes),))
+
+
+def check_day(config_path: str):
+    return CliRunner().invoke(main, ["check", "--date", CHECKED, "--config", config_path])
+
+
+def test_a_complete_day_passes_and_names_the_store(prometheus_server, config):
+    prom = prometheus_server(preflight_world())
+    result = check_day(config({"jaguar": prom.url}, clusters_selector='cluster="jaguar"'))
+    assert result.exit_code == 0, result.output
+    assert "the store is Prometheus 2.42" in line_of(result.stdout, "prometheus jaguar")
+    line = line_of(result.stdout, "series jaguar")
+    assert line.startswith("ok    ") and f"every series the bill needs has samples on {CHECKED}" in line
+
+
+def test_a_gpu_resource_missing_from_gpu_resources_is_a_warning(prometheus_server, config):
+    world = preflight_world()
+    [jaguar] = world.clusters
+    index, pod = next((i, p) for i, p in enumerate(jaguar.pods) if any(c.gpu for c in p.containers))
+    mig = replace(pod, containers=tuple(replace(c, gpu_resource="nvidia_com_mig_1g_10gb") for c in pod.containers))
+    prom = prometheus_server(replace(world, clusters=(replace(jaguar, pods=(*jaguar.pods[:index], mig,
+                                                                              *jaguar.pods[index + 1:])),)))
+    result = check_day(config({"jaguar": prom.url}))
+    assert result.exit_code == 0, result.output  # a warning does not fail
+    line = line_of(result.stdout, "series jaguar")
+    assert line.startswith("WARN  ")
+    assert "nvidia_com_mig_1g_10gb was requested but is not in gpu_resources, so it is billed nothing" in line
+
+
+def test_nodes_without_the_gpu_model_label_fail_with_the_exporter_flag(prometheus_server, config):
+    world = preflight_world()
+    [jaguar] = world.clusters
+    unlabelled = tuple(replace(node, labels=tuple((ts, {k: v for k, v in labels.items() if k != GPU_PRODUCT_LABEL})
+                                                  for ts, labels in node.labels)) for node in jaguar.nodes)
+    prom = prometheus_server(replace(world, clusters=(replace(jaguar, nodes=unlabelled),)))
+    result = check_day(config({"jaguar": prom.url}))
+    assert result.exit_code == 1
+    line = line_of(result.stdout, "series jaguar")
+    assert line.startswith("FAIL  ")
+    assert (f"on {CHECKED}: kube_node_labels with label_nvidia_com_gpu_product is missing (run kube-state-metrics "
+            "with --metric-labels-allowlist=nodes=[nvidia.com/gpu.product]") in line
+
+
+def test_a_selector_that_matches_nothing_is_said_plainly(prometheus_server, config):
+    prom = prometheus_server(preflight_world())
+    result = check_day(config({"jaguar": prom.url}, clusters_selector='cluster="jagaur"'))
+    assert result.exit_code == 1
+    line = line_of(result.stdout, "series jaguar")
+    assert (f'the selector cluster="jagaur" matches no kube-state-metrics series on {CHECKED}; '
+            'without it kube_pod_info has cluster="jaguar"') in line
+
+
+def test_a_day_without_any_samples_is_said_plainly(prometheus_server, config):
+    prom = prometheus_server(preflight_world())
+    result = CliRunner().invoke(main, ["check", "--date", "2026-10-01", "--config", config({"jaguar": prom.url})])
+    assert result.exit_code == 1
+    assert "no kube-state-metrics series at all on 2026-10-01" in line_of(result.stdout, "series jaguar")

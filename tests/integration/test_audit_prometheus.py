@@ -1,0 +1,57 @@
+"""The self-audit on a real Prometheus: it agrees on a generated day, and catches a fast path gone wrong."""
+
+from __future__ import annotations
+
+import billing.job
+from billing.audit import EXACT_PODS, audit_cluster
+from billing.collect import collect_cluster
+from billing.prometheus import LivePrometheus, prometheus_source
+from tests.faults import ledger_state
+from tests.integration.test_collect_prometheus import UTC_DAY, cluster, world_of
+from tests.integration.test_job_prometheus import run, write_config
+
+
+def test_the_audit_agrees_with_collection_on_a_generated_day(prometheus_server):
+    world = world_of(UTC_DAY, pods=300, clusters=("jaguar",))
+    prom = prometheus_server(world)
+    config = cluster("jaguar", prom.url)
+    source = LivePrometheus("jaguar", config.prometheus)
+    usage = collect_cluster(config, UTC_DAY, 60, ["nvidia_com_gpu"], source)
+    assert usage.exact and len(usage.running) > 40  # both paths are audited
+    audit = audit_cluster(config, UTC_DAY, 60, ["nvidia_com_gpu"], source, usage.running, usage.exact, 20)
+    assert audit.pods == 20 + min(len(usage.exact), EXACT_PODS)
+    assert audit.queries > 4
+
+
+class SkewedFastPath:
+    """A store whose answers to the fast query are 1% high, as a store with other PromQL semantics might give."""
+
+    def __init__(self, source):
+        self.source = source
+
+    def instant(self, query: str, at: float) -> list[dict]:
+        answer = self.source.instant(query, at)
+        if not query.lstrip().startswith("sum by (namespace, node, priority_class, resource"):
+            return answer
+        return [{**s, "value": [s["value"][0], str(float(s["value"][1]) * 1.01)]} for s in answer]
+
+    def range(self, query: str, start: float, end: float, step: float) -> list[dict]:
+        return self.source.range(query, start, end, step)
+
+
+def test_a_fast_path_gone_wrong_fails_the_run_and_keeps_the_ledger(prometheus_server, tmp_path, monkeypatch):
+    world = world_of(UTC_DAY, pods=150, clusters=("jaguar",))
+    prom = prometheus_server(world)
+    database = f"sqlite:///{tmp_path / 'ledger.db'}"
+    config = write_config(tmp_path, database, {"jaguar": prom.url})
+    assert run(config).exit_code == 0
+    before = ledger_state(database)
+
+    monkeypatch.setattr(billing.job, "prometheus_source", lambda name, c: SkewedFastPath(prometheus_source(name, c)))
+    result = run(config)
+    assert result.exit_code == 1
+    sentence = result.stderr.strip()
+    assert sentence.startswith("billing: self-audit of cluster jaguar on 2026-11-20 failed: pod ")
+    assert "resource-hours by its raw samples but " in sentence and "the ledger keeps its previous rows" in sentence
+    assert "\n" not in sentence and "Traceback" not in result.output
+    assert ledger_state(database) == before
