@@ -38,7 +38,7 @@ from billing.collect import GIB, UsageQueries, pod_usage
 from billing.config import ClusterConfig
 from billing.days import BillingDay
 from billing.prometheus import PrometheusSource
-from billing.promql import LOOKBACK, Chunk, GpuResources, Queries, node_matcher, uid_matcher
+from billing.promql import LOOKBACK, PLACEHOLDER, Chunk, GpuResources, Queries, node_matcher, uid_matcher
 from billing.stores import Store, store_of
 
 log = logging.getLogger(__name__)
@@ -195,7 +195,11 @@ class SampledQueries(UsageQueries):
         self.sampled = uid_matcher(frozenset(uids), keep=True)
 
     def series(self, metric: str, *matchers: str) -> str:
-        return super().series(metric, *matchers, *([self.sampled] if metric.startswith("kube_pod_") else []))
+        # a series that already names its pods (the exact path's, by in_pieces) names audited ones: pods on the
+        # exact path come from these narrowed queries, and naming them twice could outgrow promql.QUERY_BYTES
+        named = any(m == PLACEHOLDER or m.startswith("uid=~") for m in matchers)
+        narrowed = metric.startswith("kube_pod_") and not named
+        return super().series(metric, *matchers, *([self.sampled] if narrowed else []))
 
 
 def _disagreement(cluster: str, day: BillingDay, raw: dict[PodKey, float], fast: dict[PodKey, float],
