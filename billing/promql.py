@@ -27,9 +27,9 @@ from billing.stores import DEFAULT_STORE, Store
 LOOKBACK = 300  # seconds: Prometheus' default lookback delta for instant vectors
 CHUNK_INSTANTS = 360  # instants per query: 6 h at a 60 s step
 PARALLEL_QUERIES = 2  # one per core of a small Prometheus
-# Bytes one query may take URL-encoded (prometheus-api-client sends it in the URL even with POST):
-# under VictoriaMetrics' -search.maxQueryLen (16 KB) and the 8 KB URL limit of common proxies, with
-# room for the rest of the URL. Pod lists longer than that are asked for in pieces.
+# Bytes one query may take URL-encoded: well under VictoriaMetrics' -search.maxQueryLen (16 KB) and, should
+# a query ever travel in a URL again, the 8 KB URL limit of common proxies (prometheus.py sends it in a form
+# body). Pod lists longer than that are asked for in pieces.
 QUERY_BYTES = 6144
 RE2_SPECIAL = re.compile(r"([\\.+*?()|\[\]{}^$])")
 T = TypeVar("T")
