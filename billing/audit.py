@@ -38,7 +38,8 @@ from billing.collect import GIB, UsageQueries, pod_usage
 from billing.config import ClusterConfig
 from billing.days import BillingDay
 from billing.prometheus import PrometheusSource
-from billing.promql import LOOKBACK, Chunk, GpuResources, Queries, node_matcher, uid_matcher
+from billing.promql import LOOKBACK, PLACEHOLDER, Chunk, GpuResources, Queries, node_matcher, uid_matcher
+from billing.stores import Store, store_of
 
 log = logging.getLogger(__name__)
 
@@ -153,36 +154,52 @@ class _Counted:
         self.asked += 1
         return self.source.range(query, start, end, step)
 
+    def buildinfo(self) -> tuple[dict, dict[str, str]]:
+        self.asked += 1
+        return self.source.buildinfo()
+
 
 def _raw_samples(source: PrometheusSource, cluster: ClusterConfig, gpu_resources: GpuResources, day: BillingDay,
-                 step: int, uids: list[str]) -> list[Series]:
-    """The pods' raw samples of every series the bill reads, over the day and the lookback before it."""
+                 step: int, uids: list[str], store: Store) -> list[Series]:
+    """The pods' raw samples of every series the bill reads, over the day and the lookback before it.
+
+    A range selector asked as an instant query answers raw samples on every
+    store (VictoriaMetrics' window (t - d, t] as well: the window is a step
+    longer than the arithmetic needs), so no engine's lookback is involved.
+    kube-state-metrics' labels are read where its scrape put them
+    (store.labels) and handed on under their plain names."""
     start, end = int(day.start.timestamp()), int(day.end.timestamp())
-    queries = Queries(cluster, gpu_resources, Chunk(start, end, step))
+    queries = Queries(cluster, gpu_resources, Chunk(start, end, step), store)
+    ksm = store.labels.kube_state_metrics
     at = end - step  # the last instant
     window = f"{at - start + LOOKBACK + step}s"  # a step more than needed: the arithmetic picks its samples
 
     def fetch(name: str, selector: str) -> list[Series]:
         answer = source.instant(f"{selector}[{window}]", at)
-        return [(name, s["metric"], np.array(s["values"], dtype=float)) for s in answer]
+        return [(name, ksm.plain_labels(s["metric"]), np.array(s["values"], dtype=float)) for s in answer]
 
     pods = uid_matcher(frozenset(uids), keep=True)
     found = fetch("kube_pod_info", queries.pod_node(pods))
     found += fetch("kube_pod_status_phase", queries.running(pods))
     found += fetch("kube_pod_container_resource_requests", queries.requests(pods))
     on = sorted({labels["node"] for _, labels, _ in found if labels.get("node")})
-    return found + (fetch("kube_node_labels", queries.node_labels(node_matcher(on))) if on else [])
+    return found + (fetch("kube_node_labels", queries.node_labels(node_matcher(on, ksm.node))) if on else [])
 
 
 class SampledQueries(UsageQueries):
     """collect.py's usage queries with every pod series narrowed to the audited pods (node series as they are)."""
 
-    def __init__(self, cluster: ClusterConfig, gpu_resources: GpuResources, chunk: Chunk, uids: list[str]):
-        super().__init__(cluster, gpu_resources, chunk)
+    def __init__(self, cluster: ClusterConfig, gpu_resources: GpuResources, chunk: Chunk, uids: list[str],
+                 store: Store):
+        super().__init__(cluster, gpu_resources, chunk, store)
         self.sampled = uid_matcher(frozenset(uids), keep=True)
 
     def series(self, metric: str, *matchers: str) -> str:
-        return super().series(metric, *matchers, *([self.sampled] if metric.startswith("kube_pod_") else []))
+        # a series that already names its pods (the exact path's, by in_pieces) names audited ones: pods on the
+        # exact path come from these narrowed queries, and naming them twice could outgrow promql.QUERY_BYTES
+        named = any(m == PLACEHOLDER or m.startswith("uid=~") for m in matchers)
+        narrowed = metric.startswith("kube_pod_") and not named
+        return super().series(metric, *matchers, *([self.sampled] if narrowed else []))
 
 
 def _disagreement(cluster: str, day: BillingDay, raw: dict[PodKey, float], fast: dict[PodKey, float],
@@ -199,18 +216,20 @@ def _disagreement(cluster: str, day: BillingDay, raw: dict[PodKey, float], fast:
 
 
 def audit_cluster(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: GpuResources,
-                  source: PrometheusSource, running: Iterable[str], exact: Iterable[str], size: int) -> Audit:
+                  source: PrometheusSource, running: Iterable[str], exact: Iterable[str], size: int,
+                  store: Store | None = None) -> Audit:
     """Recompute the sampled pods from raw samples and compare with the billing queries; AuditError if they differ."""
     started = time.monotonic()
     counted = _Counted(source)
     uids = audited_pods(cluster.name, day, running, exact, size)
     if not uids:
         return Audit(0, 0, time.monotonic() - started)
-    samples = _raw_samples(counted, cluster, gpu_resources, day, step, uids)
+    store = store or store_of(source, cluster, day)
+    samples = _raw_samples(counted, cluster, gpu_resources, day, step, uids, store)
     start, end = int(day.start.timestamp()), int(day.end.timestamp())
-    kinds = Queries(cluster, gpu_resources, Chunk(start, end, step))
+    kinds = Queries(cluster, gpu_resources, Chunk(start, end, step), store)
     raw = recompute(samples, list(range(start, end, step)), step, gpu_resources, lambda labels: kinds.node_kind(labels).model)
-    billed = pod_usage(lambda chunk: SampledQueries(cluster, gpu_resources, chunk, uids), day, step, gpu_resources,
+    billed = pod_usage(lambda chunk: SampledQueries(cluster, gpu_resources, chunk, uids, store), day, step, gpu_resources,
                        counted)
     fast = _by_key(billed)
     names = {labels.get("uid", ""): f"{labels.get('namespace', '')}/{labels.get('pod', '')}" for _, labels, _ in samples}

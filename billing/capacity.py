@@ -23,7 +23,8 @@ from billing.config import ClusterConfig, Prices
 from billing.days import BillingDay
 from billing.pricing import unit_price
 from billing.prometheus import PrometheusSource
-from billing.promql import Chunk, GpuResources, NodeKinds, Queries, chunks, map_chunks, node_matcher, one_of, quote
+from billing.promql import Chunk, GpuResources, NodeKinds, Queries, chunks, map_chunks, node_matcher, quote
+from billing.stores import Store, store_of
 
 log = logging.getLogger(__name__)
 
@@ -41,11 +42,13 @@ class CapacityQueries(Queries):
         def allocatable(nodes: str) -> str:
             return self.series("kube_node_status_allocatable", f"resource=~{quote(self.resources)}", nodes)
 
-        moved = node_matcher(relabelled)
-        moved_nodes = f"max by (node, resource) ({allocatable(moved)})"
+        ksm = self.ksm
+        moved = node_matcher(relabelled, ksm.node)
+        moved_nodes = f"max by (node, resource) ({ksm.plain(self.latest(allocatable(moved)))})"
+        staying = self.latest(allocatable(node_matcher(relabelled, ksm.node, keep=False)))
         return f"""
     max by (node, resource) (
-        sum_over_time({allocatable(f"node!~{quote(one_of(relabelled))}")}[{self.instants}:{self.step}])
+        {ksm.plain(f"sum_over_time({staying}[{self.instants}:{self.step}])")}
     )
   or
     sum_over_time((
@@ -68,10 +71,13 @@ def _chunk_allocatable(source: PrometheusSource, queries: CapacityQueries, chunk
 
 
 def collect_allocatable(
-    cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: GpuResources, source: PrometheusSource
+    cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: GpuResources, source: PrometheusSource,
+    store: Store | None = None
 ) -> pd.DataFrame:
     """Allocatable resource-hours of one cluster-day per resource, GPU model and pool (ALLOCATABLE_COLUMNS)."""
-    rows = map_chunks(lambda c: _chunk_allocatable(source, CapacityQueries(cluster, gpu_resources, c), c), chunks(day, step))
+    store = store or store_of(source, cluster, day)
+    rows = map_chunks(lambda c: _chunk_allocatable(source, CapacityQueries(cluster, gpu_resources, c, store), c),
+                      chunks(day, step))
     raw = pd.DataFrame([r for chunk_rows in rows for r in chunk_rows], columns=[*KEYS, "quantity"])
     frame = billing_units(raw.astype({"quantity": float}), gpu_resources)
     summed = frame.groupby(KEYS, as_index=False, sort=True)["quantity"].sum()

@@ -32,9 +32,10 @@ from billing.directory_sources import check_directory
 from billing.ledger import LedgerError, completed_days, fetch, open_ledger
 from billing.mail import IMPLICIT_TLS_PORT, MailError, connect_smtp
 from billing.private import private_directory
-from billing.prometheus import PrometheusError, PrometheusSource, detect_store
+from billing.prometheus import PrometheusError, PrometheusSource
 from billing.promql import Chunk, GpuResources, Queries, one_of, quote
 from billing.replay import prometheus_source, read_recording
+from billing.stores import engine_of, store_of
 
 TIMEOUT = 10.0  # seconds: a check answers quickly or reports the dependency as failing
 
@@ -95,7 +96,7 @@ def prometheus(cluster: ClusterConfig) -> str:
     answer = source.instant("vector(1)", time.time())
     if [sample["value"][1] for sample in answer] != ["1"]:
         raise CheckFailure(f"{config.url} answered vector(1) with {answer!r}, not 1")
-    return f"{config.url} answered vector(1); the store is {detect_store(source)}"
+    return f"{config.url} answered vector(1); the store is {engine_of(*source.buildinfo())}"
 
 
 # kube-state-metrics exports a node label only when allowlisted, under a sanitised name; the usual GPU model labels
@@ -123,7 +124,8 @@ class Preflight:
     def __init__(self, cluster: ClusterConfig, gpu_resources: GpuResources, day: BillingDay, source: PrometheusSource):
         start, end = int(day.start.timestamp()), int(day.end.timestamp())
         self.cluster, self.gpu_resources, self.source = cluster, gpu_resources, source
-        self.queries = Queries(cluster, gpu_resources, Chunk(start, end, end - start))
+        self.store = store_of(source, cluster, day)  # as the run asks: the engine, the label renames
+        self.queries = Queries(cluster, gpu_resources, Chunk(start, end, end - start), self.store)
         self.window, self.at = f"{end - start}s", end
 
     def seen(self, series: str, by: str = "") -> list[dict]:
@@ -140,7 +142,7 @@ class Preflight:
                  "kube-state-metrics must export pods (its --resources must include pods)"),
             Need("kube_pod_status_phase with the uid label", q.series("kube_pod_status_phase", 'uid!=""'),
                  f"billing tells pods apart by uid; look for {renamed}"),
-            Need("kube_pod_info with the node label", q.series("kube_pod_info", 'node!=""'),
+            Need(f"kube_pod_info with the {q.ksm.node} label", q.pod_node(),
                  f"GPU models come from the pod's node; look for {renamed}"),
             Need("kube_node_status_allocatable", q.series("kube_node_status_allocatable"),
                  "kube-state-metrics must export nodes (its --resources must include nodes)"),
@@ -190,10 +192,15 @@ def bill_series(cluster: ClusterConfig, gpu_resources: GpuResources, day: Billin
         raise CheckFailure(f"on {day.date}: " + "; ".join(f"{need.what} is missing ({need.fix})" for need in missing))
     remarks = [f"{resource} was requested but is not in gpu_resources, so it is billed nothing (add it there if it "
                "is a GPU or a slice of one)" for resource in check.unlisted_gpu_resources()]
-    # further remarks, e.g. the label renames a cluster's scrape setup needs, go into `remarks` too
+    renames, noted = check.store.renames(), ""
+    if cluster.label_names is None:  # detected: the bill is right, but the scrape setup confuses other tools
+        remarks += [f"{rename} (a scrape with honor_labels: false moved them there; billing reads them there, "
+                    "but honor_labels: true is better: docs/stores.md)" for rename in renames]
+    elif renames:
+        noted = "; " + "; ".join(f"{rename} (clusters[].label_names)" for rename in renames)
     if remarks:
         raise CheckWarning(f"on {day.date}: " + "; ".join(remarks))
-    return f"every series the bill needs has samples on {day.date}"
+    return f"every series the bill needs has samples on {day.date}{noted}"
 
 
 def selector(cluster: ClusterConfig, day: BillingDay) -> str:
@@ -201,7 +208,8 @@ def selector(cluster: ClusterConfig, day: BillingDay) -> str:
     every run refuse its day for want of data."""
     config = cluster.prometheus
     window = int((day.end - day.start).total_seconds())
-    query = f"count(group by (node) (last_over_time(kube_node_labels{{{config.selector}}}[{window}s])))"
+    # exported_node: where a honor_labels: false scrape put the node's name (`node` is then kube-state-metrics' own)
+    query = f"count(group by (node, exported_node) (last_over_time(kube_node_labels{{{config.selector}}}[{window}s])))"
     answer = _source(cluster).instant(query, day.end.timestamp())
     if not answer:
         raise CheckFailure(f"{config.selector} matches no kube-state-metrics series (kube_node_labels) at {config.url} "

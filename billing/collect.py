@@ -33,7 +33,13 @@ The queries of one chunk, in order: GPU models per node, pods needing the
 exact path, instants with data (coverage), pods on relabelled nodes (only
 if there are such nodes), Running pods (for the log), fast, exact (only if
 some pod needs it). Pods are listed in matchers as plain alternatives
-(`one_of`) that Prometheus looks up in its index.
+(`one_of`) that Prometheus looks up in its index; the exact query is asked
+in pieces of the pod list that each stay within promql.QUERY_BYTES, and
+where the fast query's list of pods to leave out would not, it leaves them
+out by the expression that found them (`unless on (uid)`). How a value at an
+instant and a rate are written depends on the store (stores.Engine), and
+which labels hold a pod's namespace, pod, container and node on how it was
+scraped (stores.FamilyLabels); docs/stores.md explains both.
 
 Chunks: the day is cut into pieces of CHUNK_INSTANTS instants (6 hours at a
 60 s step), two evaluated at a time, which keeps every query far below
@@ -54,7 +60,19 @@ import pandas as pd
 from billing.config import ClusterConfig
 from billing.days import BillingDay
 from billing.prometheus import PrometheusError, PrometheusSource
-from billing.promql import Chunk, GpuResources, NodeKinds, Queries, chunks, map_chunks, node_matcher, uid_matcher
+from billing.promql import (
+    Chunk,
+    GpuResources,
+    NodeKinds,
+    Queries,
+    chunks,
+    fits,
+    in_pieces,
+    map_chunks,
+    node_matcher,
+    uid_matcher,
+)
+from billing.stores import Store, store_of
 
 log = logging.getLogger(__name__)
 
@@ -93,38 +111,50 @@ class UsageQueries(Queries):
     # `max by` everywhere below drops the scrape's own labels (instance, job),
     # so duplicate scrapes of kube-state-metrics replicas are not counted twice.
 
-    def fast(self, pods: str, by_pod: bool = False) -> str:
-        """Per (namespace, node, priority class, resource[, pod]): sum over pods of request x Running instants."""
+    def fast(self, pods: str, left_out: str = "", by_pod: bool = False) -> str:
+        """Per (namespace, node, priority class, resource[, pod]): sum over pods of request x Running instants.
+        `pods` selects the pods by uid; `left_out`, an expression of uids, leaves pods out where
+        a list of them would make the query too long."""
+        requests = self.ksm.plain(f"max_over_time({self.requests(pods)}[{self.raw}])")
+        running = self.ksm.plain(f"sum_over_time({self.latest(self.running(pods))}[{self.instants}:{self.step}])")
+        node = self.ksm.plain(f"max_over_time({self.pod_node(pods)}[{self.raw}])")
         return f"""
-sum by (namespace, node, priority_class, resource{", " + POD if by_pod else ""}) (
+sum by (namespace, node, priority_class, resource{", " + POD if by_pod else ""}) ((
     sum by (namespace, pod, uid, resource) (
-        max by (namespace, pod, uid, container, resource) (max_over_time({self.requests(pods)}[{self.raw}]))
+        max by (namespace, pod, uid, container, resource) ({requests})
     )
   * on (namespace, pod, uid) group_left (node, priority_class) (
-        max by (namespace, pod, uid) (sum_over_time({self.running(pods)}[{self.instants}:{self.step}]))
+        max by (namespace, pod, uid) ({running})
       * on (namespace, pod, uid) group_left (node, priority_class)
-        max by (namespace, pod, uid, node, priority_class) (max_over_time({self.pod_node(pods)}[{self.raw}]))
-    )
-)"""
+        max by (namespace, pod, uid, node, priority_class) ({node})
+    ){f" unless on (uid) {left_out}" if left_out else ""}
+))"""
 
     def needs_exact(self) -> str:
         """Pods the fast query would get wrong: a request changed near or in the chunk (in-place
-        resize), or the Running series holds something else than kube-state-metrics' 0 or 1."""
+        resize), or the Running series holds something else than kube-state-metrics' 0 or 1.
+        A request that varied in the window has a spread; one that did not has exactly none on both
+        engines. (Not `changes()`: MetricsQL counts a change against the sample before the window.
+        Not `max_over_time != min_over_time`: as exact, but twice the work on Prometheus.)"""
         return f"""
 group by (uid) (
-    changes({self.requests()}[{self.raw}]) > 0
+    stddev_over_time({self.requests()}[{self.raw}]) > 0
   or max_over_time({self.running()}[{self.raw}]) > 1
   or min_over_time({self.running()}[{self.raw}]) < 0
 )"""
 
+    def exact_pods(self, relabelled: list[str]) -> str:
+        """The uids of every pod the exact path evaluates."""
+        return f"({self.needs_exact()} or {self.pods_on(relabelled)})" if relabelled else self.needs_exact()
+
     def pods_on(self, nodes: list[str]) -> str:
         """Pods on the given nodes during the chunk."""
-        return f"group by (uid) (max_over_time({self.pod_node(nodes=node_matcher(nodes))}[{self.raw}]))"
+        return f"group by (uid) (max_over_time({self.pod_node(nodes=node_matcher(nodes, self.ksm.node))}[{self.raw}]))"
 
     def covered_instants(self) -> str:
         """At how many of the chunk's instants any kube-state-metrics series was visible:
         fewer than all means Prometheus did not scrape it for a while, and pods then were not seen."""
-        return f"count_over_time(count({self.node_labels()})[{self.instants}:{self.step}])"
+        return f"count_over_time(count({self.latest(self.node_labels())})[{self.instants}:{self.step}])"
 
     def running_pods(self) -> str:
         """The uids of pods Running in the chunk, for the log's pod count."""
@@ -134,15 +164,16 @@ group by (uid) (
         """The literal per-instant product, for range queries. Node labels (GPU model, pool) are
         read at every instant only for relabelled nodes (a node's newest label set wins; "" without
         one); on other nodes they are constant, and the caller maps the node to them."""
+        ksm, latest = self.ksm, self.latest
         return f"""
 sum by (namespace, node, resource, priority_class, {self.node_keys}{", " + POD if by_pod else ""}) (
-    max by (namespace, pod, uid, container, resource) ({self.requests(pods)})
+    max by (namespace, pod, uid, container, resource) ({ksm.plain(latest(self.requests(pods)))})
   * on (namespace, pod, uid) group_left (node, priority_class) (
-        max by (namespace, pod, uid) ({self.running(pods)} == 1)
+        max by (namespace, pod, uid) ({ksm.plain(latest(self.running(pods)))} == 1)
       * on (namespace, pod, uid) group_left (node, priority_class)
-        max by (namespace, pod, uid, node, priority_class) ({self.pod_node(pods)})
+        max by (namespace, pod, uid, node, priority_class) ({ksm.plain(latest(self.pod_node(pods)))})
     )
-  * on (node) group_left ({self.node_keys}) {self.newest_model(self.pod_node(pods), node_matcher(relabelled))}
+  * on (node) group_left ({self.node_keys}) {self.newest_model(self.pod_node(pods), node_matcher(relabelled, ksm.node))}
 )"""
 
 
@@ -181,17 +212,20 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
                 pool, instants * gpus_per_unit, instants)
 
     rows = []
-    for series in source.instant(queries.fast(uid_matcher(exact_pods, keep=False), by_pod), at):
+    fast = queries.fast(uid_matcher(exact_pods, keep=False), by_pod=by_pod)
+    if not fits(fast):  # too many pods to name: the query finds them itself
+        fast = queries.fast("", left_out=queries.exact_pods(relabelled), by_pod=by_pod)
+    for series in source.instant(fast, at):
         rows.append(row(series["metric"], float(series["value"][1])))
     asked += 1
 
     if exact_pods:
         log.info("%d pods resized, on relabelled nodes (%s) or with odd Running values: evaluated instant by instant",
                  len(exact_pods), ", ".join(relabelled[:3]) or "none")
-        for series in source.range(queries.exact(uid_matcher(exact_pods, keep=True), relabelled, by_pod), chunk.start, at,
-                                   chunk.step):
-            rows.append(row(series["metric"], sum(float(v) for _, v in series["values"])))
-        asked += 1
+        for exact in in_pieces(exact_pods, lambda pods: queries.exact(pods, relabelled, by_pod)):
+            for series in source.range(exact, chunk.start, at, chunk.step):
+                rows.append(row(series["metric"], sum(float(v) for _, v in series["values"])))
+            asked += 1
     instants = (chunk.end - chunk.start) // chunk.step
     columns = [*POD_COLUMNS, *USAGE_COLUMNS] if by_pod else USAGE_COLUMNS
     return _ChunkResult(_hours(rows, chunk.step, columns), running, exact_pods, asked, covered, instants)
@@ -204,10 +238,14 @@ def _hours(rows: list[tuple], step: int, columns: list[str]) -> pd.DataFrame:
 
 
 def collect_cluster(
-    cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: GpuResources, source: PrometheusSource
+    cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: GpuResources, source: PrometheusSource,
+    store: Store | None = None
 ) -> ClusterUsage:
-    """Resource-hours of one cluster-day, per namespace, resource, GPU model, priority class and pool."""
-    results = map_chunks(lambda c: _chunk_usage(source, UsageQueries(cluster, gpu_resources, c), c), chunks(day, step))
+    """Resource-hours of one cluster-day, per namespace, resource, GPU model, priority class and pool.
+    `store`: how to ask the cluster's store (stores.store_of); asked of the source when not given."""
+    store = store or store_of(source, cluster, day)
+    results = map_chunks(lambda c: _chunk_usage(source, UsageQueries(cluster, gpu_resources, c, store), c),
+                         chunks(day, step))
     raw = pd.concat([r.usage for r in results], ignore_index=True)
     _refuse_impossible_values(raw, cluster.name)
     running = frozenset().union(*(r.pods for r in results))

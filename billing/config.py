@@ -154,6 +154,19 @@ class ReservedPools(_Section):
     teams: dict[str, str]  # pool (the label's value) -> the team that reserved it
 
 
+LabelName = Annotated[str, Field(pattern=r"^[a-zA-Z_][a-zA-Z0-9_]*$")]
+
+
+class LabelNames(_Section):
+    """Where the cluster's scrapes put the exporters' own labels, e.g. `exported_namespace` after a scrape
+    with honor_labels: false; set, it replaces billing's detection of that for every metric family."""
+
+    namespace: LabelName = "namespace"
+    pod: LabelName = "pod"
+    container: LabelName = "container"
+    node: LabelName = "node"
+
+
 class ClusterConfig(_Section):
     name: Annotated[str, Field(min_length=1)]
     prometheus: PrometheusConfig
@@ -168,6 +181,7 @@ class ClusterConfig(_Section):
     # proportion to their cost, as `idle-<resource>` ledger rows, so the ledger adds up to the whole cluster's price
     idle: Literal["unbilled", "share"] = "unbilled"
     reserved_pools: ReservedPools | None = None
+    label_names: LabelNames | None = None
 
 
 class PeopleConfig(_Section):

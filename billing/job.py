@@ -27,6 +27,7 @@ from billing.redact import redact
 from billing.render import DayReport, check_output_dir, read_report, write_pages
 from billing.replay import prometheus_source
 from billing.resources import CPU, GPU, MEMORY
+from billing.stores import store_of
 from billing.summaries import summary_envelopes
 from billing.waste import WASTE_COLUMNS, attribute_waste, collect_waste
 
@@ -126,14 +127,16 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
     collected, capacities, wastes = [], [], []
     for cluster in config.clusters:
         source = prometheus_source(cluster.name, cluster.prometheus)
-        usage = collect_cluster(cluster, period, step, resources, source)
+        store = store_of(source, cluster, period)  # which engine, which label names: asked once
+        usage = collect_cluster(cluster, period, step, resources, source, store)
         _refuse_no_data(usage, cluster, day)
         if config.audit.enabled:
-            audit = audit_cluster(cluster, period, step, resources, source, usage.running, usage.exact, config.audit.pods)
+            audit = audit_cluster(cluster, period, step, resources, source, usage.running, usage.exact, config.audit.pods,
+                                  store)
             log.info("cluster %s: self-audit of %d pods from raw samples agrees (%d queries, %.2f s)", cluster.name,
                      audit.pods, audit.queries, audit.seconds)
-        allocatable = collect_allocatable(cluster, period, step, resources, source)
-        wasted = (collect_waste(cluster, period, step, resources, source, config.waste.gpu_utilisation_below)
+        allocatable = collect_allocatable(cluster, period, step, resources, source, store)
+        wasted = (collect_waste(cluster, period, step, resources, source, config.waste.gpu_utilisation_below, store)
                   if config.waste.enabled else pd.DataFrame(columns=WASTE_COLUMNS))
         capacity = idle_capacity(allocatable, usage.usage, cluster.prices, cluster.name)
         _log_cluster(usage)

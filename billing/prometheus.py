@@ -6,7 +6,8 @@ a plain `requests` session (the query in a form-encoded POST body, so a long
 one stays out of the URL; bearer token, CA file, timeout, urllib3's retries
 with backoff on connection errors, timeouts, 429 and 5xx); `ReplayPrometheus`
 (billing/replay.py) reads answers recorded from a real server earlier, which
-is how the demo runs without one. `detect_store` says which store answers.
+is how the demo runs without one. `buildinfo` is what billing/stores.py reads
+which store answers from.
 
 An answer that says it is incomplete is refused: Prometheus answers
 "success" with `warnings` when a remote-read store was out of reach (Thanos
@@ -18,8 +19,8 @@ give one at all (`partial_response=false`).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from typing import Protocol, TypeGuard
+from collections.abc import Callable
+from typing import Protocol, TypeGuard, TypeVar
 
 import requests
 from requests.adapters import HTTPAdapter
@@ -30,6 +31,7 @@ from urllib3.util.retry import Retry
 from billing.config import PrometheusConfig
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 RETRY_STATUSES = (429, 500, 502, 503, 504)
 # Thanos Query: fail rather than answer without an unreachable store, and merge HA replicas. Prometheus,
@@ -82,6 +84,8 @@ class PrometheusSource(Protocol):
 
     def range(self, query: str, start: float, end: float, step: float) -> list[dict]: ...
 
+    def buildinfo(self) -> tuple[dict, dict[str, str]]: ...
+
 
 class LivePrometheus:
     """One Prometheus server (or Thanos/Mimir/VictoriaMetrics query endpoint)."""
@@ -112,23 +116,37 @@ class LivePrometheus:
         return self._ask("query_range", query, {"start": start, "end": end, "step": step})
 
     def buildinfo(self) -> tuple[dict, dict[str, str]]:
-        """The `data` of /api/v1/status/buildinfo and the answer's headers; ({}, {}) where there is none."""
+        """The `data` of /api/v1/status/buildinfo and the answer's headers (stores.engine_of reads which
+        store it is from both). A store without the page (a proxy in front, an old Thanos) gives ({}, its
+        headers): nothing is known of it. One that cannot be reached fails like a query, since how the
+        queries are written depends on the answer."""
+        url = f"{self.url}/api/v1/status/buildinfo"
+        response = self._call(url, lambda: self._session.get(url, timeout=self.timeout))
+        if not response.ok:
+            log.warning("cluster %s: %s has no build information (HTTP %d: %s); querying it as Prometheus 2",
+                        self.cluster, self.url, response.status_code, _error_text(response))
+            return {}, dict(response.headers)
         try:
-            response = self._session.get(f"{self.url}/api/v1/status/buildinfo", timeout=self.timeout)
-        except requests.exceptions.RequestException:  # it only names the store: queries report the outage
-            return {}, {}
-        try:
-            data = response.json().get("data") if response.ok else None
+            data = response.json().get("data")
         except (ValueError, AttributeError):
             data = None
         return (data if isinstance(data, dict) else {}), dict(response.headers)
 
     def _ask(self, endpoint: str, query: str, params: dict[str, float]) -> list[dict]:
         """POST the query form-encoded (a long query stays out of the URL, whose length proxies limit)."""
-        where = f"Prometheus of cluster {self.cluster} at {self.url}"
         form = {"query": query, **params, **COMPLETE_ANSWERS}
+        url = f"{self.url}/api/v1/{endpoint}"
+        result = self._call(query, lambda: _result(self._session.post(url, data=form, timeout=self.timeout)))
+        if not _is_result(result):
+            raise PrometheusError(f"Prometheus of cluster {self.cluster} at {self.url} answered something that is "
+                                  "not a Prometheus JSON result")
+        return result
+
+    def _call(self, query: str, ask: Callable[[], T]) -> T:
+        """ask(), its failures as one sentence naming cluster, server and cause."""
+        where = f"Prometheus of cluster {self.cluster} at {self.url}"
         try:
-            result = _result(self._session.post(f"{self.url}/api/v1/{endpoint}", data=form, timeout=self.timeout))
+            return ask()
         except _PartialAnswer as exc:
             raise PrometheusError(
                 f"{where} answered only in part ({exc}), so the bill would be too low; refusing it "
@@ -149,9 +167,6 @@ class LivePrometheus:
             raise PrometheusError(f"{where} rejected the query {_short(query)}: {exc}") from None
         except requests.exceptions.RequestException as exc:  # e.g. the connection broke off mid-answer
             raise PrometheusError(f"{where} failed to answer ({_reason(exc)})") from None
-        if not _is_result(result):
-            raise PrometheusError(f"{where} answered something that is not a Prometheus JSON result")
-        return result
 
 
 def _timed_out(exc: requests.exceptions.RequestException) -> bool:
@@ -179,41 +194,3 @@ def _reason(exc: Exception) -> str:
 def _short(query: str, limit: int = 300) -> str:
     flat = " ".join(query.split())
     return flat if len(flat) <= limit else flat[:limit] + "…"
-
-
-@dataclass(frozen=True)
-class Store:
-    """Which store answers a cluster's queries; where their engines differ, the queries may have to."""
-
-    kind: str  # prometheus, thanos, mimir, cortex, victoriametrics, recorded (replayed answers) or unknown
-    version: str  # as the store reports it; '' where it reports none of its own
-
-    def __str__(self) -> str:
-        return " ".join(filter(None, [STORE_NAMES[self.kind], self.version]))
-
-
-STORE_NAMES = {"prometheus": "Prometheus", "thanos": "Thanos Query", "mimir": "Grafana Mimir", "cortex": "Cortex",
-               "victoriametrics": "VictoriaMetrics", "recorded": "recorded answers", "unknown": "an unknown store"}
-
-
-def detect_store(source: PrometheusSource) -> Store:
-    """The store behind a source, from /api/v1/status/buildinfo and the shape of its answer.
-
-    Prometheus reports its version with the Go version it was built with;
-    Thanos and Cortex share that shape with 0.x and 1.x versions; Mimir names
-    itself (`application`). VictoriaMetrics sends an `X-Server-Hostname`
-    header and a buildinfo without `goVersion` (empty in 1.79, an emulated
-    Prometheus version later), so its own version is not known from it.
-    """
-    if not isinstance(source, LivePrometheus):  # answers recorded earlier (billing/replay.py)
-        return Store("recorded", "")
-    info, headers = source.buildinfo()
-    version = str(info.get("version", ""))
-    if "mimir" in str(info.get("application", "")).lower():
-        return Store("mimir", version)
-    if "X-Server-Hostname" in headers or (info and "goVersion" not in info):
-        return Store("victoriametrics", "")
-    if not version:
-        return Store("unknown", "")
-    kind = {"0": "thanos", "1": "cortex"}.get(version.split(".")[0], "prometheus")
-    return Store(kind, version)

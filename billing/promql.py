@@ -17,14 +17,20 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import NamedTuple, TypeVar
+from urllib.parse import quote_plus
 
 from billing.config import ClusterConfig
 from billing.days import BillingDay
 from billing.prometheus import PrometheusError, PrometheusSource
+from billing.stores import DEFAULT_STORE, Store
 
 LOOKBACK = 300  # seconds: Prometheus' default lookback delta for instant vectors
 CHUNK_INSTANTS = 360  # instants per query: 6 h at a 60 s step
 PARALLEL_QUERIES = 2  # one per core of a small Prometheus
+# Bytes one query may take URL-encoded: well under VictoriaMetrics' -search.maxQueryLen (16 KB) and, should
+# a query ever travel in a URL again, the 8 KB URL limit of common proxies (prometheus.py sends it in a form
+# body). Pod lists longer than that are asked for in pieces.
+QUERY_BYTES = 6144
 RE2_SPECIAL = re.compile(r"([\\.+*?()|\[\]{}^$])")
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -65,8 +71,45 @@ def uid_matcher(uids: frozenset[str], keep: bool) -> str:
     return f"uid{'=~' if keep else '!~'}{quote(one_of(sorted(uids)))}"
 
 
-def node_matcher(nodes: Iterable[str]) -> str:
-    return f"node=~{quote(one_of(sorted(nodes)))}"
+def fits(query: str) -> bool:
+    """Whether the query is within QUERY_BYTES once URL-encoded."""
+    return _encoded_bytes(query) <= QUERY_BYTES
+
+
+def _encoded_bytes(text: str) -> int:
+    return len(quote_plus(text, safe=""))
+
+
+def in_pieces(uids: Iterable[str], query: Callable[[str], str]) -> list[str]:
+    """query(matcher keeping some of the pods) for pieces of the pod list that together name every
+    pod once, each query within QUERY_BYTES: a day with thousands of resized pods costs more
+    queries, never one that a store refuses."""
+    template = query(PLACEHOLDER)
+    times = template.count(PLACEHOLDER)
+    room = QUERY_BYTES - _encoded_bytes(template.replace(PLACEHOLDER, ""))
+    pieces: list[list[str]] = []
+    used = 0
+    for uid in sorted(uids):
+        alone = times * _encoded_bytes(uid_matcher(frozenset([uid]), keep=True))  # a piece's first pod
+        more = times * _encoded_bytes("|" + quote(one_of([uid]))[1:-1])  # each further one
+        if pieces and used + more <= room:
+            pieces[-1].append(uid)
+            used += more
+            continue
+        if alone > room:
+            raise PrometheusError(f"a query for pod {uid} alone is longer than {QUERY_BYTES} bytes: "
+                                  f"{' '.join(template.split())[:200]}")
+        pieces.append([uid])
+        used = alone
+    return [query(uid_matcher(frozenset(piece), keep=True)) for piece in pieces]
+
+
+PLACEHOLDER = "\x00"  # where in_pieces puts a piece's matcher
+
+
+def node_matcher(nodes: Iterable[str], label: str = "node", keep: bool = True) -> str:
+    """A matcher keeping (or dropping) exactly these nodes, on the label that names them."""
+    return f"{label}{'=~' if keep else '!~'}{quote(one_of(sorted(nodes)))}"
 
 
 GpuResources = Mapping[str, float] | Sequence[str]  # resource -> physical GPUs per unit; a list: 1 each
@@ -99,7 +142,13 @@ def _replicas(value: str) -> float:
 class Queries:
     """The PromQL text for one cluster and one chunk of the day."""
 
-    def __init__(self, cluster: ClusterConfig, gpu_resources: GpuResources, chunk: Chunk):
+    def __init__(self, cluster: ClusterConfig, gpu_resources: GpuResources, chunk: Chunk,
+                 store: Store = DEFAULT_STORE):
+        self.engine = store.engine
+        self.latest = store.engine.latest  # a series' value at each instant, written for this engine
+        # the label names of each metric family; `.plain(expression)` gives the plain names back
+        self.ksm, self.dcgm, self.cadvisor = (store.labels.kube_state_metrics, store.labels.dcgm,
+                                              store.labels.cadvisor)
         self.extra = cluster.prometheus.selector.strip()
         self.model_labels = [cluster.gpu_model_label, *cluster.vendor_model_labels]
         self.replicas_label = cluster.gpu_replicas_label or ""
@@ -128,7 +177,7 @@ class Queries:
         return self.series("kube_pod_status_phase", 'phase="Running"', pods)
 
     def pod_node(self, pods: str = "", nodes: str = "") -> str:
-        return self.series("kube_pod_info", 'node!=""', pods, nodes)
+        return self.series("kube_pod_info", f'{self.ksm.node}!=""', pods, nodes)
 
     def node_labels(self, nodes: str = "") -> str:
         return self.series("kube_node_labels", nodes)
@@ -149,15 +198,21 @@ class Queries:
 
     def models(self) -> str:
         """Every (node, GPU model[, pool]) seen in the chunk; two for a node means a relabel."""
-        return f"max by (node, {self.node_keys}) (max_over_time({self.node_labels()}[{self.raw}]))"
+        return f"max by (node, {self.node_keys}) ({self.ksm.plain(f'max_over_time({self.node_labels()}[{self.raw}])')})"
 
     def newest_model(self, nodes: str, labelled: str = "") -> str:
         """(node, GPU model[, pool]) of every node in `nodes`: the newest label set of the nodes
-        `labelled` selects wins; the others, and nodes without labels, get ''."""
+        `labelled` selects wins; the others, and nodes without labels, get ''.
+
+        Not `A or on (node) B`: MetricsQL fills the gaps of A's series with B's values where their
+        `on` labels match (a label set that stopped would live on); a plain `or` of disjoint label
+        sets means the same on both engines."""
+        sample_time = self.ksm.plain(self.engine.sample_time(self.node_labels(labelled)))
+        newest = f"group by (node, {self.node_keys}) (topk by (node) (1, {sample_time}))"
         return f"""(
-        group by (node, {self.node_keys}) (topk by (node) (1, timestamp({self.node_labels(labelled)})))
-      or on (node)
-        group by (node) ({nodes})
+        {newest}
+      or
+        (group by (node) ({self.ksm.plain(self.latest(nodes))}) unless on (node) {newest})
     )"""
 
 

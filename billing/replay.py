@@ -17,6 +17,10 @@ from billing.config import PrometheusConfig
 from billing.prometheus import LivePrometheus, PrometheusError, PrometheusSource, _short
 
 SUFFIX = ".json.gz"
+# the key of the store's /api/v1/status/buildinfo answer in a recording: {"data": ..., "headers": {...}}
+BUILDINFO = "buildinfo"
+# recordings without it were made from Prometheus 2.42
+DEFAULT_BUILDINFO = {"data": {"version": "2.42.0", "goVersion": "go1.19.8"}, "headers": {}}
 
 
 def request_key(kind: str, query: str, **params: float) -> str:
@@ -53,9 +57,19 @@ class ReplayPrometheus:
     def range(self, query: str, start: float, end: float, step: float) -> list[dict]:
         return self._load(request_key("range", query, start=start, end=end, step=step), query)
 
-    def _load(self, key: str, query: str) -> list[dict]:
+    def buildinfo(self) -> tuple[dict, dict[str, str]]:
+        """Recorded beside the answers (the same in every day's file)."""
+        recorded = self._recording().get(BUILDINFO)
+        info: dict = recorded if isinstance(recorded, dict) else DEFAULT_BUILDINFO
+        return dict(info.get("data") or {}), dict(info.get("headers") or {})
+
+    def _recording(self) -> dict[str, list[dict]]:
         if self._answers is None:
             self._answers = read_recording(self.directory)
+        return self._answers
+
+    def _load(self, key: str, query: str) -> list[dict]:
+        self._answers = self._recording()
         if key not in self._answers:
             raise PrometheusError(
                 f"recorded answers of cluster {self.cluster} in {self.directory} hold no answer for "

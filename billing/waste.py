@@ -35,15 +35,14 @@ from billing.config import MIG_RESOURCE_PREFIX, ClusterConfig
 from billing.days import BillingDay
 from billing.prometheus import PrometheusSource
 from billing.promql import Chunk, GpuResources, Queries, chunks, map_chunks
+from billing.stores import Store, store_of
 
 GPU_UTILISATION = "DCGM_FI_DEV_GPU_UTIL"
 GPU_INSTANCE_ACTIVITY = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"  # MIG GPU instances: share of time busy, 0 to 1
 CPU_USAGE = "container_cpu_usage_seconds_total"
 WASTE_COLUMNS = ["namespace", "idle_gpu_hours", "unused_cpu_core_hours"]
 WASTE_INSTANTS = 60  # instants per query: 1 h at a 60 s step
-HELD = 'namespace!=""'  # a GPU the DCGM exporter says a pod holds
 WHOLE_GPU, GPU_INSTANCE = 'GPU_I_ID=""', 'GPU_I_ID!=""'  # series of a whole GPU, of a MIG GPU instance
-CONTAINERS = ('container!=""', 'container!="POD"')  # cAdvisor's series of containers, not of pods' cgroups
 
 
 class WasteQueries(Queries):
@@ -51,15 +50,20 @@ class WasteQueries(Queries):
         """Any answer if the chunk has samples of the metric."""
         return f"count(last_over_time({self.series(metric)}[{self.raw}]))"
 
+    def held(self) -> str:
+        """The matcher of DCGM series of a GPU (or GPU instance) the exporter says a pod holds."""
+        return f'{self.dcgm.namespace}!=""'
+
     def idle_gpus(self, below: float) -> str:
         """Per namespace: whole-GPU-instants below the utilisation threshold (MIG instances left out)."""
-        gpus = f"max by (namespace, pod, Hostname, gpu) ({self.series(GPU_UTILISATION, HELD, WHOLE_GPU)})"
+        held = self.series(GPU_UTILISATION, self.held(), WHOLE_GPU)
+        gpus = f"max by (namespace, pod, Hostname, gpu) ({self.dcgm.plain(self.latest(held))})"
         return f"sum_over_time((count by (namespace) ({gpus} < {below}))[{self.instants}:{self.step}])"
 
     def idle_gpu_instances(self, below: float) -> str:
         """Per namespace and MIG profile: GPU-instance-instants less active than the threshold (percent)."""
-        instances = self.series(GPU_INSTANCE_ACTIVITY, HELD, GPU_INSTANCE)
-        held = f"max by (namespace, pod, Hostname, gpu, GPU_I_ID, GPU_I_PROFILE) ({instances})"
+        instances = self.series(GPU_INSTANCE_ACTIVITY, self.held(), GPU_INSTANCE)
+        held = f"max by (namespace, pod, Hostname, gpu, GPU_I_ID, GPU_I_PROFILE) ({self.dcgm.plain(self.latest(instances))})"
         return (f"sum_over_time((count by (namespace, GPU_I_PROFILE) ({held} < {below / 100}))"
                 f"[{self.instants}:{self.step}])")
 
@@ -72,14 +76,16 @@ class WasteQueries(Queries):
         """Per namespace: core-instants requested by Running pods but not used, per pod at least 0."""
         requests = self.series("kube_pod_container_resource_requests", 'resource="cpu"')
         requested = f"""sum by (namespace, pod) (
-        max by (namespace, pod, uid, container) ({requests})
+        max by (namespace, pod, uid, container) ({self.ksm.plain(self.latest(requests))})
       * on (namespace, pod, uid) group_left
-        max by (namespace, pod, uid) ({self.running()} == 1)
+        max by (namespace, pod, uid) ({self.ksm.plain(self.latest(self.running()))} == 1)
     )"""
-        usage = self.series(CPU_USAGE, *CONTAINERS)
+        container = self.cadvisor.container  # cAdvisor's series of containers, not of pods' cgroups:
+        usage = self.series(CPU_USAGE, f'{container}!=""', f'{container}!="POD"')
         # requested less used per pod, as a sum over both: a pod without usage keeps its whole request,
         # and the costly request side is evaluated once (a `-` with an `or` would need it twice)
-        used = f'label_replace(-sum by (namespace, pod) (rate({usage}[5m])), "part", "used", "", "")'
+        rates = self.cadvisor.plain(self.engine.rate(usage, 300))
+        used = f'label_replace(-sum by (namespace, pod) ({rates}), "part", "used", "", "")'
         return f"""
 sum_over_time((
     sum by (namespace) (clamp_min(sum by (namespace, pod) ({requested} or {used}), 0))
@@ -115,12 +121,13 @@ def _chunk_waste(source: PrometheusSource, queries: WasteQueries, chunk: Chunk, 
 
 
 def collect_waste(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: GpuResources,
-                  source: PrometheusSource, below: float) -> pd.DataFrame:
+                  source: PrometheusSource, below: float, store: Store | None = None) -> pd.DataFrame:
     """Idle GPU-hours and unused CPU core-hours of one cluster-day per namespace (WASTE_COLUMNS).
 
     A measure is NaN for a namespace that has none, and in every row where
     the cluster never had its metric."""
-    parts = map_chunks(lambda c: _chunk_waste(source, WasteQueries(cluster, gpu_resources, c), c, below),
+    store = store or store_of(source, cluster, day)
+    parts = map_chunks(lambda c: _chunk_waste(source, WasteQueries(cluster, gpu_resources, c, store), c, below),
                        chunks(day, step, WASTE_INSTANTS))
     frame = pd.concat(parts, ignore_index=True)
     measured = [m for m in WASTE_COLUMNS[1:] if m in frame.columns]

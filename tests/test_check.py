@@ -42,9 +42,16 @@ def lines(output: str) -> dict[str, str]:
 BUILDINFO = {"status": "success", "data": {"version": "2.53.1", "revision": "x", "goVersion": "go1.22.5"}}
 
 
+def renames(*found: str) -> dict:
+    """An answer of stores.renames_query: a series per (family, label) the scrape renamed."""
+    return {"status": "success", "data": {"resultType": "matrix", "result": [
+        {"metric": {"found": f}, "values": [[0, "1"]]} for f in found]}}
+
+
 @responses.activate
 def test_everything_reachable(config, tmp_path):
     responses.post(f"{PROMETHEUS}/api/v1/query", json=VECTOR_1)  # and every series the bill needs is there
+    responses.post(f"{PROMETHEUS}/api/v1/query_range", json=renames())  # no label renamed
     responses.get(f"{PROMETHEUS}/api/v1/status/buildinfo", json=BUILDINFO)
     result = check(config(email={"enabled": True, "outbox_dir": str(tmp_path / "outbox")}))
     assert result.exit_code == 0, result.output
@@ -57,6 +64,21 @@ def test_everything_reachable(config, tmp_path):
     assert "0 days billed" in found["database"]
     assert "outbox directory" in found["email"] and (tmp_path / "outbox").is_dir()
     assert all(line.endswith(" ms)") or line.endswith(" s)") for line in found.values())
+
+
+@responses.activate
+def test_label_renames_are_shown_per_family(config):
+    """Detected renames (a scrape with honor_labels: false) warn: the bill reads them right, other tools do not."""
+    responses.post(f"{PROMETHEUS}/api/v1/query", json=VECTOR_1)
+    responses.post(f"{PROMETHEUS}/api/v1/query_range",
+                   json=renames("kube-state-metrics/namespace", "kube-state-metrics/pod", "DCGM/pod"))
+    responses.get(f"{PROMETHEUS}/api/v1/status/buildinfo", json=BUILDINFO)
+    result = check(config())
+    assert result.exit_code == 0, result.output
+    series = lines(result.stdout)["series jaguar"]
+    assert series.startswith("WARN  ")
+    assert "kube-state-metrics labels read from exported_namespace, exported_pod (a scrape with honor_labels: false" \
+        in series and "DCGM labels read from exported_pod" in series
 
 
 @responses.activate

@@ -8,6 +8,7 @@ from billing.config import ClusterConfig
 from billing.days import billing_day
 from billing.prometheus import PrometheusError
 from billing.promql import chunks, quote
+from billing.stores import DEFAULT_STORE
 
 CLUSTER = ClusterConfig(
     name="jaguar",
@@ -40,7 +41,7 @@ class FakePrometheus:
         self.asked: list[tuple[str, str]] = []
 
     def instant(self, query: str, at: float) -> list[dict]:
-        kind = ("covered" if query.startswith("count_over_time(") else "resized" if "changes(" in query else "models" if query.startswith("max by (node")
+        kind = ("covered" if query.startswith("count_over_time(") else "resized" if "stddev_over_time(kube_pod_container" in query else "models" if query.startswith("max by (node")
                 else "on_nodes" if "node=~" in query else "pods" if query.startswith("group by (uid)") else "fast")
         self.asked.append((kind, query))
         if kind == "pods":
@@ -75,7 +76,7 @@ def test_fast_path_turns_instants_into_hours_and_nodes_into_models():
         ],
         models=[series(1, node="gpu-1", label_nvidia_com_gpu_product=H100), series(1, node="cpu-1")],
     )
-    result = collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source)
+    result = collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE)
     usage = {(r.namespace, r.resource, r.gpu_model): r.quantity for r in result.usage.itertuples()}
     assert usage == {
         ("alice", "cpu", ""): pytest.approx(4 * 4),  # four chunks answer the same
@@ -91,7 +92,7 @@ def test_fast_path_turns_instants_into_hours_and_nodes_into_models():
 
 @pytest.mark.parametrize("covered, coverage", [(300, 300 / 360), (0, 0.0)])
 def test_coverage_is_the_share_of_instants_with_data(covered, coverage):
-    result = collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], FakePrometheus(covered=covered))
+    result = collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], FakePrometheus(covered=covered), DEFAULT_STORE)
     assert result.coverage == pytest.approx(coverage)
 
 
@@ -102,7 +103,7 @@ def test_resized_pods_are_left_out_of_the_fast_query_and_evaluated_exactly():
         exact=[{"metric": {"namespace": "alice", "resource": "cpu", "priority_class": "backfill"},
                 "values": [[0, "2"], [60, "4"]]}],
     )
-    result = collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source)
+    result = collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE)
     assert all('uid!~"u-1|u-2"' in q for q in source.queries("fast"))
     # one exact range query per chunk, restricted to the two pods
     assert len(source.queries("exact")) == 4
@@ -119,7 +120,7 @@ def test_resized_pods_are_left_out_of_the_fast_query_and_evaluated_exactly():
 def test_pods_on_a_relabelled_node_are_evaluated_exactly():
     source = FakePrometheus(models=[series(1, node="n.1", label_nvidia_com_gpu_product=m) for m in (H100, "A100")],
                             on_nodes=[series(1, uid="u-9")])
-    collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source)
+    collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE)
     assert all(r'node=~"n\\.1"' in q for q in source.queries("on_nodes"))
     assert all('uid!~"u-9"' in q for q in source.queries("fast"))
     assert all('uid=~"u-9"' in q for q in source.queries("exact"))
@@ -135,7 +136,7 @@ def test_exact_results_take_the_model_per_instant_on_relabelled_nodes_and_the_no
                {"metric": {"namespace": "alice", "node": "n.1", "resource": "nvidia_com_gpu"}, "values": [[0, "120"]]},
                {"metric": {"namespace": "alice", "node": "m", "resource": "nvidia_com_gpu"}, "values": [[0, "180"]]}],
     )
-    usage = collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source).usage
+    usage = collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE).usage
     assert {(r.gpu_model, r.quantity) for r in usage.itertuples()} == {(H100, 1.0), ("", 2.0), ("A100", 3.0)}
 
 
@@ -143,7 +144,7 @@ def test_exact_results_take_the_model_per_instant_on_relabelled_nodes_and_the_no
 def test_impossible_values_are_refused(value):
     source = FakePrometheus(fast=[series(value, namespace="alice", node="n", resource="cpu")])
     with pytest.raises(PrometheusError, match="impossible cpu request .* namespace 'alice'"):
-        collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source)
+        collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE)
 
 
 def test_reserved_pools_come_from_node_labels_and_a_node_moved_between_pools_is_evaluated_exactly():
@@ -158,7 +159,7 @@ def test_reserved_pools_come_from_node_labels_and_a_node_moved_between_pools_is_
         on_nodes=[series(1, uid="u-c")],
         exact=[{"metric": {"namespace": "carol", "node": "c", "resource": "cpu", "label_pool": "p1"},
                 "values": [[0, "60"]]}])
-    result = collect_cluster(pooled, DAY, 60, ["nvidia_com_gpu"], source)
+    result = collect_cluster(pooled, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE)
     usage = {(r.namespace, r.resource, r.gpu_model, r.pool): r.quantity for r in result.usage.itertuples()}
     # four chunks of 60 GPU-instants = 4 GPU-h each; carol's first exact chunk of 60 core-instants = 1 core-h
     assert usage == {("alice", "gpu", H100, "p1"): pytest.approx(4), ("bob", "gpu", H100, ""): pytest.approx(4),

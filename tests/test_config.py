@@ -81,6 +81,9 @@ def test_bad_durations(text):
          "ca_file /nonexistent/ca.pem cannot be read (No such file or directory)"),
         ({"directory": {"url": "ldap://cn=admin:hunter2@ldap.example.org"}}, "directory",
          "url 'ldap://cn=admin:***@ldap.example.org' names a user; give it as bind_dn and bind_password_env or _file"),
+        ({"clusters": [cluster(label_names={"namespce": "exported_namespace"})]}, "clusters[0].label_names.namespce",
+         "unknown key"),
+        ({"clusters": [cluster(label_names={"pod": "exported pod"})]}, "clusters[0].label_names.pod", "pattern"),
     ],
 )
 def test_each_mistake_names_its_key(write_config, changes, key, words):
@@ -177,6 +180,15 @@ def test_defaults(write_config):
     assert config.namespaces.unallocated_team == "unallocated"
     assert config.clusters[0].gpu_model_label == "label_nvidia_com_gpu_product"
     assert yaml.safe_load(write_config().read_text())["currency"] == "EUR"
+
+
+def test_label_names_name_where_the_exporters_labels_are(write_config):
+    config = load_config(write_config(clusters=[cluster(label_names={"namespace": "exported_namespace",
+                                                                     "pod": "exported_pod"})]))
+    names = config.clusters[0].label_names
+    assert (names.namespace, names.pod, names.container, names.node) == ("exported_namespace", "exported_pod",
+                                                                          "container", "node")
+    assert load_config(write_config()).clusters[0].label_names is None  # not set: detected
 
 
 def test_gpu_resources_list_form_is_one_gpu_each(write_config):

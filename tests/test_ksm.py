@@ -163,6 +163,20 @@ def test_bad_phases_are_rejected(phases, error):
         Pod("a", "p", "u", "n", 0, phases, 10, ())
 
 
+def test_a_scrape_without_honor_labels_renames_the_exporters_labels():
+    world = tiny_world(honor_labels=False)
+    requests = find(world, "kube_pod_container_resource_requests", exported_container="main", resource="cpu",
+                    exported_node="n1")
+    assert len(requests) == 1
+    labels = requests[0][0]
+    assert (labels["exported_namespace"], labels["exported_pod"], labels["exported_node"]) == ("alice", "p", "n1")
+    assert (labels["namespace"], labels["container"]) == ("monitoring", "kube-state-metrics")  # the exporter's own
+    phase = find(world, "kube_pod_status_phase", exported_pod="p", phase="Running")[0][0]
+    assert "exported_node" not in phase and phase["node"] == "node-0000"  # it had no node: the target's is plain
+    plain = {(name, len(samples)) for name, _, samples in series(tiny_world())}
+    assert {(name, len(samples)) for name, _, samples in series(world)} == plain  # same samples, other labels
+
+
 def test_allocatable_changes_and_dcgm_series_of_mig_instances():
     # 16 replicas until T0 + 600, then 8; a pod holding two 1g.10gb slices, idle (0%)
     node = Node("ts", ((T0 - 86400, {}),), {"nvidia_com_gpu_shared": 16}, allocatable_changes=((T0 + 600, {

@@ -6,8 +6,9 @@ import requests
 import responses
 
 from billing.config import PrometheusConfig
-from billing.prometheus import LivePrometheus, PrometheusError, detect_store
+from billing.prometheus import LivePrometheus, PrometheusError
 from billing.replay import ReplayPrometheus
+from billing.stores import engine_of
 
 URL = "http://prometheus.test:9090"
 QUERY_URL = f"{URL}/api/v1/query"
@@ -102,31 +103,52 @@ BUILDINFO = f"{URL}/api/v1/status/buildinfo"
 
 @responses.activate
 @pytest.mark.parametrize(
-    "data, headers, kind, version, name",
+    "data, headers, kind, version, name, metricsql, closed_lookback",
     [
         ({"version": "2.42.0+ds", "revision": "2.42.0+ds-5", "goVersion": "go1.19.8"}, {}, "prometheus", "2.42.0+ds",
-         "Prometheus 2.42.0+ds"),
-        ({"version": "3.1.0", "revision": "x", "goVersion": "go1.23.4"}, {}, "prometheus", "3.1.0", "Prometheus 3.1.0"),
+         "Prometheus 2.42.0+ds", False, True),
+        ({"version": "3.1.0", "revision": "x", "goVersion": "go1.23.4"}, {}, "prometheus", "3.1.0", "Prometheus 3.1.0",
+         False, False),
         ({"version": "0.37.2", "revision": "x", "branch": "HEAD", "goVersion": "go1.23.1"}, {}, "thanos", "0.37.2",
-         "Thanos Query 0.37.2"),
+         "Thanos Query 0.37.2", False, True),
         ({"application": "Grafana Mimir", "version": "2.14.0", "goVersion": "go1.22.8", "features": {}}, {}, "mimir",
-         "2.14.0", "Grafana Mimir 2.14.0"),
-        ({}, {"X-Server-Hostname": "vm"}, "victoriametrics", "", "VictoriaMetrics"),  # what 1.79 answers
-        ({"version": "2.24.0"}, {}, "victoriametrics", "", "VictoriaMetrics"),  # newer ones emulate Prometheus 2.24
+         "2.14.0", "Grafana Mimir 2.14.0", False, True),
+        ({}, {"X-Server-Hostname": "vm"}, "victoriametrics", "", "VictoriaMetrics", True, False),  # what 1.79 answers
+        ({"version": "2.24.0"}, {}, "victoriametrics", "", "VictoriaMetrics", True, False),  # later: emulates 2.24
     ],
     ids=["prometheus-2", "prometheus-3", "thanos", "mimir", "victoriametrics-1.79", "victoriametrics-later"],
 )
-def test_the_store_is_detected_from_its_buildinfo(data, headers, kind, version, name):
+def test_the_store_is_detected_from_its_buildinfo(data, headers, kind, version, name, metricsql, closed_lookback):
     responses.get(BUILDINFO, json={"status": "success", "data": data}, headers=headers)
-    store = detect_store(live())
-    assert (store.kind, store.version, str(store)) == (kind, version, name)
+    engine = engine_of(*live().buildinfo())
+    assert (engine.kind, engine.version, str(engine)) == (kind, version, name)
+    assert (engine.metricsql, engine.closed_lookback) == (metricsql, closed_lookback)
 
 
 @responses.activate
-def test_a_store_without_buildinfo_is_unknown():
+def test_buildinfo_is_asked_with_the_bearer_token(monkeypatch):
+    monkeypatch.setenv("PROM_TOKEN", "t0ken")
+    responses.get(BUILDINFO, json={"status": "success", "data": {"version": "2.42.0", "goVersion": "go1.19.8"}})
+    assert live(bearer_token_env="PROM_TOKEN").buildinfo()[0] == {"version": "2.42.0", "goVersion": "go1.19.8"}
+    assert responses.calls[0].request.headers["Authorization"] == "Bearer t0ken"
+
+
+@responses.activate
+def test_a_store_without_buildinfo_is_unknown_and_asked_as_prometheus_2(caplog):
     responses.get(BUILDINFO, status=404, body="404 page not found")
-    assert str(detect_store(live())) == "an unknown store"
+    engine = engine_of(*live().buildinfo())
+    assert str(engine) == "an unknown store (asked as Prometheus 2)"
+    assert (engine.metricsql, engine.closed_lookback) == (False, True)
+    assert "has no build information (HTTP 404: 404 page not found); querying it as Prometheus 2" in caplog.text
 
 
-def test_recorded_answers_are_no_store(tmp_path):
-    assert detect_store(ReplayPrometheus("jaguar", tmp_path)).kind == "recorded"
+@responses.activate
+def test_buildinfo_that_keeps_failing_is_one_sentence():
+    """Not a guess: the queries' wording depends on which store it is."""
+    responses.get(BUILDINFO, status=503, json={"status": "error", "error": "overloaded"})
+    with pytest.raises(PrometheusError, match=f"^Prometheus of cluster jaguar at {URL} kept failing after retries"):
+        live().buildinfo()
+
+
+def test_recorded_answers_name_the_store_they_were_recorded_from(tmp_path):
+    assert str(engine_of(*ReplayPrometheus("jaguar", tmp_path).buildinfo())) == "Prometheus 2.42.0"

@@ -4,10 +4,14 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from billing.capacity import CapacityQueries
+from billing.collect import UsageQueries
 from billing.config import ClusterConfig
 from billing.days import billing_day
 from billing.prometheus import PrometheusError
-from billing.promql import NodeKind, Queries, chunks, one_of
+from billing.promql import NodeKind, Queries, chunks, fits, in_pieces, one_of
+from billing.stores import FamilyLabels, ScrapeLabels, Store, engine_of, renames_query
+from billing.waste import WasteQueries
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 
@@ -43,6 +47,39 @@ def test_one_of_matches_exactly_its_values(values):
 
 def test_one_of_leaves_hyphens_alone_so_prometheus_sees_a_plain_list():
     assert one_of(["0b4e-11", "n.1"]) == r"0b4e-11|n\.1"
+
+
+def test_a_long_pod_list_is_asked_for_in_pieces_each_within_the_budget():
+    uids = [f"{n:08x}-1111-4222-8333-444455556666" for n in range(1000)]
+    queries = in_pieces(uids, lambda pods: f"sum(a{{{pods}}}) * on (uid) b{{{pods}}}")
+    assert len(queries) > 1 and all(fits(q) for q in queries)
+    named = [uid for q in queries for uid in re.search(r'uid=~"([^"]*)"', q).group(1).split("|")]
+    assert sorted(named) == uids  # every pod exactly once
+    # each piece is as full as the budget allows: one more pod would not fit
+    first, second = queries[0], queries[1]
+    one_more = second.split('"')[1].split("|")[0]
+    assert not fits(first.replace('"}', f'|{one_more}"}}'))
+    assert in_pieces(uids[:3], lambda pods: f"a{{{pods}}}") == [f'a{{uid=~"{"|".join(uids[:3])}"}}']
+
+
+def test_every_query_without_pod_lists_fits_the_budget_on_the_wordiest_store():
+    """VictoriaMetrics with every family's labels renamed and reserved pools: the longest texts billing writes."""
+    cluster = ClusterConfig(name="jaguar", prometheus={"url": "http://x", "selector": 'cluster="jaguar"'},
+                            prices={"cpu_core_hour": 1, "memory_gib_hour": 1, "gpu_hour": 1},
+                            reserved_pools={"node_label": "label_pool", "teams": {"a100-pool": "vision"}},
+                            gpu_replicas_label="label_nvidia_com_gpu_replicas",
+                            vendor_model_labels=["label_amd_com_gpu_product_name"])
+    renamed = FamilyLabels("exported_namespace", "exported_pod", "exported_container", "exported_node")
+    store = Store(engine_of({}, {"X-Server-Hostname": "vm"}), ScrapeLabels(renamed, renamed, renamed))
+    assert store.engine.metricsql
+    chunk = chunks(DAY, 60)[0]
+    gpus = {"nvidia_com_gpu": 1.0, "nvidia_com_mig_1g_10gb": 1 / 7, "nvidia_com_mig_3g_40gb": 3 / 7}
+    usage, waste = UsageQueries(cluster, gpus, chunk, store), WasteQueries(cluster, gpus, chunk, store)
+    moved = ["node-0001", "node-0002"]
+    texts = [usage.fast(""), usage.fast("", left_out=usage.exact_pods(moved)), usage.exact("", moved),
+             usage.models(), CapacityQueries(cluster, gpus, chunk, store).allocatable(moved), waste.unused_cpu(),
+             waste.idle_gpus(5.0), waste.idle_gpu_instances(5.0), renames_query(cluster.prometheus.selector)]
+    assert all(fits(text) for text in texts)
 
 
 def sharing_queries(**cluster) -> Queries:

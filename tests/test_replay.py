@@ -5,7 +5,7 @@ import pytest
 
 from billing.config import PrometheusConfig
 from billing.prometheus import LivePrometheus, PrometheusError
-from billing.replay import ReplayPrometheus, prometheus_source, read_recording, request_key, write_recording
+from billing.replay import BUILDINFO, ReplayPrometheus, prometheus_source, read_recording, request_key, write_recording
 
 UP = [{"metric": {}, "values": [[0, "1"]]}]
 
@@ -38,3 +38,13 @@ def test_a_question_key_depends_on_every_part_of_the_question():
 def test_the_source_is_the_recording_when_the_config_names_one(tmp_path):
     assert isinstance(prometheus_source("jaguar", PrometheusConfig(replay=str(tmp_path))), ReplayPrometheus)
     assert isinstance(prometheus_source("jaguar", PrometheusConfig(url="http://127.0.0.1:9")), LivePrometheus)
+
+
+def test_replay_answers_the_recorded_buildinfo_and_prometheus_2_42_without_one(tmp_path):
+    (tmp_path / "vm").mkdir()
+    recorded = {"data": {}, "headers": {"X-Server-Hostname": "vm"}}  # VictoriaMetrics 1.79
+    write_recording(tmp_path / "vm" / "2026-11-16.json.gz", {BUILDINFO: recorded, "k": UP})
+    assert ReplayPrometheus("jaguar", tmp_path / "vm").buildinfo() == ({}, {"X-Server-Hostname": "vm"})
+    (tmp_path / "old").mkdir()
+    write_recording(tmp_path / "old" / "2026-11-16.json.gz", {"k": UP})
+    assert ReplayPrometheus("jaguar", tmp_path / "old").buildinfo()[0]["version"] == "2.42.0"

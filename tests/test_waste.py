@@ -8,6 +8,7 @@ import pytest
 
 from billing.config import ClusterConfig
 from billing.days import billing_day
+from billing.stores import DEFAULT_STORE
 from billing.waste import attribute_waste, collect_waste
 
 CLUSTER = ClusterConfig(name="jaguar", prometheus={"url": "http://prometheus:9090"},
@@ -31,7 +32,7 @@ class Answers:
 
 def test_a_measure_is_taken_only_where_its_metric_is():
     source = Answers()
-    waste = collect_waste(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, below=5.0)
+    waste = collect_waste(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, below=5.0, store=DEFAULT_STORE)
     # six 1-hour chunks with DCGM: 6 x 10 GPU-instants = 1 idle GPU-hour; no cAdvisor anywhere: not measured
     assert waste["namespace"].tolist() == ["alice"]
     assert waste["idle_gpu_hours"].tolist() == [pytest.approx(1.0)] and waste["unused_cpu_core_hours"].isna().all()

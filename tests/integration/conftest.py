@@ -28,6 +28,7 @@ from tests.integration.servers import (
     SlapdServer,
     SmtpServer,
     TestCertificates,
+    VictoriaMetricsServer,
     make_test_ca,
     require_program,
     start_postgres,
@@ -35,6 +36,7 @@ from tests.integration.servers import (
     start_pushgateway,
     start_slapd,
     start_smtp,
+    start_victoria_metrics,
     world_blocks,
 )
 
@@ -78,6 +80,34 @@ def prometheus_server(tmp_path_factory: pytest.TempPathFactory,
     yield start
     for server in started:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def victoria_metrics_server(tmp_path_factory: pytest.TempPathFactory,
+                            tsdb_cache: Path) -> Iterator[Callable[[World], VictoriaMetricsServer]]:
+    """victoria_metrics_server(world) -> a VictoriaMetrics (default query flags) holding the world's series,
+    loaded by vmctl from the blocks a Prometheus of the same world serves. One server per world and
+    session: tests only read from it."""
+    require_program("victoria-metrics")
+    require_program("vmctl")
+    started: dict[Path, VictoriaMetricsServer] = {}
+
+    def start(world: World) -> VictoriaMetricsServer:
+        blocks = world_blocks(world, tsdb_cache)
+        if blocks not in started:
+            started[blocks] = start_victoria_metrics(blocks, tmp_path_factory.mktemp("victoria-metrics"))
+        return started[blocks]
+
+    yield start
+    for server in started.values():
+        server.stop()
+
+
+@pytest.fixture(params=["prometheus", "victoria-metrics"])
+def store_server(request: pytest.FixtureRequest) -> Callable[[World], PrometheusServer | VictoriaMetricsServer]:
+    """store_server(world) -> a server with `.url` holding the world's series, once a Prometheus 2.42 and
+    once a VictoriaMetrics: every test of the bill against the reference runs on both stores."""
+    return request.getfixturevalue("prometheus_server" if request.param == "prometheus" else "victoria_metrics_server")
 
 
 @pytest.fixture(scope="session")

@@ -58,7 +58,8 @@ def require_program(name: str, search: Sequence[str] = ()) -> str:
 
 
 DEBIAN_PACKAGES = {"prometheus": "prometheus", "promtool": "prometheus", "slapd": "slapd", "slapadd": "slapd",
-                   "initdb": "postgresql", "openssl": "openssl", "victoria-metrics": "victoria-metrics"}
+                   "initdb": "postgresql", "openssl": "openssl", "victoria-metrics": "victoria-metrics",
+                   "vmctl": "victoria-metrics", "script": "bsdutils"}
 
 
 def _version_key(path: str) -> list[tuple[int, int | str]]:
@@ -327,6 +328,45 @@ def _http_ok(url: str | urllib.request.Request) -> bool:
             return response.status == 200
     except (urllib.error.URLError, OSError):
         return False
+
+
+# --- VictoriaMetrics
+
+
+@dataclass
+class VictoriaMetricsServer(StoppedByPid):
+    url: str
+    data_dir: Path
+    process: ManagedProcess
+
+
+def start_victoria_metrics(blocks: Path, work_dir: Path) -> VictoriaMetricsServer:
+    """Single-node VictoriaMetrics on its default query flags, holding the samples of the
+    Prometheus TSDB `blocks` (imported by vmctl from a copy of them, then flushed)."""
+    victoria_metrics = require_program("victoria-metrics")
+    vmctl, script = require_program("vmctl"), require_program("script")
+    work_dir.mkdir(parents=True, exist_ok=True)
+    data_dir, snapshot = work_dir / "data", work_dir / "snapshot"
+    shutil.copytree(blocks, snapshot, ignore=shutil.ignore_patterns(".complete"))
+    port = free_port()
+    process = ManagedProcess(
+        [victoria_metrics, f"-storageDataPath={data_dir}", f"-httpListenAddr=127.0.0.1:{port}",
+         "-retentionPeriod=100y", "-loggerLevel=ERROR", "-search.disableCache"],
+        work_dir / "victoria-metrics.log")
+    url = f"http://127.0.0.1:{port}"
+    process.wait_until(lambda: _http_ok(f"{url}/health"), "victoria-metrics")
+    try:
+        # vmctl 1.79 wants a terminal even when silent: `script` gives it one
+        command = f"{vmctl} prometheus --prom-snapshot={snapshot} --vm-addr={url} -s --vm-disable-progress-bar"
+        run([script, "-q", "-e", "-c", command, "/dev/null"], "vmctl prometheus")
+        if not _http_ok(f"{url}/internal/force_flush"):
+            raise RuntimeError(f"victoria-metrics at {url} did not flush the imported samples")
+    except BaseException:
+        process.stop()
+        raise
+    finally:
+        shutil.rmtree(snapshot, ignore_errors=True)
+    return VictoriaMetricsServer(url, data_dir, process)
 
 
 # --- Pushgateway

@@ -1,25 +1,36 @@
-"""The self-audit on a real Prometheus: it agrees on a generated day, and catches a fast path gone wrong."""
+"""The self-audit on a real Prometheus and a real VictoriaMetrics: it agrees on a generated day (also one
+scraped with honor_labels: false), and catches a fast path gone wrong."""
 
 from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
 
 import billing.job
 from billing.audit import EXACT_PODS, audit_cluster
 from billing.collect import collect_cluster
 from billing.prometheus import LivePrometheus
 from billing.replay import prometheus_source
+from billing.stores import store_of
 from tests.faults import ledger_state
 from tests.integration.test_collect_prometheus import UTC_DAY, cluster, world_of
 from tests.integration.test_job_prometheus import run, write_config
 
 
-def test_the_audit_agrees_with_collection_on_a_generated_day(prometheus_server):
+@pytest.mark.parametrize("honor_labels", [True, False], ids=["plain-labels", "exported-labels"])
+def test_the_audit_agrees_with_collection_on_a_generated_day(store_server, honor_labels):
+    """Raw samples by range selectors: the same on both stores, whatever their lookback; with honor_labels:
+    false the raw series' labels are read where the scrape put them, as the billing queries read them."""
     world = world_of(UTC_DAY, pods=300, clusters=("jaguar",))
-    prom = prometheus_server(world)
+    prom = store_server(replace(world, honor_labels=honor_labels))
     config = cluster("jaguar", prom.url)
     source = LivePrometheus("jaguar", config.prometheus)
-    usage = collect_cluster(config, UTC_DAY, 60, ["nvidia_com_gpu"], source)
+    store = store_of(source, config, UTC_DAY)
+    assert bool(store.renames()) is not honor_labels
+    usage = collect_cluster(config, UTC_DAY, 60, ["nvidia_com_gpu"], source, store)
     assert usage.exact and len(usage.running) > 40  # both paths are audited
-    audit = audit_cluster(config, UTC_DAY, 60, ["nvidia_com_gpu"], source, usage.running, usage.exact, 20)
+    audit = audit_cluster(config, UTC_DAY, 60, ["nvidia_com_gpu"], source, usage.running, usage.exact, 20, store)
     assert audit.pods == 20 + min(len(usage.exact), EXACT_PODS)
     assert audit.queries > 4
 
@@ -38,6 +49,9 @@ class SkewedFastPath:
 
     def range(self, query: str, start: float, end: float, step: float) -> list[dict]:
         return self.source.range(query, start, end, step)
+
+    def buildinfo(self) -> tuple[dict, dict[str, str]]:
+        return self.source.buildinfo()
 
 
 def test_a_fast_path_gone_wrong_fails_the_run_and_keeps_the_ledger(prometheus_server, tmp_path, monkeypatch):

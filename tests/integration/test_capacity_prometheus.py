@@ -6,6 +6,7 @@ and GPU model, with requested from the independent usage reference.
 """
 
 from collections import defaultdict
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -37,8 +38,9 @@ def world():
     return make_world(11, DAY.start.timestamp(), pods=250, clusters=("jaguar", "ibis"))
 
 
-def test_requested_plus_idle_is_allocatable(prometheus_server, world):
-    prom = prometheus_server(world)
+@pytest.mark.parametrize("honor_labels", [True, False], ids=["plain-labels", "exported-labels"])
+def test_requested_plus_idle_is_allocatable(store_server, world, honor_labels):
+    prom = store_server(replace(world, honor_labels=honor_labels))
     start, end = DAY.start.timestamp(), DAY.end.timestamp()
     for name in ("jaguar", "ibis"):
         cluster = ClusterConfig(name=name, prometheus={"url": prom.url, "selector": f'cluster="{name}"', "retries": 0},
@@ -65,9 +67,9 @@ def test_requested_plus_idle_is_allocatable(prometheus_server, world):
         assert h100["idle_cost"] == pytest.approx(h100["idle"] * 2.5)
 
 
-def test_shared_idle_makes_the_ledger_add_up_to_the_whole_cluster(prometheus_server, world, tmp_path):
+def test_shared_idle_makes_the_ledger_add_up_to_the_whole_cluster(store_server, world, tmp_path):
     """billing run with `idle: share` on jaguar: its ledger rows cost what all its allocatable costs."""
-    prom = prometheus_server(world)
+    prom = store_server(world)
     config = write_config(tmp_path, f"sqlite:///{tmp_path / 'ledger.db'}", {"jaguar": prom.url, "ibis": prom.url})
     settings = yaml.safe_load(Path(config).read_text())
     settings["clusters"][0]["idle"] = "share"

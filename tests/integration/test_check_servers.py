@@ -160,6 +160,22 @@ def test_a_complete_day_passes_and_names_the_store(prometheus_server, config):
     assert line.startswith("ok    ") and f"every series the bill needs has samples on {CHECKED}" in line
 
 
+def test_victoria_metrics_with_renamed_labels_names_the_store_and_the_renames(victoria_metrics_server, config):
+    """A honor_labels: false scrape in a VictoriaMetrics: the store by stores.engine_of, the series found under
+    the renamed labels, and the renames per family as a warning (the bill reads them right)."""
+    world = replace(preflight_world(), honor_labels=False)
+    vm = victoria_metrics_server(world)
+    result = check_day(config({"jaguar": vm.url}, clusters_selector='cluster="jaguar"'))
+    assert result.exit_code == 0, result.output
+    assert "the store is VictoriaMetrics" in line_of(result.stdout, "prometheus jaguar")
+    line = line_of(result.stdout, "series jaguar")
+    assert line.startswith("WARN  "), line
+    assert ("kube-state-metrics labels read from exported_namespace, exported_pod, exported_container, exported_node "
+            "(a scrape with honor_labels: false") in line
+    nodes = len(world.clusters[0].nodes)  # counted by exported_node, not by kube-state-metrics' own node
+    assert f"matches kube-state-metrics series of {nodes} nodes" in line_of(result.stdout, "selector jaguar")
+
+
 def test_a_gpu_resource_missing_from_gpu_resources_is_a_warning(prometheus_server, config):
     world = preflight_world()
     [jaguar] = world.clusters

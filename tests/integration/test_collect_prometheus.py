@@ -1,4 +1,4 @@
-"""Collection against a real Prometheus, checked against fixtures.reference.
+"""Collection against a real Prometheus and a real VictoriaMetrics, checked against fixtures.reference.
 
 The reference evaluates SPEC.md's arithmetic sample by sample on the same
 generated series; the collection must agree to 1e-9 relative, through both
@@ -12,12 +12,14 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from billing.collect import collect_cluster
-from billing.config import ClusterConfig, PrometheusConfig
+from billing.config import ClusterConfig, LabelNames, PrometheusConfig
 from billing.days import billing_day
 from billing.prometheus import LivePrometheus
+from billing.promql import uid_matcher
+from billing.stores import FamilyLabels, store_of
 from fixtures.ksm import make_world, write_openmetrics
 from fixtures.reference import reference_usage
-from tests.integration.servers import load_openmetrics, require_program, start_prometheus
+from tests.integration.servers import load_openmetrics, start_prometheus, start_victoria_metrics
 
 UTC_DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 BERLIN_AUTUMN = billing_day(date(2026, 10, 25), ZoneInfo("Europe/Berlin"))  # 25 hours
@@ -62,8 +64,8 @@ def world():
     return world_of(UTC_DAY, pods=300)
 
 
-def test_two_clusters_in_one_prometheus_match_the_reference(prometheus_server, world):
-    prom = prometheus_server(world)
+def test_two_clusters_in_one_prometheus_match_the_reference(store_server, world):
+    prom = store_server(world)
     for name in ("jaguar", "ibis"):
         expected = reference_usage(world, name, UTC_DAY.start.timestamp(), UTC_DAY.end.timestamp(), 60)
         got = collected(cluster(name, prom.url), UTC_DAY)
@@ -88,37 +90,37 @@ def test_the_world_covers_the_edge_cases(world):
     assert end - start == 86400
 
 
-def test_a_25_hour_dst_day_in_berlin(prometheus_server):
+def test_a_25_hour_dst_day_in_berlin(store_server):
     world = world_of(BERLIN_AUTUMN, pods=120, clusters=("jaguar",))
-    prom = prometheus_server(world)
+    prom = store_server(world)
     expected = reference_usage(world, "jaguar", BERLIN_AUTUMN.start.timestamp(), BERLIN_AUTUMN.end.timestamp(), 60)
     assert_matches(collected(cluster("jaguar", prom.url), BERLIN_AUTUMN), expected)
 
 
-def test_a_coarser_step(prometheus_server, world):
-    prom = prometheus_server(world)
+def test_a_coarser_step(store_server, world):
+    prom = store_server(world)
     expected = reference_usage(world, "ibis", UTC_DAY.start.timestamp(), UTC_DAY.end.timestamp(), 300)
     assert_matches(collected(cluster("ibis", prom.url), UTC_DAY, step=300), expected)
 
 
-def test_a_day_without_data_is_zero_not_an_error(prometheus_server, world):
-    prom = prometheus_server(world)
+def test_a_day_without_data_is_zero_not_an_error(store_server, world):
+    prom = store_server(world)
     empty_day = billing_day(date(2026, 11, 10), ZoneInfo("UTC"))
     assert collected(cluster("jaguar", prom.url), empty_day) == {}
 
 
-def test_a_selector_matching_nothing_bills_nothing(prometheus_server, world):
-    prom = prometheus_server(world)
+def test_a_selector_matching_nothing_bills_nothing(store_server, world):
+    prom = store_server(world)
     config = cluster("jaguar", prom.url).model_copy(
         update={"prometheus": PrometheusConfig(url=prom.url, selector='cluster="nope"', retries=0)})
     assert collected(config, UTC_DAY) == {}
 
 
-def test_running_values_other_than_1_do_not_count(tmp_path):
+@pytest.mark.parametrize("start_store", [start_prometheus, start_victoria_metrics])
+def test_running_values_other_than_1_do_not_count(tmp_path, start_store):
     """SPEC.md counts a pod only where its Running series is 1. A series that says 2 for six hours
     and -1 for the next six (not kube-state-metrics, but possible) must bill neither, although the
     fast query sums the series: such pods go down the exact path."""
-    require_program("prometheus")
     six, noon, eighteen = (UTC_DAY.start.timestamp() + h * 3600 for h in (6, 12, 18))
     world = world_of(UTC_DAY, pods=120, clusters=("jaguar",))
     jaguar = world.clusters[0]
@@ -139,9 +141,63 @@ def test_running_values_other_than_1_do_not_count(tmp_path):
                     lines[i] = f"{labels} {2 if float(ts) < noon else -1} {ts}"
         path.write_text("".join(lines))
     load_openmetrics(paths, tmp_path / "tsdb")
-    server = start_prometheus(tmp_path / "tsdb", tmp_path / "prometheus")
+    server = start_store(tmp_path / "tsdb", tmp_path / "store")
     try:
         expected = reference_usage(world, "jaguar", UTC_DAY.start.timestamp(), UTC_DAY.end.timestamp(), 60)
         assert_matches(collected(cluster("jaguar", server.url), UTC_DAY), expected)
     finally:
         server.stop()
+
+
+def resized_at(world, at: float):
+    """The world with the main container of every pod alive at `at` (unix time) resized in place then."""
+    def resized(pod):
+        if not pod.created < at < pod.deleted:
+            return pod
+        main = next(i for i, c in enumerate(pod.containers) if not c.init)
+        container = pod.containers[main]
+        change = replace(container, resizes=((at, container.cpu * 2, container.memory, container.gpu),))
+        return replace(pod, containers=(*pod.containers[:main], change, *pod.containers[main + 1:]))
+    return replace(world, clusters=tuple(replace(c, pods=tuple(map(resized, c.pods))) for c in world.clusters))
+
+
+def test_a_day_of_many_resized_pods_stays_within_every_store_s_query_length(store_server):
+    """Hundreds of pods resized in one chunk: naming them in one query would be longer than
+    VictoriaMetrics' 16 KB -search.maxQueryLen (it refused such a day before). The bill is the same."""
+    at = UTC_DAY.start.timestamp() + 15 * 3600
+    world = resized_at(make_world(11, UTC_DAY.start.timestamp(), pods=1200, clusters=("jaguar",)), at)
+    resized = [p.uid for p in world.clusters[0].pods if p.created < at < p.deleted]
+    assert len(uid_matcher(frozenset(resized), keep=True)) * 3 > 16384  # the list, as often as the queries name it
+    prom = store_server(world)
+    expected = reference_usage(world, "jaguar", UTC_DAY.start.timestamp(), UTC_DAY.end.timestamp(), 60)
+    assert_matches(collected(cluster("jaguar", prom.url), UTC_DAY), expected)
+
+
+def test_a_scrape_without_honor_labels_bills_the_same(store_server, world, caplog):
+    """Scraped with honor_labels: false, kube-state-metrics' namespace, pod, container and node arrive
+    as exported_*, and the plain names hold the exporter pod's own (namespace "monitoring"). The bill
+    must not land on "monitoring": it is the reference's of the same world scraped plainly."""
+    prom = store_server(replace(world, honor_labels=False))
+    config = cluster("jaguar", prom.url)
+    source = LivePrometheus("jaguar", config.prometheus)
+    with caplog.at_level("INFO", logger="billing.stores"):
+        store = store_of(source, config, UTC_DAY)
+    assert store.labels.kube_state_metrics == FamilyLabels("exported_namespace", "exported_pod", "exported_container",
+                                                           "exported_node")
+    assert store.labels.dcgm == store.labels.cadvisor == FamilyLabels()  # the world has neither
+    [engine, *renames] = [r.getMessage() for r in caplog.records]
+    assert engine in ("cluster jaguar: the store is VictoriaMetrics", "cluster jaguar: the store is Prometheus 2.42.0+ds")
+    assert renames == [
+        "cluster jaguar: kube-state-metrics labels read from exported_namespace, exported_pod, exported_container, "
+        "exported_node (a scrape with honor_labels: false renamed them)"]
+    for name in ("jaguar", "ibis"):
+        expected = reference_usage(world, name, UTC_DAY.start.timestamp(), UTC_DAY.end.timestamp(), 60)
+        assert_matches(collected(cluster(name, prom.url), UTC_DAY), expected)
+
+
+def test_label_names_in_the_config_override_the_detection(store_server, world):
+    """Told that the labels are plain, billing believes it: the exporter's own namespace gets the bill."""
+    prom = store_server(replace(world, honor_labels=False))
+    config = cluster("jaguar", prom.url).model_copy(update={"label_names": LabelNames()})
+    got = collected(config, UTC_DAY)
+    assert {namespace for namespace, _, _ in got} == {"monitoring"}

@@ -47,8 +47,8 @@ def run(path: str, *extra: str):
     return CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", path, *extra])
 
 
-def test_a_hole_is_measured_stored_shown_and_can_be_refused(prometheus_server, world, tmp_path):
-    prom = prometheus_server(world)
+def test_a_hole_is_measured_stored_shown_and_can_be_refused(store_server, world, tmp_path):
+    prom = store_server(world)
     path = config(tmp_path, prom.url)
     database = create_engine(f"sqlite:///{tmp_path / 'ledger.db'}")
 

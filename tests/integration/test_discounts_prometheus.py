@@ -48,8 +48,8 @@ def unit_price(resource: str, model: str) -> float:
     return prices["cpu_core_hour" if resource == "cpu" else "memory_gib_hour"]
 
 
-def test_backfill_runs_free_and_the_ledger_keeps_its_hours(prometheus_server, world, tmp_path):
-    prom = prometheus_server(world)
+def test_backfill_runs_free_and_the_ledger_keeps_its_hours(store_server, world, tmp_path):
+    prom = store_server(world)
     database = f"sqlite:///{tmp_path / 'ledger.db'}"
     config = write_config(tmp_path, database, {"jaguar": prom.url})
     settings = yaml.safe_load(Path(config).read_text())

@@ -1,4 +1,4 @@
-"""GPU sharing against a real Prometheus (SPEC.md "GPU sharing").
+"""GPU sharing against a real Prometheus and a real VictoriaMetrics (SPEC.md "GPU sharing").
 
 A random world plus fixtures.ksm's sharing nodes: MIG in mixed strategy (two profiles), a time-sliced
 node relabelled from 4 to 2 replicas at noon, MIG in single strategy and an AMD node, beside whole GPUs.
@@ -60,8 +60,8 @@ def relabel_hour(world) -> float:
 
 
 @pytest.fixture
-def jaguar(prometheus_server, world):
-    prom = prometheus_server(world)
+def jaguar(store_server, world):
+    prom = store_server(world)
     config = ClusterConfig(name="jaguar", prometheus={"url": prom.url, "selector": 'cluster="jaguar"', "retries": 0},
                            prices=PRICES["jaguar"], vendor_model_labels=[AMD_PRODUCT_LABEL], gpu_replicas_label=REPLICAS_LABEL)
     return config, LivePrometheus("jaguar", config.prometheus)
@@ -139,10 +139,10 @@ def test_an_idle_mig_slice_is_the_fraction_of_a_gpu_it_stands_for(jaguar, world)
         assert idle.get(namespace, 0.0) == pytest.approx(idle_hours, rel=1e-9, abs=1e-12), namespace
 
 
-def test_billing_run_keeps_what_was_held_and_reports_separate_it(prometheus_server, world, tmp_path):
+def test_billing_run_keeps_what_was_held_and_reports_separate_it(store_server, world, tmp_path):
     """The ledger's gpu rows are physical GPU-hours at the physical model's price; gpu_holdings says what they
     held; `billing report --by resource` separates slices from whole GPUs and adds up to the same total."""
-    prom = prometheus_server(world)
+    prom = store_server(world)
     config_path = write_config(tmp_path, f"sqlite:///{tmp_path / 'ledger.db'}", {"jaguar": prom.url})
     config = yaml.safe_load(Path(config_path).read_text())
     config.update(gpu_resources={**SHARING_GPU_RESOURCES, MIG_1G: "1/7", MIG_3G: "3/7"},

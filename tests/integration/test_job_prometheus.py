@@ -4,6 +4,7 @@ Expected costs are worked out here from fixtures.reference (the arithmetic),
 the directory below (who is on which team, by hand) and the prices.
 """
 
+from dataclasses import replace
 from datetime import date
 from zoneinfo import ZoneInfo
 
@@ -119,3 +120,23 @@ def test_a_day_billed_end_to_end_then_rerun_then_failing_half_way(prometheus_ser
     assert result.exit_code == 1
     assert f"Prometheus of cluster ibis at {ibis.url} is unreachable" in result.output
     pd.testing.assert_frame_equal(ledger(database), again)
+
+
+@pytest.mark.parametrize("honor_labels", [True, False], ids=["plain-labels", "exported-labels"])
+def test_a_day_billed_from_victoria_metrics(victoria_metrics_server, world, tmp_path, honor_labels, caplog):
+    """`billing run` against VictoriaMetrics on its defaults, also where the day was scraped with
+    honor_labels: false: the same costs per team as the reference's, the renames logged once per cluster."""
+    store = victoria_metrics_server(replace(world, honor_labels=honor_labels))
+    database = f"sqlite:///{tmp_path / 'ledger.db'}"
+    with caplog.at_level("INFO", logger="billing.stores"):
+        result = run(write_config(tmp_path, database, {"jaguar": store.url, "ibis": store.url}))
+    assert result.exit_code == 0, result.output
+    by_team = ledger(database).groupby("team")["cost"].sum().sort_index()
+    expected = expected_costs(world)
+    assert list(by_team.index) == list(expected.index)
+    for team, cost in expected.items():
+        assert by_team[team] == pytest.approx(cost, rel=1e-9), team
+    for name in ("jaguar", "ibis"):
+        renamed = (f"cluster {name}: kube-state-metrics labels read from exported_namespace, exported_pod, "
+                   "exported_container, exported_node (a scrape with honor_labels: false renamed them)")
+        assert [r.getMessage() for r in caplog.records].count(renamed) == (0 if honor_labels else 1)

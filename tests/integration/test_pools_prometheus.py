@@ -54,8 +54,8 @@ WORLD = World(
 )
 
 
-def test_the_pool_team_pays_the_pool_once_and_the_other_team_its_use(prometheus_server, tmp_path):
-    prom = prometheus_server(WORLD)
+def test_the_pool_team_pays_the_pool_once_and_the_other_team_its_use(store_server, tmp_path):
+    prom = store_server(WORLD)
     database = f"sqlite:///{tmp_path / 'ledger.db'}"
     config = write_config(tmp_path, database, {"jaguar": prom.url})
     settings = yaml.safe_load(Path(config).read_text())

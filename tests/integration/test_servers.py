@@ -71,6 +71,22 @@ def test_prometheus_instant_queries_match_the_latest_sample_lookup(prometheus_se
     assert odd["metric"]["label_note"] == ODD_VALUE and odd["metric"]["cluster"] == "jaguar"
 
 
+def test_victoria_metrics_holds_the_same_samples_but_needs_its_lookback_said(victoria_metrics_server):
+    """The blocks a Prometheus serves, loaded by vmctl: the same samples. A bare selector misses a pod
+    that stopped a few minutes ago (MetricsQL's own lookback); last_over_time over 300,001 ms (its
+    windows are open at the older end) is Prometheus 2's closed 5-minute lookback."""
+    store = victoria_metrics_server(WORLD)
+    assert requests.get(f"{store.url}/api/v1/status/buildinfo", timeout=30).json()["data"] == {}  # no version
+    explicit = "last_over_time(kube_pod_status_phase[300001ms])"
+    for t in INSTANTS:
+        expected = {frozenset(labels.items()): value for labels, value in instant_query(WORLD, "kube_pod_status_phase", t)}
+        assert by_labels(query(store.url, explicit, t)) == expected, t
+    deleted = f'kube_pod_info{{uid="{DELETED_UID}"}}'
+    assert not query(store.url, deleted, DELETED_LAST + 300)  # the defect: gone before 5 minutes are over
+    assert query(store.url, f"last_over_time({deleted}[300001ms])", DELETED_LAST + 300)
+    assert not query(store.url, f"last_over_time({deleted}[300001ms])", DELETED_LAST + 300.001)
+
+
 def test_prometheus_agrees_with_the_reference_over_the_day(prometheus_server):
     prom = prometheus_server(WORLD)
     expected = reference_usage(WORLD, "jaguar", DAY, DAY + HOURS * 3600, 60)

@@ -1,11 +1,12 @@
-"""detect_store on real servers: Prometheus 2.42 and VictoriaMetrics 1.79 from the Debian packages."""
+"""stores.engine_of on real servers: Prometheus 2.42 and VictoriaMetrics 1.79 from the Debian packages."""
 
 from datetime import date
 from zoneinfo import ZoneInfo
 
 from billing.config import PrometheusConfig
 from billing.days import billing_day
-from billing.prometheus import LivePrometheus, detect_store
+from billing.prometheus import LivePrometheus
+from billing.stores import engine_of
 from fixtures.ksm import make_world
 from tests.integration.servers import start_victoriametrics
 
@@ -18,16 +19,17 @@ def source(url: str) -> LivePrometheus:
 
 def test_a_real_prometheus_is_detected_with_its_version(prometheus_server):
     prom = prometheus_server(make_world(3, DAY.start.timestamp(), pods=5, nodes=2, day_seconds=3600, margin=600))
-    store = detect_store(source(prom.url))
-    assert store.kind == "prometheus" and store.version.startswith("2.42")
-    assert str(store).startswith("Prometheus 2.42")
+    engine = engine_of(*source(prom.url).buildinfo())
+    assert engine.kind == "prometheus" and engine.version.startswith("2.42")
+    assert str(engine).startswith("Prometheus 2.42") and not engine.metricsql and engine.closed_lookback
 
 
 def test_a_real_victoriametrics_is_detected_and_takes_the_thanos_parameters(tmp_path):
     server = start_victoriametrics(tmp_path / "vm")
     try:
         vm = source(server.url)
-        assert detect_store(vm).kind == "victoriametrics"
+        engine = engine_of(*vm.buildinfo())
+        assert engine.kind == "victoriametrics" and engine.metricsql
         # every query carries partial_response=false and dedup=true; VictoriaMetrics ignores them
         assert [s["value"][1] for s in vm.instant("vector(1)", DAY.start.timestamp())] == ["1"]
     finally:

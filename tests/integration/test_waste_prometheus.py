@@ -69,8 +69,10 @@ def cluster(url: str) -> ClusterConfig:
                          prices={"cpu_core_hour": 0.01, "memory_gib_hour": 0.001, "gpu_hour": 1.0})
 
 
-def test_idle_gpus_and_unused_cpu_by_hand_and_by_the_reference(prometheus_server):
-    prom = prometheus_server(WORLD)
+@pytest.mark.parametrize("honor_labels", [True, False], ids=["plain-labels", "exported-labels"])
+def test_idle_gpus_and_unused_cpu_by_hand_and_by_the_reference(store_server, honor_labels):
+    """Also where DCGM, cAdvisor and kube-state-metrics were scraped with honor_labels: false."""
+    prom = store_server(replace(WORLD, honor_labels=honor_labels))
     config = cluster(prom.url)
     waste = collect_waste(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus("jaguar", config.prometheus), below=5.0)
     got = {r.namespace: (r.idle_gpu_hours, r.unused_cpu_core_hours) for r in waste.itertuples()}
@@ -81,10 +83,10 @@ def test_idle_gpus_and_unused_cpu_by_hand_and_by_the_reference(prometheus_server
         assert got[namespace] == pytest.approx(measures, rel=1e-9), namespace
 
 
-def test_a_cluster_without_the_metrics_measures_nothing(prometheus_server):
+def test_a_cluster_without_the_metrics_measures_nothing(store_server):
     jaguar = WORLD.clusters[0]
     bare = replace(WORLD, clusters=(replace(jaguar, pods=(jaguar.pods[2],)),))  # carol's pod without cAdvisor
-    prom = prometheus_server(bare)
+    prom = store_server(bare)
     config = cluster(prom.url)
     waste = collect_waste(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus("jaguar", config.prometheus), below=5.0)
     assert waste.empty  # neither DCGM nor cAdvisor: no waste is known, not all of the requests
