@@ -302,13 +302,6 @@ class HttpServer(StoppedByPid):
     process: ManagedProcess
 
 
-def start_victoriametrics(work_dir: Path) -> HttpServer:
-    """An empty single-node VictoriaMetrics (Debian's `victoria-metrics`) with its own storage directory."""
-    return HttpServer(*_serve("victoria-metrics", lambda port: [
-        f"-storageDataPath={work_dir / 'data'}", f"-httpListenAddr=127.0.0.1:{port}", "-retentionPeriod=100y",
-        "-loggerLevel=ERROR"], work_dir, "/health"))
-
-
 def _serve(name: str, args: Callable[[int], list[str]], work_dir: Path, ready: str,
            headers: dict[str, str] | None = None) -> tuple[str, ManagedProcess]:
     """Start program `name` with `args(port)` on a free loopback port; its URL and process once `ready` answers 200
@@ -333,28 +326,20 @@ def _http_ok(url: str | urllib.request.Request) -> bool:
 # --- VictoriaMetrics
 
 
-@dataclass
-class VictoriaMetricsServer(StoppedByPid):
-    url: str
-    data_dir: Path
-    process: ManagedProcess
+VictoriaMetricsServer = HttpServer
 
 
-def start_victoria_metrics(blocks: Path, work_dir: Path) -> VictoriaMetricsServer:
-    """Single-node VictoriaMetrics on its default query flags, holding the samples of the
-    Prometheus TSDB `blocks` (imported by vmctl from a copy of them, then flushed)."""
-    victoria_metrics = require_program("victoria-metrics")
+def start_victoria_metrics(blocks: Path | None, work_dir: Path) -> VictoriaMetricsServer:
+    """Single-node VictoriaMetrics (Debian's `victoria-metrics`) on its default query flags, empty or holding
+    the samples of the Prometheus TSDB `blocks` (imported by vmctl from a copy of them, then flushed)."""
+    url, process = _serve("victoria-metrics", lambda port: [
+        f"-storageDataPath={work_dir / 'data'}", f"-httpListenAddr=127.0.0.1:{port}", "-retentionPeriod=100y",
+        "-loggerLevel=ERROR", "-search.disableCache"], work_dir, "/health")
+    if blocks is None:
+        return VictoriaMetricsServer(url, process)
     vmctl, script = require_program("vmctl"), require_program("script")
-    work_dir.mkdir(parents=True, exist_ok=True)
-    data_dir, snapshot = work_dir / "data", work_dir / "snapshot"
+    snapshot = work_dir / "snapshot"
     shutil.copytree(blocks, snapshot, ignore=shutil.ignore_patterns(".complete"))
-    port = free_port()
-    process = ManagedProcess(
-        [victoria_metrics, f"-storageDataPath={data_dir}", f"-httpListenAddr=127.0.0.1:{port}",
-         "-retentionPeriod=100y", "-loggerLevel=ERROR", "-search.disableCache"],
-        work_dir / "victoria-metrics.log")
-    url = f"http://127.0.0.1:{port}"
-    process.wait_until(lambda: _http_ok(f"{url}/health"), "victoria-metrics")
     try:
         # vmctl 1.79 wants a terminal even when silent: `script` gives it one
         command = f"{vmctl} prometheus --prom-snapshot={snapshot} --vm-addr={url} -s --vm-disable-progress-bar"
@@ -366,7 +351,7 @@ def start_victoria_metrics(blocks: Path, work_dir: Path) -> VictoriaMetricsServe
         raise
     finally:
         shutil.rmtree(snapshot, ignore_errors=True)
-    return VictoriaMetricsServer(url, data_dir, process)
+    return VictoriaMetricsServer(url, process)
 
 
 # --- Pushgateway

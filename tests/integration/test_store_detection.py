@@ -8,7 +8,7 @@ from billing.days import billing_day
 from billing.prometheus import LivePrometheus
 from billing.stores import engine_of
 from fixtures.ksm import make_world
-from tests.integration.servers import start_victoriametrics
+from tests.integration.servers import start_victoria_metrics
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 
@@ -25,7 +25,7 @@ def test_a_real_prometheus_is_detected_with_its_version(prometheus_server):
 
 
 def test_a_real_victoriametrics_is_detected_and_takes_the_thanos_parameters(tmp_path):
-    server = start_victoriametrics(tmp_path / "vm")
+    server = start_victoria_metrics(None, tmp_path / "vm")
     try:
         vm = source(server.url)
         engine = engine_of(*vm.buildinfo())
