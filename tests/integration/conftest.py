@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 import pytest
 
@@ -39,6 +40,27 @@ from tests.integration.servers import (
     start_victoria_metrics,
     world_blocks,
 )
+
+
+class Stoppable(Protocol):
+    def stop(self) -> None: ...
+
+
+S = TypeVar("S", bound=Stoppable)
+
+
+def stopped_at_the_end(start: Callable[..., S]) -> Iterator[Callable[..., S]]:
+    """A fixture's factory: `start`, remembering every server it started, and stopping them all at the end."""
+    started: list[S] = []
+
+    def starting(*args, **options) -> S:
+        server = start(*args, **options)
+        started.append(server)
+        return server
+
+    yield starting
+    for server in started:
+        server.stop()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -69,17 +91,12 @@ def prometheus_server(tmp_path_factory: pytest.TempPathFactory,
     world is loaded with promtool only once per session)."""
     require_program("prometheus")
     require_program("promtool")
-    started: list[PrometheusServer] = []
 
     def start(world: World, extra_args: tuple[str, ...] = (), extra_config: str = "") -> PrometheusServer:
-        server = start_prometheus(world_blocks(world, tsdb_cache), tmp_path_factory.mktemp("prometheus"), extra_args,
-                                  extra_config)
-        started.append(server)
-        return server
+        return start_prometheus(world_blocks(world, tsdb_cache), tmp_path_factory.mktemp("prometheus"), extra_args,
+                                extra_config)
 
-    yield start
-    for server in started:
-        server.stop()
+    yield from stopped_at_the_end(start)
 
 
 @pytest.fixture(scope="session")
@@ -137,20 +154,14 @@ def slapd_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[
     """slapd_server(ldif, suffix=, rootdn=, rootpw=, sizelimit=None, tls=None, schemas=()) -> a running slapd.
 
     `ldif` must contain the suffix entry itself; rootdn defaults to cn=admin,<suffix>."""
-    started: list[SlapdServer] = []
-
     def start(ldif: str, *, suffix: str = "dc=example,dc=org", rootdn: str | None = None, rootpw: str = "secret",
               sizelimit: int | str | None = None, tls: TestCertificates | None = None,
               schemas: Sequence[Path] = ()) -> SlapdServer:
-        server = start_slapd(tmp_path_factory.mktemp("slapd"), ldif, suffix=suffix,
-                             rootdn=rootdn or f"cn=admin,{suffix}", rootpw=rootpw, sizelimit=sizelimit, tls=tls,
-                             schemas=schemas)
-        started.append(server)
-        return server
+        return start_slapd(tmp_path_factory.mktemp("slapd"), ldif, suffix=suffix,
+                           rootdn=rootdn or f"cn=admin,{suffix}", rootpw=rootpw, sizelimit=sizelimit, tls=tls,
+                           schemas=schemas)
 
-    yield start
-    for server in started:
-        server.stop()
+    yield from stopped_at_the_end(start)
 
 
 @pytest.fixture
@@ -158,16 +169,7 @@ def smtp_server() -> Iterator[Callable[..., SmtpServer]]:
     """smtp_server(tls=None, require_starttls=False, auth=None, auth_required=False, implicit_tls=False,
     refuse=()) -> a running SMTP server
     whose `.messages` collects what it received."""
-    started: list[SmtpServer] = []
-
-    def start(**options) -> SmtpServer:
-        server = start_smtp(**options)
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.stop()
+    yield from stopped_at_the_end(start_smtp)
 
 
 @pytest.fixture
