@@ -15,7 +15,7 @@ from billing.budgets import BudgetStatus, forecast, send_alerts, team_budgets
 from billing.capacity import collect_allocatable, idle_capacity
 from billing.collect import ClusterUsage, collect_cluster
 from billing.config import ClusterConfig, Config
-from billing.days import billing_day
+from billing.days import BillingDay, billing_day
 from billing.digest import digest_period, read_digests
 from billing.directory import AmbiguousDirectoryError, Directory, DirectoryError, directory_from_json, directory_to_json
 from billing.directory_sources import load_directory
@@ -115,7 +115,9 @@ def _refuse_no_data(collected: ClusterUsage, cluster: ClusterConfig, day: date) 
 
 
 def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSummary:
-    """Bill one day; every data source is read before the ledger is touched."""
+    """Bill one day: collect from every cluster, bill into the ledger, publish pages and emails.
+
+    Every data source is read before the ledger is touched, so a failed run leaves it as it was."""
     check_output_dir(Path(config.output_dir))
     ledger = open_ledger(config.database)
     period = billing_day(day, config.zone)
@@ -123,47 +125,75 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
     if period.end > datetime.now(timezone.utc):
         log.warning("%s has not ended yet in %s: its bill is partial until the day is run again", day, config.timezone)
 
-    step, resources = int(config.step), config.gpu_resources
-    collected, capacities, wastes = [], [], []
-    for cluster in config.clusters:
-        source = prometheus_source(cluster.name, cluster.prometheus)
-        store = store_of(source, cluster, period)  # which engine, which label names: asked once
-        usage = collect_cluster(cluster, period, step, resources, source, store)
-        _refuse_no_data(usage, cluster, day)
-        if config.audit.enabled:
-            audit = audit_cluster(cluster, period, step, resources, source, usage.running, usage.exact, config.audit.pods,
-                                  store)
-            log.info("cluster %s: self-audit of %d pods from raw samples agrees (%d queries, %.2f s)", cluster.name,
-                     audit.pods, audit.queries, audit.seconds)
-        allocatable = collect_allocatable(cluster, period, step, resources, source, store)
-        wasted = (collect_waste(cluster, period, step, resources, source, config.waste.gpu_utilisation_below, store)
-                  if config.waste.enabled else pd.DataFrame(columns=WASTE_COLUMNS))
-        capacity = idle_capacity(allocatable, usage.usage, cluster.prices, cluster.name)
-        _log_cluster(usage)
-        _log_capacity(cluster.name, capacity)
-        collected.append(usage)
-        capacities.append(capacity.assign(cluster=cluster.name))
-        wastes.append(wasted.assign(cluster=cluster.name))
-    _check_coverage(collected, day, require_coverage)
-    usage = pd.concat([c.usage.assign(cluster=c.cluster) for c in collected], ignore_index=True)
-    capacity = pd.concat(capacities, ignore_index=True)
-    wasted = pd.concat(wastes, ignore_index=True)
-
+    collected = [_collect_cluster(config, cluster, period) for cluster in config.clusters]
+    _check_coverage([c.usage for c in collected], day, require_coverage)
     directory, directory_warning = _read_directory(config, ledger)
+    rows, written = _bill(config, ledger, day, collected, directory, directory_warning)
+    undelivered = _publish(config, ledger, day, directory)
+
+    costs = rows.groupby("cluster")["cost"].sum()
+    return RunSummary(
+        day,
+        written,
+        float(rows["cost"].sum()),
+        [c.usage for c in collected],
+        {c.name: float(costs.get(c.name, 0.0)) for c in config.clusters},
+        tuple(undelivered),
+        directory_source="last_known" if directory_warning else "live",
+        directory_warning=directory_warning,
+    )
+
+
+@dataclass(frozen=True)
+class _Collected:
+    """What one cluster's store said about the day: usage, capacity and waste."""
+
+    usage: ClusterUsage
+    capacity: pd.DataFrame  # capacity.CAPACITY_COLUMNS and cluster
+    wasted: pd.DataFrame  # waste.WASTE_COLUMNS and cluster
+
+
+def _collect_cluster(config: Config, cluster: ClusterConfig, period: BillingDay) -> _Collected:
+    """One cluster-day from its store; refused when the store holds no data or fails its self-audit."""
+    step, resources = int(config.step), config.gpu_resources
+    source = prometheus_source(cluster.name, cluster.prometheus)
+    store = store_of(source, cluster, period)  # which engine, which label names: asked once
+    usage = collect_cluster(cluster, period, step, resources, source, store)
+    _refuse_no_data(usage, cluster, period.date)
+    if config.audit.enabled:
+        audit = audit_cluster(cluster, period, step, resources, source, usage.running, usage.exact, config.audit.pods,
+                              store)
+        log.info("cluster %s: self-audit of %d pods from raw samples agrees (%d queries, %.2f s)", cluster.name,
+                 audit.pods, audit.queries, audit.seconds)
+    allocatable = collect_allocatable(cluster, period, step, resources, source, store)
+    wasted = (collect_waste(cluster, period, step, resources, source, config.waste.gpu_utilisation_below, store)
+              if config.waste.enabled else pd.DataFrame(columns=WASTE_COLUMNS))
+    capacity = idle_capacity(allocatable, usage.usage, cluster.prices, cluster.name)
+    _log_cluster(usage)
+    _log_capacity(cluster.name, capacity)
+    return _Collected(usage, capacity.assign(cluster=cluster.name), wasted.assign(cluster=cluster.name))
+
+
+def _bill(config: Config, ledger: Engine, day: date, collected: list[_Collected], directory: Directory,
+          directory_warning: str) -> tuple[pd.DataFrame, int]:
+    """Own, price and write the day's ledger rows in one transaction; the rows and how many were written."""
+    usage = pd.concat([c.usage.usage.assign(cluster=c.usage.cluster) for c in collected], ignore_index=True)
+    capacity = pd.concat([c.capacity for c in collected], ignore_index=True)
+    wasted = pd.concat([c.wasted for c in collected], ignore_index=True)
     ownership = assign_owners(pd.concat([usage["namespace"], wasted["namespace"]]), directory, config.namespaces)
     # what namespaces requested; reserved pools' capacity and credits; idle shared where a cluster says so
     rows = price(usage, ownership, {c.name: c.prices for c in config.clusters})
-    held = price_holdings(pd.concat([c.holdings.assign(cluster=c.cluster) for c in collected], ignore_index=True),
-                          ownership, rows)
+    holdings = pd.concat([c.usage.holdings.assign(cluster=c.usage.cluster) for c in collected], ignore_index=True)
+    held = price_holdings(holdings, ownership, rows)
     pool_rows = reserve_pools(capacity, usage, ownership, config.clusters)
     sharing_idle = [c.name for c in config.clusters if c.idle == "share"]
     idle_rows = share_idle(capacity[capacity["cluster"].isin(sharing_idle)], rows, config.namespaces.unallocated_team)
     rows = pd.concat([rows, pool_rows, idle_rows], ignore_index=True)
 
-    snapshot = None if directory_warning else directory_to_json(directory)
-    coverage = {c.cluster: c.coverage for c in collected}
     written = replace_day(
-        ledger, day, rows, config.currency, snapshot=snapshot, directory_note=directory_warning, coverage=coverage,
+        ledger, day, rows, config.currency,
+        snapshot=None if directory_warning else directory_to_json(directory), directory_note=directory_warning,
+        coverage={c.usage.cluster: c.usage.coverage for c in collected},
         capacity=capacity, wasted=attribute_waste(wasted, ownership), held=held,
     )
     total = float(rows["cost"].sum())
@@ -171,9 +201,11 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
         "%s: %d ledger rows, total cost %.2f %s", day, written, total, config.currency,
         extra={"day": day.isoformat(), "rows": written, "total_cost": total, "currency": config.currency},
     )
-    costs = rows.groupby("cluster")["cost"].sum()
-    cluster_costs = {c.name: float(costs.get(c.name, 0.0)) for c in config.clusters}
+    return rows, written
 
+
+def _publish(config: Config, ledger: Engine, day: date, directory: Directory) -> list[str]:
+    """Pages from the ledger, then summaries, digests and budget alerts; one sentence per undelivered message."""
     report = render_day(config, day)
     undelivered: list[str] = []
     if config.email.enabled:
@@ -183,16 +215,7 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
         undelivered += deliver(envelopes, config.email)
     undelivered += send_alerts(ledger, day, team_budgets(config.budgets, directory), config.budgets.alert_at,
                                directory, config.email, config.currency)
-    return RunSummary(
-        day,
-        written,
-        total,
-        collected,
-        cluster_costs,
-        tuple(undelivered),
-        directory_source="last_known" if directory_warning else "live",
-        directory_warning=directory_warning,
-    )
+    return undelivered
 
 
 def with_budgets(report: DayReport, budgets: dict[str, float]) -> DayReport:
