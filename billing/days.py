@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import calendar
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
 from zoneinfo import ZoneInfo
@@ -46,3 +47,14 @@ def days_between(first: date, last: date) -> list[date]:
 def days_in_month(day: date) -> int:
     """28 to 31: the days of the month `day` is in."""
     return calendar.monthrange(day.year, day.month)[1]
+
+
+def day_runs(days: Iterable[date]) -> list[tuple[date, date]]:
+    """Consecutive days as (first, last) runs, oldest first: how missing days are named in one line."""
+    runs: list[list[date]] = []
+    for day in sorted(days):
+        if runs and day - runs[-1][-1] == timedelta(days=1):
+            runs[-1].append(day)
+        else:
+            runs.append([day])
+    return [(run[0], run[-1]) for run in runs]

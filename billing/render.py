@@ -27,7 +27,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from sqlalchemy import Engine
 
 from billing.budgets import FORECAST_METHOD, BudgetStatus
-from billing.days import days_in_month
+from billing.days import day_runs, days_in_month
 from billing.digest import PersonalDigest
 from billing.formatting import RESOURCE_NAMES, cents, held_gpus, money, quantity
 from billing.ledger import completed, directory_note, incomplete, read_capacity, read_holdings, read_rows, read_waste
@@ -284,13 +284,7 @@ def trend_chart(trend: list[TrendDay]) -> Chart:
 
 def day_ranges(days: list[date]) -> str:
     """Days of one month as runs: `2–9, 11–18, 25`."""
-    runs: list[list[int]] = []
-    for number in sorted(d.day for d in days):
-        if runs and number == runs[-1][-1] + 1:
-            runs[-1].append(number)
-        else:
-            runs.append([number])
-    return ", ".join(f"{r[0]}\u2013{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
+    return ", ".join(f"{first.day}\u2013{last.day}" if last > first else str(first.day) for first, last in day_runs(days))
 
 
 # --- templates --------------------------------------------------------------

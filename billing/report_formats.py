@@ -13,14 +13,12 @@ import csv
 import io
 import json
 import unicodedata
-from datetime import date, timedelta
+from datetime import date
 from typing import Any
 
-import jinja2
-
-from billing.days import days_in_month
+from billing.days import day_runs, days_in_month
 from billing.formatting import cents, held_gpus, money
-from billing.render import template_dir
+from billing.render import render_template
 from billing.report import HELD_COLUMN, HOURS_COLUMNS, Report
 from billing.resources import UNITS
 
@@ -164,10 +162,7 @@ def json_text(report: Report) -> str:
 
 def html(report: Report) -> str:
     """A small self-contained page, every name escaped."""
-    environment = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(template_dir()), autoescape=True, undefined=jinja2.StrictUndefined
-    )
-    return environment.get_template("adhoc.html.j2").render(**html_table(report))
+    return render_template("adhoc.html.j2", **html_table(report))
 
 
 def html_table(report: Report) -> dict:
@@ -188,13 +183,7 @@ def html_table(report: Report) -> dict:
 
 def day_ranges(days: list[date]) -> list[str]:
     """Consecutive days joined: ["2026-11-03 to 2026-11-05", "2026-11-09"]."""
-    runs: list[list[date]] = []
-    for day in sorted(days):
-        if runs and day - runs[-1][-1] == timedelta(days=1):
-            runs[-1].append(day)
-        else:
-            runs.append([day])
-    return [f"{run[0]} to {run[-1]}" if len(run) > 1 else str(run[0]) for run in runs]
+    return [f"{first} to {last}" if last > first else str(first) for first, last in day_runs(days)]
 
 
 def gaps(report: Report) -> list[str]:

@@ -10,10 +10,8 @@ import csv
 import io
 import json
 
-import jinja2
-
-from billing.formatting import RESOURCE_NAMES, UNITS, money
-from billing.render import template_dir
+from billing.formatting import RESOURCE_NAMES, UNITS
+from billing.render import render_template
 from billing.report_formats import _spreadsheet_safe, day_ranges
 from billing.statement import LINE_COLUMNS, Statement, StatementLine
 
@@ -79,10 +77,8 @@ def _quantity(line: StatementLine) -> str:
 
 def html(statement: Statement) -> str:
     """A printable page per team (CSS page breaks), every name escaped."""
-    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(template_dir()), autoescape=True,
-                                     undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    environment.filters.update(money=money, describe=describe, quantity=_quantity, day_ranges=day_ranges)
-    return environment.get_template("statement.html.j2").render(statement=statement, closing=_closing(statement))
+    return render_template("statement.html.j2", statement=statement, closing=_closing(statement), describe=describe,
+                           line_quantity=_quantity, date_ranges=day_ranges)
 
 
 FORMATS = {"csv": csv_text, "json": json_text, "html": html}

@@ -3,7 +3,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from billing.days import billing_day, days_between, yesterday
+from billing.days import billing_day, day_runs, days_between, yesterday
 
 
 @pytest.mark.parametrize(
@@ -37,3 +37,9 @@ def test_yesterday_is_local():
 def test_days_between_is_inclusive():
     assert days_between(date(2026, 2, 27), date(2026, 3, 1)) == [date(2026, 2, 27), date(2026, 2, 28), date(2026, 3, 1)]
     assert days_between(date(2026, 3, 1), date(2026, 2, 27)) == []
+
+
+def test_day_runs_join_consecutive_days_across_months_and_ignore_order():
+    days = [date(2026, 11, 2), date(2026, 10, 31), date(2026, 11, 1), date(2026, 11, 9), date(2026, 11, 3)]
+    assert day_runs(days) == [(date(2026, 10, 31), date(2026, 11, 3)), (date(2026, 11, 9), date(2026, 11, 9))]
+    assert day_runs([]) == []
