@@ -16,6 +16,7 @@ from billing.capacity import collect_allocatable, idle_capacity
 from billing.collect import ClusterUsage, collect_cluster
 from billing.config import ClusterConfig, Config
 from billing.days import BillingDay, billing_day
+from billing.dayview import DayReport, read_report
 from billing.digest import digest_period, read_digests
 from billing.directory import AmbiguousDirectoryError, Directory, DirectoryError, directory_from_json, directory_to_json
 from billing.directory_sources import load_directory
@@ -24,7 +25,7 @@ from billing.mail import deliver
 from billing.ownership import assign_owners
 from billing.pricing import price, price_holdings, reserve_pools, share_idle
 from billing.redact import redact
-from billing.render import DayReport, check_output_dir, read_report, write_pages
+from billing.render import check_output_dir, write_pages
 from billing.replay import prometheus_source
 from billing.resources import CPU, GPU, MEMORY
 from billing.stores import store_of

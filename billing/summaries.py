@@ -11,10 +11,11 @@ import logging
 from collections.abc import Sequence
 
 from billing.config import EmailConfig
+from billing.dayview import DayReport, slug
 from billing.digest import PersonalDigest
 from billing.directory import Directory
 from billing.mail import Envelope, Letter, MailError, build_message
-from billing.render import DayReport, admin_letter, person_letter, slug, team_letter
+from billing.render import admin_letter, person_letter, team_letter
 
 log = logging.getLogger(__name__)
 

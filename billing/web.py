@@ -30,10 +30,11 @@ from werkzeug.exceptions import HTTPException
 from billing.access import Forbidden, Viewer, viewer
 from billing.config import Config
 from billing.days import days_between
+from billing.dayview import TrendDay, headline, window_start
 from billing.directory import DirectoryError
 from billing.ldap import WrongPassword, authenticate
 from billing.ledger import LedgerError, completed, daily_costs, open_ledger, waste_sums
-from billing.render import TrendDay, headline, render_template, window_start
+from billing.render import render_template
 from billing.report import ReportError, Subject, UnknownSubject, build_report, report_range
 from billing.report_formats import csv_text, html_table, json_text
 

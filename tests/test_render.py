@@ -4,8 +4,9 @@ from datetime import date
 import pandas as pd
 import pytest
 
+from billing.dayview import read_report, slug, summarize
 from billing.ledger import CAPACITY_COLUMNS, WASTE_COLUMNS, open_ledger, read_rows, replace_day
-from billing.render import RenderError, admin_letter, day_ranges, read_report, slug, summarize, team_letter, write_pages
+from billing.render import RenderError, admin_letter, day_ranges, team_letter, write_pages
 from tests.html_tables import read_page
 from tests.report_ledger import (
     DAY,

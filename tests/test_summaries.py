@@ -3,9 +3,9 @@ from email import message_from_bytes, policy
 import pytest
 
 from billing.config import EmailConfig
+from billing.dayview import read_report
 from billing.directory import Directory, Person, Team
 from billing.ledger import open_ledger
-from billing.render import read_report
 from billing.summaries import summary_envelopes
 from tests.report_ledger import DAY, write_ledger
 

@@ -14,8 +14,9 @@ import sys
 from datetime import date
 from pathlib import Path
 import billing.render as render
+from billing.dayview import read_report
 from billing.ledger import open_ledger
-report = render.read_report(open_ledger(sys.argv[1]), date(2026, 11, 20), "USD", "unallocated")
+report = read_report(open_ledger(sys.argv[1]), date(2026, 11, 20), "USD", "unallocated")
 pages = render.write_pages(report, Path(sys.argv[2]))
 print(render.template_dir())
 print(render.admin_letter(report).subject)

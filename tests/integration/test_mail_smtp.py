@@ -7,10 +7,10 @@ from email import message_from_bytes, policy
 import pytest
 
 from billing.config import EmailConfig
+from billing.dayview import read_report
 from billing.directory import Directory, Person, Team
 from billing.ledger import open_ledger
 from billing.mail import MailError, connect_smtp, deliver
-from billing.render import read_report
 from billing.summaries import summary_envelopes
 from tests.report_ledger import DAY, DAY_TOTAL, TEAM_COST, write_ledger
 

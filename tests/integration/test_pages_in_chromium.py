@@ -11,8 +11,9 @@ import subprocess
 import pytest
 from PIL import Image
 
+from billing.dayview import read_report
 from billing.ledger import open_ledger
-from billing.render import admin_letter, read_report, write_pages
+from billing.render import admin_letter, write_pages
 from tests.integration.servers import require_program
 from tests.report_ledger import DAY, write_ledger
 
