@@ -87,7 +87,7 @@ def test_audit_pods_must_be_positive(write_config):
 
 
 @pytest.mark.parametrize("enabled", [True, False])
-def test_the_run_audits_each_cluster_unless_switched_off(config, monkeypatch, tmp_path, enabled):  # noqa: F811 (the fixture)
+def test_the_run_audits_each_cluster_unless_switched_off(config, monkeypatch, tmp_path, enabled):
     audited = []
     monkeypatch.setattr(billing.job, "audit_cluster",
                         lambda cluster, *args: audited.append(cluster.name) or Audit(20, 26, 0.5))
