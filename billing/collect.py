@@ -59,6 +59,7 @@ import pandas as pd
 
 from billing.config import ClusterConfig
 from billing.days import BillingDay
+from billing.frames import require_columns
 from billing.prometheus import PrometheusError, PrometheusSource
 from billing.promql import (
     Chunk,
@@ -100,6 +101,10 @@ class ClusterUsage:
     holdings: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=HOLDING_COLUMNS))  # GPU resources
     running: frozenset[str] = frozenset()  # their uids
     exact: frozenset[str] = frozenset()  # uids of the pods evaluated instant by instant
+
+    def __post_init__(self) -> None:
+        require_columns(self.usage, USAGE_COLUMNS, f"usage of cluster {self.cluster}")
+        require_columns(self.holdings, HOLDING_COLUMNS, f"GPU holdings of cluster {self.cluster}")
 
 
 POD = ", ".join(POD_COLUMNS)  # the labels that keep results apart per pod (the self-audit asks so)

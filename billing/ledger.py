@@ -39,6 +39,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import SQLAlchemyError
 
 from billing import migrate
+from billing.frames import require_columns
 from billing.private import create_private_file, private_directory
 
 log = logging.getLogger(__name__)
@@ -334,6 +335,7 @@ def replace_day(
     `wasted` (WASTE_COLUMNS) what each namespace's teams held but did not use;
     `held` (HOLDING_COLUMNS) which GPU resources the `gpu` rows held.
     """
+    require_columns(rows, [c for c in LEDGER_COLUMNS if c not in ("day", "currency", "computed_at")], f"rows of {day}")
     _refuse_long_names(engine, day, rows)
     computed_at = datetime.now(timezone.utc)
     records = rows.assign(day=day, currency=currency, computed_at=computed_at)[LEDGER_COLUMNS]

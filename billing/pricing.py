@@ -16,8 +16,12 @@ from __future__ import annotations
 import pandas as pd
 
 from billing.config import ClusterConfig, Prices
+from billing.frames import require_columns
+from billing.ownership import OWNERSHIP_COLUMNS
 from billing.resources import CPU, CREDIT, GPU, IDLE, MEMORY, POOL_PREFIX, RESERVED
 
+# what pricing reads of the collected usage (collect.USAGE_COLUMNS, with the cluster)
+USAGE_PRICED = ["cluster", "namespace", "resource", "gpu_model", "priority_class", "quantity"]
 PRICED_COLUMNS = [
     "cluster", "namespace", "team", "owner", "resource", "gpu_model", "quantity", "unit_price", "cost", "list_cost",
 ]
@@ -33,11 +37,12 @@ def unit_price(prices: Prices, resource: str, gpu_model: str) -> float:
 def price(usage: pd.DataFrame, ownership: pd.DataFrame, prices: dict[str, Prices]) -> pd.DataFrame:
     """Ledger rows: each namespace's usage split over its teams and priced per cluster.
 
-    usage: cluster, namespace, resource, gpu_model, priority_class, quantity.
-    ownership: namespace, team, owner, share.
+    usage: USAGE_PRICED; ownership: ownership.OWNERSHIP_COLUMNS.
     A row keeps the whole quantity and the list unit_price (list_cost = quantity x unit_price);
     its cost is what was paid: each priority class's list cost times the class's multiplier.
     """
+    require_columns(usage, USAGE_PRICED, "usage to price")
+    require_columns(ownership, OWNERSHIP_COLUMNS, "ownership of namespaces")
     rows = usage.merge(ownership, on="namespace", how="left", validate="many_to_many")
     if rows["team"].isna().any():
         missing = sorted(rows.loc[rows["team"].isna(), "namespace"].unique())
