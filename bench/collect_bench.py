@@ -56,7 +56,7 @@ from bench.naive import cpu_seconds
 from billing.days import billing_day
 from fixtures.demo.world import ldif
 from fixtures.ksm import Pod, World, make_world
-from tests.integration.servers import PrometheusServer, start_prometheus, world_blocks
+from fixtures.servers import PrometheusServer, start_prometheus, world_blocks
 
 ROOT = Path(__file__).resolve().parents[1]
 DAY = date(2026, 11, 20)

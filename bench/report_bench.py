@@ -34,8 +34,8 @@ sys.path.insert(0, str(ROOT))
 
 from billing.cli import main  # noqa: E402
 from billing.ledger import LEDGER_COLUMNS, open_ledger  # noqa: E402
+from fixtures.servers import start_postgres  # noqa: E402
 from tests.conftest import MINIMAL_CONFIG  # noqa: E402
-from tests.integration.servers import start_postgres  # noqa: E402
 
 DAYS = 365
 NAMESPACES = 5_000

@@ -29,8 +29,8 @@ from billing.config import Config  # noqa: E402
 from billing.directory import Directory, Person, Team, directory_to_json  # noqa: E402
 from billing.ledger import directory_snapshots, open_ledger  # noqa: E402
 from billing.web import create_app  # noqa: E402
+from fixtures.servers import start_postgres  # noqa: E402
 from tests.conftest import MINIMAL_CONFIG  # noqa: E402
-from tests.integration.servers import start_postgres  # noqa: E402
 
 PERSON, LEAD, ADMIN = "user1", "user7", "admin"  # user7 owns a namespace of team-07 and leads it
 PAGES = [("person", PERSON, "/me"), ("lead", LEAD, "/teams/team-07"), ("admin", ADMIN, "/all"),

@@ -21,9 +21,9 @@ from billing.config import Config
 from billing.directory import AmbiguousDirectoryError, DirectoryError
 from billing.job import run_day
 from billing.ledger import directory_snapshots, latest_directory, open_ledger, read_rows
+from fixtures.servers import free_port
 from tests.conftest import stub_node_metrics
 from tests.faults import ledger_state
-from tests.integration.servers import free_port
 from tests.test_job_reports import LDIF as ALICE_ON_ROBOTICS
 
 DAY = date(2026, 11, 20)

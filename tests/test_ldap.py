@@ -16,7 +16,7 @@ from billing.config import DirectoryConfig, NamespaceRules
 from billing.directory import DirectoryError
 from billing.ldap import PAGE_SIZE, read_entries, read_ldap
 from billing.ownership import assign_owners
-from tests.integration.servers import free_port
+from fixtures.servers import free_port
 
 URL = "ldap://mock.example.org"
 

@@ -22,7 +22,7 @@ from typing import Protocol, TypeVar
 import pytest
 
 from fixtures.ksm import World
-from tests.integration.servers import (
+from fixtures.servers import (
     PostgresServer,
     PrometheusServer,
     PushgatewayServer,

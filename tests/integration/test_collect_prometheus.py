@@ -19,7 +19,7 @@ from billing.promql import uid_matcher
 from billing.stores import FamilyLabels, store_of
 from fixtures.ksm import make_world, write_openmetrics
 from fixtures.reference import reference_usage
-from tests.integration.servers import load_openmetrics, start_prometheus, start_victoria_metrics
+from fixtures.servers import load_openmetrics, start_prometheus, start_victoria_metrics
 
 UTC_DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 BERLIN_AUTUMN = billing_day(date(2026, 10, 25), ZoneInfo("Europe/Berlin"))  # 25 hours

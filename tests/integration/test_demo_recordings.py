@@ -6,7 +6,7 @@ from billing.config import load_config
 from billing.replay import SUFFIX, read_recording
 from fixtures.demo import record
 from fixtures.demo import world as demo
-from tests.integration.servers import start_prometheus, world_blocks
+from fixtures.servers import start_prometheus, world_blocks
 
 DEMO = Path(record.__file__).parent
 

@@ -28,7 +28,7 @@ from packaging.utils import canonicalize_name
 import billing.cli
 import billing.web
 from billing.config import MetricsConfig, load_config
-from tests.integration.servers import require_program
+from fixtures.servers import require_program
 
 ROOT = Path(__file__).resolve().parents[2]
 CRONJOB = ROOT / "cronjob"

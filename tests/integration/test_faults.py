@@ -38,10 +38,10 @@ from billing.days import billing_day
 from billing.ledger import open_ledger, replace_day
 from billing.pricing import PRICED_COLUMNS
 from fixtures.ksm import GIB, GPU_PRODUCT_LABEL, H100, Cluster, Container, Node, Pod, World, make_world
+from fixtures.servers import free_port, start_postgres
 from tests.conftest import stub_node_metrics
 from tests.faults import failure_sentence, forward_to, ledger_state, stub_server
 from tests.html_tables import read_page
-from tests.integration.servers import free_port, start_postgres
 from tests.integration.test_job_prometheus import PRICES, write_config
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))

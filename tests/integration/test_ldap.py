@@ -35,9 +35,9 @@ from billing.ldap import read_ldap
 from billing.ledger import open_ledger, read_rows
 from billing.ownership import assign_owners
 from fixtures.directory import directory_ldif as small_directory_ldif
+from fixtures.servers import SlapdServer, free_port
 from tests.conftest import stub_node_metrics
 from tests.faults import ledger_state
-from tests.integration.servers import SlapdServer, free_port
 
 BASE = "dc=example,dc=org"
 BIND_DN = f"cn=billing,ou=services,{BASE}"

@@ -14,7 +14,7 @@ from PIL import Image
 from billing.dayview import read_report
 from billing.ledger import open_ledger
 from billing.render import admin_letter, write_pages
-from tests.integration.servers import require_program
+from fixtures.servers import require_program
 from tests.report_ledger import DAY, write_ledger
 
 FLAGS = [  # headless as root needs these; the rest keep Chromium from reaching out

@@ -21,8 +21,8 @@ import yaml
 from billing.config import MetricsConfig
 from billing.metrics import push_run_metrics
 from fixtures.ksm import make_world
+from fixtures.servers import free_port, start_pushgateway
 from tests.conftest import MINIMAL_CONFIG
-from tests.integration.servers import free_port, start_pushgateway
 from tests.integration.test_check_servers import DAY
 from tests.test_job_reports import LDIF
 from tests.test_metrics import summary

@@ -6,7 +6,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from tests.integration.servers import ManagedProcess, free_port, start_nginx
+from fixtures.servers import ManagedProcess, free_port, start_nginx
 
 SITE = Path(__file__).resolve().parents[2] / "cronjob" / "reports-nginx.conf"
 

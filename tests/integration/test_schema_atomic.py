@@ -23,8 +23,8 @@ from sqlalchemy import create_engine, text
 
 from billing import migrate
 from billing.ledger import LedgerError, metadata, open_ledger, read_rows, upgrade_schema
+from fixtures.servers import free_port
 from tests.conftest import MINIMAL_CONFIG
-from tests.integration.servers import free_port
 from tests.test_ledger import describe
 
 ROOT = Path(__file__).resolve().parents[2]

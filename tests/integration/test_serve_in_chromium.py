@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from fixtures.servers import ManagedProcess, accepts_connections, free_port, require_program, start_nginx
 from tests.conftest import MINIMAL_CONFIG
-from tests.integration.servers import ManagedProcess, accepts_connections, free_port, require_program, start_nginx
 from tests.integration.test_pages_in_chromium import assert_not_blank, screenshot
 from tests.report_ledger import write_ledger
 from tests.test_web import RANGE, store_directory

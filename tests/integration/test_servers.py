@@ -13,7 +13,7 @@ import requests
 from fixtures.directory import directory_ldif
 from fixtures.ksm import Node, make_world, scrape_times
 from fixtures.reference import instant_query, reference_usage
-from tests.integration.servers import require_program
+from fixtures.servers import require_program
 
 DAY = datetime(2026, 11, 20, tzinfo=ZoneInfo("UTC")).timestamp()
 HOURS = 4  # a short "day" keeps loading fast

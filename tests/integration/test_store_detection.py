@@ -8,7 +8,7 @@ from billing.days import billing_day
 from billing.prometheus import LivePrometheus
 from billing.stores import engine_of
 from fixtures.ksm import make_world
-from tests.integration.servers import start_victoria_metrics
+from fixtures.servers import start_victoria_metrics
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 
