@@ -1,22 +1,16 @@
 """Exit statuses and messages of the command line (SPEC.md: 0 ok, 1 run failed, 2 usage/config)."""
 
-import socket
 
 import pytest
 from click.testing import CliRunner
 
 from billing.cli import main
+from fixtures.servers import free_port
 from tests.conftest import MINIMAL_CONFIG
 
 
 def invoke(*args, env=None):
     return CliRunner().invoke(main, list(args), env=env)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_version_and_help():

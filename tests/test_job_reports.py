@@ -1,6 +1,5 @@
 """`billing run` and `billing render`: reports and emails come after the ledger, from the ledger."""
 
-import socket
 from email import message_from_bytes, policy
 
 import pandas as pd
@@ -11,6 +10,7 @@ from click.testing import CliRunner
 import billing.job
 from billing.cli import main
 from billing.collect import USAGE_COLUMNS, ClusterUsage
+from fixtures.servers import free_port
 from tests.conftest import stub_node_metrics
 from tests.html_tables import read_page
 
@@ -75,9 +75,7 @@ def test_run_writes_ledger_then_reports_then_outbox(config, tmp_path):
 
 
 def test_failed_email_gives_exit_1_after_the_ledger_and_reports_are_written(config, tmp_path):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # closed again when the test sends
+    port = free_port()  # nobody listens there when the test sends
     path = config(outbox_dir="", smtp_host="127.0.0.1", smtp_port=port, starttls=False)
     result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", path])
     assert result.exit_code == 1

@@ -1,6 +1,5 @@
 import email
 import os
-import socket
 import stat
 from email import policy
 
@@ -8,19 +7,13 @@ import pytest
 
 from billing.config import EmailConfig
 from billing.mail import Envelope, Letter, MailError, build_message, connect_smtp, deliver
+from fixtures.servers import free_port
 
 LETTER = Letter("Cluster billing 2026-11-20: team robotics 32.60 USD", "Total 32.60 USD\n", "<p>Total 32.60 USD</p>")
 
 
 def parse(raw: bytes) -> email.message.EmailMessage:
     return email.message_from_bytes(raw, policy=policy.default)
-
-
-def closed_port() -> int:
-    """A loopback port nobody listens on."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_message_is_multipart_alternative_with_text_and_html():
@@ -71,13 +64,13 @@ def test_the_outbox_and_its_messages_are_private_under_umask_022(tmp_path):
 
 
 def test_an_unreachable_server_fails_every_message_without_raising():
-    config = EmailConfig(enabled=True, smtp_host="127.0.0.1", smtp_port=closed_port(), starttls=False)
+    config = EmailConfig(enabled=True, smtp_host="127.0.0.1", smtp_port=free_port(), starttls=False)
     envelopes = [Envelope(n, build_message("billing@example.org", [f"{n}@example.org"], LETTER)) for n in ("a", "b")]
     failures = deliver(envelopes, config)
     assert len(failures) == 2 and failures[0].startswith("a: not sent, SMTP server 127.0.0.1:")
 
 
 def test_connect_names_the_server_it_cannot_reach():
-    port = closed_port()
+    port = free_port()
     with pytest.raises(MailError, match=f"SMTP server 127.0.0.1:{port} is unreachable"):
         connect_smtp(EmailConfig(enabled=True, smtp_host="127.0.0.1", smtp_port=port))

@@ -1,4 +1,3 @@
-import socket
 from urllib.parse import parse_qsl
 
 import pytest
@@ -9,6 +8,7 @@ from billing.config import PrometheusConfig
 from billing.prometheus import LivePrometheus, PrometheusError
 from billing.replay import ReplayPrometheus
 from billing.stores import engine_of
+from fixtures.servers import free_port
 
 URL = "http://prometheus.test:9090"
 QUERY_URL = f"{URL}/api/v1/query"
@@ -69,9 +69,7 @@ def test_a_timeout_is_a_clear_error():
 
 
 def test_an_unreachable_server_is_named():
-    with socket.socket() as free:
-        free.bind(("127.0.0.1", 0))
-        port = free.getsockname()[1]
+    port = free_port()
     source = LivePrometheus("ibis", PrometheusConfig(url=f"http://127.0.0.1:{port}", retries=1), backoff=0)
     with pytest.raises(PrometheusError, match=f"cluster ibis at http://127.0.0.1:{port} is unreachable .*refused"):
         source.instant("up", 1000)
