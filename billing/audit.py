@@ -159,8 +159,8 @@ class _Counted:
         return self.source.buildinfo()
 
 
-def _raw_samples(source: PrometheusSource, cluster: ClusterConfig, gpu_resources: GpuResources, day: BillingDay,
-                 step: int, uids: list[str], store: Store) -> list[Series]:
+def _raw_samples(source: PrometheusSource, queries: Queries, day: BillingDay, step: int, uids: list[str],
+                 store: Store) -> list[Series]:
     """The pods' raw samples of every series the bill reads, over the day and the lookback before it.
 
     A range selector asked as an instant query answers raw samples on every
@@ -169,7 +169,6 @@ def _raw_samples(source: PrometheusSource, cluster: ClusterConfig, gpu_resources
     kube-state-metrics' labels are read where its scrape put them
     (store.labels) and handed on under their plain names."""
     start, end = int(day.start.timestamp()), int(day.end.timestamp())
-    queries = Queries(cluster, gpu_resources, Chunk(start, end, step), store)
     ksm = store.labels.kube_state_metrics
     at = end - step  # the last instant
     window = f"{at - start + LOOKBACK + step}s"  # a step more than needed: the arithmetic picks its samples
@@ -225,10 +224,11 @@ def audit_cluster(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resour
     if not uids:
         return Audit(0, 0, time.monotonic() - started)
     store = store or store_of(source, cluster, day)
-    samples = _raw_samples(counted, cluster, gpu_resources, day, step, uids, store)
     start, end = int(day.start.timestamp()), int(day.end.timestamp())
-    kinds = Queries(cluster, gpu_resources, Chunk(start, end, step), store)
-    raw = recompute(samples, list(range(start, end, step)), step, gpu_resources, lambda labels: kinds.node_kind(labels).model)
+    whole_day = Queries(cluster, gpu_resources, Chunk(start, end, step), store)
+    samples = _raw_samples(counted, whole_day, day, step, uids, store)
+    raw = recompute(samples, list(range(start, end, step)), step, gpu_resources,
+                    lambda labels: whole_day.node_kind(labels).model)
     billed = pod_usage(lambda chunk: SampledQueries(cluster, gpu_resources, chunk, uids, store), day, step, gpu_resources,
                        counted)
     fast = _by_key(billed)

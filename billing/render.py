@@ -104,9 +104,6 @@ def render_template(template: str, **values) -> str:
     return _env.get_template(template).render(**values)
 
 
-_render = render_template  # the name this module's pages and letters use
-
-
 def _write(path: Path, text: str) -> None:
     """Write whole or not at all: a reader never sees half a page."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -136,14 +133,14 @@ def check_output_dir(output_dir: Path) -> None:
 def write_pages(report: DayReport, output_dir: Path) -> list[Path]:
     """The day's index.html and one page per team; returns the files written."""
     folder = output_dir / report.day.isoformat()
-    pages = {folder / "index.html": _render("index.html.j2", report=report)}
+    pages = {folder / "index.html": render_template("index.html.j2", report=report)}
     for team in report.teams:
-        pages[folder / "teams" / f"{team.slug}.html"] = _render("team.html.j2", report=report, team=team)
+        pages[folder / "teams" / f"{team.slug}.html"] = render_template("team.html.j2", report=report, team=team)
     try:
         for path, text in pages.items():
             _write(path, text)
         days = sorted((p.name for p in output_dir.iterdir() if re.fullmatch(r"\d{4}-\d{2}-\d{2}", p.name)), reverse=True)
-        _write(output_dir / "index.html", _render("archive.html.j2", days=days))
+        _write(output_dir / "index.html", render_template("archive.html.j2", days=days))
     except OSError as exc:
         raise _unwritable(output_dir, exc) from None
     return [*pages, output_dir / "index.html"]
@@ -162,8 +159,8 @@ _inliner = css_inline.CSSInliner(load_remote_stylesheets=False, keep_at_rules=Tr
 
 
 def _letter(subject: str, template: str, **values) -> Letter:
-    html = _inliner.inline(_render(f"{template}.html.j2", **values))
-    return Letter(subject, _render(f"{template}.txt.j2", **values), html)
+    html = _inliner.inline(render_template(f"{template}.html.j2", **values))
+    return Letter(subject, render_template(f"{template}.txt.j2", **values), html)
 
 
 def admin_letter(report: DayReport) -> Letter:
