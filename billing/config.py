@@ -313,6 +313,13 @@ class WasteConfig(_Section):
     gpu_utilisation_below: Annotated[float, Field(gt=0, le=100)] = 5.0  # percent: a GPU held below this is idle
 
 
+class WorkloadsConfig(_Section):
+    """Costs below the namespace: per workload and cost label (SPEC "Workloads and experiment labels")."""
+
+    enabled: bool = True  # collect and keep costs per workload at all
+    keep_days: Annotated[int, Field(ge=1)] | None = None  # days of workload rows kept; None: forever
+
+
 MIG_RESOURCE_PREFIX = "nvidia_com_mig_"  # kube-state-metrics' names of MIG profiles: nvidia_com_mig_1g_10gb
 
 
@@ -413,6 +420,8 @@ class Config(_Section):
     email: EmailConfig = EmailConfig()
     metrics: MetricsConfig = MetricsConfig()
     waste: WasteConfig = WasteConfig()
+    workloads: WorkloadsConfig = WorkloadsConfig()
+    cost_labels: list[Annotated[str, Field(min_length=1)]] = []  # pod labels costs are broken down by
     budgets: BudgetsConfig = BudgetsConfig()
     web: WebConfig = WebConfig()
     reports_url: WebAddress = ""  # where people reach the reports or `billing serve`; emails link there

@@ -136,6 +136,37 @@ gpu_holdings = Table(  # what each `gpu` row held: whole GPUs, MIG slices, time-
     Column("currency", Text, nullable=False),
 )
 
+# --- costs below the namespace: workloads and cost labels (SPEC "Workloads and experiment labels") ---
+# Their rows add up exactly to `chargeback` per (day, cluster, namespace, team, resource, gpu_model)
+# and to `waste` per (day, cluster, namespace, team). A cost label set is one JSON object, '{}' for none:
+# which labels there are is configuration (`cost_labels`), not schema.
+
+workload_costs = Table(
+    "workload_costs",
+    metadata,
+    *_charged(),
+    Column("workload", Text, primary_key=True),  # Kind/name of the top-level controller; Pod/<name> for none
+    # JSON object of every configured cost label, sorted keys ('' where a pod has none); '{}' without cost_labels
+    Column("labels", Text, primary_key=True),
+    Column("resource", Text, primary_key=True),  # as in chargeback
+    Column("gpu_model", Text, primary_key=True),
+    Column("quantity", Double, nullable=False),
+    Column("cost", Double, nullable=False),
+    Column("list_cost", Double, nullable=False),
+    Column("currency", Text, nullable=False),
+    Index("workload_costs_team_day", "team", "day"),
+    Index("workload_costs_owner_day", "owner", "day"),
+)
+
+workload_waste = Table(
+    "workload_waste",
+    metadata,
+    *_charged(),
+    Column("workload", Text, primary_key=True),
+    Column("idle_gpu_hours", Double, nullable=True),
+    Column("unused_cpu_core_hours", Double, nullable=True),
+)
+
 # --- budgets and monthly statements (billing/budgets.py, billing/statement.py) ---
 
 budget_alerts = Table(  # each budget threshold a team's month crossed, so that its alert goes out once
@@ -202,6 +233,8 @@ LEDGER_COLUMNS = [c.name for c in chargeback.columns]
 CAPACITY_COLUMNS = [c.name for c in cluster_capacity.columns if c.name != "day"]
 WASTE_COLUMNS = [c.name for c in waste.columns if c.name != "day"]
 HOLDING_COLUMNS = [c.name for c in gpu_holdings.columns if c.name not in ("day", "currency")]
+WORKLOAD_COST_COLUMNS = [c.name for c in workload_costs.columns if c.name not in ("day", "currency")]
+WORKLOAD_WASTE_COLUMNS = [c.name for c in workload_waste.columns if c.name != "day"]
 NAME_COLUMNS = ["cluster", "namespace", "team", "owner", "gpu_model"]
 # Kubernetes' longest names (DNS subdomains); far longer ones are not real names, and PostgreSQL
 # could not index them anyway (a key entry must fit in a third of a page).
@@ -324,6 +357,8 @@ def replace_day(
     capacity: pd.DataFrame | None = None,
     wasted: pd.DataFrame | None = None,
     held: pd.DataFrame | None = None,
+    workloads: pd.DataFrame | None = None,
+    workload_wasted: pd.DataFrame | None = None,
 ) -> int:
     """Replace the day's rows in one transaction; return how many were written.
 
@@ -333,7 +368,9 @@ def replace_day(
     `coverage` is each cluster's share of the day with kube-state-metrics data;
     `capacity` (CAPACITY_COLUMNS) each cluster's allocatable, requested and idle resource-hours;
     `wasted` (WASTE_COLUMNS) what each namespace's teams held but did not use;
-    `held` (HOLDING_COLUMNS) which GPU resources the `gpu` rows held.
+    `held` (HOLDING_COLUMNS) which GPU resources the `gpu` rows held;
+    `workloads` (WORKLOAD_COST_COLUMNS) and `workload_wasted` (WORKLOAD_WASTE_COLUMNS) the same costs
+    and waste below the namespace.
     """
     require_columns(rows, [c for c in LEDGER_COLUMNS if c not in ("day", "currency", "computed_at")], f"rows of {day}")
     _refuse_long_names(engine, day, rows)
@@ -367,6 +404,13 @@ def replace_day(
             conn.execute(delete(gpu_holdings).where(gpu_holdings.c.day == day))
             if held is not None and len(held):
                 conn.execute(insert(gpu_holdings), _nulls(held[HOLDING_COLUMNS].assign(day=day, currency=currency)))
+            conn.execute(delete(workload_costs).where(workload_costs.c.day == day))
+            if workloads is not None and len(workloads):
+                conn.execute(insert(workload_costs),
+                             _nulls(workloads[WORKLOAD_COST_COLUMNS].assign(day=day, currency=currency)))
+            conn.execute(delete(workload_waste).where(workload_waste.c.day == day))
+            if workload_wasted is not None and len(workload_wasted):
+                conn.execute(insert(workload_waste), _nulls(workload_wasted[WORKLOAD_WASTE_COLUMNS].assign(day=day)))
             if snapshot is not None:
                 conn.execute(delete(directory_snapshots))
                 conn.execute(insert(directory_snapshots).values(taken_at=computed_at, content=snapshot))
@@ -521,6 +565,21 @@ def read_holdings(engine: Engine, day: date) -> pd.DataFrame:
     query = select(gpu_holdings).where(gpu_holdings.c.day == day)
     columns = [c.name for c in gpu_holdings.columns]
     return pd.DataFrame(_fetch(engine, query, "GPU holdings"), columns=columns)[HOLDING_COLUMNS]
+
+
+def read_workload_costs(engine: Engine, first: date, last: date, team: str | None = None,
+                        owner: str | None = None) -> pd.DataFrame:
+    """Costs per workload and cost labels of a date range (day and WORKLOAD_COST_COLUMNS, currency),
+    optionally of one team or person; no rows for days billed before 0005 or with workloads off."""
+    query = select(workload_costs).where(workload_costs.c.day.between(first, last))
+    if team is not None:
+        query = query.where(workload_costs.c.team == team)
+    if owner is not None:
+        query = query.where(workload_costs.c.owner == owner)
+    columns = [c.name for c in workload_costs.columns]
+    frame = pd.DataFrame(_fetch(engine, query, "workload costs"), columns=columns)
+    frame["day"] = pd.to_datetime(frame["day"]).dt.date
+    return frame
 
 
 def waste_sums(engine: Engine, first: date, last: date, by: str, team: str | None = None,

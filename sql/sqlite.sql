@@ -188,3 +188,40 @@ CREATE TABLE adjustments (
 );
 
 UPDATE alembic_version SET version_num='0004' WHERE alembic_version.version_num = '0003';
+
+-- Running upgrade 0004 -> 0005
+
+CREATE TABLE workload_costs (
+    day DATE NOT NULL,
+    cluster TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    team TEXT NOT NULL,
+    owner TEXT,
+    workload TEXT NOT NULL,
+    labels TEXT NOT NULL,
+    resource TEXT NOT NULL,
+    gpu_model TEXT NOT NULL,
+    quantity DOUBLE NOT NULL,
+    cost DOUBLE NOT NULL,
+    list_cost DOUBLE NOT NULL,
+    currency TEXT NOT NULL,
+    PRIMARY KEY (day, cluster, namespace, team, workload, labels, resource, gpu_model)
+);
+
+CREATE INDEX workload_costs_team_day ON workload_costs (team, day);
+
+CREATE INDEX workload_costs_owner_day ON workload_costs (owner, day);
+
+CREATE TABLE workload_waste (
+    day DATE NOT NULL,
+    cluster TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    team TEXT NOT NULL,
+    owner TEXT,
+    workload TEXT NOT NULL,
+    idle_gpu_hours DOUBLE,
+    unused_cpu_core_hours DOUBLE,
+    PRIMARY KEY (day, cluster, namespace, team, workload)
+);
+
+UPDATE alembic_version SET version_num='0005' WHERE alembic_version.version_num = '0004';

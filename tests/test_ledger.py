@@ -7,7 +7,17 @@ import pandas as pd
 import pytest
 from sqlalchemy import create_engine, inspect
 
-from billing.ledger import LedgerError, chargeback, completed, metadata, open_ledger, read_rows, replace_day
+from billing.ledger import (
+    WORKLOAD_COST_COLUMNS,
+    LedgerError,
+    chargeback,
+    completed,
+    metadata,
+    open_ledger,
+    read_rows,
+    read_workload_costs,
+    replace_day,
+)
 from billing.pricing import PRICED_COLUMNS
 
 SQL = Path(__file__).resolve().parents[1] / "sql"
@@ -91,6 +101,22 @@ def test_a_failed_write_keeps_the_previous_rows(tmp_path):
     with pytest.raises(LedgerError, match="writing 2026-11-20 failed, previous rows kept"):
         replace_day(engine, DAY, duplicate_key, "USD")
     assert len(read_rows(engine, DAY, DAY)) == 2
+
+
+def test_workload_rows_are_replaced_with_their_day(tmp_path):
+    engine = open_ledger(f"sqlite:///{tmp_path}/ledger.db")
+    workloads = pd.DataFrame([
+        ("jaguar", "alice", "robotics", "alice", "Deployment/train", '{"experiment": "x1"}', "gpu",
+         "NVIDIA-H100-80GB-HBM3", 20.0, 48.0, 48.0),
+        ("jaguar", "alice", "robotics", "alice", "Pod/debug", '{"experiment": ""}', "gpu",
+         "NVIDIA-H100-80GB-HBM3", 4.0, 9.6, 9.6),
+    ], columns=WORKLOAD_COST_COLUMNS)
+    replace_day(engine, DAY, ROWS, "USD", workloads=workloads)
+    replace_day(engine, DAY, ROWS, "USD", workloads=workloads.iloc[:1])
+    stored = read_workload_costs(engine, DAY, DAY, team="robotics")
+    assert stored[["workload", "quantity", "cost"]].values.tolist() == [["Deployment/train", 20.0, 48.0]]
+    assert list(stored["day"]) == [DAY] and list(stored["currency"]) == ["USD"]
+    assert read_workload_costs(engine, DAY, DAY, team="platform").empty
 
 
 def test_an_empty_day_is_completed_with_no_rows(tmp_path):
