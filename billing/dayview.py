@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 
 import pandas as pd
 from sqlalchemy import Engine
 
 from billing.budgets import BudgetStatus
-from billing.formatting import held_gpus
+from billing.config import NamespaceRules
+from billing.directory import Directory
+from billing.formatting import held_gpus, total
 from billing.ledger import completed, directory_note, incomplete, read_capacity, read_holdings, read_rows, read_waste
+from billing.ownership import unallocated_reason
 from billing.resources import GPU, IDLE, POOL_PREFIX, RESERVED
 
 
@@ -51,6 +54,7 @@ class TeamReport:
     by_usage: list[dict]  # cluster, resource, gpu_model, quantity, cost, discount
     waste: tuple[dict, ...] = ()  # owner, idle_gpu_hours, unused_cpu_core_hours (None: not measured)
     budget: BudgetStatus | None = None  # the month against the team's budget and its forecast; None: no budget
+    leads: tuple[str, ...] = ()  # uids of the team's leads in the stored directory (see `with_directory`)
 
 
 @dataclass(frozen=True)
@@ -70,12 +74,13 @@ class DayReport:
     by_usage: list[dict]  # cluster, resource, quantity, cost, discount
     gpu_models: list[dict]  # gpu_model, quantity, cost
     top_namespaces: list[dict]  # cluster, namespace, teams, cost
-    unallocated: list[dict]  # cluster, namespace, cost
+    unallocated: list[dict]  # cluster, namespace, owner, cost (and `reason`, see `with_directory`)
     directory_note: str = ""  # why the run used the last known directory; shown as a warning
     incomplete: tuple[tuple[str, float], ...] = ()  # (cluster, coverage) with gaps in the day's data
     # cluster, resource, gpu_model, pool, allocatable, requested, requested_share, idle, idle_cost, idle_charged_to
     capacity: tuple[dict, ...] = ()
     waste: tuple[dict, ...] = ()  # team, idle_gpu_hours, unused_cpu_core_hours (None: not measured)
+    people: dict[str, str] = field(default_factory=dict)  # uid -> display name (cn) from the stored directory
 
     def team(self, name: str) -> TeamReport:
         return next(t for t in self.teams if t.team == name)
@@ -150,7 +155,7 @@ def slug(name: str) -> str:
 
 
 def _sum(frame: pd.DataFrame) -> float:
-    return float(frame["cost"].sum())
+    return total(frame["cost"])
 
 
 def _grouped(frame: pd.DataFrame, keys: list[str], values: list[str]) -> list[dict]:
@@ -233,8 +238,22 @@ def summarize(rows: pd.DataFrame, runs: set[date], day: date, currency: str, una
         top_namespaces=namespaces.sort_values(["cost", "cluster", "namespace"], ascending=[False, True, True])
         .head(TOP_NAMESPACES)
         .to_dict("records"),
-        unallocated=_grouped(today[today["team"] == unallocated_team], ["cluster", "namespace"], ["cost"]),
+        unallocated=_grouped(today[today["team"] == unallocated_team].assign(owner=lambda f: f["owner"].fillna("")),
+                             ["cluster", "namespace", "owner"], ["cost"]),
     )
+
+
+def with_directory(report: DayReport, directory: Directory | None, rules: NamespaceRules) -> DayReport:
+    """The report with who people are: display names, each team's leads, and why each unallocated
+    namespace has no team (its ledger owner says the person was on no team; else the name rules say why)."""
+    if directory is None:
+        return report
+    teams = [replace(t, leads=found.leads if (found := directory.team(t.team)) else ()) for t in report.teams]
+    uids = {row["owner"] for team in teams for row in team.by_owner} | {uid for team in teams for uid in team.leads}
+    people = {uid: person.name for uid in uids if uid and (person := directory.person(uid)) and person.name}
+    unallocated = [{**row, "reason": unallocated_reason(row["namespace"], row["owner"] or None, directory, rules)}
+                   for row in report.unallocated]
+    return replace(report, people=people, teams=teams, unallocated=unallocated)
 
 
 # --- charts -----------------------------------------------------------------

@@ -1,11 +1,16 @@
 """How money and resource-hours are written for people: pages, emails, tables.
 
-The ledger is never rounded (SPEC rule 8); display rounds half up on the
-number's shortest decimal form, so 2.675 shows as 2.68, as a person expects.
+The ledger is never rounded (SPEC rule 8). Display rounds half away from
+zero on the cent, from the number's shortest decimal form (2.675 shows as
+2.68, as a person expects, and as SQL's `round(numeric, 2)` gives it); a sum
+is the exact decimal sum of the ledger's values, rounded once. Within a table
+whose rows have a total, `to_the_cent` rounds the rows so that they add up to
+the rounded total (largest remainder), and the page says so.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from decimal import ROUND_HALF_UP, Decimal
 
 from billing.config import MIG_RESOURCE_PREFIX
@@ -16,15 +21,61 @@ RESOURCE_NAMES = {
     "reserved-gpu": "Reserved pool, GPU", "reserved-cpu": "Reserved pool, CPU", "reserved-memory": "Reserved pool, memory",
     "credit-gpu": "Pool use credited, GPU", "credit-cpu": "Pool use credited, CPU",
     "credit-memory": "Pool use credited, memory",
-    "idle-gpu": "Idle GPU", "idle-cpu": "Idle CPU", "idle-memory": "Idle memory",
+    "idle-gpu": "Unrequested capacity (shared), GPU", "idle-cpu": "Unrequested capacity (shared), CPU",
+    "idle-memory": "Unrequested capacity (shared), memory",
 }
+
+# Two different things, two different words, each with the sentence that explains it wherever it is shown.
+UNREQUESTED_SHARE = "Unrequested capacity (shared)"
+UNREQUESTED_SHARE_RULE = (
+    "capacity that no pod requested on a cluster configured with idle: share, charged to the namespaces that paid for the "
+    "cluster that day in proportion to what each paid there; it is billed on top of what pods requested"
+)
+HELD_UNUSED = "Held but unused"
+HELD_UNUSED_RULE = (
+    "GPUs that pods requested but left nearly unused (DCGM utilisation below the configured threshold) and CPU "
+    "requested beyond what was used (cAdvisor); measured, not an extra charge: it is part of the cost above"
+)
+ROUNDING_NOTE = "Amounts are rounded to the cent so that rows add up to the total."
 
 _CENT = Decimal("0.01")
 
 
+def exact(value: float) -> Decimal:
+    """A float as the decimal it was written as (its shortest form): 15.315, not 15.3149999…"""
+    return Decimal(repr(float(value)))
+
+
 def cents(value: float) -> Decimal:
-    """The value rounded half up to two decimals; -0.00 becomes 0.00."""
-    return Decimal(repr(float(value))).quantize(_CENT, rounding=ROUND_HALF_UP) + 0
+    """The value rounded half away from zero to two decimals; -0.00 becomes 0.00."""
+    return exact(value).quantize(_CENT, rounding=ROUND_HALF_UP) + 0
+
+
+def total(values: Iterable[float]) -> float:
+    """The exact decimal sum of ledger values, so that 15.3 + 0.015 is 15.315 and rounds to 15.32."""
+    return float(sum((exact(v) for v in values), Decimal(0)))
+
+
+def to_the_cent(values: list[float], of: float | None = None) -> list[Decimal]:
+    """The values rounded to the cent so that they add up to their total `of` (default: their exact sum)
+    as it is shown, rounded (largest remainder): each is rounded, then the cents still missing (or too
+    many) go to the values that rounding moved furthest from their exact value, ties to the earlier row."""
+    exacts = [exact(v) for v in values]
+    rounded = [cents(v) for v in values]
+    shown_total = cents(total(values) if of is None else of)
+    missing = int((shown_total - sum(rounded, Decimal(0))) / _CENT)
+    step = _CENT if missing > 0 else -_CENT
+    remainders = sorted(range(len(values)), key=lambda i: (-(exacts[i] - rounded[i]) * step, i))
+    for i in remainders[: abs(missing)]:
+        rounded[i] += step
+    return rounded
+
+
+def plain_number(value: float) -> str:
+    """A number for a machine (CSV) without float noise: 12 significant digits, no exponent, no trailing
+    zeros (67.85000000000001 -> 67.85, 0.000123456 stays)."""
+    text = format(Decimal(f"{float(value):.12g}") + 0, "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def money(value: float, currency: str, signed: bool = False) -> str:

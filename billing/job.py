@@ -16,7 +16,7 @@ from billing.capacity import collect_allocatable, idle_capacity
 from billing.collect import ClusterUsage, collect_cluster
 from billing.config import ClusterConfig, Config
 from billing.days import BillingDay, billing_day
-from billing.dayview import DayReport, read_report
+from billing.dayview import DayReport, read_report, with_directory
 from billing.digest import digest_period, read_digests
 from billing.directory import AmbiguousDirectoryError, Directory, DirectoryError, directory_from_json, directory_to_json
 from billing.directory_sources import load_directory
@@ -240,7 +240,9 @@ def render_day(config: Config, day: date) -> DayReport:
     """Write a day's HTML reports from the ledger (never from collected data); return its report."""
     ledger = open_ledger(config.database)
     report = read_report(ledger, day, config.currency, config.namespaces.unallocated_team)
-    report = with_budgets(report, team_budgets(config.budgets, stored_directory(ledger)))
+    directory = stored_directory(ledger)
+    report = with_directory(report, directory, config.namespaces)
+    report = with_budgets(report, team_budgets(config.budgets, directory))
     pages = write_pages(report, Path(config.output_dir))
     log.info("%s: wrote %d report pages below %s", day, len(pages), config.output_dir)
     return report

@@ -40,3 +40,21 @@ def assign_owners(namespaces: Iterable[str], directory: Directory, rules: Namesp
         for team, owner, share in owners_of(namespace, directory, rules)
     ]
     return pd.DataFrame(rows, columns=OWNERSHIP_COLUMNS)
+
+
+def unallocated_reason(namespace: str, owner: str | None, directory: Directory, rules: NamespaceRules) -> str:
+    """Why a namespace was charged to the unallocated team, for the admins who fix it: its ledger `owner`
+    (rule 3: a person on no team), else which name rule found nothing in the directory."""
+    if owner:
+        return f"person {owner} is on no team"
+    if rules.overrides.get(namespace) == rules.unallocated_team:
+        return "namespaces.overrides charges it here"
+    team_match = re.search(rules.team_pattern, namespace)
+    person_match = re.search(rules.person_pattern, namespace)
+    if team_match and not directory.team(team_match.group("team")):
+        return f"no team {team_match.group('team')!r} in the directory"
+    if person_match and directory.person(person_match.group("uid")):
+        return f"person {person_match.group('uid')} is on no team"
+    if person_match:
+        return f"no person {person_match.group('uid')!r} in the directory"
+    return "the name matches neither a team nor a person pattern"

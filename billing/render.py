@@ -11,6 +11,7 @@ so every day keeps its own report; `<output_dir>/index.html` lists the days.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import re
@@ -26,7 +27,18 @@ from billing.budgets import FORECAST_METHOD
 from billing.days import day_runs, days_in_month
 from billing.dayview import DayReport, RenderError, TrendDay
 from billing.digest import PersonalDigest
-from billing.formatting import RESOURCE_NAMES, cents, money, quantity
+from billing.formatting import (
+    HELD_UNUSED,
+    HELD_UNUSED_RULE,
+    RESOURCE_NAMES,
+    ROUNDING_NOTE,
+    UNREQUESTED_SHARE,
+    UNREQUESTED_SHARE_RULE,
+    cents,
+    money,
+    quantity,
+    to_the_cent,
+)
 from billing.mail import Letter
 
 EMAIL_BAR_PX = 60  # tallest bar of the email trend chart
@@ -60,9 +72,46 @@ def trend_chart(trend: list[TrendDay]) -> Chart:
     return Chart([Bar(t.day, t.cost, n, (t.cost or 0.0) / top) for n, t in enumerate(trend)], top)
 
 
+def axis_label(value: float, top: float) -> str:
+    """A value on the chart's axis, short enough for a phone: `0`, `5k`, `12.5k`, `2,500`, `0.50`."""
+    if top >= 10_000:
+        return f"{value / 1000:,.1f}".removesuffix(".0") + "k" if value else "0"
+    return f"{value:,.0f}" if top >= 10 else f"{value:,.2f}"
+
+
 def day_ranges(days: list[date]) -> str:
     """Days of one month as runs: `2–9, 11–18, 25`."""
     return ", ".join(f"{first.day}\u2013{last.day}" if last > first else str(first.day) for first, last in day_runs(days))
+
+
+def trend_lines(trend: list[TrendDay], currency: str) -> list[str]:
+    """The trend as text: one line per billed day with a bar of #, and one line per run of days never run
+    (`never run: 27 days, 2026-10-20 … 2026-11-15`) rather than a line for each."""
+    lines = []
+    for never_run, run in itertools.groupby(trend_chart(trend).bars, key=lambda bar: bar.cost is None):
+        bars = list(run)
+        if never_run:
+            days = f"{bars[0].day} … {bars[-1].day}" if len(bars) > 1 else str(bars[0].day)
+            lines.append(f"never run: {len(bars)} day{'s' if len(bars) > 1 else ''}, {days}")
+        else:
+            lines += [f"{bar.day}  {money(bar.cost, currency):>16}  {'#' * round(30 * bar.height)}".rstrip()
+                      for bar in bars]
+    return lines
+
+
+def text_table(rows: list[list[str]], right: tuple[int, ...] = ()) -> str:
+    """Rows of cells as aligned plain-text columns, each as wide as its widest cell; the columns whose
+    indices are in `right` (amounts) right-aligned. Two spaces between columns."""
+    widths = [max(len(row[i]) for row in rows if i < len(row)) for i in range(max(map(len, rows), default=0))]
+    lines = ("  ".join(cell.rjust(widths[i]) if i in right else cell.ljust(widths[i]) for i, cell in enumerate(row))
+             for row in rows)
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def person(uid: str, people: dict[str, str]) -> str:
+    """A person as readers know them: `Alice Example (alice)`; the uid alone where the directory has no name."""
+    name = people.get(uid, "")
+    return f"{name} ({uid})" if name and name != uid else uid
 
 
 # --- templates --------------------------------------------------------------
@@ -89,6 +138,10 @@ def _environment() -> Environment:
         keep_trailing_newline=True,
     )
     env.filters.update(money=money, quantity=quantity, cents=cents, day_ranges=day_ranges, measured=measured)
+    env.filters.update(to_the_cent=to_the_cent, person=person)
+    env.globals.update(axis_label=axis_label, trend_lines=trend_lines, text_table=text_table, rounding_note=ROUNDING_NOTE,
+                       unrequested_share=UNREQUESTED_SHARE, unrequested_share_rule=UNREQUESTED_SHARE_RULE,
+                       held_unused=HELD_UNUSED, held_unused_rule=HELD_UNUSED_RULE)
     env.globals.update(
         resource_names=RESOURCE_NAMES, trend_chart=trend_chart, timedelta=timedelta, email_bar_px=EMAIL_BAR_PX
     )
