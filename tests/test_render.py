@@ -34,24 +34,25 @@ def test_index_page_shows_every_table_the_admins_need(report, tmp_path):
     assert page.texts["day-total"] == usd(DAY_TOTAL)
     assert page.texts["month-total"] == usd(MONTH_TOTAL)
     teams = page.tables["teams"]
-    assert [row[:4] for row in teams[1:5]] == [
-        [team, usd(TEAM_COST[team]), usd(TEAM_CHANGE[team]), usd(TEAM_MONTH[team])]
+    assert [row[:5] for row in teams[1:5]] == [  # no directory snapshot in this ledger: no leads
+        [team, "–", usd(TEAM_COST[team]), usd(TEAM_CHANGE[team]), usd(TEAM_MONTH[team])]
         for team in ["robotics", "vision", "unallocated", "platform"]
     ]
-    assert teams[-1][:4] == ["Total", usd(DAY_TOTAL), usd(DAY_CHANGE), usd(MONTH_TOTAL)]
-    assert page.tables["usage"][1:] == [
+    assert teams[-1][:5] == ["Total", "", usd(DAY_TOTAL), usd(DAY_CHANGE), usd(MONTH_TOTAL)]
+    assert page.tables["usage"][1:-1] == [
         ["jaguar", "GPU", "10.00 GPU-h", "24.00 USD"],
         ["ibis", "GPU", "4.00 GPU-h", "11.80 USD"],
         ["ibis", "CPU", "50.00 core-h", "1.70 USD"],
         ["jaguar", "Memory", "1,000.00 GiB-h", "1.50 USD"],
         ["jaguar", "CPU", "110.00 core-h", "1.32 USD"],
     ]
+    assert page.tables["usage"][-1] == ["Total", "", "", usd(DAY_TOTAL)]
     assert page.tables["gpu-models"][1:] == [[H100, "10.00 GPU-h", "24.00 USD"], ["(no model label)", "4.00 GPU-h", "11.80 USD"]]
     assert page.tables["namespaces"][1:3] == [
         ["alice", "jaguar", "robotics", "25.20 USD"],
         ["bob", "ibis", "robotics, vision", "11.80 USD"],
     ]
-    assert page.tables["unallocated"][1:] == [["stray", "ibis", "1.70 USD"]]
+    assert page.tables["unallocated"][1:] == [["stray", "ibis", "1.70 USD", ""], ["Total", "", "1.70 USD", ""]]
 
 
 def test_team_page_breaks_the_team_down_per_person_namespace_and_resource(report, tmp_path):
@@ -159,7 +160,8 @@ def test_admin_page_shows_capacity_and_whether_idle_was_charged(ledger, tmp_path
     write_pages(report, tmp_path / "out")
     page = read_page((tmp_path / "out" / DAY.isoformat() / "index.html").read_text())
     assert page.tables["capacity"] == [
-        ["Cluster", "Resource", "Allocatable", "Requested", "Share requested", "Idle", "Idle cost", "Idle charged"],
+        ["Cluster", "Resource", "Allocatable", "Requested", "Share requested", "Unrequested", "Unrequested at list price",
+         "Charged"],
         ["ibis", "GPU (no model label)", "96.00 GPU-h", "4.00 GPU-h", "4.2 %", "92.00 GPU-h", "271.40 USD", "to teams"],
         ["jaguar", "CPU", "1,536.00 core-h", "110.00 core-h", "7.2 %", "1,426.00 core-h", "17.11 USD", "no"],
         ["jaguar", f"GPU {H100}", "192.00 GPU-h", "10.00 GPU-h", "5.2 %", "182.00 GPU-h", "436.80 USD", "no"],
@@ -167,7 +169,10 @@ def test_admin_page_shows_capacity_and_whether_idle_was_charged(ledger, tmp_path
          "172.80 USD", "to robotics (reserved)"],
     ]
     vision = read_page((tmp_path / "out" / DAY.isoformat() / "teams" / "vision.html").read_text())
-    assert ["ibis", "Idle GPU", "92.00 GPU-h", "271.40 USD"] in vision.tables["team-usage"]
+    assert ["ibis", "Unrequested capacity (shared), GPU", "92.00 GPU-h", "271.40 USD"] in vision.tables["team-usage"]
+    assert vision.texts["explain-unrequested"].startswith("Unrequested capacity (shared): capacity that no pod requested")
+    assert "explain-unrequested" not in read_page((tmp_path / "out" / DAY.isoformat() / "teams" / "robotics.html")
+                                                  .read_text()).texts  # explained where it is billed
 
 
 def test_discounts_of_priority_classes_are_shown(tmp_path):
@@ -182,7 +187,8 @@ def test_discounts_of_priority_classes_are_shown(tmp_path):
     assert robotics.texts["discount"] == (
         f"Priority classes: 12.00 USD off the list price of 24.00 USD on {DAY} (e.g. backfill pods that run free).")
     assert robotics.tables["team-usage"] == [["Cluster", "Resource", "Quantity", "Cost", "Discount"],
-                                             ["jaguar", f"GPU {H100}", "10.00 GPU-h", "12.00 USD", "12.00 USD"]]
+                                             ["jaguar", f"GPU {H100}", "10.00 GPU-h", "12.00 USD", "12.00 USD"],
+                                             ["Total", "", "", "12.00 USD", "12.00 USD"]]
     vision = read_page((folder / "teams" / "vision.html").read_text())
     assert "discount" not in vision.texts and vision.tables["team-usage"][0] == ["Cluster", "Resource", "Quantity", "Cost"]
     admin = read_page((folder / "index.html").read_text())
@@ -201,14 +207,15 @@ def test_waste_per_person_on_the_team_page_and_in_the_leads_email(ledger, tmp_pa
     report = read_report(ledger, DAY, "USD", "unallocated")
     write_pages(report, tmp_path / "out")
     team = read_page((tmp_path / "out" / DAY.isoformat() / "teams" / "robotics.html").read_text())
-    assert team.tables["team-waste"] == [["Person", "Idle GPU-hours", "Unused CPU"],
+    assert team.tables["team-waste"] == [["Person", "GPU-h held unused", "CPU requested unused"],
                                          ["alice", "6.00 GPU-h", "20.00 core-h"],
                                          ["(team namespaces)", "0.00 GPU-h", "5.00 core-h"],
                                          ["bob", "–", "3.50 core-h"]]
     admin = read_page((tmp_path / "out" / DAY.isoformat() / "index.html").read_text())
     assert admin.tables["waste"][1:] == [["robotics", "6.00 GPU-h", "28.50 core-h"], ["vision", "–", "3.50 core-h"]]
     text = team_letter(report, "robotics").text
-    assert "HELD BUT NOT USED" in text and "alice" in text.split("HELD BUT NOT USED")[1].splitlines()[1]
+    assert "HELD BUT UNUSED" in text and "alice" in text.split("HELD BUT UNUSED")[1].splitlines()[3]
+    assert "Held but unused: GPUs that pods requested but left nearly unused" in text
     assert "6.00 GPU-h" in text and "20.00 core-h" in text
     # a team without waste rows has no such section
     assert "team-waste" not in read_page((tmp_path / "out" / DAY.isoformat() / "teams" / "platform.html").read_text()).tables
