@@ -18,8 +18,9 @@ from sqlalchemy import Engine, Table, case, exists, func, literal, not_, or_, se
 
 from billing.budgets import BudgetStatus
 from billing.days import days_between, yesterday
-from billing.ledger import chargeback, completed, fetch, gpu_holdings, incomplete
-from billing.resources import CPU, GPU, MEMORY
+from billing.directory import directory_from_json
+from billing.ledger import chargeback, completed, fetch, gpu_holdings, incomplete, latest_directory
+from billing.resources import CPU, GPU, IDLE, MEMORY, RESOURCES
 
 # --by word -> ledger column
 GROUPINGS = {
@@ -33,6 +34,11 @@ GROUPINGS = {
 }
 
 DETAIL_COLUMNS = ["day", "cluster", "namespace", "owner", "resource", "gpu_model", "quantity", "unit_price", "cost"]
+LIST_COST = "list_cost"  # cost at list price, before priority-class discounts: in CSV and JSON only
+
+# A group's cost apart: what its requested hours cost, and its share of capacity nobody requested
+# (`idle: share`), so that cost ÷ hours is never read as a unit price; only in reports that have such a share
+REQUESTED_COST, UNREQUESTED_SHARE = "requested_cost", "unrequested_share"
 
 # resource-hours of a group, one column per resource
 HOURS_COLUMNS = {GPU: "gpu_hours", CPU: "cpu_core_hours", MEMORY: "memory_gib_hours"}
@@ -80,6 +86,8 @@ class Report:
     missing_days: list[date]
     incomplete: list[tuple[date, str, float]] = field(default_factory=list)  # (day, cluster, coverage) with data gaps
     budget: BudgetStatus | None = None  # a team's month of `last` against its budget (billing/budgets.py)
+    people: dict[str, str] = field(default_factory=dict)  # uid -> display name (cn) from the stored directory
+    leads: tuple[str, ...] = ()  # a team report's team leads (uids), from the stored directory
 
     @property
     def total_cost(self) -> float:
@@ -113,7 +121,7 @@ def _where(subject: Subject, first: date, last: date, table: Table = chargeback)
 
 
 def _detail_query(subject: Subject, first: date, last: date):
-    columns = [chargeback.c[name] for name in DETAIL_COLUMNS]
+    columns = [chargeback.c[name] for name in [*DETAIL_COLUMNS, LIST_COST]]
     if subject.kind != "team":
         columns.insert(1, chargeback.c.team)
     order = [chargeback.c[name] for name in ("day", "cluster", "namespace", "team", "resource", "gpu_model")]
@@ -127,9 +135,14 @@ def _grouped_query(subject: Subject, first: date, last: date, by: str):
         for resource, label in HOURS_COLUMNS.items()
     ]
     cost = func.sum(chargeback.c.cost)
+    parts = [
+        func.sum(case((chargeback.c.resource.in_(RESOURCES), chargeback.c.cost), else_=0.0)).label(REQUESTED_COST),
+        func.sum(case((chargeback.c.resource.startswith(IDLE), chargeback.c.cost), else_=0.0)).label(UNREQUESTED_SHARE),
+    ]
     order = [key] if by == "day" else [cost.desc(), key]
     return (
-        select(key.label(by), *hours, cost.label("cost"), chargeback.c.currency)
+        select(key.label(by), *hours, *parts, cost.label("cost"), func.sum(chargeback.c.list_cost).label(LIST_COST),
+               chargeback.c.currency)
         .where(*_where(subject, first, last))
         .group_by(key, chargeback.c.currency)
         .order_by(*order)
@@ -226,4 +239,24 @@ def build_report(
         columns.insert(columns.index("gpu_hours") + 1, HELD_COLUMN)
         for row in rows:
             row[HELD_COLUMN] = held.get(row["namespace"], [])
-    return Report(subject, first, last, money, by, columns, rows, missing, incomplete(engine, first, last))
+    if UNREQUESTED_SHARE in columns and not any(row[UNREQUESTED_SHARE] for row in rows):
+        columns = [c for c in columns if c not in (REQUESTED_COST, UNREQUESTED_SHARE)]  # nothing to tell apart
+        rows = [{k: v for k, v in row.items() if k not in (REQUESTED_COST, UNREQUESTED_SHARE)} for row in rows]
+    people, leads = _who(engine, subject, rows)
+    return Report(subject, first, last, money, by, columns, rows, missing, incomplete(engine, first, last),
+                  people=people, leads=leads)
+
+
+def _who(engine: Engine, subject: Subject, rows: list[dict]) -> tuple[dict[str, str], tuple[str, ...]]:
+    """Display names of the people in the rows and a team's leads, from the directory the last run stored."""
+    stored = latest_directory(engine)
+    if stored is None:
+        return {}, ()
+    directory = directory_from_json(stored[1])
+    team = directory.team(subject.name) if subject.kind == "team" and subject.name else None
+    leads = team.leads if team else ()
+    uids = {row.get("owner") or row.get("person") for row in rows} | set(leads)
+    if subject.kind == "person":
+        uids.add(subject.name)
+    people = {uid: person.name for uid in uids if uid and (person := directory.person(uid)) and person.name}
+    return people, leads

@@ -1,8 +1,10 @@
 """A `Report` as text for a terminal, a spreadsheet, a program or a browser.
 
 Money is shown with its currency, two decimals and thousands separators;
-resource-hours with their unit. Only the table and HTML round; CSV and JSON
-carry the ledger's values. Names come from the directory and Kubernetes, so
+resource-hours with their unit. Only the table and HTML round, so that the
+rows of each money column add up to its total (formatting.to_the_cent); CSV
+carries the ledger's values to 12 significant digits (no float noise), JSON
+as they are. Names come from the directory and Kubernetes, so
 every format guards against what they may contain: control characters in
 the table, formulas in CSV cells, markup in HTML.
 """
@@ -12,27 +14,45 @@ from __future__ import annotations
 import csv
 import io
 import json
+import textwrap
 import unicodedata
 from datetime import date
 from typing import Any
 
 from billing.days import day_runs, days_in_month
-from billing.formatting import cents, held_gpus, money
-from billing.render import render_template
-from billing.report import HELD_COLUMN, HOURS_COLUMNS, Report
+from billing.formatting import (
+    ROUNDING_NOTE,
+    UNREQUESTED_SHARE_RULE,
+    UNREQUESTED_SHARE as UNREQUESTED_SHARE_NAME,
+    cents,
+    held_gpus,
+    money,
+    plain_number,
+    to_the_cent,
+    total,
+)
+from billing.render import person, render_template
+from billing.report import HELD_COLUMN, HOURS_COLUMNS, LIST_COST, REQUESTED_COST, UNREQUESTED_SHARE, Report
 from billing.resources import UNITS
 
 WIDTH = 80  # the terminal the table must fit
-SUMMED = [*HOURS_COLUMNS.values(), "held_hours", "cost"]
+MONEY = ["cost", REQUESTED_COST, UNREQUESTED_SHARE, LIST_COST]  # rounded to add up to their totals
+SUMMED = [*HOURS_COLUMNS.values(), "held_hours", *MONEY]
 NUMERIC = {*SUMMED, "quantity", "unit_price"}
+FOR_MACHINES = {LIST_COST}  # in CSV and JSON; the table and HTML show the discount on the day's pages instead
 LABELS = {**{column: UNITS[resource] for resource, column in HOURS_COLUMNS.items()}, "unit_price": "unit price",
           "held_hours": "held unit-h", HELD_COLUMN: "GPUs held"}
+SHARE_LABEL = "unrequested"  # short for the terminal; the note under the table names it in full
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _label(report: Report, column: str) -> str:
     if column == "cost":
         return f"cost {report.currency}"
+    if column == REQUESTED_COST:
+        return f"requested {report.currency}"
+    if column == UNREQUESTED_SHARE:
+        return f"{SHARE_LABEL} {report.currency}"
     if column == "gpu_hours" and (HELD_COLUMN in report.columns or report.by == "resource"):
         return f"{UNITS['gpu']} (physical)"  # beside what was held, which was slices or replicas
     return LABELS.get(column, column.replace("_", " "))
@@ -55,8 +75,35 @@ def _number(column: str, value: float) -> str:
     return f"{cents(value):,.2f}" if value or column == "cost" else "-"
 
 
-def _cell(column: str, value: Any) -> str:
+def _cell(column: str, value: Any, people: dict[str, str] | None = None) -> str:
+    if column in ("person", "owner") and value and people:
+        return person(value, people)  # `Alice Example (alice)`
     return _number(column, value) if column in NUMERIC else _text(column, value)
+
+
+def _shown(report: Report, names: bool) -> tuple[list[str], list[list[str]], list[str]]:
+    """Columns, cells and totals as people read them: with `names`, display names beside uids; each money
+    column rounded to the cent so that its rows add up to its total."""
+    columns = [c for c in report.columns if c not in FOR_MACHINES]
+    sums = totals(report)
+    rounded = {c: to_the_cent([row[c] for row in report.rows], sums[c]) for c in columns if c in MONEY}
+    people = report.people if names else None
+    rows = [[_cell(c, rounded[c][i] if c in rounded else row[c], people) for c in columns]
+            for i, row in enumerate(report.rows)]
+    return columns, rows, [_cell(c, sums[c]) if c in sums else "" for c in columns]
+
+
+def explanations(report: Report) -> list[str]:
+    """The sentences a reader of the table needs: what the unrequested share is, and, where rounding each row
+    on its own would not have added up to the total, how the amounts were rounded."""
+    found = ([f"{SHARE_LABEL} {report.currency} = {UNREQUESTED_SHARE_NAME}: {UNREQUESTED_SHARE_RULE}; "
+              f"requested {report.currency} is what the requested hours cost."]
+             if UNREQUESTED_SHARE in report.columns else [])
+    sums = totals(report)
+    shown = {c: [row[c] for row in report.rows] for c in report.columns if c in MONEY and c not in FOR_MACHINES}
+    if any(to_the_cent(values, sums[c]) != [cents(v) for v in values] for c, values in shown.items()):
+        found.append(ROUNDING_NOTE)
+    return found
 
 
 def _printable(text: str) -> str:
@@ -70,7 +117,7 @@ def _shorten(text: str, width: int) -> str:
 
 def totals(report: Report) -> dict[str, float]:
     """The summed columns of the report; the cost total is the report's total."""
-    return {column: sum(row[column] for row in report.rows) for column in report.columns if column in SUMMED}
+    return {column: total(row[column] for row in report.rows) for column in report.columns if column in SUMMED}
 
 
 def title(report: Report) -> str:
@@ -79,12 +126,11 @@ def title(report: Report) -> str:
 
 
 def table(report: Report) -> str:
-    """Aligned columns with units and a totals row, shortening names to fit 80 columns."""
-    columns = report.columns
+    """Aligned columns with units and a totals row, shortening names to fit 80 columns (uids, not names)."""
+    columns, rows, sums = _shown(report, names=False)
     lines = [[_label(report, c) for c in columns]]
-    lines += [[_printable(_cell(c, row[c])) for c in columns] for row in report.rows]
-    sums = totals(report)
-    lines.append([_cell(c, sums[c]) if c in sums else "" for c in columns])
+    lines += [[_printable(cell) for cell in row] for row in rows]
+    lines.append(sums)
     lines[-1][0] = "total"
     widths = [max(len(line[i]) for line in lines) for i in range(len(columns))]
     text_columns = [i for i, c in enumerate(columns) if c not in NUMERIC]
@@ -101,6 +147,7 @@ def table(report: Report) -> str:
         ]
         out.append("  ".join(cells).rstrip())
     out += budget_lines(report)
+    out += [line for sentence in explanations(report) for line in textwrap.wrap(sentence, WIDTH)]
     return "\n".join(out) + "\n"
 
 
@@ -123,19 +170,28 @@ def _spreadsheet_safe(value: object) -> object:
     return value.isoformat() if isinstance(value, date) else value
 
 
+def _csv_value(column: str, value: object) -> object:
+    """A CSV cell: numbers without float noise (67.85, not 67.85000000000001), text safe in a spreadsheet."""
+    if column == HELD_COLUMN:
+        return _spreadsheet_safe(held_gpus(value))
+    if column in NUMERIC and isinstance(value, (int, float)):
+        return plain_number(value)
+    return _spreadsheet_safe(value)
+
+
 def csv_text(report: Report) -> str:
-    """One line per row with a header, every text cell safe to open in a spreadsheet."""
+    """One line per row with a header (list cost included), every text cell safe to open in a spreadsheet."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow([*report.columns, "currency"])
     for row in report.rows:
-        writer.writerow([_spreadsheet_safe(held_gpus(row[c]) if c == HELD_COLUMN else row[c]) for c in report.columns]
-                        + [report.currency])
+        writer.writerow([_csv_value(c, row[c]) for c in report.columns] + [report.currency])
     return buffer.getvalue()
 
 
 def json_text(report: Report) -> str:
-    """The SPEC.md shape; `person`, `incomplete_days` and `by` are extra keys."""
+    """The SPEC.md shape; `person`, `incomplete_days`, `by`, `leads`, `list_cost` and the rows' `owner_name`
+    (`person_name` by person; the directory's display name) are extra keys."""
     document = {
         "team": report.subject.name if report.subject.kind == "team" else None,
         **({"person": report.subject.name} if report.subject.kind == "person" else {}),
@@ -154,10 +210,18 @@ def json_text(report: Report) -> str:
                      "budget_month": f"{report.budget.as_of:%Y-%m}", "month_to_date": report.budget.month_to_date}
     if report.by:
         document["by"] = report.by
-    document["rows"] = [
-        {c: row[c].isoformat() if isinstance(row[c], date) else row[c] for c in report.columns} for row in report.rows
-    ]
+    if report.subject.kind == "team":
+        document["leads"] = [{"uid": uid, "name": report.people.get(uid, "")} for uid in report.leads]
+    document["rows"] = [_json_row(report, row) for row in report.rows]
     return json.dumps(document, indent=1) + "\n"
+
+
+def _json_row(report: Report, row: dict) -> dict:
+    found = {c: row[c].isoformat() if isinstance(row[c], date) else row[c] for c in report.columns}
+    for column in ("owner", "person"):
+        if column in found and report.people:
+            found[f"{column}_name"] = report.people.get(found[column] or "", "")
+    return found
 
 
 def html(report: Report) -> str:
@@ -166,14 +230,16 @@ def html(report: Report) -> str:
 
 
 def html_table(report: Report) -> dict:
-    """What an HTML page shows of a report: title, labels, cells and totals as display text."""
-    sums = totals(report)
+    """What an HTML page shows of a report: title, labels, cells and totals as display text, and the
+    sentences that explain them."""
+    columns, rows, sums = _shown(report, names=True)
     return dict(
         title=title(report),
-        labels=[_label(report, c) for c in report.columns],
-        numeric=[c in NUMERIC for c in report.columns],
-        rows=[[_cell(c, row[c]) for c in report.columns] for row in report.rows],
-        totals=[_cell(c, sums[c]) if c in sums else "" for c in report.columns],
+        labels=[_label(report, c) for c in columns],
+        numeric=[c in NUMERIC for c in columns],
+        rows=rows,
+        totals=sums,
+        explanations=explanations(report),
         total_cost=money(report.total_cost, report.currency),
         missing=day_ranges(report.missing_days),
         gaps=gaps(report),

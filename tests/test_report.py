@@ -76,7 +76,7 @@ def test_table_labels_a_team_namespace_and_cpu_rows():
 def test_csv_keeps_negative_numbers_as_numbers_and_neutralises_text():
     text = csv_text(grouped([row("@SUM(A1)", -2.5), row("+1", 1.0), row("-x", 1.0), row("\tx", 1.0)]))
     lines = text.splitlines()
-    assert lines[1] == "'@SUM(A1),0.0,0.0,0.0,-2.5,EUR"
+    assert lines[1] == "'@SUM(A1),0,0,0,-2.5,EUR"
     assert [line.split(",")[0] for line in lines[2:]] == ["'+1", "'-x", "'\tx"]
 
 
@@ -96,3 +96,17 @@ def test_data_gaps_are_named_with_their_share_of_the_day():
         "Prometheus had no kube-state-metrics data, so pods running then were not billed, on "
         "2026-11-03 on jaguar (7.5 % of the day), 2026-11-04 on ibis (50.0 % of the day)"
     ]
+
+
+def test_csv_numbers_have_no_float_noise_and_keep_small_values():
+    text = csv_text(grouped([row("a", 0.1 + 0.2), row("b", 67.85000000000001), row("c", 0.000123456789)]))
+    assert [line.split(",")[4] for line in text.splitlines()[1:]] == ["0.3", "67.85", "0.000123456789"]
+
+
+def test_table_rows_add_up_to_the_total_and_say_so():
+    # three namespaces of 1/3 each: each rounds to 0.33, their total 1.00 -> the first row gets the cent
+    text = table(grouped([row("a", 1 / 3), row("b", 1 / 3), row("c", 1 / 3)]))
+    costs = [line.split()[-1] for line in text.splitlines()[2:6]]
+    assert costs == ["0.34", "0.33", "0.33", "1.00"]
+    assert "Amounts are rounded to the cent so that rows add up to the total." in text
+    assert "rounded to the cent" not in table(grouped([row("a", 0.5), row("b", 0.25)]))  # nothing moved

@@ -17,7 +17,9 @@ import pytest
 from click.testing import CliRunner
 
 from billing.cli import main
+from billing.directory import Directory, Person, Team, directory_to_json
 from billing.ledger import open_ledger, replace_day
+from billing.pricing import PRICED_COLUMNS
 
 H100, A100 = "NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-80GB"
 FORMULA_TEAM = "=cmd|' /C calc'!A0"
@@ -111,7 +113,7 @@ def test_table_has_units_totals_and_lists_missing_days_on_stderr(config):
 def test_json_has_the_spec_shape_and_the_ledger_rows(config):
     document = report_json(config, "--team", "robotics", *RANGE)
     assert list(document) == ["team", "from", "to", "currency", "total_cost", "missing_days", "incomplete_days",
-                              "budget", "forecast", "budget_month", "month_to_date", "rows"]
+                              "budget", "forecast", "budget_month", "month_to_date", "leads", "rows"]
     assert (document["team"], document["from"], document["to"]) == ("robotics", "2026-11-01", "2026-11-05")
     assert document["currency"] == "USD"
     assert document["total_cost"] == pytest.approx(ROBOTICS_TOTAL)
@@ -123,9 +125,10 @@ def test_json_has_the_spec_shape_and_the_ledger_rows(config):
         for row in rows
         if row[2] == "robotics"
     ]
-    keys = ["day", "cluster", "namespace", "owner", "resource", "gpu_model", "quantity", "unit_price", "cost"]
+    keys = ["day", "cluster", "namespace", "owner", "resource", "gpu_model", "quantity", "unit_price", "cost",
+            "list_cost"]
     assert all(list(row) == keys for row in document["rows"])
-    got = sorted(tuple(row[k] for k in keys[:-1]) for row in document["rows"])
+    got = sorted(tuple(row[k] for k in keys[:-2]) for row in document["rows"])
     assert got == sorted(expected)
     for row in document["rows"]:
         assert row["cost"] == pytest.approx(row["quantity"] * row["unit_price"])
@@ -164,10 +167,40 @@ def test_grouped_rows_carry_resource_hours(config):
     rows = report_json(config, "--team", "robotics", *RANGE, "--by", "cluster")["rows"]
     assert rows == [
         {"cluster": "jaguar", "gpu_hours": 530.0, "cpu_core_hours": 100.0, "memory_gib_hours": 400.0,
-         "cost": pytest.approx(1269.0)},
+         "cost": pytest.approx(1269.0), "list_cost": pytest.approx(1269.0)},
         {"cluster": "ibis", "gpu_hours": 10.0, "cpu_core_hours": 50.0, "memory_gib_hours": 0.0,
-         "cost": pytest.approx(31.2)},
+         "cost": pytest.approx(31.2), "list_cost": pytest.approx(31.2)},
     ]
+
+
+def test_the_unrequested_share_has_its_own_column_and_people_their_names(config, database):
+    # 2026-11-06: carol requested 10 H100-hours at 2.40 (24.00); her share of ibis's capacity that nobody
+    # requested is 5 GPU-h at 2.95 (14.75). Her 38.75 over 10 GPU-h is not a price of 3.875 a GPU-hour.
+    engine = open_ledger(database)
+    rows = pd.DataFrame([("jaguar", "carol", "robotics", "carol", "gpu", H100, 10.0, 2.4, 24.0, 24.0),
+                         ("ibis", "carol", "robotics", "carol", "idle-gpu", "", 5.0, 2.95, 14.75, 14.75)],
+                        columns=PRICED_COLUMNS)
+    directory = Directory.of([Person("carol", "Carol Example", "carol@example.org"),
+                              Person("alice", "Alice Example", "alice@example.org")],
+                             [Team("robotics", ("carol", "alice"), ("alice",))])
+    replace_day(engine, date(2026, 11, 6), rows, "USD", snapshot=directory_to_json(directory))
+    engine.dispose()
+    day = ["--from", "2026-11-06", "--to", "2026-11-06", "--by", "person"]
+    document = report_json(config, "--team", "robotics", *day)
+    assert document["rows"] == [{"person": "carol", "gpu_hours": 10.0, "cpu_core_hours": 0.0, "memory_gib_hours": 0.0,
+                                 "requested_cost": pytest.approx(24.0), "unrequested_share": pytest.approx(14.75),
+                                 "cost": pytest.approx(38.75), "list_cost": pytest.approx(38.75),
+                                 "person_name": "Carol Example"}]
+    assert document["leads"] == [{"uid": "alice", "name": "Alice Example"}]
+    lines = report(config, "--team", "robotics", *day).stdout.splitlines()
+    assert lines[1].split() == ["person", "GPU-h", "core-h", "GiB-h", "requested", "USD", "unrequested", "USD",
+                                "cost", "USD"]
+    assert lines[2].split() == ["carol", "10.00", "-", "-", "24.00", "14.75", "38.75"]
+    assert lines[4].startswith("unrequested USD = Unrequested capacity (shared): capacity that no pod requested")
+    page = report(config, "--team", "robotics", *day, "--format", "html").stdout
+    assert "<td>Carol Example (carol)</td>" in page
+    # a report without any such share keeps the columns it always had
+    assert "unrequested_share" not in report_json(config, "--team", "robotics", *RANGE, "--by", "person")["rows"][0]
 
 
 def test_csv_opens_in_a_spreadsheet_and_lists_missing_days_on_stderr(config):
