@@ -4,7 +4,9 @@ from datetime import date
 
 import pytest
 
-from billing.dayview import RenderError, read_report, slug, summarize
+from billing.config import NamespaceRules
+from billing.dayview import RenderError, read_report, slug, summarize, with_directory
+from billing.directory import Directory, Person, Team
 from billing.ledger import open_ledger, read_rows
 from tests.report_ledger import (
     DAY,
@@ -67,3 +69,21 @@ def test_file_names_of_teams_are_safe_and_distinct():
     names = [slug(n) for n in ("../x", "a/b", "a-b", "A-B", ".", "")]
     assert len(set(names)) == len(names)
     assert all(n and "/" not in n and not n.startswith(".") for n in names)
+
+
+DIRECTORY = Directory.of(
+    [Person("alice", "Alice Example", "alice@example.org"), Person("bob", "Bob Example", "bob@example.org"),
+     Person("erin", "Erin Example", "erin@example.org")],
+    [Team("robotics", ("alice", "bob"), ("erin", "alice")), Team("vision", ("bob",), ())],
+)
+
+
+def test_the_directory_names_people_and_leads_and_says_why_a_namespace_is_unallocated(report):
+    named = with_directory(report, DIRECTORY, NamespaceRules())
+    assert named.team("robotics").leads == ("erin", "alice") and named.team("vision").leads == ()
+    assert named.team("platform").leads == ()  # an override's team that the directory does not have
+    # owners of the day and leads, by their directory names
+    assert named.people == {"alice": "Alice Example", "bob": "Bob Example", "erin": "Erin Example"}
+    assert named.unallocated == [{"cluster": "ibis", "namespace": "stray", "owner": "", "cost": pytest.approx(1.70),
+                                  "reason": "no person 'stray' in the directory"}]
+    assert with_directory(report, None, NamespaceRules()) == report  # no run stored a directory yet

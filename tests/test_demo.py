@@ -1,26 +1,43 @@
-"""The README's first command: the demo runs with no servers at all."""
+"""The README's first command: the demo runs with no servers at all; and what its pages and emails show."""
 
 import os
+import re
+from decimal import Decimal
 from email import message_from_bytes, policy
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from click.testing import CliRunner
 from sqlalchemy import create_engine
 
 from billing.cli import main
 from fixtures.demo import world as demo
+from tests.html_tables import read_page
 
 ROOT = Path(__file__).resolve().parents[1]
+MONEY = re.compile(r"^([+-]?[\d,]+\.\d\d) CHF$")
 
 
-def test_the_demo_bills_three_days_from_recorded_answers(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    """The demo's three days billed in a directory of their own; returns that directory."""
+    tmp_path = tmp_path_factory.mktemp("demo")
     os.symlink(ROOT / "fixtures", tmp_path / "fixtures")  # the config's paths are relative to the repository
-
-    result = CliRunner().invoke(main, ["backfill", "--config", "fixtures/demo/billing.yaml",
-                                       "--from", "2026-11-16", "--to", "2026-11-18"])
+    here = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        result = CliRunner().invoke(main, ["backfill", "--config", "fixtures/demo/billing.yaml",
+                                           "--from", "2026-11-16", "--to", "2026-11-18"])
+    finally:
+        os.chdir(here)
     assert result.exit_code == 0, result.output
+    return tmp_path
+
+
+def test_the_demo_bills_three_days_from_recorded_answers(demo_run, monkeypatch):
+    tmp_path = demo_run
+    monkeypatch.chdir(tmp_path)
 
     with create_engine("sqlite:///demo-out/billing.db").connect() as conn:
         ledger = pd.read_sql("select * from chargeback", conn)
@@ -46,3 +63,50 @@ def test_the_demo_bills_three_days_from_recorded_answers(tmp_path, monkeypatch):
     admin = next(message_from_bytes(p.read_bytes(), policy=policy.default) for p in outbox if "admins" in p.name)
     day_total = ledger.loc[ledger["day"] == "2026-11-18", "cost"].sum()
     assert f"{day_total:,.2f} CHF" in admin["Subject"]
+
+
+def _amount(cell: str) -> Decimal | None:
+    found = MONEY.match(cell)
+    return Decimal(found.group(1).replace(",", "")) if found else None
+
+
+def test_on_every_page_of_the_demo_rows_add_up_to_the_totals(demo_run):
+    """Read back as a reader sees them: in every table with a total row, each money column's rows add up to
+    its total, and the totals are the headline figures."""
+    pages = sorted((demo_run / "demo-out" / "reports").glob("2026-11-1*/**/*.html"))
+    assert len(pages) == 3 * 12  # the admin page and 11 team pages a day
+    checked = 0
+    for page_path in pages:
+        page = read_page(page_path.read_text())
+        for name, rows in page.tables.items():
+            if rows[-1][0] != "Total":
+                continue
+            body, total = rows[1:-1], rows[-1]
+            for column, cell in enumerate(total):
+                if column == 0 or _amount(cell) is None or "Change" in rows[0][column]:
+                    continue  # a change is not the sum of the rows' changes where a day before was never run
+                assert sum(_amount(row[column]) for row in body) == _amount(cell), (page_path, name, rows[0][column])
+                checked += 1
+        headline = _amount(page.texts["day-total"])
+        for name in ("teams", "usage", "owners", "team-usage", "team-namespaces"):
+            if name in page.tables:
+                assert _amount(page.tables[name][-1][2 if name in ("teams", "owners") else 3]) == headline, name
+    assert checked > 3 * 12 * 3
+
+
+def test_the_admin_email_text_keeps_its_columns(demo_run):
+    """Plain-text tables: each amount column ends at one position on every line of its table."""
+    path = next((demo_run / "demo-out" / "outbox").glob("2026-11-18-admins-*.eml"))
+    text = message_from_bytes(path.read_bytes(), policy=policy.default).get_body(("plain",)).get_content()
+    blocks = re.split(r"\n(?=[A-Z][A-Z ]+\b)", text)
+    usage = next(b for b in blocks if b.startswith("CLUSTERS AND RESOURCES")).splitlines()[1:]
+    rows = [line for line in usage if line.endswith(" CHF")]
+    assert any("Reserved pool" in line for line in rows) and any("credited" in line for line in rows)
+    assert len({len(line) for line in rows}) == 1  # costs end in one column
+    quantities = {re.search(r"(GPU|core|GiB)-h", line).end() for line in rows if "-h " in line}
+    assert len(quantities) == 1  # and quantities in another
+    teams = next(b for b in blocks if b.startswith("TEAMS")).splitlines()[1:]
+    ends = [tuple(m.end() for m in re.finditer(r"CHF|Month to date|Cost|Change", line)) for line in teams if line]
+    assert len(set(ends)) == 1, ends
+    assert re.search(r"never run: 27 days, 2026-10-20 … 2026-11-15", text)
+    assert text.count("never run") == 1

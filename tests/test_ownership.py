@@ -2,7 +2,7 @@ import pytest
 
 from billing.config import NamespaceRules
 from billing.directory import Directory, Person, Team
-from billing.ownership import assign_owners, owners_of
+from billing.ownership import assign_owners, owners_of, unallocated_reason
 
 DIRECTORY = Directory(
     people={
@@ -73,3 +73,25 @@ def test_uids_and_team_names_match_the_directory_without_regard_to_case():
     assert owners_of("team-robotics", directory, rules) == [("Robotics", None, 1.0)]
     assert owners_of("ml-infra", directory, rules) == [("Robotics", None, 1.0)]
     assert owners_of("kube-system", directory, rules) == [("Platform", None, 1.0)]  # not in the directory: as written
+
+
+@pytest.mark.parametrize(
+    "namespace, owner, reason",
+    [
+        # the ledger recorded an owner: rule 3 found the person, who is on no team
+        ("carol", "carol", "person carol is on no team"),
+        ("team-x", "team-x", "person team-x is on no team"),
+        # no owner recorded: which name rule found nothing in the directory
+        ("team-ghost", None, "no team 'ghost' in the directory"),
+        ("dave", None, "no person 'dave' in the directory"),
+        ("Weird_NS", None, "the name matches neither a team nor a person pattern"),
+    ],
+)
+def test_an_unallocated_namespace_says_why(namespace, owner, reason):
+    assert owners_of(namespace, DIRECTORY, RULES)[0][0] == "unallocated"
+    assert unallocated_reason(namespace, owner, DIRECTORY, RULES) == reason
+
+
+def test_an_override_to_the_unallocated_team_says_so():
+    rules = NamespaceRules(overrides={"scratch": "unallocated"})
+    assert unallocated_reason("scratch", None, DIRECTORY, rules) == "namespaces.overrides charges it here"

@@ -6,7 +6,18 @@ import pytest
 
 from billing.dayview import read_report, slug
 from billing.ledger import CAPACITY_COLUMNS, WASTE_COLUMNS, open_ledger, replace_day
-from billing.render import RenderError, admin_letter, day_ranges, team_letter, write_pages
+from billing.dayview import TrendDay
+from billing.render import (
+    RenderError,
+    admin_letter,
+    axis_label,
+    day_ranges,
+    person,
+    team_letter,
+    text_table,
+    trend_lines,
+    write_pages,
+)
 from tests.html_tables import read_page
 from tests.report_ledger import (
     DAY,
@@ -219,3 +230,35 @@ def test_waste_per_person_on_the_team_page_and_in_the_leads_email(ledger, tmp_pa
     assert "6.00 GPU-h" in text and "20.00 core-h" in text
     # a team without waste rows has no such section
     assert "team-waste" not in read_page((tmp_path / "out" / DAY.isoformat() / "teams" / "platform.html").read_text()).tables
+
+
+def test_text_tables_keep_their_columns_whatever_the_widths():
+    rows = [["heron", "Reserved pool, GPU", "384.00 GPU-h", "230.40 CHF"], ["ibis", "GPU", "956.20 GPU-h", "3,280.31 CHF"]]
+    assert text_table(rows, (2, 3)).splitlines() == [
+        "heron  Reserved pool, GPU  384.00 GPU-h    230.40 CHF",
+        "ibis   GPU                 956.20 GPU-h  3,280.31 CHF",
+    ]
+
+
+def test_text_trend_summarises_runs_of_days_never_run():
+    days = [date(2026, 10, 20 + n) for n in range(12)]
+    trend = [TrendDay(d, None) for d in days[:9]] + [TrendDay(days[9], 100.0), TrendDay(days[10], None),
+                                                      TrendDay(days[11], 50.0)]
+    assert trend_lines(trend, "CHF") == [
+        "never run: 9 days, 2026-10-20 … 2026-10-28",
+        "2026-10-29        100.00 CHF  " + "#" * 30,
+        "never run: 1 day, 2026-10-30",
+        "2026-10-31         50.00 CHF  " + "#" * 15,
+    ]
+
+
+def test_axis_labels_are_short_enough_for_a_phone():
+    assert [axis_label(v, 20000) for v in (0, 10000, 20000, 12500)] == ["0", "10k", "20k", "12.5k"]
+    assert [axis_label(v, 2500) for v in (0, 1250, 2500)] == ["0", "1,250", "2,500"]
+    assert axis_label(0.5, 1) == "0.50"
+
+
+def test_people_are_named_beside_their_uid():
+    people = {"alice": "Alice Example", "bob": "bob"}
+    assert person("alice", people) == "Alice Example (alice)"
+    assert person("bob", people) == "bob" and person("carol", people) == "carol"
