@@ -7,6 +7,7 @@ and this test fails on any console message at all.
 
 import re
 import subprocess
+from email import message_from_bytes, policy
 
 import pytest
 from PIL import Image
@@ -16,6 +17,7 @@ from billing.ledger import open_ledger
 from billing.render import admin_letter, write_pages
 from fixtures.servers import require_program
 from tests.report_ledger import DAY, write_ledger
+from tests.test_demo import demo_run  # noqa: F401 (fixture: the demo's three days billed)
 
 FLAGS = [  # headless as root needs these; the rest keep Chromium from reaching out
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -57,5 +59,24 @@ def test_reports_load_without_console_messages_and_are_not_blank(chromium, tmp_p
     mail.write_text(admin_letter(report).html)
     for page in [pages[0], pages[1], mail]:
         png = tmp_path / f"{page.stem}-{width}.png"
+        assert screenshot(chromium, page, png, width, height, tmp_path / "profile") == [], page
+        assert_not_blank(png)
+
+
+@pytest.mark.parametrize("width, height", [(1280, 5200), (390, 7000)])
+def test_the_demo_s_pages_and_emails_at_desktop_and_phone_width(chromium, demo_run, tmp_path, width, height):  # noqa: F811
+    """The demo's pages carry everything this issue added (names and leads, the unrequested share and its
+    explanation, wide capacity tables, totals rows); screenshots a person can look at, e.g. for clipped axis
+    labels at 390 px and GPU model names that wrap at 1280 px."""
+    reports = demo_run / "demo-out" / "reports" / "2026-11-18"
+    outbox = demo_run / "demo-out" / "outbox"
+    pages = [reports / "index.html", reports / "teams" / "robotics.html"]
+    for name in ("admins", "team-robotics"):
+        eml = next(outbox.glob(f"2026-11-18-{name}*.eml"))
+        html = message_from_bytes(eml.read_bytes(), policy=policy.default).get_body(("html",)).get_content()
+        pages.append(tmp_path / f"email-{name}.html")
+        pages[-1].write_text(html)
+    for page in pages:
+        png = tmp_path / f"demo-{page.stem}-{width}.png"
         assert screenshot(chromium, page, png, width, height, tmp_path / "profile") == [], page
         assert_not_blank(png)
