@@ -111,7 +111,7 @@ def test_the_run_keeps_waste_per_team_and_person_and_the_team_page_shows_it(prom
 
     page = read_page((tmp_path / "reports" / "2026-11-20" / "teams" / "robotics.html").read_text())
     assert page.tables["team-waste"] == [["Person", "GPU-h held unused", "CPU requested unused"],
-                                         ["alice", "24.00 GPU-h", "144.00 core-h"]]
+                                         ["Alice Example alice", "24.00 GPU-h", "144.00 core-h"]]
     admin = read_page((tmp_path / "reports" / "2026-11-20" / "index.html").read_text())
     assert ["unallocated", "0.00 GPU-h", "6.05 core-h"] in admin.tables["waste"]
 
