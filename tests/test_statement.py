@@ -203,7 +203,7 @@ def test_statement_formats(tmp_path):
     # robotics by kind: usage 36.00 + 1.20, discount -0.60, pool 48.00, credit -10.00, idle 0.60
     for label, amount in [("Usage at list price", "37.20"), ("Priority-class discounts", "-0.60"),
                           ("Reserved pools", "48.00"), ("Credits for use of reserved pools", "-10.00"),
-                          ("Shares of idle capacity", "0.60")]:
+                          ("Unrequested capacity (shared)", "0.60")]:
         assert f'<td>{label}</td><td class="num">{amount} USD</td>' in page
     with pytest.raises(StatementError, match="no team named 'robotic' on the statement of 2026-10; closest: robotics"):
         build_statement(engine, OCT, "USD", {}, team="robotic")
