@@ -23,13 +23,15 @@ from billing.days import day_runs, days_in_month
 from billing.formatting import (
     ROUNDING_NOTE,
     UNREQUESTED_SHARE_RULE,
-    UNREQUESTED_SHARE as UNREQUESTED_SHARE_NAME,
     cents,
     held_gpus,
     money,
     plain_number,
     to_the_cent,
     total,
+)
+from billing.formatting import (
+    UNREQUESTED_SHARE as UNREQUESTED_SHARE_NAME,
 )
 from billing.render import person, render_template
 from billing.report import HELD_COLUMN, HOURS_COLUMNS, LIST_COST, REQUESTED_COST, UNREQUESTED_SHARE, Report

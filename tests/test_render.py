@@ -4,9 +4,8 @@ from datetime import date
 import pandas as pd
 import pytest
 
-from billing.dayview import read_report, slug
+from billing.dayview import TrendDay, read_report, slug
 from billing.ledger import CAPACITY_COLUMNS, WASTE_COLUMNS, open_ledger, replace_day
-from billing.dayview import TrendDay
 from billing.render import (
     RenderError,
     admin_letter,
