@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 
 import pandas as pd
@@ -17,7 +17,16 @@ from sqlalchemy import Engine
 
 from billing.budgets import BudgetStatus
 from billing.formatting import held_gpus
-from billing.ledger import completed, directory_note, incomplete, read_capacity, read_holdings, read_rows, read_waste
+from billing.ledger import (
+    completed,
+    directory_note,
+    incomplete,
+    read_capacity,
+    read_holdings,
+    read_rows,
+    read_waste,
+    read_workload_costs,
+)
 from billing.resources import GPU, IDLE, POOL_PREFIX, RESERVED
 
 
@@ -27,12 +36,40 @@ class RenderError(Exception):
 
 TREND_DAYS = 30
 TOP_NAMESPACES = 10
+TOP_MOVERS = 5  # namespaces and workloads whose cost changed most since the day before
+TOP_WORKLOADS = 10  # a team's most expensive workloads of the day
+OWNER_WORKLOADS = 3  # each person's most expensive workloads in the team email
 
 
 @dataclass(frozen=True)
 class TrendDay:
     day: date
     cost: float | None  # None: no run of this day is recorded
+
+
+@dataclass(frozen=True)
+class Mover:
+    """A namespace (or one of its workloads) whose cost changed from the day before."""
+
+    cluster: str
+    namespace: str
+    workload: str  # '' for the whole namespace
+    before: float  # 0 where it cost nothing (or did not exist) the day before
+    after: float
+
+    @property
+    def change(self) -> float:
+        return self.after - self.before
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What changed since the day before: the largest movers, by absolute change."""
+
+    since: date  # the day before
+    ran: bool  # False: the day before was never run, so there is nothing to compare with
+    namespaces: tuple[Mover, ...] = ()
+    workloads: tuple[Mover, ...] = ()  # empty where either day has no workload costs
 
 
 @dataclass(frozen=True)
@@ -51,6 +88,9 @@ class TeamReport:
     by_usage: list[dict]  # cluster, resource, gpu_model, quantity, cost, discount
     waste: tuple[dict, ...] = ()  # owner, idle_gpu_hours, unused_cpu_core_hours (None: not measured)
     budget: BudgetStatus | None = None  # the month against the team's budget and its forecast; None: no budget
+    changes: Changes | None = None
+    top_workloads: tuple[dict, ...] = ()  # cluster, namespace, workload, owner, cost; none without workload costs
+    owner_workloads: dict[str, tuple[dict, ...]] = field(default_factory=dict)  # owner ('' team) -> its top ones
 
 
 @dataclass(frozen=True)
@@ -76,6 +116,7 @@ class DayReport:
     # cluster, resource, gpu_model, pool, allocatable, requested, requested_share, idle, idle_cost, idle_charged_to
     capacity: tuple[dict, ...] = ()
     waste: tuple[dict, ...] = ()  # team, idle_gpu_hours, unused_cpu_core_hours (None: not measured)
+    changes: Changes | None = None
 
     def team(self, name: str) -> TeamReport:
         return next(t for t in self.teams if t.team == name)
@@ -100,8 +141,55 @@ def read_report(engine: Engine, day: date, currency: str, unallocated_team: str)
     held = read_holdings(engine, day)
     teams = [replace(t, waste=_waste(wasted[wasted["team"] == t.team], "owner"),
                      by_usage=_with_held(t.by_usage, held[held["team"] == t.team])) for t in report.teams]
-    return replace(report, directory_note=directory_note(engine, day), incomplete=gaps, capacity=capacity,
-                   teams=teams, waste=_waste(wasted, "team"))
+    report = replace(report, directory_note=directory_note(engine, day), incomplete=gaps, capacity=capacity,
+                     teams=teams, waste=_waste(wasted, "team"))
+    return with_workloads(report, read_workload_costs(engine, day - timedelta(days=1), day))
+
+
+def with_workloads(report: DayReport, workloads: pd.DataFrame) -> DayReport:
+    """The report with workload movers and each team's top workloads, from the workload costs of the day
+    and the day before; a day without workload costs (collection off, or billed before it) shows namespaces only."""
+    today = workloads[workloads["day"] == report.day].assign(owner=lambda f: f["owner"].fillna(""))
+    before = workloads[workloads["day"] == report.day - timedelta(days=1)]
+    comparable = len(today) > 0 and len(before) > 0
+
+    def moved(current: Changes, team: str | None) -> Changes:
+        if not (comparable and current.ran):
+            return current
+        scope = workloads if team is None else workloads[workloads["team"] == team]
+        return replace(current, workloads=_movers(scope, report.day, ["cluster", "namespace", "workload"]))
+
+    teams = []
+    for team in report.teams:
+        mine = today[today["team"] == team.team]
+        top = _grouped(mine, ["cluster", "namespace", "workload", "owner"], ["cost"])
+        teams.append(replace(
+            team, changes=moved(team.changes, team.team), top_workloads=tuple(top[:TOP_WORKLOADS]),
+            owner_workloads={owner: tuple(r for r in top if r["owner"] == owner)[:OWNER_WORKLOADS]
+                             for owner in dict.fromkeys(r["owner"] for r in top)},
+        ))
+    return replace(report, teams=teams, changes=moved(report.changes, None))
+
+
+def changes(rows: pd.DataFrame, runs: set[date], day: date) -> Changes:
+    """The namespaces whose cost changed most since the day before (by absolute change), from ledger rows."""
+    since = day - timedelta(days=1)
+    if since not in runs:
+        return Changes(since, ran=False)
+    return Changes(since, ran=True, namespaces=_movers(rows, day, ["cluster", "namespace"]))
+
+
+def _movers(rows: pd.DataFrame, day: date, keys: list[str]) -> tuple[Mover, ...]:
+    """The TOP_MOVERS groups of `keys` with the largest absolute change of cost (to the cent) from day-1 to day;
+    something that appeared or disappeared counts from or to 0."""
+    def costs(on: date) -> pd.Series:
+        return rows[rows["day"] == on].groupby(keys)["cost"].sum()
+
+    both = pd.concat({"before": costs(day - timedelta(days=1)), "after": costs(day)}, axis=1).fillna(0.0)
+    both = both.assign(size=(both["after"] - both["before"]).abs().round(2)).reset_index()
+    both = both[both["size"] > 0].sort_values(["size", *keys], ascending=[False] + [True] * len(keys))
+    return tuple(Mover(r["cluster"], r["namespace"], r.get("workload", ""), float(r["before"]), float(r["after"]))
+                 for r in both.head(TOP_MOVERS).to_dict("records"))
 
 
 def _with_held(by_usage: list[dict], held: pd.DataFrame) -> list[dict]:
@@ -199,6 +287,7 @@ def _team_report(team: str, rows: pd.DataFrame, runs: set[date], day: date) -> T
         by_owner=by_owner.sort_values(["cost", "owner"], ascending=[False, True]).to_dict("records"),
         by_namespace=_grouped(owners, ["cluster", "namespace", "owner"], ["cost"]),
         by_usage=_grouped(_with_discount(today), ["cluster", "resource", "gpu_model"], ["quantity", "cost", "discount"]),
+        changes=changes(rows, runs, day),
     )
 
 
@@ -234,6 +323,7 @@ def summarize(rows: pd.DataFrame, runs: set[date], day: date, currency: str, una
         .head(TOP_NAMESPACES)
         .to_dict("records"),
         unallocated=_grouped(today[today["team"] == unallocated_team], ["cluster", "namespace"], ["cost"]),
+        changes=changes(rows, runs, day),
     )
 
 
