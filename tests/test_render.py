@@ -21,7 +21,11 @@ from tests.report_ledger import (
     frame,
     write_ledger,
 )
-from tests.test_dayview import ledger, report  # noqa: F401 (fixtures: the hand-worked ledger and its report)
+from tests.test_dayview import (  # noqa: F401 (fixtures: the hand-worked ledger and its report)
+    ledger,
+    report,
+    with_workload_costs,
+)
 
 
 def usd(text: str) -> str:
@@ -212,3 +216,41 @@ def test_waste_per_person_on_the_team_page_and_in_the_leads_email(ledger, tmp_pa
     assert "6.00 GPU-h" in text and "20.00 core-h" in text
     # a team without waste rows has no such section
     assert "team-waste" not in read_page((tmp_path / "out" / DAY.isoformat() / "teams" / "platform.html").read_text()).tables
+
+
+def test_what_changed_and_top_workloads_on_pages_and_in_emails(ledger, tmp_path):
+    report = read_report(with_workload_costs(ledger), DAY, "USD", "unallocated")
+    write_pages(report, tmp_path)
+    admin = read_page((tmp_path / "2026-11-20" / "index.html").read_text())
+    assert admin.tables["movers"][:3] == [
+        ["Namespace", "Cluster", "2026-11-19", "2026-11-20", "Change"],
+        ["alice", "jaguar", "12.00 USD", "25.20 USD", "+13.20 USD"],
+        ["bob", "ibis", "2.95 USD", "11.80 USD", "+8.85 USD"],
+    ]
+    assert admin.tables["workload-movers"][1:3] == [
+        ["Job/train-b", "alice", "jaguar", "0.00 USD", "24.00 USD", "+24.00 USD"],
+        ["Job/train-a", "alice", "jaguar", "12.00 USD", "0.00 USD", "-12.00 USD"],
+    ]
+    team = read_page((tmp_path / "2026-11-20" / "teams" / "robotics.html").read_text())
+    assert team.tables["movers"][2] == ["bob", "ibis", "0.00 USD", "5.90 USD", "+5.90 USD"]
+    assert team.tables["team-workloads"][1:3] == [["Job/train-b", "alice", "jaguar", "alice", "24.00 USD"],
+                                                  ["Deployment/notebook", "bob", "ibis", "bob", "5.90 USD"]]
+    text = team_letter(report, "robotics").text
+    changed = text.split("WHAT CHANGED SINCE 2026-11-19")[1]
+    assert changed.splitlines()[2].split() == ["jaguar/alice", "12.00", "USD", "25.20", "USD", "+13.20", "USD"]
+    assert "Job/train-a in jaguar/alice" in changed and "-12.00 USD" in changed
+    people = text.split("PEOPLE")[1].splitlines()
+    assert [line.split()[:2] for line in people[1:4]] == [["alice", "25.20"], ["Job/train-b", "24.00"],
+                                                         ["Deployment/jupyter", "1.20"]]
+    assert "Job/train-a" in admin_letter(report).html and "Job/train-b" in team_letter(report, "robotics").html
+
+
+def test_pages_say_when_the_day_before_never_ran(tmp_path):
+    report = read_report(open_ledger(write_ledger(tmp_path / "l.db")), date(2026, 11, 19), "USD", "unallocated")
+    write_pages(report, tmp_path)
+    page = (tmp_path / "2026-11-19" / "index.html").read_text()
+    assert "2026-11-18 was never run, so there is nothing to compare with." in page
+    assert "movers" not in read_page(page).tables
+    team = read_page((tmp_path / "2026-11-19" / "teams" / "robotics.html").read_text())
+    assert "team-workloads" not in team.tables  # the day has no workload costs
+    assert "2026-11-18 was never run" in admin_letter(report).text
