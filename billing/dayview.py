@@ -7,8 +7,6 @@ numbers that billing/render.py lays out. Nothing here sees collection data.
 
 from __future__ import annotations
 
-import hashlib
-import re
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 
@@ -27,6 +25,7 @@ from billing.ledger import (
     read_waste,
     read_workload_costs,
 )
+from billing.links import slug
 from billing.resources import GPU, IDLE, POOL_PREFIX, RESERVED
 
 
@@ -227,14 +226,6 @@ def _capacity(capacity: pd.DataFrame, today: pd.DataFrame) -> tuple[dict, ...]:
          "idle_charged_to": charged_to(row)}
         for row in capacity.to_dict("records")
     )
-
-
-def slug(name: str) -> str:
-    """A file name for any name: `robotics`, or `a-b-1f3c9e2a` for `a/b` (the hash keeps names apart)."""
-    safe = re.sub(r"[^a-z0-9_-]+", "-", name.lower()).strip("-_") or "x"
-    if safe == name:
-        return safe
-    return f"{safe[:60]}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
 
 
 def _sum(frame: pd.DataFrame) -> float:

@@ -27,6 +27,7 @@ from billing.days import day_runs, days_in_month
 from billing.dayview import DayReport, RenderError, TrendDay
 from billing.digest import PersonalDigest
 from billing.formatting import RESOURCE_NAMES, cents, money, quantity
+from billing.links import day_page, page_url, team_page
 from billing.mail import Letter
 
 EMAIL_BAR_PX = 60  # tallest bar of the email trend chart
@@ -163,9 +164,10 @@ def _letter(subject: str, template: str, **values) -> Letter:
     return Letter(subject, render_template(f"{template}.txt.j2", **values), html)
 
 
-def admin_letter(report: DayReport) -> Letter:
-    """The all-teams summary for the admins."""
-    return _letter(_subject(report, "all teams", report.cost), "email_admins", report=report)
+def admin_letter(report: DayReport, reports_url: str = "") -> Letter:
+    """The all-teams summary for the admins, linking to the day's page where `reports_url` publishes it."""
+    return _letter(_subject(report, "all teams", report.cost), "email_admins", report=report,
+                   link=page_url(reports_url, day_page(report.day)))
 
 
 def person_letter(digest: PersonalDigest) -> Letter:
@@ -175,7 +177,8 @@ def person_letter(digest: PersonalDigest) -> Letter:
     return _letter(subject, "email_person", digest=digest)
 
 
-def team_letter(report: DayReport, team: str) -> Letter:
-    """One team's summary, per person, for its leads."""
+def team_letter(report: DayReport, team: str, reports_url: str = "") -> Letter:
+    """One team's summary, per person, for its leads, linking to the team's page of the day."""
     summary = report.team(team)
-    return _letter(_subject(report, f"team {team}", summary.cost), "email_team", report=report, team=summary)
+    return _letter(_subject(report, f"team {team}", summary.cost), "email_team", report=report, team=summary,
+                   link=page_url(reports_url, team_page(report.day, team)))
