@@ -11,13 +11,16 @@ from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 
 import pandas as pd
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
 
 from billing.budgets import BudgetStatus
 from billing.formatting import held_gpus
 from billing.ledger import (
     completed,
+    completed_days,
+    daily_costs,
     directory_note,
+    fetch,
     incomplete,
     read_capacity,
     read_holdings,
@@ -72,6 +75,24 @@ class Changes:
 
 
 @dataclass(frozen=True)
+class ArchiveDay:
+    """One run day in the archive index."""
+
+    day: date
+    cost: float
+    previous: float | None  # the day before, None if it never ran
+    incomplete: tuple[str, ...]  # clusters with gaps in the day's data
+    directory_note: str  # why the run used the last known directory; '' if it read the live one
+
+
+@dataclass(frozen=True)
+class ArchiveMonth:
+    month: date  # its first day
+    cost: float  # of the days that ran
+    days: tuple[ArchiveDay, ...]  # newest first
+
+
+@dataclass(frozen=True)
 class TeamReport:
     """One team on one day: what its page and its lead's email show."""
 
@@ -116,6 +137,7 @@ class DayReport:
     capacity: tuple[dict, ...] = ()
     waste: tuple[dict, ...] = ()  # team, idle_gpu_hours, unused_cpu_core_hours (None: not measured)
     changes: Changes | None = None
+    archive: tuple[ArchiveMonth, ...] = ()  # every day ever run, by month, newest first
 
     def team(self, name: str) -> TeamReport:
         return next(t for t in self.teams if t.team == name)
@@ -142,7 +164,25 @@ def read_report(engine: Engine, day: date, currency: str, unallocated_team: str)
                      by_usage=_with_held(t.by_usage, held[held["team"] == t.team])) for t in report.teams]
     report = replace(report, directory_note=directory_note(engine, day), incomplete=gaps, capacity=capacity,
                      teams=teams, waste=_waste(wasted, "team"))
-    return with_workloads(report, read_workload_costs(engine, day - timedelta(days=1), day))
+    report = with_workloads(report, read_workload_costs(engine, day - timedelta(days=1), day))
+    return replace(report, archive=read_archive(engine))
+
+
+def read_archive(engine: Engine) -> tuple[ArchiveMonth, ...]:
+    """Every day the ledger records a run of, with its cost, its change and its run's notes, by month."""
+    runs = {row["day"]: row["directory_note"] for row in
+            fetch(engine, select(completed_days.c.day, completed_days.c.directory_note))}
+    costs = daily_costs(engine, date.min, date.max).groupby("day")["cost"].sum()
+    gaps: dict[date, list[str]] = {}
+    for day, cluster, _ in incomplete(engine, date.min, date.max):
+        gaps.setdefault(day, []).append(cluster)
+    days = [ArchiveDay(day, float(costs.get(day, 0.0)),
+                       float(costs.get(day - timedelta(days=1), 0.0)) if day - timedelta(days=1) in runs else None,
+                       tuple(gaps.get(day, ())), runs[day]) for day in sorted(runs, reverse=True)]
+    months = {}
+    for entry in days:
+        months.setdefault(entry.day.replace(day=1), []).append(entry)
+    return tuple(ArchiveMonth(month, sum(d.cost for d in entries), tuple(entries)) for month, entries in months.items())
 
 
 def with_workloads(report: DayReport, workloads: pd.DataFrame) -> DayReport:

@@ -1,5 +1,6 @@
 import re
 from datetime import date
+from html.parser import HTMLParser
 
 import pandas as pd
 import pytest
@@ -254,3 +255,59 @@ def test_pages_say_when_the_day_before_never_ran(tmp_path):
     team = read_page((tmp_path / "2026-11-19" / "teams" / "robotics.html").read_text())
     assert "team-workloads" not in team.tables  # the day has no workload costs
     assert "2026-11-18 was never run" in admin_letter(report).text
+
+
+class _Anchors(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[tuple[str, str]] = []  # (rel, href)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "a":
+            self.links.append((attrs.get("rel", ""), attrs["href"]))
+
+
+def day_links(path) -> dict[str, str]:
+    """rel (prev, next) -> href of a page's links to other days."""
+    parser = _Anchors()
+    parser.feed(path.read_text())
+    return {rel: href for rel, href in parser.links if rel}
+
+
+def test_pages_link_the_run_days_before_and_after_even_when_run_out_of_order(ledger, tmp_path):
+    for day in (date(2026, 11, 1), DAY, date(2026, 11, 19)):  # November 19 billed after the 20th
+        write_pages(read_report(ledger, day, "USD", "unallocated"), tmp_path)
+    assert day_links(tmp_path / "2026-11-01" / "index.html") == {"next": "../2026-11-19/index.html"}
+    assert day_links(tmp_path / "2026-11-19" / "index.html") == {"prev": "../2026-11-01/index.html",
+                                                                 "next": "../2026-11-20/index.html"}
+    assert day_links(tmp_path / "2026-11-20" / "index.html") == {"prev": "../2026-11-19/index.html"}
+    # a team's page links to the team's page of those days, or to the day's page where the team had none
+    assert day_links(tmp_path / "2026-11-19" / "teams" / "robotics.html") == {
+        "prev": "../../2026-11-01/teams/robotics.html", "next": "../../2026-11-20/teams/robotics.html"}
+    assert day_links(tmp_path / "2026-11-20" / "teams" / "platform.html") == {"prev": "../../2026-11-19/index.html"}
+    for page in tmp_path.glob("2026-*/**/*.html"):  # every link leads to a page that is there
+        assert all((page.parent / href).resolve().is_file() for href in day_links(page).values()), page
+
+
+def test_archive_index_has_each_days_total_change_and_notes_by_month(ledger, tmp_path):
+    note = "the directory could not be read (ldap.example.org: timed out); used the one of 2026-11-19"
+    replace_day(ledger, DAY, frame(ROWS[DAY]), "USD", coverage={"ibis": 0.9, "jaguar": 1.0}, directory_note=note)
+    for day in (date(2026, 10, 25), DAY):  # the other days ran, but their pages are not in this folder
+        write_pages(read_report(ledger, day, "USD", "unallocated"), tmp_path)
+    page = read_page((tmp_path / "index.html").read_text())
+    assert page.tables["month-2026-11"] == [
+        ["Day", "Cost", "Change", "Notes"],
+        ["2026-11-20 Fri", usd(DAY_TOTAL), usd(DAY_CHANGE), f"incomplete data on ibis; last known directory ({note})"],
+        ["2026-11-19 Thu", "14.95 USD", "no run", "–"],  # November 18 never ran
+        ["2026-11-10 Tue", "0.00 USD", "no run", "–"],  # run, nothing used
+        ["2026-11-01 Sun", "12.00 USD", "no run", "–"],
+        ["November", usd(MONTH_TOTAL), "", ""],
+    ]
+    assert page.tables["month-2026-10"][1:] == [["2026-10-25 Sun", "240.00 USD", "no run", "–"],
+                                                ["October", "240.00 USD", "", ""]]
+    assert list(page.tables) == ["month-2026-11", "month-2026-10"]  # newest first
+    assert "on the 4 of 30 days that ran" in (tmp_path / "index.html").read_text()
+    parser = _Anchors()
+    parser.feed((tmp_path / "index.html").read_text())
+    assert [href for _, href in parser.links] == ["2026-11-20/index.html", "2026-10-25/index.html"]
