@@ -224,18 +224,18 @@ def test_what_changed_and_top_workloads_on_pages_and_in_emails(ledger, tmp_path)
     write_pages(report, tmp_path)
     admin = read_page((tmp_path / "2026-11-20" / "index.html").read_text())
     assert admin.tables["movers"][:3] == [
-        ["Namespace", "Cluster", "2026-11-19", "2026-11-20", "Change"],
-        ["alice", "jaguar", "12.00 USD", "25.20 USD", "+13.20 USD"],
-        ["bob", "ibis", "2.95 USD", "11.80 USD", "+8.85 USD"],
+        ["Namespace", "Change", "2026-11-19", "2026-11-20"],
+        ["alice on jaguar", "+13.20 USD", "12.00 USD", "25.20 USD"],
+        ["bob on ibis", "+8.85 USD", "2.95 USD", "11.80 USD"],
     ]
     assert admin.tables["workload-movers"][1:3] == [
-        ["Job/train-b", "alice", "jaguar", "0.00 USD", "24.00 USD", "+24.00 USD"],
-        ["Job/train-a", "alice", "jaguar", "12.00 USD", "0.00 USD", "-12.00 USD"],
+        ["Job/train-b in alice on jaguar", "+24.00 USD", "0.00 USD", "24.00 USD"],
+        ["Job/train-a in alice on jaguar", "-12.00 USD", "12.00 USD", "0.00 USD"],
     ]
     team = read_page((tmp_path / "2026-11-20" / "teams" / "robotics.html").read_text())
-    assert team.tables["movers"][2] == ["bob", "ibis", "0.00 USD", "5.90 USD", "+5.90 USD"]
-    assert team.tables["team-workloads"][1:3] == [["Job/train-b", "alice", "jaguar", "alice", "24.00 USD"],
-                                                  ["Deployment/notebook", "bob", "ibis", "bob", "5.90 USD"]]
+    assert team.tables["movers"][2] == ["bob on ibis", "+5.90 USD", "0.00 USD", "5.90 USD"]
+    assert team.tables["team-workloads"][1:3] == [["Job/train-b in alice on jaguar", "alice", "24.00 USD"],
+                                                  ["Deployment/notebook in bob on ibis", "bob", "5.90 USD"]]
     text = team_letter(report, "robotics").text
     changed = text.split("WHAT CHANGED SINCE 2026-11-19")[1]
     assert changed.splitlines()[2].split() == ["jaguar/alice", "12.00", "USD", "25.20", "USD", "+13.20", "USD"]
