@@ -5,8 +5,10 @@ one environment with the money, quantity and chart helpers; they only lay
 out the numbers the view model holds, so a report of a re-run or back-filled
 day is the same as the original.
 
-Pages go to `<output_dir>/<day>/index.html` and `<output_dir>/<day>/teams/`,
-so every day keeps its own report; `<output_dir>/index.html` lists the days.
+Pages go to `<output_dir>/<day>/index.html` and `<output_dir>/<day>/teams/`
+(billing/links.py), so every day keeps its own report; `<output_dir>/index.html`
+is the archive of every day that ran, and each day's pages link to the run
+days before and after it.
 """
 
 from __future__ import annotations
@@ -134,13 +136,14 @@ def check_output_dir(output_dir: Path) -> None:
 def write_pages(report: DayReport, output_dir: Path) -> list[Path]:
     """The day's index.html and one page per team, the archive index, and the day links of the pages
     of the run days before and after; returns the files written."""
-    folder = output_dir / report.day.isoformat()
     days = _published(report, output_dir)
-    pages = {folder / "index.html": render_template(
-        "index.html.j2", report=report, nav=_day_links(output_dir, day_page(report.day), days))}
+    index = day_page(report.day)
+    pages = {output_dir / index: render_template("index.html.j2", report=report,
+                                                 nav=_day_links(output_dir, index, days))}
     for team in report.teams:
-        pages[folder / "teams" / f"{team.slug}.html"] = render_template(
-            "team.html.j2", report=report, team=team, nav=_day_links(output_dir, team_page(report.day, team.team), days))
+        page = team_page(report.day, team.team)
+        pages[output_dir / page] = render_template("team.html.j2", report=report, team=team,
+                                                   nav=_day_links(output_dir, page, days))
     try:
         for path, text in pages.items():
             _write(path, text)
