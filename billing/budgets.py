@@ -33,6 +33,7 @@ from billing.days import days_in_month
 from billing.directory import Directory
 from billing.formatting import money
 from billing.ledger import budget_alerts, chargeback, closed_months, completed, fetch, read_rows, transaction
+from billing.links import page_url, team_page
 from billing.mail import Envelope, Letter, MailError, build_message, deliver
 
 log = logging.getLogger(__name__)
@@ -165,8 +166,9 @@ def forget_alerts(engine: Engine, alerts: list[Alert]) -> None:
             conn.execute(delete(budget_alerts).where(_key(alert)))
 
 
-def alert_letter(alert: Alert, currency: str) -> Letter:
-    """Plain text and a minimal HTML body: an alert must read well anywhere."""
+def alert_letter(alert: Alert, currency: str, reports_url: str = "") -> Letter:
+    """Plain text and a minimal HTML body: an alert must read well anywhere; it links to the team's page
+    of the day where `reports_url` publishes the reports."""
     month = f"{alert.month:%B %Y}"
     subject = f"Budget alert: {alert.team} has spent {alert.spent / alert.budget:.0%} of its {month} budget"
     subject = " ".join("".join(" " if ord(ch) < 32 or ord(ch) == 127 else ch for ch in subject).split())
@@ -176,15 +178,21 @@ def alert_letter(alert: Alert, currency: str) -> Letter:
         f"as the ledger stood after the run of {alert.day}.",
         f"This alert is sent once for {alert.threshold:.0%} of the budget this month.",
     ]
-    html = "<!DOCTYPE html><html><body>" + "".join(f"<p>{escape(line)}</p>" for line in lines) + "</body></html>"
+    paragraphs = [escape(line) for line in lines]
+    link = page_url(reports_url, team_page(alert.day, alert.team))
+    if link:
+        lines.append(f"The team's report of {alert.day}: {link}")
+        paragraphs.append(f'<a href="{escape(link)}">The team\'s report of {alert.day}</a>')
+    html = "<!DOCTYPE html><html><body>" + "".join(f"<p>{p}</p>" for p in paragraphs) + "</body></html>"
     return Letter(subject, "\n\n".join(lines) + "\n", html)
 
 
-def _envelopes(alert: Alert, directory: Directory, email: EmailConfig, currency: str) -> list[Envelope]:
+def _envelopes(alert: Alert, directory: Directory, email: EmailConfig, currency: str,
+               reports_url: str) -> list[Envelope]:
     team = directory.teams.get(alert.team)
     addresses = [directory.people[uid].mail for uid in (team.leads if team else ()) if directory.people[uid].mail]
     addresses += [a for a in email.admins if a not in addresses]
-    letter = alert_letter(alert, currency)
+    letter = alert_letter(alert, currency, reports_url)
     name = f"{alert.month:%Y-%m}-budget-{alert.team}-{round(alert.threshold * 100)}"
     envelopes = []
     for number, address in enumerate(addresses):
@@ -196,7 +204,7 @@ def _envelopes(alert: Alert, directory: Directory, email: EmailConfig, currency:
 
 
 def send_alerts(engine: Engine, day: date, budgets: dict[str, float], thresholds: list[float],
-                directory: Directory, email: EmailConfig, currency: str) -> list[str]:
+                directory: Directory, email: EmailConfig, currency: str, reports_url: str = "") -> list[str]:
     """Alert every newly crossed threshold once; one sentence per message that failed."""
     alerts = crossed_thresholds(engine, day, budgets, thresholds)
     if not alerts:
@@ -209,7 +217,7 @@ def send_alerts(engine: Engine, day: date, budgets: dict[str, float], thresholds
     for alert in alerts:
         log.warning("budget: team %s crossed %.0f%% of its %s budget (%.2f of %.2f %s)", alert.team,
                     100 * alert.threshold, f"{alert.month:%Y-%m}", alert.spent, alert.budget, currency)
-        envelopes = _envelopes(alert, directory, email, currency)
+        envelopes = _envelopes(alert, directory, email, currency, reports_url)
         if not envelopes:
             log.warning("budget alert of team %s: no lead with a mail address and no admins; not sent", alert.team)
             continue

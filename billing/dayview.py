@@ -7,19 +7,30 @@ numbers that billing/render.py lays out. Nothing here sees collection data.
 
 from __future__ import annotations
 
-import hashlib
-import re
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 
 import pandas as pd
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
 
 from billing.budgets import BudgetStatus
 from billing.config import NamespaceRules
 from billing.directory import Directory
 from billing.formatting import held_gpus, total
-from billing.ledger import completed, directory_note, incomplete, read_capacity, read_holdings, read_rows, read_waste
+from billing.ledger import (
+    completed,
+    completed_days,
+    daily_costs,
+    directory_note,
+    fetch,
+    incomplete,
+    read_capacity,
+    read_holdings,
+    read_rows,
+    read_waste,
+    read_workload_costs,
+)
+from billing.links import slug
 from billing.ownership import unallocated_reason
 from billing.resources import GPU, IDLE, POOL_PREFIX, RESERVED
 
@@ -30,12 +41,58 @@ class RenderError(Exception):
 
 TREND_DAYS = 30
 TOP_NAMESPACES = 10
+TOP_MOVERS = 5  # namespaces and workloads whose cost changed most since the day before
+TOP_WORKLOADS = 10  # a team's most expensive workloads of the day
+OWNER_WORKLOADS = 3  # each person's most expensive workloads in the team email
 
 
 @dataclass(frozen=True)
 class TrendDay:
     day: date
     cost: float | None  # None: no run of this day is recorded
+
+
+@dataclass(frozen=True)
+class Mover:
+    """A namespace (or one of its workloads) whose cost changed from the day before."""
+
+    cluster: str
+    namespace: str
+    workload: str  # '' for the whole namespace
+    before: float  # 0 where it cost nothing (or did not exist) the day before
+    after: float
+
+    @property
+    def change(self) -> float:
+        return self.after - self.before
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What changed since the day before: the largest movers, by absolute change."""
+
+    since: date  # the day before
+    ran: bool  # False: the day before was never run, so there is nothing to compare with
+    namespaces: tuple[Mover, ...] = ()
+    workloads: tuple[Mover, ...] = ()  # empty where either day has no workload costs
+
+
+@dataclass(frozen=True)
+class ArchiveDay:
+    """One run day in the archive index."""
+
+    day: date
+    cost: float
+    previous: float | None  # the day before, None if it never ran
+    incomplete: tuple[str, ...]  # clusters with gaps in the day's data
+    directory_note: str  # why the run used the last known directory; '' if it read the live one
+
+
+@dataclass(frozen=True)
+class ArchiveMonth:
+    month: date  # its first day
+    cost: float  # of the days that ran
+    days: tuple[ArchiveDay, ...]  # newest first
 
 
 @dataclass(frozen=True)
@@ -55,6 +112,9 @@ class TeamReport:
     waste: tuple[dict, ...] = ()  # owner, idle_gpu_hours, unused_cpu_core_hours (None: not measured)
     budget: BudgetStatus | None = None  # the month against the team's budget and its forecast; None: no budget
     leads: tuple[str, ...] = ()  # uids of the team's leads in the stored directory (see `with_directory`)
+    changes: Changes | None = None
+    top_workloads: tuple[dict, ...] = ()  # cluster, namespace, workload, owner, cost; none without workload costs
+    owner_workloads: dict[str, tuple[dict, ...]] = field(default_factory=dict)  # owner ('' team) -> its top ones
 
 
 @dataclass(frozen=True)
@@ -81,6 +141,8 @@ class DayReport:
     capacity: tuple[dict, ...] = ()
     waste: tuple[dict, ...] = ()  # team, idle_gpu_hours, unused_cpu_core_hours (None: not measured)
     people: dict[str, str] = field(default_factory=dict)  # uid -> display name (cn) from the stored directory
+    changes: Changes | None = None
+    archive: tuple[ArchiveMonth, ...] = ()  # every day ever run, by month, newest first
 
     def team(self, name: str) -> TeamReport:
         return next(t for t in self.teams if t.team == name)
@@ -105,8 +167,73 @@ def read_report(engine: Engine, day: date, currency: str, unallocated_team: str)
     held = read_holdings(engine, day)
     teams = [replace(t, waste=_waste(wasted[wasted["team"] == t.team], "owner"),
                      by_usage=_with_held(t.by_usage, held[held["team"] == t.team])) for t in report.teams]
-    return replace(report, directory_note=directory_note(engine, day), incomplete=gaps, capacity=capacity,
-                   teams=teams, waste=_waste(wasted, "team"))
+    report = replace(report, directory_note=directory_note(engine, day), incomplete=gaps, capacity=capacity,
+                     teams=teams, waste=_waste(wasted, "team"))
+    report = with_workloads(report, read_workload_costs(engine, day - timedelta(days=1), day))
+    return replace(report, archive=read_archive(engine))
+
+
+def read_archive(engine: Engine) -> tuple[ArchiveMonth, ...]:
+    """Every day the ledger records a run of, with its cost, its change and its run's notes, by month."""
+    runs = {row["day"]: row["directory_note"] for row in
+            fetch(engine, select(completed_days.c.day, completed_days.c.directory_note))}
+    costs = daily_costs(engine, date.min, date.max).groupby("day")["cost"].sum()
+    gaps: dict[date, list[str]] = {}
+    for day, cluster, _ in incomplete(engine, date.min, date.max):
+        gaps.setdefault(day, []).append(cluster)
+    days = [ArchiveDay(day, float(costs.get(day, 0.0)),
+                       float(costs.get(day - timedelta(days=1), 0.0)) if day - timedelta(days=1) in runs else None,
+                       tuple(gaps.get(day, ())), runs[day]) for day in sorted(runs, reverse=True)]
+    months = {}
+    for entry in days:
+        months.setdefault(entry.day.replace(day=1), []).append(entry)
+    return tuple(ArchiveMonth(month, sum(d.cost for d in entries), tuple(entries)) for month, entries in months.items())
+
+
+def with_workloads(report: DayReport, workloads: pd.DataFrame) -> DayReport:
+    """The report with workload movers and each team's top workloads, from the workload costs of the day
+    and the day before; a day without workload costs (collection off, or billed before it) shows namespaces only."""
+    today = workloads[workloads["day"] == report.day].assign(owner=lambda f: f["owner"].fillna(""))
+    before = workloads[workloads["day"] == report.day - timedelta(days=1)]
+    comparable = len(today) > 0 and len(before) > 0
+
+    def moved(current: Changes, team: str | None) -> Changes:
+        if not (comparable and current.ran):
+            return current
+        scope = workloads if team is None else workloads[workloads["team"] == team]
+        return replace(current, workloads=_movers(scope, report.day, ["cluster", "namespace", "workload"]))
+
+    teams = []
+    for team in report.teams:
+        mine = today[today["team"] == team.team]
+        top = _grouped(mine, ["cluster", "namespace", "workload", "owner"], ["cost"])
+        teams.append(replace(
+            team, changes=moved(team.changes, team.team), top_workloads=tuple(top[:TOP_WORKLOADS]),
+            owner_workloads={owner: tuple(r for r in top if r["owner"] == owner)[:OWNER_WORKLOADS]
+                             for owner in dict.fromkeys(r["owner"] for r in top)},
+        ))
+    return replace(report, teams=teams, changes=moved(report.changes, None))
+
+
+def changes(rows: pd.DataFrame, runs: set[date], day: date) -> Changes:
+    """The namespaces whose cost changed most since the day before (by absolute change), from ledger rows."""
+    since = day - timedelta(days=1)
+    if since not in runs:
+        return Changes(since, ran=False)
+    return Changes(since, ran=True, namespaces=_movers(rows, day, ["cluster", "namespace"]))
+
+
+def _movers(rows: pd.DataFrame, day: date, keys: list[str]) -> tuple[Mover, ...]:
+    """The TOP_MOVERS groups of `keys` with the largest absolute change of cost (to the cent) from day-1 to day;
+    something that appeared or disappeared counts from or to 0."""
+    def costs(on: date) -> pd.Series:
+        return rows[rows["day"] == on].groupby(keys)["cost"].sum()
+
+    both = pd.concat({"before": costs(day - timedelta(days=1)), "after": costs(day)}, axis=1).fillna(0.0)
+    both = both.assign(size=(both["after"] - both["before"]).abs().round(2)).reset_index()
+    both = both[both["size"] > 0].sort_values(["size", *keys], ascending=[False] + [True] * len(keys))
+    return tuple(Mover(r["cluster"], r["namespace"], r.get("workload", ""), float(r["before"]), float(r["after"]))
+                 for r in both.head(TOP_MOVERS).to_dict("records"))
 
 
 def _with_held(by_usage: list[dict], held: pd.DataFrame) -> list[dict]:
@@ -144,14 +271,6 @@ def _capacity(capacity: pd.DataFrame, today: pd.DataFrame) -> tuple[dict, ...]:
          "idle_charged_to": charged_to(row)}
         for row in capacity.to_dict("records")
     )
-
-
-def slug(name: str) -> str:
-    """A file name for any name: `robotics`, or `a-b-1f3c9e2a` for `a/b` (the hash keeps names apart)."""
-    safe = re.sub(r"[^a-z0-9_-]+", "-", name.lower()).strip("-_") or "x"
-    if safe == name:
-        return safe
-    return f"{safe[:60]}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
 
 
 def _sum(frame: pd.DataFrame) -> float:
@@ -204,6 +323,7 @@ def _team_report(team: str, rows: pd.DataFrame, runs: set[date], day: date) -> T
         by_owner=by_owner.sort_values(["cost", "owner"], ascending=[False, True]).to_dict("records"),
         by_namespace=_grouped(owners, ["cluster", "namespace", "owner"], ["cost"]),
         by_usage=_grouped(_with_discount(today), ["cluster", "resource", "gpu_model"], ["quantity", "cost", "discount"]),
+        changes=changes(rows, runs, day),
     )
 
 
@@ -240,6 +360,7 @@ def summarize(rows: pd.DataFrame, runs: set[date], day: date, currency: str, una
         .to_dict("records"),
         unallocated=_grouped(today[today["team"] == unallocated_team].assign(owner=lambda f: f["owner"].fillna("")),
                              ["cluster", "namespace", "owner"], ["cost"]),
+        changes=changes(rows, runs, day),
     )
 
 

@@ -212,10 +212,10 @@ def _publish(config: Config, ledger: Engine, day: date, directory: Directory) ->
     if config.email.enabled:
         digest_days = digest_period(day, config.email.personal)
         digests = read_digests(ledger, *digest_days, config.currency, config.reports_url) if digest_days else []
-        envelopes, undelivered = summary_envelopes(report, directory, config.email, digests)
+        envelopes, undelivered = summary_envelopes(report, directory, config.email, digests, config.reports_url)
         undelivered += deliver(envelopes, config.email)
     undelivered += send_alerts(ledger, day, team_budgets(config.budgets, directory), config.budgets.alert_at,
-                               directory, config.email, config.currency)
+                               directory, config.email, config.currency, config.reports_url)
     return undelivered
 
 

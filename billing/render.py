@@ -5,8 +5,10 @@ one environment with the money, quantity and chart helpers; they only lay
 out the numbers the view model holds, so a report of a re-run or back-filled
 day is the same as the original.
 
-Pages go to `<output_dir>/<day>/index.html` and `<output_dir>/<day>/teams/`,
-so every day keeps its own report; `<output_dir>/index.html` lists the days.
+Pages go to `<output_dir>/<day>/index.html` and `<output_dir>/<day>/teams/`
+(billing/links.py), so every day keeps its own report; `<output_dir>/index.html`
+is the archive of every day that ran, and each day's pages link to the run
+days before and after it.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from billing.formatting import (
     quantity,
     to_the_cent,
 )
+from billing.links import day_page, page_url, team_page
 from billing.mail import Letter
 
 EMAIL_BAR_PX = 60  # tallest bar of the email trend chart
@@ -184,19 +187,69 @@ def check_output_dir(output_dir: Path) -> None:
 
 
 def write_pages(report: DayReport, output_dir: Path) -> list[Path]:
-    """The day's index.html and one page per team; returns the files written."""
-    folder = output_dir / report.day.isoformat()
-    pages = {folder / "index.html": render_template("index.html.j2", report=report)}
+    """The day's index.html and one page per team, the archive index, and the day links of the pages
+    of the run days before and after; returns the files written."""
+    days = _published(report, output_dir)
+    index = day_page(report.day)
+    pages = {output_dir / index: render_template("index.html.j2", report=report,
+                                                 nav=_day_links(output_dir, index, days))}
     for team in report.teams:
-        pages[folder / "teams" / f"{team.slug}.html"] = render_template("team.html.j2", report=report, team=team)
+        page = team_page(report.day, team.team)
+        pages[output_dir / page] = render_template("team.html.j2", report=report, team=team,
+                                                   nav=_day_links(output_dir, page, days))
     try:
         for path, text in pages.items():
             _write(path, text)
-        days = sorted((p.name for p in output_dir.iterdir() if re.fullmatch(r"\d{4}-\d{2}-\d{2}", p.name)), reverse=True)
-        _write(output_dir / "index.html", render_template("archive.html.j2", days=days))
+        for neighbour in _neighbours(days, report.day):
+            _relink(output_dir, neighbour, days)
+        _write(output_dir / "index.html", render_template(
+            "archive.html.j2", archive=report.archive, currency=report.currency, published=set(days)))
     except OSError as exc:
         raise _unwritable(output_dir, exc) from None
     return [*pages, output_dir / "index.html"]
+
+
+# --- links between the days' pages ---------------------------------------------
+
+_DAY_NAV = re.compile(r'<nav class="days".*?</nav>', re.S)
+
+
+def _published(report: DayReport, output_dir: Path) -> list[date]:
+    """The days a page may link to: days the ledger records a run of, whose pages are in output_dir."""
+    ran = {entry.day for month in report.archive for entry in month.days}
+    return sorted(d for d in ran if d == report.day or (output_dir / day_page(d)).is_file())
+
+
+def _neighbours(days: list[date], day: date) -> list[date]:
+    """The run days just before and after `day`, where there are."""
+    earlier, later = [d for d in days if d < day], [d for d in days if d > day]
+    return earlier[-1:] + later[:1]
+
+
+def _day_links(output_dir: Path, page: str, days: list[date]) -> dict:
+    """previous and next: (day, href) of the same page (a team's, or all teams') on the run days before and
+    after, or that day's all-teams page where the team has none; None where no such day ran; archive: href."""
+    day = date.fromisoformat(page.split("/", 1)[0])
+    up = "../" * page.count("/")
+
+    def link(other: date) -> tuple[date, str]:
+        same = other.isoformat() + page.removeprefix(day.isoformat())
+        return other, up + (same if (output_dir / same).is_file() else day_page(other))
+
+    earlier, later = [d for d in days if d < day], [d for d in days if d > day]
+    return {"previous": link(earlier[-1]) if earlier else None, "next": link(later[0]) if later else None,
+            "archive": f"{up}index.html"}
+
+
+def _relink(output_dir: Path, day: date, days: list[date]) -> None:
+    """Rewrite the day links of a day's pages already written (a later run day now follows them)."""
+    day_nav = _env.get_template("macros.html.j2").module.day_nav
+    for path in sorted((output_dir / day.isoformat()).rglob("*.html")):
+        html = path.read_text(encoding="utf-8")
+        found = _DAY_NAV.search(html)
+        if found:  # pages written before day links were added have none
+            nav = str(day_nav(_day_links(output_dir, path.relative_to(output_dir).as_posix(), days))).strip()
+            _write(path, html[:found.start()] + nav + html[found.end():])
 
 
 def _subject(report: DayReport, who: str, cost: float) -> str:
@@ -216,9 +269,10 @@ def _letter(subject: str, template: str, **values) -> Letter:
     return Letter(subject, render_template(f"{template}.txt.j2", **values), html)
 
 
-def admin_letter(report: DayReport) -> Letter:
-    """The all-teams summary for the admins."""
-    return _letter(_subject(report, "all teams", report.cost), "email_admins", report=report)
+def admin_letter(report: DayReport, reports_url: str = "") -> Letter:
+    """The all-teams summary for the admins, linking to the day's page where `reports_url` publishes it."""
+    return _letter(_subject(report, "all teams", report.cost), "email_admins", report=report,
+                   link=page_url(reports_url, day_page(report.day)))
 
 
 def person_letter(digest: PersonalDigest) -> Letter:
@@ -228,7 +282,8 @@ def person_letter(digest: PersonalDigest) -> Letter:
     return _letter(subject, "email_person", digest=digest)
 
 
-def team_letter(report: DayReport, team: str) -> Letter:
-    """One team's summary, per person, for its leads."""
+def team_letter(report: DayReport, team: str, reports_url: str = "") -> Letter:
+    """One team's summary, per person, for its leads, linking to the team's page of the day."""
     summary = report.team(team)
-    return _letter(_subject(report, f"team {team}", summary.cost), "email_team", report=report, team=summary)
+    return _letter(_subject(report, f"team {team}", summary.cost), "email_team", report=report, team=summary,
+                   link=page_url(reports_url, team_page(report.day, team)))

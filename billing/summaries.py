@@ -20,10 +20,11 @@ from billing.render import admin_letter, person_letter, team_letter
 log = logging.getLogger(__name__)
 
 
-def _recipients(report: DayReport, directory: Directory, email: EmailConfig) -> list[tuple[str, str, Letter]]:
+def _recipients(report: DayReport, directory: Directory, email: EmailConfig,
+                reports_url: str) -> list[tuple[str, str, Letter]]:
     """(outbox name, address, letter) for every admin and every lead of a team billed on the day."""
     day = report.day.isoformat()
-    admins = admin_letter(report)
+    admins = admin_letter(report, reports_url)
     recipients = [(f"{day}-admins-{slug(address)}", address, admins) for address in email.admins]
     if not email.team_leads:
         return recipients
@@ -32,7 +33,7 @@ def _recipients(report: DayReport, directory: Directory, email: EmailConfig) -> 
             continue
         listed = directory.team(team.team)
         leads = listed.leads if listed else ()
-        letter = team_letter(report, team.team)
+        letter = team_letter(report, team.team, reports_url)
         for uid in leads:
             person = directory.people[uid]
             if person.mail:
@@ -55,10 +56,11 @@ def _people(digests: Sequence[PersonalDigest], directory: Directory) -> list[tup
 
 
 def summary_envelopes(report: DayReport, directory: Directory, email: EmailConfig,
-                      digests: Sequence[PersonalDigest] = ()) -> tuple[list[Envelope], list[str]]:
-    """The day's messages, and one sentence for each recipient whose message could not be built."""
+                      digests: Sequence[PersonalDigest] = (), reports_url: str = "") -> tuple[list[Envelope], list[str]]:
+    """The day's messages, each linking to its page below `reports_url` when set, and one sentence for each
+    recipient whose message could not be built."""
     envelopes, failures = [], []
-    for name, address, letter in _recipients(report, directory, email) + _people(digests, directory):
+    for name, address, letter in _recipients(report, directory, email, reports_url) + _people(digests, directory):
         try:
             envelopes.append(Envelope(name, build_message(email.from_, [address], letter)))
         except MailError as exc:

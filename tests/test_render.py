@@ -1,5 +1,6 @@
 import re
 from datetime import date
+from html.parser import HTMLParser
 
 import pandas as pd
 import pytest
@@ -31,7 +32,11 @@ from tests.report_ledger import (
     frame,
     write_ledger,
 )
-from tests.test_dayview import ledger, report  # noqa: F401 (fixtures: the hand-worked ledger and its report)
+from tests.test_dayview import (  # noqa: F401 (fixtures: the hand-worked ledger and its report)
+    ledger,
+    report,
+    with_workload_costs,
+)
 
 
 def usd(text: str) -> str:
@@ -261,3 +266,95 @@ def test_people_are_named_beside_their_uid():
     people = {"alice": "Alice Example", "bob": "bob"}
     assert person("alice", people) == "Alice Example (alice)"
     assert person("bob", people) == "bob" and person("carol", people) == "carol"
+def test_what_changed_and_top_workloads_on_pages_and_in_emails(ledger, tmp_path):
+    report = read_report(with_workload_costs(ledger), DAY, "USD", "unallocated")
+    write_pages(report, tmp_path)
+    admin = read_page((tmp_path / "2026-11-20" / "index.html").read_text())
+    assert admin.tables["movers"][:3] == [
+        ["Namespace", "Change", "2026-11-19", "2026-11-20"],
+        ["alice on jaguar", "+13.20 USD", "12.00 USD", "25.20 USD"],
+        ["bob on ibis", "+8.85 USD", "2.95 USD", "11.80 USD"],
+    ]
+    assert admin.tables["workload-movers"][1:3] == [
+        ["Job/train-b in alice on jaguar", "+24.00 USD", "0.00 USD", "24.00 USD"],
+        ["Job/train-a in alice on jaguar", "-12.00 USD", "12.00 USD", "0.00 USD"],
+    ]
+    team = read_page((tmp_path / "2026-11-20" / "teams" / "robotics.html").read_text())
+    assert team.tables["movers"][2] == ["bob on ibis", "+5.90 USD", "0.00 USD", "5.90 USD"]
+    assert team.tables["team-workloads"][1:3] == [["Job/train-b in alice on jaguar", "alice", "24.00 USD"],
+                                                  ["Deployment/notebook in bob on ibis", "bob", "5.90 USD"]]
+    text = team_letter(report, "robotics").text
+    changed = text.split("WHAT CHANGED SINCE 2026-11-19")[1]
+    assert changed.splitlines()[2].split() == ["jaguar/alice", "12.00", "USD", "25.20", "USD", "+13.20", "USD"]
+    assert "Job/train-a in jaguar/alice" in changed and "-12.00 USD" in changed
+    people = text.split("PEOPLE")[1].splitlines()
+    assert [line.split()[:2] for line in people[1:4]] == [["alice", "25.20"], ["Job/train-b", "24.00"],
+                                                         ["Deployment/jupyter", "1.20"]]
+    assert "Job/train-a" in admin_letter(report).html and "Job/train-b" in team_letter(report, "robotics").html
+
+
+def test_pages_say_when_the_day_before_never_ran(tmp_path):
+    report = read_report(open_ledger(write_ledger(tmp_path / "l.db")), date(2026, 11, 19), "USD", "unallocated")
+    write_pages(report, tmp_path)
+    page = (tmp_path / "2026-11-19" / "index.html").read_text()
+    assert "2026-11-18 was never run, so there is nothing to compare with." in page
+    assert "movers" not in read_page(page).tables
+    team = read_page((tmp_path / "2026-11-19" / "teams" / "robotics.html").read_text())
+    assert "team-workloads" not in team.tables  # the day has no workload costs
+    assert "2026-11-18 was never run" in admin_letter(report).text
+
+
+class _Anchors(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[tuple[str, str]] = []  # (rel, href)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "a":
+            self.links.append((attrs.get("rel", ""), attrs["href"]))
+
+
+def day_links(path) -> dict[str, str]:
+    """rel (prev, next) -> href of a page's links to other days."""
+    parser = _Anchors()
+    parser.feed(path.read_text())
+    return {rel: href for rel, href in parser.links if rel}
+
+
+def test_pages_link_the_run_days_before_and_after_even_when_run_out_of_order(ledger, tmp_path):
+    for day in (date(2026, 11, 1), DAY, date(2026, 11, 19)):  # November 19 billed after the 20th
+        write_pages(read_report(ledger, day, "USD", "unallocated"), tmp_path)
+    assert day_links(tmp_path / "2026-11-01" / "index.html") == {"next": "../2026-11-19/index.html"}
+    assert day_links(tmp_path / "2026-11-19" / "index.html") == {"prev": "../2026-11-01/index.html",
+                                                                 "next": "../2026-11-20/index.html"}
+    assert day_links(tmp_path / "2026-11-20" / "index.html") == {"prev": "../2026-11-19/index.html"}
+    # a team's page links to the team's page of those days, or to the day's page where the team had none
+    assert day_links(tmp_path / "2026-11-19" / "teams" / "robotics.html") == {
+        "prev": "../../2026-11-01/teams/robotics.html", "next": "../../2026-11-20/teams/robotics.html"}
+    assert day_links(tmp_path / "2026-11-20" / "teams" / "platform.html") == {"prev": "../../2026-11-19/index.html"}
+    for page in tmp_path.glob("2026-*/**/*.html"):  # every link leads to a page that is there
+        assert all((page.parent / href).resolve().is_file() for href in day_links(page).values()), page
+
+
+def test_archive_index_has_each_days_total_change_and_notes_by_month(ledger, tmp_path):
+    note = "the directory could not be read (ldap.example.org: timed out); used the one of 2026-11-19"
+    replace_day(ledger, DAY, frame(ROWS[DAY]), "USD", coverage={"ibis": 0.9, "jaguar": 1.0}, directory_note=note)
+    for day in (date(2026, 10, 25), DAY):  # the other days ran, but their pages are not in this folder
+        write_pages(read_report(ledger, day, "USD", "unallocated"), tmp_path)
+    page = read_page((tmp_path / "index.html").read_text())
+    assert page.tables["month-2026-11"] == [
+        ["Day", "Cost", "Change", "Notes"],
+        ["2026-11-20 Fri", usd(DAY_TOTAL), usd(DAY_CHANGE), f"incomplete data on ibis; last known directory ({note})"],
+        ["2026-11-19 Thu", "14.95 USD", "no run", "–"],  # November 18 never ran
+        ["2026-11-10 Tue", "0.00 USD", "no run", "–"],  # run, nothing used
+        ["2026-11-01 Sun", "12.00 USD", "no run", "–"],
+        ["November", usd(MONTH_TOTAL), "", ""],
+    ]
+    assert page.tables["month-2026-10"][1:] == [["2026-10-25 Sun", "240.00 USD", "no run", "–"],
+                                                ["October", "240.00 USD", "", ""]]
+    assert list(page.tables) == ["month-2026-11", "month-2026-10"]  # newest first
+    assert "on the 4 of 30 days that ran" in (tmp_path / "index.html").read_text()
+    parser = _Anchors()
+    parser.feed((tmp_path / "index.html").read_text())
+    assert [href for _, href in parser.links] == ["2026-11-20/index.html", "2026-10-25/index.html"]

@@ -3,8 +3,10 @@
 import logging
 import sqlite3
 from email import message_from_bytes, policy
+from html.parser import HTMLParser
 
 import pytest
+import yaml
 
 from billing.config import EmailConfig
 from billing.dayview import read_report
@@ -13,6 +15,7 @@ from billing.ledger import open_ledger
 from billing.mail import MailError, connect_smtp, deliver
 from billing.summaries import summary_envelopes
 from tests.report_ledger import DAY, DAY_TOTAL, TEAM_COST, write_ledger
+from tests.test_budgets import budget_job, run  # noqa: F401  (budget_job is a fixture)
 
 DIRECTORY = Directory(
     {
@@ -149,3 +152,64 @@ def test_a_login_over_a_cleartext_session_is_a_warning(smtp_server, test_ca, mon
     expected = [f"SMTP server 127.0.0.1:{server.port}: the login and password are sent unencrypted "
                 "(use starttls: true or port 465)"]
     assert [r.getMessage() for r in caplog.records if r.name == "billing.mail"] == (expected if warned else [])
+
+
+class _Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.hrefs: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.hrefs += [value for name, value in attrs if tag == "a" and name == "href"]
+
+
+def hrefs(html: str) -> list[str]:
+    parser = _Links()
+    parser.feed(html)
+    return parser.hrefs
+
+
+def every_message(server) -> list[tuple[str, str, str]]:
+    """(subject, plain text, html) of every message the server accepted, whoever it went to."""
+    messages = [message_from_bytes(got.data, policy=policy.default) for got in server.messages]
+    return [(m["Subject"], m.get_body(("plain",)).get_content(), m.get_body(("html",)).get_content())
+            for m in messages]
+
+
+def job_config(path: str, **settings) -> str:
+    """The budget job's config (robotics, lead and person alice, 21.00 a day against 50.00) with `settings`."""
+    with open(path) as f:
+        config = {**yaml.safe_load(f), **settings}
+    with open(path, "w") as f:
+        yaml.safe_dump(config, f)
+    return path
+
+
+@pytest.mark.parametrize("reports_url", ["https://billing.example.org/reports", "https://billing.example.org/reports/"])
+def test_every_email_links_to_its_own_page_below_reports_url(budget_job, smtp_server, tmp_path, reports_url):  # noqa: F811
+    server = smtp_server()
+    config = job_config(budget_job(outbox_dir="", smtp_host=server.host, smtp_port=server.port, starttls=False,
+                                   personal="daily"), reports_url=reports_url)
+    run(config, "backfill", "--from", "2026-11-01", "--to", "2026-11-02")  # 84 % of the budget on November 2
+    links = {subject: (hrefs(html), text) for subject, text, html in every_message(server)
+             if "2026-11-02" in subject or subject.startswith("Budget alert")}
+    base = "https://billing.example.org/reports/"
+    assert {subject: found for subject, (found, _) in links.items()} == {
+        "Cluster billing 2026-11-02: all teams 21.00 USD": [base + "2026-11-02/index.html"],
+        "Cluster billing 2026-11-02: team robotics 21.00 USD": [base + "2026-11-02/teams/robotics.html"],
+        "Your cluster costs 2026-11-02: 21.00 USD": [reports_url],
+        "Budget alert: robotics has spent 84% of its November 2026 budget": [base + "2026-11-02/teams/robotics.html"],
+    }
+    for found, text in links.values():
+        assert found[0] in text  # the plain text part carries the same address
+        page = tmp_path / "reports" / found[0].removeprefix(base)
+        assert page.is_file() or found[0] == reports_url  # the page is where the link says
+
+
+def test_without_reports_url_no_email_has_a_link(budget_job, smtp_server):  # noqa: F811
+    server = smtp_server()
+    config = budget_job(outbox_dir="", smtp_host=server.host, smtp_port=server.port, starttls=False, personal="daily")
+    run(config, "backfill", "--from", "2026-11-01", "--to", "2026-11-02")
+    messages = every_message(server)
+    assert len(messages) == 8  # 2 days x (admins, lead, person) + the budget alert to the lead and the admins
+    assert all(hrefs(html) == [] and "https://" not in text for _, text, html in messages)

@@ -7,16 +7,19 @@ and this test fails on any console message at all.
 
 import re
 import subprocess
+from datetime import date
 from email import message_from_bytes, policy
+from urllib.parse import urljoin
 
 import pytest
 from PIL import Image
 
 from billing.dayview import read_report
 from billing.ledger import open_ledger
-from billing.render import admin_letter, write_pages
+from billing.render import admin_letter, team_letter, write_pages
 from fixtures.servers import require_program
 from tests.report_ledger import DAY, write_ledger
+from tests.test_dayview import with_workload_costs
 from tests.test_demo import demo_run  # noqa: F401 (fixture: the demo's three days billed)
 
 FLAGS = [  # headless as root needs these; the rest keep Chromium from reaching out
@@ -80,3 +83,47 @@ def test_the_demo_s_pages_and_emails_at_desktop_and_phone_width(chromium, demo_r
         png = tmp_path / f"demo-{page.stem}-{width}.png"
         assert screenshot(chromium, page, png, width, height, tmp_path / "profile") == [], page
         assert_not_blank(png)
+def dom(chromium: str, url: str, profile) -> str:
+    """The page as Chromium parsed it."""
+    run = subprocess.run([chromium, *FLAGS, f"--user-data-dir={profile}", "--dump-dom", url],
+                         capture_output=True, text=True, timeout=60)
+    assert "<html" in run.stdout, run.stderr[-2000:]
+    return run.stdout
+
+
+@pytest.fixture(scope="module")
+def two_days(tmp_path_factory):
+    """Pages of November 19 and 20 of the hand-worked ledger, with workload costs: every new section shows."""
+    out = tmp_path_factory.mktemp("days")
+    ledger = with_workload_costs(open_ledger(write_ledger(out / "ledger.db")))
+    reports = {day: read_report(ledger, day, "USD", "unallocated") for day in (date(2026, 11, 19), DAY)}
+    for report in reports.values():
+        write_pages(report, out / "out")
+    return out / "out", reports[DAY]
+
+
+@pytest.mark.parametrize("width, height", [(1280, 2400), (390, 3200)])
+def test_what_changed_workloads_and_archive_render_cleanly(chromium, two_days, tmp_path, width, height):
+    out, report = two_days
+    mail = tmp_path / "team-email.html"
+    mail.write_text(team_letter(report, "robotics", "https://billing.example.org/").html)
+    for page in [out / "2026-11-20" / "index.html", out / "2026-11-20" / "teams" / "robotics.html",
+                 out / "index.html", mail]:
+        png = tmp_path / f"{page.parent.name}-{page.stem}-{width}.png"
+        assert screenshot(chromium, page, png, width, height, tmp_path / "profile") == [], page
+        assert_not_blank(png)
+
+
+def test_day_links_lead_from_day_to_day_in_chromium(chromium, two_days, tmp_path):
+    out, _ = two_days
+    url = (out / "2026-11-20" / "teams" / "robotics.html").as_uri()
+    page = dom(chromium, url, tmp_path / "profile")
+    assert "<title>Cluster billing 2026-11-20: team robotics</title>" in page
+    [previous] = re.findall(r'<a rel="prev" href="([^"]+)"', page)
+    assert 'rel="next"' not in page  # no later day ran
+    before = dom(chromium, urljoin(url, previous), tmp_path / "profile")
+    assert "<title>Cluster billing 2026-11-19: team robotics</title>" in before
+    [following] = re.findall(r'<a rel="next" href="([^"]+)"', before)
+    assert urljoin(urljoin(url, previous), following) == url
+    [archive] = re.findall(r'<a href="([^"]+)">all days</a>', before)
+    assert "<title>Cluster billing reports</title>" in dom(chromium, urljoin(url, archive), tmp_path / "profile")
