@@ -19,7 +19,7 @@ from typing import Any
 from billing.days import day_runs, days_in_month
 from billing.formatting import cents, held_gpus, money
 from billing.render import render_template
-from billing.report import HELD_COLUMN, HOURS_COLUMNS, Report
+from billing.report import HELD_COLUMN, HOURS_COLUMNS, LABEL_PREFIX, NOT_BROKEN_DOWN, WORKLOAD, Report
 from billing.resources import UNITS
 
 WIDTH = 80  # the terminal the table must fit
@@ -46,6 +46,8 @@ def _text(column: str, value: object) -> str:
         return "(no owner)" if column in ("person", "owner") else "-"
     if value == "" and column == "gpu_model":
         return "(none)"
+    if value == "" and column.startswith("label_"):
+        return "(no label)"  # a pod without the cost label
     return value.isoformat() if isinstance(value, date) else str(value)
 
 
@@ -154,6 +156,8 @@ def json_text(report: Report) -> str:
                      "budget_month": f"{report.budget.as_of:%Y-%m}", "month_to_date": report.budget.month_to_date}
     if report.by:
         document["by"] = report.by
+    if report.without_breakdown is not None:
+        document["days_without_breakdown"] = [day.isoformat() for day in report.without_breakdown]
     document["rows"] = [
         {c: row[c].isoformat() if isinstance(row[c], date) else row[c] for c in report.columns} for row in report.rows
     ]
@@ -178,6 +182,7 @@ def html_table(report: Report) -> dict:
         missing=day_ranges(report.missing_days),
         gaps=gaps(report),
         budget=budget_lines(report),
+        without_breakdown=breakdown_notice(report),
     )
 
 
@@ -191,6 +196,17 @@ def gaps(report: Report) -> list[str]:
     return [f"{day} on {cluster} ({100 * (1 - coverage):.1f} % of the day)" for day, cluster, coverage in report.incomplete]
 
 
+def breakdown_notice(report: Report) -> str:
+    """Which days of a breakdown below the namespace have costs it shows as NOT_BROKEN_DOWN, and why; '' if none."""
+    if not report.without_breakdown or report.by is None:
+        return ""
+    label = report.by.removeprefix(LABEL_PREFIX)
+    what, why = ("workload", "") if report.by == WORKLOAD else (f"label {label}", f", or {label} not yet in cost_labels")
+    return (f"{', '.join(day_ranges(report.without_breakdown))} had costs without a breakdown by {what} "
+            f"(billed with workloads off, before workload costs were kept or beyond workloads.keep_days{why}); "
+            f"they show as {NOT_BROKEN_DOWN}")
+
+
 def notices(report: Report) -> list[str]:
     """Sentences for stderr: days no run completed, and days whose data had gaps."""
     found = []
@@ -198,6 +214,8 @@ def notices(report: Report) -> list[str]:
         count = len(report.missing_days)
         days = "day was never billed and is" if count == 1 else "days were never billed and are"
         found.append(f"{count} {days} not in this report: {', '.join(day_ranges(report.missing_days))}")
+    if report.without_breakdown:
+        found.append(breakdown_notice(report))
     if report.incomplete:
         found.append(
             "Prometheus had no kube-state-metrics data, so pods running then were not billed, on "

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from datetime import date, datetime, timezone
 from zoneinfo import ZoneInfo
 
 import pytest
 
-from billing.report import Report, ReportError, Subject, report_range
+from billing.report import Report, ReportError, Subject, breakdown, report_range
 from billing.report_formats import csv_text, day_ranges, notices, table
 
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -96,3 +97,20 @@ def test_data_gaps_are_named_with_their_share_of_the_day():
         "Prometheus had no kube-state-metrics data, so pods running then were not billed, on "
         "2026-11-03 on jaguar (7.5 % of the day), 2026-11-04 on ibis (50.0 % of the day)"
     ]
+
+
+@pytest.mark.parametrize("by", [None, "team", "day", "workload", "label:experiment"])
+def test_groupings_and_breakdowns_of_configured_labels_are_taken(by):
+    assert breakdown(by, ["experiment"]) == by
+
+
+@pytest.mark.parametrize("by, cost_labels, says", [
+    ("label:project", ["experiment", "team"], "'project': it is not in the config key cost_labels, which names "
+                                              "experiment, team"),
+    ("label:experiment", [], "cost_labels, which is empty"),
+    ("label:", ["experiment"], "by label ''"),
+    ("owner", ["experiment"], "cannot group by 'owner': give one of team, person, namespace"),
+])
+def test_other_groupings_are_refused_naming_the_cost_labels(by, cost_labels, says):
+    with pytest.raises(ReportError, match=re.escape(says)):
+        breakdown(by, cost_labels)
