@@ -26,10 +26,10 @@ from billing.check import check_all, check_config
 from billing.config import Config, ConfigError, config_path, load_config
 from billing.days import days_between, yesterday
 from billing.directory import DirectoryError
-from billing.focus import ParquetUnavailable, focus_rows, write_focus
+from billing.focus import ParquetUnavailable, broken_down, focus_rows, write_focus
 from billing.formatting import money
 from billing.job import IncompleteDayError, render_day, run_day, stored_directory
-from billing.ledger import LedgerError, completed, open_ledger, read_rows, upgrade_schema
+from billing.ledger import LedgerError, completed, open_ledger, read_rows, read_workload_costs, upgrade_schema
 from billing.logs import configure_logging
 from billing.mail import MailError
 from billing.metrics import push_run_metrics
@@ -517,7 +517,8 @@ def export(first: date, last: date, layout: str, output: Path | None, config_fil
         raise click.BadParameter("--to is before --from")
     config = _config(config_file)
     ledger = open_ledger(config.database)
-    focus = focus_rows(read_rows(ledger, first, last), config.zone)
+    focus = focus_rows(broken_down(read_rows(ledger, first, last), read_workload_costs(ledger, first, last)),
+                       config.zone)
     missing = sorted(set(days_between(first, last)) - completed(ledger, first, last))
     if missing:
         runs = day_ranges(missing)
