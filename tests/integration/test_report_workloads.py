@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 
 import pytest
-from click.testing import CliRunner
 
-from billing.cli import main
 from billing.ledger import open_ledger
+from tests.integration.test_report_ledger import report, report_json
 from tests.workload_ledger import (
     BY_EXPERIMENT,
     BY_WORKLOAD,
@@ -35,16 +33,6 @@ def config(request, tmp_path, write_config) -> str:
     fill(engine)
     engine.dispose()
     return str(write_config(database=url, currency="USD", cost_labels=["experiment"]))
-
-
-def report(config: str, *args: str):
-    return CliRunner().invoke(main, ["report", "--config", config, *args])
-
-
-def report_json(config: str, *args: str) -> dict:
-    result = report(config, *args, "--format", "json")
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
 
 
 def sums_by_namespace(rows: list[dict]) -> dict[str, float]:
