@@ -18,7 +18,7 @@ import secrets
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, timedelta
 
 import pandas as pd
@@ -38,6 +38,7 @@ from billing.render import render_template
 from billing.report import (
     LABEL_PREFIX,
     NOT_BROKEN_DOWN,
+    SUMS,
     WORKLOAD,
     Report,
     ReportError,
@@ -56,6 +57,7 @@ CSP = ("default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame
 LONGEST_RANGE = 366  # days one question may span
 API_GROUPINGS = ("namespace", "team", "person", WORKLOAD)  # and label:NAME of a configured cost label
 UID = re.compile(r"[^\x00-\x1f\x7f]{1,253}")  # a user id: any printable text a directory may hold
+PAGE_WORKLOADS = 20  # a page's workload table shows the most expensive ones, the rest in one row; CSV has all
 PAGE_TABLES = {  # page -> the breakdowns it shows of the range, each also a CSV download
     "me": ("namespace", "cluster", WORKLOAD),
     "team": ("person", "namespace", WORKLOAD),
@@ -196,7 +198,7 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
         try:
             reports = [(table, build_report(ledger, subject, first, last, table, config.currency))
                        for table in PAGE_TABLES[name]]
-            tables = [(table, html_table(answer)) for table, answer in reports if _broken_down(answer)]
+            tables = [(table, html_table(_shortened(answer))) for table, answer in reports if _broken_down(answer)]
             nothing = ""
         except UnknownSubject:  # someone with no costs at all still gets their (empty) page
             if subject.kind != "person":
@@ -344,6 +346,16 @@ class Headline:
 def _broken_down(report: Report) -> bool:
     """False for a workload table of a range that no workload row breaks down: it would repeat the namespaces."""
     return report.by != WORKLOAD or any(row[WORKLOAD] != NOT_BROKEN_DOWN for row in report.rows)
+
+
+def _shortened(report: Report) -> Report:
+    """A workload table of at most PAGE_WORKLOADS rows and one summing the others, so its total stays."""
+    if report.by != WORKLOAD or len(report.rows) <= PAGE_WORKLOADS + 1:
+        return report
+    others = report.rows[PAGE_WORKLOADS:]
+    summed = {column: sum(row[column] for row in others) for column in SUMS}
+    return replace(report, rows=[*report.rows[:PAGE_WORKLOADS],
+                                 {"namespace": "", WORKLOAD: f"{len(others)} other workloads (in the CSV)", **summed}])
 
 
 def _nones(frame: pd.DataFrame) -> list[dict]:

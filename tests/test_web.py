@@ -26,6 +26,7 @@ from billing.directory import Directory, Person, Team, directory_to_json
 from billing.ledger import WASTE_COLUMNS, open_ledger, replace_day
 from billing.web import LoginThrottle, create_app
 from tests.conftest import MINIMAL_CONFIG
+from tests.html_tables import read_page
 from tests.report_ledger import DAY, ROWS, TEAM_MONTH, frame, write_ledger
 from tests.workload_ledger import BY_WORKLOAD, FIRST, LAST, fill
 
@@ -301,3 +302,12 @@ def test_person_and_team_pages_show_workloads_when_the_range_has_them(workloads,
     assert 'id="by-workload"' in get(workloads, f"/teams/robotics?{WORKLOAD_RANGE}", "carol").text
     # a range no workload row breaks down: the table would only repeat the namespaces
     assert 'id="by-workload"' not in get(client, f"/me?{RANGE}", "alice").text
+
+
+def test_a_long_workload_table_shows_the_most_expensive_and_sums_the_others(workloads, monkeypatch):
+    monkeypatch.setattr("billing.web.PAGE_WORKLOADS", 2)
+    rows = read_page(get(workloads, f"/me?{WORKLOAD_RANGE}", "alice").text).tables["by-workload"]
+    # alice's four rows: train-a 15.12, not broken down 12.00, notebook 10.08, nightly 2.40 (tests/workload_ledger.py)
+    assert [(row[0], row[1], row[-1]) for row in rows[1:]] == [
+        ("alice", "Job/train-a", "15.12"), ("alice", "(not broken down)", "12.00"),
+        ("", "2 other workloads (in the CSV)", "12.48"), ("Total", "", "39.60")]
