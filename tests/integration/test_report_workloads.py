@@ -9,7 +9,9 @@ import csv
 import io
 
 import pytest
+from click.testing import CliRunner
 
+from billing.cli import main
 from billing.ledger import open_ledger
 from tests.integration.test_report_ledger import report, report_json
 from tests.workload_ledger import (
@@ -120,3 +122,13 @@ def test_a_label_that_is_not_a_cost_label_is_a_usage_error_naming_the_key(config
                              "cost_labels, which names experiment\n")
     result = report(config, "--team", "robotics", *RANGE, "--by", "workloads")
     assert result.exit_code == 2 and "cannot group by 'workloads'" in result.stderr
+
+
+def test_shell_completion_offers_workload_and_the_configured_labels(config):
+    words = f"billing report --config {config} --by "
+    env = {"_BILLING_COMPLETE": "bash_complete", "COMP_WORDS": words + "w", "COMP_CWORD": str(len(words.split()))}
+    result = CliRunner().invoke(main, [], env=env, prog_name="billing")
+    assert [line.split(",", 1)[1] for line in result.stdout.splitlines()] == ["workload"]
+    env["COMP_WORDS"] = words + "l"
+    result = CliRunner().invoke(main, [], env=env, prog_name="billing")
+    assert [line.split(",", 1)[1] for line in result.stdout.splitlines()] == ["label:experiment"]
