@@ -26,17 +26,27 @@ from billing.check import check_all, check_config
 from billing.config import Config, ConfigError, config_path, load_config
 from billing.days import days_between, yesterday
 from billing.directory import DirectoryError
-from billing.focus import ParquetUnavailable, focus_rows, write_focus
+from billing.focus import ParquetUnavailable, broken_down, focus_rows, write_focus
 from billing.formatting import money
 from billing.job import IncompleteDayError, render_day, run_day, stored_directory
-from billing.ledger import LedgerError, completed, open_ledger, read_rows, upgrade_schema
+from billing.ledger import LedgerError, completed, open_ledger, read_rows, read_workload_costs, upgrade_schema
 from billing.logs import configure_logging
 from billing.mail import MailError
 from billing.metrics import push_run_metrics
 from billing.prometheus import PrometheusError
 from billing.redact import redact
 from billing.render import RenderError
-from billing.report import GROUPINGS, ReportError, Subject, build_report, known_names, report_range
+from billing.report import (
+    GROUPINGS,
+    LABEL_PREFIX,
+    WORKLOAD,
+    ReportError,
+    Subject,
+    breakdown,
+    build_report,
+    known_names,
+    report_range,
+)
 from billing.report_formats import FORMATS, day_ranges, notices
 from billing.statement import StatementError, build_statement, close_month, cost_centers, reopen_month
 from billing.statement_formats import FORMATS as STATEMENT_FORMATS
@@ -276,6 +286,15 @@ def _subject(team: str | None, person: str | None, all_teams: bool) -> Subject:
     return chosen[0]
 
 
+def _complete_groupings(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """Shell completion of report --by: the groupings, workload, and label: plus each configured cost label."""
+    try:
+        labels = [LABEL_PREFIX + name for name in _config(ctx.params.get("config_file")).cost_labels]
+    except ConfigError:
+        labels = []
+    return [word for word in [*GROUPINGS, WORKLOAD, *labels] if word.startswith(incomplete)]
+
+
 def _complete_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
     """Shell completion of --team and --person from the ledger; nothing when it cannot be read."""
     try:
@@ -297,9 +316,11 @@ def _complete_names(ctx: click.Context, param: click.Parameter, incomplete: str)
 @click.option("--format", "form", type=click.Choice(list(FORMATS)), default="table", show_default=True)
 @click.option(
     "--by",
-    type=click.Choice(list(GROUPINGS)),
-    help="Sum per person, namespace, ... (default for table and html: namespace, or team with --all-teams; "
-    "csv and json without --by give the ledger rows).",
+    metavar="GROUP",
+    shell_complete=_complete_groupings,
+    help=f"Sum per {', '.join(GROUPINGS)}; below the namespace per {WORKLOAD} or {LABEL_PREFIX}NAME of a cost "
+    "label (default for table and html: namespace, or team with --all-teams; csv and json without --by give the "
+    "ledger rows).",
 )
 @click.option("--output", type=click.Path(dir_okay=False, writable=True), help="Write to this file, not stdout.")
 @config_option
@@ -328,6 +349,7 @@ def report(
     """
     subject = _subject(team, person, all_teams)
     config = _config(config_file)
+    by = breakdown(by, config.cost_labels)
     first, last = report_range(config.zone, first, last)
     if by is None and form in ("table", "html"):
         by = "team" if subject.kind == "all" else "namespace"
@@ -495,7 +517,8 @@ def export(first: date, last: date, layout: str, output: Path | None, config_fil
         raise click.BadParameter("--to is before --from")
     config = _config(config_file)
     ledger = open_ledger(config.database)
-    focus = focus_rows(read_rows(ledger, first, last), config.zone)
+    focus = focus_rows(broken_down(read_rows(ledger, first, last), read_workload_costs(ledger, first, last)),
+                       config.zone)
     missing = sorted(set(days_between(first, last)) - completed(ledger, first, last))
     if missing:
         runs = day_ranges(missing)

@@ -184,7 +184,7 @@ def read_archive(engine: Engine) -> tuple[ArchiveMonth, ...]:
     days = [ArchiveDay(day, float(costs.get(day, 0.0)),
                        float(costs.get(day - timedelta(days=1), 0.0)) if day - timedelta(days=1) in runs else None,
                        tuple(gaps.get(day, ())), runs[day]) for day in sorted(runs, reverse=True)]
-    months = {}
+    months: dict[date, list[ArchiveDay]] = {}
     for entry in days:
         months.setdefault(entry.day.replace(day=1), []).append(entry)
     return tuple(ArchiveMonth(month, sum(d.cost for d in entries), tuple(entries)) for month, entries in months.items())
@@ -197,8 +197,8 @@ def with_workloads(report: DayReport, workloads: pd.DataFrame) -> DayReport:
     before = workloads[workloads["day"] == report.day - timedelta(days=1)]
     comparable = len(today) > 0 and len(before) > 0
 
-    def moved(current: Changes, team: str | None) -> Changes:
-        if not (comparable and current.ran):
+    def moved(current: Changes | None, team: str | None) -> Changes | None:
+        if current is None or not (comparable and current.ran):
             return current
         scope = workloads if team is None else workloads[workloads["team"] == team]
         return replace(current, workloads=_movers(scope, report.day, ["cluster", "namespace", "workload"]))

@@ -3,21 +3,23 @@
 `digest_period` says which days a run's digest covers (every run's day, or
 the week ending on a Sunday's run); `read_digests` reads those days from the
 ledger into one `PersonalDigest` per person with costs, their share of each
-namespace as in `billing report --person`. The letter is `render.person_letter`.
+namespace as in `billing report --person`, and their most expensive workloads
+where the days were broken down by workload. The letter is `render.person_letter`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, timedelta
 
 import pandas as pd
 from sqlalchemy import Engine
 
 from billing.days import days_between
-from billing.ledger import completed, read_rows, waste_sums
+from billing.ledger import completed, read_rows, read_workload_costs, waste_sums
 
 SUNDAY = 6  # date.weekday()
+TOP_WORKLOADS = 5  # a letter names the most expensive few; `billing serve` has them all
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,8 @@ class PersonalDigest:
     unused_cpu_core_hours: float | None
     missing_days: list[date]  # days of the period never billed
     reports_url: str
+    # cluster, namespace, workload, cost: the TOP_WORKLOADS most expensive, their share; empty without workload rows
+    top_workloads: list[dict] = field(default_factory=list)
 
 
 def digest_period(day: date, personal: str) -> tuple[date, date] | None:
@@ -51,6 +55,7 @@ def read_digests(engine: Engine, first: date, last: date, currency: str, reports
     rows = rows[rows["owner"].notna()]
     period = rows[rows["day"] >= first]
     waste = waste_sums(engine, first, last, "owner").dropna(subset=["owner"]).set_index("owner")
+    workloads = top_workloads(engine, first, last)
     runs = completed(engine, first, last)
     missing = [day for day in days_between(first, last) if day not in runs]
     digests = []
@@ -67,6 +72,17 @@ def read_digests(engine: Engine, first: date, last: date, currency: str, reports
             .to_dict("records"),
             idle_gpu_hours=None if pd.isna(idle["idle_gpu_hours"]) else float(idle["idle_gpu_hours"]),
             unused_cpu_core_hours=None if pd.isna(idle["unused_cpu_core_hours"]) else float(idle["unused_cpu_core_hours"]),
-            missing_days=missing, reports_url=reports_url,
+            missing_days=missing, reports_url=reports_url, top_workloads=workloads.get(uid, []),
         ))
     return digests
+
+
+def top_workloads(engine: Engine, first: date, last: date) -> dict[str, list[dict]]:
+    """Per person: cluster, namespace, workload and cost of their TOP_WORKLOADS most expensive workloads
+    from first to last (their share of each, across their teams), most expensive first."""
+    rows = read_workload_costs(engine, first, last)
+    rows = rows[rows["owner"].notna()]
+    sums = rows.groupby(["owner", "cluster", "namespace", "workload"], as_index=False)["cost"].sum()
+    ordered = sums.sort_values(["cost", "cluster", "namespace", "workload"], ascending=[False, True, True, True])
+    return {uid: mine.drop(columns="owner").head(TOP_WORKLOADS).to_dict("records")
+            for uid, mine in ordered.groupby("owner", sort=False)}

@@ -3,14 +3,17 @@
 FOCUS (the FinOps Open Cost and Usage Specification) is the common layout
 cloud providers export their bills in; a FinOps tool that reads AWS's or
 Azure's FOCUS export reads this one too, so the clusters' costs can sit next
-to the cloud bills. Every ledger row becomes one FOCUS row; all 21 columns
-FOCUS 1.2 makes mandatory are there, plus the conditional ones the ledger
-can fill. How the ledger maps onto FOCUS terms:
+to the cloud bills. Every ledger row becomes one FOCUS row, or one per
+workload and cost label set where workload rows break it down (their costs
+add up to the ledger row's); all 21 columns FOCUS 1.2 makes mandatory are
+there, plus the conditional ones the ledger can fill. How the ledger maps
+onto FOCUS terms:
 
 * the team charged is the billing account (BillingAccountId/Name);
 * the cluster is the provider, publisher and invoice issuer;
-* the namespace is the resource (ResourceId `<cluster>/<namespace>`), or
-  a reserved pool for its capacity rows (`<cluster>/pool:<name>`);
+* the workload is the resource (ResourceId `<cluster>/<namespace>/<Kind>/<name>`,
+  ResourceType its kind); without one, the namespace (`<cluster>/<namespace>`),
+  or a reserved pool for its capacity rows (`<cluster>/pool:<name>`);
 * ChargeCategory is Usage, but Credit for the credits of a reserved pool's
   use (negative, no ConsumedQuantity); shared idle capacity is the Usage of
   the namespace it is charged to;
@@ -19,8 +22,10 @@ can fill. How the ledger maps onto FOCUS terms:
 * BilledCost, EffectiveCost and ContractedCost are the ledger's cost;
   ListCost is its list_cost, quantity x list price: they differ by the
   discounts of pod priority classes (prices.priority_classes);
-* cluster, namespace, team, owner, resource and GPU model are also in Tags,
-  under the provider-defined prefix `billing/`.
+* cluster, namespace, team, owner, resource, GPU model and workload are also
+  in Tags, under the provider-defined prefix `billing/`; the pod's cost labels
+  (`cost_labels`) are user-defined tags under their own names, left out where
+  the pod had no such label.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from zoneinfo import ZoneInfo
 import pandas as pd
 
 from billing.days import billing_day
+from billing.report import ROW_KEY
 from billing.resources import CPU, CREDIT, GPU, IDLE, MEMORY, RESERVED, base
 
 FOCUS_VERSION = "1.2"
@@ -77,20 +83,45 @@ def _periods(days: pd.Series, zone: ZoneInfo) -> pd.DataFrame:
     return frame.apply(lambda column: pd.to_datetime(column, utc=True))
 
 
+def broken_down(ledger: pd.DataFrame, workloads: pd.DataFrame) -> pd.DataFrame:
+    """Ledger rows (ledger.read_rows) with each one that workload rows (ledger.read_workload_costs) break
+    down replaced by them, at its unit price; the others kept with workload and labels None.
+
+    The workload rows of a ledger row add up to it, so the costs still add up to the ledger's.
+    """
+    key = list(ROW_KEY)
+    priced = workloads.merge(ledger[[*key, "unit_price"]], on=key, validate="many_to_one")
+    covered = ledger.set_index(key).index.isin(workloads.set_index(key).index)
+    kept = ledger[~covered].assign(workload=None, labels=None)
+    return pd.concat([kept, priced], ignore_index=True).sort_values([*key, "workload"], na_position="first",
+                                                                   ignore_index=True)
+
+
+def _is_workload(name: object) -> bool:
+    """A workload `Kind/name`, not a row no workload requested (a pool's, a shared idle share's)."""
+    return isinstance(name, str) and "/" in name
+
+
 def _tags(row) -> str:
     tags = {"cluster": row.cluster, "namespace": row.namespace, "team": row.team, "resource": row.resource}
     if isinstance(row.owner, str):
         tags["owner"] = row.owner
     if row.gpu_model:
         tags["gpu_model"] = row.gpu_model
-    return json.dumps({TAG_PREFIX + key: value for key, value in sorted(tags.items())}, ensure_ascii=False)
+    if isinstance(row.workload, str):
+        tags["workload"] = row.workload
+    provider = {TAG_PREFIX + key: value for key, value in tags.items()}
+    labels = json.loads(row.labels) if isinstance(row.labels, str) else {}
+    user = {name: value for name, value in labels.items() if value != ""}  # a pod without the label has no tag
+    return json.dumps(dict(sorted((provider | user).items())), ensure_ascii=False)
 
 
 def _description(row) -> str:
     kind = row.resource.removesuffix(base(row.resource))
     what = RESOURCE_WORDS[base(row.resource)] + (f" of {row.gpu_model}" if row.gpu_model else "")
+    by = f"workload {row.workload} in namespace" if _is_workload(row.workload) else "namespace"
     return {
-        "": f"{what} requested by namespace {row.namespace} on cluster {row.cluster}",
+        "": f"{what} requested by {by} {row.namespace} on cluster {row.cluster}",
         IDLE: f"share of the idle {what} of cluster {row.cluster}, charged to namespace {row.namespace}",
         RESERVED: f"{what} of the reserved {row.namespace.replace(':', ' ', 1)} on cluster {row.cluster}",
         CREDIT: f"credit for the {what} namespace {row.namespace} used in a reserved pool on cluster {row.cluster}",
@@ -98,9 +129,11 @@ def _description(row) -> str:
 
 
 def focus_rows(ledger: pd.DataFrame, zone: ZoneInfo) -> pd.DataFrame:
-    """Ledger rows (ledger.read_rows) as FOCUS rows, one for one, in FOCUS_COLUMNS order."""
+    """Rows of `broken_down` as FOCUS rows, one for one, in FOCUS_COLUMNS order."""
     units = ledger["resource"].map(base).map(PRICING_UNITS)
     credit = ledger["resource"].str.startswith(CREDIT)
+    workload = ledger["workload"].map(_is_workload).astype(bool)
+    namespace_type = ledger["resource"].str.startswith(RESERVED).map({True: "Reserved pool", False: "Namespace"})
     focus = pd.DataFrame(
         {
             "BilledCost": ledger["cost"],
@@ -123,9 +156,10 @@ def focus_rows(ledger: pd.DataFrame, zone: ZoneInfo) -> pd.DataFrame:
             "PricingUnit": units,
             "ProviderName": ledger["cluster"],
             "PublisherName": ledger["cluster"],
-            "ResourceId": ledger["cluster"] + "/" + ledger["namespace"],
-            "ResourceName": ledger["namespace"],
-            "ResourceType": ledger["resource"].str.startswith(RESERVED).map({True: "Reserved pool", False: "Namespace"}),
+            "ResourceId": (ledger["cluster"] + "/" + ledger["namespace"]).mask(
+                workload, ledger["cluster"] + "/" + ledger["namespace"] + "/" + ledger["workload"]),
+            "ResourceName": ledger["namespace"].mask(workload, ledger["workload"]),
+            "ResourceType": namespace_type.mask(workload, ledger["workload"].str.split("/", n=1).str[0]),
             "ServiceCategory": "Compute",
             "ServiceName": "Kubernetes",
             "ServiceSubcategory": "Containers",

@@ -97,7 +97,7 @@ def trend_lines(trend: list[TrendDay], currency: str) -> list[str]:
             days = f"{bars[0].day} … {bars[-1].day}" if len(bars) > 1 else str(bars[0].day)
             lines.append(f"never run: {len(bars)} day{'s' if len(bars) > 1 else ''}, {days}")
         else:
-            lines += [f"{bar.day}  {money(bar.cost, currency):>16}  {'#' * round(30 * bar.height)}".rstrip()
+            lines += [f"{bar.day}  {money(bar.cost or 0.0, currency):>16}  {'#' * round(30 * bar.height)}".rstrip()
                       for bar in bars]
     return lines
 
@@ -243,7 +243,7 @@ def _day_links(output_dir: Path, page: str, days: list[date]) -> dict:
 
 def _relink(output_dir: Path, day: date, days: list[date]) -> None:
     """Rewrite the day links of a day's pages already written (a later run day now follows them)."""
-    day_nav = _env.get_template("macros.html.j2").module.day_nav
+    day_nav = _env.get_template("macros.html.j2").module.day_nav  # type: ignore[attr-defined]
     for path in sorted((output_dir / day.isoformat()).rglob("*.html")):
         html = path.read_text(encoding="utf-8")
         found = _DAY_NAV.search(html)

@@ -5,21 +5,28 @@ into a `Report`: plain rows summed by the database (GROUP BY, not a year of
 rows loaded into memory), the total, and the days in the range that no run
 completed. Missing days are listed, never counted as zero. Formatting the
 report for a terminal, a spreadsheet or a browser is `billing.report_formats`.
+
+Breakdowns below the namespace (`--by workload`, `--by label:NAME`) read the
+workload rows; a ledger row that no workload row breaks down (a day billed
+before they were kept, with workloads off, or past `workloads.keep_days`)
+counts as NOT_BROKEN_DOWN in its namespace, so a breakdown still adds up to
+the namespace and team totals, and the report names those days.
 """
 
 from __future__ import annotations
 
 import difflib
+import json
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import Engine, Table, case, exists, func, literal, not_, or_, select, union_all
+from sqlalchemy import Engine, Table, Text, case, exists, func, literal, not_, or_, select, union_all
 
 from billing.budgets import BudgetStatus
 from billing.days import days_between, yesterday
 from billing.directory import directory_from_json
-from billing.ledger import chargeback, completed, fetch, gpu_holdings, incomplete, latest_directory
+from billing.ledger import chargeback, completed, fetch, gpu_holdings, incomplete, latest_directory, workload_costs
 from billing.resources import CPU, GPU, IDLE, MEMORY, RESOURCES
 
 # --by word -> ledger column
@@ -33,6 +40,13 @@ GROUPINGS = {
     "day": "day",
 }
 
+# below the namespace (SPEC "Workloads and experiment labels"): --by workload, --by label:NAME
+WORKLOAD = "workload"
+LABEL_PREFIX = "label:"
+# the workload (or label value) of ledger rows that no workload row breaks down; no Kubernetes name looks like it
+NOT_BROKEN_DOWN = "(not broken down)"
+ROW_KEY = ("day", "cluster", "namespace", "team", "resource", "gpu_model")  # a chargeback row's primary key
+
 DETAIL_COLUMNS = ["day", "cluster", "namespace", "owner", "resource", "gpu_model", "quantity", "unit_price", "cost"]
 LIST_COST = "list_cost"  # cost at list price, before priority-class discounts: in CSV and JSON only
 
@@ -45,6 +59,7 @@ HOURS_COLUMNS = {GPU: "gpu_hours", CPU: "cpu_core_hours", MEMORY: "memory_gib_ho
 # per namespace: the shared GPU resources held (MIG slices, time-sliced replicas), as
 # [{"resource", "held_hours", "gpu_hours"}]; only in reports by namespace whose range has some
 HELD_COLUMN = "gpu_held"
+SUMS = [*HOURS_COLUMNS.values(), "cost"]  # what a group's row sums
 
 
 class ReportError(Exception):
@@ -88,6 +103,8 @@ class Report:
     budget: BudgetStatus | None = None  # a team's month of `last` against its budget (billing/budgets.py)
     people: dict[str, str] = field(default_factory=dict)  # uid -> display name (cn) from the stored directory
     leads: tuple[str, ...] = ()  # a team report's team leads (uids), from the stored directory
+    # breakdowns below the namespace: days with costs that no workload row breaks down; None for other reports
+    without_breakdown: list[date] | None = None
 
     @property
     def total_cost(self) -> float:
@@ -124,16 +141,19 @@ def _detail_query(subject: Subject, first: date, last: date):
     columns = [chargeback.c[name] for name in [*DETAIL_COLUMNS, LIST_COST]]
     if subject.kind != "team":
         columns.insert(1, chargeback.c.team)
-    order = [chargeback.c[name] for name in ("day", "cluster", "namespace", "team", "resource", "gpu_model")]
+    order = [chargeback.c[name] for name in ROW_KEY]
     return select(*columns, chargeback.c.currency).where(*_where(subject, first, last)).order_by(*order)
+
+
+def _hours(table: Table) -> dict:
+    """HOURS_COLUMNS label -> a row's quantity if it is of that resource, else 0."""
+    return {label: case((table.c.resource == resource, table.c.quantity), else_=0.0)
+            for resource, label in HOURS_COLUMNS.items()}
 
 
 def _grouped_query(subject: Subject, first: date, last: date, by: str):
     key = chargeback.c[GROUPINGS[by]]
-    hours = [
-        func.sum(case((chargeback.c.resource == resource, chargeback.c.quantity), else_=0.0)).label(label)
-        for resource, label in HOURS_COLUMNS.items()
-    ]
+    hours = [func.sum(hours).label(label) for label, hours in _hours(chargeback).items()]
     cost = func.sum(chargeback.c.cost)
     parts = [
         func.sum(case((chargeback.c.resource.in_(RESOURCES), chargeback.c.cost), else_=0.0)).label(REQUESTED_COST),
@@ -193,6 +213,81 @@ def _held(engine: Engine, subject: Subject, first: date, last: date) -> dict[str
     return found
 
 
+def breakdown(by: str | None, cost_labels: list[str]) -> str | None:
+    """`by` checked: a GROUPINGS word, `workload`, or `label:NAME` of a configured cost label (else ReportError)."""
+    if by is None or by in GROUPINGS or by == WORKLOAD:
+        return by
+    if by.startswith(LABEL_PREFIX):
+        name = by.removeprefix(LABEL_PREFIX)
+        if name in cost_labels:
+            return by
+        configured = f"names {', '.join(cost_labels)}" if cost_labels else "is empty"
+        raise ReportError(f"cannot break down by label {name!r}: it is not in the config key cost_labels, "
+                          f"which {configured}")
+    raise ReportError(f"cannot group by {by!r}: give one of {', '.join(GROUPINGS)}, {WORKLOAD} or {LABEL_PREFIX}NAME")
+
+
+def breakdown_column(by: str) -> str:
+    """The row key of a breakdown below the namespace: `workload`, or `label_NAME` for `label:NAME`."""
+    return WORKLOAD if by == WORKLOAD else "label_" + by.removeprefix(LABEL_PREFIX)
+
+
+def _not_broken_down(subject: Subject, first: date, last: date):
+    """The subject's ledger rows of the range that no workload row breaks down."""
+    covered = exists().where(*(workload_costs.c[key] == chargeback.c[key] for key in ROW_KEY))
+    return [*_where(subject, first, last), not_(covered)]
+
+
+def _breakdown_query(subject: Subject, first: date, last: date, key: str):
+    """Sums per namespace and `key` (workload, or labels: the cost label set) of the workload rows, and of
+    the ledger rows no workload row breaks down as workload NOT_BROKEN_DOWN without a label set (NULL)."""
+    work = workload_costs
+    parts = union_all(
+        select(work.c.namespace, work.c.workload, work.c.labels,
+               *(hours.label(label) for label, hours in _hours(work).items()), work.c.cost, work.c.currency)
+        .where(*_where(subject, first, last, work)),
+        select(chargeback.c.namespace, literal(NOT_BROKEN_DOWN).label(WORKLOAD), literal(None, Text).label("labels"),
+               *(hours.label(label) for label, hours in _hours(chargeback).items()), chargeback.c.cost,
+               chargeback.c.currency)
+        .where(*_not_broken_down(subject, first, last)),
+    ).subquery()
+    keys = [parts.c.namespace, parts.c[key]]
+    cost = func.sum(parts.c.cost)
+    return (
+        select(*keys, *(func.sum(parts.c[label]).label(label) for label in HOURS_COLUMNS.values()),
+               cost.label("cost"), parts.c.currency)
+        .group_by(*keys, parts.c.currency)
+        .order_by(cost.desc(), *keys)
+    )
+
+
+def _by_label(rows: list[dict], name: str, column: str) -> list[dict]:
+    """Rows per namespace and label set summed per namespace and value of cost label `name`
+    ('' where a pod had none) into `column`; a label set without the label (a day billed before it was
+    configured) counts as NOT_BROKEN_DOWN."""
+    summed: dict[tuple, dict] = {}
+    for row in rows:
+        labels = {} if row["labels"] is None else json.loads(row["labels"])
+        key = (row["namespace"], labels.get(name, NOT_BROKEN_DOWN), row["currency"])
+        into = summed.setdefault(key, {"namespace": key[0], column: key[1], **dict.fromkeys(SUMS, 0.0),
+                                       "currency": key[2]})
+        for measure in SUMS:
+            into[measure] += row[measure]
+    return sorted(summed.values(), key=lambda row: (-row["cost"], row["namespace"], row[column]))
+
+
+def _days_without_breakdown(engine: Engine, subject: Subject, first: date, last: date, label: str | None) -> list[date]:
+    """Days whose costs are (partly) not broken down: ledger rows without workload rows, and for a cost
+    label, workload rows whose label set lacks it."""
+    day = chargeback.c.day
+    days = {row["day"] for row in fetch(engine, select(day).where(*_not_broken_down(subject, first, last)).distinct())}
+    if label is not None:
+        sets = select(workload_costs.c.day, workload_costs.c.labels).where(
+            *_where(subject, first, last, workload_costs)).distinct()
+        days |= {row["day"] for row in fetch(engine, sets) if label not in json.loads(row["labels"])}
+    return sorted(days)
+
+
 def known_names(engine: Engine, kind: str) -> list[str]:
     """Every team (kind "team") or person ("person") the ledger has rows of, sorted."""
     column = _column(kind)
@@ -222,17 +317,32 @@ def _currency(rows: list[dict], subject: Subject, first: date, last: date, fallb
 def build_report(
     engine: Engine, subject: Subject, first: date, last: date, by: str | None, currency: str
 ) -> Report:
-    """Ask the ledger; `currency` names the money of a report without rows."""
+    """Ask the ledger; `currency` names the money of a report without rows; `by` as checked by `breakdown`."""
     if subject.kind != "all":
         _known(engine, subject)
+    without_breakdown = None
+    if by is not None and by not in GROUPINGS:
+        rows, columns = _breakdown_rows(engine, subject, first, last, by)
+        label = None if by == WORKLOAD else by.removeprefix(LABEL_PREFIX)
+        without_breakdown = _days_without_breakdown(engine, subject, first, last, label)
+    else:
+        rows, columns = _ledger_rows(engine, subject, first, last, by)
+    done = completed(engine, first, last)
+    missing = [day for day in days_between(first, last) if day not in done]
+    money = _currency(rows, subject, first, last, currency)
+    people, leads = _who(engine, subject, rows)
+    return Report(subject, first, last, money, by, columns, rows, missing, incomplete(engine, first, last),
+                  people=people, leads=leads, without_breakdown=without_breakdown)
+
+
+def _ledger_rows(engine: Engine, subject: Subject, first: date, last: date, by: str | None
+                 ) -> tuple[list[dict], list[str]]:
+    """Rows and columns of a report from the ledger's own columns: its rows, or grouped by a GROUPINGS word."""
     if by is None:
         query = _detail_query(subject, first, last)
     else:
         query = _resource_query(subject, first, last) if by == "resource" else _grouped_query(subject, first, last, by)
     rows = fetch(engine, query)
-    done = completed(engine, first, last)
-    missing = [day for day in days_between(first, last) if day not in done]
-    money = _currency(rows, subject, first, last, currency)
     columns = [name for name in query.selected_columns.keys() if name != "currency"]  # noqa: SIM118 (iterating gives columns)
     held = _held(engine, subject, first, last) if by == "namespace" else {}
     if held:
@@ -242,9 +352,7 @@ def build_report(
     if UNREQUESTED_SHARE in columns and not any(row[UNREQUESTED_SHARE] for row in rows):
         columns = [c for c in columns if c not in (REQUESTED_COST, UNREQUESTED_SHARE)]  # nothing to tell apart
         rows = [{k: v for k, v in row.items() if k not in (REQUESTED_COST, UNREQUESTED_SHARE)} for row in rows]
-    people, leads = _who(engine, subject, rows)
-    return Report(subject, first, last, money, by, columns, rows, missing, incomplete(engine, first, last),
-                  people=people, leads=leads)
+    return rows, columns
 
 
 def _who(engine: Engine, subject: Subject, rows: list[dict]) -> tuple[dict[str, str], tuple[str, ...]]:
@@ -260,3 +368,15 @@ def _who(engine: Engine, subject: Subject, rows: list[dict]) -> tuple[dict[str, 
         uids.add(subject.name)
     people = {uid: person.name for uid in uids if uid and (person := directory.person(uid)) and person.name}
     return people, leads
+
+
+def _breakdown_rows(engine: Engine, subject: Subject, first: date, last: date, by: str
+                    ) -> tuple[list[dict], list[str]]:
+    """Rows and columns by workload or cost label: namespace, the breakdown_column, HOURS_COLUMNS, cost."""
+    column = breakdown_column(by)
+    if by == WORKLOAD:
+        rows = fetch(engine, _breakdown_query(subject, first, last, WORKLOAD))
+    else:
+        rows = _by_label(fetch(engine, _breakdown_query(subject, first, last, "labels")),
+                         by.removeprefix(LABEL_PREFIX), column)
+    return rows, ["namespace", column, *SUMS]

@@ -34,7 +34,17 @@ from billing.formatting import (
     UNREQUESTED_SHARE as UNREQUESTED_SHARE_NAME,
 )
 from billing.render import person, render_template
-from billing.report import HELD_COLUMN, HOURS_COLUMNS, LIST_COST, REQUESTED_COST, UNREQUESTED_SHARE, Report
+from billing.report import (
+    HELD_COLUMN,
+    HOURS_COLUMNS,
+    LABEL_PREFIX,
+    LIST_COST,
+    NOT_BROKEN_DOWN,
+    REQUESTED_COST,
+    UNREQUESTED_SHARE,
+    WORKLOAD,
+    Report,
+)
 from billing.resources import UNITS
 
 WIDTH = 80  # the terminal the table must fit
@@ -68,6 +78,8 @@ def _text(column: str, value: object) -> str:
         return "(no owner)" if column in ("person", "owner") else "-"
     if value == "" and column == "gpu_model":
         return "(none)"
+    if value == "" and column.startswith("label_"):
+        return "(no label)"  # a pod without the cost label
     return value.isoformat() if isinstance(value, date) else str(value)
 
 
@@ -174,7 +186,7 @@ def _spreadsheet_safe(value: object) -> object:
 
 def _csv_value(column: str, value: object) -> object:
     """A CSV cell: numbers without float noise (67.85, not 67.85000000000001), text safe in a spreadsheet."""
-    if column == HELD_COLUMN:
+    if column == HELD_COLUMN and isinstance(value, list):
         return _spreadsheet_safe(held_gpus(value))
     if column in NUMERIC and isinstance(value, (int, float)):
         return plain_number(value)
@@ -194,7 +206,7 @@ def csv_text(report: Report) -> str:
 def json_text(report: Report) -> str:
     """The SPEC.md shape; `person`, `incomplete_days`, `by`, `leads`, `list_cost` and the rows' `owner_name`
     (`person_name` by person; the directory's display name) are extra keys."""
-    document = {
+    document: dict[str, object] = {
         "team": report.subject.name if report.subject.kind == "team" else None,
         **({"person": report.subject.name} if report.subject.kind == "person" else {}),
         "from": report.first.isoformat(),
@@ -212,6 +224,8 @@ def json_text(report: Report) -> str:
                      "budget_month": f"{report.budget.as_of:%Y-%m}", "month_to_date": report.budget.month_to_date}
     if report.by:
         document["by"] = report.by
+    if report.without_breakdown is not None:
+        document["days_without_breakdown"] = [day.isoformat() for day in report.without_breakdown]
     if report.subject.kind == "team":
         document["leads"] = [{"uid": uid, "name": report.people.get(uid, "")} for uid in report.leads]
     document["rows"] = [_json_row(report, row) for row in report.rows]
@@ -246,6 +260,7 @@ def html_table(report: Report) -> dict:
         missing=day_ranges(report.missing_days),
         gaps=gaps(report),
         budget=budget_lines(report),
+        without_breakdown=breakdown_notice(report),
     )
 
 
@@ -259,6 +274,17 @@ def gaps(report: Report) -> list[str]:
     return [f"{day} on {cluster} ({100 * (1 - coverage):.1f} % of the day)" for day, cluster, coverage in report.incomplete]
 
 
+def breakdown_notice(report: Report) -> str:
+    """Which days of a breakdown below the namespace have costs it shows as NOT_BROKEN_DOWN, and why; '' if none."""
+    if not report.without_breakdown or report.by is None:
+        return ""
+    label = report.by.removeprefix(LABEL_PREFIX)
+    what, why = ("workload", "") if report.by == WORKLOAD else (f"label {label}", f", or {label} not yet in cost_labels")
+    return (f"{', '.join(day_ranges(report.without_breakdown))} had costs without a breakdown by {what} "
+            f"(billed with workloads off, before workload costs were kept or beyond workloads.keep_days{why}); "
+            f"they show as {NOT_BROKEN_DOWN}")
+
+
 def notices(report: Report) -> list[str]:
     """Sentences for stderr: days no run completed, and days whose data had gaps."""
     found = []
@@ -266,6 +292,8 @@ def notices(report: Report) -> list[str]:
         count = len(report.missing_days)
         days = "day was never billed and is" if count == 1 else "days were never billed and are"
         found.append(f"{count} {days} not in this report: {', '.join(day_ranges(report.missing_days))}")
+    if report.without_breakdown:
+        found.append(breakdown_notice(report))
     if report.incomplete:
         found.append(
             "Prometheus had no kube-state-metrics data, so pods running then were not billed, on "

@@ -18,7 +18,7 @@ import secrets
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, timedelta
 
 import pandas as pd
@@ -35,7 +35,19 @@ from billing.directory import DirectoryError
 from billing.ldap import WrongPassword, authenticate
 from billing.ledger import LedgerError, completed, daily_costs, open_ledger, waste_sums
 from billing.render import render_template
-from billing.report import ReportError, Subject, UnknownSubject, build_report, report_range
+from billing.report import (
+    LABEL_PREFIX,
+    NOT_BROKEN_DOWN,
+    SUMS,
+    WORKLOAD,
+    Report,
+    ReportError,
+    Subject,
+    UnknownSubject,
+    breakdown,
+    build_report,
+    report_range,
+)
 from billing.report_formats import csv_text, html_table, json_text
 
 log = logging.getLogger(__name__)
@@ -43,11 +55,12 @@ log = logging.getLogger(__name__)
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; "
        "base-uri 'none'")
 LONGEST_RANGE = 366  # days one question may span
-API_GROUPINGS = ("namespace", "team", "person")  # workload comes with the workload breakdown
+API_GROUPINGS = ("namespace", "team", "person", WORKLOAD)  # and label:NAME of a configured cost label
 UID = re.compile(r"[^\x00-\x1f\x7f]{1,253}")  # a user id: any printable text a directory may hold
+PAGE_WORKLOADS = 20  # a page's workload table shows the most expensive ones, the rest in one row; CSV has all
 PAGE_TABLES = {  # page -> the breakdowns it shows of the range, each also a CSV download
-    "me": ("namespace", "cluster"),
-    "team": ("person", "namespace"),
+    "me": ("namespace", "cluster", WORKLOAD),
+    "team": ("person", "namespace", WORKLOAD),
     "all": ("team", "cluster"),
 }
 
@@ -183,8 +196,9 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
             return Response(csv_text(answer), mimetype="text/csv", headers={
                 "Content-Disposition": f'attachment; filename="billing-{name}-{by}-{first}-{last}.csv"'})
         try:
-            tables = [(table, html_table(build_report(ledger, subject, first, last, table, config.currency)))
-                      for table in PAGE_TABLES[name]]
+            reports = [(table, build_report(ledger, subject, first, last, table, config.currency))
+                       for table in PAGE_TABLES[name]]
+            tables = [(table, html_table(_shortened(answer))) for table, answer in reports if _broken_down(answer)]
             nothing = ""
         except UnknownSubject:  # someone with no costs at all still gets their (empty) page
             if subject.kind != "person":
@@ -293,10 +307,9 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
         _only("from", "to", "by", "team", "person")
         who = current()
         by = request.args.get("by")
-        if by == "workload":
-            raise Refused(400, "by=workload is not available yet: the ledger does not break costs down by workload")
-        if by is not None and by not in API_GROUPINGS:
-            raise Refused(400, f"by={by!r} is not one of {', '.join(API_GROUPINGS)}")
+        if by is not None and by not in API_GROUPINGS and not by.startswith(LABEL_PREFIX):
+            raise Refused(400, f"by={by!r} is not one of {', '.join(API_GROUPINGS)} or {LABEL_PREFIX}NAME")
+        by = breakdown(by, config.cost_labels)  # a label that is not a cost label: ReportError, 400
         if "team" in request.args and "person" in request.args:
             raise Refused(400, "give team= or person=, not both")
         if "team" in request.args:
@@ -328,6 +341,21 @@ class Headline:
     missing_in_month: list[date]
     incomplete: tuple = ()  # the range's data gaps are listed under the tables instead
     directory_note: str = ""
+
+
+def _broken_down(report: Report) -> bool:
+    """False for a workload table of a range that no workload row breaks down: it would repeat the namespaces."""
+    return report.by != WORKLOAD or any(row[WORKLOAD] != NOT_BROKEN_DOWN for row in report.rows)
+
+
+def _shortened(report: Report) -> Report:
+    """A workload table of at most PAGE_WORKLOADS rows and one summing the others, so its total stays."""
+    if report.by != WORKLOAD or len(report.rows) <= PAGE_WORKLOADS + 1:
+        return report
+    others = report.rows[PAGE_WORKLOADS:]
+    summed = {column: sum(row[column] for row in others) for column in SUMS}
+    return replace(report, rows=[*report.rows[:PAGE_WORKLOADS],
+                                 {"namespace": "", WORKLOAD: f"{len(others)} other workloads (in the CSV)", **summed}])
 
 
 def _nones(frame: pd.DataFrame) -> list[dict]:

@@ -5,6 +5,7 @@ Figures by hand from tests/report_ledger.py.
 
 from __future__ import annotations
 
+import re
 from datetime import date
 
 import pandas as pd
@@ -14,6 +15,7 @@ from billing.digest import digest_period, read_digests
 from billing.ledger import WASTE_COLUMNS, open_ledger, replace_day
 from billing.render import person_letter
 from tests.report_ledger import DAY, ROWS, frame, write_ledger
+from tests.workload_ledger import FIRST, LAST, fill
 
 URL = "https://billing.example.org/me"
 
@@ -61,3 +63,26 @@ def test_the_letter_says_what_was_spent_and_idle_and_links_to_billing_serve(ledg
     for body in (letter.text, letter.html):
         assert "37.20 USD" in body and "3.50 GPU-h" in body and URL in body
     assert f'href="{URL}"' in letter.html
+
+
+def test_the_most_expensive_workloads_are_each_persons_share(tmp_path):
+    engine = open_ledger(f"sqlite:///{tmp_path / 'workloads.db'}")
+    fill(engine)
+    digests = {d.uid: d for d in read_digests(engine, FIRST, LAST, "USD", URL)}
+    alice, bob = digests["alice"], digests["bob"]
+    # by hand from tests/workload_ledger.py; Nov 2 (12.00) was not broken down, so it is in no workload
+    assert [(r["workload"], round(r["cost"], 2)) for r in alice.top_workloads] == [
+        ("Job/train-a", 15.12), ("Deployment/notebook", 10.08), ("CronJob/nightly", 2.40)]
+    assert [(r["cluster"], r["namespace"], r["workload"], round(r["cost"], 2)) for r in bob.top_workloads] == [
+        ("ibis", "bob", "StatefulSet/db", 11.80)]  # both halves: his robotics and vision shares
+    letter = person_letter(alice)
+    assert "YOUR MOST EXPENSIVE WORKLOADS" in letter.text and "Job/train-a" in letter.text
+    html = re.sub(r' style="[^"]*"', "", letter.html)  # the letter's CSS is inlined
+    assert '<td>Job/train-a</td><td>alice</td><td class="num">15.12 USD</td>' in html
+
+
+def test_a_person_without_workload_rows_gets_no_workload_table(ledger):
+    (alice,) = [d for d in read_digests(ledger, date(2026, 11, 19), DAY, "USD", URL) if d.uid == "alice"]
+    assert alice.top_workloads == []
+    letter = person_letter(alice)
+    assert "WORKLOADS" not in letter.text and "workloads" not in letter.html

@@ -13,7 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from billing.cli import main
+from billing.ledger import open_ledger
 from tests.report_ledger import DAY, DAY_TOTAL, H100, MONTH_TOTAL, write_ledger
+from tests.workload_ledger import fill
 
 # FOCUS 1.2, columns whose feature level is Mandatory
 FOCUS_MANDATORY = [
@@ -157,3 +159,37 @@ def test_a_reserved_pool_is_usage_and_its_credits_are_credit_rows(tmp_path, writ
     assert credit["BillingAccountId"] == "robotics" and credit["BilledCost"] == -9.60
     assert pd.isna(credit["ConsumedQuantity"]) and credit["PricingQuantity"] == -4.0
     assert "reserved pool" in credit["ChargeDescription"]
+
+
+@pytest.fixture
+def workload_config(tmp_path, write_config):
+    url = f"sqlite:///{tmp_path / 'workloads.db'}"
+    engine = open_ledger(url)
+    fill(engine)
+    engine.dispose()
+    return str(write_config(database=url, currency="USD", cost_labels=["experiment"]))
+
+
+def test_workloads_are_the_resources_and_their_rows_still_add_up_to_the_ledger(workload_config):
+    focus = csv_of(export(workload_config, "--from", "2026-11-01", "--to", "2026-11-03"))
+    # Nov 1: 7 workload rows for 5 ledger rows; Nov 2: its ledger row, not broken down; Nov 3: 1 workload row
+    assert len(focus) == 9
+    assert focus["BilledCost"].sum() == pytest.approx(52.90)  # 38.50 + 12.00 + 2.40 (tests/workload_ledger.py)
+    per_account = focus.groupby("BillingAccountId")["BilledCost"].sum()
+    assert per_account.to_dict() == pytest.approx({"robotics": 47.00, "vision": 5.90})
+    train = focus[(focus["ResourceId"] == "jaguar/alice/Job/train-a") & (focus["PricingUnit"] == "GPU-Hours")].iloc[0]
+    assert (train["ResourceName"], train["ResourceType"]) == ("Job/train-a", "Job")
+    assert (train["BilledCost"], train["ListCost"], train["PricingQuantity"], train["ListUnitPrice"]) == \
+        pytest.approx((14.40, 14.40, 6.0, 2.40))
+    assert json.loads(train["Tags"]) == {
+        "billing/cluster": "jaguar", "billing/gpu_model": H100, "billing/namespace": "alice", "billing/owner": "alice",
+        "billing/resource": "gpu", "billing/team": "robotics", "billing/workload": "Job/train-a",
+        "experiment": "exp-1"}
+    assert "workload Job/train-a in namespace alice on cluster jaguar" in train["ChargeDescription"]
+    notebook = focus[focus["ResourceName"] == "Deployment/notebook"].iloc[0]
+    assert "experiment" not in json.loads(notebook["Tags"])  # the pod had no such label: no tag
+    not_broken_down = focus[focus["ChargePeriodStart"] == "2026-11-02T00:00:00Z"]  # the config's zone is UTC
+    assert len(not_broken_down) == 1
+    row = not_broken_down.iloc[0]
+    assert (row["ResourceId"], row["ResourceType"], row["BilledCost"]) == ("jaguar/alice", "Namespace", 12.00)
+    assert "billing/workload" not in json.loads(row["Tags"])

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from datetime import date, datetime, timezone
 from zoneinfo import ZoneInfo
 
 import pytest
 
-from billing.report import Report, ReportError, Subject, report_range
+from billing.report import Report, ReportError, Subject, breakdown, report_range
 from billing.report_formats import csv_text, day_ranges, notices, table
 
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -110,3 +111,20 @@ def test_table_rows_add_up_to_the_total_and_say_so():
     assert costs == ["0.34", "0.33", "0.33", "1.00"]
     assert "Amounts are rounded to the cent so that rows add up to the total." in text
     assert "rounded to the cent" not in table(grouped([row("a", 0.5), row("b", 0.25)]))  # nothing moved
+
+
+@pytest.mark.parametrize("by", [None, "team", "day", "workload", "label:experiment"])
+def test_groupings_and_breakdowns_of_configured_labels_are_taken(by):
+    assert breakdown(by, ["experiment"]) == by
+
+
+@pytest.mark.parametrize("by, cost_labels, says", [
+    ("label:project", ["experiment", "team"], "'project': it is not in the config key cost_labels, which names "
+                                              "experiment, team"),
+    ("label:experiment", [], "cost_labels, which is empty"),
+    ("label:", ["experiment"], "by label ''"),
+    ("owner", ["experiment"], "cannot group by 'owner': give one of team, person, namespace"),
+])
+def test_other_groupings_are_refused_naming_the_cost_labels(by, cost_labels, says):
+    with pytest.raises(ReportError, match=re.escape(says)):
+        breakdown(by, cost_labels)

@@ -26,7 +26,9 @@ from billing.directory import Directory, Person, Team, directory_to_json
 from billing.ledger import WASTE_COLUMNS, open_ledger, replace_day
 from billing.web import LoginThrottle, create_app
 from tests.conftest import MINIMAL_CONFIG
+from tests.html_tables import read_page
 from tests.report_ledger import DAY, ROWS, TEAM_MONTH, frame, write_ledger
+from tests.workload_ledger import BY_WORKLOAD, FIRST, LAST, fill
 
 RANGE = "from=2026-11-01&to=2026-11-20"
 PEOPLE = ["alice", "bob", "carol", "dave", "root"]
@@ -180,8 +182,8 @@ def test_the_api_answers_in_the_report_shape(client):
 
 
 @pytest.mark.parametrize("route, says", [
-    ("/api/v1/costs?by=workload", "by=workload is not available yet"),
-    ("/api/v1/costs?by=cost", "'cost' is not one of namespace, team, person"),
+    ("/api/v1/costs?by=cost", "'cost' is not one of namespace, team, person, workload or label:NAME"),
+    ("/api/v1/costs?by=label:project", "'project': it is not in the config key cost_labels, which is empty"),
     ("/api/v1/costs?from=2026-11-31", "'2026-11-31' is not a date"),
     ("/api/v1/costs?from=2026-11-20&to=2026-11-01", "ends (2026-11-01) before it starts"),
     ("/api/v1/costs?from=2024-01-01&to=2026-11-01", "longer than 366 days"),
@@ -260,3 +262,52 @@ def test_a_range_with_two_currencies_is_refused_not_added_up(tmp_path):
     for route in (f"/me?{RANGE}", f"/api/v1/costs?{RANGE}"):
         answer = get(app, route, "alice")
         assert answer.status_code == 400 and "EUR and USD" in answer.text, route
+
+
+@pytest.fixture(scope="module")
+def workloads(tmp_path_factory):
+    """A client over tests/workload_ledger.py's ledger (cost label `experiment`), with who leads which team."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('workloads') / 'ledger.db'}"
+    engine = open_ledger(url)
+    fill(engine)
+    engine.dispose()
+    config = Config.model_validate({**MINIMAL_CONFIG, "currency": "USD", "database": store_directory(url),
+                                    "cost_labels": ["experiment"], "web": {"admins": ["root"]}})
+    return create_app(config).test_client()
+
+
+WORKLOAD_RANGE = f"from={FIRST}&to={LAST}"
+
+
+def test_the_api_breaks_costs_down_by_workload_for_whom_may_see_them(workloads):
+    alice = get(workloads, f"/api/v1/costs?{WORKLOAD_RANGE}&by=workload", "alice").json
+    assert {(r["namespace"], r["workload"]): r["cost"] for r in alice["rows"]} == pytest.approx(
+        {key: cost for key, cost in BY_WORKLOAD.items() if key[0] == "alice"})
+    assert alice["days_without_breakdown"] == ["2026-11-02"]
+    team = get(workloads, f"/api/v1/costs?{WORKLOAD_RANGE}&by=workload&team=robotics", "carol").json
+    assert {(r["namespace"], r["workload"]): r["cost"] for r in team["rows"]} == pytest.approx(BY_WORKLOAD)
+    assert get(workloads, f"/api/v1/costs?{WORKLOAD_RANGE}&by=workload&team=robotics", "alice").status_code == 403
+    assert get(workloads, f"/api/v1/costs?{WORKLOAD_RANGE}&by=workload&person=alice", "bob").status_code == 403
+    labelled = get(workloads, f"/api/v1/costs?{WORKLOAD_RANGE}&by=label:experiment&person=bob", "bob").json
+    assert [(r["namespace"], r["label_experiment"], round(r["cost"], 2)) for r in labelled["rows"]] == [
+        ("bob", "exp-1", 11.80)]  # both halves of his namespace, one per team
+
+
+def test_person_and_team_pages_show_workloads_when_the_range_has_them(workloads, client):
+    page = get(workloads, f"/me?{WORKLOAD_RANGE}", "alice").text
+    assert 'id="by-workload"' in page and "Job/train-a" in page and "2026-11-02 had costs without a breakdown" in page
+    rows = list(csv.DictReader(io.StringIO(
+        get(workloads, f"/teams/robotics?{WORKLOAD_RANGE}&by=workload&format=csv", "carol").text)))
+    assert {(r["namespace"], r["workload"]): float(r["cost"]) for r in rows} == pytest.approx(BY_WORKLOAD)
+    assert 'id="by-workload"' in get(workloads, f"/teams/robotics?{WORKLOAD_RANGE}", "carol").text
+    # a range no workload row breaks down: the table would only repeat the namespaces
+    assert 'id="by-workload"' not in get(client, f"/me?{RANGE}", "alice").text
+
+
+def test_a_long_workload_table_shows_the_most_expensive_and_sums_the_others(workloads, monkeypatch):
+    monkeypatch.setattr("billing.web.PAGE_WORKLOADS", 2)
+    rows = read_page(get(workloads, f"/me?{WORKLOAD_RANGE}", "alice").text).tables["by-workload"]
+    # alice's four rows: train-a 15.12, not broken down 12.00, notebook 10.08, nightly 2.40 (tests/workload_ledger.py)
+    assert [(row[0], row[1], row[-1]) for row in rows[1:]] == [
+        ("alice", "Job/train-a", "15.12"), ("alice", "(not broken down)", "12.00"),
+        ("", "2 other workloads (in the CSV)", "12.48"), ("Total", "", "39.60")]
