@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import getpass
+import itertools
 import logging
 import os
 import re
@@ -20,30 +21,25 @@ from pathlib import Path
 
 import click
 
-from billing.audit import AuditError
+from billing.backfill import RUN_FAILURES
+from billing.backfill import backfill as run_days
 from billing.budgets import read_budget_status, team_budgets
 from billing.check import check_all, check_config
 from billing.config import Config, ConfigError, config_path, load_config
 from billing.days import days_between, yesterday
-from billing.directory import DirectoryError
 from billing.focus import ParquetUnavailable, focus_rows, write_focus
 from billing.formatting import money
-from billing.job import IncompleteDayError, render_day, run_day, stored_directory
+from billing.job import render_day, run_day, stored_directory
 from billing.ledger import LedgerError, completed, open_ledger, read_rows, upgrade_schema
 from billing.logs import configure_logging
-from billing.mail import MailError
 from billing.metrics import push_run_metrics
-from billing.prometheus import PrometheusError
 from billing.redact import redact
-from billing.render import RenderError
 from billing.report import GROUPINGS, ReportError, Subject, build_report, known_names, report_range
 from billing.report_formats import FORMATS, day_ranges, notices
 from billing.statement import StatementError, build_statement, close_month, cost_centers, reopen_month
 from billing.statement_formats import FORMATS as STATEMENT_FORMATS
 
 log = logging.getLogger("billing")
-
-RUN_FAILURES = (IncompleteDayError, AuditError, PrometheusError, DirectoryError, LedgerError, RenderError, MailError)
 
 
 def _fail(status: int, message: str, at_once: bool = False) -> None:
@@ -156,6 +152,7 @@ def _config() -> Config:
 
 FIRST_DAY, LAST_DAY = date(1970, 1, 1), date(9999, 12, 30)  # Unix time; the day after must exist too
 LONG_BACKFILL = 366  # days; a longer backfill is far more often a typo than a plan, so it asks for --yes
+PARALLEL_DAYS = 2  # days a backfill collects at once by default (docs/cli.md has the measurements)
 LISTED_RANGES = 10  # runs of missing days an export names; the rest are counted
 
 
@@ -219,15 +216,18 @@ def _fail_if_undelivered(undelivered: list[str]) -> None:
 @click.option("--from", "first", callback=_date, required=True, help="First day, YYYY-MM-DD.")
 @click.option("--to", "last", callback=_date, required=True, help="Last day, YYYY-MM-DD (inclusive).")
 @click.option("--yes", is_flag=True, help=f"Confirm a range of more than {LONG_BACKFILL} days.")
+@click.option("--parallel", type=click.IntRange(1, 32), default=PARALLEL_DAYS, show_default=True,
+              help="Days collected at once (each store still gets at most its max_queries_in_flight queries).")
 @coverage_option
 @_global_options
 @_guarded
-def backfill(first: date, last: date, yes: bool, require_coverage: float) -> None:
-    """Run every day of an inclusive range, oldest first.
+def backfill(first: date, last: date, yes: bool, parallel: int, require_coverage: float) -> None:
+    """Run every day of an inclusive range, written oldest first.
 
-    Example:
+    A day that fails is named at once and the others still run; the exit
+    status is then 1. Example:
 
-        billing backfill --from 2026-11-01 --to 2026-11-20
+        billing backfill --from 2026-11-01 --to 2026-11-20 --parallel 4
     """
     if last < first:
         raise click.BadParameter("--to is before --from")
@@ -236,15 +236,21 @@ def backfill(first: date, last: date, yes: bool, require_coverage: float) -> Non
         _fail(2, f"--from {first} --to {last} is {len(days):,} days, more than {LONG_BACKFILL}: "
                  "add --yes to bill every one of them")
     config = _config()
+    config.run_secrets()
     if sys.stderr.isatty():
-        with click.progressbar(days, label="billing", file=sys.stderr, item_show_func=lambda d: d and str(d)) as bar:
-            undelivered = [failure for day in bar for failure in run_day(config, day, require_coverage).undelivered]
+        with click.progressbar(length=len(days), label="billing", file=sys.stderr,
+                               item_show_func=lambda day: day) as bar:
+            outcomes = run_days(config, days, require_coverage, parallel, lambda o: bar.update(1, str(o.day)))
     else:
-        undelivered = []
-        for number, day in enumerate(days, 1):
-            log.info("backfill: day %d of %d", number, len(days))
-            undelivered += run_day(config, day, require_coverage).undelivered
-    _fail_if_undelivered(undelivered)
+        ended = itertools.count(1)
+        outcomes = run_days(config, days, require_coverage, parallel,
+                            lambda o: log.info("backfill: %s %s, %d of %d days done", o.day,
+                                               "failed" if o.failure else "billed", next(ended), len(days)))
+    failed = [outcome for outcome in outcomes if outcome.failure]
+    if failed:
+        _fail(1, f"{len(failed)} of {len(days)} days failed, the others are billed: "
+                 f"{', '.join(day_ranges([o.day for o in failed]))}; the first: {failed[0].failure}")
+    _fail_if_undelivered([failure for outcome in outcomes for failure in outcome.undelivered])
 
 
 @main.group()

@@ -184,6 +184,9 @@ class PrometheusConfig(_Section):
     ca_file: ConfigPath = ""
     timeout: Duration = 120.0
     retries: Annotated[int, Field(ge=0)] = 4  # on connection errors, timeouts, 429 and 5xx, with backoff
+    # queries this store answers at once, across every day a backfill bills at once (per URL: clusters on one
+    # shared store share the first one's limit)
+    max_queries_in_flight: Annotated[int, Field(ge=1)] = 2
     SECRETS = ("bearer_token",)
 
     @model_validator(mode="after")
