@@ -25,16 +25,15 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
-from billing.config import ClusterConfig, Config, EmailConfig, load_config
+from billing.config import ClusterConfig, Config, ConfigError, EmailConfig, load_config, read_secrets
 from billing.days import BillingDay, billing_day, yesterday
 from billing.directory import DirectoryError
 from billing.directory_sources import check_directory
-from billing.ledger import LedgerError, completed_days, fetch, open_ledger
+from billing.ledger import LedgerError, NoLedgerYet, completed_days, fetch, open_ledger
 from billing.mail import IMPLICIT_TLS_PORT, MailError, connect_smtp
-from billing.private import private_directory
 from billing.prometheus import PrometheusError, PrometheusSource
 from billing.promql import Chunk, GpuResources, Queries, one_of, quote
-from billing.replay import prometheus_source, read_recording
+from billing.replay import cluster_recording, prometheus_source
 from billing.stores import engine_of, store_of
 
 TIMEOUT = 10.0  # seconds: a check answers quickly or reports the dependency as failing
@@ -64,7 +63,7 @@ class CheckWarning(Exception):
     """A dependency is usable, but something about it would surprise; the message says what."""
 
 
-EXPLAINED = (CheckFailure, PrometheusError, DirectoryError, LedgerError, MailError)  # their message is a whole sentence
+EXPLAINED = (CheckFailure, ConfigError, PrometheusError, DirectoryError, LedgerError, MailError)  # their message is a whole sentence
 
 
 def _timed(dependency: str, probe: Callable[[], str]) -> Probe:
@@ -88,7 +87,7 @@ def prometheus(cluster: ClusterConfig) -> str:
     """Ask the server for `vector(1)` and which store it is; recorded answers are only counted."""
     config = cluster.prometheus
     if config.replay:
-        answers = len(read_recording(Path(config.replay)))
+        answers = len(cluster_recording(cluster.name, Path(config.replay)))
         if not answers:
             raise CheckFailure(f"replay directory {config.replay} holds no recorded answers")
         return f"replay directory {config.replay}: {answers} recorded answers"
@@ -219,8 +218,11 @@ def selector(cluster: ClusterConfig, day: BillingDay) -> str:
 
 
 def database(url: str) -> str:
-    """Open the ledger (creating its tables if missing) and read how many days it holds."""
-    engine = open_ledger(url)
+    """Open the ledger as it is and read how many days it holds; a ledger not made yet is a warning, not made."""
+    try:
+        engine = open_ledger(url, create=False)
+    except NoLedgerYet as exc:
+        raise CheckWarning(str(exc)) from None
     try:
         [row] = fetch(engine, select(func.count().label("days"), func.max(completed_days.c.day).label("last")))
     finally:
@@ -233,15 +235,25 @@ def delivery(email: EmailConfig) -> str:
     """Open the session sending would open (TLS or STARTTLS, login), say EHLO, send nothing."""
     if email.outbox_dir:
         outbox = Path(email.outbox_dir)
-        private_directory(outbox)
-        if not os.access(outbox, os.W_OK):
-            raise CheckFailure(f"outbox directory {outbox} is not writable")
-        return f"messages go to the outbox directory {outbox}, which is writable"
+        if outbox.is_dir():
+            if not os.access(outbox, os.W_OK):
+                raise CheckFailure(f"outbox directory {outbox} is not writable")
+            return f"messages go to the outbox directory {outbox}, which is writable"
+        return f"messages go to the outbox directory {outbox}, " + _creatable(outbox)
+    read_secrets(email)  # a missing password is named, rather than the login it would fail
     with connect_smtp(email) as session:
         session.ehlo()
     tls = "TLS" if email.smtp_port == IMPLICIT_TLS_PORT else "STARTTLS" if email.starttls else "no TLS"
     login = f"login as {email.username}" if email.username else "no login"
     return f"SMTP server {email.smtp_host}:{email.smtp_port}: {tls}, {login}, EHLO accepted"
+
+
+def _creatable(path: Path) -> str:
+    """Whether a run can create a missing directory: its nearest existing parent is a writable directory."""
+    parent = next(p for p in path.parents if p.exists())  # the root exists
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise CheckFailure(f"{path} does not exist and cannot be created: {parent} is not a writable directory")
+    return f"which the first run creates (in {parent}, which is writable)"
 
 
 def check_config(path: Path) -> tuple[Config, Probe]:

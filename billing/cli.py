@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import getpass
+import itertools
 import logging
 import os
 import re
@@ -20,22 +21,19 @@ from pathlib import Path
 
 import click
 
-from billing.audit import AuditError
+from billing.backfill import RUN_FAILURES
+from billing.backfill import backfill as run_days
 from billing.budgets import read_budget_status, team_budgets
 from billing.check import check_all, check_config
 from billing.config import Config, ConfigError, config_path, load_config
 from billing.days import days_between, yesterday
-from billing.directory import DirectoryError
 from billing.focus import ParquetUnavailable, broken_down, focus_rows, write_focus
 from billing.formatting import money
-from billing.job import IncompleteDayError, render_day, run_day, stored_directory
+from billing.job import render_day, run_day, stored_directory
 from billing.ledger import LedgerError, completed, open_ledger, read_rows, read_workload_costs, upgrade_schema
 from billing.logs import configure_logging
-from billing.mail import MailError
 from billing.metrics import push_run_metrics
-from billing.prometheus import PrometheusError
 from billing.redact import redact
-from billing.render import RenderError
 from billing.report import (
     GROUPINGS,
     LABEL_PREFIX,
@@ -53,8 +51,6 @@ from billing.statement_formats import FORMATS as STATEMENT_FORMATS
 
 log = logging.getLogger("billing")
 
-RUN_FAILURES = (IncompleteDayError, AuditError, PrometheusError, DirectoryError, LedgerError, RenderError, MailError)
-
 
 def _fail(status: int, message: str, at_once: bool = False) -> None:
     """Say why in one sentence and exit; `at_once` skips waiting for the collector's threads.
@@ -65,7 +61,7 @@ def _fail(status: int, message: str, at_once: bool = False) -> None:
     """
     message = redact(message)
     context = click.get_current_context(silent=True)
-    if context and context.find_root().params.get("log_format") == "json":
+    if context and context.meta.get(LOG_FORMAT) == "json":
         log.error(message)  # a log pipeline gets the reason as one more JSON line
     else:
         click.echo(f"billing: {message}", err=True)
@@ -95,6 +91,8 @@ def _guarded(command):
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
         signal.signal(signal.SIGTERM, _raise_terminated)
+        meta = click.get_current_context().meta
+        configure_logging(meta.get(VERBOSE, False), meta.get(LOG_FORMAT, "text"))
         try:
             return command(*args, **kwargs)
         except (ConfigError, ReportError, StatementError) as exc:
@@ -121,20 +119,50 @@ coverage_option = click.option(
     help="Fail instead of billing a day whose kube-state-metrics data covers less than this share (e.g. 0.99).",
 )
 
-config_option = click.option(
-    "--config",
-    "config_file",
-    type=click.Path(dir_okay=False),
-    help="Configuration file (default: $BILLING_CONFIG, then ./billing.yaml).",
-)
+# The global options, kept in the context's `meta` (shared by a group and its commands' contexts)
+VERBOSE, LOG_FORMAT, CONFIG_FILE = "billing.verbose", "billing.log_format", "billing.config_file"
 
 
-def _config(config_file: str | None) -> Config:
-    return load_config(config_path(config_file))
+def _remember(key: str):
+    """A global option's callback: the value given last wins, so a command's own beats the one before its name
+    (click parses the command's options after the group's)."""
+
+    def remember(ctx: click.Context, param: click.Parameter, value):
+        if value:
+            ctx.meta[key] = value
+        return value
+
+    return remember
+
+
+def _global_options(command):
+    """-v, --log-format and --config, taken before the command's name and after it alike."""
+    options = [
+        click.option("-v", "--verbose", is_flag=True, expose_value=False, callback=_remember(VERBOSE),
+                     help="Log debug details."),
+        click.option("--log-format", type=click.Choice(["text", "json"]), expose_value=False,
+                     callback=_remember(LOG_FORMAT),
+                     help="json: one JSON object per line, for cluster log pipelines (default: text)."),
+        click.option("--config", "config_file", type=click.Path(dir_okay=False), expose_value=False,
+                     callback=_remember(CONFIG_FILE),
+                     help="Configuration file (default: $BILLING_CONFIG, then ./billing.yaml)."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _config_path(ctx: click.Context | None = None) -> Path:
+    return config_path((ctx or click.get_current_context()).meta.get(CONFIG_FILE))
+
+
+def _config() -> Config:
+    return load_config(_config_path())
 
 
 FIRST_DAY, LAST_DAY = date(1970, 1, 1), date(9999, 12, 30)  # Unix time; the day after must exist too
 LONG_BACKFILL = 366  # days; a longer backfill is far more often a typo than a plan, so it asks for --yes
+PARALLEL_DAYS = 2  # days a backfill collects at once by default (docs/cli.md has the measurements)
 LISTED_RANGES = 10  # runs of missing days an export names; the rest are counted
 
 
@@ -153,14 +181,10 @@ def _date(ctx, param, value: str | None) -> date | None:
     return day
 
 
-@click.group()
-@click.option("-v", "--verbose", is_flag=True, help="Log debug details.")
-@click.option(
-    "--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
-    help="json: one JSON object per line, for cluster log pipelines.",
-)
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@_global_options
 @click.version_option(package_name="billing")
-def main(verbose: bool, log_format: str) -> None:
+def main() -> None:
     """GPU/CPU chargeback for shared Kubernetes clusters.
 
     Examples: bill yesterday, then show what a team spent this month.
@@ -169,22 +193,22 @@ def main(verbose: bool, log_format: str) -> None:
         billing run --config /etc/billing/billing.yaml
         billing report --team robotics --config /etc/billing/billing.yaml
     """
-    configure_logging(verbose, log_format)
 
 
 @main.command()
 @click.option("--date", "day", callback=_date, help="Billing day YYYY-MM-DD (default: yesterday, local time).")
 @coverage_option
-@config_option
+@_global_options
 @_guarded
-def run(day: date | None, require_coverage: float, config_file: str | None) -> None:
+def run(day: date | None, require_coverage: float) -> None:
     """Bill one day: collect, price, write the ledger, reports and emails.
 
     Re-running a day replaces its rows. Example:
 
         billing run --date 2026-11-20 --config /etc/billing/billing.yaml
     """
-    config = _config(config_file)
+    config = _config()
+    config.run_secrets()
     started = time.monotonic()
     summary = run_day(config, day or yesterday(config.zone), require_coverage)
     if config.metrics.pushgateway:
@@ -202,15 +226,18 @@ def _fail_if_undelivered(undelivered: list[str]) -> None:
 @click.option("--from", "first", callback=_date, required=True, help="First day, YYYY-MM-DD.")
 @click.option("--to", "last", callback=_date, required=True, help="Last day, YYYY-MM-DD (inclusive).")
 @click.option("--yes", is_flag=True, help=f"Confirm a range of more than {LONG_BACKFILL} days.")
+@click.option("--parallel", type=click.IntRange(1, 32), default=PARALLEL_DAYS, show_default=True,
+              help="Days collected at once (each store still gets at most its max_queries_in_flight queries).")
 @coverage_option
-@config_option
+@_global_options
 @_guarded
-def backfill(first: date, last: date, yes: bool, require_coverage: float, config_file: str | None) -> None:
-    """Run every day of an inclusive range, oldest first.
+def backfill(first: date, last: date, yes: bool, parallel: int, require_coverage: float) -> None:
+    """Run every day of an inclusive range, written oldest first.
 
-    Example:
+    A day that fails is named at once and the others still run; the exit
+    status is then 1. Example:
 
-        billing backfill --from 2026-11-01 --to 2026-11-20
+        billing backfill --from 2026-11-01 --to 2026-11-20 --parallel 4
     """
     if last < first:
         raise click.BadParameter("--to is before --from")
@@ -218,19 +245,26 @@ def backfill(first: date, last: date, yes: bool, require_coverage: float, config
     if len(days) > LONG_BACKFILL and not yes:
         _fail(2, f"--from {first} --to {last} is {len(days):,} days, more than {LONG_BACKFILL}: "
                  "add --yes to bill every one of them")
-    config = _config(config_file)
+    config = _config()
+    config.run_secrets()
     if sys.stderr.isatty():
-        with click.progressbar(days, label="billing", file=sys.stderr, item_show_func=lambda d: d and str(d)) as bar:
-            undelivered = [failure for day in bar for failure in run_day(config, day, require_coverage).undelivered]
+        with click.progressbar(length=len(days), label="billing", file=sys.stderr,
+                               item_show_func=lambda day: day) as bar:
+            outcomes = run_days(config, days, require_coverage, parallel, lambda o: bar.update(1, str(o.day)))
     else:
-        undelivered = []
-        for number, day in enumerate(days, 1):
-            log.info("backfill: day %d of %d", number, len(days))
-            undelivered += run_day(config, day, require_coverage).undelivered
-    _fail_if_undelivered(undelivered)
+        ended = itertools.count(1)
+        outcomes = run_days(config, days, require_coverage, parallel,
+                            lambda o: log.info("backfill: %s %s, %d of %d days done", o.day,
+                                               "failed" if o.failure else "billed", next(ended), len(days)))
+    failed = [outcome for outcome in outcomes if outcome.failure]
+    if failed:
+        _fail(1, f"{len(failed)} of {len(days)} days failed, the others are billed: "
+                 f"{', '.join(day_ranges([o.day for o in failed]))}; the first: {failed[0].failure}")
+    _fail_if_undelivered([failure for outcome in outcomes for failure in outcome.undelivered])
 
 
 @main.group()
+@_global_options
 def db() -> None:
     """The ledger database's schema.
 
@@ -241,9 +275,9 @@ def db() -> None:
 
 
 @db.command()
-@config_option
+@_global_options
 @_guarded
-def upgrade(config_file: str | None) -> None:
+def upgrade() -> None:
     """Apply pending schema migrations to the ledger database.
 
     Run it after installing a new version of billing, before `billing run`.
@@ -251,7 +285,7 @@ def upgrade(config_file: str | None) -> None:
 
         billing db upgrade --config /etc/billing/billing.yaml
     """
-    before, after = upgrade_schema(_config(config_file).database)
+    before, after = upgrade_schema(_config().database)
     if before == after:
         click.echo(f"the ledger schema is already at revision {after}")
     else:
@@ -260,16 +294,16 @@ def upgrade(config_file: str | None) -> None:
 
 @main.command()
 @click.option("--date", "day", callback=_date, help="Billing day YYYY-MM-DD (default: yesterday, local time).")
-@config_option
+@_global_options
 @_guarded
-def render(day: date | None, config_file: str | None) -> None:
+def render(day: date | None) -> None:
     """Write a day's HTML reports again from the ledger; sends no email.
 
     Example:
 
         billing render --date 2026-11-20
     """
-    config = _config(config_file)
+    config = _config()
     render_day(config, day or yesterday(config.zone))
 
 
@@ -289,7 +323,7 @@ def _subject(team: str | None, person: str | None, all_teams: bool) -> Subject:
 def _complete_groupings(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
     """Shell completion of report --by: the groupings, workload, and label: plus each configured cost label."""
     try:
-        labels = [LABEL_PREFIX + name for name in _config(ctx.params.get("config_file")).cost_labels]
+        labels = [LABEL_PREFIX + name for name in load_config(_config_path(ctx)).cost_labels]
     except ConfigError:
         labels = []
     return [word for word in [*GROUPINGS, WORKLOAD, *labels] if word.startswith(incomplete)]
@@ -298,7 +332,7 @@ def _complete_groupings(ctx: click.Context, param: click.Parameter, incomplete: 
 def _complete_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
     """Shell completion of --team and --person from the ledger; nothing when it cannot be read."""
     try:
-        config = _config(ctx.params.get("config_file"))
+        config = load_config(_config_path(ctx))
         names = known_names(open_ledger(config.database), param.name)
     except (ConfigError, LedgerError):
         return []
@@ -323,7 +357,7 @@ def _complete_names(ctx: click.Context, param: click.Parameter, incomplete: str)
     "ledger rows).",
 )
 @click.option("--output", type=click.Path(dir_okay=False, writable=True), help="Write to this file, not stdout.")
-@config_option
+@_global_options
 @_guarded
 def report(
     team: str | None,
@@ -334,7 +368,6 @@ def report(
     form: str,
     by: str | None,
     output: str | None,
-    config_file: str | None,
 ) -> None:
     """What a team or a person spent, from the ledger.
 
@@ -348,13 +381,14 @@ def report(
         billing report --all-teams --format html --output teams.html
     """
     subject = _subject(team, person, all_teams)
-    config = _config(config_file)
+    config = _config()
     by = breakdown(by, config.cost_labels)
     first, last = report_range(config.zone, first, last)
     if by is None and form in ("table", "html"):
         by = "team" if subject.kind == "all" else "namespace"
     ledger = open_ledger(config.database)
     answer = build_report(ledger, subject, first, last, by, config.currency)
+    _refuse_never_run(first, last, answer.missing_days)
     if subject.kind == "team" and subject.name is not None:
         budget = team_budgets(config.budgets, stored_directory(ledger)).get(subject.name)
         answer = replace(answer, budget=read_budget_status(ledger, subject.name, last, budget))
@@ -362,6 +396,19 @@ def report(
         for notice in notices(answer):
             click.echo(f"billing: {notice}", err=True)
     _write_output(output, FORMATS[form](answer))
+
+
+def _refuse_never_run(first: date, last: date, missing: list[date]) -> None:
+    """A range of which no day was ever run has no figures to show: a total of 0.00 would read as no spending."""
+    if len(missing) == len(days_between(first, last)):
+        _fail(1, f"no day in this range was ever run ({', '.join(_listed_ranges(missing))}): "
+                 "run them with billing run or billing backfill first")
+
+
+def _listed_ranges(days: list[date]) -> list[str]:
+    """Runs of days as ranges, the first LISTED_RANGES of them and a count of the rest."""
+    runs = day_ranges(days)
+    return runs[:LISTED_RANGES] + ([f"and {len(runs) - LISTED_RANGES:,} more ranges"] if len(runs) > LISTED_RANGES else [])
 
 
 def _write_output(output: str | None, text: str) -> None:
@@ -388,9 +435,9 @@ def _month(ctx, param, value: str | None) -> date | None:
 @click.option("--format", "form", type=click.Choice(list(STATEMENT_FORMATS)), default="csv", show_default=True,
               help="csv for import, json for programs, html to print (one page per team).")
 @click.option("--output", type=click.Path(dir_okay=False, writable=True), help="Write to this file, not stdout.")
-@config_option
+@_global_options
 @_guarded
-def statement(month: date, team: str | None, form: str, output: str | None, config_file: str | None) -> None:
+def statement(month: date, team: str | None, form: str, output: str | None) -> None:
     """The month's statement per team: list price, discounts, credits, idle shares, adjustments.
 
     A closed month's statement is the one stored when it was closed, the same
@@ -400,7 +447,7 @@ def statement(month: date, team: str | None, form: str, output: str | None, conf
         billing statement --month 2026-11 --format html --output november.html
         billing statement --month 2026-11 --team robotics --format json
     """
-    config = _config(config_file)
+    config = _config()
     ledger = open_ledger(config.database)
     answer = build_statement(ledger, month, config.currency, cost_centers(stored_directory(ledger)), team,
                              yesterday(config.zone))
@@ -425,9 +472,9 @@ def _operator(by: str | None) -> str:
 @click.option("--reopen", is_flag=True, help="Open a closed month again (only the latest closed one).")
 @click.option("--by", help="Who closes or reopens, for the log (default: the operating-system user).")
 @click.option("--allow-missing", is_flag=True, help="Close even though some days of the month were never run.")
-@config_option
+@_global_options
 @_guarded
-def close(month: date, reopen: bool, by: str | None, allow_missing: bool, config_file: str | None) -> None:
+def close(month: date, reopen: bool, by: str | None, allow_missing: bool) -> None:
     """Close a month for finance: its statement is kept as it is now.
 
     A later re-run of one of its days writes the new rows and books the
@@ -437,7 +484,7 @@ def close(month: date, reopen: bool, by: str | None, allow_missing: bool, config
         billing close --month 2026-11
         billing close --reopen --month 2026-11 --by alice
     """
-    config = _config(config_file)
+    config = _config()
     ledger = open_ledger(config.database)
     who = _operator(by)
     if reopen:
@@ -453,9 +500,9 @@ def close(month: date, reopen: bool, by: str | None, allow_missing: bool, config
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (0.0.0.0: every interface).")
 @click.option("--port", type=click.IntRange(1, 65535), default=8080, show_default=True, help="TCP port to listen on.")
-@config_option
+@_global_options
 @_guarded
-def serve(host: str, port: int, config_file: str | None) -> None:
+def serve(host: str, port: int) -> None:
     """Serve the ledger read-only over HTTP: everyone sees their own costs.
 
     Who is asking comes from an authenticating proxy's header or an LDAP
@@ -466,16 +513,16 @@ def serve(host: str, port: int, config_file: str | None) -> None:
     from billing.web import serve as serve_ledger  # Flask and waitress only for this command
 
     try:
-        serve_ledger(_config(config_file), host, port)
+        serve_ledger(_config(), host, port)
     except OSError as exc:
         _fail(1, f"billing serve cannot listen on {host}:{port}: {exc.strerror or exc}")
 
 
 @main.command()
 @click.option("--date", "day", callback=_date, help="Day whose series to check, YYYY-MM-DD (default: yesterday).")
-@config_option
+@_global_options
 @_guarded
-def check(day: date | None, config_file: str | None) -> None:
+def check(day: date | None) -> None:
     """Validate the config, reach every dependency and check the series a bill needs, one line each.
 
     Per cluster: the store and its version, then whether the day's samples
@@ -487,7 +534,7 @@ def check(day: date | None, config_file: str | None) -> None:
         billing check --config /etc/billing/billing.yaml
         billing check --date 2026-11-20
     """
-    config, probe = check_config(config_path(config_file))
+    config, probe = check_config(_config_path())
     click.echo(redact(probe.line()))
     failures = 0
     for probe in check_all(config, day):
@@ -504,9 +551,9 @@ def check(day: date | None, config_file: str | None) -> None:
               help="focus: the FinOps FOCUS 1.2 columns.")
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path),
               help="File to write: *.parquet is Parquet, anything else CSV (default: CSV on standard output).")
-@config_option
+@_global_options
 @_guarded
-def export(first: date, last: date, layout: str, output: Path | None, config_file: str | None) -> None:
+def export(first: date, last: date, layout: str, output: Path | None) -> None:
     """Write the ledger of a date range for finance tools (FinOps FOCUS 1.2).
 
     Days in the range that were never run are named on standard error. Example:
@@ -515,16 +562,15 @@ def export(first: date, last: date, layout: str, output: Path | None, config_fil
     """
     if last < first:
         raise click.BadParameter("--to is before --from")
-    config = _config(config_file)
+    config = _config()
     ledger = open_ledger(config.database)
     focus = focus_rows(broken_down(read_rows(ledger, first, last), read_workload_costs(ledger, first, last)),
                        config.zone)
     missing = sorted(set(days_between(first, last)) - completed(ledger, first, last))
+    _refuse_never_run(first, last, missing)
     if missing:
-        runs = day_ranges(missing)
-        more = f", and {len(runs) - LISTED_RANGES:,} more ranges" if len(runs) > LISTED_RANGES else ""
         click.echo(f"billing: {len(missing):,} day(s) never run, so not in the export: "
-                   f"{', '.join(runs[:LISTED_RANGES])}{more}", err=True)
+                   f"{', '.join(_listed_ranges(missing))}", err=True)
     try:
         write_focus(focus, output, click.get_text_stream("stdout"))
     except ParquetUnavailable as exc:

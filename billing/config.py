@@ -1,9 +1,16 @@
 """The configuration file: schema, validation and secret resolution.
 
 Everything the rest of the program knows about the YAML file comes through
-`load_config`, which either returns a fully validated `Config` (secrets
-already read from their environment variables or files) or raises
-`ConfigError` with one sentence per mistake, each naming the key.
+`load_config`, which either returns a fully validated `Config` or raises
+`ConfigError` with one sentence per mistake, each naming the key. Relative
+paths in the file are made absolute against the file's directory, as
+Prometheus and kubectl do with theirs, so that a config means the same from
+any working directory.
+
+Secrets (`<key>_env`, `<key>_file`) are read when a command uses them, not
+when the file is loaded: `billing report` reads only the database and must
+not need the SMTP password. `read_secrets` reads a command's secrets up front,
+so that a run fails before it starts rather than at its last step.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ import re
 import ssl
 from fractions import Fraction
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
@@ -25,7 +32,9 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -85,27 +94,75 @@ def _web_address(value: str) -> str:
 
 WebAddress = Annotated[str, AfterValidator(_web_address)]  # '' or an http(s) URL
 
+CONFIG_DIR = "config_dir"  # the validation context's key: the directory relative paths in the file start from
+
+
+def _from_config_dir(value: str, info: ValidationInfo) -> str:
+    """A relative path made absolute against the config file's directory (lexically, as Prometheus does)."""
+    base = (info.context or {}).get(CONFIG_DIR)
+    if not value or base is None or Path(value).is_absolute():
+        return value
+    return os.path.normpath(Path(base) / value)
+
+
+_SQLITE_FILE = re.compile(r"(sqlite(?:\+\w+)?:///)([^?]*)(.*)", re.DOTALL)
+
+
+def _sqlite_from_config_dir(value: str, info: ValidationInfo) -> str:
+    """`sqlite:///billing.db` names a file relative to the config file's directory, like every other path."""
+    match = _SQLITE_FILE.fullmatch(value)
+    if not match or match[2] in ("", ":memory:") or match[2].startswith("file:"):
+        return value
+    return match[1] + _from_config_dir(match[2], info) + match[3]
+
+
+ConfigPath = Annotated[str, AfterValidator(_from_config_dir)]  # '' or a file or directory
+DatabaseUrl = Annotated[str, AfterValidator(_sqlite_from_config_dir)]  # an SQLAlchemy URL
+
 
 class _Section(BaseModel):
     """Unknown keys are mistakes, not extensions."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    SECRETS: ClassVar[tuple[str, ...]] = ()  # names of the section's <name>_env / <name>_file pairs
+    _place: str = PrivateAttr("")  # where the section is in the file (`clusters[0].prometheus`), for messages
+
+    @model_validator(mode="after")
+    def _one_source_per_secret(self) -> _Section:
+        for name in self.SECRETS:
+            if getattr(self, f"{name}_env") and getattr(self, f"{name}_file"):
+                raise ValueError(f"set only one of {name}_env and {name}_file")
+        return self
+
+    def secret(self, name: str) -> str | None:
+        """The secret named by `<name>_env` or `<name>_file`, read now; None when neither is set ('' is unset).
+
+        Not kept: a Kubernetes Secret mounted as a file may be rotated while `billing serve` runs."""
+        env_name, file_name = getattr(self, f"{name}_env"), getattr(self, f"{name}_file")
+        where = f"{self._place}: " if self._place else ""
+        if env_name:
+            if env_name not in os.environ:
+                raise ConfigError(f"{where}{name}_env names the environment variable {env_name}, which is not set")
+            return os.environ[env_name]
+        if file_name:
+            try:
+                return Path(file_name).read_text().strip()
+            except OSError as exc:
+                raise ConfigError(f"{where}{name}_file {file_name} cannot be read ({exc.strerror})") from None
+        return None
 
 
-def _read_secret(env_name: str, file_name: str, key: str) -> str | None:
-    """The secret named by `<key>_env` or `<key>_file`; '' means not set."""
-    if env_name and file_name:
-        raise ValueError(f"set only one of {key}_env and {key}_file")
-    if env_name:
-        if env_name not in os.environ:
-            raise ValueError(f"{key}_env names the environment variable {env_name}, which is not set")
-        return os.environ[env_name]
-    if file_name:
-        try:
-            return Path(file_name).read_text().strip()
-        except OSError as exc:
-            raise ValueError(f"{key}_file {file_name} cannot be read ({exc.strerror})") from None
-    return None
+def read_secrets(*sections: _Section) -> None:
+    """Read the sections' secrets now: one ConfigError naming every one that cannot be read."""
+    problems = []
+    for section in sections:
+        for name in section.SECRETS:
+            try:
+                section.secret(name)
+            except ConfigError as exc:
+                problems.append(str(exc))
+    if problems:
+        raise ConfigError("; ".join(problems))
 
 
 def _check_ca_file(path: str) -> None:
@@ -120,21 +177,27 @@ def _check_ca_file(path: str) -> None:
 
 class PrometheusConfig(_Section):
     url: str = ""
-    replay: str = ""  # a directory of recorded answers instead of a live server (the demo)
+    replay: ConfigPath = ""  # a directory of recorded answers instead of a live server (the demo)
     selector: str = ""
     bearer_token_env: str = ""
-    bearer_token_file: str = ""
-    ca_file: str = ""
+    bearer_token_file: ConfigPath = ""
+    ca_file: ConfigPath = ""
     timeout: Duration = 120.0
     retries: Annotated[int, Field(ge=0)] = 4  # on connection errors, timeouts, 429 and 5xx, with backoff
-    bearer_token: str | None = Field(default=None, exclude=True, repr=False)
+    # queries this store answers at once, across every day a backfill bills at once (per URL: clusters on one
+    # shared store share the first one's limit)
+    max_queries_in_flight: Annotated[int, Field(ge=1)] = 2
+    SECRETS = ("bearer_token",)
 
     @model_validator(mode="after")
-    def _resolve(self) -> PrometheusConfig:
+    def _one_source(self) -> PrometheusConfig:
         if bool(self.url) == bool(self.replay):
             raise ValueError("set exactly one of url and replay")
-        self.bearer_token = _read_secret(self.bearer_token_env, self.bearer_token_file, "bearer_token")
         return self
+
+    @property
+    def bearer_token(self) -> str | None:
+        return self.secret("bearer_token")
 
 
 class Prices(_Section):
@@ -204,19 +267,19 @@ class TeamsConfig(_Section):
 
 
 class DirectoryConfig(_Section):
-    ldif: str = ""  # a directory exported to an LDIF file instead of a live server
+    ldif: ConfigPath = ""  # a directory exported to an LDIF file instead of a live server
     url: str | list[str] = ""
     bind_dn: str = ""
     bind_password_env: str = ""
-    bind_password_file: str = ""
-    ca_file: str = ""
+    bind_password_file: ConfigPath = ""
+    ca_file: ConfigPath = ""
     starttls: bool = False  # upgrade ldap:// connections to TLS; ldaps:// is TLS already
     connect_timeout: Duration = 10.0
     timeout: Duration = 30.0  # for each answer from the server
     on_failure: Literal["fail", "last_known"] = "fail"  # last_known: use the last run's directory
     people: PeopleConfig = PeopleConfig()
     teams: TeamsConfig = TeamsConfig()
-    bind_password: str | None = Field(default=None, exclude=True, repr=False)
+    SECRETS = ("bind_password",)
 
     @property
     def urls(self) -> list[str]:
@@ -236,8 +299,11 @@ class DirectoryConfig(_Section):
                 raise ValueError(f"url {url!r} is ldaps:// (TLS already); starttls is for ldap:// URLs")
         if self.ca_file:
             _check_ca_file(self.ca_file)
-        self.bind_password = _read_secret(self.bind_password_env, self.bind_password_file, "bind_password")
         return self
+
+    @property
+    def bind_password(self) -> str | None:
+        return self.secret("bind_password")
 
 
 def _compile_pattern(pattern: str, group: str) -> str:
@@ -272,30 +338,35 @@ class EmailConfig(_Section):
     smtp_host: str = ""
     smtp_port: Annotated[int, Field(gt=0, lt=65536)] = 587
     starttls: bool = True
-    ca_file: str = ""  # CA bundle that signed the SMTP server's certificate; '' trusts the system's CAs
+    ca_file: ConfigPath = ""  # CA bundle that signed the SMTP server's certificate; '' trusts the system's CAs
     username_env: str = ""
-    username_file: str = ""
+    username_file: ConfigPath = ""
     password_env: str = ""
-    password_file: str = ""
+    password_file: ConfigPath = ""
     from_: str = Field(default="billing@localhost", alias="from")
     admins: list[str] = []
     team_leads: bool = True
     # each person with spending gets their own summary: daily (every run) or weekly (the run of each Sunday)
     # (YAML reads a bare `off` as false, which means the same)
     personal: Annotated[Literal["daily", "weekly", "off"], BeforeValidator(lambda v: "off" if v is False else v)] = "off"
-    outbox_dir: str = ""
-    username: str | None = Field(default=None, exclude=True, repr=False)
-    password: str | None = Field(default=None, exclude=True, repr=False)
+    outbox_dir: ConfigPath = ""
+    SECRETS = ("username", "password")
 
     @model_validator(mode="after")
-    def _resolve(self) -> EmailConfig:
+    def _sender(self) -> EmailConfig:
         if self.enabled and not (self.smtp_host or self.outbox_dir):
             raise ValueError("an enabled email section needs smtp_host or outbox_dir")
         if self.ca_file:
             _check_ca_file(self.ca_file)
-        self.username = _read_secret(self.username_env, self.username_file, "username")
-        self.password = _read_secret(self.password_env, self.password_file, "password")
         return self
+
+    @property
+    def username(self) -> str | None:
+        return self.secret("username")
+
+    @property
+    def password(self) -> str | None:
+        return self.secret("password")
 
 
 class MetricsConfig(_Section):
@@ -372,13 +443,13 @@ class WebConfig(_Section):
     user_header: Annotated[str, Field(min_length=1)] = "X-Forwarded-User"  # set by the authenticating proxy
     trusted_proxies: list[str] = ["127.0.0.1/32", "::1/128"]  # the header counts only from these networks
     admins: list[str] = []  # uids that see every team
-    database: str = ""  # the ledger as billing serve reads it (a read-only role); '' = the top-level database
+    database: DatabaseUrl = ""  # the ledger as billing serve reads it (a read-only role); '' = the top-level database
     session_key_env: str = ""  # auth ldap: the key that signs session cookies (at least 32 characters)
-    session_key_file: str = ""
+    session_key_file: ConfigPath = ""
     session_lifetime: Duration = 8 * 3600.0  # a login lasts this long
     login_attempts: Annotated[int, Field(ge=1)] = 5  # failed logins per user and per address ...
     login_window: Duration = 900.0  # ... within this time lock that user or address out for it
-    session_key: str | None = Field(default=None, exclude=True, repr=False)
+    SECRETS = ("session_key",)
 
     @field_validator("trusted_proxies")
     @classmethod
@@ -391,11 +462,18 @@ class WebConfig(_Section):
         return values
 
     @model_validator(mode="after")
-    def _resolve(self) -> WebConfig:
-        self.session_key = _read_secret(self.session_key_env, self.session_key_file, "session_key")
-        if self.auth == "ldap" and len(self.session_key or "") < 32:
+    def _session_key_named(self) -> WebConfig:
+        if self.auth == "ldap" and not (self.session_key_env or self.session_key_file):
             raise ValueError("auth ldap needs session_key_env or session_key_file naming a key of at least 32 characters")
         return self
+
+    @property
+    def session_key(self) -> str | None:
+        key = self.secret("session_key")
+        if self.auth == "ldap" and len(key or "") < 32:
+            raise ConfigError(f"{self._place}: auth ldap needs a session key of at least 32 characters, "
+                              f"{self.session_key_env or self.session_key_file} holds {len(key or '')}")
+        return key
 
 
 class AuditConfig(_Section):
@@ -409,8 +487,8 @@ class Config(_Section):
     timezone: str = "UTC"
     currency: str = "USD"
     step: Duration = 60.0
-    database: str = "sqlite:///billing.db"
-    output_dir: str = "out/reports"
+    database: Annotated[DatabaseUrl, Field(validate_default=True)] = "sqlite:///billing.db"
+    output_dir: Annotated[ConfigPath, Field(validate_default=True)] = "out/reports"
     clusters: Annotated[list[ClusterConfig], Field(min_length=1)]
     # kube-state-metrics resource name -> physical GPUs one unit stands for (a list: 1 each)
     gpu_resources: GpuFractions = {"nvidia_com_gpu": 1.0}
@@ -467,9 +545,26 @@ class Config(_Section):
                 cluster.gpu_replicas_label = self.gpu_replicas_label
         return self
 
+    @model_validator(mode="after")
+    def _place_sections(self) -> Config:
+        """Each section with secrets learns where it is, for the sentence naming one that cannot be read."""
+        for number, cluster in enumerate(self.clusters):
+            cluster.prometheus._place = f"clusters[{number}].prometheus"
+        self.directory._place, self.email._place, self.web._place = "directory", "email", "web"
+        return self
+
     @property
     def zone(self) -> ZoneInfo:
         return ZoneInfo(self.timezone)
+
+    def run_secrets(self) -> None:
+        """Read every secret `billing run` uses (live stores, an LDAP directory, SMTP), before it asks anyone."""
+        sections: list[_Section] = [c.prometheus for c in self.clusters if c.prometheus.url]
+        if self.directory.url:
+            sections.append(self.directory)
+        if self.email.enabled and not self.email.outbox_dir:
+            sections.append(self.email)
+        read_secrets(*sections)
 
 
 def _key(location: tuple) -> str:
@@ -567,7 +662,7 @@ def load_config(path: Path) -> Config:
         kind = _KINDS.get(type(data), type(data).__name__)
         raise ConfigError(f"config file {path} must hold a mapping of keys, not {kind}")
     try:
-        return Config.model_validate(data)
+        return Config.model_validate(data, context={CONFIG_DIR: path.parent.absolute()})
     except ValidationError as exc:
         sentences = [_sentence(e) for e in exc.errors(include_input=False, include_url=False)]
         raise ConfigError(f"config file {path}: " + "; ".join(sentences)) from None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timezone
 from pathlib import Path
@@ -115,10 +116,13 @@ def _refuse_no_data(collected: ClusterUsage, cluster: ClusterConfig, day: date) 
         )
 
 
-def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSummary:
+def run_day(config: Config, day: date, require_coverage: float = 0.0,
+            turn: AbstractContextManager | None = None) -> RunSummary:
     """Bill one day: collect from every cluster, bill into the ledger, publish pages and emails.
 
-    Every data source is read before the ledger is touched, so a failed run leaves it as it was."""
+    Every data source is read before the ledger is touched, so a failed run leaves it as it was. The ledger
+    is written and the day published within `turn`: a backfill collects several days at once and lets them
+    write one at a time, oldest first (billing/backfill.py)."""
     check_output_dir(Path(config.output_dir))
     ledger = open_ledger(config.database)
     period = billing_day(day, config.zone)
@@ -129,8 +133,9 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0) -> RunSumm
     collected = [_collect_cluster(config, cluster, period) for cluster in config.clusters]
     _check_coverage([c.usage for c in collected], day, require_coverage)
     directory, directory_warning = _read_directory(config, ledger)
-    rows, written = _bill(config, ledger, day, collected, directory, directory_warning)
-    undelivered = _publish(config, ledger, day, directory)
+    with turn or nullcontext():
+        rows, written = _bill(config, ledger, day, collected, directory, directory_warning)
+        undelivered = _publish(config, ledger, day, directory)
 
     costs = rows.groupby("cluster")["cost"].sum()
     return RunSummary(

@@ -247,13 +247,18 @@ class LedgerError(Exception):
     """The database could not be reached or written; the message names it."""
 
 
+class NoLedgerYet(LedgerError):
+    """The database (an SQLite file) or its ledger tables do not exist yet; the first run creates them."""
+
+
 def _where(engine: Engine) -> str:
     return f"database {engine.url.render_as_string(hide_password=True)}"
 
 
-def _engine(url: str) -> Engine:
+def _engine(url: str, create: bool = True) -> Engine:
     """Connections are checked before use: a database restarted while the job
-    collected for an hour must not fail the write with a stale connection."""
+    collected for an hour must not fail the write with a stale connection.
+    Without `create` a missing SQLite file is NoLedgerYet instead of made."""
     try:
         engine = create_engine(url, pool_pre_ping=True)
     except (SQLAlchemyError, ValueError, ImportError) as exc:
@@ -262,6 +267,8 @@ def _engine(url: str) -> Engine:
         _real_sqlite_transactions(engine)
         if engine.url.database not in (None, "", ":memory:"):
             path = Path(engine.url.database)
+            if not create and not path.exists():
+                raise NoLedgerYet(f"{_where(engine)}: the file {path} does not exist yet (the first billing run creates it)")
             try:
                 private_directory(path.parent)  # like output_dir, but the ledger holds names and emails
             except OSError as exc:
@@ -292,16 +299,19 @@ def _real_sqlite_transactions(engine: Engine) -> None:
         connection.exec_driver_sql(connection.get_execution_options().get(migrate.SQLITE_BEGIN, "BEGIN"))
 
 
-def open_ledger(url: str) -> Engine:
+def open_ledger(url: str, create: bool = True) -> Engine:
     """An engine on the ledger database at the schema this billing needs.
 
-    A new, empty database gets the schema; one at an older schema revision is
-    left alone with the advice to run `billing db upgrade`.
+    A new, empty database gets the schema (without `create`, which `billing
+    check` uses to change nothing, it is NoLedgerYet); one at an older schema
+    revision is left alone with the advice to run `billing db upgrade`.
     """
-    engine = _engine(url)
+    engine = _engine(url, create)
     try:
         with engine.connect() as conn:
             empty, current = migrate.is_empty(conn), migrate.current_revision(conn)
+        if empty and not create:
+            raise NoLedgerYet(f"{_where(engine)} holds no ledger tables yet (the first billing run creates them)")
         if empty:
             migrate.upgrade(engine)
         elif current != migrate.head_revision():

@@ -115,7 +115,8 @@ def deliver(envelopes: list[Envelope], config: EmailConfig) -> list[str]:
     failures = [f for f in outcomes if f]
     for failure in failures:
         log.error("email: %s", failure)
-    log.info("email: %d of %d messages delivered", len(envelopes) - len(failures), len(envelopes))
+    done = f"written to the outbox {config.outbox_dir}" if config.outbox_dir else "delivered"
+    log.info("email: %d of %d messages %s", len(envelopes) - len(failures), len(envelopes), done)
     return failures
 
 

@@ -9,6 +9,10 @@ with backoff on connection errors, timeouts, 429 and 5xx); `ReplayPrometheus`
 is how the demo runs without one. `buildinfo` is what billing/stores.py reads
 which store answers from.
 
+However many days a backfill collects at once, and however many threads
+each uses, a store URL is asked at most `max_queries_in_flight` queries at a
+time by the process (one semaphore per URL).
+
 An answer that says it is incomplete is refused: Prometheus answers
 "success" with `warnings` when a remote-read store was out of reach (Thanos
 does the same for a partial response, VictoriaMetrics sets `isPartial`), and
@@ -19,6 +23,7 @@ give one at all (`partial_response=false`).
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from typing import Protocol, TypeGuard, TypeVar
 
@@ -87,6 +92,17 @@ class PrometheusSource(Protocol):
     def buildinfo(self) -> tuple[dict, dict[str, str]]: ...
 
 
+_IN_FLIGHT: dict[str, threading.BoundedSemaphore] = {}
+_IN_FLIGHT_LOCK = threading.Lock()
+
+
+def in_flight(url: str, limit: int) -> threading.BoundedSemaphore:
+    """The process's one semaphore for a store URL: however many days are billed at once, and by however many
+    threads each, the store is asked at most `limit` queries at a time (the first caller's limit)."""
+    with _IN_FLIGHT_LOCK:
+        return _IN_FLIGHT.setdefault(url, threading.BoundedSemaphore(limit))
+
+
 class LivePrometheus:
     """One Prometheus server (or Thanos/Mimir/VictoriaMetrics query endpoint)."""
 
@@ -95,6 +111,7 @@ class LivePrometheus:
         self.url = config.url.rstrip("/")
         self.timeout = config.timeout
         self.attempts = config.retries + 1
+        self._in_flight = in_flight(self.url, config.max_queries_in_flight)
         self._session = requests.Session()
         self._session.verify = config.ca_file or True
         if config.bearer_token:
@@ -146,7 +163,8 @@ class LivePrometheus:
         """ask(), its failures as one sentence naming cluster, server and cause."""
         where = f"Prometheus of cluster {self.cluster} at {self.url}"
         try:
-            return ask()
+            with self._in_flight:
+                return ask()
         except _PartialAnswer as exc:
             raise PrometheusError(
                 f"{where} answered only in part ({exc}), so the bill would be too low; refusing it "

@@ -37,6 +37,16 @@ def read_recording(directory: Path) -> dict[str, list[dict]]:
     return answers
 
 
+def cluster_recording(cluster: str, directory: Path) -> dict[str, list[dict]]:
+    """A cluster's recorded answers; a directory that is not there is named, not taken for one without answers."""
+    if not directory.is_dir():
+        raise PrometheusError(
+            f"the recorded answers directory {directory} of cluster {cluster} does not exist (relative paths "
+            "in the config are resolved against the config file's directory)"
+        )
+    return read_recording(directory)
+
+
 def write_recording(path: Path, answers: dict[str, list[dict]]) -> None:
     """One day's answers; the same answers always give the same bytes (no time stamp in the gzip header)."""
     text = json.dumps(answers, sort_keys=True, separators=(",", ":"))
@@ -65,7 +75,7 @@ class ReplayPrometheus:
 
     def _recording(self) -> dict[str, list[dict]]:
         if self._answers is None:
-            self._answers = read_recording(self.directory)
+            self._answers = cluster_recording(self.cluster, self.directory)
         return self._answers
 
     def _load(self, key: str, query: str) -> list[dict]:

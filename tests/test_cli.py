@@ -1,5 +1,10 @@
 """Exit statuses and messages of the command line (SPEC.md: 0 ok, 1 run failed, 2 usage/config)."""
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -7,6 +12,9 @@ from click.testing import CliRunner
 from billing.cli import main
 from fixtures.servers import free_port
 from tests.conftest import MINIMAL_CONFIG
+from tests.report_ledger import write_ledger
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def invoke(*args, env=None):
@@ -74,3 +82,106 @@ def test_a_backfill_of_more_than_366_days_asks_for_yes(write_config, tmp_path):
         first = "2025-11-20" if not extra else "2006-11-20"
         result = invoke("backfill", "--from", first, "--to", "2026-11-20", "--config", path, *extra)
         assert result.exit_code == 1 and "Prometheus of cluster jaguar at http://127.0.0.1:" in result.output
+
+
+def report_config(write_config, tmp_path, **changes) -> str:
+    """A config whose ledger holds tests/report_ledger.py's days."""
+    return str(write_config(database=write_ledger(tmp_path / "ledger.db"), currency="USD", **changes))
+
+
+REPORT = ["report", "--team", "robotics", "--from", "2026-11-19", "--to", "2026-11-20", "--format", "json"]
+
+
+def test_global_options_before_and_after_the_command_the_commands_own_winning(write_config, tmp_path):
+    path = report_config(write_config, tmp_path)
+    missing = str(tmp_path / "missing.yaml")
+    before = invoke("--config", path, *REPORT)
+    assert before.exit_code == 0, before.output
+    assert json.loads(before.stdout)["total_cost"] == pytest.approx(12.00 + 32.60)  # report_ledger's figures
+    after = invoke(*REPORT, "--config", path)
+    assert (after.exit_code, after.stdout) == (0, before.stdout)
+    assert invoke("--config", missing, *REPORT, "--config", path).stdout == before.stdout
+    refused = invoke("--config", path, *REPORT, "--config", missing)
+    assert refused.exit_code == 2 and f"cannot read config file {missing}" in refused.stderr
+    upgraded = invoke("db", "--config", path, "upgrade")
+    assert upgraded.exit_code == 0 and "already at revision" in upgraded.stdout
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_log_format_json_before_or_after_the_command(tmp_path, where):
+    """A program of its own: logging is set up once per process."""
+    options = ["--log-format", "json", "--config", str(tmp_path / "missing.yaml")]
+    command = ["report", "--team", "robotics"]
+    args = [*options, *command] if where == "before" else [*command, *options]
+    result = subprocess.run([sys.executable, "-m", "billing", *args], capture_output=True, text=True, cwd=ROOT,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert result.returncode == 2
+    [line] = result.stderr.splitlines()
+    assert json.loads(line)["message"] == f"cannot read config file {tmp_path / 'missing.yaml'}: No such file or directory"
+
+
+@pytest.mark.parametrize("command", [[], ["report"], ["db"], ["db", "upgrade"], ["backfill"]])
+def test_h_is_help(command):
+    short, long = invoke(*command, "-h"), invoke(*command, "--help")
+    assert short.exit_code == 0 and short.output == long.output and "Usage: " in short.output
+
+
+def test_reading_the_ledger_needs_no_secret_a_run_needs_every_one(write_config, tmp_path, monkeypatch):
+    for name in ("NO_TOKEN", "NO_LDAP_PASSWORD", "NO_SMTP_PASSWORD"):
+        monkeypatch.delenv(name, raising=False)
+    cluster = {**MINIMAL_CONFIG["clusters"][0], "prometheus": {"url": f"http://127.0.0.1:{free_port()}",
+                                                               "bearer_token_env": "NO_TOKEN"}}
+    path = report_config(write_config, tmp_path, clusters=[cluster],
+                         directory={"url": "ldap://127.0.0.1", "bind_password_env": "NO_LDAP_PASSWORD"},
+                         email={"enabled": True, "smtp_host": "127.0.0.1", "password_env": "NO_SMTP_PASSWORD"})
+    for command in (REPORT, ["statement", "--month", "2026-11"], ["export", "--from", "2026-11-20", "--to", "2026-11-20"]):
+        result = invoke(*command, "--config", path)
+        assert result.exit_code == 0, (command, result.output)
+
+    ledger = (tmp_path / "ledger.db").read_bytes()
+    result = invoke("run", "--date", "2026-11-20", "--config", path)
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "billing: clusters[0].prometheus: bearer_token_env names the environment variable NO_TOKEN, which is not set; "
+        "directory: bind_password_env names the environment variable NO_LDAP_PASSWORD, which is not set; "
+        "email: password_env names the environment variable NO_SMTP_PASSWORD, which is not set\n")
+    assert (tmp_path / "ledger.db").read_bytes() == ledger
+
+
+@pytest.mark.parametrize("form", ["table", "csv", "json", "html"])
+def test_a_range_of_which_no_day_was_ever_run_fails_naming_the_days(write_config, tmp_path, form):
+    path = report_config(write_config, tmp_path)
+    result = invoke("report", "--team", "robotics", "--from", "2026-11-02", "--to", "2026-11-09", "--format", form,
+                    "--config", path)
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr == ("billing: no day in this range was ever run (2026-11-02 to 2026-11-09): "
+                             "run them with billing run or billing backfill first\n")
+    export = invoke("export", "--from", "2026-11-02", "--to", "2026-11-09", "--config", path)
+    assert (export.exit_code, export.stdout, export.stderr) == (1, "", result.stderr)
+
+
+def test_a_range_with_some_days_run_lists_the_missing_ones(write_config, tmp_path):
+    path = report_config(write_config, tmp_path)
+    result = invoke("report", "--team", "robotics", "--from", "2026-11-09", "--to", "2026-11-11", "--format", "json",
+                    "--config", path)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["missing_days"] == ["2026-11-09", "2026-11-11"]
+    assert json.loads(result.stdout)["total_cost"] == 0  # 2026-11-10 was run and nothing was used
+
+
+def test_recorded_answers_are_found_beside_the_config_and_a_missing_directory_is_named(write_config, tmp_path,
+                                                                                      monkeypatch):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    cluster = {**MINIMAL_CONFIG["clusters"][0], "prometheus": {"replay": "recorded/jaguar"}}
+    path = write_config(clusters=[cluster], database="sqlite:///ledger.db")
+    result = invoke("run", "--date", "2026-11-20", "--config", str(path))
+    assert result.exit_code == 1
+    assert result.stderr == (f"billing: the recorded answers directory {tmp_path / 'recorded' / 'jaguar'} of cluster "
+                             "jaguar does not exist (relative paths in the config are resolved against the config "
+                             "file's directory)\n")
+    assert list(elsewhere.iterdir()) == []  # the ledger and pages, too, are beside the config, not in the cwd
+    check = invoke("check", "--config", str(path))
+    assert check.exit_code == 1 and "the recorded answers directory" in check.stdout

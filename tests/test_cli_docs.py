@@ -7,6 +7,7 @@ import click
 
 from billing.cli import main
 
+GLOBAL = ("--help", "--config", "--log-format", "--verbose")  # options of every command, before or after its name
 DOC = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text()
 
 
@@ -39,8 +40,8 @@ def test_every_command_has_a_section_naming_each_of_its_options():
             continue
         for parameter in command.params:
             names = [name for name in parameter.opts if name.startswith("--")]
-            if not isinstance(parameter, click.Option) or not names or names[0] in ("--help", "--config"):
-                continue  # --config and --help: the top part says every command takes them
+            if not isinstance(parameter, click.Option) or not names or names[0] in GLOBAL:
+                continue  # the top part says every command takes them
             if not re.search(rf"{re.escape(names[0])}\b", text):
                 missing.append(f"{names[0]} of `{path}`")
     assert not missing, "docs/cli.md lacks " + ", ".join(missing)

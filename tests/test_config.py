@@ -97,8 +97,12 @@ def test_each_mistake_names_its_key(write_config, changes, key, words):
 def test_missing_secret_variable_is_named_and_secret_values_never_shown(write_config, monkeypatch):
     monkeypatch.delenv("NO_SUCH_TOKEN", raising=False)
     path = write_config(clusters=[cluster(prometheus={"url": "http://x", "bearer_token_env": "NO_SUCH_TOKEN"})])
+    config = load_config(path)  # read when used: commands that only read the ledger need no token
+    with pytest.raises(ConfigError, match=r"^clusters\[0\]\.prometheus: bearer_token_env names the environment "
+                                          r"variable NO_SUCH_TOKEN, which is not set$"):
+        _ = config.clusters[0].prometheus.bearer_token
     with pytest.raises(ConfigError, match=r"clusters\[0\]\.prometheus: bearer_token_env names .*NO_SUCH_TOKEN"):
-        load_config(path)
+        config.run_secrets()
 
     monkeypatch.setenv("LDAP_PW", "hunter2")
     path = write_config(directory={"ldif": "x", "bind_password_env": "LDAP_PW", "colour": "hunter2"})
@@ -115,9 +119,10 @@ def test_secrets_from_files_and_empty_means_unset(write_config, tmp_path):
     assert config.clusters[0].prometheus.bearer_token == "abc123"
     assert "abc123" not in repr(config)
 
+    config = load_config(write_config(clusters=[cluster(prometheus={
+        "url": "http://x", "bearer_token_file": str(tmp_path / "missing")})]))
     with pytest.raises(ConfigError, match="bearer_token_file .*missing.* cannot be read"):
-        load_config(write_config(clusters=[cluster(prometheus={
-            "url": "http://x", "bearer_token_file": str(tmp_path / "missing")})]))
+        config.run_secrets()
 
 
 def test_malformed_yaml_names_the_line(tmp_path):
@@ -227,3 +232,42 @@ def test_gpu_resources_mistakes_name_the_key(write_config, value, words):
     with pytest.raises(ConfigError) as error:
         load_config(write_config(gpu_resources=value))
     assert "gpu_resources:" in str(error.value) and words in str(error.value)
+
+
+def test_relative_paths_are_relative_to_the_config_files_directory(tmp_path, monkeypatch):
+    """As Prometheus and kubectl read theirs: the same file means the same wherever the command is run from."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "etc").mkdir()
+    path = Path("etc") / "billing.yaml"
+    path.write_text(yaml.safe_dump({
+        **MINIMAL_CONFIG,
+        "clusters": [cluster(prometheus={"replay": "recorded/jaguar"}),
+                     cluster(name="ibis", prometheus={"url": "http://x", "bearer_token_file": "/run/token"})],
+        "directory": {"ldif": "../people.ldif", "bind_password_file": "secrets/ldap"},
+        "email": {"outbox_dir": "outbox", "password_file": "secrets/smtp"},
+        "web": {"database": "sqlite:///reader.db?timeout=5"},
+    }))
+    config = load_config(path)
+    etc = tmp_path / "etc"
+    assert config.clusters[0].prometheus.replay == str(etc / "recorded" / "jaguar")
+    assert config.clusters[1].prometheus.bearer_token_file == "/run/token"  # absolute stays
+    assert (config.directory.ldif, config.directory.bind_password_file) == (str(tmp_path / "people.ldif"),
+                                                                            str(etc / "secrets" / "ldap"))
+    assert (config.email.outbox_dir, config.email.password_file) == (str(etc / "outbox"), str(etc / "secrets" / "smtp"))
+    # the defaults too: billing.db and out/reports beside the file
+    assert (config.database, config.output_dir) == (f"sqlite:///{etc / 'billing.db'}", str(etc / "out" / "reports"))
+    assert config.web.database == f"sqlite:///{etc / 'reader.db'}?timeout=5"
+
+    path.write_text(yaml.safe_dump({**MINIMAL_CONFIG, "database": "sqlite://",
+                                    "email": {"outbox_dir": "", "ca_file": ""}}))
+    config = load_config(path)
+    assert (config.database, config.email.outbox_dir, config.email.ca_file) == ("sqlite://", "", "")
+
+
+def test_the_demo_finds_its_recordings_from_any_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    demo = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
+    config = load_config(demo / "billing.yaml")
+    assert all(Path(c.prometheus.replay).is_dir() for c in config.clusters)
+    assert Path(config.directory.ldif).is_file()
+    assert config.output_dir == str(demo.parents[1] / "demo-out" / "reports")

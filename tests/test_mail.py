@@ -41,12 +41,15 @@ def test_a_subject_with_a_line_break_is_refused():
         build_message("billing@example.org", ["a@example.org"], Letter("x\r\nBcc: spy@example.org", "t", "<p>h</p>"))
 
 
-def test_outbox_gets_one_eml_file_per_message(tmp_path):
+def test_outbox_gets_one_eml_file_per_message(tmp_path, caplog):
     config = EmailConfig(enabled=True, outbox_dir=str(tmp_path / "outbox"))
     envelopes = [
         Envelope(f"2026-11-20-{n}", build_message("billing@example.org", [f"{n}@example.org"], LETTER)) for n in ("a", "b")
     ]
-    assert deliver(envelopes, config) == []
+    with caplog.at_level("INFO", logger="billing.mail"):
+        assert deliver(envelopes, config) == []
+    # nothing was delivered to anyone: the log says where the messages are
+    assert [r.getMessage() for r in caplog.records] == [f"email: 2 of 2 messages written to the outbox {tmp_path / 'outbox'}"]
     files = sorted((tmp_path / "outbox").iterdir())
     assert [f.name for f in files] == ["2026-11-20-a.eml", "2026-11-20-b.eml"]
     assert [parse(f.read_bytes())["To"] for f in files] == ["a@example.org", "b@example.org"]

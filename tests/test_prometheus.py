@@ -1,3 +1,8 @@
+import http.server
+import json
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import parse_qsl
 
 import pytest
@@ -150,3 +155,50 @@ def test_buildinfo_that_keeps_failing_is_one_sentence():
 
 def test_recorded_answers_name_the_store_they_were_recorded_from(tmp_path):
     assert str(engine_of(*ReplayPrometheus("jaguar", tmp_path).buildinfo())) == "Prometheus 2.42.0"
+
+
+class SlowStore:
+    """A real HTTP server answering every query after 50 ms, counting the queries it holds at once."""
+
+    def __init__(self):
+        self.now = self.most = 0
+        self.lock = threading.Lock()
+        store = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers["Content-Length"]))
+                with store.lock:
+                    store.now += 1
+                    store.most = max(store.most, store.now)
+                time.sleep(0.05)
+                with store.lock:
+                    store.now -= 1
+                body = json.dumps(OK).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.mark.parametrize("limit", [1, 3])
+def test_queries_in_flight_are_capped_per_store_across_sources(limit):
+    """Two sources of one store (two days of a backfill) and eight threads: never more than the limit at once."""
+    store = SlowStore()
+    try:
+        config = PrometheusConfig(url=store.url, max_queries_in_flight=limit)
+        sources = [LivePrometheus("jaguar", config), LivePrometheus("jaguar", config)]
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(lambda n: sources[n % 2].instant("up", n), range(16)))
+        assert answers == [OK["data"]["result"]] * 16
+        assert store.most == limit
+    finally:
+        store.server.shutdown()

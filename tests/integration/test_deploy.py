@@ -140,7 +140,7 @@ def test_the_cronjob_runs_billing_run_with_the_config_the_configmap_mounts(monke
     # The same arguments, given to the real command: it runs a day with that config file.
     asked = []
     config = load_config_with_secrets(monkeypatch).model_copy(update={"metrics": MetricsConfig()})
-    monkeypatch.setattr(billing.cli, "_config", lambda config_file: asked.append(config_file) or config)
+    monkeypatch.setattr(billing.cli, "load_config", lambda path: asked.append(str(path)) or config)
     monkeypatch.setattr(billing.cli, "run_day", lambda config, day, require_coverage: asked.append(day) or SimpleNamespace(undelivered=()))
     result = CliRunner().invoke(billing.cli.main, args)
     assert result.exit_code == 0, result.output
@@ -191,8 +191,9 @@ def test_the_configmaps_billing_yaml_loads_with_the_secrets_the_cronjob_provides
 def test_without_its_secrets_the_configmap_names_the_missing_variable(monkeypatch):
     for name in cronjob_env():
         monkeypatch.delenv(name, raising=False)
+    config = load_config(CRONJOB / "billing.yaml")  # secrets are read by the commands that use them
     with pytest.raises(billing.config.ConfigError, match="BILLING_PROMETHEUS_TOKEN, which is not set"):
-        load_config(CRONJOB / "billing.yaml")
+        config.run_secrets()
 
 
 def test_everything_billing_writes_is_on_a_writable_volume(monkeypatch):
@@ -324,7 +325,7 @@ def test_billing_serve_runs_the_jobs_image_and_config_behind_oauth2_proxy(monkey
 
     # The same arguments, given to the real command, serve that config on that port.
     served = []
-    monkeypatch.setattr(billing.cli, "_config", lambda config_file: config if config_file == config_path_in_pod() else None)
+    monkeypatch.setattr(billing.cli, "load_config", lambda path: config if str(path) == config_path_in_pod() else None)
     monkeypatch.setattr(billing.web, "serve", lambda config, host, port: served.append((config.web.auth, host, port)))
     result = CliRunner().invoke(billing.cli.main, serve["args"])
     assert result.exit_code == 0, result.output
