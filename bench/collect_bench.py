@@ -323,26 +323,34 @@ def floor_query(chunk: Chunk) -> str:
             f"max by (namespace, pod, uid) (sum_over_time({running}[{instants}:{_window(chunk.step)}])))")
 
 
-def floor_run(prometheus: PrometheusServer) -> tuple[Figures, list[Asked]]:
-    """The factored floor's queries for the day, PARALLEL_QUERIES in flight, as billing asks its own."""
-    def ask(chunk: Chunk) -> Asked:
+def floor_run(prometheus: PrometheusServer) -> tuple[Figures, list[Asked], dict[tuple[str, str], float]]:
+    """The factored floor's queries for the day, PARALLEL_QUERIES in flight, as billing asks its own; with
+    the resource-hours per (namespace, resource) they add up to."""
+    def ask(chunk: Chunk) -> tuple[Asked, list[dict]]:
         params = [("query", floor_query(chunk)), ("time", str(chunk.last))]
         started = time.perf_counter()
         answer = requests.post(f"{prometheus.url}/api/v1/query", data=[*params, ("stats", "all")], timeout=600)
         ended = time.perf_counter()
         if answer.status_code != 200:
             sys.exit(f"the floor's query failed: {answer.text[:500]}")
-        return Asked("/api/v1/query", params, started, ended, answer.json()["data"]["stats"]["samples"]["peakSamples"])
+        data = answer.json()["data"]
+        return Asked("/api/v1/query", params, started, ended, data["stats"]["samples"]["peakSamples"]), data["result"]
 
     cpu_before, started = cpu_seconds(prometheus.pid), time.perf_counter()
     with ThreadPoolExecutor(PARALLEL_QUERIES) as pool:
-        asked = list(pool.map(ask, chunks(PERIOD, STEP)))
+        answers = list(pool.map(ask, chunks(PERIOD, STEP)))
     wall = time.perf_counter() - started
+    asked = [query for query, _ in answers]
     figures = Figures(wall=wall, rss_mb=math.nan, cpu=math.nan, queries=len(asked),
                       peak_samples=max(q.peak_samples for q in asked),
                       waiting=busy_seconds([(q.started, q.ended) for q in asked]),
                       prometheus_cpu=cpu_seconds(prometheus.pid) - cpu_before)
-    return figures, asked
+    hours: dict[tuple[str, str], float] = {}
+    for _, result in answers:
+        for series in result:
+            key = (series["metric"]["namespace"], series["metric"]["resource"])
+            hours[key] = hours.get(key, 0.0) + float(series["value"][1]) * STEP / 3600
+    return figures, asked, hours
 
 
 def fastest(runs: list[tuple[Figures, list[Asked]]]) -> tuple[Figures, list[Asked]]:
@@ -443,7 +451,7 @@ def measure(pods: int, cache: Path, args: argparse.Namespace) -> SizeResult:
         try:
             floors, wasting, lean = [], [], []
             for n in range(args.repeat):  # each round's three runs share whatever load the machine had then
-                floors.append(floor_run(prometheus))
+                floors.append(floor_run(prometheus)[:2])
                 wasting.append(billing_run(prometheus, workdir / f"waste-{n}", waste=True))
                 lean.append(billing_run(prometheus, workdir / f"no-waste-{n}", waste=False))
                 print(f"  round {n + 1}: floor {floors[-1][0].wall:.1f} s, billing {wasting[-1][0].wall:.1f} s, "
