@@ -53,15 +53,15 @@ WORLD = World(
                  pod("carol", "eval", -1, 25, Container("main", 1.0, GIB, cpu_used=3.0)),
                  # no usage series at all: its whole request, 2 cores x 6 h = 12 core-hours
                  pod("carol", "prep", 6, 12, Container("main", 2.0, GIB)),
-                 # 4 cores requested, 1 used, 14:00-16:00; the 5-minute rate only builds up after its start:
-                 # 14:00 no rate (4 unused), 14:01-14:04 rates 0.2, 0.4, 0.6, 0.8 (3.8 + 3.6 + 3.4 + 3.2 unused),
-                 # 14:05-15:59 rate 1 (115 x 3): 363 core-minutes = 6.05 core-hours
+                 # 4 cores requested, 1 used, Running 14:00-16:00: the hour 14:00-14:59 requests 240 core-minutes,
+                 # its containers used 59 from 13:59 to 14:59 (the counter starts at 0 at 14:00); the hour 15:00
+                 # 180 (240 less 60); the hour 16:00 requests nothing: 361 core-minutes
                  pod("dave", "short", 14, 16, Container("main", 4.0, GIB, cpu_used=1.0)),
              ),
              {"cluster": "jaguar"}),),
     D - 3600, D + 25 * 3600,
 )
-BY_HAND = {"alice": (24.0, 144.0), "carol": (0.0, 12.0), "dave": (0.0, 6.05)}
+BY_HAND = {"alice": (24.0, 144.0), "carol": (0.0, 12.0), "dave": (0.0, 361 / 60)}
 
 
 def cluster(url: str) -> ClusterConfig:
@@ -113,7 +113,7 @@ def test_the_run_keeps_waste_per_team_and_person_and_the_team_page_shows_it(prom
     assert page.tables["team-waste"] == [["Person", "Idle GPU-hours", "Unused CPU"],
                                          ["alice", "24.00 GPU-h", "144.00 core-h"]]
     admin = read_page((tmp_path / "reports" / "2026-11-20" / "index.html").read_text())
-    assert ["unallocated", "0.00 GPU-h", "6.05 core-h"] in admin.tables["waste"]
+    assert ["unallocated", "0.00 GPU-h", "6.02 core-h"] in admin.tables["waste"]
 
 
 def test_waste_can_be_switched_off(prometheus_server, tmp_path):
