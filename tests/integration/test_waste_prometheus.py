@@ -83,6 +83,21 @@ def test_idle_gpus_and_unused_cpu_by_hand_and_by_the_reference(store_server, hon
         assert got[namespace] == pytest.approx(measures, rel=1e-9), namespace
 
 
+def test_replicated_series_are_counted_once(store_server):
+    """An HA Prometheus pair's two copies of every series (prometheus_replica) neither halve the unused CPU
+    (usage counted twice) nor double the idle GPUs."""
+    [jaguar] = WORLD.clusters
+    replicas = tuple(replace(jaguar, extra_labels={**jaguar.extra_labels, "prometheus_replica": name})
+                     for name in ("prometheus-0", "prometheus-1"))
+    prom = store_server(replace(WORLD, clusters=replicas))
+    config = cluster(prom.url)
+    waste = collect_waste(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus("jaguar", config.prometheus), below=5.0)
+    got = {r.namespace: (r.idle_gpu_hours, r.unused_cpu_core_hours) for r in waste.itertuples()}
+    assert got.keys() == BY_HAND.keys()
+    for namespace, measures in BY_HAND.items():
+        assert got[namespace] == pytest.approx(measures, rel=1e-9), namespace
+
+
 def test_a_cluster_without_the_metrics_measures_nothing(store_server):
     jaguar = WORLD.clusters[0]
     bare = replace(WORLD, clusters=(replace(jaguar, pods=(jaguar.pods[2],)),))  # carol's pod without cAdvisor
