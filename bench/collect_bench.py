@@ -1,22 +1,27 @@
 """How long `billing run` takes for one big cluster-day, beside the factored floor on the same Prometheus.
 
     python -m bench.collect_bench [--pods 50000,250000] [--repeat 2] [--sample scratch,ci-runners,kube-system]
-                                  [--baseline-pods N] [--show-queries]
+                                  [--before CHECKOUT] [--baseline-pods N] [--show-queries]
 
 For each size, a one-cluster day (60 s scrape) from fixtures.ksm.make_world
-with utilisation (kube-state-metrics, cAdvisor's CPU counters per container
-plus each pod's cgroup and sandbox, DCGM per GPU with the holding pod's
-labels and per free GPU) is loaded into a real Prometheus; the TSDB blocks
-are kept in $BILLING_TSDB_CACHE (default /tmp/billing-tsdb-cache): loading
-the 50,000-pod day takes a quarter of an hour the first time. Then, on one
-Prometheus, --repeat rounds of three runs each (the fastest of each counts:
-the machine may be shared, and a round's runs share its load):
+with utilisation is loaded into a real Prometheus: kube-state-metrics, and
+as real clusters have them cAdvisor's CPU counters (one per container, plus
+each pod's cgroup, container="", and its sandbox, container="POD") and DCGM's
+GPU utilisation (one series per GPU a pod holds, with the pod's labels, and
+one per GPU without them). The TSDB blocks are kept in $BILLING_TSDB_CACHE
+(default /tmp/billing-tsdb-cache): a 50,000-pod day is about 50 GB of
+OpenMetrics text and loads in a quarter of an hour on two idle cores, more
+on a busy machine. Then, on one Prometheus, --repeat rounds of (the fastest
+of each kind counts: the machine may be shared, and a round's runs share
+its load):
 
 1. the factored floor: the best known query shape for the day's requests
    (one instant query per 6-hour chunk of requests × sum_over_time(Running),
    two in flight), asked by this process;
 2. `billing run` for the day with capacity and waste on (the default config);
-3. `billing run` with `waste.enabled: false`.
+3. `billing run` with `waste.enabled: false`;
+4. with --before, 2 and 3 again with the billing package of another
+   checkout (e.g. `git worktree add --detach /tmp/main main`).
 
 Each `billing run` is a subprocess (one cluster, an LDIF directory, SQLite,
 no email) talking to Prometheus through a proxy that adds stats=all to every
@@ -29,7 +34,9 @@ on a sample: every pod of a few namespaces (--sample), whose per-namespace
 quantities and waste must equal the ledger's. With --baseline-pods N the
 naive per-pod script (bench.naive) runs too, on at most N pods.
 
-It ends with a Markdown table and issue 17's targets, pass or fail.
+It ends with a Markdown table and issue 17's targets, pass or fail. Compare
+runs by their ratio to the floor of the same benchmark, not by seconds: the
+ratio holds on a loaded machine, the seconds do not.
 """
 
 from __future__ import annotations
@@ -197,7 +204,7 @@ class SizeResult:
     prometheus_rss_mb: float
     exactness: list[str]  # one line per check on the sample
     exact: bool
-    baseline: Figures | None = None
+    others: tuple[tuple[str, Figures], ...] = ()  # (what, figures): --before's runs, the per-pod script
 
 
 def busy_seconds(intervals: list[tuple[float, float]]) -> float:
@@ -236,11 +243,12 @@ def peak_rss_mb(pid: int) -> float:
     return math.nan
 
 
-def run_measured(args: list[str], log: Path) -> tuple[float, resource.struct_rusage]:
-    """Run a Python child in the worktree; return its wall time and resource usage (its own, via wait4)."""
+def run_measured(args: list[str], log: Path, tree: Path = ROOT) -> tuple[float, resource.struct_rusage]:
+    """Run a Python child in a checkout (by default this one); return its wall time and resource usage
+    (its own, via wait4)."""
     with open(log, "w") as out:
         started = time.perf_counter()
-        child = subprocess.Popen([sys.executable, *args], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+        child = subprocess.Popen([sys.executable, *args], cwd=tree, stdout=out, stderr=subprocess.STDOUT)
         _, status, usage = os.wait4(child.pid, 0)
         wall = time.perf_counter() - started
     child.returncode = os.waitstatus_to_exitcode(status)
@@ -280,15 +288,17 @@ def show_queries(what: str, asked: list[Asked]) -> None:
         print(f"    {query.ended - query.started:7.2f} s, {query.peak_samples / 1e6:6.2f} M samples: {text[:120]}")
 
 
-def billing_run(prometheus: PrometheusServer, workdir: Path, waste: bool) -> tuple[Figures, list[Asked]]:
-    """One `billing run` of the day through a recording proxy, with a ledger of its own."""
+def billing_run(prometheus: PrometheusServer, workdir: Path, waste: bool, tree: Path = ROOT
+                ) -> tuple[Figures, list[Asked]]:
+    """One `billing run` of the day, with the billing package of `tree`, through a recording proxy, with a
+    ledger of its own."""
     workdir.mkdir()
     proxy = RecordingProxy(prometheus.url)
     try:
         config = billing_config(workdir, proxy.url, waste)
         cpu_before = cpu_seconds(prometheus.pid)
         wall, usage = run_measured(["-m", "billing", "run", "--date", DAY.isoformat(), "--config", str(config)],
-                                   workdir / "billing.log")
+                                   workdir / "billing.log", tree)
         prometheus_cpu = cpu_seconds(prometheus.pid) - cpu_before
     finally:
         proxy.close()
@@ -437,6 +447,12 @@ def describe(what: str, f: Figures, floor: Figures) -> str:
             f"peak {f.peak_samples / 1e6:.2f} M samples; {f.note}")
 
 
+def commit_of(tree: Path) -> str:
+    """The checkout's commit, to say which billing code was measured."""
+    found = subprocess.run(["git", "-C", str(tree), "log", "-1", "--format=%h"], capture_output=True, text=True)
+    return found.stdout.strip() or str(tree)
+
+
 def measure(pods: int, cache: Path, args: argparse.Namespace) -> SizeResult:
     world = world_of(pods)
     noon = PERIOD.start.timestamp() + PERIOD.seconds / 2
@@ -445,30 +461,42 @@ def measure(pods: int, cache: Path, args: argparse.Namespace) -> SizeResult:
     blocks = world_blocks(world, cache)
     load = time.perf_counter() - started
     print(f"{pods:,} pods ({running:,} running at noon): blocks ready in {load:.0f} s", flush=True)
+    trees = [ROOT, *([args.before] if args.before else [])]
     with tempfile.TemporaryDirectory(prefix=f"bench-{pods}-") as tmp:
         workdir = Path(tmp)
         prometheus = start_prometheus(blocks, workdir / "prometheus")
         try:
-            floors, wasting, lean = [], [], []
-            for n in range(args.repeat):  # each round's three runs share whatever load the machine had then
+            floors: list = []
+            runs: dict[tuple[int, bool], list] = {(t, w): [] for t in range(len(trees)) for w in (True, False)}
+            for n in range(args.repeat):  # each round's runs share whatever load the machine had then
                 floors.append(floor_run(prometheus)[:2])
-                wasting.append(billing_run(prometheus, workdir / f"waste-{n}", waste=True))
-                lean.append(billing_run(prometheus, workdir / f"no-waste-{n}", waste=False))
-                print(f"  round {n + 1}: floor {floors[-1][0].wall:.1f} s, billing {wasting[-1][0].wall:.1f} s, "
-                      f"without waste {lean[-1][0].wall:.1f} s (load average {os.getloadavg()[0]:.1f})", flush=True)
+                for (t, waste), measured in runs.items():
+                    measured.append(billing_run(prometheus, workdir / f"{t}-{waste}-{n}", waste, trees[t]))
+                print(f"  round {n + 1}: floor {floors[-1][0].wall:.1f} s, billing " + ", ".join(
+                    f"{commit_of(trees[t])} {'with' if waste else 'without'} waste {measured[-1][0].wall:.1f} s"
+                    for (t, waste), measured in runs.items()) + f" (load average {os.getloadavg()[0]:.1f})", flush=True)
             prometheus_rss = peak_rss_mb(prometheus.pid)
         finally:
             prometheus.stop()
-        (floor, floor_asked), (billing, asked), (no_waste, lean_asked) = map(fastest, (floors, wasting, lean))
-        for what, f in (("billing run", billing), ("without waste", no_waste)):
-            print(describe(what, f, floor), flush=True)
+        floor, floor_asked = fastest(floors)
+        best = {key: fastest(measured) for key, measured in runs.items()}
+        named = {key: f"`billing run` at {commit_of(trees[key[0]])}{'' if key[1] else ', waste off'}" for key in runs}
+        for key, (figures, _) in best.items():
+            print(describe(named[key], figures, floor), flush=True)
         if args.show_queries:
-            for what, queries in (("floor", floor_asked), ("billing run", asked), ("without waste", lean_asked)):
-                show_queries(what, queries)
-        lines, exact = exactness(world, args.sample, workdir / "waste-0" / "ledger.db", waste=True)
+            show_queries("floor", floor_asked)
+            for key, (_, asked) in best.items():
+                show_queries(named[key], asked)
+        lines, exact = exactness(world, args.sample, workdir / "0-True-0" / "ledger.db", waste=True)
+        if args.before:
+            lines += [f"{commit_of(args.before)}: {line}" for line in exactness(
+                world, args.sample, workdir / "1-True-0" / "ledger.db", waste=False)[0]]
         print("\n".join(f"  {line}" for line in lines), flush=True)
-        baseline = measure_baseline(blocks, workdir, args.baseline_pods) if args.baseline_pods else None
-    return SizeResult(pods, running, load, floor, billing, no_waste, prometheus_rss, lines, exact, baseline)
+        others = [(named[key], figures) for key, (figures, _) in best.items() if key[0]]
+        if args.baseline_pods:
+            others.append(("per-pod script", measure_baseline(blocks, workdir, args.baseline_pods)))
+    return SizeResult(pods, running, load, floor, best[0, True][0], best[0, False][0], prometheus_rss, lines, exact,
+                      tuple(others))
 
 
 def table(results: list[SizeResult]) -> str:
@@ -478,9 +506,8 @@ def table(results: list[SizeResult]) -> str:
              "|---" * 12 + "|"]
     notes = []
     for r in results:
-        runs = [("factored floor", r.floor), ("`billing run`", r.billing), ("`billing run`, waste off", r.no_waste)]
-        if r.baseline:
-            runs.append(("per-pod script", r.baseline))
+        runs = [("factored floor", r.floor), (f"`billing run` at {commit_of(ROOT)}", r.billing),
+                (f"`billing run` at {commit_of(ROOT)}, waste off", r.no_waste), *r.others]
         for name, f in runs:
             mark = ""
             if f.note:
@@ -533,6 +560,9 @@ def main() -> None:
                         help="namespaces whose pods are checked against the reference (default %(default)s)")
     parser.add_argument("--baseline-pods", type=int, default=0,
                         help="also run the naive per-pod script on at most this many pods (default: not at all)")
+    parser.add_argument("--before", type=Path,
+                        help="also measure the billing package of this checkout (e.g. a worktree of main) in each "
+                             "round, for before-and-after figures on the same Prometheus")
     parser.add_argument("--show-queries", action="store_true", help="print every query with its figures")
     args = parser.parse_args()
     args.sample = [ns for ns in args.sample.split(",") if ns]

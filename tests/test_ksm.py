@@ -16,6 +16,7 @@ from fixtures.ksm import (
     Node,
     Pod,
     World,
+    block_windows,
     make_world,
     scrape_times,
     series,
@@ -96,7 +97,7 @@ def test_gaps_skip_scrapes():
 
 def parse_openmetrics(paths) -> dict:
     """Tiny OpenMetrics reader for the subset write_openmetrics produces."""
-    line_re = re.compile(r'^([a-z_]+)\{(.*)\} (\S+) (\S+)$')
+    line_re = re.compile(r'^([a-zA-Z_]+)\{(.*)\} (\S+) (\S+)$')
     label_re = re.compile(r'([a-zA-Z_]+)="((?:[^"\\]|\\.)*)"')
     unescape = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
     out = defaultdict(list)
@@ -127,6 +128,17 @@ def test_openmetrics_round_trips_and_splits_per_two_hours(tmp_path):
     for path in paths:
         window = int(path.stem.split("-")[1])
         assert all(window <= ts < window + 7200 for samples in parse_openmetrics([path]).values() for ts, _ in samples)
+
+
+def test_openmetrics_of_some_windows_is_those_windows_of_the_whole(tmp_path):
+    # a big world is written and loaded a window at a time: together the pieces are the whole, once
+    w = make_world(3, T0, pods=8, utilisation=True)
+    windows = block_windows(w)
+    assert windows == sorted({int(t // 7200) for t in scrape_times(w)}) and len(windows) == 14
+    whole = parse_openmetrics(write_openmetrics(w, tmp_path / "whole"))
+    pieces = [write_openmetrics(w, tmp_path / f"w{n}", [window]) for n, window in enumerate(windows)]
+    assert all(len(paths) == 1 and paths[0].name == f"ksm-{window * 7200}.om" for paths, window in zip(pieces, windows))
+    assert parse_openmetrics([path for paths in pieces for path in paths]) == whole
 
 
 def test_make_world_is_deterministic_and_sized():
