@@ -203,7 +203,8 @@ class SizeResult:
     no_waste: Figures  # waste.enabled: false
     prometheus_rss_mb: float
     exactness: list[str]  # one line per check on the sample
-    exact: bool
+    exact: bool  # the bill, against the reference
+    waste_exact: bool  # the waste, against the reference
     others: tuple[tuple[str, Figures], ...] = ()  # (what, figures): --before's runs, the per-pod script
 
 
@@ -383,7 +384,7 @@ def _deviation(ours: float | None, theirs: float) -> float:
     return abs(ours - theirs) / max(abs(theirs), 1.0)
 
 
-def exactness(world: World, namespaces: list[str], ledger: Path, waste: bool) -> tuple[list[str], bool]:
+def exactness(world: World, namespaces: list[str], ledger: Path, waste: bool) -> tuple[list[str], bool, bool]:
     """The ledger's quantities (and waste) of the sampled namespaces against fixtures.reference, computed
     from the generated series of those namespaces' pods alone."""
     sample = sample_world(world, namespaces)
@@ -403,16 +404,16 @@ def exactness(world: World, namespaces: list[str], ledger: Path, waste: bool) ->
     pods = len(sample.clusters[0].pods)
     lines = [f"billing of {pods:,} pods in {', '.join(namespaces)} ({len(keys)} quantities): largest relative "
              f"deviation from the reference {worst:.1e}"]
-    exact = worst <= TARGETS["exact"]
+    exact, waste_exact = worst <= TARGETS["exact"], True
     if waste:
         reference = reference_waste(sample, CLUSTER, start, end, STEP, gpu_resources=GPU_RESOURCES)
         worst_waste = max((_deviation(wasted.get(ns, (None, None))[i], reference.get(ns, (0.0, 0.0))[i])
                            for ns in set(reference) | set(wasted) for i in (0, 1)), default=0.0)
         lines.append(f"waste of the same pods (idle GPU-hours, unused CPU core-hours): largest relative deviation "
                      f"{worst_waste:.1e}")
-        exact = exact and worst_waste <= TARGETS["exact"]
+        waste_exact = worst_waste <= TARGETS["exact"]
     lines[-1] += f" (reference computed in {time.perf_counter() - started:.0f} s)"
-    return lines, exact
+    return lines, exact, waste_exact
 
 
 def measure_baseline(blocks: Path, workdir: Path, sample: int) -> Figures:
@@ -487,7 +488,7 @@ def measure(pods: int, cache: Path, args: argparse.Namespace) -> SizeResult:
             show_queries("floor", floor_asked)
             for key, (_, asked) in best.items():
                 show_queries(named[key], asked)
-        lines, exact = exactness(world, args.sample, workdir / "0-True-0" / "ledger.db", waste=True)
+        lines, exact, waste_exact = exactness(world, args.sample, workdir / "0-True-0" / "ledger.db", waste=True)
         if args.before:
             lines += [f"{commit_of(args.before)}: {line}" for line in exactness(
                 world, args.sample, workdir / "1-True-0" / "ledger.db", waste=False)[0]]
@@ -496,7 +497,7 @@ def measure(pods: int, cache: Path, args: argparse.Namespace) -> SizeResult:
         if args.baseline_pods:
             others.append(("per-pod script", measure_baseline(blocks, workdir, args.baseline_pods)))
     return SizeResult(pods, running, load, floor, best[0, True][0], best[0, False][0], prometheus_rss, lines, exact,
-                      tuple(others))
+                      waste_exact, tuple(others))
 
 
 def table(results: list[SizeResult]) -> str:
@@ -545,7 +546,8 @@ def targets(results: list[SizeResult]) -> list[str]:
              f"at most {peak / 1e6:.2f} M = {peak / MAX_SAMPLES_DEFAULT:.1%}"),
             (f"{size}: client RSS ≤ {rss_target_mb(r.pods):,.0f} MB", b.rss_mb <= rss_target_mb(r.pods),
              f"{b.rss_mb:.0f} MB"),
-            (f"{size}: billing exact against the reference on the sample", r.exact, "; ".join(r.exactness)),
+            (f"{size}: billing exact against the reference on the sample", r.exact, r.exactness[0]),
+            (f"{size}: waste as the reference defines it, on the sample", r.waste_exact, "; ".join(r.exactness[1:])),
         ]
     return [f"{'PASS' if ok else 'FAIL'}  {what}: {value}" for what, ok, value in checks]
 
