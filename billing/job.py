@@ -25,13 +25,21 @@ from billing.ledger import latest_directory, open_ledger, replace_day
 from billing.mail import deliver
 from billing.ownership import assign_owners
 from billing.pricing import price, price_holdings, reserve_pools, share_idle
+from billing.prometheus import PrometheusSource
 from billing.redact import redact
 from billing.render import check_output_dir, write_pages
 from billing.replay import prometheus_source
 from billing.resources import CPU, GPU, MEMORY
-from billing.stores import store_of
+from billing.stores import Store, store_of
 from billing.summaries import summary_envelopes
-from billing.waste import WASTE_COLUMNS, attribute_waste, collect_waste
+from billing.waste import (
+    MEASURES,
+    WASTE_COLUMNS,
+    WORKLOAD_WASTE_KEYS,
+    attribute_waste,
+    collect_waste,
+    waste_by_namespace,
+)
 
 log = logging.getLogger(__name__)
 
@@ -157,6 +165,7 @@ class _Collected:
     usage: ClusterUsage
     capacity: pd.DataFrame  # capacity.CAPACITY_COLUMNS and cluster
     wasted: pd.DataFrame  # waste.WASTE_COLUMNS and cluster
+    workload_wasted: pd.DataFrame  # waste.WORKLOAD_WASTE_KEYS, MEASURES and cluster; no rows with workloads off
 
 
 def _collect_cluster(config: Config, cluster: ClusterConfig, period: BillingDay) -> _Collected:
@@ -172,12 +181,25 @@ def _collect_cluster(config: Config, cluster: ClusterConfig, period: BillingDay)
         log.info("cluster %s: self-audit of %d pods from raw samples agrees (%d queries, %.2f s)", cluster.name,
                  audit.pods, audit.queries, audit.seconds)
     allocatable = collect_allocatable(cluster, period, step, resources, source, store)
-    wasted = (collect_waste(cluster, period, step, resources, source, config.waste.gpu_utilisation_below, store)
-              if config.waste.enabled else pd.DataFrame(columns=WASTE_COLUMNS))
+    wasted, workload_wasted = _collect_waste(config, cluster, period, source, store)
     capacity = idle_capacity(allocatable, usage.usage, cluster.prices, cluster.name)
     _log_cluster(usage)
     _log_capacity(cluster.name, capacity)
-    return _Collected(usage, capacity.assign(cluster=cluster.name), wasted.assign(cluster=cluster.name))
+    return _Collected(usage, capacity.assign(cluster=cluster.name), wasted.assign(cluster=cluster.name),
+                      workload_wasted.assign(cluster=cluster.name))
+
+
+def _collect_waste(config: Config, cluster: ClusterConfig, period: BillingDay, source: PrometheusSource,
+                   store: Store) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Waste per namespace (WASTE_COLUMNS) and per workload (none with workloads off); with workloads on,
+    the namespace's is the sum over its workloads, from the same queries."""
+    none = pd.DataFrame(columns=[*WORKLOAD_WASTE_KEYS, *MEASURES])
+    if not config.waste.enabled:
+        return pd.DataFrame(columns=WASTE_COLUMNS), none
+    by_workload = config.workloads.enabled
+    wasted = collect_waste(cluster, period, int(config.step), config.gpu_resources, source,
+                           config.waste.gpu_utilisation_below, store, by_workload=by_workload)
+    return (waste_by_namespace(wasted), wasted) if by_workload else (wasted, none)
 
 
 def _bill(config: Config, ledger: Engine, day: date, collected: list[_Collected], directory: Directory,
@@ -186,6 +208,7 @@ def _bill(config: Config, ledger: Engine, day: date, collected: list[_Collected]
     usage = pd.concat([c.usage.usage.assign(cluster=c.usage.cluster) for c in collected], ignore_index=True)
     capacity = pd.concat([c.capacity for c in collected], ignore_index=True)
     wasted = pd.concat([c.wasted for c in collected], ignore_index=True)
+    workload_wasted = pd.concat([c.workload_wasted for c in collected], ignore_index=True)
     ownership = assign_owners(pd.concat([usage["namespace"], wasted["namespace"]]), directory, config.namespaces)
     # what namespaces requested; reserved pools' capacity and credits; idle shared where a cluster says so
     rows = price(usage, ownership, {c.name: c.prices for c in config.clusters})
@@ -201,6 +224,7 @@ def _bill(config: Config, ledger: Engine, day: date, collected: list[_Collected]
         snapshot=None if directory_warning else directory_to_json(directory), directory_note=directory_warning,
         coverage={c.usage.cluster: c.usage.coverage for c in collected},
         capacity=capacity, wasted=attribute_waste(wasted, ownership), held=held,
+        workload_wasted=attribute_waste(workload_wasted, ownership),
     )
     total = float(rows["cost"].sum())
     log.info(

@@ -32,6 +32,7 @@ PARALLEL_QUERIES = 2  # one per core of a small Prometheus
 # body). Pod lists longer than that are asked for in pieces.
 QUERY_BYTES = 6144
 RE2_SPECIAL = re.compile(r"([\\.+*?()|\[\]{}^$])")
+CONTROLLER = 'owner_is_controller="true"'  # the one owner reference Kubernetes lets control an object
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
@@ -181,6 +182,38 @@ class Queries:
 
     def node_labels(self, nodes: str = "") -> str:
         return self.series("kube_node_labels", nodes)
+
+    def workload_of(self, pods: str = "") -> str:
+        """Per pod seen in the chunk (namespace, pod, uid), value 1: its `workload`, the top-level controller as
+        `Kind/name` (SPEC.md "Workloads and experiment labels").
+
+        The pod's controller (`kube_pod_owner{owner_is_controller="true"}`) is followed one step up where
+        it is a ReplicaSet (`kube_replicaset_owner`: a Deployment, or another controller such as a
+        Rollout) or a Job (`kube_job_owner`: a CronJob); without a controller above it the ReplicaSet or
+        Job is the workload, as a StatefulSet, DaemonSet or any other controller is. `Pod/<name>` is a
+        pod without a controller: owner `<none>`, only non-controller owners, or no kube_pod_owner series.
+
+        Exactly one workload per pod: where an owner changed within the chunk (a pod or a ReplicaSet
+        re-parented), the one seen for the most samples of the chunk wins (`topk` by sample count; an
+        exact tie is broken by the store). That also keeps every join one-to-one, so no label set can fail
+        a query with many-to-many matching. `or on (uid)` only adds pods the left side lacks: in instant
+        queries it means the same on both engines (docs/stores.md)."""
+        plain = self.ksm.plain
+
+        def seen(metric: str, *matchers: str) -> str:  # samples of each controller series in the chunk's raw window
+            return plain(f"count_over_time({self.series(metric, CONTROLLER, *matchers)}[{self.raw}])")
+
+        # the pod's controller as `workload`, e.g. ReplicaSet/train-5d8f
+        controller = f'topk by (uid) (1, label_join({seen("kube_pod_owner", pods)}, "workload", "/", "owner_kind", "owner_name"))'
+        # ReplicaSets and Jobs with a controller of their own: `workload` what they are, `top` their controller
+        parent = (f'topk by (namespace, workload) (1, label_join(label_replace({seen("kube_replicaset_owner")}, '
+                  f'"workload", "ReplicaSet/$1", "replicaset", "(.+)") or label_replace({seen("kube_job_owner")}, '
+                  f'"workload", "Job/$1", "job_name", "(.+)"), "top", "/", "owner_kind", "owner_name"))')
+        top = (f'label_replace(group by (namespace, pod, uid, workload) ({controller}) * on (namespace, workload) '
+               f'group_left (top) group by (namespace, workload, top) ({parent}), "workload", "$1", "top", "(.+)")')
+        pod_info = plain(f"max_over_time({self.series('kube_pod_info', pods)}[{self.raw}])")
+        itself = f'label_replace(group by (namespace, pod, uid) ({pod_info}), "workload", "Pod/$1", "pod", "(.+)")'
+        return f"group by (namespace, pod, uid, workload) (\n  {top}\nor on (uid)\n  {controller}\nor on (uid)\n  {itself}\n)"
 
     def node_kind(self, labels: dict[str, str]) -> NodeKind:
         """(GPU model, reserved pool, replicas) from a series' labels; a pool no team reserved is none ('')."""

@@ -1,27 +1,41 @@
 """Waste: what pods held but did not use. Billing stays request-based; this only shows it.
 
-Two measures per cluster-day and namespace, on the billing instants:
+Two measures per cluster-day and namespace (and, with `workloads.enabled`, per
+workload: the pod's top-level controller, promql.Queries.workload_of), taken
+per pod and hour of the day. An hour is 3600 / step of the billing instants
+(SPEC.md step 1), and its measures are read at its last instant:
 
-* idle GPU-hours: GPUs the DCGM exporter (`DCGM_FI_DEV_GPU_UTIL`, labelled
-  with the pod holding the GPU) reports below `waste.gpu_utilisation_below`
-  percent, one step per GPU and instant. MIG GPU instances have no
-  GPU_UTIL (some exporters send 0 for them, labelled `GPU_I_ID`): their
-  activity is `DCGM_FI_PROF_GR_ENGINE_ACTIVE` (a ratio, per `GPU_I_ID` and
+* idle GPU-hours: per GPU (or MIG GPU instance) that the DCGM exporter
+  labels with the pod holding it, the hour's instants at which its series is
+  visible, counted only if the mean of the samples those instants see (from
+  the lookback before the hour's first instant to its last) is below
+  `waste.gpu_utilisation_below` percent. Whole GPUs report
+  `DCGM_FI_DEV_GPU_UTIL` (percent); MIG GPU instances have no GPU_UTIL
+  (some exporters send 0 for them, labelled `GPU_I_ID`): their activity is
+  `DCGM_FI_PROF_GR_ENGINE_ACTIVE` (a ratio, per `GPU_I_ID` and
   `GPU_I_PROFILE`), and an idle slice counts as the physical GPUs its
-  resource stands for in `gpu_resources` (`1g.10gb` -> `nvidia_com_mig_1g_10gb`),
-  one GPU where that resource is not listed (MIG's single strategy bills a
-  slice as one GPU of the slice's model);
-* unused CPU core-hours: a Running pod's CPU request less what it used
-  (cAdvisor's `container_cpu_usage_seconds_total`, as a 5-minute rate), never
-  below zero per pod; a pod without usage series used nothing.
+  resource stands for in `gpu_resources` (`1g.10gb` ->
+  `nvidia_com_mig_1g_10gb`), one GPU where that resource is not listed (MIG's
+  single strategy bills a slice as one GPU of the slice's model);
+* unused CPU core-hours: per pod (namespace and name) and hour, the core-hours
+  its Running instants requested (request x Running instants x step, as
+  billing counts them; a pod resized in place counts its highest request of
+  the hour) less the CPU its containers used in the hour that ends at the
+  hour's last instant (Prometheus' `increase()` of cAdvisor's
+  `container_cpu_usage_seconds_total` over one hour), never below zero per
+  pod and hour; a pod without usage series used nothing.
 
-Where a cluster's Prometheus has no such metric in a chunk of the day, the
-measure is not taken there (None when it never is), rather than reported as
-all waste. Queries reuse promql.py's chunks and selectors; the chunks are
-an hour, not six: the unused-CPU query joins requests, Running and usage
-series at every instant, which on a 10,000-pod cluster costs Prometheus
-about ten times what the billing queries do (1 h keeps each query's samples
-far below its limits). `waste.enabled: false` leaves it out.
+Per hour rather than per instant because that is what makes waste cheap: the
+per-instant join of requests, Running and usage rates cost Prometheus twenty
+times what the billing queries do on a 50,000-pod day; per hour, requests
+are read as raw samples and only Running and GPU visibility are counted
+instant by instant (subqueries of bare selectors), and each usage counter is
+read once per hour. Copies of a series from replicated Prometheus pairs
+(`prometheus_replica`) count once (`max by` every series' own labels).
+
+Where a cluster's Prometheus has no such metric in an hour, the measure is
+not taken there (NaN when it never is), rather than reported as all waste.
+`waste.enabled: false` leaves it out.
 """
 
 from __future__ import annotations
@@ -40,32 +54,57 @@ from billing.stores import Store, store_of
 GPU_UTILISATION = "DCGM_FI_DEV_GPU_UTIL"
 GPU_INSTANCE_ACTIVITY = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"  # MIG GPU instances: share of time busy, 0 to 1
 CPU_USAGE = "container_cpu_usage_seconds_total"
-WASTE_COLUMNS = ["namespace", "idle_gpu_hours", "unused_cpu_core_hours"]
-WASTE_INSTANTS = 60  # instants per query: 1 h at a 60 s step
+MEASURES = ["idle_gpu_hours", "unused_cpu_core_hours"]
+WASTE_COLUMNS = ["namespace", *MEASURES]
+WORKLOAD_WASTE_KEYS = ["namespace", "workload"]  # the keys of waste per workload, before its measures
+HOUR = 3600  # seconds: the grain of waste
 WHOLE_GPU, GPU_INSTANCE = 'GPU_I_ID=""', 'GPU_I_ID!=""'  # series of a whole GPU, of a MIG GPU instance
-
-
 class WasteQueries(Queries):
+    """The waste queries of one hour of the day, per namespace or per (namespace, workload)."""
+
+    def __init__(self, cluster: ClusterConfig, gpu_resources: GpuResources, chunk: Chunk, store: Store,
+                 by_workload: bool = False):
+        super().__init__(cluster, gpu_resources, chunk, store)
+        self.by_workload = by_workload
+        self.keys = WORKLOAD_WASTE_KEYS if by_workload else ["namespace"]
+        self.hour, self.seconds = chunk.end - chunk.start, chunk.step
+
     def present(self, metric: str) -> str:
-        """Any answer if the chunk has samples of the metric."""
+        """Any answer if the hour has samples of the metric."""
         return f"count(last_over_time({self.series(metric)}[{self.raw}]))"
 
     def held(self) -> str:
         """The matcher of DCGM series of a GPU (or GPU instance) the exporter says a pod holds."""
         return f'{self.dcgm.namespace}!=""'
 
+    def per_key(self, per_pod: str, *labels: str) -> str:
+        """Sum by namespace (and workload, and `labels`) of an expression with namespace and pod labels."""
+        by = ", ".join([*self.keys, *labels])
+        if not self.by_workload:
+            return f"sum by ({by}) ({per_pod})"
+        # one workload per pod name, as usage and DCGM series carry no uid (a name that another controller
+        # re-used within the hour, which is rare, counts for one of them)
+        workloads = f"topk by (namespace, pod) (1, group by (namespace, pod, workload) ({self.workload_of()}))"
+        return f"sum by ({by}) (({per_pod}) * on (namespace, pod) group_left (workload) {workloads})"
+
+    def _idle(self, metric: str, matcher: str, gpu: list[str], below: float, *kept: str) -> str:
+        """Instants of the hour at which a held GPU (`gpu`: its labels) was visible, for GPUs whose mean
+        over the samples those instants see is below `below` (0 for the others, so that any answer means
+        the metric was there), summed per key and the `kept` labels."""
+        held = self.series(metric, self.held(), matcher)
+        by = ", ".join(["namespace", "pod", *gpu])
+        visible = self.dcgm.plain(f"count_over_time({self.latest(held)}[{self.instants}:{self.step}])")
+        mean = self.dcgm.plain(f"avg_over_time({held}[{self.raw}])")
+        return self.per_key(f"max by ({by}) ({visible}) * on ({by}) (max by ({by}) ({mean}) < bool {below})", *kept)
+
     def idle_gpus(self, below: float) -> str:
-        """Per namespace: whole-GPU-instants below the utilisation threshold (MIG instances left out)."""
-        held = self.series(GPU_UTILISATION, self.held(), WHOLE_GPU)
-        gpus = f"max by (namespace, pod, Hostname, gpu) ({self.dcgm.plain(self.latest(held))})"
-        return f"sum_over_time((count by (namespace) ({gpus} < {below}))[{self.instants}:{self.step}])"
+        """Per key: whole-GPU-instants of the hour of GPUs idle in it (MIG instances left out)."""
+        return self._idle(GPU_UTILISATION, WHOLE_GPU, ["Hostname", "gpu"], below)
 
     def idle_gpu_instances(self, below: float) -> str:
-        """Per namespace and MIG profile: GPU-instance-instants less active than the threshold (percent)."""
-        instances = self.series(GPU_INSTANCE_ACTIVITY, self.held(), GPU_INSTANCE)
-        held = f"max by (namespace, pod, Hostname, gpu, GPU_I_ID, GPU_I_PROFILE) ({self.dcgm.plain(self.latest(instances))})"
-        return (f"sum_over_time((count by (namespace, GPU_I_PROFILE) ({held} < {below / 100}))"
-                f"[{self.instants}:{self.step}])")
+        """Per key and MIG profile: GPU-instance-instants of the hour of instances idle in it (`below` in percent)."""
+        instance = ["Hostname", "gpu", "GPU_I_ID", "GPU_I_PROFILE"]
+        return self._idle(GPU_INSTANCE_ACTIVITY, GPU_INSTANCE, instance, below / 100, "GPU_I_PROFILE")
 
     def gpus_per_instance(self, labels: dict[str, str]) -> float:
         """Physical GPUs behind one GPU instance of a MIG profile, by its resource in gpu_resources."""
@@ -73,74 +112,88 @@ class WasteQueries(Queries):
         return self.fractions.get(MIG_RESOURCE_PREFIX + re.sub(r"[^A-Za-z0-9_]", "_", profile), 1.0)
 
     def unused_cpu(self) -> str:
-        """Per namespace: core-instants requested by Running pods but not used, per pod at least 0."""
+        """Per key: core-instants of the hour requested by Running pods but not used, per pod at least 0."""
+        ksm = self.ksm
         requests = self.series("kube_pod_container_resource_requests", 'resource="cpu"')
+        running = ksm.plain(f"sum_over_time({self.latest(self.running())}[{self.instants}:{self.step}])")
         requested = f"""sum by (namespace, pod) (
-        max by (namespace, pod, uid, container) ({self.ksm.plain(self.latest(requests))})
-      * on (namespace, pod, uid) group_left
-        max by (namespace, pod, uid) ({self.ksm.plain(self.latest(self.running()))} == 1)
+        sum by (namespace, pod, uid) (
+            max by (namespace, pod, uid, container) ({ksm.plain(f"max_over_time({requests}[{self.raw}])")})
+        )
+      * on (namespace, pod, uid)
+        max by (namespace, pod, uid) ({running})
     )"""
         container = self.cadvisor.container  # cAdvisor's series of containers, not of pods' cgroups:
         usage = self.series(CPU_USAGE, f'{container}!=""', f'{container}!="POD"')
+        # core-instants used: the hour's increase over the step; `max by` a series' own labels (cgroup `id`,
+        # `cpu`) keeps restarted containers apart and counts replicated copies of a series once
+        rates = self.cadvisor.plain(self.engine.rate(usage, self.hour))
+        used = f"sum by (namespace, pod) (max by (namespace, pod, container, id, cpu) ({rates})) * {self.hour / self.seconds:g}"
         # requested less used per pod, as a sum over both: a pod without usage keeps its whole request,
-        # and the costly request side is evaluated once (a `-` with an `or` would need it twice)
-        rates = self.cadvisor.plain(self.engine.rate(usage, 300))
-        used = f'label_replace(-sum by (namespace, pod) ({rates}), "part", "used", "", "")'
-        return f"""
-sum_over_time((
-    sum by (namespace) (clamp_min(sum by (namespace, pod) ({requested} or {used}), 0))
-)[{self.instants}:{self.step}])"""
+        # and the request side is evaluated once (a `-` with an `or` would need it twice)
+        negated = f'label_replace(-{used}, "part", "used", "", "")'
+        return self.per_key(f"clamp_min(sum by (namespace, pod) ({requested} or {negated}), 0)")
 
 
-def _by_namespace(answer: list[dict], step: int, weight: Callable[[dict], float] = lambda labels: 1.0
-                  ) -> dict[str, float]:
-    """Hours per namespace from per-namespace (or finer) counts of instants, each weighted by its labels."""
-    hours: dict[str, float] = {}
+def _by_key(answer: list[dict], keys: list[str], step: int,
+            weight: Callable[[dict], float] = lambda labels: 1.0) -> dict[tuple[str, ...], float]:
+    """Hours per key from per-key (or finer) counts of instants, each weighted by its labels."""
+    hours: dict[tuple[str, ...], float] = {}
     for series in answer:
-        namespace = series["metric"].get("namespace", "")
-        hours[namespace] = hours.get(namespace, 0.0) + float(series["value"][1]) * weight(series["metric"]) * step / 3600
+        key = tuple(series["metric"].get(k, "") for k in keys)
+        hours[key] = hours.get(key, 0.0) + float(series["value"][1]) * weight(series["metric"]) * step / 3600
     return hours
 
 
 def _chunk_waste(source: PrometheusSource, queries: WasteQueries, chunk: Chunk, below: float) -> pd.DataFrame:
-    """The chunk's measures per namespace; a measure whose metrics the chunk lacks is left out."""
+    """The hour's measures per key; a measure whose metrics the hour lacks is left out."""
     def ask(query: str) -> list[dict]:
         return source.instant(query, chunk.last)
 
-    measures = {}
-    whole, sliced = ask(queries.present(GPU_UTILISATION)), ask(queries.present(GPU_INSTANCE_ACTIVITY))
+    keys, measures = queries.keys, {}
+    whole, sliced = ask(queries.idle_gpus(below)), ask(queries.idle_gpu_instances(below))
     if whole or sliced:
-        gpus = _by_namespace(ask(queries.idle_gpus(below)) if whole else [], chunk.step)
-        slices = _by_namespace(ask(queries.idle_gpu_instances(below)) if sliced else [], chunk.step,
-                               queries.gpus_per_instance)
-        measures["idle_gpu_hours"] = {ns: gpus.get(ns, 0.0) + slices.get(ns, 0.0) for ns in gpus | slices}
+        gpus = _by_key(whole, keys, chunk.step)
+        slices = _by_key(sliced, keys, chunk.step, queries.gpus_per_instance)
+        measures["idle_gpu_hours"] = {k: gpus.get(k, 0.0) + slices.get(k, 0.0) for k in gpus | slices}
     if ask(queries.present(CPU_USAGE)):
-        measures["unused_cpu_core_hours"] = _by_namespace(ask(queries.unused_cpu()), chunk.step)
-    frame = pd.DataFrame(measures, columns=list(measures)).rename_axis("namespace").reset_index()
-    return frame.fillna(0.0)  # measured, and nothing of it in this namespace
+        measures["unused_cpu_core_hours"] = _by_key(ask(queries.unused_cpu()), keys, chunk.step)
+    found = sorted(set().union(*measures.values()))
+    rows = [(*key, *(measures[m].get(key, 0.0) for m in measures)) for key in found]
+    return pd.DataFrame(rows, columns=[*keys, *measures])  # 0.0: measured, and nothing of it under this key
 
 
 def collect_waste(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: GpuResources,
-                  source: PrometheusSource, below: float, store: Store | None = None) -> pd.DataFrame:
-    """Idle GPU-hours and unused CPU core-hours of one cluster-day per namespace (WASTE_COLUMNS).
+                  source: PrometheusSource, below: float, store: Store | None = None,
+                  by_workload: bool = False) -> pd.DataFrame:
+    """Idle GPU-hours and unused CPU core-hours of one cluster-day per namespace (WASTE_COLUMNS), or
+    with `by_workload` per namespace and workload (WORKLOAD_WASTE_KEYS and MEASURES).
 
-    A measure is NaN for a namespace that has none, and in every row where
-    the cluster never had its metric."""
+    A measure is NaN for a key that has none, and in every row where the
+    cluster never had its metric."""
     store = store or store_of(source, cluster, day)
-    parts = map_chunks(lambda c: _chunk_waste(source, WasteQueries(cluster, gpu_resources, c, store), c, below),
-                       chunks(day, step, WASTE_INSTANTS))
+    keys = WORKLOAD_WASTE_KEYS if by_workload else ["namespace"]
+    parts = map_chunks(
+        lambda c: _chunk_waste(source, WasteQueries(cluster, gpu_resources, c, store, by_workload), c, below),
+        chunks(day, step, HOUR // step))
     frame = pd.concat(parts, ignore_index=True)
-    measured = [m for m in WASTE_COLUMNS[1:] if m in frame.columns]
-    summed = frame.groupby("namespace", as_index=False, sort=True)[measured].sum() if measured else frame
-    return summed.reindex(columns=WASTE_COLUMNS).astype({m: float for m in WASTE_COLUMNS[1:]})
+    measured = [m for m in MEASURES if m in frame.columns]
+    summed = frame.groupby(keys, as_index=False, sort=True)[measured].sum() if measured else frame
+    return summed.reindex(columns=[*keys, *MEASURES]).astype({m: float for m in MEASURES})
+
+
+def waste_by_namespace(by_workload: pd.DataFrame) -> pd.DataFrame:
+    """Waste per workload summed per namespace (WASTE_COLUMNS): what the namespace table holds."""
+    return by_workload.groupby("namespace", as_index=False, sort=True)[MEASURES].sum(min_count=1)[WASTE_COLUMNS]
 
 
 def attribute_waste(waste: pd.DataFrame, ownership: pd.DataFrame) -> pd.DataFrame:
     """Waste per namespace split over its teams like its costs (ownership.py's shares).
 
-    waste: cluster, namespace, idle_gpu_hours, unused_cpu_core_hours; ownership: namespace, team, owner, share.
+    waste: cluster, namespace[, workload], idle_gpu_hours, unused_cpu_core_hours; ownership: namespace, team,
+    owner, share. The result has cluster, namespace, team, owner[, workload] and the measures.
     """
     rows = waste.merge(ownership, on="namespace", how="left", validate="many_to_many")
-    for measure in WASTE_COLUMNS[1:]:
+    for measure in MEASURES:
         rows[measure] = rows[measure] * rows["share"]
-    return rows[["cluster", "namespace", "team", "owner", *WASTE_COLUMNS[1:]]]
+    return rows[["cluster", "namespace", "team", "owner", *(["workload"] if "workload" in rows else []), *MEASURES]]

@@ -39,7 +39,7 @@ def stub_node_metrics(monkeypatch: pytest.MonkeyPatch) -> None:
     Prometheus 2 with plain labels, asked of no one."""
     monkeypatch.setattr(billing.job, "store_of", lambda *args: DEFAULT_STORE)
     monkeypatch.setattr(billing.job, "collect_allocatable", lambda *args: pd.DataFrame(columns=ALLOCATABLE_COLUMNS))
-    monkeypatch.setattr(billing.job, "collect_waste", lambda *args: pd.DataFrame(columns=WASTE_COLUMNS))
+    monkeypatch.setattr(billing.job, "collect_waste", lambda *args, **kwargs: pd.DataFrame(columns=WASTE_COLUMNS))
 
 
 @pytest.fixture

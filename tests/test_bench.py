@@ -1,4 +1,17 @@
-from bench.collect_bench import busy_seconds
+"""bench.collect_bench: the series its worlds have, as real exporters label them, and its own arithmetic."""
+
+import gzip
+from collections import Counter
+
+import pytest
+
+from bench.collect_bench import PERIOD, busy_seconds, floor_query, peak_samples, world_of
+from billing.promql import chunks
+from fixtures.ksm import PAUSE_CORES, PAUSE_IMAGE, series
+
+DCGM_LABELS = {"gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname", "DCGM_FI_DRIVER_VERSION"}
+POD_LABELS = {"namespace", "pod", "container"}
+CADVISOR_LABELS = {"namespace", "pod", "container", "node", "cpu", "id", "image", "name"}
 
 
 def test_waiting_time_counts_overlapping_queries_once():
@@ -6,3 +19,63 @@ def test_waiting_time_counts_overlapping_queries_once():
     assert busy_seconds([(1.0, 3.0), (0.0, 2.0), (5.0, 6.0)]) == 4.0
     assert busy_seconds([(0.0, 10.0), (2.0, 3.0)]) == 10.0
     assert busy_seconds([]) == 0.0
+
+
+def test_peak_samples_are_read_from_plain_and_gzipped_answers():
+    answer = b'{"status":"success","data":{"result":[],"stats":{"samples":{"totalQueryableSamples":9,"peakSamples":1234}}}}'
+    assert peak_samples(answer, None) == 1234
+    assert peak_samples(gzip.compress(answer), "gzip") == 1234
+    assert peak_samples(b'{"status":"success","data":{"result":[]}}', None) == 0
+
+
+@pytest.fixture(scope="module")
+def small():
+    """The benchmark's world at 300 pods (the 50,000-pod one has the same mix), with every series it exports."""
+    world = world_of(300)
+    return world, list(series(world))
+
+
+def test_cadvisor_has_a_series_per_container_and_two_per_pod_like_the_kubelet(small):
+    world, exported = small
+    cluster = world.clusters[0]
+    usage = [(labels, samples) for name, labels, samples in exported if name == "container_cpu_usage_seconds_total"]
+    # every pod uses CPU: one counter per (non-init) container, plus the pod's cgroup ("") and sandbox ("POD")
+    expected = Counter()
+    for pod in cluster.pods:
+        expected[(pod.namespace, pod.name)] = sum(not c.init for c in pod.containers) + 2
+    assert Counter((labels["namespace"], labels["pod"]) for labels, _ in usage) == expected
+    assert all(CADVISOR_LABELS <= set(labels) and labels["cpu"] == "total" for labels, _ in usage)
+    pod = next(p for p in cluster.pods if sum(not c.init for c in p.containers) == 2)
+    mine = {labels["container"]: (labels, dict(samples)) for labels, samples in usage if labels["pod"] == pod.name}
+    assert set(mine) == {c.name for c in pod.containers if not c.init} | {"", "POD"}
+    assert mine["POD"][0]["image"] == PAUSE_IMAGE and mine[""][0]["image"] == mine[""][0]["name"] == ""
+    assert mine[""][0]["id"].endswith(f"pod{pod.uid.replace('-', '_')}.slice")  # the pod's cgroup
+    assert mine["main"][0]["id"].startswith(mine[""][0]["id"] + "/cri-containerd-")  # a container inside it
+    # the pod's cgroup counts all of it: its containers' CPU and the sandbox's
+    t = max(mine[""][1])
+    cores = sum(c.cpu_used for c in pod.containers if not c.init) + PAUSE_CORES
+    assert mine[""][1][t] == pytest.approx(cores * (t - pod.created))
+    assert mine[""][1][t] == pytest.approx(sum(samples[t] for _, samples in mine.values()) - mine[""][1][t])
+
+
+def test_dcgm_has_a_series_per_held_gpu_with_its_pod_and_per_free_gpu_without(small):
+    world, exported = small
+    cluster = world.clusters[0]
+    gpus = [labels for name, labels, _ in exported if name == "DCGM_FI_DEV_GPU_UTIL"]
+    assert all(DCGM_LABELS <= set(labels) for labels in gpus)
+    held = [labels for labels in gpus if labels.get("pod")]
+    expected = Counter({(p.namespace, p.name): int(sum(c.gpu for c in p.containers if not c.init))
+                        for p in cluster.pods if any(c.gpu for c in p.containers)})
+    assert Counter((labels["namespace"], labels["pod"]) for labels in held) == expected
+    assert {labels["modelName"] for labels in held} <= {"NVIDIA H100 80GB HBM3", "NVIDIA A100 SXM4 80GB"}
+    free = [labels for labels in gpus if not labels.get("pod")]
+    assert not any(POD_LABELS & set(labels) for labels in free)
+    gpu_nodes = [n for n in cluster.nodes if n.allocatable.get("nvidia_com_gpu")]
+    assert len(free) == sum(int(n.allocatable["nvidia_com_gpu"]) for n in gpu_nodes) == 8 * len(gpu_nodes)
+
+
+def test_the_floor_asks_each_6_hour_chunk_for_its_own_instants():
+    queries = [floor_query(chunk) for chunk in chunks(PERIOD, 60)]
+    assert len(queries) == 4
+    # 360 instants a chunk (the subquery's window is half a step short of 6 h), the raw window adds the lookback
+    assert all("[21570000ms:60000ms]" in q and "[21870000ms]" in q and 'cluster="jaguar"' in q for q in queries)

@@ -12,9 +12,11 @@ from fixtures.ksm import (
     PHASES,
     Cluster,
     Container,
+    Controller,
     Node,
     Pod,
     World,
+    block_windows,
     make_world,
     scrape_times,
     series,
@@ -95,7 +97,7 @@ def test_gaps_skip_scrapes():
 
 def parse_openmetrics(paths) -> dict:
     """Tiny OpenMetrics reader for the subset write_openmetrics produces."""
-    line_re = re.compile(r'^([a-z_]+)\{(.*)\} (\S+) (\S+)$')
+    line_re = re.compile(r'^([a-zA-Z_]+)\{(.*)\} (\S+) (\S+)$')
     label_re = re.compile(r'([a-zA-Z_]+)="((?:[^"\\]|\\.)*)"')
     unescape = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
     out = defaultdict(list)
@@ -126,6 +128,17 @@ def test_openmetrics_round_trips_and_splits_per_two_hours(tmp_path):
     for path in paths:
         window = int(path.stem.split("-")[1])
         assert all(window <= ts < window + 7200 for samples in parse_openmetrics([path]).values() for ts, _ in samples)
+
+
+def test_openmetrics_of_some_windows_is_those_windows_of_the_whole(tmp_path):
+    # a big world is written and loaded a window at a time: together the pieces are the whole, once
+    w = make_world(3, T0, pods=8, utilisation=True)
+    windows = block_windows(w)
+    assert windows == sorted({int(t // 7200) for t in scrape_times(w)}) and len(windows) == 14
+    whole = parse_openmetrics(write_openmetrics(w, tmp_path / "whole"))
+    pieces = [write_openmetrics(w, tmp_path / f"w{n}", [window]) for n, window in enumerate(windows)]
+    assert all(len(paths) == 1 and paths[0].name == f"ksm-{window * 7200}.om" for paths, window in zip(pieces, windows))
+    assert parse_openmetrics([path for paths in pieces for path in paths]) == whole
 
 
 def test_make_world_is_deterministic_and_sized():
@@ -193,3 +206,29 @@ def test_allocatable_changes_and_dcgm_series_of_mig_instances():
     assert all(v == 0.0 for _, samples in instances for _, v in samples)
     # no utilisation for MIG instances in GPU_UTIL: a 0 per instance, labelled as such; no whole-GPU series
     assert sorted(bool(labels.get("GPU_I_ID")) for labels, _ in find(w, "DCGM_FI_DEV_GPU_UTIL")) == [True, True]
+
+
+def test_owners_labels_and_controllers_as_kube_state_metrics_exports_them():
+    node = Node("n1", ((T0 - 86400, {}),), {"cpu": 8})
+    running = ((T0, "Running"),)
+    pods = (Pod("alice", "w-1", "u1", "n1", T0, running, T0 + 600, (), created_by_kind="Job", created_by_name="w",
+                labels=(("experiment", "x1"), ("example.com/project", "p")), adopted=(T0 + 300, "ReplicaSet", "r")),
+            Pod("alice", "bare", "u2", "n1", T0, running, T0 + 600, ()),
+            Pod("alice", "silent", "u3", "n1", T0, running, T0 + 600, (), created_by_kind=""))
+    controllers = (Controller("Job", "alice", "w", "CronJob", "nightly", T0, T0 + 600),
+                   Controller("ReplicaSet", "alice", "r", "<none>", "<none>", T0, T0 + 600))
+    world = World((Cluster("jaguar", (node,), pods, {}, controllers),), T0, T0 + 1200)
+    owners = {(labels["uid"], labels["owner_kind"], labels["owner_name"], labels["owner_is_controller"]):
+              [ts for ts, _ in samples] for labels, samples in find(world, "kube_pod_owner")}
+    assert owners == {("u1", "Job", "w", "true"): [T0 + 60 * i for i in range(5)],
+                      ("u1", "ReplicaSet", "r", "true"): [T0 + 60 * i for i in range(5, 10)],
+                      ("u2", "<none>", "<none>", "<none>"): [T0 + 60 * i for i in range(10)]}  # u3: no series
+    [(labels, _)] = find(world, "kube_pod_labels", uid="u1")
+    assert labels["label_experiment"] == "x1" and labels["label_example_com_project"] == "p"
+    assert "label_experiment" not in find(world, "kube_pod_labels", uid="u2")[0][0]
+    [(job, _)] = find(world, "kube_job_owner")
+    assert (job["job_name"], job["owner_kind"], job["owner_name"], job["owner_is_controller"]) == \
+        ("w", "CronJob", "nightly", "true")
+    [(replicaset, _)] = find(world, "kube_replicaset_owner")
+    assert (replicaset["replicaset"], replicaset["owner_kind"], replicaset["owner_is_controller"]) == \
+        ("r", "<none>", "<none>")

@@ -9,7 +9,7 @@ import pytest
 from billing.config import ClusterConfig
 from billing.days import billing_day
 from billing.stores import DEFAULT_STORE
-from billing.waste import attribute_waste, collect_waste
+from billing.waste import MEASURES, attribute_waste, collect_waste, waste_by_namespace
 
 CLUSTER = ClusterConfig(name="jaguar", prometheus={"url": "http://prometheus:9090"},
                         prices={"cpu_core_hour": 0.01, "memory_gib_hour": 0.001, "gpu_hour": 1.0})
@@ -17,27 +17,35 @@ DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 
 
 class Answers:
-    """DCGM in the first 6 hours of the day only, cAdvisor in none; 10 idle GPU-instants of alice per chunk."""
+    """DCGM in the first 6 hours of the day only, cAdvisor in none; 10 idle GPU-instants of alice per hour."""
 
     def __init__(self):
         self.asked: list[str] = []
 
     def instant(self, query: str, at: float) -> list[dict]:
         self.asked.append(query)
-        if query.startswith("count(last_over_time("):
-            first = at < DAY.start.timestamp() + 6 * 3600
-            return [{"metric": {}, "value": [at, "1"]}] if first and "DCGM_FI_DEV_GPU_UTIL" in query else []
-        return [{"metric": {"namespace": "alice"}, "value": [at, "10"]}]
+        first = at < DAY.start.timestamp() + 6 * 3600
+        if "DCGM_FI_DEV_GPU_UTIL{" in query and first:
+            return [{"metric": {"namespace": "alice"}, "value": [at, "10"]}]
+        return []  # no MIG instances, no cAdvisor
 
 
 def test_a_measure_is_taken_only_where_its_metric_is():
     source = Answers()
     waste = collect_waste(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, below=5.0, store=DEFAULT_STORE)
-    # six 1-hour chunks with DCGM: 6 x 10 GPU-instants = 1 idle GPU-hour; no cAdvisor anywhere: not measured
+    # six hours with DCGM: 6 x 10 GPU-instants = 1 idle GPU-hour; no cAdvisor anywhere: not measured
     assert waste["namespace"].tolist() == ["alice"]
     assert waste["idle_gpu_hours"].tolist() == [pytest.approx(1.0)] and waste["unused_cpu_core_hours"].isna().all()
-    assert sum("DCGM_FI_DEV_GPU_UTIL{" in q and "< 5.0" in q for q in source.asked) == 6  # 1-hour chunks
+    assert sum("DCGM_FI_DEV_GPU_UTIL{" in q and "< bool 5.0" in q for q in source.asked) == 24  # hour by hour
     assert not any("rate(container_cpu_usage_seconds_total" in q for q in source.asked)
+
+
+def test_waste_per_workload_sums_to_the_namespace_and_keeps_what_was_not_measured():
+    by_workload = pd.DataFrame([("alice", "Job/train-1", 2.0, None), ("alice", "Deployment/web", 1.5, None),
+                                ("bob", "Pod/debug", None, 3.0)], columns=["namespace", "workload", *MEASURES])
+    totals = waste_by_namespace(by_workload).set_index("namespace")
+    assert totals.loc["alice", "idle_gpu_hours"] == 3.5 and pd.isna(totals.loc["alice", "unused_cpu_core_hours"])
+    assert pd.isna(totals.loc["bob", "idle_gpu_hours"]) and totals.loc["bob", "unused_cpu_core_hours"] == 3.0
 
 
 def test_waste_is_split_over_a_namespace_s_teams_like_its_cost():

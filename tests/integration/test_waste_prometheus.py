@@ -19,8 +19,8 @@ from billing.cli import main
 from billing.config import ClusterConfig
 from billing.days import billing_day
 from billing.prometheus import LivePrometheus
-from billing.waste import collect_waste
-from fixtures.ksm import GPU_PRODUCT_LABEL, H100, Cluster, Container, Node, Pod, World
+from billing.waste import collect_waste, waste_by_namespace
+from fixtures.ksm import GPU_PRODUCT_LABEL, H100, Cluster, Container, Controller, Node, Pod, World
 from fixtures.reference import reference_waste
 from tests.html_tables import read_page
 from tests.integration.test_job_prometheus import write_config
@@ -53,15 +53,15 @@ WORLD = World(
                  pod("carol", "eval", -1, 25, Container("main", 1.0, GIB, cpu_used=3.0)),
                  # no usage series at all: its whole request, 2 cores x 6 h = 12 core-hours
                  pod("carol", "prep", 6, 12, Container("main", 2.0, GIB)),
-                 # 4 cores requested, 1 used, 14:00-16:00; the 5-minute rate only builds up after its start:
-                 # 14:00 no rate (4 unused), 14:01-14:04 rates 0.2, 0.4, 0.6, 0.8 (3.8 + 3.6 + 3.4 + 3.2 unused),
-                 # 14:05-15:59 rate 1 (115 x 3): 363 core-minutes = 6.05 core-hours
+                 # 4 cores requested, 1 used, Running 14:00-16:00: the hour 14:00-14:59 requests 240 core-minutes,
+                 # its containers used 59 from 13:59 to 14:59 (the counter starts at 0 at 14:00); the hour 15:00
+                 # 180 (240 less 60); the hour 16:00 requests nothing: 361 core-minutes
                  pod("dave", "short", 14, 16, Container("main", 4.0, GIB, cpu_used=1.0)),
              ),
              {"cluster": "jaguar"}),),
     D - 3600, D + 25 * 3600,
 )
-BY_HAND = {"alice": (24.0, 144.0), "carol": (0.0, 12.0), "dave": (0.0, 6.05)}
+BY_HAND = {"alice": (24.0, 144.0), "carol": (0.0, 12.0), "dave": (0.0, 361 / 60)}
 
 
 def cluster(url: str) -> ClusterConfig:
@@ -81,6 +81,67 @@ def test_idle_gpus_and_unused_cpu_by_hand_and_by_the_reference(store_server, hon
     for namespace, measures in expected.items():
         assert measures == pytest.approx(BY_HAND[namespace], rel=1e-12), namespace
         assert got[namespace] == pytest.approx(measures, rel=1e-9), namespace
+
+
+def test_replicated_series_are_counted_once(store_server):
+    """An HA Prometheus pair's two copies of every series (prometheus_replica) neither halve the unused CPU
+    (usage counted twice) nor double the idle GPUs."""
+    [jaguar] = WORLD.clusters
+    replicas = tuple(replace(jaguar, extra_labels={**jaguar.extra_labels, "prometheus_replica": name})
+                     for name in ("prometheus-0", "prometheus-1"))
+    prom = store_server(replace(WORLD, clusters=replicas))
+    config = cluster(prom.url)
+    waste = collect_waste(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus("jaguar", config.prometheus), below=5.0)
+    got = {r.namespace: (r.idle_gpu_hours, r.unused_cpu_core_hours) for r in waste.itertuples()}
+    assert got.keys() == BY_HAND.keys()
+    for namespace, measures in BY_HAND.items():
+        assert got[namespace] == pytest.approx(measures, rel=1e-9), namespace
+
+
+def owned_by(kind: str, name: str) -> dict[str, str]:
+    return {"created_by_kind": kind, "created_by_name": name}
+
+
+def with_workloads(world: World) -> World:
+    """The world's pods under controllers, and alice's notebook: a bare pod holding a GPU at 1% from 00:00
+    to 06:00 (its DCGM series lasts until it is deleted at 06:30), requesting a core and using half."""
+    [jaguar] = world.clusters
+    train, evaluation, prep, short = jaguar.pods
+    notebook = pod("alice", "notebook", 0, 6, Container("main", 1.0, GIB, 1.0, cpu_used=0.5),
+                   gpu_utilisation=((at(0), 1.0),))
+    pods = (replace(train, **owned_by("ReplicaSet", "train-5d8f")), replace(evaluation, **owned_by("Job", "eval-1")),
+            prep, replace(short, **owned_by("StatefulSet", "short")), notebook)
+    controllers = (Controller("ReplicaSet", "alice", "train-5d8f", "Deployment", "train"),
+                   Controller("Job", "carol", "eval-1", "CronJob", "evals"))
+    return replace(world, clusters=(replace(jaguar, pods=pods, controllers=controllers),))
+
+
+OWNED = with_workloads(WORLD)
+WORKLOADS = {("alice", "train"): "Deployment/train", ("alice", "notebook"): "Pod/notebook",
+             ("carol", "eval"): "CronJob/evals", ("carol", "prep"): "Pod/prep", ("dave", "short"): "StatefulSet/short"}
+# the notebook: idle 00:00-05:59 and the 35 instants 06:00-06:34 at which its GPU's series is still seen;
+# CPU: 60 core-minutes requested per hour, 29.5 used in the first (the counter starts at 00:00), 30 in the
+# next five: 30.5 + 5 x 30 core-minutes unused
+BY_WORKLOAD = {("alice", "Deployment/train"): BY_HAND["alice"], ("alice", "Pod/notebook"): (6 + 35 / 60, 180.5 / 60),
+               ("carol", "CronJob/evals"): (0.0, 0.0), ("carol", "Pod/prep"): BY_HAND["carol"],
+               ("dave", "StatefulSet/short"): BY_HAND["dave"]}
+
+
+@pytest.mark.parametrize("honor_labels", [True, False], ids=["plain-labels", "exported-labels"])
+def test_waste_per_workload_by_hand_and_by_the_reference(store_server, honor_labels):
+    prom = store_server(replace(OWNED, honor_labels=honor_labels))
+    config = cluster(prom.url)
+    source = LivePrometheus("jaguar", config.prometheus)
+    waste = collect_waste(config, DAY, 60, ["nvidia_com_gpu"], source, below=5.0, by_workload=True)
+    got = {(r.namespace, r.workload): (r.idle_gpu_hours, r.unused_cpu_core_hours) for r in waste.itertuples()}
+    expected = reference_waste(OWNED, "jaguar", D, DAY.end.timestamp(), 60, workloads=WORKLOADS)
+    assert got.keys() == expected.keys() == BY_WORKLOAD.keys()
+    for key, measures in expected.items():
+        assert measures == pytest.approx(BY_WORKLOAD[key], rel=1e-12), key
+        assert got[key] == pytest.approx(measures, rel=1e-9), key
+    # the namespace's waste is the sum over its workloads, and what the namespace queries measure
+    by_namespace = collect_waste(config, DAY, 60, ["nvidia_com_gpu"], source, below=5.0)
+    pd.testing.assert_frame_equal(waste_by_namespace(waste), by_namespace, rtol=1e-9)
 
 
 def test_a_cluster_without_the_metrics_measures_nothing(store_server):
@@ -113,7 +174,27 @@ def test_the_run_keeps_waste_per_team_and_person_and_the_team_page_shows_it(prom
     assert page.tables["team-waste"] == [["Person", "GPU-h held unused", "CPU requested unused"],
                                          ["Alice Example alice", "24.00 GPU-h", "144.00 core-h"]]
     admin = read_page((tmp_path / "reports" / "2026-11-20" / "index.html").read_text())
-    assert ["unallocated", "0.00 GPU-h", "6.05 core-h"] in admin.tables["waste"]
+    assert ["unallocated", "0.00 GPU-h", "6.02 core-h"] in admin.tables["waste"]
+
+
+def test_the_run_keeps_waste_per_workload_adding_up_to_the_namespace(prometheus_server, tmp_path):
+    prom = prometheus_server(OWNED)
+    database = f"sqlite:///{tmp_path / 'ledger.db'}"
+    config = write_config(tmp_path, database, {"jaguar": prom.url})
+    result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])
+    assert result.exit_code == 0, result.output
+
+    with create_engine(database).connect() as conn:
+        workloads = pd.read_sql("select * from workload_waste", conn)
+        namespaces = pd.read_sql("select * from waste", conn)
+    got = {(r.namespace, r.team, r.workload): (r.idle_gpu_hours, r.unused_cpu_core_hours) for r in workloads.itertuples()}
+    teams = {"alice": "robotics", "carol": "nlp", "dave": "unallocated"}
+    assert got.keys() == {(namespace, teams[namespace], workload) for namespace, workload in BY_WORKLOAD}
+    for (namespace, workload), measures in BY_WORKLOAD.items():
+        assert got[(namespace, teams[namespace], workload)] == pytest.approx(measures, rel=1e-9), workload
+    keys = ["namespace", "team", "owner"]
+    summed = workloads.groupby(keys)[["idle_gpu_hours", "unused_cpu_core_hours"]].sum().sort_index()
+    pd.testing.assert_frame_equal(summed, namespaces.set_index(keys)[summed.columns].sort_index(), rtol=1e-12)
 
 
 def test_waste_can_be_switched_off(prometheus_server, tmp_path):
