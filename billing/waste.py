@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 
 import pandas as pd
 
@@ -65,6 +66,8 @@ class WasteQueries(Queries):
     def __init__(self, cluster: ClusterConfig, gpu_resources: GpuResources, chunk: Chunk, store: Store,
                  by_workload: bool = False):
         super().__init__(cluster, gpu_resources, chunk, store)
+        # nodes are aggregated away in every waste query: a renamed `node` label needs no renaming back
+        self.ksm, self.dcgm, self.cadvisor = (replace(f, node="node") for f in (self.ksm, self.dcgm, self.cadvisor))
         self.by_workload = by_workload
         self.keys = WORKLOAD_WASTE_KEYS if by_workload else ["namespace"]
         self.hour, self.seconds = chunk.end - chunk.start, chunk.step
@@ -116,23 +119,18 @@ class WasteQueries(Queries):
         ksm = self.ksm
         requests = self.series("kube_pod_container_resource_requests", 'resource="cpu"')
         running = ksm.plain(f"sum_over_time({self.latest(self.running())}[{self.instants}:{self.step}])")
-        requested = f"""sum by (namespace, pod) (
-        sum by (namespace, pod, uid) (
-            max by (namespace, pod, uid, container) ({ksm.plain(f"max_over_time({requests}[{self.raw}])")})
-        )
-      * on (namespace, pod, uid)
-        max by (namespace, pod, uid) ({running})
-    )"""
+        per_container = f"max by (namespace, pod, uid, container) ({ksm.plain(f'max_over_time({requests}[{self.raw}])')})"
+        requested = f"sum by (namespace, pod, uid) ({per_container}) * on (namespace, pod, uid) max by (namespace, pod, uid) ({running})"
         container = self.cadvisor.container  # cAdvisor's series of containers, not of pods' cgroups:
         usage = self.series(CPU_USAGE, f'{container}!=""', f'{container}!="POD"')
         # core-instants used: the hour's increase over the step; `max by` a series' own labels (cgroup `id`,
         # `cpu`) keeps restarted containers apart and counts replicated copies of a series once
         rates = self.cadvisor.plain(self.engine.rate(usage, self.hour))
-        used = f"sum by (namespace, pod) (max by (namespace, pod, container, id, cpu) ({rates})) * {self.hour / self.seconds:g}"
-        # requested less used per pod, as a sum over both: a pod without usage keeps its whole request,
-        # and the request side is evaluated once (a `-` with an `or` would need it twice)
-        negated = f'label_replace(-{used}, "part", "used", "", "")'
-        return self.per_key(f"clamp_min(sum by (namespace, pod) ({requested} or {negated}), 0)")
+        used = f"max by (namespace, pod, container, id, cpu) ({rates}) * {self.hour / self.seconds:g}"
+        # requested (per uid) less used (per container) per pod, as a sum over both (their label sets never
+        # meet): a pod without usage keeps its whole request, and the request side is evaluated once
+        # (a `-` with an `or` would need it twice)
+        return self.per_key(f"clamp_min(sum by (namespace, pod) ({requested} or -{used}), 0)")
 
 
 def _by_key(answer: list[dict], keys: list[str], step: int,
