@@ -380,7 +380,7 @@ class MetricsConfig(_Section):
 class WasteConfig(_Section):
     """What the reports call waste (billing stays request-based)."""
 
-    enabled: bool = True  # measure waste at all (it costs Prometheus more than billing does)
+    enabled: bool = True  # measure waste at all (it costs Prometheus about what billing does)
     gpu_utilisation_below: Annotated[float, Field(gt=0, le=100)] = 5.0  # percent: a GPU held below this is idle
 
 

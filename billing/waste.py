@@ -41,14 +41,14 @@ not taken there (NaN when it never is), rather than reported as all waste.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from dataclasses import replace
 
 import pandas as pd
 
 from billing.config import MIG_RESOURCE_PREFIX, ClusterConfig
 from billing.days import BillingDay
 from billing.prometheus import PrometheusSource
-from billing.promql import Chunk, GpuResources, Queries, chunks, map_chunks
+from billing.promql import Chunk, GpuResources, Queries, chunks, fits, map_chunks
 from billing.stores import Store, store_of
 
 GPU_UTILISATION = "DCGM_FI_DEV_GPU_UTIL"
@@ -59,12 +59,16 @@ WASTE_COLUMNS = ["namespace", *MEASURES]
 WORKLOAD_WASTE_KEYS = ["namespace", "workload"]  # the keys of waste per workload, before its measures
 HOUR = 3600  # seconds: the grain of waste
 WHOLE_GPU, GPU_INSTANCE = 'GPU_I_ID=""', 'GPU_I_ID!=""'  # series of a whole GPU, of a MIG GPU instance
+IDLE_GPU, IDLE_GPU_INSTANCE, UNUSED_CPU = "idle_gpu", "idle_gpu_instance", "unused_cpu"  # the parts of a query
+PARTS = {IDLE_GPU: "idle_gpu_hours", IDLE_GPU_INSTANCE: "idle_gpu_hours", UNUSED_CPU: "unused_cpu_core_hours"}
 class WasteQueries(Queries):
     """The waste queries of one hour of the day, per namespace or per (namespace, workload)."""
 
     def __init__(self, cluster: ClusterConfig, gpu_resources: GpuResources, chunk: Chunk, store: Store,
                  by_workload: bool = False):
         super().__init__(cluster, gpu_resources, chunk, store)
+        # nodes are aggregated away in every waste query: a renamed `node` label needs no renaming back
+        self.ksm, self.dcgm, self.cadvisor = (replace(f, node="node") for f in (self.ksm, self.dcgm, self.cadvisor))
         self.by_workload = by_workload
         self.keys = WORKLOAD_WASTE_KEYS if by_workload else ["namespace"]
         self.hour, self.seconds = chunk.end - chunk.start, chunk.step
@@ -77,9 +81,9 @@ class WasteQueries(Queries):
         """The matcher of DCGM series of a GPU (or GPU instance) the exporter says a pod holds."""
         return f'{self.dcgm.namespace}!=""'
 
-    def per_key(self, per_pod: str, *labels: str) -> str:
-        """Sum by namespace (and workload, and `labels`) of an expression with namespace and pod labels."""
-        by = ", ".join([*self.keys, *labels])
+    def per_key(self, per_pod: str) -> str:
+        """Sum by namespace (and workload), measure and MIG profile of per-pod parts (namespace and pod labels)."""
+        by = ", ".join([*self.keys, "measure", "GPU_I_PROFILE"])
         if not self.by_workload:
             return f"sum by ({by}) ({per_pod})"
         # one workload per pod name, as usage and DCGM series carry no uid (a name that another controller
@@ -87,24 +91,33 @@ class WasteQueries(Queries):
         workloads = f"topk by (namespace, pod) (1, group by (namespace, pod, workload) ({self.workload_of()}))"
         return f"sum by ({by}) (({per_pod}) * on (namespace, pod) group_left (workload) {workloads})"
 
-    def _idle(self, metric: str, matcher: str, gpu: list[str], below: float, *kept: str) -> str:
-        """Instants of the hour at which a held GPU (`gpu`: its labels) was visible, for GPUs whose mean
-        over the samples those instants see is below `below` (0 for the others, so that any answer means
-        the metric was there), summed per key and the `kept` labels."""
+    def measures(self, below: float, cpu: bool) -> list[str]:
+        """The hour's measures, labelled `measure` (PARTS), in one query, so that the pods' workloads are
+        looked up once; in one query per part where together they would be too long. `cpu`: whether to
+        measure unused CPU (the hour has cAdvisor series)."""
+        parts = [self.idle_gpus(below), self.idle_gpu_instances(below), *([self.unused_cpu()] if cpu else [])]
+        together = self.per_key(" or ".join(f"({part})" for part in parts))
+        return [together] if fits(together) else [self.per_key(part) for part in parts]
+
+    def _idle(self, metric: str, matcher: str, gpu: list[str], below: float, measure: str) -> str:
+        """Per held GPU (`gpu`: its labels besides namespace and pod): instants of the hour at which its series
+        was visible if the mean of the samples those instants see is below `below`, else 0 (so that any
+        answer means the metric was there)."""
         held = self.series(metric, self.held(), matcher)
         by = ", ".join(["namespace", "pod", *gpu])
         visible = self.dcgm.plain(f"count_over_time({self.latest(held)}[{self.instants}:{self.step}])")
         mean = self.dcgm.plain(f"avg_over_time({held}[{self.raw}])")
-        return self.per_key(f"max by ({by}) ({visible}) * on ({by}) (max by ({by}) ({mean}) < bool {below})", *kept)
+        idle = f"max by ({by}) ({visible}) * on ({by}) (max by ({by}) ({mean}) < bool {below})"
+        return f'label_replace({idle}, "measure", "{measure}", "", "")'
 
     def idle_gpus(self, below: float) -> str:
-        """Per key: whole-GPU-instants of the hour of GPUs idle in it (MIG instances left out)."""
-        return self._idle(GPU_UTILISATION, WHOLE_GPU, ["Hostname", "gpu"], below)
+        """Per whole GPU held: its idle GPU-instants of the hour (MIG instances left out)."""
+        return self._idle(GPU_UTILISATION, WHOLE_GPU, ["Hostname", "gpu"], below, IDLE_GPU)
 
     def idle_gpu_instances(self, below: float) -> str:
-        """Per key and MIG profile: GPU-instance-instants of the hour of instances idle in it (`below` in percent)."""
+        """Per MIG GPU instance held: its idle GPU-instance-instants of the hour (`below` in percent)."""
         instance = ["Hostname", "gpu", "GPU_I_ID", "GPU_I_PROFILE"]
-        return self._idle(GPU_INSTANCE_ACTIVITY, GPU_INSTANCE, instance, below / 100, "GPU_I_PROFILE")
+        return self._idle(GPU_INSTANCE_ACTIVITY, GPU_INSTANCE, instance, below / 100, IDLE_GPU_INSTANCE)
 
     def gpus_per_instance(self, labels: dict[str, str]) -> float:
         """Physical GPUs behind one GPU instance of a MIG profile, by its resource in gpu_resources."""
@@ -112,55 +125,40 @@ class WasteQueries(Queries):
         return self.fractions.get(MIG_RESOURCE_PREFIX + re.sub(r"[^A-Za-z0-9_]", "_", profile), 1.0)
 
     def unused_cpu(self) -> str:
-        """Per key: core-instants of the hour requested by Running pods but not used, per pod at least 0."""
+        """Per pod: core-instants of the hour requested while Running but not used, at least 0."""
         ksm = self.ksm
         requests = self.series("kube_pod_container_resource_requests", 'resource="cpu"')
         running = ksm.plain(f"sum_over_time({self.latest(self.running())}[{self.instants}:{self.step}])")
-        requested = f"""sum by (namespace, pod) (
-        sum by (namespace, pod, uid) (
-            max by (namespace, pod, uid, container) ({ksm.plain(f"max_over_time({requests}[{self.raw}])")})
-        )
-      * on (namespace, pod, uid)
-        max by (namespace, pod, uid) ({running})
-    )"""
+        per_container = f"max by (namespace, pod, uid, container) ({ksm.plain(f'max_over_time({requests}[{self.raw}])')})"
+        requested = f"sum by (namespace, pod, uid) ({per_container}) * on (namespace, pod, uid) max by (namespace, pod, uid) ({running})"
         container = self.cadvisor.container  # cAdvisor's series of containers, not of pods' cgroups:
         usage = self.series(CPU_USAGE, f'{container}!=""', f'{container}!="POD"')
         # core-instants used: the hour's increase over the step; `max by` a series' own labels (cgroup `id`,
         # `cpu`) keeps restarted containers apart and counts replicated copies of a series once
         rates = self.cadvisor.plain(self.engine.rate(usage, self.hour))
-        used = f"sum by (namespace, pod) (max by (namespace, pod, container, id, cpu) ({rates})) * {self.hour / self.seconds:g}"
-        # requested less used per pod, as a sum over both: a pod without usage keeps its whole request,
-        # and the request side is evaluated once (a `-` with an `or` would need it twice)
-        negated = f'label_replace(-{used}, "part", "used", "", "")'
-        return self.per_key(f"clamp_min(sum by (namespace, pod) ({requested} or {negated}), 0)")
-
-
-def _by_key(answer: list[dict], keys: list[str], step: int,
-            weight: Callable[[dict], float] = lambda labels: 1.0) -> dict[tuple[str, ...], float]:
-    """Hours per key from per-key (or finer) counts of instants, each weighted by its labels."""
-    hours: dict[tuple[str, ...], float] = {}
-    for series in answer:
-        key = tuple(series["metric"].get(k, "") for k in keys)
-        hours[key] = hours.get(key, 0.0) + float(series["value"][1]) * weight(series["metric"]) * step / 3600
-    return hours
+        used = f"max by (namespace, pod, container, id, cpu) ({rates}) * {self.hour / self.seconds:g}"
+        # requested (per uid) less used (per container) per pod, as a sum over both (their label sets never
+        # meet): a pod without usage keeps its whole request, and the request side is evaluated once
+        # (a `-` with an `or` would need it twice)
+        unused = f"clamp_min(sum by (namespace, pod) ({requested} or -{used}), 0)"
+        return f'label_replace({unused}, "measure", "{UNUSED_CPU}", "", "")'
 
 
 def _chunk_waste(source: PrometheusSource, queries: WasteQueries, chunk: Chunk, below: float) -> pd.DataFrame:
     """The hour's measures per key; a measure whose metrics the hour lacks is left out."""
-    def ask(query: str) -> list[dict]:
-        return source.instant(query, chunk.last)
-
-    keys, measures = queries.keys, {}
-    whole, sliced = ask(queries.idle_gpus(below)), ask(queries.idle_gpu_instances(below))
-    if whole or sliced:
-        gpus = _by_key(whole, keys, chunk.step)
-        slices = _by_key(sliced, keys, chunk.step, queries.gpus_per_instance)
-        measures["idle_gpu_hours"] = {k: gpus.get(k, 0.0) + slices.get(k, 0.0) for k in gpus | slices}
-    if ask(queries.present(CPU_USAGE)):
-        measures["unused_cpu_core_hours"] = _by_key(ask(queries.unused_cpu()), keys, chunk.step)
+    cpu = bool(source.instant(queries.present(CPU_USAGE), chunk.last))
+    answer = [series for query in queries.measures(below, cpu) for series in source.instant(query, chunk.last)]
+    measures: dict[str, dict[tuple[str, ...], float]] = {"unused_cpu_core_hours": {}} if cpu else {}
+    for series in answer:
+        labels = series["metric"]
+        measure = PARTS[labels.get("measure", "")]
+        weight = queries.gpus_per_instance(labels) if labels.get("measure") == IDLE_GPU_INSTANCE else 1.0
+        hours = measures.setdefault(measure, {})
+        key = tuple(labels.get(k, "") for k in queries.keys)
+        hours[key] = hours.get(key, 0.0) + float(series["value"][1]) * weight * chunk.step / 3600
     found = sorted(set().union(*measures.values()))
     rows = [(*key, *(measures[m].get(key, 0.0) for m in measures)) for key in found]
-    return pd.DataFrame(rows, columns=[*keys, *measures])  # 0.0: measured, and nothing of it under this key
+    return pd.DataFrame(rows, columns=[*queries.keys, *measures])  # 0.0: measured, and nothing of it under this key
 
 
 def collect_waste(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: GpuResources,

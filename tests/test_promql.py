@@ -77,9 +77,11 @@ def test_every_query_without_pod_lists_fits_the_budget_on_the_wordiest_store():
     usage, waste = UsageQueries(cluster, gpus, chunk, store), WasteQueries(cluster, gpus, chunk, store)
     moved = ["node-0001", "node-0002"]
     texts = [usage.fast(""), usage.fast("", left_out=usage.exact_pods(moved)), usage.exact("", moved),
-             usage.models(), CapacityQueries(cluster, gpus, chunk, store).allocatable(moved), waste.unused_cpu(),
-             waste.idle_gpus(5.0), waste.idle_gpu_instances(5.0), renames_query(cluster.prometheus.selector),
+             usage.models(), CapacityQueries(cluster, gpus, chunk, store).allocatable(moved),
+             renames_query(cluster.prometheus.selector),
              usage.workload_of()]
+    per_workload = WasteQueries(cluster, gpus, chunk, store, by_workload=True)
+    texts += [*waste.measures(5.0, cpu=True), *per_workload.measures(5.0, cpu=True)]
     assert all(fits(text) for text in texts)
 
 

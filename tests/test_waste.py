@@ -26,7 +26,7 @@ class Answers:
         self.asked.append(query)
         first = at < DAY.start.timestamp() + 6 * 3600
         if "DCGM_FI_DEV_GPU_UTIL{" in query and first:
-            return [{"metric": {"namespace": "alice"}, "value": [at, "10"]}]
+            return [{"metric": {"namespace": "alice", "measure": "idle_gpu"}, "value": [at, "10"]}]
         return []  # no MIG instances, no cAdvisor
 
 

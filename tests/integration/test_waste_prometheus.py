@@ -153,15 +153,18 @@ def test_a_cluster_without_the_metrics_measures_nothing(store_server):
     assert waste.empty  # neither DCGM nor cAdvisor: no waste is known, not all of the requests
 
 
-def test_the_run_keeps_waste_per_team_and_person_and_the_team_page_shows_it(prometheus_server, tmp_path):
-    prom = prometheus_server(WORLD)
+def run_day(url: str, tmp_path: Path, *tables: str) -> list[pd.DataFrame]:
+    """`billing run` of the day against the store at `url`; the ledger's tables asked for."""
     database = f"sqlite:///{tmp_path / 'ledger.db'}"
-    config = write_config(tmp_path, database, {"jaguar": prom.url})
+    config = write_config(tmp_path, database, {"jaguar": url})
     result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])
     assert result.exit_code == 0, result.output
-
     with create_engine(database).connect() as conn:
-        waste = pd.read_sql("select * from waste", conn)
+        return [pd.read_sql(f"select * from {table}", conn) for table in tables]
+
+
+def test_the_run_keeps_waste_per_team_and_person_and_the_team_page_shows_it(prometheus_server, tmp_path):
+    [waste] = run_day(prometheus_server(WORLD).url, tmp_path, "waste")
     got = {(r.namespace, r.team, r.owner): (r.idle_gpu_hours, r.unused_cpu_core_hours) for r in waste.itertuples()}
     # alice is on robotics, carol on nlp; dave is in no team of the directory
     expected = {("alice", "robotics", "alice"): BY_HAND["alice"], ("carol", "nlp", "carol"): BY_HAND["carol"],
@@ -178,15 +181,7 @@ def test_the_run_keeps_waste_per_team_and_person_and_the_team_page_shows_it(prom
 
 
 def test_the_run_keeps_waste_per_workload_adding_up_to_the_namespace(prometheus_server, tmp_path):
-    prom = prometheus_server(OWNED)
-    database = f"sqlite:///{tmp_path / 'ledger.db'}"
-    config = write_config(tmp_path, database, {"jaguar": prom.url})
-    result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])
-    assert result.exit_code == 0, result.output
-
-    with create_engine(database).connect() as conn:
-        workloads = pd.read_sql("select * from workload_waste", conn)
-        namespaces = pd.read_sql("select * from waste", conn)
+    workloads, namespaces = run_day(prometheus_server(OWNED).url, tmp_path, "workload_waste", "waste")
     got = {(r.namespace, r.team, r.workload): (r.idle_gpu_hours, r.unused_cpu_core_hours) for r in workloads.itertuples()}
     teams = {"alice": "robotics", "carol": "nlp", "dave": "unallocated"}
     assert got.keys() == {(namespace, teams[namespace], workload) for namespace, workload in BY_WORKLOAD}
