@@ -10,12 +10,15 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from billing.collect import collect_cluster
 from billing.config import ClusterConfig
 from billing.days import billing_day
 from billing.prometheus import LivePrometheus
 from billing.promql import Queries, chunks
 from billing.stores import store_of
 from fixtures.ksm import GIB, Cluster, Container, Controller, Node, Pod, World
+from fixtures.reference import reference_usage
+from tests.integration.test_collect_prometheus import UTC_DAY, world_of
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 T0 = DAY.start.timestamp()
@@ -84,3 +87,57 @@ def test_every_pod_has_exactly_its_top_level_controller(store_server, honor_labe
     assert {uid: namespace for uid, _, namespace, _ in got} == {
         uid: {"u-ds": "kube-system", "u-other-ns": "bob"}.get(uid, "alice") for uid in EXPECTED}
     assert all(value == 1 for *_, value in got)
+
+
+COST_LABELS = ["experiment", "example.com/project"]
+
+
+def usage_by_workload(config: ClusterConfig, world_day, gpus=("nvidia_com_gpu",)):
+    source = LivePrometheus(config.name, config.prometheus)
+    return collect_cluster(config, world_day, 60, list(gpus), source, store_of(source, config, world_day),
+                           cost_labels=COST_LABELS)
+
+
+def test_workload_quantities_match_the_reference_by_owner_chain_and_add_up_to_the_namespaces(store_server):
+    """A random day (Deployments rolled out over several ReplicaSets, CronJobs, re-created StatefulSet pods,
+    DaemonSets, bare pods, pods without the labels) with a resized pod and a relabelled node (exact path)."""
+    world = world_of(UTC_DAY, 300, clusters=("jaguar",))
+    server = store_server(world)
+    config = ClusterConfig(name="jaguar", prometheus={"url": server.url, "selector": 'cluster="jaguar"', "retries": 0},
+                           prices={"cpu_core_hour": 0.01, "memory_gib_hour": 0.001, "gpu_hour": 1.0})
+    collected = usage_by_workload(config, UTC_DAY)
+    assert collected.exact  # the exact path was taken too
+    keys = ["namespace", "resource", "gpu_model", "workload", "labels"]
+    got = collected.workloads.groupby(keys)["quantity"].sum().to_dict()
+    expected = {k: v for k, v in reference_usage(world, "jaguar", UTC_DAY.start.timestamp(), UTC_DAY.end.timestamp(),
+                                                 60, cost_labels=COST_LABELS).items() if v}
+    assert sorted(got) == sorted(expected)
+    for key, quantity in expected.items():
+        assert got[key] == pytest.approx(quantity, rel=1e-9), key
+    workloads = {workload.split("/")[0] for _, _, _, workload, _ in got}
+    assert {"Deployment", "ReplicaSet", "CronJob", "Job", "StatefulSet", "DaemonSet", "Pod"} <= workloads
+    assert any('"experiment": ""' in labels for *_, labels in got)
+    assert any('"example.com/project": "atlas"' in labels for *_, labels in got)
+    # the namespace usage is the sum of its workloads', per every column it has
+    columns = ["namespace", "resource", "gpu_model", "priority_class", "pool"]
+    summed = collected.workloads.groupby(columns)["quantity"].sum()
+    namespaces = collected.usage.set_index(columns)["quantity"]
+    assert sorted(summed.index) == sorted(namespaces.index)
+    for key, quantity in namespaces.items():
+        assert summed[key] == pytest.approx(quantity, rel=1e-12), key
+
+
+def test_re_parented_and_adopted_pods_are_billed_to_one_workload_each(store_server):
+    server = store_server(WORLD)
+    config = ClusterConfig(name="jaguar", prometheus={"url": server.url, "selector": 'cluster="jaguar"', "retries": 0},
+                           prices={"cpu_core_hour": 0.01, "memory_gib_hour": 0.001, "gpu_hour": 1.0})
+    collected = usage_by_workload(config, DAY)
+    got = collected.workloads.groupby(["namespace", "resource", "workload"])["quantity"].sum().to_dict()
+    # hand-worked: 1 core and 1 GiB while Running and for the 5 minutes a deleted pod's last sample stays visible
+    linger = 5 / 60
+    # Deployment/train: rs1 00:00-03:00, rs2 03:00-06:00, adopted 01:00-05:00
+    assert got[("alice", "cpu", "Deployment/train")] == pytest.approx(3 + 3 + 4 + 3 * linger, rel=1e-9)
+    assert got[("alice", "memory", "Deployment/serve")] == pytest.approx(4 + linger, rel=1e-9)  # moved, 01:00-05:00
+    assert got[("alice", "cpu", "StatefulSet/db")] == pytest.approx(2 + 4 + 2 * linger, rel=1e-9)
+    assert got[("alice", "cpu", "Pod/quiet")] == pytest.approx(4 + linger, rel=1e-9)
+    assert sum(got.values()) == pytest.approx(2 * (52 + 14 * linger), rel=1e-9)  # 14 pods, 52 hours in all
