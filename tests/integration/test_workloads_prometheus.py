@@ -8,7 +8,10 @@ from dataclasses import replace
 from datetime import date
 from zoneinfo import ZoneInfo
 
+import pandas as pd
 import pytest
+import yaml
+from sqlalchemy import create_engine
 
 from billing.collect import collect_cluster
 from billing.config import ClusterConfig
@@ -16,9 +19,11 @@ from billing.days import billing_day
 from billing.prometheus import LivePrometheus
 from billing.promql import Queries, chunks
 from billing.stores import store_of
-from fixtures.ksm import GIB, Cluster, Container, Controller, Node, Pod, World
+from billing.workloads import UNATTRIBUTED
+from fixtures.ksm import GIB, Cluster, Container, Controller, Node, Pod, World, make_world
 from fixtures.reference import reference_usage
 from tests.integration.test_collect_prometheus import UTC_DAY, world_of
+from tests.integration.test_job_prometheus import run, write_config
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 T0 = DAY.start.timestamp()
@@ -141,3 +146,39 @@ def test_re_parented_and_adopted_pods_are_billed_to_one_workload_each(store_serv
     assert got[("alice", "cpu", "StatefulSet/db")] == pytest.approx(2 + 4 + 2 * linger, rel=1e-9)
     assert got[("alice", "cpu", "Pod/quiet")] == pytest.approx(4 + linger, rel=1e-9)
     assert sum(got.values()) == pytest.approx(2 * (52 + 14 * linger), rel=1e-9)  # 14 pods, 52 hours in all
+
+
+def test_a_nights_workload_rows_add_up_to_its_ledger_and_match_the_reference(prometheus_server, tmp_path):
+    """`billing run` with two cost labels, a person on two teams and a reserved-free day: every workload row
+    comes from the reference's owner chains, and they sum to the chargeback rows exactly (1e-9)."""
+    world = make_world(3, DAY.start.timestamp(), pods=200, clusters=("jaguar", "ibis"))
+    jaguar, ibis = prometheus_server(world), prometheus_server(world)
+    database = f"sqlite:///{tmp_path / 'ledger.db'}"
+    path = write_config(tmp_path, database, {"jaguar": jaguar.url, "ibis": ibis.url})
+    config = yaml.safe_load(open(path))
+    config["cost_labels"] = COST_LABELS
+    config["clusters"][1]["idle"] = "share"  # idle-* rows: parts of no workload
+    open(path, "w").write(yaml.safe_dump(config))
+    result = run(path)
+    assert result.exit_code == 0, result.output
+    with create_engine(database).connect() as conn:
+        rows = pd.read_sql("select * from chargeback", conn)
+        parts = pd.read_sql("select * from workload_costs", conn)
+    keys = ["cluster", "namespace", "team", "resource", "gpu_model"]
+    summed = parts.groupby(keys)[["quantity", "cost"]].sum()
+    whole = rows.groupby(keys)[["quantity", "cost"]].sum()
+    assert sorted(summed.index) == sorted(whole.index)
+    for key in whole.index:
+        for amount in ("quantity", "cost"):
+            assert summed.loc[key, amount] == pytest.approx(whole.loc[key, amount], rel=1e-9), (key, amount)
+    assert set(parts.loc[parts["resource"].str.startswith("idle-"), "workload"]) == {UNATTRIBUTED}
+    assert not parts.duplicated(["cluster", "namespace", "team", "workload", "labels", "resource", "gpu_model"]).any()
+    # the workloads' quantities, over all teams, are the reference's
+    for cluster in ("jaguar", "ibis"):
+        expected = {k: v for k, v in reference_usage(world, cluster, DAY.start.timestamp(), DAY.end.timestamp(), 60,
+                                                     cost_labels=COST_LABELS).items() if v}
+        mine = parts[(parts["cluster"] == cluster) & parts["resource"].isin(["cpu", "memory", "gpu"])]
+        got = mine.groupby(["namespace", "resource", "gpu_model", "workload", "labels"])["quantity"].sum().to_dict()
+        assert sorted(got) == sorted(expected)
+        for key, quantity in expected.items():
+            assert got[key] == pytest.approx(quantity, rel=1e-9), key
