@@ -165,7 +165,7 @@ def _collect_cluster(config: Config, cluster: ClusterConfig, period: BillingDay)
     _refuse_no_data(usage, cluster, period.date)
     if config.audit.enabled:
         audit = audit_cluster(cluster, period, step, resources, source, usage.running, usage.exact, config.audit.pods,
-                              store)
+                              store, cost_labels)
         log.info("cluster %s: self-audit of %d pods from raw samples agrees (%d queries, %.2f s)", cluster.name,
                  audit.pods, audit.queries, audit.seconds)
     allocatable = collect_allocatable(cluster, period, step, resources, source, store)
