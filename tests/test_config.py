@@ -84,6 +84,11 @@ def test_bad_durations(text):
         ({"clusters": [cluster(label_names={"namespce": "exported_namespace"})]}, "clusters[0].label_names.namespce",
          "unknown key"),
         ({"clusters": [cluster(label_names={"pod": "exported pod"})]}, "clusters[0].label_names.pod", "pattern"),
+        ({"cost_labels": ["experiment", "my label"]}, "cost_labels",
+         "'my label' is no Kubernetes label key (like experiment or example.com/project)"),
+        ({"cost_labels": ["experiment", "experiment"]}, "cost_labels", "'experiment' is listed twice"),
+        ({"cost_labels": ["example.com/x", "example_com_x"]}, "cost_labels",
+         "'example.com/x' and 'example_com_x' are both exported as label_example_com_x by kube-state-metrics"),
     ],
 )
 def test_each_mistake_names_its_key(write_config, changes, key, words):
@@ -227,3 +232,9 @@ def test_gpu_resources_mistakes_name_the_key(write_config, value, words):
     with pytest.raises(ConfigError) as error:
         load_config(write_config(gpu_resources=value))
     assert "gpu_resources:" in str(error.value) and words in str(error.value)
+
+
+def test_cost_labels_are_kubernetes_label_keys(write_config):
+    config = load_config(write_config(cost_labels=["experiment", "example.com/project", "team.example.org/grant-id"]))
+    assert config.cost_labels == ["experiment", "example.com/project", "team.example.org/grant-id"]
+    assert config.workloads.enabled and config.workloads.keep_days is None
