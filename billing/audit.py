@@ -261,10 +261,11 @@ def audit_cluster(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resour
 
 
 def _fitting(uids: list[str], queries: Callable[[list[str]], SampledQueries]) -> list[list[str]]:
-    """The audited pods in as few groups as keep each group's fast query within promql.QUERY_BYTES (one group
-    unless a breakdown by workload and cost labels makes the query long)."""
+    """The audited pods in as few groups as keep each group's fast query within promql.QUERY_BYTES when a breakdown
+    by workload and cost labels makes it long; one group without (as ever)."""
     sampled = queries(uids)
-    if len(uids) < 2 or fits(sampled.fast("", left_out=sampled.exact_pods([]), by_pod=True)):
+    if not sampled.breakdown_keys or len(uids) < 2 or fits(sampled.fast("", left_out=sampled.exact_pods([]),
+                                                                        by_pod=True)):
         return [uids]
     half = len(uids) // 2
     return _fitting(uids[:half], queries) + _fitting(uids[half:], queries)

@@ -263,7 +263,7 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
     fast = queries.fast(uid_matcher(exact_pods, keep=False), by_pod=by_pod)
     if not fits(fast):  # too many pods to name: the query finds them itself
         fast = queries.fast("", left_out=queries.exact_pods(relabelled), by_pod=by_pod)
-    if not fits(fast):
+    if queries.breakdown_keys and not fits(fast):
         raise PrometheusError(f"the usage query of cluster {queries.cluster} with {len(queries.label_keys)} cost labels "
                               f"is longer than the {QUERY_BYTES} bytes every store accepts; list fewer cost_labels")
     for series in source.instant(fast, at):
