@@ -164,8 +164,10 @@ def _collect_cluster(config: Config, cluster: ClusterConfig, period: BillingDay)
     usage = collect_cluster(cluster, period, step, resources, source, store, cost_labels)
     _refuse_no_data(usage, cluster, period.date)
     if config.audit.enabled:
+        # the audit asks the queries without the breakdown: with it, each audited group of pods evaluates every
+        # pod's workload again (measured at 50,000 pods: 53 s instead of 2 s); tests audit the breakdown instead
         audit = audit_cluster(cluster, period, step, resources, source, usage.running, usage.exact, config.audit.pods,
-                              store, cost_labels)
+                              store)
         log.info("cluster %s: self-audit of %d pods from raw samples agrees (%d queries, %.2f s)", cluster.name,
                  audit.pods, audit.queries, audit.seconds)
     allocatable = collect_allocatable(cluster, period, step, resources, source, store)
