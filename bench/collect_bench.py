@@ -37,6 +37,11 @@ naive per-pod script (bench.naive) runs too, on at most N pods.
 It ends with a Markdown table and issue 17's targets, pass or fail. Compare
 runs by their ratio to the floor of the same benchmark, not by seconds: the
 ratio holds on a loaded machine, the seconds do not.
+
+    python -m bench.collect_bench --workloads [--pods 50000] [--repeat 2]
+
+measures instead `billing run` with workloads and two cost labels against the same run without them
+(issue 14): wall, client RSS and CPU, Prometheus CPU, and the rows per day in workload_costs.
 """
 
 from __future__ import annotations
@@ -71,7 +76,7 @@ from bench.naive import cpu_seconds
 from billing.days import billing_day
 from billing.promql import LOOKBACK, PARALLEL_QUERIES, Chunk, chunks
 from fixtures.demo.world import ldif
-from fixtures.ksm import Pod, World, make_world
+from fixtures.ksm import EXPERIMENT_LABEL, PROJECT_LABEL, Pod, World, make_world
 from fixtures.reference import reference_usage, reference_waste
 from fixtures.servers import PrometheusServer, start_prometheus, world_blocks
 
@@ -258,7 +263,7 @@ def run_measured(args: list[str], log: Path, tree: Path = ROOT) -> tuple[float, 
     return wall, usage
 
 
-def billing_config(workdir: Path, prometheus_url: str, waste: bool) -> Path:
+def billing_config(workdir: Path, prometheus_url: str, settings: dict | None = None) -> Path:
     (workdir / "directory.ldif").write_text(ldif())
     config = {
         "timezone": "UTC",
@@ -275,7 +280,7 @@ def billing_config(workdir: Path, prometheus_url: str, waste: bool) -> Path:
                       "people": {"base": "ou=people,dc=example,dc=org"}, "teams": {"base": "ou=teams,dc=example,dc=org"}},
         "namespaces": {"overrides": {"kube-system": "platform", "monitoring": "platform"}},
         "email": {"enabled": False},
-        "waste": {"enabled": waste},
+        **(settings or {}),
     }
     path = workdir / "billing.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -289,14 +294,14 @@ def show_queries(what: str, asked: list[Asked]) -> None:
         print(f"    {query.ended - query.started:7.2f} s, {query.peak_samples / 1e6:6.2f} M samples: {text[:120]}")
 
 
-def billing_run(prometheus: PrometheusServer, workdir: Path, waste: bool, tree: Path = ROOT
-                ) -> tuple[Figures, list[Asked]]:
+def billing_run(prometheus: PrometheusServer, workdir: Path, settings: dict | None = None,
+                tree: Path = ROOT) -> tuple[Figures, list[Asked]]:
     """One `billing run` of the day, with the billing package of `tree`, through a recording proxy, with a
-    ledger of its own."""
+    ledger of its own; `settings`: config keys."""
     workdir.mkdir()
     proxy = RecordingProxy(prometheus.url)
     try:
-        config = billing_config(workdir, proxy.url, waste)
+        config = billing_config(workdir, proxy.url, settings)
         cpu_before = cpu_seconds(prometheus.pid)
         wall, usage = run_measured(["-m", "billing", "run", "--date", DAY.isoformat(), "--config", str(config)],
                                    workdir / "billing.log", tree)
@@ -472,7 +477,7 @@ def measure(pods: int, cache: Path, args: argparse.Namespace) -> SizeResult:
             for n in range(args.repeat):  # each round's runs share whatever load the machine had then
                 floors.append(floor_run(prometheus)[:2])
                 for (t, waste), measured in runs.items():
-                    measured.append(billing_run(prometheus, workdir / f"{t}-{waste}-{n}", waste, trees[t]))
+                    measured.append(billing_run(prometheus, workdir / f"{t}-{waste}-{n}", {"waste": {"enabled": waste}}, trees[t]))
                 print(f"  round {n + 1}: floor {floors[-1][0].wall:.1f} s, billing " + ", ".join(
                     f"{commit_of(trees[t])} {'with' if waste else 'without'} waste {measured[-1][0].wall:.1f} s"
                     for (t, waste), measured in runs.items()) + f" (load average {os.getloadavg()[0]:.1f})", flush=True)
@@ -552,6 +557,47 @@ def targets(results: list[SizeResult]) -> list[str]:
     return [f"{'PASS' if ok else 'FAIL'}  {what}: {value}" for what, ok, value in checks]
 
 
+# issue 14: the run with workloads and two cost labels against the run without them
+WORKLOADS_OFF = {"workloads": {"enabled": False}}
+WORKLOADS_ON = {"workloads": {"enabled": True}, "cost_labels": [EXPERIMENT_LABEL, PROJECT_LABEL]}
+WORKLOAD_TARGETS = {"wall_ratio": 1.3, "rss_mb": 500.0}
+
+
+def ledger_rows(ledger: Path) -> tuple[int, int]:
+    """Rows of the day in chargeback and in workload_costs."""
+    with sqlite3.connect(ledger) as db:
+        return tuple(db.execute(f"select count(*) from {table}").fetchone()[0]
+                     for table in ("chargeback", "workload_costs"))
+
+
+def measure_workloads(pods: int, cache: Path, repeat: int) -> list[str]:
+    """`billing run` with workloads off and on (alternately, `repeat` times each; the fastest counts), on one
+    Prometheus over the cached blocks: wall, client RSS and CPU, Prometheus CPU, queries, rows per day."""
+    blocks = world_blocks(world_of(pods), cache)
+    with tempfile.TemporaryDirectory(prefix=f"bench-workloads-{pods}-") as tmp:
+        prometheus = start_prometheus(blocks, Path(tmp) / "prometheus")
+        try:
+            runs: dict[str, list[tuple[Figures, tuple[int, int]]]] = {"off": [], "on": []}
+            for n in range(repeat):
+                for name, settings in (("off", WORKLOADS_OFF), ("on", WORKLOADS_ON)):
+                    workdir = Path(tmp) / f"{name}-{n}"
+                    figures, _ = billing_run(prometheus, workdir, settings)
+                    runs[name].append((figures, ledger_rows(workdir / "ledger.db")))
+        finally:
+            prometheus.stop()
+    off, on = (min(runs[name], key=lambda run: run[0].wall) for name in ("off", "on"))
+    lines = [f"{pods:,} pods, workloads {name}: wall {f.wall:.1f} s (runs: {', '.join(f'{r.wall:.1f}' for r, _ in runs[name])}), "
+             f"client peak RSS {f.rss_mb:.0f} MB, client CPU {f.cpu:.1f} s, Prometheus CPU {f.prometheus_cpu:.1f} s, "
+             f"{f.queries} queries, self-audit {f.audit_seconds:.1f} s; rows per day: {rows[0]:,} chargeback, "
+             f"{rows[1]:,} workload_costs" for name, (f, rows) in (("off", off), ("on", on))]
+    ratio = on[0].wall / off[0].wall
+    lines += [f"{'PASS' if ratio <= WORKLOAD_TARGETS['wall_ratio'] else 'FAIL'}  wall with workloads and two cost "
+              f"labels ≤ 1.3× without: ×{ratio:.2f} (Prometheus CPU ×{on[0].prometheus_cpu / off[0].prometheus_cpu:.2f})",
+              f"{'PASS' if on[0].rss_mb <= WORKLOAD_TARGETS['rss_mb'] else 'FAIL'}  client peak RSS with workloads ≤ "
+              f"500 MB: {on[0].rss_mb:.0f} MB"]
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pods", default="50000,250000", help="comma-separated sizes (default %(default)s)")
@@ -566,6 +612,8 @@ def main() -> None:
                         help="also measure the billing package of this checkout (e.g. a worktree of main) in each "
                              "round, for before-and-after figures on the same Prometheus")
     parser.add_argument("--show-queries", action="store_true", help="print every query with its figures")
+    parser.add_argument("--workloads", action="store_true",
+                        help="instead: the run with workloads and two cost labels against the run without (issue 14)")
     args = parser.parse_args()
     args.sample = [ns for ns in args.sample.split(",") if ns]
     missing = [program for program in ("prometheus", "promtool") if not shutil.which(program)]
@@ -576,6 +624,12 @@ def main() -> None:
     cache.mkdir(parents=True, exist_ok=True)
 
     started, load_before = time.perf_counter(), os.getloadavg()[0]
+    if args.workloads:
+        for n in sizes:
+            print("\n".join(measure_workloads(n, cache, args.repeat)), flush=True)
+        print(f"took {time.perf_counter() - started:.0f} s (load average {load_before:.1f} before, "
+              f"{os.getloadavg()[0]:.1f} after)")
+        return
     results = [measure(n, cache, args) for n in sizes]
     print()
     print(table(results))

@@ -38,7 +38,17 @@ from billing.collect import GIB, UsageQueries, pod_usage
 from billing.config import ClusterConfig
 from billing.days import BillingDay
 from billing.prometheus import PrometheusSource
-from billing.promql import LOOKBACK, PLACEHOLDER, Chunk, GpuResources, Queries, node_matcher, uid_matcher
+from billing.promql import (
+    LOOKBACK,
+    PLACEHOLDER,
+    Chunk,
+    GpuResources,
+    Queries,
+    chunks,
+    fits,
+    node_matcher,
+    uid_matcher,
+)
 from billing.stores import Store, store_of
 
 log = logging.getLogger(__name__)
@@ -189,9 +199,15 @@ class SampledQueries(UsageQueries):
     """collect.py's usage queries with every pod series narrowed to the audited pods (node series as they are)."""
 
     def __init__(self, cluster: ClusterConfig, gpu_resources: GpuResources, chunk: Chunk, uids: list[str],
-                 store: Store):
-        super().__init__(cluster, gpu_resources, chunk, store)
+                 store: Store, cost_labels: Sequence[str] | None = None):
+        super().__init__(cluster, gpu_resources, chunk, store, cost_labels)
         self.sampled = uid_matcher(frozenset(uids), keep=True)
+        self.every_pod = UsageQueries(cluster, gpu_resources, chunk, store, cost_labels)
+
+    def breakdown(self, pods: str = "") -> str:
+        # every pod's workload and labels: the fast query's join keeps the audited ones, and naming them in
+        # each of its series too would outgrow promql.QUERY_BYTES
+        return self.every_pod.breakdown(pods)
 
     def series(self, metric: str, *matchers: str) -> str:
         # a series that already names its pods (the exact path's, by in_pieces) names audited ones: pods on the
@@ -216,8 +232,10 @@ def _disagreement(cluster: str, day: BillingDay, raw: dict[PodKey, float], fast:
 
 def audit_cluster(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: GpuResources,
                   source: PrometheusSource, running: Iterable[str], exact: Iterable[str], size: int,
-                  store: Store | None = None) -> Audit:
-    """Recompute the sampled pods from raw samples and compare with the billing queries; AuditError if they differ."""
+                  store: Store | None = None, cost_labels: Sequence[str] | None = None) -> Audit:
+    """Recompute the sampled pods from raw samples and compare with the billing queries; AuditError if they differ.
+    With `cost_labels` (workloads enabled) the billing queries are asked as the run asks them, broken down by
+    workload and cost labels, so that a pod the breakdown lost would show."""
     started = time.monotonic()
     counted = _Counted(source)
     uids = audited_pods(cluster.name, day, running, exact, size)
@@ -229,14 +247,30 @@ def audit_cluster(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resour
     samples = _raw_samples(counted, whole_day, day, step, uids, store)
     raw = recompute(samples, list(range(start, end, step)), step, gpu_resources,
                     lambda labels: whole_day.node_kind(labels).model)
-    billed = pod_usage(lambda chunk: SampledQueries(cluster, gpu_resources, chunk, uids, store), day, step, gpu_resources,
-                       counted)
+    first = chunks(day, step)[0]
+    groups = _fitting(uids, lambda group: SampledQueries(cluster, gpu_resources, first, group, store, cost_labels))
+    def asked(group: list[str]) -> Callable[[Chunk], SampledQueries]:
+        return lambda chunk: SampledQueries(cluster, gpu_resources, chunk, group, store, cost_labels)
+
+    billed = pd.concat([pod_usage(asked(group), day, step, gpu_resources, counted) for group in groups],
+                       ignore_index=True)
     fast = _by_key(billed)
     names = {labels.get("uid", ""): f"{labels.get('namespace', '')}/{labels.get('pod', '')}" for _, labels, _ in samples}
     problem = _disagreement(cluster.name, day, raw, fast, names)
     if problem:
         raise AuditError(problem)
     return Audit(len(uids), counted.asked, time.monotonic() - started)
+
+
+def _fitting(uids: list[str], queries: Callable[[list[str]], SampledQueries]) -> list[list[str]]:
+    """The audited pods in as few groups as keep each group's fast query within promql.QUERY_BYTES when a breakdown
+    by workload and cost labels makes it long; one group without (as ever)."""
+    sampled = queries(uids)
+    if not sampled.breakdown_keys or len(uids) < 2 or fits(sampled.fast("", left_out=sampled.exact_pods([]),
+                                                                        by_pod=True)):
+        return [uids]
+    half = len(uids) // 2
+    return _fitting(uids[:half], queries) + _fitting(uids[half:], queries)
 
 
 def _by_key(frame: pd.DataFrame) -> dict[PodKey, float]:

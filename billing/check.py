@@ -25,7 +25,7 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
-from billing.config import ClusterConfig, Config, ConfigError, EmailConfig, load_config, read_secrets
+from billing.config import ClusterConfig, Config, ConfigError, EmailConfig, kube_label, load_config, read_secrets
 from billing.days import BillingDay, billing_day, yesterday
 from billing.directory import DirectoryError
 from billing.directory_sources import check_directory
@@ -202,6 +202,34 @@ def bill_series(cluster: ClusterConfig, gpu_resources: GpuResources, day: Billin
     return f"every series the bill needs has samples on {day.date}{noted}"
 
 
+OWNER_SERIES = {  # what workloads are made of, and the kube-state-metrics resource that exports it
+    "kube_pod_owner": ("pods", "every pod is its own workload (Pod/<name>)"),
+    "kube_replicaset_owner": ("replicasets", "pods of a Deployment count as their ReplicaSet's"),
+    "kube_job_owner": ("jobs", "pods of a CronJob count as their Job's"),
+}
+
+
+def workload_series(cluster: ClusterConfig, gpu_resources: GpuResources, cost_labels: list[str], day: BillingDay) -> str:
+    """Does the day hold what the breakdown by workload and cost label reads: the owner series, and each cost
+    label on some pod's kube_pod_labels? Without them the bill is right but its breakdown is coarser: warnings."""
+    if cluster.prometheus.replay:
+        return "recorded answers: not checked"
+    check = Preflight(cluster, gpu_resources, day, _source(cluster))
+    remarks = [f"{metric} is missing, so {consequence} (kube-state-metrics' --resources must include {resource})"
+               for metric, (resource, consequence) in OWNER_SERIES.items()
+               if not check.seen(check.queries.series(metric))]
+    unlabelled = [name for name in cost_labels
+                  if not check.seen(check.queries.series("kube_pod_labels", f'{kube_label(name)}!=""'))]
+    if unlabelled:
+        remarks.append(f"no pod's kube_pod_labels carries {', '.join(kube_label(name) for name in unlabelled)}, so "
+                       "every pod's is ''; kube-state-metrics exports pod labels only when allowlisted: run it with "
+                       f"--metric-labels-allowlist=pods=[{','.join(cost_labels)}]")
+    if remarks:
+        raise CheckWarning(f"on {day.date}: " + "; ".join(remarks))
+    labels = f" and cost labels {', '.join(cost_labels)}" if cost_labels else ""
+    return f"pod owners, ReplicaSet and Job owners{labels} have samples on {day.date}"
+
+
 def selector(cluster: ClusterConfig, day: BillingDay) -> str:
     """Does the cluster's selector match any node of kube-state-metrics on the day checked? A typo would make
     every run refuse its day for want of data."""
@@ -277,6 +305,9 @@ def check_all(config: Config, day: date | None = None) -> Iterator[Probe]:
             yield _timed(f"selector {cluster.name}", partial(selector, cluster, period))
         if reached.ok:
             yield _timed(f"series {cluster.name}", partial(bill_series, cluster, config.gpu_resources, period))
+        if reached.ok and config.workloads.enabled:
+            yield _timed(f"workloads {cluster.name}",
+                         partial(workload_series, cluster, config.gpu_resources, config.cost_labels, period))
     yield _timed("directory", lambda: check_directory(config.directory))
     yield _timed("database", lambda: database(config.database))
     if config.email.enabled:

@@ -50,18 +50,21 @@ measures all this; README.md has the figures.
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from billing.config import ClusterConfig
+from billing.config import ClusterConfig, kube_label
 from billing.days import BillingDay
 from billing.frames import require_columns
 from billing.prometheus import PrometheusError, PrometheusSource
 from billing.promql import (
+    QUERY_BYTES,
     Chunk,
     GpuResources,
     NodeKinds,
@@ -73,7 +76,7 @@ from billing.promql import (
     node_matcher,
     uid_matcher,
 )
-from billing.stores import Store, store_of
+from billing.stores import DEFAULT_STORE, Store, store_of
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +86,9 @@ USAGE_COLUMNS = ["namespace", "resource", "gpu_model", "priority_class", "pool",
 # held_hours in its own units (slice-hours, replica-hours), gpu_hours the physical-GPU-hours billed for them
 HOLDING_COLUMNS = ["namespace", "resource", "gpu_model", "held_hours", "gpu_hours"]
 POD_COLUMNS = ["pod", "uid"]
+# the same usage below the namespace: per workload (promql.Queries.workload_of) and cost labels, a JSON object
+# of every configured cost label (ledger.py's `labels` column), with the usage's other columns
+WORKLOAD_COLUMNS = ["namespace", "workload", "labels", "resource", "gpu_model", "priority_class", "pool", "quantity"]
 # resource-hours of one namespace-day that no cluster has (4e10 cores or GiB all day); with prices below
 # 1e9 per unit the cost stays far inside what reports can show as money
 HIGHEST_QUANTITY = 1e12
@@ -101,39 +107,73 @@ class ClusterUsage:
     holdings: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=HOLDING_COLUMNS))  # GPU resources
     running: frozenset[str] = frozenset()  # their uids
     exact: frozenset[str] = frozenset()  # uids of the pods evaluated instant by instant
+    # WORKLOAD_COLUMNS, summing to `usage` per namespace, resource, GPU model, priority class and pool;
+    # None when workloads were not collected
+    workloads: pd.DataFrame | None = None
 
     def __post_init__(self) -> None:
         require_columns(self.usage, USAGE_COLUMNS, f"usage of cluster {self.cluster}")
         require_columns(self.holdings, HOLDING_COLUMNS, f"GPU holdings of cluster {self.cluster}")
+        if self.workloads is not None:
+            require_columns(self.workloads, WORKLOAD_COLUMNS, f"workload usage of cluster {self.cluster}")
 
 
 POD = ", ".join(POD_COLUMNS)  # the labels that keep results apart per pod (the self-audit asks so)
 
 
 class UsageQueries(Queries):
-    """The queries of one chunk's usage: the fast path, the exact path, and what decides between them."""
+    """The queries of one chunk's usage: the fast path, the exact path, and what decides between them.
+
+    With `cost_labels` given (workloads enabled; it may be empty) every result is also broken down by
+    the pod's workload and `label_<name>` of each cost label (`breakdown`)."""
+
+    def __init__(self, cluster: ClusterConfig, gpu_resources: GpuResources, chunk: Chunk, store: Store = DEFAULT_STORE,
+                 cost_labels: Sequence[str] | None = None):
+        super().__init__(cluster, gpu_resources, chunk, store)
+        self.cluster = cluster.name
+        self.cost_labels = None if cost_labels is None else list(cost_labels)
+        self.label_keys = [kube_label(name) for name in self.cost_labels or []]
+        # the labels a breakdown adds to every result
+        self.breakdown_keys = "" if self.cost_labels is None else ", ".join(["workload", *self.label_keys])
 
     # `max by` everywhere below drops the scrape's own labels (instance, job),
     # so duplicate scrapes of kube-state-metrics replicas are not counted twice.
 
     def fast(self, pods: str, left_out: str = "", by_pod: bool = False) -> str:
-        """Per (namespace, node, priority class, resource[, pod]): sum over pods of request x Running instants.
-        `pods` selects the pods by uid; `left_out`, an expression of uids, leaves pods out where
-        a list of them would make the query too long."""
+        """Per (namespace, node, priority class, resource[, pod][, workload, cost labels]): sum over pods of
+        request x Running instants. `pods` selects the pods by uid; `left_out`, an expression of uids, leaves
+        pods out where a list of them would make the query too long."""
         requests = self.ksm.plain(f"max_over_time({self.requests(pods)}[{self.raw}])")
         running = self.ksm.plain(f"sum_over_time({self.latest(self.running(pods))}[{self.instants}:{self.step}])")
         node = self.ksm.plain(f"max_over_time({self.pod_node(pods)}[{self.raw}])")
+        keys = "".join(f", {keys}" for keys in (POD if by_pod else "", self.breakdown_keys) if keys)
+        # every pod's workload and labels (not narrowed to `pods`: the join keeps only the pods asked for)
+        breakdown = (f"\n      * on (namespace, pod, uid) group_left ({self.breakdown_keys})\n        {self.breakdown()}"
+                     if self.breakdown_keys else "")
         return f"""
-sum by (namespace, node, priority_class, resource{", " + POD if by_pod else ""}) ((
+sum by (namespace, node, priority_class, resource{keys}) ((
     sum by (namespace, pod, uid, resource) (
         max by (namespace, pod, uid, container, resource) ({requests})
     )
-  * on (namespace, pod, uid) group_left (node, priority_class) (
+  * on (namespace, pod, uid) group_left (node, priority_class{", " + self.breakdown_keys if breakdown else ""}) (
         max by (namespace, pod, uid) ({running})
       * on (namespace, pod, uid) group_left (node, priority_class)
-        max by (namespace, pod, uid, node, priority_class) ({node})
+        max by (namespace, pod, uid, node, priority_class) ({node}){breakdown}
     ){f" unless on (uid) {left_out}" if left_out else ""}
 ))"""
+
+    def breakdown(self, pods: str = "") -> str:
+        """Per pod (namespace, pod, uid), value 1: its `workload` and `label_<name>` of each cost label, '' where
+        the pod has none. Where a pod's labels changed within the chunk, the label set seen for the most
+        samples wins (as for its workload). Labels are joined on the uid alone, so their series need no
+        renamed labels put back."""
+        if not self.label_keys:
+            return self.workload_of(pods)
+        keys = ", ".join(self.label_keys)
+        labels = f"count_over_time({self.series('kube_pod_labels', pods)}[{self.raw}])"
+        pods_seen = f"max_over_time({self.series('kube_pod_info', pods)}[{self.raw}])"
+        return (f"({self.workload_of(pods)}\n  * on (uid) group_left ({keys})\n"
+                f"    (group by (uid, {keys}) (topk by (uid) (1, {labels})) or on (uid) group by (uid) ({pods_seen})))")
 
     def needs_exact(self) -> str:
         """Pods the fast query would get wrong: a request changed near or in the chunk (in-place
@@ -198,7 +238,8 @@ def _uids(answer: list[dict]) -> frozenset[str]:
 
 
 def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, by_pod: bool = False) -> _ChunkResult:
-    """Fast query for most pods, exact range queries for the few where factoring is wrong."""
+    """Fast query for most pods, exact range queries for the few where factoring is wrong. With a breakdown,
+    the exact path's rows are asked per pod and given each pod's workload and labels from `breakdown`."""
     at = chunk.last
     nodes = NodeKinds(source, queries, at)
     relabelled = nodes.relabelled
@@ -213,13 +254,17 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
     def row(labels: dict[str, str], instants: float) -> tuple:
         model, pool, gpus_per_unit = nodes.priced(labels)
         pod = tuple(labels.get(key, "") for key in POD_COLUMNS) if by_pod else ()
-        return (*pod, labels.get("namespace", ""), labels.get("resource", ""), model, labels.get("priority_class", ""),
-                pool, instants * gpus_per_unit, instants)
+        below = (labels.get("workload", ""), _labels_json(queries, labels)) if queries.breakdown_keys else ()
+        return (*pod, labels.get("namespace", ""), *below, labels.get("resource", ""), model,
+                labels.get("priority_class", ""), pool, instants * gpus_per_unit, instants)
 
     rows = []
     fast = queries.fast(uid_matcher(exact_pods, keep=False), by_pod=by_pod)
     if not fits(fast):  # too many pods to name: the query finds them itself
         fast = queries.fast("", left_out=queries.exact_pods(relabelled), by_pod=by_pod)
+    if queries.breakdown_keys and not fits(fast):
+        raise PrometheusError(f"the usage query of cluster {queries.cluster} with {len(queries.label_keys)} cost labels "
+                              f"is longer than the {QUERY_BYTES} bytes every store accepts; list fewer cost_labels")
     for series in source.instant(fast, at):
         rows.append(row(series["metric"], float(series["value"][1])))
     asked += 1
@@ -227,13 +272,36 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
     if exact_pods:
         log.info("%d pods resized, on relabelled nodes (%s) or with odd Running values: evaluated instant by instant",
                  len(exact_pods), ", ".join(relabelled[:3]) or "none")
-        for exact in in_pieces(exact_pods, lambda pods: queries.exact(pods, relabelled, by_pod)):
+        below: dict[str, dict[str, str]] = {}  # uid -> its workload and labels, with a breakdown
+        if queries.breakdown_keys:
+            for query in in_pieces(exact_pods, queries.breakdown):
+                below.update((s["metric"].get("uid", ""), s["metric"]) for s in source.instant(query, at))
+                asked += 1
+        by_uid = by_pod or bool(queries.breakdown_keys)
+        for exact in in_pieces(exact_pods, lambda pods: queries.exact(pods, relabelled, by_uid)):
             for series in source.range(exact, chunk.start, at, chunk.step):
-                rows.append(row(series["metric"], sum(float(v) for _, v in series["values"])))
+                labels = series["metric"]
+                if queries.breakdown_keys:  # (every billed pod has kube_pod_info, so a breakdown)
+                    found = below.get(labels.get("uid", ""), {"workload": f"Pod/{labels.get('pod', '')}"})
+                    labels = {**found, **labels}
+                rows.append(row(labels, sum(float(v) for _, v in series["values"])))
             asked += 1
     instants = (chunk.end - chunk.start) // chunk.step
     columns = [*POD_COLUMNS, *USAGE_COLUMNS] if by_pod else USAGE_COLUMNS
+    if queries.breakdown_keys:
+        columns = [*columns[:-5], "workload", "labels", *columns[-5:]]
     return _ChunkResult(_hours(rows, chunk.step, columns), running, exact_pods, asked, covered, instants)
+
+
+def _labels_json(queries: UsageQueries, labels: dict[str, str]) -> str:
+    """A result's cost labels as the ledger's `labels` column has them (ledger.labels_json)."""
+    return labels_json(tuple(labels.get(key, "") for key in queries.label_keys), tuple(queries.cost_labels or ()))
+
+
+@functools.lru_cache(maxsize=65536)  # a day has few distinct label sets and many rows
+def labels_json(values: tuple[str, ...], names: tuple[str, ...]) -> str:
+    """{cost label: value} with sorted keys, json.dumps' default separators: '{"experiment": "x1"}', '{}' for none."""
+    return json.dumps(dict(zip(names, values)), sort_keys=True)
 
 
 def _hours(rows: list[tuple], step: int, columns: list[str]) -> pd.DataFrame:
@@ -244,12 +312,14 @@ def _hours(rows: list[tuple], step: int, columns: list[str]) -> pd.DataFrame:
 
 def collect_cluster(
     cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: GpuResources, source: PrometheusSource,
-    store: Store | None = None
+    store: Store | None = None, cost_labels: Sequence[str] | None = None
 ) -> ClusterUsage:
     """Resource-hours of one cluster-day, per namespace, resource, GPU model, priority class and pool.
-    `store`: how to ask the cluster's store (stores.store_of); asked of the source when not given."""
+    `store`: how to ask the cluster's store (stores.store_of); asked of the source when not given.
+    `cost_labels` (workloads enabled; may be empty): the same usage also per workload and cost labels,
+    from the same queries."""
     store = store or store_of(source, cluster, day)
-    results = map_chunks(lambda c: _chunk_usage(source, UsageQueries(cluster, gpu_resources, c, store), c),
+    results = map_chunks(lambda c: _chunk_usage(source, UsageQueries(cluster, gpu_resources, c, store, cost_labels), c),
                          chunks(day, step))
     raw = pd.concat([r.usage for r in results], ignore_index=True)
     _refuse_impossible_values(raw, cluster.name)
@@ -265,7 +335,15 @@ def collect_cluster(
         holdings=_holdings(raw, gpu_resources),
         running=running,
         exact=frozenset().union(*(r.exact for r in results)),
+        workloads=None if cost_labels is None else _by_workload(raw, gpu_resources),
     )
+
+
+def _by_workload(raw: pd.DataFrame, gpu_resources: GpuResources) -> pd.DataFrame:
+    """Resource-hours in billing units, one row per namespace, workload, cost labels, resource, GPU model,
+    priority class and pool: the usage's rows split further."""
+    frame = billing_units(raw, gpu_resources)
+    return frame.groupby(WORKLOAD_COLUMNS[:-1], as_index=False, sort=True)["quantity"].sum()[WORKLOAD_COLUMNS]
 
 
 def _holdings(raw: pd.DataFrame, gpu_resources: GpuResources) -> pd.DataFrame:

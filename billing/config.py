@@ -391,6 +391,31 @@ class WorkloadsConfig(_Section):
     keep_days: Annotated[int, Field(ge=1)] | None = None  # days of workload rows kept; None: forever
 
 
+# a Kubernetes label key: an optional DNS-subdomain prefix and "/", then a name of at most 63 characters
+LABEL_KEY = re.compile(r"(?:[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
+
+
+def kube_label(name: str) -> str:
+    """The Prometheus label kube-state-metrics exports the pod label `name` as in kube_pod_labels:
+    `label_` and the name with each character other than a letter, digit or `_` made `_`
+    (`example.com/project` -> `label_example_com_project`)."""
+    return "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", name)
+
+
+def _cost_labels(names: list[str]) -> list[str]:
+    """Kubernetes label keys, each once, that kube-state-metrics exports under different names."""
+    for name in names:
+        if not LABEL_KEY.fullmatch(name):
+            raise ValueError(f"{name!r} is no Kubernetes label key (like experiment or example.com/project)")
+    seen: dict[str, str] = {}
+    for name in names:
+        other = seen.setdefault(kube_label(name), name)
+        if other != name or names.count(name) > 1:
+            raise ValueError(f"{other!r} and {name!r} are both exported as {kube_label(name)} by kube-state-metrics"
+                             if other != name else f"{name!r} is listed twice")
+    return names
+
+
 MIG_RESOURCE_PREFIX = "nvidia_com_mig_"  # kube-state-metrics' names of MIG profiles: nvidia_com_mig_1g_10gb
 
 
@@ -499,7 +524,8 @@ class Config(_Section):
     metrics: MetricsConfig = MetricsConfig()
     waste: WasteConfig = WasteConfig()
     workloads: WorkloadsConfig = WorkloadsConfig()
-    cost_labels: list[Annotated[str, Field(min_length=1)]] = []  # pod labels costs are broken down by
+    # pod labels costs are broken down by, as Kubernetes names them (experiment, example.com/project)
+    cost_labels: Annotated[list[str], AfterValidator(_cost_labels)] = []
     budgets: BudgetsConfig = BudgetsConfig()
     web: WebConfig = WebConfig()
     reports_url: WebAddress = ""  # where people reach the reports or `billing serve`; emails link there

@@ -14,7 +14,7 @@ from sqlalchemy import Engine
 from billing.audit import audit_cluster
 from billing.budgets import BudgetStatus, forecast, send_alerts, team_budgets
 from billing.capacity import collect_allocatable, idle_capacity
-from billing.collect import ClusterUsage, collect_cluster
+from billing.collect import WORKLOAD_COLUMNS, ClusterUsage, collect_cluster
 from billing.config import ClusterConfig, Config
 from billing.days import BillingDay, billing_day
 from billing.dayview import DayReport, read_report, with_directory
@@ -40,6 +40,7 @@ from billing.waste import (
     collect_waste,
     waste_by_namespace,
 )
+from billing.workloads import kept_since, workload_costs
 
 log = logging.getLogger(__name__)
 
@@ -173,9 +174,12 @@ def _collect_cluster(config: Config, cluster: ClusterConfig, period: BillingDay)
     step, resources = int(config.step), config.gpu_resources
     source = prometheus_source(cluster.name, cluster.prometheus)
     store = store_of(source, cluster, period)  # which engine, which label names: asked once
-    usage = collect_cluster(cluster, period, step, resources, source, store)
+    cost_labels = config.cost_labels if config.workloads.enabled else None
+    usage = collect_cluster(cluster, period, step, resources, source, store, cost_labels)
     _refuse_no_data(usage, cluster, period.date)
     if config.audit.enabled:
+        # the audit asks the queries without the breakdown: with it, each audited group of pods evaluates every
+        # pod's workload again (measured at 50,000 pods: 53 s instead of 2 s); tests audit the breakdown instead
         audit = audit_cluster(cluster, period, step, resources, source, usage.running, usage.exact, config.audit.pods,
                               store)
         log.info("cluster %s: self-audit of %d pods from raw samples agrees (%d queries, %.2f s)", cluster.name,
@@ -218,13 +222,15 @@ def _bill(config: Config, ledger: Engine, day: date, collected: list[_Collected]
     sharing_idle = [c.name for c in config.clusters if c.idle == "share"]
     idle_rows = share_idle(capacity[capacity["cluster"].isin(sharing_idle)], rows, config.namespaces.unallocated_team)
     rows = pd.concat([rows, pool_rows, idle_rows], ignore_index=True)
+    workloads = _workload_rows(config, collected, ownership, rows)
 
     written = replace_day(
         ledger, day, rows, config.currency,
         snapshot=None if directory_warning else directory_to_json(directory), directory_note=directory_warning,
         coverage={c.usage.cluster: c.usage.coverage for c in collected},
-        capacity=capacity, wasted=attribute_waste(wasted, ownership), held=held,
+        capacity=capacity, wasted=attribute_waste(wasted, ownership), held=held, workloads=workloads,
         workload_wasted=attribute_waste(workload_wasted, ownership),
+        workloads_since=kept_since(datetime.now(config.zone).date(), config.workloads.keep_days),
     )
     total = float(rows["cost"].sum())
     log.info(
@@ -232,6 +238,17 @@ def _bill(config: Config, ledger: Engine, day: date, collected: list[_Collected]
         extra={"day": day.isoformat(), "rows": written, "total_cost": total, "currency": config.currency},
     )
     return rows, written
+
+
+def _workload_rows(config: Config, collected: list[_Collected], ownership: pd.DataFrame,
+                   rows: pd.DataFrame) -> pd.DataFrame | None:
+    """The day's rows split over workloads and cost labels; None with workloads off."""
+    if not config.workloads.enabled:
+        return None
+    usage = pd.concat([c.usage.workloads.assign(cluster=c.usage.cluster) for c in collected
+                       if c.usage.workloads is not None] or [pd.DataFrame(columns=["cluster", *WORKLOAD_COLUMNS])],
+                      ignore_index=True)
+    return workload_costs(usage, ownership, {c.name: c.prices for c in config.clusters}, rows, config.cost_labels)
 
 
 def _publish(config: Config, ledger: Engine, day: date, directory: Directory) -> list[str]:

@@ -145,8 +145,12 @@ workload_costs = Table(
     "workload_costs",
     metadata,
     *_charged(),
-    Column("workload", Text, primary_key=True),  # Kind/name of the top-level controller; Pod/<name> for none
-    # JSON object of every configured cost label, sorted keys ('' where a pod has none); '{}' without cost_labels
+    # Kind/name of the top-level controller; Pod/<name> for none; '(namespace)' for a part of a row no pod's
+    # workload requested (reserved-*, credit-*, idle-* rows; a cluster whose workloads were not collected)
+    Column("workload", Text, primary_key=True),
+    # JSON object of every configured cost label as Kubernetes names it, json.dumps(..., sort_keys=True) with its
+    # default separators: '{"example.com/project": "atlas", "experiment": ""}' ('' where a pod has none);
+    # '{}' without cost_labels
     Column("labels", Text, primary_key=True),
     Column("resource", Text, primary_key=True),  # as in chargeback
     Column("gpu_model", Text, primary_key=True),
@@ -369,6 +373,7 @@ def replace_day(
     held: pd.DataFrame | None = None,
     workloads: pd.DataFrame | None = None,
     workload_wasted: pd.DataFrame | None = None,
+    workloads_since: date | None = None,
 ) -> int:
     """Replace the day's rows in one transaction; return how many were written.
 
@@ -380,7 +385,8 @@ def replace_day(
     `wasted` (WASTE_COLUMNS) what each namespace's teams held but did not use;
     `held` (HOLDING_COLUMNS) which GPU resources the `gpu` rows held;
     `workloads` (WORKLOAD_COST_COLUMNS) and `workload_wasted` (WORKLOAD_WASTE_COLUMNS) the same costs
-    and waste below the namespace.
+    and waste below the namespace; `workloads_since` (workloads.keep_days): workload rows of earlier
+    days are deleted, and none are written for a day before it.
     """
     require_columns(rows, [c for c in LEDGER_COLUMNS if c not in ("day", "currency", "computed_at")], f"rows of {day}")
     _refuse_long_names(engine, day, rows)
@@ -415,11 +421,15 @@ def replace_day(
             if held is not None and len(held):
                 conn.execute(insert(gpu_holdings), _nulls(held[HOLDING_COLUMNS].assign(day=day, currency=currency)))
             conn.execute(delete(workload_costs).where(workload_costs.c.day == day))
-            if workloads is not None and len(workloads):
+            kept = workloads_since is None or day >= workloads_since
+            if workloads_since is not None:
+                conn.execute(delete(workload_costs).where(workload_costs.c.day < workloads_since))
+                conn.execute(delete(workload_waste).where(workload_waste.c.day < workloads_since))
+            if kept and workloads is not None and len(workloads):
                 conn.execute(insert(workload_costs),
                              _nulls(workloads[WORKLOAD_COST_COLUMNS].assign(day=day, currency=currency)))
             conn.execute(delete(workload_waste).where(workload_waste.c.day == day))
-            if workload_wasted is not None and len(workload_wasted):
+            if kept and workload_wasted is not None and len(workload_wasted):
                 conn.execute(insert(workload_waste), _nulls(workload_wasted[WORKLOAD_WASTE_COLUMNS].assign(day=day)))
             if snapshot is not None:
                 conn.execute(delete(directory_snapshots))

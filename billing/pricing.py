@@ -13,6 +13,8 @@ the ledger holds rows of these resources:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pandas as pd
 
 from billing.config import ClusterConfig, Prices
@@ -34,14 +36,16 @@ def unit_price(prices: Prices, resource: str, gpu_model: str) -> float:
     return {CPU: prices.cpu_core_hour, MEMORY: prices.memory_gib_hour}[resource]
 
 
-def price(usage: pd.DataFrame, ownership: pd.DataFrame, prices: dict[str, Prices]) -> pd.DataFrame:
+def price(usage: pd.DataFrame, ownership: pd.DataFrame, prices: dict[str, Prices],
+          below: Sequence[str] = ()) -> pd.DataFrame:
     """Ledger rows: each namespace's usage split over its teams and priced per cluster.
 
     usage: USAGE_PRICED; ownership: ownership.OWNERSHIP_COLUMNS.
     A row keeps the whole quantity and the list unit_price (list_cost = quantity x unit_price);
     its cost is what was paid: each priority class's list cost times the class's multiplier.
+    `below`: columns of the usage that break a namespace down further (workload, labels), kept apart.
     """
-    require_columns(usage, USAGE_PRICED, "usage to price")
+    require_columns(usage, [*USAGE_PRICED, *below], "usage to price")
     require_columns(ownership, OWNERSHIP_COLUMNS, "ownership of namespaces")
     rows = usage.merge(ownership, on="namespace", how="left", validate="many_to_many")
     if rows["team"].isna().any():
@@ -49,7 +53,7 @@ def price(usage: pd.DataFrame, ownership: pd.DataFrame, prices: dict[str, Prices
         raise ValueError(f"namespaces without an owner: {missing[:5]}")  # a bug, never an input problem
     rows["quantity"] = rows["quantity"] * rows["share"]
     rows["multiplier"] = [prices[c].priority_classes.get(p, 1.0) for c, p in zip(rows["cluster"], rows["priority_class"])]
-    keys = PRICED_COLUMNS[:6]
+    keys = [*PRICED_COLUMNS[:6], *below]
     # quantities per multiplier first, so that without discounts cost is exactly quantity x unit_price
     rows = rows.groupby([*keys, "multiplier"], dropna=False, as_index=False)["quantity"].sum()
     rows["unit_price"] = [
@@ -58,7 +62,7 @@ def price(usage: pd.DataFrame, ownership: pd.DataFrame, prices: dict[str, Prices
     rows["cost"] = rows["quantity"] * rows["unit_price"] * rows["multiplier"]
     rows = rows.groupby([*keys, "unit_price"], dropna=False, as_index=False)[["quantity", "cost"]].sum()
     rows["list_cost"] = rows["quantity"] * rows["unit_price"]
-    return rows[PRICED_COLUMNS].sort_values(keys, ignore_index=True)
+    return rows[[*PRICED_COLUMNS, *below]].sort_values(keys, ignore_index=True)
 
 
 def reserve_pools(capacity: pd.DataFrame, usage: pd.DataFrame, ownership: pd.DataFrame,

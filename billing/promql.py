@@ -33,6 +33,7 @@ PARALLEL_QUERIES = 2  # one per core of a small Prometheus
 QUERY_BYTES = 6144
 RE2_SPECIAL = re.compile(r"([\\.+*?()|\[\]{}^$])")
 CONTROLLER = 'owner_is_controller="true"'  # the one owner reference Kubernetes lets control an object
+POD_LABELS = ("namespace", "pod")  # what kube-state-metrics' pod-level series (not per container) carry to join on
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
@@ -198,10 +199,9 @@ class Queries:
         exact tie is broken by the store). That also keeps every join one-to-one, so no label set can fail
         a query with many-to-many matching. `or on (uid)` only adds pods the left side lacks: in instant
         queries it means the same on both engines (docs/stores.md)."""
-        plain = self.ksm.plain
-
         def seen(metric: str, *matchers: str) -> str:  # samples of each controller series in the chunk's raw window
-            return plain(f"count_over_time({self.series(metric, CONTROLLER, *matchers)}[{self.raw}])")
+            carried = POD_LABELS if metric == "kube_pod_owner" else ("namespace",)
+            return self.ksm.plain(f"count_over_time({self.series(metric, CONTROLLER, *matchers)}[{self.raw}])", carried)
 
         # the pod's controller as `workload`, e.g. ReplicaSet/train-5d8f
         controller = f'topk by (uid) (1, label_join({seen("kube_pod_owner", pods)}, "workload", "/", "owner_kind", "owner_name"))'
@@ -211,7 +211,7 @@ class Queries:
                   f'"workload", "Job/$1", "job_name", "(.+)"), "top", "/", "owner_kind", "owner_name"))')
         top = (f'label_replace(group by (namespace, pod, uid, workload) ({controller}) * on (namespace, workload) '
                f'group_left (top) group by (namespace, workload, top) ({parent}), "workload", "$1", "top", "(.+)")')
-        pod_info = plain(f"max_over_time({self.series('kube_pod_info', pods)}[{self.raw}])")
+        pod_info = self.ksm.plain(f"max_over_time({self.series('kube_pod_info', pods)}[{self.raw}])", POD_LABELS)
         itself = f'label_replace(group by (namespace, pod, uid) ({pod_info}), "workload", "Pod/$1", "pod", "(.+)")'
         return f"group by (namespace, pod, uid, workload) (\n  {top}\nor on (uid)\n  {controller}\nor on (uid)\n  {itself}\n)"
 

@@ -15,7 +15,7 @@ windows too. Which one answers is read from `/api/v1/status/buildinfo`
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from billing.config import ClusterConfig
@@ -144,12 +144,14 @@ class FamilyLabels:
         """A series' labels as `plain` leaves them, for samples read as they are stored (the self-audit)."""
         return {**labels, **{label: labels[stored] for label, stored in self.renamed().items() if labels.get(stored)}}
 
-    def plain(self, expression: str) -> str:
+    def plain(self, expression: str, labels: Collection[str] = LABELS) -> str:
         """The expression's series with the exporter's labels under their plain names again, so that
         everything after it (grouping, joins, the caller) speaks of `namespace`, `pod`, ... A series
         without the stored label keeps its plain one (another scrape job of the same exporter may
-        have honoured its labels)."""
+        have honoured its labels). `labels`: those of the four the series carry at all (shorter text)."""
         for label, stored in self.renamed().items():
+            if label not in labels:
+                continue
             expression = f'label_replace({expression}, "{label}", "$1", "{stored}", "(.+)")'
         return expression
 

@@ -84,6 +84,11 @@ def test_bad_durations(text):
         ({"clusters": [cluster(label_names={"namespce": "exported_namespace"})]}, "clusters[0].label_names.namespce",
          "unknown key"),
         ({"clusters": [cluster(label_names={"pod": "exported pod"})]}, "clusters[0].label_names.pod", "pattern"),
+        ({"cost_labels": ["experiment", "my label"]}, "cost_labels",
+         "'my label' is no Kubernetes label key (like experiment or example.com/project)"),
+        ({"cost_labels": ["experiment", "experiment"]}, "cost_labels", "'experiment' is listed twice"),
+        ({"cost_labels": ["example.com/x", "example_com_x"]}, "cost_labels",
+         "'example.com/x' and 'example_com_x' are both exported as label_example_com_x by kube-state-metrics"),
     ],
 )
 def test_each_mistake_names_its_key(write_config, changes, key, words):
@@ -271,3 +276,9 @@ def test_the_demo_finds_its_recordings_from_any_directory(tmp_path, monkeypatch)
     assert all(Path(c.prometheus.replay).is_dir() for c in config.clusters)
     assert Path(config.directory.ldif).is_file()
     assert config.output_dir == str(demo.parents[1] / "demo-out" / "reports")
+
+
+def test_cost_labels_are_kubernetes_label_keys(write_config):
+    config = load_config(write_config(cost_labels=["experiment", "example.com/project", "team.example.org/grant-id"]))
+    assert config.cost_labels == ["experiment", "example.com/project", "team.example.org/grant-id"]
+    assert config.workloads.enabled and config.workloads.keep_days is None

@@ -160,3 +160,16 @@ def test_a_new_sqlite_ledger_and_its_directories_are_private_under_umask_022(tmp
     modes = {p: stat.S_IMODE((tmp_path / p).stat().st_mode) for p in ("var", "var/billing", "var/billing/ledger.db")}
     assert modes == {"var": 0o700, "var/billing": 0o700, "var/billing/ledger.db": 0o600}
     assert len(read_rows(engine, DAY, DAY)) == 2
+
+
+def test_workload_rows_older_than_keep_days_go_in_the_same_transaction(tmp_path):
+    engine = open_ledger(f"sqlite:///{tmp_path}/ledger.db")
+    workloads = pd.DataFrame([("jaguar", "alice", "robotics", "alice", "Pod/debug", "{}", "cpu", "", 1.0, 0.5, 0.5)],
+                             columns=WORKLOAD_COST_COLUMNS)
+    older, newer = date(2026, 11, 1), date(2026, 11, 10)
+    replace_day(engine, older, ROWS, "USD", workloads=workloads)
+    replace_day(engine, DAY, ROWS, "USD", workloads=workloads, workloads_since=newer)
+    assert read_workload_costs(engine, older, DAY)["day"].tolist() == [DAY]
+    replace_day(engine, date(2026, 11, 5), ROWS, "USD", workloads=workloads, workloads_since=newer)  # a backfill
+    assert read_workload_costs(engine, older, DAY)["day"].tolist() == [DAY]  # not kept: nothing written
+    assert len(read_rows(engine, older, DAY)) == 3 * len(ROWS)  # the namespace ledger is kept regardless

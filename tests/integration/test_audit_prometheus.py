@@ -18,19 +18,22 @@ from tests.integration.test_collect_prometheus import UTC_DAY, cluster, world_of
 from tests.integration.test_job_prometheus import run, write_config
 
 
+@pytest.mark.parametrize("cost_labels", [None, ["experiment", "example.com/project"]], ids=["", "workloads"])
 @pytest.mark.parametrize("honor_labels", [True, False], ids=["plain-labels", "exported-labels"])
-def test_the_audit_agrees_with_collection_on_a_generated_day(store_server, honor_labels):
+def test_the_audit_agrees_with_collection_on_a_generated_day(store_server, honor_labels, cost_labels):
     """Raw samples by range selectors: the same on both stores, whatever their lookback; with honor_labels:
-    false the raw series' labels are read where the scrape put them, as the billing queries read them."""
+    false the raw series' labels are read where the scrape put them, as the billing queries read them.
+    With workloads, the billing queries broken down by workload and cost labels are the ones audited."""
     world = world_of(UTC_DAY, pods=300, clusters=("jaguar",))
     prom = store_server(replace(world, honor_labels=honor_labels))
     config = cluster("jaguar", prom.url)
     source = LivePrometheus("jaguar", config.prometheus)
     store = store_of(source, config, UTC_DAY)
     assert bool(store.renames()) is not honor_labels
-    usage = collect_cluster(config, UTC_DAY, 60, ["nvidia_com_gpu"], source, store)
+    usage = collect_cluster(config, UTC_DAY, 60, ["nvidia_com_gpu"], source, store, cost_labels)
     assert usage.exact and len(usage.running) > 40  # both paths are audited
-    audit = audit_cluster(config, UTC_DAY, 60, ["nvidia_com_gpu"], source, usage.running, usage.exact, 20, store)
+    audit = audit_cluster(config, UTC_DAY, 60, ["nvidia_com_gpu"], source, usage.running, usage.exact, 20, store,
+                          cost_labels)
     assert audit.pods == 20 + min(len(usage.exact), EXACT_PODS)
     assert audit.queries > 4
 

@@ -227,3 +227,27 @@ def test_a_day_without_any_samples_is_said_plainly(prometheus_server, config):
     result = CliRunner().invoke(main, ["check", "--date", "2026-10-01", "--config", config({"jaguar": prom.url})])
     assert result.exit_code == 1
     assert "no kube-state-metrics series at all on 2026-10-01" in line_of(result.stdout, "series jaguar")
+
+
+def test_workloads_say_which_owner_series_and_cost_labels_are_there(prometheus_server, config):
+    prom = prometheus_server(preflight_world())
+    result = check_day(config({"jaguar": prom.url}, cost_labels=["experiment", "example.com/project"]))
+    line = line_of(result.stdout, "workloads jaguar")
+    assert line.startswith("ok    ") and "cost labels experiment, example.com/project have samples" in line
+
+
+def test_a_cost_label_no_pod_carries_and_missing_job_owners_are_warnings_with_the_flags(prometheus_server, config):
+    world = preflight_world()
+    [jaguar] = world.clusters
+    without_jobs = replace(jaguar, controllers=tuple(c for c in jaguar.controllers if c.kind != "Job"))
+    prom = prometheus_server(replace(world, clusters=(without_jobs,)))
+    result = check_day(config({"jaguar": prom.url}, cost_labels=["experiment", "team.example.org/grant"]))
+    assert result.exit_code == 0, result.output  # the bill is right; its breakdown coarser
+    line = line_of(result.stdout, "workloads jaguar")
+    assert line.startswith("WARN  ")
+    assert ("kube_job_owner is missing, so pods of a CronJob count as their Job's (kube-state-metrics' --resources "
+            "must include jobs)") in line
+    assert ("no pod's kube_pod_labels carries label_team_example_org_grant, so every pod's is ''; kube-state-metrics "
+            "exports pod labels only when allowlisted: run it with "
+            "--metric-labels-allowlist=pods=[experiment,team.example.org/grant]") in line
+    assert "kube_pod_owner" not in line and "kube_replicaset_owner" not in line
