@@ -170,9 +170,13 @@ class _Collected:
 
 
 def _collect_cluster(config: Config, cluster: ClusterConfig, period: BillingDay) -> _Collected:
-    """One cluster-day from its store; refused when the store holds no data or fails its self-audit."""
+    return collect_from(config, cluster, period, prometheus_source(cluster.name, cluster.prometheus))
+
+
+def collect_from(config: Config, cluster: ClusterConfig, period: BillingDay, source: PrometheusSource) -> _Collected:
+    """One cluster-day from its store; refused when the store holds no data or fails its self-audit.
+    (The demo's recorder asks the same questions through a recording source.)"""
     step, resources = int(config.step), config.gpu_resources
-    source = prometheus_source(cluster.name, cluster.prometheus)
     store = store_of(source, cluster, period)  # which engine, which label names: asked once
     cost_labels = config.cost_labels if config.workloads.enabled else None
     usage = collect_cluster(cluster, period, step, resources, source, store, cost_labels)
