@@ -83,6 +83,26 @@ def test_idle_gpus_and_unused_cpu_by_hand_and_by_the_reference(store_server, hon
         assert got[namespace] == pytest.approx(measures, rel=1e-9), namespace
 
 
+def test_a_pod_scheduled_mid_hour_requests_once(store_server):
+    """kube-state-metrics labels a pod's request series with its node, "" while unscheduled: a pod scheduled
+    within an hour has two request series per container in it, and requests its cores once, not twice."""
+    [jaguar] = WORLD.clusters
+    # created 10:00 and Pending, unscheduled until 10:20, Running 10:30-12:00; requests 4 cores, uses 1
+    # from its creation on. The hour 10:00 requests 4 x 30 = 120 core-minutes, its counter grew by 59 from
+    # 10:00 to 10:59 (it starts at 0 at 10:00): 61 unused; the hour 11:00 240 less 60; from 12:00 none
+    queued = Pod("erin", "queued", "uid-queued", "gpu-1", at(10), ((at(10), "Pending"), (at(10.5), "Running"),
+                                                                   (at(12), "Succeeded")),
+                 at(12.5), (Container("main", 4.0, GIB, cpu_used=1.0),), scheduled=at(10 + 20 / 60))
+    world = replace(WORLD, clusters=(replace(jaguar, pods=(queued,)),))
+    prom = store_server(world)
+    config = cluster(prom.url)
+    waste = collect_waste(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus("jaguar", config.prometheus), below=5.0)
+    by_hand = (61 + 180) / 60
+    assert list(waste.namespace) == ["erin"]
+    assert waste.unused_cpu_core_hours[0] == pytest.approx(by_hand, rel=1e-9)
+    assert reference_waste(world, "jaguar", D, DAY.end.timestamp(), 60)["erin"][1] == pytest.approx(by_hand, rel=1e-12)
+
+
 def test_replicated_series_are_counted_once(store_server):
     """An HA Prometheus pair's two copies of every series (prometheus_replica) neither halve the unused CPU
     (usage counted twice) nor double the idle GPUs."""
