@@ -125,10 +125,14 @@ class WasteQueries(Queries):
     )"""
         container = self.cadvisor.container  # cAdvisor's series of containers, not of pods' cgroups:
         usage = self.series(CPU_USAGE, f'{container}!=""', f'{container}!="POD"')
-        # core-instants used: the hour's increase over the step; `max by` a series' own labels (cgroup `id`,
-        # `cpu`) keeps restarted containers apart and counts replicated copies of a series once
-        rates = self.cadvisor.plain(self.engine.rate(usage, self.hour))
-        used = f"sum by (namespace, pod) (max by (namespace, pod, container, id, cpu) ({rates})) * {self.hour / self.seconds:g}"
+        # core-instants used: the counter's growth in the hour over the step, from its last value in the
+        # previous hour (0 where it had none: the container started in this hour) to its last in this one,
+        # never extrapolated past a sample; `max by` a series' own labels (cgroup `id`, `cpu`) keeps
+        # restarted containers apart and counts replicated copies of a series once
+        hour = f"{self.hour}s"
+        now, before = (self.cadvisor.plain(f"last_over_time({usage}[{hour}]{offset})") for offset in ("", f" offset {hour}"))
+        grown = f"max by (namespace, pod, container, id, cpu) ({now} - ({before} or {now} * 0))"
+        used = f"sum by (namespace, pod) ({grown}) / {self.seconds:g}"
         # requested less used per pod, as a sum over both: a pod without usage keeps its whole request,
         # and the request side is evaluated once (a `-` with an `or` would need it twice)
         negated = f'label_replace(-{used}, "part", "used", "", "")'

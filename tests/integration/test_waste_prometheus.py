@@ -103,6 +103,25 @@ def test_a_pod_scheduled_mid_hour_requests_once(store_server):
     assert reference_waste(world, "jaguar", D, DAY.end.timestamp(), 60)["erin"][1] == pytest.approx(by_hand, rel=1e-12)
 
 
+def test_usage_is_not_extrapolated_past_the_pods_life(store_server):
+    """A pod deleted 10 s after a scrape: Prometheus' increase() would stretch its counter's growth by half a
+    scrape interval past the last sample, 20 s after the pod was gone; the usage counted ends at that sample."""
+    [jaguar] = WORLD.clusters
+    # created 10:00 and Running until deleted at 10:30:10; requests 4 cores and uses all 4. Its phase is
+    # seen at the instants 10:00 ... 10:35 (the last sample, at 10:30, for the 5 minutes' lookback): 4 x 36
+    # = 144 core-minutes requested; its counter's last sample, at 10:30, says 4 x 30 = 120 core-minutes
+    # used (increase() would say 122, 4 cores until 10:30:30): 24 core-minutes unused
+    gone = Pod("frank", "gone", "uid-gone", "gpu-1", at(10), ((at(10), "Running"),), at(10.5) + 10,
+               (Container("main", 4.0, GIB, cpu_used=4.0),))
+    world = replace(WORLD, clusters=(replace(jaguar, pods=(gone,)),))
+    prom = store_server(world)
+    config = cluster(prom.url)
+    waste = collect_waste(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus("jaguar", config.prometheus), below=5.0)
+    assert list(waste.namespace) == ["frank"]
+    assert waste.unused_cpu_core_hours[0] == pytest.approx(24 / 60, rel=1e-9)
+    assert reference_waste(world, "jaguar", D, DAY.end.timestamp(), 60)["frank"][1] == pytest.approx(24 / 60, rel=1e-12)
+
+
 def test_replicated_series_are_counted_once(store_server):
     """An HA Prometheus pair's two copies of every series (prometheus_replica) neither halve the unused CPU
     (usage counted twice) nor double the idle GPUs."""
