@@ -52,33 +52,6 @@ class Engine:
             return f"tlast_over_time({selector}[{LOOKBACK_MS + 1}ms])"
         return f"timestamp({selector})"
 
-    def rate(self, counter: str, seconds: int) -> str:
-        """Prometheus' rate(counter[seconds]): the increase between the window's first and last sample,
-        extrapolated towards its ends (at most half the average interval where a sample is missing
-        there, never below a zero counter), per second. MetricsQL's rate() does not extrapolate, so on
-        VictoriaMetrics the same arithmetic is written out, branch-free, from its raw-sample functions:
-        `span` needs two samples; the counter was zero no earlier than `to_zero` before the first
-        sample where it rose from >= 0; a gap to an end counts if under 1.1 average intervals, else
-        half an interval."""
-        if not self.metricsql:
-            return f"rate({counter}[{seconds}s])"
-        # MetricsQL's WITH names the parts, so the query stays short; (t - d - 1 ms, t] is Prometheus 2's [t - d, t]
-        return f"""(WITH (
-    c = {counter}[{seconds * 1000 + 1}ms],
-    rise = increase_prometheus(c),
-    first = first_over_time(c),
-    span = (tlast_over_time(c) - tfirst_over_time(c) > 0),
-    average = span / (count_over_time(c) - 1),
-    counting = (rise > bool 0) * (first >= bool 0),
-    to_zero = span * first / (rise + 1 - counting),
-    gap = tfirst_over_time(c) - (time() - {seconds}),
-    to_start = gap + counting * (to_zero < bool gap) * (to_zero - gap),
-    to_end = time() - tlast_over_time(c),
-    extended(g) = average / 2 + (g < bool (1.1 * average)) * (g - average / 2)
-  )
-  rise * (span + extended(to_start) + extended(to_end)) / span / {seconds}
-)"""
-
 
 PROMETHEUS_2 = Engine("Prometheus 2", metricsql=False, closed_lookback=True)
 STORE_NAMES = {"prometheus": "Prometheus", "thanos": "Thanos Query", "mimir": "Grafana Mimir", "cortex": "Cortex",

@@ -18,19 +18,28 @@ per pod and hour of the day. An hour is 3600 / step of the billing instants
   `nvidia_com_mig_1g_10gb`), one GPU where that resource is not listed (MIG's
   single strategy bills a slice as one GPU of the slice's model);
 * unused CPU core-hours: per pod (namespace and name) and hour, the core-hours
-  its Running instants requested (request x Running instants x step, as
-  billing counts them; a pod resized in place counts its highest request of
-  the hour) less the CPU its containers used in the hour that ends at the
-  hour's last instant (Prometheus' `increase()` of cAdvisor's
-  `container_cpu_usage_seconds_total` over one hour), never below zero per
-  pod and hour; a pod without usage series used nothing.
+  its Running instants requested (per container its highest request of the
+  hour, over all of the container's request series, as kube-state-metrics
+  starts a new one when it is scheduled or resized; summed over containers,
+  times the Running instants, times step: what billing counts) less the CPU
+  its containers used in the hour, never below zero per pod and hour. The
+  CPU used is, per cAdvisor `container_cpu_usage_seconds_total` series (one
+  per container run), its last sample in the hour that ends at the hour's
+  last instant less its last sample in the hour before (0 where it has none:
+  the container started within the hour, and the counter counts from 0).
+  Each stretch between two samples thus belongs to exactly one hour, a day's
+  hours add up to what the counters grew, and usage is never extrapolated:
+  not Prometheus' `increase()`, which stretches a series' growth by up to
+  half a scrape interval past its last sample, after a deleted pod was gone
+  (a stretch between a pod's last sample and its deletion, under one scrape
+  interval, goes uncounted instead). A pod without usage series used nothing.
 
 Per hour rather than per instant because that is what makes waste cheap: the
 per-instant join of requests, Running and usage rates cost Prometheus twenty
 times what the billing queries do on a 50,000-pod day; per hour, requests
 are read as raw samples and only Running and GPU visibility are counted
 instant by instant (subqueries of bare selectors), and each usage counter is
-read once per hour. Copies of a series from replicated Prometheus pairs
+read twice per hour (its last sample in the hour and in the hour before). Copies of a series from replicated Prometheus pairs
 (`prometheus_replica`) count once (`max by` every series' own labels).
 
 Where a cluster's Prometheus has no such metric in an hour, the measure is
@@ -133,10 +142,13 @@ class WasteQueries(Queries):
         requested = f"sum by (namespace, pod, uid) ({per_container}) * on (namespace, pod, uid) max by (namespace, pod, uid) ({running})"
         container = self.cadvisor.container  # cAdvisor's series of containers, not of pods' cgroups:
         usage = self.series(CPU_USAGE, f'{container}!=""', f'{container}!="POD"')
-        # core-instants used: the hour's increase over the step; `max by` a series' own labels (cgroup `id`,
-        # `cpu`) keeps restarted containers apart and counts replicated copies of a series once
-        rates = self.cadvisor.plain(self.engine.rate(usage, self.hour))
-        used = f"max by (namespace, pod, container, id, cpu) ({rates}) * {self.hour / self.seconds:g}"
+        # core-instants used: the counter's growth in the hour over the step, from its last value in the
+        # previous hour (0 where it had none: the container started in this hour) to its last in this one,
+        # never extrapolated past a sample; `max by` a series' own labels (cgroup `id`, `cpu`) keeps
+        # restarted containers apart and counts replicated copies of a series once
+        hour = f"{self.hour}s"
+        now, before = (self.cadvisor.plain(f"last_over_time({usage}[{hour}]{offset})") for offset in ("", f" offset {hour}"))
+        used = f"max by (namespace, pod, container, id, cpu) ({now} - ({before} or {now} * 0)) / {self.seconds:g}"
         # requested (per uid) less used (per container) per pod, as a sum over both (their label sets never
         # meet): a pod without usage keeps its whole request, and the request side is evaluated once
         # (a `-` with an `or` would need it twice)

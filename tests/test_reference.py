@@ -9,10 +9,10 @@ import pytest
 
 from fixtures.ksm import A100, GPU_PRODUCT_LABEL, H100, Cluster, Container, Node, Pod, World
 from fixtures.reference import (
+    counter_growth,
     instant_query,
     instants,
     latest_sample,
-    prometheus_rate,
     reference_allocatable,
     reference_usage,
 )
@@ -241,18 +241,16 @@ def test_allocatable_per_resource_and_model():
     assert reference_allocatable(gap, "jaguar", DAY, DAY + 86400, 60)[("cpu", "")] == pytest.approx(64 * 1325 / 60)
 
 
-def test_rate_of_a_counter_as_prometheus_extrapolates_it():
-    # one CPU second per second from t = 0, sampled every minute; rate over 5 minutes
-    samples = [(60.0 * i, 60.0 * i) for i in range(20)]
-    assert prometheus_rate(samples, 0.0) is None  # one sample
-    # at 2 min: 120 s of increase over 120 s sampled; no extrapolation before the counter's zero
-    # point (the first sample is 0) nor after the last sample (at t): 120 / 300
-    assert prometheus_rate(samples, 120.0) == pytest.approx(0.4)
-    assert prometheus_rate(samples, 300.0) == pytest.approx(1.0)  # samples at both ends of the window
-    assert prometheus_rate(samples, 630.0) == pytest.approx(1.0)  # 30 s to each end: extrapolated
-    # a counter that was not zero at its first sample: extrapolated by at most half a step (30 s) at the start
-    shifted = [(t, v + 1000.0) for t, v in samples[10:]]
-    assert prometheus_rate(shifted, 720.0) == pytest.approx((120.0 * 150 / 120) / 300)
+def test_counter_growth_in_an_hour_is_from_the_last_sample_before_it_to_its_last():
+    # one CPU second per second from t = 0, sampled every minute until 30:00 (the container gone at 30:10)
+    samples = [(60.0 * i, 60.0 * i) for i in range(31)]
+    assert counter_growth(samples, 0.0, 600.0) == 600.0  # the sample at 0 is the start: 0 before it
+    assert counter_growth(samples, 600.0, 1200.0) == 600.0  # from 10:00's sample to 20:00's
+    assert counter_growth(samples, 1500.0, 2100.0) == 300.0  # to the last sample, not extrapolated past it
+    assert counter_growth(samples, 2100.0, 2700.0) == 0.0  # no sample in the window: nothing
+    # a counter first seen within the window (no sample in the window before) grew from 0
+    started = [(t + 3630.0, v + 30.0) for t, v in samples[:5]]  # started at 3600, first seen at 3630
+    assert counter_growth(started, 3600.0, 4200.0) == 270.0
 
 
 def test_slices_count_their_fraction_and_replicas_divide():

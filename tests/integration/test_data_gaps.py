@@ -119,7 +119,11 @@ def test_a_day_without_any_sample_is_refused_not_billed_as_zero(prometheus_serve
     assert written_files(tmp_path) == files  # no page, no email
     missing = CliRunner().invoke(main, ["report", "--all-teams", "--from", day, "--to", day, "--format", "json",
                                         "--config", path])
-    assert json.loads(missing.stdout)["missing_days"] == ([] if day == "2026-11-20" else [day])  # as before
+    if day == "2026-11-20":
+        assert json.loads(missing.stdout)["missing_days"] == []  # as before
+    else:  # still never run: the report says so and fails rather than show a zero
+        assert missing.exit_code == 1 and missing.stdout == ""
+        assert f"no day in this range was ever run ({day})" in missing.stderr
 
 
 def test_a_day_on_which_no_pod_ran_is_zero_not_missing(prometheus_server, tmp_path):

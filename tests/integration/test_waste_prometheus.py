@@ -83,6 +83,44 @@ def test_idle_gpus_and_unused_cpu_by_hand_and_by_the_reference(store_server, hon
         assert got[namespace] == pytest.approx(measures, rel=1e-9), namespace
 
 
+def unused_cpu_of(store_server, alone: Pod) -> tuple[float, float]:
+    """The pod's unused CPU core-hours alone in the world: (billing's, the reference's)."""
+    [jaguar] = WORLD.clusters
+    world = replace(WORLD, clusters=(replace(jaguar, pods=(alone,)),))
+    config = cluster(store_server(world).url)
+    waste = collect_waste(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus("jaguar", config.prometheus), below=5.0)
+    assert list(waste.namespace) == [alone.namespace]
+    return waste.unused_cpu_core_hours[0], reference_waste(world, "jaguar", D, DAY.end.timestamp(), 60)[alone.namespace][1]
+
+
+def test_a_pod_scheduled_mid_hour_requests_once(store_server):
+    """kube-state-metrics labels a pod's request series with its node, "" while unscheduled: a pod scheduled
+    within an hour has two request series per container in it, and requests its cores once, not twice."""
+    # created 10:00 and Pending, unscheduled until 10:20, Running 10:30-12:00; requests 4 cores, uses 1
+    # from its creation on. The hour 10:00 requests 4 x 30 = 120 core-minutes, its counter grew by 59 from
+    # 10:00 to 10:59 (it starts at 0 at 10:00): 61 unused; the hour 11:00 240 less 60; from 12:00 none
+    queued = Pod("erin", "queued", "uid-queued", "gpu-1", at(10), ((at(10), "Pending"), (at(10.5), "Running"),
+                                                                   (at(12), "Succeeded")),
+                 at(12.5), (Container("main", 4.0, GIB, cpu_used=1.0),), scheduled=at(10 + 20 / 60))
+    billed, reference = unused_cpu_of(store_server, queued)
+    assert billed == pytest.approx((61 + 180) / 60, rel=1e-9)
+    assert reference == pytest.approx((61 + 180) / 60, rel=1e-12)
+
+
+def test_usage_is_not_extrapolated_past_the_pods_life(store_server):
+    """A pod deleted 10 s after a scrape: Prometheus' increase() would stretch its counter's growth by half a
+    scrape interval past the last sample, 20 s after the pod was gone; the usage counted ends at that sample."""
+    # created 10:00 and Running until deleted at 10:30:10; requests 4 cores and uses all 4. Its phase is
+    # seen at the instants 10:00 ... 10:35 (the last sample, at 10:30, for the 5 minutes' lookback): 4 x 36
+    # = 144 core-minutes requested; its counter's last sample, at 10:30, says 4 x 30 = 120 core-minutes
+    # used (increase() would say 122, 4 cores until 10:30:30): 24 core-minutes unused
+    gone = Pod("frank", "gone", "uid-gone", "gpu-1", at(10), ((at(10), "Running"),), at(10.5) + 10,
+               (Container("main", 4.0, GIB, cpu_used=4.0),))
+    billed, reference = unused_cpu_of(store_server, gone)
+    assert billed == pytest.approx(24 / 60, rel=1e-9)
+    assert reference == pytest.approx(24 / 60, rel=1e-12)
+
+
 def test_replicated_series_are_counted_once(store_server):
     """An HA Prometheus pair's two copies of every series (prometheus_replica) neither halve the unused CPU
     (usage counted twice) nor double the idle GPUs."""
