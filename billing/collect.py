@@ -289,12 +289,13 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
     instants = (chunk.end - chunk.start) // chunk.step
     columns = [*POD_COLUMNS, *USAGE_COLUMNS] if by_pod else USAGE_COLUMNS
     if queries.breakdown_keys:
-        columns = [*columns[:-5], "workload", "labels", *columns[-5:]]
+        at = columns.index("resource")  # workload and labels follow the namespace, as in WORKLOAD_COLUMNS
+        columns = [*columns[:at], "workload", "labels", *columns[at:]]
     return _ChunkResult(_hours(rows, chunk.step, columns), running, exact_pods, asked, covered, instants)
 
 
 def _labels_json(queries: UsageQueries, labels: dict[str, str]) -> str:
-    """A result's cost labels as the ledger's `labels` column has them (ledger.labels_json)."""
+    """A result's cost labels as the ledger's `labels` column has them (`labels_json`)."""
     return labels_json(tuple(labels.get(key, "") for key in queries.label_keys), tuple(queries.cost_labels or ()))
 
 

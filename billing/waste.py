@@ -39,8 +39,9 @@ per-instant join of requests, Running and usage rates cost Prometheus twenty
 times what the billing queries do on a 50,000-pod day; per hour, requests
 are read as raw samples and only Running and GPU visibility are counted
 instant by instant (subqueries of bare selectors), and each usage counter is
-read twice per hour (its last sample in the hour and in the hour before). Copies of a series from replicated Prometheus pairs
-(`prometheus_replica`) count once (`max by` every series' own labels).
+read twice per hour (its last sample in the hour and in the hour before).
+Copies of a series from replicated Prometheus pairs (`prometheus_replica`)
+count once (`max by` every series' own labels).
 
 Where a cluster's Prometheus has no such metric in an hour, the measure is
 not taken there (NaN when it never is), rather than reported as all waste.
@@ -70,6 +71,8 @@ HOUR = 3600  # seconds: the grain of waste
 WHOLE_GPU, GPU_INSTANCE = 'GPU_I_ID=""', 'GPU_I_ID!=""'  # series of a whole GPU, of a MIG GPU instance
 IDLE_GPU, IDLE_GPU_INSTANCE, UNUSED_CPU = "idle_gpu", "idle_gpu_instance", "unused_cpu"  # the parts of a query
 PARTS = {IDLE_GPU: "idle_gpu_hours", IDLE_GPU_INSTANCE: "idle_gpu_hours", UNUSED_CPU: "unused_cpu_core_hours"}
+
+
 class WasteQueries(Queries):
     """The waste queries of one hour of the day, per namespace or per (namespace, workload)."""
 

@@ -19,13 +19,11 @@ import pandas as pd
 from billing.collect import WORKLOAD_COLUMNS, labels_json
 from billing.config import Prices
 from billing.frames import require_columns
+from billing.ledger import WORKLOAD_COST_COLUMNS
 from billing.pricing import PRICED_COLUMNS, price
 
 UNATTRIBUTED = "(namespace)"  # the workload of a row's part that no pod's workload requested
 BELOW = ["workload", "labels"]
-# the ledger's workload_costs columns (ledger.WORKLOAD_COST_COLUMNS), as pricing makes them
-WORKLOAD_COST_COLUMNS = ["cluster", "namespace", "team", "owner", "workload", "labels", "resource", "gpu_model",
-                         "quantity", "cost", "list_cost"]
 ROW_KEYS = ["cluster", "namespace", "team", "resource", "gpu_model"]  # one chargeback row (owner follows the team)
 AMOUNTS = ["quantity", "cost", "list_cost"]
 
