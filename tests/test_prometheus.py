@@ -2,6 +2,7 @@ import http.server
 import json
 import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import parse_qsl
 
@@ -194,7 +195,9 @@ def test_queries_in_flight_are_capped_per_store_across_sources(limit):
     """Two sources of one store (two days of a backfill) and eight threads: never more than the limit at once."""
     store = SlowStore()
     try:
-        config = PrometheusConfig(url=store.url, max_queries_in_flight=limit)
+        # the limit holds per store URL for the whole process, and an earlier test may have asked a server on
+        # this port with another limit: a path of its own makes this store's URL new
+        config = PrometheusConfig(url=f"{store.url}/{uuid.uuid4().hex}", max_queries_in_flight=limit)
         sources = [LivePrometheus("jaguar", config), LivePrometheus("jaguar", config)]
         with ThreadPoolExecutor(8) as pool:
             answers = list(pool.map(lambda n: sources[n % 2].instant("up", n), range(16)))
