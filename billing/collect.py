@@ -69,6 +69,7 @@ from billing.promql import (
     GpuResources,
     NodeKinds,
     Queries,
+    TopControllers,
     chunks,
     fits,
     in_pieces,
@@ -86,7 +87,7 @@ USAGE_COLUMNS = ["namespace", "resource", "gpu_model", "priority_class", "pool",
 # held_hours in its own units (slice-hours, replica-hours), gpu_hours the physical-GPU-hours billed for them
 HOLDING_COLUMNS = ["namespace", "resource", "gpu_model", "held_hours", "gpu_hours"]
 POD_COLUMNS = ["pod", "uid"]
-# the same usage below the namespace: per workload (promql.Queries.workload_of) and cost labels, a JSON object
+# the same usage below the namespace: per workload (promql.TopControllers) and cost labels, a JSON object
 # of every configured cost label (ledger.py's `labels` column), with the usage's other columns
 WORKLOAD_COLUMNS = ["namespace", "workload", "labels", "resource", "gpu_model", "priority_class", "pool", "quantity"]
 # resource-hours of one namespace-day that no cluster has (4e10 cores or GiB all day); with prices below
@@ -163,16 +164,16 @@ sum by (namespace, node, priority_class, resource{keys}) ((
 ))"""
 
     def breakdown(self, pods: str = "") -> str:
-        """Per pod (namespace, pod, uid), value 1: its `workload` and `label_<name>` of each cost label, '' where
-        the pod has none. Where a pod's labels changed within the chunk, the label set seen for the most
+        """Per pod (namespace, pod, uid), value 1: its `workload` one step up (Queries.controller_of, which
+        TopControllers completes) and `label_<name>` of each cost label, '' where the pod has none. Where a pod's labels changed within the chunk, the label set seen for the most
         samples wins (as for its workload). Labels are joined on the uid alone, so their series need no
         renamed labels put back."""
         if not self.label_keys:
-            return self.workload_of(pods)
+            return self.controller_of(pods)
         keys = ", ".join(self.label_keys)
         labels = f"count_over_time({self.series('kube_pod_labels', pods)}[{self.raw}])"
         pods_seen = f"max_over_time({self.series('kube_pod_info', pods)}[{self.raw}])"
-        return (f"({self.workload_of(pods)}\n  * on (uid) group_left ({keys})\n"
+        return (f"({self.controller_of(pods)}\n  * on (uid) group_left ({keys})\n"
                 f"    (group by (uid, {keys}) (topk by (uid) (1, {labels})) or on (uid) group by (uid) ({pods_seen})))")
 
     def needs_exact(self) -> str:
@@ -250,12 +251,15 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
         exact_pods |= _uids(source.instant(queries.pods_on(relabelled), at))
         asked += 1
     running = _uids(source.instant(queries.running_pods(), at))
+    tops = TopControllers(source, queries, at) if queries.breakdown_keys else None
+    asked += bool(tops)
 
     def row(labels: dict[str, str], instants: float) -> tuple:
         model, pool, gpus_per_unit = nodes.priced(labels)
         pod = tuple(labels.get(key, "") for key in POD_COLUMNS) if by_pod else ()
-        below = (labels.get("workload", ""), _labels_json(queries, labels)) if queries.breakdown_keys else ()
-        return (*pod, labels.get("namespace", ""), *below, labels.get("resource", ""), model,
+        namespace = labels.get("namespace", "")
+        below = (tops.workload(namespace, labels.get("workload", "")), _labels_json(queries, labels)) if tops else ()
+        return (*pod, namespace, *below, labels.get("resource", ""), model,
                 labels.get("priority_class", ""), pool, instants * gpus_per_unit, instants)
 
     rows = []

@@ -184,36 +184,40 @@ class Queries:
     def node_labels(self, nodes: str = "") -> str:
         return self.series("kube_node_labels", nodes)
 
-    def workload_of(self, pods: str = "") -> str:
-        """Per pod seen in the chunk (namespace, pod, uid), value 1: its `workload`, the top-level controller as
-        `Kind/name` (SPEC.md "Workloads and experiment labels").
+    def controller_of(self, pods: str = "") -> str:
+        """Per pod seen in the chunk (namespace, pod, uid), value 1: its `workload` one step up, the controller
+        named by `kube_pod_owner{owner_is_controller="true"}` as `Kind/name` (`ReplicaSet/train-5d8f`), or
+        `Pod/<name>` for a pod without one (owner `<none>`, only non-controller owners, or no owner series).
+        `TopControllers` takes ReplicaSets and Jobs the last step up, on the client: asked here, the
+        ReplicaSets' and Jobs' owners would be read twice per chunk (PromQL has no outer join) and joined for
+        every pod, for a table that has one row per ReplicaSet or Job (SPEC.md "Workloads and experiment
+        labels").
 
-        The pod's controller (`kube_pod_owner{owner_is_controller="true"}`) is followed one step up where
-        it is a ReplicaSet (`kube_replicaset_owner`: a Deployment, or another controller such as a
-        Rollout) or a Job (`kube_job_owner`: a CronJob); without a controller above it the ReplicaSet or
-        Job is the workload, as a StatefulSet, DaemonSet or any other controller is. `Pod/<name>` is a
-        pod without a controller: owner `<none>`, only non-controller owners, or no kube_pod_owner series.
-
-        Exactly one workload per pod: where an owner changed within the chunk (a pod or a ReplicaSet
-        re-parented), the one seen for the most samples of the chunk wins (`topk` by sample count; an
-        exact tie is broken by the store). That also keeps every join one-to-one, so no label set can fail
-        a query with many-to-many matching. `or on (uid)` only adds pods the left side lacks: in instant
-        queries it means the same on both engines (docs/stores.md)."""
-        def seen(metric: str, *matchers: str) -> str:  # samples of each controller series in the chunk's raw window
-            carried = POD_LABELS if metric == "kube_pod_owner" else ("namespace",)
-            return self.ksm.plain(f"count_over_time({self.series(metric, CONTROLLER, *matchers)}[{self.raw}])", carried)
-
-        # the pod's controller as `workload`, e.g. ReplicaSet/train-5d8f
-        controller = f'topk by (uid) (1, label_join({seen("kube_pod_owner", pods)}, "workload", "/", "owner_kind", "owner_name"))'
-        # ReplicaSets and Jobs with a controller of their own: `workload` what they are, `top` their controller
-        parent = (f'topk by (namespace, workload) (1, label_join(label_replace({seen("kube_replicaset_owner")}, '
-                  f'"workload", "ReplicaSet/$1", "replicaset", "(.+)") or label_replace({seen("kube_job_owner")}, '
-                  f'"workload", "Job/$1", "job_name", "(.+)"), "top", "/", "owner_kind", "owner_name"))')
-        top = (f'label_replace(group by (namespace, pod, uid, workload) ({controller}) * on (namespace, workload) '
-               f'group_left (top) group by (namespace, workload, top) ({parent}), "workload", "$1", "top", "(.+)")')
+        `or on (uid)` only adds pods the left side lacks: in instant queries it means the same on both engines
+        (docs/stores.md)."""
         pod_info = self.ksm.plain(f"max_over_time({self.series('kube_pod_info', pods)}[{self.raw}])", POD_LABELS)
         itself = f'label_replace(group by (namespace, pod, uid) ({pod_info}), "workload", "Pod/$1", "pod", "(.+)")'
-        return f"group by (namespace, pod, uid, workload) (\n  {top}\nor on (uid)\n  {controller}\nor on (uid)\n  {itself}\n)"
+        return f"group by (namespace, pod, uid, workload) (\n  {self.controllers(pods)}\nor on (uid)\n  {itself}\n)"
+
+    def controllers(self, pods: str = "") -> str:
+        """Per pod with a controller in the chunk (namespace, pod, uid): `workload`, that controller. Exactly one
+        per pod: where it changed within the chunk (a pod re-parented), the one seen for the most samples of the
+        chunk wins (`topk` by sample count; an exact tie is broken by the store), which also keeps every join
+        one-to-one."""
+        return f'topk by (uid) (1, label_join({self._seen("kube_pod_owner", pods)}, "workload", "/", "owner_kind", "owner_name"))'
+
+    def parents(self) -> str:
+        """Per ReplicaSet and Job with a controller of its own in the chunk (namespace, `workload` as
+        `ReplicaSet/<name>` or `Job/<name>`): `top`, that controller (a Deployment, a CronJob, or another
+        such as an Argo Rollout); the one seen for the most samples where it changed within the chunk."""
+        replicasets = f'label_replace({self._seen("kube_replicaset_owner")}, "workload", "ReplicaSet/$1", "replicaset", "(.+)")'
+        jobs = f'label_replace({self._seen("kube_job_owner")}, "workload", "Job/$1", "job_name", "(.+)")'
+        return f'topk by (namespace, workload) (1, label_join({replicasets} or {jobs}, "top", "/", "owner_kind", "owner_name"))'
+
+    def _seen(self, metric: str, *matchers: str) -> str:
+        """Samples of each controller owner series in the chunk's raw window."""
+        carried = POD_LABELS if metric == "kube_pod_owner" else ("namespace",)
+        return self.ksm.plain(f"count_over_time({self.series(metric, CONTROLLER, *matchers)}[{self.raw}])", carried)
 
     def node_kind(self, labels: dict[str, str]) -> NodeKind:
         """(GPU model, reserved pool, replicas) from a series' labels; a pool no team reserved is none ('')."""
@@ -289,6 +293,19 @@ class NodeKinds:
         """(GPU model, pool, physical GPUs per unit) of a result with `node` and `resource` labels."""
         kind = self.of(labels)
         return kind.model, kind.pool, self.queries.gpus_per_unit(labels.get("resource", ""), kind)
+
+
+class TopControllers:
+    """The last step of a pod's owner chain, for one chunk: a workload (SPEC.md "Workloads and experiment labels")
+    is the top-level controller, and a ReplicaSet or Job with a controller of its own is not one."""
+
+    def __init__(self, source: PrometheusSource, queries: Queries, at: int):
+        self.tops = {(s["metric"].get("namespace", ""), s["metric"].get("workload", "")): s["metric"].get("top", "")
+                     for s in source.instant(queries.parents(), at)}
+
+    def workload(self, namespace: str, controller: str) -> str:
+        """The workload of a pod in `namespace` whose controller is `controller` (Queries.controller_of)."""
+        return self.tops.get((namespace, controller)) or controller
 
 
 def map_chunks(ask: Callable[[Chunk], T], parts: list[Chunk]) -> list[T]:

@@ -1,7 +1,7 @@
 """Waste: what pods held but did not use. Billing stays request-based; this only shows it.
 
 Two measures per cluster-day and namespace (and, with `workloads.enabled`, per
-workload: the pod's top-level controller, promql.Queries.workload_of), taken
+workload: the pod's top-level controller, promql.TopControllers), taken
 per pod and hour of the day. An hour is 3600 / step of the billing instants
 (SPEC.md step 1), and its measures are read at its last instant:
 
@@ -43,6 +43,13 @@ read twice per hour (its last sample in the hour and in the hour before).
 Copies of a series from replicated Prometheus pairs (`prometheus_replica`)
 count once (`max by` every series' own labels).
 
+Per workload, the hourly queries answer per pod, and each pod's workload is
+looked up once per 6-hour chunk of the day (the chunks billing asks in) and
+matched on the client: joining the lookup on the server in every hourly query
+cost Prometheus as much again as the waste queries themselves. A pod the
+lookup does not know (kube-state-metrics never saw it) is its own workload,
+`Pod/<name>`, as a pod without a controller is.
+
 Where a cluster's Prometheus has no such metric in an hour, the measure is
 not taken there (NaN when it never is), rather than reported as all waste.
 `waste.enabled: false` leaves it out.
@@ -58,7 +65,7 @@ import pandas as pd
 from billing.config import MIG_RESOURCE_PREFIX, ClusterConfig
 from billing.days import BillingDay
 from billing.prometheus import PrometheusSource
-from billing.promql import Chunk, GpuResources, Queries, chunks, fits, map_chunks
+from billing.promql import Chunk, GpuResources, Queries, TopControllers, chunks, fits, map_chunks
 from billing.stores import Store, store_of
 
 GPU_UTILISATION = "DCGM_FI_DEV_GPU_UTIL"
@@ -67,6 +74,7 @@ CPU_USAGE = "container_cpu_usage_seconds_total"
 MEASURES = ["idle_gpu_hours", "unused_cpu_core_hours"]
 WASTE_COLUMNS = ["namespace", *MEASURES]
 WORKLOAD_WASTE_KEYS = ["namespace", "workload"]  # the keys of waste per workload, before its measures
+POD_KEYS = ["namespace", "pod"]
 HOUR = 3600  # seconds: the grain of waste
 WHOLE_GPU, GPU_INSTANCE = 'GPU_I_ID=""', 'GPU_I_ID!=""'  # series of a whole GPU, of a MIG GPU instance
 IDLE_GPU, IDLE_GPU_INSTANCE, UNUSED_CPU = "idle_gpu", "idle_gpu_instance", "unused_cpu"  # the parts of a query
@@ -82,31 +90,38 @@ class WasteQueries(Queries):
         # nodes are aggregated away in every waste query: a renamed `node` label needs no renaming back
         self.ksm, self.dcgm, self.cadvisor = (replace(f, node="node") for f in (self.ksm, self.dcgm, self.cadvisor))
         self.by_workload = by_workload
-        self.keys = WORKLOAD_WASTE_KEYS if by_workload else ["namespace"]
         self.hour, self.seconds = chunk.end - chunk.start, chunk.step
 
-    def present(self, metric: str) -> str:
-        """Any answer if the hour has samples of the metric."""
-        return f"count(last_over_time({self.series(metric)}[{self.raw}]))"
+    def usage_present(self) -> str:
+        """Any answer if the hour has samples of containers' CPU usage (the series unused_cpu reads: a pod's
+        cgroup and sandbox series, as many again, are left unread)."""
+        return f"count(last_over_time({self.usage()}[{self.raw}]))"
+
+    def usage(self) -> str:
+        """cAdvisor's CPU usage series of containers, not of pods' cgroups (`container=""`) or sandboxes."""
+        container = self.cadvisor.container
+        return self.series(CPU_USAGE, f'{container}!=""', f'{container}!="POD"')
 
     def held(self) -> str:
         """The matcher of DCGM series of a GPU (or GPU instance) the exporter says a pod holds."""
         return f'{self.dcgm.namespace}!=""'
 
     def per_key(self, per_pod: str) -> str:
-        """Sum by namespace (and workload), measure and MIG profile of per-pod parts (namespace and pod labels)."""
-        by = ", ".join([*self.keys, "measure", "GPU_I_PROFILE"])
-        if not self.by_workload:
-            return f"sum by ({by}) ({per_pod})"
-        # one workload per pod name, as usage and DCGM series carry no uid (a name that another controller
-        # re-used within the hour, which is rare, counts for one of them)
-        workloads = f"topk by (namespace, pod) (1, group by (namespace, pod, workload) ({self.workload_of()}))"
-        return f"sum by ({by}) (({per_pod}) * on (namespace, pod) group_left (workload) {workloads})"
+        """Sum by namespace (per workload: by namespace and pod), measure and MIG profile of per-pod parts
+        (namespace and pod labels)."""
+        by = ", ".join([*(POD_KEYS if self.by_workload else ["namespace"]), "measure", "GPU_I_PROFILE"])
+        return f"sum by ({by}) ({per_pod})"
+
+    def workloads(self) -> str:
+        """Per pod name with a controller in the chunk, value 1: that controller as `workload`, which
+        TopControllers completes (a pod without one is `Pod/<name>`, on the client). One per name, as usage and
+        DCGM series carry no uid (a name that another controller re-used within the chunk, which is rare, counts
+        for one)."""
+        return f"topk by (namespace, pod) (1, group by (namespace, pod, workload) ({self.controllers()}))"
 
     def measures(self, below: float, cpu: bool) -> list[str]:
-        """The hour's measures, labelled `measure` (PARTS), in one query, so that the pods' workloads are
-        looked up once; in one query per part where together they would be too long. `cpu`: whether to
-        measure unused CPU (the hour has cAdvisor series)."""
+        """The hour's measures, labelled `measure` (PARTS), in one query; in one query per part where together
+        they would be too long. `cpu`: whether to measure unused CPU (the hour has cAdvisor series)."""
         parts = [self.idle_gpus(below), self.idle_gpu_instances(below), *([self.unused_cpu()] if cpu else [])]
         together = self.per_key(" or ".join(f"({part})" for part in parts))
         return [together] if fits(together) else [self.per_key(part) for part in parts]
@@ -143,8 +158,7 @@ class WasteQueries(Queries):
         running = ksm.plain(f"sum_over_time({self.latest(self.running())}[{self.instants}:{self.step}])")
         per_container = f"max by (namespace, pod, uid, container) ({ksm.plain(f'max_over_time({requests}[{self.raw}])')})"
         requested = f"sum by (namespace, pod, uid) ({per_container}) * on (namespace, pod, uid) max by (namespace, pod, uid) ({running})"
-        container = self.cadvisor.container  # cAdvisor's series of containers, not of pods' cgroups:
-        usage = self.series(CPU_USAGE, f'{container}!=""', f'{container}!="POD"')
+        usage = self.usage()
         # core-instants used: the counter's growth in the hour over the step, from its last value in the
         # previous hour (0 where it had none: the container started in this hour) to its last in this one,
         # never extrapolated past a sample; `max by` a series' own labels (cgroup `id`, `cpu`) keeps
@@ -159,21 +173,37 @@ class WasteQueries(Queries):
         return f'label_replace({unused}, "measure", "{UNUSED_CPU}", "", "")'
 
 
-def _chunk_waste(source: PrometheusSource, queries: WasteQueries, chunk: Chunk, below: float) -> pd.DataFrame:
-    """The hour's measures per key; a measure whose metrics the hour lacks is left out."""
-    cpu = bool(source.instant(queries.present(CPU_USAGE), chunk.last))
-    answer = [series for query in queries.measures(below, cpu) for series in source.instant(query, chunk.last)]
+def _hour_waste(source: PrometheusSource, queries: WasteQueries, hour: Chunk, below: float,
+                workloads: dict[tuple[str, str], str] | None) -> pd.DataFrame:
+    """The hour's measures per namespace, or with `workloads` (pod -> workload) per namespace and workload; a
+    measure whose metrics the hour lacks is left out."""
+    cpu = bool(source.instant(queries.usage_present(), hour.last))
+    answer = [series for query in queries.measures(below, cpu) for series in source.instant(query, hour.last)]
     measures: dict[str, dict[tuple[str, ...], float]] = {"unused_cpu_core_hours": {}} if cpu else {}
     for series in answer:
         labels = series["metric"]
         measure = PARTS[labels.get("measure", "")]
         weight = queries.gpus_per_instance(labels) if labels.get("measure") == IDLE_GPU_INSTANCE else 1.0
         hours = measures.setdefault(measure, {})
-        key = tuple(labels.get(k, "") for k in queries.keys)
-        hours[key] = hours.get(key, 0.0) + float(series["value"][1]) * weight * chunk.step / 3600
+        namespace = labels.get("namespace", "")
+        if workloads is None:
+            key: tuple[str, ...] = (namespace,)
+        else:
+            pod = labels.get("pod", "")
+            key = (namespace, workloads.get((namespace, pod), f"Pod/{pod}"))
+        hours[key] = hours.get(key, 0.0) + float(series["value"][1]) * weight * hour.step / 3600
     found = sorted(set().union(*measures.values()))
     rows = [(*key, *(measures[m].get(key, 0.0) for m in measures)) for key in found]
-    return pd.DataFrame(rows, columns=[*queries.keys, *measures])  # 0.0: measured, and nothing of it under this key
+    keys = ["namespace"] if workloads is None else WORKLOAD_WASTE_KEYS
+    return pd.DataFrame(rows, columns=[*keys, *measures])  # 0.0: measured, and nothing of it under this key
+
+
+def _workloads(source: PrometheusSource, queries: WasteQueries, chunk: Chunk) -> dict[tuple[str, str], str]:
+    """(namespace, pod) -> workload of every pod with a controller in the chunk."""
+    tops = TopControllers(source, queries, chunk.last)
+    return {(s["metric"].get("namespace", ""), s["metric"].get("pod", "")):
+            tops.workload(s["metric"].get("namespace", ""), s["metric"].get("workload", ""))
+            for s in source.instant(queries.workloads(), chunk.last)}
 
 
 def collect_waste(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: GpuResources,
@@ -186,10 +216,16 @@ def collect_waste(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resour
     cluster never had its metric."""
     store = store or store_of(source, cluster, day)
     keys = WORKLOAD_WASTE_KEYS if by_workload else ["namespace"]
-    parts = map_chunks(
-        lambda c: _chunk_waste(source, WasteQueries(cluster, gpu_resources, c, store, by_workload), c, below),
-        chunks(day, step, HOUR // step))
-    frame = pd.concat(parts, ignore_index=True)
+    day_chunks = chunks(day, step)
+    pods_of = (map_chunks(lambda c: _workloads(source, WasteQueries(cluster, gpu_resources, c, store), c), day_chunks)
+               if by_workload else [None] * len(day_chunks))
+
+    def measure(hour: Chunk) -> pd.DataFrame:
+        workloads = next(pods for c, pods in zip(day_chunks, pods_of) if c.start <= hour.start < c.end)
+        return _hour_waste(source, WasteQueries(cluster, gpu_resources, hour, store, by_workload), hour, below,
+                           workloads)
+
+    frame = pd.concat(map_chunks(measure, chunks(day, step, HOUR // step)), ignore_index=True)
     measured = [m for m in MEASURES if m in frame.columns]
     summed = frame.groupby(keys, as_index=False, sort=True)[measured].sum() if measured else frame
     return summed.reindex(columns=[*keys, *MEASURES]).astype({m: float for m in MEASURES})

@@ -1,7 +1,7 @@
 """Workloads (top-level controllers) on a real Prometheus and a real VictoriaMetrics.
 
 A hand-made cluster-day holds every owner chain SPEC.md's "Workloads and experiment labels" names; what
-`Queries.workload_of` answers is checked against the chains as written down here.
+`Queries.controller_of` and `TopControllers` answer is checked against the chains as written down here.
 """
 
 from dataclasses import replace
@@ -18,7 +18,7 @@ from billing.collect import collect_cluster
 from billing.config import ClusterConfig
 from billing.days import billing_day
 from billing.prometheus import LivePrometheus
-from billing.promql import Queries, chunks
+from billing.promql import Queries, TopControllers, chunks
 from billing.stores import store_of
 from billing.workloads import UNATTRIBUTED
 from fixtures.ksm import GIB, Cluster, Container, Controller, Node, Pod, World, make_world
@@ -85,9 +85,10 @@ def test_every_pod_has_exactly_its_top_level_controller(store_server, honor_labe
     source = LivePrometheus("jaguar", config.prometheus)
     store = store_of(source, config, DAY)
     chunk = chunks(DAY, 60)[0]  # 00:00 to 06:00: every pod above lives in it
-    answer = source.instant(Queries(config, ["nvidia_com_gpu"], chunk, store).workload_of(), chunk.last)
-    got = [(s["metric"]["uid"], s["metric"]["workload"], s["metric"]["namespace"], float(s["value"][1]))
-           for s in answer]
+    queries = Queries(config, ["nvidia_com_gpu"], chunk, store)
+    answer, tops = source.instant(queries.controller_of(), chunk.last), TopControllers(source, queries, chunk.last)
+    got = [(s["metric"]["uid"], tops.workload(s["metric"]["namespace"], s["metric"]["workload"]),
+            s["metric"]["namespace"], float(s["value"][1])) for s in answer]
     assert sorted(uid for uid, *_ in got) == sorted(EXPECTED)  # one series per pod
     assert {uid: workload for uid, workload, *_ in got} == EXPECTED
     assert {uid: namespace for uid, _, namespace, _ in got} == {
