@@ -495,7 +495,8 @@ def transaction(engine: Engine, what: str) -> Iterator[Connection]:
 
 def _nulls(frame: pd.DataFrame) -> list[dict]:
     """Records with SQL NULL where pandas has NaN or None."""
-    return [{k: None if pd.isna(v) else v for k, v in record.items()} for record in frame.astype(object).to_dict("records")]
+    values = frame.astype(object)
+    return values.where(values.notna(), None).to_dict("records")
 
 
 def _refuse_long_names(engine: Engine, day: date, rows: pd.DataFrame) -> None:
