@@ -496,7 +496,8 @@ def transaction(engine: Engine, what: str) -> Iterator[Connection]:
 def _nulls(frame: pd.DataFrame) -> list[dict]:
     """Records with SQL NULL where pandas has NaN or None."""
     values = frame.astype(object)
-    return values.where(values.notna(), None).to_dict("records")
+    values, columns = values.where(values.notna(), None), list(frame.columns)
+    return [dict(zip(columns, row)) for row in values.itertuples(index=False, name=None)]  # twice as fast as to_dict
 
 
 def _refuse_long_names(engine: Engine, day: date, rows: pd.DataFrame) -> None:
@@ -521,12 +522,18 @@ def _fetch(engine: Engine, query, what: str) -> list:
         raise LedgerError(f"{_where(engine)}: reading {what} failed: {_cause(exc)}") from None
 
 
+def _frame(engine: Engine, query, what: str, columns: list[str]) -> pd.DataFrame:
+    """All rows of a query as a DataFrame (from plain tuples: pandas probes SQLAlchemy rows key by key, ten times
+    slower on a big day's workload rows)."""
+    return pd.DataFrame([tuple(row) for row in _fetch(engine, query, what)], columns=columns)
+
+
 def read_rows(engine: Engine, first: date, last: date, team: str | None = None) -> pd.DataFrame:
     """Ledger rows of a date range (inclusive), optionally of one team."""
     query = select(chargeback).where(chargeback.c.day.between(first, last))
     if team is not None:
         query = query.where(chargeback.c.team == team)
-    frame = pd.DataFrame(_fetch(engine, query, "the ledger"), columns=LEDGER_COLUMNS)
+    frame = _frame(engine, query, "the ledger", LEDGER_COLUMNS)
     frame["day"] = pd.to_datetime(frame["day"]).dt.date
     return frame
 
@@ -540,8 +547,8 @@ def daily_costs(engine: Engine, first: date, last: date, team: str | None = None
         query = query.where(chargeback.c.team == team)
     if owner is not None:
         query = query.where(chargeback.c.owner == owner)
-    frame = pd.DataFrame(_fetch(engine, query.group_by(chargeback.c.day, chargeback.c.currency), "daily costs"),
-                         columns=["day", "currency", "cost", "list_cost"])
+    frame = _frame(engine, query.group_by(chargeback.c.day, chargeback.c.currency), "daily costs",
+                   ["day", "currency", "cost", "list_cost"])
     frame["day"] = pd.to_datetime(frame["day"]).dt.date
     return frame.astype({"cost": float, "list_cost": float})
 
@@ -571,13 +578,13 @@ def read_capacity(engine: Engine, day: date) -> pd.DataFrame:
     """Each cluster's capacity of a day (CAPACITY_COLUMNS); no rows for a day run before capacity was kept."""
     query = select(cluster_capacity).where(cluster_capacity.c.day == day).order_by(
         cluster_capacity.c.cluster, cluster_capacity.c.pool, cluster_capacity.c.resource, cluster_capacity.c.gpu_model)
-    return pd.DataFrame(_fetch(engine, query, "cluster capacity"), columns=["day", *CAPACITY_COLUMNS])[CAPACITY_COLUMNS]
+    return _frame(engine, query, "cluster capacity", ["day", *CAPACITY_COLUMNS])[CAPACITY_COLUMNS]
 
 
 def read_waste(engine: Engine, day: date) -> pd.DataFrame:
     """What each namespace's teams held but did not use on a day (WASTE_COLUMNS)."""
     query = select(waste).where(waste.c.day == day).order_by(waste.c.team, waste.c.owner, waste.c.namespace)
-    rows = pd.DataFrame(_fetch(engine, query, "waste"), columns=["day", *WASTE_COLUMNS])[WASTE_COLUMNS]
+    rows = _frame(engine, query, "waste", ["day", *WASTE_COLUMNS])[WASTE_COLUMNS]
     return rows.astype({"idle_gpu_hours": float, "unused_cpu_core_hours": float})
 
 
@@ -585,7 +592,7 @@ def read_holdings(engine: Engine, day: date) -> pd.DataFrame:
     """What the day's `gpu` rows held per GPU resource (HOLDING_COLUMNS); none for days billed before 0003."""
     query = select(gpu_holdings).where(gpu_holdings.c.day == day)
     columns = [c.name for c in gpu_holdings.columns]
-    return pd.DataFrame(_fetch(engine, query, "GPU holdings"), columns=columns)[HOLDING_COLUMNS]
+    return _frame(engine, query, "GPU holdings", columns)[HOLDING_COLUMNS]
 
 
 def read_workload_costs(engine: Engine, first: date, last: date, team: str | None = None,
@@ -598,7 +605,7 @@ def read_workload_costs(engine: Engine, first: date, last: date, team: str | Non
     if owner is not None:
         query = query.where(workload_costs.c.owner == owner)
     columns = [c.name for c in workload_costs.columns]
-    frame = pd.DataFrame(_fetch(engine, query, "workload costs"), columns=columns)
+    frame = _frame(engine, query, "workload costs", columns)
     frame["day"] = pd.to_datetime(frame["day"]).dt.date
     return frame
 

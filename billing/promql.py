@@ -281,13 +281,14 @@ class NodeKinds:
             labels = series["metric"]
             self.kinds.setdefault(labels.get("node", ""), set()).add(queries.node_kind(labels))
         self.relabelled = sorted(node for node, found in self.kinds.items() if len(found) > 1)
+        self.one_kind = {node: min(found) for node, found in self.kinds.items() if len(found) == 1}
 
     def of(self, labels: dict[str, str]) -> NodeKind:
         """The kind of a result's node: read per instant on relabelled nodes, else the node's one kind."""
         node = labels.get("node", "")
-        if node in self.relabelled:
-            return self.queries.node_kind(labels)
-        return min(self.kinds.get(node, {NodeKind("", "", 1.0)}))
+        if node in self.one_kind:
+            return self.one_kind[node]
+        return self.queries.node_kind(labels) if node in self.kinds else NodeKind("", "", 1.0)
 
     def priced(self, labels: dict[str, str]) -> tuple[str, str, float]:
         """(GPU model, pool, physical GPUs per unit) of a result with `node` and `resource` labels."""
