@@ -35,6 +35,7 @@ RE2_SPECIAL = re.compile(r"([\\.+*?()|\[\]{}^$])")
 CONTROLLER = 'owner_is_controller="true"'  # the one owner reference Kubernetes lets control an object
 POD_LABELS = ("namespace", "pod")  # what kube-state-metrics' pod-level series (not per container) carry to join on
 T = TypeVar("T")
+Part = TypeVar("Part")  # a piece of the day: a Chunk, or a group of hours
 log = logging.getLogger(__name__)
 
 
@@ -309,7 +310,7 @@ class TopControllers:
         return self.tops.get((namespace, controller)) or controller
 
 
-def map_chunks(ask: Callable[[Chunk], T], parts: list[Chunk]) -> list[T]:
+def map_chunks(ask: Callable[[Part], T], parts: list[Part]) -> list[T]:
     """ask(chunk) for every chunk, PARALLEL_QUERIES at a time, in order."""
     pool = ThreadPoolExecutor(PARALLEL_QUERIES)
     try:

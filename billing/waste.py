@@ -40,7 +40,11 @@ times what the billing queries do on a 50,000-pod day; per hour, requests
 are read as raw samples and only Running and GPU visibility are counted
 instant by instant (subqueries of bare selectors), and each usage counter is
 read twice per hour (its last sample in the hour and in the hour before).
-Copies of a series from replicated Prometheus pairs (`prometheus_replica`)
+Six hours are asked in one range query (a step of one hour): Prometheus
+then reads each series once for the six and evaluates the subqueries once
+over them, which cost it about a quarter less than six instant queries on a
+50,000-pod day; a store that moves a range query's times (a query frontend
+aligning them to the step) is asked hour by hour instead. Copies of a series from replicated Prometheus pairs (`prometheus_replica`)
 count once (`max by` every series' own labels).
 
 Per workload, the hourly queries answer per pod, and each pod's workload is
@@ -57,6 +61,7 @@ not taken there (NaN when it never is), rather than reported as all waste.
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import replace
 
@@ -68,6 +73,8 @@ from billing.prometheus import PrometheusSource
 from billing.promql import Chunk, GpuResources, Queries, TopControllers, chunks, fits, map_chunks
 from billing.stores import Store, store_of
 
+log = logging.getLogger(__name__)
+
 GPU_UTILISATION = "DCGM_FI_DEV_GPU_UTIL"
 GPU_INSTANCE_ACTIVITY = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"  # MIG GPU instances: share of time busy, 0 to 1
 CPU_USAGE = "container_cpu_usage_seconds_total"
@@ -76,6 +83,7 @@ WASTE_COLUMNS = ["namespace", *MEASURES]
 WORKLOAD_WASTE_KEYS = ["namespace", "workload"]  # the keys of waste per workload, before its measures
 POD_KEYS = ["namespace", "pod"]
 HOUR = 3600  # seconds: the grain of waste
+HOURS_PER_QUERY = 6  # hours asked in one range query (the chunks billing asks in are 6 hours long)
 WHOLE_GPU, GPU_INSTANCE = 'GPU_I_ID=""', 'GPU_I_ID!=""'  # series of a whole GPU, of a MIG GPU instance
 IDLE_GPU, IDLE_GPU_INSTANCE, UNUSED_CPU = "idle_gpu", "idle_gpu_instance", "unused_cpu"  # the parts of a query
 PARTS = {IDLE_GPU: "idle_gpu_hours", IDLE_GPU_INSTANCE: "idle_gpu_hours", UNUSED_CPU: "unused_cpu_core_hours"}
@@ -93,9 +101,9 @@ class WasteQueries(Queries):
         self.hour, self.seconds = chunk.end - chunk.start, chunk.step
 
     def usage_present(self) -> str:
-        """Any answer if the hour has samples of containers' CPU usage (the series unused_cpu reads: a pod's
-        cgroup and sandbox series, as many again, are left unread)."""
-        return f"count(last_over_time({self.usage()}[{self.raw}]))"
+        """Above 0 if the hour has samples of containers' CPU usage (the series unused_cpu reads: a pod's cgroup
+        and sandbox series, as many again, are left unread), else 0."""
+        return f"count(last_over_time({self.usage()}[{self.raw}])) or vector(0)"
 
     def usage(self) -> str:
         """cAdvisor's CPU usage series of containers, not of pods' cgroups (`container=""`) or sandboxes."""
@@ -173,15 +181,16 @@ class WasteQueries(Queries):
         return f'label_replace({unused}, "measure", "{UNUSED_CPU}", "", "")'
 
 
-def _hour_waste(source: PrometheusSource, queries: WasteQueries, hour: Chunk, below: float,
+def _hour_waste(queries: WasteQueries, hour: Chunk, cpu: bool, answer: list[dict],
                 workloads: dict[tuple[str, str], str] | None) -> pd.DataFrame:
-    """The hour's measures per namespace, or with `workloads` (pod -> workload) per namespace and workload; a
-    measure whose metrics the hour lacks is left out."""
-    cpu = bool(source.instant(queries.usage_present(), hour.last))
-    answer = [series for query in queries.measures(below, cpu) for series in source.instant(query, hour.last)]
+    """The hour's measures (`answer`: the measures query at its last instant) per namespace, or with `workloads`
+    (pod -> workload) per namespace and workload; a measure whose metrics the hour lacks is left out (`cpu`:
+    whether it has cAdvisor series)."""
     measures: dict[str, dict[tuple[str, ...], float]] = {"unused_cpu_core_hours": {}} if cpu else {}
     for series in answer:
         labels = series["metric"]
+        if labels.get("measure") == UNUSED_CPU and not cpu:
+            continue  # without usage series, the whole request would look unused
         measure = PARTS[labels.get("measure", "")]
         weight = queries.gpus_per_instance(labels) if labels.get("measure") == IDLE_GPU_INSTANCE else 1.0
         hours = measures.setdefault(measure, {})
@@ -196,6 +205,40 @@ def _hour_waste(source: PrometheusSource, queries: WasteQueries, hour: Chunk, be
     rows = [(*key, *(measures[m].get(key, 0.0) for m in measures)) for key in found]
     keys = ["namespace"] if workloads is None else WORKLOAD_WASTE_KEYS
     return pd.DataFrame(rows, columns=[*keys, *measures])  # 0.0: measured, and nothing of it under this key
+
+
+def _hour_groups(hours: list[Chunk]) -> list[list[Chunk]]:
+    """Runs of at most HOURS_PER_QUERY consecutive hours of one length (a day's last may be shorter), each
+    asked in one range query."""
+    groups: list[list[Chunk]] = []
+    for hour in hours:
+        group = groups[-1] if groups else []
+        if 0 < len(group) < HOURS_PER_QUERY and group[0].end - group[0].start == hour.end - hour.start:
+            group.append(hour)
+        else:
+            groups.append([hour])
+    return groups
+
+
+def _per_hour(source: PrometheusSource, query: str, hours: list[Chunk], ranged: bool) -> tuple[list[list[dict]], bool]:
+    """The answer of `query` at each hour's last instant, and whether it came from one range query (a step of one
+    hour; `ranged`: try that). A store that answers a range for other times than asked (a query frontend aligning a
+    range to its step, as Thanos' does by default: an hour ends at :59) is asked hour by hour."""
+    if ranged:
+        at = {float(hour.last): i for i, hour in enumerate(hours)}
+        answers: list[list[dict]] = [[] for _ in hours]
+        moved = None
+        for series in source.range(query, hours[0].last, hours[-1].last, hours[0].end - hours[0].start):
+            moved = next((t for t, _ in series["values"] if float(t) not in at), None)
+            if moved is not None:
+                break
+            for t, value in series["values"]:
+                answers[at[float(t)]].append({"metric": series["metric"], "value": [t, value]})
+        if moved is None:
+            return answers, True
+        log.warning("the store answered a range query for other times than asked (%s); asking waste hour by hour",
+                    moved)
+    return [source.instant(query, hour.last) for hour in hours], False
 
 
 def _workloads(source: PrometheusSource, queries: WasteQueries, chunk: Chunk) -> dict[tuple[str, str], str]:
@@ -220,12 +263,19 @@ def collect_waste(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resour
     pods_of = (map_chunks(lambda c: _workloads(source, WasteQueries(cluster, gpu_resources, c, store), c), day_chunks)
                if by_workload else [None] * len(day_chunks))
 
-    def measure(hour: Chunk) -> pd.DataFrame:
-        workloads = next(pods for c, pods in zip(day_chunks, pods_of) if c.start <= hour.start < c.end)
-        return _hour_waste(source, WasteQueries(cluster, gpu_resources, hour, store, by_workload), hour, below,
-                           workloads)
+    def measure(hours: list[Chunk]) -> list[pd.DataFrame]:
+        queries = WasteQueries(cluster, gpu_resources, hours[0], store, by_workload)  # the same text every hour
+        # asked first, as it answers at every time asked: a store that moves a range's times shows it here
+        usage, ranged = _per_hour(source, queries.usage_present(), hours, ranged=True)
+        present = [any(float(series["value"][1]) > 0 for series in answer) for answer in usage]
+        parts = [_per_hour(source, query, hours, ranged)[0] for query in queries.measures(below, any(present))]
+        answers = [[series for part in hour for series in part] for hour in zip(*parts)]
+        return [_hour_waste(queries, hour, cpu, answer,
+                            next(pods for c, pods in zip(day_chunks, pods_of) if c.start <= hour.start < c.end))
+                for hour, cpu, answer in zip(hours, present, answers)]
 
-    frame = pd.concat(map_chunks(measure, chunks(day, step, HOUR // step)), ignore_index=True)
+    hours = map_chunks(measure, _hour_groups(chunks(day, step, HOUR // step)))
+    frame = pd.concat([hour for group in hours for hour in group], ignore_index=True)
     measured = [m for m in MEASURES if m in frame.columns]
     summed = frame.groupby(keys, as_index=False, sort=True)[measured].sum() if measured else frame
     return summed.reindex(columns=[*keys, *MEASURES]).astype({m: float for m in MEASURES})

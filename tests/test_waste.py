@@ -24,19 +24,34 @@ class Answers:
 
     def instant(self, query: str, at: float) -> list[dict]:
         self.asked.append(query)
-        first = at < DAY.start.timestamp() + 6 * 3600
+        first = at < DAY.start.timestamp() + 6 * 3600 and at % 3600 == 3540  # (answered at an hour's last instant)
         if "DCGM_FI_DEV_GPU_UTIL{" in query and first:
             return [{"metric": {"namespace": "alice", "measure": "idle_gpu"}, "value": [at, "10"]}]
-        return []  # no MIG instances, no cAdvisor
+        if "or vector(0)" in query:
+            return [{"metric": {}, "value": [at, "0"]}]  # no cAdvisor
+        return []  # no MIG instances
+
+    def range(self, query: str, start: float, end: float, step: float) -> list[dict]:
+        hours = [self.instant(query, t) for t in range(int(start), int(end) + 1, int(step))]
+        return [{"metric": s["metric"], "values": [s["value"]]} for answer in hours for s in answer]
 
 
-def test_a_measure_is_taken_only_where_its_metric_is():
-    source = Answers()
+class MovingFrontend(Answers):
+    """A query frontend that aligns a range query's times to its step (Thanos' default), moving them."""
+
+    def range(self, query: str, start: float, end: float, step: float) -> list[dict]:
+        return super().range(query, start - start % step, end - end % step, step)
+
+
+@pytest.mark.parametrize("source", [Answers(), MovingFrontend()], ids=["range-queries", "hour-by-hour"])
+def test_a_measure_is_taken_only_where_its_metric_is(source):
     waste = collect_waste(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, below=5.0, store=DEFAULT_STORE)
     # six hours with DCGM: 6 x 10 GPU-instants = 1 idle GPU-hour; no cAdvisor anywhere: not measured
     assert waste["namespace"].tolist() == ["alice"]
     assert waste["idle_gpu_hours"].tolist() == [pytest.approx(1.0)] and waste["unused_cpu_core_hours"].isna().all()
-    assert sum("DCGM_FI_DEV_GPU_UTIL{" in q and "< bool 5.0" in q for q in source.asked) == 24  # hour by hour
+    # every hour asked once: at its last instant, in range queries of six hours, or hour by hour after one moved
+    hourly = [q for q in source.asked if "DCGM_FI_DEV_GPU_UTIL{" in q and "< bool 5.0" in q]
+    assert len(hourly) == 24
     assert not any("rate(container_cpu_usage_seconds_total" in q for q in source.asked)
 
 
