@@ -3,8 +3,9 @@
     python -m bench.backfill_bench [--days 10] [--pods-per-day 1000] [--runs 1:2,2:2,4:4]
 
 A one-cluster world of `--days` days with about `--pods-per-day` pods alive
-each day (fixtures.ksm.make_world; TSDB blocks cached as for
-bench/collect_bench.py) is loaded into a real Prometheus. Each run
+each day, with cAdvisor and DCGM utilisation so that waste is measured
+(fixtures.ksm.make_world; TSDB blocks cached as for
+bench/collect_bench.py), is loaded into a real Prometheus. Each run
 `PARALLEL:IN_FLIGHT` is `billing backfill --parallel PARALLEL` of every day,
 with `max_queries_in_flight: IN_FLIGHT`, as a subprocess into a fresh SQLite
 ledger (an LDIF directory, no email). Measured: wall time, days per hour,
@@ -57,7 +58,7 @@ def main() -> None:
 
     start = billing_day(FIRST_DAY, ZoneInfo("UTC")).start.timestamp()
     world = make_world(11, start, pods=args.pods_per_day * args.days, nodes=max(4, math.ceil(args.pods_per_day / 100)),
-                       day_seconds=args.days * 86400.0)
+                       day_seconds=args.days * 86400.0, utilisation=True)
     blocks = world_blocks(world, CACHE)
     print(f"world: {args.days} days, {len(world.clusters[0].pods):,} pods ({args.pods_per_day:,} a day)", flush=True)
 
