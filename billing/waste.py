@@ -274,8 +274,8 @@ def collect_waste(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resour
                             next(pods for c, pods in zip(day_chunks, pods_of) if c.start <= hour.start < c.end))
                 for hour, cpu, answer in zip(hours, present, answers)]
 
-    hours = map_chunks(measure, _hour_groups(chunks(day, step, HOUR // step)))
-    frame = pd.concat([hour for group in hours for hour in group], ignore_index=True)
+    groups = map_chunks(measure, _hour_groups(chunks(day, step, HOUR // step)))
+    frame = pd.concat([hour for group in groups for hour in group], ignore_index=True)
     measured = [m for m in MEASURES if m in frame.columns]
     summed = frame.groupby(keys, as_index=False, sort=True)[measured].sum() if measured else frame
     return summed.reindex(columns=[*keys, *MEASURES]).astype({m: float for m in MEASURES})
