@@ -51,7 +51,9 @@ every series' own labels).
 Per workload, the hourly queries answer per pod, and each pod's workload is
 looked up once per 6-hour chunk of the day (the chunks billing asks in) and
 matched on the client: joining the lookup on the server in every hourly query
-cost Prometheus as much again as the waste queries themselves. A pod the
+cost Prometheus as much again as the waste queries themselves. The lookup
+takes ReplicaSets and Jobs to their controllers with what usage found for
+the same chunk (ClusterUsage.controllers), not asking for them again. A pod the
 lookup does not know (kube-state-metrics never saw it) is its own workload,
 `Pod/<name>`, as a pod without a controller is.
 
@@ -64,6 +66,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import replace
 
 import pandas as pd
@@ -182,29 +185,30 @@ class WasteQueries(Queries):
         return f'label_replace({unused}, "measure", "{UNUSED_CPU}", "", "")'
 
 
-def _hour_waste(queries: WasteQueries, hour: Chunk, cpu: bool, answer: list[dict],
-                workloads: dict[tuple[str, str], str] | None) -> pd.DataFrame:
-    """The hour's measures (`answer`: the measures query at its last instant) per namespace, or with `workloads`
-    (pod -> workload) per namespace and workload; a measure whose metrics the hour lacks is left out (`cpu`:
-    whether it has cAdvisor series)."""
-    measures: dict[str, dict[tuple[str, ...], float]] = {"unused_cpu_core_hours": {}} if cpu else {}
-    for series in answer:
-        labels = series["metric"]
-        if labels.get("measure") == UNUSED_CPU and not cpu:
-            continue  # without usage series, the whole request would look unused
-        measure = PARTS[labels.get("measure", "")]
-        weight = queries.gpus_per_instance(labels) if labels.get("measure") == IDLE_GPU_INSTANCE else 1.0
-        hours = measures.setdefault(measure, {})
-        namespace = labels.get("namespace", "")
-        if workloads is None:
-            key: tuple[str, ...] = (namespace,)
-        else:
-            pod = labels.get("pod", "")
-            key = (namespace, workloads.get((namespace, pod), f"Pod/{pod}"))
-        hours[key] = hours.get(key, 0.0) + float(series["value"][1]) * weight * hour.step / 3600
+Sampled = list[tuple[dict[str, str], list[tuple[int, str]]]]  # an answer's series: labels, (hour index, value)s
+
+
+def _group_waste(queries: WasteQueries, hours: list[Chunk], present: list[bool], answer: Sampled,
+                 workloads: list[dict[tuple[str, str], str] | None]) -> pd.DataFrame:
+    """The measures of a group of hours (`answer`: the measures query at each hour's last instant), summed over
+    them per namespace, or with `workloads` (each hour's pod -> workload) per namespace and workload. A measure
+    whose metrics the hours lack is left out (`present`: whether each hour has cAdvisor series; without them,
+    the whole request would look unused)."""
+    measures: dict[str, dict[tuple[str, ...], float]] = {"unused_cpu_core_hours": {}} if any(present) else {}
+    for labels, values in answer:
+        part = labels.get("measure", "")
+        sums = measures.setdefault(PARTS[part], {})
+        weight = queries.gpus_per_instance(labels) if part == IDLE_GPU_INSTANCE else 1.0
+        namespace, pod = labels.get("namespace", ""), labels.get("pod", "")
+        for i, value in values:
+            if part == UNUSED_CPU and not present[i]:
+                continue
+            pods = workloads[i]
+            key = (namespace,) if pods is None else (namespace, pods.get((namespace, pod), f"Pod/{pod}"))
+            sums[key] = sums.get(key, 0.0) + float(value) * weight * hours[i].step / 3600
     found = sorted(set().union(*measures.values()))
     rows = [(*key, *(measures[m].get(key, 0.0) for m in measures)) for key in found]
-    keys = ["namespace"] if workloads is None else WORKLOAD_WASTE_KEYS
+    keys = ["namespace"] if workloads[0] is None else WORKLOAD_WASTE_KEYS
     return pd.DataFrame(rows, columns=[*keys, *measures])  # 0.0: measured, and nothing of it under this key
 
 
@@ -221,34 +225,37 @@ def _hour_groups(hours: list[Chunk]) -> list[list[Chunk]]:
     return groups
 
 
-def _per_hour(source: PrometheusSource, query: str, hours: list[Chunk], ranged: bool) -> tuple[list[list[dict]], bool]:
+def _per_hour(source: PrometheusSource, query: str, hours: list[Chunk], ranged: bool) -> tuple[Sampled, bool]:
     """The answer of `query` at each hour's last instant, and whether it came from one range query (`ranged`: try
     that first); hour by hour with instant queries otherwise."""
-    answers = _in_one_range(source, query, hours) if ranged else None
-    if answers is not None:
-        return answers, True
-    return [source.instant(query, hour.last) for hour in hours], False
+    answer = _in_one_range(source, query, hours) if ranged else None
+    if answer is not None:
+        return answer, True
+    return [(s["metric"], [(i, s["value"][1])]) for i, hour in enumerate(hours) for s in source.instant(query, hour.last)], False
 
 
-def _in_one_range(source: PrometheusSource, query: str, hours: list[Chunk]) -> list[list[dict]] | None:
+def _in_one_range(source: PrometheusSource, query: str, hours: list[Chunk]) -> Sampled | None:
     """The answer of `query` at each hour's last instant from one range query with a step of one hour, or None
     where the store answered for other times than asked (a query frontend aligning a range to its step, as
     Thanos' does by default: an hour ends at :59)."""
     at = {float(hour.last): i for i, hour in enumerate(hours)}
-    answers: list[list[dict]] = [[] for _ in hours]
+    answer: Sampled = []
     for series in source.range(query, hours[0].last, hours[-1].last, hours[0].end - hours[0].start):
-        for t, value in series["values"]:
-            if float(t) not in at:
-                log.warning("the store answered a range query for other times than asked (%s); asking waste hour "
-                            "by hour", t)
-                return None
-            answers[at[float(t)]].append({"metric": series["metric"], "value": [t, value]})
-    return answers
+        samples = series["values"]
+        try:
+            answer.append((series["metric"], [(at[t], value) for t, value in samples]))
+        except KeyError as moved:
+            log.warning("the store answered a range query for other times than asked (%s); asking waste hour "
+                        "by hour", moved.args[0])
+            return None
+    return answer
 
 
-def _workloads(source: PrometheusSource, queries: WasteQueries, chunk: Chunk) -> dict[tuple[str, str], str]:
-    """(namespace, pod) -> workload of every pod with a controller in the chunk."""
-    tops = TopControllers(source, queries, chunk.last)
+def _workloads(source: PrometheusSource, queries: WasteQueries, chunk: Chunk,
+               tops: TopControllers | None) -> dict[tuple[str, str], str]:
+    """(namespace, pod) -> workload of every pod with a controller in the chunk (`tops`: the chunk's top-level
+    controllers where usage asked them already)."""
+    tops = tops or TopControllers(source, queries, chunk.last)
     return {(s["metric"].get("namespace", ""), s["metric"].get("pod", "")):
             tops.workload(s["metric"].get("namespace", ""), s["metric"].get("workload", ""))
             for s in source.instant(queries.workloads(), chunk.last)}
@@ -256,31 +263,35 @@ def _workloads(source: PrometheusSource, queries: WasteQueries, chunk: Chunk) ->
 
 def collect_waste(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: GpuResources,
                   source: PrometheusSource, below: float, store: Store | None = None,
-                  by_workload: bool = False) -> pd.DataFrame:
+                  by_workload: bool = False, controllers: Sequence[TopControllers] = ()) -> pd.DataFrame:
     """Idle GPU-hours and unused CPU core-hours of one cluster-day per namespace (WASTE_COLUMNS), or
-    with `by_workload` per namespace and workload (WORKLOAD_WASTE_KEYS and MEASURES).
+    with `by_workload` per namespace and workload (WORKLOAD_WASTE_KEYS and MEASURES); `controllers`: each
+    chunk's top-level controllers as usage found them (ClusterUsage.controllers), asked here when not given.
 
     A measure is NaN for a key that has none, and in every row where the
     cluster never had its metric."""
     store = store or store_of(source, cluster, day)
     keys = WORKLOAD_WASTE_KEYS if by_workload else ["namespace"]
     day_chunks = chunks(day, step)
-    pods_of = (map_chunks(lambda c: _workloads(source, WasteQueries(cluster, gpu_resources, c, store), c), day_chunks)
-               if by_workload else [None] * len(day_chunks))
+    tops: Sequence[TopControllers | None] = controllers if len(controllers) == len(day_chunks) else [None] * len(day_chunks)
+    pods_of = (map_chunks(lambda part: _workloads(source, WasteQueries(cluster, gpu_resources, part[0], store), *part),
+                          list(zip(day_chunks, tops))) if by_workload else [None] * len(day_chunks))
 
-    def measure(hours: list[Chunk]) -> list[pd.DataFrame]:
+    def measure(hours: list[Chunk]) -> pd.DataFrame:
         queries = WasteQueries(cluster, gpu_resources, hours[0], store, by_workload)  # the same text every hour
         # asked first, as it answers at every time asked: a store that moves a range's times shows it here
         usage, ranged = _per_hour(source, queries.usage_present(), hours, ranged=True)
-        present = [any(float(series["value"][1]) > 0 for series in answer) for answer in usage]
-        parts = [_per_hour(source, query, hours, ranged)[0] for query in queries.measures(below, any(present))]
-        answers = [[series for part in hour for series in part] for hour in zip(*parts)]
-        return [_hour_waste(queries, hour, cpu, answer,
-                            next(pods for c, pods in zip(day_chunks, pods_of) if c.start <= hour.start < c.end))
-                for hour, cpu, answer in zip(hours, present, answers)]
+        present = [False] * len(hours)
+        for _, values in usage:
+            for i, value in values:
+                present[i] = present[i] or float(value) > 0
+        answer = [series for query in queries.measures(below, any(present))
+                  for series in _per_hour(source, query, hours, ranged)[0]]
+        workloads = [next(pods for c, pods in zip(day_chunks, pods_of) if c.start <= hour.start < c.end)
+                     for hour in hours]
+        return _group_waste(queries, hours, present, answer, workloads)
 
-    groups = map_chunks(measure, _hour_groups(chunks(day, step, HOUR // step)))
-    frame = pd.concat([hour for group in groups for hour in group], ignore_index=True)
+    frame = pd.concat(map_chunks(measure, _hour_groups(chunks(day, step, HOUR // step))), ignore_index=True)
     measured = [m for m in MEASURES if m in frame.columns]
     summed = frame.groupby(keys, as_index=False, sort=True)[measured].sum() if measured else frame
     return summed.reindex(columns=[*keys, *MEASURES]).astype({m: float for m in MEASURES})
