@@ -111,6 +111,9 @@ class ClusterUsage:
     # WORKLOAD_COLUMNS, summing to `usage` per namespace, resource, GPU model, priority class and pool;
     # None when workloads were not collected
     workloads: pd.DataFrame | None = None
+    # each chunk's top-level controllers, in the day's order, when workloads were collected: waste per workload
+    # takes its pods to workloads with them rather than asking again
+    controllers: tuple[TopControllers, ...] = ()
 
     def __post_init__(self) -> None:
         require_columns(self.usage, USAGE_COLUMNS, f"usage of cluster {self.cluster}")
@@ -232,6 +235,7 @@ class _ChunkResult:
     queries: int
     covered: int  # instants with kube-state-metrics data
     instants: int
+    tops: TopControllers | None  # with a breakdown
 
 
 def _uids(answer: list[dict]) -> frozenset[str]:
@@ -295,7 +299,7 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
     if queries.breakdown_keys:
         at = columns.index("resource")  # workload and labels follow the namespace, as in WORKLOAD_COLUMNS
         columns = [*columns[:at], "workload", "labels", *columns[at:]]
-    return _ChunkResult(_hours(rows, chunk.step, columns), running, exact_pods, asked, covered, instants)
+    return _ChunkResult(_hours(rows, chunk.step, columns), running, exact_pods, asked, covered, instants, tops)
 
 
 def _labels_json(queries: UsageQueries, labels: dict[str, str]) -> str:
@@ -341,6 +345,7 @@ def collect_cluster(
         running=running,
         exact=frozenset().union(*(r.exact for r in results)),
         workloads=None if cost_labels is None else _by_workload(raw, gpu_resources),
+        controllers=tuple(r.tops for r in results if r.tops),
     )
 
 

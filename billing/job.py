@@ -189,7 +189,7 @@ def collect_from(config: Config, cluster: ClusterConfig, period: BillingDay, sou
         log.info("cluster %s: self-audit of %d pods from raw samples agrees (%d queries, %.2f s)", cluster.name,
                  audit.pods, audit.queries, audit.seconds)
     allocatable = collect_allocatable(cluster, period, step, resources, source, store)
-    wasted, workload_wasted = _collect_waste(config, cluster, period, source, store)
+    wasted, workload_wasted = _collect_waste(config, cluster, period, source, store, usage)
     capacity = idle_capacity(allocatable, usage.usage, cluster.prices, cluster.name)
     _log_cluster(usage)
     _log_capacity(cluster.name, capacity)
@@ -198,7 +198,7 @@ def collect_from(config: Config, cluster: ClusterConfig, period: BillingDay, sou
 
 
 def _collect_waste(config: Config, cluster: ClusterConfig, period: BillingDay, source: PrometheusSource,
-                   store: Store) -> tuple[pd.DataFrame, pd.DataFrame]:
+                   store: Store, usage: ClusterUsage) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Waste per namespace (WASTE_COLUMNS) and per workload (none with workloads off); with workloads on,
     the namespace's is the sum over its workloads, from the same queries."""
     none = pd.DataFrame(columns=[*WORKLOAD_WASTE_KEYS, *MEASURES])
@@ -206,7 +206,8 @@ def _collect_waste(config: Config, cluster: ClusterConfig, period: BillingDay, s
         return pd.DataFrame(columns=WASTE_COLUMNS), none
     by_workload = config.workloads.enabled
     wasted = collect_waste(cluster, period, int(config.step), config.gpu_resources, source,
-                           config.waste.gpu_utilisation_below, store, by_workload=by_workload)
+                           config.waste.gpu_utilisation_below, store, by_workload=by_workload,
+                           controllers=usage.controllers)
     return (waste_by_namespace(wasted), wasted) if by_workload else (wasted, none)
 
 

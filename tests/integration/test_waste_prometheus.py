@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from sqlalchemy import create_engine
 
 from billing.cli import main
+from billing.collect import collect_cluster
 from billing.config import ClusterConfig
 from billing.days import billing_day
 from billing.prometheus import LivePrometheus
@@ -180,6 +181,36 @@ def test_waste_per_workload_by_hand_and_by_the_reference(store_server, honor_lab
     # the namespace's waste is the sum over its workloads, and what the namespace queries measure
     by_namespace = collect_waste(config, DAY, 60, ["nvidia_com_gpu"], source, below=5.0)
     pd.testing.assert_frame_equal(waste_by_namespace(waste), by_namespace, rtol=1e-9)
+
+
+def test_waste_per_workload_takes_the_controllers_usage_found(store_server):
+    """The billing run's way: usage's top-level controllers are not asked for again, and give the same waste."""
+    prom = store_server(OWNED)
+    config = cluster(prom.url)
+    source = LivePrometheus("jaguar", config.prometheus)
+    usage = collect_cluster(config, DAY, 60, ["nvidia_com_gpu"], source, cost_labels=[])
+    assert len(usage.controllers) == 4  # one per 6-hour chunk
+    asked: list[str] = []
+
+    class Counting:
+        def instant(self, query: str, at: float) -> list[dict]:
+            asked.append(query)
+            return source.instant(query, at)
+
+        def range(self, query: str, start: float, end: float, step: float) -> list[dict]:
+            asked.append(query)
+            return source.range(query, start, end, step)
+
+        def buildinfo(self) -> tuple[dict, dict[str, str]]:
+            return source.buildinfo()
+
+    shared = collect_waste(config, DAY, 60, ["nvidia_com_gpu"], Counting(), below=5.0, by_workload=True,
+                           controllers=usage.controllers)
+    assert asked and not [query for query in asked if "kube_replicaset_owner" in query]
+    alone = collect_waste(config, DAY, 60, ["nvidia_com_gpu"], source, below=5.0, by_workload=True)
+    pd.testing.assert_frame_equal(shared, alone)
+    assert dict(zip(zip(shared["namespace"], shared["workload"]), shared["idle_gpu_hours"])) == pytest.approx(
+        {key: idle for key, (idle, _) in BY_WORKLOAD.items()}, rel=1e-9)
 
 
 def test_a_cluster_without_the_metrics_measures_nothing(store_server):
