@@ -28,7 +28,7 @@ from billing.ledger import (
     read_holdings,
     read_rows,
     read_waste,
-    read_workload_costs,
+    read_workload_totals,
 )
 from billing.links import slug
 from billing.ownership import unallocated_reason
@@ -169,7 +169,7 @@ def read_report(engine: Engine, day: date, currency: str, unallocated_team: str)
                      by_usage=_with_held(t.by_usage, held[held["team"] == t.team])) for t in report.teams]
     report = replace(report, directory_note=directory_note(engine, day), incomplete=gaps, capacity=capacity,
                      teams=teams, waste=_waste(wasted, "team"))
-    report = with_workloads(report, read_workload_costs(engine, day - timedelta(days=1), day))
+    report = with_workloads(report, read_workload_totals(engine, day - timedelta(days=1), day))
     return replace(report, archive=read_archive(engine))
 
 
@@ -191,28 +191,29 @@ def read_archive(engine: Engine) -> tuple[ArchiveMonth, ...]:
 
 
 def with_workloads(report: DayReport, workloads: pd.DataFrame) -> DayReport:
-    """The report with workload movers and each team's top workloads, from the workload costs of the day
-    and the day before; a day without workload costs (collection off, or billed before it) shows namespaces only."""
-    today = workloads[workloads["day"] == report.day].assign(owner=lambda f: f["owner"].fillna(""))
-    before = workloads[workloads["day"] == report.day - timedelta(days=1)]
-    comparable = len(today) > 0 and len(before) > 0
+    """The report with workload movers and each team's top workloads, from the workload costs (day, cluster,
+    namespace, team, owner, workload, cost) of the day and the day before; a day without workload costs
+    (collection off, or billed before it) shows namespaces only."""
+    days = set(workloads["day"])
+    comparable = report.day in days and report.day - timedelta(days=1) in days
+    teams_rows = dict(tuple(workloads.groupby("team", sort=False)))  # once: a big day has many rows per team
 
-    def moved(current: Changes | None, team: str | None) -> Changes | None:
+    def moved(current: Changes | None, scope: pd.DataFrame) -> Changes | None:
         if current is None or not (comparable and current.ran):
             return current
-        scope = workloads if team is None else workloads[workloads["team"] == team]
         return replace(current, workloads=_movers(scope, report.day, ["cluster", "namespace", "workload"]))
 
     teams = []
     for team in report.teams:
-        mine = today[today["team"] == team.team]
+        scope = teams_rows.get(team.team, workloads.iloc[:0])
+        mine = scope[scope["day"] == report.day].assign(owner=lambda f: f["owner"].fillna(""))
         top = _grouped(mine, ["cluster", "namespace", "workload", "owner"], ["cost"])
         teams.append(replace(
-            team, changes=moved(team.changes, team.team), top_workloads=tuple(top[:TOP_WORKLOADS]),
+            team, changes=moved(team.changes, scope), top_workloads=tuple(top[:TOP_WORKLOADS]),
             owner_workloads={owner: tuple(r for r in top if r["owner"] == owner)[:OWNER_WORKLOADS]
                              for owner in dict.fromkeys(r["owner"] for r in top)},
         ))
-    return replace(report, teams=teams, changes=moved(report.changes, None))
+    return replace(report, teams=teams, changes=moved(report.changes, workloads))
 
 
 def changes(rows: pd.DataFrame, runs: set[date], day: date) -> Changes:

@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
+import billing.ledger
 from sqlalchemy import create_engine, inspect
 
 from billing.ledger import (
@@ -16,6 +18,7 @@ from billing.ledger import (
     open_ledger,
     read_rows,
     read_workload_costs,
+    read_workload_totals,
     replace_day,
 )
 from billing.pricing import PRICED_COLUMNS
@@ -117,6 +120,26 @@ def test_workload_rows_are_replaced_with_their_day(tmp_path):
     assert stored[["workload", "quantity", "cost"]].values.tolist() == [["Deployment/train", 20.0, 48.0]]
     assert list(stored["day"]) == [DAY] and list(stored["currency"]) == ["USD"]
     assert read_workload_costs(engine, DAY, DAY, team="platform").empty
+
+
+def test_workload_rows_are_written_in_batches_and_ranked_by_their_totals(tmp_path, monkeypatch):
+    monkeypatch.setattr(billing.ledger, "INSERT_BATCH", 2)  # five rows: batches of 2, 2 and 1
+    engine = open_ledger(f"sqlite:///{tmp_path}/ledger.db")
+    workloads = pd.DataFrame([
+        ("jaguar", "alice", "robotics", "alice", "Deployment/train", '{"experiment": "x1"}', "gpu", "H100", 20.0, 48.0, 48.0),
+        ("jaguar", "alice", "robotics", "alice", "Deployment/train", '{"experiment": "x2"}', "gpu", "H100", 1.0, 2.4, 2.4),
+        ("jaguar", "alice", "robotics", "alice", "Deployment/train", '{"experiment": "x1"}', "cpu", "", 10.0, 0.5, 0.5),
+        ("jaguar", "alice", "robotics", "alice", "Pod/debug", '{"experiment": ""}', "gpu", "H100", 4.0, 9.6, 9.6),
+        ("jaguar", "kube-system", "platform", None, "Pod/dns", '{"experiment": ""}', "cpu", "", 8.0, 0.25, 0.25),
+    ], columns=WORKLOAD_COST_COLUMNS)
+    replace_day(engine, DAY, ROWS, "USD", workloads=workloads)
+    assert len(read_workload_costs(engine, DAY, DAY)) == 5
+    totals = read_workload_totals(engine, DAY, DAY).sort_values("workload").fillna({"owner": "(none)"})
+    assert totals.values.tolist() == [
+        [DAY, "jaguar", "alice", "robotics", "alice", "Deployment/train", pytest.approx(48.0 + 2.4 + 0.5)],
+        [DAY, "jaguar", "alice", "robotics", "alice", "Pod/debug", 9.6],
+        [DAY, "jaguar", "kube-system", "platform", "(none)", "Pod/dns", 0.25],
+    ]
 
 
 def test_an_empty_day_is_completed_with_no_rows(tmp_path):
