@@ -202,22 +202,25 @@ def bill_series(cluster: ClusterConfig, gpu_resources: GpuResources, day: Billin
     return f"every series the bill needs has samples on {day.date}{noted}"
 
 
-OWNER_SERIES = {  # what workloads are made of, and the kube-state-metrics resource that exports it
-    "kube_pod_owner": ("pods", "every pod is its own workload (Pod/<name>)"),
+OWNER_SERIES = {  # what workloads are made of past the pod's controller, and the kube-state-metrics resource of it
     "kube_replicaset_owner": ("replicasets", "pods of a Deployment count as their ReplicaSet's"),
     "kube_job_owner": ("jobs", "pods of a CronJob count as their Job's"),
 }
 
 
 def workload_series(cluster: ClusterConfig, gpu_resources: GpuResources, cost_labels: list[str], day: BillingDay) -> str:
-    """Does the day hold what the breakdown by workload and cost label reads: the owner series, and each cost
-    label on some pod's kube_pod_labels? Without them the bill is right but its breakdown is coarser: warnings."""
+    """Does the day hold what the breakdown by workload and cost label reads: the pods' controllers
+    (kube_pod_info's created_by_kind), the owner series, and each cost label on some pod's kube_pod_labels?
+    Without them the bill is right but its breakdown is coarser: warnings."""
     if cluster.prometheus.replay:
         return "recorded answers: not checked"
     check = Preflight(cluster, gpu_resources, day, _source(cluster))
-    remarks = [f"{metric} is missing, so {consequence} (kube-state-metrics' --resources must include {resource})"
-               for metric, (resource, consequence) in OWNER_SERIES.items()
-               if not check.seen(check.queries.series(metric))]
+    remarks = [] if check.seen(check.queries.series("kube_pod_info", 'created_by_kind!=""')) else [
+        "no pod's kube_pod_info carries created_by_kind, so every pod is its own workload (Pod/<name>); "
+        "kube-state-metrics sets it on every pod: a metric relabelling must not drop it"]
+    remarks += [f"{metric} is missing, so {consequence} (kube-state-metrics' --resources must include {resource})"
+                for metric, (resource, consequence) in OWNER_SERIES.items()
+                if not check.seen(check.queries.series(metric))]
     unlabelled = [name for name in cost_labels
                   if not check.seen(check.queries.series("kube_pod_labels", f'{kube_label(name)}!=""'))]
     if unlabelled:
@@ -227,7 +230,7 @@ def workload_series(cluster: ClusterConfig, gpu_resources: GpuResources, cost_la
     if remarks:
         raise CheckWarning(f"on {day.date}: " + "; ".join(remarks))
     labels = f" and cost labels {', '.join(cost_labels)}" if cost_labels else ""
-    return f"pod owners, ReplicaSet and Job owners{labels} have samples on {day.date}"
+    return f"pods' controllers, ReplicaSet and Job owners{labels} have samples on {day.date}"
 
 
 def selector(cluster: ClusterConfig, day: BillingDay) -> str:

@@ -151,32 +151,37 @@ class UsageQueries(Queries):
         running = self.ksm.plain(f"sum_over_time({self.latest(self.running(pods))}[{self.instants}:{self.step}])")
         node = self.ksm.plain(f"max_over_time({self.pod_node(pods)}[{self.raw}])")
         keys = "".join(f", {keys}" for keys in (POD if by_pod else "", self.breakdown_keys) if keys)
-        # every pod's workload and labels (not narrowed to `pods`: the join keeps only the pods asked for)
-        breakdown = (f"\n      * on (namespace, pod, uid) group_left ({self.breakdown_keys})\n        {self.breakdown()}"
-                     if self.breakdown_keys else "")
+        carried = ", ".join(["node", "priority_class", *([self.breakdown_keys] if self.breakdown_keys else [])])
+        # the pod's node and priority class, and with a breakdown its workload and cost labels: one series per pod
+        pod = (self._with_labels(self.workload_of(pods, keep="node, priority_class"), pods) if self.breakdown_keys
+               else f"max by (namespace, pod, uid, node, priority_class) ({node})")
         return f"""
 sum by (namespace, node, priority_class, resource{keys}) ((
     sum by (namespace, pod, uid, resource) (
         max by (namespace, pod, uid, container, resource) ({requests})
     )
-  * on (namespace, pod, uid) group_left (node, priority_class{", " + self.breakdown_keys if breakdown else ""}) (
+  * on (namespace, pod, uid) group_left ({carried}) (
         max by (namespace, pod, uid) ({running})
-      * on (namespace, pod, uid) group_left (node, priority_class)
-        max by (namespace, pod, uid, node, priority_class) ({node}){breakdown}
+      * on (namespace, pod, uid) group_left ({carried})
+        {pod}
     ){f" unless on (uid) {left_out}" if left_out else ""}
 ))"""
 
     def breakdown(self, pods: str = "") -> str:
-        """Per pod (namespace, pod, uid), value 1: its `workload` one step up (Queries.controller_of, which
-        TopControllers completes) and `label_<name>` of each cost label, '' where the pod has none. Where a pod's labels changed within the chunk, the label set seen for the most
-        samples wins (as for its workload). Labels are joined on the uid alone, so their series need no
-        renamed labels put back."""
+        """Per pod (namespace, pod, uid), value 1: its `workload` one step up (Queries.workload_of, which
+        TopControllers completes) and `label_<name>` of each cost label, '' where the pod has none."""
+        return self._with_labels(self.workload_of(pods), pods)
+
+    def _with_labels(self, per_pod: str, pods: str) -> str:
+        """`per_pod` (one series per uid) with `label_<name>` of each cost label. Where a pod's labels changed
+        within the chunk, the label set seen for the most samples wins (as for its workload). Labels are joined
+        on the uid alone, so their series need no renamed labels put back."""
         if not self.label_keys:
-            return self.controller_of(pods)
+            return per_pod
         keys = ", ".join(self.label_keys)
         labels = f"count_over_time({self.series('kube_pod_labels', pods)}[{self.raw}])"
         pods_seen = f"max_over_time({self.series('kube_pod_info', pods)}[{self.raw}])"
-        return (f"({self.controller_of(pods)}\n  * on (uid) group_left ({keys})\n"
+        return (f"({per_pod}\n  * on (uid) group_left ({keys})\n"
                 f"    (group by (uid, {keys}) (topk by (uid) (1, {labels})) or on (uid) group by (uid) ({pods_seen})))")
 
     def needs_exact(self) -> str:

@@ -129,7 +129,7 @@ class WasteQueries(Queries):
         TopControllers completes (a pod without one is `Pod/<name>`, on the client). One per name, as usage and
         DCGM series carry no uid (a name that another controller re-used within the chunk, which is rare, counts
         for one)."""
-        return f"topk by (namespace, pod) (1, group by (namespace, pod, workload) ({self.controllers()}))"
+        return f"topk by (namespace, pod) (1, group by (namespace, pod, workload) ({self.workload_of()}))"
 
     def measures(self, below: float, cpu: bool) -> list[str]:
         """The hour's measures, labelled `measure` (PARTS), in one query; in one query per part where together

@@ -79,7 +79,7 @@ def test_every_query_without_pod_lists_fits_the_budget_on_the_wordiest_store():
     texts = [usage.fast(""), usage.fast("", left_out=usage.exact_pods(moved)), usage.exact("", moved),
              usage.models(), CapacityQueries(cluster, gpus, chunk, store).allocatable(moved),
              renames_query(cluster.prometheus.selector),
-             usage.controller_of(), usage.parents()]
+             usage.workload_of(), usage.parents()]
     per_workload = WasteQueries(cluster, gpus, chunk, store, by_workload=True)
     texts += [*waste.measures(5.0, cpu=True), *per_workload.measures(5.0, cpu=True)]
     assert all(fits(text) for text in texts)

@@ -251,4 +251,17 @@ def test_a_cost_label_no_pod_carries_and_missing_job_owners_are_warnings_with_th
     assert ("no pod's kube_pod_labels carries label_team_example_org_grant, so every pod's is ''; kube-state-metrics "
             "exports pod labels only when allowlisted: run it with "
             "--metric-labels-allowlist=pods=[experiment,team.example.org/grant]") in line
-    assert "kube_pod_owner" not in line and "kube_replicaset_owner" not in line
+    assert "created_by_kind" not in line and "kube_replicaset_owner" not in line
+
+
+def test_pods_without_controller_labels_are_a_warning(prometheus_server, config):
+    """kube_pod_info without created_by_kind (a relabelling dropped it): every pod would be its own workload."""
+    world = preflight_world()
+    [jaguar] = world.clusters
+    unnamed = replace(jaguar, pods=tuple(replace(pod, created_by_kind="", created_by_name="") for pod in jaguar.pods))
+    prom = prometheus_server(replace(world, clusters=(unnamed,)))
+    result = check_day(config({"jaguar": prom.url}, cost_labels=["experiment"]))
+    assert result.exit_code == 0, result.output
+    line = line_of(result.stdout, "workloads jaguar")
+    assert line.startswith("WARN  ") and ("no pod's kube_pod_info carries created_by_kind, so every pod is its own "
+                                          "workload (Pod/<name>)") in line

@@ -1,7 +1,7 @@
 """Workloads (top-level controllers) on a real Prometheus and a real VictoriaMetrics.
 
 A hand-made cluster-day holds every owner chain SPEC.md's "Workloads and experiment labels" names; what
-`Queries.controller_of` and `TopControllers` answer is checked against the chains as written down here.
+`Queries.workload_of` and `TopControllers` answer is checked against the chains as written down here.
 """
 
 from dataclasses import replace
@@ -49,7 +49,9 @@ PODS = (
     pod("db-0", "u-ss2", "StatefulSet", "db", 2, 6),
     pod("agent-x", "u-ds", "DaemonSet", "agent", namespace="kube-system"),
     pod("debug", "u-bare", "<none>", "<none>"),  # a bare pod
-    pod("quiet", "u-noseries", "", ""),  # no kube_pod_owner series at all
+    pod("quiet", "u-noseries", "", ""),  # no controller labels on kube_pod_info, and no kube_pod_owner series
+    # a bare pod adopted for its last hour: a controller wins over none, however short
+    pod("late", "u-late", "<none>", "<none>", adopted=(T0 + 4 * 3600, "ReplicaSet", "train-bbb")),
     pod("train-aaa-1", "u-other-ns", "ReplicaSet", "train-aaa", namespace="bob"),  # same names, another namespace
     # adopted at 02:00 by a ReplicaSet whose selector matched it: its one controller
     pod("stray", "u-adopted", "<none>", "<none>", adopted=(T0 + 2 * 3600, "ReplicaSet", "train-bbb")),
@@ -72,7 +74,7 @@ EXPECTED = {
     "u-rs1": "Deployment/train", "u-rs2": "Deployment/train", "u-rs3": "ReplicaSet/orphan-rs",
     "u-cj": "CronJob/nightly", "u-job": "Job/once", "u-ss1": "StatefulSet/db", "u-ss2": "StatefulSet/db",
     "u-ds": "DaemonSet/agent", "u-bare": "Pod/debug", "u-noseries": "Pod/quiet", "u-other-ns": "ReplicaSet/train-aaa",
-    "u-adopted": "Deployment/train", "u-moved": "Deployment/serve", "u-flip": "Deployment/new",
+    "u-adopted": "Deployment/train", "u-late": "Deployment/train", "u-moved": "Deployment/serve", "u-flip": "Deployment/new",
 }
 WORLD = World((Cluster("jaguar", (NODE,), PODS, {"cluster": "jaguar"}, CONTROLLERS),), T0 - 3600, T0 + 7 * 3600)
 
@@ -86,7 +88,7 @@ def test_every_pod_has_exactly_its_top_level_controller(store_server, honor_labe
     store = store_of(source, config, DAY)
     chunk = chunks(DAY, 60)[0]  # 00:00 to 06:00: every pod above lives in it
     queries = Queries(config, ["nvidia_com_gpu"], chunk, store)
-    answer, tops = source.instant(queries.controller_of(), chunk.last), TopControllers(source, queries, chunk.last)
+    answer, tops = source.instant(queries.workload_of(), chunk.last), TopControllers(source, queries, chunk.last)
     got = [(s["metric"]["uid"], tops.workload(s["metric"]["namespace"], s["metric"]["workload"]),
             s["metric"]["namespace"], float(s["value"][1])) for s in answer]
     assert sorted(uid for uid, *_ in got) == sorted(EXPECTED)  # one series per pod
@@ -142,12 +144,12 @@ def test_re_parented_and_adopted_pods_are_billed_to_one_workload_each(store_serv
     got = collected.workloads.groupby(["namespace", "resource", "workload"])["quantity"].sum().to_dict()
     # hand-worked: 1 core and 1 GiB while Running and for the 5 minutes a deleted pod's last sample stays visible
     linger = 5 / 60
-    # Deployment/train: rs1 00:00-03:00, rs2 03:00-06:00, adopted 01:00-05:00
-    assert got[("alice", "cpu", "Deployment/train")] == pytest.approx(3 + 3 + 4 + 3 * linger, rel=1e-9)
+    # Deployment/train: rs1 00:00-03:00, rs2 03:00-06:00, adopted and late 01:00-05:00 each
+    assert got[("alice", "cpu", "Deployment/train")] == pytest.approx(3 + 3 + 4 + 4 + 4 * linger, rel=1e-9)
     assert got[("alice", "memory", "Deployment/serve")] == pytest.approx(4 + linger, rel=1e-9)  # moved, 01:00-05:00
     assert got[("alice", "cpu", "StatefulSet/db")] == pytest.approx(2 + 4 + 2 * linger, rel=1e-9)
     assert got[("alice", "cpu", "Pod/quiet")] == pytest.approx(4 + linger, rel=1e-9)
-    assert sum(got.values()) == pytest.approx(2 * (52 + 14 * linger), rel=1e-9)  # 14 pods, 52 hours in all
+    assert sum(got.values()) == pytest.approx(2 * (56 + 15 * linger), rel=1e-9)  # 15 pods, 56 hours in all
 
 
 def test_a_nights_workload_rows_add_up_to_its_ledger_and_match_the_reference(prometheus_server, tmp_path):
