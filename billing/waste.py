@@ -185,7 +185,7 @@ class WasteQueries(Queries):
         return f'label_replace({unused}, "measure", "{UNUSED_CPU}", "", "")'
 
 
-Sampled = list[tuple[dict[str, str], list[tuple[int, str]]]]  # an answer's series: labels, (hour index, value)s
+Sampled = list[tuple[dict[str, str], list]]  # an answer's series: labels and [time, value] pairs, as the store gave them
 
 
 def _group_waste(queries: WasteQueries, hours: list[Chunk], present: list[bool], answer: Sampled,
@@ -195,12 +195,14 @@ def _group_waste(queries: WasteQueries, hours: list[Chunk], present: list[bool],
     whose metrics the hours lack is left out (`present`: whether each hour has cAdvisor series; without them,
     the whole request would look unused)."""
     measures: dict[str, dict[tuple[str, ...], float]] = {"unused_cpu_core_hours": {}} if any(present) else {}
+    at = _hour_index(hours)
     for labels, values in answer:
         part = labels.get("measure", "")
         sums = measures.setdefault(PARTS[part], {})
         weight = queries.gpus_per_instance(labels) if part == IDLE_GPU_INSTANCE else 1.0
         namespace, pod = labels.get("namespace", ""), labels.get("pod", "")
-        for i, value in values:
+        for t, value in values:
+            i = at[t]
             if part == UNUSED_CPU and not present[i]:
                 continue
             pods = workloads[i]
@@ -225,29 +227,33 @@ def _hour_groups(hours: list[Chunk]) -> list[list[Chunk]]:
     return groups
 
 
+def _hour_index(hours: list[Chunk]) -> dict[float, int]:
+    """The time of each hour's last instant -> the hour's place in `hours`."""
+    return {float(hour.last): i for i, hour in enumerate(hours)}
+
+
 def _per_hour(source: PrometheusSource, query: str, hours: list[Chunk], ranged: bool) -> tuple[Sampled, bool]:
     """The answer of `query` at each hour's last instant, and whether it came from one range query (`ranged`: try
     that first); hour by hour with instant queries otherwise."""
     answer = _in_one_range(source, query, hours) if ranged else None
     if answer is not None:
         return answer, True
-    return [(s["metric"], [(i, s["value"][1])]) for i, hour in enumerate(hours) for s in source.instant(query, hour.last)], False
+    return [(s["metric"], [s["value"]]) for hour in hours for s in source.instant(query, hour.last)], False
 
 
 def _in_one_range(source: PrometheusSource, query: str, hours: list[Chunk]) -> Sampled | None:
     """The answer of `query` at each hour's last instant from one range query with a step of one hour, or None
     where the store answered for other times than asked (a query frontend aligning a range to its step, as
-    Thanos' does by default: an hour ends at :59)."""
-    at = {float(hour.last): i for i, hour in enumerate(hours)}
-    answer: Sampled = []
-    for series in source.range(query, hours[0].last, hours[-1].last, hours[0].end - hours[0].start):
-        samples = series["values"]
-        try:
-            answer.append((series["metric"], [(at[t], value) for t, value in samples]))
-        except KeyError as moved:
-            log.warning("the store answered a range query for other times than asked (%s); asking waste hour "
-                        "by hour", moved.args[0])
-            return None
+    Thanos' does by default: an hour ends at :59). A range's times are its start plus whole steps, so a series'
+    first and last tell."""
+    at = _hour_index(hours)
+    answer = [(s["metric"], s["values"]) for s in source.range(query, hours[0].last, hours[-1].last,
+                                                               hours[0].end - hours[0].start)]
+    moved = next((t for _, values in answer for t in (values[0][0], values[-1][0]) if t not in at), None)
+    if moved is not None:
+        log.warning("the store answered a range query for other times than asked (%s); asking waste hour by hour",
+                    moved)
+        return None
     return answer
 
 
@@ -281,10 +287,10 @@ def collect_waste(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resour
         queries = WasteQueries(cluster, gpu_resources, hours[0], store, by_workload)  # the same text every hour
         # asked first, as it answers at every time asked: a store that moves a range's times shows it here
         usage, ranged = _per_hour(source, queries.usage_present(), hours, ranged=True)
-        present = [False] * len(hours)
+        present, at = [False] * len(hours), _hour_index(hours)
         for _, values in usage:
-            for i, value in values:
-                present[i] = present[i] or float(value) > 0
+            for t, value in values:
+                present[at[t]] = present[at[t]] or float(value) > 0
         answer = [series for query in queries.measures(below, any(present))
                   for series in _per_hour(source, query, hours, ranged)[0]]
         workloads = [next(pods for c, pods in zip(day_chunks, pods_of) if c.start <= hour.start < c.end)
