@@ -5,10 +5,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
-import billing.ledger
 from sqlalchemy import create_engine, inspect
 
+import billing.ledger
 from billing.ledger import (
     WORKLOAD_COST_COLUMNS,
     LedgerError,
