@@ -149,12 +149,14 @@ class UsageQueries(Queries):
         pods out where a list of them would make the query too long."""
         requests = self.ksm.plain(f"max_over_time({self.requests(pods)}[{self.raw}])")
         running = self.ksm.plain(f"sum_over_time({self.latest(self.running(pods))}[{self.instants}:{self.step}])")
-        node = self.ksm.plain(f"max_over_time({self.pod_node(pods)}[{self.raw}])")
         keys = "".join(f", {keys}" for keys in (POD if by_pod else "", self.breakdown_keys) if keys)
         carried = ", ".join(["node", "priority_class", *([self.breakdown_keys] if self.breakdown_keys else [])])
         # the pod's node and priority class, and with a breakdown its workload and cost labels: one series per pod
-        pod = (self._with_labels(self.workload_of(pods, keep="node, priority_class"), pods) if self.breakdown_keys
-               else f"max by (namespace, pod, uid, node, priority_class) ({node})")
+        if self.breakdown_keys:
+            pod = self._with_labels(self.workload_of(pods, keep="node, priority_class"), pods)
+        else:
+            node = self.ksm.plain(f"max_over_time({self.pod_node(pods)}[{self.raw}])")
+            pod = f"max by (namespace, pod, uid, node, priority_class) ({node})"
         return f"""
 sum by (namespace, node, priority_class, resource{keys}) ((
     sum by (namespace, pod, uid, resource) (

@@ -290,7 +290,8 @@ def collect_waste(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resour
         present, at = [False] * len(hours), _hour_index(hours)
         for _, values in usage:
             for t, value in values:
-                present[at[t]] = present[at[t]] or float(value) > 0
+                if float(value) > 0:
+                    present[at[t]] = True
         answer = [series for query in queries.measures(below, any(present))
                   for series in _per_hour(source, query, hours, ranged)[0]]
         workloads = [next(pods for c, pods in zip(day_chunks, pods_of) if c.start <= hour.start < c.end)
