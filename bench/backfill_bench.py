@@ -31,7 +31,7 @@ from bench.collect_bench import billing_config, run_measured
 from bench.naive import cpu_seconds
 from billing.days import billing_day
 from fixtures.ksm import make_world
-from fixtures.servers import start_prometheus, world_blocks
+from fixtures.servers import start_prometheus, wait_for_compaction, world_blocks
 
 FIRST_DAY = date(2026, 10, 1)
 CACHE = Path(os.environ.get("BILLING_TSDB_CACHE") or "/tmp/billing-tsdb-cache")
@@ -69,6 +69,7 @@ def main() -> None:
             workdir.mkdir()
             prometheus = start_prometheus(blocks, workdir / "prometheus")
             try:
+                wait_for_compaction(prometheus)
                 config = billing_config(workdir, prometheus.url)
                 settings = yaml.safe_load(config.read_text())
                 settings["clusters"][0]["prometheus"]["max_queries_in_flight"] = in_flight

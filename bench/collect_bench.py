@@ -11,7 +11,8 @@ GPU utilisation (one series per GPU a pod holds, with the pod's labels, and
 one per GPU without them). The TSDB blocks are kept in $BILLING_TSDB_CACHE
 (default /tmp/billing-tsdb-cache): a 50,000-pod day is about 50 GB of
 OpenMetrics text and loads in a quarter of an hour on two idle cores, more
-on a busy machine. Then, on one Prometheus, --repeat rounds of (the fastest
+on a busy machine. Prometheus is first left to compact them, as it holds a
+past day (about two minutes). Then, on one Prometheus, --repeat rounds of (the fastest
 of each kind counts: the machine may be shared, and a round's runs share
 its load):
 
@@ -78,7 +79,7 @@ from billing.promql import LOOKBACK, PARALLEL_QUERIES, Chunk, chunks
 from fixtures.demo.world import ldif
 from fixtures.ksm import EXPERIMENT_LABEL, PROJECT_LABEL, Pod, World, make_world
 from fixtures.reference import reference_usage, reference_waste
-from fixtures.servers import PrometheusServer, start_prometheus, world_blocks
+from fixtures.servers import PrometheusServer, start_prometheus, wait_for_compaction, world_blocks
 
 ROOT = Path(__file__).resolve().parents[1]
 DAY = date(2026, 11, 20)
@@ -426,6 +427,7 @@ def measure_baseline(blocks: Path, workdir: Path, sample: int) -> Figures:
     prometheus = start_prometheus(blocks, workdir / "prometheus-naive")
     out = workdir / "naive.json"
     try:
+        wait_for_compaction(prometheus)
         cpu_before = cpu_seconds(prometheus.pid)
         wall, usage = run_measured(["-m", "bench.naive", prometheus.url, "--date", DAY.isoformat(),
                                     "--selector", SELECTOR, "--sample", str(sample), "--out", str(out),
@@ -472,6 +474,7 @@ def measure(pods: int, cache: Path, args: argparse.Namespace) -> SizeResult:
         workdir = Path(tmp)
         prometheus = start_prometheus(blocks, workdir / "prometheus")
         try:
+            wait_for_compaction(prometheus)
             floors: list = []
             runs: dict[tuple[int, bool], list] = {(t, w): [] for t in range(len(trees)) for w in (True, False)}
             for n in range(args.repeat):  # each round's runs share whatever load the machine had then
@@ -577,6 +580,7 @@ def measure_workloads(pods: int, cache: Path, repeat: int) -> list[str]:
     with tempfile.TemporaryDirectory(prefix=f"bench-workloads-{pods}-") as tmp:
         prometheus = start_prometheus(blocks, Path(tmp) / "prometheus")
         try:
+            wait_for_compaction(prometheus)
             runs: dict[str, list[tuple[Figures, tuple[int, int]]]] = {"off": [], "on": []}
             for n in range(repeat):
                 for name, settings in (("off", WORKLOADS_OFF), ("on", WORKLOADS_ON)):

@@ -218,7 +218,8 @@ class Queries:
         such as an Argo Rollout); the one seen for the most samples where it changed within the chunk."""
         replicasets = f'label_replace({self._seen("kube_replicaset_owner")}, "workload", "ReplicaSet/$1", "replicaset", "(.+)")'
         jobs = f'label_replace({self._seen("kube_job_owner")}, "workload", "Job/$1", "job_name", "(.+)")'
-        return f'topk by (namespace, workload) (1, label_join({replicasets} or {jobs}, "top", "/", "owner_kind", "owner_name"))'
+        one = f'topk by (namespace, workload) (1, label_join({replicasets} or {jobs}, "top", "/", "owner_kind", "owner_name"))'
+        return f"group by (namespace, workload, top) ({one})"  # not the owner series' other labels: less to download
 
     def _seen(self, metric: str) -> str:
         """Samples of each controller owner series in the chunk's raw window."""

@@ -74,7 +74,17 @@ import pandas as pd
 from billing.config import MIG_RESOURCE_PREFIX, ClusterConfig
 from billing.days import BillingDay
 from billing.prometheus import PrometheusSource
-from billing.promql import Chunk, GpuResources, Queries, TopControllers, chunks, fits, map_chunks
+from billing.promql import (
+    CONTROLLED,
+    POD_LABELS,
+    Chunk,
+    GpuResources,
+    Queries,
+    TopControllers,
+    chunks,
+    fits,
+    map_chunks,
+)
 from billing.stores import Store, store_of
 
 log = logging.getLogger(__name__)
@@ -125,11 +135,14 @@ class WasteQueries(Queries):
         return f"sum by ({by}) ({per_pod})"
 
     def workloads(self) -> str:
-        """Per pod name with a controller in the chunk, value 1: that controller as `workload`, which
-        TopControllers completes (a pod without one is `Pod/<name>`, on the client). One per name, as usage and
-        DCGM series carry no uid (a name that another controller re-used within the chunk, which is rare, counts
-        for one)."""
-        return f"topk by (namespace, pod) (1, group by (namespace, pod, workload) ({self.workload_of()}))"
+        """Per pod name with a controller in the chunk (namespace, pod, created_by_kind, created_by_name), value 1:
+        that controller, which TopControllers completes on the client, as for usage (Queries.workload_of); a pod
+        without one is `Pod/<name>`. Only pods with a controller are asked, and with no choice between one and
+        none or two controllers per uid: usage and DCGM series carry no uid to tell re-used names apart, and this
+        costs Prometheus half what asking for each pod's workload as usage does."""
+        info = self.series("kube_pod_info", f'{self.ksm.node}!=""', CONTROLLED)
+        return (f"group by (namespace, pod, created_by_kind, created_by_name) "
+                f"({self.ksm.plain(f'last_over_time({info}[{self.raw}])', POD_LABELS)})")
 
     def measures(self, below: float, cpu: bool) -> list[str]:
         """The hour's measures, labelled `measure` (PARTS), in one query; in one query per part where together
@@ -260,11 +273,17 @@ def _in_one_range(source: PrometheusSource, query: str, hours: list[Chunk]) -> S
 def _workloads(source: PrometheusSource, queries: WasteQueries, chunk: Chunk,
                tops: TopControllers | None) -> dict[tuple[str, str], str]:
     """(namespace, pod) -> workload of every pod with a controller in the chunk (`tops`: the chunk's top-level
-    controllers where usage asked them already)."""
+    controllers where usage asked them already). A name two controllers used within the chunk counts for the
+    first of them in sorted order."""
     tops = tops or TopControllers(source, queries, chunk.last)
-    return {(s["metric"].get("namespace", ""), s["metric"].get("pod", "")):
-            tops.workload(s["metric"].get("namespace", ""), s["metric"].get("workload", ""))
-            for s in source.instant(queries.workloads(), chunk.last)}
+    controllers: dict[tuple[str, str], str] = {}
+    for series in source.instant(queries.workloads(), chunk.last):
+        labels = series["metric"]
+        if labels.get("created_by_kind") and labels.get("created_by_name"):  # an exporter may leave them out
+            pod = (labels.get("namespace", ""), labels.get("pod", ""))
+            controller = f"{labels['created_by_kind']}/{labels['created_by_name']}"
+            controllers[pod] = min(controller, controllers.get(pod, controller))
+    return {pod: tops.workload(pod[0], controller) for pod, controller in controllers.items()}
 
 
 def collect_waste(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: GpuResources,

@@ -55,6 +55,32 @@ def test_a_measure_is_taken_only_where_its_metric_is(source):
     assert not any("rate(container_cpu_usage_seconds_total" in q for q in source.asked)
 
 
+class PodsOfControllers(Answers):
+    """Four pods of alice idle on a GPU for the first 6 hours: p1 of a Deployment's ReplicaSet, p2 a name two
+    Jobs used, p3 without the created_by labels (an exporter may leave them out), p4 unknown to kube-state-metrics."""
+
+    def instant(self, query: str, at: float) -> list[dict]:
+        if query.startswith("group by (namespace, pod, created_by_kind, created_by_name)"):
+            return [{"metric": labels, "value": [at, "1"]} for labels in (
+                {"namespace": "alice", "pod": "p1", "created_by_kind": "ReplicaSet", "created_by_name": "web-5d"},
+                {"namespace": "alice", "pod": "p2", "created_by_kind": "Job", "created_by_name": "train-b"},
+                {"namespace": "alice", "pod": "p2", "created_by_kind": "Job", "created_by_name": "train-a"},
+                {"namespace": "alice", "pod": "p3"})]
+        if "kube_replicaset_owner" in query:
+            return [{"metric": {"namespace": "alice", "workload": "ReplicaSet/web-5d", "top": "Deployment/web"},
+                     "value": [at, "1"]}]
+        return [{"metric": {**series["metric"], "pod": pod}, "value": series["value"]}
+                for series in super().instant(query, at) for pod in ("p1", "p2", "p3", "p4")]
+
+
+def test_waste_per_workload_takes_each_pod_to_its_top_level_controller():
+    waste = collect_waste(CLUSTER, DAY, 60, ["nvidia_com_gpu"], PodsOfControllers(), below=5.0, store=DEFAULT_STORE,
+                          by_workload=True)
+    assert dict(zip(waste["workload"], waste["idle_gpu_hours"])) == pytest.approx(
+        {"Deployment/web": 1.0, "Job/train-a": 1.0, "Pod/p3": 1.0, "Pod/p4": 1.0})
+    assert set(waste["namespace"]) == {"alice"}
+
+
 def test_waste_per_workload_sums_to_the_namespace_and_keeps_what_was_not_measured():
     by_workload = pd.DataFrame([("alice", "Job/train-1", 2.0, None), ("alice", "Deployment/web", 1.5, None),
                                 ("bob", "Pod/debug", None, 3.0)], columns=["namespace", "workload", *MEASURES])
