@@ -57,6 +57,7 @@ import re
 import resource
 import shutil
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -574,8 +575,9 @@ def ledger_rows(ledger: Path) -> tuple[int, int]:
 
 
 def measure_workloads(pods: int, cache: Path, repeat: int) -> list[str]:
-    """`billing run` with workloads off and on (alternately, `repeat` times each; the fastest counts), on one
-    Prometheus over the cached blocks: wall, client RSS and CPU, Prometheus CPU, queries, rows per day."""
+    """`billing run` with workloads off and on (alternately, `repeat` times each), on one Prometheus over the cached
+    blocks: wall, client RSS and CPU, Prometheus CPU, queries, rows per day of the fastest of each; the wall's
+    ratio fastest against fastest, and round by round (off and on in turn share a round's load)."""
     blocks = world_blocks(world_of(pods), cache)
     with tempfile.TemporaryDirectory(prefix=f"bench-workloads-{pods}-") as tmp:
         prometheus = start_prometheus(blocks, Path(tmp) / "prometheus")
@@ -590,13 +592,19 @@ def measure_workloads(pods: int, cache: Path, repeat: int) -> list[str]:
         finally:
             prometheus.stop()
     off, on = (min(runs[name], key=lambda run: run[0].wall) for name in ("off", "on"))
-    lines = [f"{pods:,} pods, workloads {name}: wall {f.wall:.1f} s (runs: {', '.join(f'{r.wall:.1f}' for r, _ in runs[name])}), "
+    lines = [f"{pods:,} pods, workloads {name}: wall {f.wall:.1f} s (runs, wall/Prometheus CPU: {', '.join(f'{r.wall:.1f}/{r.prometheus_cpu:.1f}' for r, _ in runs[name])}), "
              f"client peak RSS {f.rss_mb:.0f} MB, client CPU {f.cpu:.1f} s, Prometheus CPU {f.prometheus_cpu:.1f} s, "
              f"{f.queries} queries, self-audit {f.audit_seconds:.1f} s; rows per day: {rows[0]:,} chargeback, "
              f"{rows[1]:,} workload_costs" for name, (f, rows) in (("off", off), ("on", on))]
     ratio = on[0].wall / off[0].wall
-    lines += [f"{'PASS' if ratio <= WORKLOAD_TARGETS['wall_ratio'] else 'FAIL'}  wall with workloads and two cost "
-              f"labels ≤ 1.3× without: ×{ratio:.2f} (Prometheus CPU ×{on[0].prometheus_cpu / off[0].prometheus_cpu:.2f})",
+    # runs of one kind differ by a tenth or more on a shared machine: the rounds' own ratios, and their median, too
+    rounds = [with_.wall / without.wall for (without, _), (with_, _) in zip(runs["off"], runs["on"])]
+    typical = statistics.median(rounds)
+    passed = max(ratio, typical) <= WORKLOAD_TARGETS["wall_ratio"]
+    lines += [f"{'PASS' if passed else 'FAIL'}  wall with workloads and two cost labels ≤ 1.3× without, fastest "
+              f"against fastest and round by round: ×{ratio:.2f} (Prometheus CPU "
+              f"×{on[0].prometheus_cpu / off[0].prometheus_cpu:.2f}); rounds {', '.join(f'×{r:.2f}' for r in rounds)}, "
+              f"median ×{typical:.2f}",
               f"{'PASS' if on[0].rss_mb <= WORKLOAD_TARGETS['rss_mb'] else 'FAIL'}  client peak RSS with workloads ≤ "
               f"500 MB: {on[0].rss_mb:.0f} MB"]
     return lines
