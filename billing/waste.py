@@ -136,10 +136,9 @@ class WasteQueries(Queries):
 
     def workloads(self) -> str:
         """Per pod name with a controller in the chunk (namespace, pod, created_by_kind, created_by_name), value 1:
-        that controller, which TopControllers completes on the client, as for usage (Queries.workload_of); a pod
-        without one is `Pod/<name>`. Only pods with a controller are asked, and with no choice between one and
-        none or two controllers per uid: usage and DCGM series carry no uid to tell re-used names apart, and this
-        costs Prometheus half what asking for each pod's workload as usage does."""
+        that controller, which TopControllers completes on the client as for usage (Queries.workload_of); a pod
+        not asked about has none and is `Pod/<name>`. Simpler than usage's per-uid choice, as usage and DCGM
+        series carry no uid to tell re-used names apart: half the Prometheus CPU."""
         info = self.series("kube_pod_info", f'{self.ksm.node}!=""', CONTROLLED)
         return (f"group by (namespace, pod, created_by_kind, created_by_name) "
                 f"({self.ksm.plain(f'last_over_time({info}[{self.raw}])', POD_LABELS)})")
