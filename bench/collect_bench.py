@@ -75,8 +75,8 @@ import requests
 import yaml
 
 from bench.naive import cpu_seconds
+from billing.collect.promql import LOOKBACK, PARALLEL_QUERIES, Chunk, chunks
 from billing.days import billing_day
-from billing.promql import LOOKBACK, PARALLEL_QUERIES, Chunk, chunks
 from fixtures.demo.world import ldif
 from fixtures.ksm import EXPERIMENT_LABEL, PROJECT_LABEL, Pod, World, make_world
 from fixtures.reference import reference_usage, reference_waste
@@ -331,7 +331,7 @@ def floor_query(chunk: Chunk) -> str:
     billing's sum with the request taken out of it; it ignores resizes and GPU models, which makes it a
     lower bound on the work, not a bill."""
     length = chunk.end - chunk.start
-    instants = _window(length - chunk.step / 2)  # the chunk's instants, as billing/promql.py picks them
+    instants = _window(length - chunk.step / 2)  # the chunk's instants, as billing/collect/promql.py picks them
     raw = _window(length - chunk.step + LOOKBACK + chunk.step / 2)
     requested = f'kube_pod_container_resource_requests{{resource=~"cpu|memory|nvidia_com_gpu", {SELECTOR}}}'
     running = f'kube_pod_status_phase{{phase="Running", {SELECTOR}}}'

@@ -21,20 +21,19 @@ from pathlib import Path
 
 import click
 
-from billing.backfill import RUN_FAILURES
-from billing.backfill import backfill as run_days
-from billing.budgets import read_budget_status, team_budgets
-from billing.check import check_all, check_config
 from billing.config import Config, ConfigError, config_path, load_config
 from billing.days import days_between, yesterday
-from billing.focus import ParquetUnavailable, broken_down, focus_rows, write_focus
-from billing.formatting import money
-from billing.job import render_day, run_day, stored_directory
-from billing.ledger import LedgerError, completed, open_ledger, read_rows, read_workload_costs, upgrade_schema
+from billing.jobs.backfill import RUN_FAILURES
+from billing.jobs.backfill import backfill as run_days
+from billing.jobs.check import check_all, check_config
+from billing.jobs.metrics import push_run_metrics
+from billing.jobs.run import render_day, run_day, stored_directory
+from billing.ledger.tables import LedgerError, completed, open_ledger, read_rows, read_workload_costs, upgrade_schema
 from billing.logs import configure_logging
-from billing.metrics import push_run_metrics
-from billing.redact import redact
-from billing.report import (
+from billing.publish.budgets import read_budget_status, team_budgets
+from billing.publish.focus import ParquetUnavailable, broken_down, focus_rows, write_focus
+from billing.publish.formatting import money
+from billing.publish.report import (
     GROUPINGS,
     LABEL_PREFIX,
     WORKLOAD,
@@ -45,9 +44,10 @@ from billing.report import (
     known_names,
     report_range,
 )
-from billing.report_formats import FORMATS, day_ranges, notices
-from billing.statement import StatementError, build_statement, close_month, cost_centers, reopen_month
-from billing.statement_formats import FORMATS as STATEMENT_FORMATS
+from billing.publish.report_formats import FORMATS, day_ranges, notices
+from billing.publish.statement import StatementError, build_statement, close_month, cost_centers, reopen_month
+from billing.publish.statement_formats import FORMATS as STATEMENT_FORMATS
+from billing.redact import redact
 
 log = logging.getLogger("billing")
 
@@ -510,7 +510,7 @@ def serve(host: str, port: int) -> None:
 
         billing serve --host 0.0.0.0 --port 8080 --config /etc/billing/billing.yaml
     """
-    from billing.web import serve as serve_ledger  # Flask and waitress only for this command
+    from billing.web.app import serve as serve_ledger  # Flask and waitress only for this command
 
     try:
         serve_ledger(_config(), host, port)

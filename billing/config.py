@@ -502,7 +502,7 @@ class WebConfig(_Section):
 
 
 class AuditConfig(_Section):
-    """The self-audit of every run (billing/audit.py)."""
+    """The self-audit of every run (billing/collect/audit.py)."""
 
     enabled: bool = True
     pods: Annotated[int, Field(ge=1)] = 20  # running pods recomputed from raw samples per cluster-day

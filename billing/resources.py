@@ -1,7 +1,7 @@
 """The ledger's resources: one spelling for the modules that price, show, export and count them.
 
 Usage is billed in three resources: `cpu` (cores), `memory` (GiB) and `gpu`
-(devices). billing/pricing.py adds rows whose resource is one of them behind
+(devices). billing/charge/pricing.py adds rows whose resource is one of them behind
 a kind prefix: `reserved-` (a reserved pool's whole capacity, charged to the
 team that reserved it under the namespace `pool:<name>`), `credit-` (negative:
 what a namespace paid for using a reserved pool, credited to the pool's team)

@@ -1,4 +1,4 @@
--- The ledger schema for postgresql, written by `python -m billing.schema_sql postgresql` from the migrations.
+-- The ledger schema for postgresql, written by `python -m billing.ledger.schema_sql postgresql` from the migrations.
 
 BEGIN;
 

@@ -1,4 +1,4 @@
--- The ledger schema for sqlite, written by `python -m billing.schema_sql sqlite` from the migrations.
+-- The ledger schema for sqlite, written by `python -m billing.ledger.schema_sql sqlite` from the migrations.
 
 CREATE TABLE alembic_version (
     version_num VARCHAR(32) NOT NULL,

@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 import yaml
 
-import billing.job
-from billing.capacity import ALLOCATABLE_COLUMNS
-from billing.stores import DEFAULT_STORE
-from billing.waste import WASTE_COLUMNS
+import billing.jobs.run
+from billing.collect.capacity import ALLOCATABLE_COLUMNS
+from billing.collect.stores import DEFAULT_STORE
+from billing.collect.waste import WASTE_COLUMNS
 
 MINIMAL_CONFIG = {
     "timezone": "UTC",
@@ -37,9 +37,9 @@ MINIMAL_CONFIG = {
 def stub_node_metrics(monkeypatch: pytest.MonkeyPatch) -> None:
     """For job tests that stub collect_cluster: no node capacity and no waste metrics either, and a
     Prometheus 2 with plain labels, asked of no one."""
-    monkeypatch.setattr(billing.job, "store_of", lambda *args: DEFAULT_STORE)
-    monkeypatch.setattr(billing.job, "collect_allocatable", lambda *args: pd.DataFrame(columns=ALLOCATABLE_COLUMNS))
-    monkeypatch.setattr(billing.job, "collect_waste", lambda *args, **kwargs: pd.DataFrame(columns=WASTE_COLUMNS))
+    monkeypatch.setattr(billing.jobs.run, "store_of", lambda *args: DEFAULT_STORE)
+    monkeypatch.setattr(billing.jobs.run, "collect_allocatable", lambda *args: pd.DataFrame(columns=ALLOCATABLE_COLUMNS))
+    monkeypatch.setattr(billing.jobs.run, "collect_waste", lambda *args, **kwargs: pd.DataFrame(columns=WASTE_COLUMNS))
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from collections import Counter
 import pytest
 
 from bench.collect_bench import PERIOD, busy_seconds, floor_query, peak_samples, world_of
-from billing.promql import chunks
+from billing.collect.promql import chunks
 from fixtures.ksm import PAUSE_CORES, PAUSE_IMAGE, series
 
 DCGM_LABELS = {"gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname", "DCGM_FI_DRIVER_VERSION"}

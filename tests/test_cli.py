@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from billing.cli import main
 from fixtures.servers import free_port
 from tests.conftest import MINIMAL_CONFIG
-from tests.report_ledger import write_ledger
+from tests.helpers.report_ledger import write_ledger
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -85,7 +85,7 @@ def test_a_backfill_of_more_than_366_days_asks_for_yes(write_config, tmp_path):
 
 
 def report_config(write_config, tmp_path, **changes) -> str:
-    """A config whose ledger holds tests/report_ledger.py's days."""
+    """A config whose ledger holds tests/helpers/report_ledger.py's days."""
     return str(write_config(database=write_ledger(tmp_path / "ledger.db"), currency="USD", **changes))
 
 

@@ -13,7 +13,7 @@ from sqlalchemy import create_engine
 
 from billing.cli import main
 from fixtures.demo import world as demo
-from tests.html_tables import read_page
+from tests.helpers.html_tables import read_page
 
 ROOT = Path(__file__).resolve().parents[1]
 MONEY = re.compile(r"^([+-]?[\d,]+\.\d\d) CHF$")

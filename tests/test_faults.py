@@ -20,14 +20,14 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-import billing.job
+import billing.jobs.run
+from billing.charge.pricing import PRICED_COLUMNS
 from billing.cli import main
-from billing.collect import USAGE_COLUMNS, ClusterUsage
-from billing.ledger import open_ledger, replace_day
-from billing.pricing import PRICED_COLUMNS
+from billing.collect.usage import USAGE_COLUMNS, ClusterUsage
+from billing.ledger.tables import open_ledger, replace_day
 from tests.conftest import MINIMAL_CONFIG, stub_node_metrics
-from tests.faults import EMPTY_ANSWER, Reply, failure_sentence, ledger_state, silent_server, stub_server
-from tests.test_job_reports import LDIF
+from tests.helpers.faults import EMPTY_ANSWER, Reply, failure_sentence, ledger_state, silent_server, stub_server
+from tests.jobs.test_run_reports import LDIF
 
 DAY = date(2026, 11, 20)
 
@@ -66,7 +66,7 @@ def configure(write_config, tmp_path, ledger_url):
 @pytest.fixture
 def fixed_usage(monkeypatch):
     """Collection succeeds with USAGE, for faults that come after it."""
-    monkeypatch.setattr(billing.job, "collect_cluster", lambda cluster, *_: ClusterUsage(cluster.name, USAGE, 1, 1, 1.0))
+    monkeypatch.setattr(billing.jobs.run, "collect_cluster", lambda cluster, *_: ClusterUsage(cluster.name, USAGE, 1, 1, 1.0))
     stub_node_metrics(monkeypatch)
 
 
@@ -227,7 +227,7 @@ def test_an_output_dir_that_cannot_be_written_fails_before_anything_is_collected
     before = ledger_state(ledger_url)
     (tmp_path / "a-file").write_text("not a directory")
     collected = []
-    monkeypatch.setattr(billing.job, "collect_cluster", lambda *args: collected.append(args))
+    monkeypatch.setattr(billing.jobs.run, "collect_cluster", lambda *args: collected.append(args))
     result = run(configure(output_dir=str(tmp_path / "a-file" / "reports")))
     assert_failed_and_kept(
         result, ledger_url, before, f"cannot write the reports to output_dir {tmp_path / 'a-file' / 'reports'}",

@@ -1,9 +1,9 @@
 import pandas as pd
 import pytest
 
-from billing.collect import USAGE_COLUMNS, ClusterUsage
+from billing.charge.pricing import price
+from billing.collect.usage import USAGE_COLUMNS, ClusterUsage
 from billing.frames import require_columns
-from billing.pricing import price
 
 
 def test_a_frame_with_its_columns_passes_through_unchanged():

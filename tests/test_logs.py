@@ -20,7 +20,7 @@ WORKTREE = Path(__file__).resolve().parents[1]
 
 def test_a_record_becomes_one_json_line_with_its_extra_fields():
     record = logging.makeLogRecord({
-        "name": "billing.job", "levelno": logging.INFO, "levelname": "INFO",
+        "name": "billing.jobs.run", "levelno": logging.INFO, "levelname": "INFO",
         "msg": "%s: %d ledger rows", "args": ("2026-11-20", 7),
         "created": datetime(2026, 11, 21, 1, 30, 5, 250000, tzinfo=timezone.utc).timestamp(),
         "day": "2026-11-20", "rows": 7,
@@ -30,7 +30,7 @@ def test_a_record_becomes_one_json_line_with_its_extra_fields():
     assert json.loads(line) == {
         "time": "2026-11-21T01:30:05.250+00:00",
         "level": "INFO",
-        "logger": "billing.job",
+        "logger": "billing.jobs.run",
         "message": "2026-11-20: 7 ledger rows",
         "day": "2026-11-20",
         "rows": 7,

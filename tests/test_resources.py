@@ -1,5 +1,5 @@
-from billing.focus import PRICING_UNITS, RESOURCE_WORDS
-from billing.formatting import RESOURCE_NAMES, quantity
+from billing.publish.focus import PRICING_UNITS, RESOURCE_WORDS
+from billing.publish.formatting import RESOURCE_NAMES, quantity
 from billing.resources import LEDGER_RESOURCES, RESOURCES, UNITS, base
 
 

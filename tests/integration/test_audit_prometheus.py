@@ -7,13 +7,13 @@ from dataclasses import replace
 
 import pytest
 
-import billing.job
-from billing.audit import EXACT_PODS, audit_cluster
-from billing.collect import collect_cluster
-from billing.prometheus import LivePrometheus
-from billing.replay import prometheus_source
-from billing.stores import store_of
-from tests.faults import ledger_state
+import billing.jobs.run
+from billing.collect.audit import EXACT_PODS, audit_cluster
+from billing.collect.prometheus import LivePrometheus
+from billing.collect.replay import prometheus_source
+from billing.collect.stores import store_of
+from billing.collect.usage import collect_cluster
+from tests.helpers.faults import ledger_state
 from tests.integration.test_collect_prometheus import UTC_DAY, cluster, world_of
 from tests.integration.test_job_prometheus import run, write_config
 
@@ -65,7 +65,7 @@ def test_a_fast_path_gone_wrong_fails_the_run_and_keeps_the_ledger(prometheus_se
     assert run(config).exit_code == 0
     before = ledger_state(database)
 
-    monkeypatch.setattr(billing.job, "prometheus_source", lambda name, c: SkewedFastPath(prometheus_source(name, c)))
+    monkeypatch.setattr(billing.jobs.run, "prometheus_source", lambda name, c: SkewedFastPath(prometheus_source(name, c)))
     result = run(config)
     assert result.exit_code == 1
     sentence = result.stderr.strip()

@@ -1,11 +1,11 @@
 """Budget alerts through a real SMTP server (aiosmtpd): one message per recipient and threshold, never two.
 
-Figures as in tests/test_budgets.py: 21.00 USD a day against a budget of 50.00, alerts at 50 % and 100 %.
+Figures as in tests/publish/test_budgets.py: 21.00 USD a day against a budget of 50.00, alerts at 50 % and 100 %.
 """
 
 from email import message_from_bytes, policy
 
-from tests.test_budgets import budget_job, run  # noqa: F401  (budget_job is a fixture)
+from tests.publish.test_budgets import budget_job, run  # noqa: F401  (budget_job is a fixture)
 
 
 def budget_alerts(smtp) -> list[tuple[str, str]]:

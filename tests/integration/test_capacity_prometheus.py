@@ -17,12 +17,12 @@ import yaml
 from click.testing import CliRunner
 from sqlalchemy import create_engine
 
-from billing.capacity import collect_allocatable, idle_capacity
 from billing.cli import main
-from billing.collect import collect_cluster
+from billing.collect.capacity import collect_allocatable, idle_capacity
+from billing.collect.prometheus import LivePrometheus
+from billing.collect.usage import collect_cluster
 from billing.config import ClusterConfig
 from billing.days import billing_day
-from billing.prometheus import LivePrometheus
 from fixtures.ksm import make_world
 from fixtures.reference import reference_allocatable, reference_usage
 from tests.integration.test_job_prometheus import PRICES as JOB_PRICES

@@ -14,11 +14,11 @@ from click.testing import CliRunner
 from sqlalchemy import create_engine, inspect
 
 from billing.cli import main
-from billing.ledger import open_ledger
+from billing.ledger.tables import open_ledger
 from fixtures.ksm import GPU_PRODUCT_LABEL, make_world
 from tests.conftest import MINIMAL_CONFIG
 from tests.integration.test_servers import LDIF as SLAPD_LDIF
-from tests.test_job_reports import LDIF
+from tests.jobs.test_run_reports import LDIF
 
 DAY = datetime(2026, 11, 20, tzinfo=ZoneInfo("UTC")).timestamp()
 

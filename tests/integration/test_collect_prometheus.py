@@ -11,12 +11,12 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from billing.collect import collect_cluster
+from billing.collect.prometheus import LivePrometheus
+from billing.collect.promql import uid_matcher
+from billing.collect.stores import FamilyLabels, store_of
+from billing.collect.usage import collect_cluster
 from billing.config import ClusterConfig, LabelNames, PrometheusConfig
 from billing.days import billing_day
-from billing.prometheus import LivePrometheus
-from billing.promql import uid_matcher
-from billing.stores import FamilyLabels, store_of
 from fixtures.ksm import make_world, write_openmetrics
 from fixtures.reference import reference_usage
 from fixtures.servers import load_openmetrics, start_prometheus, start_victoria_metrics
@@ -180,7 +180,7 @@ def test_a_scrape_without_honor_labels_bills_the_same(store_server, world, caplo
     prom = store_server(replace(world, honor_labels=False))
     config = cluster("jaguar", prom.url)
     source = LivePrometheus("jaguar", config.prometheus)
-    with caplog.at_level("INFO", logger="billing.stores"):
+    with caplog.at_level("INFO", logger="billing.collect.stores"):
         store = store_of(source, config, UTC_DAY)
     assert store.labels.kube_state_metrics == FamilyLabels("exported_namespace", "exported_pod", "exported_container",
                                                            "exported_node")

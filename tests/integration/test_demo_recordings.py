@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
+from billing.collect.replay import SUFFIX, read_recording
 from billing.config import load_config
-from billing.replay import SUFFIX, read_recording
 from fixtures.demo import record
 from fixtures.demo import world as demo
 from fixtures.servers import start_prometheus, world_blocks

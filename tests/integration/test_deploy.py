@@ -26,7 +26,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 import billing.cli
-import billing.web
+import billing.web.app
 from billing.config import MetricsConfig, load_config
 from fixtures.servers import require_program
 
@@ -326,7 +326,7 @@ def test_billing_serve_runs_the_jobs_image_and_config_behind_oauth2_proxy(monkey
     # The same arguments, given to the real command, serve that config on that port.
     served = []
     monkeypatch.setattr(billing.cli, "load_config", lambda path: config if str(path) == config_path_in_pod() else None)
-    monkeypatch.setattr(billing.web, "serve", lambda config, host, port: served.append((config.web.auth, host, port)))
+    monkeypatch.setattr(billing.web.app, "serve", lambda config, host, port: served.append((config.web.auth, host, port)))
     result = CliRunner().invoke(billing.cli.main, serve["args"])
     assert result.exit_code == 0, result.output
     assert served == [("header", "0.0.0.0", port["containerPort"])]

@@ -1,8 +1,8 @@
 """A team's cost centre and budget read from a real slapd (teams.cost_center_attribute, teams.budget_attribute)."""
 
 from billing.config import DirectoryConfig
-from billing.directory import directory_from_json, directory_to_json
-from billing.ldap import read_ldap
+from billing.directory.ldap import read_ldap
+from billing.directory.people import directory_from_json, directory_to_json
 
 BASE = "dc=example,dc=org"
 LDIF = f"""\

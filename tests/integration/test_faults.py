@@ -29,19 +29,19 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-import billing.collect
-import billing.job
-import billing.promql
+import billing.collect.promql
+import billing.collect.usage
+import billing.jobs.run
+from billing.charge.pricing import PRICED_COLUMNS
 from billing.cli import main
-from billing.collect import USAGE_COLUMNS, ClusterUsage
+from billing.collect.usage import USAGE_COLUMNS, ClusterUsage
 from billing.days import billing_day
-from billing.ledger import open_ledger, replace_day
-from billing.pricing import PRICED_COLUMNS
+from billing.ledger.tables import open_ledger, replace_day
 from fixtures.ksm import GIB, GPU_PRODUCT_LABEL, H100, Cluster, Container, Node, Pod, World, make_world
 from fixtures.servers import free_port, start_postgres
 from tests.conftest import stub_node_metrics
-from tests.faults import failure_sentence, forward_to, ledger_state, stub_server
-from tests.html_tables import read_page
+from tests.helpers.faults import failure_sentence, forward_to, ledger_state, stub_server
+from tests.helpers.html_tables import read_page
 from tests.integration.test_job_prometheus import PRICES, write_config
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
@@ -106,15 +106,15 @@ def test_prometheus_stopped_half_way_through_a_run(prometheus_server, world, tmp
     before = ledger_state(ledger)
 
     # One chunk of the day at a time, and the server shut down once the first one is answered.
-    monkeypatch.setattr(billing.promql, "PARALLEL_QUERIES", 1)
-    real_chunk = billing.collect._chunk_usage
+    monkeypatch.setattr(billing.collect.promql, "PARALLEL_QUERIES", 1)
+    real_chunk = billing.collect.usage._chunk_usage
 
     def then_stop(*args):
         answered = real_chunk(*args)
         server.stop()
         return answered
 
-    monkeypatch.setattr(billing.collect, "_chunk_usage", then_stop)
+    monkeypatch.setattr(billing.collect.usage, "_chunk_usage", then_stop)
     result = run(config)
 
     sentence = failure_sentence(result.exit_code, result.output)
@@ -220,7 +220,7 @@ def outage(own_postgres, tmp_path, monkeypatch):
     name = own_postgres.create_database()
     ledger = own_postgres.url(name)
     config = configure(tmp_path, ledger, "http://127.0.0.1:9")
-    monkeypatch.setattr(billing.job, "collect_cluster", lambda cluster, *_: ClusterUsage(cluster.name, usage(3.0), 1, 1, 1.0))
+    monkeypatch.setattr(billing.jobs.run, "collect_cluster", lambda cluster, *_: ClusterUsage(cluster.name, usage(3.0), 1, 1, 1.0))
     stub_node_metrics(monkeypatch)
     assert run(config).exit_code == 0
 
@@ -228,7 +228,7 @@ def outage(own_postgres, tmp_path, monkeypatch):
         def collect(cluster, *_):
             during(own_postgres)
             return ClusterUsage(cluster.name, usage(10.0), 1, 1, 1.0)
-        monkeypatch.setattr(billing.job, "collect_cluster", collect)
+        monkeypatch.setattr(billing.jobs.run, "collect_cluster", collect)
 
     yield own_postgres, ledger, config, collect_with
     if not own_postgres.process.alive():

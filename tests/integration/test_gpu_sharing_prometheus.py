@@ -19,13 +19,13 @@ import yaml
 from click.testing import CliRunner
 from sqlalchemy import create_engine
 
-from billing.capacity import collect_allocatable, idle_capacity
 from billing.cli import main
-from billing.collect import collect_cluster
+from billing.collect.capacity import collect_allocatable, idle_capacity
+from billing.collect.prometheus import LivePrometheus
+from billing.collect.usage import collect_cluster
+from billing.collect.waste import collect_waste
 from billing.config import ClusterConfig
 from billing.days import billing_day
-from billing.prometheus import LivePrometheus
-from billing.waste import collect_waste
 from fixtures.ksm import (
     A100,
     A100_MIG_1G5,
@@ -41,7 +41,7 @@ from fixtures.ksm import (
     with_gpu_sharing,
 )
 from fixtures.reference import reference_allocatable, reference_usage, reference_waste
-from tests.html_tables import read_page
+from tests.helpers.html_tables import read_page
 from tests.integration.test_job_prometheus import PRICES, write_config
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))

@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.report_ledger import write_ledger
+from tests.helpers.report_ledger import write_ledger
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -13,9 +13,9 @@ RENDER = """
 import sys
 from datetime import date
 from pathlib import Path
-import billing.render as render
-from billing.dayview import read_report
-from billing.ledger import open_ledger
+import billing.publish.pages as render
+from billing.publish.dayview import read_report
+from billing.ledger.tables import open_ledger
 report = read_report(open_ledger(sys.argv[1]), date(2026, 11, 20), "USD", "unallocated")
 pages = render.write_pages(report, Path(sys.argv[2]))
 print(render.template_dir())

@@ -128,7 +128,7 @@ def test_a_day_billed_from_victoria_metrics(victoria_metrics_server, world, tmp_
     honor_labels: false: the same costs per team as the reference's, the renames logged once per cluster."""
     store = victoria_metrics_server(replace(world, honor_labels=honor_labels))
     database = f"sqlite:///{tmp_path / 'ledger.db'}"
-    with caplog.at_level("INFO", logger="billing.stores"):
+    with caplog.at_level("INFO", logger="billing.collect.stores"):
         result = run(write_config(tmp_path, database, {"jaguar": store.url, "ibis": store.url}))
     assert result.exit_code == 0, result.output
     by_team = ledger(database).groupby("team")["cost"].sum().sort_index()

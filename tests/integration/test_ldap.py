@@ -25,19 +25,19 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-import billing.job
+import billing.jobs.run
+from billing.charge.ownership import assign_owners
 from billing.cli import main
-from billing.collect import ClusterUsage
+from billing.collect.usage import ClusterUsage
 from billing.config import Config, DirectoryConfig, NamespaceRules
-from billing.directory import DirectoryError
-from billing.job import run_day
-from billing.ldap import read_ldap
-from billing.ledger import open_ledger, read_rows
-from billing.ownership import assign_owners
+from billing.directory.ldap import read_ldap
+from billing.directory.people import DirectoryError
+from billing.jobs.run import run_day
+from billing.ledger.tables import open_ledger, read_rows
 from fixtures.directory import directory_ldif as small_directory_ldif
 from fixtures.servers import SlapdServer, free_port
 from tests.conftest import stub_node_metrics
-from tests.faults import ledger_state
+from tests.helpers.faults import ledger_state
 
 BASE = "dc=example,dc=org"
 BIND_DN = f"cn=billing,ou=services,{BASE}"
@@ -316,7 +316,7 @@ def fixed_usage(monkeypatch):
         {"namespace": ["alice", "team-vision"], "resource": ["cpu"] * 2, "gpu_model": [""] * 2,
          "priority_class": [""] * 2, "pool": [""] * 2, "quantity": [10.0] * 2}
     )
-    monkeypatch.setattr(billing.job, "collect_cluster", lambda cluster, *_: ClusterUsage(cluster.name, usage, 2, 1, 1.0))
+    monkeypatch.setattr(billing.jobs.run, "collect_cluster", lambda cluster, *_: ClusterUsage(cluster.name, usage, 2, 1, 1.0))
     stub_node_metrics(monkeypatch)
 
 
@@ -389,7 +389,7 @@ def carol_and_alice(monkeypatch):
     usage = pd.DataFrame({"namespace": ["alice", "carol", "team-robotics"], "resource": ["cpu"] * 3,
                           "gpu_model": [""] * 3, "priority_class": [""] * 3, "pool": [""] * 3,
                           "quantity": [10.0, 20.0, 4.0]})
-    monkeypatch.setattr(billing.job, "collect_cluster", lambda cluster, *_: ClusterUsage(cluster.name, usage, 3, 1, 1.0))
+    monkeypatch.setattr(billing.jobs.run, "collect_cluster", lambda cluster, *_: ClusterUsage(cluster.name, usage, 3, 1, 1.0))
     stub_node_metrics(monkeypatch)
 
 

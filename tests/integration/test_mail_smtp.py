@@ -9,13 +9,13 @@ import pytest
 import yaml
 
 from billing.config import EmailConfig
-from billing.dayview import read_report
-from billing.directory import Directory, Person, Team
-from billing.ledger import open_ledger
-from billing.mail import MailError, connect_smtp, deliver
-from billing.summaries import summary_envelopes
-from tests.report_ledger import DAY, DAY_TOTAL, TEAM_COST, write_ledger
-from tests.test_budgets import budget_job, run  # noqa: F401  (budget_job is a fixture)
+from billing.directory.people import Directory, Person, Team
+from billing.ledger.tables import open_ledger
+from billing.notify.mail import MailError, connect_smtp, deliver
+from billing.notify.summaries import summary_envelopes
+from billing.publish.dayview import read_report
+from tests.helpers.report_ledger import DAY, DAY_TOTAL, TEAM_COST, write_ledger
+from tests.publish.test_budgets import budget_job, run  # noqa: F401  (budget_job is a fixture)
 
 DIRECTORY = Directory(
     {
@@ -122,7 +122,7 @@ def test_an_untrusted_certificate_is_refused(smtp_server, test_ca):
 def test_port_465_speaks_tls_from_the_first_byte(smtp_server, test_ca, ledger_url, monkeypatch):
     server = smtp_server(tls=test_ca, implicit_tls=True)
     monkeypatch.setenv("SSL_CERT_FILE", str(test_ca.ca_cert))
-    monkeypatch.setattr("billing.mail.IMPLICIT_TLS_PORT", server.port)  # the test server cannot have port 465
+    monkeypatch.setattr("billing.notify.mail.IMPLICIT_TLS_PORT", server.port)  # the test server cannot have port 465
     config = email_config(server, starttls=True)  # starttls does not matter on the implicit-TLS port
     report = read_report(open_ledger(ledger_url), DAY, "USD", "unallocated")
     envelopes, _ = summary_envelopes(report, DIRECTORY, config)
@@ -147,11 +147,11 @@ def test_a_login_over_a_cleartext_session_is_a_warning(smtp_server, test_ca, mon
     monkeypatch.setenv("BILLING_SMTP_PASSWORD", "s3cret")
     config = email_config(server, starttls=starttls, ca_file=str(test_ca.ca_cert),
                           username_env="BILLING_SMTP_USER", password_env="BILLING_SMTP_PASSWORD")
-    with caplog.at_level(logging.WARNING, logger="billing.mail"):
+    with caplog.at_level(logging.WARNING, logger="billing.notify.mail"):
         connect_smtp(config).quit()
     expected = [f"SMTP server 127.0.0.1:{server.port}: the login and password are sent unencrypted "
                 "(use starttls: true or port 465)"]
-    assert [r.getMessage() for r in caplog.records if r.name == "billing.mail"] == (expected if warned else [])
+    assert [r.getMessage() for r in caplog.records if r.name == "billing.notify.mail"] == (expected if warned else [])
 
 
 class _Links(HTMLParser):

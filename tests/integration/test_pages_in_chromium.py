@@ -14,12 +14,12 @@ from urllib.parse import urljoin
 import pytest
 from PIL import Image
 
-from billing.dayview import read_report
-from billing.ledger import open_ledger
-from billing.render import admin_letter, team_letter, write_pages
+from billing.ledger.tables import open_ledger
+from billing.publish.dayview import read_report
+from billing.publish.pages import admin_letter, team_letter, write_pages
 from fixtures.servers import require_program
-from tests.report_ledger import DAY, write_ledger
-from tests.test_dayview import with_workload_costs
+from tests.helpers.report_ledger import DAY, write_ledger
+from tests.publish.test_dayview import with_workload_costs
 from tests.test_demo import demo_run  # noqa: F401 (fixture: the demo's three days billed)
 
 FLAGS = [  # headless as root needs these; the rest keep Chromium from reaching out

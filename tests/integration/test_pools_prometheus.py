@@ -18,7 +18,7 @@ from sqlalchemy import create_engine
 from billing.cli import main
 from billing.days import billing_day
 from fixtures.ksm import GPU_PRODUCT_LABEL, H100, Cluster, Container, Node, Pod, World
-from tests.html_tables import read_page
+from tests.helpers.html_tables import read_page
 from tests.integration.test_job_prometheus import write_config
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))

@@ -7,9 +7,9 @@ import urllib.request
 from datetime import date
 
 from billing.config import MetricsConfig
-from billing.job import RunSummary
-from billing.metrics import push_run_metrics
-from tests.test_metrics import samples, summary
+from billing.jobs.metrics import push_run_metrics
+from billing.jobs.run import RunSummary
+from tests.jobs.test_metrics import samples, summary
 
 
 def scraped(url: str) -> dict[tuple, float]:
@@ -20,7 +20,7 @@ def scraped(url: str) -> dict[tuple, float]:
 
 def test_the_gateway_accepts_the_push_and_the_next_push_replaces_it(pushgateway_server, caplog):
     url = pushgateway_server.url
-    with caplog.at_level(logging.INFO, logger="billing.metrics"):
+    with caplog.at_level(logging.INFO, logger="billing.jobs.metrics"):
         push_run_metrics(MetricsConfig(pushgateway=url), summary(), "USD", 93.5)
     assert [r.levelname for r in caplog.records] == ["INFO"]  # pushed, no warning
     first = scraped(url)

@@ -19,13 +19,13 @@ import pytest
 import yaml
 
 from billing.config import MetricsConfig
-from billing.metrics import push_run_metrics
+from billing.jobs.metrics import push_run_metrics
 from fixtures.ksm import make_world
 from fixtures.servers import free_port, start_pushgateway
 from tests.conftest import MINIMAL_CONFIG
 from tests.integration.test_check_servers import DAY
-from tests.test_job_reports import LDIF
-from tests.test_metrics import summary
+from tests.jobs.test_metrics import summary
+from tests.jobs.test_run_reports import LDIF
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRETS = {  # where each secret is configured -> the secret
@@ -113,7 +113,7 @@ def test_check_against_a_real_prometheus_and_smtp_server_that_refuses_the_login(
 def test_a_pushgateway_behind_basic_auth_gets_the_credentials_of_its_url_and_no_log_shows_them(tmp_path, caplog):
     server = start_pushgateway(tmp_path, basic_auth=("push", SECRETS["pushgateway"]))
     try:
-        with caplog.at_level(logging.INFO, logger="billing.metrics"):
+        with caplog.at_level(logging.INFO, logger="billing.jobs.metrics"):
             for password in (SECRETS["pushgateway"], "wrong-" + SECRETS["pushgateway"]):
                 url = server.url.replace("http://", f"http://push:{password}@")
                 push_run_metrics(MetricsConfig(pushgateway=url), summary(), "USD", 93.5)

@@ -11,9 +11,9 @@ from dataclasses import replace
 from datetime import date
 from zoneinfo import ZoneInfo
 
-from billing.capacity import collect_allocatable
+from billing.collect.capacity import collect_allocatable
+from billing.collect.prometheus import LivePrometheus
 from billing.days import billing_day
-from billing.prometheus import LivePrometheus
 from fixtures.ksm import make_world
 from fixtures.reference import reference_allocatable, reference_usage
 from tests.integration.test_collect_prometheus import assert_matches, cluster, collected

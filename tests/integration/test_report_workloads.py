@@ -1,6 +1,6 @@
 """`billing report --by workload` and `--by label:NAME` through click, on SQLite and PostgreSQL.
 
-The ledger is tests/workload_ledger.py; every figure is worked out by hand there.
+The ledger is tests/helpers/workload_ledger.py; every figure is worked out by hand there.
 """
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from billing.cli import main
-from billing.ledger import open_ledger
-from tests.integration.test_report_ledger import report, report_json
-from tests.workload_ledger import (
+from billing.ledger.tables import open_ledger
+from tests.helpers.workload_ledger import (
     BY_EXPERIMENT,
     BY_WORKLOAD,
     FIRST,
@@ -24,6 +23,7 @@ from tests.workload_ledger import (
     ROBOTICS_TOTAL,
     fill,
 )
+from tests.integration.test_report_ledger import report, report_json
 
 RANGE = ["--from", str(FIRST), "--to", str(LAST)]
 

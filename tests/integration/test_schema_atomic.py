@@ -21,11 +21,11 @@ import pytest
 from alembic import command
 from sqlalchemy import create_engine, text
 
-from billing import migrate
-from billing.ledger import LedgerError, metadata, open_ledger, read_rows, upgrade_schema
+from billing.ledger import migrate
+from billing.ledger.tables import LedgerError, metadata, open_ledger, read_rows, upgrade_schema
 from fixtures.servers import free_port
 from tests.conftest import MINIMAL_CONFIG
-from tests.test_ledger import describe
+from tests.ledger.test_tables import describe
 
 ROOT = Path(__file__).resolve().parents[2]
 PARALLEL = 4  # killed processes at a time

@@ -2,8 +2,8 @@
 
 from sqlalchemy import create_engine
 
-from billing.ledger import metadata, open_ledger
-from tests.test_ledger import ddl_engine, describe
+from billing.ledger.tables import metadata, open_ledger
+from tests.ledger.test_tables import ddl_engine, describe
 
 
 def test_ddl_migrations_and_model_agree(postgres_server):

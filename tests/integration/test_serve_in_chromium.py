@@ -19,9 +19,9 @@ import yaml
 
 from fixtures.servers import ManagedProcess, accepts_connections, free_port, require_program, start_nginx
 from tests.conftest import MINIMAL_CONFIG
+from tests.helpers.report_ledger import write_ledger
 from tests.integration.test_pages_in_chromium import assert_not_blank, screenshot
-from tests.report_ledger import write_ledger
-from tests.test_web import RANGE, store_directory
+from tests.web.test_app import RANGE, store_directory
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 USERS = ("alice", "root")  # a person and an admin, one proxy port each

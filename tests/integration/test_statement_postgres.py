@@ -6,10 +6,10 @@ from datetime import date, datetime, timezone
 
 from sqlalchemy import text
 
-from billing.ledger import chargeback, open_ledger
-from billing.pricing import PRICED_COLUMNS
-from billing.statement import close_month
-from tests.test_statement import OCT, OCT_5, OCT_6, TODAY_DONE, cents, closing_scenario, write_month
+from billing.charge.pricing import PRICED_COLUMNS
+from billing.ledger.tables import chargeback, open_ledger
+from billing.publish.statement import close_month
+from tests.publish.test_statement import OCT, OCT_5, OCT_6, TODAY_DONE, cents, closing_scenario, write_month
 
 
 def test_close_rerun_and_reopen_on_postgres(postgres_url):

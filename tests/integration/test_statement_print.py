@@ -3,11 +3,11 @@
 import re
 import subprocess
 
-from billing.ledger import open_ledger
-from billing.statement import build_statement
-from billing.statement_formats import html
+from billing.ledger.tables import open_ledger
+from billing.publish.statement import build_statement
+from billing.publish.statement_formats import html
 from tests.integration.test_pages_in_chromium import FLAGS, chromium  # noqa: F401  (chromium is a fixture)
-from tests.test_statement import OCT, OCT_5, OCT_6, write_month
+from tests.publish.test_statement import OCT, OCT_5, OCT_6, write_month
 
 
 def test_each_team_prints_on_a_page_of_its_own(chromium, tmp_path):  # noqa: F811

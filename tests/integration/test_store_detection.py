@@ -3,10 +3,10 @@
 from datetime import date
 from zoneinfo import ZoneInfo
 
+from billing.collect.prometheus import LivePrometheus
+from billing.collect.stores import engine_of
 from billing.config import PrometheusConfig
 from billing.days import billing_day
-from billing.prometheus import LivePrometheus
-from billing.stores import engine_of
 from fixtures.ksm import make_world
 from fixtures.servers import start_victoria_metrics
 

@@ -16,14 +16,14 @@ from click.testing import CliRunner
 from sqlalchemy import create_engine
 
 from billing.cli import main
-from billing.collect import collect_cluster
+from billing.collect.prometheus import LivePrometheus
+from billing.collect.usage import collect_cluster
+from billing.collect.waste import collect_waste, waste_by_namespace
 from billing.config import ClusterConfig
 from billing.days import billing_day
-from billing.prometheus import LivePrometheus
-from billing.waste import collect_waste, waste_by_namespace
 from fixtures.ksm import GPU_PRODUCT_LABEL, H100, Cluster, Container, Controller, Node, Pod, World
 from fixtures.reference import reference_waste
-from tests.html_tables import read_page
+from tests.helpers.html_tables import read_page
 from tests.integration.test_job_prometheus import write_config
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))

@@ -1,7 +1,7 @@
 """`billing serve` on PostgreSQL and with logins checked by a real slapd.
 
-The ledger and the expected figures are those of tests/report_ledger.py; the
-authorisation matrix is the one tests/test_web.py asks of a SQLite ledger.
+The ledger and the expected figures are those of tests/helpers/report_ledger.py; the
+authorisation matrix is the one tests/web/test_app.py asks of a SQLite ledger.
 Logins bind as the person over ldaps:// with the test CA, as billing reads
 the directory.
 """
@@ -18,12 +18,12 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from billing.config import Config
-from billing.ledger import LedgerError, open_ledger, replace_day
-from billing.web import create_app
+from billing.ledger.tables import LedgerError, open_ledger, replace_day
+from billing.web.app import create_app
 from fixtures.directory import BASE, directory_ldif
 from tests.conftest import MINIMAL_CONFIG
-from tests.report_ledger import DAY, fill_ledger, frame, write_ledger
-from tests.test_web import MATRIX, VISITORS, get, store_directory
+from tests.helpers.report_ledger import DAY, fill_ledger, frame, write_ledger
+from tests.web.test_app import MATRIX, VISITORS, get, store_directory
 
 PASSWORDS = {"alice": "alice-pw-1", "bob": "bob-pw-2", "carol": "carol-pw-3"}
 SESSION_KEY = "k" * 16 + "session-key-not-for-pages"  # 41 characters

@@ -14,13 +14,13 @@ import pytest
 import yaml
 from sqlalchemy import create_engine
 
-from billing.collect import collect_cluster
+from billing.charge.workloads import UNATTRIBUTED
+from billing.collect.prometheus import LivePrometheus
+from billing.collect.promql import Queries, TopControllers, chunks
+from billing.collect.stores import store_of
+from billing.collect.usage import collect_cluster
 from billing.config import ClusterConfig
 from billing.days import billing_day
-from billing.prometheus import LivePrometheus
-from billing.promql import Queries, TopControllers, chunks
-from billing.stores import store_of
-from billing.workloads import UNATTRIBUTED
 from fixtures.ksm import GIB, Cluster, Container, Controller, Node, Pod, World, make_world
 from fixtures.reference import reference_usage
 from tests.integration.test_collect_prometheus import UTC_DAY, world_of

@@ -1,0 +1,138 @@
+"""Unit prices and costs (SPEC.md rules 6 and 8), discounts by priority class, reserved pools, shared idle.
+
+Besides the rows of what namespaces requested (resource cpu, memory, gpu),
+the ledger holds rows of these resources:
+
+* `reserved-<resource>`: a reserved pool's whole capacity, charged to the team
+  that reserved it, under the namespace `pool:<name>`;
+* `credit-<resource>`: negative, what a namespace was charged for using a
+  reserved pool, credited to the pool's team (its own namespaces' use too,
+  so that it pays the pool once);
+* `idle-<resource>`: a share of the idle capacity of a cluster with `idle: share`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from billing.charge.ownership import OWNERSHIP_COLUMNS
+from billing.config import ClusterConfig, Prices
+from billing.frames import require_columns
+from billing.resources import CPU, CREDIT, GPU, IDLE, MEMORY, POOL_PREFIX, RESERVED
+
+# what pricing reads of the collected usage (collect.USAGE_COLUMNS, with the cluster)
+USAGE_PRICED = ["cluster", "namespace", "resource", "gpu_model", "priority_class", "quantity"]
+PRICED_COLUMNS = [
+    "cluster", "namespace", "team", "owner", "resource", "gpu_model", "quantity", "unit_price", "cost", "list_cost",
+]
+
+
+def unit_price(prices: Prices, resource: str, gpu_model: str) -> float:
+    """Price of one resource-hour; a GPU model without its own price pays gpu_hour."""
+    if resource == GPU:
+        return prices.gpu_models.get(gpu_model, prices.gpu_hour)
+    return {CPU: prices.cpu_core_hour, MEMORY: prices.memory_gib_hour}[resource]
+
+
+def price(usage: pd.DataFrame, ownership: pd.DataFrame, prices: dict[str, Prices],
+          below: Sequence[str] = ()) -> pd.DataFrame:
+    """Ledger rows: each namespace's usage split over its teams and priced per cluster.
+
+    usage: USAGE_PRICED; ownership: ownership.OWNERSHIP_COLUMNS.
+    A row keeps the whole quantity and the list unit_price (list_cost = quantity x unit_price);
+    its cost is what was paid: each priority class's list cost times the class's multiplier.
+    `below`: columns of the usage that break a namespace down further (workload, labels), kept apart.
+    """
+    require_columns(usage, [*USAGE_PRICED, *below], "usage to price")
+    require_columns(ownership, OWNERSHIP_COLUMNS, "ownership of namespaces")
+    rows = usage.merge(ownership, on="namespace", how="left", validate="many_to_many")
+    if rows["team"].isna().any():
+        missing = sorted(rows.loc[rows["team"].isna(), "namespace"].unique())
+        raise ValueError(f"namespaces without an owner: {missing[:5]}")  # a bug, never an input problem
+    rows["quantity"] = rows["quantity"] * rows["share"]
+    rows["multiplier"] = [prices[c].priority_classes.get(p, 1.0) for c, p in zip(rows["cluster"], rows["priority_class"])]
+    keys = [*PRICED_COLUMNS[:6], *below]
+    # quantities per multiplier first, so that without discounts cost is exactly quantity x unit_price
+    rows = rows.groupby([*keys, "multiplier"], dropna=False, as_index=False)["quantity"].sum()
+    rows["unit_price"] = [
+        unit_price(prices[c], r, m) for c, r, m in zip(rows["cluster"], rows["resource"], rows["gpu_model"])
+    ]
+    rows["cost"] = rows["quantity"] * rows["unit_price"] * rows["multiplier"]
+    rows = rows.groupby([*keys, "unit_price"], dropna=False, as_index=False)[["quantity", "cost"]].sum()
+    rows["list_cost"] = rows["quantity"] * rows["unit_price"]
+    return rows[[*PRICED_COLUMNS, *below]].sort_values(keys, ignore_index=True)
+
+
+def reserve_pools(capacity: pd.DataFrame, usage: pd.DataFrame, ownership: pd.DataFrame,
+                  clusters: list[ClusterConfig]) -> pd.DataFrame:
+    """Ledger rows of reserved pools: each pool's whole capacity, and credits for its use, to the pool's team.
+
+    capacity: cluster, resource, gpu_model, pool, allocatable, unit_price; usage and ownership as for `price`.
+    A credit is what the namespace's teams were charged for the use (after discounts), and keeps its owner.
+    """
+    prices = {c.name: c.prices for c in clusters}
+    teams = {(c.name, pool): team for c in clusters if c.reserved_pools for pool, team in c.reserved_pools.teams.items()}
+    pooled = []
+    for (cluster, pool), held in capacity[capacity["pool"] != ""].groupby(["cluster", "pool"]):
+        reserved = held.assign(namespace=POOL_PREFIX + pool, team=teams[(cluster, pool)], owner=None,
+                               resource=RESERVED + held["resource"], quantity=held["allocatable"])
+        reserved["cost"] = reserved["list_cost"] = reserved["quantity"] * reserved["unit_price"]
+        pooled.append(reserved[PRICED_COLUMNS])
+        used = usage[(usage["cluster"] == cluster) & (usage["pool"] == pool)]
+        if len(used):
+            charged = price(used, ownership, prices)
+            pooled.append(charged.assign(team=teams[(cluster, pool)], resource=CREDIT + charged["resource"],
+                                         quantity=-charged["quantity"], cost=-charged["cost"], list_cost=-charged["cost"]))
+    if not pooled:
+        return pd.DataFrame(columns=PRICED_COLUMNS)
+    keys = [*PRICED_COLUMNS[:6], "unit_price"]  # a namespace's teams' credits go to one team: one row
+    rows = pd.concat(pooled, ignore_index=True).groupby(keys, dropna=False, as_index=False)[["quantity", "cost", "list_cost"]]
+    return rows.sum()[PRICED_COLUMNS].sort_values(PRICED_COLUMNS[:6], ignore_index=True)
+
+
+def share_idle(capacity: pd.DataFrame, rows: pd.DataFrame, unallocated_team: str) -> pd.DataFrame:
+    """Ledger rows that charge idle capacity to those who paid for the cluster, in proportion to their cost.
+
+    capacity: cluster, resource, gpu_model, pool, idle, unit_price of the clusters whose idle is shared;
+    a reserved pool's idle is left out (its team pays the pool whole).
+    rows: the day's priced rows. Each (namespace, team) gets an `idle-<resource>` row per idle
+    resource and GPU model; idle of a cluster that nobody paid for goes to the unallocated team.
+    """
+    shared = []
+    for cluster, idle in capacity[(capacity["idle"] > 0) & (capacity["pool"] == "")].groupby("cluster"):
+        payers = rows[rows["cluster"] == cluster].groupby(["namespace", "team", "owner"], dropna=False, as_index=False)
+        payers = payers["cost"].sum().query("cost > 0")
+        if payers.empty:
+            payers = pd.DataFrame({"namespace": [""], "team": [unallocated_team], "owner": [None], "cost": [1.0]})
+        weights = payers.assign(weight=payers["cost"] / payers["cost"].sum()).drop(columns="cost")
+        charged = weights.merge(idle, how="cross")
+        charged["resource"] = IDLE + charged["resource"]
+        charged["quantity"] = charged["idle"] * charged["weight"]
+        charged["cost"] = charged["list_cost"] = charged["quantity"] * charged["unit_price"]
+        shared.append(charged[PRICED_COLUMNS])
+    if not shared:
+        return pd.DataFrame(columns=PRICED_COLUMNS)
+    return pd.concat(shared, ignore_index=True).sort_values(PRICED_COLUMNS[:6], ignore_index=True)
+
+
+HOLDING_COLUMNS = ["cluster", "namespace", "team", "owner", "resource", "gpu_model", "held_hours", "gpu_hours", "cost"]
+
+
+def price_holdings(holdings: pd.DataFrame, ownership: pd.DataFrame, priced: pd.DataFrame) -> pd.DataFrame:
+    """What each ledger `gpu` row held, per GPU resource: split over teams like the usage, and costed as
+    the resource's share of the row's GPU-hours times the row's cost (so a row's holdings add up to it).
+
+    holdings: cluster and collect.HOLDING_COLUMNS; ownership as for `price`; priced: `price`'s rows.
+    """
+    rows = holdings.merge(ownership, on="namespace", how="left", validate="many_to_many")
+    rows["held_hours"] = rows["held_hours"] * rows["share"]
+    rows["gpu_hours"] = rows["gpu_hours"] * rows["share"]
+    keys = ["cluster", "namespace", "team", "gpu_model"]
+    rows = rows.groupby([*keys, "owner", "resource"], dropna=False, as_index=False)[["held_hours", "gpu_hours"]].sum()
+    billed = priced[priced["resource"] == "gpu"].groupby(keys, as_index=False)[["quantity", "cost"]].sum()
+    rows = rows.merge(billed, on=keys, how="left").fillna({"quantity": 0.0, "cost": 0.0})
+    share = (rows["gpu_hours"] / rows["quantity"]).where(rows["quantity"] > 0, 0.0)
+    rows["cost"] = rows["cost"] * share
+    return rows[HOLDING_COLUMNS].sort_values(HOLDING_COLUMNS[:6], ignore_index=True)

@@ -1,0 +1,277 @@
+"""Self-audit: a sample of pods billed again from raw samples, in plain Python.
+
+The ledger comes from PromQL that factors SPEC.md's sum (collect.py's fast
+path) or evaluates it on the server (its exact path); both depend on how the
+store evaluates PromQL, which differs between stores and versions. So every
+run checks itself: per cluster-day it picks pods (at least `audit.pods` of
+those Running, and pods on the exact path, chosen by a random generator
+seeded with the cluster and the day, so a re-run audits the same pods),
+fetches their raw samples with range selectors, and applies SPEC.md's
+arithmetic here:
+
+    quantity(p, r) = sum_k request(p, r, t_k) * [running(p, t_k) == 1] * step / 3600
+
+with Prometheus 2.x instant semantics (at t_k a series has the value of its
+latest sample with t_k - 5 min <= ts <= t_k), the request summed over the
+pod's containers, the node from `kube_pod_info` and the GPU model from that
+node's newest `kube_node_labels`. Where several series differ only in
+labels the bill does not use (scrape or replica labels), the largest value
+counts, as the queries' `max by` does. The same pods are asked through
+collect.py's own queries, restricted to them and grouped by pod; a
+difference beyond 1e-9 relative fails the run before the ledger is touched.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from billing.collect.prometheus import PrometheusSource
+from billing.collect.promql import (
+    LOOKBACK,
+    PLACEHOLDER,
+    Chunk,
+    GpuResources,
+    Queries,
+    chunks,
+    fits,
+    node_matcher,
+    uid_matcher,
+)
+from billing.collect.stores import Store, store_of
+from billing.collect.usage import GIB, UsageQueries, pod_usage
+from billing.config import ClusterConfig
+from billing.days import BillingDay
+
+log = logging.getLogger(__name__)
+
+TOLERANCE = 1e-9  # relative
+EXACT_PODS = 10  # at most this many pods of the exact path besides the sample: keeps each query far below 8 KB
+PodKey = tuple[str, str, str]  # (uid, resource, gpu_model)
+Series = tuple[str, dict[str, str], "np.ndarray | Sequence[tuple[float, float]]"]  # (name, labels, (ts, value) rows)
+
+
+class AuditError(Exception):
+    """The fast path and the raw samples disagree; the message names cluster, pod, resource and both figures."""
+
+
+@dataclass(frozen=True)
+class Audit:
+    """What auditing one cluster-day cost."""
+
+    pods: int
+    queries: int
+    seconds: float
+
+
+def audited_pods(cluster: str, day: BillingDay, running: Iterable[str], exact: Iterable[str], size: int) -> list[str]:
+    """`size` of the running pods (all when fewer) and pods of the exact path, the same on every run of the day."""
+    rng = random.Random(f"{cluster} {day.date.isoformat()}")
+    exact = sorted(set(exact))
+    others = sorted(set(running) - set(exact))
+    chosen = rng.sample(others, min(size, len(others))) + rng.sample(exact, min(EXACT_PODS, len(exact)))
+    return sorted(chosen)
+
+
+def _seen(samples: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """At each instant, the timestamp and value of the sample an instant query sees: the latest one
+    with t - LOOKBACK <= ts <= t; -inf and NaN where there is none."""
+    if not len(samples):
+        return np.full(len(t), -np.inf), np.full(len(t), np.nan)
+    i = np.searchsorted(samples[:, 0], t, side="right") - 1
+    ts = samples[np.maximum(i, 0), 0]
+    visible = (i >= 0) & (ts >= t - LOOKBACK)
+    return np.where(visible, ts, -np.inf), np.where(visible, samples[np.maximum(i, 0), 1], np.nan)
+
+
+def _largest(series: list[np.ndarray], t: np.ndarray) -> np.ndarray:
+    """The largest visible value of several series at each instant (NaN where none has one)."""
+    return np.fmax.reduce([_seen(samples, t)[1] for samples in series])
+
+
+def _newest(candidates: list[tuple[str, np.ndarray]], t: np.ndarray) -> np.ndarray:
+    """Of several (value, samples), the value whose visible sample is the newest, at each instant ('' where none)."""
+    if not candidates:
+        return np.full(len(t), "", dtype=object)
+    seen = np.array([_seen(samples, t)[0] for _, samples in candidates])
+    values = np.array([value for value, _ in candidates] + [""], dtype=object)
+    best = np.where(seen.max(axis=0) > -np.inf, seen.argmax(axis=0), len(candidates))
+    return values[best]
+
+
+def recompute(series: Iterable[Series], instants: Sequence[float], step: float, gpu_resources: GpuResources,
+              model_of: Callable[[dict[str, str]], str]) -> dict[PodKey, float]:
+    """Resource-hours per (uid, resource, gpu_model) from raw samples, by SPEC.md steps 1-5.
+
+    resource is cpu (cores), memory (GiB) or gpu; series other than the
+    bill's (other phases, other resources, pods without node) are ignored."""
+    units = {"cpu": ("cpu", 1.0), "memory": ("memory", 1 / GIB), **{name: ("gpu", 1.0) for name in gpu_resources}}
+    running: dict[str, list[np.ndarray]] = defaultdict(list)
+    requests: dict[str, dict[str, dict[str, list]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    nodes: dict[str, list[tuple[str, np.ndarray]]] = defaultdict(list)
+    models: dict[str, list[tuple[str, np.ndarray]]] = defaultdict(list)
+    for name, labels, samples in series:
+        uid, samples = labels.get("uid", ""), np.array(samples, dtype=float).reshape(-1, 2)
+        if name == "kube_pod_status_phase" and labels.get("phase") == "Running":
+            running[uid].append(samples)
+        elif name == "kube_pod_container_resource_requests" and labels.get("resource") in units:
+            requests[uid][labels["resource"]][labels.get("container", "")].append(samples)
+        elif name == "kube_pod_info" and labels.get("node"):
+            nodes[uid].append((labels["node"], samples))
+        elif name == "kube_node_labels":
+            models[labels.get("node", "")].append((model_of(labels), samples))
+
+    everywhere = np.asarray(instants, dtype=float)
+    hours: dict[PodKey, float] = defaultdict(float)
+    for uid, phase in running.items():
+        first = min(samples[0, 0] for samples in phase if len(samples))
+        last = max(samples[-1, 0] for samples in phase if len(samples)) + LOOKBACK
+        t = everywhere[(everywhere >= first) & (everywhere <= last)]
+        counted = _largest(phase, t) == 1
+        for resource, containers in requests[uid].items():
+            request = np.nansum([_largest(copies, t) for copies in containers.values()], axis=0)
+            billed, scale = units[resource]
+            charged = np.where(counted, request, 0.0) * scale * step / 3600
+            model = np.full(len(t), "", dtype=object)
+            if billed == "gpu":
+                node = _newest(nodes[uid], t)
+                for name in set(node) - {""}:
+                    model[node == name] = _newest(models[name], t[node == name])
+            for kind in set(model[charged != 0]):
+                hours[(uid, billed, kind)] += float(charged[model == kind].sum())
+    return dict(hours)
+
+
+class _Counted:
+    """A source that counts the questions asked through it."""
+
+    def __init__(self, source: PrometheusSource):
+        self.source, self.asked = source, 0
+
+    def instant(self, query: str, at: float) -> list[dict]:
+        self.asked += 1
+        return self.source.instant(query, at)
+
+    def range(self, query: str, start: float, end: float, step: float) -> list[dict]:
+        self.asked += 1
+        return self.source.range(query, start, end, step)
+
+    def buildinfo(self) -> tuple[dict, dict[str, str]]:
+        self.asked += 1
+        return self.source.buildinfo()
+
+
+def _raw_samples(source: PrometheusSource, queries: Queries, day: BillingDay, step: int, uids: list[str],
+                 store: Store) -> list[Series]:
+    """The pods' raw samples of every series the bill reads, over the day and the lookback before it.
+
+    A range selector asked as an instant query answers raw samples on every
+    store (VictoriaMetrics' window (t - d, t] as well: the window is a step
+    longer than the arithmetic needs), so no engine's lookback is involved.
+    kube-state-metrics' labels are read where its scrape put them
+    (store.labels) and handed on under their plain names."""
+    start, end = int(day.start.timestamp()), int(day.end.timestamp())
+    ksm = store.labels.kube_state_metrics
+    at = end - step  # the last instant
+    window = f"{at - start + LOOKBACK + step}s"  # a step more than needed: the arithmetic picks its samples
+
+    def fetch(name: str, selector: str) -> list[Series]:
+        answer = source.instant(f"{selector}[{window}]", at)
+        return [(name, ksm.plain_labels(s["metric"]), np.array(s["values"], dtype=float)) for s in answer]
+
+    pods = uid_matcher(frozenset(uids), keep=True)
+    found = fetch("kube_pod_info", queries.pod_node(pods))
+    found += fetch("kube_pod_status_phase", queries.running(pods))
+    found += fetch("kube_pod_container_resource_requests", queries.requests(pods))
+    on = sorted({labels["node"] for _, labels, _ in found if labels.get("node")})
+    return found + (fetch("kube_node_labels", queries.node_labels(node_matcher(on, ksm.node))) if on else [])
+
+
+class SampledQueries(UsageQueries):
+    """collect.py's usage queries with every pod series narrowed to the audited pods (node series as they are)."""
+
+    def __init__(self, cluster: ClusterConfig, gpu_resources: GpuResources, chunk: Chunk, uids: list[str],
+                 store: Store, cost_labels: Sequence[str] | None = None):
+        super().__init__(cluster, gpu_resources, chunk, store, cost_labels)
+        self.sampled = uid_matcher(frozenset(uids), keep=True)
+        self.every_pod = UsageQueries(cluster, gpu_resources, chunk, store, cost_labels)
+
+    def breakdown(self, pods: str = "") -> str:
+        # every pod's workload and labels: the fast query's join keeps the audited ones, and naming them in
+        # each of its series too would outgrow promql.QUERY_BYTES
+        return self.every_pod.breakdown(pods)
+
+    def series(self, metric: str, *matchers: str) -> str:
+        # a series that already names its pods (the exact path's, by in_pieces) names audited ones: pods on the
+        # exact path come from these narrowed queries, and naming them twice could outgrow promql.QUERY_BYTES
+        named = any(m == PLACEHOLDER or m.startswith("uid=~") for m in matchers)
+        narrowed = metric.startswith("kube_pod_") and not named
+        return super().series(metric, *matchers, *([self.sampled] if narrowed else []))
+
+
+def _disagreement(cluster: str, day: BillingDay, raw: dict[PodKey, float], fast: dict[PodKey, float],
+                  names: dict[str, str]) -> str | None:
+    for key in sorted(set(raw) | set(fast)):
+        expected, got = raw.get(key, 0.0), fast.get(key, 0.0)
+        if not math.isclose(expected, got, rel_tol=TOLERANCE, abs_tol=1e-12):
+            uid, resource, model = key
+            what = f"{resource} ({model})" if model else resource
+            return (f"self-audit of cluster {cluster} on {day.date} failed: pod {names.get(uid, '?')} (uid {uid}) "
+                    f"has {expected:.12g} {what} resource-hours by its raw samples but {got:.12g} by the billing "
+                    f"queries, so the bill cannot be trusted; the ledger keeps its previous rows")
+    return None
+
+
+def audit_cluster(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: GpuResources,
+                  source: PrometheusSource, running: Iterable[str], exact: Iterable[str], size: int,
+                  store: Store | None = None, cost_labels: Sequence[str] | None = None) -> Audit:
+    """Recompute the sampled pods from raw samples and compare with the billing queries; AuditError if they differ.
+    With `cost_labels` (workloads enabled) the billing queries are asked as the run asks them, broken down by
+    workload and cost labels, so that a pod the breakdown lost would show."""
+    started = time.monotonic()
+    counted = _Counted(source)
+    uids = audited_pods(cluster.name, day, running, exact, size)
+    if not uids:
+        return Audit(0, 0, time.monotonic() - started)
+    store = store or store_of(source, cluster, day)
+    start, end = int(day.start.timestamp()), int(day.end.timestamp())
+    whole_day = Queries(cluster, gpu_resources, Chunk(start, end, step), store)
+    samples = _raw_samples(counted, whole_day, day, step, uids, store)
+    raw = recompute(samples, list(range(start, end, step)), step, gpu_resources,
+                    lambda labels: whole_day.node_kind(labels).model)
+    first = chunks(day, step)[0]
+    groups = _fitting(uids, lambda group: SampledQueries(cluster, gpu_resources, first, group, store, cost_labels))
+    def asked(group: list[str]) -> Callable[[Chunk], SampledQueries]:
+        return lambda chunk: SampledQueries(cluster, gpu_resources, chunk, group, store, cost_labels)
+
+    billed = pd.concat([pod_usage(asked(group), day, step, gpu_resources, counted) for group in groups],
+                       ignore_index=True)
+    fast = _by_key(billed)
+    names = {labels.get("uid", ""): f"{labels.get('namespace', '')}/{labels.get('pod', '')}" for _, labels, _ in samples}
+    problem = _disagreement(cluster.name, day, raw, fast, names)
+    if problem:
+        raise AuditError(problem)
+    return Audit(len(uids), counted.asked, time.monotonic() - started)
+
+
+def _fitting(uids: list[str], queries: Callable[[list[str]], SampledQueries]) -> list[list[str]]:
+    """The audited pods in as few groups as keep each group's fast query within promql.QUERY_BYTES when a breakdown
+    by workload and cost labels makes it long; one group without (as ever)."""
+    sampled = queries(uids)
+    if not sampled.breakdown_keys or len(uids) < 2 or fits(sampled.fast("", left_out=sampled.exact_pods([]),
+                                                                        by_pod=True)):
+        return [uids]
+    half = len(uids) // 2
+    return _fitting(uids[:half], queries) + _fitting(uids[half:], queries)
+
+
+def _by_key(frame: pd.DataFrame) -> dict[PodKey, float]:
+    return {(r.uid, r.resource, r.gpu_model): float(r.quantity) for r in frame.itertuples()}

@@ -1,0 +1,104 @@
+"""Cluster capacity: what the nodes offered, and what requests left idle.
+
+Billing charges what pods *requested*; operators also need what they did
+not: allocatable resource-hours of the nodes (`kube_node_status_allocatable`)
+on the same step-aligned instants as the billing arithmetic (SPEC.md step 1),
+so that per cluster-day and resource
+
+    requested + idle = allocatable
+
+where requested is the collected usage. A node's GPUs carry the model of its
+newest label set at each instant, as the pods' GPU-hours do (SPEC.md step 5).
+The queries are chunked like collect.py's and reuse promql.py's selector building.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pandas as pd
+
+from billing.charge.pricing import unit_price
+from billing.collect.prometheus import PrometheusSource
+from billing.collect.promql import Chunk, GpuResources, NodeKinds, Queries, chunks, map_chunks, node_matcher, quote
+from billing.collect.stores import Store, store_of
+from billing.collect.usage import billing_units
+from billing.config import ClusterConfig, Prices
+from billing.days import BillingDay
+
+log = logging.getLogger(__name__)
+
+KEYS = ["resource", "gpu_model", "pool"]  # pool: the reserved pool of the nodes, '' for the rest
+ALLOCATABLE_COLUMNS = [*KEYS, "allocatable"]
+CAPACITY_COLUMNS = [*KEYS, "allocatable", "requested", "idle", "unit_price", "idle_cost"]
+
+
+class CapacityQueries(Queries):
+    def allocatable(self, relabelled: list[str]) -> str:
+        """Per node and resource: allocatable summed over the chunk's instants, a subquery of the bare
+        series (cheap: no operator inside). Relabelled nodes also per GPU model and pool, read at every
+        instant (costly, so only for them); the caller maps the other nodes to their one kind."""
+        # `max by` drops the scrape's labels, so replicas of kube-state-metrics are not counted twice
+        def allocatable(nodes: str) -> str:
+            return self.series("kube_node_status_allocatable", f"resource=~{quote(self.resources)}", nodes)
+
+        ksm = self.ksm
+        moved = node_matcher(relabelled, ksm.node)
+        moved_nodes = f"max by (node, resource) ({ksm.plain(self.latest(allocatable(moved)))})"
+        staying = self.latest(allocatable(node_matcher(relabelled, ksm.node, keep=False)))
+        return f"""
+    max by (node, resource) (
+        {ksm.plain(f"sum_over_time({staying}[{self.instants}:{self.step}])")}
+    )
+  or
+    sum_over_time((
+        sum by (node, resource, {self.node_keys}) (
+            {moved_nodes}
+          * on (node) group_left ({self.node_keys}) {self.newest_model(moved_nodes, moved)}
+        )
+    )[{self.instants}:{self.step}])"""
+
+
+def _chunk_allocatable(source: PrometheusSource, queries: CapacityQueries, chunk: Chunk) -> list[tuple]:
+    nodes = NodeKinds(source, queries, chunk.last)
+    answer = source.instant(queries.allocatable(nodes.relabelled), chunk.last)
+    rows = []
+    for series in answer:
+        model, pool, gpus_per_unit = nodes.priced(series["metric"])
+        rows.append((series["metric"].get("resource", ""), model, pool,
+                     float(series["value"][1]) * gpus_per_unit * chunk.step / 3600))
+    return rows
+
+
+def collect_allocatable(
+    cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: GpuResources, source: PrometheusSource,
+    store: Store | None = None
+) -> pd.DataFrame:
+    """Allocatable resource-hours of one cluster-day per resource, GPU model and pool (ALLOCATABLE_COLUMNS)."""
+    store = store or store_of(source, cluster, day)
+    rows = map_chunks(lambda c: _chunk_allocatable(source, CapacityQueries(cluster, gpu_resources, c, store), c),
+                      chunks(day, step))
+    raw = pd.DataFrame([r for chunk_rows in rows for r in chunk_rows], columns=[*KEYS, "quantity"])
+    frame = billing_units(raw.astype({"quantity": float}), gpu_resources)
+    summed = frame.groupby(KEYS, as_index=False, sort=True)["quantity"].sum()
+    return summed.rename(columns={"quantity": "allocatable"})
+
+
+def idle_capacity(allocatable: pd.DataFrame, usage: pd.DataFrame, prices: Prices, cluster: str) -> pd.DataFrame:
+    """Per resource, GPU model and pool: allocatable, requested (the usage frame's total), idle and its cost.
+
+    Idle is never negative: requests above allocatable (pods on nodes that
+    export no allocatable) are logged, and count as no idle.
+    """
+    requested = usage.groupby(KEYS)["quantity"].sum().rename("requested")
+    frame = allocatable.set_index(KEYS).join(requested, how="outer").fillna(0.0).reset_index()
+    over = frame[frame["requested"] > frame["allocatable"] * (1 + 1e-9)]
+    for row in over.itertuples():
+        log.warning("cluster %s: %.2f %s%s-hours requested but only %.2f allocatable%s; are some nodes missing "
+                    "kube_node_status_allocatable?", cluster, row.requested, row.resource,
+                    f" ({row.gpu_model})" if row.gpu_model else "", row.allocatable,
+                    f" in pool {row.pool}" if row.pool else "")
+    frame["idle"] = (frame["allocatable"] - frame["requested"]).clip(lower=0.0)
+    frame["unit_price"] = [unit_price(prices, r, m) for r, m in zip(frame["resource"], frame["gpu_model"])]
+    frame["idle_cost"] = frame["idle"] * frame["unit_price"]
+    return frame[CAPACITY_COLUMNS]

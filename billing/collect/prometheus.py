@@ -1,0 +1,214 @@
+"""Asking Prometheus: the HTTP API with retries, or recorded answers.
+
+The collection code only sees `PrometheusSource`: two methods that return the
+`result` list of Prometheus' JSON answer. `LivePrometheus` asks a server with
+a plain `requests` session (the query in a form-encoded POST body, so a long
+one stays out of the URL; bearer token, CA file, timeout, urllib3's retries
+with backoff on connection errors, timeouts, 429 and 5xx); `ReplayPrometheus`
+(billing/collect/replay.py) reads answers recorded from a real server earlier, which
+is how the demo runs without one. `buildinfo` is what billing/collect/stores.py reads
+which store answers from.
+
+However many days a backfill collects at once, and however many threads
+each uses, a store URL is asked at most `max_queries_in_flight` queries at a
+time by the process (one semaphore per URL).
+
+An answer that says it is incomplete is refused: Prometheus answers
+"success" with `warnings` when a remote-read store was out of reach (Thanos
+does the same for a partial response, VictoriaMetrics sets `isPartial`), and
+a bill from such an answer would be quietly too low. Thanos is asked not to
+give one at all (`partial_response=false`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Protocol, TypeGuard, TypeVar
+
+import requests
+from requests.adapters import HTTPAdapter
+from urllib3.exceptions import NewConnectionError
+from urllib3.exceptions import TimeoutError as Urllib3Timeout
+from urllib3.util.retry import Retry
+
+from billing.config import PrometheusConfig
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+RETRY_STATUSES = (429, 500, 502, 503, 504)
+# Thanos Query: fail rather than answer without an unreachable store, and merge HA replicas. Prometheus,
+# Mimir and VictoriaMetrics ignore parameters they do not know, so every query carries them.
+COMPLETE_ANSWERS = {"partial_response": "false", "dedup": "true"}
+
+
+class PrometheusError(Exception):
+    """A query could not be answered; the message names cluster, URL and cause."""
+
+
+class _PartialAnswer(Exception):
+    """An answer that says it is incomplete; `_ask` names the server."""
+
+
+def _result(response: requests.Response) -> object:
+    """The `result` of an answer; Prometheus' own reason for an error, and answers that say they are incomplete.
+
+    It sees the answer urllib3's retries ended with; an answer that is not
+    JSON at all gives None, and the caller says so.
+    """
+    if response.status_code >= 400:
+        raise _Rejected(f"HTTP {response.status_code}: {_error_text(response)}")
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    if not isinstance(body, dict):
+        return None
+    if body.get("warnings") or body.get("isPartial") is True:
+        raise _PartialAnswer("; ".join(map(str, body.get("warnings") or ["isPartial is true"])))
+    data = body.get("data")
+    return data.get("result") if isinstance(data, dict) else None
+
+
+class _Rejected(Exception):
+    """An error answer, with Prometheus' reason; `_ask` names the server."""
+
+
+def _error_text(response: requests.Response) -> str:
+    """The `error` of Prometheus' JSON, else the start of whatever a proxy answered."""
+    try:
+        return str(response.json()["error"])
+    except (ValueError, KeyError, TypeError):
+        return " ".join(response.text.split())[:200] or response.reason
+
+
+class PrometheusSource(Protocol):
+    def instant(self, query: str, at: float) -> list[dict]: ...
+
+    def range(self, query: str, start: float, end: float, step: float) -> list[dict]: ...
+
+    def buildinfo(self) -> tuple[dict, dict[str, str]]: ...
+
+
+_IN_FLIGHT: dict[str, threading.BoundedSemaphore] = {}
+_IN_FLIGHT_LOCK = threading.Lock()
+
+
+def in_flight(url: str, limit: int) -> threading.BoundedSemaphore:
+    """The process's one semaphore for a store URL: however many days are billed at once, and by however many
+    threads each, the store is asked at most `limit` queries at a time (the first caller's limit)."""
+    with _IN_FLIGHT_LOCK:
+        return _IN_FLIGHT.setdefault(url, threading.BoundedSemaphore(limit))
+
+
+class LivePrometheus:
+    """One Prometheus server (or Thanos/Mimir/VictoriaMetrics query endpoint)."""
+
+    def __init__(self, cluster: str, config: PrometheusConfig, backoff: float = 1.0):
+        self.cluster = cluster
+        self.url = config.url.rstrip("/")
+        self.timeout = config.timeout
+        self.attempts = config.retries + 1
+        self._in_flight = in_flight(self.url, config.max_queries_in_flight)
+        self._session = requests.Session()
+        self._session.verify = config.ca_file or True
+        if config.bearer_token:
+            self._session.headers["Authorization"] = f"Bearer {config.bearer_token}"
+        retry = Retry(
+            total=config.retries,
+            backoff_factor=backoff,
+            status_forcelist=RETRY_STATUSES,
+            allowed_methods=frozenset({"GET", "POST"}),
+            respect_retry_after_header=True,
+        )
+        for scheme in ("http://", "https://"):
+            self._session.mount(scheme, HTTPAdapter(max_retries=retry))
+
+    def instant(self, query: str, at: float) -> list[dict]:
+        return self._ask("query", query, {"time": at})
+
+    def range(self, query: str, start: float, end: float, step: float) -> list[dict]:
+        return self._ask("query_range", query, {"start": start, "end": end, "step": step})
+
+    def buildinfo(self) -> tuple[dict, dict[str, str]]:
+        """The `data` of /api/v1/status/buildinfo and the answer's headers (stores.engine_of reads which
+        store it is from both). A store without the page (a proxy in front, an old Thanos) gives ({}, its
+        headers): nothing is known of it. One that cannot be reached fails like a query, since how the
+        queries are written depends on the answer."""
+        url = f"{self.url}/api/v1/status/buildinfo"
+        response = self._call(url, lambda: self._session.get(url, timeout=self.timeout))
+        if not response.ok:
+            log.warning("cluster %s: %s has no build information (HTTP %d: %s); querying it as Prometheus 2",
+                        self.cluster, self.url, response.status_code, _error_text(response))
+            return {}, dict(response.headers)
+        try:
+            data = response.json().get("data")
+        except (ValueError, AttributeError):
+            data = None
+        return (data if isinstance(data, dict) else {}), dict(response.headers)
+
+    def _ask(self, endpoint: str, query: str, params: dict[str, float]) -> list[dict]:
+        """POST the query form-encoded (a long query stays out of the URL, whose length proxies limit)."""
+        form = {"query": query, **params, **COMPLETE_ANSWERS}
+        url = f"{self.url}/api/v1/{endpoint}"
+        result = self._call(query, lambda: _result(self._session.post(url, data=form, timeout=self.timeout)))
+        if not _is_result(result):
+            raise PrometheusError(f"Prometheus of cluster {self.cluster} at {self.url} answered something that is "
+                                  "not a Prometheus JSON result")
+        return result
+
+    def _call(self, query: str, ask: Callable[[], T]) -> T:
+        """ask(), its failures as one sentence naming cluster, server and cause."""
+        where = f"Prometheus of cluster {self.cluster} at {self.url}"
+        try:
+            with self._in_flight:
+                return ask()
+        except _PartialAnswer as exc:
+            raise PrometheusError(
+                f"{where} answered only in part ({exc}), so the bill would be too low; refusing it "
+                f"(query: {_short(query)})"
+            ) from None
+        except requests.exceptions.RetryError as exc:
+            raise PrometheusError(f"{where} kept failing after retries ({_reason(exc)})") from None
+        except requests.exceptions.SSLError as exc:
+            raise PrometheusError(f"{where}: TLS failed ({_reason(exc)})") from None
+        except (requests.exceptions.Timeout, requests.exceptions.ConnectionError) as exc:
+            if _timed_out(exc):
+                raise PrometheusError(
+                    f"{where} did not answer within the {self.timeout:g} s timeout in {self.attempts} "
+                    f"attempt(s) (query: {_short(query)})"
+                ) from None
+            raise PrometheusError(f"{where} is unreachable ({_reason(exc)})") from None
+        except _Rejected as exc:
+            raise PrometheusError(f"{where} rejected the query {_short(query)}: {exc}") from None
+        except requests.exceptions.RequestException as exc:  # e.g. the connection broke off mid-answer
+            raise PrometheusError(f"{where} failed to answer ({_reason(exc)})") from None
+
+
+def _timed_out(exc: requests.exceptions.RequestException) -> bool:
+    """True for a timeout, also one that urllib3's retries wrapped into a ConnectionError."""
+    reason = getattr(exc.args[0] if exc.args else None, "reason", None)
+    refused = isinstance(reason, NewConnectionError)  # urllib3 makes it a kind of timeout, for history's sake
+    return isinstance(exc, requests.exceptions.Timeout) or (isinstance(reason, Urllib3Timeout) and not refused)
+
+
+def _is_result(result: object) -> TypeGuard[list[dict]]:
+    """The `result` list of a query answer: series with labels and a value or values."""
+    return isinstance(result, list) and all(
+        isinstance(s, dict) and isinstance(s.get("metric"), dict) and ("value" in s or "values" in s) for s in result
+    )
+
+
+def _reason(exc: Exception) -> str:
+    """The useful end of requests' nested error text (e.g. "Connection refused")."""
+    inner = exc.args[0] if exc.args and isinstance(exc.args[0], Exception) else exc
+    inner = getattr(inner, "reason", None) or inner
+    text = inner.args[0] if isinstance(inner, Exception) and inner.args and isinstance(inner.args[0], str) else str(inner)
+    return text.rsplit("] ", 1)[-1].rstrip("')") if "[Errno" in text else text
+
+
+def _short(query: str, limit: int = 300) -> str:
+    flat = " ".join(query.split())
+    return flat if len(flat) <= limit else flat[:limit] + "…"

@@ -1,0 +1,324 @@
+"""The PromQL toolkit that collection, capacity and waste share.
+
+One cluster-day is asked for in chunks of step-aligned instants (SPEC.md step 1);
+each query names its series through `Queries.series`, which adds the cluster's
+`selector`, and reads the chunk's instants through a subquery whose window
+picks exactly them. What a query asks for lives with its caller (collect.py,
+capacity.py, waste.py); how to write it safely and how to cut the day lives here.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import NamedTuple, TypeVar
+from urllib.parse import quote_plus
+
+from billing.collect.prometheus import PrometheusError, PrometheusSource
+from billing.collect.stores import DEFAULT_STORE, Store
+from billing.config import ClusterConfig
+from billing.days import BillingDay
+
+LOOKBACK = 300  # seconds: Prometheus' default lookback delta for instant vectors
+CHUNK_INSTANTS = 360  # instants per query: 6 h at a 60 s step
+PARALLEL_QUERIES = 2  # one per core of a small Prometheus
+# Bytes one query may take URL-encoded: well under VictoriaMetrics' -search.maxQueryLen (16 KB) and, should
+# a query ever travel in a URL again, the 8 KB URL limit of common proxies (prometheus.py sends it in a form
+# body). Pod lists longer than that are asked for in pieces.
+QUERY_BYTES = 6144
+RE2_SPECIAL = re.compile(r"([\\.+*?()|\[\]{}^$])")
+CONTROLLER = 'owner_is_controller="true"'  # the one owner reference Kubernetes lets control an object
+# kube_pod_info of a pod with a controller (or without the labels at all), and of one without
+CONTROLLED, UNCONTROLLED = 'created_by_kind!="<none>"', 'created_by_kind="<none>"'
+CONTROLLER_FIRST = 1e9  # added to a controller's sample count: more than any chunk has
+POD_LABELS = ("namespace", "pod")  # what kube-state-metrics' pod-level series (not per container) carry to join on
+T = TypeVar("T")
+Part = TypeVar("Part")  # a piece of the day: a Chunk, or a group of hours
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Instants start, start+step, ..., end-step of one piece of the day (unix seconds)."""
+
+    start: int
+    end: int
+    step: int
+
+    @property
+    def last(self) -> int:
+        return self.end - self.step
+
+
+def quote(value: str) -> str:
+    """A PromQL string literal; any label value is safe inside it."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def one_of(values: Iterable[str]) -> str:
+    """A regular expression matching exactly these values.
+
+    Only RE2's special characters are escaped (re.escape also escapes "-"), so
+    Prometheus recognises a plain list and looks the values up in its index
+    instead of testing the expression against every value of the label.
+    """
+    return "|".join(RE2_SPECIAL.sub(r"\\\1", value) for value in values)
+
+
+def uid_matcher(uids: frozenset[str], keep: bool) -> str:
+    """A matcher keeping (or dropping) exactly these pods; '' drops none."""
+    if not uids and not keep:
+        return ""
+    return f"uid{'=~' if keep else '!~'}{quote(one_of(sorted(uids)))}"
+
+
+def fits(query: str) -> bool:
+    """Whether the query is within QUERY_BYTES once URL-encoded."""
+    return _encoded_bytes(query) <= QUERY_BYTES
+
+
+def _encoded_bytes(text: str) -> int:
+    return len(quote_plus(text, safe=""))
+
+
+def in_pieces(uids: Iterable[str], query: Callable[[str], str]) -> list[str]:
+    """query(matcher keeping some of the pods) for pieces of the pod list that together name every
+    pod once, each query within QUERY_BYTES: a day with thousands of resized pods costs more
+    queries, never one that a store refuses."""
+    template = query(PLACEHOLDER)
+    times = template.count(PLACEHOLDER)
+    room = QUERY_BYTES - _encoded_bytes(template.replace(PLACEHOLDER, ""))
+    pieces: list[list[str]] = []
+    used = 0
+    for uid in sorted(uids):
+        alone = times * _encoded_bytes(uid_matcher(frozenset([uid]), keep=True))  # a piece's first pod
+        more = times * _encoded_bytes("|" + quote(one_of([uid]))[1:-1])  # each further one
+        if pieces and used + more <= room:
+            pieces[-1].append(uid)
+            used += more
+            continue
+        if alone > room:
+            raise PrometheusError(f"a query for pod {uid} alone is longer than {QUERY_BYTES} bytes: "
+                                  f"{' '.join(template.split())[:200]}")
+        pieces.append([uid])
+        used = alone
+    return [query(uid_matcher(frozenset(piece), keep=True)) for piece in pieces]
+
+
+PLACEHOLDER = "\x00"  # where in_pieces puts a piece's matcher
+
+
+def node_matcher(nodes: Iterable[str], label: str = "node", keep: bool = True) -> str:
+    """A matcher keeping (or dropping) exactly these nodes, on the label that names them."""
+    return f"{label}{'=~' if keep else '!~'}{quote(one_of(sorted(nodes)))}"
+
+
+GpuResources = Mapping[str, float] | Sequence[str]  # resource -> physical GPUs per unit; a list: 1 each
+
+
+def gpu_fractions(gpu_resources: GpuResources) -> dict[str, float]:
+    """The mapping form of gpu_resources, as the config has it; a list of names stands for 1 each."""
+    return dict(gpu_resources) if isinstance(gpu_resources, Mapping) else dict.fromkeys(gpu_resources, 1.0)
+
+
+class NodeKind(NamedTuple):
+    """What a node's labels say about the price of what runs on it."""
+
+    model: str  # GPU model ('' without the label)
+    pool: str  # reserved pool ('' for none)
+    replicas: float  # time-slicing replicas of each GPU (1 without the label)
+
+
+@functools.cache  # warns once per odd value, not once per series and chunk
+def _replicas(value: str) -> float:
+    """A replicas label's value; one that is no positive whole number bills each replica as a whole GPU."""
+    if value.isdigit() and int(value) > 0:
+        return float(value)
+    if value:
+        log.warning("GPU replicas label value %r is no positive whole number: each replica billed as a whole GPU",
+                    value)
+    return 1.0
+
+
+class Queries:
+    """The PromQL text for one cluster and one chunk of the day."""
+
+    def __init__(self, cluster: ClusterConfig, gpu_resources: GpuResources, chunk: Chunk,
+                 store: Store = DEFAULT_STORE):
+        self.engine = store.engine
+        self.latest = store.engine.latest  # a series' value at each instant, written for this engine
+        # the label names of each metric family; `.plain(expression)` gives the plain names back
+        self.ksm, self.dcgm, self.cadvisor = (store.labels.kube_state_metrics, store.labels.dcgm,
+                                              store.labels.cadvisor)
+        self.extra = cluster.prometheus.selector.strip()
+        self.model_labels = [cluster.gpu_model_label, *cluster.vendor_model_labels]
+        self.replicas_label = cluster.gpu_replicas_label or ""
+        self.pools = cluster.reserved_pools
+        self.fractions = gpu_fractions(gpu_resources)
+        # node labels that decide a node's price: GPU model, time-slicing replicas, and reserved pool where
+        # clusters have them
+        self.node_keys = ", ".join([*self.model_labels, *([self.replicas_label] if self.replicas_label else []),
+                                    *([self.pools.node_label] if self.pools else [])])
+        self.resources = one_of(["cpu", "memory", *gpu_resources])
+        length = chunk.end - chunk.start
+        # Half-step margins make Prometheus 2's closed and Prometheus 3's
+        # half-open ranges pick the same instants and samples.
+        self.instants = _window(length - chunk.step / 2)  # subquery: exactly the chunk's instants
+        self.raw = _window(length - chunk.step + LOOKBACK + chunk.step / 2)  # every sample they can see
+        self.step = _window(chunk.step)
+
+    def series(self, metric: str, *matchers: str) -> str:
+        chosen = [m for m in (*matchers, self.extra) if m]
+        return f"{metric}{{{', '.join(chosen)}}}"
+
+    def requests(self, pods: str = "") -> str:
+        return self.series("kube_pod_container_resource_requests", f"resource=~{quote(self.resources)}", pods)
+
+    def running(self, pods: str = "") -> str:
+        return self.series("kube_pod_status_phase", 'phase="Running"', pods)
+
+    def pod_node(self, pods: str = "", nodes: str = "") -> str:
+        return self.series("kube_pod_info", f'{self.ksm.node}!=""', pods, nodes)
+
+    def node_labels(self, nodes: str = "") -> str:
+        return self.series("kube_node_labels", nodes)
+
+    def workload_of(self, pods: str = "", keep: str = "") -> str:
+        """Per pod on a node in the chunk (namespace, pod, uid, and the kube_pod_info labels in `keep`), value 1:
+        its `workload` one step up, the controller kube_pod_info names as `Kind/name` (`ReplicaSet/train-5d8f`;
+        kube-state-metrics' created_by_kind and created_by_name are the pod's controller owner reference, the
+        one kube_pod_owner marks owner_is_controller="true"), or `Pod/<name>` for a pod without one (`<none>`,
+        or an exporter that leaves the labels out). `TopControllers` takes ReplicaSets and Jobs the last step
+        up, on the client: asked here, the ReplicaSets' and Jobs' owners would be read twice per chunk (PromQL
+        has no outer join) and joined for every pod, for a table that has one row per ReplicaSet or Job
+        (SPEC.md "Workloads and experiment labels").
+
+        Read from kube_pod_info, which the usage query reads for the pod's node anyway, rather than from
+        kube_pod_owner: on a 50,000-pod day the breakdown then costs Prometheus a fifth less. Exactly one per
+        pod: a controller wins over none (a bare pod a ReplicaSet adopted), and where the controller changed
+        within the chunk (a pod re-parented) the one seen for the most samples wins (`topk` by sample count;
+        an exact tie is broken by the store), which also keeps every join one-to-one."""
+        def seen(matcher: str) -> str:
+            info = self.series("kube_pod_info", f'{self.ksm.node}!=""', matcher, pods)
+            return self.ksm.plain(f"count_over_time({info}[{self.raw}])", (*POD_LABELS, "node"))
+
+        one = f'topk by (uid) (1, {seen(CONTROLLED)} + {CONTROLLER_FIRST:g} or {seen(UNCONTROLLED)})'
+        named = f'label_join(label_join({one}, "workload", "/", "created_by_kind", "created_by_name"), "probe", ";", "created_by_kind", "pod")'
+        itself = f'label_replace({named}, "workload", "Pod/$1", "probe", "(?:<none>)?;(.+)")'
+        return f"group by (namespace, pod, uid, {keep + ', ' if keep else ''}workload) ({itself})"
+
+    def parents(self) -> str:
+        """Per ReplicaSet and Job with a controller of its own in the chunk (namespace, `workload` as
+        `ReplicaSet/<name>` or `Job/<name>`): `top`, that controller (a Deployment, a CronJob, or another
+        such as an Argo Rollout); the one seen for the most samples where it changed within the chunk."""
+        replicasets = f'label_replace({self._seen("kube_replicaset_owner")}, "workload", "ReplicaSet/$1", "replicaset", "(.+)")'
+        jobs = f'label_replace({self._seen("kube_job_owner")}, "workload", "Job/$1", "job_name", "(.+)")'
+        one = f'topk by (namespace, workload) (1, label_join({replicasets} or {jobs}, "top", "/", "owner_kind", "owner_name"))'
+        return f"group by (namespace, workload, top) ({one})"  # not the owner series' other labels: less to download
+
+    def _seen(self, metric: str) -> str:
+        """Samples of each controller owner series in the chunk's raw window."""
+        return self.ksm.plain(f"count_over_time({self.series(metric, CONTROLLER)}[{self.raw}])", ("namespace",))
+
+    def node_kind(self, labels: dict[str, str]) -> NodeKind:
+        """(GPU model, reserved pool, replicas) from a series' labels; a pool no team reserved is none ('')."""
+        model = next((labels[label] for label in self.model_labels if labels.get(label)), "")
+        replicas = _replicas(labels.get(self.replicas_label, "")) if self.replicas_label else 1.0
+        if not self.pools:
+            return NodeKind(model, "", replicas)
+        pool = labels.get(self.pools.node_label, "")
+        return NodeKind(model, pool if pool in self.pools.teams else "", replicas)
+
+    def gpus_per_unit(self, resource: str, kind: NodeKind) -> float:
+        """Physical GPUs one unit of a resource stands for on a node of this kind (SPEC.md "GPU sharing"):
+        the resource's fraction, divided by the node's time-slicing replicas; 1 for cpu and memory."""
+        return self.fractions[resource] / kind.replicas if resource in self.fractions else 1.0
+
+    def models(self) -> str:
+        """Every (node, GPU model[, pool]) seen in the chunk; two for a node means a relabel."""
+        return f"max by (node, {self.node_keys}) ({self.ksm.plain(f'max_over_time({self.node_labels()}[{self.raw}])')})"
+
+    def newest_model(self, nodes: str, labelled: str = "") -> str:
+        """(node, GPU model[, pool]) of every node in `nodes`: the newest label set of the nodes
+        `labelled` selects wins; the others, and nodes without labels, get ''.
+
+        Not `A or on (node) B`: MetricsQL fills the gaps of A's series with B's values where their
+        `on` labels match (a label set that stopped would live on); a plain `or` of disjoint label
+        sets means the same on both engines."""
+        sample_time = self.ksm.plain(self.engine.sample_time(self.node_labels(labelled)))
+        newest = f"group by (node, {self.node_keys}) (topk by (node) (1, {sample_time}))"
+        return f"""(
+        {newest}
+      or
+        (group by (node) ({self.ksm.plain(self.latest(nodes))}) unless on (node) {newest})
+    )"""
+
+
+def _window(seconds: float) -> str:
+    """A PromQL duration, in milliseconds."""
+    return f"{int(round(seconds * 1000))}ms"
+
+
+def chunks(day: BillingDay, step: int, instants: int = CHUNK_INSTANTS) -> list[Chunk]:
+    """The day cut into step-aligned pieces of at most `instants` instants."""
+    start, end = int(day.start.timestamp()), int(day.end.timestamp())
+    if start % step:
+        raise PrometheusError(
+            f"local midnight of {day.date} is not a multiple of the {step}s step in Unix time; "
+            "choose a step that divides the time zone's UTC offset"
+        )
+    size = instants * step
+    return [Chunk(t, min(t + size, end), step) for t in range(start, end, size)]
+
+
+class NodeKinds:
+    """Every kind (GPU model, pool, replicas) each node had during a chunk; a node with more than one was
+    relabelled."""
+
+    def __init__(self, source: PrometheusSource, queries: Queries, at: int):
+        self.queries = queries
+        self.kinds: dict[str, set[NodeKind]] = {}
+        for series in source.instant(queries.models(), at):
+            labels = series["metric"]
+            self.kinds.setdefault(labels.get("node", ""), set()).add(queries.node_kind(labels))
+        self.relabelled = sorted(node for node, found in self.kinds.items() if len(found) > 1)
+        self.one_kind = {node: min(found) for node, found in self.kinds.items() if len(found) == 1}
+
+    def of(self, labels: dict[str, str]) -> NodeKind:
+        """The kind of a result's node: read per instant on relabelled nodes, else the node's one kind."""
+        node = labels.get("node", "")
+        if node in self.one_kind:
+            return self.one_kind[node]
+        return self.queries.node_kind(labels) if node in self.kinds else NodeKind("", "", 1.0)
+
+    def priced(self, labels: dict[str, str]) -> tuple[str, str, float]:
+        """(GPU model, pool, physical GPUs per unit) of a result with `node` and `resource` labels."""
+        kind = self.of(labels)
+        return kind.model, kind.pool, self.queries.gpus_per_unit(labels.get("resource", ""), kind)
+
+
+class TopControllers:
+    """The last step of a pod's owner chain, for one chunk: a workload (SPEC.md "Workloads and experiment labels")
+    is the top-level controller, and a ReplicaSet or Job with a controller of its own is not one."""
+
+    def __init__(self, source: PrometheusSource, queries: Queries, at: int):
+        self.tops = {(s["metric"].get("namespace", ""), s["metric"].get("workload", "")): s["metric"].get("top", "")
+                     for s in source.instant(queries.parents(), at)}
+
+    def workload(self, namespace: str, controller: str) -> str:
+        """The workload of a pod in `namespace` whose controller is `controller` (Queries.workload_of)."""
+        return self.tops.get((namespace, controller)) or controller
+
+
+def map_chunks(ask: Callable[[Part], T], parts: list[Part]) -> list[T]:
+    """ask(chunk) for every chunk, PARALLEL_QUERIES at a time, in order."""
+    pool = ThreadPoolExecutor(PARALLEL_QUERIES)
+    try:
+        return list(pool.map(ask, parts))
+    finally:  # one failed chunk fails the day: the chunks not started yet are not asked at all
+        pool.shutdown(wait=False, cancel_futures=True)

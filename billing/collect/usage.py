@@ -1,0 +1,413 @@
+"""Resource-hours per namespace from kube-state-metrics (SPEC.md steps 1-5).
+
+What SPEC.md defines is, per pod p and resource r,
+
+    quantity(p, r) = sum_k request(p, r, t_k) * running(p, t_k) * step / 3600
+
+over the step-aligned instants t_k of the day. Evaluating that product at
+every instant for every pod is what makes naive exports slow on big
+clusters: the join runs series x instants times. But a container's request
+does not change during a pod's life, so the sum factors into
+
+    request(p, r) * (number of instants at which p is Running)
+
+and only the Running series has to be evaluated instant by instant, while
+requests and the pod's node are read as raw samples. kube-state-metrics
+writes that series as 1 while the pod is Running and 0 otherwise, so the
+count is a plain sum over a subquery of the bare series. (Any operator
+inside the subquery, even `== 1`, makes Prometheus evaluate the whole
+vector at every instant: five to seven times slower.) That is the *fast* query below,
+aggregated on the server to one series per (namespace, node, resource).
+
+The factoring is exact only while a pod's requests and its node's GPU-model
+label stay constant and its Running series is 0 or 1. Each chunk of the day
+therefore first asks which pods had a request change (in-place pod resize),
+a Running value other than 0 or 1, or ran on a node whose label changed;
+those few pods are left out of the fast query and evaluated with the *exact*
+query instead: the literal per-instant product, one range query restricted
+to their uids. It costs Prometheus about twenty times more per pod than the
+fast query, which is why it is kept for the pods that need it. Both paths
+are tested against an independent reference computation.
+
+The queries of one chunk, in order: GPU models per node, pods needing the
+exact path, instants with data (coverage), pods on relabelled nodes (only
+if there are such nodes), Running pods (for the log), fast, exact (only if
+some pod needs it). Pods are listed in matchers as plain alternatives
+(`one_of`) that Prometheus looks up in its index; the exact query is asked
+in pieces of the pod list that each stay within promql.QUERY_BYTES, and
+where the fast query's list of pods to leave out would not, it leaves them
+out by the expression that found them (`unless on (uid)`). How a value at an
+instant and a rate are written depends on the store (stores.Engine), and
+which labels hold a pod's namespace, pod, container and node on how it was
+scraped (stores.FamilyLabels); docs/stores.md explains both.
+
+Chunks: the day is cut into pieces of CHUNK_INSTANTS instants (6 hours at a
+60 s step), two evaluated at a time, which keeps every query far below
+Prometheus' default limits (11,000 points per series, 50 million samples,
+2 minutes) on clusters with tens of thousands of pods. bench/collect_bench.py
+measures all this; README.md has the figures.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from billing.collect.prometheus import PrometheusError, PrometheusSource
+from billing.collect.promql import (
+    QUERY_BYTES,
+    Chunk,
+    GpuResources,
+    NodeKinds,
+    Queries,
+    TopControllers,
+    chunks,
+    fits,
+    in_pieces,
+    map_chunks,
+    node_matcher,
+    uid_matcher,
+)
+from billing.collect.stores import DEFAULT_STORE, Store, store_of
+from billing.config import ClusterConfig, kube_label
+from billing.days import BillingDay
+from billing.frames import require_columns
+
+log = logging.getLogger(__name__)
+
+GIB = 2**30
+USAGE_COLUMNS = ["namespace", "resource", "gpu_model", "priority_class", "pool", "quantity"]
+# what GPU rows held, below the usage's `gpu`: resource as kube-state-metrics names it (nvidia_com_mig_1g_10gb),
+# held_hours in its own units (slice-hours, replica-hours), gpu_hours the physical-GPU-hours billed for them
+HOLDING_COLUMNS = ["namespace", "resource", "gpu_model", "held_hours", "gpu_hours"]
+POD_COLUMNS = ["pod", "uid"]
+# the same usage below the namespace: per workload (promql.TopControllers) and cost labels, a JSON object
+# of every configured cost label (ledger.py's `labels` column), with the usage's other columns
+WORKLOAD_COLUMNS = ["namespace", "workload", "labels", "resource", "gpu_model", "priority_class", "pool", "quantity"]
+# resource-hours of one namespace-day that no cluster has (4e10 cores or GiB all day); with prices below
+# 1e9 per unit the cost stays far inside what reports can show as money
+HIGHEST_QUANTITY = 1e12
+
+
+@dataclass(frozen=True)
+class ClusterUsage:
+    """One cluster-day: resource-hours per namespace, resource, GPU model, priority class and pool."""
+
+    cluster: str
+    usage: pd.DataFrame  # USAGE_COLUMNS; resource is cpu, memory or gpu; priority_class from kube_pod_info;
+    # pool: the reserved pool of the pod's node, '' when none
+    pods: int  # distinct pods seen Running during the day
+    queries: int
+    coverage: float  # share of the day's instants at which kube-state-metrics data was there
+    holdings: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=HOLDING_COLUMNS))  # GPU resources
+    running: frozenset[str] = frozenset()  # their uids
+    exact: frozenset[str] = frozenset()  # uids of the pods evaluated instant by instant
+    # WORKLOAD_COLUMNS, summing to `usage` per namespace, resource, GPU model, priority class and pool;
+    # None when workloads were not collected
+    workloads: pd.DataFrame | None = None
+    # each chunk's top-level controllers, in the day's order, when workloads were collected: waste per workload
+    # takes its pods to workloads with them rather than asking again
+    controllers: tuple[TopControllers, ...] = ()
+
+    def __post_init__(self) -> None:
+        require_columns(self.usage, USAGE_COLUMNS, f"usage of cluster {self.cluster}")
+        require_columns(self.holdings, HOLDING_COLUMNS, f"GPU holdings of cluster {self.cluster}")
+        if self.workloads is not None:
+            require_columns(self.workloads, WORKLOAD_COLUMNS, f"workload usage of cluster {self.cluster}")
+
+
+POD = ", ".join(POD_COLUMNS)  # the labels that keep results apart per pod (the self-audit asks so)
+
+
+class UsageQueries(Queries):
+    """The queries of one chunk's usage: the fast path, the exact path, and what decides between them.
+
+    With `cost_labels` given (workloads enabled; it may be empty) every result is also broken down by
+    the pod's workload and `label_<name>` of each cost label (`breakdown`)."""
+
+    def __init__(self, cluster: ClusterConfig, gpu_resources: GpuResources, chunk: Chunk, store: Store = DEFAULT_STORE,
+                 cost_labels: Sequence[str] | None = None):
+        super().__init__(cluster, gpu_resources, chunk, store)
+        self.cluster = cluster.name
+        self.cost_labels = None if cost_labels is None else list(cost_labels)
+        self.label_keys = [kube_label(name) for name in self.cost_labels or []]
+        # the labels a breakdown adds to every result
+        self.breakdown_keys = "" if self.cost_labels is None else ", ".join(["workload", *self.label_keys])
+
+    # `max by` everywhere below drops the scrape's own labels (instance, job),
+    # so duplicate scrapes of kube-state-metrics replicas are not counted twice.
+
+    def fast(self, pods: str, left_out: str = "", by_pod: bool = False) -> str:
+        """Per (namespace, node, priority class, resource[, pod][, workload, cost labels]): sum over pods of
+        request x Running instants. `pods` selects the pods by uid; `left_out`, an expression of uids, leaves
+        pods out where a list of them would make the query too long."""
+        requests = self.ksm.plain(f"max_over_time({self.requests(pods)}[{self.raw}])")
+        running = self.ksm.plain(f"sum_over_time({self.latest(self.running(pods))}[{self.instants}:{self.step}])")
+        keys = "".join(f", {keys}" for keys in (POD if by_pod else "", self.breakdown_keys) if keys)
+        carried = ", ".join(["node", "priority_class", *([self.breakdown_keys] if self.breakdown_keys else [])])
+        # the pod's node and priority class, and with a breakdown its workload and cost labels: one series per pod
+        if self.breakdown_keys:
+            pod = self._with_labels(self.workload_of(pods, keep="node, priority_class"), pods)
+        else:
+            node = self.ksm.plain(f"max_over_time({self.pod_node(pods)}[{self.raw}])")
+            pod = f"max by (namespace, pod, uid, node, priority_class) ({node})"
+        return f"""
+sum by (namespace, node, priority_class, resource{keys}) ((
+    sum by (namespace, pod, uid, resource) (
+        max by (namespace, pod, uid, container, resource) ({requests})
+    )
+  * on (namespace, pod, uid) group_left ({carried}) (
+        max by (namespace, pod, uid) ({running})
+      * on (namespace, pod, uid) group_left ({carried})
+        {pod}
+    ){f" unless on (uid) {left_out}" if left_out else ""}
+))"""
+
+    def breakdown(self, pods: str = "") -> str:
+        """Per pod (namespace, pod, uid), value 1: its `workload` one step up (Queries.workload_of, which
+        TopControllers completes) and `label_<name>` of each cost label, '' where the pod has none."""
+        return self._with_labels(self.workload_of(pods), pods)
+
+    def _with_labels(self, per_pod: str, pods: str) -> str:
+        """`per_pod` (one series per uid) with `label_<name>` of each cost label. Where a pod's labels changed
+        within the chunk, the label set seen for the most samples wins (as for its workload). Labels are joined
+        on the uid alone, so their series need no renamed labels put back."""
+        if not self.label_keys:
+            return per_pod
+        keys = ", ".join(self.label_keys)
+        labels = f"count_over_time({self.series('kube_pod_labels', pods)}[{self.raw}])"
+        pods_seen = f"max_over_time({self.series('kube_pod_info', pods)}[{self.raw}])"
+        return (f"({per_pod}\n  * on (uid) group_left ({keys})\n"
+                f"    (group by (uid, {keys}) (topk by (uid) (1, {labels})) or on (uid) group by (uid) ({pods_seen})))")
+
+    def needs_exact(self) -> str:
+        """Pods the fast query would get wrong: a request changed near or in the chunk (in-place
+        resize), or the Running series holds something else than kube-state-metrics' 0 or 1.
+        A request that varied in the window has a spread; one that did not has exactly none on both
+        engines. (Not `changes()`: MetricsQL counts a change against the sample before the window.
+        Not `max_over_time != min_over_time`: as exact, but twice the work on Prometheus.)"""
+        return f"""
+group by (uid) (
+    stddev_over_time({self.requests()}[{self.raw}]) > 0
+  or max_over_time({self.running()}[{self.raw}]) > 1
+  or min_over_time({self.running()}[{self.raw}]) < 0
+)"""
+
+    def exact_pods(self, relabelled: list[str]) -> str:
+        """The uids of every pod the exact path evaluates."""
+        return f"({self.needs_exact()} or {self.pods_on(relabelled)})" if relabelled else self.needs_exact()
+
+    def pods_on(self, nodes: list[str]) -> str:
+        """Pods on the given nodes during the chunk."""
+        return f"group by (uid) (max_over_time({self.pod_node(nodes=node_matcher(nodes, self.ksm.node))}[{self.raw}]))"
+
+    def covered_instants(self) -> str:
+        """At how many of the chunk's instants any kube-state-metrics series was visible:
+        fewer than all means Prometheus did not scrape it for a while, and pods then were not seen."""
+        return f"count_over_time(count({self.latest(self.node_labels())})[{self.instants}:{self.step}])"
+
+    def running_pods(self) -> str:
+        """The uids of pods Running in the chunk, for the log's pod count."""
+        return f"group by (uid) (max_over_time({self.running()}[{self.instants}]) == 1)"
+
+    def exact(self, pods: str, relabelled: list[str], by_pod: bool = False) -> str:
+        """The literal per-instant product, for range queries. Node labels (GPU model, pool) are
+        read at every instant only for relabelled nodes (a node's newest label set wins; "" without
+        one); on other nodes they are constant, and the caller maps the node to them."""
+        ksm, latest = self.ksm, self.latest
+        return f"""
+sum by (namespace, node, resource, priority_class, {self.node_keys}{", " + POD if by_pod else ""}) (
+    max by (namespace, pod, uid, container, resource) ({ksm.plain(latest(self.requests(pods)))})
+  * on (namespace, pod, uid) group_left (node, priority_class) (
+        max by (namespace, pod, uid) ({ksm.plain(latest(self.running(pods)))} == 1)
+      * on (namespace, pod, uid) group_left (node, priority_class)
+        max by (namespace, pod, uid, node, priority_class) ({ksm.plain(latest(self.pod_node(pods)))})
+    )
+  * on (node) group_left ({self.node_keys}) {self.newest_model(self.pod_node(pods), node_matcher(relabelled, ksm.node))}
+)"""
+
+
+@dataclass(frozen=True)
+class _ChunkResult:
+    usage: pd.DataFrame  # USAGE_COLUMNS (resource as KSM names it), after POD_COLUMNS when asked by pod, and
+    # held: hours in the resource's own units
+    pods: frozenset[str]
+    exact: frozenset[str]
+    queries: int
+    covered: int  # instants with kube-state-metrics data
+    instants: int
+    tops: TopControllers | None  # with a breakdown
+
+
+def _uids(answer: list[dict]) -> frozenset[str]:
+    return frozenset(series["metric"].get("uid", "") for series in answer)
+
+
+def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, by_pod: bool = False) -> _ChunkResult:
+    """Fast query for most pods, exact range queries for the few where factoring is wrong. With a breakdown,
+    the exact path's rows are asked per pod and given each pod's workload and labels from `breakdown`."""
+    at = chunk.last
+    nodes = NodeKinds(source, queries, at)
+    relabelled = nodes.relabelled
+    exact_pods = _uids(source.instant(queries.needs_exact(), at))
+    covered = sum(int(float(series["value"][1])) for series in source.instant(queries.covered_instants(), at))
+    asked = 4
+    if relabelled:
+        exact_pods |= _uids(source.instant(queries.pods_on(relabelled), at))
+        asked += 1
+    running = _uids(source.instant(queries.running_pods(), at))
+    tops = TopControllers(source, queries, at) if queries.breakdown_keys else None
+    asked += bool(tops)
+
+    def row(labels: dict[str, str], instants: float) -> tuple:
+        model, pool, gpus_per_unit = nodes.priced(labels)
+        pod = tuple(labels.get(key, "") for key in POD_COLUMNS) if by_pod else ()
+        namespace = labels.get("namespace", "")
+        below = (tops.workload(namespace, labels.get("workload", "")), _labels_json(queries, labels)) if tops else ()
+        return (*pod, namespace, *below, labels.get("resource", ""), model,
+                labels.get("priority_class", ""), pool, instants * gpus_per_unit, instants)
+
+    rows = []
+    fast = queries.fast(uid_matcher(exact_pods, keep=False), by_pod=by_pod)
+    if not fits(fast):  # too many pods to name: the query finds them itself
+        fast = queries.fast("", left_out=queries.exact_pods(relabelled), by_pod=by_pod)
+    if queries.breakdown_keys and not fits(fast):
+        raise PrometheusError(f"the usage query of cluster {queries.cluster} with {len(queries.label_keys)} cost labels "
+                              f"is longer than the {QUERY_BYTES} bytes every store accepts; list fewer cost_labels")
+    for series in source.instant(fast, at):
+        rows.append(row(series["metric"], float(series["value"][1])))
+    asked += 1
+
+    if exact_pods:
+        log.info("%d pods resized, on relabelled nodes (%s) or with odd Running values: evaluated instant by instant",
+                 len(exact_pods), ", ".join(relabelled[:3]) or "none")
+        below: dict[str, dict[str, str]] = {}  # uid -> its workload and labels, with a breakdown
+        if queries.breakdown_keys:
+            for query in in_pieces(exact_pods, queries.breakdown):
+                below.update((s["metric"].get("uid", ""), s["metric"]) for s in source.instant(query, at))
+                asked += 1
+        by_uid = by_pod or bool(queries.breakdown_keys)
+        for exact in in_pieces(exact_pods, lambda pods: queries.exact(pods, relabelled, by_uid)):
+            for series in source.range(exact, chunk.start, at, chunk.step):
+                labels = series["metric"]
+                if queries.breakdown_keys:  # (every billed pod has kube_pod_info, so a breakdown)
+                    found = below.get(labels.get("uid", ""), {"workload": f"Pod/{labels.get('pod', '')}"})
+                    labels = {**found, **labels}
+                rows.append(row(labels, sum(float(v) for _, v in series["values"])))
+            asked += 1
+    instants = (chunk.end - chunk.start) // chunk.step
+    columns = [*POD_COLUMNS, *USAGE_COLUMNS] if by_pod else USAGE_COLUMNS
+    if queries.breakdown_keys:
+        at = columns.index("resource")  # workload and labels follow the namespace, as in WORKLOAD_COLUMNS
+        columns = [*columns[:at], "workload", "labels", *columns[at:]]
+    return _ChunkResult(_hours(rows, chunk.step, columns), running, exact_pods, asked, covered, instants, tops)
+
+
+def _labels_json(queries: UsageQueries, labels: dict[str, str]) -> str:
+    """A result's cost labels as the ledger's `labels` column has them (`labels_json`)."""
+    return labels_json(tuple(labels.get(key, "") for key in queries.label_keys), tuple(queries.cost_labels or ()))
+
+
+@functools.lru_cache(maxsize=65536)  # a day has few distinct label sets and many rows
+def labels_json(values: tuple[str, ...], names: tuple[str, ...]) -> str:
+    """{cost label: value} with sorted keys, json.dumps' default separators: '{"experiment": "x1"}', '{}' for none."""
+    return json.dumps(dict(zip(names, values)), sort_keys=True)
+
+
+def _hours(rows: list[tuple], step: int, columns: list[str]) -> pd.DataFrame:
+    """Rows of resource-instants as a frame of resource-hours (held: in the resource's own units)."""
+    frame = pd.DataFrame(rows, columns=[*columns, "held"]).astype({"quantity": float, "held": float})
+    return frame.assign(quantity=frame["quantity"] * step / 3600, held=frame["held"] * step / 3600)
+
+
+def collect_cluster(
+    cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: GpuResources, source: PrometheusSource,
+    store: Store | None = None, cost_labels: Sequence[str] | None = None
+) -> ClusterUsage:
+    """Resource-hours of one cluster-day, per namespace, resource, GPU model, priority class and pool.
+    `store`: how to ask the cluster's store (stores.store_of); asked of the source when not given.
+    `cost_labels` (workloads enabled; may be empty): the same usage also per workload and cost labels,
+    from the same queries."""
+    store = store or store_of(source, cluster, day)
+    results = map_chunks(lambda c: _chunk_usage(source, UsageQueries(cluster, gpu_resources, c, store, cost_labels), c),
+                         chunks(day, step))
+    raw = pd.concat([r.usage for r in results], ignore_index=True)
+    _refuse_impossible_values(raw, cluster.name)
+    running = frozenset().union(*(r.pods for r in results))
+    usage = _normalise(raw, gpu_resources)
+    _refuse_impossible_values(usage, cluster.name, highest=HIGHEST_QUANTITY)
+    return ClusterUsage(
+        cluster=cluster.name,
+        usage=usage,
+        pods=len(running),
+        queries=sum(r.queries for r in results),
+        coverage=sum(r.covered for r in results) / sum(r.instants for r in results),
+        holdings=_holdings(raw, gpu_resources),
+        running=running,
+        exact=frozenset().union(*(r.exact for r in results)),
+        workloads=None if cost_labels is None else _by_workload(raw, gpu_resources),
+        controllers=tuple(r.tops for r in results if r.tops),
+    )
+
+
+def _by_workload(raw: pd.DataFrame, gpu_resources: GpuResources) -> pd.DataFrame:
+    """Resource-hours in billing units, one row per namespace, workload, cost labels, resource, GPU model,
+    priority class and pool: the usage's rows split further."""
+    frame = billing_units(raw, gpu_resources)
+    return frame.groupby(WORKLOAD_COLUMNS[:-1], as_index=False, sort=True)["quantity"].sum()[WORKLOAD_COLUMNS]
+
+
+def _holdings(raw: pd.DataFrame, gpu_resources: GpuResources) -> pd.DataFrame:
+    """Per namespace, GPU resource and model: hours held in the resource's units, and physical-GPU-hours."""
+    gpus = raw[raw["resource"].isin(list(gpu_resources)) & (raw["quantity"] != 0)]
+    summed = gpus.groupby(["namespace", "resource", "gpu_model"], as_index=False, sort=True)[["held", "quantity"]].sum()
+    return summed.rename(columns={"held": "held_hours", "quantity": "gpu_hours"})[HOLDING_COLUMNS]
+
+
+def pod_usage(queries: Callable[[Chunk], UsageQueries], day: BillingDay, step: int, gpu_resources: GpuResources,
+              source: PrometheusSource) -> pd.DataFrame:
+    """Resource-hours per pod (POD_COLUMNS, resource, gpu_model, quantity) the way `collect_cluster` computes
+    them, fast and exact path alike: what the self-audit checks, with `queries` restricted to a few pods."""
+    results = map_chunks(lambda c: _chunk_usage(source, queries(c), c, by_pod=True), chunks(day, step))
+    held = pd.concat([r.usage for r in results], ignore_index=True)
+    # requests as the store answered them, before GPU fractions and time-slicing replicas: what raw samples give
+    frame = billing_units(held.assign(quantity=held["held"]), gpu_resources)
+    keys = [*POD_COLUMNS, "resource", "gpu_model"]
+    return frame.groupby(keys, as_index=False, sort=True)["quantity"].sum()
+
+
+def _refuse_impossible_values(raw: pd.DataFrame, cluster: str, highest: float = np.inf) -> None:
+    """A NaN, infinite, negative (or, in billing units, absurdly high) request would make a silently wrong bill."""
+    bad = raw[~np.isfinite(raw["quantity"]) | (raw["quantity"] < 0) | (raw["quantity"] > highest)]
+    if len(bad):
+        first = bad.iloc[0]
+        raise PrometheusError(
+            f"Prometheus of cluster {cluster} returned an impossible {first['resource']} request or Running value "
+            f"({first['quantity']}) for namespace {first['namespace']!r}; refusing to bill it"
+        )
+
+
+def billing_units(raw: pd.DataFrame, gpu_resources: GpuResources) -> pd.DataFrame:
+    """kube-state-metrics resources to billing resources: GiB for memory, one `gpu` for all GPU names."""
+    frame = raw.copy()
+    is_gpu = frame["resource"].isin(list(gpu_resources))
+    frame.loc[frame["resource"] == "memory", "quantity"] /= GIB
+    frame.loc[is_gpu, "resource"] = "gpu"
+    frame.loc[~is_gpu, "gpu_model"] = ""
+    return frame[frame["quantity"] != 0]
+
+
+def _normalise(raw: pd.DataFrame, gpu_resources: GpuResources) -> pd.DataFrame:
+    """Resource-hours in billing units, one row per namespace, resource, GPU model, priority class and pool."""
+    frame = billing_units(raw, gpu_resources)
+    return (
+        frame.groupby(USAGE_COLUMNS[:-1], as_index=False, sort=True)["quantity"]
+        .sum()
+        .reindex(columns=USAGE_COLUMNS)
+    )

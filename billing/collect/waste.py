@@ -1,0 +1,339 @@
+"""Waste: what pods held but did not use. Billing stays request-based; this only shows it.
+
+Two measures per cluster-day and namespace (and, with `workloads.enabled`, per
+workload: the pod's top-level controller, promql.TopControllers), taken
+per pod and hour of the day. An hour is 3600 / step of the billing instants
+(SPEC.md step 1), and its measures are read at its last instant:
+
+* idle GPU-hours: per GPU (or MIG GPU instance) that the DCGM exporter
+  labels with the pod holding it, the hour's instants at which its series is
+  visible, counted only if the mean of the samples those instants see (from
+  the lookback before the hour's first instant to its last) is below
+  `waste.gpu_utilisation_below` percent. Whole GPUs report
+  `DCGM_FI_DEV_GPU_UTIL` (percent); MIG GPU instances have no GPU_UTIL
+  (some exporters send 0 for them, labelled `GPU_I_ID`): their activity is
+  `DCGM_FI_PROF_GR_ENGINE_ACTIVE` (a ratio, per `GPU_I_ID` and
+  `GPU_I_PROFILE`), and an idle slice counts as the physical GPUs its
+  resource stands for in `gpu_resources` (`1g.10gb` ->
+  `nvidia_com_mig_1g_10gb`), one GPU where that resource is not listed (MIG's
+  single strategy bills a slice as one GPU of the slice's model);
+* unused CPU core-hours: per pod (namespace and name) and hour, the core-hours
+  its Running instants requested (per container its highest request of the
+  hour, over all of the container's request series, as kube-state-metrics
+  starts a new one when it is scheduled or resized; summed over containers,
+  times the Running instants, times step: what billing counts) less the CPU
+  its containers used in the hour, never below zero per pod and hour. The
+  CPU used is, per cAdvisor `container_cpu_usage_seconds_total` series (one
+  per container run), its last sample in the hour that ends at the hour's
+  last instant less its last sample in the hour before (0 where it has none:
+  the container started within the hour, and the counter counts from 0).
+  Each stretch between two samples thus belongs to exactly one hour, a day's
+  hours add up to what the counters grew, and usage is never extrapolated:
+  not Prometheus' `increase()`, which stretches a series' growth by up to
+  half a scrape interval past its last sample, after a deleted pod was gone
+  (a stretch between a pod's last sample and its deletion, under one scrape
+  interval, goes uncounted instead). A pod without usage series used nothing.
+
+Per hour rather than per instant because that is what makes waste cheap: the
+per-instant join of requests, Running and usage rates cost Prometheus twenty
+times what the billing queries do on a 50,000-pod day; per hour, requests
+are read as raw samples and only Running and GPU visibility are counted
+instant by instant (subqueries of bare selectors), and each usage counter is
+read twice per hour (its last sample in the hour and in the hour before).
+Six hours are asked in one range query (a step of one hour): Prometheus
+then reads each series once for the six and evaluates the subqueries once
+over them, which cost it about a quarter less than six instant queries on a
+50,000-pod day; a store that moves a range query's times (a query frontend
+aligning them to the step) is asked hour by hour instead. Copies of a series
+from replicated Prometheus pairs (`prometheus_replica`) count once (`max by`
+every series' own labels).
+
+Per workload, the hourly queries answer per pod, and each pod's workload is
+looked up once per 6-hour chunk of the day (the chunks billing asks in) and
+matched on the client: joining the lookup on the server in every hourly query
+cost Prometheus as much again as the waste queries themselves. The lookup
+takes ReplicaSets and Jobs to their controllers with what usage found for
+the same chunk (ClusterUsage.controllers), not asking for them again. A pod the
+lookup does not know (kube-state-metrics never saw it) is its own workload,
+`Pod/<name>`, as a pod without a controller is.
+
+Where a cluster's Prometheus has no such metric in an hour, the measure is
+not taken there (NaN when it never is), rather than reported as all waste.
+`waste.enabled: false` leaves it out.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+
+import pandas as pd
+
+from billing.collect.prometheus import PrometheusSource
+from billing.collect.promql import (
+    CONTROLLED,
+    POD_LABELS,
+    Chunk,
+    GpuResources,
+    Queries,
+    TopControllers,
+    chunks,
+    fits,
+    map_chunks,
+)
+from billing.collect.stores import Store, store_of
+from billing.config import MIG_RESOURCE_PREFIX, ClusterConfig
+from billing.days import BillingDay
+
+log = logging.getLogger(__name__)
+
+GPU_UTILISATION = "DCGM_FI_DEV_GPU_UTIL"
+GPU_INSTANCE_ACTIVITY = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"  # MIG GPU instances: share of time busy, 0 to 1
+CPU_USAGE = "container_cpu_usage_seconds_total"
+MEASURES = ["idle_gpu_hours", "unused_cpu_core_hours"]
+WASTE_COLUMNS = ["namespace", *MEASURES]
+WORKLOAD_WASTE_KEYS = ["namespace", "workload"]  # the keys of waste per workload, before its measures
+POD_KEYS = ["namespace", "pod"]
+HOUR = 3600  # seconds: the grain of waste
+HOURS_PER_QUERY = 6  # hours asked in one range query (the chunks billing asks in are 6 hours long)
+WHOLE_GPU, GPU_INSTANCE = 'GPU_I_ID=""', 'GPU_I_ID!=""'  # series of a whole GPU, of a MIG GPU instance
+IDLE_GPU, IDLE_GPU_INSTANCE, UNUSED_CPU = "idle_gpu", "idle_gpu_instance", "unused_cpu"  # the parts of a query
+PARTS = {IDLE_GPU: "idle_gpu_hours", IDLE_GPU_INSTANCE: "idle_gpu_hours", UNUSED_CPU: "unused_cpu_core_hours"}
+
+
+class WasteQueries(Queries):
+    """The waste queries of one hour of the day, per namespace or per (namespace, workload)."""
+
+    def __init__(self, cluster: ClusterConfig, gpu_resources: GpuResources, chunk: Chunk, store: Store,
+                 by_workload: bool = False):
+        super().__init__(cluster, gpu_resources, chunk, store)
+        # nodes are aggregated away in every waste query: a renamed `node` label needs no renaming back
+        self.ksm, self.dcgm, self.cadvisor = (replace(f, node="node") for f in (self.ksm, self.dcgm, self.cadvisor))
+        self.by_workload = by_workload
+        self.hour, self.seconds = chunk.end - chunk.start, chunk.step
+
+    def usage_present(self) -> str:
+        """Above 0 if the hour has samples of containers' CPU usage (the series unused_cpu reads: a pod's cgroup
+        and sandbox series, as many again, are left unread), else 0."""
+        return f"count(last_over_time({self.usage()}[{self.raw}])) or vector(0)"
+
+    def usage(self) -> str:
+        """cAdvisor's CPU usage series of containers, not of pods' cgroups (`container=""`) or sandboxes."""
+        container = self.cadvisor.container
+        return self.series(CPU_USAGE, f'{container}!=""', f'{container}!="POD"')
+
+    def held(self) -> str:
+        """The matcher of DCGM series of a GPU (or GPU instance) the exporter says a pod holds."""
+        return f'{self.dcgm.namespace}!=""'
+
+    def per_key(self, per_pod: str) -> str:
+        """Sum by namespace (per workload: by namespace and pod), measure and MIG profile of per-pod parts
+        (namespace and pod labels)."""
+        by = ", ".join([*(POD_KEYS if self.by_workload else ["namespace"]), "measure", "GPU_I_PROFILE"])
+        return f"sum by ({by}) ({per_pod})"
+
+    def workloads(self) -> str:
+        """Per pod name with a controller in the chunk (namespace, pod, created_by_kind, created_by_name), value 1:
+        that controller, which TopControllers completes on the client as for usage (Queries.workload_of); a pod
+        not asked about has none and is `Pod/<name>`. Simpler than usage's per-uid choice, as usage and DCGM
+        series carry no uid to tell re-used names apart: half the Prometheus CPU."""
+        info = self.series("kube_pod_info", f'{self.ksm.node}!=""', CONTROLLED)
+        return (f"group by (namespace, pod, created_by_kind, created_by_name) "
+                f"({self.ksm.plain(f'last_over_time({info}[{self.raw}])', POD_LABELS)})")
+
+    def measures(self, below: float, cpu: bool) -> list[str]:
+        """The hour's measures, labelled `measure` (PARTS), in one query; in one query per part where together
+        they would be too long. `cpu`: whether to measure unused CPU (the hour has cAdvisor series)."""
+        parts = [self.idle_gpus(below), self.idle_gpu_instances(below), *([self.unused_cpu()] if cpu else [])]
+        together = self.per_key(" or ".join(f"({part})" for part in parts))
+        return [together] if fits(together) else [self.per_key(part) for part in parts]
+
+    def _idle(self, metric: str, matcher: str, gpu: list[str], below: float, measure: str) -> str:
+        """Per held GPU (`gpu`: its labels besides namespace and pod): instants of the hour at which its series
+        was visible if the mean of the samples those instants see is below `below`, else 0 (so that any
+        answer means the metric was there)."""
+        held = self.series(metric, self.held(), matcher)
+        by = ", ".join(["namespace", "pod", *gpu])
+        visible = self.dcgm.plain(f"count_over_time({self.latest(held)}[{self.instants}:{self.step}])")
+        mean = self.dcgm.plain(f"avg_over_time({held}[{self.raw}])")
+        idle = f"max by ({by}) ({visible}) * on ({by}) (max by ({by}) ({mean}) < bool {below})"
+        return f'label_replace({idle}, "measure", "{measure}", "", "")'
+
+    def idle_gpus(self, below: float) -> str:
+        """Per whole GPU held: its idle GPU-instants of the hour (MIG instances left out)."""
+        return self._idle(GPU_UTILISATION, WHOLE_GPU, ["Hostname", "gpu"], below, IDLE_GPU)
+
+    def idle_gpu_instances(self, below: float) -> str:
+        """Per MIG GPU instance held: its idle GPU-instance-instants of the hour (`below` in percent)."""
+        instance = ["Hostname", "gpu", "GPU_I_ID", "GPU_I_PROFILE"]
+        return self._idle(GPU_INSTANCE_ACTIVITY, GPU_INSTANCE, instance, below / 100, IDLE_GPU_INSTANCE)
+
+    def gpus_per_instance(self, labels: dict[str, str]) -> float:
+        """Physical GPUs behind one GPU instance of a MIG profile, by its resource in gpu_resources."""
+        profile = labels.get("GPU_I_PROFILE", "")
+        return self.fractions.get(MIG_RESOURCE_PREFIX + re.sub(r"[^A-Za-z0-9_]", "_", profile), 1.0)
+
+    def unused_cpu(self) -> str:
+        """Per pod: core-instants of the hour requested while Running but not used, at least 0."""
+        ksm = self.ksm
+        requests = self.series("kube_pod_container_resource_requests", 'resource="cpu"')
+        running = ksm.plain(f"sum_over_time({self.latest(self.running())}[{self.instants}:{self.step}])")
+        per_container = f"max by (namespace, pod, uid, container) ({ksm.plain(f'max_over_time({requests}[{self.raw}])')})"
+        requested = f"sum by (namespace, pod, uid) ({per_container}) * on (namespace, pod, uid) max by (namespace, pod, uid) ({running})"
+        usage = self.usage()
+        # core-instants used: the counter's growth in the hour over the step, from its last value in the
+        # previous hour (0 where it had none: the container started in this hour) to its last in this one,
+        # never extrapolated past a sample; `max by` a series' own labels (cgroup `id`, `cpu`) keeps
+        # restarted containers apart and counts replicated copies of a series once
+        hour = f"{self.hour}s"
+        now, before = (self.cadvisor.plain(f"last_over_time({usage}[{hour}]{offset})") for offset in ("", f" offset {hour}"))
+        used = f"max by (namespace, pod, container, id, cpu) ({now} - ({before} or {now} * 0)) / {self.seconds:g}"
+        # requested (per uid) less used (per container) per pod, as a sum over both (their label sets never
+        # meet): a pod without usage keeps its whole request, and the request side is evaluated once
+        # (a `-` with an `or` would need it twice)
+        unused = f"clamp_min(sum by (namespace, pod) ({requested} or -{used}), 0)"
+        return f'label_replace({unused}, "measure", "{UNUSED_CPU}", "", "")'
+
+
+Sampled = list[tuple[dict[str, str], list]]  # an answer's series: labels and [time, value] pairs, as the store gave them
+
+
+def _group_waste(queries: WasteQueries, hours: list[Chunk], present: list[bool], answer: Sampled,
+                 workloads: list[dict[tuple[str, str], str] | None]) -> pd.DataFrame:
+    """The measures of a group of hours (`answer`: the measures query at each hour's last instant), summed over
+    them per namespace, or with `workloads` (each hour's pod -> workload) per namespace and workload. A measure
+    whose metrics the hours lack is left out (`present`: whether each hour has cAdvisor series; without them,
+    the whole request would look unused)."""
+    measures: dict[str, dict[tuple[str, ...], float]] = {"unused_cpu_core_hours": {}} if any(present) else {}
+    at = _hour_index(hours)
+    for labels, values in answer:
+        part = labels.get("measure", "")
+        sums = measures.setdefault(PARTS[part], {})
+        weight = queries.gpus_per_instance(labels) if part == IDLE_GPU_INSTANCE else 1.0
+        namespace, pod = labels.get("namespace", ""), labels.get("pod", "")
+        for t, value in values:
+            i = at[t]
+            if part == UNUSED_CPU and not present[i]:
+                continue
+            pods = workloads[i]
+            key = (namespace,) if pods is None else (namespace, pods.get((namespace, pod), f"Pod/{pod}"))
+            sums[key] = sums.get(key, 0.0) + float(value) * weight * hours[i].step / 3600
+    found = sorted(set().union(*measures.values()))
+    rows = [(*key, *(measures[m].get(key, 0.0) for m in measures)) for key in found]
+    keys = ["namespace"] if workloads[0] is None else WORKLOAD_WASTE_KEYS
+    return pd.DataFrame(rows, columns=[*keys, *measures])  # 0.0: measured, and nothing of it under this key
+
+
+def _hour_groups(hours: list[Chunk]) -> list[list[Chunk]]:
+    """Runs of at most HOURS_PER_QUERY consecutive hours of one length (a day's last may be shorter), each
+    asked in one range query."""
+    groups: list[list[Chunk]] = []
+    for hour in hours:
+        last = groups[-1] if groups else None
+        if last and len(last) < HOURS_PER_QUERY and last[0].end - last[0].start == hour.end - hour.start:
+            last.append(hour)
+        else:
+            groups.append([hour])
+    return groups
+
+
+def _hour_index(hours: list[Chunk]) -> dict[float, int]:
+    """The time of each hour's last instant -> the hour's place in `hours`."""
+    return {float(hour.last): i for i, hour in enumerate(hours)}
+
+
+def _per_hour(source: PrometheusSource, query: str, hours: list[Chunk], ranged: bool) -> tuple[Sampled, bool]:
+    """The answer of `query` at each hour's last instant, and whether it came from one range query (`ranged`: try
+    that first); hour by hour with instant queries otherwise."""
+    answer = _in_one_range(source, query, hours) if ranged else None
+    if answer is not None:
+        return answer, True
+    return [(s["metric"], [s["value"]]) for hour in hours for s in source.instant(query, hour.last)], False
+
+
+def _in_one_range(source: PrometheusSource, query: str, hours: list[Chunk]) -> Sampled | None:
+    """The answer of `query` at each hour's last instant from one range query with a step of one hour, or None
+    where the store answered for other times than asked (a query frontend aligning a range to its step, as
+    Thanos' does by default: an hour ends at :59). A range's times are its start plus whole steps, so a series'
+    first and last tell."""
+    at = _hour_index(hours)
+    answer = [(s["metric"], s["values"]) for s in source.range(query, hours[0].last, hours[-1].last,
+                                                               hours[0].end - hours[0].start)]
+    moved = next((t for _, values in answer for t in (values[0][0], values[-1][0]) if t not in at), None)
+    if moved is not None:
+        log.warning("the store answered a range query for other times than asked (%s); asking waste hour by hour",
+                    moved)
+        return None
+    return answer
+
+
+def _workloads(source: PrometheusSource, queries: WasteQueries, chunk: Chunk,
+               tops: TopControllers | None) -> dict[tuple[str, str], str]:
+    """(namespace, pod) -> workload of every pod with a controller in the chunk (`tops`: the chunk's top-level
+    controllers where usage asked them already). A name two controllers used within the chunk counts for the
+    first of them in sorted order."""
+    tops = tops or TopControllers(source, queries, chunk.last)
+    controllers: dict[tuple[str, str], str] = {}
+    for series in source.instant(queries.workloads(), chunk.last):
+        labels = series["metric"]
+        if labels.get("created_by_kind") and labels.get("created_by_name"):  # an exporter may leave them out
+            pod = (labels.get("namespace", ""), labels.get("pod", ""))
+            controller = f"{labels['created_by_kind']}/{labels['created_by_name']}"
+            controllers[pod] = min(controller, controllers.get(pod, controller))
+    return {pod: tops.workload(pod[0], controller) for pod, controller in controllers.items()}
+
+
+def collect_waste(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: GpuResources,
+                  source: PrometheusSource, below: float, store: Store | None = None,
+                  by_workload: bool = False, controllers: Sequence[TopControllers] = ()) -> pd.DataFrame:
+    """Idle GPU-hours and unused CPU core-hours of one cluster-day per namespace (WASTE_COLUMNS), or
+    with `by_workload` per namespace and workload (WORKLOAD_WASTE_KEYS and MEASURES); `controllers`: each
+    chunk's top-level controllers as usage found them (ClusterUsage.controllers), asked here when not given.
+
+    A measure is NaN for a key that has none, and in every row where the
+    cluster never had its metric."""
+    store = store or store_of(source, cluster, day)
+    keys = WORKLOAD_WASTE_KEYS if by_workload else ["namespace"]
+    day_chunks = chunks(day, step)
+    tops: Sequence[TopControllers | None] = controllers if len(controllers) == len(day_chunks) else [None] * len(day_chunks)
+    pods_of = (map_chunks(lambda part: _workloads(source, WasteQueries(cluster, gpu_resources, part[0], store), *part),
+                          list(zip(day_chunks, tops))) if by_workload else [None] * len(day_chunks))
+
+    def measure(hours: list[Chunk]) -> pd.DataFrame:
+        queries = WasteQueries(cluster, gpu_resources, hours[0], store, by_workload)  # the same text every hour
+        # asked first, as it answers at every time asked: a store that moves a range's times shows it here
+        usage, ranged = _per_hour(source, queries.usage_present(), hours, ranged=True)
+        present, at = [False] * len(hours), _hour_index(hours)
+        for _, values in usage:
+            for t, value in values:
+                if float(value) > 0:
+                    present[at[t]] = True
+        answer = [series for query in queries.measures(below, any(present))
+                  for series in _per_hour(source, query, hours, ranged)[0]]
+        workloads = [next(pods for c, pods in zip(day_chunks, pods_of) if c.start <= hour.start < c.end)
+                     for hour in hours]
+        return _group_waste(queries, hours, present, answer, workloads)
+
+    frame = pd.concat(map_chunks(measure, _hour_groups(chunks(day, step, HOUR // step))), ignore_index=True)
+    measured = [m for m in MEASURES if m in frame.columns]
+    summed = frame.groupby(keys, as_index=False, sort=True)[measured].sum() if measured else frame
+    return summed.reindex(columns=[*keys, *MEASURES]).astype({m: float for m in MEASURES})
+
+
+def waste_by_namespace(by_workload: pd.DataFrame) -> pd.DataFrame:
+    """Waste per workload summed per namespace (WASTE_COLUMNS): what the namespace table holds."""
+    return by_workload.groupby("namespace", as_index=False, sort=True)[MEASURES].sum(min_count=1)[WASTE_COLUMNS]
+
+
+def attribute_waste(waste: pd.DataFrame, ownership: pd.DataFrame) -> pd.DataFrame:
+    """Waste per namespace split over its teams like its costs (ownership.py's shares).
+
+    waste: cluster, namespace[, workload], idle_gpu_hours, unused_cpu_core_hours; ownership: namespace, team,
+    owner, share. The result has cluster, namespace, team, owner[, workload] and the measures.
+    """
+    rows = waste.merge(ownership, on="namespace", how="left", validate="many_to_many")
+    for measure in MEASURES:
+        rows[measure] = rows[measure] * rows["share"]
+    return rows[["cluster", "namespace", "team", "owner", *(["workload"] if "workload" in rows else []), *MEASURES]]

@@ -1,0 +1,1 @@
+"""The directory: people, teams and team leads, from an LDIF export or live LDAP."""

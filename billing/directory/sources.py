@@ -1,0 +1,28 @@
+"""Where a run's directory comes from: an LDIF export (`directory.ldif`) or the live LDAP servers.
+
+Kept out of billing/directory/people.py, on which billing/directory/ldap.py builds, so that
+the two do not import each other.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from billing.config import DirectoryConfig
+from billing.directory.ldap import read_ldap
+from billing.directory.people import Directory, read_ldif
+
+
+def load_directory(config: DirectoryConfig) -> Directory:
+    """The whole directory, read once per run."""
+    if config.ldif:
+        return read_ldif(Path(config.ldif), config)
+    return read_ldap(config)
+
+
+def check_directory(config: DirectoryConfig) -> str:
+    """One line for `billing check`: the directory read whole, as the nightly run reads it."""
+    directory = load_directory(config)
+    led = sum(1 for team in directory.teams.values() if team.leads)
+    source = f"directory file {config.ldif}" if config.ldif else "directory " + ", ".join(config.urls)
+    return f"{source}: {len(directory.people)} people, {len(directory.teams)} teams ({led} with a lead)"

@@ -1,0 +1,319 @@
+"""`billing check`: is everything the nightly job needs wired up?
+
+Each dependency (every cluster's Prometheus, the directory, the ledger
+database, the SMTP server) is reached the way the job reaches it, timed, and
+reported as one `Probe`. A failing dependency never stops the others from
+being checked: that is the point of a check.
+
+Per cluster it is also a preflight of the bill: which store answers, and
+whether yesterday's samples hold every series the arithmetic needs (SPEC.md
+steps 2-5, and the allocatable capacity) under the cluster's selector. A
+missing one fails with the exact fix; requests of GPU-like resources that
+`gpu_resources` does not list are a warning, as they would be billed nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import date
+from functools import partial
+from pathlib import Path
+
+from sqlalchemy import func, select
+
+from billing.collect.prometheus import PrometheusError, PrometheusSource
+from billing.collect.promql import Chunk, GpuResources, Queries, one_of, quote
+from billing.collect.replay import cluster_recording, prometheus_source
+from billing.collect.stores import engine_of, store_of
+from billing.config import ClusterConfig, Config, ConfigError, EmailConfig, kube_label, load_config, read_secrets
+from billing.days import BillingDay, billing_day, yesterday
+from billing.directory.people import DirectoryError
+from billing.directory.sources import check_directory
+from billing.ledger.tables import LedgerError, NoLedgerYet, completed_days, fetch, open_ledger
+from billing.notify.mail import IMPLICIT_TLS_PORT, MailError, connect_smtp
+
+TIMEOUT = 10.0  # seconds: a check answers quickly or reports the dependency as failing
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What checking one dependency found."""
+
+    dependency: str
+    ok: bool
+    detail: str  # what was reached, or why not
+    seconds: float
+    warning: bool = False  # usable, but something needs a look (the run does not fail)
+
+    def line(self) -> str:
+        took = f"{self.seconds * 1000:.0f} ms" if self.seconds < 1 else f"{self.seconds:.1f} s"
+        status = "FAIL" if not self.ok else "WARN" if self.warning else "ok"
+        return f"{status:<4}  {self.dependency:<20}  {self.detail} ({took})"
+
+
+class CheckFailure(Exception):
+    """A dependency was reached but is not usable; the message says why."""
+
+
+class CheckWarning(Exception):
+    """A dependency is usable, but something about it would surprise; the message says what."""
+
+
+EXPLAINED = (CheckFailure, ConfigError, PrometheusError, DirectoryError, LedgerError, MailError)  # their message is a whole sentence
+
+
+def _timed(dependency: str, probe: Callable[[], str]) -> Probe:
+    start = time.monotonic()
+    try:
+        return Probe(dependency, True, probe(), time.monotonic() - start)
+    except CheckWarning as exc:
+        return Probe(dependency, True, str(exc), time.monotonic() - start, warning=True)
+    except Exception as exc:  # any failure, expected or not, is this dependency's line, not a crash
+        reason = str(exc) if isinstance(exc, EXPLAINED) else f"{type(exc).__name__}: {exc}"
+        return Probe(dependency, False, reason, time.monotonic() - start)
+
+
+def _source(cluster: ClusterConfig) -> PrometheusSource:
+    """The cluster's source without the job's retries, and with the check's short timeout."""
+    config = cluster.prometheus
+    return prometheus_source(cluster.name, config.model_copy(update={"timeout": min(config.timeout, TIMEOUT), "retries": 0}))
+
+
+def prometheus(cluster: ClusterConfig) -> str:
+    """Ask the server for `vector(1)` and which store it is; recorded answers are only counted."""
+    config = cluster.prometheus
+    if config.replay:
+        answers = len(cluster_recording(cluster.name, Path(config.replay)))
+        if not answers:
+            raise CheckFailure(f"replay directory {config.replay} holds no recorded answers")
+        return f"replay directory {config.replay}: {answers} recorded answers"
+    source = _source(cluster)
+    answer = source.instant("vector(1)", time.time())
+    if [sample["value"][1] for sample in answer] != ["1"]:
+        raise CheckFailure(f"{config.url} answered vector(1) with {answer!r}, not 1")
+    return f"{config.url} answered vector(1); the store is {engine_of(*source.buildinfo())}"
+
+
+# kube-state-metrics exports a node label only when allowlisted, under a sanitised name; the usual GPU model labels
+NODE_LABELS = {"label_nvidia_com_gpu_product": "nvidia.com/gpu.product",
+               "label_cloud_google_com_gke_accelerator": "cloud.google.com/gke-accelerator",
+               "label_node_kubernetes_io_instance_type": "node.kubernetes.io/instance-type"}
+# extended resources of accelerators, as kube-state-metrics names them: a new one (a MIG profile) must not be free
+GPU_LIKE = ("nvidia_com_.*", "amd_com_.*", "habana_ai_.*", "google_com_tpu.*")
+SELECTOR_LABELS = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:=~|!~|!=|=)")
+
+
+@dataclass(frozen=True)
+class Need:
+    """A series the bill needs: what it is, a query answering something iff it is there, and the fix."""
+
+    what: str
+    query: str
+    fix: str
+    for_gpus: bool = False  # needed only where GPUs were requested
+
+
+class Preflight:
+    """Yesterday's samples of one cluster, asked the way collection asks (promql.py's selectors)."""
+
+    def __init__(self, cluster: ClusterConfig, gpu_resources: GpuResources, day: BillingDay, source: PrometheusSource):
+        start, end = int(day.start.timestamp()), int(day.end.timestamp())
+        self.cluster, self.gpu_resources, self.source = cluster, gpu_resources, source
+        self.store = store_of(source, cluster, day)  # as the run asks: the engine, the label renames
+        self.queries = Queries(cluster, gpu_resources, Chunk(start, end, end - start), self.store)
+        self.window, self.at = f"{end - start}s", end
+
+    def seen(self, series: str, by: str = "") -> list[dict]:
+        """The label sets (grouped `by`) of the series with a sample on the day."""
+        return self.source.instant(f"count by ({by}) (last_over_time({series}[{self.window}]))", self.at)
+
+    def needs(self) -> list[Need]:
+        q, label = self.queries, self.cluster.gpu_model_label
+        allowlisted = NODE_LABELS.get(label, f"<the Kubernetes name of {label.removeprefix('label_')}>")
+        renamed = ("a kube-state-metrics older than 2.1.0 (upgrade it) or a metric_relabel_configs rule dropping "
+                   "the label (labeldrop)")
+        return [
+            Need("kube_pod_container_resource_requests", q.series("kube_pod_container_resource_requests"),
+                 "kube-state-metrics must export pods (its --resources must include pods)"),
+            Need("kube_pod_status_phase with the uid label", q.series("kube_pod_status_phase", 'uid!=""'),
+                 f"billing tells pods apart by uid; look for {renamed}"),
+            Need(f"kube_pod_info with the {q.ksm.node} label", q.pod_node(),
+                 f"GPU models come from the pod's node; look for {renamed}"),
+            Need("kube_node_status_allocatable", q.series("kube_node_status_allocatable"),
+                 "kube-state-metrics must export nodes (its --resources must include nodes)"),
+            Need(f"kube_node_labels with {label}", q.series("kube_node_labels", f"{label}!=\"\""),
+                 f"run kube-state-metrics with --metric-labels-allowlist=nodes=[{allowlisted}] "
+                 f"(or set clusters[].gpu_model_label to the label your nodes have)", for_gpus=True),
+        ]
+
+    def gpu_requested(self) -> bool:
+        return bool(self.seen(self.queries.series("kube_pod_container_resource_requests",
+                                                   f"resource=~{quote(one_of(self.gpu_resources))}")))
+
+    def unlisted_gpu_resources(self) -> list[str]:
+        """GPU-like resources requested on the day that `gpu_resources` does not list."""
+        requests = self.queries.series("kube_pod_container_resource_requests", f"resource=~{quote('|'.join(GPU_LIKE))}")
+        requested = {s["metric"].get("resource", "") for s in self.seen(requests, "resource")}
+        return sorted(requested - {"", *self.gpu_resources})
+
+    def selector_values(self) -> str:
+        """What the selector's labels hold on the day's kube-state-metrics series, without the selector."""
+        names = sorted(set(SELECTOR_LABELS.findall(self.cluster.prometheus.selector)))
+        found = self.source.instant(f"count by ({', '.join(names)}) (last_over_time(kube_pod_info[{self.window}]))",
+                                    self.at)
+        values = sorted(", ".join(f'{n}="{s["metric"].get(n, "")}"' for n in names) for s in found)
+        if not values:
+            return "; without it there is no kube_pod_info either: is the day within the store's retention?"
+        return f"; without it kube_pod_info has {' or '.join(values[:10])}{' or more' if len(values) > 10 else ''}"
+
+
+def bill_series(cluster: ClusterConfig, gpu_resources: GpuResources, day: BillingDay) -> str:
+    """Every series yesterday's bill needs, under the cluster's selector; a missing one fails with its fix."""
+    if cluster.prometheus.replay:
+        return "recorded answers: not checked"
+    check = Preflight(cluster, gpu_resources, day, _source(cluster))
+    needs = check.needs()
+    missing = [need for need in needs if not check.seen(need.query)]
+    selector = cluster.prometheus.selector.strip()
+    if len(missing) == len(needs):
+        if selector:
+            raise CheckFailure(f"the selector {selector} matches no kube-state-metrics series on {day.date}"
+                               + check.selector_values())
+        raise CheckFailure(f"no kube-state-metrics series at all on {day.date}: is kube-state-metrics scraped "
+                           "into this store, and is the day within its retention?")
+    if any(need.for_gpus for need in missing) and not check.gpu_requested():
+        missing = [need for need in missing if not need.for_gpus]
+    if missing:
+        raise CheckFailure(f"on {day.date}: " + "; ".join(f"{need.what} is missing ({need.fix})" for need in missing))
+    remarks = [f"{resource} was requested but is not in gpu_resources, so it is billed nothing (add it there if it "
+               "is a GPU or a slice of one)" for resource in check.unlisted_gpu_resources()]
+    renames, noted = check.store.renames(), ""
+    if cluster.label_names is None:  # detected: the bill is right, but the scrape setup confuses other tools
+        remarks += [f"{rename} (a scrape with honor_labels: false moved them there; billing reads them there, "
+                    "but honor_labels: true is better: docs/stores.md)" for rename in renames]
+    elif renames:
+        noted = "; " + "; ".join(f"{rename} (clusters[].label_names)" for rename in renames)
+    if remarks:
+        raise CheckWarning(f"on {day.date}: " + "; ".join(remarks))
+    return f"every series the bill needs has samples on {day.date}{noted}"
+
+
+OWNER_SERIES = {  # what workloads are made of past the pod's controller, and the kube-state-metrics resource of it
+    "kube_replicaset_owner": ("replicasets", "pods of a Deployment count as their ReplicaSet's"),
+    "kube_job_owner": ("jobs", "pods of a CronJob count as their Job's"),
+}
+
+
+def workload_series(cluster: ClusterConfig, gpu_resources: GpuResources, cost_labels: list[str], day: BillingDay) -> str:
+    """Does the day hold what the breakdown by workload and cost label reads: the pods' controllers
+    (kube_pod_info's created_by_kind), the owner series, and each cost label on some pod's kube_pod_labels?
+    Without them the bill is right but its breakdown is coarser: warnings."""
+    if cluster.prometheus.replay:
+        return "recorded answers: not checked"
+    check = Preflight(cluster, gpu_resources, day, _source(cluster))
+    remarks = [] if check.seen(check.queries.series("kube_pod_info", 'created_by_kind!=""')) else [
+        "no pod's kube_pod_info carries created_by_kind, so every pod is its own workload (Pod/<name>); "
+        "kube-state-metrics sets it on every pod: a metric relabelling must not drop it"]
+    remarks += [f"{metric} is missing, so {consequence} (kube-state-metrics' --resources must include {resource})"
+                for metric, (resource, consequence) in OWNER_SERIES.items()
+                if not check.seen(check.queries.series(metric))]
+    unlabelled = [name for name in cost_labels
+                  if not check.seen(check.queries.series("kube_pod_labels", f'{kube_label(name)}!=""'))]
+    if unlabelled:
+        remarks.append(f"no pod's kube_pod_labels carries {', '.join(kube_label(name) for name in unlabelled)}, so "
+                       "every pod's is ''; kube-state-metrics exports pod labels only when allowlisted: run it with "
+                       f"--metric-labels-allowlist=pods=[{','.join(cost_labels)}]")
+    if remarks:
+        raise CheckWarning(f"on {day.date}: " + "; ".join(remarks))
+    labels = f" and cost labels {', '.join(cost_labels)}" if cost_labels else ""
+    return f"pods' controllers, ReplicaSet and Job owners{labels} have samples on {day.date}"
+
+
+def selector(cluster: ClusterConfig, day: BillingDay) -> str:
+    """Does the cluster's selector match any node of kube-state-metrics on the day checked? A typo would make
+    every run refuse its day for want of data."""
+    config = cluster.prometheus
+    window = int((day.end - day.start).total_seconds())
+    # exported_node: where a honor_labels: false scrape put the node's name (`node` is then kube-state-metrics' own)
+    query = f"count(group by (node, exported_node) (last_over_time(kube_node_labels{{{config.selector}}}[{window}s])))"
+    answer = _source(cluster).instant(query, day.end.timestamp())
+    if not answer:
+        raise CheckFailure(f"{config.selector} matches no kube-state-metrics series (kube_node_labels) at {config.url} "
+                           f"on {day.date}: check clusters[].prometheus.selector")
+    nodes = float(answer[0]["value"][1])
+    return f"{config.selector} matches kube-state-metrics series of {nodes:.0f} nodes on {day.date}"
+
+
+def database(url: str) -> str:
+    """Open the ledger as it is and read how many days it holds; a ledger not made yet is a warning, not made."""
+    try:
+        engine = open_ledger(url, create=False)
+    except NoLedgerYet as exc:
+        raise CheckWarning(str(exc)) from None
+    try:
+        [row] = fetch(engine, select(func.count().label("days"), func.max(completed_days.c.day).label("last")))
+    finally:
+        engine.dispose()
+    last = f", the last {row['last']}" if row["last"] else ""
+    return f"{engine.url.render_as_string(hide_password=True)}: {row['days']} days billed{last}"
+
+
+def delivery(email: EmailConfig) -> str:
+    """Open the session sending would open (TLS or STARTTLS, login), say EHLO, send nothing."""
+    if email.outbox_dir:
+        outbox = Path(email.outbox_dir)
+        if outbox.is_dir():
+            if not os.access(outbox, os.W_OK):
+                raise CheckFailure(f"outbox directory {outbox} is not writable")
+            return f"messages go to the outbox directory {outbox}, which is writable"
+        return f"messages go to the outbox directory {outbox}, " + _creatable(outbox)
+    read_secrets(email)  # a missing password is named, rather than the login it would fail
+    with connect_smtp(email) as session:
+        session.ehlo()
+    tls = "TLS" if email.smtp_port == IMPLICIT_TLS_PORT else "STARTTLS" if email.starttls else "no TLS"
+    login = f"login as {email.username}" if email.username else "no login"
+    return f"SMTP server {email.smtp_host}:{email.smtp_port}: {tls}, {login}, EHLO accepted"
+
+
+def _creatable(path: Path) -> str:
+    """Whether a run can create a missing directory: its nearest existing parent is a writable directory."""
+    parent = next(p for p in path.parents if p.exists())  # the root exists
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise CheckFailure(f"{path} does not exist and cannot be created: {parent} is not a writable directory")
+    return f"which the first run creates (in {parent}, which is writable)"
+
+
+def check_config(path: Path) -> tuple[Config, Probe]:
+    """The validated config and its line; an invalid config raises ConfigError (exit status 2)."""
+    start = time.monotonic()
+    config = load_config(path)
+    clusters = ", ".join(cluster.name for cluster in config.clusters)
+    detail = f"{path}: valid (clusters {clusters}; timezone {config.timezone})"
+    return config, Probe("config", True, detail, time.monotonic() - start)
+
+
+def check_all(config: Config, day: date | None = None) -> Iterator[Probe]:
+    """One probe per dependency, in the order a run needs them; each is yielded as soon as it is done.
+
+    A cluster's series are checked for `day` (default: yesterday), and only where its store answered."""
+    period = billing_day(day or yesterday(config.zone), config.zone)
+    for cluster in config.clusters:
+        reached = _timed(f"prometheus {cluster.name}", partial(prometheus, cluster))
+        yield reached
+        if reached.ok and cluster.prometheus.selector.strip() and not cluster.prometheus.replay:
+            yield _timed(f"selector {cluster.name}", partial(selector, cluster, period))
+        if reached.ok:
+            yield _timed(f"series {cluster.name}", partial(bill_series, cluster, config.gpu_resources, period))
+        if reached.ok and config.workloads.enabled:
+            yield _timed(f"workloads {cluster.name}",
+                         partial(workload_series, cluster, config.gpu_resources, config.cost_labels, period))
+    yield _timed("directory", lambda: check_directory(config.directory))
+    yield _timed("database", lambda: database(config.database))
+    if config.email.enabled:
+        yield _timed("email", lambda: delivery(config.email))
+    else:
+        yield Probe("email", True, "disabled in the config (email.enabled), not checked", 0.0)

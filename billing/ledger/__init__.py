@@ -1,0 +1,1 @@
+"""The ledger database: its tables, migrations, and the one transaction that replaces a day."""

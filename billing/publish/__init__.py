@@ -1,0 +1,1 @@
+"""Publishing: the ledger read back as day views, pages, reports, statements and FOCUS exports."""

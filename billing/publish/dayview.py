@@ -1,0 +1,381 @@
+"""The day's view model: the numbers every page and email of a day shows, from ledger rows only.
+
+`read_report` reads the ledger window a day needs (the last 30 days and the
+month to date) and `summarize` turns those rows into a `DayReport` of plain
+numbers that billing/publish/pages.py lays out. Nothing here sees collection data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import date, timedelta
+
+import pandas as pd
+from sqlalchemy import Engine, select
+
+from billing.charge.ownership import unallocated_reason
+from billing.config import NamespaceRules
+from billing.directory.people import Directory
+from billing.ledger.tables import (
+    completed,
+    completed_days,
+    daily_costs,
+    directory_note,
+    fetch,
+    incomplete,
+    read_capacity,
+    read_holdings,
+    read_rows,
+    read_waste,
+    read_workload_totals,
+)
+from billing.publish.budgets import BudgetStatus
+from billing.publish.formatting import held_gpus, total
+from billing.publish.links import slug
+from billing.resources import GPU, IDLE, POOL_PREFIX, RESERVED
+
+
+class RenderError(Exception):
+    """The reports could not be produced; the message names the cause."""
+
+
+TREND_DAYS = 30
+TOP_NAMESPACES = 10
+TOP_MOVERS = 5  # namespaces and workloads whose cost changed most since the day before
+TOP_WORKLOADS = 10  # a team's most expensive workloads of the day
+OWNER_WORKLOADS = 3  # each person's most expensive workloads in the team email
+
+
+@dataclass(frozen=True)
+class TrendDay:
+    day: date
+    cost: float | None  # None: no run of this day is recorded
+
+
+@dataclass(frozen=True)
+class Mover:
+    """A namespace (or one of its workloads) whose cost changed from the day before."""
+
+    cluster: str
+    namespace: str
+    workload: str  # '' for the whole namespace
+    before: float  # 0 where it cost nothing (or did not exist) the day before
+    after: float
+
+    @property
+    def change(self) -> float:
+        return self.after - self.before
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What changed since the day before: the largest movers, by absolute change."""
+
+    since: date  # the day before
+    ran: bool  # False: the day before was never run, so there is nothing to compare with
+    namespaces: tuple[Mover, ...] = ()
+    workloads: tuple[Mover, ...] = ()  # empty where either day has no workload costs
+
+
+@dataclass(frozen=True)
+class ArchiveDay:
+    """One run day in the archive index."""
+
+    day: date
+    cost: float
+    previous: float | None  # the day before, None if it never ran
+    incomplete: tuple[str, ...]  # clusters with gaps in the day's data
+    directory_note: str  # why the run used the last known directory; '' if it read the live one
+
+
+@dataclass(frozen=True)
+class ArchiveMonth:
+    month: date  # its first day
+    cost: float  # of the days that ran
+    days: tuple[ArchiveDay, ...]  # newest first
+
+
+@dataclass(frozen=True)
+class TeamReport:
+    """One team on one day: what its page and its lead's email show."""
+
+    team: str
+    slug: str  # file name of its page, safe for any team name
+    cost: float
+    previous: float | None  # the day before, None if that day was never run
+    month_to_date: float
+    trend: list[TrendDay]
+    discount: float  # list cost less cost on the day: what pod priority classes saved
+    by_owner: list[dict]  # owner ('' for a team namespace), namespaces, cost
+    by_namespace: list[dict]  # cluster, namespace, owner, cost
+    by_usage: list[dict]  # cluster, resource, gpu_model, quantity, cost, discount
+    waste: tuple[dict, ...] = ()  # owner, idle_gpu_hours, unused_cpu_core_hours (None: not measured)
+    budget: BudgetStatus | None = None  # the month against the team's budget and its forecast; None: no budget
+    leads: tuple[str, ...] = ()  # uids of the team's leads in the stored directory (see `with_directory`)
+    changes: Changes | None = None
+    top_workloads: tuple[dict, ...] = ()  # cluster, namespace, workload, owner, cost; none without workload costs
+    owner_workloads: dict[str, tuple[dict, ...]] = field(default_factory=dict)  # owner ('' team) -> its top ones
+
+
+@dataclass(frozen=True)
+class DayReport:
+    """All teams on one day: what the admin page and email show."""
+
+    day: date
+    currency: str
+    unallocated_team: str
+    cost: float
+    previous: float | None
+    month_to_date: float
+    trend: list[TrendDay]
+    discount: float
+    missing_in_month: list[date]  # days of this month that were never run
+    teams: list[TeamReport]  # most expensive first
+    by_usage: list[dict]  # cluster, resource, quantity, cost, discount
+    gpu_models: list[dict]  # gpu_model, quantity, cost
+    top_namespaces: list[dict]  # cluster, namespace, teams, cost
+    unallocated: list[dict]  # cluster, namespace, owner, cost (and `reason`, see `with_directory`)
+    directory_note: str = ""  # why the run used the last known directory; shown as a warning
+    incomplete: tuple[tuple[str, float], ...] = ()  # (cluster, coverage) with gaps in the day's data
+    # cluster, resource, gpu_model, pool, allocatable, requested, requested_share, idle, idle_cost, idle_charged_to
+    capacity: tuple[dict, ...] = ()
+    waste: tuple[dict, ...] = ()  # team, idle_gpu_hours, unused_cpu_core_hours (None: not measured)
+    people: dict[str, str] = field(default_factory=dict)  # uid -> display name (cn) from the stored directory
+    changes: Changes | None = None
+    archive: tuple[ArchiveMonth, ...] = ()  # every day ever run, by month, newest first
+
+    def team(self, name: str) -> TeamReport:
+        return next(t for t in self.teams if t.team == name)
+
+
+def window_start(day: date) -> date:
+    """First day a report needs: the trend's first day or the month's, whichever is earlier."""
+    return min(day.replace(day=1), day - timedelta(days=TREND_DAYS - 1))
+
+
+def read_report(engine: Engine, day: date, currency: str, unallocated_team: str) -> DayReport:
+    """The report of a day, from the ledger."""
+    first = window_start(day)
+    runs = completed(engine, first, day)
+    if day not in runs:
+        raise RenderError(f"the ledger records no run of {day}; run `billing run --date {day}` first")
+    rows = read_rows(engine, first, day)
+    report = summarize(rows, runs, day, currency, unallocated_team)
+    gaps = tuple((cluster, coverage) for _, cluster, coverage in incomplete(engine, day, day))
+    capacity = _capacity(read_capacity(engine, day), rows[rows["day"] == day])
+    wasted = read_waste(engine, day).assign(owner=lambda f: f["owner"].fillna(""))
+    held = read_holdings(engine, day)
+    teams = [replace(t, waste=_waste(wasted[wasted["team"] == t.team], "owner"),
+                     by_usage=_with_held(t.by_usage, held[held["team"] == t.team])) for t in report.teams]
+    report = replace(report, directory_note=directory_note(engine, day), incomplete=gaps, capacity=capacity,
+                     teams=teams, waste=_waste(wasted, "team"))
+    report = with_workloads(report, read_workload_totals(engine, day - timedelta(days=1), day))
+    return replace(report, archive=read_archive(engine))
+
+
+def read_archive(engine: Engine) -> tuple[ArchiveMonth, ...]:
+    """Every day the ledger records a run of, with its cost, its change and its run's notes, by month."""
+    runs = {row["day"]: row["directory_note"] for row in
+            fetch(engine, select(completed_days.c.day, completed_days.c.directory_note))}
+    costs = daily_costs(engine, date.min, date.max).groupby("day")["cost"].sum()
+    gaps: dict[date, list[str]] = {}
+    for day, cluster, _ in incomplete(engine, date.min, date.max):
+        gaps.setdefault(day, []).append(cluster)
+    days = [ArchiveDay(day, float(costs.get(day, 0.0)),
+                       float(costs.get(day - timedelta(days=1), 0.0)) if day - timedelta(days=1) in runs else None,
+                       tuple(gaps.get(day, ())), runs[day]) for day in sorted(runs, reverse=True)]
+    months: dict[date, list[ArchiveDay]] = {}
+    for entry in days:
+        months.setdefault(entry.day.replace(day=1), []).append(entry)
+    return tuple(ArchiveMonth(month, sum(d.cost for d in entries), tuple(entries)) for month, entries in months.items())
+
+
+def with_workloads(report: DayReport, workloads: pd.DataFrame) -> DayReport:
+    """The report with workload movers and each team's top workloads, from the workload costs (day, cluster,
+    namespace, team, owner, workload, cost) of the day and the day before; a day without workload costs
+    (collection off, or billed before it) shows namespaces only."""
+    days = set(workloads["day"])
+    comparable = report.day in days and report.day - timedelta(days=1) in days
+    teams_rows = dict(tuple(workloads.groupby("team", sort=False)))  # once: a big day has many rows per team
+
+    def moved(current: Changes | None, scope: pd.DataFrame) -> Changes | None:
+        if current is None or not (comparable and current.ran):
+            return current
+        return replace(current, workloads=_movers(scope, report.day, ["cluster", "namespace", "workload"]))
+
+    teams = []
+    for team in report.teams:
+        scope = teams_rows.get(team.team, workloads.iloc[:0])
+        mine = scope[scope["day"] == report.day].assign(owner=lambda f: f["owner"].fillna(""))
+        top = _grouped(mine, ["cluster", "namespace", "workload", "owner"], ["cost"])
+        teams.append(replace(
+            team, changes=moved(team.changes, scope), top_workloads=tuple(top[:TOP_WORKLOADS]),
+            owner_workloads={owner: tuple(r for r in top if r["owner"] == owner)[:OWNER_WORKLOADS]
+                             for owner in dict.fromkeys(r["owner"] for r in top)},
+        ))
+    return replace(report, teams=teams, changes=moved(report.changes, workloads))
+
+
+def changes(rows: pd.DataFrame, runs: set[date], day: date) -> Changes:
+    """The namespaces whose cost changed most since the day before (by absolute change), from ledger rows."""
+    since = day - timedelta(days=1)
+    if since not in runs:
+        return Changes(since, ran=False)
+    return Changes(since, ran=True, namespaces=_movers(rows, day, ["cluster", "namespace"]))
+
+
+def _movers(rows: pd.DataFrame, day: date, keys: list[str]) -> tuple[Mover, ...]:
+    """The TOP_MOVERS groups of `keys` with the largest absolute change of cost (to the cent) from day-1 to day;
+    something that appeared or disappeared counts from or to 0."""
+    def costs(on: date) -> pd.Series:
+        return rows[rows["day"] == on].groupby(keys)["cost"].sum()
+
+    both = pd.concat({"before": costs(day - timedelta(days=1)), "after": costs(day)}, axis=1).fillna(0.0)
+    both = both.assign(size=(both["after"] - both["before"]).abs().round(2)).reset_index()
+    both = both[both["size"] > 0].sort_values(["size", *keys], ascending=[False] + [True] * len(keys))
+    return tuple(Mover(r["cluster"], r["namespace"], r.get("workload", ""), float(r["before"]), float(r["after"]))
+                 for r in both.head(TOP_MOVERS).to_dict("records"))
+
+
+def _with_held(by_usage: list[dict], held: pd.DataFrame) -> list[dict]:
+    """Usage rows with `held`: on a GPU row, the shared GPU resources behind it (`14.00 × 1g.10gb slice-h`)."""
+    shared = held[held["held_hours"] != held["gpu_hours"]]
+    sums = shared.groupby(["cluster", "gpu_model", "resource"], as_index=False)[["held_hours", "gpu_hours"]].sum()
+    texts = {key: held_gpus(group.to_dict("records")) for key, group in sums.groupby(["cluster", "gpu_model"])}
+    return [{**row, "held": texts.get((row["cluster"], row["gpu_model"]), "") if row["resource"] == "gpu" else ""}
+            for row in by_usage]
+
+
+def _waste(wasted: pd.DataFrame, key: str) -> tuple[dict, ...]:
+    """Idle GPU-hours and unused CPU core-hours per `key`, most idle GPU-hours first; None where not measured."""
+    measures = ["idle_gpu_hours", "unused_cpu_core_hours"]
+    sums = wasted.groupby(key, as_index=False)[measures].sum(min_count=1)
+    sums = sums.sort_values([*measures, key], ascending=[False, False, True], na_position="last")
+    return tuple({k: None if pd.isna(v) else v for k, v in row.items()} for row in sums.to_dict("records"))
+
+
+def _capacity(capacity: pd.DataFrame, today: pd.DataFrame) -> tuple[dict, ...]:
+    """Capacity rows with the share requested and who paid for the idle: '' nobody, else who."""
+    shared = set(today.loc[today["resource"].str.startswith(IDLE), "cluster"])
+    reserved = today[today["resource"].str.startswith(RESERVED)]
+    pool_teams = {(c, ns.removeprefix(POOL_PREFIX)): team
+                  for c, ns, team in zip(reserved["cluster"], reserved["namespace"], reserved["team"])}
+
+    def charged_to(row: dict) -> str:
+        if row["pool"]:
+            team = pool_teams.get((row["cluster"], row["pool"]))
+            return f"to {team} (reserved)" if team else ""
+        return "to teams" if row["cluster"] in shared else ""
+
+    return tuple(
+        {**row, "requested_share": row["requested"] / row["allocatable"] if row["allocatable"] else None,
+         "idle_charged_to": charged_to(row)}
+        for row in capacity.to_dict("records")
+    )
+
+
+def _sum(frame: pd.DataFrame) -> float:
+    return total(frame["cost"])
+
+
+def _grouped(frame: pd.DataFrame, keys: list[str], values: list[str]) -> list[dict]:
+    """Sums of `values` per `keys`, most expensive first."""
+    sums = frame.groupby(keys, as_index=False, dropna=False)[values].sum()
+    return sums.sort_values(["cost", *keys], ascending=[False] + [True] * len(keys)).to_dict("records")
+
+
+def _trend(frame: pd.DataFrame, runs: set[date], day: date) -> list[TrendDay]:
+    costs = frame.groupby("day")["cost"].sum()
+    days = [day - timedelta(days=n) for n in range(TREND_DAYS - 1, -1, -1)]
+    return [TrendDay(d, float(costs.get(d, 0.0)) if d in runs or d in costs.index else None) for d in days]
+
+
+def _names(values: pd.Series) -> str:
+    return ", ".join(sorted(set(values)))
+
+
+def _figures(rows: pd.DataFrame, runs: set[date], day: date) -> dict:
+    """The headline numbers of any part of the ledger window: all teams, or one."""
+    previous = day - timedelta(days=1)
+    today = rows[rows["day"] == day]
+    return {
+        "cost": _sum(today),
+        "discount": float(today["list_cost"].sum()) - _sum(today),
+        "previous": _sum(rows[rows["day"] == previous]) if previous in runs else None,
+        "month_to_date": _sum(rows[rows["day"] >= day.replace(day=1)]),
+        "trend": _trend(rows, runs, day),
+    }
+
+
+def headline(day_costs: pd.DataFrame, runs: set[date], day: date) -> dict:
+    """cost, discount, previous, month_to_date and trend of `day` from per-day sums (day, cost, list_cost),
+    as the pages' figures show them; `billing serve` gets the sums from the database."""
+    return _figures(day_costs, runs, day)
+
+
+def _team_report(team: str, rows: pd.DataFrame, runs: set[date], day: date) -> TeamReport:
+    today = rows[rows["day"] == day]
+    owners = today.assign(owner=today["owner"].fillna(""))
+    by_owner = owners.groupby("owner", as_index=False).agg(cost=("cost", "sum"), namespaces=("namespace", _names))
+    return TeamReport(
+        team=team,
+        slug=slug(team),
+        **_figures(rows, runs, day),
+        by_owner=by_owner.sort_values(["cost", "owner"], ascending=[False, True]).to_dict("records"),
+        by_namespace=_grouped(owners, ["cluster", "namespace", "owner"], ["cost"]),
+        by_usage=_grouped(_with_discount(today), ["cluster", "resource", "gpu_model"], ["quantity", "cost", "discount"]),
+        changes=changes(rows, runs, day),
+    )
+
+
+def _with_discount(rows: pd.DataFrame) -> pd.DataFrame:
+    return rows.assign(discount=rows["list_cost"] - rows["cost"])
+
+
+def summarize(rows: pd.DataFrame, runs: set[date], day: date, currency: str, unallocated_team: str) -> DayReport:
+    """Ledger rows of the report window (see `window_start`) as the day's numbers."""
+    others = sorted(set(rows["currency"]) - {currency})
+    if others:
+        raise RenderError(
+            f"the ledger holds costs in {', '.join(others)} between {window_start(day)} and {day}, "
+            f"but the configured currency is {currency}; reports do not add up different currencies"
+        )
+    today = rows[rows["day"] == day]
+    teams = [_team_report(team, team_rows, runs, day) for team, team_rows in rows.groupby("team")]
+    teams.sort(key=lambda t: (-t.cost, -t.month_to_date, t.team))
+    month = [day.replace(day=n) for n in range(1, day.day + 1)]
+    namespaces = today.groupby(["cluster", "namespace"], as_index=False).agg(
+        cost=("cost", "sum"), teams=("team", _names)
+    )
+    return DayReport(
+        day=day,
+        currency=currency,
+        unallocated_team=unallocated_team,
+        **_figures(rows, runs, day),
+        missing_in_month=[d for d in month if d not in runs and d != day],
+        teams=teams,
+        by_usage=_grouped(_with_discount(today), ["cluster", "resource"], ["quantity", "cost", "discount"]),
+        gpu_models=_grouped(today[today["resource"] == GPU], ["gpu_model"], ["quantity", "cost"]),
+        top_namespaces=namespaces.sort_values(["cost", "cluster", "namespace"], ascending=[False, True, True])
+        .head(TOP_NAMESPACES)
+        .to_dict("records"),
+        unallocated=_grouped(today[today["team"] == unallocated_team].assign(owner=lambda f: f["owner"].fillna("")),
+                             ["cluster", "namespace", "owner"], ["cost"]),
+        changes=changes(rows, runs, day),
+    )
+
+
+def with_directory(report: DayReport, directory: Directory | None, rules: NamespaceRules) -> DayReport:
+    """The report with who people are: display names, each team's leads, and why each unallocated
+    namespace has no team (its ledger owner says the person was on no team; else the name rules say why)."""
+    if directory is None:
+        return report
+    teams = [replace(t, leads=found.leads if (found := directory.team(t.team)) else ()) for t in report.teams]
+    uids = {row["owner"] for team in teams for row in team.by_owner} | {uid for team in teams for uid in team.leads}
+    people = {uid: person.name for uid in uids if uid and (person := directory.person(uid)) and person.name}
+    unallocated = [{**row, "reason": unallocated_reason(row["namespace"], row["owner"] or None, directory, rules)}
+                   for row in report.unallocated]
+    return replace(report, people=people, teams=teams, unallocated=unallocated)
+
+
+# --- charts -----------------------------------------------------------------

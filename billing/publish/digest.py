@@ -1,0 +1,88 @@
+"""Each person's own summary (`email.personal`): what their namespaces cost, and what they held idle.
+
+`digest_period` says which days a run's digest covers (every run's day, or
+the week ending on a Sunday's run); `read_digests` reads those days from the
+ledger into one `PersonalDigest` per person with costs, their share of each
+namespace as in `billing report --person`, and their most expensive workloads
+where the days were broken down by workload. The letter is `render.person_letter`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+
+import pandas as pd
+from sqlalchemy import Engine
+
+from billing.days import days_between
+from billing.ledger.tables import completed, read_rows, read_workload_costs, waste_sums
+
+SUNDAY = 6  # date.weekday()
+TOP_WORKLOADS = 5  # a letter names the most expensive few; `billing serve` has them all
+
+
+@dataclass(frozen=True)
+class PersonalDigest:
+    uid: str
+    first: date
+    last: date
+    currency: str
+    cost: float  # from first to last
+    month_to_date: float  # the month of `last`, to `last`
+    by_namespace: list[dict]  # cluster, namespace, cost: their share, most expensive first
+    idle_gpu_hours: float | None  # None: no cluster of theirs measures it
+    unused_cpu_core_hours: float | None
+    missing_days: list[date]  # days of the period never billed
+    reports_url: str
+    # cluster, namespace, workload, cost: the TOP_WORKLOADS most expensive, their share; empty without workload rows
+    top_workloads: list[dict] = field(default_factory=list)
+
+
+def digest_period(day: date, personal: str) -> tuple[date, date] | None:
+    """The days the run of `day` reports to each person: the day (daily), the week to a Sunday (weekly), or none."""
+    if personal == "daily":
+        return day, day
+    if personal == "weekly" and day.weekday() == SUNDAY:
+        return day - timedelta(days=6), day
+    return None
+
+
+def read_digests(engine: Engine, first: date, last: date, currency: str, reports_url: str) -> list[PersonalDigest]:
+    """One digest per person whose namespaces cost something from first to last, by uid."""
+    month = last.replace(day=1)
+    rows = read_rows(engine, min(first, month), last)
+    rows = rows[rows["owner"].notna()]
+    period = rows[rows["day"] >= first]
+    waste = waste_sums(engine, first, last, "owner").dropna(subset=["owner"]).set_index("owner")
+    workloads = top_workloads(engine, first, last)
+    runs = completed(engine, first, last)
+    missing = [day for day in days_between(first, last) if day not in runs]
+    digests = []
+    for uid, mine in period.groupby("owner"):
+        cost = float(mine["cost"].sum())
+        if cost <= 0:
+            continue
+        namespaces = mine.groupby(["cluster", "namespace"], as_index=False)["cost"].sum()
+        idle = waste.loc[uid] if uid in waste.index else pd.Series({"idle_gpu_hours": None, "unused_cpu_core_hours": None})
+        digests.append(PersonalDigest(
+            uid, first, last, currency, cost,
+            month_to_date=float(rows.loc[(rows["owner"] == uid) & (rows["day"] >= month), "cost"].sum()),
+            by_namespace=namespaces.sort_values(["cost", "cluster", "namespace"], ascending=[False, True, True])
+            .to_dict("records"),
+            idle_gpu_hours=None if pd.isna(idle["idle_gpu_hours"]) else float(idle["idle_gpu_hours"]),
+            unused_cpu_core_hours=None if pd.isna(idle["unused_cpu_core_hours"]) else float(idle["unused_cpu_core_hours"]),
+            missing_days=missing, reports_url=reports_url, top_workloads=workloads.get(uid, []),
+        ))
+    return digests
+
+
+def top_workloads(engine: Engine, first: date, last: date) -> dict[str, list[dict]]:
+    """Per person: cluster, namespace, workload and cost of their TOP_WORKLOADS most expensive workloads
+    from first to last (their share of each, across their teams), most expensive first."""
+    rows = read_workload_costs(engine, first, last)
+    rows = rows[rows["owner"].notna()]
+    sums = rows.groupby(["owner", "cluster", "namespace", "workload"], as_index=False)["cost"].sum()
+    ordered = sums.sort_values(["cost", "cluster", "namespace", "workload"], ascending=[False, True, True, True])
+    return {uid: mine.drop(columns="owner").head(TOP_WORKLOADS).to_dict("records")
+            for uid, mine in ordered.groupby("owner", sort=False)}

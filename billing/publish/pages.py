@@ -1,0 +1,290 @@
+"""The day's HTML reports and email bodies, laid out from a `DayReport` (billing/publish/dayview.py).
+
+The pages and emails are Jinja2 templates in `reports/`, all rendered through
+one environment with the money, quantity and chart helpers; they only lay
+out the numbers the view model holds, so a report of a re-run or back-filled
+day is the same as the original.
+
+Pages go to `<output_dir>/<day>/index.html` and `<output_dir>/<day>/teams/`
+(billing/publish/links.py), so every day keeps its own report; `<output_dir>/index.html`
+is the archive of every day that ran, and each day's pages link to the run
+days before and after it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from datetime import date, timedelta
+from pathlib import Path
+
+import css_inline
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from billing.days import day_runs, days_in_month
+from billing.notify.mail import Letter
+from billing.publish.budgets import FORECAST_METHOD
+from billing.publish.dayview import DayReport, RenderError, TrendDay
+from billing.publish.digest import PersonalDigest
+from billing.publish.formatting import (
+    HELD_UNUSED,
+    HELD_UNUSED_RULE,
+    RESOURCE_NAMES,
+    ROUNDING_NOTE,
+    UNREQUESTED_SHARE,
+    UNREQUESTED_SHARE_RULE,
+    cents,
+    money,
+    quantity,
+    to_the_cent,
+)
+from billing.publish.links import day_page, page_url, team_page
+
+EMAIL_BAR_PX = 60  # tallest bar of the email trend chart
+
+
+def _nice_ceiling(value: float) -> float:
+    """The smallest of 1, 2, 2.5, 5 × 10^k that is at least value: a readable axis top."""
+    if value <= 0:
+        return 1.0
+    power = 10 ** math.floor(math.log10(value))
+    return next(step * power for step in (1, 2, 2.5, 5, 10) if step * power >= value)
+
+
+@dataclass(frozen=True)
+class Bar:
+    day: date
+    cost: float | None
+    x: float
+    height: float  # fraction of the chart's height, 0..1
+
+
+@dataclass(frozen=True)
+class Chart:
+    bars: list[Bar]
+    top: float  # the value at the top of the axis
+
+
+def trend_chart(trend: list[TrendDay]) -> Chart:
+    """Bar positions of a trend: x in bar widths, height relative to a readable axis top."""
+    top = _nice_ceiling(max((t.cost or 0.0) for t in trend) if trend else 0.0)
+    return Chart([Bar(t.day, t.cost, n, (t.cost or 0.0) / top) for n, t in enumerate(trend)], top)
+
+
+def axis_label(value: float, top: float) -> str:
+    """A value on the chart's axis, short enough for a phone: `0`, `5k`, `12.5k`, `2,500`, `0.50`."""
+    if top >= 10_000:
+        return f"{value / 1000:,.1f}".removesuffix(".0") + "k" if value else "0"
+    return f"{value:,.0f}" if top >= 10 else f"{value:,.2f}"
+
+
+def day_ranges(days: list[date]) -> str:
+    """Days of one month as runs: `2–9, 11–18, 25`."""
+    return ", ".join(f"{first.day}\u2013{last.day}" if last > first else str(first.day) for first, last in day_runs(days))
+
+
+def trend_lines(trend: list[TrendDay], currency: str) -> list[str]:
+    """The trend as text: one line per billed day with a bar of #, and one line per run of days never run
+    (`never run: 27 days, 2026-10-20 … 2026-11-15`) rather than a line for each."""
+    lines = []
+    for never_run, run in itertools.groupby(trend_chart(trend).bars, key=lambda bar: bar.cost is None):
+        bars = list(run)
+        if never_run:
+            days = f"{bars[0].day} … {bars[-1].day}" if len(bars) > 1 else str(bars[0].day)
+            lines.append(f"never run: {len(bars)} day{'s' if len(bars) > 1 else ''}, {days}")
+        else:
+            lines += [f"{bar.day}  {money(bar.cost or 0.0, currency):>16}  {'#' * round(30 * bar.height)}".rstrip()
+                      for bar in bars]
+    return lines
+
+
+def text_table(rows: list[list[str]], right: tuple[int, ...] = ()) -> str:
+    """Rows of cells as aligned plain-text columns, each as wide as its widest cell; the columns whose
+    indices are in `right` (amounts) right-aligned. Two spaces between columns."""
+    widths = [max(len(row[i]) for row in rows if i < len(row)) for i in range(max(map(len, rows), default=0))]
+    lines = ("  ".join(cell.rjust(widths[i]) if i in right else cell.ljust(widths[i]) for i, cell in enumerate(row))
+             for row in rows)
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def person(uid: str, people: dict[str, str]) -> str:
+    """A person as readers know them: `Alice Example (alice)`; the uid alone where the directory has no name."""
+    name = people.get(uid, "")
+    return f"{name} ({uid})" if name and name != uid else uid
+
+
+# --- templates --------------------------------------------------------------
+
+
+def measured(value: float | None, resource: str) -> str:
+    """Resource-hours of waste, or a dash where the cluster does not measure it."""
+    return "–" if value is None else quantity(value, resource)
+
+
+def template_dir() -> Path:
+    """`reports/` of a checkout, or `billing/reports/` where pyproject installs it."""
+    package = Path(__file__).parents[1]
+    installed = package / "reports"
+    return installed if installed.is_dir() else package.parent / "reports"
+
+
+def _environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(template_dir()),
+        autoescape=lambda name: name is None or not name.endswith(".txt.j2"),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(money=money, quantity=quantity, cents=cents, day_ranges=day_ranges, measured=measured)
+    env.filters.update(to_the_cent=to_the_cent, person=person)
+    env.globals.update(axis_label=axis_label, trend_lines=trend_lines, text_table=text_table, rounding_note=ROUNDING_NOTE,
+                       unrequested_share=UNREQUESTED_SHARE, unrequested_share_rule=UNREQUESTED_SHARE_RULE,
+                       held_unused=HELD_UNUSED, held_unused_rule=HELD_UNUSED_RULE)
+    env.globals.update(
+        resource_names=RESOURCE_NAMES, trend_chart=trend_chart, timedelta=timedelta, email_bar_px=EMAIL_BAR_PX
+    )
+    env.globals.update(forecast_method=FORECAST_METHOD, days_in_month=days_in_month)
+    return env
+
+
+_env = _environment()
+
+
+def render_template(template: str, **values) -> str:
+    """A template of `reports/` with the money, quantity and chart helpers (also for `billing serve`)."""
+    return _env.get_template(template).render(**values)
+
+
+def _write(path: Path, text: str) -> None:
+    """Write whole or not at all: a reader never sees half a page."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)
+
+
+def _unwritable(output_dir: Path, exc: OSError) -> RenderError:
+    return RenderError(f"cannot write the reports to output_dir {output_dir}: {exc.strerror or exc}")
+
+
+def check_output_dir(output_dir: Path) -> None:
+    """Raise RenderError now if the reports could not be written at the end of a run.
+
+    A run checks this before it collects anything, so that it never replaces
+    the day in the ledger and then fails for want of a place for its pages.
+    """
+    try:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=output_dir):
+            pass
+    except OSError as exc:
+        raise _unwritable(output_dir, exc) from None
+
+
+def write_pages(report: DayReport, output_dir: Path) -> list[Path]:
+    """The day's index.html and one page per team, the archive index, and the day links of the pages
+    of the run days before and after; returns the files written."""
+    days = _published(report, output_dir)
+    index = day_page(report.day)
+    pages = {output_dir / index: render_template("index.html.j2", report=report,
+                                                 nav=_day_links(output_dir, index, days))}
+    for team in report.teams:
+        page = team_page(report.day, team.team)
+        pages[output_dir / page] = render_template("team.html.j2", report=report, team=team,
+                                                   nav=_day_links(output_dir, page, days))
+    try:
+        for path, text in pages.items():
+            _write(path, text)
+        for neighbour in _neighbours(days, report.day):
+            _relink(output_dir, neighbour, days)
+        _write(output_dir / "index.html", render_template(
+            "archive.html.j2", archive=report.archive, currency=report.currency, published=set(days)))
+    except OSError as exc:
+        raise _unwritable(output_dir, exc) from None
+    return [*pages, output_dir / "index.html"]
+
+
+# --- links between the days' pages ---------------------------------------------
+
+_DAY_NAV = re.compile(r'<nav class="days".*?</nav>', re.S)
+
+
+def _published(report: DayReport, output_dir: Path) -> list[date]:
+    """The days a page may link to: days the ledger records a run of, whose pages are in output_dir."""
+    ran = {entry.day for month in report.archive for entry in month.days}
+    return sorted(d for d in ran if d == report.day or (output_dir / day_page(d)).is_file())
+
+
+def _neighbours(days: list[date], day: date) -> list[date]:
+    """The run days just before and after `day`, where there are."""
+    earlier, later = [d for d in days if d < day], [d for d in days if d > day]
+    return earlier[-1:] + later[:1]
+
+
+def _day_links(output_dir: Path, page: str, days: list[date]) -> dict:
+    """previous and next: (day, href) of the same page (a team's, or all teams') on the run days before and
+    after, or that day's all-teams page where the team has none; None where no such day ran; archive: href."""
+    day = date.fromisoformat(page.split("/", 1)[0])
+    up = "../" * page.count("/")
+
+    def link(other: date) -> tuple[date, str]:
+        same = other.isoformat() + page.removeprefix(day.isoformat())
+        return other, up + (same if (output_dir / same).is_file() else day_page(other))
+
+    earlier, later = [d for d in days if d < day], [d for d in days if d > day]
+    return {"previous": link(earlier[-1]) if earlier else None, "next": link(later[0]) if later else None,
+            "archive": f"{up}index.html"}
+
+
+def _relink(output_dir: Path, day: date, days: list[date]) -> None:
+    """Rewrite the day links of a day's pages already written (a later run day now follows them)."""
+    day_nav = _env.get_template("macros.html.j2").module.day_nav  # type: ignore[attr-defined]
+    for path in sorted((output_dir / day.isoformat()).rglob("*.html")):
+        html = path.read_text(encoding="utf-8")
+        found = _DAY_NAV.search(html)
+        if found:  # pages written before day links were added have none
+            nav = str(day_nav(_day_links(output_dir, path.relative_to(output_dir).as_posix(), days))).strip()
+            _write(path, html[:found.start()] + nav + html[found.end():])
+
+
+def _subject(report: DayReport, who: str, cost: float) -> str:
+    return _one_line(f"Cluster billing {report.day}: {who} {money(cost, report.currency)}")
+
+
+def _one_line(line: str) -> str:
+    """One line whatever the names hold: CR, LF and other controls become spaces."""
+    return " ".join(re.sub(r"[\x00-\x1f\x7f\u2028\u2029\x85]", " ", line).split())
+
+
+_inliner = css_inline.CSSInliner(load_remote_stylesheets=False, keep_at_rules=True)
+
+
+def _letter(subject: str, template: str, **values) -> Letter:
+    html = _inliner.inline(render_template(f"{template}.html.j2", **values))
+    return Letter(subject, render_template(f"{template}.txt.j2", **values), html)
+
+
+def admin_letter(report: DayReport, reports_url: str = "") -> Letter:
+    """The all-teams summary for the admins, linking to the day's page where `reports_url` publishes it."""
+    return _letter(_subject(report, "all teams", report.cost), "email_admins", report=report,
+                   link=page_url(reports_url, day_page(report.day)))
+
+
+def person_letter(digest: PersonalDigest) -> Letter:
+    """A person's own summary (email.personal)."""
+    period = f"{digest.first}" if digest.first == digest.last else f"{digest.first} to {digest.last}"
+    subject = _one_line(f"Your cluster costs {period}: {money(digest.cost, digest.currency)}")
+    return _letter(subject, "email_person", digest=digest)
+
+
+def team_letter(report: DayReport, team: str, reports_url: str = "") -> Letter:
+    """One team's summary, per person, for its leads, linking to the team's page of the day."""
+    summary = report.team(team)
+    return _letter(_subject(report, f"team {team}", summary.cost), "email_team", report=report, team=summary,
+                   link=page_url(reports_url, team_page(report.day, team)))

@@ -1,0 +1,305 @@
+"""A `Report` as text for a terminal, a spreadsheet, a program or a browser.
+
+Money is shown with its currency, two decimals and thousands separators;
+resource-hours with their unit. Only the table and HTML round, so that the
+rows of each money column add up to its total (formatting.to_the_cent); CSV
+carries the ledger's values to 12 significant digits (no float noise), JSON
+as they are. Names come from the directory and Kubernetes, so
+every format guards against what they may contain: control characters in
+the table, formulas in CSV cells, markup in HTML.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import textwrap
+import unicodedata
+from datetime import date
+from typing import Any
+
+from billing.days import day_runs, days_in_month
+from billing.publish.formatting import (
+    ROUNDING_NOTE,
+    UNREQUESTED_SHARE_RULE,
+    cents,
+    held_gpus,
+    money,
+    plain_number,
+    to_the_cent,
+    total,
+)
+from billing.publish.formatting import (
+    UNREQUESTED_SHARE as UNREQUESTED_SHARE_NAME,
+)
+from billing.publish.pages import person, render_template
+from billing.publish.report import (
+    HELD_COLUMN,
+    HOURS_COLUMNS,
+    LABEL_PREFIX,
+    LIST_COST,
+    NOT_BROKEN_DOWN,
+    REQUESTED_COST,
+    UNREQUESTED_SHARE,
+    WORKLOAD,
+    Report,
+)
+from billing.resources import UNITS
+
+WIDTH = 80  # the terminal the table must fit
+MONEY = ["cost", REQUESTED_COST, UNREQUESTED_SHARE, LIST_COST]  # rounded to add up to their totals
+SUMMED = [*HOURS_COLUMNS.values(), "held_hours", *MONEY]
+NUMERIC = {*SUMMED, "quantity", "unit_price"}
+FOR_MACHINES = {LIST_COST}  # in CSV and JSON; the table and HTML show the discount on the day's pages instead
+LABELS = {**{column: UNITS[resource] for resource, column in HOURS_COLUMNS.items()}, "unit_price": "unit price",
+          "held_hours": "held unit-h", HELD_COLUMN: "GPUs held"}
+SHARE_LABEL = "unrequested"  # short for the terminal; the note under the table names it in full
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _label(report: Report, column: str) -> str:
+    if column == "cost":
+        return f"cost {report.currency}"
+    if column == REQUESTED_COST:
+        return f"requested {report.currency}"
+    if column == UNREQUESTED_SHARE:
+        return f"{SHARE_LABEL} {report.currency}"
+    if column == "gpu_hours" and (HELD_COLUMN in report.columns or report.by == "resource"):
+        return f"{UNITS['gpu']} (physical)"  # beside what was held, which was slices or replicas
+    return LABELS.get(column, column.replace("_", " "))
+
+
+def _text(column: str, value: object) -> str:
+    """A key cell for people: a team namespace has no owner, a CPU row no GPU model."""
+    if column == HELD_COLUMN and isinstance(value, list):
+        return held_gpus(value) or "-"
+    if value is None:
+        return "(no owner)" if column in ("person", "owner") else "-"
+    if value == "" and column == "gpu_model":
+        return "(none)"
+    if value == "" and column.startswith("label_"):
+        return "(no label)"  # a pod without the cost label
+    return value.isoformat() if isinstance(value, date) else str(value)
+
+
+def _number(column: str, value: float) -> str:
+    if column == "unit_price":
+        return f"{value:,.4f}"
+    return f"{cents(value):,.2f}" if value or column == "cost" else "-"
+
+
+def _cell(column: str, value: Any, people: dict[str, str] | None = None) -> str:
+    if column in ("person", "owner") and value and people:
+        return person(value, people)  # `Alice Example (alice)`
+    return _number(column, value) if column in NUMERIC else _text(column, value)
+
+
+def _shown(report: Report, names: bool) -> tuple[list[str], list[list[str]], list[str]]:
+    """Columns, cells and totals as people read them: with `names`, display names beside uids; each money
+    column rounded to the cent so that its rows add up to its total."""
+    columns = [c for c in report.columns if c not in FOR_MACHINES]
+    sums = totals(report)
+    rounded = {c: to_the_cent([row[c] for row in report.rows], sums[c]) for c in columns if c in MONEY}
+    people = report.people if names else None
+    rows = [[_cell(c, rounded[c][i] if c in rounded else row[c], people) for c in columns]
+            for i, row in enumerate(report.rows)]
+    return columns, rows, [_cell(c, sums[c]) if c in sums else "" for c in columns]
+
+
+def explanations(report: Report) -> list[str]:
+    """The sentences a reader of the table needs: what the unrequested share is, and, where rounding each row
+    on its own would not have added up to the total, how the amounts were rounded."""
+    found = ([f"{SHARE_LABEL} {report.currency} = {UNREQUESTED_SHARE_NAME}: {UNREQUESTED_SHARE_RULE}; "
+              f"requested {report.currency} is what the requested hours cost."]
+             if UNREQUESTED_SHARE in report.columns else [])
+    sums = totals(report)
+    shown = {c: [row[c] for row in report.rows] for c in report.columns if c in MONEY and c not in FOR_MACHINES}
+    if any(to_the_cent(values, sums[c]) != [cents(v) for v in values] for c, values in shown.items()):
+        found.append(ROUNDING_NOTE)
+    return found
+
+
+def _printable(text: str) -> str:
+    """No terminal escapes or line breaks from a name reach the screen."""
+    return "".join("?" if unicodedata.category(ch).startswith("C") else ch for ch in text)
+
+
+def _shorten(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def totals(report: Report) -> dict[str, float]:
+    """The summed columns of the report; the cost total is the report's total."""
+    return {column: total(row[column] for row in report.rows) for column in report.columns if column in SUMMED}
+
+
+def title(report: Report) -> str:
+    grouping = f", by {report.by}" if report.by else ""
+    return f"{report.subject.title}, {report.first} to {report.last}{grouping}"
+
+
+def table(report: Report) -> str:
+    """Aligned columns with units and a totals row, shortening names to fit 80 columns (uids, not names)."""
+    columns, rows, sums = _shown(report, names=False)
+    lines = [[_label(report, c) for c in columns]]
+    lines += [[_printable(cell) for cell in row] for row in rows]
+    lines.append(sums)
+    lines[-1][0] = "total"
+    widths = [max(len(line[i]) for line in lines) for i in range(len(columns))]
+    text_columns = [i for i, c in enumerate(columns) if c not in NUMERIC]
+    while sum(widths) + 2 * (len(widths) - 1) > WIDTH and text_columns:
+        widest = max(text_columns, key=lambda i: widths[i])
+        if widths[widest] <= 8:
+            break
+        widths[widest] -= 1
+    out = [_shorten(_printable(title(report)), WIDTH)]
+    for line in lines:
+        cells = [
+            _shorten(cell, width).rjust(width) if column in NUMERIC else _shorten(cell, width).ljust(width)
+            for cell, width, column in zip(line, widths, columns)
+        ]
+        out.append("  ".join(cells).rstrip())
+    out += budget_lines(report)
+    out += [line for sentence in explanations(report) for line in textwrap.wrap(sentence, WIDTH)]
+    return "\n".join(out) + "\n"
+
+
+def budget_lines(report: Report) -> list[str]:
+    """A budgeted team's month against its budget, and the forecast; none without a budget."""
+    status = report.budget
+    if status is None or not status.budget:
+        return []
+    currency = report.currency
+    return [f"budget {status.as_of:%B %Y}: {money(status.budget, currency)}, {money(status.month_to_date, currency)} "
+            f"({status.used:.1%}) spent to {status.as_of}",
+            f"forecast for {status.as_of:%B} {days_in_month(status.as_of)}: {money(status.forecast, currency)} "
+            f"({status.forecast_share:.1%})"]
+
+
+def _spreadsheet_safe(value: object) -> object:
+    """A text cell that a spreadsheet would run as a formula is kept as text."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value.isoformat() if isinstance(value, date) else value
+
+
+def _csv_value(column: str, value: object) -> object:
+    """A CSV cell: numbers without float noise (67.85, not 67.85000000000001), text safe in a spreadsheet."""
+    if column == HELD_COLUMN and isinstance(value, list):
+        return _spreadsheet_safe(held_gpus(value))
+    if column in NUMERIC and isinstance(value, (int, float)):
+        return plain_number(value)
+    return _spreadsheet_safe(value)
+
+
+def csv_text(report: Report) -> str:
+    """One line per row with a header (list cost included), every text cell safe to open in a spreadsheet."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow([*report.columns, "currency"])
+    for row in report.rows:
+        writer.writerow([_csv_value(c, row[c]) for c in report.columns] + [report.currency])
+    return buffer.getvalue()
+
+
+def json_text(report: Report) -> str:
+    """The SPEC.md shape; `person`, `incomplete_days`, `by`, `leads`, `list_cost` and the rows' `owner_name`
+    (`person_name` by person; the directory's display name) are extra keys."""
+    document: dict[str, object] = {
+        "team": report.subject.name if report.subject.kind == "team" else None,
+        **({"person": report.subject.name} if report.subject.kind == "person" else {}),
+        "from": report.first.isoformat(),
+        "to": report.last.isoformat(),
+        "currency": report.currency,
+        "total_cost": report.total_cost,
+        "missing_days": [day.isoformat() for day in report.missing_days],
+        "incomplete_days": [
+            {"day": day.isoformat(), "cluster": cluster, "coverage": coverage}
+            for day, cluster, coverage in report.incomplete
+        ],
+    }
+    if report.budget is not None:  # team reports: the month that `to` falls in
+        document |= {"budget": report.budget.budget, "forecast": report.budget.forecast,
+                     "budget_month": f"{report.budget.as_of:%Y-%m}", "month_to_date": report.budget.month_to_date}
+    if report.by:
+        document["by"] = report.by
+    if report.without_breakdown is not None:
+        document["days_without_breakdown"] = [day.isoformat() for day in report.without_breakdown]
+    if report.subject.kind == "team":
+        document["leads"] = [{"uid": uid, "name": report.people.get(uid, "")} for uid in report.leads]
+    document["rows"] = [_json_row(report, row) for row in report.rows]
+    return json.dumps(document, indent=1) + "\n"
+
+
+def _json_row(report: Report, row: dict) -> dict:
+    found = {c: row[c].isoformat() if isinstance(row[c], date) else row[c] for c in report.columns}
+    for column in ("owner", "person"):
+        if column in found and report.people:
+            found[f"{column}_name"] = report.people.get(found[column] or "", "")
+    return found
+
+
+def html(report: Report) -> str:
+    """A small self-contained page, every name escaped."""
+    return render_template("adhoc.html.j2", **html_table(report))
+
+
+def html_table(report: Report) -> dict:
+    """What an HTML page shows of a report: title, labels, cells and totals as display text, and the
+    sentences that explain them."""
+    columns, rows, sums = _shown(report, names=True)
+    return dict(
+        title=title(report),
+        labels=[_label(report, c) for c in columns],
+        numeric=[c in NUMERIC for c in columns],
+        rows=rows,
+        totals=sums,
+        explanations=explanations(report),
+        total_cost=money(report.total_cost, report.currency),
+        missing=day_ranges(report.missing_days),
+        gaps=gaps(report),
+        budget=budget_lines(report),
+        without_breakdown=breakdown_notice(report),
+    )
+
+
+def day_ranges(days: list[date]) -> list[str]:
+    """Consecutive days joined: ["2026-11-03 to 2026-11-05", "2026-11-09"]."""
+    return [f"{first} to {last}" if last > first else str(first) for first, last in day_runs(days)]
+
+
+def gaps(report: Report) -> list[str]:
+    """Each cluster-day with holes in its data: "2026-11-03 on jaguar (7.5 % of the day)"."""
+    return [f"{day} on {cluster} ({100 * (1 - coverage):.1f} % of the day)" for day, cluster, coverage in report.incomplete]
+
+
+def breakdown_notice(report: Report) -> str:
+    """Which days of a breakdown below the namespace have costs it shows as NOT_BROKEN_DOWN, and why; '' if none."""
+    if not report.without_breakdown or report.by is None:
+        return ""
+    label = report.by.removeprefix(LABEL_PREFIX)
+    what, why = ("workload", "") if report.by == WORKLOAD else (f"label {label}", f", or {label} not yet in cost_labels")
+    return (f"{', '.join(day_ranges(report.without_breakdown))} had costs without a breakdown by {what} "
+            f"(billed with workloads off, before workload costs were kept or beyond workloads.keep_days{why}); "
+            f"they show as {NOT_BROKEN_DOWN}")
+
+
+def notices(report: Report) -> list[str]:
+    """Sentences for stderr: days no run completed, and days whose data had gaps."""
+    found = []
+    if report.missing_days:
+        count = len(report.missing_days)
+        days = "day was never billed and is" if count == 1 else "days were never billed and are"
+        found.append(f"{count} {days} not in this report: {', '.join(day_ranges(report.missing_days))}")
+    if report.without_breakdown:
+        found.append(breakdown_notice(report))
+    if report.incomplete:
+        found.append(
+            "Prometheus had no kube-state-metrics data, so pods running then were not billed, on "
+            + ", ".join(gaps(report))
+        )
+    return found
+
+
+FORMATS = {"table": table, "csv": csv_text, "json": json_text, "html": html}

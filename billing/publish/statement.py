@@ -1,0 +1,248 @@
+"""Monthly statements per team, and closing a month so that its statement never changes.
+
+A statement has, per team (with its cost centre) and cluster, one line per
+resource and GPU model at list price, the discount of pod priority classes
+as a line of its own, reserved pools, credits for others' use of a pool,
+shares of idle capacity, and adjustments: what re-runs of days of an earlier,
+closed month changed, each naming the day it corrects. A team's lines add up
+to its ledger cost of the month's days plus the adjustments booked in it.
+
+`billing close` stores a month's lines as they are (table statement_lines),
+so the statement of a closed month is read back, never recomputed, and is the
+same byte for byte however its days are re-run later. A re-run of a closed
+month's day books its change in the first open month (billing/ledger/tables.py).
+Reopening deletes the stored lines and the adjustments correcting the month
+(its statement shows the current ledger again); only the latest closed month
+can be reopened, so no adjustment in a closed statement is ever taken back.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+from dataclasses import dataclass
+from datetime import date, datetime, timezone
+
+import pandas as pd
+from sqlalchemy import Connection, Engine, delete, insert, select
+
+from billing.days import days_between, days_in_month
+from billing.directory.people import Directory
+from billing.ledger.tables import (
+    CORRECTION_NOISE,
+    LEDGER_COLUMNS,
+    adjustments,
+    chargeback,
+    closed_months,
+    completed_days,
+    month_after,
+    month_closings,
+    serialise_with_runs,
+    statement_lines,
+    transaction,
+)
+
+log = logging.getLogger(__name__)
+
+# the order of a cluster's lines, by the ledger resource's prefix
+KINDS = {"": "charge", "reserved": "reserved", "credit": "credit", "idle": "idle"}
+KIND_ORDER = ["charge", "discount", "reserved", "credit", "idle", "adjustment"]
+LINE_COLUMNS = ["team", "cost_center", "cluster", "kind", "resource", "gpu_model", "corrects", "quantity", "amount"]
+
+
+class StatementError(Exception):
+    """The statement or the closing cannot be done as asked; the message says why (a usage error)."""
+
+
+@dataclass(frozen=True)
+class StatementLine:
+    team: str
+    cost_center: str
+    cluster: str
+    kind: str  # KIND_ORDER
+    resource: str  # the ledger's resource (cpu, gpu, credit-gpu, idle-cpu, ...)
+    gpu_model: str
+    corrects: date | None  # the day an adjustment corrects
+    quantity: float | None  # resource-hours; None for discounts and adjustments
+    amount: float
+
+
+@dataclass(frozen=True)
+class Closing:
+    closed_at: datetime  # UTC
+    closed_by: str
+    missing_days: tuple[date, ...]  # never run when it was closed
+
+
+@dataclass(frozen=True)
+class Statement:
+    month: date  # first day
+    currency: str
+    lines: list[StatementLine]
+    closing: Closing | None  # None: the month is open, its lines come from the ledger now
+    missing_days: list[date]
+
+    @property
+    def total(self) -> float:
+        return sum((line.amount for line in self.lines), 0.0)
+
+    def teams(self) -> list[tuple[str, str, list[StatementLine]]]:
+        """(team, cost centre, lines) in the order of the lines."""
+        grouped: dict[str, list[StatementLine]] = {}
+        for line in self.lines:
+            grouped.setdefault(line.team, []).append(line)
+        return [(team, lines[0].cost_center, lines) for team, lines in grouped.items()]
+
+
+def cost_centers(directory: Directory | None) -> dict[str, str]:
+    """Each team's cost centre (teams.cost_center_attribute) from the directory, where it has one."""
+    return {name: team.cost_center for name, team in (directory.teams if directory else {}).items() if team.cost_center}
+
+
+def month_range(month: date) -> tuple[date, date]:
+    return month, month.replace(day=days_in_month(month))
+
+
+def _kind(resource: str) -> str:
+    prefix, _, rest = resource.partition("-")
+    return KINDS.get(prefix, "charge") if rest else "charge"
+
+
+def statement_lines_of(rows: pd.DataFrame, booked: pd.DataFrame, cost_centers: dict[str, str]) -> list[StatementLine]:
+    """The lines of a month from its ledger rows (LEDGER_COLUMNS) and the adjustments booked in it.
+
+    Every (team, cluster, resource, GPU model) gives a line at list cost and,
+    where priority classes made it cheaper, a discount line (cost less list cost).
+    """
+    lines = []
+    key = ["team", "cluster", "resource", "gpu_model"]
+    sums = rows.groupby(key, as_index=False)[["quantity", "list_cost", "cost"]].sum()
+    for row in sums.itertuples(index=False):
+        center = cost_centers.get(row.team, "")
+        lines.append(StatementLine(row.team, center, row.cluster, _kind(row.resource), row.resource, row.gpu_model,
+                                   None, float(row.quantity), float(row.list_cost)))
+        if abs(row.cost - row.list_cost) > CORRECTION_NOISE:
+            lines.append(StatementLine(row.team, center, row.cluster, "discount", row.resource, row.gpu_model, None,
+                                       None, float(row.cost - row.list_cost)))
+    corrections = booked.groupby(["team", "cluster", "resource", "corrects"], as_index=False)["amount"].sum()
+    for row in corrections.itertuples(index=False):
+        lines.append(StatementLine(row.team, cost_centers.get(row.team, ""), row.cluster, "adjustment", row.resource,
+                                   "", row.corrects, None, float(row.amount)))
+    return sorted(lines, key=lambda line: (line.team, line.cluster, KIND_ORDER.index(line.kind), line.resource,
+                                           line.gpu_model, line.corrects or date.min))
+
+
+def _closing(conn: Connection, month: date) -> Closing | None:
+    row = conn.execute(select(closed_months).where(closed_months.c.month == month)).first()
+    if row is None:
+        return None
+    at = row.closed_at  # SQLite hands it back naive (it stored UTC); PostgreSQL in the session's zone
+    at = at.replace(tzinfo=timezone.utc) if at.tzinfo is None else at.astimezone(timezone.utc)
+    missing = tuple(date.fromisoformat(d) for d in row.missing_days.split(",") if d)
+    return Closing(at, row.closed_by, missing)
+
+
+def _open_statement(conn: Connection, month: date, currency: str, cost_centers: dict[str, str],
+                    last_complete_day: date) -> Statement:
+    first, last = month_range(month)
+    rows = pd.DataFrame(conn.execute(select(chargeback).where(chargeback.c.day.between(first, last))).all(),
+                        columns=LEDGER_COLUMNS)
+    booked = pd.DataFrame(conn.execute(select(adjustments).where(adjustments.c.month == month)).all(),
+                          columns=[c.name for c in adjustments.columns])
+    currencies = sorted(set(rows["currency"]) | set(booked["currency"]))
+    if len(currencies) > 1:
+        raise StatementError(f"the ledger holds costs in {' and '.join(currencies)} in {month:%Y-%m}; "
+                             "a statement does not add up different currencies")
+    done = {row.day for row in conn.execute(select(completed_days.c.day).where(completed_days.c.day.between(first, last)))}
+    missing = [day for day in days_between(first, min(last, last_complete_day)) if day not in done]
+    lines = statement_lines_of(rows, booked.assign(corrects=pd.to_datetime(booked["corrects"]).dt.date), cost_centers)
+    return Statement(month, currencies[0] if currencies else currency, lines, None, missing)
+
+
+def _closed_statement(conn: Connection, month: date, closing: Closing, currency: str) -> Statement:
+    rows = conn.execute(select(statement_lines).where(statement_lines.c.month == month)
+                        .order_by(statement_lines.c.line)).all()
+    lines = [StatementLine(*(getattr(row, c) for c in LINE_COLUMNS)) for row in rows]
+    return Statement(month, rows[0].currency if rows else currency, lines, closing, list(closing.missing_days))
+
+
+def _statement(conn: Connection, month: date, currency: str, cost_centers: dict[str, str],
+               last_complete_day: date) -> Statement:
+    closing = _closing(conn, month)
+    if closing is not None:
+        return _closed_statement(conn, month, closing, currency)
+    return _open_statement(conn, month, currency, cost_centers, last_complete_day)
+
+
+def build_statement(engine: Engine, month: date, currency: str, cost_centers: dict[str, str],
+                    team: str | None = None, last_complete_day: date = date.max) -> Statement:
+    """The month's statement: as closed, or from the ledger now; optionally of one team.
+
+    Days of an open month after `last_complete_day` (today and later) are not listed as missing.
+    """
+    with transaction(engine, f"reading the statement of {month:%Y-%m}") as conn:
+        statement = _statement(conn, month, currency, cost_centers, last_complete_day)
+    if team is None:
+        return statement
+    lines = [line for line in statement.lines if line.team == team]
+    if not lines:
+        names = sorted({line.team for line in statement.lines})
+        closest = difflib.get_close_matches(team, names, n=3, cutoff=0.5)
+        hint = f"; closest: {', '.join(closest)}" if closest else ""
+        raise StatementError(f"no team named {team!r} on the statement of {month:%Y-%m}{hint}")
+    return Statement(statement.month, statement.currency, lines, statement.closing, statement.missing_days)
+
+
+def _log(conn: Connection, month: date, action: str, by: str, at: datetime) -> None:
+    conn.execute(insert(month_closings).values(month=month, logged_at=at, action=action, who=by))
+    log.warning("%s %s by %s", action, f"{month:%Y-%m}", by)
+
+
+def close_month(engine: Engine, month: date, by: str, last_complete_day: date, currency: str,
+                cost_centers: dict[str, str], allow_missing: bool = False) -> Statement:
+    """Store the month's statement as it is now and mark the month closed; returns the statement.
+
+    Runs of the month's days are waited for (and wait), so no run slips in
+    between the lines read and the month marked closed.
+    """
+    first, last = month_range(month)
+    if last > last_complete_day:
+        raise StatementError(f"{month:%Y-%m} has not ended yet (its last day is {last}); it cannot be closed")
+    now = datetime.now(timezone.utc)
+    with transaction(engine, f"closing {month:%Y-%m}") as conn:
+        serialise_with_runs(conn, days_between(first, last))
+        closing = _closing(conn, month)
+        if closing is not None:
+            raise StatementError(f"{month:%Y-%m} was closed on {closing.closed_at:%Y-%m-%d %H:%M} UTC by "
+                                 f"{closing.closed_by}; reopen it first (billing close --reopen)")
+        statement = _open_statement(conn, month, currency, cost_centers, last)
+        if statement.missing_days and not allow_missing:
+            raise StatementError(f"{month:%Y-%m} has {len(statement.missing_days)} day(s) never run, first "
+                                 f"{statement.missing_days[0]}; run them, or close with --allow-missing")
+        missing = ",".join(day.isoformat() for day in statement.missing_days)
+        conn.execute(insert(closed_months).values(month=month, closed_at=now, closed_by=by, missing_days=missing))
+        if statement.lines:
+            conn.execute(insert(statement_lines), [
+                {"month": month, "line": number, "currency": statement.currency,
+                 **{c: getattr(line, c) for c in LINE_COLUMNS}}
+                for number, line in enumerate(statement.lines, 1)])
+        _log(conn, month, "close", by, now)
+        closing = _closing(conn, month)
+    return Statement(month, statement.currency, statement.lines, closing, statement.missing_days)
+
+
+def reopen_month(engine: Engine, month: date, by: str) -> None:
+    """Open a closed month again: its statement comes from the ledger, and corrections of it are no longer booked."""
+    with transaction(engine, f"reopening {month:%Y-%m}") as conn:
+        if _closing(conn, month) is None:
+            raise StatementError(f"{month:%Y-%m} is not closed")
+        later = conn.execute(select(closed_months.c.month).where(closed_months.c.month > month)
+                             .order_by(closed_months.c.month.desc())).first()
+        if later is not None:
+            raise StatementError(f"{later.month:%Y-%m} is closed too; reopen the latest closed month first")
+        conn.execute(delete(statement_lines).where(statement_lines.c.month == month))
+        conn.execute(delete(closed_months).where(closed_months.c.month == month))
+        first, last = month_range(month)
+        conn.execute(delete(adjustments).where(adjustments.c.corrects.between(first, last),
+                                               adjustments.c.month >= month_after(month)))
+        _log(conn, month, "reopen", by, datetime.now(timezone.utc))

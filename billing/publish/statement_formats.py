@@ -1,0 +1,84 @@
+"""A `Statement` for finance: JSON for programs, CSV for import, printable HTML with one page per team.
+
+Nothing here reads a clock or the database: the same statement gives the
+same bytes, which is what keeps a closed month's statement stable.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from billing.publish.formatting import RESOURCE_NAMES, UNITS
+from billing.publish.pages import render_template
+from billing.publish.report_formats import _spreadsheet_safe, day_ranges
+from billing.publish.statement import LINE_COLUMNS, Statement, StatementLine
+
+CSV_COLUMNS = ["month", *LINE_COLUMNS, "currency"]
+
+
+def _closing(statement: Statement) -> dict | None:
+    closing = statement.closing
+    if closing is None:
+        return None
+    return {"closed_at": closing.closed_at.isoformat(timespec="seconds"), "closed_by": closing.closed_by}
+
+
+def json_text(statement: Statement) -> str:
+    """Every number unrounded, as in the ledger; teams in name order, each with its lines and total."""
+    document = {
+        "month": f"{statement.month:%Y-%m}",
+        "currency": statement.currency,
+        "closed": _closing(statement),
+        "missing_days": [day.isoformat() for day in statement.missing_days],
+        "total": statement.total,
+        "teams": [
+            {"team": team, "cost_center": center, "total": sum((line.amount for line in lines), 0.0),
+             "lines": [{c: _plain(getattr(line, c)) for c in LINE_COLUMNS[2:]} for line in lines]}
+            for team, center, lines in statement.teams()
+        ],
+    }
+    return json.dumps(document, indent=1) + "\n"
+
+
+def _plain(value: object) -> object:
+    return value.isoformat() if hasattr(value, "isoformat") else value
+
+
+def csv_text(statement: Statement) -> str:
+    """One line per statement line with its team, cost centre, month and currency; no totals (sums stay right)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(CSV_COLUMNS)
+    for line in statement.lines:
+        values = [getattr(line, c) for c in LINE_COLUMNS]
+        writer.writerow([f"{statement.month:%Y-%m}", *("" if v is None else _spreadsheet_safe(v) for v in values),
+                         statement.currency])
+    return buffer.getvalue()
+
+
+def describe(line: StatementLine) -> str:
+    """What a line is, for people: `GPU NVIDIA-H100`, `Discount, CPU`, `Adjustment of 2026-10-14, GPU`."""
+    name = RESOURCE_NAMES.get(line.resource, line.resource)
+    model = f" {line.gpu_model}" if line.gpu_model else ""
+    if line.kind == "discount":
+        return f"Priority-class discount, {name}{model}"
+    if line.kind == "adjustment":
+        return f"Adjustment of {line.corrects}, {name}"
+    return f"{name}{model}"
+
+
+def _quantity(line: StatementLine) -> str:
+    if line.quantity is None:
+        return ""
+    return f"{line.quantity:,.2f} {UNITS.get(line.resource, '')}".rstrip()
+
+
+def html(statement: Statement) -> str:
+    """A printable page per team (CSS page breaks), every name escaped."""
+    return render_template("statement.html.j2", statement=statement, closing=_closing(statement), describe=describe,
+                           line_quantity=_quantity, date_ranges=day_ranges)
+
+
+FORMATS = {"csv": csv_text, "json": json_text, "html": html}

@@ -1,0 +1,1 @@
+"""`billing serve`: the ledger read-only over HTTP, each person seeing only what they may."""

@@ -1,0 +1,438 @@
+"""`billing serve`: the ledger, read-only, for everyone to look up their own costs.
+
+A small Flask application, server-rendered with the report templates. Who is
+asking comes from a trusted proxy's header (`web.auth: header`) or from a
+login checked by an LDAP bind as the person (`web.auth: ldap`); what they may
+see is `billing.web.access`. Every page and the JSON API answer from
+`billing.publish.report` (sums by the database) and `billing.publish.pages` (the day's
+figures and trend), so the numbers are those of `billing report` and the
+static pages.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import re
+import secrets
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, replace
+from datetime import date, timedelta
+
+import pandas as pd
+import waitress
+from flask import Flask, Response, g, redirect, request, session
+from sqlalchemy import Engine
+from werkzeug.exceptions import HTTPException
+
+from billing.config import Config
+from billing.days import days_between
+from billing.directory.ldap import WrongPassword, authenticate
+from billing.directory.people import DirectoryError
+from billing.ledger.tables import LedgerError, completed, daily_costs, open_ledger, waste_sums
+from billing.publish.dayview import TrendDay, headline, window_start
+from billing.publish.pages import render_template
+from billing.publish.report import (
+    LABEL_PREFIX,
+    NOT_BROKEN_DOWN,
+    SUMS,
+    WORKLOAD,
+    Report,
+    ReportError,
+    Subject,
+    UnknownSubject,
+    breakdown,
+    build_report,
+    report_range,
+)
+from billing.publish.report_formats import csv_text, html_table, json_text
+from billing.web.access import Forbidden, Viewer, viewer
+
+log = logging.getLogger(__name__)
+
+CSP = ("default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; "
+       "base-uri 'none'")
+LONGEST_RANGE = 366  # days one question may span
+API_GROUPINGS = ("namespace", "team", "person", WORKLOAD)  # and label:NAME of a configured cost label
+UID = re.compile(r"[^\x00-\x1f\x7f]{1,253}")  # a user id: any printable text a directory may hold
+PAGE_WORKLOADS = 20  # a page's workload table shows the most expensive ones, the rest in one row; CSV has all
+PAGE_TABLES = {  # page -> the breakdowns it shows of the range, each also a CSV download
+    "me": ("namespace", "cluster", WORKLOAD),
+    "team": ("person", "namespace", WORKLOAD),
+    "all": ("team", "cluster"),
+}
+
+
+class LoginThrottle:
+    """Failed logins per user and per address; after `attempts` within `window` seconds both are locked out.
+
+    Kept in the process: `billing serve` runs as one replica (cronjob/serve.yaml).
+    """
+
+    def __init__(self, attempts: int, window: float, clock=time.monotonic) -> None:
+        self.attempts, self.window, self.clock = attempts, window, clock
+        self._failures: dict[str, deque[float]] = {}
+        self._lock = threading.Lock()
+
+    def wait(self, keys: list[str]) -> float:
+        """Seconds until these keys may try again; 0 if they may now."""
+        now = self.clock()
+        with self._lock:
+            waits = []
+            for key in keys:
+                failures = self._failures.get(key, deque())
+                while failures and failures[0] <= now - self.window:
+                    failures.popleft()
+                if len(failures) >= self.attempts:
+                    waits.append(failures[0] + self.window - now)
+            return max(waits, default=0.0)
+
+    def failed(self, keys: list[str]) -> None:
+        with self._lock:
+            for key in keys:
+                self._failures.setdefault(key, deque()).append(self.clock())
+
+
+class Refused(Exception):
+    """A request answered with an error status and one sentence."""
+
+    def __init__(self, status: int, sentence: str) -> None:
+        super().__init__(sentence)
+        self.status = status
+
+
+def _day(name: str) -> date | None:
+    value = request.args.get(name)
+    if value is None or value == "":
+        return None
+    try:
+        if re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value):
+            return date.fromisoformat(value)
+    except ValueError:
+        pass
+    raise Refused(400, f"{name}={value!r} is not a date like 2026-11-20")
+
+
+def _only(*allowed: str) -> None:
+    """Refuse query parameters a route does not know: nothing is silently ignored."""
+    unknown = sorted(set(request.args) - set(allowed))
+    if unknown:
+        raise Refused(400, f"unknown query parameter {unknown[0]!r} (this address takes {', '.join(allowed) or 'none'})")
+
+
+def create_app(config: Config, engine: Engine | None = None, throttle: LoginThrottle | None = None) -> Flask:
+    """The application over the configured ledger."""
+    web = config.web
+    ledger = engine or open_ledger(web.database or config.database)
+    trusted = [ipaddress.ip_network(n, strict=False) for n in web.trusted_proxies]
+    throttle = throttle or LoginThrottle(web.login_attempts, web.login_window)
+    app = Flask(__name__)
+    app.config.update(
+        SECRET_KEY=web.session_key or secrets.token_hex(32),  # header auth keeps no sessions
+        SESSION_COOKIE_NAME="billing_session",
+        SESSION_COOKIE_HTTPONLY=True,
+        SESSION_COOKIE_SECURE=True,
+        SESSION_COOKIE_SAMESITE="Strict",
+        PERMANENT_SESSION_LIFETIME=timedelta(seconds=web.session_lifetime),
+    )
+
+    def from_trusted_proxy() -> bool:
+        try:
+            address = ipaddress.ip_address(request.remote_addr or "")
+        except ValueError:
+            return False
+        return any(address in network for network in trusted)
+
+    def identity() -> str:
+        """The signed-in uid, or Refused(401) saying why there is none."""
+        if web.auth == "ldap":
+            if "uid" not in session:
+                raise Refused(401, "sign in first")
+            return session["uid"]
+        value = request.headers.get(web.user_header)
+        if value is None:
+            raise Refused(401, f"no user: the request has no {web.user_header} header from the authenticating proxy")
+        if not from_trusted_proxy():
+            raise Refused(401, f"the {web.user_header} header is trusted only from web.trusted_proxies, "
+                               f"not from {request.remote_addr}")
+        if not UID.fullmatch(value.strip()):
+            raise Refused(401, f"the {web.user_header} header holds no usable user id")
+        return value.strip()
+
+    def current() -> Viewer:
+        if "viewer" not in g:
+            g.viewer = viewer(ledger, identity(), web.admins)
+        return g.viewer
+
+    def asked_range() -> tuple[date, date]:
+        """from= and to=, by default the month to yesterday as for `billing report`."""
+        try:
+            first, last = report_range(config.zone, _day("from"), _day("to"))
+        except ReportError as exc:
+            raise Refused(400, str(exc)) from None
+        if (last - first).days >= LONGEST_RANGE:
+            raise Refused(400, f"the range {first} to {last} is longer than {LONGEST_RANGE} days")
+        return first, last
+
+    def question(page: str) -> tuple[date, date, str | None, str]:
+        """(first, last, by, format) of a page's query: from, to, and for a CSV download which table."""
+        _only("from", "to", "by", "format")
+        first, last = asked_range()
+        form = request.args.get("format", "html")
+        if form not in ("html", "csv"):
+            raise Refused(400, f"format={form!r} is not html or csv")
+        by = request.args.get("by")
+        if by is not None and (form != "csv" or by not in PAGE_TABLES[page]):
+            raise Refused(400, f"by= goes with format=csv and one of {', '.join(PAGE_TABLES[page])}")
+        return first, last, by or PAGE_TABLES[page][0], form
+
+    def page(name: str, subject: Subject, heading: str, waste_key: str, links: str | None = None) -> Response:
+        """A page of a subject: the figures of the range's last day, the range's breakdowns and waste."""
+        first, last, by, form = question(name)
+        if form == "csv":
+            answer = build_report(ledger, subject, first, last, by, config.currency)
+            return Response(csv_text(answer), mimetype="text/csv", headers={
+                "Content-Disposition": f'attachment; filename="billing-{name}-{by}-{first}-{last}.csv"'})
+        try:
+            reports = [(table, build_report(ledger, subject, first, last, table, config.currency))
+                       for table in PAGE_TABLES[name]]
+            tables = [(table, html_table(_shortened(answer))) for table, answer in reports if _broken_down(answer)]
+            nothing = ""
+        except UnknownSubject:  # someone with no costs at all still gets their (empty) page
+            if subject.kind != "person":
+                raise
+            tables, nothing = [], f"the ledger holds no costs of namespaces owned by {subject.name}"
+        start = window_start(last)
+        runs = completed(ledger, start, last)
+        day_costs = daily_costs(ledger, start, last, **_filter(subject))
+        currencies = sorted(set(day_costs["currency"]))
+        if len(currencies) > 1:
+            raise ReportError(f"the ledger holds costs in {' and '.join(currencies)} between {start} and {last}; "
+                              f"ask for a range with one currency")
+        month = days_between(last.replace(day=1), last)
+        figures = Headline(last, currencies[0] if currencies else config.currency,  # the range's own note
+                           missing_in_month=[] if first == month[0] else [d for d in month if d not in runs and d != last],
+                           **headline(day_costs, runs, last))
+        waste = waste_sums(ledger, first, last, waste_key, **_filter(subject))
+        waste = waste.dropna(subset=["idle_gpu_hours", "unused_cpu_core_hours"], how="all")
+        return _html(render_template(
+            "web.html.j2", viewer=current(), heading=heading, page=name, subject=subject, first=first, last=last,
+            report=figures, tables=tables, links=links, waste=_nones(waste), waste_key=waste_key,
+            reports_url=config.reports_url, nothing=nothing, csrf=_csrf() if web.auth == "ldap" else "",
+            today_missing=last not in runs))
+
+    @app.errorhandler(Refused)
+    def refused(error: Refused):
+        return _error(error.status, str(error))
+
+    @app.errorhandler(Forbidden)
+    def forbidden(error: Forbidden):
+        return _error(403, str(error))
+
+    @app.errorhandler(UnknownSubject)
+    def unknown(error: UnknownSubject):
+        return _error(404, str(error))
+
+    @app.errorhandler(ReportError)
+    def unanswerable(error: ReportError):  # e.g. a range with costs in two currencies
+        return _error(400, str(error))
+
+    @app.errorhandler(LedgerError)
+    def unavailable(error: LedgerError):
+        log.error("%s", error)
+        return _error(503, str(error))
+
+    @app.errorhandler(HTTPException)
+    def http_error(error: HTTPException):
+        return _error(error.code or 500, error.description or error.name)
+
+    def _error(status: int, sentence: str):
+        if request.path.startswith("/api/"):
+            return {"error": sentence}, status
+        login = status == 401 and web.auth == "ldap"
+        return _html(render_template("web_error.html.j2", status=status, sentence=sentence, login=login,
+                                     csrf=_csrf() if login else "", uid="", failed="")), status
+
+    @app.after_request
+    def headers(response: Response) -> Response:
+        response.headers["Content-Security-Policy"] = CSP
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Referrer-Policy"] = "no-referrer"
+        response.headers["Cache-Control"] = "no-store"  # personal costs stay out of shared caches
+        if request.path == "/healthz" and response.status_code == 200:
+            return response  # the kubelet asks every few seconds
+        who = g.viewer.uid if "viewer" in g else None
+        log.info("%s %s %d", request.method, request.path, response.status_code,
+                 extra={"method": request.method, "path": request.path, "status": response.status_code,
+                        "uid": who, "remote_addr": request.remote_addr})
+        return response
+
+    @app.get("/healthz")
+    def health():
+        """Ready when the ledger answers; no identity needed (the kubelet's probe has none)."""
+        _only()
+        completed(ledger, date.today(), date.today())
+        return Response("ok\n", mimetype="text/plain")
+
+    @app.get("/favicon.ico")
+    def favicon():
+        return Response(status=204)
+
+    @app.get("/")
+    def index():
+        _only()
+        current()
+        return redirect("/me", code=303)
+
+    @app.get("/me")
+    def me():
+        who = current()
+        return page("me", who.person(who.uid), f"Your costs, {who.uid}", "namespace")
+
+    @app.get("/teams/<path:team>")
+    def team(team: str):
+        subject = current().team(team)
+        return page("team", subject, f"Team {subject.name}", "owner")
+
+    @app.get("/all")
+    def everything():
+        return page("all", current().everything(), "All teams", "team", links="team")
+
+    @app.get("/api/v1/costs")
+    def costs():
+        """The JSON report of SPEC: `team=` or `person=` narrows it; without them an admin gets all teams,
+        anyone else their own costs."""
+        _only("from", "to", "by", "team", "person")
+        who = current()
+        by = request.args.get("by")
+        if by is not None and by not in API_GROUPINGS and not by.startswith(LABEL_PREFIX):
+            raise Refused(400, f"by={by!r} is not one of {', '.join(API_GROUPINGS)} or {LABEL_PREFIX}NAME")
+        by = breakdown(by, config.cost_labels)  # a label that is not a cost label: ReportError, 400
+        if "team" in request.args and "person" in request.args:
+            raise Refused(400, "give team= or person=, not both")
+        if "team" in request.args:
+            subject = who.team(request.args["team"])
+        elif "person" in request.args:
+            subject = who.person(request.args["person"])
+        else:
+            subject = who.everything() if who.admin else who.person(who.uid)
+        first, last = asked_range()
+        answer = build_report(ledger, subject, first, last, by, config.currency)
+        return Response(json_text(answer), mimetype="application/json")
+
+    if web.auth == "ldap":
+        _login_routes(app, config, throttle)
+    return app
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The figures above a page's tables (what reports/macros.html.j2 `figures` and `trend_svg` show)."""
+
+    day: date
+    currency: str
+    cost: float
+    discount: float
+    previous: float | None
+    month_to_date: float
+    trend: list[TrendDay]
+    missing_in_month: list[date]
+    incomplete: tuple = ()  # the range's data gaps are listed under the tables instead
+    directory_note: str = ""
+
+
+def _broken_down(report: Report) -> bool:
+    """False for a workload table of a range that no workload row breaks down: it would repeat the namespaces."""
+    return report.by != WORKLOAD or any(row[WORKLOAD] != NOT_BROKEN_DOWN for row in report.rows)
+
+
+def _shortened(report: Report) -> Report:
+    """A workload table of at most PAGE_WORKLOADS rows and one summing the others, so its total stays."""
+    if report.by != WORKLOAD or len(report.rows) <= PAGE_WORKLOADS + 1:
+        return report
+    others = report.rows[PAGE_WORKLOADS:]
+    summed = {column: sum(row[column] for row in others) for column in SUMS}
+    return replace(report, rows=[*report.rows[:PAGE_WORKLOADS],
+                                 {"namespace": "", WORKLOAD: f"{len(others)} other workloads (in the CSV)", **summed}])
+
+
+def _nones(frame: pd.DataFrame) -> list[dict]:
+    """Records with None where a measure is NaN (the templates show a dash)."""
+    return [{k: None if pd.isna(v) else v for k, v in row.items()} for row in frame.to_dict("records")]
+
+
+def _filter(subject: Subject) -> dict[str, str | None]:
+    """The `team=` or `owner=` keyword of the ledger's readers for a subject's rows."""
+    return {"team": {"team": subject.name}, "person": {"owner": subject.name}, "all": {}}[subject.kind]
+
+
+def _html(text: str) -> Response:
+    return Response(text, mimetype="text/html")
+
+
+def _csrf() -> str:
+    """A token of this browser session for the login and logout forms."""
+    if "csrf" not in session:
+        session["csrf"] = secrets.token_urlsafe(24)
+    return session["csrf"]
+
+
+def _check_csrf() -> None:
+    if not secrets.compare_digest(request.form.get("csrf", ""), session.get("csrf", "")):
+        raise Refused(400, "the form has expired; load the page again")
+
+
+def _login_routes(app: Flask, config: Config, throttle: LoginThrottle) -> None:
+    """The login form and logout, for `web.auth: ldap`."""
+
+    @app.get("/login")
+    def login_form():
+        _only()
+        return _html(render_template("web_error.html.j2", status=200, sentence="", login=True, csrf=_csrf(),
+                                     uid="", failed=""))
+
+    @app.post("/login")
+    def login():
+        _check_csrf()
+        uid = request.form.get("uid", "").strip()
+        keys = [f"user:{uid.casefold()}", f"address:{request.remote_addr}"]
+        wait = throttle.wait(keys)
+        if wait > 0:
+            log.warning("login of %r from %s refused: locked out", uid, request.remote_addr,
+                        extra={"uid": uid, "remote_addr": request.remote_addr})
+            raise Refused(429, f"too many failed logins for this user or address; try again in "
+                               f"{max(1, round(wait / 60))} minute(s)")
+        try:
+            canonical = authenticate(config.directory, uid, request.form.get("password", ""))
+        except WrongPassword as exc:
+            throttle.failed(keys)
+            log.warning("login of %r from %s failed: %s", uid, request.remote_addr, exc,
+                        extra={"uid": uid, "remote_addr": request.remote_addr})
+            return _html(render_template("web_error.html.j2", status=401, sentence="", login=True, csrf=_csrf(),
+                                         uid=uid, failed="Wrong user name or password.")), 401
+        except DirectoryError as exc:
+            log.error("login: %s", exc)
+            raise Refused(503, "the directory cannot check passwords at the moment; try again later") from None
+        session.clear()
+        session.permanent = True
+        session["uid"] = canonical
+        log.info("login of %s from %s", canonical, request.remote_addr,
+                 extra={"uid": canonical, "remote_addr": request.remote_addr})
+        return redirect("/me", code=303)
+
+    @app.post("/logout")
+    def logout():
+        _check_csrf()
+        session.clear()
+        return redirect("/login", code=303)
+
+
+def serve(config: Config, host: str, port: int) -> None:
+    """Run the application on waitress until SIGTERM or Ctrl-C; OSError when the port cannot be had."""
+    server = waitress.create_server(create_app(config), host=host, port=port, ident="billing")
+    log.info("billing serve listening on http://%s:%d (web.auth %s)", host, port, config.web.auth)
+    server.run()  # returns on KeyboardInterrupt, which SIGTERM raises (billing.cli)
+    log.info("billing serve stopped")
+

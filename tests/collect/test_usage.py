@@ -1,0 +1,168 @@
+from datetime import date
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from billing.collect.prometheus import PrometheusError
+from billing.collect.promql import chunks, quote
+from billing.collect.stores import DEFAULT_STORE
+from billing.collect.usage import GIB, UsageQueries, collect_cluster
+from billing.config import ClusterConfig
+from billing.days import billing_day
+
+CLUSTER = ClusterConfig(
+    name="jaguar",
+    prometheus={"url": "http://prometheus:9090", "selector": 'cluster="jaguar"'},
+    prices={"cpu_core_hour": 0.01, "memory_gib_hour": 0.001, "gpu_hour": 1.0},
+)
+DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
+H100 = "NVIDIA-H100-80GB-HBM3"
+
+
+def test_queries_carry_the_cluster_selector_and_quote_values():
+    queries = UsageQueries(CLUSTER, ["nvidia_com_gpu", "amd.com/gpu"], chunks(DAY, 60)[0])
+    assert queries.running() == 'kube_pod_status_phase{phase="Running", cluster="jaguar"}'
+    assert 'resource=~"cpu|memory|nvidia_com_gpu|amd\\\\.com/gpu"' in queries.requests()
+    assert quote('a"b\\c\nd') == '"a\\"b\\\\c\\nd"'
+    fast = queries.fast("")
+    # instants D 00:00 ... 05:59 at T = 05:59: a range of 6 h minus half a step picks exactly 360
+    assert "[21570000ms:60000ms]" in fast
+    # raw samples reach back one lookback (5 min) before the chunk's first instant
+    assert "[21870000ms]" in fast
+
+
+class FakePrometheus:
+    """Answers by the kind of query; records what was asked."""
+
+    def __init__(self, fast=(), models=(), resized=(), on_nodes=(), exact=(), covered=360):
+        self.covered = covered
+        self.answers = {"fast": list(fast), "models": list(models), "resized": list(resized),
+                        "on_nodes": list(on_nodes), "exact": list(exact)}
+        self.asked: list[tuple[str, str]] = []
+
+    def instant(self, query: str, at: float) -> list[dict]:
+        kind = ("covered" if query.startswith("count_over_time(") else "resized" if "stddev_over_time(kube_pod_container" in query else "models" if query.startswith("max by (node")
+                else "on_nodes" if "node=~" in query else "pods" if query.startswith("group by (uid)") else "fast")
+        self.asked.append((kind, query))
+        if kind == "pods":
+            return [{"metric": {"uid": "u1"}, "value": [at, "1"]}]
+        if kind == "covered":
+            return [{"metric": {}, "value": [at, str(self.covered)]}] if self.covered else []
+        return self.answers[kind]
+
+    def range(self, query: str, start: float, end: float, step: float) -> list[dict]:
+        self.asked.append(("exact", query))
+        return self.answers["exact"] if start == DAY.start.timestamp() else []
+
+    def kinds(self) -> list[str]:
+        return [kind for kind, _ in self.asked]
+
+    def queries(self, kind: str) -> list[str]:
+        return [query for k, query in self.asked if k == kind]
+
+
+def series(value, **labels) -> dict:
+    return {"metric": labels, "value": [0, str(value)]}
+
+
+def test_fast_path_turns_instants_into_hours_and_nodes_into_models():
+    source = FakePrometheus(
+        fast=[
+            # 2 cores for 120 instants = 240 core-instants = 4 core-hours at a 60 s step, per chunk
+            series(240, namespace="alice", node="gpu-1", resource="cpu"),
+            series(120 * 2 * GIB, namespace="alice", node="gpu-1", resource="memory"),
+            series(120, namespace="alice", node="gpu-1", resource="nvidia_com_gpu"),
+            series(60, namespace="bob", node="cpu-1", resource="nvidia_com_gpu"),
+        ],
+        models=[series(1, node="gpu-1", label_nvidia_com_gpu_product=H100), series(1, node="cpu-1")],
+    )
+    result = collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE)
+    usage = {(r.namespace, r.resource, r.gpu_model): r.quantity for r in result.usage.itertuples()}
+    assert usage == {
+        ("alice", "cpu", ""): pytest.approx(4 * 4),  # four chunks answer the same
+        ("alice", "memory", ""): pytest.approx(4 * 4),
+        ("alice", "gpu", H100): pytest.approx(4 * 2),
+        ("bob", "gpu", ""): pytest.approx(4 * 1),
+    }
+    assert result.pods == 1
+    assert "exact" not in source.kinds()
+    assert result.queries == 4 * 5
+    assert result.coverage == 1.0
+
+
+@pytest.mark.parametrize("covered, coverage", [(300, 300 / 360), (0, 0.0)])
+def test_coverage_is_the_share_of_instants_with_data(covered, coverage):
+    result = collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], FakePrometheus(covered=covered), DEFAULT_STORE)
+    assert result.coverage == pytest.approx(coverage)
+
+
+def test_resized_pods_are_left_out_of_the_fast_query_and_evaluated_exactly():
+    source = FakePrometheus(
+        resized=[series(1, uid="u-2"), series(1, uid="u-1")],
+        fast=[series(240, namespace="alice", node="n", resource="cpu")],
+        exact=[{"metric": {"namespace": "alice", "resource": "cpu", "priority_class": "backfill"},
+                "values": [[0, "2"], [60, "4"]]}],
+    )
+    result = collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE)
+    assert all('uid!~"u-1|u-2"' in q for q in source.queries("fast"))
+    # one exact range query per chunk, restricted to the two pods
+    assert len(source.queries("exact")) == 4
+    assert all('uid=~"u-1|u-2"' in q for q in source.queries("exact"))
+    # only the first chunk answers, with 2 + 4 core-instants of a backfill pod; four fast chunks answer 240 each
+    assert result.usage.to_dict("records") == [
+        {"namespace": "alice", "resource": "cpu", "gpu_model": "", "priority_class": "", "pool": "",
+         "quantity": pytest.approx(4 * 4)},
+        {"namespace": "alice", "resource": "cpu", "gpu_model": "", "priority_class": "backfill", "pool": "",
+         "quantity": pytest.approx(6 / 60)},
+    ]
+
+
+def test_pods_on_a_relabelled_node_are_evaluated_exactly():
+    source = FakePrometheus(models=[series(1, node="n.1", label_nvidia_com_gpu_product=m) for m in (H100, "A100")],
+                            on_nodes=[series(1, uid="u-9")])
+    collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE)
+    assert all(r'node=~"n\\.1"' in q for q in source.queries("on_nodes"))
+    assert all('uid!~"u-9"' in q for q in source.queries("fast"))
+    assert all('uid=~"u-9"' in q for q in source.queries("exact"))
+
+
+def test_exact_results_take_the_model_per_instant_on_relabelled_nodes_and_the_nodes_model_elsewhere():
+    source = FakePrometheus(
+        models=[series(1, node="n.1", label_nvidia_com_gpu_product=m) for m in (H100, "A100")]
+        + [series(1, node="m", label_nvidia_com_gpu_product="A100")],
+        on_nodes=[series(1, uid="u-9")],
+        exact=[{"metric": {"namespace": "alice", "node": "n.1", "resource": "nvidia_com_gpu",
+                           "label_nvidia_com_gpu_product": H100}, "values": [[0, "60"]]},
+               {"metric": {"namespace": "alice", "node": "n.1", "resource": "nvidia_com_gpu"}, "values": [[0, "120"]]},
+               {"metric": {"namespace": "alice", "node": "m", "resource": "nvidia_com_gpu"}, "values": [[0, "180"]]}],
+    )
+    usage = collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE).usage
+    assert {(r.gpu_model, r.quantity) for r in usage.itertuples()} == {(H100, 1.0), ("", 2.0), ("A100", 3.0)}
+
+
+@pytest.mark.parametrize("value", ["NaN", "+Inf", "-1"])
+def test_impossible_values_are_refused(value):
+    source = FakePrometheus(fast=[series(value, namespace="alice", node="n", resource="cpu")])
+    with pytest.raises(PrometheusError, match="impossible cpu request .* namespace 'alice'"):
+        collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE)
+
+
+def test_reserved_pools_come_from_node_labels_and_a_node_moved_between_pools_is_evaluated_exactly():
+    pooled = ClusterConfig.model_validate(
+        {**CLUSTER.model_dump(), "reserved_pools": {"node_label": "label_pool", "teams": {"p1": "robotics"}}})
+    source = FakePrometheus(
+        models=[series(1, node="a", label_nvidia_com_gpu_product=H100, label_pool="p1"),
+                series(1, node="b", label_nvidia_com_gpu_product=H100, label_pool="nobody's"),  # not reserved
+                series(1, node="c", label_pool="p1"), series(1, node="c")],  # c joined the pool
+        fast=[series(60, namespace="alice", node="a", resource="nvidia_com_gpu"),
+              series(60, namespace="bob", node="b", resource="nvidia_com_gpu")],
+        on_nodes=[series(1, uid="u-c")],
+        exact=[{"metric": {"namespace": "carol", "node": "c", "resource": "cpu", "label_pool": "p1"},
+                "values": [[0, "60"]]}])
+    result = collect_cluster(pooled, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE)
+    usage = {(r.namespace, r.resource, r.gpu_model, r.pool): r.quantity for r in result.usage.itertuples()}
+    # four chunks of 60 GPU-instants = 4 GPU-h each; carol's first exact chunk of 60 core-instants = 1 core-h
+    assert usage == {("alice", "gpu", H100, "p1"): pytest.approx(4), ("bob", "gpu", H100, ""): pytest.approx(4),
+                     ("carol", "cpu", "", "p1"): pytest.approx(1)}
+    assert all(r'node=~"c"' in q for q in source.queries("on_nodes"))
+    assert all("label_nvidia_com_gpu_product, label_pool" in q for q in source.queries("exact"))

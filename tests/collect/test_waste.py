@@ -1,0 +1,100 @@
+"""billing.collect.waste without a server: which measures a day has, and how they are split over teams."""
+
+from datetime import date
+from zoneinfo import ZoneInfo
+
+import pandas as pd
+import pytest
+
+from billing.collect.stores import DEFAULT_STORE
+from billing.collect.waste import MEASURES, attribute_waste, collect_waste, waste_by_namespace
+from billing.config import ClusterConfig
+from billing.days import billing_day
+
+CLUSTER = ClusterConfig(name="jaguar", prometheus={"url": "http://prometheus:9090"},
+                        prices={"cpu_core_hour": 0.01, "memory_gib_hour": 0.001, "gpu_hour": 1.0})
+DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
+
+
+class Answers:
+    """DCGM in the first 6 hours of the day only, cAdvisor in none; 10 idle GPU-instants of alice per hour."""
+
+    def __init__(self):
+        self.asked: list[str] = []
+
+    def instant(self, query: str, at: float) -> list[dict]:
+        self.asked.append(query)
+        first = at < DAY.start.timestamp() + 6 * 3600 and at % 3600 == 3540  # (answered at an hour's last instant)
+        if "DCGM_FI_DEV_GPU_UTIL{" in query and first:
+            return [{"metric": {"namespace": "alice", "measure": "idle_gpu"}, "value": [at, "10"]}]
+        if "or vector(0)" in query:
+            return [{"metric": {}, "value": [at, "0"]}]  # no cAdvisor
+        return []  # no MIG instances
+
+    def range(self, query: str, start: float, end: float, step: float) -> list[dict]:
+        hours = [self.instant(query, t) for t in range(int(start), int(end) + 1, int(step))]
+        return [{"metric": s["metric"], "values": [s["value"]]} for answer in hours for s in answer]
+
+
+class MovingFrontend(Answers):
+    """A query frontend that aligns a range query's times to its step (Thanos' default), moving them."""
+
+    def range(self, query: str, start: float, end: float, step: float) -> list[dict]:
+        return super().range(query, start - start % step, end - end % step, step)
+
+
+@pytest.mark.parametrize("source", [Answers(), MovingFrontend()], ids=["range-queries", "hour-by-hour"])
+def test_a_measure_is_taken_only_where_its_metric_is(source):
+    waste = collect_waste(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, below=5.0, store=DEFAULT_STORE)
+    # six hours with DCGM: 6 x 10 GPU-instants = 1 idle GPU-hour; no cAdvisor anywhere: not measured
+    assert waste["namespace"].tolist() == ["alice"]
+    assert waste["idle_gpu_hours"].tolist() == [pytest.approx(1.0)] and waste["unused_cpu_core_hours"].isna().all()
+    # every hour asked once: at its last instant, in range queries of six hours, or hour by hour after one moved
+    hourly = [q for q in source.asked if "DCGM_FI_DEV_GPU_UTIL{" in q and "< bool 5.0" in q]
+    assert len(hourly) == 24
+    assert not any("rate(container_cpu_usage_seconds_total" in q for q in source.asked)
+
+
+class PodsOfControllers(Answers):
+    """Four pods of alice idle on a GPU for the first 6 hours: p1 of a Deployment's ReplicaSet, p2 a name two
+    Jobs used, p3 without the created_by labels (an exporter may leave them out), p4 unknown to kube-state-metrics."""
+
+    def instant(self, query: str, at: float) -> list[dict]:
+        if query.startswith("group by (namespace, pod, created_by_kind, created_by_name)"):
+            return [{"metric": labels, "value": [at, "1"]} for labels in (
+                {"namespace": "alice", "pod": "p1", "created_by_kind": "ReplicaSet", "created_by_name": "web-5d"},
+                {"namespace": "alice", "pod": "p2", "created_by_kind": "Job", "created_by_name": "train-b"},
+                {"namespace": "alice", "pod": "p2", "created_by_kind": "Job", "created_by_name": "train-a"},
+                {"namespace": "alice", "pod": "p3"})]
+        if "kube_replicaset_owner" in query:
+            return [{"metric": {"namespace": "alice", "workload": "ReplicaSet/web-5d", "top": "Deployment/web"},
+                     "value": [at, "1"]}]
+        return [{"metric": {**series["metric"], "pod": pod}, "value": series["value"]}
+                for series in super().instant(query, at) for pod in ("p1", "p2", "p3", "p4")]
+
+
+def test_waste_per_workload_takes_each_pod_to_its_top_level_controller():
+    waste = collect_waste(CLUSTER, DAY, 60, ["nvidia_com_gpu"], PodsOfControllers(), below=5.0, store=DEFAULT_STORE,
+                          by_workload=True)
+    assert dict(zip(waste["workload"], waste["idle_gpu_hours"])) == pytest.approx(
+        {"Deployment/web": 1.0, "Job/train-a": 1.0, "Pod/p3": 1.0, "Pod/p4": 1.0})
+    assert set(waste["namespace"]) == {"alice"}
+
+
+def test_waste_per_workload_sums_to_the_namespace_and_keeps_what_was_not_measured():
+    by_workload = pd.DataFrame([("alice", "Job/train-1", 2.0, None), ("alice", "Deployment/web", 1.5, None),
+                                ("bob", "Pod/debug", None, 3.0)], columns=["namespace", "workload", *MEASURES])
+    totals = waste_by_namespace(by_workload).set_index("namespace")
+    assert totals.loc["alice", "idle_gpu_hours"] == 3.5 and pd.isna(totals.loc["alice", "unused_cpu_core_hours"])
+    assert pd.isna(totals.loc["bob", "idle_gpu_hours"]) and totals.loc["bob", "unused_cpu_core_hours"] == 3.0
+
+
+def test_waste_is_split_over_a_namespace_s_teams_like_its_cost():
+    waste = pd.DataFrame([("jaguar", "bob", 4.0, 10.0), ("jaguar", "team-nlp", None, 2.0)],
+                         columns=["cluster", "namespace", "idle_gpu_hours", "unused_cpu_core_hours"])
+    ownership = pd.DataFrame([("bob", "robotics", "bob", 0.5), ("bob", "vision", "bob", 0.5),
+                              ("team-nlp", "nlp", None, 1.0)], columns=["namespace", "team", "owner", "share"])
+    rows = attribute_waste(waste, ownership).set_index("team")
+    assert rows.loc["robotics", ["idle_gpu_hours", "unused_cpu_core_hours"]].tolist() == [2.0, 5.0]
+    assert rows.loc["vision", "owner"] == "bob"
+    assert pd.isna(rows.loc["nlp", "idle_gpu_hours"]) and rows.loc["nlp", "unused_cpu_core_hours"] == 2.0

@@ -1,0 +1,180 @@
+"""`billing check` with dependencies that need no server: LDIF, SQLite, an outbox, a mocked Prometheus."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import responses
+from click.testing import CliRunner
+
+from billing.cli import main
+from tests.conftest import MINIMAL_CONFIG
+from tests.jobs.test_run_reports import LDIF  # alice on team robotics
+from tests.test_cli import free_port
+
+PROMETHEUS = "http://prometheus.test:9090"
+VECTOR_1 = {"status": "success", "data": {"resultType": "vector", "result": [{"metric": {}, "value": [1, "1"]}]}}
+
+
+@pytest.fixture
+def config(write_config, tmp_path: Path):
+    """A config file with LDIF as its directory and an SQLite ledger; keys can be replaced."""
+    (tmp_path / "people.ldif").write_text(LDIF)
+
+    def write(prometheus: str = PROMETHEUS, **changes) -> str:
+        cluster = {**MINIMAL_CONFIG["clusters"][0], "prometheus": {"url": prometheus}}
+        defaults = {"database": f"sqlite:///{tmp_path / 'ledger.db'}", "directory": {"ldif": str(tmp_path / "people.ldif")}}
+        return str(write_config(clusters=[cluster], **{**defaults, **changes}))
+
+    return write
+
+
+def check(config: str):
+    return CliRunner().invoke(main, ["check", "--config", config])
+
+
+def lines(output: str) -> dict[str, str]:
+    """dependency -> its line, e.g. "database" -> "ok    database  sqlite:///... (3 ms)"."""
+    return {line[6:26].strip(): line for line in output.splitlines()}
+
+
+BUILDINFO = {"status": "success", "data": {"version": "2.53.1", "revision": "x", "goVersion": "go1.22.5"}}
+
+
+def renames(*found: str) -> dict:
+    """An answer of stores.renames_query: a series per (family, label) the scrape renamed."""
+    return {"status": "success", "data": {"resultType": "matrix", "result": [
+        {"metric": {"found": f}, "values": [[0, "1"]]} for f in found]}}
+
+
+@responses.activate
+def test_everything_reachable(config, tmp_path):
+    responses.post(f"{PROMETHEUS}/api/v1/query", json=VECTOR_1)  # and every series the bill needs is there
+    responses.post(f"{PROMETHEUS}/api/v1/query_range", json=renames())  # no label renamed
+    responses.get(f"{PROMETHEUS}/api/v1/status/buildinfo", json=BUILDINFO)
+    path = config(email={"enabled": True, "outbox_dir": str(tmp_path / "outbox")})
+    (tmp_path / "outbox").mkdir()
+    assert CliRunner().invoke(main, ["db", "upgrade", "--config", path]).exit_code == 0  # the ledger, made
+    result = check(path)
+    assert result.exit_code == 0, result.output
+    found = lines(result.stdout)
+    assert list(found) == ["config", "prometheus jaguar", "series jaguar", "workloads jaguar", "directory", "database",
+                           "email"]
+    assert all(line.startswith("ok    ") for line in found.values())
+    assert f"{PROMETHEUS} answered vector(1); the store is Prometheus 2.53.1" in found["prometheus jaguar"]
+    assert "every series the bill needs has samples on " in found["series jaguar"]
+    assert "1 people, 1 teams (1 with a lead)" in found["directory"]
+    assert "0 days billed" in found["database"]
+    assert f"outbox directory {tmp_path / 'outbox'}, which is writable" in found["email"]
+    assert all(line.endswith(" ms)") or line.endswith(" s)") for line in found.values())
+
+
+@responses.activate
+def test_label_renames_are_shown_per_family(config):
+    """Detected renames (a scrape with honor_labels: false) warn: the bill reads them right, other tools do not."""
+    responses.post(f"{PROMETHEUS}/api/v1/query", json=VECTOR_1)
+    responses.post(f"{PROMETHEUS}/api/v1/query_range",
+                   json=renames("kube-state-metrics/namespace", "kube-state-metrics/pod", "DCGM/pod"))
+    responses.get(f"{PROMETHEUS}/api/v1/status/buildinfo", json=BUILDINFO)
+    result = check(config())
+    assert result.exit_code == 0, result.output
+    series = lines(result.stdout)["series jaguar"]
+    assert series.startswith("WARN  ")
+    assert "kube-state-metrics labels read from exported_namespace, exported_pod (a scrape with honor_labels: false" \
+        in series and "DCGM labels read from exported_pod" in series
+
+
+@responses.activate
+def test_a_prometheus_that_answers_nonsense_fails(config):
+    responses.post(f"{PROMETHEUS}/api/v1/query", json={"status": "success", "data": {"resultType": "vector", "result": []}})
+    result = check(config())
+    assert result.exit_code == 1
+    assert lines(result.stdout)["prometheus jaguar"].startswith("FAIL  ")
+
+
+def test_each_unreachable_dependency_is_its_own_failing_line(config, tmp_path):
+    port = free_port()
+    email = {"enabled": True, "smtp_host": "127.0.0.1", "smtp_port": port}
+    path = config(prometheus=f"http://127.0.0.1:{port}", email=email)
+    (tmp_path / "people.ldif").unlink()
+    result = check(path)
+    assert result.exit_code == 1
+    found = lines(result.stdout)
+    assert found["config"].startswith("ok    ") and found["database"].startswith("WARN  ")
+    assert f"Prometheus of cluster jaguar at http://127.0.0.1:{port} is unreachable" in found["prometheus jaguar"]
+    assert "series jaguar" not in found  # not asked again where the store did not answer
+    assert "people.ldif cannot be read" in found["directory"]
+    assert f"SMTP server 127.0.0.1:{port} is unreachable" in found["email"]
+    assert all(found[d].startswith("FAIL  ") for d in ("prometheus jaguar", "directory", "email"))
+
+
+@responses.activate
+def test_check_creates_nothing(config, tmp_path):
+    """No SQLite file, no ledger tables, no outbox, no output_dir: a check looks and says what a run would make."""
+    responses.post(f"{PROMETHEUS}/api/v1/query", json=VECTOR_1)
+    responses.post(f"{PROMETHEUS}/api/v1/query_range", json=renames())
+    responses.get(f"{PROMETHEUS}/api/v1/status/buildinfo", json=BUILDINFO)
+    path = config(database=f"sqlite:///{tmp_path / 'data' / 'ledger.db'}", output_dir=str(tmp_path / "reports"),
+                  email={"enabled": True, "outbox_dir": str(tmp_path / "mail" / "outbox")})
+    before = sorted(tmp_path.rglob("*"))
+
+    result = check(path)
+    assert result.exit_code == 0, result.output  # warnings only: the first run makes them
+    assert sorted(tmp_path.rglob("*")) == before
+    found = lines(result.stdout)
+    assert found["database"].startswith("WARN  ")
+    assert f"the file {tmp_path / 'data' / 'ledger.db'} does not exist yet (the first billing run creates it)" \
+        in found["database"]
+    assert found["email"].startswith("ok    ")
+    assert (f"messages go to the outbox directory {tmp_path / 'mail' / 'outbox'}, which the first run creates "
+            f"(in {tmp_path}, which is writable)") in found["email"]
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "ledger.db").touch()  # an empty file: SQLite's new database, no tables
+    database = lines(check(path).stdout)["database"]
+    assert database.startswith("WARN  ") and "holds no ledger tables yet" in database
+    assert (tmp_path / "data" / "ledger.db").stat().st_size == 0
+
+
+def test_a_missing_secret_is_its_dependencys_failing_line(write_config, tmp_path, monkeypatch):
+    """Secrets are read where they are used: each missing one fails its own dependency, the rest are checked."""
+    for name in ("NO_TOKEN", "NO_LDAP_PASSWORD", "NO_SMTP_PASSWORD"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SMTP_USER", "billing")
+    cluster = {**MINIMAL_CONFIG["clusters"][0], "prometheus": {"url": PROMETHEUS, "bearer_token_env": "NO_TOKEN"}}
+    path = write_config(clusters=[cluster], database=f"sqlite:///{tmp_path / 'ledger.db'}",
+                        directory={"url": f"ldap://127.0.0.1:{free_port()}", "bind_password_env": "NO_LDAP_PASSWORD"},
+                        email={"enabled": True, "smtp_host": "127.0.0.1", "smtp_port": free_port(),
+                               "username_env": "SMTP_USER", "password_file": str(tmp_path / "no-such-file")})
+    result = check(str(path))
+    assert result.exit_code == 1, result.output
+    found = lines(result.stdout)
+    assert found["config"].startswith("ok    ")
+    assert found["prometheus jaguar"].startswith("FAIL  ") and (
+        "clusters[0].prometheus: bearer_token_env names the environment variable NO_TOKEN, which is not set"
+        in found["prometheus jaguar"])
+    assert found["directory"].startswith("FAIL  ") and (
+        "directory: bind_password_env names the environment variable NO_LDAP_PASSWORD, which is not set"
+        in found["directory"])
+    assert found["email"].startswith("FAIL  ") and (
+        f"email: password_file {tmp_path / 'no-such-file'} cannot be read (No such file or directory)" in found["email"])
+    assert found["database"].startswith("WARN  ")
+
+
+@responses.activate
+def test_an_unreachable_database_fails(config):
+    responses.post(f"{PROMETHEUS}/api/v1/query", json=VECTOR_1)
+    result = check(config(database=f"postgresql+psycopg://billing@127.0.0.1:{free_port()}/billing"))
+    assert result.exit_code == 1
+    database = lines(result.stdout)["database"]
+    assert database.startswith("FAIL  ") and "127.0.0.1" in database
+
+
+@pytest.mark.parametrize("text", ["clusters: []\n", "timezone: Mars/Olympus\n", "nonsense: [\n"])
+def test_an_invalid_config_exits_2_before_checking_anything(tmp_path, text):
+    path = tmp_path / "billing.yaml"
+    path.write_text(text)
+    result = check(str(path))
+    assert result.exit_code == 2
+    assert result.stdout == "" and result.stderr.startswith("billing: ")

@@ -1,0 +1,30 @@
+"""The job's refusal of a cluster-day without data (SPEC.md rule 10), case by case."""
+
+from datetime import date
+
+import pandas as pd
+import pytest
+
+from billing.collect.usage import USAGE_COLUMNS, ClusterUsage
+from billing.config import ClusterConfig
+from billing.jobs.run import IncompleteDayError, _refuse_no_data
+from tests.conftest import MINIMAL_CONFIG
+
+CLUSTER = ClusterConfig.model_validate(MINIMAL_CONFIG["clusters"][0])
+USED = pd.DataFrame([["alice", "cpu", "", "", "", 2.0]], columns=USAGE_COLUMNS)
+NOTHING = pd.DataFrame(columns=USAGE_COLUMNS)
+
+
+@pytest.mark.parametrize("coverage, pods, usage", [
+    (1.0, 0, NOTHING),  # kube-state-metrics scraped all day, no pod ran: a day billed at 0
+    (5 / 1440, 0, NOTHING),  # five instants saw samples: data, if little
+    (0.0, 3, USED),  # no kube_node_labels at all (billing check says so), but pods were seen Running
+])
+def test_a_day_with_some_sample_is_billed(coverage, pods, usage):
+    _refuse_no_data(ClusterUsage("jaguar", usage, pods, 8, coverage), CLUSTER, date(2026, 11, 20))
+
+
+def test_a_day_without_any_sample_is_refused_naming_cluster_and_day():
+    with pytest.raises(IncompleteDayError, match=r"^cluster jaguar: Prometheus holds no kube-state-metrics sample "
+                                                 r"for 2026-11-20 at all \(a selector typo"):
+        _refuse_no_data(ClusterUsage("jaguar", NOTHING, 0, 8, 0.0), CLUSTER, date(2026, 11, 20))

@@ -1,0 +1,66 @@
+"""Schema migrations: a new database gets the schema, an old one is told to upgrade."""
+
+from datetime import date
+
+import pytest
+from alembic import command
+from click.testing import CliRunner
+from sqlalchemy import create_engine, text
+
+from billing.cli import main
+from billing.ledger import migrate
+from billing.ledger.tables import LedgerError, metadata, open_ledger, read_capacity, read_rows
+from tests.ledger.test_tables import describe
+
+
+def test_a_new_database_gets_the_schema_of_the_model(tmp_path):
+    engine = open_ledger(f"sqlite:///{tmp_path}/new.db")
+    model = create_engine(f"sqlite:///{tmp_path}/model.db")
+    metadata.create_all(model)
+    schema = describe(engine)
+    assert schema.pop("alembic_version")
+    assert schema == describe(model)
+    with engine.connect() as conn:
+        assert migrate.current_revision(conn) == migrate.head_revision()
+
+
+def test_an_older_schema_stops_the_run_until_db_upgrade(tmp_path, write_config):
+    url = f"sqlite:///{tmp_path}/old.db"
+    engine = open_ledger(url)
+    with engine.begin() as conn:  # as if written by the release before migrations: tables, no revision
+        conn.execute(text("DROP TABLE alembic_version"))
+        conn.execute(text("DROP TABLE cluster_days"))
+    with pytest.raises(LedgerError, match=r"schema revision none, this billing needs 0005: run `billing db upgrade`"):
+        open_ledger(url)
+
+    config = str(write_config(database=url))
+    result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])
+    assert result.exit_code == 1 and "run `billing db upgrade` first" in result.output
+
+
+def test_db_upgrade_on_an_empty_database_and_again(tmp_path, write_config):
+    config = str(write_config(database=f"sqlite:///{tmp_path}/ledger.db"))
+    first = CliRunner().invoke(main, ["db", "upgrade", "--config", config])
+    assert first.exit_code == 0, first.output
+    assert "from revision none to 0005" in first.output
+    again = CliRunner().invoke(main, ["db", "upgrade", "--config", config])
+    assert again.exit_code == 0 and "already at revision 0005" in again.output
+
+
+def test_upgrading_a_ledger_of_revision_0001_keeps_its_rows_at_list_price(tmp_path, write_config):
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    with create_engine(url).begin() as conn:  # the first release's schema, one row in it
+        command.upgrade(migrate._alembic(conn), "0001")
+        conn.execute(text("INSERT INTO chargeback VALUES ('2026-11-19', 'jaguar', 'alice', 'robotics', 'alice', "
+                          "'cpu', '', 100.0, 0.012, 1.2, 'USD', '2026-11-20 01:00:00')"))
+    result = CliRunner().invoke(main, ["db", "upgrade", "--config", str(write_config(database=url))])
+    assert result.exit_code == 0 and "from revision 0001 to 0005" in result.output
+    engine = open_ledger(url)
+    rows = read_rows(engine, date(2026, 11, 19), date(2026, 11, 19))
+    assert rows[["cost", "list_cost"]].values.tolist() == [[1.2, 1.2]]  # no discounts before 0002
+    assert read_capacity(engine, date(2026, 11, 19)).empty
+    schema = describe(engine)
+    assert schema.pop("alembic_version")
+    model = create_engine(f"sqlite:///{tmp_path}/model.db")
+    metadata.create_all(model)
+    assert schema == describe(model)

@@ -1,0 +1,79 @@
+import email
+import os
+import stat
+from email import policy
+
+import pytest
+
+from billing.config import EmailConfig
+from billing.notify.mail import Envelope, Letter, MailError, build_message, connect_smtp, deliver
+from fixtures.servers import free_port
+
+LETTER = Letter("Cluster billing 2026-11-20: team robotics 32.60 USD", "Total 32.60 USD\n", "<p>Total 32.60 USD</p>")
+
+
+def parse(raw: bytes) -> email.message.EmailMessage:
+    return email.message_from_bytes(raw, policy=policy.default)
+
+
+def test_message_is_multipart_alternative_with_text_and_html():
+    message = parse(bytes(build_message("Billing <billing@example.org>", ["lead@example.org"], LETTER)))
+    assert message.get_content_type() == "multipart/alternative"
+    assert message["To"] == "lead@example.org"
+    assert message["From"] == "Billing <billing@example.org>"
+    assert message["Subject"] == LETTER.subject
+    assert message["Message-ID"].endswith("@example.org>")
+    assert message.get_body(("plain",)).get_content() == "Total 32.60 USD\n"
+    assert message.get_body(("html",)).get_content().strip() == "<p>Total 32.60 USD</p>"
+
+
+@pytest.mark.parametrize(
+    "address",
+    ["lead@example.org\r\nBcc: spy@example.org", "lead@example.org\nBcc: spy@example.org", "no-at-sign", "a@x.org, b@y.org"],
+)
+def test_an_address_that_could_add_headers_or_recipients_is_refused(address):
+    with pytest.raises(MailError):
+        build_message("billing@example.org", [address], LETTER)
+
+
+def test_a_subject_with_a_line_break_is_refused():
+    with pytest.raises(MailError, match="line break"):
+        build_message("billing@example.org", ["a@example.org"], Letter("x\r\nBcc: spy@example.org", "t", "<p>h</p>"))
+
+
+def test_outbox_gets_one_eml_file_per_message(tmp_path, caplog):
+    config = EmailConfig(enabled=True, outbox_dir=str(tmp_path / "outbox"))
+    envelopes = [
+        Envelope(f"2026-11-20-{n}", build_message("billing@example.org", [f"{n}@example.org"], LETTER)) for n in ("a", "b")
+    ]
+    with caplog.at_level("INFO", logger="billing.notify.mail"):
+        assert deliver(envelopes, config) == []
+    # nothing was delivered to anyone: the log says where the messages are
+    assert [r.getMessage() for r in caplog.records] == [f"email: 2 of 2 messages written to the outbox {tmp_path / 'outbox'}"]
+    files = sorted((tmp_path / "outbox").iterdir())
+    assert [f.name for f in files] == ["2026-11-20-a.eml", "2026-11-20-b.eml"]
+    assert [parse(f.read_bytes())["To"] for f in files] == ["a@example.org", "b@example.org"]
+
+
+def test_the_outbox_and_its_messages_are_private_under_umask_022(tmp_path):
+    config = EmailConfig(enabled=True, outbox_dir=str(tmp_path / "spool" / "outbox"))
+    previous = os.umask(0o022)
+    try:
+        assert deliver([Envelope("admins", build_message("billing@example.org", ["a@example.org"], LETTER))], config) == []
+    finally:
+        os.umask(previous)
+    modes = {p: stat.S_IMODE((tmp_path / p).stat().st_mode) for p in ("spool", "spool/outbox", "spool/outbox/admins.eml")}
+    assert modes == {"spool": 0o700, "spool/outbox": 0o700, "spool/outbox/admins.eml": 0o600}
+
+
+def test_an_unreachable_server_fails_every_message_without_raising():
+    config = EmailConfig(enabled=True, smtp_host="127.0.0.1", smtp_port=free_port(), starttls=False)
+    envelopes = [Envelope(n, build_message("billing@example.org", [f"{n}@example.org"], LETTER)) for n in ("a", "b")]
+    failures = deliver(envelopes, config)
+    assert len(failures) == 2 and failures[0].startswith("a: not sent, SMTP server 127.0.0.1:")
+
+
+def test_connect_names_the_server_it_cannot_reach():
+    port = free_port()
+    with pytest.raises(MailError, match=f"SMTP server 127.0.0.1:{port} is unreachable"):
+        connect_smtp(EmailConfig(enabled=True, smtp_host="127.0.0.1", smtp_port=port))

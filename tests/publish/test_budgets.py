@@ -1,0 +1,184 @@
+"""Budgets: the forecast, where budgets come from, and alerts once per threshold and month.
+
+The job tests bill 21.00 USD a day to team robotics (10 GPU-h at 2.00 and
+100 core-h at 0.01, from tests/jobs/test_run_reports.py), against a budget of 50.00
+with alerts at 50 % and 100 %: November 1 42 %, November 2 84 % (crosses 50 %),
+November 3 126 % (crosses 100 %).
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from email import message_from_bytes, policy
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+import billing.jobs.run
+from billing.cli import main
+from billing.collect.usage import ClusterUsage
+from billing.config import BudgetsConfig, DirectoryConfig, load_config
+from billing.directory.people import read_ldif
+from billing.ledger.tables import budget_alerts, fetch, open_ledger
+from billing.publish.budgets import budget_status, forecast, team_budgets
+from tests.conftest import stub_node_metrics
+from tests.helpers.html_tables import read_page
+from tests.jobs.test_run_reports import LDIF, USAGE
+
+
+def test_forecast_is_month_to_date_plus_the_mean_of_the_last_7_billed_days_times_the_days_left():
+    # November 20, 10 days left. November 14-20: 10, 20, never run, 30, 40, 0 (run, nothing used), 50:
+    # mean of the six billed days 150 / 6 = 25; month to date 100 (November 1) + 150 = 250; 250 + 10 x 25 = 500
+    daily = {date(2026, 11, 1): 100.0, date(2026, 11, 14): 10.0, date(2026, 11, 15): 20.0, date(2026, 11, 17): 30.0,
+             date(2026, 11, 18): 40.0, date(2026, 11, 20): 50.0}
+    runs = set(daily) | {date(2026, 11, 19)}
+    status = budget_status("robotics", 1000.0, date(2026, 11, 20), daily, runs)
+    assert (status.month_to_date, status.forecast, status.days_left) == (250.0, 500.0, 10)
+    assert (status.used, status.forecast_share) == (0.25, 0.5)
+    assert forecast(12.0, [None] * 7, date(2026, 2, 27)) == 12.0  # nothing billed lately: no rate to go on
+    assert forecast(12.0, [3.0], date(2026, 2, 28)) == 12.0  # the month's last day: nothing left to forecast
+
+
+def test_config_budgets_override_the_directory_attribute(tmp_path):
+    ldif = tmp_path / "directory.ldif"
+    ldif.write_text(LDIF + "departmentNumber: 1200.50\n\ndn: cn=vision,ou=teams,dc=example,dc=org\n"
+                    "objectClass: groupOfNames\ncn: vision\ndepartmentNumber: lots\n"
+                    "member: uid=alice,ou=people,dc=example,dc=org\n")
+    config = DirectoryConfig(ldif=str(ldif), teams={"budget_attribute": "departmentNumber",
+                                                    "cost_center_attribute": "departmentNumber"})
+    directory = read_ldif(ldif, config)
+    assert (directory.teams["robotics"].budget, directory.teams["vision"].budget) == (1200.5, None)  # 'lots': none
+    assert directory.teams["vision"].cost_center == "lots"
+    assert team_budgets(BudgetsConfig(), directory) == {"robotics": 1200.5}
+    assert team_budgets(BudgetsConfig(monthly={"robotics": 50, "ml": 7}), directory) == {"robotics": 50.0, "ml": 7.0}
+
+
+@pytest.fixture
+def budget_job(tmp_path, monkeypatch):
+    """write(**email) -> the path of a config billing 21.00 a day to robotics against a budget of 50.00."""
+    monkeypatch.setattr(billing.jobs.run, "collect_cluster",
+                        lambda cluster, *args: ClusterUsage(cluster.name, USAGE, 1, 0, 1.0))
+    stub_node_metrics(monkeypatch)
+    (tmp_path / "directory.ldif").write_text(LDIF)
+    settings = {
+        "currency": "USD",
+        "database": f"sqlite:///{tmp_path / 'ledger.db'}",
+        "output_dir": str(tmp_path / "reports"),
+        "clusters": [{"name": "jaguar", "prometheus": {"replay": str(tmp_path)},
+                      "prices": {"cpu_core_hour": 0.01, "memory_gib_hour": 0.001, "gpu_hour": 2.0}}],
+        "directory": {"ldif": str(tmp_path / "directory.ldif")},
+        "email": {"enabled": True, "outbox_dir": str(tmp_path / "outbox"), "admins": ["infra@example.org"]},
+        "budgets": {"monthly": {"robotics": 50}, "alert_at": [0.5, 1.0]},
+    }
+
+    def write(**email) -> str:
+        settings["email"].update(email)
+        (tmp_path / "billing.yaml").write_text(yaml.safe_dump(settings))
+        return str(tmp_path / "billing.yaml")
+
+    return write
+
+
+def run(config: str, *args: str) -> None:
+    result = CliRunner().invoke(main, [*args, "--config", config])
+    assert result.exit_code == 0, result.output
+
+
+def alerts_in(outbox: Path) -> list[tuple[str, str]]:
+    """(To, Subject) of the budget alerts in the outbox, which is emptied."""
+    found = []
+    for path in sorted(outbox.glob("*.eml")):
+        message = message_from_bytes(path.read_bytes(), policy=policy.default)
+        if message["Subject"].startswith("Budget alert"):
+            found.append((message["To"], message["Subject"]))
+        path.unlink()
+    return sorted(found)
+
+
+def recorded(tmp_path: Path) -> list[tuple]:
+    rows = fetch(open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}"), budget_alerts.select())
+    return sorted((r["team"], r["threshold"], r["day"], round(r["spent"], 2)) for r in rows)
+
+
+def test_a_threshold_alerts_once_across_reruns_and_a_backfill(budget_job, tmp_path):
+    config, outbox = budget_job(), tmp_path / "outbox"
+    run(config, "run", "--date", "2026-11-01")
+    assert alerts_in(outbox) == []  # 21.00 of 50.00: 42 %
+    run(config, "run", "--date", "2026-11-02")  # 42.00: 84 %
+    half = "Budget alert: robotics has spent 84% of its November 2026 budget"
+    assert alerts_in(outbox) == [("alice@example.org", half), ("infra@example.org", half)]
+    run(config, "run", "--date", "2026-11-02")
+    assert alerts_in(outbox) == []
+    run(config, "backfill", "--from", "2026-11-01", "--to", "2026-11-03")  # 63.00: 126 %, only 100 % is new
+    whole = "Budget alert: robotics has spent 126% of its November 2026 budget"
+    assert alerts_in(outbox) == [("alice@example.org", whole), ("infra@example.org", whole)]
+    run(config, "backfill", "--from", "2026-11-01", "--to", "2026-11-03")
+    assert alerts_in(outbox) == []
+    assert recorded(tmp_path) == [("robotics", 0.5, date(2026, 11, 2), 42.0), ("robotics", 1.0, date(2026, 11, 3), 63.0)]
+
+
+def test_the_team_page_and_email_show_budget_and_forecast(budget_job, tmp_path):
+    config = budget_job()
+    run(config, "backfill", "--from", "2026-11-01", "--to", "2026-11-02")
+    # as of November 2: 42.00 of 50.00 (84.0 %); billed days among the last 7: November 1 and 2, 21.00 a day;
+    # 28 days left: 42.00 + 28 x 21.00 = 630.00 (1260.0 % of the budget)
+    page = read_page((tmp_path / "reports" / "2026-11-02" / "teams" / "robotics.html").read_text())
+    assert (page.texts["budget-amount"], page.texts["budget-spent"], page.texts["budget-forecast"]) == (
+        "50.00 USD", "42.00 USD", "630.00 USD")
+    text = next(p for p in (tmp_path / "outbox").glob("2026-11-02-team-robotics-*.eml"))
+    body = message_from_bytes(text.read_bytes(), policy=policy.default).get_body(("plain",)).get_content()
+    assert "Budget November 2026: 50.00 USD, 84.0 % spent" in body
+    assert "Forecast for November 30: 630.00 USD (1260.0 % of the budget)" in body
+    assert "month to date + the mean daily cost of the last 7 billed days" in body  # the method, stated
+    admin = (tmp_path / "reports" / "2026-11-02" / "index.html").read_text()
+    assert "Budgets for November 2026" in admin and "1260.0&nbsp;%" in admin
+
+
+def test_teams_without_a_budget_show_no_budget(budget_job, tmp_path):
+    config = budget_job()
+    settings = yaml.safe_load(Path(config).read_text())
+    settings["budgets"] = {"monthly": {"vision": 10}}
+    Path(config).write_text(yaml.safe_dump(settings))
+    run(config, "run", "--date", "2026-11-02")
+    assert "budget" not in (tmp_path / "reports" / "2026-11-02" / "teams" / "robotics.html").read_text().lower()
+    assert "Budgets for" not in (tmp_path / "reports" / "2026-11-02" / "index.html").read_text()
+
+
+def test_an_alert_no_one_received_is_sent_by_the_next_run(budget_job, tmp_path):
+    run(budget_job(), "run", "--date", "2026-11-01")
+    unreachable = budget_job(outbox_dir="", smtp_host="127.0.0.1", smtp_port=9, starttls=False)
+    result = CliRunner().invoke(main, ["run", "--date", "2026-11-02", "--config", unreachable])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert recorded(tmp_path) == []
+    run(budget_job(outbox_dir=str(tmp_path / "outbox")), "run", "--date", "2026-11-02")
+    assert len(alerts_in(tmp_path / "outbox")) == 2
+    assert [r[:2] for r in recorded(tmp_path)] == [("robotics", 0.5)]
+
+
+def test_a_closed_month_sends_no_alert(budget_job, tmp_path):
+    config = budget_job()
+    run(config, "backfill", "--from", "2026-10-01", "--to", "2026-10-31")  # 651.00 of 50.00
+    alerts_in(tmp_path / "outbox")
+    with open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}").begin() as conn:
+        conn.execute(budget_alerts.delete())  # as if October's alerts had never been sent
+    run(config, "close", "--month", "2026-10", "--by", "test")
+    run(config, "run", "--date", "2026-10-31")
+    assert alerts_in(tmp_path / "outbox") == []
+
+
+@pytest.mark.parametrize(("budgets", "sentence"), [
+    ({"monthly": {"robotics": -5}}, "budgets.monthly.robotics: Input should be greater than 0"),
+    ({"monthly": {"robotics": True}}, "budgets.monthly.robotics: expected a number, got true"),
+    ({"monthly": {"robotics": 1e308}}, "budgets.monthly.robotics: Input should be less than 1000000000000"),
+    ({"alert_at": [0.8, "soon"]}, "budgets.alert_at[1]: Input should be a valid number"),
+    ({"montly": {}}, "budgets.montly: unknown key"),
+])
+def test_bad_budget_keys_are_named(write_config, budgets, sentence):
+    result = CliRunner().invoke(main, ["report", "--all-teams", "--config", str(write_config(budgets=budgets))])
+    assert result.exit_code == 2 and sentence in result.output, result.output
+
+
+def test_alert_at_is_sorted_without_repeats(write_config):
+    assert load_config(write_config(budgets={"alert_at": [1.0, 0.5, 1.0]})).budgets.alert_at == [0.5, 1.0]

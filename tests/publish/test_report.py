@@ -1,0 +1,130 @@
+"""The parts of `billing report` that need no database: ranges and formatting."""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, timezone
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from billing.publish.report import Report, ReportError, Subject, breakdown, report_range
+from billing.publish.report_formats import csv_text, day_ranges, notices, table
+
+BERLIN = ZoneInfo("Europe/Berlin")
+
+
+@pytest.mark.parametrize(
+    "now, expected",
+    [
+        (datetime(2026, 11, 20, 12, tzinfo=timezone.utc), (date(2026, 11, 1), date(2026, 11, 19))),
+        # on the 1st: all of the previous month
+        (datetime(2026, 11, 1, 8, tzinfo=timezone.utc), (date(2026, 10, 1), date(2026, 10, 31))),
+        # 23:30 UTC on Oct 31 is already Nov 1 in Berlin
+        (datetime(2026, 10, 31, 23, 30, tzinfo=timezone.utc), (date(2026, 10, 1), date(2026, 10, 31))),
+        # on the 2nd: just the 1st
+        (datetime(2026, 1, 2, 8, tzinfo=timezone.utc), (date(2026, 1, 1), date(2026, 1, 1))),
+    ],
+)
+def test_default_range_is_the_month_to_yesterday(now, expected):
+    assert report_range(BERLIN, None, None, now) == expected
+
+
+def test_range_from_to_only_starts_on_the_first_of_that_month():
+    assert report_range(BERLIN, None, date(2026, 2, 14)) == (date(2026, 2, 1), date(2026, 2, 14))
+
+
+def test_range_ending_before_it_starts_is_refused():
+    with pytest.raises(ReportError, match="ends"):
+        report_range(BERLIN, date(2026, 3, 2), date(2026, 3, 1))
+
+
+def grouped(rows: list[dict], by: str = "namespace") -> Report:
+    return Report(
+        Subject("team", "robotics"),
+        date(2026, 11, 1),
+        date(2026, 11, 30),
+        "EUR",
+        by,
+        [by, "gpu_hours", "cpu_core_hours", "memory_gib_hours", "cost"],
+        rows,
+        [],
+    )
+
+
+def row(name, cost, gpu=0.0, cpu=0.0, memory=0.0, by="namespace") -> dict:
+    return {by: name, "gpu_hours": gpu, "cpu_core_hours": cpu, "memory_gib_hours": memory, "cost": cost}
+
+
+def test_table_fits_80_columns_with_long_names_and_large_figures():
+    report = grouped([row("a-very-long-namespace-name-" * 4, 12345678.9, 1234567.25, 7654321.5, 99999999.0)])
+    lines = table(report).splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert lines[2].startswith("a-very-long-namespace") and "…" in lines[2]
+    assert lines[2].split()[-4:] == ["1,234,567.25", "7,654,321.50", "99,999,999.00", "12,345,678.90"]
+
+
+def test_table_shows_names_without_control_characters():
+    text = table(grouped([row("evil\x1b[2J\nname", 1.0)]))
+    assert "\x1b" not in text and "evil?[2J?name" in text
+
+
+def test_table_labels_a_team_namespace_and_cpu_rows():
+    assert "(no owner)" in table(grouped([row(None, 1.0, by="person")], by="person"))
+    assert "(none)" in table(grouped([row("", 1.0, by="gpu_model")], by="gpu_model"))
+
+
+def test_csv_keeps_negative_numbers_as_numbers_and_neutralises_text():
+    text = csv_text(grouped([row("@SUM(A1)", -2.5), row("+1", 1.0), row("-x", 1.0), row("\tx", 1.0)]))
+    lines = text.splitlines()
+    assert lines[1] == "'@SUM(A1),0,0,0,-2.5,EUR"
+    assert [line.split(",")[0] for line in lines[2:]] == ["'+1", "'-x", "'\tx"]
+
+
+def test_missing_days_are_joined_into_runs():
+    days = [date(2026, 11, 9), date(2026, 11, 3), date(2026, 11, 4), date(2026, 11, 5)]
+    assert day_ranges(days) == ["2026-11-03 to 2026-11-05", "2026-11-09"]
+    report = grouped([])
+    assert notices(report) == []
+    assert notices(Report(**{**report.__dict__, "missing_days": days})) == [
+        "4 days were never billed and are not in this report: 2026-11-03 to 2026-11-05, 2026-11-09"
+    ]
+
+
+def test_data_gaps_are_named_with_their_share_of_the_day():
+    gaps = [(date(2026, 11, 3), "jaguar", 0.925), (date(2026, 11, 4), "ibis", 0.5)]
+    assert notices(Report(**{**grouped([]).__dict__, "incomplete": gaps})) == [
+        "Prometheus had no kube-state-metrics data, so pods running then were not billed, on "
+        "2026-11-03 on jaguar (7.5 % of the day), 2026-11-04 on ibis (50.0 % of the day)"
+    ]
+
+
+def test_csv_numbers_have_no_float_noise_and_keep_small_values():
+    text = csv_text(grouped([row("a", 0.1 + 0.2), row("b", 67.85000000000001), row("c", 0.000123456789)]))
+    assert [line.split(",")[4] for line in text.splitlines()[1:]] == ["0.3", "67.85", "0.000123456789"]
+
+
+def test_table_rows_add_up_to_the_total_and_say_so():
+    # three namespaces of 1/3 each: each rounds to 0.33, their total 1.00 -> the first row gets the cent
+    text = table(grouped([row("a", 1 / 3), row("b", 1 / 3), row("c", 1 / 3)]))
+    costs = [line.split()[-1] for line in text.splitlines()[2:6]]
+    assert costs == ["0.34", "0.33", "0.33", "1.00"]
+    assert "Amounts are rounded to the cent so that rows add up to the total." in text
+    assert "rounded to the cent" not in table(grouped([row("a", 0.5), row("b", 0.25)]))  # nothing moved
+
+
+@pytest.mark.parametrize("by", [None, "team", "day", "workload", "label:experiment"])
+def test_groupings_and_breakdowns_of_configured_labels_are_taken(by):
+    assert breakdown(by, ["experiment"]) == by
+
+
+@pytest.mark.parametrize("by, cost_labels, says", [
+    ("label:project", ["experiment", "team"], "'project': it is not in the config key cost_labels, which names "
+                                              "experiment, team"),
+    ("label:experiment", [], "cost_labels, which is empty"),
+    ("label:", ["experiment"], "by label ''"),
+    ("owner", ["experiment"], "cannot group by 'owner': give one of team, person, namespace"),
+])
+def test_other_groupings_are_refused_naming_the_cost_labels(by, cost_labels, says):
+    with pytest.raises(ReportError, match=re.escape(says)):
+        breakdown(by, cost_labels)

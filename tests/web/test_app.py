@@ -1,0 +1,313 @@
+"""`billing serve` against a real SQLite ledger through Flask's test client.
+
+The ledger is tests/helpers/report_ledger.py (figures worked out by hand there); the
+directory snapshot stored with it says who leads which team. Every route is
+asked by every kind of visitor, and the answer's status is compared with
+what SPEC.md's "who sees what" allows.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import socket
+from datetime import date
+
+import pandas as pd
+import pytest
+import yaml
+from click.testing import CliRunner
+from sqlalchemy import create_engine
+
+from billing.cli import main
+from billing.config import Config
+from billing.directory.people import Directory, Person, Team, directory_to_json
+from billing.ledger.tables import WASTE_COLUMNS, open_ledger, replace_day
+from billing.web.app import LoginThrottle, create_app
+from tests.conftest import MINIMAL_CONFIG
+from tests.helpers.html_tables import read_page
+from tests.helpers.report_ledger import DAY, ROWS, TEAM_MONTH, frame, write_ledger
+from tests.helpers.workload_ledger import BY_WORKLOAD, FIRST, LAST, fill
+
+RANGE = "from=2026-11-01&to=2026-11-20"
+PEOPLE = ["alice", "bob", "carol", "dave", "root"]
+TEAMS = {  # bob is on two teams; carol leads robotics, dave leads vision
+    "robotics": Team("robotics", ("alice", "bob", "carol"), ("carol",)),
+    "vision": Team("vision", ("bob", "dave"), ("dave",)),
+}
+TRUSTED, UNTRUSTED = "127.0.0.1", "10.1.2.3"
+
+# By hand from tests/helpers/report_ledger.py, 2026-11-01 to 2026-11-20
+ALICE_RANGE = "37.20"  # 12.00 (Nov 19) + 24.00 + 1.20 (Nov 20)
+BOB_RANGE = "14.75"  # 2.95 (Nov 19) + 5.90 + 5.90 (Nov 20, split between his two teams)
+ALL_RANGE = "67.27"
+
+
+def web_config(url: str, **web) -> Config:
+    return Config.model_validate({**MINIMAL_CONFIG, "currency": "USD", "database": url,
+                                  "web": {"admins": ["root"], **web}})
+
+
+def store_directory(url: str) -> str:
+    """The directory snapshot a run stores with its day: who leads which team."""
+    directory = Directory({uid: Person(uid, uid.title(), f"{uid}@example.org") for uid in PEOPLE}, TEAMS)
+    engine = open_ledger(url)
+    wasted = pd.DataFrame([("jaguar", "alice", "robotics", "alice", 3.5, None),  # alice held 3.5 idle GPU-hours
+                           ("ibis", "stray", "unallocated", None, None, None)], columns=WASTE_COLUMNS)
+    replace_day(engine, DAY, frame(ROWS[DAY]), "USD", snapshot=directory_to_json(directory), wasted=wasted)
+    engine.dispose()
+    return url
+
+
+@pytest.fixture(scope="module")
+def ledger_url(tmp_path_factory) -> str:
+    return store_directory(write_ledger(tmp_path_factory.mktemp("web") / "ledger.db"))
+
+
+@pytest.fixture(scope="module")
+def client(ledger_url):
+    return create_app(web_config(ledger_url)).test_client()
+
+
+def get(client, path: str, user: str | None, address: str = TRUSTED):
+    headers = {"X-Forwarded-User": user} if user is not None else {}
+    return client.get(path, headers=headers, environ_base={"REMOTE_ADDR": address})
+
+
+OK, DENIED = 200, 403
+VISITORS = ["alice", "bob", "carol", "root", "mallory"]  # a person, on two teams, a lead, an admin, unknown
+MATRIX = {  # route -> status for each visitor in VISITORS
+    "/": [303, 303, 303, 303, 303],
+    f"/me?{RANGE}": [OK, OK, OK, OK, OK],  # carol, root and mallory have no costs: an empty page says so
+    f"/me?{RANGE}&by=namespace&format=csv": [OK, OK, 404, 404, 404],
+    f"/teams/robotics?{RANGE}": [DENIED, DENIED, OK, OK, DENIED],
+    f"/teams/robotics?{RANGE}&by=person&format=csv": [DENIED, DENIED, OK, OK, DENIED],
+    f"/teams/vision?{RANGE}": [DENIED, DENIED, DENIED, OK, DENIED],
+    f"/teams/Vision?{RANGE}": [DENIED, DENIED, DENIED, 404, DENIED],  # team names are the ledger's
+    f"/all?{RANGE}": [DENIED, DENIED, DENIED, OK, DENIED],
+    f"/all?{RANGE}&by=team&format=csv": [DENIED, DENIED, DENIED, OK, DENIED],
+    f"/api/v1/costs?{RANGE}": [OK, OK, 404, OK, 404],  # default: yourself; an admin: all teams
+    f"/api/v1/costs?{RANGE}&person=alice": [OK, DENIED, DENIED, OK, DENIED],
+    f"/api/v1/costs?{RANGE}&person=bob&by=team": [DENIED, OK, DENIED, OK, DENIED],
+    f"/api/v1/costs?{RANGE}&team=robotics&by=person": [DENIED, DENIED, OK, OK, DENIED],
+    f"/api/v1/costs?{RANGE}&team=vision": [DENIED, DENIED, DENIED, OK, DENIED],
+}
+
+
+@pytest.mark.parametrize("route", MATRIX)
+def test_who_may_see_what(client, route):
+    statuses = [get(client, route, visitor).status_code for visitor in VISITORS]
+    assert dict(zip(VISITORS, statuses)) == dict(zip(VISITORS, MATRIX[route]))
+
+
+@pytest.mark.parametrize("route", [*MATRIX, "/login"])
+def test_without_a_user_or_from_an_untrusted_address_every_route_is_401(client, route):
+    nobody = get(client, route, None)
+    outsider = get(client, route, "root", address=UNTRUSTED)
+    assert nobody.status_code == 401 if route != "/login" else nobody.status_code == 404  # header auth: no form
+    assert outsider.status_code == 401 if route != "/login" else outsider.status_code == 404
+    if route.startswith("/api/"):
+        assert "X-Forwarded-User" in nobody.json["error"]
+        assert "web.trusted_proxies" in outsider.json["error"] and UNTRUSTED in outsider.json["error"]
+
+
+def test_health_needs_no_user(client):
+    assert get(client, "/healthz", None).status_code == 200
+
+
+def test_trusted_proxies_are_configurable(ledger_url):
+    app = create_app(web_config(ledger_url, trusted_proxies=["10.0.0.0/8"])).test_client()
+    assert get(app, "/me", "alice", address=UNTRUSTED).status_code == 200
+    assert get(app, "/me", "alice", address=TRUSTED).status_code == 401  # loopback no longer trusted
+
+
+def test_a_persons_page_shows_their_share_only(client):
+    page = get(client, f"/me?{RANGE}", "bob").text
+    assert f"{BOB_RANGE} USD" in page
+    assert "alice" not in page and "stray" not in page  # nobody else's namespace
+
+
+def test_waste_is_shown_to_whom_it_belongs(client):
+    mine = get(client, f"/me?{RANGE}", "alice").text
+    assert re.search(r"<td>alice</td><td class=\"num\">3.50 GPU-h</td><td class=\"num\">–</td>", mine)
+    assert 'id="waste"' not in get(client, f"/me?{RANGE}", "bob").text  # nothing measured of bob's
+    team = get(client, f"/teams/robotics?{RANGE}", "carol").text
+    assert "3.50 GPU-h" in team and "stray" not in team
+
+
+def test_a_forwarded_for_header_does_not_make_an_address_trusted(client):
+    answer = client.get("/me", headers={"X-Forwarded-User": "alice", "X-Forwarded-For": TRUSTED},
+                        environ_base={"REMOTE_ADDR": UNTRUSTED})
+    assert answer.status_code == 401
+
+
+def test_uids_match_without_regard_to_case(client):
+    page = get(client, f"/me?{RANGE}", "ALICE").text
+    assert f"{ALICE_RANGE} USD" in page and "Your costs, alice" in page
+
+
+def test_the_me_page_figures_are_the_last_days(client):
+    page = get(client, f"/me?{RANGE}", "alice").text
+    assert re.search(r'id="day-total">25.20 USD<', page)  # Nov 20: 24.00 + 1.20
+    assert re.search(r'id="month-total">37.20 USD<', page)
+    assert "2026-11-02 to 2026-11-09" in page  # never billed, listed rather than counted as zero
+
+
+def test_someone_without_costs_is_told_so_not_shown_zero(client):
+    page = get(client, f"/me?{RANGE}", "mallory").text
+    assert "The ledger holds no costs of namespaces owned by mallory." in page
+    assert 'id="range-total"' not in page
+
+
+def test_csv_is_what_the_page_shows(client):
+    rows = list(csv.DictReader(io.StringIO(get(client, f"/teams/robotics?{RANGE}&by=person&format=csv", "carol").text)))
+    costs = {row["person"]: round(float(row["cost"]), 2) for row in rows}
+    # alice 12.00 + 24.00 + 1.20; bob's robotics share 5.90; team namespaces 12.00 + 1.50
+    assert costs == {"alice": 37.20, "bob": 5.90, "": 13.50}
+    assert round(sum(costs.values()), 2) == float(TEAM_MONTH["robotics"])
+    page = get(client, f"/teams/robotics?{RANGE}", "carol").text
+    assert f"{TEAM_MONTH['robotics']} USD" in page and "by=person&amp;format=csv" in page
+
+
+def test_the_api_answers_in_the_report_shape(client):
+    answer = get(client, f"/api/v1/costs?{RANGE}&person=bob&by=team", "bob").json
+    assert answer["person"] == "bob" and answer["from"] == "2026-11-01" and answer["to"] == "2026-11-20"
+    assert {row["team"]: round(row["cost"], 2) for row in answer["rows"]} == {"robotics": 5.90, "vision": 8.85}
+    assert round(answer["total_cost"], 2) == float(BOB_RANGE)
+    assert date(2026, 11, 2).isoformat() in answer["missing_days"]
+    everything = get(client, f"/api/v1/costs?{RANGE}", "root").json
+    assert round(everything["total_cost"], 2) == float(ALL_RANGE) and everything["rows"][0].keys() >= {
+        "day", "cluster", "namespace", "owner", "resource", "gpu_model", "quantity", "unit_price", "cost"}
+
+
+@pytest.mark.parametrize("route, says", [
+    ("/api/v1/costs?by=cost", "'cost' is not one of namespace, team, person, workload or label:NAME"),
+    ("/api/v1/costs?by=label:project", "'project': it is not in the config key cost_labels, which is empty"),
+    ("/api/v1/costs?from=2026-11-31", "'2026-11-31' is not a date"),
+    ("/api/v1/costs?from=2026-11-20&to=2026-11-01", "ends (2026-11-01) before it starts"),
+    ("/api/v1/costs?from=2024-01-01&to=2026-11-01", "longer than 366 days"),
+    ("/api/v1/costs?owner=bob", "unknown query parameter 'owner'"),
+    ("/api/v1/costs?team=robotics&person=alice", "not both"),
+])
+def test_bad_questions_are_400_with_a_sentence(client, route, says):
+    answer = get(client, route, "root")
+    assert answer.status_code == 400 and says in answer.json["error"]
+
+
+@pytest.mark.parametrize("route", ["/me?team=vision", "/me?by=team&format=csv", "/me?by=namespace",
+                                   "/me?format=pdf", "/all?from=yesterday"])
+def test_pages_refuse_parameters_they_do_not_take(client, route):
+    answer = get(client, route, "root")
+    assert answer.status_code == 400 and 'role="alert"' in answer.text
+
+
+def test_pages_allow_no_script_and_no_caching(client):
+    answer = get(client, f"/all?{RANGE}", "root")
+    assert "script-src" not in answer.headers["Content-Security-Policy"]
+    assert answer.headers["Content-Security-Policy"].startswith("default-src 'none'")
+    assert answer.headers["Cache-Control"] == "no-store"
+    assert "<script" not in answer.text
+
+
+def test_names_are_escaped(tmp_path):
+    rows = {DAY: [("jaguar", "<b>x</b>", "<script>t</script>", None, "cpu", "", 1.0, 1.0, 1.0)]}
+    app = create_app(web_config(write_ledger(tmp_path / "l.db", rows))).test_client()
+    page = get(app, f"/all?from={DAY}&to={DAY}", "root").text
+    assert "<script>t" not in page and "&lt;script&gt;t" in page
+
+
+def test_an_unreachable_database_is_503_without_its_password(ledger_url):
+    down = create_engine("postgresql+psycopg://billing:hunter2-secret@127.0.0.1:9/ledger?connect_timeout=2")
+    broken = create_app(web_config(ledger_url), engine=down).test_client()
+    for route in ("/healthz", "/me", "/api/v1/costs"):
+        answer = get(broken, route, "alice")
+        assert answer.status_code == 503, route
+        assert "hunter2" not in answer.text and "127.0.0.1:9" in answer.text
+
+
+def test_login_throttle_locks_out_and_forgets():
+    now = [0.0]
+    throttle = LoginThrottle(attempts=3, window=60, clock=lambda: now[0])
+    for _ in range(3):
+        assert throttle.wait(["user:alice"]) == 0
+        throttle.failed(["user:alice"])
+    assert throttle.wait(["user:alice"]) == 60
+    assert throttle.wait(["user:bob"]) == 0
+    now[0] = 60.0
+    assert throttle.wait(["user:alice"]) == 0
+
+
+def test_serve_on_a_port_in_use_is_one_sentence_and_exit_1(ledger_url, tmp_path):
+    (tmp_path / "billing.yaml").write_text(yaml.safe_dump({**MINIMAL_CONFIG, "database": ledger_url}))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(main, ["serve", "--port", str(port), "--config", str(tmp_path / "billing.yaml")])
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines()[-1].startswith(f"billing: billing serve cannot listen on 127.0.0.1:{port}: ")
+    assert "Traceback" not in result.output
+
+
+def test_serve_with_a_bad_web_section_is_exit_2(write_config):
+    result = CliRunner().invoke(main, ["serve", "--config", str(write_config(web={"trusted_proxies": ["x"]}))])
+    assert result.exit_code == 2 and "web.trusted_proxies" in result.output
+
+
+def test_a_range_with_two_currencies_is_refused_not_added_up(tmp_path):
+    url = write_ledger(tmp_path / "l.db")
+    replace_day(open_ledger(url), date(2026, 11, 19), frame(ROWS[date(2026, 11, 19)]), "EUR")
+    app = create_app(web_config(url)).test_client()
+    for route in (f"/me?{RANGE}", f"/api/v1/costs?{RANGE}"):
+        answer = get(app, route, "alice")
+        assert answer.status_code == 400 and "EUR and USD" in answer.text, route
+
+
+@pytest.fixture(scope="module")
+def workloads(tmp_path_factory):
+    """A client over tests/helpers/workload_ledger.py's ledger (cost label `experiment`), with who leads which team."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('workloads') / 'ledger.db'}"
+    engine = open_ledger(url)
+    fill(engine)
+    engine.dispose()
+    config = Config.model_validate({**MINIMAL_CONFIG, "currency": "USD", "database": store_directory(url),
+                                    "cost_labels": ["experiment"], "web": {"admins": ["root"]}})
+    return create_app(config).test_client()
+
+
+WORKLOAD_RANGE = f"from={FIRST}&to={LAST}"
+
+
+def test_the_api_breaks_costs_down_by_workload_for_whom_may_see_them(workloads):
+    alice = get(workloads, f"/api/v1/costs?{WORKLOAD_RANGE}&by=workload", "alice").json
+    assert {(r["namespace"], r["workload"]): r["cost"] for r in alice["rows"]} == pytest.approx(
+        {key: cost for key, cost in BY_WORKLOAD.items() if key[0] == "alice"})
+    assert alice["days_without_breakdown"] == ["2026-11-02"]
+    team = get(workloads, f"/api/v1/costs?{WORKLOAD_RANGE}&by=workload&team=robotics", "carol").json
+    assert {(r["namespace"], r["workload"]): r["cost"] for r in team["rows"]} == pytest.approx(BY_WORKLOAD)
+    assert get(workloads, f"/api/v1/costs?{WORKLOAD_RANGE}&by=workload&team=robotics", "alice").status_code == 403
+    assert get(workloads, f"/api/v1/costs?{WORKLOAD_RANGE}&by=workload&person=alice", "bob").status_code == 403
+    labelled = get(workloads, f"/api/v1/costs?{WORKLOAD_RANGE}&by=label:experiment&person=bob", "bob").json
+    assert [(r["namespace"], r["label_experiment"], round(r["cost"], 2)) for r in labelled["rows"]] == [
+        ("bob", "exp-1", 11.80)]  # both halves of his namespace, one per team
+
+
+def test_person_and_team_pages_show_workloads_when_the_range_has_them(workloads, client):
+    page = get(workloads, f"/me?{WORKLOAD_RANGE}", "alice").text
+    assert 'id="by-workload"' in page and "Job/train-a" in page and "2026-11-02 had costs without a breakdown" in page
+    rows = list(csv.DictReader(io.StringIO(
+        get(workloads, f"/teams/robotics?{WORKLOAD_RANGE}&by=workload&format=csv", "carol").text)))
+    assert {(r["namespace"], r["workload"]): float(r["cost"]) for r in rows} == pytest.approx(BY_WORKLOAD)
+    assert 'id="by-workload"' in get(workloads, f"/teams/robotics?{WORKLOAD_RANGE}", "carol").text
+    # a range no workload row breaks down: the table would only repeat the namespaces
+    assert 'id="by-workload"' not in get(client, f"/me?{RANGE}", "alice").text
+
+
+def test_a_long_workload_table_shows_the_most_expensive_and_sums_the_others(workloads, monkeypatch):
+    monkeypatch.setattr("billing.web.app.PAGE_WORKLOADS", 2)
+    rows = read_page(get(workloads, f"/me?{WORKLOAD_RANGE}", "alice").text).tables["by-workload"]
+    # alice's four rows: train-a 15.12, not broken down 12.00, notebook 10.08, nightly 2.40 (tests/helpers/workload_ledger.py)
+    assert [(row[0], row[1], row[-1]) for row in rows[1:]] == [
+        ("alice", "Job/train-a", "15.12"), ("alice", "(not broken down)", "12.00"),
+        ("", "2 other workloads (in the CSV)", "12.48"), ("Total", "", "39.60")]
