@@ -33,7 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from billing.cli import main  # noqa: E402
-from billing.ledger.tables import LEDGER_COLUMNS, open_ledger  # noqa: E402
+from billing.ledger.database import open_ledger  # noqa: E402
+from billing.ledger.tables import LEDGER_COLUMNS  # noqa: E402
 from fixtures.servers import start_postgres  # noqa: E402
 from tests.conftest import MINIMAL_CONFIG  # noqa: E402
 

@@ -27,7 +27,8 @@ sys.path.insert(0, str(ROOT))
 from bench.report_bench import NAMESPACES, TEAMS, best_of, build_postgres, build_sqlite, namespaces  # noqa: E402
 from billing.config import Config  # noqa: E402
 from billing.directory.people import Directory, Person, Team, directory_to_json  # noqa: E402
-from billing.ledger.tables import directory_snapshots, open_ledger  # noqa: E402
+from billing.ledger.database import open_ledger  # noqa: E402
+from billing.ledger.tables import directory_snapshots  # noqa: E402
 from billing.web.app import create_app  # noqa: E402
 from fixtures.servers import start_postgres  # noqa: E402
 from tests.conftest import MINIMAL_CONFIG  # noqa: E402

@@ -12,6 +12,14 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+# the longest name a Kubernetes object can have (a DNS subdomain): the most a ledger's name column holds
+LONGEST_NAME = 253
+
+# a day's costs per workload and cost labels, as charging hands them to the ledger (table workload_costs)
+WORKLOAD_COST_COLUMNS = [
+    "cluster", "namespace", "team", "owner", "workload", "labels", "resource", "gpu_model", "quantity", "cost", "list_cost",
+]
+
 
 def require_columns(frame: pd.DataFrame, columns: Sequence[str], what: str) -> pd.DataFrame:
     """`frame` itself, once it has every one of `columns`; a ValueError (a bug, never bad input) if not."""

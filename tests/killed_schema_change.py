@@ -17,7 +17,7 @@ import sys
 
 from sqlalchemy import Engine, event
 
-from billing.ledger.tables import open_ledger, upgrade_schema
+from billing.ledger.database import open_ledger, upgrade_schema
 
 
 def main(action: str, url: str, kill_at: int) -> None:

@@ -24,7 +24,8 @@ import billing.jobs.run
 from billing.charge.pricing import PRICED_COLUMNS
 from billing.cli import main
 from billing.collect.usage import USAGE_COLUMNS, ClusterUsage
-from billing.ledger.tables import open_ledger, replace_day
+from billing.ledger.database import open_ledger
+from billing.ledger.write import replace_day
 from tests.conftest import MINIMAL_CONFIG, stub_node_metrics
 from tests.helpers.faults import EMPTY_ANSWER, Reply, failure_sentence, ledger_state, silent_server, stub_server
 from tests.jobs.test_run_reports import LDIF

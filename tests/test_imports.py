@@ -43,3 +43,23 @@ def test_no_import_cycles():
     for module in sorted(graph):
         visit(module, [module])
     assert not cycles, "import cycles: " + "; ".join(cycles)
+
+
+STAGES = ["collect", "directory", "charge", "ledger", "publish", "notify", "web", "jobs"]
+
+
+def stage_of(module: str) -> int:
+    """A stage's place in the night's order; the foundations at the top of the package come before all."""
+    parts = module.split(".")
+    return STAGES.index(parts[1]) + 1 if len(parts) > 2 and parts[1] in STAGES else 0
+
+
+def test_no_import_runs_up_the_stages():
+    """A stage reads what earlier stages hand it and never reaches into a later one (docs/architecture.md)."""
+    upward = [
+        f"{module} imports {imported}"
+        for module, path in MODULES.items() if module != "billing.cli"
+        for imported in sorted(imports_of(path))
+        if stage_of(imported) > stage_of(module)
+    ]
+    assert not upward, "imports that run up the stages: " + "; ".join(upward)

@@ -13,14 +13,18 @@ the ledger holds rows of these resources:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 import pandas as pd
 
 from billing.charge.ownership import OWNERSHIP_COLUMNS
+from billing.collect.capacity import KEYS as CAPACITY_KEYS
 from billing.config import ClusterConfig, Prices
 from billing.frames import require_columns
 from billing.resources import CPU, CREDIT, GPU, IDLE, MEMORY, POOL_PREFIX, RESERVED
+
+log = logging.getLogger(__name__)
 
 # what pricing reads of the collected usage (collect.USAGE_COLUMNS, with the cluster)
 USAGE_PRICED = ["cluster", "namespace", "resource", "gpu_model", "priority_class", "quantity"]
@@ -136,3 +140,26 @@ def price_holdings(holdings: pd.DataFrame, ownership: pd.DataFrame, priced: pd.D
     share = (rows["gpu_hours"] / rows["quantity"]).where(rows["quantity"] > 0, 0.0)
     rows["cost"] = rows["cost"] * share
     return rows[HOLDING_COLUMNS].sort_values(HOLDING_COLUMNS[:6], ignore_index=True)
+
+
+CAPACITY_COLUMNS = [*CAPACITY_KEYS, "allocatable", "requested", "idle", "unit_price", "idle_cost"]
+
+
+def idle_capacity(allocatable: pd.DataFrame, usage: pd.DataFrame, prices: Prices, cluster: str) -> pd.DataFrame:
+    """Per resource, GPU model and pool: allocatable, requested (the usage frame's total), idle and its cost.
+
+    Idle is never negative: requests above allocatable (pods on nodes that
+    export no allocatable) are logged, and count as no idle.
+    """
+    requested = usage.groupby(CAPACITY_KEYS)["quantity"].sum().rename("requested")
+    frame = allocatable.set_index(CAPACITY_KEYS).join(requested, how="outer").fillna(0.0).reset_index()
+    over = frame[frame["requested"] > frame["allocatable"] * (1 + 1e-9)]
+    for row in over.itertuples():
+        log.warning("cluster %s: %.2f %s%s-hours requested but only %.2f allocatable%s; are some nodes missing "
+                    "kube_node_status_allocatable?", cluster, row.requested, row.resource,
+                    f" ({row.gpu_model})" if row.gpu_model else "", row.allocatable,
+                    f" in pool {row.pool}" if row.pool else "")
+    frame["idle"] = (frame["allocatable"] - frame["requested"]).clip(lower=0.0)
+    frame["unit_price"] = [unit_price(prices, r, m) for r, m in zip(frame["resource"], frame["gpu_model"])]
+    frame["idle_cost"] = frame["idle"] * frame["unit_price"]
+    return frame[CAPACITY_COLUMNS]

@@ -19,8 +19,7 @@ import pandas as pd
 from billing.charge.pricing import PRICED_COLUMNS, price
 from billing.collect.usage import WORKLOAD_COLUMNS, labels_json
 from billing.config import Prices
-from billing.frames import require_columns
-from billing.ledger.tables import WORKLOAD_COST_COLUMNS
+from billing.frames import WORKLOAD_COST_COLUMNS, require_columns
 
 UNATTRIBUTED = "(namespace)"  # the workload of a row's part that no pod's workload requested
 BELOW = ["workload", "labels"]

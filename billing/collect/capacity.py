@@ -1,4 +1,4 @@
-"""Cluster capacity: what the nodes offered, and what requests left idle.
+"""Cluster capacity: what the nodes offered (what requests left idle is priced by billing/charge/pricing.py).
 
 Billing charges what pods *requested*; operators also need what they did
 not: allocatable resource-hours of the nodes (`kube_node_status_allocatable`)
@@ -18,19 +18,17 @@ import logging
 
 import pandas as pd
 
-from billing.charge.pricing import unit_price
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.promql import Chunk, GpuResources, NodeKinds, Queries, chunks, map_chunks, node_matcher, quote
 from billing.collect.stores import Store, store_of
 from billing.collect.usage import billing_units
-from billing.config import ClusterConfig, Prices
+from billing.config import ClusterConfig
 from billing.days import BillingDay
 
 log = logging.getLogger(__name__)
 
 KEYS = ["resource", "gpu_model", "pool"]  # pool: the reserved pool of the nodes, '' for the rest
 ALLOCATABLE_COLUMNS = [*KEYS, "allocatable"]
-CAPACITY_COLUMNS = [*KEYS, "allocatable", "requested", "idle", "unit_price", "idle_cost"]
 
 
 class CapacityQueries(Queries):
@@ -82,23 +80,3 @@ def collect_allocatable(
     frame = billing_units(raw.astype({"quantity": float}), gpu_resources)
     summed = frame.groupby(KEYS, as_index=False, sort=True)["quantity"].sum()
     return summed.rename(columns={"quantity": "allocatable"})
-
-
-def idle_capacity(allocatable: pd.DataFrame, usage: pd.DataFrame, prices: Prices, cluster: str) -> pd.DataFrame:
-    """Per resource, GPU model and pool: allocatable, requested (the usage frame's total), idle and its cost.
-
-    Idle is never negative: requests above allocatable (pods on nodes that
-    export no allocatable) are logged, and count as no idle.
-    """
-    requested = usage.groupby(KEYS)["quantity"].sum().rename("requested")
-    frame = allocatable.set_index(KEYS).join(requested, how="outer").fillna(0.0).reset_index()
-    over = frame[frame["requested"] > frame["allocatable"] * (1 + 1e-9)]
-    for row in over.itertuples():
-        log.warning("cluster %s: %.2f %s%s-hours requested but only %.2f allocatable%s; are some nodes missing "
-                    "kube_node_status_allocatable?", cluster, row.requested, row.resource,
-                    f" ({row.gpu_model})" if row.gpu_model else "", row.allocatable,
-                    f" in pool {row.pool}" if row.pool else "")
-    frame["idle"] = (frame["allocatable"] - frame["requested"]).clip(lower=0.0)
-    frame["unit_price"] = [unit_price(prices, r, m) for r, m in zip(frame["resource"], frame["gpu_model"])]
-    frame["idle_cost"] = frame["idle"] * frame["unit_price"]
-    return frame[CAPACITY_COLUMNS]

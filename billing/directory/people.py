@@ -33,7 +33,7 @@ from ldap3.utils.dn import parse_dn
 from ldif import LDIFParser
 
 from billing.config import DirectoryConfig
-from billing.ledger.tables import LONGEST_NAME
+from billing.frames import LONGEST_NAME
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from billing.collect.prometheus import PrometheusError
 from billing.config import Config
 from billing.directory.people import DirectoryError
 from billing.jobs.run import IncompleteDayError, run_day
-from billing.ledger.tables import LedgerError
+from billing.ledger.database import LedgerError
 from billing.notify.mail import MailError
 from billing.publish.pages import RenderError
 

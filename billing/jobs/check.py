@@ -33,7 +33,8 @@ from billing.config import ClusterConfig, Config, ConfigError, EmailConfig, kube
 from billing.days import BillingDay, billing_day, yesterday
 from billing.directory.people import DirectoryError
 from billing.directory.sources import check_directory
-from billing.ledger.tables import LedgerError, NoLedgerYet, completed_days, fetch, open_ledger
+from billing.ledger.database import LedgerError, NoLedgerYet, fetch, open_ledger
+from billing.ledger.tables import completed_days
 from billing.notify.mail import IMPLICIT_TLS_PORT, MailError, connect_smtp
 
 TIMEOUT = 10.0  # seconds: a check answers quickly or reports the dependency as failing

@@ -12,10 +12,10 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from billing.charge.ownership import assign_owners
-from billing.charge.pricing import price, price_holdings, reserve_pools, share_idle
+from billing.charge.pricing import idle_capacity, price, price_holdings, reserve_pools, share_idle
 from billing.charge.workloads import kept_since, workload_costs
 from billing.collect.audit import audit_cluster
-from billing.collect.capacity import collect_allocatable, idle_capacity
+from billing.collect.capacity import collect_allocatable
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.replay import prometheus_source
 from billing.collect.stores import Store, store_of
@@ -38,10 +38,13 @@ from billing.directory.people import (
     directory_to_json,
 )
 from billing.directory.sources import load_directory
-from billing.ledger.tables import latest_directory, open_ledger, replace_day
+from billing.ledger.database import open_ledger
+from billing.ledger.read import latest_directory
+from billing.ledger.write import replace_day
+from billing.notify.budget_alerts import send_alerts
 from billing.notify.mail import deliver
 from billing.notify.summaries import summary_envelopes
-from billing.publish.budgets import BudgetStatus, forecast, send_alerts, team_budgets
+from billing.publish.budgets import BudgetStatus, forecast, team_budgets
 from billing.publish.dayview import DayReport, read_report, with_directory
 from billing.publish.digest import digest_period, read_digests
 from billing.publish.pages import check_output_dir, write_pages
@@ -170,7 +173,7 @@ class _Collected:
     """What one cluster's store said about the day: usage, capacity and waste."""
 
     usage: ClusterUsage
-    capacity: pd.DataFrame  # capacity.CAPACITY_COLUMNS and cluster
+    capacity: pd.DataFrame  # pricing.CAPACITY_COLUMNS and cluster
     wasted: pd.DataFrame  # waste.WASTE_COLUMNS and cluster
     workload_wasted: pd.DataFrame  # waste.WORKLOAD_WASTE_KEYS, MEASURES and cluster; no rows with workloads off
 

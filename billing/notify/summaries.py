@@ -12,10 +12,10 @@ from collections.abc import Sequence
 
 from billing.config import EmailConfig
 from billing.directory.people import Directory
+from billing.notify.letters import admin_letter, person_letter, team_letter
 from billing.notify.mail import Envelope, Letter, MailError, build_message
 from billing.publish.dayview import DayReport, slug
 from billing.publish.digest import PersonalDigest
-from billing.publish.pages import admin_letter, person_letter, team_letter
 
 log = logging.getLogger(__name__)
 

@@ -16,12 +16,11 @@ from sqlalchemy import Engine, select
 from billing.charge.ownership import unallocated_reason
 from billing.config import NamespaceRules
 from billing.directory.people import Directory
-from billing.ledger.tables import (
+from billing.ledger.database import fetch
+from billing.ledger.read import (
     completed,
-    completed_days,
     daily_costs,
     directory_note,
-    fetch,
     incomplete,
     read_capacity,
     read_holdings,
@@ -29,6 +28,7 @@ from billing.ledger.tables import (
     read_waste,
     read_workload_totals,
 )
+from billing.ledger.tables import completed_days
 from billing.publish.budgets import BudgetStatus
 from billing.publish.formatting import held_gpus, total
 from billing.publish.links import slug

@@ -4,7 +4,7 @@
 the week ending on a Sunday's run); `read_digests` reads those days from the
 ledger into one `PersonalDigest` per person with costs, their share of each
 namespace as in `billing report --person`, and their most expensive workloads
-where the days were broken down by workload. The letter is `render.person_letter`.
+where the days were broken down by workload. The letter is `billing.notify.letters.person_letter`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from billing.days import days_between
-from billing.ledger.tables import completed, read_rows, read_workload_costs, waste_sums
+from billing.ledger.read import completed, read_rows, read_workload_costs, waste_sums
 
 SUNDAY = 6  # date.weekday()
 TOP_WORKLOADS = 5  # a letter names the most expensive few; `billing serve` has them all

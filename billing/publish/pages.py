@@ -1,7 +1,7 @@
-"""The day's HTML reports and email bodies, laid out from a `DayReport` (billing/publish/dayview.py).
+"""The day's HTML reports, laid out from a `DayReport` (billing/publish/dayview.py).
 
 The pages and emails are Jinja2 templates in `reports/`, all rendered through
-one environment with the money, quantity and chart helpers; they only lay
+one environment (`render_template`; the email bodies are billing/notify/letters.py) with the money, quantity and chart helpers; they only lay
 out the numbers the view model holds, so a report of a re-run or back-filled
 day is the same as the original.
 
@@ -22,14 +22,11 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 
-import css_inline
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from billing.days import day_runs, days_in_month
-from billing.notify.mail import Letter
 from billing.publish.budgets import FORECAST_METHOD
 from billing.publish.dayview import DayReport, RenderError, TrendDay
-from billing.publish.digest import PersonalDigest
 from billing.publish.formatting import (
     HELD_UNUSED,
     HELD_UNUSED_RULE,
@@ -42,7 +39,7 @@ from billing.publish.formatting import (
     quantity,
     to_the_cent,
 )
-from billing.publish.links import day_page, page_url, team_page
+from billing.publish.links import day_page, team_page
 
 EMAIL_BAR_PX = 60  # tallest bar of the email trend chart
 
@@ -251,40 +248,3 @@ def _relink(output_dir: Path, day: date, days: list[date]) -> None:
         if found:  # pages written before day links were added have none
             nav = str(day_nav(_day_links(output_dir, path.relative_to(output_dir).as_posix(), days))).strip()
             _write(path, html[:found.start()] + nav + html[found.end():])
-
-
-def _subject(report: DayReport, who: str, cost: float) -> str:
-    return _one_line(f"Cluster billing {report.day}: {who} {money(cost, report.currency)}")
-
-
-def _one_line(line: str) -> str:
-    """One line whatever the names hold: CR, LF and other controls become spaces."""
-    return " ".join(re.sub(r"[\x00-\x1f\x7f\u2028\u2029\x85]", " ", line).split())
-
-
-_inliner = css_inline.CSSInliner(load_remote_stylesheets=False, keep_at_rules=True)
-
-
-def _letter(subject: str, template: str, **values) -> Letter:
-    html = _inliner.inline(render_template(f"{template}.html.j2", **values))
-    return Letter(subject, render_template(f"{template}.txt.j2", **values), html)
-
-
-def admin_letter(report: DayReport, reports_url: str = "") -> Letter:
-    """The all-teams summary for the admins, linking to the day's page where `reports_url` publishes it."""
-    return _letter(_subject(report, "all teams", report.cost), "email_admins", report=report,
-                   link=page_url(reports_url, day_page(report.day)))
-
-
-def person_letter(digest: PersonalDigest) -> Letter:
-    """A person's own summary (email.personal)."""
-    period = f"{digest.first}" if digest.first == digest.last else f"{digest.first} to {digest.last}"
-    subject = _one_line(f"Your cluster costs {period}: {money(digest.cost, digest.currency)}")
-    return _letter(subject, "email_person", digest=digest)
-
-
-def team_letter(report: DayReport, team: str, reports_url: str = "") -> Letter:
-    """One team's summary, per person, for its leads, linking to the team's page of the day."""
-    summary = report.team(team)
-    return _letter(_subject(report, f"team {team}", summary.cost), "email_team", report=report, team=summary,
-                   link=page_url(reports_url, team_page(report.day, team)))

@@ -25,15 +25,9 @@ from sqlalchemy import Engine, Table, Text, case, exists, func, literal, not_, o
 
 from billing.days import days_between, yesterday
 from billing.directory.people import directory_from_json
-from billing.ledger.tables import (
-    chargeback,
-    completed,
-    fetch,
-    gpu_holdings,
-    incomplete,
-    latest_directory,
-    workload_costs,
-)
+from billing.ledger.database import fetch
+from billing.ledger.read import completed, incomplete, latest_directory
+from billing.ledger.tables import chargeback, gpu_holdings, workload_costs
 from billing.publish.budgets import BudgetStatus
 from billing.resources import CPU, GPU, IDLE, MEMORY, RESOURCES
 

@@ -28,19 +28,17 @@ from sqlalchemy import Connection, Engine, delete, insert, select
 
 from billing.days import days_between, days_in_month
 from billing.directory.people import Directory
+from billing.ledger.database import transaction
 from billing.ledger.tables import (
-    CORRECTION_NOISE,
     LEDGER_COLUMNS,
     adjustments,
     chargeback,
     closed_months,
     completed_days,
-    month_after,
     month_closings,
-    serialise_with_runs,
     statement_lines,
-    transaction,
 )
+from billing.ledger.write import CORRECTION_NOISE, month_after, serialise_with_runs
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from sqlalchemy import Engine
 
 from billing.directory.people import directory_from_json
-from billing.ledger.tables import latest_directory
+from billing.ledger.read import latest_directory
 from billing.publish.report import Subject
 
 

@@ -31,7 +31,8 @@ from billing.config import Config
 from billing.days import days_between
 from billing.directory.ldap import WrongPassword, authenticate
 from billing.directory.people import DirectoryError
-from billing.ledger.tables import LedgerError, completed, daily_costs, open_ledger, waste_sums
+from billing.ledger.database import LedgerError, open_ledger
+from billing.ledger.read import completed, daily_costs, waste_sums
 from billing.publish.dayview import TrendDay, headline, window_start
 from billing.publish.pages import render_template
 from billing.publish.report import (

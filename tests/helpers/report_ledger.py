@@ -13,7 +13,8 @@ from pathlib import Path
 import pandas as pd
 
 from billing.charge.pricing import PRICED_COLUMNS
-from billing.ledger.tables import open_ledger, replace_day
+from billing.ledger.database import open_ledger
+from billing.ledger.write import replace_day
 
 DAY = date(2026, 11, 20)
 H100 = "NVIDIA-H100-80GB-HBM3"

@@ -13,7 +13,8 @@ from datetime import date
 import pandas as pd
 from sqlalchemy import Engine
 
-from billing.ledger.tables import WORKLOAD_COST_COLUMNS, replace_day
+from billing.frames import WORKLOAD_COST_COLUMNS
+from billing.ledger.write import replace_day
 from tests.helpers.report_ledger import H100, frame
 
 FIRST, LAST = date(2026, 11, 1), date(2026, 11, 4)

@@ -17,8 +17,9 @@ import yaml
 from click.testing import CliRunner
 from sqlalchemy import create_engine
 
+from billing.charge.pricing import idle_capacity
 from billing.cli import main
-from billing.collect.capacity import collect_allocatable, idle_capacity
+from billing.collect.capacity import collect_allocatable
 from billing.collect.prometheus import LivePrometheus
 from billing.collect.usage import collect_cluster
 from billing.config import ClusterConfig

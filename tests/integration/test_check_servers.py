@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from sqlalchemy import create_engine, inspect
 
 from billing.cli import main
-from billing.ledger.tables import open_ledger
+from billing.ledger.database import open_ledger
 from fixtures.ksm import GPU_PRODUCT_LABEL, make_world
 from tests.conftest import MINIMAL_CONFIG
 from tests.integration.test_servers import LDIF as SLAPD_LDIF

@@ -36,7 +36,8 @@ from billing.charge.pricing import PRICED_COLUMNS
 from billing.cli import main
 from billing.collect.usage import USAGE_COLUMNS, ClusterUsage
 from billing.days import billing_day
-from billing.ledger.tables import open_ledger, replace_day
+from billing.ledger.database import open_ledger
+from billing.ledger.write import replace_day
 from fixtures.ksm import GIB, GPU_PRODUCT_LABEL, H100, Cluster, Container, Node, Pod, World, make_world
 from fixtures.servers import free_port, start_postgres
 from tests.conftest import stub_node_metrics

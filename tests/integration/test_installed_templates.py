@@ -15,7 +15,7 @@ from datetime import date
 from pathlib import Path
 import billing.publish.pages as render
 from billing.publish.dayview import read_report
-from billing.ledger.tables import open_ledger
+from billing.ledger.database import open_ledger
 report = read_report(open_ledger(sys.argv[1]), date(2026, 11, 20), "USD", "unallocated")
 pages = render.write_pages(report, Path(sys.argv[2]))
 print(render.template_dir())

@@ -33,7 +33,8 @@ from billing.config import Config, DirectoryConfig, NamespaceRules
 from billing.directory.ldap import read_ldap
 from billing.directory.people import DirectoryError
 from billing.jobs.run import run_day
-from billing.ledger.tables import open_ledger, read_rows
+from billing.ledger.database import open_ledger
+from billing.ledger.read import read_rows
 from fixtures.directory import directory_ldif as small_directory_ldif
 from fixtures.servers import SlapdServer, free_port
 from tests.conftest import stub_node_metrics

@@ -10,7 +10,7 @@ import yaml
 
 from billing.config import EmailConfig
 from billing.directory.people import Directory, Person, Team
-from billing.ledger.tables import open_ledger
+from billing.ledger.database import open_ledger
 from billing.notify.mail import MailError, connect_smtp, deliver
 from billing.notify.summaries import summary_envelopes
 from billing.publish.dayview import read_report

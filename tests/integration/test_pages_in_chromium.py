@@ -14,9 +14,10 @@ from urllib.parse import urljoin
 import pytest
 from PIL import Image
 
-from billing.ledger.tables import open_ledger
+from billing.ledger.database import open_ledger
+from billing.notify.letters import admin_letter, team_letter
 from billing.publish.dayview import read_report
-from billing.publish.pages import admin_letter, team_letter, write_pages
+from billing.publish.pages import write_pages
 from fixtures.servers import require_program
 from tests.helpers.report_ledger import DAY, write_ledger
 from tests.publish.test_dayview import with_workload_costs

@@ -19,7 +19,8 @@ from click.testing import CliRunner
 from billing.charge.pricing import PRICED_COLUMNS
 from billing.cli import main
 from billing.directory.people import Directory, Person, Team, directory_to_json
-from billing.ledger.tables import open_ledger, replace_day
+from billing.ledger.database import open_ledger
+from billing.ledger.write import replace_day
 
 H100, A100 = "NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-80GB"
 FORMULA_TEAM = "=cmd|' /C calc'!A0"

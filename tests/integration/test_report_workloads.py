@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from billing.cli import main
-from billing.ledger.tables import open_ledger
+from billing.ledger.database import open_ledger
 from tests.helpers.workload_ledger import (
     BY_EXPERIMENT,
     BY_WORKLOAD,

@@ -22,7 +22,9 @@ from alembic import command
 from sqlalchemy import create_engine, text
 
 from billing.ledger import migrate
-from billing.ledger.tables import LedgerError, metadata, open_ledger, read_rows, upgrade_schema
+from billing.ledger.database import LedgerError, open_ledger, upgrade_schema
+from billing.ledger.read import read_rows
+from billing.ledger.tables import metadata
 from fixtures.servers import free_port
 from tests.conftest import MINIMAL_CONFIG
 from tests.ledger.test_tables import describe

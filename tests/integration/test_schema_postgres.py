@@ -2,7 +2,8 @@
 
 from sqlalchemy import create_engine
 
-from billing.ledger.tables import metadata, open_ledger
+from billing.ledger.database import open_ledger
+from billing.ledger.tables import metadata
 from tests.ledger.test_tables import ddl_engine, describe
 
 

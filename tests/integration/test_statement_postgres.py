@@ -7,7 +7,8 @@ from datetime import date, datetime, timezone
 from sqlalchemy import text
 
 from billing.charge.pricing import PRICED_COLUMNS
-from billing.ledger.tables import chargeback, open_ledger
+from billing.ledger.database import open_ledger
+from billing.ledger.tables import chargeback
 from billing.publish.statement import close_month
 from tests.publish.test_statement import OCT, OCT_5, OCT_6, TODAY_DONE, cents, closing_scenario, write_month
 

@@ -3,7 +3,7 @@
 import re
 import subprocess
 
-from billing.ledger.tables import open_ledger
+from billing.ledger.database import open_ledger
 from billing.publish.statement import build_statement
 from billing.publish.statement_formats import html
 from tests.integration.test_pages_in_chromium import FLAGS, chromium  # noqa: F401  (chromium is a fixture)

@@ -18,7 +18,8 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from billing.config import Config
-from billing.ledger.tables import LedgerError, open_ledger, replace_day
+from billing.ledger.database import LedgerError, open_ledger
+from billing.ledger.write import replace_day
 from billing.web.app import create_app
 from fixtures.directory import BASE, directory_ldif
 from tests.conftest import MINIMAL_CONFIG

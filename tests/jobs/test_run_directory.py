@@ -20,7 +20,9 @@ from billing.collect.usage import ClusterUsage
 from billing.config import Config
 from billing.directory.people import AmbiguousDirectoryError, DirectoryError
 from billing.jobs.run import run_day
-from billing.ledger.tables import directory_snapshots, latest_directory, open_ledger, read_rows
+from billing.ledger.database import open_ledger
+from billing.ledger.read import latest_directory, read_rows
+from billing.ledger.tables import directory_snapshots
 from fixtures.servers import free_port
 from tests.conftest import stub_node_metrics
 from tests.helpers.faults import ledger_state

@@ -9,7 +9,9 @@ from sqlalchemy import create_engine, text
 
 from billing.cli import main
 from billing.ledger import migrate
-from billing.ledger.tables import LedgerError, metadata, open_ledger, read_capacity, read_rows
+from billing.ledger.database import LedgerError, open_ledger
+from billing.ledger.read import read_capacity, read_rows
+from billing.ledger.tables import metadata
 from tests.ledger.test_tables import describe
 
 

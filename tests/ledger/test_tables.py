@@ -7,20 +7,13 @@ import pandas as pd
 import pytest
 from sqlalchemy import create_engine, inspect
 
-import billing.ledger.tables
+import billing.ledger.write
 from billing.charge.pricing import PRICED_COLUMNS
-from billing.ledger.tables import (
-    WORKLOAD_COST_COLUMNS,
-    LedgerError,
-    chargeback,
-    completed,
-    metadata,
-    open_ledger,
-    read_rows,
-    read_workload_costs,
-    read_workload_totals,
-    replace_day,
-)
+from billing.frames import WORKLOAD_COST_COLUMNS
+from billing.ledger.database import LedgerError, open_ledger
+from billing.ledger.read import completed, read_rows, read_workload_costs, read_workload_totals
+from billing.ledger.tables import chargeback, metadata, workload_costs
+from billing.ledger.write import replace_day
 
 SQL = Path(__file__).resolve().parents[2] / "sql"
 DAY = date(2026, 11, 20)
@@ -122,7 +115,7 @@ def test_workload_rows_are_replaced_with_their_day(tmp_path):
 
 
 def test_workload_rows_are_written_in_batches_and_ranked_by_their_totals(tmp_path, monkeypatch):
-    monkeypatch.setattr(billing.ledger.tables, "INSERT_BATCH", 2)  # five rows: batches of 2, 2 and 1
+    monkeypatch.setattr(billing.ledger.write, "INSERT_BATCH", 2)  # five rows: batches of 2, 2 and 1
     engine = open_ledger(f"sqlite:///{tmp_path}/ledger.db")
     workloads = pd.DataFrame([
         ("jaguar", "alice", "robotics", "alice", "Deployment/train", '{"experiment": "x1"}', "gpu", "H100", 20.0, 48.0, 48.0),
@@ -195,3 +188,8 @@ def test_workload_rows_older_than_keep_days_go_in_the_same_transaction(tmp_path)
     replace_day(engine, date(2026, 11, 5), ROWS, "USD", workloads=workloads, workloads_since=newer)  # a backfill
     assert read_workload_costs(engine, older, DAY)["day"].tolist() == [DAY]  # not kept: nothing written
     assert len(read_rows(engine, older, DAY)) == 3 * len(ROWS)  # the namespace ledger is kept regardless
+
+
+def test_the_workload_cost_frame_is_the_workload_costs_table():
+    """Charging hands the ledger frames.WORKLOAD_COST_COLUMNS; the table stores exactly those, plus day and currency."""
+    assert [c.name for c in workload_costs.columns if c.name not in ("day", "currency")] == WORKLOAD_COST_COLUMNS

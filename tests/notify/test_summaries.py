@@ -4,7 +4,7 @@ import pytest
 
 from billing.config import EmailConfig
 from billing.directory.people import Directory, Person, Team
-from billing.ledger.tables import open_ledger
+from billing.ledger.database import open_ledger
 from billing.notify.summaries import summary_envelopes
 from billing.publish.dayview import read_report
 from tests.helpers.report_ledger import DAY, write_ledger

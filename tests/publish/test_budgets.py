@@ -21,7 +21,8 @@ from billing.cli import main
 from billing.collect.usage import ClusterUsage
 from billing.config import BudgetsConfig, DirectoryConfig, load_config
 from billing.directory.people import read_ldif
-from billing.ledger.tables import budget_alerts, fetch, open_ledger
+from billing.ledger.database import fetch, open_ledger
+from billing.ledger.tables import budget_alerts
 from billing.publish.budgets import budget_status, forecast, team_budgets
 from tests.conftest import stub_node_metrics
 from tests.helpers.html_tables import read_page

@@ -7,7 +7,10 @@ import pytest
 
 from billing.config import NamespaceRules
 from billing.directory.people import Directory, Person, Team
-from billing.ledger.tables import WORKLOAD_COST_COLUMNS, open_ledger, read_rows, replace_day
+from billing.frames import WORKLOAD_COST_COLUMNS
+from billing.ledger.database import open_ledger
+from billing.ledger.read import read_rows
+from billing.ledger.write import replace_day
 from billing.publish.dayview import RenderError, read_report, slug, summarize, with_directory
 from tests.helpers.report_ledger import (
     DAY,

@@ -11,9 +11,11 @@ from datetime import date
 import pandas as pd
 import pytest
 
-from billing.ledger.tables import WASTE_COLUMNS, open_ledger, replace_day
+from billing.ledger.database import open_ledger
+from billing.ledger.tables import WASTE_COLUMNS
+from billing.ledger.write import replace_day
+from billing.notify.letters import person_letter
 from billing.publish.digest import digest_period, read_digests
-from billing.publish.pages import person_letter
 from tests.helpers.report_ledger import DAY, ROWS, frame, write_ledger
 from tests.helpers.workload_ledger import FIRST, LAST, fill
 

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from billing.cli import main
-from billing.ledger.tables import open_ledger
+from billing.ledger.database import open_ledger
 from tests.helpers.report_ledger import DAY, DAY_TOTAL, H100, MONTH_TOTAL, write_ledger
 from tests.helpers.workload_ledger import fill
 

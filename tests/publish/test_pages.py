@@ -5,19 +5,12 @@ from html.parser import HTMLParser
 import pandas as pd
 import pytest
 
-from billing.ledger.tables import CAPACITY_COLUMNS, WASTE_COLUMNS, open_ledger, replace_day
+from billing.ledger.database import open_ledger
+from billing.ledger.tables import CAPACITY_COLUMNS, WASTE_COLUMNS
+from billing.ledger.write import replace_day
+from billing.notify.letters import admin_letter, team_letter
 from billing.publish.dayview import TrendDay, read_report, slug
-from billing.publish.pages import (
-    RenderError,
-    admin_letter,
-    axis_label,
-    day_ranges,
-    person,
-    team_letter,
-    text_table,
-    trend_lines,
-    write_pages,
-)
+from billing.publish.pages import RenderError, axis_label, day_ranges, person, text_table, trend_lines, write_pages
 from tests.helpers.html_tables import read_page
 from tests.helpers.report_ledger import (
     DAY,

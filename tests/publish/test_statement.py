@@ -19,7 +19,10 @@ from click.testing import CliRunner
 
 from billing.cli import main
 from billing.directory.people import Directory, Team, directory_to_json
-from billing.ledger.tables import adjustments, fetch, month_closings, open_ledger, read_rows, replace_day
+from billing.ledger.database import fetch, open_ledger
+from billing.ledger.read import read_rows
+from billing.ledger.tables import adjustments, month_closings
+from billing.ledger.write import replace_day
 from billing.publish.statement import StatementError, build_statement, close_month, reopen_month
 from billing.publish.statement_formats import FORMATS
 from tests.helpers.report_ledger import frame

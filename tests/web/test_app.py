@@ -23,7 +23,9 @@ from sqlalchemy import create_engine
 from billing.cli import main
 from billing.config import Config
 from billing.directory.people import Directory, Person, Team, directory_to_json
-from billing.ledger.tables import WASTE_COLUMNS, open_ledger, replace_day
+from billing.ledger.database import open_ledger
+from billing.ledger.tables import WASTE_COLUMNS
+from billing.ledger.write import replace_day
 from billing.web.app import LoginThrottle, create_app
 from tests.conftest import MINIMAL_CONFIG
 from tests.helpers.html_tables import read_page

@@ -1,0 +1,151 @@
+"""The ledger database: opening it (SQLite or PostgreSQL), transactions, and failures as one sentence.
+
+Every read and write goes through here, so a database outage reads the same
+whichever command met it: a LedgerError naming the database and what was being done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pandas as pd
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Select,
+    create_engine,
+    event,
+)
+from sqlalchemy.exc import SQLAlchemyError
+
+from billing.ledger import migrate
+from billing.private import create_private_file, private_directory
+
+
+class LedgerError(Exception):
+    """The database could not be reached or written; the message names it."""
+
+
+class NoLedgerYet(LedgerError):
+    """The database (an SQLite file) or its ledger tables do not exist yet; the first run creates them."""
+
+
+def database_name(engine: Engine) -> str:
+    return f"database {engine.url.render_as_string(hide_password=True)}"
+
+
+def _engine(url: str, create: bool = True) -> Engine:
+    """Connections are checked before use: a database restarted while the job
+    collected for an hour must not fail the write with a stale connection.
+    Without `create` a missing SQLite file is NoLedgerYet instead of made."""
+    try:
+        engine = create_engine(url, pool_pre_ping=True)
+    except (SQLAlchemyError, ValueError, ImportError) as exc:
+        raise LedgerError(f"config key database: cannot use {url.split('@')[-1]!r} ({exc})") from None
+    if engine.url.get_backend_name() == "sqlite":
+        _real_sqlite_transactions(engine)
+        if engine.url.database not in (None, "", ":memory:"):
+            path = Path(engine.url.database)
+            if not create and not path.exists():
+                raise NoLedgerYet(f"{database_name(engine)}: the file {path} does not exist yet (the first billing run creates it)")
+            try:
+                private_directory(path.parent)  # like output_dir, but the ledger holds names and emails
+            except OSError as exc:
+                raise LedgerError(f"{database_name(engine)}: cannot create its directory ({exc.strerror})") from None
+            try:
+                create_private_file(path)
+            except OSError as exc:
+                raise LedgerError(f"{database_name(engine)}: cannot create the file ({exc.strerror})") from None
+    return engine
+
+
+def _real_sqlite_transactions(engine: Engine) -> None:
+    """Transactions on SQLite that hold DDL too, as they do on PostgreSQL.
+
+    Python's sqlite3 (before 3.12's autocommit=False) begins a transaction only
+    before INSERT/UPDATE/DELETE and runs every other statement, CREATE TABLE
+    included, on its own: a schema change killed halfway stayed half made.
+    SQLAlchemy's recipe for pysqlite: switch that off and emit BEGIN ourselves;
+    a connection's `sqlite_begin` execution option can make it BEGIN EXCLUSIVE.
+    """
+
+    @event.listens_for(engine, "connect")
+    def _no_implicit_transactions(dbapi_connection, connection_record) -> None:
+        dbapi_connection.isolation_level = None
+
+    @event.listens_for(engine, "begin")
+    def _begin(connection: Connection) -> None:
+        connection.exec_driver_sql(connection.get_execution_options().get(migrate.SQLITE_BEGIN, "BEGIN"))
+
+
+def open_ledger(url: str, create: bool = True) -> Engine:
+    """An engine on the ledger database at the schema this billing needs.
+
+    A new, empty database gets the schema (without `create`, which `billing
+    check` uses to change nothing, it is NoLedgerYet); one at an older schema
+    revision is left alone with the advice to run `billing db upgrade`.
+    """
+    engine = _engine(url, create)
+    try:
+        with engine.connect() as conn:
+            empty, current = migrate.is_empty(conn), migrate.current_revision(conn)
+        if empty and not create:
+            raise NoLedgerYet(f"{database_name(engine)} holds no ledger tables yet (the first billing run creates them)")
+        if empty:
+            migrate.upgrade(engine)
+        elif current != migrate.head_revision():
+            raise LedgerError(
+                f"{database_name(engine)} has ledger schema revision {current or 'none'}, this billing needs "
+                f"{migrate.head_revision()}: run `billing db upgrade` first"
+            )
+    except SQLAlchemyError as exc:
+        raise LedgerError(f"{database_name(engine)}: opening the ledger failed: {failure_cause(exc)}") from None
+    return engine
+
+
+def upgrade_schema(url: str) -> tuple[str | None, str]:
+    """Apply pending migrations; (from, to) revisions."""
+    engine = _engine(url)
+    try:
+        return migrate.upgrade(engine)
+    except SQLAlchemyError as exc:
+        raise LedgerError(f"{database_name(engine)}: upgrading the schema failed, nothing changed: {failure_cause(exc)}") from None
+
+
+def failure_cause(exc: SQLAlchemyError) -> str:
+    cause = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+    if cause == "database is locked":  # SQLite's busy timeout (5 s unless the URL says ?timeout=) ran out
+        cause += " (another process held the database longer than the busy timeout; ?timeout=SECONDS on the URL waits longer)"
+    return cause
+
+
+@contextmanager
+def transaction(engine: Engine, what: str) -> Iterator[Connection]:
+    """One transaction; a database failure becomes a LedgerError naming the database and `what`, nothing kept."""
+    try:
+        with engine.begin() as conn:
+            yield conn
+    except SQLAlchemyError as exc:
+        raise LedgerError(f"{database_name(engine)}: {what} failed, nothing changed: {failure_cause(exc)}") from None
+
+
+def fetch_rows(engine: Engine, query, what: str) -> list:
+    """All rows of a query; a failure is one sentence naming the database and what was read."""
+    try:
+        with engine.connect() as conn:
+            return list(conn.execute(query).all())
+    except SQLAlchemyError as exc:
+        raise LedgerError(f"{database_name(engine)}: reading {what} failed: {failure_cause(exc)}") from None
+
+
+def read_frame(engine: Engine, query, what: str, columns: list[str]) -> pd.DataFrame:
+    """All rows of a query as a DataFrame (from plain tuples: pandas probes SQLAlchemy rows key by key, ten times
+    slower on a big day's workload rows)."""
+    return pd.DataFrame([tuple(row) for row in fetch_rows(engine, query, what)], columns=columns)
+
+
+def fetch(engine: Engine, query: Select) -> list[dict]:
+    """The rows of a read-only query as dicts (column label -> value), for report queries."""
+    return [dict(row._mapping) for row in fetch_rows(engine, query, "the ledger")]

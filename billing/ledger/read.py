@@ -1,0 +1,152 @@
+"""Reading the ledger back: rows, daily costs, which days ran, and the side tables, for every publisher."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+
+import pandas as pd
+from sqlalchemy import (
+    Engine,
+    func,
+    select,
+)
+
+from billing.ledger.database import fetch_rows, read_frame
+from billing.ledger.tables import (
+    CAPACITY_COLUMNS,
+    HOLDING_COLUMNS,
+    LEDGER_COLUMNS,
+    WASTE_COLUMNS,
+    chargeback,
+    cluster_capacity,
+    cluster_days,
+    completed_days,
+    directory_snapshots,
+    gpu_holdings,
+    waste,
+    workload_costs,
+)
+
+
+def read_rows(engine: Engine, first: date, last: date, team: str | None = None) -> pd.DataFrame:
+    """Ledger rows of a date range (inclusive), optionally of one team."""
+    query = select(chargeback).where(chargeback.c.day.between(first, last))
+    if team is not None:
+        query = query.where(chargeback.c.team == team)
+    frame = read_frame(engine, query, "the ledger", LEDGER_COLUMNS)
+    frame["day"] = pd.to_datetime(frame["day"]).dt.date
+    return frame
+
+
+def daily_costs(engine: Engine, first: date, last: date, team: str | None = None, owner: str | None = None
+                ) -> pd.DataFrame:
+    """day, currency, cost and list_cost summed per day by the database, optionally of one team or person."""
+    query = select(chargeback.c.day, chargeback.c.currency, func.sum(chargeback.c.cost).label("cost"),
+                   func.sum(chargeback.c.list_cost).label("list_cost")).where(chargeback.c.day.between(first, last))
+    if team is not None:
+        query = query.where(chargeback.c.team == team)
+    if owner is not None:
+        query = query.where(chargeback.c.owner == owner)
+    frame = read_frame(engine, query.group_by(chargeback.c.day, chargeback.c.currency), "daily costs",
+                   ["day", "currency", "cost", "list_cost"])
+    frame["day"] = pd.to_datetime(frame["day"]).dt.date
+    return frame.astype({"cost": float, "list_cost": float})
+
+
+def completed(engine: Engine, first: date, last: date) -> set[date]:
+    """The days in the range that a run completed."""
+    query = select(completed_days.c.day).where(completed_days.c.day.between(first, last))
+    return {row.day for row in fetch_rows(engine, query, "completed days")}
+
+
+def incomplete(engine: Engine, first: date, last: date) -> list[tuple[date, str, float]]:
+    """(day, cluster, coverage) of every cluster-day in the range with gaps in its data."""
+    query = (
+        select(cluster_days)
+        .where(cluster_days.c.day.between(first, last), cluster_days.c.coverage < 1)
+        .order_by(cluster_days.c.day, cluster_days.c.cluster)
+    )
+    return [(row.day, row.cluster, row.coverage) for row in fetch_rows(engine, query, "data coverage")]
+
+
+def read_capacity(engine: Engine, day: date) -> pd.DataFrame:
+    """Each cluster's capacity of a day (CAPACITY_COLUMNS); no rows for a day run before capacity was kept."""
+    query = select(cluster_capacity).where(cluster_capacity.c.day == day).order_by(
+        cluster_capacity.c.cluster, cluster_capacity.c.pool, cluster_capacity.c.resource, cluster_capacity.c.gpu_model)
+    return read_frame(engine, query, "cluster capacity", ["day", *CAPACITY_COLUMNS])[CAPACITY_COLUMNS]
+
+
+def read_waste(engine: Engine, day: date) -> pd.DataFrame:
+    """What each namespace's teams held but did not use on a day (WASTE_COLUMNS)."""
+    query = select(waste).where(waste.c.day == day).order_by(waste.c.team, waste.c.owner, waste.c.namespace)
+    rows = read_frame(engine, query, "waste", ["day", *WASTE_COLUMNS])[WASTE_COLUMNS]
+    return rows.astype({"idle_gpu_hours": float, "unused_cpu_core_hours": float})
+
+
+def read_holdings(engine: Engine, day: date) -> pd.DataFrame:
+    """What the day's `gpu` rows held per GPU resource (HOLDING_COLUMNS); none for days billed before 0003."""
+    query = select(gpu_holdings).where(gpu_holdings.c.day == day)
+    columns = [c.name for c in gpu_holdings.columns]
+    return read_frame(engine, query, "GPU holdings", columns)[HOLDING_COLUMNS]
+
+
+def read_workload_costs(engine: Engine, first: date, last: date, team: str | None = None,
+                        owner: str | None = None) -> pd.DataFrame:
+    """Costs per workload and cost labels of a date range (day and WORKLOAD_COST_COLUMNS, currency),
+    optionally of one team or person; no rows for days billed before 0005 or with workloads off."""
+    query = select(workload_costs).where(workload_costs.c.day.between(first, last))
+    if team is not None:
+        query = query.where(workload_costs.c.team == team)
+    if owner is not None:
+        query = query.where(workload_costs.c.owner == owner)
+    columns = [c.name for c in workload_costs.columns]
+    frame = read_frame(engine, query, "workload costs", columns)
+    frame["day"] = pd.to_datetime(frame["day"]).dt.date
+    return frame
+
+
+WORKLOAD_TOTAL_KEYS = ["day", "cluster", "namespace", "team", "owner", "workload"]
+
+
+def read_workload_totals(engine: Engine, first: date, last: date) -> pd.DataFrame:
+    """Cost per WORKLOAD_TOTAL_KEYS of a date range, over resources and cost labels: what the pages rank
+    workloads by, summed in the database (a big day has a few times fewer workloads than workload rows)."""
+    keys = [workload_costs.c[key] for key in WORKLOAD_TOTAL_KEYS]
+    query = (select(*keys, func.sum(workload_costs.c.cost)).where(workload_costs.c.day.between(first, last))
+             .group_by(*keys))
+    frame = read_frame(engine, query, "workload costs", [*WORKLOAD_TOTAL_KEYS, "cost"])
+    frame["day"] = pd.to_datetime(frame["day"]).dt.date
+    return frame
+
+
+def waste_sums(engine: Engine, first: date, last: date, by: str, team: str | None = None,
+               owner: str | None = None) -> pd.DataFrame:
+    """Idle GPU-hours and unused CPU core-hours of a date range summed per `by` (namespace, owner or team)
+    by the database, optionally of one team or person; NULL (NaN) where no day of the group measured it."""
+    measures = [func.sum(waste.c[m]).label(m) for m in ("idle_gpu_hours", "unused_cpu_core_hours")]
+    query = select(waste.c[by], *measures).where(waste.c.day.between(first, last))
+    if team is not None:
+        query = query.where(waste.c.team == team)
+    if owner is not None:
+        query = query.where(waste.c.owner == owner)
+    rows = fetch_rows(engine, query.group_by(waste.c[by]).order_by(waste.c[by]), "waste")
+    return pd.DataFrame(rows, columns=[by, "idle_gpu_hours", "unused_cpu_core_hours"]).astype(
+        {"idle_gpu_hours": float, "unused_cpu_core_hours": float})
+
+
+def latest_directory(engine: Engine) -> tuple[datetime, str] | None:
+    """(taken_at in UTC, content) of the stored directory snapshot, if any run left one."""
+    query = select(directory_snapshots).order_by(directory_snapshots.c.taken_at.desc()).limit(1)
+    rows = fetch_rows(engine, query, "the stored directory")
+    if not rows:
+        return None
+    taken_at = rows[0].taken_at  # SQLite hands it back naive (it stored UTC); PostgreSQL in the session's zone
+    taken_at = taken_at.replace(tzinfo=timezone.utc) if taken_at.tzinfo is None else taken_at.astimezone(timezone.utc)
+    return taken_at, rows[0].content
+
+
+def directory_note(engine: Engine, day: date) -> str:
+    """Why the day's run used the last known directory; '' if it read the live one (or never ran)."""
+    query = select(completed_days.c.directory_note).where(completed_days.c.day == day)
+    rows = fetch_rows(engine, query, f"the run of {day}")
+    return rows[0].directory_note if rows else ""

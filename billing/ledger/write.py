@@ -1,0 +1,221 @@
+"""Writing a billing day: one transaction replaces the day's rows in every ledger table.
+
+A day is written in one transaction that deletes the day's previous rows,
+inserts the new ones and records the day as completed, so a failed run
+leaves the previous rows intact and never half a day. A re-run of a day of a
+closed month leaves its rows and books the difference as adjustments.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import date, datetime, timedelta, timezone
+
+import pandas as pd
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Table,
+    delete,
+    func,
+    insert,
+    select,
+    text,
+)
+from sqlalchemy.exc import SQLAlchemyError
+
+from billing.frames import LONGEST_NAME, WORKLOAD_COST_COLUMNS, require_columns
+from billing.ledger.database import LedgerError, database_name, failure_cause
+from billing.ledger.tables import (
+    CAPACITY_COLUMNS,
+    HOLDING_COLUMNS,
+    LEDGER_COLUMNS,
+    NAME_COLUMNS,
+    WASTE_COLUMNS,
+    WORKLOAD_WASTE_COLUMNS,
+    adjustments,
+    chargeback,
+    closed_months,
+    cluster_capacity,
+    cluster_days,
+    completed_days,
+    directory_snapshots,
+    gpu_holdings,
+    waste,
+    workload_costs,
+    workload_waste,
+)
+
+log = logging.getLogger(__name__)
+
+
+INSERT_BATCH = 10_000  # rows per INSERT of a frame (ledger._insert)
+
+
+# a re-run's change of a closed day below this is floating-point noise of summing in another order, not money
+CORRECTION_NOISE = 1e-9
+
+
+def _serialise_runs_of(conn: Connection, day: date) -> None:
+    """Make a second run of the same day wait for the first, then replace its rows.
+
+    SQLite allows one writer at a time anyway; PostgreSQL would otherwise let
+    the second run's delete miss the first's new rows and fail on the key.
+    """
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": day.toordinal()})
+
+
+def serialise_with_runs(conn: Connection, days: list[date]) -> None:
+    """Wait for the runs of these days, and make new ones wait for this transaction (closing a month)."""
+    for day in days:
+        _serialise_runs_of(conn, day)
+
+
+def replace_day(
+    engine: Engine,
+    day: date,
+    rows: pd.DataFrame,
+    currency: str,
+    snapshot: str | None = None,
+    directory_note: str = "",
+    coverage: dict[str, float] | None = None,
+    capacity: pd.DataFrame | None = None,
+    wasted: pd.DataFrame | None = None,
+    held: pd.DataFrame | None = None,
+    workloads: pd.DataFrame | None = None,
+    workload_wasted: pd.DataFrame | None = None,
+    workloads_since: date | None = None,
+) -> int:
+    """Replace the day's rows in one transaction; return how many were written.
+
+    `snapshot`, the directory the run read, replaces the stored one in the same
+    transaction, so only a run that succeeded leaves one behind;
+    `directory_note` records why a run used the last known directory instead;
+    `coverage` is each cluster's share of the day with kube-state-metrics data;
+    `capacity` (CAPACITY_COLUMNS) each cluster's allocatable, requested and idle resource-hours;
+    `wasted` (WASTE_COLUMNS) what each namespace's teams held but did not use;
+    `held` (HOLDING_COLUMNS) which GPU resources the `gpu` rows held;
+    `workloads` (WORKLOAD_COST_COLUMNS) and `workload_wasted` (WORKLOAD_WASTE_COLUMNS) the same costs
+    and waste below the namespace; `workloads_since` (workloads.keep_days): workload rows of earlier
+    days are deleted, and none are written for a day before it.
+    """
+    require_columns(rows, [c for c in LEDGER_COLUMNS if c not in ("day", "currency", "computed_at")], f"rows of {day}")
+    _refuse_long_names(engine, day, rows)
+    computed_at = datetime.now(timezone.utc)
+    records = rows.assign(day=day, currency=currency, computed_at=computed_at)[LEDGER_COLUMNS]
+    values = records.astype(object).to_dict("records")
+    for value in values:  # pandas writes a missing owner as NaN; the table wants NULL
+        value["owner"] = value["owner"] if isinstance(value["owner"], str) else None
+    try:
+        with engine.begin() as conn:
+            _serialise_runs_of(conn, day)
+            _book_corrections(conn, day, values, currency, computed_at)
+            conn.execute(delete(chargeback).where(chargeback.c.day == day))
+            if values:
+                conn.execute(insert(chargeback), values)
+            conn.execute(delete(completed_days).where(completed_days.c.day == day))
+            conn.execute(
+                insert(completed_days).values(
+                    day=day, completed_at=computed_at, rows=len(values), directory_note=directory_note
+                )
+            )
+            conn.execute(delete(cluster_days).where(cluster_days.c.day == day))
+            if coverage:
+                conn.execute(insert(cluster_days), [{"day": day, "cluster": c, "coverage": v} for c, v in coverage.items()])
+            conn.execute(delete(cluster_capacity).where(cluster_capacity.c.day == day))
+            if capacity is not None and len(capacity):
+                conn.execute(insert(cluster_capacity), capacity[CAPACITY_COLUMNS].assign(day=day).to_dict("records"))
+            conn.execute(delete(waste).where(waste.c.day == day))
+            if wasted is not None and len(wasted):
+                _insert(conn, waste, wasted[WASTE_COLUMNS].assign(day=day))
+            conn.execute(delete(gpu_holdings).where(gpu_holdings.c.day == day))
+            if held is not None and len(held):
+                _insert(conn, gpu_holdings, held[HOLDING_COLUMNS].assign(day=day, currency=currency))
+            conn.execute(delete(workload_costs).where(workload_costs.c.day == day))
+            kept = workloads_since is None or day >= workloads_since
+            if workloads_since is not None:
+                conn.execute(delete(workload_costs).where(workload_costs.c.day < workloads_since))
+                conn.execute(delete(workload_waste).where(workload_waste.c.day < workloads_since))
+            if kept and workloads is not None and len(workloads):
+                _insert(conn, workload_costs, workloads[WORKLOAD_COST_COLUMNS].assign(day=day, currency=currency))
+            conn.execute(delete(workload_waste).where(workload_waste.c.day == day))
+            if kept and workload_wasted is not None and len(workload_wasted):
+                _insert(conn, workload_waste, workload_wasted[WORKLOAD_WASTE_COLUMNS].assign(day=day))
+            if snapshot is not None:
+                conn.execute(delete(directory_snapshots))
+                conn.execute(insert(directory_snapshots).values(taken_at=computed_at, content=snapshot))
+    except SQLAlchemyError as exc:
+        raise LedgerError(f"{database_name(engine)}: writing {day} failed, previous rows kept: {failure_cause(exc)}") from None
+    return len(values)
+
+
+def month_after(month: date) -> date:
+    """The first day of the next month."""
+    return (month.replace(day=1) + timedelta(days=32)).replace(day=1)
+
+
+def first_open_month(conn: Connection, after: date) -> date:
+    """The first month after `after`'s that is not closed: where corrections of a closed month are booked."""
+    closed = {row.month for row in conn.execute(select(closed_months.c.month).where(closed_months.c.month > after))}
+    month = month_after(after)
+    while month in closed:
+        month = month_after(month)
+    return month
+
+
+def _book_corrections(conn: Connection, day: date, new_rows: list[dict], currency: str, booked_at: datetime) -> None:
+    """A re-run of a closed month's day: book what it changes per (team, cluster, resource) as adjustments.
+
+    Called in the day's transaction before its old rows go, so the rows and the
+    adjustments are written together or not at all.
+    """
+    month = day.replace(day=1)
+    if conn.execute(select(closed_months.c.month).where(closed_months.c.month == month)).first() is None:
+        return
+    key = [chargeback.c.team, chargeback.c.cluster, chargeback.c.resource]
+    old = {tuple(row[:3]): row[3] for row in conn.execute(
+        select(*key, func.sum(chargeback.c.cost)).where(chargeback.c.day == day).group_by(*key))}
+    new: dict[tuple, float] = {}
+    for row in new_rows:
+        k = (row["team"], row["cluster"], row["resource"])
+        new[k] = new.get(k, 0.0) + row["cost"]
+    booked_in = first_open_month(conn, month)
+    corrections = [
+        {"month": booked_in, "corrects": day, "team": team, "cluster": cluster, "resource": resource,
+         "booked_at": booked_at, "amount": new.get(k, 0.0) - old.get(k, 0.0), "currency": currency}
+        for k in sorted(old.keys() | new.keys()) for team, cluster, resource in [k]
+    ]
+    corrections = [c for c in corrections if abs(c["amount"]) > CORRECTION_NOISE]
+    if corrections:
+        conn.execute(insert(adjustments), corrections)
+    (log.warning if corrections else log.info)("%s is in %s, a closed month: its statement stays; %d adjustment(s) totalling %.2f %s booked in %s",
+                day, f"{month:%Y-%m}", len(corrections), sum(c["amount"] for c in corrections), currency,
+                f"{booked_in:%Y-%m}")
+
+
+def _insert(conn: Connection, table: Table, frame: pd.DataFrame) -> None:
+    """A frame's rows into `table`, INSERT_BATCH at a time: a big day's workload rows as records all at once
+    took 120 MB more than the rest of the run at its peak."""
+    for start in range(0, len(frame), INSERT_BATCH):
+        conn.execute(insert(table), _nulls(frame.iloc[start:start + INSERT_BATCH]))
+
+
+def _nulls(frame: pd.DataFrame) -> list[dict]:
+    """Records with SQL NULL where pandas has NaN or None."""
+    values = frame.astype(object)
+    values, columns = values.where(values.notna(), None), list(frame.columns)
+    return [dict(zip(columns, row)) for row in values.itertuples(index=False, name=None)]  # twice as fast as to_dict
+
+
+def _refuse_long_names(engine: Engine, day: date, rows: pd.DataFrame) -> None:
+    """The same clear error on SQLite and PostgreSQL for a name no Kubernetes object can have."""
+    for column in NAME_COLUMNS:
+        names = rows[column].dropna().astype(str)
+        long = names[names.str.len() > LONGEST_NAME]
+        if len(long):
+            name = long.iloc[0]
+            raise LedgerError(
+                f"{database_name(engine)}: not writing {day}, previous rows kept: the {column} {name[:40]!r}… has "
+                f"{len(name)} characters, more than the {LONGEST_NAME} of any Kubernetes name"
+            )
