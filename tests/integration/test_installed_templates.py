@@ -13,13 +13,14 @@ RENDER = """
 import sys
 from datetime import date
 from pathlib import Path
-import billing.publish.pages as render
+import billing.publish.pages as pages
+from billing.notify.letters import admin_letter
 from billing.publish.dayview import read_report
 from billing.ledger.database import open_ledger
 report = read_report(open_ledger(sys.argv[1]), date(2026, 11, 20), "USD", "unallocated")
-pages = render.write_pages(report, Path(sys.argv[2]))
-print(render.template_dir())
-print(render.admin_letter(report).subject)
+pages.write_pages(report, Path(sys.argv[2]))
+print(pages.template_dir())
+print(admin_letter(report).subject)
 """
 
 
