@@ -33,6 +33,7 @@ from billing.config import ClusterConfig, Config, ConfigError, EmailConfig, kube
 from billing.days import BillingDay, billing_day, yesterday
 from billing.directory.people import DirectoryError
 from billing.directory.sources import check_directory
+from billing.errors import RunFailed
 from billing.ledger.database import LedgerError, NoLedgerYet, fetch, open_ledger
 from billing.ledger.tables import completed_days
 from billing.notify.mail import IMPLICIT_TLS_PORT, MailError, connect_smtp
@@ -56,7 +57,7 @@ class Probe:
         return f"{status:<4}  {self.dependency:<20}  {self.detail} ({took})"
 
 
-class CheckFailure(Exception):
+class CheckFailure(RunFailed):
     """A dependency was reached but is not usable; the message says why."""
 
 
