@@ -23,7 +23,7 @@ import click
 
 from billing.config import Config, ConfigError, config_path, load_config
 from billing.days import days_between, yesterday
-from billing.jobs.backfill import RUN_FAILURES
+from billing.errors import BillingError
 from billing.jobs.backfill import backfill as run_days
 from billing.jobs.check import check_all, check_config
 from billing.jobs.metrics import push_run_metrics
@@ -38,7 +38,6 @@ from billing.publish.report import (
     GROUPINGS,
     LABEL_PREFIX,
     WORKLOAD,
-    ReportError,
     Subject,
     breakdown,
     build_report,
@@ -46,7 +45,7 @@ from billing.publish.report import (
     report_range,
 )
 from billing.publish.report_formats import FORMATS, day_ranges, notices
-from billing.publish.statement import StatementError, build_statement, close_month, cost_centers, reopen_month
+from billing.publish.statement import build_statement, close_month, cost_centers, reopen_month
 from billing.publish.statement_formats import FORMATS as STATEMENT_FORMATS
 from billing.redact import redact
 
@@ -87,7 +86,7 @@ def _raise_terminated(signum, frame) -> None:
 
 
 def _guarded(command):
-    """Turn the modules' errors into one sentence and the documented exit status."""
+    """Turn the modules' errors into one sentence and the documented exit status (billing/errors.py)."""
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
@@ -96,10 +95,8 @@ def _guarded(command):
         configure_logging(meta.get(VERBOSE, False), meta.get(LOG_FORMAT, "text"))
         try:
             return command(*args, **kwargs)
-        except (ConfigError, ReportError, StatementError) as exc:
-            _fail(2, str(exc))
-        except RUN_FAILURES as exc:
-            _fail(1, str(exc))
+        except BillingError as exc:  # each says why in one sentence and carries its exit status
+            _fail(exc.exit_status, str(exc))
         except KeyboardInterrupt as exc:
             why = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
             _fail(1, f"{why}; the ledger keeps its previous rows for the day being run", at_once=True)

@@ -40,10 +40,11 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
+from billing.errors import UsageError
 from billing.redact import redact
 
 
-class ConfigError(Exception):
+class ConfigError(UsageError):
     """The configuration is unusable; the message names the key."""
 
 

@@ -50,6 +50,7 @@ from billing.collect.stores import Store, store_of
 from billing.collect.usage import GIB, UsageQueries, pod_usage
 from billing.config import ClusterConfig
 from billing.days import BillingDay
+from billing.errors import RunFailed
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ PodKey = tuple[str, str, str]  # (uid, resource, gpu_model)
 Series = tuple[str, dict[str, str], "np.ndarray | Sequence[tuple[float, float]]"]  # (name, labels, (ts, value) rows)
 
 
-class AuditError(Exception):
+class AuditError(RunFailed):
     """The fast path and the raw samples disagree; the message names cluster, pod, resource and both figures."""
 
 

@@ -34,6 +34,7 @@ from urllib3.exceptions import TimeoutError as Urllib3Timeout
 from urllib3.util.retry import Retry
 
 from billing.config import PrometheusConfig
+from billing.errors import RunFailed
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -44,7 +45,7 @@ RETRY_STATUSES = (429, 500, 502, 503, 504)
 COMPLETE_ANSWERS = {"partial_response": "false", "dedup": "true"}
 
 
-class PrometheusError(Exception):
+class PrometheusError(RunFailed):
     """A query could not be answered; the message names cluster, URL and cause."""
 
 

@@ -33,12 +33,13 @@ from ldap3.utils.dn import parse_dn
 from ldif import LDIFParser
 
 from billing.config import DirectoryConfig
+from billing.errors import RunFailed
 from billing.frames import LONGEST_NAME
 
 log = logging.getLogger(__name__)
 
 
-class DirectoryError(Exception):
+class DirectoryError(RunFailed):
     """The directory could not be read; the message names the source and cause."""
 
 

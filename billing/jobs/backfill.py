@@ -22,19 +22,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date
 
-from billing.collect.audit import AuditError
-from billing.collect.prometheus import PrometheusError
 from billing.config import Config
-from billing.directory.people import DirectoryError
-from billing.jobs.run import IncompleteDayError, run_day
-from billing.ledger.database import LedgerError
-from billing.notify.mail import MailError
-from billing.publish.pages import RenderError
+from billing.errors import RunFailed
+from billing.jobs.run import run_day
 
 log = logging.getLogger(__name__)
-
-# a day's run failed: exit status 1 (anything else is a bug or a configuration error, and stops everything)
-RUN_FAILURES = (IncompleteDayError, AuditError, PrometheusError, DirectoryError, LedgerError, RenderError, MailError)
 
 
 @dataclass(frozen=True)
@@ -85,7 +77,7 @@ def backfill(config: Config, days: list[date], require_coverage: float, parallel
     def run(day: date) -> DayOutcome:
         try:
             summary = run_day(config, day, require_coverage, order.turn(day))
-        except RUN_FAILURES as exc:
+        except RunFailed as exc:  # exit status 1; a usage or configuration error (2) or a bug stops everything
             log.error("backfill: %s failed: %s", day, exc)
             return DayOutcome(day, failure=str(exc))
         finally:

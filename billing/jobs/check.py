@@ -25,17 +25,17 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
-from billing.collect.prometheus import PrometheusError, PrometheusSource
+from billing.collect.prometheus import PrometheusSource
 from billing.collect.promql import Chunk, GpuResources, Queries, one_of, quote
 from billing.collect.replay import cluster_recording, prometheus_source
 from billing.collect.stores import engine_of, store_of
-from billing.config import ClusterConfig, Config, ConfigError, EmailConfig, kube_label, load_config, read_secrets
+from billing.config import ClusterConfig, Config, EmailConfig, kube_label, load_config, read_secrets
 from billing.days import BillingDay, billing_day, yesterday
-from billing.directory.people import DirectoryError
 from billing.directory.sources import check_directory
-from billing.ledger.database import LedgerError, NoLedgerYet, fetch, open_ledger
+from billing.errors import BillingError, RunFailed
+from billing.ledger.database import NoLedgerYet, fetch, open_ledger
 from billing.ledger.tables import completed_days
-from billing.notify.mail import IMPLICIT_TLS_PORT, MailError, connect_smtp
+from billing.notify.mail import IMPLICIT_TLS_PORT, connect_smtp
 
 TIMEOUT = 10.0  # seconds: a check answers quickly or reports the dependency as failing
 
@@ -56,15 +56,12 @@ class Probe:
         return f"{status:<4}  {self.dependency:<20}  {self.detail} ({took})"
 
 
-class CheckFailure(Exception):
+class CheckFailure(RunFailed):
     """A dependency was reached but is not usable; the message says why."""
 
 
 class CheckWarning(Exception):
     """A dependency is usable, but something about it would surprise; the message says what."""
-
-
-EXPLAINED = (CheckFailure, ConfigError, PrometheusError, DirectoryError, LedgerError, MailError)  # their message is a whole sentence
 
 
 def _timed(dependency: str, probe: Callable[[], str]) -> Probe:
@@ -74,7 +71,7 @@ def _timed(dependency: str, probe: Callable[[], str]) -> Probe:
     except CheckWarning as exc:
         return Probe(dependency, True, str(exc), time.monotonic() - start, warning=True)
     except Exception as exc:  # any failure, expected or not, is this dependency's line, not a crash
-        reason = str(exc) if isinstance(exc, EXPLAINED) else f"{type(exc).__name__}: {exc}"
+        reason = str(exc) if isinstance(exc, BillingError) else f"{type(exc).__name__}: {exc}"  # a sentence, or a bug
         return Probe(dependency, False, reason, time.monotonic() - start)
 
 

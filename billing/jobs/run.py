@@ -38,6 +38,7 @@ from billing.directory.people import (
     directory_to_json,
 )
 from billing.directory.sources import load_directory
+from billing.errors import RunFailed
 from billing.ledger.database import open_ledger
 from billing.ledger.read import latest_directory
 from billing.ledger.write import replace_day
@@ -105,7 +106,7 @@ def _log_capacity(cluster: str, capacity: pd.DataFrame) -> None:
                  row.allocatable, row.idle_cost)
 
 
-class IncompleteDayError(Exception):
+class IncompleteDayError(RunFailed):
     """A cluster's data has gaps beyond what --require-coverage accepts."""
 
 

@@ -20,11 +20,12 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import SQLAlchemyError
 
+from billing.errors import RunFailed
 from billing.ledger import migrate
 from billing.private import create_private_file, private_directory
 
 
-class LedgerError(Exception):
+class LedgerError(RunFailed):
     """The database could not be reached or written; the message names it."""
 
 

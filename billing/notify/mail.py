@@ -19,6 +19,7 @@ from email.utils import formatdate, getaddresses, make_msgid
 from pathlib import Path
 
 from billing.config import EmailConfig
+from billing.errors import RunFailed
 from billing.private import private_directory, write_private_file
 
 log = logging.getLogger(__name__)
@@ -27,7 +28,7 @@ SMTP_TIMEOUT = 30.0  # seconds for connecting and for each SMTP command
 IMPLICIT_TLS_PORT = 465
 
 
-class MailError(Exception):
+class MailError(RunFailed):
     """A message could not be built, sent or written; the message names it."""
 
 

@@ -16,6 +16,7 @@ from sqlalchemy import Engine, select
 from billing.charge.ownership import unallocated_reason
 from billing.config import NamespaceRules
 from billing.directory.people import Directory
+from billing.errors import RunFailed
 from billing.ledger.database import fetch
 from billing.ledger.read import (
     completed,
@@ -35,7 +36,7 @@ from billing.publish.links import slug
 from billing.resources import GPU, IDLE, POOL_PREFIX, RESERVED
 
 
-class RenderError(Exception):
+class RenderError(RunFailed):
     """The reports could not be produced; the message names the cause."""
 
 

@@ -40,6 +40,7 @@ from zoneinfo import ZoneInfo
 import pandas as pd
 
 from billing.days import billing_day
+from billing.errors import UsageError
 from billing.publish.report import ROW_KEY
 from billing.resources import CPU, CREDIT, GPU, IDLE, MEMORY, RESERVED, base
 
@@ -64,7 +65,7 @@ FOCUS_COLUMNS = sorted(MANDATORY_COLUMNS + CONDITIONAL_COLUMNS)
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # FOCUS date/time format: ISO 8601 in UTC
 
 
-class ParquetUnavailable(Exception):
+class ParquetUnavailable(UsageError):
     """Parquet output was asked for, but pyarrow is not installed."""
 
 

@@ -25,6 +25,7 @@ from sqlalchemy import Engine, Table, Text, case, exists, func, literal, not_, o
 
 from billing.days import days_between, yesterday
 from billing.directory.people import directory_from_json
+from billing.errors import UsageError
 from billing.ledger.database import fetch
 from billing.ledger.read import completed, incomplete, latest_directory
 from billing.ledger.tables import chargeback, gpu_holdings, workload_costs
@@ -64,7 +65,7 @@ HELD_COLUMN = "gpu_held"
 SUMS = [*HOURS_COLUMNS.values(), "cost"]  # what a group's row sums
 
 
-class ReportError(Exception):
+class ReportError(UsageError):
     """The question cannot be answered as asked (an unknown team, mixed currencies)."""
 
 

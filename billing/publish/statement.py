@@ -28,6 +28,7 @@ from sqlalchemy import Connection, Engine, delete, insert, select
 
 from billing.days import days_between, days_in_month
 from billing.directory.people import Directory
+from billing.errors import UsageError
 from billing.ledger.database import transaction
 from billing.ledger.tables import (
     LEDGER_COLUMNS,
@@ -48,7 +49,7 @@ KIND_ORDER = ["charge", "discount", "reserved", "credit", "idle", "adjustment"]
 LINE_COLUMNS = ["team", "cost_center", "cluster", "kind", "resource", "gpu_model", "corrects", "quantity", "amount"]
 
 
-class StatementError(Exception):
+class StatementError(UsageError):
     """The statement or the closing cannot be done as asked; the message says why (a usage error)."""
 
 
