@@ -32,7 +32,7 @@ from billing.ledger.database import LedgerError, open_ledger, upgrade_schema
 from billing.ledger.read import completed, read_rows, read_workload_costs
 from billing.logs import configure_logging
 from billing.publish.budgets import read_budget_status, team_budgets
-from billing.publish.focus import ParquetUnavailable, broken_down, focus_rows, write_focus
+from billing.publish.focus import FOCUS_VERSION, ParquetUnavailable, broken_down, focus_rows, write_focus
 from billing.publish.formatting import money
 from billing.publish.report import (
     GROUPINGS,
@@ -545,13 +545,13 @@ def check(day: date | None) -> None:
 @main.command()
 @click.option("--from", "first", callback=_date, required=True, help="First day, YYYY-MM-DD.")
 @click.option("--to", "last", callback=_date, required=True, help="Last day, YYYY-MM-DD (inclusive).")
-@click.option("--format", "layout", type=click.Choice(["focus"]), default="focus", show_default=True,
-              help="focus: the FinOps FOCUS 1.2 columns.")
+@click.option("--format", type=click.Choice(["focus"]), default="focus", show_default=True, expose_value=False,
+              help=f"focus: the FinOps FOCUS {FOCUS_VERSION} columns.")
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path),
               help="File to write: *.parquet is Parquet, anything else CSV (default: CSV on standard output).")
 @_global_options
 @_guarded
-def export(first: date, last: date, layout: str, output: Path | None) -> None:
+def export(first: date, last: date, output: Path | None) -> None:
     """Write the ledger of a date range for finance tools (FinOps FOCUS 1.2).
 
     Days in the range that were never run are named on standard error. Example:
@@ -570,7 +570,7 @@ def export(first: date, last: date, layout: str, output: Path | None) -> None:
         click.echo(f"billing: {len(missing):,} day(s) never run, so not in the export: "
                    f"{', '.join(_listed_ranges(missing))}", err=True)
     try:
-        write_focus(focus, output, click.get_text_stream("stdout"))
+        write_focus(focus, output, sys.stdout)
     except ParquetUnavailable as exc:
         raise click.UsageError(str(exc)) from None
     except OSError as exc:

@@ -63,8 +63,7 @@ class RunSummary:
     clusters: list[ClusterUsage]
     cluster_costs: dict[str, float]  # cost of the day per configured cluster, 0.0 for an idle one
     undelivered: tuple[str, ...] = ()  # one sentence per summary email that failed
-    directory_source: str = "live"  # "last_known" when the directory was unreachable
-    directory_warning: str = ""  # the sentence saying so, for reports and emails
+    directory_warning: str = ""  # why the last known directory was used (unreachable), for reports and emails
 
 
 def _log_cluster(collected: ClusterUsage) -> None:
@@ -164,7 +163,6 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0,
         [c.usage for c in collected],
         {c.name: float(costs.get(c.name, 0.0)) for c in config.clusters},
         tuple(undelivered),
-        directory_source="last_known" if directory_warning else "live",
         directory_warning=directory_warning,
     )
 
