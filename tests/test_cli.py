@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import billing.cli
 from billing.cli import main
 from fixtures.servers import free_port
 from tests.conftest import MINIMAL_CONFIG
@@ -65,7 +66,7 @@ def test_unreachable_prometheus_exits_1_and_leaves_no_rows(write_config, tmp_pat
     assert "unreachable" in result.output and "Traceback" not in result.output
 
 
-def test_a_backfill_of_more_than_366_days_asks_for_yes(write_config, tmp_path):
+def test_a_backfill_of_more_than_366_days_asks_for_yes(write_config, tmp_path, monkeypatch):
     """2025-11-20 to 2026-11-20 is 366 days (no 29 February between them): it runs; one day more asks first."""
     cluster = {**MINIMAL_CONFIG["clusters"][0], "prometheus": {"url": f"http://127.0.0.1:{free_port()}", "retries": 0}}
     path = str(write_config(clusters=[cluster], database=f"sqlite:///{tmp_path}/ledger.db"))
@@ -77,11 +78,22 @@ def test_a_backfill_of_more_than_366_days_asks_for_yes(write_config, tmp_path):
     assert not (tmp_path / "ledger.db").exists()
     assert invoke("backfill", "--from", "2025-11-19", "--to", "2026-11-20", "--config", path).exit_code == 2
 
-    # 366 days, or more with --yes, start: the first day fails on the unreachable Prometheus
+    # 366 days, or more with --yes, start: every day is handed to the backfill (billing each against the
+    # unreachable Prometheus would only repeat the next test 7,672 times)
+    asked: list[int] = []
+    monkeypatch.setattr(billing.cli, "run_days", lambda config, days, *args: asked.append(len(days)) or [])
     for extra in ([], ["--yes"]):
         first = "2025-11-20" if not extra else "2006-11-20"
-        result = invoke("backfill", "--from", first, "--to", "2026-11-20", "--config", path, *extra)
-        assert result.exit_code == 1 and "Prometheus of cluster jaguar at http://127.0.0.1:" in result.output
+        assert invoke("backfill", "--from", first, "--to", "2026-11-20", "--config", path, *extra).exit_code == 0
+    assert asked == [366, 7306]
+
+
+def test_a_backfill_against_an_unreachable_prometheus_names_it_and_fails(write_config, tmp_path):
+    cluster = {**MINIMAL_CONFIG["clusters"][0], "prometheus": {"url": f"http://127.0.0.1:{free_port()}", "retries": 0}}
+    path = str(write_config(clusters=[cluster], database=f"sqlite:///{tmp_path}/ledger.db"))
+    result = invoke("backfill", "--from", "2026-11-18", "--to", "2026-11-20", "--config", path)
+    assert result.exit_code == 1 and "3 of 3 days failed" in result.output
+    assert "Prometheus of cluster jaguar at http://127.0.0.1:" in result.output
 
 
 def report_config(write_config, tmp_path, **changes) -> str:
