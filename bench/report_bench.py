@@ -36,7 +36,7 @@ from billing.cli import main  # noqa: E402
 from billing.ledger.database import open_ledger  # noqa: E402
 from billing.ledger.tables import LEDGER_COLUMNS  # noqa: E402
 from fixtures.servers import start_postgres  # noqa: E402
-from tests.conftest import MINIMAL_CONFIG  # noqa: E402
+from tests.helpers.config import MINIMAL_CONFIG  # noqa: E402
 
 DAYS = 365
 NAMESPACES = 5_000

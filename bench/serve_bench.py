@@ -31,7 +31,7 @@ from billing.ledger.database import open_ledger  # noqa: E402
 from billing.ledger.tables import directory_snapshots  # noqa: E402
 from billing.web.app import create_app  # noqa: E402
 from fixtures.servers import start_postgres  # noqa: E402
-from tests.conftest import MINIMAL_CONFIG  # noqa: E402
+from tests.helpers.config import MINIMAL_CONFIG  # noqa: E402
 
 PERSON, LEAD, ADMIN = "user1", "user7", "admin"  # user7 owns a namespace of team-07 and leads it
 PAGES = [("person", PERSON, "/me"), ("lead", LEAD, "/teams/team-07"), ("admin", ADMIN, "/all"),

@@ -1,45 +1,16 @@
-"""Shared helpers for the unit tests: a small valid configuration."""
+"""What every test may use: a configuration file from MINIMAL_CONFIG, and integration servers that are
+skipped where their program is missing (failed in CI, where every integration test must run)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-import pandas as pd
 import pytest
 import yaml
 
-import billing.jobs.run
-from billing.collect.capacity import ALLOCATABLE_COLUMNS
-from billing.collect.stores import DEFAULT_STORE
-from billing.collect.waste import WASTE_COLUMNS
-
-MINIMAL_CONFIG = {
-    "timezone": "UTC",
-    "currency": "EUR",
-    "step": "60s",
-    "database": "sqlite:///billing.db",
-    "clusters": [
-        {
-            "name": "jaguar",
-            "prometheus": {"url": "http://127.0.0.1:9"},
-            "prices": {
-                "cpu_core_hour": 0.01,
-                "memory_gib_hour": 0.002,
-                "gpu_hour": 1.0,
-                "gpu_models": {"NVIDIA-H100-80GB-HBM3": 2.5},
-            },
-        }
-    ],
-    "directory": {"ldif": "directory.ldif"},
-}
-
-
-def stub_node_metrics(monkeypatch: pytest.MonkeyPatch) -> None:
-    """For job tests that stub collect_cluster: no node capacity and no waste metrics either, and a
-    Prometheus 2 with plain labels, asked of no one."""
-    monkeypatch.setattr(billing.jobs.run, "store_of", lambda *args: DEFAULT_STORE)
-    monkeypatch.setattr(billing.jobs.run, "collect_allocatable", lambda *args: pd.DataFrame(columns=ALLOCATABLE_COLUMNS))
-    monkeypatch.setattr(billing.jobs.run, "collect_waste", lambda *args, **kwargs: pd.DataFrame(columns=WASTE_COLUMNS))
+from fixtures.servers import MissingProgram
+from tests.helpers.config import MINIMAL_CONFIG
 
 
 @pytest.fixture
@@ -52,3 +23,27 @@ def write_config(tmp_path: Path):
         return path
 
     return write
+
+
+def _missing(exc: MissingProgram) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{exc}; CI=true requires every integration server to be installed", pytrace=False)
+    pytest.skip(str(exc))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef, request):
+    """A server fixture whose program is missing skips the test (fails it in CI)."""
+    try:
+        return (yield)
+    except MissingProgram as exc:
+        _missing(exc)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pyfunc_call(pyfuncitem):
+    """A test that starts a server whose program is missing is skipped (failed in CI)."""
+    try:
+        return (yield)
+    except MissingProgram as exc:
+        _missing(exc)

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 import billing.cli
 from billing.cli import main
 from fixtures.servers import free_port
-from tests.conftest import MINIMAL_CONFIG
+from tests.helpers.config import MINIMAL_CONFIG
 from tests.helpers.report_ledger import write_ledger
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from billing.config import ConfigError, config_path, load_config, parse_duration
-from tests.conftest import MINIMAL_CONFIG
+from tests.helpers.config import MINIMAL_CONFIG
 
 CONTRACT_EXAMPLE = Path(__file__).with_name("contract_example.yaml")  # the shape every release must keep loading
 

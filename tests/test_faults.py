@@ -26,7 +26,7 @@ from billing.cli import main
 from billing.collect.usage import USAGE_COLUMNS, ClusterUsage
 from billing.ledger.database import open_ledger
 from billing.ledger.write import replace_day
-from tests.conftest import MINIMAL_CONFIG, stub_node_metrics
+from tests.helpers.config import MINIMAL_CONFIG, stub_node_metrics
 from tests.helpers.faults import EMPTY_ANSWER, Reply, failure_sentence, ledger_state, silent_server, stub_server
 from tests.jobs.test_run_reports import LDIF
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from billing.logs import JsonFormatter
-from tests.conftest import MINIMAL_CONFIG
+from tests.helpers.config import MINIMAL_CONFIG
 
 WORKTREE = Path(__file__).resolve().parents[1]
 

@@ -16,7 +16,7 @@ from sqlalchemy import create_engine, inspect
 from billing.cli import main
 from billing.ledger.database import open_ledger
 from fixtures.ksm import GPU_PRODUCT_LABEL, make_world
-from tests.conftest import MINIMAL_CONFIG
+from tests.helpers.config import MINIMAL_CONFIG
 from tests.integration.test_servers import LDIF as SLAPD_LDIF
 from tests.jobs.test_run_reports import LDIF
 

@@ -40,7 +40,7 @@ from billing.ledger.database import open_ledger
 from billing.ledger.write import replace_day
 from fixtures.ksm import GIB, GPU_PRODUCT_LABEL, H100, Cluster, Container, Node, Pod, World, make_world
 from fixtures.servers import free_port, start_postgres
-from tests.conftest import stub_node_metrics
+from tests.helpers.config import stub_node_metrics
 from tests.helpers.faults import failure_sentence, forward_to, ledger_state, stub_server
 from tests.helpers.html_tables import read_page
 from tests.integration.test_job_prometheus import PRICES, write_config

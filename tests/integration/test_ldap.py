@@ -37,7 +37,7 @@ from billing.ledger.database import open_ledger
 from billing.ledger.read import read_rows
 from fixtures.directory import directory_ldif as small_directory_ldif
 from fixtures.servers import SlapdServer, free_port
-from tests.conftest import stub_node_metrics
+from tests.helpers.config import stub_node_metrics
 from tests.helpers.faults import ledger_state
 
 BASE = "dc=example,dc=org"

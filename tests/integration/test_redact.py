@@ -22,7 +22,7 @@ from billing.config import MetricsConfig
 from billing.jobs.metrics import push_run_metrics
 from fixtures.ksm import make_world
 from fixtures.servers import free_port, start_pushgateway
-from tests.conftest import MINIMAL_CONFIG
+from tests.helpers.config import MINIMAL_CONFIG
 from tests.integration.test_check_servers import DAY
 from tests.jobs.test_metrics import summary
 from tests.jobs.test_run_reports import LDIF

@@ -26,7 +26,7 @@ from billing.ledger.database import LedgerError, open_ledger, upgrade_schema
 from billing.ledger.read import read_rows
 from billing.ledger.tables import metadata
 from fixtures.servers import free_port
-from tests.conftest import MINIMAL_CONFIG
+from tests.helpers.config import MINIMAL_CONFIG
 from tests.ledger.test_tables import describe
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,6 @@ import requests
 from fixtures.directory import directory_ldif
 from fixtures.ksm import Node, make_world, scrape_times
 from fixtures.reference import instant_query, reference_usage
-from fixtures.servers import require_program
 
 DAY = datetime(2026, 11, 20, tzinfo=ZoneInfo("UTC")).timestamp()
 HOURS = 4  # a short "day" keeps loading fast
@@ -180,12 +179,3 @@ def test_smtp_starttls_and_auth(smtp_server, test_ca):
         client.send_message(message("bob@example.org"))
     [got] = server.messages
     assert (got.login, got.tls, got.rcpt_tos) == ("billing", True, ["bob@example.org"])
-
-
-def test_missing_program_skips_but_fails_in_ci(monkeypatch):
-    monkeypatch.delenv("CI", raising=False)
-    with pytest.raises(pytest.skip.Exception):
-        require_program("no-such-program-billing")
-    monkeypatch.setenv("CI", "true")
-    with pytest.raises(pytest.fail.Exception, match="CI=true"):
-        require_program("no-such-program-billing")

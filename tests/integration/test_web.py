@@ -22,7 +22,7 @@ from billing.ledger.database import LedgerError, open_ledger
 from billing.ledger.write import replace_day
 from billing.web.app import create_app
 from fixtures.directory import BASE, directory_ldif
-from tests.conftest import MINIMAL_CONFIG
+from tests.helpers.config import MINIMAL_CONFIG
 from tests.helpers.report_ledger import DAY, fill_ledger, frame, write_ledger
 from tests.web.test_app import MATRIX, VISITORS, get, store_directory
 

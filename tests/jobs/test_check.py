@@ -9,7 +9,7 @@ import responses
 from click.testing import CliRunner
 
 from billing.cli import main
-from tests.conftest import MINIMAL_CONFIG
+from tests.helpers.config import MINIMAL_CONFIG
 from tests.jobs.test_run_reports import LDIF  # alice on team robotics
 from tests.test_cli import free_port
 

@@ -24,7 +24,7 @@ from billing.config import ConfigError, MetricsConfig, load_config
 from billing.directory.people import Directory
 from billing.jobs.metrics import push_run_metrics
 from billing.jobs.run import RunSummary, run_day
-from tests.conftest import MINIMAL_CONFIG, stub_node_metrics
+from tests.helpers.config import MINIMAL_CONFIG, stub_node_metrics
 
 
 class Gateway:

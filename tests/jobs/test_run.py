@@ -8,7 +8,7 @@ import pytest
 from billing.collect.usage import USAGE_COLUMNS, ClusterUsage
 from billing.config import ClusterConfig
 from billing.jobs.run import IncompleteDayError, _refuse_no_data
-from tests.conftest import MINIMAL_CONFIG
+from tests.helpers.config import MINIMAL_CONFIG
 
 CLUSTER = ClusterConfig.model_validate(MINIMAL_CONFIG["clusters"][0])
 USED = pd.DataFrame([["alice", "cpu", "", "", "", 2.0]], columns=USAGE_COLUMNS)

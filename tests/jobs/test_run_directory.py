@@ -24,7 +24,7 @@ from billing.ledger.database import open_ledger
 from billing.ledger.read import latest_directory, read_rows
 from billing.ledger.tables import directory_snapshots
 from fixtures.servers import free_port
-from tests.conftest import stub_node_metrics
+from tests.helpers.config import stub_node_metrics
 from tests.helpers.faults import ledger_state
 from tests.jobs.test_run_reports import LDIF as ALICE_ON_ROBOTICS
 

@@ -11,7 +11,7 @@ import billing.jobs.run
 from billing.cli import main
 from billing.collect.usage import USAGE_COLUMNS, ClusterUsage
 from fixtures.servers import free_port
-from tests.conftest import stub_node_metrics
+from tests.helpers.config import stub_node_metrics
 from tests.helpers.html_tables import read_page
 
 LDIF = """\

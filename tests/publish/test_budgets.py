@@ -24,7 +24,7 @@ from billing.directory.people import read_ldif
 from billing.ledger.database import fetch, open_ledger
 from billing.ledger.tables import budget_alerts
 from billing.publish.budgets import budget_status, forecast, team_budgets
-from tests.conftest import stub_node_metrics
+from tests.helpers.config import stub_node_metrics
 from tests.helpers.html_tables import read_page
 from tests.jobs.test_run_reports import LDIF, USAGE
 

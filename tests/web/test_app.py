@@ -27,7 +27,7 @@ from billing.ledger.database import open_ledger
 from billing.ledger.tables import WASTE_COLUMNS
 from billing.ledger.write import replace_day
 from billing.web.app import LoginThrottle, create_app
-from tests.conftest import MINIMAL_CONFIG
+from tests.helpers.config import MINIMAL_CONFIG
 from tests.helpers.html_tables import read_page
 from tests.helpers.report_ledger import DAY, ROWS, TEAM_MONTH, frame, write_ledger
 from tests.helpers.workload_ledger import BY_WORKLOAD, FIRST, LAST, fill

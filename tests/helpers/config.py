@@ -1,0 +1,39 @@
+"""A small valid configuration, and stubs for job tests that bring their own usage."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+import billing.jobs.run
+from billing.collect.capacity import ALLOCATABLE_COLUMNS
+from billing.collect.stores import DEFAULT_STORE
+from billing.collect.waste import WASTE_COLUMNS
+
+MINIMAL_CONFIG = {
+    "timezone": "UTC",
+    "currency": "EUR",
+    "step": "60s",
+    "database": "sqlite:///billing.db",
+    "clusters": [
+        {
+            "name": "jaguar",
+            "prometheus": {"url": "http://127.0.0.1:9"},
+            "prices": {
+                "cpu_core_hour": 0.01,
+                "memory_gib_hour": 0.002,
+                "gpu_hour": 1.0,
+                "gpu_models": {"NVIDIA-H100-80GB-HBM3": 2.5},
+            },
+        }
+    ],
+    "directory": {"ldif": "directory.ldif"},
+}
+
+
+def stub_node_metrics(monkeypatch: pytest.MonkeyPatch) -> None:
+    """For job tests that stub collect_cluster: no node capacity and no waste metrics either, and a
+    Prometheus 2 with plain labels, asked of no one."""
+    monkeypatch.setattr(billing.jobs.run, "store_of", lambda *args: DEFAULT_STORE)
+    monkeypatch.setattr(billing.jobs.run, "collect_allocatable", lambda *args: pd.DataFrame(columns=ALLOCATABLE_COLUMNS))
+    monkeypatch.setattr(billing.jobs.run, "collect_waste", lambda *args, **kwargs: pd.DataFrame(columns=WASTE_COLUMNS))
