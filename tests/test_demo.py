@@ -1,38 +1,19 @@
 """The README's first command: the demo runs with no servers at all; and what its pages and emails show."""
 
-import os
 import re
 from decimal import Decimal
 from email import message_from_bytes, policy
-from pathlib import Path
 
 import pandas as pd
-import pytest
-from click.testing import CliRunner
 from sqlalchemy import create_engine
 
-from billing.cli import main
 from fixtures.demo import world as demo
+from tests.helpers.demo import demo_run  # noqa: F401 (pytest fixtures)
 from tests.helpers.html_tables import read_page
 
-ROOT = Path(__file__).resolve().parents[1]
 MONEY = re.compile(r"^([+-]?[\d,]+\.\d\d) CHF$")
 
 
-@pytest.fixture(scope="module")
-def demo_run(tmp_path_factory):
-    """The demo's three days billed in a directory of their own; returns that directory."""
-    tmp_path = tmp_path_factory.mktemp("demo")
-    os.symlink(ROOT / "fixtures", tmp_path / "fixtures")  # the config's paths are relative to the repository
-    here = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        result = CliRunner().invoke(main, ["backfill", "--config", "fixtures/demo/billing.yaml",
-                                           "--from", "2026-11-16", "--to", "2026-11-18"])
-    finally:
-        os.chdir(here)
-    assert result.exit_code == 0, result.output
-    return tmp_path
 
 
 def test_the_demo_bills_three_days_from_recorded_answers(demo_run, monkeypatch):

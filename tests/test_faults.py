@@ -28,7 +28,7 @@ from billing.ledger.database import open_ledger
 from billing.ledger.write import replace_day
 from tests.helpers.config import MINIMAL_CONFIG, stub_node_metrics
 from tests.helpers.faults import EMPTY_ANSWER, Reply, failure_sentence, ledger_state, silent_server, stub_server
-from tests.jobs.test_run_reports import LDIF
+from tests.helpers.jobs import LDIF
 
 DAY = date(2026, 11, 20)
 

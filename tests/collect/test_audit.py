@@ -18,7 +18,7 @@ from billing.config import ConfigError, load_config
 from billing.days import billing_day
 from fixtures.ksm import GPU_PRODUCT_LABEL, make_world, series
 from fixtures.reference import instants, reference_usage
-from tests.jobs.test_run_reports import config  # noqa: F401 (a fixture: one cluster, collection stubbed)
+from tests.helpers.jobs import config  # noqa: F401 (pytest fixtures)
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 

@@ -14,8 +14,8 @@ from billing.collect.replay import prometheus_source
 from billing.collect.stores import store_of
 from billing.collect.usage import collect_cluster
 from tests.helpers.faults import ledger_state
-from tests.integration.test_collect_prometheus import UTC_DAY, cluster, world_of
-from tests.integration.test_job_prometheus import run, write_config
+from tests.helpers.prometheus_jobs import run, write_config
+from tests.helpers.prometheus_worlds import UTC_DAY, cluster, world_of
 
 
 @pytest.mark.parametrize("cost_labels", [None, ["experiment", "example.com/project"]], ids=["", "workloads"])

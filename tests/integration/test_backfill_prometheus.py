@@ -17,7 +17,7 @@ from billing.cli import main
 from billing.days import billing_day
 from fixtures.ksm import make_world
 from fixtures.reference import reference_usage
-from tests.integration.test_job_prometheus import write_config
+from tests.helpers.prometheus_jobs import write_config
 
 UTC = ZoneInfo("UTC")
 BILLED = [date(2026, 11, 17), date(2026, 11, 18)]

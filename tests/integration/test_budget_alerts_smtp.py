@@ -5,7 +5,7 @@ Figures as in tests/publish/test_budgets.py: 21.00 USD a day against a budget of
 
 from email import message_from_bytes, policy
 
-from tests.publish.test_budgets import budget_job, run  # noqa: F401  (budget_job is a fixture)
+from tests.helpers.budgets import budget_job, run  # noqa: F401 (pytest fixtures)
 
 
 def budget_alerts(smtp) -> list[tuple[str, str]]:

@@ -26,8 +26,8 @@ from billing.config import ClusterConfig
 from billing.days import billing_day
 from fixtures.ksm import make_world
 from fixtures.reference import reference_allocatable, reference_usage
-from tests.integration.test_job_prometheus import PRICES as JOB_PRICES
-from tests.integration.test_job_prometheus import write_config
+from tests.helpers.prometheus_jobs import PRICES as JOB_PRICES
+from tests.helpers.prometheus_jobs import write_config
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 PRICES = {"cpu_core_hour": 0.01, "memory_gib_hour": 0.001, "gpu_hour": 1.0,

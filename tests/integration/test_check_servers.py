@@ -17,10 +17,9 @@ from billing.cli import main
 from billing.ledger.database import open_ledger
 from fixtures.ksm import GPU_PRODUCT_LABEL, make_world
 from tests.helpers.config import MINIMAL_CONFIG
-from tests.integration.test_servers import LDIF as SLAPD_LDIF
-from tests.jobs.test_run_reports import LDIF
-
-DAY = datetime(2026, 11, 20, tzinfo=ZoneInfo("UTC")).timestamp()
+from tests.helpers.days import DAY
+from tests.helpers.directories import LDIF as SLAPD_LDIF
+from tests.helpers.jobs import LDIF
 
 
 @pytest.fixture

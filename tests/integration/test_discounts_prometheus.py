@@ -22,7 +22,7 @@ from billing.cli import main
 from billing.days import billing_day
 from fixtures.ksm import make_world
 from fixtures.reference import reference_usage
-from tests.integration.test_job_prometheus import HAND_MAPPING, PRICES, write_config
+from tests.helpers.prometheus_jobs import HAND_MAPPING, PRICES, write_config
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 MULTIPLIERS = {"backfill": 0.0, "batch-low": 0.5}

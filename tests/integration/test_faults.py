@@ -43,7 +43,7 @@ from fixtures.servers import free_port, start_postgres
 from tests.helpers.config import stub_node_metrics
 from tests.helpers.faults import failure_sentence, forward_to, ledger_state, stub_server
 from tests.helpers.html_tables import read_page
-from tests.integration.test_job_prometheus import PRICES, write_config
+from tests.helpers.prometheus_jobs import PRICES, write_config
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 WORKTREE = Path(__file__).resolve().parents[2]

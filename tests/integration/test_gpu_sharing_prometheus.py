@@ -43,7 +43,7 @@ from fixtures.ksm import (
 )
 from fixtures.reference import reference_allocatable, reference_usage, reference_waste
 from tests.helpers.html_tables import read_page
-from tests.integration.test_job_prometheus import PRICES, write_config
+from tests.helpers.prometheus_jobs import PRICES, write_config
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 SHARING = {"vendor_model_labels": [AMD_PRODUCT_LABEL], "replicas_label": REPLICAS_LABEL}

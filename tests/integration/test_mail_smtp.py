@@ -14,8 +14,8 @@ from billing.ledger.database import open_ledger
 from billing.notify.mail import MailError, connect_smtp, deliver
 from billing.notify.summaries import summary_envelopes
 from billing.publish.dayview import read_report
+from tests.helpers.budgets import budget_job, run  # noqa: F401 (pytest fixtures)
 from tests.helpers.report_ledger import DAY, DAY_TOTAL, TEAM_COST, write_ledger
-from tests.publish.test_budgets import budget_job, run  # noqa: F401  (budget_job is a fixture)
 
 DIRECTORY = Directory(
     {

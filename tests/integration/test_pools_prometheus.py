@@ -19,7 +19,7 @@ from billing.cli import main
 from billing.days import billing_day
 from fixtures.ksm import GPU_PRODUCT_LABEL, H100, Cluster, Container, Node, Pod, World
 from tests.helpers.html_tables import read_page
-from tests.integration.test_job_prometheus import write_config
+from tests.helpers.prometheus_jobs import write_config
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 D = DAY.start.timestamp()

@@ -9,7 +9,7 @@ from datetime import date
 from billing.config import MetricsConfig
 from billing.jobs.metrics import push_run_metrics
 from billing.jobs.run import RunSummary
-from tests.jobs.test_metrics import samples, summary
+from tests.helpers.run_summaries import samples, summary
 
 
 def scraped(url: str) -> dict[tuple, float]:

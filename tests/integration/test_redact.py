@@ -23,9 +23,9 @@ from billing.jobs.metrics import push_run_metrics
 from fixtures.ksm import make_world
 from fixtures.servers import free_port, start_pushgateway
 from tests.helpers.config import MINIMAL_CONFIG
-from tests.integration.test_check_servers import DAY
-from tests.jobs.test_metrics import summary
-from tests.jobs.test_run_reports import LDIF
+from tests.helpers.days import DAY
+from tests.helpers.jobs import LDIF
+from tests.helpers.run_summaries import summary
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRETS = {  # where each secret is configured -> the secret

@@ -16,7 +16,7 @@ from billing.collect.prometheus import LivePrometheus
 from billing.days import billing_day
 from fixtures.ksm import make_world
 from fixtures.reference import reference_allocatable, reference_usage
-from tests.integration.test_collect_prometheus import assert_matches, cluster, collected
+from tests.helpers.prometheus_worlds import assert_matches, cluster, collected
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from billing.cli import main
 from billing.ledger.database import open_ledger
+from tests.helpers.reports import report, report_json
 from tests.helpers.workload_ledger import (
     BY_EXPERIMENT,
     BY_WORKLOAD,
@@ -23,7 +24,6 @@ from tests.helpers.workload_ledger import (
     ROBOTICS_TOTAL,
     fill,
 )
-from tests.integration.test_report_ledger import report, report_json
 
 RANGE = ["--from", str(FIRST), "--to", str(LAST)]
 

@@ -27,7 +27,7 @@ from billing.ledger.read import read_rows
 from billing.ledger.tables import metadata
 from fixtures.servers import free_port
 from tests.helpers.config import MINIMAL_CONFIG
-from tests.ledger.test_tables import describe
+from tests.helpers.schemas import describe
 
 ROOT = Path(__file__).resolve().parents[2]
 PARALLEL = 4  # killed processes at a time

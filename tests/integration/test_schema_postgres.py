@@ -4,7 +4,7 @@ from sqlalchemy import create_engine
 
 from billing.ledger.database import open_ledger
 from billing.ledger.tables import metadata
-from tests.ledger.test_tables import ddl_engine, describe
+from tests.helpers.schemas import ddl_engine, describe
 
 
 def test_ddl_migrations_and_model_agree(postgres_server):

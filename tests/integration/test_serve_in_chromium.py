@@ -18,10 +18,10 @@ import pytest
 import yaml
 
 from fixtures.servers import ManagedProcess, accepts_connections, free_port, require_program, start_nginx
+from tests.helpers.chromium import assert_not_blank, screenshot
 from tests.helpers.config import MINIMAL_CONFIG
 from tests.helpers.report_ledger import write_ledger
-from tests.integration.test_pages_in_chromium import assert_not_blank, screenshot
-from tests.web.test_app import RANGE, store_directory
+from tests.helpers.serve import RANGE, store_directory
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 USERS = ("alice", "root")  # a person and an admin, one proxy port each

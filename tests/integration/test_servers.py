@@ -10,9 +10,9 @@ from zoneinfo import ZoneInfo
 import pytest
 import requests
 
-from fixtures.directory import directory_ldif
 from fixtures.ksm import Node, make_world, scrape_times
 from fixtures.reference import instant_query, reference_usage
+from tests.helpers.directories import LDIF
 
 DAY = datetime(2026, 11, 20, tzinfo=ZoneInfo("UTC")).timestamp()
 HOURS = 4  # a short "day" keeps loading fast
@@ -114,7 +114,6 @@ def test_several_prometheus_servers_and_one_dies_half_way(prometheus_server):
     assert query(second.url, count, DAY + 1800)
 
 
-LDIF = directory_ldif(["alice", "bob", "carol"], {"robotics": ["alice", "bob"]}, {"robotics": ["alice"]})
 
 
 def test_slapd_answers_searches_over_ldap_and_ldaps(slapd_server, test_ca):

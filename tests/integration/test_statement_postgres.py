@@ -10,7 +10,7 @@ from billing.charge.pricing import PRICED_COLUMNS
 from billing.ledger.database import open_ledger
 from billing.ledger.tables import chargeback
 from billing.publish.statement import close_month
-from tests.publish.test_statement import OCT, OCT_5, OCT_6, TODAY_DONE, cents, closing_scenario, write_month
+from tests.helpers.statements import OCT, OCT_5, OCT_6, TODAY_DONE, cents, closing_scenario, write_month
 
 
 def test_close_rerun_and_reopen_on_postgres(postgres_url):

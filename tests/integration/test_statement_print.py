@@ -6,8 +6,8 @@ import subprocess
 from billing.ledger.database import open_ledger
 from billing.publish.statement import build_statement
 from billing.publish.statement_formats import html
-from tests.integration.test_pages_in_chromium import FLAGS, chromium  # noqa: F401  (chromium is a fixture)
-from tests.publish.test_statement import OCT, OCT_5, OCT_6, write_month
+from tests.helpers.chromium import FLAGS, chromium  # noqa: F401 (pytest fixtures)
+from tests.helpers.statements import OCT, OCT_5, OCT_6, write_month
 
 
 def test_each_team_prints_on_a_page_of_its_own(chromium, tmp_path):  # noqa: F811

@@ -24,7 +24,7 @@ from billing.web.app import create_app
 from fixtures.directory import BASE, directory_ldif
 from tests.helpers.config import MINIMAL_CONFIG
 from tests.helpers.report_ledger import DAY, fill_ledger, frame, write_ledger
-from tests.web.test_app import MATRIX, VISITORS, get, store_directory
+from tests.helpers.serve import MATRIX, VISITORS, get, store_directory
 
 PASSWORDS = {"alice": "alice-pw-1", "bob": "bob-pw-2", "carol": "carol-pw-3"}
 SESSION_KEY = "k" * 16 + "session-key-not-for-pages"  # 41 characters

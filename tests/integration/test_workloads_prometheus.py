@@ -23,8 +23,8 @@ from billing.config import ClusterConfig
 from billing.days import billing_day
 from fixtures.ksm import GIB, Cluster, Container, Controller, Node, Pod, World, make_world
 from fixtures.reference import reference_usage
-from tests.integration.test_collect_prometheus import UTC_DAY, world_of
-from tests.integration.test_job_prometheus import run, write_config
+from tests.helpers.prometheus_jobs import run, write_config
+from tests.helpers.prometheus_worlds import UTC_DAY, world_of
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 T0 = DAY.start.timestamp()

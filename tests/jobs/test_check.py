@@ -9,9 +9,9 @@ import responses
 from click.testing import CliRunner
 
 from billing.cli import main
+from fixtures.servers import free_port
 from tests.helpers.config import MINIMAL_CONFIG
-from tests.jobs.test_run_reports import LDIF  # alice on team robotics
-from tests.test_cli import free_port
+from tests.helpers.jobs import LDIF
 
 PROMETHEUS = "http://prometheus.test:9090"
 VECTOR_1 = {"status": "success", "data": {"resultType": "vector", "result": [{"metric": {}, "value": [1, "1"]}]}}

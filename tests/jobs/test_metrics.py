@@ -12,10 +12,8 @@ from datetime import date
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import pandas as pd
 import pytest
 from click.testing import CliRunner
-from prometheus_client.parser import text_string_to_metric_families
 
 import billing.cli
 import billing.jobs.run
@@ -23,8 +21,9 @@ from billing.collect.usage import ClusterUsage
 from billing.config import ConfigError, MetricsConfig, load_config
 from billing.directory.people import Directory
 from billing.jobs.metrics import push_run_metrics
-from billing.jobs.run import RunSummary, run_day
+from billing.jobs.run import run_day
 from tests.helpers.config import MINIMAL_CONFIG, stub_node_metrics
+from tests.helpers.run_summaries import samples, summary, usage
 
 
 class Gateway:
@@ -59,38 +58,10 @@ class Gateway:
         self.server.server_close()
 
 
-def usage(rows: list[tuple[str, str, str, float]]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=["namespace", "resource", "gpu_model", "quantity"]).assign(priority_class="", pool="")
 
 
-def summary() -> RunSummary:
-    """Two clusters; ibis ran CPU and memory only and cost nothing in GPUs."""
-    jaguar = ClusterUsage(
-        "jaguar",
-        usage([
-            ("alice", "gpu", "NVIDIA-H100-80GB-HBM3", 24.0),
-            ("alice", "cpu", "", 96.0),
-            ("team-vision", "gpu", "", 2.5),
-            ("team-vision", "cpu", "", 4.0),
-            ("alice", "memory", "", 512.0),
-        ]),
-        pods=3,
-        queries=8,
-        coverage=1.0,
-    )
-    ibis = ClusterUsage("ibis", usage([("bob", "cpu", "", 10.0), ("bob", "memory", "", 40.0)]), pods=1, queries=8, coverage=1.0)
-    # jaguar: 24 GPU-h x 2.40 + 2.5 GPU-h x 1.10 + 100 core-h x 0.012 + 512 GiB-h x 0.0015 = 62.318
-    # ibis: 10 core-h x 0.034 + 40 GiB-h x 0.0045 = 0.52
-    return RunSummary(date(2026, 11, 20), 7, 62.838, [jaguar, ibis], {"jaguar": 62.318, "ibis": 0.52})
 
 
-def samples(text: str) -> dict[tuple, float]:
-    """{(name, (label, value), ...): value} from the exposition text the gateway received."""
-    found = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            found[(sample.name, *sorted(sample.labels.items()))] = sample.value
-    return found
 
 
 def test_push_sends_the_runs_metrics_to_the_gateway():

@@ -26,7 +26,7 @@ from billing.ledger.tables import directory_snapshots
 from fixtures.servers import free_port
 from tests.helpers.config import stub_node_metrics
 from tests.helpers.faults import ledger_state
-from tests.jobs.test_run_reports import LDIF as ALICE_ON_ROBOTICS
+from tests.helpers.jobs import LDIF as ALICE_ON_ROBOTICS
 
 DAY = date(2026, 11, 20)
 

@@ -12,7 +12,7 @@ from billing.ledger import migrate
 from billing.ledger.database import LedgerError, open_ledger
 from billing.ledger.read import read_capacity, read_rows
 from billing.ledger.tables import metadata
-from tests.ledger.test_tables import describe
+from tests.helpers.schemas import describe
 
 
 def test_a_new_database_gets_the_schema_of_the_model(tmp_path):

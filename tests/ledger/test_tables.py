@@ -1,11 +1,10 @@
 import os
 import stat
 from datetime import date
-from pathlib import Path
 
 import pandas as pd
 import pytest
-from sqlalchemy import create_engine, inspect
+from sqlalchemy import create_engine
 
 import billing.ledger.write
 from billing.charge.pricing import PRICED_COLUMNS
@@ -14,8 +13,8 @@ from billing.ledger.database import LedgerError, open_ledger
 from billing.ledger.read import completed, read_rows, read_workload_costs, read_workload_totals
 from billing.ledger.tables import chargeback, metadata, workload_costs
 from billing.ledger.write import replace_day
+from tests.helpers.schemas import ddl_engine, describe
 
-SQL = Path(__file__).resolve().parents[2] / "sql"
 DAY = date(2026, 11, 20)
 
 
@@ -29,26 +28,8 @@ ROWS = priced(
 )
 
 
-def describe(engine) -> dict:
-    """Columns (name, Python type, nullable), primary key and indexes of every ledger table."""
-    found = inspect(engine)
-    return {
-        table: (
-            [(c["name"], c["type"].python_type, c["nullable"]) for c in found.get_columns(table)],
-            found.get_pk_constraint(table)["constrained_columns"],
-            sorted((i["name"], tuple(i["column_names"])) for i in found.get_indexes(table)),
-        )
-        for table in sorted(found.get_table_names())
-    }
 
 
-def ddl_engine(url: str, dialect: str):
-    engine = create_engine(url)
-    with engine.begin() as conn:
-        for statement in (SQL / f"{dialect}.sql").read_text().split(";"):
-            if statement.strip():
-                conn.exec_driver_sql(statement)
-    return engine
 
 
 def test_sqlite_ddl_matches_the_model(tmp_path):

@@ -11,6 +11,7 @@ from billing.ledger.write import replace_day
 from billing.notify.letters import admin_letter, team_letter
 from billing.publish.dayview import TrendDay, read_report, slug
 from billing.publish.pages import RenderError, axis_label, day_ranges, person, text_table, trend_lines, write_pages
+from tests.helpers.day_reports import ledger, report, with_workload_costs  # noqa: F401 (pytest fixtures)
 from tests.helpers.html_tables import read_page
 from tests.helpers.report_ledger import (
     DAY,
@@ -24,11 +25,6 @@ from tests.helpers.report_ledger import (
     TEAM_MONTH,
     frame,
     write_ledger,
-)
-from tests.publish.test_dayview import (  # noqa: F401 (fixtures: the hand-worked ledger and its report)
-    ledger,
-    report,
-    with_workload_costs,
 )
 
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from datetime import date, timedelta
-from decimal import Decimal
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -18,155 +17,14 @@ import yaml
 from click.testing import CliRunner
 
 from billing.cli import main
-from billing.directory.people import Directory, Team, directory_to_json
-from billing.ledger.database import fetch, open_ledger
+from billing.ledger.database import open_ledger
 from billing.ledger.read import read_rows
-from billing.ledger.tables import adjustments, month_closings
 from billing.ledger.write import replace_day
-from billing.publish.statement import StatementError, build_statement, close_month, reopen_month
+from billing.publish.statement import StatementError, build_statement, close_month
 from billing.publish.statement_formats import FORMATS
+from tests.helpers.budgets import budget_job  # noqa: F401 (pytest fixtures)
 from tests.helpers.report_ledger import frame
-from tests.publish.test_budgets import budget_job  # noqa: F401  (a fixture)
-
-H100 = "NVIDIA-H100-80GB-HBM3"
-OCT, NOV, DEC = date(2026, 10, 1), date(2026, 11, 1), date(2026, 12, 1)
-TODAY_DONE = date(2026, 12, 20)  # the last complete day when closing: October and November have ended
-
-#       cluster   namespace  team        owner    resource        gpu_model quantity unit_price cost   list_cost
-OCT_5 = [
-    ("jaguar", "alice", "robotics", "alice", "gpu", H100, 10.0, 2.40, 24.00, 24.00),
-    ("jaguar", "bob", "robotics", "bob", "cpu", "", 100.0, 0.012, 0.60, 1.20),  # backfill class: half price
-    ("heron", "pool:p1", "robotics", None, "reserved-gpu", "", 24.0, 2.00, 48.00, 48.00),
-    ("heron", "carol", "vision", "carol", "gpu", "", 5.0, 2.00, 10.00, 10.00),
-    ("heron", "carol", "robotics", "carol", "credit-gpu", "", -5.0, 2.00, -10.00, -10.00),
-    ("jaguar", "team-robotics", "robotics", None, "idle-cpu", "", 50.0, 0.012, 0.60, 0.60),
-]
-OCT_6 = [("jaguar", "alice", "robotics", "alice", "gpu", H100, 5.0, 2.40, 12.00, 12.00)]
-# October 5 re-run at new prices: H100 3.00 (+6.00 for robotics), heron GPUs 2.50 (vision +2.50, and robotics'
-# credit -2.50, its pool's reservation +12.00); idle no longer shared (-0.60)
-OCT_5_RERUN = [
-    ("jaguar", "alice", "robotics", "alice", "gpu", H100, 10.0, 3.00, 30.00, 30.00),
-    ("jaguar", "bob", "robotics", "bob", "cpu", "", 100.0, 0.012, 0.60, 1.20),
-    ("heron", "pool:p1", "robotics", None, "reserved-gpu", "", 24.0, 2.50, 60.00, 60.00),
-    ("heron", "carol", "vision", "carol", "gpu", "", 5.0, 2.50, 12.50, 12.50),
-    ("heron", "carol", "robotics", "carol", "credit-gpu", "", -5.0, 2.50, -12.50, -12.50),
-]
-NOV_2 = [("jaguar", "team-robotics", "robotics", None, "cpu", "", 10.0, 0.012, 0.12, 0.12)]
-
-# October's statement by hand: robotics 36.00 (H100 15 h) + 1.20 - 0.60 (cpu, discount) + 0.60 (idle)
-# + 48.00 (pool) - 10.00 (credit) = 75.20; vision 10.00
-OCT_LINES = {
-    ("robotics", "jaguar", "charge", "gpu", H100): (15.0, "36.00"),
-    ("robotics", "jaguar", "charge", "cpu", ""): (100.0, "1.20"),
-    ("robotics", "jaguar", "discount", "cpu", ""): (None, "-0.60"),
-    ("robotics", "jaguar", "idle", "idle-cpu", ""): (50.0, "0.60"),
-    ("robotics", "heron", "reserved", "reserved-gpu", ""): (24.0, "48.00"),
-    ("robotics", "heron", "credit", "credit-gpu", ""): (-5.0, "-10.00"),
-    ("vision", "heron", "charge", "gpu", ""): (5.0, "10.00"),
-}
-OCT_TOTALS = {"robotics": "75.20", "vision": "10.00"}
-# what the re-run of October 5 books in November, per (team, cluster, resource)
-OCT_5_ADJUSTMENTS = {
-    ("robotics", "jaguar", "gpu"): "6.00",
-    ("robotics", "jaguar", "idle-cpu"): "-0.60",
-    ("robotics", "heron", "reserved-gpu"): "12.00",
-    ("robotics", "heron", "credit-gpu"): "-2.50",
-    ("vision", "heron", "gpu"): "2.50",
-}
-# November: robotics 0.12 + 6.00 - 0.60 + 12.00 - 2.50 = 15.02; vision 2.50
-NOV_TOTALS = {"robotics": "15.02", "vision": "2.50"}
-DIRECTORY = Directory({}, {"robotics": Team("robotics", (), (), cost_center="CC-4711"),
-                           "vision": Team("vision", (), ())})
-
-
-def cents(value: float) -> str:
-    return str(Decimal(repr(float(value))).quantize(Decimal("0.01")) + 0)
-
-
-def write_month(engine, month: date, days: dict[date, list[tuple]]) -> None:
-    """Every day of the month run (most with no usage), the given days with their rows."""
-    day = month
-    while day.month == month.month:
-        replace_day(engine, day, frame(days.get(day, [])), "USD", snapshot=directory_to_json(DIRECTORY))
-        day += timedelta(days=1)
-
-
-def all_formats(engine, month: date) -> dict[str, str]:
-    statement = build_statement(engine, month, "USD", {"robotics": "CC-4711"})
-    return {name: render(statement) for name, render in FORMATS.items()}
-
-
-def team_totals(engine, month: date) -> dict[str, str]:
-    document = json.loads(all_formats(engine, month)["json"])
-    return {team["team"]: cents(team["total"]) for team in document["teams"]}
-
-
-def booked(engine, month: date) -> dict[tuple, str]:
-    rows = fetch(engine, adjustments.select().where(adjustments.c.month == month))
-    sums: dict[tuple, float] = {}
-    for row in rows:
-        key = (row["team"], row["cluster"], row["resource"])
-        sums[key] = sums.get(key, 0.0) + row["amount"]
-    return {key: cents(value) for key, value in sums.items() if cents(value) != "0.00"}
-
-
-def closing_scenario(url: str) -> None:
-    """Close October, re-run one of its days at new prices: October stays, November gets the difference."""
-    engine = open_ledger(url)
-    write_month(engine, OCT, {date(2026, 10, 5): OCT_5, date(2026, 10, 6): OCT_6})
-    write_month(engine, NOV, {date(2026, 11, 2): NOV_2})
-
-    october = build_statement(engine, OCT, "USD", {"robotics": "CC-4711"})
-    assert {(line.team, line.cluster, line.kind, line.resource, line.gpu_model): (line.quantity, cents(line.amount))
-            for line in october.lines} == OCT_LINES
-    assert team_totals(engine, OCT) == OCT_TOTALS
-    ledger_total = read_rows(engine, OCT, date(2026, 10, 31))["cost"].sum()
-    assert cents(october.total) == cents(ledger_total) == "85.20"  # the statement adds up to the ledger
-
-    open_json = json.loads(all_formats(engine, OCT)["json"])
-    close_month(engine, OCT, "finance-bot", TODAY_DONE, "USD", {"robotics": "CC-4711"})
-    before = all_formats(engine, OCT)
-    closed_json = json.loads(before["json"])
-    assert closed_json.pop("closed")["closed_by"] == "finance-bot" and open_json.pop("closed") is None
-    assert closed_json == open_json  # closing changes no figure
-
-    replace_day(engine, date(2026, 10, 5), frame(OCT_5_RERUN), "USD")
-    assert read_rows(engine, date(2026, 10, 5), date(2026, 10, 5))["cost"].sum() == pytest.approx(90.60)  # new rows
-    assert all_formats(engine, OCT) == before  # byte for byte, every format
-    assert booked(engine, NOV) == OCT_5_ADJUSTMENTS
-    assert {r["corrects"] for r in fetch(engine, adjustments.select())} == {date(2026, 10, 5)}
-    assert team_totals(engine, NOV) == NOV_TOTALS
-    november = json.loads(all_formats(engine, NOV)["json"])
-    robotics = next(t for t in november["teams"] if t["team"] == "robotics")
-    assert robotics["cost_center"] == "CC-4711"
-    assert {(line["cluster"], line["resource"], line["corrects"], cents(line["amount"])) for line in robotics["lines"]
-            if line["kind"] == "adjustment"} == {("jaguar", "gpu", "2026-10-05", "6.00"),
-                                              ("jaguar", "idle-cpu", "2026-10-05", "-0.60"),
-                                              ("heron", "reserved-gpu", "2026-10-05", "12.00"),
-                                              ("heron", "credit-gpu", "2026-10-05", "-2.50")}
-    ledger_nov = read_rows(engine, NOV, date(2026, 11, 30))["cost"].sum()
-    assert cents(november["total"]) == cents(ledger_nov + 6.00 - 0.60 + 12.00 - 2.50 + 2.50) == "17.52"
-
-    replace_day(engine, date(2026, 10, 5), frame(OCT_5_RERUN), "USD")  # the same re-run again: no change, no booking
-    assert booked(engine, NOV) == OCT_5_ADJUSTMENTS
-
-    # November closed too: a correction of October now goes to December, and back to the old prices it cancels out
-    close_month(engine, NOV, "finance-bot", TODAY_DONE, "USD", {"robotics": "CC-4711"})
-    replace_day(engine, date(2026, 10, 5), frame(OCT_5), "USD")
-    assert booked(engine, DEC) == {key: cents(-float(value)) for key, value in OCT_5_ADJUSTMENTS.items()}
-    assert all_formats(engine, OCT) == before
-
-    with pytest.raises(StatementError, match="2026-11 is closed too; reopen the latest closed month first"):
-        reopen_month(engine, OCT, "alice")
-    reopen_month(engine, NOV, "alice")
-    reopen_month(engine, OCT, "alice")  # its statement is the ledger again; corrections of it are dropped
-    assert fetch(engine, adjustments.select()) == []
-    assert team_totals(engine, OCT) == OCT_TOTALS  # the ledger holds October 5 at its old prices again
-    assert team_totals(engine, NOV) == {"robotics": "0.12"}
-    log = [(r["month"], r["action"], r["who"]) for r in fetch(engine, month_closings.select()
-                                                              .order_by(month_closings.c.logged_at))]
-    assert log == [(OCT, "close", "finance-bot"), (NOV, "close", "finance-bot"), (NOV, "reopen", "alice"),
-                   (OCT, "reopen", "alice")]
+from tests.helpers.statements import NOV, NOV_2, OCT, OCT_5, OCT_6, cents, closing_scenario, write_month
 
 
 def test_close_rerun_and_reopen_on_sqlite(tmp_path):

@@ -14,7 +14,6 @@ import re
 import socket
 from datetime import date
 
-import pandas as pd
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -22,23 +21,25 @@ from sqlalchemy import create_engine
 
 from billing.cli import main
 from billing.config import Config
-from billing.directory.people import Directory, Person, Team, directory_to_json
 from billing.ledger.database import open_ledger
-from billing.ledger.tables import WASTE_COLUMNS
 from billing.ledger.write import replace_day
 from billing.web.app import LoginThrottle, create_app
 from tests.helpers.config import MINIMAL_CONFIG
 from tests.helpers.html_tables import read_page
 from tests.helpers.report_ledger import DAY, ROWS, TEAM_MONTH, frame, write_ledger
+from tests.helpers.serve import (  # noqa: F401 (pytest fixtures)
+    MATRIX,
+    RANGE,
+    TRUSTED,
+    UNTRUSTED,
+    VISITORS,
+    client,
+    get,
+    ledger_url,
+    store_directory,
+    web_config,
+)
 from tests.helpers.workload_ledger import BY_WORKLOAD, FIRST, LAST, fill
-
-RANGE = "from=2026-11-01&to=2026-11-20"
-PEOPLE = ["alice", "bob", "carol", "dave", "root"]
-TEAMS = {  # bob is on two teams; carol leads robotics, dave leads vision
-    "robotics": Team("robotics", ("alice", "bob", "carol"), ("carol",)),
-    "vision": Team("vision", ("bob", "dave"), ("dave",)),
-}
-TRUSTED, UNTRUSTED = "127.0.0.1", "10.1.2.3"
 
 # By hand from tests/helpers/report_ledger.py, 2026-11-01 to 2026-11-20
 ALICE_RANGE = "37.20"  # 12.00 (Nov 19) + 24.00 + 1.20 (Nov 20)
@@ -46,55 +47,16 @@ BOB_RANGE = "14.75"  # 2.95 (Nov 19) + 5.90 + 5.90 (Nov 20, split between his tw
 ALL_RANGE = "67.27"
 
 
-def web_config(url: str, **web) -> Config:
-    return Config.model_validate({**MINIMAL_CONFIG, "currency": "USD", "database": url,
-                                  "web": {"admins": ["root"], **web}})
 
 
-def store_directory(url: str) -> str:
-    """The directory snapshot a run stores with its day: who leads which team."""
-    directory = Directory({uid: Person(uid, uid.title(), f"{uid}@example.org") for uid in PEOPLE}, TEAMS)
-    engine = open_ledger(url)
-    wasted = pd.DataFrame([("jaguar", "alice", "robotics", "alice", 3.5, None),  # alice held 3.5 idle GPU-hours
-                           ("ibis", "stray", "unallocated", None, None, None)], columns=WASTE_COLUMNS)
-    replace_day(engine, DAY, frame(ROWS[DAY]), "USD", snapshot=directory_to_json(directory), wasted=wasted)
-    engine.dispose()
-    return url
 
 
-@pytest.fixture(scope="module")
-def ledger_url(tmp_path_factory) -> str:
-    return store_directory(write_ledger(tmp_path_factory.mktemp("web") / "ledger.db"))
 
 
-@pytest.fixture(scope="module")
-def client(ledger_url):
-    return create_app(web_config(ledger_url)).test_client()
 
 
-def get(client, path: str, user: str | None, address: str = TRUSTED):
-    headers = {"X-Forwarded-User": user} if user is not None else {}
-    return client.get(path, headers=headers, environ_base={"REMOTE_ADDR": address})
 
 
-OK, DENIED = 200, 403
-VISITORS = ["alice", "bob", "carol", "root", "mallory"]  # a person, on two teams, a lead, an admin, unknown
-MATRIX = {  # route -> status for each visitor in VISITORS
-    "/": [303, 303, 303, 303, 303],
-    f"/me?{RANGE}": [OK, OK, OK, OK, OK],  # carol, root and mallory have no costs: an empty page says so
-    f"/me?{RANGE}&by=namespace&format=csv": [OK, OK, 404, 404, 404],
-    f"/teams/robotics?{RANGE}": [DENIED, DENIED, OK, OK, DENIED],
-    f"/teams/robotics?{RANGE}&by=person&format=csv": [DENIED, DENIED, OK, OK, DENIED],
-    f"/teams/vision?{RANGE}": [DENIED, DENIED, DENIED, OK, DENIED],
-    f"/teams/Vision?{RANGE}": [DENIED, DENIED, DENIED, 404, DENIED],  # team names are the ledger's
-    f"/all?{RANGE}": [DENIED, DENIED, DENIED, OK, DENIED],
-    f"/all?{RANGE}&by=team&format=csv": [DENIED, DENIED, DENIED, OK, DENIED],
-    f"/api/v1/costs?{RANGE}": [OK, OK, 404, OK, 404],  # default: yourself; an admin: all teams
-    f"/api/v1/costs?{RANGE}&person=alice": [OK, DENIED, DENIED, OK, DENIED],
-    f"/api/v1/costs?{RANGE}&person=bob&by=team": [DENIED, OK, DENIED, OK, DENIED],
-    f"/api/v1/costs?{RANGE}&team=robotics&by=person": [DENIED, DENIED, OK, OK, DENIED],
-    f"/api/v1/costs?{RANGE}&team=vision": [DENIED, DENIED, DENIED, OK, DENIED],
-}
 
 
 @pytest.mark.parametrize("route", MATRIX)

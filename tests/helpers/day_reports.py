@@ -1,0 +1,57 @@
+"""The hand-worked ledger (tests/helpers/report_ledger.py) opened, its day's report, and its workload costs."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pandas as pd
+import pytest
+
+from billing.frames import WORKLOAD_COST_COLUMNS
+from billing.ledger.database import open_ledger
+from billing.ledger.read import read_rows
+from billing.ledger.write import replace_day
+from billing.publish.dayview import read_report
+from tests.helpers.report_ledger import (
+    DAY,
+    write_ledger,
+)
+
+
+@pytest.fixture
+def ledger(tmp_path):
+    return open_ledger(write_ledger(tmp_path / "ledger.db"))
+
+
+@pytest.fixture
+def report(ledger):
+    return read_report(ledger, DAY, "USD", "unallocated")
+
+
+# 2026-11-19 and 2026-11-20 of tests/helpers/report_ledger.py below the namespace, adding up to its costs
+#        cluster   namespace        team           owner    workload               cost
+WORKLOADS = {
+    date(2026, 11, 19): [
+        ("jaguar", "alice", "robotics", "alice", "Job/train-a", 12.00),
+        ("ibis", "bob", "vision", "bob", "Deployment/notebook", 2.95),
+    ],
+    DAY: [
+        ("jaguar", "alice", "robotics", "alice", "Job/train-b", 24.00),
+        ("jaguar", "alice", "robotics", "alice", "Deployment/jupyter", 1.20),
+        ("jaguar", "team-robotics", "robotics", None, "Pod/debug", 1.50),
+        ("ibis", "bob", "robotics", "bob", "Deployment/notebook", 5.90),
+        ("ibis", "bob", "vision", "bob", "Deployment/notebook", 5.90),
+        ("ibis", "stray", "unallocated", None, "Pod/x", 1.70),
+        ("jaguar", "kube-system", "platform", None, "Deployment/coredns", 0.12),
+    ],
+}
+
+
+def with_workload_costs(ledger, days=tuple(WORKLOADS)):
+    """Re-run `days` of the ledger with their workload costs (one cpu row each: only costs matter here)."""
+    for day in days:
+        rows = read_rows(ledger, day, day).drop(columns=["day", "currency", "computed_at"])
+        workloads = pd.DataFrame([(c, ns, team, owner, w, "{}", "cpu", "", 1.0, cost, cost)
+                                  for c, ns, team, owner, w, cost in WORKLOADS[day]], columns=WORKLOAD_COST_COLUMNS)
+        replace_day(ledger, day, rows, "USD", workloads=workloads)
+    return ledger

@@ -1,0 +1,84 @@
+"""billing serve's test client: who visits, what each may see, the directory it reads."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from billing.config import Config
+from billing.directory.people import Directory, Person, Team, directory_to_json
+from billing.ledger.database import open_ledger
+from billing.ledger.tables import WASTE_COLUMNS
+from billing.ledger.write import replace_day
+from billing.web.app import create_app
+from tests.helpers.config import MINIMAL_CONFIG
+from tests.helpers.report_ledger import DAY, ROWS, frame, write_ledger
+
+RANGE = "from=2026-11-01&to=2026-11-20"
+
+
+PEOPLE = ["alice", "bob", "carol", "dave", "root"]
+
+
+TEAMS = {  # bob is on two teams; carol leads robotics, dave leads vision
+    "robotics": Team("robotics", ("alice", "bob", "carol"), ("carol",)),
+    "vision": Team("vision", ("bob", "dave"), ("dave",)),
+}
+
+
+TRUSTED, UNTRUSTED = "127.0.0.1", "10.1.2.3"
+
+
+def web_config(url: str, **web) -> Config:
+    return Config.model_validate({**MINIMAL_CONFIG, "currency": "USD", "database": url,
+                                  "web": {"admins": ["root"], **web}})
+
+
+def store_directory(url: str) -> str:
+    """The directory snapshot a run stores with its day: who leads which team."""
+    directory = Directory({uid: Person(uid, uid.title(), f"{uid}@example.org") for uid in PEOPLE}, TEAMS)
+    engine = open_ledger(url)
+    wasted = pd.DataFrame([("jaguar", "alice", "robotics", "alice", 3.5, None),  # alice held 3.5 idle GPU-hours
+                           ("ibis", "stray", "unallocated", None, None, None)], columns=WASTE_COLUMNS)
+    replace_day(engine, DAY, frame(ROWS[DAY]), "USD", snapshot=directory_to_json(directory), wasted=wasted)
+    engine.dispose()
+    return url
+
+
+@pytest.fixture(scope="module")
+def ledger_url(tmp_path_factory) -> str:
+    return store_directory(write_ledger(tmp_path_factory.mktemp("web") / "ledger.db"))
+
+
+@pytest.fixture(scope="module")
+def client(ledger_url):
+    return create_app(web_config(ledger_url)).test_client()
+
+
+def get(client, path: str, user: str | None, address: str = TRUSTED):
+    headers = {"X-Forwarded-User": user} if user is not None else {}
+    return client.get(path, headers=headers, environ_base={"REMOTE_ADDR": address})
+
+
+OK, DENIED = 200, 403
+
+
+VISITORS = ["alice", "bob", "carol", "root", "mallory"]  # a person, on two teams, a lead, an admin, unknown
+
+
+MATRIX = {  # route -> status for each visitor in VISITORS
+    "/": [303, 303, 303, 303, 303],
+    f"/me?{RANGE}": [OK, OK, OK, OK, OK],  # carol, root and mallory have no costs: an empty page says so
+    f"/me?{RANGE}&by=namespace&format=csv": [OK, OK, 404, 404, 404],
+    f"/teams/robotics?{RANGE}": [DENIED, DENIED, OK, OK, DENIED],
+    f"/teams/robotics?{RANGE}&by=person&format=csv": [DENIED, DENIED, OK, OK, DENIED],
+    f"/teams/vision?{RANGE}": [DENIED, DENIED, DENIED, OK, DENIED],
+    f"/teams/Vision?{RANGE}": [DENIED, DENIED, DENIED, 404, DENIED],  # team names are the ledger's
+    f"/all?{RANGE}": [DENIED, DENIED, DENIED, OK, DENIED],
+    f"/all?{RANGE}&by=team&format=csv": [DENIED, DENIED, DENIED, OK, DENIED],
+    f"/api/v1/costs?{RANGE}": [OK, OK, 404, OK, 404],  # default: yourself; an admin: all teams
+    f"/api/v1/costs?{RANGE}&person=alice": [OK, DENIED, DENIED, OK, DENIED],
+    f"/api/v1/costs?{RANGE}&person=bob&by=team": [DENIED, OK, DENIED, OK, DENIED],
+    f"/api/v1/costs?{RANGE}&team=robotics&by=person": [DENIED, DENIED, OK, OK, DENIED],
+    f"/api/v1/costs?{RANGE}&team=vision": [DENIED, DENIED, DENIED, OK, DENIED],
+}
