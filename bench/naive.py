@@ -2,7 +2,7 @@
 
 For every pod that was Running during the day it asks Prometheus for three
 range series at the billing step (the pod's requests, its Running phase, its
-node) and integrates them in Python with pandas, following SPEC.md literally.
+node) and integrates them in Python with pandas, following docs/spec.md literally.
 It is the obvious way to write the job, and what `billing run` is compared
 with. It asks one query at a time, as a simple script does.
 
@@ -83,7 +83,7 @@ def node_models(prom: Prometheus, selector: str, start: float, last: float, step
 
 def pod_usage(prom: Prometheus, pod: tuple[str, str, str], selector: str, start: float, last: float, step: float,
               models: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """SPEC.md steps 1-5 for one pod: request x Running at every instant, with the node's GPU model."""
+    """docs/spec.md "Billing arithmetic", rules 1 to 5 for one pod: request x Running at every instant, with the node's GPU model."""
     namespace, name, uid = pod
     match = f'namespace="{namespace}", pod="{name}", uid="{uid}"{selector}'
     running = prom.frame(f'kube_pod_status_phase{{phase="Running", {match}}}', start, last, step)

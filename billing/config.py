@@ -386,7 +386,7 @@ class WasteConfig(_Section):
 
 
 class WorkloadsConfig(_Section):
-    """Costs below the namespace: per workload and cost label (SPEC "Workloads and experiment labels")."""
+    """Costs below the namespace: per workload and cost label (docs/spec.md "Workloads and experiment labels")."""
 
     enabled: bool = True  # collect and keep costs per workload at all
     keep_days: Annotated[int, Field(ge=1)] | None = None  # days of workload rows kept; None: forever

@@ -1,4 +1,4 @@
-"""Exit statuses and messages of the command line (SPEC.md: 0 ok, 1 run failed, 2 usage/config)."""
+"""Exit statuses and messages of the command line (docs/spec.md "Command line": 0 ok, 1 run failed, 2 usage/config)."""
 
 import json
 import os

@@ -1,4 +1,4 @@
-"""Who pays for a namespace: SPEC.md rule 7, as a pure function."""
+"""Who pays for a namespace: docs/spec.md "Rule 7: owner and team", as a pure function."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Unit prices and costs (SPEC.md rules 6 and 8), discounts by priority class, reserved pools, shared idle.
+"""Unit prices and costs (docs/spec.md "Rule 6: price" and docs/spec.md "Rule 8: cost"), discounts by priority class, reserved pools, shared idle.
 
 Besides the rows of what namespaces requested (resource cpu, memory, gpu),
 the ledger holds rows of these resources:

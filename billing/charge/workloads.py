@@ -1,4 +1,4 @@
-"""Costs below the namespace (SPEC.md "Workloads and experiment labels"): the ledger's rows split over workloads.
+"""Costs below the namespace (docs/spec.md "Workloads and experiment labels"): the ledger's rows split over workloads.
 
 Each `chargeback` row of what a namespace requested (cpu, memory, gpu) is split over the namespace's
 workloads and cost-label sets the way the row itself was made: the workloads' usage is priced exactly

@@ -1,12 +1,12 @@
 """Self-audit: a sample of pods billed again from raw samples, in plain Python.
 
-The ledger comes from PromQL that factors SPEC.md's sum (collect.py's fast
+The ledger comes from PromQL that factors the sum of docs/spec.md "Rule 4: quantity" (billing/collect/usage.py's fast
 path) or evaluates it on the server (its exact path); both depend on how the
 store evaluates PromQL, which differs between stores and versions. So every
 run checks itself: per cluster-day it picks pods (at least `audit.pods` of
 those Running, and pods on the exact path, chosen by a random generator
 seeded with the cluster and the day, so a re-run audits the same pods),
-fetches their raw samples with range selectors, and applies SPEC.md's
+fetches their raw samples with range selectors, and applies docs/spec.md's
 arithmetic here:
 
     quantity(p, r) = sum_k request(p, r, t_k) * [running(p, t_k) == 1] * step / 3600
@@ -110,7 +110,7 @@ def _newest(candidates: list[tuple[str, np.ndarray]], t: np.ndarray) -> np.ndarr
 
 def recompute(series: Iterable[Series], instants: Sequence[float], step: float, gpu_resources: GpuResources,
               model_of: Callable[[dict[str, str]], str]) -> dict[PodKey, float]:
-    """Resource-hours per (uid, resource, gpu_model) from raw samples, by SPEC.md steps 1-5.
+    """Resource-hours per (uid, resource, gpu_model) from raw samples, by docs/spec.md "Billing arithmetic", rules 1 to 5.
 
     resource is cpu (cores), memory (GiB) or gpu; series other than the
     bill's (other phases, other resources, pods without node) are ignored."""

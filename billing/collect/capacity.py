@@ -2,13 +2,13 @@
 
 Billing charges what pods *requested*; operators also need what they did
 not: allocatable resource-hours of the nodes (`kube_node_status_allocatable`)
-on the same step-aligned instants as the billing arithmetic (SPEC.md step 1),
+on the same step-aligned instants as the billing arithmetic (docs/spec.md "Rule 1: sampling instants"),
 so that per cluster-day and resource
 
     requested + idle = allocatable
 
 where requested is the collected usage. A node's GPUs carry the model of its
-newest label set at each instant, as the pods' GPU-hours do (SPEC.md step 5).
+newest label set at each instant, as the pods' GPU-hours do (docs/spec.md "Rule 5: GPU model").
 The queries are chunked like collect.py's and reuse promql.py's selector building.
 """
 

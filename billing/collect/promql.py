@@ -1,6 +1,6 @@
 """The PromQL toolkit that collection, capacity and waste share.
 
-One cluster-day is asked for in chunks of step-aligned instants (SPEC.md step 1);
+One cluster-day is asked for in chunks of step-aligned instants (docs/spec.md "Rule 1: sampling instants");
 each query names its series through `Queries.series`, which adds the cluster's
 `selector`, and reads the chunk's instants through a subquery whose window
 picks exactly them. What a query asks for lives with its caller (collect.py,
@@ -196,7 +196,7 @@ class Queries:
         or an exporter that leaves the labels out). `TopControllers` takes ReplicaSets and Jobs the last step
         up, on the client: asked here, the ReplicaSets' and Jobs' owners would be read twice per chunk (PromQL
         has no outer join) and joined for every pod, for a table that has one row per ReplicaSet or Job
-        (SPEC.md "Workloads and experiment labels").
+        (docs/spec.md "Workloads and experiment labels").
 
         Read from kube_pod_info, which the usage query reads for the pod's node anyway, rather than from
         kube_pod_owner: on a 50,000-pod day the breakdown then costs Prometheus a fifth less. Exactly one per
@@ -235,7 +235,7 @@ class Queries:
         return NodeKind(model, pool if pool in self.pools.teams else "", replicas)
 
     def gpus_per_unit(self, resource: str, kind: NodeKind) -> float:
-        """Physical GPUs one unit of a resource stands for on a node of this kind (SPEC.md "GPU sharing"):
+        """Physical GPUs one unit of a resource stands for on a node of this kind (docs/spec.md "GPU sharing"):
         the resource's fraction, divided by the node's time-slicing replicas; 1 for cpu and memory."""
         return self.fractions[resource] / kind.replicas if resource in self.fractions else 1.0
 
@@ -303,7 +303,7 @@ class NodeKinds:
 
 
 class TopControllers:
-    """The last step of a pod's owner chain, for one chunk: a workload (SPEC.md "Workloads and experiment labels")
+    """The last step of a pod's owner chain, for one chunk: a workload (docs/spec.md "Workloads and experiment labels")
     is the top-level controller, and a ReplicaSet or Job with a controller of its own is not one."""
 
     def __init__(self, source: PrometheusSource, queries: Queries, at: int):

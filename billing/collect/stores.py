@@ -1,6 +1,6 @@
 """Which store answers a cluster's queries, and how its query language must be spoken.
 
-SPEC.md defines the bill on raw samples with Prometheus 2.x instant semantics:
+docs/spec.md defines the bill on raw samples with Prometheus 2.x instant semantics:
 at t the value of a series is its latest sample in [t - 5 min, t]. A bare
 selector means exactly that on a Prometheus 2.x engine (Prometheus 2, Thanos
 Query, Mimir 2, Cortex). MetricsQL (VictoriaMetrics) guesses its lookback from
@@ -41,7 +41,7 @@ class Engine:
         return self.name
 
     def latest(self, selector: str) -> str:
-        """The series' value at each instant with SPEC.md's lookback: its latest sample in [t - 5 min, t]."""
+        """The series' value at each instant with the lookback of docs/spec.md "Rule 1: sampling instants": its latest sample in [t - 5 min, t]."""
         if self.closed_lookback:
             return selector
         return f"last_over_time({selector}[{LOOKBACK_MS + 1}ms])"  # (t - 5 min - 1 ms, t] at ms precision

@@ -1,6 +1,6 @@
-"""Resource-hours per namespace from kube-state-metrics (SPEC.md steps 1-5).
+"""Resource-hours per namespace from kube-state-metrics (docs/spec.md "Billing arithmetic", rules 1 to 5).
 
-What SPEC.md defines is, per pod p and resource r,
+What docs/spec.md defines is, per pod p and resource r,
 
     quantity(p, r) = sum_k request(p, r, t_k) * running(p, t_k) * step / 3600
 

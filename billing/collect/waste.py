@@ -3,7 +3,7 @@
 Two measures per cluster-day and namespace (and, with `workloads.enabled`, per
 workload: the pod's top-level controller, promql.TopControllers), taken
 per pod and hour of the day. An hour is 3600 / step of the billing instants
-(SPEC.md step 1), and its measures are read at its last instant:
+(docs/spec.md "Rule 1: sampling instants"), and its measures are read at its last instant:
 
 * idle GPU-hours: per GPU (or MIG GPU instance) that the DCGM exporter
   labels with the pod holding it, the hour's instants at which its series is

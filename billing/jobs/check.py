@@ -6,7 +6,7 @@ reported as one `Probe`. A failing dependency never stops the others from
 being checked: that is the point of a check.
 
 Per cluster it is also a preflight of the bill: which store answers, and
-whether yesterday's samples hold every series the arithmetic needs (SPEC.md
+whether yesterday's samples hold every series the arithmetic needs (docs/spec.md
 steps 2-5, and the allocatable capacity) under the cluster's selector. A
 missing one fails with the exact fix; requests of GPU-like resources that
 `gpu_resources` does not list are a warning, as they would be billed nothing.

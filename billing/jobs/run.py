@@ -122,7 +122,7 @@ def _check_coverage(collected: list[ClusterUsage], day: date, required: float) -
 
 
 def _refuse_no_data(collected: ClusterUsage, cluster: ClusterConfig, day: date) -> None:
-    """No data is not zero (SPEC.md rule 10): a cluster-day at whose instants no kube-state-metrics
+    """No data is not zero (docs/spec.md "Rule 10: no data is not zero"): a cluster-day at whose instants no kube-state-metrics
     series was visible and no pod Running had no sample at all (a selector typo, a day outside
     retention, a scrape that never ran), and billing it would record a false zero as complete."""
     if collected.coverage == 0 and collected.pods == 0 and collected.usage.empty:

@@ -1,4 +1,4 @@
-"""The ledger's tables: `chargeback` (SPEC.md), the source of truth, and the tables written beside it.
+"""The ledger's tables: `chargeback` (docs/spec.md "Ledger tables"), the source of truth, and the tables written beside it.
 
 The schema is declared here once; Alembic's migrations (billing/ledger/migrations)
 create it, and sql/ holds the same as plain DDL. Writing a day is
@@ -23,7 +23,7 @@ metadata = MetaData()
 
 
 def _charged() -> list[Column]:
-    """Who a row is about: a day's namespace on a cluster, the team charged (SPEC rule 7), its person."""
+    """Who a row is about: a day's namespace on a cluster, the team charged (docs/spec.md "Rule 7: owner and team"), its person."""
     return [
         Column("day", Date, primary_key=True),
         Column("cluster", Text, primary_key=True),

@@ -1,6 +1,6 @@
 """How money and resource-hours are written for people: pages, emails, tables.
 
-The ledger is never rounded (SPEC rule 8). Display rounds half away from
+The ledger is never rounded (docs/spec.md "Rule 8: cost"). Display rounds half away from
 zero on the cent, from the number's shortest decimal form (2.675 shows as
 2.68, as a person expects, and as SQL's `round(numeric, 2)` gives it); a sum
 is the exact decimal sum of the ledger's values, rounded once. Within a table

@@ -43,7 +43,7 @@ GROUPINGS = {
     "day": "day",
 }
 
-# below the namespace (SPEC "Workloads and experiment labels"): --by workload, --by label:NAME
+# below the namespace (docs/spec.md "Workloads and experiment labels"): --by workload, --by label:NAME
 WORKLOAD = "workload"
 LABEL_PREFIX = "label:"
 # the workload (or label value) of ledger rows that no workload row breaks down; no Kubernetes name looks like it

@@ -204,7 +204,7 @@ def csv_text(report: Report) -> str:
 
 
 def json_text(report: Report) -> str:
-    """The SPEC.md shape; `person`, `incomplete_days`, `by`, `leads`, `list_cost` and the rows' `owner_name`
+    """The shape of docs/spec.md "Command line"; `person`, `incomplete_days`, `by`, `leads`, `list_cost` and the rows' `owner_name`
     (`person_name` by person; the directory's display name) are extra keys."""
     document: dict[str, object] = {
         "team": report.subject.name if report.subject.kind == "team" else None,

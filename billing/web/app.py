@@ -303,7 +303,7 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
 
     @app.get("/api/v1/costs")
     def costs():
-        """The JSON report of SPEC: `team=` or `person=` narrows it; without them an admin gets all teams,
+        """The JSON report of docs/spec.md "Command line": `team=` or `person=` narrows it; without them an admin gets all teams,
         anyone else their own costs."""
         _only("from", "to", "by", "team", "person")
         who = current()

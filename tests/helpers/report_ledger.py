@@ -36,7 +36,7 @@ ROWS = {
         ("jaguar", "alice", "robotics", "alice", "gpu", H100, 10.0, 2.40, 24.00),
         ("jaguar", "alice", "robotics", "alice", "cpu", "", 100.0, 0.012, 1.20),
         ("jaguar", "team-robotics", "robotics", None, "memory", "", 1000.0, 0.0015, 1.50),
-        # bob is on two teams: his 4 GPU-h are split 2 and 2 (SPEC rule 7.3)
+        # bob is on two teams: his 4 GPU-h are split 2 and 2 (docs/spec.md "Rule 7: owner and team")
         ("ibis", "bob", "robotics", "bob", "gpu", "", 2.0, 2.95, 5.90),
         ("ibis", "bob", "vision", "bob", "gpu", "", 2.0, 2.95, 5.90),
         ("ibis", "stray", "unallocated", None, "cpu", "", 50.0, 0.034, 1.70),

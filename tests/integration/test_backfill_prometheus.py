@@ -1,7 +1,7 @@
 """`billing backfill --parallel` against a real Prometheus: days collected at once, each billed exactly as the
 reference computes it, written oldest first; days without data fail loudly and the others are billed.
 
-The world holds two days of samples (2026-11-17 and 18, no margin): the day before has none, so SPEC rule 10
+The world holds two days of samples (2026-11-17 and 18, no margin): the day before has none, so docs/spec.md "Rule 10: no data is not zero"
 refuses it, and the days after it must not wait for it to be written.
 """
 

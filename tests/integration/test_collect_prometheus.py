@@ -1,6 +1,6 @@
 """Collection against a real Prometheus and a real VictoriaMetrics, checked against fixtures.reference.
 
-The reference evaluates SPEC.md's arithmetic sample by sample on the same
+The reference evaluates docs/spec.md's arithmetic sample by sample on the same
 generated series; the collection must agree to 1e-9 relative, through both
 its fast (factored) query and its exact per-instant query.
 """
@@ -88,7 +88,7 @@ def test_a_selector_matching_nothing_bills_nothing(store_server, world):
 
 @pytest.mark.parametrize("start_store", [start_prometheus, start_victoria_metrics])
 def test_running_values_other_than_1_do_not_count(tmp_path, start_store):
-    """SPEC.md counts a pod only where its Running series is 1. A series that says 2 for six hours
+    """docs/spec.md counts a pod only where its Running series is 1. A series that says 2 for six hours
     and -1 for the next six (not kube-state-metrics, but possible) must bill neither, although the
     fast query sums the series: such pods go down the exact path."""
     six, noon, eighteen = (UTC_DAY.start.timestamp() + h * 3600 for h in (6, 12, 18))

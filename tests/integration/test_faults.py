@@ -436,7 +436,7 @@ QUOTE, BRACES, STAR, SCRIPT, NEWLINE, UNICODE = 'quote"ns', "brace{ns}", "star*"
     "new\nline", "ünïcødé-名前"
 TEAM_QUOTES, TEAM_BRACES, TEAM_SCRIPT, TEAM_NEWLINE, TEAM_UNICODE = 'R&D "quotes"', "{braces}", \
     '<script>alert("team")</script>', "new\nline team", "équipe-名前"
-# namespace -> (owner, [(team, share)]): SPEC rule 7 by hand for the config and directory below
+# namespace -> (owner, [(team, share)]): docs/spec.md "Rule 7: owner and team" by hand for the config and directory below
 OWNERS = {
     QUOTE: (None, [(TEAM_QUOTES, 1)]),
     BRACES: (None, [(TEAM_BRACES, 1)]),

@@ -1,4 +1,4 @@
-"""GPU sharing against a real Prometheus and a real VictoriaMetrics (SPEC.md "GPU sharing").
+"""GPU sharing against a real Prometheus and a real VictoriaMetrics (docs/spec.md "GPU sharing").
 
 A random world plus fixtures.ksm's sharing nodes: MIG in mixed strategy (two profiles), a time-sliced
 node relabelled from 4 to 2 replicas at noon, MIG in single strategy and an AMD node, beside whole GPUs.

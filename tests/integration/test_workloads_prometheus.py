@@ -1,6 +1,6 @@
 """Workloads (top-level controllers) on a real Prometheus and a real VictoriaMetrics.
 
-A hand-made cluster-day holds every owner chain SPEC.md's "Workloads and experiment labels" names; what
+A hand-made cluster-day holds every owner chain docs/spec.md "Workloads and experiment labels" names; what
 `Queries.workload_of` and `TopControllers` answer is checked against the chains as written down here.
 """
 

@@ -1,4 +1,4 @@
-"""The job's refusal of a cluster-day without data (SPEC.md rule 10), case by case."""
+"""The job's refusal of a cluster-day without data (docs/spec.md "Rule 10: no data is not zero"), case by case."""
 
 from datetime import date
 

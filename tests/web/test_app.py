@@ -3,7 +3,7 @@
 The ledger is tests/helpers/report_ledger.py (figures worked out by hand there); the
 directory snapshot stored with it says who leads which team. Every route is
 asked by every kind of visitor, and the answer's status is compared with
-what SPEC.md's "who sees what" allows.
+what docs/spec.md "Self-service: billing serve" allows.
 """
 
 from __future__ import annotations
