@@ -45,7 +45,7 @@ Chunks: the day is cut into pieces of CHUNK_INSTANTS instants (6 hours at a
 60 s step), two evaluated at a time, which keeps every query far below
 Prometheus' default limits (11,000 points per series, 50 million samples,
 2 minutes) on clusters with tens of thousands of pods. bench/collect_bench.py
-measures all this; README.md has the figures.
+measures all this; docs/performance.md has the figures.
 """
 
 from __future__ import annotations
