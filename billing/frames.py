@@ -1,24 +1,22 @@
-"""DataFrames handed from one module to the next, checked where they cross.
+"""The frames handed from one stage to the next: each declared once here, and checked where it crosses.
 
-A frame's columns are the interface between two steps (collect → job,
-ownership → pricing, pricing → ledger): each receiver names the columns it
-reads, so a renamed or missing column fails at the border with a sentence
-naming both sides, not as a KeyError deep inside, or as a silently empty merge.
+A frame's columns are the interface between two stages (collect → charge,
+charge → ledger): the receiver checks the frame against its schema, so a
+renamed or missing column fails at the border with a sentence naming both
+sides, not as a KeyError deep inside, or as a silently empty merge. Where a
+ledger table stores a frame, tests/ledger/test_tables.py holds the table's
+columns to the schema's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import pandas as pd
 
 # the longest name a Kubernetes object can have (a DNS subdomain): the most a ledger's name column holds
 LONGEST_NAME = 253
-
-# a day's costs per workload and cost labels, as charging hands them to the ledger (table workload_costs)
-WORKLOAD_COST_COLUMNS = [
-    "cluster", "namespace", "team", "owner", "workload", "labels", "resource", "gpu_model", "quantity", "cost", "list_cost",
-]
 
 
 def require_columns(frame: pd.DataFrame, columns: Sequence[str], what: str) -> pd.DataFrame:
@@ -27,3 +25,65 @@ def require_columns(frame: pd.DataFrame, columns: Sequence[str], what: str) -> p
     if missing:
         raise ValueError(f"{what} lacks the columns {', '.join(missing)}; it has {', '.join(map(str, frame.columns))}")
     return frame
+
+
+@dataclass(frozen=True)
+class FrameSchema:
+    """The columns of one kind of frame, in the order its producer writes them."""
+
+    name: str
+    names: tuple[str, ...]
+
+    @property
+    def columns(self) -> list[str]:
+        """The column names as a list, as pandas wants them for selecting."""
+        return list(self.names)
+
+    def check(self, frame: pd.DataFrame, what: str = "") -> pd.DataFrame:
+        """`frame` itself, once it has every column of the schema (a ValueError naming both sides if not)."""
+        return require_columns(frame, self.names, what or self.name)
+
+    def empty(self) -> pd.DataFrame:
+        """A frame of this kind without rows."""
+        return pd.DataFrame(columns=self.columns)
+
+
+def schema(name: str, *columns: str) -> FrameSchema:
+    return FrameSchema(name, columns)
+
+
+WASTE_MEASURES = ("idle_gpu_hours", "unused_cpu_core_hours")  # NaN where a cluster does not measure them
+
+# --- collect → charge: one cluster-day, per namespace (the job adds `cluster` where it joins clusters)
+
+# resource-hours; resource is cpu, memory or gpu; priority_class from kube_pod_info; pool: the reserved pool
+# of the pod's node, '' for none
+USAGE = schema("usage", "namespace", "resource", "gpu_model", "priority_class", "pool", "quantity")
+# the same below the namespace: per workload (Kind/name) and cost labels (a JSON object of every cost label)
+WORKLOAD_USAGE = schema("workload usage", "namespace", "workload", "labels", "resource", "gpu_model",
+                        "priority_class", "pool", "quantity")
+# what the usage's `gpu` rows held: resource as kube-state-metrics names it (nvidia_com_mig_1g_10gb),
+# held_hours in its own units (slice-hours, replica-hours), gpu_hours the physical GPU-hours billed for them
+GPU_HELD = schema("GPU holdings", "namespace", "resource", "gpu_model", "held_hours", "gpu_hours")
+# resource-hours the nodes offered, per GPU model and reserved pool ('' for the rest)
+ALLOCATABLE = schema("allocatable capacity", "resource", "gpu_model", "pool", "allocatable")
+# what each namespace held but did not use
+WASTE = schema("waste", "namespace", *WASTE_MEASURES)
+WORKLOAD_WASTE = schema("waste per workload", "namespace", "workload", *WASTE_MEASURES)
+
+# --- charge → ledger: the day's frames of every cluster, as the ledger tables store them (less day and currency)
+
+# who pays for a namespace, and which share (a person on k teams: 1/k each)
+OWNERSHIP = schema("ownership", "namespace", "team", "owner", "share")
+# the chargeback rows
+ROWS = schema("ledger rows", "cluster", "namespace", "team", "owner", "resource", "gpu_model", "quantity",
+              "unit_price", "cost", "list_cost")
+CAPACITY = schema("capacity", "cluster", "resource", "gpu_model", "pool", "allocatable", "requested", "idle",
+                  "unit_price", "idle_cost")
+CHARGED_WASTE = schema("waste per team", "cluster", "namespace", "team", "owner", *WASTE_MEASURES)
+HOLDINGS = schema("GPU holdings per team", "cluster", "namespace", "team", "owner", "resource", "gpu_model",
+                  "held_hours", "gpu_hours", "cost")
+WORKLOAD_COSTS = schema("workload costs", "cluster", "namespace", "team", "owner", "workload", "labels", "resource",
+                        "gpu_model", "quantity", "cost", "list_cost")
+CHARGED_WORKLOAD_WASTE = schema("waste per workload and team", "cluster", "namespace", "team", "owner", "workload",
+                                *WASTE_MEASURES)

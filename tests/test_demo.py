@@ -14,8 +14,6 @@ from tests.helpers.html_tables import read_page
 MONEY = re.compile(r"^([+-]?[\d,]+\.\d\d) CHF$")
 
 
-
-
 def test_the_demo_bills_three_days_from_recorded_answers(demo_run, monkeypatch):
     tmp_path = demo_run
     monkeypatch.chdir(tmp_path)

@@ -21,9 +21,10 @@ import pytest
 from click.testing import CliRunner
 
 import billing.jobs.run
-from billing.charge.pricing import PRICED_COLUMNS
+from billing import frames
+from billing.charge.bill import DayBill
 from billing.cli import main
-from billing.collect.usage import USAGE_COLUMNS, ClusterUsage
+from billing.collect.usage import ClusterUsage
 from billing.ledger.database import open_ledger
 from billing.ledger.write import replace_day
 from tests.helpers.config import MINIMAL_CONFIG, stub_node_metrics
@@ -36,17 +37,17 @@ DAY = date(2026, 11, 20)
 PREVIOUS = pd.DataFrame(
     [("jaguar", "alice", "robotics", "alice", "gpu", "", 3.0, 1.0, 3.0, 3.0),
      ("jaguar", "team-robotics", "robotics", None, "cpu", "", 100.0, 0.01, 1.0, 1.0)],
-    columns=PRICED_COLUMNS,
+    columns=frames.ROWS.columns,
 )
 
 # What the run collects when collection is not under test: a successful write would change the ledger.
-USAGE = pd.DataFrame([("alice", "gpu", "", "", "", 10.0)], columns=USAGE_COLUMNS)
+USAGE = pd.DataFrame([("alice", "gpu", "", "", "", 10.0)], columns=frames.USAGE.columns)
 
 
 @pytest.fixture
 def ledger_url(tmp_path) -> str:
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
-    replace_day(open_ledger(url), DAY, PREVIOUS, "EUR")
+    replace_day(open_ledger(url), DAY, DayBill(PREVIOUS), "EUR")
     return url
 
 

@@ -1,8 +1,9 @@
 import pandas as pd
 import pytest
 
+from billing import frames
 from billing.charge.pricing import price
-from billing.collect.usage import USAGE_COLUMNS, ClusterUsage
+from billing.collect.usage import ClusterUsage
 from billing.frames import require_columns
 
 
@@ -18,7 +19,7 @@ def test_a_missing_column_is_named_at_the_border_with_what_the_frame_has():
 
 
 def test_collected_usage_and_pricing_check_what_they_are_handed():
-    renamed = pd.DataFrame(columns=[c if c != "quantity" else "hours" for c in USAGE_COLUMNS])
+    renamed = pd.DataFrame(columns=[c if c != "quantity" else "hours" for c in frames.USAGE.columns])
     with pytest.raises(ValueError, match="usage of cluster jaguar lacks the columns quantity"):
         ClusterUsage("jaguar", renamed, pods=0, queries=0, coverage=1.0)
     usage = pd.DataFrame([("jaguar", "alice", "cpu", "", "", 2.0)],

@@ -7,10 +7,9 @@ from collections.abc import Iterable
 
 import pandas as pd
 
+from billing import frames
 from billing.config import NamespaceRules
 from billing.directory.people import Directory
-
-OWNERSHIP_COLUMNS = ["namespace", "team", "owner", "share"]
 
 
 def owners_of(namespace: str, directory: Directory, rules: NamespaceRules) -> list[tuple[str, str | None, float]]:
@@ -33,13 +32,13 @@ def owners_of(namespace: str, directory: Directory, rules: NamespaceRules) -> li
 
 
 def assign_owners(namespaces: Iterable[str], directory: Directory, rules: NamespaceRules) -> pd.DataFrame:
-    """One row per (namespace, team): OWNERSHIP_COLUMNS."""
+    """One row per (namespace, team): frames.OWNERSHIP.columns."""
     rows = [
         (namespace, team, owner, share)
         for namespace in sorted(set(namespaces))
         for team, owner, share in owners_of(namespace, directory, rules)
     ]
-    return pd.DataFrame(rows, columns=OWNERSHIP_COLUMNS)
+    return pd.DataFrame(rows, columns=frames.OWNERSHIP.columns)
 
 
 def unallocated_reason(namespace: str, owner: str | None, directory: Directory, rules: NamespaceRules) -> str:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from billing.charge.ownership import OWNERSHIP_COLUMNS
+from billing import frames
 from billing.collect.capacity import KEYS as CAPACITY_KEYS
 from billing.config import ClusterConfig, Prices
 from billing.frames import require_columns
@@ -26,11 +26,8 @@ from billing.resources import CPU, CREDIT, GPU, IDLE, MEMORY, POOL_PREFIX, RESER
 
 log = logging.getLogger(__name__)
 
-# what pricing reads of the collected usage (collect.USAGE_COLUMNS, with the cluster)
+# what pricing reads of the collected usage (frames.USAGE, with the cluster)
 USAGE_PRICED = ["cluster", "namespace", "resource", "gpu_model", "priority_class", "quantity"]
-PRICED_COLUMNS = [
-    "cluster", "namespace", "team", "owner", "resource", "gpu_model", "quantity", "unit_price", "cost", "list_cost",
-]
 
 
 def unit_price(prices: Prices, resource: str, gpu_model: str) -> float:
@@ -44,20 +41,20 @@ def price(usage: pd.DataFrame, ownership: pd.DataFrame, prices: dict[str, Prices
           below: Sequence[str] = ()) -> pd.DataFrame:
     """Ledger rows: each namespace's usage split over its teams and priced per cluster.
 
-    usage: USAGE_PRICED; ownership: ownership.OWNERSHIP_COLUMNS.
+    usage: USAGE_PRICED; ownership: frames.OWNERSHIP.
     A row keeps the whole quantity and the list unit_price (list_cost = quantity x unit_price);
     its cost is what was paid: each priority class's list cost times the class's multiplier.
     `below`: columns of the usage that break a namespace down further (workload, labels), kept apart.
     """
     require_columns(usage, [*USAGE_PRICED, *below], "usage to price")
-    require_columns(ownership, OWNERSHIP_COLUMNS, "ownership of namespaces")
+    frames.OWNERSHIP.check(ownership, "ownership of namespaces")
     rows = usage.merge(ownership, on="namespace", how="left", validate="many_to_many")
     if rows["team"].isna().any():
         missing = sorted(rows.loc[rows["team"].isna(), "namespace"].unique())
         raise ValueError(f"namespaces without an owner: {missing[:5]}")  # a bug, never an input problem
     rows["quantity"] = rows["quantity"] * rows["share"]
     rows["multiplier"] = [prices[c].priority_classes.get(p, 1.0) for c, p in zip(rows["cluster"], rows["priority_class"])]
-    keys = [*PRICED_COLUMNS[:6], *below]
+    keys = [*frames.ROWS.columns[:6], *below]
     # quantities per multiplier first, so that without discounts cost is exactly quantity x unit_price
     rows = rows.groupby([*keys, "multiplier"], dropna=False, as_index=False)["quantity"].sum()
     rows["unit_price"] = [
@@ -66,7 +63,7 @@ def price(usage: pd.DataFrame, ownership: pd.DataFrame, prices: dict[str, Prices
     rows["cost"] = rows["quantity"] * rows["unit_price"] * rows["multiplier"]
     rows = rows.groupby([*keys, "unit_price"], dropna=False, as_index=False)[["quantity", "cost"]].sum()
     rows["list_cost"] = rows["quantity"] * rows["unit_price"]
-    return rows[[*PRICED_COLUMNS, *below]].sort_values(keys, ignore_index=True)
+    return rows[[*frames.ROWS.columns, *below]].sort_values(keys, ignore_index=True)
 
 
 def reserve_pools(capacity: pd.DataFrame, usage: pd.DataFrame, ownership: pd.DataFrame,
@@ -83,17 +80,17 @@ def reserve_pools(capacity: pd.DataFrame, usage: pd.DataFrame, ownership: pd.Dat
         reserved = held.assign(namespace=POOL_PREFIX + pool, team=teams[(cluster, pool)], owner=None,
                                resource=RESERVED + held["resource"], quantity=held["allocatable"])
         reserved["cost"] = reserved["list_cost"] = reserved["quantity"] * reserved["unit_price"]
-        pooled.append(reserved[PRICED_COLUMNS])
+        pooled.append(reserved[frames.ROWS.columns])
         used = usage[(usage["cluster"] == cluster) & (usage["pool"] == pool)]
         if len(used):
             charged = price(used, ownership, prices)
             pooled.append(charged.assign(team=teams[(cluster, pool)], resource=CREDIT + charged["resource"],
                                          quantity=-charged["quantity"], cost=-charged["cost"], list_cost=-charged["cost"]))
     if not pooled:
-        return pd.DataFrame(columns=PRICED_COLUMNS)
-    keys = [*PRICED_COLUMNS[:6], "unit_price"]  # a namespace's teams' credits go to one team: one row
+        return pd.DataFrame(columns=frames.ROWS.columns)
+    keys = [*frames.ROWS.columns[:6], "unit_price"]  # a namespace's teams' credits go to one team: one row
     rows = pd.concat(pooled, ignore_index=True).groupby(keys, dropna=False, as_index=False)[["quantity", "cost", "list_cost"]]
-    return rows.sum()[PRICED_COLUMNS].sort_values(PRICED_COLUMNS[:6], ignore_index=True)
+    return rows.sum()[frames.ROWS.columns].sort_values(frames.ROWS.columns[:6], ignore_index=True)
 
 
 def share_idle(capacity: pd.DataFrame, rows: pd.DataFrame, unallocated_team: str) -> pd.DataFrame:
@@ -115,20 +112,17 @@ def share_idle(capacity: pd.DataFrame, rows: pd.DataFrame, unallocated_team: str
         charged["resource"] = IDLE + charged["resource"]
         charged["quantity"] = charged["idle"] * charged["weight"]
         charged["cost"] = charged["list_cost"] = charged["quantity"] * charged["unit_price"]
-        shared.append(charged[PRICED_COLUMNS])
+        shared.append(charged[frames.ROWS.columns])
     if not shared:
-        return pd.DataFrame(columns=PRICED_COLUMNS)
-    return pd.concat(shared, ignore_index=True).sort_values(PRICED_COLUMNS[:6], ignore_index=True)
-
-
-HOLDING_COLUMNS = ["cluster", "namespace", "team", "owner", "resource", "gpu_model", "held_hours", "gpu_hours", "cost"]
+        return pd.DataFrame(columns=frames.ROWS.columns)
+    return pd.concat(shared, ignore_index=True).sort_values(frames.ROWS.columns[:6], ignore_index=True)
 
 
 def price_holdings(holdings: pd.DataFrame, ownership: pd.DataFrame, priced: pd.DataFrame) -> pd.DataFrame:
     """What each ledger `gpu` row held, per GPU resource: split over teams like the usage, and costed as
     the resource's share of the row's GPU-hours times the row's cost (so a row's holdings add up to it).
 
-    holdings: cluster and collect.HOLDING_COLUMNS; ownership as for `price`; priced: `price`'s rows.
+    holdings: cluster and frames.GPU_HELD; ownership as for `price`; priced: `price`'s rows.
     """
     rows = holdings.merge(ownership, on="namespace", how="left", validate="many_to_many")
     rows["held_hours"] = rows["held_hours"] * rows["share"]
@@ -139,14 +133,12 @@ def price_holdings(holdings: pd.DataFrame, ownership: pd.DataFrame, priced: pd.D
     rows = rows.merge(billed, on=keys, how="left").fillna({"quantity": 0.0, "cost": 0.0})
     share = (rows["gpu_hours"] / rows["quantity"]).where(rows["quantity"] > 0, 0.0)
     rows["cost"] = rows["cost"] * share
-    return rows[HOLDING_COLUMNS].sort_values(HOLDING_COLUMNS[:6], ignore_index=True)
-
-
-CAPACITY_COLUMNS = [*CAPACITY_KEYS, "allocatable", "requested", "idle", "unit_price", "idle_cost"]
+    return rows[frames.HOLDINGS.columns].sort_values(frames.HOLDINGS.columns[:6], ignore_index=True)
 
 
 def idle_capacity(allocatable: pd.DataFrame, usage: pd.DataFrame, prices: Prices, cluster: str) -> pd.DataFrame:
-    """Per resource, GPU model and pool: allocatable, requested (the usage frame's total), idle and its cost.
+    """Per resource, GPU model and pool (frames.CAPACITY): allocatable, requested (the usage frame's total),
+    idle and its cost.
 
     Idle is never negative: requests above allocatable (pods on nodes that
     export no allocatable) are logged, and count as no idle.
@@ -162,4 +154,4 @@ def idle_capacity(allocatable: pd.DataFrame, usage: pd.DataFrame, prices: Prices
     frame["idle"] = (frame["allocatable"] - frame["requested"]).clip(lower=0.0)
     frame["unit_price"] = [unit_price(prices, r, m) for r, m in zip(frame["resource"], frame["gpu_model"])]
     frame["idle_cost"] = frame["idle"] * frame["unit_price"]
-    return frame[CAPACITY_COLUMNS]
+    return frame.assign(cluster=cluster)[frames.CAPACITY.columns]

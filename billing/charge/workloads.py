@@ -16,10 +16,11 @@ from datetime import date, timedelta
 
 import pandas as pd
 
-from billing.charge.pricing import PRICED_COLUMNS, price
-from billing.collect.usage import WORKLOAD_COLUMNS, labels_json
+from billing import frames
+from billing.charge.pricing import price
+from billing.collect.usage import labels_json
 from billing.config import Prices
-from billing.frames import WORKLOAD_COST_COLUMNS, require_columns
+from billing.frames import require_columns
 
 UNATTRIBUTED = "(namespace)"  # the workload of a row's part that no pod's workload requested
 BELOW = ["workload", "labels"]
@@ -29,12 +30,12 @@ AMOUNTS = ["quantity", "cost", "list_cost"]
 
 def workload_costs(usage: pd.DataFrame, ownership: pd.DataFrame, prices: dict[str, Prices], rows: pd.DataFrame,
                    cost_labels: Sequence[str]) -> pd.DataFrame:
-    """WORKLOAD_COST_COLUMNS rows that add up to `rows` per ROW_KEYS.
+    """frames.WORKLOAD_COSTS.columns rows that add up to `rows` per ROW_KEYS.
 
-    usage: cluster and collect.WORKLOAD_COLUMNS of the clusters whose workloads were collected;
-    ownership as for pricing.price; rows: the day's ledger rows (pricing.PRICED_COLUMNS)."""
-    require_columns(usage, ["cluster", *WORKLOAD_COLUMNS], "workload usage")
-    require_columns(rows, PRICED_COLUMNS, "ledger rows to split over workloads")
+    usage: cluster and frames.WORKLOAD_USAGE of the clusters whose workloads were collected;
+    ownership as for pricing.price; rows: the day's ledger rows (frames.ROWS)."""
+    require_columns(usage, ["cluster", *frames.WORKLOAD_USAGE.columns], "workload usage")
+    frames.ROWS.check(rows, "ledger rows to split over workloads")
     parts = price(usage, ownership, prices, below=BELOW)
     parts = parts[parts["quantity"] != 0].astype({amount: float for amount in AMOUNTS})
     whole = rows.astype({amount: float for amount in AMOUNTS}).groupby(ROW_KEYS, dropna=False, as_index=False)[AMOUNTS]
@@ -49,8 +50,8 @@ def workload_costs(usage: pd.DataFrame, ownership: pd.DataFrame, prices: dict[st
     rest = rows.merge(split, on=ROW_KEYS, how="left", indicator=True)
     rest = rest[rest["_merge"] == "left_only"].groupby([*ROW_KEYS, "owner"], dropna=False, as_index=False)[AMOUNTS]
     rest = rest.sum().assign(workload=UNATTRIBUTED, labels=labels_json(("",) * len(cost_labels), tuple(cost_labels)))
-    frame = pd.concat([parts[WORKLOAD_COST_COLUMNS], rest[WORKLOAD_COST_COLUMNS]], ignore_index=True)
-    return frame.sort_values(WORKLOAD_COST_COLUMNS[:8], ignore_index=True)
+    frame = pd.concat([parts[frames.WORKLOAD_COSTS.columns], rest[frames.WORKLOAD_COSTS.columns]], ignore_index=True)
+    return frame.sort_values(frames.WORKLOAD_COSTS.columns[:8], ignore_index=True)
 
 
 def kept_since(today: date, keep_days: int | None) -> date | None:

@@ -28,7 +28,6 @@ from billing.days import BillingDay
 log = logging.getLogger(__name__)
 
 KEYS = ["resource", "gpu_model", "pool"]  # pool: the reserved pool of the nodes, '' for the rest
-ALLOCATABLE_COLUMNS = [*KEYS, "allocatable"]
 
 
 class CapacityQueries(Queries):
@@ -72,7 +71,7 @@ def collect_allocatable(
     cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: GpuResources, source: PrometheusSource,
     store: Store | None = None
 ) -> pd.DataFrame:
-    """Allocatable resource-hours of one cluster-day per resource, GPU model and pool (ALLOCATABLE_COLUMNS)."""
+    """Allocatable resource-hours of one cluster-day per resource, GPU model and pool (frames.ALLOCATABLE.columns)."""
     store = store or store_of(source, cluster, day)
     rows = map_chunks(lambda c: _chunk_allocatable(source, CapacityQueries(cluster, gpu_resources, c, store), c),
                       chunks(day, step))

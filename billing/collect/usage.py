@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from billing import frames
 from billing.collect.prometheus import PrometheusError, PrometheusSource
 from billing.collect.promql import (
     QUERY_BYTES,
@@ -77,19 +78,15 @@ from billing.collect.promql import (
 from billing.collect.stores import DEFAULT_STORE, Store, store_of
 from billing.config import ClusterConfig, kube_label
 from billing.days import BillingDay
-from billing.frames import require_columns
 
 log = logging.getLogger(__name__)
 
 GIB = 2**30
-USAGE_COLUMNS = ["namespace", "resource", "gpu_model", "priority_class", "pool", "quantity"]
 # what GPU rows held, below the usage's `gpu`: resource as kube-state-metrics names it (nvidia_com_mig_1g_10gb),
 # held_hours in its own units (slice-hours, replica-hours), gpu_hours the physical-GPU-hours billed for them
-HOLDING_COLUMNS = ["namespace", "resource", "gpu_model", "held_hours", "gpu_hours"]
 POD_COLUMNS = ["pod", "uid"]
 # the same usage below the namespace: per workload (promql.TopControllers) and cost labels, a JSON object
 # of every configured cost label (ledger.py's `labels` column), with the usage's other columns
-WORKLOAD_COLUMNS = ["namespace", "workload", "labels", "resource", "gpu_model", "priority_class", "pool", "quantity"]
 # resource-hours of one namespace-day that no cluster has (4e10 cores or GiB all day); with prices below
 # 1e9 per unit the cost stays far inside what reports can show as money
 HIGHEST_QUANTITY = 1e12
@@ -100,15 +97,15 @@ class ClusterUsage:
     """One cluster-day: resource-hours per namespace, resource, GPU model, priority class and pool."""
 
     cluster: str
-    usage: pd.DataFrame  # USAGE_COLUMNS; resource is cpu, memory or gpu; priority_class from kube_pod_info;
+    usage: pd.DataFrame  # frames.USAGE.columns; resource is cpu, memory or gpu; priority_class from kube_pod_info;
     # pool: the reserved pool of the pod's node, '' when none
     pods: int  # distinct pods seen Running during the day
     queries: int
     coverage: float  # share of the day's instants at which kube-state-metrics data was there
-    holdings: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=HOLDING_COLUMNS))  # GPU resources
+    holdings: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=frames.GPU_HELD.columns))  # GPU resources
     running: frozenset[str] = frozenset()  # their uids
     exact: frozenset[str] = frozenset()  # uids of the pods evaluated instant by instant
-    # WORKLOAD_COLUMNS, summing to `usage` per namespace, resource, GPU model, priority class and pool;
+    # frames.WORKLOAD_USAGE.columns, summing to `usage` per namespace, resource, GPU model, priority class and pool;
     # None when workloads were not collected
     workloads: pd.DataFrame | None = None
     # each chunk's top-level controllers, in the day's order, when workloads were collected: waste per workload
@@ -116,10 +113,10 @@ class ClusterUsage:
     controllers: tuple[TopControllers, ...] = ()
 
     def __post_init__(self) -> None:
-        require_columns(self.usage, USAGE_COLUMNS, f"usage of cluster {self.cluster}")
-        require_columns(self.holdings, HOLDING_COLUMNS, f"GPU holdings of cluster {self.cluster}")
+        frames.USAGE.check(self.usage, f"usage of cluster {self.cluster}")
+        frames.GPU_HELD.check(self.holdings, f"GPU holdings of cluster {self.cluster}")
         if self.workloads is not None:
-            require_columns(self.workloads, WORKLOAD_COLUMNS, f"workload usage of cluster {self.cluster}")
+            frames.WORKLOAD_USAGE.check(self.workloads, f"workload usage of cluster {self.cluster}")
 
 
 POD = ", ".join(POD_COLUMNS)  # the labels that keep results apart per pod (the self-audit asks so)
@@ -235,7 +232,7 @@ sum by (namespace, node, resource, priority_class, {self.node_keys}{", " + POD i
 
 @dataclass(frozen=True)
 class _ChunkResult:
-    usage: pd.DataFrame  # USAGE_COLUMNS (resource as KSM names it), after POD_COLUMNS when asked by pod, and
+    usage: pd.DataFrame  # frames.USAGE.columns (resource as KSM names it), after POD_COLUMNS when asked by pod, and
     # held: hours in the resource's own units
     pods: frozenset[str]
     exact: frozenset[str]
@@ -302,9 +299,9 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
                 rows.append(row(labels, sum(float(v) for _, v in series["values"])))
             asked += 1
     instants = (chunk.end - chunk.start) // chunk.step
-    columns = [*POD_COLUMNS, *USAGE_COLUMNS] if by_pod else USAGE_COLUMNS
+    columns = [*POD_COLUMNS, *frames.USAGE.columns] if by_pod else frames.USAGE.columns
     if queries.breakdown_keys:
-        at = columns.index("resource")  # workload and labels follow the namespace, as in WORKLOAD_COLUMNS
+        at = columns.index("resource")  # workload and labels follow the namespace, as in frames.WORKLOAD_USAGE.columns
         columns = [*columns[:at], "workload", "labels", *columns[at:]]
     return _ChunkResult(_hours(rows, chunk.step, columns), running, exact_pods, asked, covered, instants, tops)
 
@@ -360,14 +357,14 @@ def _by_workload(raw: pd.DataFrame, gpu_resources: GpuResources) -> pd.DataFrame
     """Resource-hours in billing units, one row per namespace, workload, cost labels, resource, GPU model,
     priority class and pool: the usage's rows split further."""
     frame = billing_units(raw, gpu_resources)
-    return frame.groupby(WORKLOAD_COLUMNS[:-1], as_index=False, sort=True)["quantity"].sum()[WORKLOAD_COLUMNS]
+    return frame.groupby(frames.WORKLOAD_USAGE.columns[:-1], as_index=False, sort=True)["quantity"].sum()[frames.WORKLOAD_USAGE.columns]
 
 
 def _holdings(raw: pd.DataFrame, gpu_resources: GpuResources) -> pd.DataFrame:
     """Per namespace, GPU resource and model: hours held in the resource's units, and physical-GPU-hours."""
     gpus = raw[raw["resource"].isin(list(gpu_resources)) & (raw["quantity"] != 0)]
     summed = gpus.groupby(["namespace", "resource", "gpu_model"], as_index=False, sort=True)[["held", "quantity"]].sum()
-    return summed.rename(columns={"held": "held_hours", "quantity": "gpu_hours"})[HOLDING_COLUMNS]
+    return summed.rename(columns={"held": "held_hours", "quantity": "gpu_hours"})[frames.GPU_HELD.columns]
 
 
 def pod_usage(queries: Callable[[Chunk], UsageQueries], day: BillingDay, step: int, gpu_resources: GpuResources,
@@ -407,7 +404,7 @@ def _normalise(raw: pd.DataFrame, gpu_resources: GpuResources) -> pd.DataFrame:
     """Resource-hours in billing units, one row per namespace, resource, GPU model, priority class and pool."""
     frame = billing_units(raw, gpu_resources)
     return (
-        frame.groupby(USAGE_COLUMNS[:-1], as_index=False, sort=True)["quantity"]
+        frame.groupby(frames.USAGE.columns[:-1], as_index=False, sort=True)["quantity"]
         .sum()
-        .reindex(columns=USAGE_COLUMNS)
+        .reindex(columns=frames.USAGE.columns)
     )

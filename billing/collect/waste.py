@@ -71,6 +71,7 @@ from dataclasses import replace
 
 import pandas as pd
 
+from billing import frames
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.promql import (
     CONTROLLED,
@@ -93,7 +94,6 @@ GPU_UTILISATION = "DCGM_FI_DEV_GPU_UTIL"
 GPU_INSTANCE_ACTIVITY = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"  # MIG GPU instances: share of time busy, 0 to 1
 CPU_USAGE = "container_cpu_usage_seconds_total"
 MEASURES = ["idle_gpu_hours", "unused_cpu_core_hours"]
-WASTE_COLUMNS = ["namespace", *MEASURES]
 WORKLOAD_WASTE_KEYS = ["namespace", "workload"]  # the keys of waste per workload, before its measures
 POD_KEYS = ["namespace", "pod"]
 HOUR = 3600  # seconds: the grain of waste
@@ -288,7 +288,7 @@ def _workloads(source: PrometheusSource, queries: WasteQueries, chunk: Chunk,
 def collect_waste(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: GpuResources,
                   source: PrometheusSource, below: float, store: Store | None = None,
                   by_workload: bool = False, controllers: Sequence[TopControllers] = ()) -> pd.DataFrame:
-    """Idle GPU-hours and unused CPU core-hours of one cluster-day per namespace (WASTE_COLUMNS), or
+    """Idle GPU-hours and unused CPU core-hours of one cluster-day per namespace (frames.WASTE.columns), or
     with `by_workload` per namespace and workload (WORKLOAD_WASTE_KEYS and MEASURES); `controllers`: each
     chunk's top-level controllers as usage found them (ClusterUsage.controllers), asked here when not given.
 
@@ -323,8 +323,8 @@ def collect_waste(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resour
 
 
 def waste_by_namespace(by_workload: pd.DataFrame) -> pd.DataFrame:
-    """Waste per workload summed per namespace (WASTE_COLUMNS): what the namespace table holds."""
-    return by_workload.groupby("namespace", as_index=False, sort=True)[MEASURES].sum(min_count=1)[WASTE_COLUMNS]
+    """Waste per workload summed per namespace (frames.WASTE.columns): what the namespace table holds."""
+    return by_workload.groupby("namespace", as_index=False, sort=True)[MEASURES].sum(min_count=1)[frames.WASTE.columns]
 
 
 def attribute_waste(waste: pd.DataFrame, ownership: pd.DataFrame) -> pd.DataFrame:

@@ -11,6 +11,8 @@ from pathlib import Path
 import pandas as pd
 from sqlalchemy import Engine
 
+from billing import frames
+from billing.charge.bill import DayBill
 from billing.charge.ownership import assign_owners
 from billing.charge.pricing import idle_capacity, price, price_holdings, reserve_pools, share_idle
 from billing.charge.workloads import kept_since, workload_costs
@@ -19,15 +21,8 @@ from billing.collect.capacity import collect_allocatable
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.replay import prometheus_source
 from billing.collect.stores import Store, store_of
-from billing.collect.usage import WORKLOAD_COLUMNS, ClusterUsage, collect_cluster
-from billing.collect.waste import (
-    MEASURES,
-    WASTE_COLUMNS,
-    WORKLOAD_WASTE_KEYS,
-    attribute_waste,
-    collect_waste,
-    waste_by_namespace,
-)
+from billing.collect.usage import ClusterUsage, collect_cluster
+from billing.collect.waste import MEASURES, WORKLOAD_WASTE_KEYS, attribute_waste, collect_waste, waste_by_namespace
 from billing.config import ClusterConfig, Config
 from billing.days import BillingDay, billing_day
 from billing.directory.people import (
@@ -172,8 +167,8 @@ class _Collected:
     """What one cluster's store said about the day: usage, capacity and waste."""
 
     usage: ClusterUsage
-    capacity: pd.DataFrame  # pricing.CAPACITY_COLUMNS and cluster
-    wasted: pd.DataFrame  # waste.WASTE_COLUMNS and cluster
+    capacity: pd.DataFrame  # frames.CAPACITY
+    wasted: pd.DataFrame  # frames.WASTE and cluster
     workload_wasted: pd.DataFrame  # waste.WORKLOAD_WASTE_KEYS, MEASURES and cluster; no rows with workloads off
 
 
@@ -201,17 +196,17 @@ def collect_from(config: Config, cluster: ClusterConfig, period: BillingDay, sou
     capacity = idle_capacity(allocatable, usage.usage, cluster.prices, cluster.name)
     _log_cluster(usage)
     _log_capacity(cluster.name, capacity)
-    return _Collected(usage, capacity.assign(cluster=cluster.name), wasted.assign(cluster=cluster.name),
+    return _Collected(usage, capacity, wasted.assign(cluster=cluster.name),
                       workload_wasted.assign(cluster=cluster.name))
 
 
 def _collect_waste(config: Config, cluster: ClusterConfig, period: BillingDay, source: PrometheusSource,
                    store: Store, usage: ClusterUsage) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Waste per namespace (WASTE_COLUMNS) and per workload (none with workloads off); with workloads on,
+    """Waste per namespace (frames.WASTE.columns) and per workload (none with workloads off); with workloads on,
     the namespace's is the sum over its workloads, from the same queries."""
     none = pd.DataFrame(columns=[*WORKLOAD_WASTE_KEYS, *MEASURES])
     if not config.waste.enabled:
-        return pd.DataFrame(columns=WASTE_COLUMNS), none
+        return pd.DataFrame(columns=frames.WASTE.columns), none
     by_workload = config.workloads.enabled
     wasted = collect_waste(cluster, period, int(config.step), config.gpu_resources, source,
                            config.waste.gpu_utilisation_below, store, by_workload=by_workload,
@@ -237,12 +232,12 @@ def _bill(config: Config, ledger: Engine, day: date, collected: list[_Collected]
     rows = pd.concat([rows, pool_rows, idle_rows], ignore_index=True)
     workloads = _workload_rows(config, collected, ownership, rows)
 
+    bill = DayBill(rows, capacity, attribute_waste(wasted, ownership), held, workloads,
+                   attribute_waste(workload_wasted, ownership) if workloads is not None else None,
+                   {c.usage.cluster: c.usage.coverage for c in collected})
     written = replace_day(
-        ledger, day, rows, config.currency,
+        ledger, day, bill, config.currency,
         snapshot=None if directory_warning else directory_to_json(directory), directory_note=directory_warning,
-        coverage={c.usage.cluster: c.usage.coverage for c in collected},
-        capacity=capacity, wasted=attribute_waste(wasted, ownership), held=held, workloads=workloads,
-        workload_wasted=attribute_waste(workload_wasted, ownership),
         workloads_since=kept_since(datetime.now(config.zone).date(), config.workloads.keep_days),
     )
     total = float(rows["cost"].sum())
@@ -259,7 +254,7 @@ def _workload_rows(config: Config, collected: list[_Collected], ownership: pd.Da
     if not config.workloads.enabled:
         return None
     usage = pd.concat([c.usage.workloads.assign(cluster=c.usage.cluster) for c in collected
-                       if c.usage.workloads is not None] or [pd.DataFrame(columns=["cluster", *WORKLOAD_COLUMNS])],
+                       if c.usage.workloads is not None] or [pd.DataFrame(columns=["cluster", *frames.WORKLOAD_USAGE.columns])],
                       ignore_index=True)
     return workload_costs(usage, ownership, {c.name: c.prices for c in config.clusters}, rows, config.cost_labels)
 

@@ -11,12 +11,10 @@ from sqlalchemy import (
     select,
 )
 
+from billing import frames
 from billing.ledger.database import fetch_rows, read_frame
 from billing.ledger.tables import (
-    CAPACITY_COLUMNS,
-    HOLDING_COLUMNS,
     LEDGER_COLUMNS,
-    WASTE_COLUMNS,
     chargeback,
     cluster_capacity,
     cluster_days,
@@ -70,29 +68,29 @@ def incomplete(engine: Engine, first: date, last: date) -> list[tuple[date, str,
 
 
 def read_capacity(engine: Engine, day: date) -> pd.DataFrame:
-    """Each cluster's capacity of a day (CAPACITY_COLUMNS); no rows for a day run before capacity was kept."""
+    """Each cluster's capacity of a day (frames.CAPACITY.columns); no rows for a day run before capacity was kept."""
     query = select(cluster_capacity).where(cluster_capacity.c.day == day).order_by(
         cluster_capacity.c.cluster, cluster_capacity.c.pool, cluster_capacity.c.resource, cluster_capacity.c.gpu_model)
-    return read_frame(engine, query, "cluster capacity", ["day", *CAPACITY_COLUMNS])[CAPACITY_COLUMNS]
+    return read_frame(engine, query, "cluster capacity", ["day", *frames.CAPACITY.columns])[frames.CAPACITY.columns]
 
 
 def read_waste(engine: Engine, day: date) -> pd.DataFrame:
-    """What each namespace's teams held but did not use on a day (WASTE_COLUMNS)."""
+    """What each namespace's teams held but did not use on a day (frames.CHARGED_WASTE.columns)."""
     query = select(waste).where(waste.c.day == day).order_by(waste.c.team, waste.c.owner, waste.c.namespace)
-    rows = read_frame(engine, query, "waste", ["day", *WASTE_COLUMNS])[WASTE_COLUMNS]
+    rows = read_frame(engine, query, "waste", ["day", *frames.CHARGED_WASTE.columns])[frames.CHARGED_WASTE.columns]
     return rows.astype({"idle_gpu_hours": float, "unused_cpu_core_hours": float})
 
 
 def read_holdings(engine: Engine, day: date) -> pd.DataFrame:
-    """What the day's `gpu` rows held per GPU resource (HOLDING_COLUMNS); none for days billed before 0003."""
+    """What the day's `gpu` rows held per GPU resource (frames.HOLDINGS.columns); none for days billed before 0003."""
     query = select(gpu_holdings).where(gpu_holdings.c.day == day)
     columns = [c.name for c in gpu_holdings.columns]
-    return read_frame(engine, query, "GPU holdings", columns)[HOLDING_COLUMNS]
+    return read_frame(engine, query, "GPU holdings", columns)[frames.HOLDINGS.columns]
 
 
 def read_workload_costs(engine: Engine, first: date, last: date, team: str | None = None,
                         owner: str | None = None) -> pd.DataFrame:
-    """Costs per workload and cost labels of a date range (day and WORKLOAD_COST_COLUMNS, currency),
+    """Costs per workload and cost labels of a date range (day, frames.WORKLOAD_COSTS, currency),
     optionally of one team or person; no rows for days billed before 0005 or with workloads off."""
     query = select(workload_costs).where(workload_costs.c.day.between(first, last))
     if team is not None:

@@ -218,20 +218,6 @@ adjustments = Table(  # what a re-run of a closed month's day changed, booked in
 LEDGER_COLUMNS = [c.name for c in chargeback.columns]
 
 
-CAPACITY_COLUMNS = [c.name for c in cluster_capacity.columns if c.name != "day"]
-
-
-WASTE_COLUMNS = [c.name for c in waste.columns if c.name != "day"]
-
-
-HOLDING_COLUMNS = [c.name for c in gpu_holdings.columns if c.name not in ("day", "currency")]
-
-
-
-
-WORKLOAD_WASTE_COLUMNS = [c.name for c in workload_waste.columns if c.name != "day"]
-
-
 NAME_COLUMNS = ["cluster", "namespace", "team", "owner", "gpu_model"]
 
 

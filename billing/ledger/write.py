@@ -24,15 +24,13 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import SQLAlchemyError
 
-from billing.frames import LONGEST_NAME, WORKLOAD_COST_COLUMNS, require_columns
+from billing import frames
+from billing.charge.bill import DayBill
+from billing.frames import LONGEST_NAME
 from billing.ledger.database import LedgerError, database_name, failure_cause
 from billing.ledger.tables import (
-    CAPACITY_COLUMNS,
-    HOLDING_COLUMNS,
     LEDGER_COLUMNS,
     NAME_COLUMNS,
-    WASTE_COLUMNS,
-    WORKLOAD_WASTE_COLUMNS,
     adjustments,
     chargeback,
     closed_months,
@@ -75,32 +73,23 @@ def serialise_with_runs(conn: Connection, days: list[date]) -> None:
 def replace_day(
     engine: Engine,
     day: date,
-    rows: pd.DataFrame,
+    bill: DayBill,
     currency: str,
     snapshot: str | None = None,
     directory_note: str = "",
-    coverage: dict[str, float] | None = None,
-    capacity: pd.DataFrame | None = None,
-    wasted: pd.DataFrame | None = None,
-    held: pd.DataFrame | None = None,
-    workloads: pd.DataFrame | None = None,
-    workload_wasted: pd.DataFrame | None = None,
     workloads_since: date | None = None,
 ) -> int:
-    """Replace the day's rows in one transaction; return how many were written.
+    """Replace the day's rows in every ledger table with `bill`'s, in one transaction; return how many
+    chargeback rows were written.
 
     `snapshot`, the directory the run read, replaces the stored one in the same
     transaction, so only a run that succeeded leaves one behind;
     `directory_note` records why a run used the last known directory instead;
-    `coverage` is each cluster's share of the day with kube-state-metrics data;
-    `capacity` (CAPACITY_COLUMNS) each cluster's allocatable, requested and idle resource-hours;
-    `wasted` (WASTE_COLUMNS) what each namespace's teams held but did not use;
-    `held` (HOLDING_COLUMNS) which GPU resources the `gpu` rows held;
-    `workloads` (WORKLOAD_COST_COLUMNS) and `workload_wasted` (WORKLOAD_WASTE_COLUMNS) the same costs
-    and waste below the namespace; `workloads_since` (workloads.keep_days): workload rows of earlier
-    days are deleted, and none are written for a day before it.
+    `workloads_since` (workloads.keep_days): workload rows of earlier days are
+    deleted, and none are written for a day before it.
     """
-    require_columns(rows, [c for c in LEDGER_COLUMNS if c not in ("day", "currency", "computed_at")], f"rows of {day}")
+    rows, capacity, wasted, held = bill.rows, bill.capacity, bill.wasted, bill.held
+    workloads, workload_wasted, coverage = bill.workloads, bill.workload_wasted, bill.coverage
     _refuse_long_names(engine, day, rows)
     computed_at = datetime.now(timezone.utc)
     records = rows.assign(day=day, currency=currency, computed_at=computed_at)[LEDGER_COLUMNS]
@@ -124,24 +113,24 @@ def replace_day(
             if coverage:
                 conn.execute(insert(cluster_days), [{"day": day, "cluster": c, "coverage": v} for c, v in coverage.items()])
             conn.execute(delete(cluster_capacity).where(cluster_capacity.c.day == day))
-            if capacity is not None and len(capacity):
-                conn.execute(insert(cluster_capacity), capacity[CAPACITY_COLUMNS].assign(day=day).to_dict("records"))
+            if len(capacity):
+                conn.execute(insert(cluster_capacity), capacity[frames.CAPACITY.columns].assign(day=day).to_dict("records"))
             conn.execute(delete(waste).where(waste.c.day == day))
-            if wasted is not None and len(wasted):
-                _insert(conn, waste, wasted[WASTE_COLUMNS].assign(day=day))
+            if len(wasted):
+                _insert(conn, waste, wasted[frames.CHARGED_WASTE.columns].assign(day=day))
             conn.execute(delete(gpu_holdings).where(gpu_holdings.c.day == day))
-            if held is not None and len(held):
-                _insert(conn, gpu_holdings, held[HOLDING_COLUMNS].assign(day=day, currency=currency))
+            if len(held):
+                _insert(conn, gpu_holdings, held[frames.HOLDINGS.columns].assign(day=day, currency=currency))
             conn.execute(delete(workload_costs).where(workload_costs.c.day == day))
             kept = workloads_since is None or day >= workloads_since
             if workloads_since is not None:
                 conn.execute(delete(workload_costs).where(workload_costs.c.day < workloads_since))
                 conn.execute(delete(workload_waste).where(workload_waste.c.day < workloads_since))
             if kept and workloads is not None and len(workloads):
-                _insert(conn, workload_costs, workloads[WORKLOAD_COST_COLUMNS].assign(day=day, currency=currency))
+                _insert(conn, workload_costs, workloads[frames.WORKLOAD_COSTS.columns].assign(day=day, currency=currency))
             conn.execute(delete(workload_waste).where(workload_waste.c.day == day))
             if kept and workload_wasted is not None and len(workload_wasted):
-                _insert(conn, workload_waste, workload_wasted[WORKLOAD_WASTE_COLUMNS].assign(day=day))
+                _insert(conn, workload_waste, workload_wasted[frames.CHARGED_WORKLOAD_WASTE.columns].assign(day=day))
             if snapshot is not None:
                 conn.execute(delete(directory_snapshots))
                 conn.execute(insert(directory_snapshots).values(taken_at=computed_at, content=snapshot))

@@ -1,7 +1,8 @@
 import pandas as pd
 import pytest
 
-from billing.charge.pricing import PRICED_COLUMNS, price, price_holdings, reserve_pools, share_idle, unit_price
+from billing import frames
+from billing.charge.pricing import price, price_holdings, reserve_pools, share_idle, unit_price
 from billing.config import ClusterConfig, Prices
 
 H100 = "NVIDIA-H100-80GB-HBM3"
@@ -52,7 +53,7 @@ def test_idle_is_shared_in_proportion_to_cost():
         ("jaguar", "team-vision", "vision", None, "cpu", "", 1000.0, 0.01, 10.0, 10.0),
         ("jaguar", "scratch", "unallocated", None, "cpu", "", 100.0, 0.01, 0.0, 1.0),  # backfill: free
         ("ibis", "bob", "vision", "bob", "cpu", "", 100.0, 0.05, 5.0, 5.0),
-    ], columns=PRICED_COLUMNS)
+    ], columns=frames.ROWS.columns)
     capacity = pd.DataFrame([
         ("jaguar", "gpu", "NVIDIA-H100-80GB-HBM3", 4.0, 2.5),
         ("jaguar", "cpu", "", 100.0, 0.01),
@@ -79,7 +80,7 @@ def test_idle_is_shared_in_proportion_to_cost():
 def test_idle_of_a_cluster_nobody_paid_for_goes_to_the_unallocated_team():
     capacity = pd.DataFrame([("heron", "gpu", "", "", 24.0, 0.6)],
                             columns=["cluster", "resource", "gpu_model", "pool", "idle", "unit_price"])
-    shared = share_idle(capacity, pd.DataFrame(columns=PRICED_COLUMNS), "unallocated")
+    shared = share_idle(capacity, pd.DataFrame(columns=frames.ROWS.columns), "unallocated")
     assert shared[["namespace", "team", "resource", "quantity", "cost"]].values.tolist() == [
         ["", "unallocated", "idle-gpu", 24.0, pytest.approx(14.4)]]
 

@@ -5,9 +5,9 @@ from datetime import date
 import pandas as pd
 import pytest
 
+from billing import frames
 from billing.charge.pricing import price
-from billing.charge.workloads import UNATTRIBUTED, WORKLOAD_COST_COLUMNS, kept_since, workload_costs
-from billing.collect.usage import WORKLOAD_COLUMNS
+from billing.charge.workloads import UNATTRIBUTED, kept_since, workload_costs
 from billing.config import Prices
 
 H100 = "NVIDIA-H100-80GB-HBM3"
@@ -28,7 +28,7 @@ def usage_by_workload() -> pd.DataFrame:
         ("bob", "Deployment/train", X1, "cpu", "", "", "", 20.0),
         ("bob", "CronJob/nightly", NONE, "cpu", "", "", "", 10.0),
         ("team-nlp", "StatefulSet/db", NONE, "memory", "", "", "", 1000.0),
-    ], columns=WORKLOAD_COLUMNS).assign(cluster="jaguar")
+    ], columns=frames.WORKLOAD_USAGE.columns).assign(cluster="jaguar")
 
 
 def namespace_rows(usage: pd.DataFrame) -> pd.DataFrame:
@@ -40,7 +40,7 @@ def test_each_row_is_split_over_its_workloads_with_their_own_discounts():
     usage = usage_by_workload()
     rows = namespace_rows(usage)
     parts = workload_costs(usage, OWNERSHIP, PRICES, rows, ["experiment"])
-    assert list(parts.columns) == WORKLOAD_COST_COLUMNS
+    assert list(parts.columns) == frames.WORKLOAD_COSTS.columns
     got = {(r.team, r.workload, r.resource): (r.quantity, r.cost, r.list_cost) for r in parts.itertuples()}
     # by hand, per team (half of bob each): Deployment/train 5 H100-hours, 2 of them at list (2 x 2.5 = 5.0)
     # and 3 at half price (3 x 2.5 x 0.5 = 3.75): cost 8.75, list 12.5; Pod/debug 1 H100-hour: 2.5
@@ -97,7 +97,7 @@ def test_a_cluster_without_workloads_is_split_into_namespaces_as_a_whole():
 def test_the_last_part_takes_what_the_others_leave():
     # three workloads of a tenth of a core-hour each: 0.1 + 0.1 + 0.1 is not 0.3 in binary
     usage = pd.DataFrame([("team-nlp", f"Job/j{i}", "{}", "cpu", "", "", "", 0.1) for i in range(3)],
-                         columns=WORKLOAD_COLUMNS).assign(cluster="jaguar")
+                         columns=frames.WORKLOAD_USAGE.columns).assign(cluster="jaguar")
     rows = namespace_rows(usage)
     parts = workload_costs(usage, OWNERSHIP, PRICES, rows, [])
     assert parts["quantity"].tolist()[:2] == [0.1, 0.1]

@@ -81,7 +81,6 @@ def test_an_unreachable_server_is_named():
         source.instant("up", 1000)
 
 
-
 @responses.activate
 def test_the_query_goes_in_a_form_body_asking_thanos_for_complete_deduplicated_answers():
     responses.post(QUERY_URL, json=OK)

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import pandas as pd
 import pytest
 
 import billing.jobs.run
-from billing.collect.capacity import ALLOCATABLE_COLUMNS
+from billing import frames
 from billing.collect.stores import DEFAULT_STORE
-from billing.collect.waste import WASTE_COLUMNS
 
 MINIMAL_CONFIG = {
     "timezone": "UTC",
@@ -35,5 +33,6 @@ def stub_node_metrics(monkeypatch: pytest.MonkeyPatch) -> None:
     """For job tests that stub collect_cluster: no node capacity and no waste metrics either, and a
     Prometheus 2 with plain labels, asked of no one."""
     monkeypatch.setattr(billing.jobs.run, "store_of", lambda *args: DEFAULT_STORE)
-    monkeypatch.setattr(billing.jobs.run, "collect_allocatable", lambda *args: pd.DataFrame(columns=ALLOCATABLE_COLUMNS))
-    monkeypatch.setattr(billing.jobs.run, "collect_waste", lambda *args, **kwargs: pd.DataFrame(columns=WASTE_COLUMNS))
+    monkeypatch.setattr(billing.jobs.run, "collect_allocatable", lambda *args: frames.ALLOCATABLE.empty())
+    monkeypatch.setattr(billing.jobs.run, "collect_waste",  # per workload where the job asks so, as collect_waste does
+                        lambda *args, by_workload=False, **kwargs: (frames.WORKLOAD_WASTE if by_workload else frames.WASTE).empty())

@@ -7,7 +7,8 @@ from datetime import date
 import pandas as pd
 import pytest
 
-from billing.frames import WORKLOAD_COST_COLUMNS
+from billing import frames
+from billing.charge.bill import DayBill
 from billing.ledger.database import open_ledger
 from billing.ledger.read import read_rows
 from billing.ledger.write import replace_day
@@ -52,6 +53,6 @@ def with_workload_costs(ledger, days=tuple(WORKLOADS)):
     for day in days:
         rows = read_rows(ledger, day, day).drop(columns=["day", "currency", "computed_at"])
         workloads = pd.DataFrame([(c, ns, team, owner, w, "{}", "cpu", "", 1.0, cost, cost)
-                                  for c, ns, team, owner, w, cost in WORKLOADS[day]], columns=WORKLOAD_COST_COLUMNS)
-        replace_day(ledger, day, rows, "USD", workloads=workloads)
+                                  for c, ns, team, owner, w, cost in WORKLOADS[day]], columns=frames.WORKLOAD_COSTS.columns)
+        replace_day(ledger, day, DayBill(rows, workloads=workloads), "USD")
     return ledger

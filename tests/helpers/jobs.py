@@ -7,7 +7,8 @@ import pytest
 import yaml
 
 import billing.jobs.run
-from billing.collect.usage import USAGE_COLUMNS, ClusterUsage
+from billing import frames
+from billing.collect.usage import ClusterUsage
 from tests.helpers.config import stub_node_metrics
 
 LDIF = """\
@@ -27,7 +28,7 @@ owner: uid=alice,ou=people,dc=example,dc=org
 
 
 # 10 GPU-h at 2.00 and 100 core-h at 0.01 in alice's namespace: 21.00 USD, all robotics
-USAGE = pd.DataFrame([("alice", "gpu", "", "", "", 10.0), ("alice", "cpu", "", "", "", 100.0)], columns=USAGE_COLUMNS)
+USAGE = pd.DataFrame([("alice", "gpu", "", "", "", 10.0), ("alice", "cpu", "", "", "", 100.0)], columns=frames.USAGE.columns)
 
 
 @pytest.fixture

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from billing.charge.pricing import PRICED_COLUMNS
+from billing import frames
+from billing.charge.bill import DayBill
 from billing.ledger.database import open_ledger
 from billing.ledger.write import replace_day
 
@@ -57,8 +58,8 @@ MISSING_IN_MONTH = [date(2026, 11, d) for d in (*range(2, 10), *range(11, 19))]
 
 def frame(rows: list[tuple]) -> pd.DataFrame:
     """Priced rows; a row without a list cost had no discount (list cost = cost)."""
-    rows = [row if len(row) == len(PRICED_COLUMNS) else (*row, row[-1]) for row in rows]
-    return pd.DataFrame(rows, columns=PRICED_COLUMNS)
+    rows = [row if len(row) == len(frames.ROWS.columns) else (*row, row[-1]) for row in rows]
+    return pd.DataFrame(rows, columns=frames.ROWS.columns)
 
 
 def write_ledger(path: Path, rows: dict = ROWS) -> str:
@@ -70,6 +71,6 @@ def fill_ledger(url: str, rows: dict = ROWS) -> str:
     """The ledger at `url` (SQLite or PostgreSQL) holding `rows` per day; returns the URL."""
     engine = open_ledger(url)
     for day, day_rows in rows.items():
-        replace_day(engine, day, frame(day_rows), "USD")
+        replace_day(engine, day, DayBill(frame(day_rows)), "USD")
     engine.dispose()
     return url

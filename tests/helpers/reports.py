@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from billing.charge.bill import DayBill
 from billing.cli import main
 from billing.ledger.database import open_ledger
 from billing.ledger.write import replace_day
@@ -62,7 +63,7 @@ def config(database: str, write_config) -> str:
     for day, rows in LEDGER.items():
         frame = pd.DataFrame(rows, columns=columns)
         costed = frame.assign(cost=frame["quantity"] * frame["unit_price"], list_cost=lambda f: f["cost"])
-        replace_day(engine, day, costed, "USD", coverage={"jaguar": 1.0, "ibis": GAPS.get(day, 1.0)})
+        replace_day(engine, day, DayBill(costed, coverage={"jaguar": 1.0, "ibis": GAPS.get(day, 1.0)}), "USD")
     engine.dispose()
     return str(write_config(database=database, currency="USD"))
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from billing import frames
+from billing.charge.bill import DayBill
 from billing.config import Config
 from billing.directory.people import Directory, Person, Team, directory_to_json
 from billing.ledger.database import open_ledger
-from billing.ledger.tables import WASTE_COLUMNS
 from billing.ledger.write import replace_day
 from billing.web.app import create_app
 from tests.helpers.config import MINIMAL_CONFIG
@@ -39,8 +40,8 @@ def store_directory(url: str) -> str:
     directory = Directory({uid: Person(uid, uid.title(), f"{uid}@example.org") for uid in PEOPLE}, TEAMS)
     engine = open_ledger(url)
     wasted = pd.DataFrame([("jaguar", "alice", "robotics", "alice", 3.5, None),  # alice held 3.5 idle GPU-hours
-                           ("ibis", "stray", "unallocated", None, None, None)], columns=WASTE_COLUMNS)
-    replace_day(engine, DAY, frame(ROWS[DAY]), "USD", snapshot=directory_to_json(directory), wasted=wasted)
+                           ("ibis", "stray", "unallocated", None, None, None)], columns=frames.CHARGED_WASTE.columns)
+    replace_day(engine, DAY, DayBill(frame(ROWS[DAY]), wasted=wasted), "USD", snapshot=directory_to_json(directory))
     engine.dispose()
     return url
 

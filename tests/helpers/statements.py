@@ -8,6 +8,7 @@ from decimal import Decimal
 
 import pytest
 
+from billing.charge.bill import DayBill
 from billing.directory.people import Directory, Team, directory_to_json
 from billing.ledger.database import fetch, open_ledger
 from billing.ledger.read import read_rows
@@ -97,7 +98,7 @@ def write_month(engine, month: date, days: dict[date, list[tuple]]) -> None:
     """Every day of the month run (most with no usage), the given days with their rows."""
     day = month
     while day.month == month.month:
-        replace_day(engine, day, frame(days.get(day, [])), "USD", snapshot=directory_to_json(DIRECTORY))
+        replace_day(engine, day, DayBill(frame(days.get(day, []))), "USD", snapshot=directory_to_json(DIRECTORY))
         day += timedelta(days=1)
 
 
@@ -140,7 +141,7 @@ def closing_scenario(url: str) -> None:
     assert closed_json.pop("closed")["closed_by"] == "finance-bot" and open_json.pop("closed") is None
     assert closed_json == open_json  # closing changes no figure
 
-    replace_day(engine, date(2026, 10, 5), frame(OCT_5_RERUN), "USD")
+    replace_day(engine, date(2026, 10, 5), DayBill(frame(OCT_5_RERUN)), "USD")
     assert read_rows(engine, date(2026, 10, 5), date(2026, 10, 5))["cost"].sum() == pytest.approx(90.60)  # new rows
     assert all_formats(engine, OCT) == before  # byte for byte, every format
     assert booked(engine, NOV) == OCT_5_ADJUSTMENTS
@@ -157,12 +158,12 @@ def closing_scenario(url: str) -> None:
     ledger_nov = read_rows(engine, NOV, date(2026, 11, 30))["cost"].sum()
     assert cents(november["total"]) == cents(ledger_nov + 6.00 - 0.60 + 12.00 - 2.50 + 2.50) == "17.52"
 
-    replace_day(engine, date(2026, 10, 5), frame(OCT_5_RERUN), "USD")  # the same re-run again: no change, no booking
+    replace_day(engine, date(2026, 10, 5), DayBill(frame(OCT_5_RERUN)), "USD")  # the same re-run again: no change, no booking
     assert booked(engine, NOV) == OCT_5_ADJUSTMENTS
 
     # November closed too: a correction of October now goes to December, and back to the old prices it cancels out
     close_month(engine, NOV, "finance-bot", TODAY_DONE, "USD", {"robotics": "CC-4711"})
-    replace_day(engine, date(2026, 10, 5), frame(OCT_5), "USD")
+    replace_day(engine, date(2026, 10, 5), DayBill(frame(OCT_5)), "USD")
     assert booked(engine, DEC) == {key: cents(-float(value)) for key, value in OCT_5_ADJUSTMENTS.items()}
     assert all_formats(engine, OCT) == before
 

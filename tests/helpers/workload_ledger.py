@@ -13,7 +13,8 @@ from datetime import date
 import pandas as pd
 from sqlalchemy import Engine
 
-from billing.frames import WORKLOAD_COST_COLUMNS
+from billing import frames
+from billing.charge.bill import DayBill
 from billing.ledger.write import replace_day
 from tests.helpers.report_ledger import H100, frame
 
@@ -78,11 +79,11 @@ BY_EXPERIMENT = {
 
 def workload_frame(rows: list[tuple]) -> pd.DataFrame:
     """Workload rows without discounts (list cost = cost)."""
-    columns = [c for c in WORKLOAD_COST_COLUMNS if c != "list_cost"]
-    return pd.DataFrame(rows, columns=columns).assign(list_cost=lambda f: f["cost"])[WORKLOAD_COST_COLUMNS]
+    columns = [c for c in frames.WORKLOAD_COSTS.columns if c != "list_cost"]
+    return pd.DataFrame(rows, columns=columns).assign(list_cost=lambda f: f["cost"])[frames.WORKLOAD_COSTS.columns]
 
 
 def fill(engine: Engine) -> None:
     """Write LEDGER and WORKLOADS into the ledger at `engine`."""
     for day, rows in LEDGER.items():
-        replace_day(engine, day, frame(rows), "USD", workloads=workload_frame(WORKLOADS.get(day, [])))
+        replace_day(engine, day, DayBill(frame(rows), workloads=workload_frame(WORKLOADS.get(day, []))), "USD")

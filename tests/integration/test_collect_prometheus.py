@@ -24,16 +24,6 @@ from tests.helpers.prometheus_worlds import UTC_DAY, assert_matches, cluster, co
 BERLIN_AUTUMN = billing_day(date(2026, 10, 25), ZoneInfo("Europe/Berlin"))  # 25 hours
 
 
-
-
-
-
-
-
-
-
-
-
 def test_two_clusters_in_one_prometheus_match_the_reference(store_server, world):
     prom = store_server(world)
     for name in ("jaguar", "ibis"):

@@ -32,9 +32,10 @@ from click.testing import CliRunner
 import billing.collect.promql
 import billing.collect.usage
 import billing.jobs.run
-from billing.charge.pricing import PRICED_COLUMNS
+from billing import frames
+from billing.charge.bill import DayBill
 from billing.cli import main
-from billing.collect.usage import USAGE_COLUMNS, ClusterUsage
+from billing.collect.usage import ClusterUsage
 from billing.days import billing_day
 from billing.ledger.database import open_ledger
 from billing.ledger.write import replace_day
@@ -177,7 +178,7 @@ def nan_world() -> World:
 @pytest.mark.parametrize("cluster, shown", [("nan", "nan"), ("inf", "inf"), ("negative", "-6.0"), ("huge", "2400000000000.0")])
 def test_impossible_requests_stored_in_prometheus_are_refused(prometheus_server, tmp_path, cluster, shown):
     ledger = f"sqlite:///{tmp_path / 'ledger.db'}"
-    replace_day(open_ledger(ledger), DAY.date, PREVIOUS, "USD")
+    replace_day(open_ledger(ledger), DAY.date, DayBill(PREVIOUS), "USD")
     before = ledger_state(ledger)
     server = prometheus_server(nan_world())
     path = Path(configure(tmp_path, ledger, server.url))
@@ -200,11 +201,11 @@ def test_impossible_requests_stored_in_prometheus_are_refused(prometheus_server,
 # --- the database
 
 
-PREVIOUS = pd.DataFrame([("jaguar", "alice", "robotics", "alice", "gpu", "", 3.0, 1.0, 3.0, 3.0)], columns=PRICED_COLUMNS)
+PREVIOUS = pd.DataFrame([("jaguar", "alice", "robotics", "alice", "gpu", "", 3.0, 1.0, 3.0, 3.0)], columns=frames.ROWS.columns)
 
 
 def usage(gpu_hours: float) -> pd.DataFrame:
-    return pd.DataFrame([("alice", "gpu", "", "", "", gpu_hours)], columns=USAGE_COLUMNS)
+    return pd.DataFrame([("alice", "gpu", "", "", "", gpu_hours)], columns=frames.USAGE.columns)
 
 
 @pytest.fixture(scope="module")
@@ -582,7 +583,7 @@ def test_a_namespace_of_ten_thousand_characters_is_refused_the_same_by_both_data
 ):
     long_name = "".join(hashlib.sha256(str(i).encode()).hexdigest() for i in range(157))[:10_000]
     server = prometheus_server(names_world(["alice", long_name]))
-    replace_day(open_ledger(database), DAY.date, PREVIOUS, "USD")
+    replace_day(open_ledger(database), DAY.date, DayBill(PREVIOUS), "USD")
     before = ledger_state(database)
 
     result = run(configure(tmp_path, database, server.url))

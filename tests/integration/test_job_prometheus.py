@@ -20,8 +20,6 @@ from tests.helpers.prometheus_jobs import HAND_MAPPING, PRICES, database, run, w
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 
 
-
-
 def expected_costs(world) -> pd.Series:
     """Cost per team from the reference quantities, the hand mapping and the prices."""
     costs: dict[str, float] = {}
@@ -40,15 +38,9 @@ def world():
     return make_world(3, DAY.start.timestamp(), pods=200, clusters=("jaguar", "ibis"))
 
 
-
-
-
-
 def ledger(database: str) -> pd.DataFrame:
     with create_engine(database).connect() as conn:
         return pd.read_sql("select * from chargeback order by cluster, namespace, team, resource, gpu_model", conn)
-
-
 
 
 def test_a_day_billed_end_to_end_then_rerun_then_failing_half_way(prometheus_server, world, database, tmp_path):

@@ -15,7 +15,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from billing.charge.pricing import PRICED_COLUMNS
+from billing import frames
+from billing.charge.bill import DayBill
 from billing.cli import main
 from billing.directory.people import Directory, Person, Team, directory_to_json
 from billing.ledger.database import open_ledger
@@ -35,14 +36,6 @@ ROBOTICS_BY = {
     "day": {"2026-11-01": 59.40, "2026-11-02": 39.10, "2026-11-04": 1201.70},
     "team": {"robotics": 1300.20},
 }
-
-
-
-
-
-
-
-
 
 
 def test_table_has_units_totals_and_lists_missing_days_on_stderr(config):
@@ -132,11 +125,11 @@ def test_the_unrequested_share_has_its_own_column_and_people_their_names(config,
     engine = open_ledger(database)
     rows = pd.DataFrame([("jaguar", "carol", "robotics", "carol", "gpu", H100, 10.0, 2.4, 24.0, 24.0),
                          ("ibis", "carol", "robotics", "carol", "idle-gpu", "", 5.0, 2.95, 14.75, 14.75)],
-                        columns=PRICED_COLUMNS)
+                        columns=frames.ROWS.columns)
     directory = Directory.of([Person("carol", "Carol Example", "carol@example.org"),
                               Person("alice", "Alice Example", "alice@example.org")],
                              [Team("robotics", ("carol", "alice"), ("alice",))])
-    replace_day(engine, date(2026, 11, 6), rows, "USD", snapshot=directory_to_json(directory))
+    replace_day(engine, date(2026, 11, 6), DayBill(rows), "USD", snapshot=directory_to_json(directory))
     engine.dispose()
     day = ["--from", "2026-11-06", "--to", "2026-11-06", "--by", "person"]
     document = report_json(config, "--team", "robotics", *day)
@@ -244,7 +237,7 @@ def test_mixed_currencies_are_refused(config, database):
                  "list_cost"],
     )
     engine = open_ledger(database)
-    replace_day(engine, date(2026, 11, 3), frame, "EUR")
+    replace_day(engine, date(2026, 11, 3), DayBill(frame), "EUR")
     engine.dispose()
     result = report(config, "--team", "robotics", *RANGE)
     assert result.exit_code == 2

@@ -114,8 +114,6 @@ def test_several_prometheus_servers_and_one_dies_half_way(prometheus_server):
     assert query(second.url, count, DAY + 1800)
 
 
-
-
 def test_slapd_answers_searches_over_ldap_and_ldaps(slapd_server, test_ca):
     import ldap3
 

@@ -6,7 +6,7 @@ from datetime import date, datetime, timezone
 
 from sqlalchemy import text
 
-from billing.charge.pricing import PRICED_COLUMNS
+from billing import frames
 from billing.ledger.database import open_ledger
 from billing.ledger.tables import chargeback
 from billing.publish.statement import close_month
@@ -28,7 +28,7 @@ def test_closing_waits_for_a_run_of_one_of_its_days_in_progress(postgres_url):
         closed = closing.submit(close_month, engine, OCT, "finance", TODAY_DONE, "USD", {})
         time.sleep(1.0)
         assert not closed.done()  # waiting for the run
-        conn.execute(chargeback.insert(), [{**dict(zip(PRICED_COLUMNS, OCT_6[0])), "day": date(2026, 10, 6),
+        conn.execute(chargeback.insert(), [{**dict(zip(frames.ROWS.columns, OCT_6[0])), "day": date(2026, 10, 6),
                                             "currency": "USD", "computed_at": datetime.now(timezone.utc)}])
     statement = closed.result(timeout=30)
     assert cents(statement.total) == "85.20"  # October 5's 73.20 and the run's 12.00 of October 6

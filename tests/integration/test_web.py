@@ -17,6 +17,7 @@ import psycopg
 import pytest
 from sqlalchemy import create_engine, text
 
+from billing.charge.bill import DayBill
 from billing.config import Config
 from billing.ledger.database import LedgerError, open_ledger
 from billing.ledger.write import replace_day
@@ -66,7 +67,7 @@ def test_the_documented_read_only_role_serves_the_pages_and_cannot_write(postgre
     for route in ("/healthz", "/me?from=2026-11-01&to=2026-11-20", "/all", "/teams/robotics", "/api/v1/costs"):
         assert get(client, route, "alice" if route.startswith("/me") else "root").status_code == 200, route
     with pytest.raises(LedgerError, match="permission denied"):
-        replace_day(open_ledger(reader_url), DAY, frame([]), "USD")
+        replace_day(open_ledger(reader_url), DAY, DayBill(frame([])), "USD")
 
 
 def ldif_with_passwords() -> str:

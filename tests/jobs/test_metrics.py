@@ -58,12 +58,6 @@ class Gateway:
         self.server.server_close()
 
 
-
-
-
-
-
-
 def test_push_sends_the_runs_metrics_to_the_gateway():
     with Gateway() as gateway:
         before = time.time()

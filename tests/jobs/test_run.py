@@ -5,14 +5,15 @@ from datetime import date
 import pandas as pd
 import pytest
 
-from billing.collect.usage import USAGE_COLUMNS, ClusterUsage
+from billing import frames
+from billing.collect.usage import ClusterUsage
 from billing.config import ClusterConfig
 from billing.jobs.run import IncompleteDayError, _refuse_no_data
 from tests.helpers.config import MINIMAL_CONFIG
 
 CLUSTER = ClusterConfig.model_validate(MINIMAL_CONFIG["clusters"][0])
-USED = pd.DataFrame([["alice", "cpu", "", "", "", 2.0]], columns=USAGE_COLUMNS)
-NOTHING = pd.DataFrame(columns=USAGE_COLUMNS)
+USED = pd.DataFrame([["alice", "cpu", "", "", "", 2.0]], columns=frames.USAGE.columns)
+NOTHING = pd.DataFrame(columns=frames.USAGE.columns)
 
 
 @pytest.mark.parametrize("coverage, pods, usage", [

@@ -54,10 +54,6 @@ def test_config_budgets_override_the_directory_attribute(tmp_path):
     assert team_budgets(BudgetsConfig(monthly={"robotics": 50, "ml": 7}), directory) == {"robotics": 50.0, "ml": 7.0}
 
 
-
-
-
-
 def alerts_in(outbox: Path) -> list[tuple[str, str]]:
     """(To, Subject) of the budget alerts in the outbox, which is emptied."""
     found = []

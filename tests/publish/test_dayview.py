@@ -128,10 +128,6 @@ def test_what_changed_says_when_the_day_before_never_ran(tmp_path):
     assert all(not t.changes.ran for t in report.teams)
 
 
-
-
-
-
 def workload_movers(changes):
     return [(m.workload, m.namespace, f"{m.change:+.2f}") for m in changes.workloads]
 

@@ -11,8 +11,9 @@ from datetime import date
 import pandas as pd
 import pytest
 
+from billing import frames
+from billing.charge.bill import DayBill
 from billing.ledger.database import open_ledger
-from billing.ledger.tables import WASTE_COLUMNS
 from billing.ledger.write import replace_day
 from billing.notify.letters import person_letter
 from billing.publish.digest import digest_period, read_digests
@@ -35,8 +36,8 @@ def test_the_period_of_a_runs_digest(day, personal, period):
 @pytest.fixture
 def ledger(tmp_path):
     engine = open_ledger(write_ledger(tmp_path / "ledger.db"))
-    wasted = pd.DataFrame([("jaguar", "alice", "robotics", "alice", 3.5, None)], columns=WASTE_COLUMNS)
-    replace_day(engine, DAY, frame(ROWS[DAY]), "USD", wasted=wasted)
+    wasted = pd.DataFrame([("jaguar", "alice", "robotics", "alice", 3.5, None)], columns=frames.CHARGED_WASTE.columns)
+    replace_day(engine, DAY, DayBill(frame(ROWS[DAY]), wasted=wasted), "USD")
     return engine
 
 

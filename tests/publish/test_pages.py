@@ -5,8 +5,9 @@ from html.parser import HTMLParser
 import pandas as pd
 import pytest
 
+from billing import frames
+from billing.charge.bill import DayBill
 from billing.ledger.database import open_ledger
-from billing.ledger.tables import CAPACITY_COLUMNS, WASTE_COLUMNS
 from billing.ledger.write import replace_day
 from billing.notify.letters import admin_letter, team_letter
 from billing.publish.dayview import TrendDay, read_report, slug
@@ -85,7 +86,7 @@ def test_pages_have_no_script_and_no_external_asset(report, tmp_path):
 
 def test_report_of_a_rerun_day_is_the_same_page(ledger, tmp_path):
     first = write_pages(read_report(ledger, DAY, "USD", "unallocated"), tmp_path / "a")
-    replace_day(ledger, DAY, frame(ROWS[DAY]), "USD")  # the nightly job run again
+    replace_day(ledger, DAY, DayBill(frame(ROWS[DAY])), "USD")  # the nightly job run again
     second = write_pages(read_report(ledger, DAY, "USD", "unallocated"), tmp_path / "b")
     assert [p.read_text() for p in first] == [p.read_text() for p in second]
 
@@ -155,11 +156,11 @@ def test_admin_page_shows_capacity_and_whether_idle_was_charged(ledger, tmp_path
         ("jaguar", "cpu", "", "", 1536.0, 110.0, 1426.0, 0.012, 17.112),
         ("jaguar", "gpu", H100, "robotics-h100", 96.0, 24.0, 72.0, 2.40, 172.80),
         ("ibis", "gpu", "", "", 96.0, 4.0, 92.0, 2.95, 271.40),
-    ], columns=CAPACITY_COLUMNS)
+    ], columns=frames.CAPACITY.columns)
     # ibis shares its idle: its 92 idle GPU-h were charged to bob's namespace; robotics reserved a pool on jaguar
     rows = frame(ROWS[DAY] + [("ibis", "bob", "vision", "bob", "idle-gpu", "", 92.0, 2.95, 271.40),
                               ("jaguar", "pool:robotics-h100", "robotics", None, "reserved-gpu", H100, 96.0, 2.40, 230.40)])
-    replace_day(ledger, DAY, rows, "USD", capacity=capacity)
+    replace_day(ledger, DAY, DayBill(rows, capacity=capacity), "USD")
     report = read_report(ledger, DAY, "USD", "unallocated")
     write_pages(report, tmp_path / "out")
     page = read_page((tmp_path / "out" / DAY.isoformat() / "index.html").read_text())
@@ -206,8 +207,8 @@ def test_waste_per_person_on_the_team_page_and_in_the_leads_email(ledger, tmp_pa
         ("jaguar", "team-robotics", "robotics", None, 0.0, 5.0),
         ("ibis", "bob", "robotics", "bob", None, 3.5),  # ibis has no DCGM exporter
         ("ibis", "bob", "vision", "bob", None, 3.5),
-    ], columns=WASTE_COLUMNS)
-    replace_day(ledger, DAY, frame(ROWS[DAY]), "USD", wasted=wasted)
+    ], columns=frames.CHARGED_WASTE.columns)
+    replace_day(ledger, DAY, DayBill(frame(ROWS[DAY]), wasted=wasted), "USD")
     report = read_report(ledger, DAY, "USD", "unallocated")
     write_pages(report, tmp_path / "out")
     team = read_page((tmp_path / "out" / DAY.isoformat() / "teams" / "robotics.html").read_text())
@@ -328,7 +329,7 @@ def test_pages_link_the_run_days_before_and_after_even_when_run_out_of_order(led
 
 def test_archive_index_has_each_days_total_change_and_notes_by_month(ledger, tmp_path):
     note = "the directory could not be read (ldap.example.org: timed out); used the one of 2026-11-19"
-    replace_day(ledger, DAY, frame(ROWS[DAY]), "USD", coverage={"ibis": 0.9, "jaguar": 1.0}, directory_note=note)
+    replace_day(ledger, DAY, DayBill(frame(ROWS[DAY]), coverage={"ibis": 0.9, "jaguar": 1.0}), "USD", directory_note=note)
     for day in (date(2026, 10, 25), DAY):  # the other days ran, but their pages are not in this folder
         write_pages(read_report(ledger, day, "USD", "unallocated"), tmp_path)
     page = read_page((tmp_path / "index.html").read_text())

@@ -16,6 +16,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from billing.charge.bill import DayBill
 from billing.cli import main
 from billing.ledger.database import open_ledger
 from billing.ledger.read import read_rows
@@ -33,7 +34,7 @@ def test_close_rerun_and_reopen_on_sqlite(tmp_path):
 
 def test_a_month_cannot_close_before_it_ends_nor_twice_nor_with_days_never_run(tmp_path):
     engine = open_ledger(f"sqlite:///{tmp_path}/ledger.db")
-    replace_day(engine, date(2026, 11, 2), frame(NOV_2), "USD")
+    replace_day(engine, date(2026, 11, 2), DayBill(frame(NOV_2)), "USD")
     with pytest.raises(StatementError, match="2026-11 has not ended yet"):
         close_month(engine, NOV, "bob", date(2026, 11, 29), "USD", {})
     with pytest.raises(StatementError, match=r"2026-11 has 29 day\(s\) never run, first 2026-11-01"):
@@ -44,7 +45,7 @@ def test_a_month_cannot_close_before_it_ends_nor_twice_nor_with_days_never_run(t
         close_month(engine, NOV, "bob", date(2026, 11, 30), "USD", {})
     assert json.loads(FORMATS["json"](build_statement(engine, NOV, "USD", {})))["missing_days"][0] == "2026-11-01"
     engine2 = open_ledger(f"sqlite:///{tmp_path}/other.db")
-    replace_day(engine2, date(2026, 11, 2), frame(NOV_2), "USD")
+    replace_day(engine2, date(2026, 11, 2), DayBill(frame(NOV_2)), "USD")
     in_progress = build_statement(engine2, NOV, "USD", {}, last_complete_day=date(2026, 11, 3))
     assert in_progress.missing_days == [NOV, date(2026, 11, 3)]  # November 4 and later have not ended
 

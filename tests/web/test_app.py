@@ -19,6 +19,7 @@ import yaml
 from click.testing import CliRunner
 from sqlalchemy import create_engine
 
+from billing.charge.bill import DayBill
 from billing.cli import main
 from billing.config import Config
 from billing.ledger.database import open_ledger
@@ -45,18 +46,6 @@ from tests.helpers.workload_ledger import BY_WORKLOAD, FIRST, LAST, fill
 ALICE_RANGE = "37.20"  # 12.00 (Nov 19) + 24.00 + 1.20 (Nov 20)
 BOB_RANGE = "14.75"  # 2.95 (Nov 19) + 5.90 + 5.90 (Nov 20, split between his two teams)
 ALL_RANGE = "67.27"
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 @pytest.mark.parametrize("route", MATRIX)
@@ -221,7 +210,7 @@ def test_serve_with_a_bad_web_section_is_exit_2(write_config):
 
 def test_a_range_with_two_currencies_is_refused_not_added_up(tmp_path):
     url = write_ledger(tmp_path / "l.db")
-    replace_day(open_ledger(url), date(2026, 11, 19), frame(ROWS[date(2026, 11, 19)]), "EUR")
+    replace_day(open_ledger(url), date(2026, 11, 19), DayBill(frame(ROWS[date(2026, 11, 19)])), "EUR")
     app = create_app(web_config(url)).test_client()
     for route in (f"/me?{RANGE}", f"/api/v1/costs?{RANGE}"):
         answer = get(app, route, "alice")

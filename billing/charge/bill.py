@@ -1,0 +1,38 @@
+"""A day's bill: every frame charging hands the ledger, in one value.
+
+The ledger writes a DayBill in one transaction (billing/ledger/write.py);
+each frame is checked against its schema here, where it crosses from charging
+to the ledger, so a frame missing a column fails before anything is written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from billing import frames
+
+
+@dataclass(frozen=True)
+class DayBill:
+    """The day's chargeback rows and what is written beside them, for every cluster."""
+
+    rows: pd.DataFrame  # frames.ROWS: what each team pays, per namespace, resource and GPU model
+    capacity: pd.DataFrame = field(default_factory=frames.CAPACITY.empty)
+    wasted: pd.DataFrame = field(default_factory=frames.CHARGED_WASTE.empty)  # held but not used, per team
+    held: pd.DataFrame = field(default_factory=frames.HOLDINGS.empty)  # which GPU resources the `gpu` rows held
+    # the rows and the waste below the namespace; None with workloads off
+    workloads: pd.DataFrame | None = None
+    workload_wasted: pd.DataFrame | None = None
+    coverage: dict[str, float] = field(default_factory=dict)  # each cluster's share of the day with data
+
+    def __post_init__(self) -> None:
+        frames.ROWS.check(self.rows, "the day's ledger rows")
+        frames.CAPACITY.check(self.capacity)
+        frames.CHARGED_WASTE.check(self.wasted)
+        frames.HOLDINGS.check(self.held)
+        if self.workloads is not None:
+            frames.WORKLOAD_COSTS.check(self.workloads)
+        if self.workload_wasted is not None:
+            frames.CHARGED_WORKLOAD_WASTE.check(self.workload_wasted)
