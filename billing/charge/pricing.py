@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -56,7 +57,7 @@ def price(usage: pd.DataFrame, ownership: pd.DataFrame, prices: dict[str, Prices
     rows["multiplier"] = [prices[c].priority_classes.get(p, 1.0) for c, p in zip(rows["cluster"], rows["priority_class"])]
     keys = [*frames.ROWS.columns[:6], *below]
     # quantities per multiplier first, so that without discounts cost is exactly quantity x unit_price
-    rows = rows.groupby([*keys, "multiplier"], dropna=False, as_index=False)["quantity"].sum()
+    rows = rows.groupby([*keys, "multiplier"], dropna=False, as_index=False)["quantity"].sum()  # type: ignore[assignment]  # pandas-stubs: groupby(as_index=False) gives a DataFrame
     rows["unit_price"] = [
         unit_price(prices[c], r, m) for c, r, m in zip(rows["cluster"], rows["resource"], rows["gpu_model"])
     ]
@@ -76,6 +77,8 @@ def reserve_pools(capacity: pd.DataFrame, usage: pd.DataFrame, ownership: pd.Dat
     prices = {c.name: c.prices for c in clusters}
     teams = {(c.name, pool): team for c in clusters if c.reserved_pools for pool, team in c.reserved_pools.teams.items()}
     pooled = []
+    cluster: Any  # the group keys: a cluster's name and a pool's (pandas-stubs types them as Hashable)
+    pool: Any
     for (cluster, pool), held in capacity[capacity["pool"] != ""].groupby(["cluster", "pool"]):
         reserved = held.assign(namespace=POOL_PREFIX + pool, team=teams[(cluster, pool)], owner=None,
                                resource=RESERVED + held["resource"], quantity=held["allocatable"])
@@ -106,7 +109,7 @@ def share_idle(capacity: pd.DataFrame, rows: pd.DataFrame, unallocated_team: str
         payers = rows[rows["cluster"] == cluster].groupby(["namespace", "team", "owner"], dropna=False, as_index=False)
         payers = payers["cost"].sum().query("cost > 0")
         if payers.empty:
-            payers = pd.DataFrame({"namespace": [""], "team": [unallocated_team], "owner": [None], "cost": [1.0]})
+            payers = pd.DataFrame({"namespace": [""], "team": [unallocated_team], "owner": [None], "cost": [1.0]})  # type: ignore[assignment]  # pandas-stubs: groupby(as_index=False) gives a DataFrame
         weights = payers.assign(weight=payers["cost"] / payers["cost"].sum()).drop(columns="cost")
         charged = weights.merge(idle, how="cross")
         charged["resource"] = IDLE + charged["resource"]
@@ -146,6 +149,7 @@ def idle_capacity(allocatable: pd.DataFrame, usage: pd.DataFrame, prices: Prices
     requested = usage.groupby(CAPACITY_KEYS)["quantity"].sum().rename("requested")
     frame = allocatable.set_index(CAPACITY_KEYS).join(requested, how="outer").fillna(0.0).reset_index()
     over = frame[frame["requested"] > frame["allocatable"] * (1 + 1e-9)]
+    row: Any  # a row of the frame's named columns (pandas-stubs types its fields as any scalar)
     for row in over.itertuples():
         log.warning("cluster %s: %.2f %s%s-hours requested but only %.2f allocatable%s; are some nodes missing "
                     "kube_node_status_allocatable?", cluster, row.requested, row.resource,

@@ -30,6 +30,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -275,4 +276,5 @@ def _fitting(uids: list[str], queries: Callable[[list[str]], SampledQueries]) ->
 
 
 def _by_key(frame: pd.DataFrame) -> dict[PodKey, float]:
-    return {(r.uid, r.resource, r.gpu_model): float(r.quantity) for r in frame.itertuples()}
+    rows: Iterable[Any] = frame.itertuples()  # rows of named columns (pandas-stubs types their fields as any scalar)
+    return {(r.uid, r.resource, r.gpu_model): float(r.quantity) for r in rows}

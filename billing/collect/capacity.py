@@ -78,4 +78,4 @@ def collect_allocatable(
     raw = pd.DataFrame([r for chunk_rows in rows for r in chunk_rows], columns=[*KEYS, "quantity"])
     frame = billing_units(raw.astype({"quantity": float}), gpu_resources)
     summed = frame.groupby(KEYS, as_index=False, sort=True)["quantity"].sum()
-    return summed.rename(columns={"quantity": "allocatable"})
+    return summed.rename(columns={"quantity": "allocatable"})  # type: ignore[call-overload]  # pandas-stubs: groupby(as_index=False) gives a DataFrame

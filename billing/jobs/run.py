@@ -7,6 +7,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from sqlalchemy import Engine
@@ -94,6 +95,7 @@ def _read_directory(config: Config, ledger: Engine) -> tuple[Directory, str]:
 
 
 def _log_capacity(cluster: str, capacity: pd.DataFrame) -> None:
+    row: Any  # a row of the frame's named columns (pandas-stubs types its fields as any scalar)
     for row in capacity.groupby("resource")[["allocatable", "requested", "idle", "idle_cost"]].sum().itertuples():
         log.info("cluster %s: %s %.1f%% requested, %.2f of %.2f resource-hours idle (%.2f at list price)", cluster,
                  row.Index, 100 * row.requested / row.allocatable if row.allocatable else 0.0, row.idle,

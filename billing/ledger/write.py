@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from datetime import date, datetime, timedelta, timezone
+from typing import Any
 
 import pandas as pd
 from sqlalchemy import (
@@ -93,7 +94,7 @@ def replace_day(
     _refuse_long_names(engine, day, rows)
     computed_at = datetime.now(timezone.utc)
     records = rows.assign(day=day, currency=currency, computed_at=computed_at)[LEDGER_COLUMNS]
-    values = records.astype(object).to_dict("records")
+    values: list[dict[str, Any]] = records.astype(object).to_dict("records")  # type: ignore[assignment]  # pandas-stubs: keys are the column names
     for value in values:  # pandas writes a missing owner as NaN; the table wants NULL
         value["owner"] = value["owner"] if isinstance(value["owner"], str) else None
     try:
@@ -114,7 +115,7 @@ def replace_day(
                 conn.execute(insert(cluster_days), [{"day": day, "cluster": c, "coverage": v} for c, v in coverage.items()])
             conn.execute(delete(cluster_capacity).where(cluster_capacity.c.day == day))
             if len(capacity):
-                conn.execute(insert(cluster_capacity), capacity[frames.CAPACITY.columns].assign(day=day).to_dict("records"))
+                _insert(conn, cluster_capacity, capacity[frames.CAPACITY.columns].assign(day=day))
             conn.execute(delete(waste).where(waste.c.day == day))
             if len(wasted):
                 _insert(conn, waste, wasted[frames.CHARGED_WASTE.columns].assign(day=day))

@@ -85,5 +85,5 @@ def read_budget_status(engine: Engine, team: str, as_of: date, budget: float | N
     """A team's status as of a day, from the ledger (for `billing report`)."""
     first = min(as_of.replace(day=1), as_of - timedelta(days=FORECAST_DAYS - 1))
     rows = read_rows(engine, first, as_of, team)
-    daily = {day: float(cost) for day, cost in rows.groupby("day")["cost"].sum().items()}
+    daily: dict[date, float] = {day: float(cost) for day, cost in rows.groupby("day")["cost"].sum().items()}  # type: ignore[misc]  # pandas-stubs: the group keys are the ledger's dates
     return budget_status(team, budget, as_of, daily, completed(engine, first, as_of))

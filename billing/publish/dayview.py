@@ -342,7 +342,7 @@ def summarize(rows: pd.DataFrame, runs: set[date], day: date, currency: str, una
             f"but the configured currency is {currency}; reports do not add up different currencies"
         )
     today = rows[rows["day"] == day]
-    teams = [_team_report(team, team_rows, runs, day) for team, team_rows in rows.groupby("team")]
+    teams = [_team_report(str(team), team_rows, runs, day) for team, team_rows in rows.groupby("team")]
     teams.sort(key=lambda t: (-t.cost, -t.month_to_date, t.team))
     month = [day.replace(day=n) for n in range(1, day.day + 1)]
     namespaces = today.groupby(["cluster", "namespace"], as_index=False).agg(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date, timedelta
+from typing import Any
 
 import pandas as pd
 from sqlalchemy import Engine
@@ -59,11 +60,12 @@ def read_digests(engine: Engine, first: date, last: date, currency: str, reports
     runs = completed(engine, first, last)
     missing = [day for day in days_between(first, last) if day not in runs]
     digests = []
+    uid: Any  # a person's uid (pandas-stubs types group keys as any scalar)
     for uid, mine in period.groupby("owner"):
         cost = float(mine["cost"].sum())
         if cost <= 0:
             continue
-        namespaces = mine.groupby(["cluster", "namespace"], as_index=False)["cost"].sum()
+        namespaces: pd.DataFrame = mine.groupby(["cluster", "namespace"], as_index=False)["cost"].sum()  # type: ignore[assignment]  # pandas-stubs: groupby(as_index=False) gives a DataFrame
         idle = waste.loc[uid] if uid in waste.index else pd.Series({"idle_gpu_hours": None, "unused_cpu_core_hours": None})
         digests.append(PersonalDigest(
             uid, first, last, currency, cost,
@@ -82,7 +84,7 @@ def top_workloads(engine: Engine, first: date, last: date) -> dict[str, list[dic
     from first to last (their share of each, across their teams), most expensive first."""
     rows = read_workload_costs(engine, first, last)
     rows = rows[rows["owner"].notna()]
-    sums = rows.groupby(["owner", "cluster", "namespace", "workload"], as_index=False)["cost"].sum()
+    sums: pd.DataFrame = rows.groupby(["owner", "cluster", "namespace", "workload"], as_index=False)["cost"].sum()  # type: ignore[assignment]  # pandas-stubs: groupby(as_index=False) gives a DataFrame
     ordered = sums.sort_values(["cost", "cluster", "namespace", "workload"], ascending=[False, True, True, True])
-    return {uid: mine.drop(columns="owner").head(TOP_WORKLOADS).to_dict("records")
+    return {str(uid): mine.drop(columns="owner").head(TOP_WORKLOADS).to_dict("records")
             for uid, mine in ordered.groupby("owner", sort=False)}

@@ -81,7 +81,7 @@ def _periods(days: pd.Series, zone: ZoneInfo) -> pd.DataFrame:
         )
     columns = ["ChargePeriodStart", "ChargePeriodEnd", "BillingPeriodStart", "BillingPeriodEnd"]
     frame = pd.DataFrame([bounds[d] for d in days], columns=columns, index=days.index)
-    return frame.apply(lambda column: pd.to_datetime(column, utc=True))
+    return frame.apply(lambda column: pd.to_datetime(column, utc=True))  # type: ignore[return-value]  # pandas-stubs: DataFrame.apply of a column function gives a DataFrame
 
 
 def broken_down(ledger: pd.DataFrame, workloads: pd.DataFrame) -> pd.DataFrame:

@@ -22,6 +22,7 @@ import difflib
 import logging
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
+from typing import Any
 
 import pandas as pd
 from sqlalchemy import Connection, Engine, delete, insert, select
@@ -116,6 +117,7 @@ def statement_lines_of(rows: pd.DataFrame, booked: pd.DataFrame, cost_centers: d
     lines = []
     key = ["team", "cluster", "resource", "gpu_model"]
     sums = rows.groupby(key, as_index=False)[["quantity", "list_cost", "cost"]].sum()
+    row: Any  # a row of the frame's named columns (pandas-stubs types its fields as any scalar)
     for row in sums.itertuples(index=False):
         center = cost_centers.get(row.team, "")
         lines.append(StatementLine(row.team, center, row.cluster, _kind(row.resource), row.resource, row.gpu_model,
