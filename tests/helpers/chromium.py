@@ -9,7 +9,6 @@ import pytest
 from PIL import Image
 
 from fixtures.servers import require_program
-from tests.helpers.demo import demo_run  # noqa: F401 (pytest fixtures)
 
 FLAGS = [  # headless as root needs these; the rest keep Chromium from reaching out
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

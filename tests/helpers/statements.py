@@ -16,7 +16,6 @@ from billing.ledger.tables import adjustments, month_closings
 from billing.ledger.write import replace_day
 from billing.publish.statement import StatementError, build_statement, close_month, reopen_month
 from billing.publish.statement_formats import FORMATS
-from tests.helpers.budgets import budget_job  # noqa: F401 (pytest fixtures)
 from tests.helpers.report_ledger import frame
 
 H100 = "NVIDIA-H100-80GB-HBM3"
