@@ -57,7 +57,7 @@ def price(usage: pd.DataFrame, ownership: pd.DataFrame, prices: dict[str, Prices
     rows["multiplier"] = [prices[c].priority_classes.get(p, 1.0) for c, p in zip(rows["cluster"], rows["priority_class"])]
     keys = [*frames.ROWS.columns[:6], *below]
     # quantities per multiplier first, so that without discounts cost is exactly quantity x unit_price
-    rows = rows.groupby([*keys, "multiplier"], dropna=False, as_index=False)["quantity"].sum()  # type: ignore[assignment]  # pandas-stubs: groupby(as_index=False) gives a DataFrame
+    rows = rows.groupby([*keys, "multiplier"], dropna=False, as_index=False)[["quantity"]].sum()
     rows["unit_price"] = [
         unit_price(prices[c], r, m) for c, r, m in zip(rows["cluster"], rows["resource"], rows["gpu_model"])
     ]
@@ -106,10 +106,10 @@ def share_idle(capacity: pd.DataFrame, rows: pd.DataFrame, unallocated_team: str
     """
     shared = []
     for cluster, idle in capacity[(capacity["idle"] > 0) & (capacity["pool"] == "")].groupby("cluster"):
-        payers = rows[rows["cluster"] == cluster].groupby(["namespace", "team", "owner"], dropna=False, as_index=False)
-        payers = payers["cost"].sum().query("cost > 0")
+        by_payer = rows[rows["cluster"] == cluster].groupby(["namespace", "team", "owner"], dropna=False, as_index=False)
+        payers = by_payer[["cost"]].sum().query("cost > 0")
         if payers.empty:
-            payers = pd.DataFrame({"namespace": [""], "team": [unallocated_team], "owner": [None], "cost": [1.0]})  # type: ignore[assignment]  # pandas-stubs: groupby(as_index=False) gives a DataFrame
+            payers = pd.DataFrame({"namespace": [""], "team": [unallocated_team], "owner": [None], "cost": [1.0]})
         weights = payers.assign(weight=payers["cost"] / payers["cost"].sum()).drop(columns="cost")
         charged = weights.merge(idle, how="cross")
         charged["resource"] = IDLE + charged["resource"]

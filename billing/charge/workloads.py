@@ -38,9 +38,9 @@ def workload_costs(usage: pd.DataFrame, ownership: pd.DataFrame, prices: dict[st
     frames.ROWS.check(rows, "ledger rows to split over workloads")
     parts = price(usage, ownership, prices, below=BELOW)
     parts = parts[parts["quantity"] != 0].astype({amount: float for amount in AMOUNTS})
-    whole = rows.astype({amount: float for amount in AMOUNTS}).groupby(ROW_KEYS, dropna=False, as_index=False)[AMOUNTS]
-    whole = whole.sum()  # type: ignore[assignment]  # pandas-stubs: groupby(as_index=False) gives a DataFrame
-    parts = parts.merge(whole, on=ROW_KEYS, how="inner", suffixes=("", "_row"), validate="many_to_one")  # type: ignore[arg-type]  # pandas-stubs: groupby(as_index=False) gives a DataFrame
+    amounts = rows.astype({amount: float for amount in AMOUNTS})
+    whole = amounts.groupby(ROW_KEYS, dropna=False, as_index=False)[AMOUNTS].sum()
+    parts = parts.merge(whole, on=ROW_KEYS, how="inner", suffixes=("", "_row"), validate="many_to_one")
     last = ~parts.duplicated(ROW_KEYS, keep="last")
     for amount in AMOUNTS:  # the last part of each row: the row less the others (summed in order)
         before = parts.assign(before=parts.groupby(ROW_KEYS, dropna=False)[amount].shift(fill_value=0.0))
@@ -48,8 +48,8 @@ def workload_costs(usage: pd.DataFrame, ownership: pd.DataFrame, prices: dict[st
         parts.loc[last, amount] = parts.loc[last, f"{amount}_row"] - others[last]
     split = parts[ROW_KEYS].drop_duplicates()
     rest = rows.merge(split, on=ROW_KEYS, how="left", indicator=True)
-    rest = rest[rest["_merge"] == "left_only"].groupby([*ROW_KEYS, "owner"], dropna=False, as_index=False)[AMOUNTS]  # type: ignore[assignment]  # pandas-stubs: groupby(as_index=False) gives a DataFrame
-    rest = rest.sum().assign(workload=UNATTRIBUTED, labels=labels_json(("",) * len(cost_labels), tuple(cost_labels)))
+    unsplit = rest[rest["_merge"] == "left_only"].groupby([*ROW_KEYS, "owner"], dropna=False, as_index=False)[AMOUNTS]
+    rest = unsplit.sum().assign(workload=UNATTRIBUTED, labels=labels_json(("",) * len(cost_labels), tuple(cost_labels)))
     frame = pd.concat([parts[frames.WORKLOAD_COSTS.columns], rest[frames.WORKLOAD_COSTS.columns]], ignore_index=True)
     return frame.sort_values(frames.WORKLOAD_COSTS.columns[:8], ignore_index=True)
 

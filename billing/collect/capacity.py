@@ -77,5 +77,5 @@ def collect_allocatable(
                       chunks(day, step))
     raw = pd.DataFrame([r for chunk_rows in rows for r in chunk_rows], columns=[*KEYS, "quantity"])
     frame = billing_units(raw.astype({"quantity": float}), gpu_resources)
-    summed = frame.groupby(KEYS, as_index=False, sort=True)["quantity"].sum()
-    return summed.rename(columns={"quantity": "allocatable"})  # type: ignore[call-overload]  # pandas-stubs: groupby(as_index=False) gives a DataFrame
+    summed = frame.groupby(KEYS, as_index=False, sort=True)[["quantity"]].sum()
+    return summed.rename(columns={"quantity": "allocatable"})

@@ -357,7 +357,8 @@ def _by_workload(raw: pd.DataFrame, gpu_resources: GpuResources) -> pd.DataFrame
     """Resource-hours in billing units, one row per namespace, workload, cost labels, resource, GPU model,
     priority class and pool: the usage's rows split further."""
     frame = billing_units(raw, gpu_resources)
-    return frame.groupby(frames.WORKLOAD_USAGE.columns[:-1], as_index=False, sort=True)["quantity"].sum()[frames.WORKLOAD_USAGE.columns]  # type: ignore[return-value]  # pandas-stubs: groupby(as_index=False) gives a DataFrame
+    summed = frame.groupby(frames.WORKLOAD_USAGE.columns[:-1], as_index=False, sort=True)[["quantity"]].sum()
+    return summed[frames.WORKLOAD_USAGE.columns]
 
 
 def _holdings(raw: pd.DataFrame, gpu_resources: GpuResources) -> pd.DataFrame:
@@ -376,7 +377,7 @@ def pod_usage(queries: Callable[[Chunk], UsageQueries], day: BillingDay, step: i
     # requests as the store answered them, before GPU fractions and time-slicing replicas: what raw samples give
     frame = billing_units(held.assign(quantity=held["held"]), gpu_resources)
     keys = [*POD_COLUMNS, "resource", "gpu_model"]
-    return frame.groupby(keys, as_index=False, sort=True)["quantity"].sum()  # type: ignore[return-value]  # pandas-stubs: groupby(as_index=False) gives a DataFrame
+    return frame.groupby(keys, as_index=False, sort=True)[["quantity"]].sum()
 
 
 def _refuse_impossible_values(raw: pd.DataFrame, cluster: str, highest: float = np.inf) -> None:
@@ -404,7 +405,7 @@ def _normalise(raw: pd.DataFrame, gpu_resources: GpuResources) -> pd.DataFrame:
     """Resource-hours in billing units, one row per namespace, resource, GPU model, priority class and pool."""
     frame = billing_units(raw, gpu_resources)
     return (
-        frame.groupby(frames.USAGE.columns[:-1], as_index=False, sort=True)["quantity"]  # type: ignore[call-arg, return-value]  # pandas-stubs: groupby(as_index=False) gives a DataFrame
+        frame.groupby(frames.USAGE.columns[:-1], as_index=False, sort=True)[["quantity"]]
         .sum()
         .reindex(columns=frames.USAGE.columns)
     )

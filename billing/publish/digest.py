@@ -65,7 +65,7 @@ def read_digests(engine: Engine, first: date, last: date, currency: str, reports
         cost = float(mine["cost"].sum())
         if cost <= 0:
             continue
-        namespaces: pd.DataFrame = mine.groupby(["cluster", "namespace"], as_index=False)["cost"].sum()  # type: ignore[assignment]  # pandas-stubs: groupby(as_index=False) gives a DataFrame
+        namespaces = mine.groupby(["cluster", "namespace"], as_index=False)[["cost"]].sum()
         idle = waste.loc[uid] if uid in waste.index else pd.Series({"idle_gpu_hours": None, "unused_cpu_core_hours": None})
         digests.append(PersonalDigest(
             uid, first, last, currency, cost,
@@ -84,7 +84,7 @@ def top_workloads(engine: Engine, first: date, last: date) -> dict[str, list[dic
     from first to last (their share of each, across their teams), most expensive first."""
     rows = read_workload_costs(engine, first, last)
     rows = rows[rows["owner"].notna()]
-    sums: pd.DataFrame = rows.groupby(["owner", "cluster", "namespace", "workload"], as_index=False)["cost"].sum()  # type: ignore[assignment]  # pandas-stubs: groupby(as_index=False) gives a DataFrame
+    sums = rows.groupby(["owner", "cluster", "namespace", "workload"], as_index=False)[["cost"]].sum()
     ordered = sums.sort_values(["cost", "cluster", "namespace", "workload"], ascending=[False, True, True, True])
     return {str(uid): mine.drop(columns="owner").head(TOP_WORKLOADS).to_dict("records")
             for uid, mine in ordered.groupby("owner", sort=False)}
