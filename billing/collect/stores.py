@@ -41,15 +41,20 @@ class Engine:
         return self.name
 
     def latest(self, selector: str) -> str:
-        """The series' value at each instant with the lookback of docs/spec.md "Rule 1: sampling instants": its latest sample in [t - 5 min, t]."""
+        """The series' value at each instant with the lookback of docs/spec.md "Rule 1: sampling instants": its latest
+        sample in [t - 5 min, t], and none once that is a staleness marker (docs/spec.md "Live stores: staleness and
+        exporter restarts"). A bare selector on Prometheus 2; MetricsQL's `default_rollup` with the window said,
+        the one rollup of VictoriaMetrics that keeps markers (`last_over_time`, like every range selector, skips
+        them and would bill a deleted pod for 5 minutes more)."""
         if self.closed_lookback:
             return selector
-        return f"last_over_time({selector}[{LOOKBACK_MS + 1}ms])"  # (t - 5 min - 1 ms, t] at ms precision
+        rollup = "default_rollup" if self.metricsql else "last_over_time"
+        return f"{rollup}({selector}[{LOOKBACK_MS + 1}ms])"  # (t - 5 min - 1 ms, t] at ms precision
 
     def sample_time(self, selector: str) -> str:
-        """The timestamp of the sample `latest` reads."""
+        """The timestamp of the sample `latest` reads (none where `latest` has none)."""
         if self.metricsql:
-            return f"tlast_over_time({selector}[{LOOKBACK_MS + 1}ms])"
+            return f"tlast_over_time({selector}[{LOOKBACK_MS + 1}ms]) and {self.latest(selector)}"
         return f"timestamp({selector})"
 
 

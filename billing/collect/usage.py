@@ -55,6 +55,7 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 
 import numpy as np
 import pandas as pd
@@ -62,6 +63,7 @@ import pandas as pd
 from billing import frames
 from billing.collect.prometheus import PrometheusError, PrometheusSource
 from billing.collect.promql import (
+    POD_LABELS,
     QUERY_BYTES,
     Chunk,
     GpuResources,
@@ -140,12 +142,22 @@ class UsageQueries(Queries):
     # `max by` everywhere below drops the scrape's own labels (instance, job),
     # so duplicate scrapes of kube-state-metrics replicas are not counted twice.
 
-    def fast(self, pods: str, left_out: str = "", by_pod: bool = False) -> str:
+    def fast(self, pods: str, left_out: str = "", by_pod: bool = False, copies: bool = False) -> str:
         """Per (namespace, node, priority class, resource[, pod][, workload, cost labels]): sum over pods of
         request x Running instants. `pods` selects the pods by uid; `left_out`, an expression of uids, leaves
-        pods out where a list of them would make the query too long."""
+        pods out where a list of them would make the query too long. With `copies` (some pod's Running series
+        came from several exporters in the chunk: kube-state-metrics replaced, an HA pair, a reshard) a pod's
+        copies are merged at each instant before the instants are counted, so that it counts once per instant
+        (docs/spec.md "Live stores: staleness and exporter restarts"); counting each copy's instants and taking
+        the largest count would keep only the longer part of a pod's day. That `max by` inside the subquery is
+        what makes Prometheus evaluate the vector at every instant, so chunks without copies go without it."""
         requests = self.ksm.plain(f"max_over_time({self.requests(pods)}[{self.raw}])")
-        running = self.ksm.plain(f"sum_over_time({self.latest(self.running(pods))}[{self.instants}:{self.step}])")
+        running = self.latest(self.running(pods))
+        if copies:
+            once = f"max by (namespace, pod, uid) ({self.ksm.plain(running, POD_LABELS)})"
+            running = f"sum_over_time({once}[{self.instants}:{self.step}])"
+        else:
+            running = self.ksm.plain(f"sum_over_time({running}[{self.instants}:{self.step}])")
         keys = "".join(f", {keys}" for keys in (POD if by_pod else "", self.breakdown_keys) if keys)
         carried = ", ".join(["node", "priority_class", *([self.breakdown_keys] if self.breakdown_keys else [])])
         # the pod's node and priority class, and with a breakdown its workload and cost labels: one series per pod
@@ -183,22 +195,32 @@ sum by (namespace, node, priority_class, resource{keys}) ((
         return (f"({per_pod}\n  * on (uid) group_left ({keys})\n"
                 f"    (group by (uid, {keys}) (topk by (uid) (1, {labels})) or on (uid) group by (uid) ({pods_seen})))")
 
-    def needs_exact(self) -> str:
+    def needs_exact(self, copies: bool = False) -> str:
         """Pods the fast query would get wrong: a request changed near or in the chunk (in-place
         resize), or the Running series holds something else than kube-state-metrics' 0 or 1.
         A request that varied in the window has a spread; one that did not has exactly none on both
         engines. (Not `changes()`: MetricsQL counts a change against the sample before the window.
-        Not `max_over_time != min_over_time`: as exact, but twice the work on Prometheus.)"""
+        Not `max_over_time != min_over_time`: as exact, but twice the work on Prometheus.) With `copies`
+        (several exporters in the chunk) a request must also agree between a container's copies, which no
+        one series' spread shows (a pod resized while kube-state-metrics was replaced): then the highest
+        and lowest of all its copies are compared after all."""
+        changed = f"stddev_over_time({self.requests()}[{self.raw}]) > 0"
+        if copies:
+            def extreme(over: str) -> str:
+                spread = self.ksm.plain(f"{over}_over_time({self.requests()}[{self.raw}])", ("container",))
+                return f"{over} by (uid, container, resource) ({spread})"
+            changed = f"{extreme('max')} != {extreme('min')}"
         return f"""
 group by (uid) (
-    stddev_over_time({self.requests()}[{self.raw}]) > 0
+    {changed}
   or max_over_time({self.running()}[{self.raw}]) > 1
   or min_over_time({self.running()}[{self.raw}]) < 0
 )"""
 
-    def exact_pods(self, relabelled: list[str]) -> str:
+    def exact_pods(self, relabelled: list[str], copies: bool = False) -> str:
         """The uids of every pod the exact path evaluates."""
-        return f"({self.needs_exact()} or {self.pods_on(relabelled)})" if relabelled else self.needs_exact()
+        needs = self.needs_exact(copies)
+        return f"({needs} or {self.pods_on(relabelled)})" if relabelled else needs
 
     def pods_on(self, nodes: list[str]) -> str:
         """Pods on the given nodes during the chunk."""
@@ -210,8 +232,9 @@ group by (uid) (
         return f"count_over_time(count({self.latest(self.node_labels())})[{self.instants}:{self.step}])"
 
     def running_pods(self) -> str:
-        """The uids of pods Running in the chunk, for the log's pod count."""
-        return f"group by (uid) (max_over_time({self.running()}[{self.instants}]) == 1)"
+        """The uids of pods Running in the chunk or the lookback before it, for the log's pod count and the
+        self-audit's sample; the value: how many exporters reported the pod Running (its copies)."""
+        return f"count by (uid) (max_over_time({self.running()}[{self.raw}]) == 1)"
 
     def exact(self, pods: str, relabelled: list[str], by_pod: bool = False) -> str:
         """The literal per-instant product, for range queries. Node labels (GPU model, pool) are
@@ -252,13 +275,20 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
     at = chunk.last
     nodes = NodeKinds(source, queries, at)
     relabelled = nodes.relabelled
-    exact_pods = _uids(source.instant(queries.needs_exact(), at))
+    copies_of = {series["metric"].get("uid", ""): float(series["value"][1])
+                 for series in source.instant(queries.running_pods(), at)}
+    running = frozenset(copies_of)
+    copies = any(count > 1 for count in copies_of.values())
+    if copies:
+        log.info("cluster %s: pods reported by several exporters in the chunk ending %s (kube-state-metrics "
+                 "replaced, an HA pair or a reshard): each counted once per instant", queries.cluster,
+                 datetime.fromtimestamp(chunk.end, timezone.utc).isoformat())
+    exact_pods = _uids(source.instant(queries.needs_exact(copies), at))
     covered = sum(int(float(series["value"][1])) for series in source.instant(queries.covered_instants(), at))
     asked = 4
     if relabelled:
         exact_pods |= _uids(source.instant(queries.pods_on(relabelled), at))
         asked += 1
-    running = _uids(source.instant(queries.running_pods(), at))
     tops = TopControllers(source, queries, at) if queries.breakdown_keys else None
     asked += bool(tops)
 
@@ -271,9 +301,9 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
                 labels.get("priority_class", ""), pool, instants * gpus_per_unit, instants)
 
     rows = []
-    fast = queries.fast(uid_matcher(exact_pods, keep=False), by_pod=by_pod)
+    fast = queries.fast(uid_matcher(exact_pods, keep=False), by_pod=by_pod, copies=copies)
     if not fits(fast):  # too many pods to name: the query finds them itself
-        fast = queries.fast("", left_out=queries.exact_pods(relabelled), by_pod=by_pod)
+        fast = queries.fast("", left_out=queries.exact_pods(relabelled, copies), by_pod=by_pod, copies=copies)
     if queries.breakdown_keys and not fits(fast):
         raise PrometheusError(f"the usage query of cluster {queries.cluster} with {len(queries.label_keys)} cost labels "
                               f"is longer than the {QUERY_BYTES} bytes every store accepts; list fewer cost_labels")

@@ -26,8 +26,8 @@ def test_prometheus_2_reads_bare_selectors_and_metricsql_says_the_lookback():
     assert prometheus.latest("up") == "up"
     assert prometheus.sample_time("up") == "timestamp(up)"
     # 300,001 ms over MetricsQL's (t - d, t] is [t - 5 min, t] at millisecond precision
-    assert victoria.latest("up") == "last_over_time(up[300001ms])"
-    assert victoria.sample_time("up") == "tlast_over_time(up[300001ms])"
+    assert victoria.latest("up") == "default_rollup(up[300001ms])"  # the rollup that keeps staleness markers
+    assert victoria.sample_time("up") == "tlast_over_time(up[300001ms]) and default_rollup(up[300001ms])"
 
 
 def test_plain_labels_are_what_plain_leaves_of_a_series():
