@@ -31,21 +31,31 @@ KEYS = ["resource", "gpu_model", "pool"]  # pool: the reserved pool of the nodes
 
 
 class CapacityQueries(Queries):
-    def allocatable(self, relabelled: list[str]) -> str:
-        """Per node and resource: allocatable summed over the chunk's instants, a subquery of the bare
-        series (cheap: no operator inside). Relabelled nodes also per GPU model and pool, read at every
-        instant (costly, so only for them); the caller maps the other nodes to their one kind."""
-        # `max by` drops the scrape's labels, so replicas of kube-state-metrics are not counted twice
-        def allocatable(nodes: str) -> str:
-            return self.series("kube_node_status_allocatable", f"resource=~{quote(self.resources)}", nodes)
+    def allocatable_series(self, nodes: str = "") -> str:
+        return self.series("kube_node_status_allocatable", f"resource=~{quote(self.resources)}", nodes)
 
+    def copies(self) -> str:
+        """How many nodes' allocatable came from several exporters in the chunk (kube-state-metrics replaced,
+        an HA pair, a reshard): those copies must be merged at each instant."""
+        seen = self.ksm.plain(f"max_over_time({self.allocatable_series()}[{self.raw}])", ("node",))
+        return f"count(count by (node, resource) ({seen}) > 1)"
+
+    def allocatable(self, relabelled: list[str], copies: bool = False) -> str:
+        """Per node and resource: allocatable summed over the chunk's instants, a subquery of the bare
+        series (cheap: no operator inside) where each node has one exporter; with `copies` the copies are
+        merged at every instant first (`max by` inside), so that a node counts once per instant whatever
+        exporter reports it. Relabelled nodes also per GPU model and pool, read at every instant (costly,
+        so only for them); the caller maps the other nodes to their one kind."""
+        # `max by` drops the scrape's labels, so replicas of kube-state-metrics are not counted twice
         ksm = self.ksm
         moved = node_matcher(relabelled, ksm.node)
-        moved_nodes = f"max by (node, resource) ({ksm.plain(self.latest(allocatable(moved)))})"
-        staying = self.latest(allocatable(node_matcher(relabelled, ksm.node, keep=False)))
+        moved_nodes = f"max by (node, resource) ({ksm.plain(self.latest(self.allocatable_series(moved)))})"
+        staying = self.latest(self.allocatable_series(node_matcher(relabelled, ksm.node, keep=False)))
+        if copies:
+            staying = f"max by (node, resource) ({ksm.plain(staying, ('node',))})"
         return f"""
     max by (node, resource) (
-        {ksm.plain(f"sum_over_time({staying}[{self.instants}:{self.step}])")}
+        {ksm.plain(f"sum_over_time({staying}[{self.instants}:{self.step}])", ("node",))}
     )
   or
     sum_over_time((
@@ -58,7 +68,8 @@ class CapacityQueries(Queries):
 
 def _chunk_allocatable(source: PrometheusSource, queries: CapacityQueries, chunk: Chunk) -> list[tuple]:
     nodes = NodeKinds(source, queries, chunk.last)
-    answer = source.instant(queries.allocatable(nodes.relabelled), chunk.last)
+    copies = any(float(series["value"][1]) for series in source.instant(queries.copies(), chunk.last))
+    answer = source.instant(queries.allocatable(nodes.relabelled, copies), chunk.last)
     rows = []
     for series in answer:
         model, pool, gpus_per_unit = nodes.priced(series["metric"])

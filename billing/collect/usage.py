@@ -113,6 +113,7 @@ class ClusterUsage:
     # each chunk's top-level controllers, in the day's order, when workloads were collected: waste per workload
     # takes its pods to workloads with them rather than asking again
     controllers: tuple[TopControllers, ...] = ()
+    copies: bool = False  # some pod was reported by several exporters (kube-state-metrics replaced, HA, resharded)
 
     def __post_init__(self) -> None:
         frames.USAGE.check(self.usage, f"usage of cluster {self.cluster}")
@@ -263,6 +264,7 @@ class _ChunkResult:
     covered: int  # instants with kube-state-metrics data
     instants: int
     tops: TopControllers | None  # with a breakdown
+    copies: bool  # some pod was reported by several exporters
 
 
 def _uids(answer: list[dict]) -> frozenset[str]:
@@ -333,7 +335,7 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
     if queries.breakdown_keys:
         at = columns.index("resource")  # workload and labels follow the namespace, as in frames.WORKLOAD_USAGE.columns
         columns = [*columns[:at], "workload", "labels", *columns[at:]]
-    return _ChunkResult(_hours(rows, chunk.step, columns), running, exact_pods, asked, covered, instants, tops)
+    return _ChunkResult(_hours(rows, chunk.step, columns), running, exact_pods, asked, covered, instants, tops, copies)
 
 
 def _labels_json(queries: UsageQueries, labels: dict[str, str]) -> str:
@@ -380,6 +382,7 @@ def collect_cluster(
         exact=frozenset().union(*(r.exact for r in results)),
         workloads=None if cost_labels is None else _by_workload(raw, gpu_resources),
         controllers=tuple(r.tops for r in results if r.tops),
+        copies=any(r.copies for r in results),
     )
 
 

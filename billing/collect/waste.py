@@ -84,7 +84,7 @@ from billing.collect.promql import (
     fits,
     map_chunks,
 )
-from billing.collect.stores import Store, store_of
+from billing.collect.stores import FamilyLabels, Store, store_of
 from billing.config import MIG_RESOURCE_PREFIX, ClusterConfig
 from billing.days import BillingDay
 
@@ -107,8 +107,9 @@ class WasteQueries(Queries):
     """The waste queries of one hour of the day, per namespace or per (namespace, workload)."""
 
     def __init__(self, cluster: ClusterConfig, gpu_resources: GpuResources, chunk: Chunk, store: Store,
-                 by_workload: bool = False):
+                 by_workload: bool = False, copies: bool = False):
         super().__init__(cluster, gpu_resources, chunk, store)
+        self.copies = copies  # some series came from several exporters: merged at each instant (as usage does)
         # nodes are aggregated away in every waste query: a renamed `node` label needs no renaming back
         self.ksm, self.dcgm, self.cadvisor = (replace(f, node="node") for f in (self.ksm, self.dcgm, self.cadvisor))
         self.by_workload = by_workload
@@ -156,10 +157,19 @@ class WasteQueries(Queries):
         answer means the metric was there)."""
         held = self.series(metric, self.held(), matcher)
         by = ", ".join(["namespace", "pod", *gpu])
-        visible = self.dcgm.plain(f"count_over_time({self.latest(held)}[{self.instants}:{self.step}])")
+        visible = self.dcgm.plain(self._instants_seen(self.latest(held), by, self.dcgm))
         mean = self.dcgm.plain(f"avg_over_time({held}[{self.raw}])")
         idle = f"max by ({by}) ({visible}) * on ({by}) (max by ({by}) ({mean}) < bool {below})"
         return f'label_replace({idle}, "measure", "{measure}", "", "")'
+
+    def _instants_seen(self, series: str, by: str, labels: FamilyLabels, sum_values: bool = False) -> str:
+        """Per series, the instants of the hour at which it is visible (with `sum_values`: its values summed
+        over them); with copies, per `by` after merging the copies at each instant, so that a GPU or pod that
+        several exporters report counts once per instant (docs/spec.md "Live stores: staleness and exporter
+        restarts")."""
+        over = "sum_over_time" if sum_values else "count_over_time"
+        once = f"max by ({by}) ({labels.plain(series)})" if self.copies else series
+        return f"{over}({once}[{self.instants}:{self.step}])"
 
     def idle_gpus(self, below: float) -> str:
         """Per whole GPU held: its idle GPU-instants of the hour (MIG instances left out)."""
@@ -179,7 +189,7 @@ class WasteQueries(Queries):
         """Per pod: core-instants of the hour requested while Running but not used, at least 0."""
         ksm = self.ksm
         requests = self.series("kube_pod_container_resource_requests", 'resource="cpu"')
-        running = ksm.plain(f"sum_over_time({self.latest(self.running())}[{self.instants}:{self.step}])")
+        running = ksm.plain(self._instants_seen(self.latest(self.running()), "namespace, pod, uid", ksm, sum_values=True))
         per_container = f"max by (namespace, pod, uid, container) ({ksm.plain(f'max_over_time({requests}[{self.raw}])')})"
         requested = f"sum by (namespace, pod, uid) ({per_container}) * on (namespace, pod, uid) max by (namespace, pod, uid) ({running})"
         usage = self.usage()
@@ -287,10 +297,12 @@ def _workloads(source: PrometheusSource, queries: WasteQueries, chunk: Chunk,
 
 def collect_waste(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: GpuResources,
                   source: PrometheusSource, below: float, store: Store | None = None,
-                  by_workload: bool = False, controllers: Sequence[TopControllers] = ()) -> pd.DataFrame:
+                  by_workload: bool = False, controllers: Sequence[TopControllers] = (), copies: bool = False
+                  ) -> pd.DataFrame:
     """Idle GPU-hours and unused CPU core-hours of one cluster-day per namespace (frames.WASTE.columns), or
     with `by_workload` per namespace and workload (WORKLOAD_WASTE_KEYS and MEASURES); `controllers`: each
-    chunk's top-level controllers as usage found them (ClusterUsage.controllers), asked here when not given.
+    chunk's top-level controllers as usage found them (ClusterUsage.controllers), asked here when not given;
+    `copies`: whether usage found pods reported by several exporters that day (ClusterUsage.copies).
 
     A measure is NaN for a key that has none, and in every row where the
     cluster never had its metric."""
@@ -302,7 +314,7 @@ def collect_waste(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resour
                           list(zip(day_chunks, tops))) if by_workload else [None] * len(day_chunks))
 
     def measure(hours: list[Chunk]) -> pd.DataFrame:
-        queries = WasteQueries(cluster, gpu_resources, hours[0], store, by_workload)  # the same text every hour
+        queries = WasteQueries(cluster, gpu_resources, hours[0], store, by_workload, copies)  # one text every hour
         # asked first, as it answers at every time asked: a store that moves a range's times shows it here
         usage, ranged = _per_hour(source, queries.usage_present(), hours, ranged=True)
         present, at = [False] * len(hours), _hour_index(hours)

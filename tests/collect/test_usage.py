@@ -42,7 +42,7 @@ class FakePrometheus:
 
     def instant(self, query: str, at: float) -> list[dict]:
         kind = ("covered" if query.startswith("count_over_time(") else "resized" if "stddev_over_time(kube_pod_container" in query else "models" if query.startswith("max by (node")
-                else "on_nodes" if "node=~" in query else "pods" if query.startswith("group by (uid)") else "fast")
+                else "on_nodes" if "node=~" in query else "pods" if query.startswith("count by (uid)") else "fast")
         self.asked.append((kind, query))
         if kind == "pods":
             return [{"metric": {"uid": "u1"}, "value": [at, "1"]}]
@@ -166,3 +166,23 @@ def test_reserved_pools_come_from_node_labels_and_a_node_moved_between_pools_is_
                      ("carol", "cpu", "", "p1"): pytest.approx(1)}
     assert all(r'node=~"c"' in q for q in source.queries("on_nodes"))
     assert all("label_nvidia_com_gpu_product, label_pool" in q for q in source.queries("exact"))
+
+
+def test_a_chunk_with_copies_merges_them_at_each_instant():
+    """A pod two exporters reported Running (its value: 2 copies): the fast query merges a pod's copies inside
+    the subquery, and requests are compared across copies; a chunk without copies asks neither."""
+    class Copied(FakePrometheus):
+        def instant(self, query: str, at: float) -> list[dict]:
+            if query.startswith("count by (uid)"):
+                self.asked.append(("pods", query))
+                return [{"metric": {"uid": "u1"}, "value": [at, "2" if at < DAY.start.timestamp() + 6 * 3600 else "1"]}]
+            return super().instant(query, at)
+
+    source = Copied()
+    result = collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE)
+    assert result.copies and result.pods == 1
+    merged = "sum_over_time(max by (namespace, pod, uid) (kube_pod_status_phase"
+    fast = [query for _, query in source.asked if "sum by (namespace, node" in query]
+    assert [merged in query for query in fast] == [True, False, False, False]  # the first chunk only
+    exact = [query for kind, query in source.asked if "_over_time(kube_pod_container_resource_requests" in query]
+    assert ["max by (uid, container, resource)" in query for query in exact] == [True, False, False, False]
