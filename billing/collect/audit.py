@@ -1,24 +1,24 @@
-"""Self-audit: a sample of pods billed again from raw samples, in plain Python.
+"""Self-audit: a sample of pods billed again instant by instant, in plain Python.
 
-The ledger comes from PromQL that factors the sum of docs/spec.md "Rule 4: quantity" (billing/collect/usage.py's fast
-path) or evaluates it on the server (its exact path); both depend on how the
-store evaluates PromQL, which differs between stores and versions. So every
-run checks itself: per cluster-day it picks pods (at least `audit.pods` of
-those Running, and pods on the exact path, chosen by a random generator
-seeded with the cluster and the day, so a re-run audits the same pods),
-fetches their raw samples with range selectors, and applies docs/spec.md's
-arithmetic here:
+The ledger comes from PromQL that factors the sum of docs/spec.md "Rule 4: quantity" (billing/collect/usage.py's
+fast path: a pod's request times its Running instants, an exporter's copies merged) or evaluates it on the server
+(its exact path); both depend on how the store evaluates PromQL, which differs between stores and versions. So
+every run checks itself: per cluster-day it picks pods (at least `audit.pods` of those Running, and pods on the
+exact path, chosen by a random generator seeded with the cluster and the day, so a re-run audits the same pods),
+asks the store for each of their series what an instant query at each of the day's instants answers (docs/spec.md
+"Rule 1: sampling instants": a range query of the series' value at an instant, Engine.latest, one per chunk),
+and applies docs/spec.md's arithmetic here:
 
     quantity(p, r) = sum_k request(p, r, t_k) * [running(p, t_k) == 1] * step / 3600
 
-with Prometheus 2.x instant semantics (at t_k a series has the value of its
-latest sample with t_k - 5 min <= ts <= t_k), the request summed over the
-pod's containers, the node from `kube_pod_info` and the GPU model from that
-node's newest `kube_node_labels`. Where several series differ only in
-labels the bill does not use (scrape or replica labels), the largest value
-counts, as the queries' `max by` does. The same pods are asked through
-collect.py's own queries, restricted to them and grouped by pod; a
-difference beyond 1e-9 relative fails the run before the ledger is touched.
+with the request summed over the pod's containers, the node from `kube_pod_info` and the GPU model from that
+node's newest `kube_node_labels` (newest by the sample's own timestamp, Engine.sample_time). Where several
+series differ only in labels the bill does not use (an exporter's instance, a replica label) the largest value
+counts, once per instant, and the pod is Running if any of them says so (docs/spec.md "Live stores: staleness
+and exporter restarts"). Asking instant by instant, not for raw samples, keeps staleness markers where a live
+store has them: a range selector skips them and would bill a deleted pod for five minutes more. The same pods
+are asked through collect.py's own queries, restricted to them and grouped by pod; a difference beyond 1e-9
+relative fails the run before the ledger is touched.
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ import pandas as pd
 
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.promql import (
-    LOOKBACK,
     PLACEHOLDER,
     Chunk,
     GpuResources,
@@ -58,7 +57,7 @@ log = logging.getLogger(__name__)
 TOLERANCE = 1e-9  # relative
 EXACT_PODS = 10  # at most this many pods of the exact path besides the sample: keeps each query far below 8 KB
 PodKey = tuple[str, str, str]  # (uid, resource, gpu_model)
-Series = tuple[str, dict[str, str], "np.ndarray | Sequence[tuple[float, float]]"]  # (name, labels, (ts, value) rows)
+Series = tuple[str, dict[str, str], Sequence[tuple[float, float]]]  # (name, labels, (instant, value) pairs)
 
 
 class AuditError(RunFailed):
@@ -83,27 +82,21 @@ def audited_pods(cluster: str, day: BillingDay, running: Iterable[str], exact: I
     return sorted(chosen)
 
 
-def _seen(samples: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """At each instant, the timestamp and value of the sample an instant query sees: the latest one
-    with t - LOOKBACK <= ts <= t; -inf and NaN where there is none."""
-    if not len(samples):
-        return np.full(len(t), -np.inf), np.full(len(t), np.nan)
-    i = np.searchsorted(samples[:, 0], t, side="right") - 1
-    ts = samples[np.maximum(i, 0), 0]
-    visible = (i >= 0) & (ts >= t - LOOKBACK)
-    return np.where(visible, ts, -np.inf), np.where(visible, samples[np.maximum(i, 0), 1], np.nan)
+def _at_instants(values: Sequence[tuple[float, float]], index: dict[float, int]) -> np.ndarray:
+    """A series' answers as an array over the day's instants, NaN where it had none."""
+    found = np.full(len(index), np.nan)
+    for t, value in values:
+        if t in index:
+            found[index[t]] = value
+    return found
 
 
-def _largest(series: list[np.ndarray], t: np.ndarray) -> np.ndarray:
-    """The largest visible value of several series at each instant (NaN where none has one)."""
-    return np.fmax.reduce([_seen(samples, t)[1] for samples in series])
-
-
-def _newest(candidates: list[tuple[str, np.ndarray]], t: np.ndarray) -> np.ndarray:
-    """Of several (value, samples), the value whose visible sample is the newest, at each instant ('' where none)."""
+def _newest(candidates: list[tuple[str, np.ndarray]], size: int) -> np.ndarray:
+    """Of several (value, sample times at each instant), the value whose sample is the newest at each instant
+    ('' where none is visible)."""
     if not candidates:
-        return np.full(len(t), "", dtype=object)
-    seen = np.array([_seen(samples, t)[0] for _, samples in candidates])
+        return np.full(size, "", dtype=object)
+    seen = np.array([np.nan_to_num(times, nan=-np.inf) for _, times in candidates])
     values = np.array([value for value, _ in candidates] + [""], dtype=object)
     best = np.where(seen.max(axis=0) > -np.inf, seen.argmax(axis=0), len(candidates))
     return values[best]
@@ -111,42 +104,42 @@ def _newest(candidates: list[tuple[str, np.ndarray]], t: np.ndarray) -> np.ndarr
 
 def recompute(series: Iterable[Series], instants: Sequence[float], step: float, gpu_resources: GpuResources,
               model_of: Callable[[dict[str, str]], str]) -> dict[PodKey, float]:
-    """Resource-hours per (uid, resource, gpu_model) from raw samples, by docs/spec.md "Billing arithmetic", rules 1 to 5.
+    """Resource-hours per (uid, resource, gpu_model) by docs/spec.md "Billing arithmetic", rules 1 to 5, from what
+    instant queries answered at `instants`: (name, labels, [(instant, value)]) per series, where the value of
+    `kube_pod_info` and `kube_node_labels` is its sample's timestamp.
 
     resource is cpu (cores), memory (GiB) or gpu; series other than the
     bill's (other phases, other resources, pods without node) are ignored."""
     units = {"cpu": ("cpu", 1.0), "memory": ("memory", 1 / GIB), **{name: ("gpu", 1.0) for name in gpu_resources}}
+    index = {float(t): i for i, t in enumerate(instants)}
     running: dict[str, list[np.ndarray]] = defaultdict(list)
     requests: dict[str, dict[str, dict[str, list]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     nodes: dict[str, list[tuple[str, np.ndarray]]] = defaultdict(list)
     models: dict[str, list[tuple[str, np.ndarray]]] = defaultdict(list)
-    for name, labels, samples in series:
-        uid, samples = labels.get("uid", ""), np.array(samples, dtype=float).reshape(-1, 2)
+    for name, labels, values in series:
+        uid, answered = labels.get("uid", ""), _at_instants(values, index)
         if name == "kube_pod_status_phase" and labels.get("phase") == "Running":
-            running[uid].append(samples)
+            running[uid].append(answered)
         elif name == "kube_pod_container_resource_requests" and labels.get("resource") in units:
-            requests[uid][labels["resource"]][labels.get("container", "")].append(samples)
+            requests[uid][labels["resource"]][labels.get("container", "")].append(answered)
         elif name == "kube_pod_info" and labels.get("node"):
-            nodes[uid].append((labels["node"], samples))
+            nodes[uid].append((labels["node"], answered))
         elif name == "kube_node_labels":
-            models[labels.get("node", "")].append((model_of(labels), samples))
+            models[labels.get("node", "")].append((model_of(labels), answered))
 
-    everywhere = np.asarray(instants, dtype=float)
     hours: dict[PodKey, float] = defaultdict(float)
-    for uid, phase in running.items():
-        first = min(samples[0, 0] for samples in phase if len(samples))
-        last = max(samples[-1, 0] for samples in phase if len(samples)) + LOOKBACK
-        t = everywhere[(everywhere >= first) & (everywhere <= last)]
-        counted = _largest(phase, t) == 1
+    for uid, copies in running.items():
+        counted = np.any([copy == 1 for copy in copies], axis=0)  # Running if any exporter says so
         for resource, containers in requests[uid].items():
-            request = np.nansum([_largest(copies, t) for copies in containers.values()], axis=0)
+            request = np.nansum([np.fmax.reduce(copies) for copies in containers.values()], axis=0)
             billed, scale = units[resource]
             charged = np.where(counted, request, 0.0) * scale * step / 3600
-            model = np.full(len(t), "", dtype=object)
+            model = np.full(len(index), "", dtype=object)
             if billed == "gpu":
-                node = _newest(nodes[uid], t)
+                node = _newest(nodes[uid], len(index))
                 for name in set(node) - {""}:
-                    model[node == name] = _newest(models[name], t[node == name])
+                    on = node == name
+                    model[on] = _newest([(m, times[on]) for m, times in models[name]], int(on.sum()))
             for kind in set(model[charged != 0]):
                 hours[(uid, billed, kind)] += float(charged[model == kind].sum())
     return dict(hours)
@@ -171,30 +164,31 @@ class _Counted:
         return self.source.buildinfo()
 
 
-def _raw_samples(source: PrometheusSource, queries: Queries, day: BillingDay, step: int, uids: list[str],
-                 store: Store) -> list[Series]:
-    """The pods' raw samples of every series the bill reads, over the day and the lookback before it.
-
-    A range selector asked as an instant query answers raw samples on every
-    store (VictoriaMetrics' window (t - d, t] as well: the window is a step
-    longer than the arithmetic needs), so no engine's lookback is involved.
-    kube-state-metrics' labels are read where its scrape put them
-    (store.labels) and handed on under their plain names."""
-    start, end = int(day.start.timestamp()), int(day.end.timestamp())
-    ksm = store.labels.kube_state_metrics
-    at = end - step  # the last instant
-    window = f"{at - start + LOOKBACK + step}s"  # a step more than needed: the arithmetic picks its samples
-
-    def fetch(name: str, selector: str) -> list[Series]:
-        answer = source.instant(f"{selector}[{window}]", at)
-        return [(name, ksm.plain_labels(s["metric"]), np.array(s["values"], dtype=float)) for s in answer]
-
+def _instant_answers(source: PrometheusSource, queries: Queries, day: BillingDay, step: int, uids: list[str],
+                     store: Store) -> list[Series]:
+    """What an instant query at each of the day's instants answers for every series the bill reads of these
+    pods (and of their nodes' labels): per chunk, a range query of the series' value at an instant as the store's
+    engine writes it (stores.Engine.latest), and of its sample's timestamp where the newest series decides.
+    kube-state-metrics' labels are read where its scrape put them (store.labels) and handed on under their
+    plain names."""
+    ksm, engine = store.labels.kube_state_metrics, store.engine
     pods = uid_matcher(frozenset(uids), keep=True)
-    found = fetch("kube_pod_info", queries.pod_node(pods))
-    found += fetch("kube_pod_status_phase", queries.running(pods))
-    found += fetch("kube_pod_container_resource_requests", queries.requests(pods))
-    on = sorted({labels["node"] for _, labels, _ in found if labels.get("node")})
-    return found + (fetch("kube_node_labels", queries.node_labels(node_matcher(on, ksm.node))) if on else [])
+
+    def fetch(name: str, expression: str, chunk: Chunk) -> list[Series]:
+        answer = source.range(expression, chunk.start, chunk.last, step)
+        return [(name, ksm.plain_labels(s["metric"]), [(float(t), float(v)) for t, v in s["values"]]) for s in answer]
+
+    found: list[Series] = []
+    for chunk in chunks(day, step):
+        pod_nodes = fetch("kube_pod_info", engine.sample_time(queries.pod_node(pods)), chunk)
+        found += pod_nodes
+        found += fetch("kube_pod_status_phase", engine.latest(queries.running(pods)), chunk)
+        found += fetch("kube_pod_container_resource_requests", engine.latest(queries.requests(pods)), chunk)
+        on = sorted({labels["node"] for _, labels, _ in pod_nodes if labels.get("node")})
+        if on:
+            found += fetch("kube_node_labels", engine.sample_time(queries.node_labels(node_matcher(on, ksm.node))),
+                           chunk)
+    return found
 
 
 class SampledQueries(UsageQueries):
@@ -246,7 +240,7 @@ def audit_cluster(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resour
     store = store or store_of(source, cluster, day)
     start, end = int(day.start.timestamp()), int(day.end.timestamp())
     whole_day = Queries(cluster, gpu_resources, Chunk(start, end, step), store)
-    samples = _raw_samples(counted, whole_day, day, step, uids, store)
+    samples = _instant_answers(counted, whole_day, day, step, uids, store)
     raw = recompute(samples, list(range(start, end, step)), step, gpu_resources,
                     lambda labels: whole_day.node_kind(labels).model)
     first = chunks(day, step)[0]

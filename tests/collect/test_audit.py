@@ -17,7 +17,7 @@ from billing.collect.audit import EXACT_PODS, Audit, _disagreement, audited_pods
 from billing.config import ConfigError, load_config
 from billing.days import billing_day
 from fixtures.ksm import GPU_PRODUCT_LABEL, make_world, series
-from fixtures.reference import instants, reference_usage
+from fixtures.reference import instants, latest_sample, reference_usage
 from tests.helpers.jobs import config  # noqa: F401 (pytest fixtures)
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
@@ -26,6 +26,15 @@ DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 def gpu_model_of(labels: dict[str, str]) -> str:
     return labels.get(GPU_PRODUCT_LABEL, "")
 START, END = DAY.start.timestamp(), DAY.end.timestamp()
+TIMED = ("kube_pod_info", "kube_node_labels")  # the audit reads their samples' timestamps
+
+
+def answered(raw, at):
+    """What instant queries at `at` answer for raw series, by fixtures.reference's lookup: the value, or the
+    sample's timestamp for kube_pod_info and kube_node_labels (as the audit asks the store for them)."""
+    for name, labels, samples in raw:
+        seen = [(t, latest_sample(samples, t)) for t in at]
+        yield name, labels, [(t, sample[0] if name in TIMED else sample[1]) for t, sample in seen if sample]
 
 
 @pytest.mark.parametrize("step", [60, 300])
@@ -33,7 +42,8 @@ def test_recomputed_pods_add_up_to_the_reference(step):
     world = make_world(21, START, pods=150)
     raw = list(series(world))  # every family and phase: recompute picks what the bill reads
     namespace_of = {labels["uid"]: labels["namespace"] for name, labels, _ in raw if name == "kube_pod_info"}
-    per_pod = recompute(raw, instants(START, END, step), step, ["nvidia_com_gpu"], gpu_model_of)
+    at = instants(START, END, step)
+    per_pod = recompute(answered(raw, at), at, step, ["nvidia_com_gpu"], gpu_model_of)
     by_namespace: dict[tuple, float] = defaultdict(float)
     for (uid, resource, model), hours in per_pod.items():
         by_namespace[(namespace_of[uid], resource, model)] += hours
@@ -54,8 +64,27 @@ def test_replicas_of_a_series_count_once():
           for r in "ab"],
     ]
     # instants 0..9 minutes see a sample; 10..14 still see the one at 9 minutes (5 minutes of lookback)
-    assert recompute(raw, instants(START, END, 60), 60, ["nvidia_com_gpu"], gpu_model_of) == {
+    at = instants(START, END, 60)
+    assert recompute(answered(raw, at), at, 60, ["nvidia_com_gpu"], gpu_model_of) == {
         ("u1", "cpu", ""): pytest.approx(2.0 * 15 / 60, rel=1e-15)}
+
+
+def test_an_exporter_replaced_counts_each_instant_once():
+    """kube-state-metrics replaced after 10 minutes: the old copy lingers for the lookback beside the new one,
+    and the pod counts once per instant, at the larger request either copy shows."""
+    pod = {"namespace": "alice", "pod": "p", "uid": "u1"}
+    old, new = range(0, 10), range(10, 20)
+    raw = [
+        ("kube_pod_status_phase", {**pod, "phase": "Running", "instance": "a"}, [(START + 60 * i, 1.0) for i in old]),
+        ("kube_pod_status_phase", {**pod, "phase": "Running", "instance": "b"}, [(START + 60 * i, 1.0) for i in new]),
+        ("kube_pod_container_resource_requests", {**pod, "container": "c", "resource": "cpu", "instance": "a"},
+         [(START + 60 * i, 2.0) for i in old]),
+        ("kube_pod_container_resource_requests", {**pod, "container": "c", "resource": "cpu", "instance": "b"},
+         [(START + 60 * i, 2.0) for i in new]),
+    ]
+    at = instants(START, END, 60)  # minutes 0 ... 19 seen, and 20 ... 24 through the lookback: 25 instants
+    assert recompute(answered(raw, at), at, 60, ["nvidia_com_gpu"], gpu_model_of) == {
+        ("u1", "cpu", ""): pytest.approx(2.0 * 25 / 60, rel=1e-15)}
 
 
 def test_the_pods_audited_are_the_same_on_every_run_and_include_the_exact_path():
