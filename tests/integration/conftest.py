@@ -15,6 +15,7 @@ program skips the test, or fails it when CI=true.
 from __future__ import annotations
 
 import os
+import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol, TypeVar
@@ -22,7 +23,9 @@ from typing import Protocol, TypeVar
 import pytest
 
 from fixtures.ksm import World
+from fixtures.remote_write import write_world
 from fixtures.servers import (
+    HttpServer,
     PostgresServer,
     PrometheusServer,
     PushgatewayServer,
@@ -125,6 +128,26 @@ def store_server(request: pytest.FixtureRequest) -> Callable[[World], Prometheus
     """store_server(world) -> a server with `.url` holding the world's series, once a Prometheus 2.42 and
     once a VictoriaMetrics: every test of the bill against the reference runs on both stores."""
     return request.getfixturevalue("prometheus_server" if request.param == "prometheus" else "victoria_metrics_server")
+
+
+@pytest.fixture(params=["prometheus", "victoria-metrics"])
+def live_store(request: pytest.FixtureRequest,
+               tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[World], PrometheusServer | HttpServer]]:
+    """live_store(world) -> a server with `.url` that received the world by remote write, as a live store fills
+    itself (staleness markers included), once a Prometheus 2.42 and once a VictoriaMetrics."""
+    def start(world: World) -> PrometheusServer | HttpServer:
+        work = tmp_path_factory.mktemp("live-store")
+        if request.param == "prometheus":
+            server: PrometheusServer | HttpServer = start_prometheus(
+                None, work, ["--web.enable-remote-write-receiver"])
+        else:
+            server = start_victoria_metrics(None, work)
+        write_world(world, f"{server.url}/api/v1/write")
+        if request.param == "victoria-metrics":  # what it received becomes searchable once flushed
+            urllib.request.urlopen(f"{server.url}/internal/force_flush", timeout=60).read()
+        return server
+
+    yield from stopped_at_the_end(start)
 
 
 @pytest.fixture(scope="session")
