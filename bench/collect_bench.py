@@ -1,6 +1,6 @@
 """How long `billing run` takes for one big cluster-day, beside the factored floor on the same Prometheus.
 
-    python -m bench.collect_bench [--pods 50000,250000] [--repeat 2] [--sample scratch,ci-runners,kube-system]
+    python -m bench.collect_bench [--pods 50000,250000] [--repeat 2] [--sample scratch,ci-runners,kube-system] [--replaced-at HOUR]
                                   [--before CHECKOUT] [--baseline-pods N] [--show-queries]
 
 For each size, a one-cluster day (60 s scrape) from fixtures.ksm.make_world
@@ -78,7 +78,7 @@ from bench.naive import cpu_seconds
 from billing.collect.promql import LOOKBACK, PARALLEL_QUERIES, Chunk, chunks
 from billing.days import billing_day
 from fixtures.demo.world import ldif
-from fixtures.ksm import EXPERIMENT_LABEL, PROJECT_LABEL, Pod, World, make_world
+from fixtures.ksm import EXPERIMENT_LABEL, PROJECT_LABEL, Pod, World, make_world, replaced_exporter
 from fixtures.reference import reference_usage, reference_waste
 from fixtures.servers import PrometheusServer, start_prometheus, wait_for_compaction, world_blocks
 
@@ -236,11 +236,14 @@ def running_at(pod: Pod, t: float) -> bool:
     return phase == "Running"
 
 
-def world_of(pods: int) -> World:
-    """The benchmark's cluster-day with utilisation; the same arguments give the same world, so its blocks
-    are cached."""
-    return make_world(SEED, PERIOD.start.timestamp(), pods=pods, clusters=(CLUSTER,), day_seconds=PERIOD.seconds,
-                      utilisation=True)
+def world_of(pods: int, replaced_at: float | None = None) -> World:
+    """The benchmark's cluster-day with utilisation, with kube-state-metrics' pod replaced `replaced_at` hours
+    into the day if given; the same arguments give the same world, so its blocks are cached."""
+    world = make_world(SEED, PERIOD.start.timestamp(), pods=pods, clusters=(CLUSTER,), day_seconds=PERIOD.seconds,
+                       utilisation=True)
+    if replaced_at is None:
+        return world
+    return replace(world, exporters=replaced_exporter(PERIOD.start.timestamp() + replaced_at * 3600))
 
 
 def peak_rss_mb(pid: int) -> float:
@@ -463,7 +466,7 @@ def commit_of(tree: Path) -> str:
 
 
 def measure(pods: int, cache: Path, args: argparse.Namespace) -> SizeResult:
-    world = world_of(pods)
+    world = world_of(pods, args.replaced_at)
     noon = PERIOD.start.timestamp() + PERIOD.seconds / 2
     running = sum(running_at(p, noon) for p in world.clusters[0].pods)
     started = time.perf_counter()
@@ -624,6 +627,8 @@ def main() -> None:
                         help="also measure the billing package of this checkout (e.g. a worktree of main) in each "
                              "round, for before-and-after figures on the same Prometheus")
     parser.add_argument("--show-queries", action="store_true", help="print every query with its figures")
+    parser.add_argument("--replaced-at", type=float, metavar="HOUR",
+                        help="a day with kube-state-metrics' pod replaced at this hour (a new instance)")
     parser.add_argument("--workloads", action="store_true",
                         help="instead: the run with workloads and two cost labels against the run without (issue 14)")
     args = parser.parse_args()
