@@ -21,7 +21,7 @@ from billing.collect.usage import collect_cluster
 from billing.collect.waste import collect_waste, waste_by_namespace
 from billing.config import ClusterConfig
 from billing.days import billing_day
-from fixtures.ksm import GPU_PRODUCT_LABEL, H100, Cluster, Container, Controller, Node, Pod, World
+from fixtures.ksm import GPU_PRODUCT_LABEL, H100, Cluster, Container, Controller, Node, Pod, World, replaced_exporter
 from fixtures.reference import reference_waste
 from tests.helpers.html_tables import read_page
 from tests.helpers.prometheus_jobs import write_config
@@ -81,6 +81,22 @@ def test_idle_gpus_and_unused_cpu_by_hand_and_by_the_reference(store_server, hon
     assert got.keys() == expected.keys() == BY_HAND.keys()
     for namespace, measures in expected.items():
         assert measures == pytest.approx(BY_HAND[namespace], rel=1e-12), namespace
+        assert got[namespace] == pytest.approx(measures, rel=1e-9), namespace
+
+
+def test_kube_state_metrics_replaced_changes_no_waste(store_server):
+    """kube-state-metrics replaced at 09:30 (a new instance): every pod's Running series has two copies in the
+    09:00 hour, which count once per instant, so the waste is the one worked out by hand. Without merging them,
+    that hour's unused CPU would count only the longer copy's 35 instants."""
+    prom = store_server(replace(WORLD, exporters=replaced_exporter(D + 9.5 * 3600)))
+    config = cluster(prom.url)
+    source = LivePrometheus("jaguar", config.prometheus)
+    usage = collect_cluster(config, DAY, 60, ["nvidia_com_gpu"], source)
+    assert usage.copies
+    waste = collect_waste(config, DAY, 60, ["nvidia_com_gpu"], source, below=5.0, copies=usage.copies)
+    got = {r.namespace: (r.idle_gpu_hours, r.unused_cpu_core_hours) for r in waste.itertuples()}
+    assert got.keys() == BY_HAND.keys()
+    for namespace, measures in BY_HAND.items():
         assert got[namespace] == pytest.approx(measures, rel=1e-9), namespace
 
 
