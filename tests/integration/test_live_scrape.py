@@ -68,7 +68,8 @@ def visible(samples: dict[float, float], scrapes: list[tuple[float, bool]], t: f
 
 def test_a_live_scrape_with_a_replaced_exporter_bills_what_instant_queries_see(tmp_path):
     schedule = tmp_path / "pods.json"
-    schedule.write_text(json.dumps([{**pod, "node": "node-a"} for pod in PODS]))
+    schedule.write_text(json.dumps({"nodes": {"node-a": 16}, "pods": [
+        {**pod, "node": "node-a", "containers": [{"name": "main", "cpu": pod["cpu"], "memory": 0}]} for pod in PODS]}))
     origin = math.ceil((time.time() + 6) / 10) * 10
     first, second = free_port(), free_port()
     scrape = ("[{job_name: kube-state-metrics, scrape_interval: 1s, scrape_timeout: 900ms, honor_labels: true, "
