@@ -27,7 +27,7 @@ import pytest
 from billing.collect.audit import AuditError, audit_cluster
 from billing.collect.prometheus import LivePrometheus
 from billing.collect.stores import store_of
-from billing.collect.usage import GIB, collect_cluster
+from billing.collect.usage import collect_cluster
 from billing.config import ClusterConfig
 from billing.days import BillingDay
 from fixtures.servers import ManagedProcess, accepts_connections, free_port, start_prometheus
@@ -39,7 +39,7 @@ LOOKBACK = 300_000  # ms: Prometheus 2.42 sees a sample this old, and no older
 GPUS = ["nvidia_com_gpu"]
 RUNNING = 'kube_pod_status_phase{phase="Running"}'
 REQUESTS = "kube_pod_container_resource_requests"
-MIB = 2**20
+MIB, GIB = 2**20, 2**30
 NODES = {"node-a": 16}
 # seconds after the origin, odd, so that no event falls on an even instant
 PODS: list[dict[str, Any]] = [  # as the exporter's schedule has them
