@@ -506,7 +506,7 @@ class AuditConfig(_Section):
     """The self-audit of every run (billing/collect/audit.py)."""
 
     enabled: bool = True
-    pods: Annotated[int, Field(ge=1)] = 20  # running pods recomputed from raw samples per cluster-day
+    pods: Annotated[int, Field(ge=1)] = 20  # running pods recomputed instant by instant per cluster-day
 
 
 class Config(_Section):

@@ -61,7 +61,7 @@ Series = tuple[str, dict[str, str], Sequence[tuple[float, float]]]  # (name, lab
 
 
 class AuditError(RunFailed):
-    """The fast path and the raw samples disagree; the message names cluster, pod, resource and both figures."""
+    """The billing queries and the instant-by-instant recomputation disagree; the message names cluster, pod, resource and both figures."""
 
 
 @dataclass(frozen=True)
@@ -221,7 +221,7 @@ def _disagreement(cluster: str, day: BillingDay, raw: dict[PodKey, float], fast:
             uid, resource, model = key
             what = f"{resource} ({model})" if model else resource
             return (f"self-audit of cluster {cluster} on {day.date} failed: pod {names.get(uid, '?')} (uid {uid}) "
-                    f"has {expected:.12g} {what} resource-hours by its raw samples but {got:.12g} by the billing "
+                    f"has {expected:.12g} {what} resource-hours instant by instant but {got:.12g} by the billing "
                     f"queries, so the bill cannot be trusted; the ledger keeps its previous rows")
     return None
 
@@ -229,7 +229,7 @@ def _disagreement(cluster: str, day: BillingDay, raw: dict[PodKey, float], fast:
 def audit_cluster(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: GpuResources,
                   source: PrometheusSource, running: Iterable[str], exact: Iterable[str], size: int,
                   store: Store | None = None, cost_labels: Sequence[str] | None = None) -> Audit:
-    """Recompute the sampled pods from raw samples and compare with the billing queries; AuditError if they differ.
+    """Recompute the sampled pods instant by instant and compare with the billing queries; AuditError if they differ.
     With `cost_labels` (workloads enabled) the billing queries are asked as the run asks them, broken down by
     workload and cost labels, so that a pod the breakdown lost would show."""
     started = time.monotonic()

@@ -407,7 +407,7 @@ def pod_usage(queries: Callable[[Chunk], UsageQueries], day: BillingDay, step: i
     them, fast and exact path alike: what the self-audit checks, with `queries` restricted to a few pods."""
     results = map_chunks(lambda c: _chunk_usage(source, queries(c), c, by_pod=True), chunks(day, step))
     held = pd.concat([r.usage for r in results], ignore_index=True)
-    # requests as the store answered them, before GPU fractions and time-slicing replicas: what raw samples give
+    # requests as the store answered them, before GPU fractions and time-slicing replicas: what the audit's instant answers give
     frame = billing_units(held.assign(quantity=held["held"]), gpu_resources)
     keys = [*POD_COLUMNS, "resource", "gpu_model"]
     return frame.groupby(keys, as_index=False, sort=True)[["quantity"]].sum()

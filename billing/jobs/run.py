@@ -191,7 +191,7 @@ def collect_from(config: Config, cluster: ClusterConfig, period: BillingDay, sou
         # pod's workload again (measured at 50,000 pods: 53 s instead of 2 s); tests audit the breakdown instead
         audit = audit_cluster(cluster, period, step, resources, source, usage.running, usage.exact, config.audit.pods,
                               store)
-        log.info("cluster %s: self-audit of %d pods from raw samples agrees (%d queries, %.2f s)", cluster.name,
+        log.info("cluster %s: self-audit of %d pods instant by instant agrees (%d queries, %.2f s)", cluster.name,
                  audit.pods, audit.queries, audit.seconds)
     allocatable = collect_allocatable(cluster, period, step, resources, source, store)
     wasted, workload_wasted = _collect_waste(config, cluster, period, source, store, usage)

@@ -105,9 +105,9 @@ def test_a_disagreement_names_cluster_pod_resource_and_both_figures():
     assert _disagreement("jaguar", DAY, raw, close, {"u1": "alice/train-1"}) is None
     sentence = _disagreement("jaguar", DAY, raw, {**raw, ("u1", "gpu", "H100"): 1.6}, {"u1": "alice/train-1"})
     assert sentence.startswith("self-audit of cluster jaguar on 2026-11-20 failed: pod alice/train-1 (uid u1) has "
-                               "1.5 gpu (H100) resource-hours by its raw samples but 1.6 by the billing queries")
+                               "1.5 gpu (H100) resource-hours instant by instant but 1.6 by the billing queries")
     missing = _disagreement("jaguar", DAY, raw, {("u1", "cpu", ""): 3.0}, {"u1": "alice/train-1"})
-    assert "has 1.5 gpu (H100) resource-hours by its raw samples but 0 by the billing queries" in missing
+    assert "has 1.5 gpu (H100) resource-hours instant by instant but 0 by the billing queries" in missing
 
 
 def test_audit_pods_must_be_positive(write_config):

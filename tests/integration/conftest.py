@@ -15,7 +15,6 @@ program skips the test, or fails it when CI=true.
 from __future__ import annotations
 
 import os
-import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol, TypeVar
@@ -33,6 +32,7 @@ from fixtures.servers import (
     SmtpServer,
     TestCertificates,
     VictoriaMetricsServer,
+    flush_victoria_metrics,
     make_test_ca,
     require_program,
     start_postgres,
@@ -143,8 +143,8 @@ def live_store(request: pytest.FixtureRequest,
         else:
             server = start_victoria_metrics(None, work)
         write_world(world, f"{server.url}/api/v1/write")
-        if request.param == "victoria-metrics":  # what it received becomes searchable once flushed
-            urllib.request.urlopen(f"{server.url}/internal/force_flush", timeout=60).read()
+        if request.param == "victoria-metrics":
+            flush_victoria_metrics(server.url)
         return server
 
     yield from stopped_at_the_end(start)

@@ -70,6 +70,6 @@ def test_a_fast_path_gone_wrong_fails_the_run_and_keeps_the_ledger(prometheus_se
     assert result.exit_code == 1
     sentence = result.stderr.strip()
     assert sentence.startswith("billing: self-audit of cluster jaguar on 2026-11-20 failed: pod ")
-    assert "resource-hours by its raw samples but " in sentence and "the ledger keeps its previous rows" in sentence
+    assert "resource-hours instant by instant but " in sentence and "the ledger keeps its previous rows" in sentence
     assert "\n" not in sentence and "Traceback" not in result.output
     assert ledger_state(database) == before

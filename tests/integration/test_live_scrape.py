@@ -30,6 +30,8 @@ from billing.collect.stores import store_of
 from billing.collect.usage import collect_cluster
 from billing.config import ClusterConfig
 from billing.days import BillingDay
+from fixtures.ksm import STALE_NAN
+from fixtures.reference import latest_sample
 from fixtures.servers import ManagedProcess, accepts_connections, free_port, start_prometheus
 
 STEP = 2  # seconds between billed instants
@@ -73,7 +75,7 @@ class Copy:
                    labels.get("resource", ""))
 
 
-Timeline = list[tuple[int, float]]  # (ms, value) in time order; NaN: a staleness marker
+Timeline = list[tuple[int, float]]  # (ms, value) in time order; STALE_NAN: a staleness marker
 
 
 def ms(seconds: float | str) -> int:
@@ -88,16 +90,16 @@ def timeline(samples: dict[int, float], scrapes: list[tuple[int, bool]]) -> Time
     for at, ok in scrapes:
         present = ok and at in samples
         if had and not present:
-            events[at] = math.nan
+            events[at] = STALE_NAN
         had = present
     return sorted(events.items())
 
 
 def seen(events: Timeline, t: int) -> float | None:
     """What an instant query at t (ms) sees of one series: its latest sample in [t - 5 min, t], none if that is
-    a marker."""
-    latest = [value for at, value in events if t - LOOKBACK <= at <= t]
-    return None if not latest or math.isnan(latest[-1]) else latest[-1]
+    a marker (fixtures.reference's lookup)."""
+    sample = latest_sample(events, t, LOOKBACK)
+    return None if sample is None else sample[1]
 
 
 def modelled(timelines: dict[Copy, Timeline], t: int) -> dict[Copy, float]:
