@@ -73,12 +73,36 @@ def test_instants_cover_the_half_open_day():
 def test_pod_running_two_hours():
     # Running 10:00-12:00 (Succeeded at 12:00): Running is 1 at instants
     # 10:00 ... 11:59 = 120 instants = 2 h (at 12:00 the newest sample is 0).
-    # 2 cores x 2 h = 4 core-hours, 1 GiB x 2 h = 2 GiB-hours. The init
-    # container (8 cores, 16 GiB) and the Pending/Succeeded time cost nothing.
+    # The scheduler reserves max(2 cores of main, 8 of init) = 8 cores and max(1, 16) = 16 GiB for the pod's
+    # whole life: 8 x 2 h = 16 core-hours, 16 x 2 h = 32 GiB-hours. App containers alone (the older rule):
+    # 2 cores x 2 h = 4 core-hours, 1 GiB x 2 h = 2 GiB-hours. The Pending/Succeeded time costs nothing.
     p = pod("alice", "train", created=at(9, 55), deleted=at(12, 30),
             phases=[(at(9, 55), "Pending"), (at(10), "Running"), (at(12), "Succeeded")],
             containers=[Container("init", 8.0, 16 * GIB, init=True), Container("main", 2.0, 1 * GIB)])
-    assert_usage(usage(world(p)), {("alice", "cpu", ""): 4.0, ("alice", "memory", ""): 2.0})
+    assert_usage(usage(world(p)), {("alice", "cpu", ""): 16.0, ("alice", "memory", ""): 32.0})
+    assert_usage(usage(world(p), requests="containers"), {("alice", "cpu", ""): 4.0, ("alice", "memory", ""): 2.0})
+
+
+def test_a_native_sidecar_adds_to_the_app_containers():
+    # App 1 core + a 0.5-core native sidecar (an init container with restartPolicy: Always), Running all day:
+    # 1.5 cores x 24 h = 36 core-hours; app containers alone 24. Memory 1 GiB + 0.25 GiB: 30 GiB-hours.
+    p = pod("alice", "serve", created=at(0, day=-1), phases=[(at(0, day=-1), "Running")],
+            containers=[Container("istio-proxy", 0.5, 0.25 * GIB, sidecar=True), Container("main", 1.0, 1 * GIB)])
+    assert_usage(usage(world(p)), {("alice", "cpu", ""): 36.0, ("alice", "memory", ""): 30.0})
+    assert_usage(usage(world(p), requests="containers"), {("alice", "cpu", ""): 24.0, ("alice", "memory", ""): 24.0})
+
+
+def test_init_containers_sidecars_and_overhead_as_the_scheduler_reserves_them():
+    # App 1 core, a 4-core init container, a 0.5-core sidecar, a 0.25-core RuntimeClass overhead, Running all
+    # day. kube-state-metrics does not export the order of init containers, so the sidecar counts as declared
+    # first (as Istio injects it): the scheduler keeps max(1 + 0.5, 4 + 0.5) + 0.25 = 4.75 cores x 24 h =
+    # 114 core-hours. Memory: app 2 GiB, init 1 GiB, sidecar 0.5 GiB, overhead 0.5 GiB: max(2 + 0.5, 1 + 0.5)
+    # + 0.5 = 3 GiB x 24 h = 72 GiB-hours. App containers alone: 24 core-hours, 48 GiB-hours.
+    p = Pod("alice", "kata", "uid-kata", "cpu-1", at(0, day=-1), ((at(0, day=-1), "Running"),), INF,
+            (Container("fetch", 4.0, 1 * GIB, init=True), Container("log", 0.5, 0.5 * GIB, sidecar=True),
+             Container("main", 1.0, 2 * GIB)), overhead=(0.25, 0.5 * GIB))
+    assert_usage(usage(world(p)), {("alice", "cpu", ""): 114.0, ("alice", "memory", ""): 72.0})
+    assert_usage(usage(world(p), requests="containers"), {("alice", "cpu", ""): 24.0, ("alice", "memory", ""): 48.0})
 
 
 def test_step_of_five_minutes_gives_the_same_two_hours():
