@@ -75,7 +75,8 @@ import requests
 import yaml
 
 from bench.naive import cpu_seconds
-from billing.collect.promql import LOOKBACK, PARALLEL_QUERIES, Chunk, chunks
+from billing.collect.promql import LOOKBACK, PARALLEL_QUERIES, Chunk, Queries, chunks
+from billing.config import ClusterConfig
 from billing.days import billing_day
 from fixtures.demo.world import ldif
 from fixtures.ksm import EXPERIMENT_LABEL, PROJECT_LABEL, Pod, World, make_world, replaced_exporter
@@ -90,6 +91,8 @@ SELECTOR = f'cluster="{CLUSTER}"'
 STEP = 60
 SEED = 1
 GPU_RESOURCES = ("nvidia_com_gpu",)
+PRICES = {"cpu_core_hour": 0.012, "memory_gib_hour": 0.0015, "gpu_hour": 1.10,
+          "gpu_models": {"NVIDIA-H100-80GB-HBM3": 2.40, "NVIDIA-A100-SXM4-80GB": 1.60}}
 MAX_SAMPLES_DEFAULT = 50_000_000  # Prometheus' --query.max-samples
 # issue 17: against the floor measured in the same run
 TARGETS = {"wall": 1.3, "prometheus_cpu": 1.3, "peak_share": 0.2, "exact": 1e-9}
@@ -278,8 +281,7 @@ def billing_config(workdir: Path, prometheus_url: str, settings: dict | None = N
         "clusters": [{
             "name": CLUSTER,
             "prometheus": {"url": prometheus_url, "selector": SELECTOR, "retries": 0, "timeout": "600s"},
-            "prices": {"cpu_core_hour": 0.012, "memory_gib_hour": 0.0015, "gpu_hour": 1.10,
-                       "gpu_models": {"NVIDIA-H100-80GB-HBM3": 2.40, "NVIDIA-A100-SXM4-80GB": 1.60}},
+            "prices": PRICES,
         }],
         "directory": {"ldif": str(workdir / "directory.ldif"),
                       "people": {"base": "ou=people,dc=example,dc=org"}, "teams": {"base": "ou=teams,dc=example,dc=org"}},
@@ -328,18 +330,18 @@ def _window(seconds: float) -> str:
 
 
 def floor_query(chunk: Chunk) -> str:
-    """The factored floor of one chunk: each container's request (read as raw samples) times the number
-    of the chunk's instants its pod was Running (a subquery of the 0/1 phase series, summed), per
-    namespace and resource. A request is constant over a pod's life but for in-place resizes, so this is
-    billing's sum with the request taken out of it; it ignores resizes and GPU models, which makes it a
-    lower bound on the work, not a bill."""
+    """The factored floor of one chunk: each pod's request (docs/spec.md rule 3, what the scheduler reserves, as
+    billing writes it; its series read as raw samples) times the number of the chunk's instants it was Running
+    (a subquery of the 0/1 phase series, summed), per namespace and resource. A request is constant over a
+    pod's life but for in-place resizes, so this is billing's sum with the request taken out of it; it ignores
+    resizes and GPU models, which makes it a lower bound on the work, not a bill."""
     length = chunk.end - chunk.start
     instants = _window(length - chunk.step / 2)  # the chunk's instants, as billing/collect/promql.py picks them
     raw = _window(length - chunk.step + LOOKBACK + chunk.step / 2)
-    requested = f'kube_pod_container_resource_requests{{resource=~"cpu|memory|nvidia_com_gpu", {SELECTOR}}}'
+    cluster = ClusterConfig(name=CLUSTER, prometheus={"url": "http://unused", "selector": SELECTOR}, prices=PRICES)
+    requested = Queries(cluster, GPU_RESOURCES, chunk).reserved(lambda selector: f"last_over_time({selector}[{raw}])")
     running = f'kube_pod_status_phase{{phase="Running", {SELECTOR}}}'
-    return (f"sum by (namespace, resource) ("
-            f"max by (namespace, pod, uid, container, resource) (last_over_time({requested}[{raw}]))"
+    return (f"sum by (namespace, resource) ({requested}"
             f" * on (namespace, pod, uid) group_left "
             f"max by (namespace, pod, uid) (sum_over_time({running}[{instants}:{_window(chunk.step)}])))")
 

@@ -231,6 +231,9 @@ class LabelNames(_Section):
     node: LabelName = "node"
 
 
+RequestRule = Literal["pod", "containers"]
+
+
 class ClusterConfig(_Section):
     name: Annotated[str, Field(min_length=1)]
     prometheus: PrometheusConfig
@@ -246,6 +249,9 @@ class ClusterConfig(_Section):
     idle: Literal["unbilled", "share"] = "unbilled"
     reserved_pools: ReservedPools | None = None
     label_names: LabelNames | None = None
+    # what a pod's request is (docs/spec.md rule 3): what the scheduler reserves for it (pod), or its app
+    # containers' requests only (containers, the older rule); None: the top-level `requests`
+    requests: RequestRule | None = None
 
 
 class PeopleConfig(_Section):
@@ -519,6 +525,7 @@ class Config(_Section):
     # kube-state-metrics resource name -> physical GPUs one unit stands for (a list: 1 each)
     gpu_resources: GpuFractions = {"nvidia_com_gpu": 1.0}
     gpu_replicas_label: str = ""  # node label of time-slicing replicas, e.g. label_nvidia_com_gpu_replicas
+    requests: RequestRule = "pod"  # what a pod's request is, unless a cluster says otherwise
     directory: DirectoryConfig
     namespaces: NamespaceRules = NamespaceRules()
     email: EmailConfig = EmailConfig()
@@ -565,11 +572,13 @@ class Config(_Section):
         return clusters
 
     @model_validator(mode="after")
-    def _replicas_label(self) -> Config:
-        """Each cluster reads the top-level replicas label unless it names its own."""
+    def _cluster_defaults(self) -> Config:
+        """Each cluster reads the top-level replicas label and request rule unless it names its own."""
         for cluster in self.clusters:
             if cluster.gpu_replicas_label is None:
                 cluster.gpu_replicas_label = self.gpu_replicas_label
+            if cluster.requests is None:
+                cluster.requests = self.requests
         return self
 
     @model_validator(mode="after")

@@ -11,7 +11,8 @@ and applies docs/spec.md's arithmetic here:
 
     quantity(p, r) = sum_k request(p, r, t_k) * [running(p, t_k) == 1] * step / 3600
 
-with the request summed over the pod's containers, the node from `kube_pod_info` and the GPU model from that
+with the request by docs/spec.md rule 3 (what the scheduler reserves, or with `requests: containers` the app
+containers' sum), the node from `kube_pod_info` and the GPU model from that
 node's newest `kube_node_labels` (newest by the sample's own timestamp, Engine.sample_time). Where several
 series differ only in labels the bill does not use (an exporter's instance, a replica label) the largest value
 counts, once per instant, and the pod is Running if any of them says so (docs/spec.md "Live stores: staleness
@@ -37,7 +38,12 @@ import pandas as pd
 
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.promql import (
+    APP_REQUESTS,
+    INIT_INFO,
+    INIT_REQUESTS,
+    OVERHEAD,
     PLACEHOLDER,
+    SIDECAR,
     Chunk,
     GpuResources,
     Queries,
@@ -55,7 +61,7 @@ from billing.errors import RunFailed
 log = logging.getLogger(__name__)
 
 TOLERANCE = 1e-9  # relative
-EXACT_PODS = 10  # at most this many pods of the exact path besides the sample: keeps each query far below 8 KB
+EXACT_PODS = 10  # at most this many pods of the exact path besides the sample
 PodKey = tuple[str, str, str]  # (uid, resource, gpu_model)
 Series = tuple[str, dict[str, str], Sequence[tuple[float, float]]]  # (name, labels, (instant, value) pairs)
 
@@ -103,25 +109,30 @@ def _newest(candidates: list[tuple[str, np.ndarray]], size: int) -> np.ndarray:
 
 
 def recompute(series: Iterable[Series], instants: Sequence[float], step: float, gpu_resources: GpuResources,
-              model_of: Callable[[dict[str, str]], str]) -> dict[PodKey, float]:
+              model_of: Callable[[dict[str, str]], str], rule: str = "pod") -> dict[PodKey, float]:
     """Resource-hours per (uid, resource, gpu_model) by docs/spec.md "Billing arithmetic", rules 1 to 5, from what
     instant queries answered at `instants`: (name, labels, [(instant, value)]) per series, where the value of
-    `kube_pod_info` and `kube_node_labels` is its sample's timestamp.
+    `kube_pod_info` and `kube_node_labels` is its sample's timestamp. `rule`: the cluster's `requests`.
 
     resource is cpu (cores), memory (GiB) or gpu; series other than the
     bill's (other phases, other resources, pods without node) are ignored."""
     units = {"cpu": ("cpu", 1.0), "memory": ("memory", 1 / GIB), **{name: ("gpu", 1.0) for name in gpu_resources}}
     index = {float(t): i for i, t in enumerate(instants)}
     running: dict[str, list[np.ndarray]] = defaultdict(list)
-    requests: dict[str, dict[str, dict[str, list]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    # uid -> resource -> (term, container) -> the copies' answers; term is one of TERMS
+    requests: dict[str, dict[str, dict[tuple[str, str], list]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    sidecars: dict[str, dict[str, list[np.ndarray]]] = defaultdict(lambda: defaultdict(list))
     nodes: dict[str, list[tuple[str, np.ndarray]]] = defaultdict(list)
     models: dict[str, list[tuple[str, np.ndarray]]] = defaultdict(list)
     for name, labels, values in series:
         uid, answered = labels.get("uid", ""), _at_instants(values, index)
+        resource = labels.get("resource") or OVERHEAD_OF.get(name, "")
         if name == "kube_pod_status_phase" and labels.get("phase") == "Running":
             running[uid].append(answered)
-        elif name == "kube_pod_container_resource_requests" and labels.get("resource") in units:
-            requests[uid][labels["resource"]][labels.get("container", "")].append(answered)
+        elif name in TERMS and (rule == "pod" or name == APP_REQUESTS) and resource in units:
+            requests[uid][resource][(TERMS[name], labels.get("container", ""))].append(answered)
+        elif name == INIT_INFO and labels.get("restart_policy") == "Always":
+            sidecars[uid][labels.get("container", "")].append(answered)
         elif name == "kube_pod_info" and labels.get("node"):
             nodes[uid].append((labels["node"], answered))
         elif name == "kube_node_labels":
@@ -130,8 +141,8 @@ def recompute(series: Iterable[Series], instants: Sequence[float], step: float, 
     hours: dict[PodKey, float] = defaultdict(float)
     for uid, copies in running.items():
         counted = np.any([copy == 1 for copy in copies], axis=0)  # Running if any exporter says so
-        for resource, containers in requests[uid].items():
-            request = np.nansum([np.fmax.reduce(copies) for copies in containers.values()], axis=0)
+        for resource, parts in requests[uid].items():
+            request = _reserved(parts, sidecars[uid], len(index))
             billed, scale = units[resource]
             charged = np.where(counted, request, 0.0) * scale * step / 3600
             model = np.full(len(index), "", dtype=object)
@@ -143,6 +154,30 @@ def recompute(series: Iterable[Series], instants: Sequence[float], step: float, 
             for kind in set(model[charged != 0]):
                 hours[(uid, billed, kind)] += float(charged[model == kind].sum())
     return dict(hours)
+
+
+TERMS = {APP_REQUESTS: "app", INIT_REQUESTS: "init", **{metric: "overhead" for metric in OVERHEAD.values()}}
+OVERHEAD_OF = {metric: resource for resource, metric in OVERHEAD.items()}
+
+
+def _reserved(parts: dict[tuple[str, str], list[np.ndarray]], sidecars: dict[str, list[np.ndarray]],
+              size: int) -> np.ndarray:
+    """A resource's request of one pod at each instant by docs/spec.md rule 3, from each (term, container)'s copies
+    (NaN where not visible): max(app containers + sidecars, each other init container + sidecars) + overhead, an
+    init container being a sidecar at the instants its info series with restart_policy="Always" is visible."""
+    app, side, overhead = np.zeros(size), np.zeros(size), np.zeros(size)
+    init = np.full(size, np.nan)  # the largest other init container's request
+    for (term, container), copies in parts.items():
+        value = np.fmax.reduce(copies)
+        if term == "app":
+            app += np.nan_to_num(value)
+        elif term == "overhead":
+            overhead += np.nan_to_num(value)
+        else:
+            sidecar = np.any([~np.isnan(seen) for seen in sidecars.get(container, [])], axis=0)
+            side += np.where(sidecar, np.nan_to_num(value), 0.0)
+            init = np.fmax(init, np.where(sidecar, np.nan, value))
+    return np.fmax(app, init) + side + overhead
 
 
 class _Counted:
@@ -183,7 +218,12 @@ def _instant_answers(source: PrometheusSource, queries: Queries, day: BillingDay
         pod_nodes = fetch("kube_pod_info", engine.sample_time(queries.pod_node(pods)), chunk)
         found += pod_nodes
         found += fetch("kube_pod_status_phase", engine.latest(queries.running(pods)), chunk)
-        found += fetch("kube_pod_container_resource_requests", engine.latest(queries.requests(pods)), chunk)
+        found += fetch(APP_REQUESTS, engine.latest(queries.requests(pods)), chunk)
+        if queries.rule == "pod":
+            found += fetch(INIT_REQUESTS, engine.latest(queries.requests(pods, INIT_REQUESTS)), chunk)
+            found += fetch(INIT_INFO, engine.latest(queries.series(INIT_INFO, SIDECAR, pods)), chunk)
+            for metric in OVERHEAD.values():
+                found += fetch(metric, engine.latest(queries.series(metric, pods)), chunk)
         on = sorted({labels["node"] for _, labels, _ in pod_nodes if labels.get("node")})
         if on:
             found += fetch("kube_node_labels", engine.sample_time(queries.node_labels(node_matcher(on, ksm.node))),
@@ -242,7 +282,7 @@ def audit_cluster(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resour
     whole_day = Queries(cluster, gpu_resources, Chunk(start, end, step), store)
     samples = _instant_answers(counted, whole_day, day, step, uids, store)
     raw = recompute(samples, list(range(start, end, step)), step, gpu_resources,
-                    lambda labels: whole_day.node_kind(labels).model)
+                    lambda labels: whole_day.node_kind(labels).model, whole_day.rule)
     first = chunks(day, step)[0]
     groups = _fitting(uids, lambda group: SampledQueries(cluster, gpu_resources, first, group, store, cost_labels))
     def asked(group: list[str]) -> Callable[[Chunk], SampledQueries]:
@@ -259,11 +299,10 @@ def audit_cluster(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resour
 
 
 def _fitting(uids: list[str], queries: Callable[[list[str]], SampledQueries]) -> list[list[str]]:
-    """The audited pods in as few groups as keep each group's fast query within promql.QUERY_BYTES when a breakdown
-    by workload and cost labels makes it long; one group without (as ever)."""
+    """The audited pods in as few groups as keep each group's fast query within promql.QUERY_BYTES: the list of them
+    is in each of its pod series, and a breakdown by workload and cost labels makes it longer still."""
     sampled = queries(uids)
-    if not sampled.breakdown_keys or len(uids) < 2 or fits(sampled.fast("", left_out=sampled.exact_pods([]),
-                                                                        by_pod=True)):
+    if len(uids) < 2 or fits(sampled.fast("", left_out=sampled.exact_pods([]), by_pod=True)):
         return [uids]
     half = len(uids) // 2
     return _fitting(uids[:half], queries) + _fitting(uids[half:], queries)

@@ -27,16 +27,21 @@ from billing.days import BillingDay
 LOOKBACK = 300  # seconds: Prometheus' default lookback delta for instant vectors
 CHUNK_INSTANTS = 360  # instants per query: 6 h at a 60 s step
 PARALLEL_QUERIES = 2  # one per core of a small Prometheus
-# Bytes one query may take URL-encoded: well under VictoriaMetrics' -search.maxQueryLen (16 KB) and, should
-# a query ever travel in a URL again, the 8 KB URL limit of common proxies (prometheus.py sends it in a form
-# body). Pod lists longer than that are asked for in pieces.
-QUERY_BYTES = 6144
+# Bytes one query may take URL-encoded: well under VictoriaMetrics' -search.maxQueryLen (16 KiB of query text,
+# which URL-encoding only lengthens); prometheus.py sends every query in a form body, so no URL limit applies.
+# Pod lists longer than that are asked for in pieces.
+QUERY_BYTES = 12288
 RE2_SPECIAL = re.compile(r"([\\.+*?()|\[\]{}^$])")
 CONTROLLER = 'owner_is_controller="true"'  # the one owner reference Kubernetes lets control an object
 # kube_pod_info of a pod with a controller (or without the labels at all), and of one without
 CONTROLLED, UNCONTROLLED = 'created_by_kind!="<none>"', 'created_by_kind="<none>"'
 CONTROLLER_FIRST = 1e9  # added to a controller's sample count: more than any chunk has
 POD_LABELS = ("namespace", "pod")  # what kube-state-metrics' pod-level series (not per container) carry to join on
+# the series of docs/spec.md rule 3: app and init containers' requests, which init containers are sidecars (kube-state-metrics
+# v2.11 and later say restart_policy="Always"; others say nothing), and the RuntimeClass overhead per resource
+APP_REQUESTS, INIT_REQUESTS = "kube_pod_container_resource_requests", "kube_pod_init_container_resource_requests"
+INIT_INFO, SIDECAR = "kube_pod_init_container_info", 'restart_policy="Always"'
+OVERHEAD = {"cpu": "kube_pod_overhead_cpu_cores", "memory": "kube_pod_overhead_memory_bytes"}
 T = TypeVar("T")
 Part = TypeVar("Part")  # a piece of the day: a Chunk, or a group of hours
 log = logging.getLogger(__name__)
@@ -165,6 +170,7 @@ class Queries:
         self.node_keys = ", ".join([*self.model_labels, *([self.replicas_label] if self.replicas_label else []),
                                     *([self.pools.node_label] if self.pools else [])])
         self.resources = one_of(["cpu", "memory", *gpu_resources])
+        self.rule = cluster.requests or "pod"  # docs/spec.md rule 3; a cluster outside a Config has the default
         length = chunk.end - chunk.start
         # Half-step margins make Prometheus 2's closed and Prometheus 3's
         # half-open ranges pick the same instants and samples.
@@ -176,8 +182,50 @@ class Queries:
         chosen = [m for m in (*matchers, self.extra) if m]
         return f"{metric}{{{', '.join(chosen)}}}"
 
-    def requests(self, pods: str = "") -> str:
-        return self.series("kube_pod_container_resource_requests", f"resource=~{quote(self.resources)}", pods)
+    def requests(self, pods: str = "", family: str = APP_REQUESTS, resources: str = "") -> str:
+        """Containers' requests of the billed resources (or of `resources`, a regular expression), app containers'
+        or (`family`) init containers'."""
+        return self.series(family, f"resource=~{quote(resources or self.resources)}", pods)
+
+    def reserved(self, read: Callable[[str], str], pods: str = "", resources: str = "") -> str:
+        """Per (namespace, pod, uid, resource): the pod's request by docs/spec.md rule 3, each series as `read` gives
+        it (a selector's value at each instant, or its highest over the chunk): the sum of `reserved_terms`, each
+        a series of its own (`or` of disjoint label sets, told apart by a `term` label)."""
+        terms = self.reserved_terms(read, pods, resources)
+        if len(terms) == 1:
+            return terms["containers"]
+        labelled = [_term(expression, term) for term, expression in terms.items()]
+        return "sum by (namespace, pod, uid, resource) (\n    " + "\n  or ".join(labelled) + "\n)"
+
+    def reserved_terms(self, read: Callable[[str], str], pods: str = "", resources: str = "") -> dict[str, str]:
+        """The terms of `reserved`, per (namespace, pod, uid, resource). With `requests: pod`, what the scheduler
+        reserves: max(app containers + sidecars, each other init container + sidecars) + overhead, written as
+        `containers` = max(app containers, largest other init container) (so a pod with no app requests is
+        still charged its init containers'), `sidecars`, and `overhead-cpu` and `overhead-memory`. With
+        `requests: containers`, `containers` = the app containers' sum alone. A container's copies (a series
+        per node, per exporter) count once (`max by`)."""
+        container = "namespace, pod, uid, container"
+        app = self.app_requests(read, pods, resources)
+        if self.rule == "containers":
+            return {"containers": app}
+        init = self._per_container(read(self.requests(pods, INIT_REQUESTS, resources)))
+        sidecar = f"group by ({container}) ({self.ksm.plain(read(self.series(INIT_INFO, SIDECAR, pods)), (*POD_LABELS, 'container'))})"
+        others = f"max by (namespace, pod, uid, resource) ({init} unless on ({container}) {sidecar})"
+        terms = {"containers": f"max by (namespace, pod, uid, resource) ({app} or {_term(others, 'init')})",
+                 "sidecars": f"sum by (namespace, pod, uid, resource) ({init} and on ({container}) {sidecar})"}
+        for resource, metric in OVERHEAD.items():
+            if re.fullmatch(resources or self.resources, resource):
+                overhead = f"max by (namespace, pod, uid) ({self.ksm.plain(read(self.series(metric, pods)), POD_LABELS)})"
+                terms[f"overhead-{resource}"] = f'label_replace({overhead}, "resource", "{resource}", "", "")'
+        return terms
+
+    def app_requests(self, read: Callable[[str], str], pods: str = "", resources: str = "") -> str:
+        """Per (namespace, pod, uid, resource): the sum of the pod's app containers' requests, each read by `read`."""
+        return f"sum by (namespace, pod, uid, resource) ({self._per_container(read(self.requests(pods, resources=resources)))})"
+
+    def _per_container(self, requests: str) -> str:
+        """One request per container and resource, under plain label names: its copies (per node, per exporter) once."""
+        return f"max by (namespace, pod, uid, container, resource) ({self.ksm.plain(requests, (*POD_LABELS, 'container'))})"
 
     def running(self, pods: str = "") -> str:
         return self.series("kube_pod_status_phase", 'phase="Running"', pods)
@@ -257,6 +305,11 @@ class Queries:
       or
         (group by (node) ({self.ksm.plain(self.latest(nodes))}) unless on (node) {newest})
     )"""
+
+
+def _term(expression: str, term: str) -> str:
+    """The expression's series labelled as one term of a sum."""
+    return f'label_replace({expression}, "term", "{term}", "", "")'
 
 
 def _window(seconds: float) -> str:

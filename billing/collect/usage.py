@@ -63,6 +63,8 @@ import pandas as pd
 from billing import frames
 from billing.collect.prometheus import PrometheusError, PrometheusSource
 from billing.collect.promql import (
+    APP_REQUESTS,
+    INIT_REQUESTS,
     POD_LABELS,
     QUERY_BYTES,
     Chunk,
@@ -152,7 +154,7 @@ class UsageQueries(Queries):
         (docs/spec.md "Live stores: staleness and exporter restarts"); counting each copy's instants and taking
         the largest count would keep only the longer part of a pod's day. That `max by` inside the subquery is
         what makes Prometheus evaluate the vector at every instant, so chunks without copies go without it."""
-        requests = self.ksm.plain(f"max_over_time({self.requests(pods)}[{self.raw}])")
+        requests = self.reserved(lambda selector: f"max_over_time({selector}[{self.raw}])", pods)
         running = self.latest(self.running(pods))
         if copies:
             once = f"max by (namespace, pod, uid) ({self.ksm.plain(running, POD_LABELS)})"
@@ -169,9 +171,7 @@ class UsageQueries(Queries):
             pod = f"max by (namespace, pod, uid, node, priority_class) ({node})"
         return f"""
 sum by (namespace, node, priority_class, resource{keys}) ((
-    sum by (namespace, pod, uid, resource) (
-        max by (namespace, pod, uid, container, resource) ({requests})
-    )
+    {requests}
   * on (namespace, pod, uid) group_left ({carried}) (
         max by (namespace, pod, uid) ({running})
       * on (namespace, pod, uid) group_left ({carried})
@@ -197,23 +197,29 @@ sum by (namespace, node, priority_class, resource{keys}) ((
                 f"    (group by (uid, {keys}) (topk by (uid) (1, {labels})) or on (uid) group by (uid) ({pods_seen})))")
 
     def needs_exact(self, copies: bool = False) -> str:
-        """Pods the fast query would get wrong: a request changed near or in the chunk (in-place
-        resize), or the Running series holds something else than kube-state-metrics' 0 or 1.
+        """Pods the fast query would get wrong: a request changed near or in the chunk (an in-place
+        resize of an app container, or with `requests: pod` of a sidecar; a pod's other init containers and
+        its overhead cannot change), or the Running series holds something else than kube-state-metrics' 0 or 1.
         A request that varied in the window has a spread; one that did not has exactly none on both
         engines. (Not `changes()`: MetricsQL counts a change against the sample before the window.
         Not `max_over_time != min_over_time`: as exact, but twice the work on Prometheus.) With `copies`
         (several exporters in the chunk) a request must also agree between a container's copies, which no
         one series' spread shows (a pod resized while kube-state-metrics was replaced): then the highest
         and lowest of all its copies are compared after all."""
-        changed = f"stddev_over_time({self.requests()}[{self.raw}]) > 0"
-        if copies:
+        families = [APP_REQUESTS] if self.rule == "containers" else [APP_REQUESTS, INIT_REQUESTS]
+
+        def changed(family: str) -> str:
+            requests = self.requests(family=family)
+            if not copies:
+                return f"stddev_over_time({requests}[{self.raw}]) > 0"
+
             def extreme(over: str) -> str:
-                spread = self.ksm.plain(f"{over}_over_time({self.requests()}[{self.raw}])", ("container",))
+                spread = self.ksm.plain(f"{over}_over_time({requests}[{self.raw}])", ("container",))
                 return f"{over} by (uid, container, resource) ({spread})"
-            changed = f"{extreme('max')} != {extreme('min')}"
+            return f"{extreme('max')} != {extreme('min')}"
         return f"""
 group by (uid) (
-    {changed}
+    {" or ".join(changed(family) for family in families)}
   or max_over_time({self.running()}[{self.raw}]) > 1
   or min_over_time({self.running()}[{self.raw}]) < 0
 )"""
@@ -244,7 +250,7 @@ group by (uid) (
         ksm, latest = self.ksm, self.latest
         return f"""
 sum by (namespace, node, resource, priority_class, {self.node_keys}{", " + POD if by_pod else ""}) (
-    max by (namespace, pod, uid, container, resource) ({ksm.plain(latest(self.requests(pods)))})
+    {self.reserved(latest, pods)}
   * on (namespace, pod, uid) group_left (node, priority_class) (
         max by (namespace, pod, uid) ({ksm.plain(latest(self.running(pods)))} == 1)
       * on (namespace, pod, uid) group_left (node, priority_class)

@@ -18,10 +18,10 @@ per pod and hour of the day. An hour is 3600 / step of the billing instants
   `nvidia_com_mig_1g_10gb`), one GPU where that resource is not listed (MIG's
   single strategy bills a slice as one GPU of the slice's model);
 * unused CPU core-hours: per pod (namespace and name) and hour, the core-hours
-  its Running instants requested (per container its highest request of the
-  hour, over all of the container's request series, as kube-state-metrics
-  starts a new one when it is scheduled or resized; summed over containers,
-  times the Running instants, times step: what billing counts) less the CPU
+  its Running instants requested (its request by docs/spec.md rule 3, each
+  container's highest request of the hour, over all of the container's
+  request series, as kube-state-metrics starts a new one when it is scheduled
+  or resized; times the Running instants, times step: what billing counts) less the CPU
   its containers used in the hour, never below zero per pod and hour. The
   CPU used is, per cAdvisor `container_cpu_usage_seconds_total` series (one
   per container run), its last sample in the hour that ends at the hour's
@@ -188,10 +188,9 @@ class WasteQueries(Queries):
     def unused_cpu(self) -> str:
         """Per pod: core-instants of the hour requested while Running but not used, at least 0."""
         ksm = self.ksm
-        requests = self.series("kube_pod_container_resource_requests", 'resource="cpu"')
         running = ksm.plain(self._instants_seen(self.latest(self.running()), "namespace, pod, uid", ksm, sum_values=True))
-        per_container = f"max by (namespace, pod, uid, container) ({ksm.plain(f'max_over_time({requests}[{self.raw}])')})"
-        requested = f"sum by (namespace, pod, uid) ({per_container}) * on (namespace, pod, uid) max by (namespace, pod, uid) ({running})"
+        per_pod = self.reserved(lambda selector: f"max_over_time({selector}[{self.raw}])", resources="cpu")
+        requested = f"sum by (namespace, pod, uid) ({per_pod}) * on (namespace, pod, uid) max by (namespace, pod, uid) ({running})"
         usage = self.usage()
         # core-instants used: the counter's growth in the hour over the step, from its last value in the
         # previous hour (0 where it had none: the container started in this hour) to its last in this one,

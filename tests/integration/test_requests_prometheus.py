@@ -1,0 +1,145 @@
+"""What the scheduler reserves, billed from a real Prometheus and VictoriaMetrics (docs/spec.md rule 3): native
+sidecars, init containers and RuntimeClass overhead, each worked out by hand below and checked against
+fixtures.reference as well; `requests: containers` keeps the older rule; `billing check` says what the rule adds
+and which pods kube-state-metrics cannot tell billing about.
+
+Before rule 3, the sidecar pod was billed 24 core-hours instead of 36 and the sandboxed one 24 instead of 114,
+and the self-audit passed, because it shared the blind spot."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import date
+from zoneinfo import ZoneInfo
+
+import pytest
+from click.testing import CliRunner
+
+from billing.cli import main
+from billing.collect.audit import audit_cluster
+from billing.collect.prometheus import LivePrometheus
+from billing.collect.usage import collect_cluster
+from billing.collect.waste import collect_waste
+from billing.config import ClusterConfig
+from billing.days import billing_day
+from fixtures.ksm import GPU_PRODUCT_LABEL, H100, Cluster, Container, Node, Pod, World
+from fixtures.reference import reference_usage, reference_waste
+from tests.helpers.prometheus_worlds import PRICES
+
+DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
+D = DAY.start.timestamp()
+GIB = 2**30
+
+
+def at(hour: float) -> float:
+    return D + hour * 3600
+
+
+def pod(namespace: str, name: str, *containers: Container, start: float = -24, end: float = 48, **fields) -> Pod:
+    """Running from `start` to `end` (hours of the day; all day by default), on the GPU node."""
+    return Pod(namespace, name, f"uid-{name}", "gpu-1", at(start) - 120,
+               ((at(start) - 120, "Pending"), (at(start), "Running"), (at(end), "Succeeded")), at(end) + 600,
+               containers, **fields)
+
+
+PODS = (
+    # app 1 core, 1 GiB (using 0.2 cores) + an Istio sidecar 0.5 cores, 0.25 GiB (using 0.1): 1.5 cores x 24 h =
+    # 36 core-hours, 1.25 GiB x 24 h = 30 GiB-hours; unused (1.5 - 0.3) x 24 = 28.8 core-hours.
+    # App containers alone: 24 core-hours, 24 GiB-hours.
+    pod("alice", "serve", Container("istio-proxy", 0.5, 0.25 * GIB, sidecar=True, cpu_used=0.1),
+        Container("main", 1.0, 1 * GIB, cpu_used=0.2)),
+    # a 4-core init container, a sidecar, app 1 core, a Kata overhead of 0.25 cores: max(1 + 0.5, 4 + 0.5) + 0.25
+    # = 4.75 cores x 24 h = 114 core-hours; memory max(2 + 0.5, 1 + 0.5) + 0.5 = 3 GiB x 24 h = 72 GiB-hours.
+    # App containers alone: 24 core-hours, 48 GiB-hours.
+    pod("bob", "kata", Container("fetch", 4.0, 1 * GIB, init=True), Container("log", 0.5, 0.5 * GIB, sidecar=True),
+        Container("main", 1.0, 2 * GIB), overhead=(0.25, 0.5 * GIB)),
+    # no app requests at all, an init container of 2 cores, 8 GiB: 48 core-hours, 192 GiB-hours; alone: nothing
+    pod("carol", "fetch", Container("prepare", 2.0, 8 * GIB, init=True), Container("main", 0.0, 0.0)),
+    # a GPU pod whose init container asks more CPU, less memory: max(8, 16) = 16 cores x 24 h = 384 core-hours,
+    # 64 GiB x 24 h = 1,536 GiB-hours, 24 H100-hours. Alone: 192 core-hours.
+    pod("dave", "train", Container("unpack", 16.0, 16 * GIB, init=True), Container("main", 8.0, 64 * GIB, 1.0)),
+    # app 2 cores + a 1-core sidecar, Running 12:00-18:00: 3 x 6 = 18 core-hours, (1 + 1) x 6 = 12 GiB-hours.
+    # Alone: 12 core-hours, 6 GiB-hours.
+    pod("erin", "notebook", Container("proxy", 1.0, 1 * GIB, sidecar=True), Container("main", 2.0, 1 * GIB),
+        start=12, end=18),
+)
+NODES = (Node("gpu-1", ((D - 30 * 86400, {GPU_PRODUCT_LABEL: H100}),),
+              {"cpu": 96.0, "memory": 1024.0 * GIB, "nvidia_com_gpu": 8.0}),)
+WORLD = World((Cluster("jaguar", NODES, PODS, {"cluster": "jaguar"}),), D - 2 * 86400, D + 2 * 86400)
+
+RESERVED = {("alice", "cpu"): 36.0, ("alice", "memory"): 30.0, ("bob", "cpu"): 114.0, ("bob", "memory"): 72.0,
+            ("carol", "cpu"): 48.0, ("carol", "memory"): 192.0, ("dave", "cpu"): 384.0, ("dave", "memory"): 1536.0,
+            ("dave", "gpu"): 24.0, ("erin", "cpu"): 18.0, ("erin", "memory"): 12.0}
+CONTAINERS = {("alice", "cpu"): 24.0, ("alice", "memory"): 24.0, ("bob", "cpu"): 24.0, ("bob", "memory"): 48.0,
+              ("dave", "cpu"): 192.0, ("dave", "memory"): 1536.0, ("dave", "gpu"): 24.0, ("erin", "cpu"): 12.0,
+              ("erin", "memory"): 6.0}
+
+
+def config(url: str, rule: str) -> ClusterConfig:
+    return ClusterConfig(name="jaguar", prometheus={"url": url, "selector": 'cluster="jaguar"', "retries": 0},
+                         prices=PRICES, requests=rule)
+
+
+@pytest.mark.parametrize("rule, expected", [("pod", RESERVED), ("containers", CONTAINERS)])
+def test_the_bill_is_what_the_scheduler_reserves_by_hand_and_by_the_reference(store_server, rule, expected):
+    server = store_server(WORLD)
+    cluster = config(server.url, rule)
+    source = LivePrometheus("jaguar", cluster.prometheus)
+    usage = collect_cluster(cluster, DAY, 60, ["nvidia_com_gpu"], source)
+    got = usage.usage.groupby(["namespace", "resource"])["quantity"].sum().to_dict()
+    assert got == pytest.approx(expected, rel=1e-9)
+    reference = reference_usage(WORLD, "jaguar", D, DAY.end.timestamp(), 60, requests=rule)
+    assert {(ns, resource): hours for (ns, resource, _), hours in reference.items()} == pytest.approx(expected, rel=1e-9)
+    # the self-audit recomputes every pod by the same rule instant by instant, and agrees
+    assert audit_cluster(cluster, DAY, 60, ["nvidia_com_gpu"], source, usage.running, usage.exact, 10).pods == len(PODS)
+
+
+def test_unused_cpu_counts_the_sidecar_as_billing_does(store_server):
+    server = store_server(WORLD)
+    cluster = config(server.url, "pod")
+    waste = collect_waste(cluster, DAY, 60, ["nvidia_com_gpu"], LivePrometheus("jaguar", cluster.prometheus), below=5.0)
+    unused = waste.set_index("namespace")["unused_cpu_core_hours"].to_dict()
+    assert unused["alice"] == pytest.approx(28.8, rel=1e-9)  # worked out above
+    expected = reference_waste(WORLD, "jaguar", D, DAY.end.timestamp(), 60)
+    assert unused == pytest.approx({namespace: measures[1] for namespace, measures in expected.items()}, rel=1e-9)
+
+
+def check_line(prometheus_server, write_config, world: World, rule: str = "pod") -> str:
+    server = prometheus_server(world)
+    path = write_config(clusters=[{"name": "jaguar", "prometheus": {"url": server.url, "selector": 'cluster="jaguar"'},
+                                   "prices": PRICES}], requests=rule)
+    result = CliRunner().invoke(main, ["check", "--date", "2026-11-20", "--config", str(path)])
+    return next(line for line in result.stdout.splitlines() if line[6:26].strip() == "requests jaguar")
+
+
+def test_check_says_what_the_rule_adds_per_resource_and_term(prometheus_server, write_config):
+    # cpu: 600 core-hours reserved against 252 for app containers alone (RESERVED and CONTAINERS above): +348,
+    # of which init containers (bob 72 + carol 48 + dave 192 = 312), sidecars (alice 12 + bob 12 + erin 6 = 30)
+    # and overhead (bob 6); the day's instants sampled every 5 minutes lose nothing on this world, whose
+    # changes fall on whole hours.
+    line = check_line(prometheus_server, write_config, WORLD)
+    assert line.startswith("ok    requests jaguar"), line
+    assert ("requests: pod; adds to app containers' requests on 2026-11-20: cpu +348.00 core-h (+138.1% of 252.00): "
+            "init containers 312.00, sidecars 30.00, overhead 6.00") in line
+    # memory: 1,842 GiB-hours against 1,614: +228: init containers (carol 192), sidecars (alice 6 + bob 12 + erin 6
+    # = 24), overhead (bob 12)
+    assert "memory +228.00 GiB-h (+14.1% of 1,614.00): init containers 192.00, sidecars 24.00, overhead 12.00" in line
+    assert "nvidia_com_gpu" not in line  # nothing added
+    line = check_line(prometheus_server, write_config, WORLD, rule="containers")
+    assert "requests: containers; would add (requests: pod) to app containers' requests on 2026-11-20: cpu +348.00" in line
+
+
+def test_check_warns_of_pods_kube_state_metrics_cannot_tell_billing_about(prometheus_server, write_config):
+    """kube-state-metrics older than v2.11 (sidecars without restart_policy), a pod with pod-level resources and
+    a pod holding a GPU through a ResourceClaim: each a warning with what it means for the bill."""
+    [jaguar] = WORLD.clusters
+    pod_level = pod("frank", "pod-level", Container("main", 0.0, 0.0), pod_resources=(2.0, 4 * GIB))
+    claiming = pod("grace", "dra", Container("main", 1.0, 1 * GIB), resource_claims=("gpu",))
+    world = replace(WORLD, clusters=(replace(jaguar, pods=(*jaguar.pods, pod_level, claiming), sidecar_label=False),))
+    line = check_line(prometheus_server, write_config, world)
+    assert line.startswith("WARN  requests jaguar"), line
+    assert ("3 Running pods had init containers running (native sidecars) but no kube_pod_init_container_info "
+            "carries restart_policy: kube-state-metrics is older than v2.11.0") in line
+    assert ("1 Running pods are Burstable or Guaranteed without any container requesting cpu or memory: they set "
+            "pod-level resources") in line
+    assert "1 Running pods held resource claims (Dynamic Resource Allocation)" in line
