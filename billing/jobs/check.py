@@ -26,7 +26,7 @@ from pathlib import Path
 from sqlalchemy import func, select
 
 from billing.collect.prometheus import PrometheusSource
-from billing.collect.promql import Chunk, GpuResources, Queries, one_of, quote
+from billing.collect.promql import APP_REQUESTS, INIT_INFO, INIT_REQUESTS, Chunk, GpuResources, Queries, one_of, quote
 from billing.collect.replay import cluster_recording, prometheus_source
 from billing.collect.stores import engine_of, store_of
 from billing.config import ClusterConfig, Config, EmailConfig, kube_label, load_config, read_secrets
@@ -200,6 +200,97 @@ def bill_series(cluster: ClusterConfig, gpu_resources: GpuResources, day: Billin
     return f"every series the bill needs has samples on {day.date}{noted}"
 
 
+ESTIMATE_STEP = 300  # seconds between the instants `request_rule` samples the day at: a figure to announce, not a bill
+TERMS = {"containers": "init containers", "sidecars": "sidecars", "overhead-cpu": "overhead", "overhead-memory": "overhead"}
+UNITS = {"cpu": ("core-h", 1.0), "memory": ("GiB-h", 2.0**-30)}
+
+
+def request_rule(cluster: ClusterConfig, gpu_resources: GpuResources, day: BillingDay) -> str:
+    """What docs/spec.md rule 3 (what the scheduler reserves) adds on the day over app containers' requests alone,
+    per resource and term, so that an operator can announce it; and, as warnings, the pods whose requests
+    kube-state-metrics cannot tell billing: native sidecars where it is too old to label them, pods with pod-level
+    resources, and GPUs held through Dynamic Resource Allocation."""
+    if cluster.prometheus.replay:
+        return "recorded answers: not checked"
+    source = _source(cluster)
+    start, end = int(day.start.timestamp()), int(day.end.timestamp())
+    store = store_of(source, cluster, day)
+    queries = Queries(cluster.model_copy(update={"requests": "pod"}), gpu_resources, Chunk(start, end, ESTIMATE_STEP),
+                      store)
+    added = _added_by_rule(queries, source, end - ESTIMATE_STEP)  # the day's last instant
+    rule = cluster.requests or "pod"
+    said = ("adds" if rule == "pod" else "would add (requests: pod)") + f" to app containers' requests on {day.date}: "
+    figures = said + ("nothing" if not added else "; ".join(added)) + f" (sampled every {ESTIMATE_STEP // 60} minutes)"
+    remarks = _unbillable_requests(queries, source, end, f"{end - start}s")
+    if remarks:
+        raise CheckWarning(f"requests: {rule}; {figures}; " + "; ".join(remarks))
+    return f"requests: {rule}; {figures}"
+
+
+def _added_by_rule(queries: Queries, source: PrometheusSource, at: int) -> list[str]:
+    """Per resource: the hours rule 3 adds over app containers, and which terms add them."""
+    def highest(selector: str) -> str:
+        return f"max_over_time({selector}[{queries.raw}])"
+    running = queries.ksm.plain(f"sum_over_time({queries.latest(queries.running())}[{queries.instants}:{queries.step}])")
+    terms = {"app": queries.app_requests(highest), **queries.reserved_terms(highest)}
+    labelled = " or ".join(f'label_replace({expression}, "term", "{term}", "", "")' for term, expression in terms.items())
+    query = (f"sum by (resource, term) (({labelled}) * on (namespace, pod, uid) group_left () "
+             f"max by (namespace, pod, uid) ({running}))")
+    hours: dict[str, dict[str, float]] = {}
+    for series in source.instant(query, at):
+        labels = series["metric"]
+        resource_hours = hours.setdefault(labels.get("resource", ""), {})
+        resource_hours[labels.get("term", "")] = float(series["value"][1]) * ESTIMATE_STEP / 3600
+    lines = []
+    for resource, by_term in sorted(hours.items()):
+        app = by_term.get("app", 0.0)
+        parts = {TERMS[term]: 0.0 for term in TERMS}
+        for term, value in by_term.items():
+            if term in TERMS:
+                parts[TERMS[term]] += value - (app if term == "containers" else 0.0)
+        unit, scale = UNITS.get(resource, (f"{resource}-h", 1.0))
+        more = sum(parts.values())
+        if abs(more) * scale < 0.005:
+            continue
+        share = f" ({more / app:+.1%} of {app * scale:,.2f})" if app else ""
+        detail = ", ".join(f"{name} {value * scale:,.2f}" for name, value in parts.items() if value * scale >= 0.005)
+        lines.append(f"{resource} {more * scale:+,.2f} {unit}{share}: {detail}")
+    return lines
+
+
+def _unbillable_requests(queries: Queries, source: PrometheusSource, at: int, day: str) -> list[str]:
+    """Sentences about Running pods whose requests kube-state-metrics leaves billing blind to."""
+    running = f'({queries.running()} == 1)'
+    remarks = []
+
+    def pods(during_running: str) -> int:
+        """How many pods the expression (per uid, joined with Running) has at some sampled instant of the day."""
+        answer = source.instant(f"count(max_over_time(({during_running} and on (uid) {running})[{day}:{queries.step}]))", at)
+        return int(float(answer[0]["value"][1])) if answer else 0
+
+    told_apart = queries.series(INIT_INFO, 'restart_policy!=""')  # v2.11 and later label sidecars
+    labelled = source.instant(f"count(last_over_time({told_apart}[{day}]))", at)
+    sidecars = pods(f"group by (uid) ({queries.series('kube_pod_init_container_status_running')} == 1)")
+    if sidecars and not labelled:
+        remarks.append(f"{sidecars} Running pods had init containers running (native sidecars) but no "
+                       "kube_pod_init_container_info carries restart_policy: kube-state-metrics is older than v2.11.0, so "
+                       "their sidecars are billed as init containers (only the largest counts, not their sum); upgrade it")
+    requested = 'resource=~"cpu|memory"'
+    requesting = queries.series("kube_pod_status_qos_class", 'qos_class!="BestEffort"')
+    pod_level = pods(f"group by (uid) ({requesting} == 1) "
+                     f"unless on (uid) {queries.series(APP_REQUESTS, requested)} "
+                     f"unless on (uid) {queries.series(INIT_REQUESTS, requested)}")
+    if pod_level:
+        remarks.append(f"{pod_level} Running pods are Burstable or Guaranteed without any container requesting cpu or "
+                       "memory: they set pod-level resources (spec.resources), which kube-state-metrics does not export, "
+                       "so they are billed no cpu or memory")
+    claims = pods(f"group by (uid) ({queries.series('kube_pod_resourceclaim_info')})")
+    if claims:
+        remarks.append(f"{claims} Running pods held resource claims (Dynamic Resource Allocation); GPUs held that way "
+                       "are in no container's requests and are billed nothing")
+    return remarks
+
+
 OWNER_SERIES = {  # what workloads are made of past the pod's controller, and the kube-state-metrics resource of it
     "kube_replicaset_owner": ("replicasets", "pods of a Deployment count as their ReplicaSet's"),
     "kube_job_owner": ("jobs", "pods of a CronJob count as their Job's"),
@@ -306,6 +397,8 @@ def check_all(config: Config, day: date | None = None) -> Iterator[Probe]:
             yield _timed(f"selector {cluster.name}", partial(selector, cluster, period))
         if reached.ok:
             yield _timed(f"series {cluster.name}", partial(bill_series, cluster, config.gpu_resources, period))
+        if reached.ok:
+            yield _timed(f"requests {cluster.name}", partial(request_rule, cluster, config.gpu_resources, period))
         if reached.ok and config.workloads.enabled:
             yield _timed(f"workloads {cluster.name}",
                          partial(workload_series, cluster, config.gpu_resources, config.cost_labels, period))
