@@ -201,6 +201,14 @@ def test_label_names_name_where_the_exporters_labels_are(write_config):
     assert load_config(write_config()).clusters[0].label_names is None  # not set: detected
 
 
+def test_the_request_rule_is_the_schedulers_unless_a_cluster_or_the_top_level_says_containers(write_config):
+    assert [c.requests for c in load_config(write_config(clusters=[cluster()])).clusters] == ["pod"]
+    config = load_config(write_config(requests="containers", clusters=[cluster(), cluster(name="ibis", requests="pod")]))
+    assert [c.requests for c in config.clusters] == ["containers", "pod"]
+    with pytest.raises(ConfigError, match=r"clusters\[0\]\.requests.*'pod' or 'containers'"):
+        load_config(write_config(clusters=[cluster(requests="scheduler")]))
+
+
 def test_gpu_resources_list_form_is_one_gpu_each(write_config):
     config = load_config(write_config(gpu_resources=["nvidia_com_gpu", "amd_com_gpu"]))
     assert config.gpu_resources == {"nvidia_com_gpu": 1.0, "amd_com_gpu": 1.0}

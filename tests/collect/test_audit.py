@@ -87,6 +87,33 @@ def test_an_exporter_replaced_counts_each_instant_once():
         ("u1", "cpu", ""): pytest.approx(2.0 * 25 / 60, rel=1e-15)}
 
 
+def test_the_request_is_what_the_scheduler_reserves_instant_by_instant():
+    """App 1 core, a 4-core init container, a 0.5-core sidecar and a 0.25-core overhead, Running for 10 minutes
+    (10 instants, and 5 more through the lookback): max(1 + 0.5, 4 + 0.5) + 0.25 = 4.75 cores. Before the
+    sidecar's info series shows (its first 3 instants) it counts as an init container: max(1, 4, 0.5) + 0.25 =
+    4.25. With `requests: containers`, 1 core."""
+    pod = {"namespace": "alice", "pod": "p", "uid": "u1"}
+    minutes = [START + 60 * i for i in range(10)]
+    raw = [
+        ("kube_pod_status_phase", {**pod, "phase": "Running"}, [(t, 1.0) for t in minutes]),
+        ("kube_pod_container_resource_requests", {**pod, "container": "main", "resource": "cpu"},
+         [(t, 1.0) for t in minutes]),
+        ("kube_pod_init_container_resource_requests", {**pod, "container": "fetch", "resource": "cpu"},
+         [(t, 4.0) for t in minutes]),
+        ("kube_pod_init_container_resource_requests", {**pod, "container": "proxy", "resource": "cpu"},
+         [(t, 0.5) for t in minutes]),
+        ("kube_pod_init_container_info", {**pod, "container": "proxy", "restart_policy": "Always"},
+         [(t, 1.0) for t in minutes[3:]]),
+        ("kube_pod_init_container_info", {**pod, "container": "fetch"}, [(t, 1.0) for t in minutes]),
+        ("kube_pod_overhead_cpu_cores", pod, [(t, 0.25) for t in minutes]),
+    ]
+    at = instants(START, END, 60)
+    assert recompute(answered(raw, at), at, 60, ["nvidia_com_gpu"], gpu_model_of) == {
+        ("u1", "cpu", ""): pytest.approx((3 * 4.25 + 12 * 4.75) / 60, rel=1e-15)}
+    assert recompute(answered(raw, at), at, 60, ["nvidia_com_gpu"], gpu_model_of, rule="containers") == {
+        ("u1", "cpu", ""): pytest.approx(15 / 60, rel=1e-15)}
+
+
 def test_the_pods_audited_are_the_same_on_every_run_and_include_the_exact_path():
     running = [f"uid-{n:03d}" for n in range(200)]
     exact = [f"exact-{n:02d}" for n in range(30)]
