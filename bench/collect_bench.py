@@ -43,6 +43,11 @@ ratio holds on a loaded machine, the seconds do not.
 
 measures instead `billing run` with workloads and two cost labels against the same run without them
 (issue 14): wall, client RSS and CPU, Prometheus CPU, and the rows per day in workload_costs.
+
+    python -m bench.collect_bench --requests [--pods 10000] [--repeat 2]
+
+the same for `requests: pod` (what the scheduler reserves: sidecars, init containers, overhead) against
+`requests: containers` (app containers alone; issue 28).
 """
 
 from __future__ import annotations
@@ -579,28 +584,62 @@ def ledger_rows(ledger: Path) -> tuple[int, int]:
                      for table in ("chargeback", "workload_costs"))
 
 
-def measure_workloads(pods: int, cache: Path, repeat: int) -> list[str]:
-    """`billing run` with workloads off and on (alternately, `repeat` times each), on one Prometheus over the cached
-    blocks: wall, client RSS and CPU, Prometheus CPU, queries, rows per day of the fastest of each; the wall's
-    ratio fastest against fastest, and round by round (off and on in turn share a round's load)."""
+Run = tuple[Figures, tuple[int, int]]  # a run's figures, and its rows per day (ledger_rows)
+
+
+def paired_runs(pods: int, cache: Path, repeat: int, variants: dict[str, dict]) -> dict[str, list[Run]]:
+    """`billing run` with each variant's config keys in turn, `repeat` rounds, on one Prometheus over the cached
+    blocks (the variants of a round share its load)."""
     blocks = world_blocks(world_of(pods), cache)
-    with tempfile.TemporaryDirectory(prefix=f"bench-workloads-{pods}-") as tmp:
+    runs: dict[str, list[Run]] = {name: [] for name in variants}
+    with tempfile.TemporaryDirectory(prefix=f"bench-pair-{pods}-") as tmp:
         prometheus = start_prometheus(blocks, Path(tmp) / "prometheus")
         try:
             wait_for_compaction(prometheus)
-            runs: dict[str, list[tuple[Figures, tuple[int, int]]]] = {"off": [], "on": []}
             for n in range(repeat):
-                for name, settings in (("off", WORKLOADS_OFF), ("on", WORKLOADS_ON)):
+                for name, settings in variants.items():
                     workdir = Path(tmp) / f"{name}-{n}"
                     figures, _ = billing_run(prometheus, workdir, settings)
                     runs[name].append((figures, ledger_rows(workdir / "ledger.db")))
         finally:
             prometheus.stop()
+    return runs
+
+
+def run_lines(pods: int, what: str, runs: dict[str, list[Run]]) -> list[str]:
+    """One line per variant: the fastest run's figures, and every run's wall and Prometheus CPU."""
+    lines = []
+    for name, found in runs.items():
+        f, rows = min(found, key=lambda run: run[0].wall)
+        lines.append(f"{pods:,} pods, {what} {name}: wall {f.wall:.1f} s (runs, wall/Prometheus CPU: "
+                     f"{', '.join(f'{r.wall:.1f}/{r.prometheus_cpu:.1f}' for r, _ in found)}), "
+                     f"client peak RSS {f.rss_mb:.0f} MB, client CPU {f.cpu:.1f} s, Prometheus CPU {f.prometheus_cpu:.1f} s, "
+                     f"{f.queries} queries, self-audit {f.audit_seconds:.1f} s; rows per day: {rows[0]:,} chargeback, "
+                     f"{rows[1]:,} workload_costs")
+    return lines
+
+
+# issue 28: what the scheduler reserves (rule 3) against app containers alone
+REQUEST_RULES = {"containers": {"requests": "containers"}, "pod": {"requests": "pod"}}
+
+
+def measure_requests(pods: int, cache: Path, repeat: int) -> list[str]:
+    """`billing run` with `requests: containers` and `requests: pod`: what reading sidecars, init containers and
+    overhead costs, fastest against fastest."""
+    runs = paired_runs(pods, cache, repeat, REQUEST_RULES)
+    containers, pod = (min(runs[name], key=lambda run: run[0].wall)[0] for name in REQUEST_RULES)
+    return [*run_lines(pods, "requests:", runs),
+            f"requests: pod against containers: wall ×{pod.wall / containers.wall:.2f}, Prometheus CPU "
+            f"×{pod.prometheus_cpu / containers.prometheus_cpu:.2f}, queries {containers.queries} -> {pod.queries}"]
+
+
+def measure_workloads(pods: int, cache: Path, repeat: int) -> list[str]:
+    """`billing run` with workloads off and on (alternately, `repeat` times each): wall, client RSS and CPU,
+    Prometheus CPU, queries, rows per day of the fastest of each; the wall's ratio fastest against fastest, and
+    round by round (off and on in turn share a round's load)."""
+    runs = paired_runs(pods, cache, repeat, {"off": WORKLOADS_OFF, "on": WORKLOADS_ON})
     off, on = (min(runs[name], key=lambda run: run[0].wall) for name in ("off", "on"))
-    lines = [f"{pods:,} pods, workloads {name}: wall {f.wall:.1f} s (runs, wall/Prometheus CPU: {', '.join(f'{r.wall:.1f}/{r.prometheus_cpu:.1f}' for r, _ in runs[name])}), "
-             f"client peak RSS {f.rss_mb:.0f} MB, client CPU {f.cpu:.1f} s, Prometheus CPU {f.prometheus_cpu:.1f} s, "
-             f"{f.queries} queries, self-audit {f.audit_seconds:.1f} s; rows per day: {rows[0]:,} chargeback, "
-             f"{rows[1]:,} workload_costs" for name, (f, rows) in (("off", off), ("on", on))]
+    lines = run_lines(pods, "workloads", runs)
     ratio = on[0].wall / off[0].wall
     # runs of one kind differ by a tenth or more on a shared machine: the rounds' own ratios, and their median, too
     rounds = [with_.wall / without.wall for (without, _), (with_, _) in zip(runs["off"], runs["on"])]
@@ -631,6 +670,8 @@ def main() -> None:
     parser.add_argument("--show-queries", action="store_true", help="print every query with its figures")
     parser.add_argument("--replaced-at", type=float, metavar="HOUR",
                         help="a day with kube-state-metrics' pod replaced at this hour (a new instance)")
+    parser.add_argument("--requests", action="store_true",
+                        help="instead: the run with requests: pod (what the scheduler reserves) against containers")
     parser.add_argument("--workloads", action="store_true",
                         help="instead: the run with workloads and two cost labels against the run without (issue 14)")
     args = parser.parse_args()
@@ -643,9 +684,10 @@ def main() -> None:
     cache.mkdir(parents=True, exist_ok=True)
 
     started, load_before = time.perf_counter(), os.getloadavg()[0]
-    if args.workloads:
+    if args.workloads or args.requests:
         for n in sizes:
-            print("\n".join(measure_workloads(n, cache, args.repeat)), flush=True)
+            measured = measure_workloads if args.workloads else measure_requests
+            print("\n".join(measured(n, cache, args.repeat)), flush=True)
         print(f"took {time.perf_counter() - started:.0f} s (load average {load_before:.1f} before, "
               f"{os.getloadavg()[0]:.1f} after)")
         return

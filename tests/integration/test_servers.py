@@ -88,7 +88,7 @@ def test_victoria_metrics_holds_the_same_samples_but_needs_its_lookback_said(vic
 
 def test_prometheus_agrees_with_the_reference_over_the_day(prometheus_server):
     prom = prometheus_server(WORLD)
-    expected = reference_usage(WORLD, "jaguar", DAY, DAY + HOURS * 3600, 60)
+    expected = reference_usage(WORLD, "jaguar", DAY, DAY + HOURS * 3600, 60, requests="containers")  # as asked below
     for resource, scale in (("cpu", 1), ("memory", 2**-30)):
         promql = (f'sum by (namespace) (sum by (namespace, pod, uid) (kube_pod_container_resource_requests'
                   f'{{resource="{resource}"}}) * on (namespace, pod, uid) (kube_pod_status_phase{{phase="Running"}} == 1))')
