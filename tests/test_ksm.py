@@ -2,6 +2,7 @@
 
 import re
 from collections import defaultdict
+from dataclasses import replace
 
 import pytest
 
@@ -18,6 +19,7 @@ from fixtures.ksm import (
     World,
     block_windows,
     make_world,
+    pod_requests,
     scrape_times,
     series,
     write_openmetrics,
@@ -232,3 +234,29 @@ def test_owners_labels_and_controllers_as_kube_state_metrics_exports_them():
     [(replicaset, _)] = find(world, "kube_replicaset_owner")
     assert (replicaset["replicaset"], replicaset["owner_kind"], replicaset["owner_is_controller"]) == \
         ("r", "<none>", "<none>")
+
+
+def test_kube_scheduler_reserves_in_declared_order_with_pod_level_resources_and_overhead():
+    # By hand, Kubernetes' PodRequests: app 1 core; init "fetch" 4 cores declared before sidecar "log" 0.5:
+    # max(1 + 0.5, 4 + 0, 0.5) = 4 cores, + 0.25 overhead = 4.25. Declared after the sidecar, "fetch" counts with
+    # it: max(1.5, 4.5) + 0.25 = 4.75. Pod-level resources (2 cores) replace the containers' figure, not the overhead.
+    fetch, log = Container("fetch", 4.0, GIB, init=True), Container("log", 0.5, GIB // 2, sidecar=True)
+    main = Container("main", 1.0, 2 * GIB)
+    p = Pod("bob", "kata", "u2", "n1", T0, ((T0, "Running"),), T0 + 600, (fetch, log, main), overhead=(0.25, 0.0))
+    assert pod_requests(p, T0)[0] == 4.25
+    assert pod_requests(replace(p, containers=(log, fetch, main)), T0)[0] == 4.75
+    assert pod_requests(replace(p, pod_resources=(2.0, 0.0)), T0)[:2] == (2.25, 2.5 * GIB)  # memory: app + sidecar
+
+
+def test_kube_schedulers_series_name_no_uid_and_end_with_the_pod_running():
+    w = tiny_world()
+    assert not find(w, "kube_pod_resource_request")  # only where the cluster has kube-scheduler scraped
+    [cluster] = w.clusters
+    scheduled = replace(w, clusters=(replace(cluster, scheduler=True),))
+    cpu = find(scheduled, "kube_pod_resource_request", resource="cpu")
+    # a series per node label ('' until scheduled at +180), none after the pod Succeeded at +600; max(0.5 + 0.1, 4)
+    assert [(labels["node"], samples[0], samples[-1]) for labels, samples in cpu] == [
+        ("", (T0 + 60, 4.0), (T0 + 120, 4.0)), ("n1", (T0 + 180, 4.0), (T0 + 540, 4.0))]
+    assert "uid" not in cpu[0][0] and cpu[0][0]["unit"] == "cores"
+    assert {labels["resource"] for labels, _ in find(scheduled, "kube_pod_resource_request")} == {
+        "cpu", "memory", "nvidia.com/gpu"}
