@@ -43,6 +43,8 @@ from billing.collect.promql import (
     INIT_REQUESTS,
     OVERHEAD,
     PLACEHOLDER,
+    SCHEDULED,
+    SCHEDULER_REQUESTS,
     SIDECAR,
     Chunk,
     GpuResources,
@@ -50,6 +52,8 @@ from billing.collect.promql import (
     chunks,
     fits,
     node_matcher,
+    one_of,
+    quote,
     uid_matcher,
 )
 from billing.collect.stores import Store, store_of
@@ -112,7 +116,9 @@ def recompute(series: Iterable[Series], instants: Sequence[float], step: float, 
               model_of: Callable[[dict[str, str]], str], rule: str = "pod") -> dict[PodKey, float]:
     """Resource-hours per (uid, resource, gpu_model) by docs/spec.md "Billing arithmetic", rules 1 to 5, from what
     instant queries answered at `instants`: (name, labels, [(instant, value)]) per series, where the value of
-    `kube_pod_info` and `kube_node_labels` is its sample's timestamp. `rule`: the cluster's `requests`.
+    `kube_pod_info` and `kube_node_labels` is its sample's timestamp. `rule`: the cluster's `requests`. Where
+    kube-scheduler's kube_pod_resource_request of a pod's namespace and name answers for cpu or memory, its largest
+    copy is the request at that instant, for every uid of that name.
 
     resource is cpu (cores), memory (GiB) or gpu; series other than the
     bill's (other phases, other resources, pods without node) are ignored."""
@@ -124,11 +130,17 @@ def recompute(series: Iterable[Series], instants: Sequence[float], step: float, 
     sidecars: dict[str, dict[str, list[np.ndarray]]] = defaultdict(lambda: defaultdict(list))
     nodes: dict[str, list[tuple[str, np.ndarray]]] = defaultdict(list)
     models: dict[str, list[tuple[str, np.ndarray]]] = defaultdict(list)
+    # (namespace, pod name) -> resource -> kube-scheduler's copies; the uids of each name
+    scheduled: dict[tuple[str, str], dict[str, list[np.ndarray]]] = defaultdict(lambda: defaultdict(list))
+    uids_of: dict[tuple[str, str], set[str]] = defaultdict(set)
     for name, labels, values in series:
         uid, answered = labels.get("uid", ""), _at_instants(values, index)
         resource = labels.get("resource") or OVERHEAD_OF.get(name, "")
         if name == "kube_pod_status_phase" and labels.get("phase") == "Running":
             running[uid].append(answered)
+            uids_of[(labels.get("namespace", ""), labels.get("pod", ""))].add(uid)
+        elif name == SCHEDULER_REQUESTS and rule == "pod" and resource in SCHEDULED:
+            scheduled[(labels.get("namespace", ""), labels.get("pod", ""))][resource].append(answered)
         elif name in TERMS and (rule == "pod" or name == APP_REQUESTS) and resource in units:
             requests[uid][resource][(TERMS[name], labels.get("container", ""))].append(answered)
         elif name == INIT_INFO and labels.get("restart_policy") == "Always":
@@ -138,11 +150,16 @@ def recompute(series: Iterable[Series], instants: Sequence[float], step: float, 
         elif name == "kube_node_labels":
             models[labels.get("node", "")].append((model_of(labels), answered))
 
+    by_scheduler = {(uid, resource): np.fmax.reduce(copies) for pod, figures in scheduled.items()
+                    for resource, copies in figures.items() for uid in uids_of[pod]}
     hours: dict[PodKey, float] = defaultdict(float)
     for uid, copies in running.items():
         counted = np.any([copy == 1 for copy in copies], axis=0)  # Running if any exporter says so
-        for resource, parts in requests[uid].items():
-            request = _reserved(parts, sidecars[uid], len(index))
+        for resource in {*requests[uid], *(r for u, r in by_scheduler if u == uid)}:
+            request = _reserved(requests[uid].get(resource, {}), sidecars[uid], len(index))
+            if (uid, resource) in by_scheduler:
+                figure = by_scheduler[(uid, resource)]
+                request = np.where(np.isnan(figure), request, figure)
             billed, scale = units[resource]
             charged = np.where(counted, request, 0.0) * scale * step / 3600
             model = np.full(len(index), "", dtype=object)
@@ -224,6 +241,12 @@ def _instant_answers(source: PrometheusSource, queries: Queries, day: BillingDay
             found += fetch(INIT_INFO, engine.latest(queries.series(INIT_INFO, SIDECAR, pods)), chunk)
             for metric in OVERHEAD.values():
                 found += fetch(metric, engine.latest(queries.series(metric, pods)), chunk)
+        names = sorted({labels["pod"] for _, labels, _ in pod_nodes if labels.get("pod")})
+        if queries.scheduled and names:  # kube-scheduler names pods by namespace and name, not uid
+            figures = queries.series(SCHEDULER_REQUESTS, f"resource=~{quote(one_of(SCHEDULED))}",
+                                     f"{store.labels.scheduler.pod}=~{quote(one_of(names))}")
+            found += [(SCHEDULER_REQUESTS, store.labels.scheduler.plain_labels(labels), values)
+                      for _, labels, values in fetch(SCHEDULER_REQUESTS, engine.latest(figures), chunk)]
         on = sorted({labels["node"] for _, labels, _ in pod_nodes if labels.get("node")})
         if on:
             found += fetch("kube_node_labels", engine.sample_time(queries.node_labels(node_matcher(on, ksm.node))),
@@ -249,7 +272,8 @@ class SampledQueries(UsageQueries):
         # a series that already names its pods (the exact path's, by in_pieces) names audited ones: pods on the
         # exact path come from these narrowed queries, and naming them twice could outgrow promql.QUERY_BYTES
         named = any(m == PLACEHOLDER or m.startswith("uid=~") for m in matchers)
-        narrowed = metric.startswith("kube_pod_") and not named
+        # kube-scheduler's series name no uid: the pod series they are joined with narrow them
+        narrowed = metric.startswith("kube_pod_") and metric != SCHEDULER_REQUESTS and not named
         return super().series(metric, *matchers, *([self.sampled] if narrowed else []))
 
 

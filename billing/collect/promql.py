@@ -42,6 +42,10 @@ POD_LABELS = ("namespace", "pod")  # what kube-state-metrics' pod-level series (
 APP_REQUESTS, INIT_REQUESTS = "kube_pod_container_resource_requests", "kube_pod_init_container_resource_requests"
 INIT_INFO, SIDECAR = "kube_pod_init_container_info", 'restart_policy="Always"'
 OVERHEAD = {"cpu": "kube_pod_overhead_cpu_cores", "memory": "kube_pod_overhead_memory_bytes"}
+# kube-scheduler's own figure (its /metrics/resources): what it reserves per pod, pod-level resources and the init
+# containers' declared order included, which kube-state-metrics cannot show; named by namespace and pod, no uid.
+# Read for the resources pod-level resources may set; GPUs are extended resources, only ever requested per container.
+SCHEDULER_REQUESTS, SCHEDULED = "kube_pod_resource_request", ("cpu", "memory")
 T = TypeVar("T")
 Part = TypeVar("Part")  # a piece of the day: a Chunk, or a group of hours
 log = logging.getLogger(__name__)
@@ -158,8 +162,8 @@ class Queries:
         self.engine = store.engine
         self.latest = store.engine.latest  # a series' value at each instant, written for this engine
         # the label names of each metric family; `.plain(expression)` gives the plain names back
-        self.ksm, self.dcgm, self.cadvisor = (store.labels.kube_state_metrics, store.labels.dcgm,
-                                              store.labels.cadvisor)
+        self.ksm, self.dcgm, self.cadvisor, self.scheduler = (store.labels.kube_state_metrics, store.labels.dcgm,
+                                                              store.labels.cadvisor, store.labels.scheduler)
         self.extra = cluster.prometheus.selector.strip()
         self.model_labels = [cluster.gpu_model_label, *cluster.vendor_model_labels]
         self.replicas_label = cluster.gpu_replicas_label or ""
@@ -171,6 +175,8 @@ class Queries:
                                     *([self.pools.node_label] if self.pools else [])])
         self.resources = one_of(["cpu", "memory", *gpu_resources])
         self.rule = cluster.requests or "pod"  # docs/spec.md rule 3; a cluster outside a Config has the default
+        # kube-scheduler's figures, where its /metrics/resources is scraped, take precedence (docs/spec.md rule 3)
+        self.scheduled = store.scheduler and self.rule == "pod"
         length = chunk.end - chunk.start
         # Half-step margins make Prometheus 2's closed and Prometheus 3's
         # half-open ranges pick the same instants and samples.
@@ -218,6 +224,28 @@ class Queries:
                 overhead = f"max by (namespace, pod, uid) ({self.ksm.plain(read(self.series(metric, pods)), POD_LABELS)})"
                 terms[f"overhead-{resource}"] = f'label_replace({overhead}, "resource", "{resource}", "", "")'
         return terms
+
+    def effective(self, read: Callable[[str], str], pods: str = "", resources: str = "") -> str:
+        """`reserved`, except for cpu and memory where kube-scheduler's figure is visible (`scheduler_requests`):
+        the scheduler's, which is what it reserves by definition, pod-level resources included."""
+        scheduler = self.scheduler_requests(read, pods, resources) if self.scheduled else ""
+        reserved = self.reserved(read, pods, resources)
+        return f"(\n    {scheduler}\n  or\n    {reserved}\n)" if scheduler else reserved
+
+    def scheduler_requests(self, read: Callable[[str], str], pods: str = "", resources: str = "") -> str:
+        """Per (namespace, pod, uid, resource) of cpu and memory: kube-scheduler's kube_pod_resource_request, read by
+        `read`, its copies (a series per node it had, per scheduler replica) once. The scheduler names a pod by
+        namespace and name only, so its figure goes to every uid of that name (`pods` selects them by uid): two
+        pods of one name exist at one instant only while a deleted one's series are still in the lookback."""
+        uids = f"group by (namespace, pod, uid) ({self.ksm.plain(read(self.running(pods)), POD_LABELS)})"
+        parts = []
+        for resource in SCHEDULED:
+            if re.fullmatch(resources or self.resources, resource):
+                figure = self.scheduler.plain(read(self.series(SCHEDULER_REQUESTS, f"resource={quote(resource)}")),
+                                              POD_LABELS)
+                joined = f"max by (namespace, pod) ({figure}) * on (namespace, pod) group_right () {uids}"
+                parts.append(f'label_replace({joined}, "resource", "{resource}", "", "")')
+        return f"({' or '.join(parts)})" if len(parts) > 1 else "".join(parts)
 
     def app_requests(self, read: Callable[[str], str], pods: str = "", resources: str = "") -> str:
         """Per (namespace, pod, uid, resource): the sum of the pod's app containers' requests, each read by `read`."""

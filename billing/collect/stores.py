@@ -98,7 +98,9 @@ FAMILIES = {  # metric family -> the metrics that show how it was scraped
     "kube-state-metrics": ("kube_pod_info", "kube_pod_container_resource_requests"),
     "DCGM": ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"),
     "cAdvisor": ("container_cpu_usage_seconds_total",),
+    "kube-scheduler": ("kube_pod_resource_request",),
 }
+SCHEDULER_FOUND = "kube-scheduler/present"  # renames_query's answer where kube-scheduler's figures are in the store
 
 
 @dataclass(frozen=True)
@@ -141,24 +143,28 @@ class ScrapeLabels:
     kube_state_metrics: FamilyLabels = FamilyLabels()
     dcgm: FamilyLabels = FamilyLabels()
     cadvisor: FamilyLabels = FamilyLabels()
+    scheduler: FamilyLabels = FamilyLabels()
 
     def of(self, family: str) -> FamilyLabels:
         return getattr(self, _ATTRIBUTES[family])
 
 
-_ATTRIBUTES = {"kube-state-metrics": "kube_state_metrics", "DCGM": "dcgm", "cAdvisor": "cadvisor"}
+_ATTRIBUTES = {"kube-state-metrics": "kube_state_metrics", "DCGM": "dcgm", "cAdvisor": "cadvisor",
+               "kube-scheduler": "scheduler"}
 
 
 def renames_query(selector: str) -> str:
     """One query answering, per family and label, whether its series carry `exported_<label>`:
-    a series {found="<family>/<label>"} for each such pair."""
+    a series {found="<family>/<label>"} for each such pair; and {found="kube-scheduler/present"} where
+    kube-scheduler's figures are there at all."""
     extra = f", {selector.strip()}" if selector.strip() else ""
     branches = [
         f'label_replace(count({{__name__=~"{"|".join(metrics)}", exported_{label}!=""{extra}}}), '
         f'"found", "{family}/{label}", "", "")'
         for family, metrics in FAMILIES.items() for label in LABELS
     ]
-    return "\nor ".join(branches)
+    scheduler = f'label_replace(count({{__name__="{FAMILIES["kube-scheduler"][0]}"{extra}}}), "found", "{SCHEDULER_FOUND}", "", "")'
+    return "\nor ".join([*branches, scheduler])
 
 
 def scrape_labels(found: list[dict], override: dict[str, str] | None = None) -> ScrapeLabels:
@@ -166,7 +172,7 @@ def scrape_labels(found: list[dict], override: dict[str, str] | None = None) -> 
     `override` (clusters[].label_names) applies to every family instead."""
     if override is not None:
         names = FamilyLabels(**override)
-        return ScrapeLabels(names, names, names)
+        return ScrapeLabels(names, names, names, names)
     moved: dict[str, dict[str, str]] = {family: {} for family in FAMILIES}
     for series in found:
         family, _, label = series["metric"].get("found", "").partition("/")
@@ -181,6 +187,7 @@ class Store:
 
     engine: Engine
     labels: ScrapeLabels = ScrapeLabels()
+    scheduler: bool = False  # kube-scheduler's kube_pod_resource_request is in the store (docs/spec.md rule 3)
 
     def renames(self) -> list[str]:
         """Per metric family whose labels are not where the exporter put them: where they are read from."""
@@ -194,16 +201,20 @@ def store_of(source: PrometheusSource, cluster: ClusterConfig, day: BillingDay) 
     engine = engine_of(*source.buildinfo())
     log.info("cluster %s: the store is %s", cluster.name, engine)
     override = cluster.label_names.model_dump() if cluster.label_names else None
-    found = [] if override is not None else source.range(renames_query(cluster.prometheus.selector),
-                                                          day.start.timestamp(), day.end.timestamp(), RENAMES_STEP)
+    found = source.range(renames_query(cluster.prometheus.selector), day.start.timestamp(), day.end.timestamp(),
+                         RENAMES_STEP)
     labels = scrape_labels(found, override)
+    scheduler = any(series["metric"].get("found") == SCHEDULER_FOUND for series in found)
+    if scheduler:
+        log.info("cluster %s: kube-scheduler's kube_pod_resource_request is scraped: its figures bill cpu and memory "
+                 "where they are seen", cluster.name)
     for family in FAMILIES:
         renamed = labels.of(family).renamed()
         if renamed:
             log.info("cluster %s: %s labels read from %s (%s)", cluster.name, family,
                      ", ".join(renamed.values()), "clusters[].label_names" if override is not None
                      else "a scrape with honor_labels: false renamed them")
-    return Store(engine, labels)
+    return Store(engine, labels, scheduler)
 
 
 RENAMES_STEP = 3600  # how often over the day `store_of` looks for renamed labels

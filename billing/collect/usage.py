@@ -67,6 +67,8 @@ from billing.collect.promql import (
     INIT_REQUESTS,
     POD_LABELS,
     QUERY_BYTES,
+    SCHEDULED,
+    SCHEDULER_REQUESTS,
     Chunk,
     GpuResources,
     NodeKinds,
@@ -77,6 +79,8 @@ from billing.collect.promql import (
     in_pieces,
     map_chunks,
     node_matcher,
+    one_of,
+    quote,
     uid_matcher,
 )
 from billing.collect.stores import DEFAULT_STORE, Store, store_of
@@ -217,12 +221,27 @@ sum by (namespace, node, priority_class, resource{keys}) ((
                 spread = self.ksm.plain(f"{over}_over_time({requests}[{self.raw}])", ("container",))
                 return f"{over} by (uid, container, resource) ({spread})"
             return f"{extreme('max')} != {extreme('min')}"
+        scheduler = f"\n  or {self.scheduler_disagrees()}" if self.scheduled else ""
         return f"""
 group by (uid) (
-    {" or ".join(changed(family) for family in families)}
+    {" or ".join(changed(family) for family in families)}{scheduler}
   or max_over_time({self.running()}[{self.raw}]) > 1
   or min_over_time({self.running()}[{self.raw}]) < 0
 )"""
+
+    def scheduler_disagrees(self) -> str:
+        """Pods (a series per uid) for which kube-scheduler's figure is not simply kube-state-metrics' over the
+        chunk: it differs from what rule 3 makes of kube-state-metrics' series (pod-level resources, init
+        containers declared before a sidecar), or it changed. The fast path reads kube-state-metrics alone,
+        which is right for every other pod at every instant, with or without the scheduler's series."""
+        def highest(selector: str) -> str:
+            return f"max_over_time({selector}[{self.raw}])"
+        scheduler = self.scheduler_requests(highest)
+        reserved = self.reserved(highest, resources=one_of(SCHEDULED))
+        spread = self.scheduler.plain(f"stddev_over_time({self.series(SCHEDULER_REQUESTS, f'resource=~{quote(one_of(SCHEDULED))}')}[{self.raw}])", POD_LABELS)
+        uids = f"group by (namespace, pod, uid) ({self.ksm.plain(highest(self.running()), POD_LABELS)})"
+        changed = f"(max by (namespace, pod) ({spread}) > 0) * on (namespace, pod) group_right () {uids}"
+        return f"({scheduler}) != ({reserved}) or (({scheduler}) unless ({reserved})) or {changed}"
 
     def exact_pods(self, relabelled: list[str], copies: bool = False) -> str:
         """The uids of every pod the exact path evaluates."""
@@ -250,7 +269,7 @@ group by (uid) (
         ksm, latest = self.ksm, self.latest
         return f"""
 sum by (namespace, node, resource, priority_class, {self.node_keys}{", " + POD if by_pod else ""}) (
-    {self.reserved(latest, pods)}
+    {self.effective(latest, pods)}
   * on (namespace, pod, uid) group_left (node, priority_class) (
         max by (namespace, pod, uid) ({ksm.plain(latest(self.running(pods)))} == 1)
       * on (namespace, pod, uid) group_left (node, priority_class)

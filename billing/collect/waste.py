@@ -21,7 +21,8 @@ per pod and hour of the day. An hour is 3600 / step of the billing instants
   its Running instants requested (its request by docs/spec.md rule 3, each
   container's highest request of the hour, over all of the container's
   request series, as kube-state-metrics starts a new one when it is scheduled
-  or resized; times the Running instants, times step: what billing counts) less the CPU
+  or resized; kube-scheduler's highest figure of the hour instead where its series are scraped; times the
+  Running instants, times step: what billing counts) less the CPU
   its containers used in the hour, never below zero per pod and hour. The
   CPU used is, per cAdvisor `container_cpu_usage_seconds_total` series (one
   per container run), its last sample in the hour that ends at the hour's
@@ -189,7 +190,7 @@ class WasteQueries(Queries):
         """Per pod: core-instants of the hour requested while Running but not used, at least 0."""
         ksm = self.ksm
         running = ksm.plain(self._instants_seen(self.latest(self.running()), "namespace, pod, uid", ksm, sum_values=True))
-        per_pod = self.reserved(lambda selector: f"max_over_time({selector}[{self.raw}])", resources="cpu")
+        per_pod = self.effective(lambda selector: f"max_over_time({selector}[{self.raw}])", resources="cpu")
         requested = f"sum by (namespace, pod, uid) ({per_pod}) * on (namespace, pod, uid) max by (namespace, pod, uid) ({running})"
         usage = self.usage()
         # core-instants used: the counter's growth in the hour over the step, from its last value in the

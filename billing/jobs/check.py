@@ -202,6 +202,7 @@ def bill_series(cluster: ClusterConfig, gpu_resources: GpuResources, day: Billin
 
 ESTIMATE_STEP = 300  # seconds between the instants `request_rule` samples the day at: a figure to announce, not a bill
 TERMS = {"containers": "init containers", "sidecars": "sidecars", "overhead-cpu": "overhead", "overhead-memory": "overhead"}
+SCHEDULER_TERM = "kube-scheduler's own figures"  # pod-level resources, init containers declared before a sidecar
 UNITS = {"cpu": ("core-h", 1.0), "memory": ("GiB-h", 2.0**-30)}
 
 
@@ -218,8 +219,10 @@ def request_rule(cluster: ClusterConfig, gpu_resources: GpuResources, day: Billi
     queries = Queries(cluster.model_copy(update={"requests": "pod"}), gpu_resources, Chunk(start, end, ESTIMATE_STEP),
                       store)
     added = _added_by_rule(queries, source, end - ESTIMATE_STEP)  # the day's last instant
-    rule = cluster.requests or "pod"
+    rule: str = cluster.requests or "pod"
     said = ("adds" if rule == "pod" else "would add (requests: pod)") + f" to app containers' requests on {day.date}: "
+    if store.scheduler and rule == "pod":
+        rule += ", kube-scheduler's figures where seen"
     figures = said + ("nothing" if not added else "; ".join(added)) + f" (sampled every {ESTIMATE_STEP // 60} minutes)"
     remarks = _unbillable_requests(queries, source, end, f"{end - start}s")
     if remarks:
@@ -232,7 +235,8 @@ def _added_by_rule(queries: Queries, source: PrometheusSource, at: int) -> list[
     def highest(selector: str) -> str:
         return f"max_over_time({selector}[{queries.raw}])"
     running = queries.ksm.plain(f"sum_over_time({queries.latest(queries.running())}[{queries.instants}:{queries.step}])")
-    terms = {"app": queries.app_requests(highest), **queries.reserved_terms(highest)}
+    terms = {"app": queries.app_requests(highest), **queries.reserved_terms(highest),
+             **({"scheduler": queries.effective(highest)} if queries.scheduled else {})}
     labelled = " or ".join(f'label_replace({expression}, "term", "{term}", "", "")' for term, expression in terms.items())
     query = (f"sum by (resource, term) (({labelled}) * on (namespace, pod, uid) group_left () "
              f"max by (namespace, pod, uid) ({running}))")
@@ -248,6 +252,8 @@ def _added_by_rule(queries: Queries, source: PrometheusSource, at: int) -> list[
         for term, value in by_term.items():
             if term in TERMS:
                 parts[TERMS[term]] += value - (app if term == "containers" else 0.0)
+        if "scheduler" in by_term:  # the whole of what is billed: the part the scheduler's figures change is the rest
+            parts[SCHEDULER_TERM] = by_term["scheduler"] - app - sum(parts.values())
         unit, scale = UNITS.get(resource, (f"{resource}-h", 1.0))
         more = sum(parts.values())
         if abs(more) * scale < 0.005:
@@ -277,13 +283,18 @@ def _unbillable_requests(queries: Queries, source: PrometheusSource, at: int, da
                        "their sidecars are billed as init containers (only the largest counts, not their sum); upgrade it")
     requested = 'resource=~"cpu|memory"'
     requesting = queries.series("kube_pod_status_qos_class", 'qos_class!="BestEffort"')
-    pod_level = pods(f"group by (uid) ({requesting} == 1) "
-                     f"unless on (uid) {queries.series(APP_REQUESTS, requested)} "
-                     f"unless on (uid) {queries.series(INIT_REQUESTS, requested)}")
+    pod_level_pods = (f"group by (uid) ({requesting} == 1) unless on (uid) {queries.series(APP_REQUESTS, requested)} "
+                      f"unless on (uid) {queries.series(INIT_REQUESTS, requested)}")
+    pod_level = pods(pod_level_pods)
+    if pod_level and queries.scheduled:
+        pod_level = pods(f"({pod_level_pods}) unless on (uid) {queries.scheduler_requests(lambda selector: selector)}")
     if pod_level:
         remarks.append(f"{pod_level} Running pods are Burstable or Guaranteed without any container requesting cpu or "
                        "memory: they set pod-level resources (spec.resources), which kube-state-metrics does not export, "
-                       "so they are billed no cpu or memory")
+                       + ("and kube-scheduler's kube_pod_resource_request had no figure for them (is every scheduler "
+                          "scraped?), so they are billed no cpu or memory" if queries.scheduled else
+                          "so they are billed no cpu or memory; scrape kube-scheduler's /metrics/resources "
+                          "(docs/deploy.md), whose figures include them"))
     claims = pods(f"group by (uid) ({queries.series('kube_pod_resourceclaim_info')})")
     if claims:
         remarks.append(f"{claims} Running pods held resource claims (Dynamic Resource Allocation); GPUs held that way "

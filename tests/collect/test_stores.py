@@ -47,7 +47,9 @@ def test_plain_gives_the_exporters_labels_their_plain_names_back():
 
 def test_renames_are_read_per_family_and_label():
     query = renames_query('cluster="jaguar"')
-    assert query.count("label_replace(count(") == 12  # 3 families x 4 labels, one query
+    assert query.count("label_replace(count(") == 17  # 4 families x 4 labels and whether kube-scheduler's are there
+    assert ('label_replace(count({__name__="kube_pod_resource_request", cluster="jaguar"}), "found", '
+            '"kube-scheduler/present", "", "")') in query
     assert '{__name__=~"DCGM_FI_DEV_GPU_UTIL|DCGM_FI_PROF_GR_ENGINE_ACTIVE", exported_pod!="", cluster="jaguar"}' in query
     found = [{"metric": {"found": f"kube-state-metrics/{label}"}, "values": []} for label in ("namespace", "node")]
     found.append({"metric": {"found": "DCGM/pod"}, "values": []})
@@ -62,4 +64,5 @@ def test_the_configured_label_names_apply_to_every_family_without_asking():
     labels = scrape_labels([{"metric": {"found": "DCGM/pod"}}], override={"namespace": "exported_namespace",
                                                                           "pod": "pod", "container": "container",
                                                                           "node": "node"})
-    assert labels.kube_state_metrics == labels.dcgm == labels.cadvisor == FamilyLabels(namespace="exported_namespace")
+    assert labels.kube_state_metrics == labels.dcgm == labels.cadvisor == labels.scheduler == FamilyLabels(
+        namespace="exported_namespace")

@@ -143,3 +143,62 @@ def test_check_warns_of_pods_kube_state_metrics_cannot_tell_billing_about(promet
     assert ("1 Running pods are Burstable or Guaranteed without any container requesting cpu or memory: they set "
             "pod-level resources") in line
     assert "1 Running pods held resource claims (Dynamic Resource Allocation)" in line
+
+
+# kube-scheduler's /metrics/resources scraped too: its own figure per pod, which has what kube-state-metrics cannot
+# show. bob declares his init container before his sidecar, so the scheduler reserves max(1 + 0.5, 4 + 0) + 0.25 =
+# 4.25 cores (102 core-hours), not the 4.75 of "every sidecar first" (memory stays max(2.5, 1) + 0.5 = 3 GiB).
+SCHEDULED_PODS = (
+    # pod-level resources of 2 cores, 4 GiB over a helper asking 0.5 cores, 1 GiB (using 0.5 cores): 48 core-hours,
+    # 96 GiB-hours; unused (2 - 0.5) x 24 = 36 core-hours. kube-state-metrics alone: 12 core-hours, 24 GiB-hours.
+    pod("frank", "pod-level", Container("main", 0.0, 0.0), Container("helper", 0.5, 1 * GIB, cpu_used=0.5),
+        pod_resources=(2.0, 4 * GIB)),
+    # pod-level resources only (1 core, 2 GiB), Running 06:00-12:00: 6 core-hours, 12 GiB-hours; alone: nothing
+    pod("heidi", "slim", Container("main", 0.0, 0.0), pod_resources=(1.0, 2 * GIB), start=6, end=12),
+)
+[JAGUAR] = WORLD.clusters
+SCHEDULED_WORLD = replace(WORLD, clusters=(replace(JAGUAR, pods=(*PODS, *SCHEDULED_PODS), scheduler=True),))
+BY_SCHEDULER = {**RESERVED, ("bob", "cpu"): 102.0, ("frank", "cpu"): 48.0, ("frank", "memory"): 96.0,
+                ("heidi", "cpu"): 6.0, ("heidi", "memory"): 12.0}
+
+
+@pytest.mark.parametrize("honor_labels", [True, False])
+def test_kube_schedulers_own_figures_bill_pod_level_resources_and_the_declared_order(store_server, honor_labels):
+    world = replace(SCHEDULED_WORLD, honor_labels=honor_labels)
+    server = store_server(world)
+    cluster = config(server.url, "pod")
+    source = LivePrometheus("jaguar", cluster.prometheus)
+    usage = collect_cluster(cluster, DAY, 60, ["nvidia_com_gpu"], source)
+    got = usage.usage.groupby(["namespace", "resource"])["quantity"].sum().to_dict()
+    assert got == pytest.approx(BY_SCHEDULER, rel=1e-9)
+    reference = reference_usage(SCHEDULED_WORLD, "jaguar", D, DAY.end.timestamp(), 60)  # the exporters' own labels
+    assert {(ns, resource): hours for (ns, resource, _), hours in reference.items()} == pytest.approx(BY_SCHEDULER,
+                                                                                                      rel=1e-9)
+    pods = len(PODS) + len(SCHEDULED_PODS)
+    assert audit_cluster(cluster, DAY, 60, ["nvidia_com_gpu"], source, usage.running, usage.exact, 10).pods == pods
+    waste = collect_waste(cluster, DAY, 60, ["nvidia_com_gpu"], source, below=5.0)
+    unused = waste.set_index("namespace")["unused_cpu_core_hours"].to_dict()
+    assert unused["frank"] == pytest.approx(36.0, rel=1e-9)  # worked out above
+    expected = reference_waste(SCHEDULED_WORLD, "jaguar", D, DAY.end.timestamp(), 60)
+    assert unused == pytest.approx({namespace: measures[1] for namespace, measures in expected.items()}, rel=1e-9)
+
+
+def test_requests_containers_reads_no_scheduler_figure(store_server):
+    server = store_server(SCHEDULED_WORLD)
+    cluster = config(server.url, "containers")
+    usage = collect_cluster(cluster, DAY, 60, ["nvidia_com_gpu"], LivePrometheus("jaguar", cluster.prometheus))
+    got = usage.usage.groupby(["namespace", "resource"])["quantity"].sum().to_dict()
+    assert got == pytest.approx({**CONTAINERS, ("frank", "cpu"): 12.0, ("frank", "memory"): 24.0}, rel=1e-9)
+
+
+def test_check_says_what_the_schedulers_figures_change(prometheus_server, write_config):
+    # cpu: app containers 252 + frank's helper 12 = 264; rule 3 on kube-state-metrics adds init containers 312,
+    # sidecars 30, overhead 6 (612 in all); the scheduler's figures make it 642: bob -12, frank +36, heidi +6 = +30.
+    # memory: app 1,614 + 24 = 1,638; rule 3 adds 192 + 24 + 12 (1,866); the scheduler's: frank +72, heidi +12 = +84.
+    line = check_line(prometheus_server, write_config, SCHEDULED_WORLD)
+    assert line.startswith("ok    requests jaguar"), line  # heidi's pod-level resources have the scheduler's figure
+    assert ("requests: pod, kube-scheduler's figures where seen; adds to app containers' requests on 2026-11-20: "
+            "cpu +378.00 core-h (+143.2% of 264.00): init containers 312.00, sidecars 30.00, overhead 6.00, "
+            "kube-scheduler's own figures 30.00") in line
+    assert ("memory +312.00 GiB-h (+19.0% of 1,638.00): init containers 192.00, sidecars 24.00, overhead 12.00, "
+            "kube-scheduler's own figures 84.00") in line
