@@ -450,7 +450,14 @@ def _gpu_fractions(value: object) -> dict[str, float]:
         raise ValueError("expected a list of resource names or a mapping of resource name to GPUs per unit")
     if not value:
         raise ValueError("name at least one GPU resource")
-    return {str(name): _gpu_fraction(str(name), fraction) for name, fraction in value.items()}
+    fractions = {str(name): _gpu_fraction(str(name), fraction) for name, fraction in value.items()}
+    fractions.setdefault(DRA_GPU, 1.0)
+    return fractions
+
+
+# GPUs held through Dynamic Resource Allocation (docs/spec.md "GPUs through DRA"), in no request series: billed as
+# this resource, named as kube-state-metrics would name NVIDIA's DRA driver (gpu.nvidia.com); always a GPU resource
+DRA_GPU = "gpu_nvidia_com"
 
 
 GpuFractions = Annotated[dict[str, float], BeforeValidator(_gpu_fractions)]
@@ -523,7 +530,7 @@ class Config(_Section):
     output_dir: Annotated[ConfigPath, Field(validate_default=True)] = "out/reports"
     clusters: Annotated[list[ClusterConfig], Field(min_length=1)]
     # kube-state-metrics resource name -> physical GPUs one unit stands for (a list: 1 each)
-    gpu_resources: GpuFractions = {"nvidia_com_gpu": 1.0}
+    gpu_resources: Annotated[GpuFractions, Field(validate_default=True)] = {"nvidia_com_gpu": 1.0}
     gpu_replicas_label: str = ""  # node label of time-slicing replicas, e.g. label_nvidia_com_gpu_replicas
     requests: RequestRule = "pod"  # what a pod's request is, unless a cluster says otherwise
     directory: DirectoryConfig

@@ -185,7 +185,7 @@ def test_config_path_order(monkeypatch):
 
 def test_defaults(write_config):
     config = load_config(write_config())
-    assert config.gpu_resources == {"nvidia_com_gpu": 1.0}
+    assert config.gpu_resources == {"nvidia_com_gpu": 1.0, "gpu_nvidia_com": 1.0}  # GPUs held through DRA, always
     assert config.clusters[0].gpu_replicas_label == ""
     assert config.namespaces.unallocated_team == "unallocated"
     assert config.clusters[0].gpu_model_label == "label_nvidia_com_gpu_product"
@@ -211,7 +211,9 @@ def test_the_request_rule_is_the_schedulers_unless_a_cluster_or_the_top_level_sa
 
 def test_gpu_resources_list_form_is_one_gpu_each(write_config):
     config = load_config(write_config(gpu_resources=["nvidia_com_gpu", "amd_com_gpu"]))
-    assert config.gpu_resources == {"nvidia_com_gpu": 1.0, "amd_com_gpu": 1.0}
+    assert config.gpu_resources == {"nvidia_com_gpu": 1.0, "amd_com_gpu": 1.0, "gpu_nvidia_com": 1.0}
+    # a GPU held through DRA may be listed with a fraction of its own
+    assert load_config(write_config(gpu_resources={"gpu_nvidia_com": "1/2"})).gpu_resources == {"gpu_nvidia_com": 0.5}
 
 
 def test_gpu_resources_mapping_form_with_fractions_and_a_replicas_label(write_config):
@@ -222,7 +224,7 @@ def test_gpu_resources_mapping_form_with_fractions_and_a_replicas_label(write_co
         clusters=[cluster(), cluster(name="ibis", gpu_replicas_label="", vendor_model_labels=["label_amd"])]))
     assert config.gpu_resources == {"nvidia_com_gpu": 1.0, "nvidia_com_mig_1g_10gb": 1 / 7,
                                     "nvidia_com_mig_3g_40gb": 3 / 7, "nvidia_com_gpu_shared": 1.0,
-                                    "half": 0.5, "quarter": 0.25}
+                                    "half": 0.5, "quarter": 0.25, "gpu_nvidia_com": 1.0}
     # the top-level label applies to every cluster that does not name its own ('' for none)
     assert [c.gpu_replicas_label for c in config.clusters] == ["label_nvidia_com_gpu_replicas", ""]
     assert config.clusters[1].vendor_model_labels == ["label_amd"]

@@ -39,6 +39,8 @@ import pandas as pd
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.promql import (
     APP_REQUESTS,
+    DRA_HELD,
+    GPU_UTILISATION,
     INIT_INFO,
     INIT_REQUESTS,
     OVERHEAD,
@@ -46,6 +48,7 @@ from billing.collect.promql import (
     SCHEDULED,
     SCHEDULER_REQUESTS,
     SIDECAR,
+    WHOLE_GPU,
     Chunk,
     GpuResources,
     Queries,
@@ -56,9 +59,9 @@ from billing.collect.promql import (
     quote,
     uid_matcher,
 )
-from billing.collect.stores import Store, store_of
+from billing.collect.stores import FamilyLabels, Store, store_of
 from billing.collect.usage import GIB, UsageQueries, pod_usage
-from billing.config import ClusterConfig
+from billing.config import DRA_GPU, ClusterConfig
 from billing.days import BillingDay
 from billing.errors import RunFailed
 
@@ -133,6 +136,7 @@ def recompute(series: Iterable[Series], instants: Sequence[float], step: float, 
     # (namespace, pod name) -> resource -> kube-scheduler's copies; the uids of each name
     scheduled: dict[tuple[str, str], dict[str, list[np.ndarray]]] = defaultdict(lambda: defaultdict(list))
     uids_of: dict[tuple[str, str], set[str]] = defaultdict(set)
+    dra_held: dict[str, list[tuple[tuple[str, str], np.ndarray]]] = defaultdict(list)  # GPU -> (holder, copy)
     for name, labels, values in series:
         uid, answered = labels.get("uid", ""), _at_instants(values, index)
         resource = labels.get("resource") or OVERHEAD_OF.get(name, "")
@@ -141,6 +145,8 @@ def recompute(series: Iterable[Series], instants: Sequence[float], step: float, 
             uids_of[(labels.get("namespace", ""), labels.get("pod", ""))].add(uid)
         elif name == SCHEDULER_REQUESTS and rule == "pod" and resource in SCHEDULED:
             scheduled[(labels.get("namespace", ""), labels.get("pod", ""))][resource].append(answered)
+        elif name == GPU_UTILISATION and labels.get("dra_driver_name") and DRA_GPU in units:
+            dra_held[labels.get("UUID", "")].append(((labels.get("namespace", ""), labels.get("pod", "")), answered))
         elif name in TERMS and (rule == "pod" or name == APP_REQUESTS) and resource in units:
             requests[uid][resource][(TERMS[name], labels.get("container", ""))].append(answered)
         elif name == INIT_INFO and labels.get("restart_policy") == "Always":
@@ -150,15 +156,18 @@ def recompute(series: Iterable[Series], instants: Sequence[float], step: float, 
         elif name == "kube_node_labels":
             models[labels.get("node", "")].append((model_of(labels), answered))
 
-    by_scheduler = {(uid, resource): np.fmax.reduce(copies) for pod, figures in scheduled.items()
-                    for resource, copies in figures.items() for uid in uids_of[pod]}
+    # (uid, resource) -> the request at each instant where another source than rule 3 has one (NaN elsewhere)
+    figures = {(uid, resource): np.fmax.reduce(copies) for pod, by_resource in scheduled.items()
+               for resource, copies in by_resource.items() for uid in uids_of[pod]}
+    figures |= {(uid, DRA_GPU): share for pod, share in _dra_shares(dra_held, len(index)).items()
+                for uid in uids_of[pod]}
     hours: dict[PodKey, float] = defaultdict(float)
     for uid, copies in running.items():
         counted = np.any([copy == 1 for copy in copies], axis=0)  # Running if any exporter says so
-        for resource in {*requests[uid], *(r for u, r in by_scheduler if u == uid)}:
+        for resource in {*requests[uid], *(r for u, r in figures if u == uid)}:
             request = _reserved(requests[uid].get(resource, {}), sidecars[uid], len(index))
-            if (uid, resource) in by_scheduler:
-                figure = by_scheduler[(uid, resource)]
+            if (uid, resource) in figures:
+                figure = figures[(uid, resource)]
                 request = np.where(np.isnan(figure), request, figure)
             billed, scale = units[resource]
             charged = np.where(counted, request, 0.0) * scale * step / 3600
@@ -171,6 +180,22 @@ def recompute(series: Iterable[Series], instants: Sequence[float], step: float, 
             for kind in set(model[charged != 0]):
                 hours[(uid, billed, kind)] += float(charged[model == kind].sum())
     return dict(hours)
+
+
+def _dra_shares(held: dict[str, list[tuple[tuple[str, str], np.ndarray]]], size: int) -> dict[tuple[str, str], np.ndarray]:
+    """GPUs held through DRA per (namespace, pod) at each instant (NaN where it holds none): each GPU 1/k to each of
+    the k pods dcgm-exporter attributes it to then (docs/spec.md "GPUs through DRA")."""
+    total: dict[tuple[str, str], np.ndarray] = defaultdict(lambda: np.zeros(size))
+    holding: dict[tuple[str, str], np.ndarray] = defaultdict(lambda: np.zeros(size, dtype=bool))
+    for copies in held.values():
+        seen: dict[tuple[str, str], np.ndarray] = defaultdict(lambda: np.zeros(size, dtype=bool))
+        for holder, answered in copies:
+            seen[holder] |= ~np.isnan(answered)
+        holders = np.sum(list(seen.values()), axis=0)
+        for holder, visible in seen.items():
+            total[holder] += np.where(visible, 1.0 / np.maximum(holders, 1), 0.0)
+            holding[holder] |= visible
+    return {holder: np.where(holding[holder], shares, np.nan) for holder, shares in total.items()}
 
 
 TERMS = {APP_REQUESTS: "app", INIT_REQUESTS: "init", **{metric: "overhead" for metric in OVERHEAD.values()}}
@@ -226,9 +251,9 @@ def _instant_answers(source: PrometheusSource, queries: Queries, day: BillingDay
     ksm, engine = store.labels.kube_state_metrics, store.engine
     pods = uid_matcher(frozenset(uids), keep=True)
 
-    def fetch(name: str, expression: str, chunk: Chunk) -> list[Series]:
+    def fetch(name: str, expression: str, chunk: Chunk, labels: FamilyLabels = ksm) -> list[Series]:
         answer = source.range(expression, chunk.start, chunk.last, step)
-        return [(name, ksm.plain_labels(s["metric"]), [(float(t), float(v)) for t, v in s["values"]]) for s in answer]
+        return [(name, labels.plain_labels(s["metric"]), [(float(t), float(v)) for t, v in s["values"]]) for s in answer]
 
     found: list[Series] = []
     for chunk in chunks(day, step):
@@ -245,8 +270,10 @@ def _instant_answers(source: PrometheusSource, queries: Queries, day: BillingDay
         if queries.scheduled and names:  # kube-scheduler names pods by namespace and name, not uid
             figures = queries.series(SCHEDULER_REQUESTS, f"resource=~{quote(one_of(SCHEDULED))}",
                                      f"{store.labels.scheduler.pod}=~{quote(one_of(names))}")
-            found += [(SCHEDULER_REQUESTS, store.labels.scheduler.plain_labels(labels), values)
-                      for _, labels, values in fetch(SCHEDULER_REQUESTS, engine.latest(figures), chunk)]
+            found += fetch(SCHEDULER_REQUESTS, engine.latest(figures), chunk, store.labels.scheduler)
+        if queries.dra:  # every GPU held through DRA: a sampled pod's share depends on who else holds its GPUs
+            held = queries.series(GPU_UTILISATION, DRA_HELD, WHOLE_GPU)
+            found += fetch(GPU_UTILISATION, engine.latest(held), chunk, store.labels.dcgm)
         on = sorted({labels["node"] for _, labels, _ in pod_nodes if labels.get("node")})
         if on:
             found += fetch("kube_node_labels", engine.sample_time(queries.node_labels(node_matcher(on, ksm.node))),

@@ -19,10 +19,22 @@ import logging
 import pandas as pd
 
 from billing.collect.prometheus import PrometheusSource
-from billing.collect.promql import Chunk, GpuResources, NodeKinds, Queries, chunks, map_chunks, node_matcher, quote
+from billing.collect.promql import (
+    GPU_UTILISATION,
+    WHOLE_GPU,
+    Chunk,
+    GpuResources,
+    NodeKinds,
+    Queries,
+    chunks,
+    map_chunks,
+    node_matcher,
+    one_of,
+    quote,
+)
 from billing.collect.stores import Store, store_of
 from billing.collect.usage import billing_units
-from billing.config import ClusterConfig
+from billing.config import DRA_GPU, ClusterConfig
 from billing.days import BillingDay
 
 log = logging.getLogger(__name__)
@@ -31,8 +43,9 @@ KEYS = ["resource", "gpu_model", "pool"]  # pool: the reserved pool of the nodes
 
 
 class CapacityQueries(Queries):
-    def allocatable_series(self, nodes: str = "") -> str:
-        return self.series("kube_node_status_allocatable", f"resource=~{quote(self.resources)}", nodes)
+    def allocatable_series(self, nodes: str = "", resources: str = "") -> str:
+        """Allocatable of the billed resources (or of `resources`, a regular expression)."""
+        return self.series("kube_node_status_allocatable", f"resource=~{quote(resources or self.resources)}", nodes)
 
     def copies(self) -> str:
         """How many nodes' allocatable came from several exporters in the chunk (kube-state-metrics replaced,
@@ -45,7 +58,8 @@ class CapacityQueries(Queries):
         series (cheap: no operator inside) where each node has one exporter; with `copies` the copies are
         merged at every instant first (`max by` inside), so that a node counts once per instant whatever
         exporter reports it. Relabelled nodes also per GPU model and pool, read at every instant (costly,
-        so only for them); the caller maps the other nodes to their one kind."""
+        so only for them); the caller maps the other nodes to their one kind. Where dcgm-exporter attributes GPUs
+        held through DRA, also the GPUs offered that way (`offered_through_dra`)."""
         # `max by` drops the scrape's labels, so replicas of kube-state-metrics are not counted twice
         ksm = self.ksm
         moved = node_matcher(relabelled, ksm.node)
@@ -53,6 +67,7 @@ class CapacityQueries(Queries):
         staying = self.latest(self.allocatable_series(node_matcher(relabelled, ksm.node, keep=False)))
         if copies:
             staying = f"max by (node, resource) ({ksm.plain(staying, ('node',))})"
+        dra = f"\n  or\n    {self.offered_through_dra()}" if self.dra else ""
         return f"""
     max by (node, resource) (
         {ksm.plain(f"sum_over_time({staying}[{self.instants}:{self.step}])", ("node",))}
@@ -63,7 +78,19 @@ class CapacityQueries(Queries):
             {moved_nodes}
           * on (node) group_left ({self.node_keys}) {self.newest_model(moved_nodes, moved)}
         )
-    )[{self.instants}:{self.step}])"""
+    )[{self.instants}:{self.step}]){dra}"""
+
+    def offered_through_dra(self) -> str:
+        """Per node, as resource DRA_GPU: its GPUs offered through DRA (docs/spec.md "GPUs through DRA") summed
+        over the chunk's instants. They are in no allocatable series: at each instant, the GPUs (UUIDs)
+        dcgm-exporter reports on a node (its Hostname) that offers no GPU resource as allocatable then, held
+        or not."""
+        reported = self.dcgm.plain(self.latest(self.series(GPU_UTILISATION, WHOLE_GPU)), ())
+        gpus = f'count by (node) (group by (node, UUID) (label_replace({reported}, "node", "$1", "Hostname", "(.+)")))'
+        devices = one_of([resource for resource in self.fractions if resource != DRA_GPU])
+        offering = self.ksm.plain(self.latest(self.allocatable_series(resources=devices)), ("node",))
+        per_instant = f"{gpus} unless on (node) (max by (node) ({offering}) > 0)"
+        return f'label_replace(sum_over_time(({per_instant})[{self.instants}:{self.step}]), "resource", "{DRA_GPU}", "", "")'
 
 
 def _chunk_allocatable(source: PrometheusSource, queries: CapacityQueries, chunk: Chunk) -> list[tuple]:

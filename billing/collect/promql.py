@@ -21,7 +21,7 @@ from urllib.parse import quote_plus
 
 from billing.collect.prometheus import PrometheusError, PrometheusSource
 from billing.collect.stores import DEFAULT_STORE, Store
-from billing.config import ClusterConfig
+from billing.config import DRA_GPU, ClusterConfig
 from billing.days import BillingDay
 
 LOOKBACK = 300  # seconds: Prometheus' default lookback delta for instant vectors
@@ -46,6 +46,8 @@ OVERHEAD = {"cpu": "kube_pod_overhead_cpu_cores", "memory": "kube_pod_overhead_m
 # containers' declared order included, which kube-state-metrics cannot show; named by namespace and pod, no uid.
 # Read for the resources pod-level resources may set; GPUs are extended resources, only ever requested per container.
 SCHEDULER_REQUESTS, SCHEDULED = "kube_pod_resource_request", ("cpu", "memory")
+# dcgm-exporter's per-GPU series; with --kubernetes-enable-dra those of a GPU held through a claim carry dra_* labels
+GPU_UTILISATION, DRA_HELD, WHOLE_GPU = "DCGM_FI_DEV_GPU_UTIL", 'dra_driver_name!=""', 'GPU_I_ID=""'
 T = TypeVar("T")
 Part = TypeVar("Part")  # a piece of the day: a Chunk, or a group of hours
 log = logging.getLogger(__name__)
@@ -177,12 +179,17 @@ class Queries:
         self.rule = cluster.requests or "pod"  # docs/spec.md rule 3; a cluster outside a Config has the default
         # kube-scheduler's figures, where its /metrics/resources is scraped, take precedence (docs/spec.md rule 3)
         self.scheduled = store.scheduler and self.rule == "pod"
+        self.dra = store.dra  # dcgm-exporter attributes GPUs held through DRA (docs/spec.md "GPUs through DRA")
         length = chunk.end - chunk.start
         # Half-step margins make Prometheus 2's closed and Prometheus 3's
         # half-open ranges pick the same instants and samples.
         self.instants = _window(length - chunk.step / 2)  # subquery: exactly the chunk's instants
         self.raw = _window(length - chunk.step + LOOKBACK + chunk.step / 2)  # every sample they can see
         self.step = _window(chunk.step)
+
+    def highest(self, selector: str) -> str:
+        """The series' highest sample the chunk's instants can see: a `read` for figures that hold over the chunk."""
+        return f"max_over_time({selector}[{self.raw}])"
 
     def series(self, metric: str, *matchers: str) -> str:
         chosen = [m for m in (*matchers, self.extra) if m]
@@ -227,25 +234,44 @@ class Queries:
 
     def effective(self, read: Callable[[str], str], pods: str = "", resources: str = "") -> str:
         """`reserved`, except for cpu and memory where kube-scheduler's figure is visible (`scheduler_requests`):
-        the scheduler's, which is what it reserves by definition, pod-level resources included."""
+        the scheduler's, which is what it reserves by definition, pod-level resources included; and GPUs held
+        through DRA (`dra_gpus`)."""
         scheduler = self.scheduler_requests(read, pods, resources) if self.scheduled else ""
-        reserved = self.reserved(read, pods, resources)
-        return f"(\n    {scheduler}\n  or\n    {reserved}\n)" if scheduler else reserved
+        effective = self.reserved(read, pods, resources)
+        if scheduler:
+            effective = f"(\n    {scheduler}\n  or\n    {effective}\n)"
+        if self.dra and re.fullmatch(resources or self.resources, DRA_GPU):
+            effective = f"(\n    {effective}\n  or\n    {self.dra_gpus(read, pods)}\n)"
+        return effective
 
     def scheduler_requests(self, read: Callable[[str], str], pods: str = "", resources: str = "") -> str:
         """Per (namespace, pod, uid, resource) of cpu and memory: kube-scheduler's kube_pod_resource_request, read by
-        `read`, its copies (a series per node it had, per scheduler replica) once. The scheduler names a pod by
-        namespace and name only, so its figure goes to every uid of that name (`pods` selects them by uid): two
-        pods of one name exist at one instant only while a deleted one's series are still in the lookback."""
-        uids = f"group by (namespace, pod, uid) ({self.ksm.plain(read(self.running(pods)), POD_LABELS)})"
+        `read`, its copies (a series per node it had, per scheduler replica) once."""
         parts = []
         for resource in SCHEDULED:
             if re.fullmatch(resources or self.resources, resource):
                 figure = self.scheduler.plain(read(self.series(SCHEDULER_REQUESTS, f"resource={quote(resource)}")),
                                               POD_LABELS)
-                joined = f"max by (namespace, pod) ({figure}) * on (namespace, pod) group_right () {uids}"
-                parts.append(f'label_replace({joined}, "resource", "{resource}", "", "")')
+                parts.append(self.of_uids(f"max by (namespace, pod) ({figure})", read, pods, resource))
         return f"({' or '.join(parts)})" if len(parts) > 1 else "".join(parts)
+
+    def dra_gpus(self, read: Callable[[str], str], pods: str = "") -> str:
+        """Per (namespace, pod, uid), as resource DRA_GPU: the whole GPUs dcgm-exporter attributes to the pod through
+        DRA, each read by `read`; a GPU attributed to k pods counts 1/k to each (a shared claim). A GPU is its UUID;
+        its series per container and exporter count once."""
+        series = self.series(GPU_UTILISATION, DRA_HELD, WHOLE_GPU)
+        held = f"group by (UUID, namespace, pod) ({self.dcgm.plain(read(series), POD_LABELS)})"
+        shares = f"{held} / on (UUID) group_left () count by (UUID) ({held})"
+        return self.of_uids(f"sum by (namespace, pod) ({shares})", read, pods, DRA_GPU)
+
+    def of_uids(self, per_name: str, read: Callable[[str], str], pods: str, resource: str) -> str:
+        """A figure per (namespace, pod) as a series per (namespace, pod, uid, resource) of the pods (`pods` selects them
+        by uid) whose Running series `read` sees. kube-scheduler and dcgm-exporter name a pod by namespace and name
+        only, so the figure goes to every uid of that name: two pods of one name exist at one instant only while a
+        deleted one's series are still in the lookback."""
+        uids = f"group by (namespace, pod, uid) ({self.ksm.plain(read(self.running(pods)), POD_LABELS)})"
+        joined = f"({per_name}) * on (namespace, pod) group_right () {uids}"
+        return f'label_replace({joined}, "resource", "{resource}", "", "")'
 
     def app_requests(self, read: Callable[[str], str], pods: str = "", resources: str = "") -> str:
         """Per (namespace, pod, uid, resource): the sum of the pod's app containers' requests, each read by `read`."""
@@ -312,8 +338,11 @@ class Queries:
 
     def gpus_per_unit(self, resource: str, kind: NodeKind) -> float:
         """Physical GPUs one unit of a resource stands for on a node of this kind (docs/spec.md "GPU sharing"):
-        the resource's fraction, divided by the node's time-slicing replicas; 1 for cpu and memory."""
-        return self.fractions[resource] / kind.replicas if resource in self.fractions else 1.0
+        the resource's fraction, divided by the node's time-slicing replicas (not for a GPU held through DRA, which
+        its claims share); 1 for cpu and memory."""
+        if resource not in self.fractions:
+            return 1.0
+        return self.fractions[resource] / (1.0 if resource == DRA_GPU else kind.replicas)
 
     def models(self) -> str:
         """Every (node, GPU model[, pool]) seen in the chunk; two for a node means a relabel."""

@@ -19,7 +19,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from billing.collect.prometheus import PrometheusSource
-from billing.config import ClusterConfig
+from billing.config import DRA_GPU, ClusterConfig
 from billing.days import BillingDay
 
 log = logging.getLogger(__name__)
@@ -100,7 +100,9 @@ FAMILIES = {  # metric family -> the metrics that show how it was scraped
     "cAdvisor": ("container_cpu_usage_seconds_total",),
     "kube-scheduler": ("kube_pod_resource_request",),
 }
-SCHEDULER_FOUND = "kube-scheduler/present"  # renames_query's answer where kube-scheduler's figures are in the store
+# renames_query's answers where kube-scheduler's figures are in the store, and where dcgm-exporter attributes GPUs
+# held through DRA (docs/spec.md rule 3, "GPUs through DRA")
+SCHEDULER_FOUND, DRA_FOUND = "kube-scheduler/present", "DCGM/dra"
 
 
 @dataclass(frozen=True)
@@ -156,7 +158,7 @@ _ATTRIBUTES = {"kube-state-metrics": "kube_state_metrics", "DCGM": "dcgm", "cAdv
 def renames_query(selector: str) -> str:
     """One query answering, per family and label, whether its series carry `exported_<label>`:
     a series {found="<family>/<label>"} for each such pair; and {found="kube-scheduler/present"} where
-    kube-scheduler's figures are there at all."""
+    kube-scheduler's figures are there at all, {found="DCGM/dra"} where dcgm-exporter labels GPUs held through DRA."""
     extra = f", {selector.strip()}" if selector.strip() else ""
     branches = [
         f'label_replace(count({{__name__=~"{"|".join(metrics)}", exported_{label}!=""{extra}}}), '
@@ -164,7 +166,8 @@ def renames_query(selector: str) -> str:
         for family, metrics in FAMILIES.items() for label in LABELS
     ]
     scheduler = f'label_replace(count({{__name__="{FAMILIES["kube-scheduler"][0]}"{extra}}}), "found", "{SCHEDULER_FOUND}", "", "")'
-    return "\nor ".join([*branches, scheduler])
+    dra = f'label_replace(count({{__name__="{FAMILIES["DCGM"][0]}", dra_driver_name!=""{extra}}}), "found", "{DRA_FOUND}", "", "")'
+    return "\nor ".join([*branches, scheduler, dra])
 
 
 def scrape_labels(found: list[dict], override: dict[str, str] | None = None) -> ScrapeLabels:
@@ -188,6 +191,7 @@ class Store:
     engine: Engine
     labels: ScrapeLabels = ScrapeLabels()
     scheduler: bool = False  # kube-scheduler's kube_pod_resource_request is in the store (docs/spec.md rule 3)
+    dra: bool = False  # dcgm-exporter attributes GPUs held through DRA (docs/spec.md "GPUs through DRA")
 
     def renames(self) -> list[str]:
         """Per metric family whose labels are not where the exporter put them: where they are read from."""
@@ -204,17 +208,19 @@ def store_of(source: PrometheusSource, cluster: ClusterConfig, day: BillingDay) 
     found = source.range(renames_query(cluster.prometheus.selector), day.start.timestamp(), day.end.timestamp(),
                          RENAMES_STEP)
     labels = scrape_labels(found, override)
-    scheduler = any(series["metric"].get("found") == SCHEDULER_FOUND for series in found)
-    if scheduler:
+    present = {series["metric"].get("found") for series in found}
+    if SCHEDULER_FOUND in present:
         log.info("cluster %s: kube-scheduler's kube_pod_resource_request is scraped: its figures bill cpu and memory "
                  "where they are seen", cluster.name)
+    if DRA_FOUND in present:
+        log.info("cluster %s: dcgm-exporter attributes GPUs held through DRA: billed as %s", cluster.name, DRA_GPU)
     for family in FAMILIES:
         renamed = labels.of(family).renamed()
         if renamed:
             log.info("cluster %s: %s labels read from %s (%s)", cluster.name, family,
                      ", ".join(renamed.values()), "clusters[].label_names" if override is not None
                      else "a scrape with honor_labels: false renamed them")
-    return Store(engine, labels, scheduler)
+    return Store(engine, labels, SCHEDULER_FOUND in present, DRA_FOUND in present)
 
 
 RENAMES_STEP = 3600  # how often over the day `store_of` looks for renamed labels

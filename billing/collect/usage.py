@@ -64,11 +64,14 @@ from billing import frames
 from billing.collect.prometheus import PrometheusError, PrometheusSource
 from billing.collect.promql import (
     APP_REQUESTS,
+    DRA_HELD,
+    GPU_UTILISATION,
     INIT_REQUESTS,
     POD_LABELS,
     QUERY_BYTES,
     SCHEDULED,
     SCHEDULER_REQUESTS,
+    WHOLE_GPU,
     Chunk,
     GpuResources,
     NodeKinds,
@@ -84,7 +87,7 @@ from billing.collect.promql import (
     uid_matcher,
 )
 from billing.collect.stores import DEFAULT_STORE, Store, store_of
-from billing.config import ClusterConfig, kube_label
+from billing.config import DRA_GPU, ClusterConfig, kube_label
 from billing.days import BillingDay
 
 log = logging.getLogger(__name__)
@@ -158,7 +161,7 @@ class UsageQueries(Queries):
         (docs/spec.md "Live stores: staleness and exporter restarts"); counting each copy's instants and taking
         the largest count would keep only the longer part of a pod's day. That `max by` inside the subquery is
         what makes Prometheus evaluate the vector at every instant, so chunks without copies go without it."""
-        requests = self.reserved(lambda selector: f"max_over_time({selector}[{self.raw}])", pods)
+        requests = self.reserved(self.highest, pods)
         running = self.latest(self.running(pods))
         if copies:
             once = f"max by (namespace, pod, uid) ({self.ksm.plain(running, POD_LABELS)})"
@@ -222,6 +225,7 @@ sum by (namespace, node, priority_class, resource{keys}) ((
                 return f"{over} by (uid, container, resource) ({spread})"
             return f"{extreme('max')} != {extreme('min')}"
         scheduler = f"\n  or {self.scheduler_disagrees()}" if self.scheduled else ""
+        scheduler += f"\n  or {self.dra_holders()}" if self.dra else ""
         return f"""
 group by (uid) (
     {" or ".join(changed(family) for family in families)}{scheduler}
@@ -234,14 +238,17 @@ group by (uid) (
         chunk: it differs from what rule 3 makes of kube-state-metrics' series (pod-level resources, init
         containers declared before a sidecar), or it changed. The fast path reads kube-state-metrics alone,
         which is right for every other pod at every instant, with or without the scheduler's series."""
-        def highest(selector: str) -> str:
-            return f"max_over_time({selector}[{self.raw}])"
-        scheduler = self.scheduler_requests(highest)
-        reserved = self.reserved(highest, resources=one_of(SCHEDULED))
+        scheduler = self.scheduler_requests(self.highest)
+        reserved = self.reserved(self.highest, resources=one_of(SCHEDULED))
         spread = self.scheduler.plain(f"stddev_over_time({self.series(SCHEDULER_REQUESTS, f'resource=~{quote(one_of(SCHEDULED))}')}[{self.raw}])", POD_LABELS)
-        uids = f"group by (namespace, pod, uid) ({self.ksm.plain(highest(self.running()), POD_LABELS)})"
-        changed = f"(max by (namespace, pod) ({spread}) > 0) * on (namespace, pod) group_right () {uids}"
+        changed = self.of_uids(f"max by (namespace, pod) ({spread}) > 0", self.highest, "", "")
         return f"({scheduler}) != ({reserved}) or (({scheduler}) unless ({reserved})) or {changed}"
+
+    def dra_holders(self) -> str:
+        """Pods dcgm-exporter attributes a GPU to through DRA in the chunk: a shared GPU's shares change whenever
+        another pod starts or stops holding it, which no figure over the chunk shows."""
+        held = self.dcgm.plain(self.highest(self.series(GPU_UTILISATION, DRA_HELD, WHOLE_GPU)), POD_LABELS)
+        return self.of_uids(f"group by (namespace, pod) ({held})", self.highest, "", DRA_GPU)
 
     def exact_pods(self, relabelled: list[str], copies: bool = False) -> str:
         """The uids of every pod the exact path evaluates."""

@@ -76,7 +76,9 @@ from billing import frames
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.promql import (
     CONTROLLED,
+    GPU_UTILISATION,
     POD_LABELS,
+    WHOLE_GPU,
     Chunk,
     GpuResources,
     Queries,
@@ -91,7 +93,6 @@ from billing.days import BillingDay
 
 log = logging.getLogger(__name__)
 
-GPU_UTILISATION = "DCGM_FI_DEV_GPU_UTIL"
 GPU_INSTANCE_ACTIVITY = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"  # MIG GPU instances: share of time busy, 0 to 1
 CPU_USAGE = "container_cpu_usage_seconds_total"
 MEASURES = ["idle_gpu_hours", "unused_cpu_core_hours"]
@@ -99,7 +100,7 @@ WORKLOAD_WASTE_KEYS = ["namespace", "workload"]  # the keys of waste per workloa
 POD_KEYS = ["namespace", "pod"]
 HOUR = 3600  # seconds: the grain of waste
 HOURS_PER_QUERY = 6  # hours asked in one range query (the chunks billing asks in are 6 hours long)
-WHOLE_GPU, GPU_INSTANCE = 'GPU_I_ID=""', 'GPU_I_ID!=""'  # series of a whole GPU, of a MIG GPU instance
+GPU_INSTANCE = 'GPU_I_ID!=""'  # series of a MIG GPU instance (promql.WHOLE_GPU: of a whole GPU)
 IDLE_GPU, IDLE_GPU_INSTANCE, UNUSED_CPU = "idle_gpu", "idle_gpu_instance", "unused_cpu"  # the parts of a query
 PARTS = {IDLE_GPU: "idle_gpu_hours", IDLE_GPU_INSTANCE: "idle_gpu_hours", UNUSED_CPU: "unused_cpu_core_hours"}
 
@@ -190,7 +191,7 @@ class WasteQueries(Queries):
         """Per pod: core-instants of the hour requested while Running but not used, at least 0."""
         ksm = self.ksm
         running = ksm.plain(self._instants_seen(self.latest(self.running()), "namespace, pod, uid", ksm, sum_values=True))
-        per_pod = self.effective(lambda selector: f"max_over_time({selector}[{self.raw}])", resources="cpu")
+        per_pod = self.effective(self.highest, resources="cpu")
         requested = f"sum by (namespace, pod, uid) ({per_pod}) * on (namespace, pod, uid) max by (namespace, pod, uid) ({running})"
         usage = self.usage()
         # core-instants used: the counter's growth in the hour over the step, from its last value in the

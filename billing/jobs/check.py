@@ -26,10 +26,22 @@ from pathlib import Path
 from sqlalchemy import func, select
 
 from billing.collect.prometheus import PrometheusSource
-from billing.collect.promql import APP_REQUESTS, INIT_INFO, INIT_REQUESTS, Chunk, GpuResources, Queries, one_of, quote
+from billing.collect.promql import (
+    APP_REQUESTS,
+    GPU_UTILISATION,
+    INIT_INFO,
+    INIT_REQUESTS,
+    POD_LABELS,
+    SCHEDULED,
+    Chunk,
+    GpuResources,
+    Queries,
+    one_of,
+    quote,
+)
 from billing.collect.replay import cluster_recording, prometheus_source
 from billing.collect.stores import engine_of, store_of
-from billing.config import ClusterConfig, Config, EmailConfig, kube_label, load_config, read_secrets
+from billing.config import DRA_GPU, ClusterConfig, Config, EmailConfig, kube_label, load_config, read_secrets
 from billing.days import BillingDay, billing_day, yesterday
 from billing.directory.sources import check_directory
 from billing.errors import BillingError, RunFailed
@@ -201,9 +213,10 @@ def bill_series(cluster: ClusterConfig, gpu_resources: GpuResources, day: Billin
 
 
 ESTIMATE_STEP = 300  # seconds between the instants `request_rule` samples the day at: a figure to announce, not a bill
-TERMS = {"containers": "init containers", "sidecars": "sidecars", "overhead-cpu": "overhead", "overhead-memory": "overhead"}
+TERMS = {"containers": "init containers", "sidecars": "sidecars", "overhead-cpu": "overhead", "overhead-memory": "overhead",
+         "dra": "GPUs held through DRA"}
 SCHEDULER_TERM = "kube-scheduler's own figures"  # pod-level resources, init containers declared before a sidecar
-UNITS = {"cpu": ("core-h", 1.0), "memory": ("GiB-h", 2.0**-30)}
+UNITS = {"cpu": ("core-h", 1.0), "memory": ("GiB-h", 2.0**-30), DRA_GPU: ("GPU-h", 1.0)}
 
 
 def request_rule(cluster: ClusterConfig, gpu_resources: GpuResources, day: BillingDay) -> str:
@@ -232,11 +245,10 @@ def request_rule(cluster: ClusterConfig, gpu_resources: GpuResources, day: Billi
 
 def _added_by_rule(queries: Queries, source: PrometheusSource, at: int) -> list[str]:
     """Per resource: the hours rule 3 adds over app containers, and which terms add them."""
-    def highest(selector: str) -> str:
-        return f"max_over_time({selector}[{queries.raw}])"
+    highest = queries.highest
     running = queries.ksm.plain(f"sum_over_time({queries.latest(queries.running())}[{queries.instants}:{queries.step}])")
     terms = {"app": queries.app_requests(highest), **queries.reserved_terms(highest),
-             **({"scheduler": queries.effective(highest)} if queries.scheduled else {})}
+             **({"scheduler": queries.effective(highest, resources=one_of(SCHEDULED))} if queries.scheduled else {})}
     labelled = " or ".join(f'label_replace({expression}, "term", "{term}", "", "")' for term, expression in terms.items())
     query = (f"sum by (resource, term) (({labelled}) * on (namespace, pod, uid) group_left () "
              f"max by (namespace, pod, uid) ({running}))")
@@ -245,6 +257,11 @@ def _added_by_rule(queries: Queries, source: PrometheusSource, at: int) -> list[
         labels = series["metric"]
         resource_hours = hours.setdefault(labels.get("resource", ""), {})
         resource_hours[labels.get("term", "")] = float(series["value"][1]) * ESTIMATE_STEP / 3600
+    if queries.dra:  # instant by instant: a shared GPU's shares change as pods come and go
+        running_now = f"max by (namespace, pod, uid) ({queries.ksm.plain(queries.latest(queries.running()), POD_LABELS)} == 1)"
+        held = f"sum({queries.dra_gpus(queries.latest)} * on (namespace, pod, uid) group_left () {running_now})"
+        for series in source.instant(f"sum_over_time({held}[{queries.instants}:{queries.step}])", at):
+            hours.setdefault(DRA_GPU, {})["dra"] = float(series["value"][1]) * ESTIMATE_STEP / 3600
     lines = []
     for resource, by_term in sorted(hours.items()):
         app = by_term.get("app", 0.0)
@@ -295,10 +312,12 @@ def _unbillable_requests(queries: Queries, source: PrometheusSource, at: int, da
                           "scraped?), so they are billed no cpu or memory" if queries.scheduled else
                           "so they are billed no cpu or memory; scrape kube-scheduler's /metrics/resources "
                           "(docs/deploy.md), whose figures include them"))
-    claims = pods(f"group by (uid) ({queries.series('kube_pod_resourceclaim_info')})")
+    claims = 0 if queries.dra else pods(f"group by (uid) ({queries.series('kube_pod_resourceclaim_info')})")
     if claims:
-        remarks.append(f"{claims} Running pods held resource claims (Dynamic Resource Allocation); GPUs held that way "
-                       "are in no container's requests and are billed nothing")
+        remarks.append(f"{claims} Running pods held resource claims (Dynamic Resource Allocation), and no "
+                       f"{GPU_UTILISATION} series carries dra_* labels: GPUs held that way are in no container's requests "
+                       "and are billed nothing; run dcgm-exporter with --kubernetes-enable-dra (Helm: "
+                       "kubernetesDRA.enabled=true)")
     return remarks
 
 

@@ -47,7 +47,8 @@ def test_plain_gives_the_exporters_labels_their_plain_names_back():
 
 def test_renames_are_read_per_family_and_label():
     query = renames_query('cluster="jaguar"')
-    assert query.count("label_replace(count(") == 17  # 4 families x 4 labels and whether kube-scheduler's are there
+    # 4 families x 4 labels, whether kube-scheduler's series are there, whether GPUs are attributed through DRA
+    assert query.count("label_replace(count(") == 18
     assert ('label_replace(count({__name__="kube_pod_resource_request", cluster="jaguar"}), "found", '
             '"kube-scheduler/present", "", "")') in query
     assert '{__name__=~"DCGM_FI_DEV_GPU_UTIL|DCGM_FI_PROF_GR_ENGINE_ACTIVE", exported_pod!="", cluster="jaguar"}' in query

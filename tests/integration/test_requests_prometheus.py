@@ -17,13 +17,14 @@ from click.testing import CliRunner
 
 from billing.cli import main
 from billing.collect.audit import audit_cluster
+from billing.collect.capacity import collect_allocatable
 from billing.collect.prometheus import LivePrometheus
 from billing.collect.usage import collect_cluster
 from billing.collect.waste import collect_waste
 from billing.config import ClusterConfig
 from billing.days import billing_day
-from fixtures.ksm import GPU_PRODUCT_LABEL, H100, Cluster, Container, Node, Pod, World
-from fixtures.reference import reference_usage, reference_waste
+from fixtures.ksm import A100, GPU_PRODUCT_LABEL, H100, Cluster, Container, Node, Pod, World
+from fixtures.reference import reference_allocatable, reference_usage, reference_waste
 from tests.helpers.prometheus_worlds import PRICES
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
@@ -202,3 +203,64 @@ def test_check_says_what_the_schedulers_figures_change(prometheus_server, write_
             "kube-scheduler's own figures 30.00") in line
     assert ("memory +312.00 GiB-h (+19.0% of 1,638.00): init containers 192.00, sidecars 24.00, overhead 12.00, "
             "kube-scheduler's own figures 84.00") in line
+
+
+# GPUs held through Dynamic Resource Allocation, on an A100 node whose GPUs no device plugin offers: no container
+# requests one, dcgm-exporter (--kubernetes-enable-dra) attributes each to the pods holding it.
+DRA_NODE = Node("gpu-2", ((D - 30 * 86400, {GPU_PRODUCT_LABEL: A100}),), {"cpu": 96.0, "memory": 1024.0 * GIB},
+                dra_gpus=4)
+
+
+def on_dra_node(namespace: str, name: str, gpus: tuple[int, ...], start: float = -24, end: float = 48) -> Pod:
+    """1 core, 4 GiB, Running from `start` to `end` (hours of the day) from its creation, holding `gpus` through a
+    claim."""
+    return Pod(namespace, name, f"uid-{name}", "gpu-2", at(start), ((at(start), "Running"), (at(end), "Succeeded")),
+               at(end) + 600, (Container("main", 1.0, 4 * GIB),), resource_claims=("gpu",), dra_gpus=gpus)
+
+
+DRA_PODS = (
+    on_dra_node("ivan", "pretrain", (0, 1)),  # two GPUs all day: 48 A100-hours
+    # GPU 2 shared: infer-a alone 00:00-12:00 and 18:00-24:00, with infer-b 12:00-18:00: 12 + 6 / 2 + 6 = 21
+    # GPU-hours for judy, 6 / 2 = 3 for mallory. Loaded as blocks (no staleness markers), infer-b's attribution,
+    # last scraped at 17:59, stays visible for the 5-minute lookback: infer-a holds half of it at the instants
+    # 18:00-18:04 too, 21 - 5 x 0.5 / 60 GPU-hours
+    on_dra_node("judy", "infer-a", (2,)),
+    on_dra_node("mallory", "infer-b", (2,), start=12, end=18),
+)
+DRA_WORLD = replace(WORLD, clusters=(replace(JAGUAR, nodes=(*NODES, DRA_NODE), pods=(*PODS, *DRA_PODS)),))
+WITH_DRA = {**RESERVED, ("ivan", "gpu"): 48.0, ("judy", "gpu"): 21.0 - 5 * 0.5 / 60, ("mallory", "gpu"): 3.0,
+            ("ivan", "cpu"): 24.0, ("ivan", "memory"): 96.0, ("judy", "cpu"): 24.0, ("judy", "memory"): 96.0,
+            ("mallory", "cpu"): 6.0, ("mallory", "memory"): 24.0}
+
+
+@pytest.mark.parametrize("honor_labels", [True, False])
+def test_gpus_held_through_dra_are_billed_from_dcgm_exporters_attribution(store_server, honor_labels):
+    server = store_server(replace(DRA_WORLD, honor_labels=honor_labels))
+    cluster = config(server.url, "pod")
+    source = LivePrometheus("jaguar", cluster.prometheus)
+    gpu_resources = {"nvidia_com_gpu": 1.0, "gpu_nvidia_com": 1.0}  # as the configuration always has it
+    usage = collect_cluster(cluster, DAY, 60, gpu_resources, source)
+    got = usage.usage.groupby(["namespace", "resource"])["quantity"].sum().to_dict()
+    assert got == pytest.approx(WITH_DRA, rel=1e-9)
+    models = usage.usage[usage.usage["resource"] == "gpu"].groupby("namespace")["gpu_model"].unique().to_dict()
+    assert {namespace: list(found) for namespace, found in models.items()} == {
+        "dave": [H100], "ivan": [A100], "judy": [A100], "mallory": [A100]}  # priced by the node's model
+    reference = reference_usage(DRA_WORLD, "jaguar", D, DAY.end.timestamp(), 60)
+    assert {(ns, resource): hours for (ns, resource, _), hours in reference.items()} == pytest.approx(WITH_DRA, rel=1e-9)
+    pods = len(PODS) + len(DRA_PODS)
+    assert audit_cluster(cluster, DAY, 60, gpu_resources, source, usage.running, usage.exact, 10).pods == pods
+    # capacity: the H100 node's 8 allocatable GPUs, the A100 node's 4 offered through DRA (GPU 3 held by no one),
+    # all day: 192 and 96 GPU-hours
+    capacity = collect_allocatable(cluster, DAY, 60, gpu_resources, source)
+    gpus = capacity[capacity["resource"] == "gpu"].set_index("gpu_model")["allocatable"].to_dict()
+    assert gpus == pytest.approx({H100: 192.0, A100: 96.0}, rel=1e-9)
+    expected = reference_allocatable(DRA_WORLD, "jaguar", D, DAY.end.timestamp(), 60)
+    assert gpus == pytest.approx({model: hours for (resource, model), hours in expected.items() if resource == "gpu"},
+                                 rel=1e-9)
+
+
+def test_check_says_what_gpus_held_through_dra_add(prometheus_server, write_config):
+    line = check_line(prometheus_server, write_config, DRA_WORLD)
+    assert line.startswith("ok    requests jaguar"), line  # the claims' GPUs are attributed: no warning
+    # 48 + 20.96 + 3, worked out above; sampled every 5 minutes, the lookback's 18:00 instant costs infer-a 2.5 minutes
+    assert "; gpu_nvidia_com +71.96 GPU-h: GPUs held through DRA 71.96" in line
