@@ -143,7 +143,9 @@ def test_check_warns_of_pods_kube_state_metrics_cannot_tell_billing_about(promet
             "carries restart_policy: kube-state-metrics is older than v2.11.0") in line
     assert ("1 Running pods are Burstable or Guaranteed without any container requesting cpu or memory: they set "
             "pod-level resources") in line
-    assert "1 Running pods held resource claims (Dynamic Resource Allocation)" in line
+    assert ("1 Running pods held resource claims (Dynamic Resource Allocation), and no DCGM_FI_DEV_GPU_UTIL series "
+            "carries dra_* labels: GPUs held that way are in no container's requests and are billed nothing; run "
+            "dcgm-exporter with --kubernetes-enable-dra") in line
 
 
 # kube-scheduler's /metrics/resources scraped too: its own figure per pod, which has what kube-state-metrics cannot
@@ -264,3 +266,21 @@ def test_check_says_what_gpus_held_through_dra_add(prometheus_server, write_conf
     assert line.startswith("ok    requests jaguar"), line  # the claims' GPUs are attributed: no warning
     # 48 + 20.96 + 3, worked out above; sampled every 5 minutes, the lookback's 18:00 instant costs infer-a 2.5 minutes
     assert "; gpu_nvidia_com +71.96 GPU-h: GPUs held through DRA 71.96" in line
+
+
+def test_on_a_live_store_a_shared_gpu_ends_at_its_holders_marker(live_store):
+    """Filled as a live Prometheus fills itself, infer-b's attribution ends at its staleness marker at 18:00:
+    judy pays the whole GPU from then on, 21 GPU-hours as worked out above, with no lookback left over."""
+    world = replace(DRA_WORLD, staleness=True)
+    server = live_store(world)
+    cluster = config(server.url, "pod")
+    gpu_resources = {"nvidia_com_gpu": 1.0, "gpu_nvidia_com": 1.0}
+    usage = collect_cluster(cluster, DAY, 60, gpu_resources, LivePrometheus("jaguar", cluster.prometheus), cost_labels=[])
+    got = usage.usage.groupby(["namespace", "resource"])["quantity"].sum().to_dict()
+    assert got == pytest.approx({**WITH_DRA, ("judy", "gpu"): 21.0}, rel=1e-9)
+    reference = reference_usage(world, "jaguar", D, DAY.end.timestamp(), 60)
+    assert {(ns, resource): hours for (ns, resource, _), hours in reference.items()} == pytest.approx(got, rel=1e-9)
+    # the breakdown by workload has them too: each pod without a controller is its own workload
+    gpus = usage.workloads[usage.workloads["resource"] == "gpu"].set_index(["namespace", "workload"])["quantity"]
+    assert gpus.to_dict() == pytest.approx({("dave", "Pod/train"): 24.0, ("ivan", "Pod/pretrain"): 48.0,
+                                            ("judy", "Pod/infer-a"): 21.0, ("mallory", "Pod/infer-b"): 3.0}, rel=1e-9)
