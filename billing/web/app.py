@@ -104,13 +104,21 @@ class Refused(Exception):
         self.status = status
 
 
+# the days a ledger can hold: none before Unix time began; a page reaches a month back and a day past its range,
+# which near year 1 or 9999 leaves the calendar
+FIRST_DAY, LAST_DAY = date(1970, 1, 1), date(2999, 12, 31)
+
+
 def _day(name: str) -> date | None:
     value = request.args.get(name)
     if value is None or value == "":
         return None
     try:
         if re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value):
-            return date.fromisoformat(value)
+            day = date.fromisoformat(value)
+            if not FIRST_DAY <= day <= LAST_DAY:
+                raise Refused(400, f"{name}={value!r} is outside {FIRST_DAY} to {LAST_DAY}")
+            return day
     except ValueError:
         pass
     raise Refused(400, f"{name}={value!r} is not a date like 2026-11-20")
@@ -381,7 +389,9 @@ def _csrf() -> str:
 
 
 def _check_csrf() -> None:
-    if not secrets.compare_digest(request.form.get("csrf", ""), session.get("csrf", "")):
+    """The form's token is the session's; a request with no session has none to match (login CSRF)."""
+    expected = session.get("csrf", "")
+    if not expected or not secrets.compare_digest(request.form.get("csrf", ""), expected):
         raise Refused(400, "the form has expired; load the page again")
 
 

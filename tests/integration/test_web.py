@@ -121,6 +121,15 @@ def test_a_login_gives_a_strict_expiring_cookie_and_the_persons_page(client):
     assert client.get("/teams/robotics").status_code == 403  # alice is no lead
 
 
+def test_a_login_without_the_form_token_is_refused_even_with_no_session_at_all(client):
+    """Login CSRF: with no cookie the session's token and a missing form field were both empty, so a page
+    elsewhere could sign a browser in as the attacker with a plain POST."""
+    answer = client.post("/login", data={"uid": "alice", "password": PASSWORDS["alice"]})
+    assert answer.status_code == 400 and "form has expired" in answer.text
+    assert client.post("/login", data={"uid": "alice", "password": PASSWORDS["alice"], "csrf": ""}).status_code == 400
+    assert client.get("/me").status_code == 401
+
+
 def test_a_lead_found_in_the_snapshot_sees_the_team(tmp_path, monkeypatch, directory, test_ca):
     client = ldap_app(tmp_path, monkeypatch, directory.ldaps_url, str(test_ca.ca_cert))
     store_directory(f"sqlite:///{tmp_path / 'ledger.db'}")  # carol leads robotics

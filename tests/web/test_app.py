@@ -148,6 +148,15 @@ def test_bad_questions_are_400_with_a_sentence(client, route, says):
     assert answer.status_code == 400 and says in answer.json["error"]
 
 
+@pytest.mark.parametrize("route", ["/me?to=0001-01-05", "/teams/robotics?to=0001-01-05", "/all?to=0001-01-05",
+                                   "/all?from=9999-12-01&to=9999-12-31", "/api/v1/costs?to=0001-01-05"])
+def test_dates_outside_what_a_ledger_can_hold_are_400_not_500(client, route):
+    """A report reaches back a month before `to`: from year 1 that was an OverflowError, a 500."""
+    answer = get(client, route, "root")
+    assert answer.status_code == 400, answer.text
+    assert "is outside 1970-01-01 to 2999-12-31" in answer.text
+
+
 @pytest.mark.parametrize("route", ["/me?team=vision", "/me?by=team&format=csv", "/me?by=namespace",
                                    "/me?format=pdf", "/all?from=yesterday"])
 def test_pages_refuse_parameters_they_do_not_take(client, route):
