@@ -42,6 +42,7 @@ import pandas as pd
 from billing.days import billing_day
 from billing.errors import UsageError
 from billing.publish.report import ROW_KEY
+from billing.publish.report_formats import spreadsheet_safe
 from billing.resources import CPU, CREDIT, GPU, IDLE, MEMORY, RESERVED, base
 
 FOCUS_VERSION = "1.2"
@@ -175,12 +176,15 @@ def focus_rows(ledger: pd.DataFrame, zone: ZoneInfo) -> pd.DataFrame:
 def write_focus(focus: pd.DataFrame, output: Path | None, stdout: IO[str]) -> None:
     """Parquet to a `.parquet` file, else CSV (to stdout without a file).
 
-    CSV writes date/times in FOCUS's UTC format and null as an empty field;
-    Parquet keeps the types: decimals as doubles, date/times as UTC timestamps.
+    CSV writes date/times in FOCUS's UTC format and null as an empty field, and a text cell that starts like a
+    formula (= + - @) with a leading quote, as the reports do; Parquet keeps the types and the text as it is:
+    decimals as doubles, date/times as UTC timestamps.
     """
     if output is not None and output.suffix.lower() == ".parquet":
         if find_spec("pyarrow") is None:  # pandas writes Parquet with it
             raise ParquetUnavailable("Parquet output needs pyarrow: pip install 'billing[parquet]', or write CSV")
         focus.to_parquet(output, index=False)
-    else:
-        focus.to_csv(output or stdout, index=False, date_format=TIME_FORMAT)
+    else:  # text a spreadsheet would run as a formula (a team named =HYPERLINK(...)) stays text
+        text = focus.select_dtypes(include="object").columns
+        safe = focus.assign(**{column: focus[column].map(spreadsheet_safe) for column in text})
+        safe.to_csv(output or stdout, index=False, date_format=TIME_FORMAT)

@@ -177,7 +177,7 @@ def budget_lines(report: Report) -> list[str]:
             f"({status.forecast_share:.1%})"]
 
 
-def _spreadsheet_safe(value: object) -> object:
+def spreadsheet_safe(value: object) -> object:
     """A text cell that a spreadsheet would run as a formula is kept as text."""
     if isinstance(value, str) and value.startswith(FORMULA_STARTS):
         return "'" + value
@@ -187,10 +187,10 @@ def _spreadsheet_safe(value: object) -> object:
 def _csv_value(column: str, value: object) -> object:
     """A CSV cell: numbers without float noise (67.85, not 67.85000000000001), text safe in a spreadsheet."""
     if column == HELD_COLUMN and isinstance(value, list):
-        return _spreadsheet_safe(held_gpus(value))
+        return spreadsheet_safe(held_gpus(value))
     if column in NUMERIC and isinstance(value, (int, float)):
         return plain_number(value)
-    return _spreadsheet_safe(value)
+    return spreadsheet_safe(value)
 
 
 def csv_text(report: Report) -> str:

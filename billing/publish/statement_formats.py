@@ -12,7 +12,7 @@ import json
 
 from billing.publish.formatting import RESOURCE_NAMES, UNITS
 from billing.publish.pages import render_template
-from billing.publish.report_formats import _spreadsheet_safe, day_ranges
+from billing.publish.report_formats import day_ranges, spreadsheet_safe
 from billing.publish.statement import LINE_COLUMNS, Statement, StatementLine
 
 CSV_COLUMNS = ["month", *LINE_COLUMNS, "currency"]
@@ -53,7 +53,7 @@ def csv_text(statement: Statement) -> str:
     writer.writerow(CSV_COLUMNS)
     for line in statement.lines:
         values = [getattr(line, c) for c in LINE_COLUMNS]
-        writer.writerow([f"{statement.month:%Y-%m}", *("" if v is None else _spreadsheet_safe(v) for v in values),
+        writer.writerow([f"{statement.month:%Y-%m}", *("" if v is None else spreadsheet_safe(v) for v in values),
                          statement.currency])
     return buffer.getvalue()
 

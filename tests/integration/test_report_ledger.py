@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from datetime import date
 from pathlib import Path
 
@@ -167,6 +168,19 @@ def test_a_formula_in_a_team_name_stays_text_in_csv(config):
         assert not [cell for cell in cells if cell[:1] in ("=", "+", "-", "@", "\t", "\r")]
         if "--all-teams" in args:
             assert "'" + FORMULA_TEAM in cells
+
+
+def test_a_formula_in_a_team_name_stays_text_in_the_focus_export(config):
+    """FOCUS CSV goes straight into finance's spreadsheets: its text cells are guarded like the reports'."""
+    result = CliRunner().invoke(main, ["export", "--config", config, "--format", "focus", "--from", "2026-11-01",
+                                       "--to", "2026-11-01"])
+    assert result.exit_code == 0, result.output
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert not [cell for row in rows for cell in row.values() if cell[:1] in ("=", "+", "-", "@", "\t", "\r")]
+    evil = next(row for row in rows if row["ResourceName"] == "evil")
+    assert evil["BillingAccountId"] == evil["BillingAccountName"] == "'" + FORMULA_TEAM
+    assert json.loads(evil["Tags"])["billing/team"] == FORMULA_TEAM  # inside JSON it is no formula, and stays as is
+    assert float(evil["BilledCost"]) == 1.0
 
 
 def test_a_team_named_like_a_formula_is_found_and_escaped_in_html(config):
