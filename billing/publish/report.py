@@ -70,7 +70,12 @@ class ReportError(UsageError):
 
 
 class UnknownSubject(ReportError):
-    """The ledger has no rows of the team or person asked about."""
+    """The ledger has no rows of the team or person asked about. The message may suggest the closest names;
+    `plain` says the same without them."""
+
+    def __init__(self, message: str, plain: str = "") -> None:
+        super().__init__(message)
+        self.plain = plain or message
 
 
 @dataclass(frozen=True)
@@ -304,7 +309,8 @@ def _known(engine: Engine, subject: Subject) -> None:
         return
     closest = difflib.get_close_matches(subject.name or "", known_names(engine, subject.kind), n=3, cutoff=0.5)
     hint = f"; closest: {', '.join(closest)}" if closest else ""
-    raise UnknownSubject(f"no {subject.kind} named {subject.name!r} in the ledger{hint}")
+    plain = f"no {subject.kind} named {subject.name!r} in the ledger"
+    raise UnknownSubject(plain + hint, plain)
 
 
 def _currency(rows: list[dict], subject: Subject, first: date, last: date, fallback: str) -> str:

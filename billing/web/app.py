@@ -46,6 +46,7 @@ from billing.publish.report import (
     UnknownSubject,
     breakdown,
     build_report,
+    known_names,
     report_range,
 )
 from billing.publish.report_formats import csv_text, html_table, json_text
@@ -175,6 +176,16 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
             g.viewer = viewer(ledger, identity(), web.admins)
         return g.viewer
 
+    def spelled(subject: Subject) -> Subject:
+        """The team or person as the ledger spells it: names match without regard to case, as uids do in LDAP,
+        for every viewer alike."""
+        if subject.name is None:
+            return subject
+        names = known_names(ledger, subject.kind)
+        wanted = subject.name.casefold()
+        found = subject.name if subject.name in names else next((n for n in names if n.casefold() == wanted), None)
+        return Subject(subject.kind, found or subject.name)
+
     def asked_range() -> tuple[date, date]:
         """from= and to=, by default the month to yesterday as for `billing report`."""
         try:
@@ -241,8 +252,8 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
         return _error(403, str(error))
 
     @app.errorhandler(UnknownSubject)
-    def unknown(error: UnknownSubject):
-        return _error(404, str(error))
+    def unknown(error: UnknownSubject):  # without the closest names, which would tell who else has costs
+        return _error(404, error.plain)
 
     @app.errorhandler(ReportError)
     def unanswerable(error: ReportError):  # e.g. a range with costs in two currencies
@@ -298,11 +309,11 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
     @app.get("/me")
     def me():
         who = current()
-        return page("me", who.person(who.uid), f"Your costs, {who.uid}", "namespace")
+        return page("me", spelled(who.person(who.uid)), f"Your costs, {who.uid}", "namespace")
 
     @app.get("/teams/<path:team>")
     def team(team: str):
-        subject = current().team(team)
+        subject = spelled(current().team(team))
         return page("team", subject, f"Team {subject.name}", "owner")
 
     @app.get("/all")
@@ -328,7 +339,7 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
         else:
             subject = who.everything() if who.admin else who.person(who.uid)
         first, last = asked_range()
-        answer = build_report(ledger, subject, first, last, by, config.currency)
+        answer = build_report(ledger, spelled(subject), first, last, by, config.currency)
         return Response(json_text(answer), mimetype="application/json")
 
     if web.auth == "ldap":

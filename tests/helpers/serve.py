@@ -74,7 +74,9 @@ MATRIX = {  # route -> status for each visitor in VISITORS
     f"/teams/robotics?{RANGE}": [DENIED, DENIED, OK, OK, DENIED],
     f"/teams/robotics?{RANGE}&by=person&format=csv": [DENIED, DENIED, OK, OK, DENIED],
     f"/teams/vision?{RANGE}": [DENIED, DENIED, DENIED, OK, DENIED],
-    f"/teams/Vision?{RANGE}": [DENIED, DENIED, DENIED, 404, DENIED],  # team names are the ledger's
+    # names match without regard to case, as uids do, for leads and admins alike; pages use the ledger's spelling
+    f"/teams/Vision?{RANGE}": [DENIED, DENIED, DENIED, OK, DENIED],
+    f"/teams/ROBOTICS?{RANGE}": [DENIED, DENIED, OK, OK, DENIED],
     f"/all?{RANGE}": [DENIED, DENIED, DENIED, OK, DENIED],
     f"/all?{RANGE}&by=team&format=csv": [DENIED, DENIED, DENIED, OK, DENIED],
     f"/api/v1/costs?{RANGE}": [OK, OK, 404, OK, 404],  # default: yourself; an admin: all teams
@@ -82,4 +84,6 @@ MATRIX = {  # route -> status for each visitor in VISITORS
     f"/api/v1/costs?{RANGE}&person=bob&by=team": [DENIED, OK, DENIED, OK, DENIED],
     f"/api/v1/costs?{RANGE}&team=robotics&by=person": [DENIED, DENIED, OK, OK, DENIED],
     f"/api/v1/costs?{RANGE}&team=vision": [DENIED, DENIED, DENIED, OK, DENIED],
+    f"/api/v1/costs?{RANGE}&team=ROBOTICS": [DENIED, DENIED, OK, OK, DENIED],
+    f"/api/v1/costs?{RANGE}&person=BOB": [DENIED, OK, DENIED, OK, DENIED],
 }

@@ -157,6 +157,23 @@ def test_dates_outside_what_a_ledger_can_hold_are_400_not_500(client, route):
     assert "is outside 1970-01-01 to 2999-12-31" in answer.text
 
 
+def test_names_differing_only_in_case_are_the_ledgers_names_for_an_admin_too(client):
+    team = get(client, f"/api/v1/costs?{RANGE}&team=ROBOTICS&by=person", "root").json
+    assert team["team"] == "robotics" and round(team["total_cost"], 2) > 0
+    person = get(client, f"/api/v1/costs?{RANGE}&person=BOB", "root").json
+    assert person["person"] == "bob" and round(person["total_cost"], 2) == float(BOB_RANGE)
+    assert "Team robotics" in get(client, f"/teams/ROBOTICS?{RANGE}", "root").text
+
+
+def test_an_unknown_name_is_404_without_naming_anyone_else(client):
+    """Suggesting the closest names (as `billing report` does on the command line) would tell a signed-in
+    person who else has costs."""
+    answer = get(client, f"/api/v1/costs?{RANGE}", "alicia")
+    assert answer.status_code == 404 and answer.json["error"] == "no person named 'alicia' in the ledger"
+    answer = get(client, f"/api/v1/costs?{RANGE}&team=robotic", "root")
+    assert answer.status_code == 404 and answer.json["error"] == "no team named 'robotic' in the ledger"
+
+
 @pytest.mark.parametrize("route", ["/me?team=vision", "/me?by=team&format=csv", "/me?by=namespace",
                                    "/me?format=pdf", "/all?from=yesterday"])
 def test_pages_refuse_parameters_they_do_not_take(client, route):
