@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
 from ldap3 import NONE, SUBTREE, Connection, Server, Tls
-from ldap3.core.exceptions import LDAPCertificateError, LDAPException
+from ldap3.core.exceptions import LDAPCertificateError, LDAPException, LDAPSASLPrepError
 from ldap3.utils.conv import escape_filter_chars
 
 from billing.config import DirectoryConfig
@@ -142,6 +142,9 @@ def _bind(connection: Connection, url: str, config: DirectoryConfig, user: str |
             error = WrongPassword if wrong else DirectoryError
             raise error(f"directory {url}: binding {who} failed ({'wrong bind DN or password: ' if wrong else ''}"
                         f"{_result(connection)})")
+    except LDAPSASLPrepError:  # a password no directory can hold (a NUL, say): wrong, not an outage
+        raise WrongPassword(f"directory {url}: binding as {user} refused: the password holds characters SASLprep "
+                            "prohibits") from None
     except LDAPException as exc:
         raise DirectoryError(f"directory {url}: connection failed ({_cause(exc)})") from None
 

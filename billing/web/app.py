@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import math
 import re
 import secrets
 import threading
 import time
+import unicodedata
 from collections import deque
 from dataclasses import dataclass, replace
 from datetime import date, timedelta
@@ -70,13 +72,18 @@ PAGE_TABLES = {  # page -> the breakdowns it shows of the range, each also a CSV
 class LoginThrottle:
     """Failed logins per user and per address; after `attempts` within `window` seconds both are locked out.
 
-    Kept in the process: `billing serve` runs as one replica (cronjob/serve.yaml).
+    Kept in the process: `billing serve` runs as one replica (cronjob/serve.yaml). Bounded: a key keeps its last
+    `attempts` failures only, and keys whose failures all left the window are dropped as the table grows.
     """
 
     def __init__(self, attempts: int, window: float, clock=time.monotonic) -> None:
         self.attempts, self.window, self.clock = attempts, window, clock
         self._failures: dict[str, deque[float]] = {}
         self._lock = threading.Lock()
+        self._sweep_at = SWEEP_KEYS
+
+    def __len__(self) -> int:
+        return len(self._failures)
 
     def wait(self, keys: list[str]) -> float:
         """Seconds until these keys may try again; 0 if they may now."""
@@ -92,9 +99,56 @@ class LoginThrottle:
             return max(waits, default=0.0)
 
     def failed(self, keys: list[str]) -> None:
+        now = self.clock()
         with self._lock:
             for key in keys:
-                self._failures.setdefault(key, deque()).append(self.clock())
+                self._failures.setdefault(key, deque(maxlen=self.attempts)).append(now)
+            if len(self._failures) >= self._sweep_at:
+                self._failures = {key: failures for key, failures in self._failures.items()
+                                  if failures[-1] > now - self.window}
+                self._sweep_at = max(SWEEP_KEYS, 2 * len(self._failures))
+
+
+SWEEP_KEYS = 1024  # the throttle forgets expired keys whenever it holds this many (or twice what it kept last)
+
+
+class Sessions:
+    """The signed-in sessions this process issued, so that a logout ends the session itself, not only the
+    browser's copy of its cookie; kept in the process like LoginThrottle, so a restart signs everyone out.
+    Bounded: expired sessions are dropped, and beyond `most` the oldest."""
+
+    def __init__(self, lifetime: float, clock=time.monotonic, most: int = 100_000) -> None:
+        self.lifetime, self.clock, self.most = lifetime, clock, most
+        self._expiry: dict[str, float] = {}  # id -> when it expires, oldest first
+        self._lock = threading.Lock()
+
+    def start(self) -> str:
+        now, identifier = self.clock(), secrets.token_urlsafe(24)
+        with self._lock:
+            while self._expiry and (len(self._expiry) >= self.most or next(iter(self._expiry.values())) <= now):
+                del self._expiry[next(iter(self._expiry))]
+            self._expiry[identifier] = now + self.lifetime
+        return identifier
+
+    def alive(self, identifier: str) -> bool:
+        with self._lock:
+            return self._expiry.get(identifier, -math.inf) > self.clock()
+
+    def end(self, identifier: str) -> None:
+        with self._lock:
+            self._expiry.pop(identifier, None)
+
+
+def login_key(uid: str) -> str:
+    """A uid as the directory's caseIgnoreMatch compares it (RFC 4518, near enough): compatibility forms folded
+    (fullwidth, mathematical letters), case ignored, runs of spaces as one and none at the ends. The throttle
+    keys on it, so that no spelling of a locked uid gets guesses of its own."""
+    return " ".join(unicodedata.normalize("NFKC", uid).casefold().split())
+
+
+def _shown(uid: str) -> str:
+    """A uid as the log shows it: at most 64 characters, so that no login fills the log."""
+    return uid if len(uid) <= 64 else uid[:64] + f"... ({len(uid)} characters)"
 
 
 class Refused(Exception):
@@ -138,6 +192,7 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
     ledger = engine or open_ledger(web.database or config.database)
     trusted = [ipaddress.ip_network(n, strict=False) for n in web.trusted_proxies]
     throttle = throttle or LoginThrottle(web.login_attempts, web.login_window)
+    sessions = Sessions(web.session_lifetime)
     app = Flask(__name__)
     app.config.update(
         SECRET_KEY=web.session_key or secrets.token_hex(32),  # header auth keeps no sessions
@@ -158,7 +213,7 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
     def identity() -> str:
         """The signed-in uid, or Refused(401) saying why there is none."""
         if web.auth == "ldap":
-            if "uid" not in session:
+            if "uid" not in session or not sessions.alive(session.get("id", "")):
                 raise Refused(401, "sign in first")
             return session["uid"]
         value = request.headers.get(web.user_header)
@@ -343,7 +398,7 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
         return Response(json_text(answer), mimetype="application/json")
 
     if web.auth == "ldap":
-        _login_routes(app, config, throttle)
+        _login_routes(app, config, throttle, sessions)
     return app
 
 
@@ -406,7 +461,7 @@ def _check_csrf() -> None:
         raise Refused(400, "the form has expired; load the page again")
 
 
-def _login_routes(app: Flask, config: Config, throttle: LoginThrottle) -> None:
+def _login_routes(app: Flask, config: Config, throttle: LoginThrottle, sessions: Sessions) -> None:
     """The login form and logout, for `web.auth: ldap`."""
 
     @app.get("/login")
@@ -419,27 +474,30 @@ def _login_routes(app: Flask, config: Config, throttle: LoginThrottle) -> None:
     def login():
         _check_csrf()
         uid = request.form.get("uid", "").strip()
-        keys = [f"user:{uid.casefold()}", f"address:{request.remote_addr}"]
+        shown = _shown(uid)
+        keys = [f"user:{login_key(shown)}", f"address:{request.remote_addr}"]
         wait = throttle.wait(keys)
         if wait > 0:
-            log.warning("login of %r from %s refused: locked out", uid, request.remote_addr,
-                        extra={"uid": uid, "remote_addr": request.remote_addr})
+            log.warning("login of %r from %s refused: locked out", shown, request.remote_addr,
+                        extra={"uid": shown, "remote_addr": request.remote_addr})
             raise Refused(429, f"too many failed logins for this user or address; try again in "
                                f"{max(1, round(wait / 60))} minute(s)")
         try:
+            if not UID.fullmatch(uid):  # no directory holds it: not worth asking, nor logging whole
+                raise WrongPassword(f"no user id has {len(uid)} characters or control characters")
             canonical = authenticate(config.directory, uid, request.form.get("password", ""))
         except WrongPassword as exc:
             throttle.failed(keys)
-            log.warning("login of %r from %s failed: %s", uid, request.remote_addr, exc,
-                        extra={"uid": uid, "remote_addr": request.remote_addr})
+            log.warning("login of %r from %s failed: %s", shown, request.remote_addr, _shown(str(exc)),
+                        extra={"uid": shown, "remote_addr": request.remote_addr})
             return _html(render_template("web_error.html.j2", status=401, sentence="", login=True, csrf=_csrf(),
-                                         uid=uid, failed="Wrong user name or password.")), 401
+                                         uid=shown, failed="Wrong user name or password.")), 401
         except DirectoryError as exc:
             log.error("login: %s", exc)
             raise Refused(503, "the directory cannot check passwords at the moment; try again later") from None
         session.clear()
         session.permanent = True
-        session["uid"] = canonical
+        session["uid"], session["id"] = canonical, sessions.start()
         log.info("login of %s from %s", canonical, request.remote_addr,
                  extra={"uid": canonical, "remote_addr": request.remote_addr})
         return redirect("/me", code=303)
@@ -447,6 +505,7 @@ def _login_routes(app: Flask, config: Config, throttle: LoginThrottle) -> None:
     @app.post("/logout")
     def logout():
         _check_csrf()
+        sessions.end(session.get("id", ""))
         session.clear()
         return redirect("/login", code=303)
 

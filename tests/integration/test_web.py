@@ -163,6 +163,33 @@ def test_failed_logins_lock_out_the_user_and_the_address(client):
     assert login(client, "bob", PASSWORDS["bob"], address="192.0.2.4").status_code == 303
 
 
+@pytest.mark.parametrize("look_alike", ["\uff43arol", "c\uff41rol", "\U0001d41carol", " carol ", "CAROL"])
+def test_a_locked_uid_stays_locked_under_any_spelling_the_directory_takes_as_the_same(client, look_alike):
+    """The directory's caseIgnoreMatch takes fullwidth and other compatibility forms (and extra spaces) as the
+    same uid; keyed on casefold() alone, each spelling had guesses of its own against carol."""
+    for attempt in range(3):  # from three addresses: only the user is locked, not the address
+        assert login(client, "carol", "wrong", address=f"192.0.2.{10 + attempt}").status_code == 401
+    answer = login(client, look_alike, PASSWORDS["carol"], address="192.0.2.20")
+    assert answer.status_code == 429 and "Too many failed logins" in answer.text
+
+
+def test_a_nul_in_the_password_is_a_wrong_password_and_counts(client):
+    """The directory client refuses it (SASLprep) before any bind: that was reported as an outage, 503, and
+    never counted, so such guesses were unthrottled."""
+    for _ in range(3):
+        answer = login(client, "alice", "x\x00y", address="192.0.2.30")
+        assert answer.status_code == 401 and "Wrong user name or password." in answer.text
+    assert login(client, "alice", PASSWORDS["alice"], address="192.0.2.31").status_code == 429
+
+
+def test_an_overlong_uid_is_refused_before_the_directory_and_logged_short(client, caplog):
+    uid = "x" * 450_000
+    with caplog.at_level("WARNING", logger="billing.web.app"):
+        answer = login(client, uid, "wrong")
+    assert answer.status_code == 401 and uid not in answer.text
+    assert sum(len(record.getMessage()) for record in caplog.records) < 2_000
+
+
 def test_a_session_expires(tmp_path, monkeypatch, directory, test_ca):
     client = ldap_app(tmp_path, monkeypatch, directory.ldaps_url, str(test_ca.ca_cert), session_lifetime="1s")
     login(client, "alice", PASSWORDS["alice"])
@@ -175,8 +202,12 @@ def test_logout_needs_the_form_token_and_ends_the_session(client):
     login(client, "alice", PASSWORDS["alice"])
     assert client.post("/logout", data={"csrf": "forged"}).status_code == 400
     page = client.get("/me").text
+    copied = client.get_cookie("billing_session").value  # as someone who read it off the wire or the disk would
     token = page.split('name="csrf" value="')[1].split('"')[0]
     assert client.post("/logout", data={"csrf": token}).status_code == 303
+    assert client.get("/me").status_code == 401
+    # the cookie from before the logout is dead too: the server forgot the session, not only the browser
+    client.set_cookie("billing_session", copied)
     assert client.get("/me").status_code == 401
 
 

@@ -24,7 +24,7 @@ from billing.cli import main
 from billing.config import Config
 from billing.ledger.database import open_ledger
 from billing.ledger.write import replace_day
-from billing.web.app import LoginThrottle, create_app
+from billing.web.app import LoginThrottle, Sessions, create_app, login_key
 from tests.helpers.config import MINIMAL_CONFIG
 from tests.helpers.html_tables import read_page
 from tests.helpers.report_ledger import DAY, ROWS, TEAM_MONTH, frame, write_ledger
@@ -215,6 +215,40 @@ def test_login_throttle_locks_out_and_forgets():
     assert throttle.wait(["user:bob"]) == 0
     now[0] = 60.0
     assert throttle.wait(["user:alice"]) == 0
+
+
+def test_the_throttle_forgets_what_left_its_window_and_keeps_a_few_failures_per_key():
+    """It never forgot: 60 addresses guessing with huge user names took 45 MB that were never returned."""
+    now = [0.0]
+    throttle = LoginThrottle(attempts=3, window=60, clock=lambda: now[0])
+    for address in range(5000):
+        throttle.failed([f"address:{address}"] * 10)  # ten failures each, of which the last three are kept
+    assert all(len(failures) == 3 for failures in throttle._failures.values())
+    # swept at 1,024, 2,048 and 4,096 keys, all of them in the window: the next sweep comes at 8,192
+    now[0] = 61.0  # the 5,000 out of the window
+    for address in range(5000, 8192):
+        throttle.failed([f"address:{address}"])
+    assert len(throttle) == 8192 - 5000  # swept: at most twice the keys in the window (or 1,024) are held
+    assert throttle.wait(["address:8191"]) == 0 and throttle.wait(["address:1"]) == 0
+
+
+def test_sessions_end_expire_and_stay_bounded():
+    now = [0.0]
+    sessions = Sessions(lifetime=100, clock=lambda: now[0], most=3)
+    first, second = sessions.start(), sessions.start()
+    assert sessions.alive(first) and sessions.alive(second) and not sessions.alive("forged")
+    sessions.end(first)
+    assert not sessions.alive(first) and sessions.alive(second)
+    third, fourth, fifth = sessions.start(), sessions.start(), sessions.start()
+    assert not sessions.alive(second) and all(map(sessions.alive, (third, fourth, fifth)))  # the oldest went
+    now[0] = 100.0
+    assert not sessions.alive(fifth)
+
+
+@pytest.mark.parametrize("uid, key", [("carol", "carol"), ("\uff43arol", "carol"), ("\U0001d41carol", "carol"),
+                                      (" Carol  Smith ", "carol smith"), ("CAROL", "carol")])
+def test_a_login_key_folds_what_the_directory_folds(uid, key):
+    assert login_key(uid) == key
 
 
 def test_serve_on_a_port_in_use_is_one_sentence_and_exit_1(ledger_url, tmp_path):
