@@ -15,6 +15,7 @@ import ipaddress
 import logging
 import math
 import re
+import resource
 import secrets
 import threading
 import time
@@ -59,6 +60,9 @@ log = logging.getLogger(__name__)
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; "
        "base-uri 'none'")
 LONGEST_RANGE = 366  # days one question may span
+MOST_CONNECTIONS = 20_000  # connections waitress may hold open (fewer where the process may open fewer files)
+CHANNEL_TIMEOUT = 30  # seconds a connection may stay silent
+LARGEST_BODY = 64 * 1024  # bytes of a request body: only the login and logout forms are posted
 API_GROUPINGS = ("namespace", "team", "person", WORKLOAD)  # and label:NAME of a configured cost label
 UID = re.compile(r"[^\x00-\x1f\x7f]{1,253}")  # a user id: any printable text a directory may hold
 PAGE_WORKLOADS = 20  # a page's workload table shows the most expensive ones, the rest in one row; CSV has all
@@ -511,8 +515,20 @@ def _login_routes(app: Flask, config: Config, throttle: LoginThrottle, sessions:
 
 
 def serve(config: Config, host: str, port: int) -> None:
-    """Run the application on waitress until SIGTERM or Ctrl-C; OSError when the port cannot be had."""
-    server = waitress.create_server(create_app(config), host=host, port=port, ident="billing")
+    """Run the application on waitress until SIGTERM or Ctrl-C; OSError when the port cannot be had.
+
+    waitress reads requests without a thread per connection, but by default takes only 100 connections
+    (and select() none past descriptor 1,024): 110 clients that never finish their headers stopped it. So it
+    may hold as many connections as the process may open files (raised to its hard limit), polls them, drops
+    a silent one after CHANNEL_TIMEOUT, and takes no body larger than a login form needs."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        soft = hard
+    server = waitress.create_server(
+        create_app(config), host=host, port=port, ident="billing", asyncore_use_poll=True,
+        connection_limit=max(100, min(soft, MOST_CONNECTIONS) - 64), channel_timeout=CHANNEL_TIMEOUT,
+        max_request_body_size=LARGEST_BODY)
     log.info("billing serve listening on http://%s:%d (web.auth %s)", host, port, config.web.auth)
     server.run()  # returns on KeyboardInterrupt, which SIGTERM raises (billing.cli)
     log.info("billing serve stopped")

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pandas as pd
 import pytest
+import yaml
 
 from billing import frames
 from billing.charge.bill import DayBill
@@ -12,6 +16,7 @@ from billing.directory.people import Directory, Person, Team, directory_to_json
 from billing.ledger.database import open_ledger
 from billing.ledger.write import replace_day
 from billing.web.app import create_app
+from fixtures.servers import ManagedProcess, accepts_connections, free_port
 from tests.helpers.config import MINIMAL_CONFIG
 from tests.helpers.report_ledger import DAY, ROWS, frame, write_ledger
 
@@ -87,3 +92,18 @@ MATRIX = {  # route -> status for each visitor in VISITORS
     f"/api/v1/costs?{RANGE}&team=ROBOTICS": [DENIED, DENIED, OK, OK, DENIED],
     f"/api/v1/costs?{RANGE}&person=BOB": [DENIED, OK, DENIED, OK, DENIED],
 }
+
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+
+
+def start_serve(tmp_path: Path) -> tuple[int, ManagedProcess]:
+    """A real `billing serve` process (header auth, JSON log in tmp_path/serve.log) over the hand-worked ledger."""
+    config = {**MINIMAL_CONFIG, "currency": "USD", "web": {"admins": ["root"]},
+              "database": store_directory(write_ledger(tmp_path / "ledger.db"))}
+    (tmp_path / "billing.yaml").write_text(yaml.safe_dump(config))
+    port = free_port()
+    process = ManagedProcess([sys.executable, "-m", "billing", "--log-format", "json", "serve", "--port", port,
+                              "--config", tmp_path / "billing.yaml"], tmp_path / "serve.log", cwd=REPOSITORY)
+    process.wait_until(accepts_connections(port), "billing serve", timeout=30)
+    return port, process

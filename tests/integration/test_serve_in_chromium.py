@@ -10,32 +10,17 @@ from __future__ import annotations
 
 import json
 import signal
-import sys
 import urllib.request
 from pathlib import Path
 
 import pytest
-import yaml
 
-from fixtures.servers import ManagedProcess, accepts_connections, free_port, require_program, start_nginx
+from fixtures.servers import ManagedProcess, free_port, require_program, start_nginx
 from tests.helpers.chromium import assert_not_blank, screenshot
-from tests.helpers.config import MINIMAL_CONFIG
-from tests.helpers.report_ledger import write_ledger
-from tests.helpers.serve import RANGE, store_directory
+from tests.helpers.serve import RANGE, start_serve
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 USERS = ("alice", "root")  # a person and an admin, one proxy port each
-
-
-def start_serve(tmp_path: Path) -> tuple[int, ManagedProcess]:
-    config = {**MINIMAL_CONFIG, "currency": "USD", "web": {"admins": ["root"]},
-              "database": store_directory(write_ledger(tmp_path / "ledger.db"))}
-    (tmp_path / "billing.yaml").write_text(yaml.safe_dump(config))
-    port = free_port()
-    process = ManagedProcess([sys.executable, "-m", "billing", "--log-format", "json", "serve", "--port", port,
-                              "--config", tmp_path / "billing.yaml"], tmp_path / "serve.log", cwd=REPOSITORY)
-    process.wait_until(accepts_connections(port), "billing serve", timeout=30)
-    return port, process
 
 
 def start_proxy(tmp_path: Path, upstream: int) -> tuple[dict[str, int], ManagedProcess]:
