@@ -3,8 +3,10 @@
 The SQLite ledger (it keeps a snapshot of the directory) and the outbox's
 messages are created 0600, and the directories billing creates for them
 0700, whatever the umask (022 in most containers would make them readable
-by every local user). Files and directories that already exist are the
-operator's and keep their modes.
+by every local user). The HTML reports are 0640 in 0750 directories: their
+web server reads them as a member of billing's group (cronjob/reports.yaml),
+nobody else may. Files and directories that already exist are the
+operator's and keep their modes, but for files billing writes whole again.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from pathlib import Path
 
 FILE_MODE = 0o600
 DIRECTORY_MODE = 0o700
+REPORT_FILE_MODE, REPORT_DIRECTORY_MODE = 0o640, 0o750  # the reports: billing's user and group
 
 
-def private_directory(path: Path) -> None:
-    """Create `path` and its missing parents, each 0700; raises OSError."""
+def private_directory(path: Path, mode: int = DIRECTORY_MODE) -> None:
+    """Create `path` and its missing parents, each 0700 (or `mode`); raises OSError."""
     missing = []
     for directory in (path, *path.parents):
         if directory.is_dir():
@@ -25,12 +28,12 @@ def private_directory(path: Path) -> None:
         missing.append(directory)
     for directory in reversed(missing):
         try:
-            directory.mkdir(mode=DIRECTORY_MODE)
+            directory.mkdir(mode=mode)
         except FileExistsError:  # another run made it meanwhile; or a file is in the way
             if not directory.is_dir():
                 raise
             continue
-        directory.chmod(DIRECTORY_MODE)  # the umask may have taken more bits away than 077
+        directory.chmod(mode)  # the umask may have taken more bits away than 077
 
 
 def create_private_file(path: Path) -> None:
@@ -45,9 +48,9 @@ def create_private_file(path: Path) -> None:
         os.close(descriptor)
 
 
-def write_private_file(path: Path, content: bytes) -> None:
-    """Write `path` whole, 0600 whether it is new or replaced."""
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+def write_private_file(path: Path, content: bytes, mode: int = FILE_MODE) -> None:
+    """Write `path` whole, 0600 (or `mode`) whether it is new or replaced."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     with os.fdopen(descriptor, "wb") as file:
-        os.fchmod(descriptor, FILE_MODE)
+        os.fchmod(descriptor, mode)
         file.write(content)

@@ -1,6 +1,7 @@
 """The README's first command: the demo runs with no servers at all; and what its pages and emails show."""
 
 import re
+import stat
 from decimal import Decimal
 from email import message_from_bytes, policy
 
@@ -42,6 +43,15 @@ def test_the_demo_bills_three_days_from_recorded_answers(demo_run, monkeypatch):
     admin = next(message_from_bytes(p.read_bytes(), policy=policy.default) for p in outbox if "admins" in p.name)
     day_total = ledger.loc[ledger["day"] == "2026-11-18", "cost"].sum()
     assert f"{day_total:,.2f} CHF" in admin["Subject"]
+
+
+def test_reports_are_for_billings_user_and_group_only(demo_run):
+    """They name people and what each spent: 0644 pages in 0755 directories showed that to every local user."""
+    reports = demo_run / "demo-out" / "reports"
+    files = [path for path in reports.rglob("*") if path.is_file()]
+    directories = [reports, *(path for path in reports.rglob("*") if path.is_dir())]
+    assert files and {stat.S_IMODE(path.stat().st_mode) for path in files} == {0o640}
+    assert {stat.S_IMODE(path.stat().st_mode) for path in directories} == {0o750}
 
 
 def _amount(cell: str) -> Decimal | None:

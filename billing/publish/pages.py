@@ -25,6 +25,7 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from billing.days import day_runs, days_in_month
+from billing.private import REPORT_DIRECTORY_MODE, REPORT_FILE_MODE, private_directory, write_private_file
 from billing.publish.budgets import FORECAST_METHOD
 from billing.publish.dayview import DayReport, RenderError, TrendDay
 from billing.publish.formatting import (
@@ -159,10 +160,11 @@ def render_template(template: str, **values) -> str:
 
 
 def _write(path: Path, text: str) -> None:
-    """Write whole or not at all: a reader never sees half a page."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write whole or not at all: a reader never sees half a page. Pages show names and bills: 0640 in 0750
+    directories (billing.private)."""
+    private_directory(path.parent, REPORT_DIRECTORY_MODE)
     partial = path.with_name(path.name + ".partial")
-    partial.write_text(text, encoding="utf-8")
+    write_private_file(partial, text.encode("utf-8"), REPORT_FILE_MODE)
     os.replace(partial, path)
 
 
@@ -177,7 +179,7 @@ def check_output_dir(output_dir: Path) -> None:
     the day in the ledger and then fails for want of a place for its pages.
     """
     try:
-        output_dir.mkdir(parents=True, exist_ok=True)
+        private_directory(output_dir, REPORT_DIRECTORY_MODE)
         with tempfile.TemporaryFile(dir=output_dir):
             pass
     except OSError as exc:
