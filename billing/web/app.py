@@ -21,6 +21,7 @@ import threading
 import time
 import unicodedata
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import date, timedelta
 
@@ -63,6 +64,7 @@ LONGEST_RANGE = 366  # days one question may span
 MOST_CONNECTIONS = 20_000  # connections waitress may hold open (fewer where the process may open fewer files)
 CHANNEL_TIMEOUT = 30  # seconds a connection may stay silent
 LARGEST_BODY = 64 * 1024  # bytes of a request body: only the login and logout forms are posted
+HSTS_SECONDS = 365 * 86400  # how long a browser that came over TLS keeps to it
 API_GROUPINGS = ("namespace", "team", "person", WORKLOAD)  # and label:NAME of a configured cost label
 UID = re.compile(r"[^\x00-\x1f\x7f]{1,253}")  # a user id: any printable text a directory may hold
 PAGE_WORKLOADS = 20  # a page's workload table shows the most expensive ones, the rest in one row; CSV has all
@@ -207,12 +209,24 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
         PERMANENT_SESSION_LIFETIME=timedelta(seconds=web.session_lifetime),
     )
 
-    def from_trusted_proxy() -> bool:
+    def is_trusted(address: str) -> bool:
         try:
-            address = ipaddress.ip_address(request.remote_addr or "")
+            parsed = ipaddress.ip_address(address.strip())
         except ValueError:
             return False
-        return any(address in network for network in trusted)
+        return any(parsed in network for network in trusted)
+
+    def from_trusted_proxy() -> bool:
+        return is_trusted(request.remote_addr or "")
+
+    def client_address() -> str:
+        """Who is asking: behind trusted proxies, the last address in X-Forwarded-For that is none of them
+        (each proxy appends the address it saw; what a client wrote itself comes before), else the peer."""
+        peer = request.remote_addr or ""
+        if not from_trusted_proxy():
+            return peer
+        hops = [hop.strip() for hop in request.headers.get("X-Forwarded-For", "").split(",") if hop.strip()]
+        return next((hop for hop in reversed(hops) if not is_trusted(hop)), peer)
 
     def identity() -> str:
         """The signed-in uid, or Refused(401) saying why there is none."""
@@ -340,12 +354,14 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Referrer-Policy"] = "no-referrer"
         response.headers["Cache-Control"] = "no-store"  # personal costs stay out of shared caches
+        if request.is_secure or (from_trusted_proxy() and request.headers.get("X-Forwarded-Proto") == "https"):
+            response.headers["Strict-Transport-Security"] = f"max-age={HSTS_SECONDS}"
         if request.path == "/healthz" and response.status_code == 200:
             return response  # the kubelet asks every few seconds
         who = g.viewer.uid if "viewer" in g else None
         log.info("%s %s %d", request.method, request.path, response.status_code,
                  extra={"method": request.method, "path": request.path, "status": response.status_code,
-                        "uid": who, "remote_addr": request.remote_addr})
+                        "uid": who, "remote_addr": client_address()})
         return response
 
     @app.get("/healthz")
@@ -402,7 +418,7 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
         return Response(json_text(answer), mimetype="application/json")
 
     if web.auth == "ldap":
-        _login_routes(app, config, throttle, sessions)
+        _login_routes(app, config, throttle, sessions, client_address)
     return app
 
 
@@ -465,8 +481,9 @@ def _check_csrf() -> None:
         raise Refused(400, "the form has expired; load the page again")
 
 
-def _login_routes(app: Flask, config: Config, throttle: LoginThrottle, sessions: Sessions) -> None:
-    """The login form and logout, for `web.auth: ldap`."""
+def _login_routes(app: Flask, config: Config, throttle: LoginThrottle, sessions: Sessions,
+                  client_address: Callable[[], str]) -> None:
+    """The login form and logout, for `web.auth: ldap`; failures count per user and per client address."""
 
     @app.get("/login")
     def login_form():
@@ -478,12 +495,12 @@ def _login_routes(app: Flask, config: Config, throttle: LoginThrottle, sessions:
     def login():
         _check_csrf()
         uid = request.form.get("uid", "").strip()
-        shown = _shown(uid)
-        keys = [f"user:{login_key(shown)}", f"address:{request.remote_addr}"]
+        shown, client = _shown(uid), client_address()
+        keys = [f"user:{login_key(shown)}", f"address:{client}"]
         wait = throttle.wait(keys)
         if wait > 0:
-            log.warning("login of %r from %s refused: locked out", shown, request.remote_addr,
-                        extra={"uid": shown, "remote_addr": request.remote_addr})
+            log.warning("login of %r from %s refused: locked out", shown, client,
+                        extra={"uid": shown, "remote_addr": client})
             raise Refused(429, f"too many failed logins for this user or address; try again in "
                                f"{max(1, round(wait / 60))} minute(s)")
         try:
@@ -492,8 +509,8 @@ def _login_routes(app: Flask, config: Config, throttle: LoginThrottle, sessions:
             canonical = authenticate(config.directory, uid, request.form.get("password", ""))
         except WrongPassword as exc:
             throttle.failed(keys)
-            log.warning("login of %r from %s failed: %s", shown, request.remote_addr, _shown(str(exc)),
-                        extra={"uid": shown, "remote_addr": request.remote_addr})
+            log.warning("login of %r from %s failed: %s", shown, client, _shown(str(exc)),
+                        extra={"uid": shown, "remote_addr": client})
             return _html(render_template("web_error.html.j2", status=401, sentence="", login=True, csrf=_csrf(),
                                          uid=shown, failed="Wrong user name or password.")), 401
         except DirectoryError as exc:
@@ -502,8 +519,8 @@ def _login_routes(app: Flask, config: Config, throttle: LoginThrottle, sessions:
         session.clear()
         session.permanent = True
         session["uid"], session["id"] = canonical, sessions.start()
-        log.info("login of %s from %s", canonical, request.remote_addr,
-                 extra={"uid": canonical, "remote_addr": request.remote_addr})
+        log.info("login of %s from %s", canonical, client,
+                 extra={"uid": canonical, "remote_addr": client})
         return redirect("/me", code=303)
 
     @app.post("/logout")

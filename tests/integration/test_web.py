@@ -99,11 +99,12 @@ def client(tmp_path, monkeypatch, directory, test_ca):
     return ldap_app(tmp_path, monkeypatch, directory.ldaps_url, str(test_ca.ca_cert))
 
 
-def login(client, uid: str, password: str, address: str = "127.0.0.1"):
-    form = client.get("/login", environ_base={"REMOTE_ADDR": address}).text
+def login(client, uid: str, password: str, address: str = "127.0.0.1", forwarded_for: str | None = None):
+    headers = {"X-Forwarded-For": forwarded_for} if forwarded_for else {}
+    form = client.get("/login", environ_base={"REMOTE_ADDR": address}, headers=headers).text
     token = form.split('name="csrf" value="')[1].split('"')[0]
     return client.post("/login", data={"uid": uid, "password": password, "csrf": token},
-                       environ_base={"REMOTE_ADDR": address})
+                       environ_base={"REMOTE_ADDR": address}, headers=headers)
 
 
 def test_without_a_login_pages_are_401_with_the_form(client):
@@ -188,6 +189,20 @@ def test_an_overlong_uid_is_refused_before_the_directory_and_logged_short(client
         answer = login(client, uid, "wrong")
     assert answer.status_code == 401 and uid not in answer.text
     assert sum(len(record.getMessage()) for record in caplog.records) < 2_000
+
+
+def test_behind_a_trusted_proxy_the_lockout_is_the_clients_address_not_the_proxys(client):
+    """Keyed on the proxy's own address, a few failed logins behind an Ingress locked everyone out."""
+    for uid in ("x1", "x2", "x3"):  # one client guesses; the Ingress at 127.0.0.1 forwards for it
+        assert login(client, uid, "wrong", forwarded_for="198.51.100.7").status_code == 401
+    assert login(client, "bob", PASSWORDS["bob"], forwarded_for="203.0.113.9").status_code == 303
+    assert login(client, "bob", PASSWORDS["bob"], forwarded_for="198.51.100.7").status_code == 429
+    # a client cannot pick its address by sending the header itself: the proxy appends the one it saw
+    assert login(client, "bob", PASSWORDS["bob"], forwarded_for="203.0.113.9, 198.51.100.7").status_code == 429
+    # and from an address that is no trusted proxy the header is not believed at all
+    for uid in ("y1", "y2", "y3"):
+        login(client, uid, "wrong", address="192.0.2.50", forwarded_for="203.0.113.10")
+    assert login(client, "bob", PASSWORDS["bob"], forwarded_for="203.0.113.10").status_code == 303
 
 
 def test_a_session_expires(tmp_path, monkeypatch, directory, test_ca):

@@ -181,6 +181,16 @@ def test_pages_refuse_parameters_they_do_not_take(client, route):
     assert answer.status_code == 400 and 'role="alert"' in answer.text
 
 
+def test_hsts_only_where_the_browser_came_over_tls(client):
+    def hsts(address: str, proto: str | None) -> str | None:
+        headers = {"X-Forwarded-User": "alice", **({"X-Forwarded-Proto": proto} if proto else {})}
+        answer = client.get(f"/me?{RANGE}", headers=headers, environ_base={"REMOTE_ADDR": address})
+        return answer.headers.get("Strict-Transport-Security")
+    assert hsts(TRUSTED, "https") == "max-age=31536000"  # the proxy terminated TLS
+    assert hsts(TRUSTED, None) is None and hsts(TRUSTED, "http") is None
+    assert hsts(UNTRUSTED, "https") is None  # anyone may send the header; only the proxy is believed
+
+
 def test_pages_allow_no_script_and_no_caching(client):
     answer = get(client, f"/all?{RANGE}", "root")
     assert "script-src" not in answer.headers["Content-Security-Policy"]
