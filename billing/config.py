@@ -188,6 +188,8 @@ class PrometheusConfig(_Section):
     # queries this store answers at once, across every day a backfill bills at once (per URL: clusters on one
     # shared store share the first one's limit)
     max_queries_in_flight: Annotated[int, Field(ge=1)] = 2
+    # MiB one answer may take: a run holds about 20 times an answer's size while reading it (the CronJob has 2 Gi)
+    max_answer_mib: Annotated[int, Field(ge=1)] = 64
     SECRETS = ("bearer_token",)
 
     @model_validator(mode="after")

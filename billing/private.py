@@ -11,6 +11,7 @@ operator's and keep their modes, but for files billing writes whole again.
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -31,7 +32,7 @@ def private_directory(path: Path, mode: int = DIRECTORY_MODE) -> None:
             directory.mkdir(mode=mode)
         except FileExistsError:  # another run made it meanwhile; or a file is in the way
             if not directory.is_dir():
-                raise
+                raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(directory)) from None
             continue
         directory.chmod(mode)  # the umask may have taken more bits away than 077
 

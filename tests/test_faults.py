@@ -138,14 +138,38 @@ def test_once_a_chunk_failed_the_other_chunks_are_not_asked(configure, ledger_ur
         (Reply(b'{"status":"success","data":{"result":null}}'), "answered something that is not a Prometheus JSON result"),
         (Reply(b'{"status":"success","data":{"result":[{"value":[1,"2"]}]}}'), "answered something that is not a Prometheus JSON result"),
         (Reply(EMPTY_ANSWER[:20], length=len(EMPTY_ANSWER)), "failed to answer (Connection broken: IncompleteRead"),
+        (Reply(b'{"status":"success","data":{"resultType":"vector","result":[{"metric":{"namespace":"alice"},'
+               b'"value":[1795132800,"abc"]}]}}'),
+         "answered a sample value that is no number ('abc', series {'namespace': 'alice'})"),
     ],
-    ids=["html", "null-result", "series-without-labels", "cut-off"],
+    ids=["html", "null-result", "series-without-labels", "cut-off", "value-not-a-number"],
 )
 def test_an_answer_that_is_not_prometheus_json_half_way_fails_the_run(configure, ledger_url, reply, cause):
     before = ledger_state(ledger_url)
     with stub_server(lambda n, path, body: Reply() if n <= 5 else reply) as server:
         result = run(configure({"url": server.url}))
     assert_failed_and_kept(result, ledger_url, before, f"Prometheus of cluster jaguar at {server.url}", cause)
+
+
+def test_an_instant_vector_answering_a_range_query_fails_naming_the_cluster(configure, ledger_url):
+    vector = Reply(b'{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"1"]}]}}')
+    before = ledger_state(ledger_url)
+    with stub_server(lambda n, path, body: vector if "query_range" in path else Reply()) as server:
+        result = run(configure({"url": server.url}))
+    assert_failed_and_kept(result, ledger_url, before, f"Prometheus of cluster jaguar at {server.url}",
+                           "answered a range query with an instant vector")
+
+
+def test_an_answer_larger_than_the_limit_is_refused_before_it_is_read_whole(configure, ledger_url):
+    """A 105 MB answer took a run to 1.95 GB against the CronJob's 2 Gi; `max_answer_mib` bounds one answer."""
+    series = b'{"metric":{"namespace":"n%d"},"value":[1795132800,"1"]}'
+    huge = b'{"status":"success","data":{"resultType":"vector","result":[' + b",".join(
+        series % i for i in range(40_000)) + b"]}}"  # about 2 MiB
+    before = ledger_state(ledger_url)
+    with stub_server(lambda n, path, body: Reply(huge) if n > 5 else Reply()) as server:
+        result = run(configure({"url": server.url, "max_answer_mib": 1}))
+    assert_failed_and_kept(result, ledger_url, before, f"Prometheus of cluster jaguar at {server.url}",
+                           "answered more than the 1 MiB one answer may take (clusters[].prometheus.max_answer_mib)")
 
 
 @pytest.mark.parametrize(

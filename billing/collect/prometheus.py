@@ -22,6 +22,7 @@ give one at all (`partial_response=false`).
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Callable
@@ -53,16 +54,17 @@ class _PartialAnswer(Exception):
     """An answer that says it is incomplete; `_ask` names the server."""
 
 
-def _result(response: requests.Response) -> object:
+def _result(response: requests.Response, largest: int) -> object:
     """The `result` of an answer; Prometheus' own reason for an error, and answers that say they are incomplete.
 
     It sees the answer urllib3's retries ended with; an answer that is not
-    JSON at all gives None, and the caller says so.
+    JSON at all gives None, and the caller says so. An answer of more than
+    `largest` bytes is refused as it arrives, before it is parsed.
     """
     if response.status_code >= 400:
         raise _Rejected(f"HTTP {response.status_code}: {_error_text(response)}")
     try:
-        body = response.json()
+        body = json.loads(_content(response, largest))
     except ValueError:
         return None
     if not isinstance(body, dict):
@@ -73,8 +75,23 @@ def _result(response: requests.Response) -> object:
     return data.get("result") if isinstance(data, dict) else None
 
 
+def _content(response: requests.Response, largest: int) -> bytes:
+    """The answer's body, read piece by piece; _TooLarge past `largest` bytes (decoded)."""
+    body = bytearray()
+    for piece in response.iter_content(1 << 20):
+        body += piece
+        if len(body) > largest:
+            response.close()
+            raise _TooLarge()
+    return bytes(body)
+
+
 class _Rejected(Exception):
     """An error answer, with Prometheus' reason; `_ask` names the server."""
+
+
+class _TooLarge(Exception):
+    """An answer larger than a run may hold; `_call` names the server and the limit."""
 
 
 def _error_text(response: requests.Response) -> str:
@@ -112,6 +129,7 @@ class LivePrometheus:
         self.url = config.url.rstrip("/")
         self.timeout = config.timeout
         self.attempts = config.retries + 1
+        self.largest = config.max_answer_mib * 2**20
         self._in_flight = in_flight(self.url, config.max_queries_in_flight)
         self._session = requests.Session()
         self._session.verify = config.ca_file or True
@@ -154,10 +172,22 @@ class LivePrometheus:
         """POST the query form-encoded (a long query stays out of the URL, whose length proxies limit)."""
         form = {"query": query, **params, **COMPLETE_ANSWERS}
         url = f"{self.url}/api/v1/{endpoint}"
-        result = self._call(query, lambda: _result(self._session.post(url, data=form, timeout=self.timeout)))
+        result = self._call(query, lambda: _result(
+            self._session.post(url, data=form, timeout=self.timeout, stream=True), self.largest))
+        where = f"Prometheus of cluster {self.cluster} at {self.url}"
         if not _is_result(result):
-            raise PrometheusError(f"Prometheus of cluster {self.cluster} at {self.url} answered something that is "
-                                  "not a Prometheus JSON result")
+            raise PrometheusError(f"{where} answered something that is not a Prometheus JSON result")
+        samples = "values" if endpoint == "query_range" else "value"
+        if any(samples not in series for series in result):
+            raise PrometheusError(f"{where} answered a range query with an instant vector" if samples == "values"
+                                  else f"{where} answered an instant query with a range of values")
+        for series in result:
+            for _, value in series["values"] if samples == "values" else [series["value"]]:
+                try:
+                    float(value)
+                except (TypeError, ValueError):
+                    raise PrometheusError(f"{where} answered a sample value that is no number ({value!r}, series "
+                                          f"{_short(repr(series['metric']), 200)}): query {_short(query)}") from None
         return result
 
     def _call(self, query: str, ask: Callable[[], T]) -> T:
@@ -184,6 +214,11 @@ class LivePrometheus:
             raise PrometheusError(f"{where} is unreachable ({_reason(exc)})") from None
         except _Rejected as exc:
             raise PrometheusError(f"{where} rejected the query {_short(query)}: {exc}") from None
+        except _TooLarge:
+            raise PrometheusError(
+                f"{where} answered more than the {self.largest // 2**20} MiB one answer may take "
+                f"(clusters[].prometheus.max_answer_mib), which a run would need many times over to read; raise it "
+                f"where the job has the memory (query: {_short(query)})") from None
         except requests.exceptions.RequestException as exc:  # e.g. the connection broke off mid-answer
             raise PrometheusError(f"{where} failed to answer ({_reason(exc)})") from None
 

@@ -176,14 +176,21 @@ def check_output_dir(output_dir: Path) -> None:
     """Raise RenderError now if the reports could not be written at the end of a run.
 
     A run checks this before it collects anything, so that it never replaces
-    the day in the ledger and then fails for want of a place for its pages.
+    the day in the ledger and then fails for want of a place for its pages:
+    it writes PROBE_BYTES to the disk (an empty file still fits on a full one)
+    and takes them away again.
     """
     try:
         private_directory(output_dir, REPORT_DIRECTORY_MODE)
-        with tempfile.TemporaryFile(dir=output_dir):
-            pass
+        with tempfile.TemporaryFile(dir=output_dir) as probe:
+            probe.write(bytes(PROBE_BYTES))
+            probe.flush()
+            os.fsync(probe.fileno())  # a filesystem that allocates late says it is full only now
     except OSError as exc:
         raise _unwritable(output_dir, exc) from None
+
+
+PROBE_BYTES = 4 * 2**20  # room a day's pages need, with a margin (the demo's 10 teams write 0.3 MiB a day)
 
 
 def write_pages(report: DayReport, output_dir: Path) -> list[Path]:

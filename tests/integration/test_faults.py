@@ -594,3 +594,38 @@ def test_a_namespace_of_ten_thousand_characters_is_refused_the_same_by_both_data
     )
     assert ledger_state(database) == before
 
+
+
+# --- the reports' filesystem
+
+
+@pytest.fixture
+def full_filesystem(tmp_path):
+    """A 256 KiB tmpfs with 8 KiB left: the reports' volume, full. Mounting needs root (as in CI)."""
+    mount = tmp_path / "reports-volume"
+    mount.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)], capture_output=True,
+                             text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({mounted.stderr.strip()}); CI runs as root and can")
+    try:
+        (mount / "filler").write_bytes(b"\0" * (248 * 1024))
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_a_full_reports_volume_fails_the_run_before_the_day_is_replaced(prometheus_server, world, tmp_path,
+                                                                       full_filesystem):
+    """An empty file still fits on a full disk: the pages failed only after the day was committed, and neither
+    reports nor mail followed."""
+    database = f"sqlite:///{tmp_path / 'ledger.db'}"
+    server = prometheus_server(world)
+    config = configure(tmp_path, database, server.url, output_dir=str(full_filesystem / "reports"))
+    open_ledger(database).dispose()
+    before = ledger_state(database)
+    result = run(config)
+    sentence = failure_sentence(result.exit_code, result.output)
+    assert f"cannot write the reports to output_dir {full_filesystem / 'reports'}" in sentence, sentence
+    assert "No space left on device" in sentence
+    assert ledger_state(database) == before
