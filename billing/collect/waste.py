@@ -7,7 +7,7 @@ per pod and hour of the day. An hour is 3600 / step of the billing instants
 
 * idle GPU-hours: per GPU (or MIG GPU instance) that the DCGM exporter
   labels with the pod holding it, the hour's instants at which its series is
-  visible, counted only if the mean of the samples those instants see (from
+  visible (a GPU held through DRA 1/k at an instant k pods hold it), counted only if the mean of the samples those instants see (from
   the lookback before the hour's first instant to its last) is below
   `waste.gpu_utilisation_below` percent. Whole GPUs report
   `DCGM_FI_DEV_GPU_UTIL` (percent); MIG GPU instances have no GPU_UTIL
@@ -76,6 +76,7 @@ from billing import frames
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.promql import (
     CONTROLLED,
+    DRA_HELD,
     GPU_UTILISATION,
     POD_LABELS,
     WHOLE_GPU,
@@ -160,9 +161,20 @@ class WasteQueries(Queries):
         held = self.series(metric, self.held(), matcher)
         by = ", ".join(["namespace", "pod", *gpu])
         visible = self.dcgm.plain(self._instants_seen(self.latest(held), by, self.dcgm))
+        if self.dra and metric == GPU_UTILISATION:  # a GPU k pods hold through one claim: 1/k to each
+            own = self.series(metric, self.held(), matcher, 'dra_driver_name=""')
+            alone = self.dcgm.plain(self._instants_seen(self.latest(own), by, self.dcgm))
+            visible = f"max by ({by}) ({alone}) or max by ({by}) ({self._shared_instants(metric, matcher, by)})"
         mean = self.dcgm.plain(f"avg_over_time({held}[{self.raw}])")
         idle = f"max by ({by}) ({visible}) * on ({by}) (max by ({by}) ({mean}) < bool {below})"
         return f'label_replace({idle}, "measure", "{measure}", "", "")'
+
+    def _shared_instants(self, metric: str, matcher: str, by: str) -> str:
+        """Per GPU held through DRA and pod holding it: the instants of the hour at which it was held, each counted
+        1/k where k pods held it then (docs/spec.md "GPUs through DRA"), as the bill counts them."""
+        held = self.dcgm.plain(self.latest(self.series(metric, self.held(), matcher, DRA_HELD)))
+        shares = f"group by ({by}, UUID) ({held}) / on (UUID) group_left () count by (UUID) (group by (UUID, namespace, pod) ({held}))"
+        return f"sum_over_time(({shares})[{self.instants}:{self.step}])"
 
     def _instants_seen(self, series: str, by: str, labels: FamilyLabels, sum_values: bool = False) -> str:
         """Per series, the instants of the hour at which it is visible (with `sum_values`: its values summed
@@ -174,7 +186,8 @@ class WasteQueries(Queries):
         return f"{over}({once}[{self.instants}:{self.step}])"
 
     def idle_gpus(self, below: float) -> str:
-        """Per whole GPU held: its idle GPU-instants of the hour (MIG instances left out)."""
+        """Per whole GPU held: its idle GPU-instants of the hour (MIG instances left out; a GPU held through DRA
+        counts 1/k at an instant k pods hold it)."""
         return self._idle(GPU_UTILISATION, WHOLE_GPU, ["Hostname", "gpu"], below, IDLE_GPU)
 
     def idle_gpu_instances(self, below: float) -> str:

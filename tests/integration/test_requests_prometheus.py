@@ -213,21 +213,24 @@ DRA_NODE = Node("gpu-2", ((D - 30 * 86400, {GPU_PRODUCT_LABEL: A100}),), {"cpu":
                 dra_gpus=4)
 
 
-def on_dra_node(namespace: str, name: str, gpus: tuple[int, ...], start: float = -24, end: float = 48) -> Pod:
+def on_dra_node(namespace: str, name: str, gpus: tuple[int, ...], start: float = -24, end: float = 48,
+                busy: float = 60.0) -> Pod:
     """1 core, 4 GiB, Running from `start` to `end` (hours of the day) from its creation, holding `gpus` through a
-    claim."""
+    claim, `busy` percent utilised."""
     return Pod(namespace, name, f"uid-{name}", "gpu-2", at(start), ((at(start), "Running"), (at(end), "Succeeded")),
-               at(end) + 600, (Container("main", 1.0, 4 * GIB),), resource_claims=("gpu",), dra_gpus=gpus)
+               at(end) + 600, (Container("main", 1.0, 4 * GIB),), resource_claims=("gpu",), dra_gpus=gpus,
+               gpu_utilisation=((at(start), busy),))
 
 
 DRA_PODS = (
-    on_dra_node("ivan", "pretrain", (0, 1)),  # two GPUs all day: 48 A100-hours
+    on_dra_node("ivan", "pretrain", (0, 1)),  # two GPUs all day: 48 A100-hours, 60 % busy
     # GPU 2 shared: infer-a alone 00:00-12:00 and 18:00-24:00, with infer-b 12:00-18:00: 12 + 6 / 2 + 6 = 21
     # GPU-hours for judy, 6 / 2 = 3 for mallory. Loaded as blocks (no staleness markers), infer-b's attribution,
     # last scraped at 17:59, stays visible for the 5-minute lookback: infer-a holds half of it at the instants
     # 18:00-18:04 too, 21 - 5 x 0.5 / 60 GPU-hours
-    on_dra_node("judy", "infer-a", (2,)),
-    on_dra_node("mallory", "infer-b", (2,), start=12, end=18),
+    # (the shared GPU is 2 % busy: idle for both, each its share)
+    on_dra_node("judy", "infer-a", (2,), busy=2.0),
+    on_dra_node("mallory", "infer-b", (2,), start=12, end=18, busy=2.0),
 )
 DRA_WORLD = replace(WORLD, clusters=(replace(JAGUAR, nodes=(*NODES, DRA_NODE), pods=(*PODS, *DRA_PODS)),))
 WITH_DRA = {**RESERVED, ("ivan", "gpu"): 48.0, ("judy", "gpu"): 21.0 - 5 * 0.5 / 60, ("mallory", "gpu"): 3.0,
@@ -259,6 +262,14 @@ def test_gpus_held_through_dra_are_billed_from_dcgm_exporters_attribution(store_
     expected = reference_allocatable(DRA_WORLD, "jaguar", D, DAY.end.timestamp(), 60)
     assert gpus == pytest.approx({model: hours for (resource, model), hours in expected.items() if resource == "gpu"},
                                  rel=1e-9)
+    # idle GPU-hours split the shared GPU as the bill does: judy's 20.96 as above; mallory's 3, and half of the
+    # five lookback instants after 18:00 at which her series is still seen (idle counts what is seen)
+    waste = collect_waste(cluster, DAY, 60, gpu_resources, source, below=5.0).set_index("namespace")
+    idle = waste.loc[["ivan", "judy", "mallory"], "idle_gpu_hours"].to_dict()
+    assert idle == pytest.approx({"ivan": 0.0, "judy": 21.0 - 5 * 0.5 / 60, "mallory": 3.0 + 5 * 0.5 / 60}, rel=1e-9)
+    expected_idle = reference_waste(DRA_WORLD, "jaguar", D, DAY.end.timestamp(), 60)
+    assert idle == pytest.approx({namespace: measures[0] for namespace, measures in expected_idle.items()
+                                  if namespace in idle}, rel=1e-9)
 
 
 def test_check_says_what_gpus_held_through_dra_add(prometheus_server, write_config):
