@@ -6,8 +6,10 @@ from decimal import Decimal
 from email import message_from_bytes, policy
 
 import pandas as pd
+from click.testing import CliRunner
 from sqlalchemy import create_engine
 
+from billing.cli import main
 from fixtures.demo import world as demo
 from tests.helpers.demo import demo_run  # noqa: F401 (pytest fixtures)
 from tests.helpers.html_tables import read_page
@@ -99,3 +101,20 @@ def test_the_admin_email_text_keeps_its_columns(demo_run):
     assert len(set(ends)) == 1, ends
     assert re.search(r"never run: 27 days, 2026-10-20 … 2026-11-15", text)
     assert text.count("never run") == 1
+
+
+def test_the_table_keeps_its_first_column_telling_rows_apart(demo_run, monkeypatch):
+    """Squeezed into 80 columns, every day was `2026-11-…` and two GPU models were the same `NVIDIA-…`."""
+    monkeypatch.chdir(demo_run)
+    monkeypatch.setenv("COLUMNS", "80")
+
+    def first_column(*args: str) -> list[str]:
+        result = CliRunner().invoke(main, ["report", "--config", "fixtures/demo/billing.yaml", "--from", "2026-11-16",
+                                           "--to", "2026-11-18", *args])
+        assert result.exit_code == 0, result.output
+        rows = result.stdout.splitlines()[2:]
+        return [row.split("  ")[0].strip() for row in rows[:rows.index(next(r for r in rows if r.startswith("total")))]]
+
+    assert first_column("--team", "robotics", "--by", "day") == ["2026-11-16", "2026-11-17", "2026-11-18"]
+    models = first_column("--all-teams", "--by", "gpu_model")
+    assert len(set(models)) == len(models) and "(none)" in models

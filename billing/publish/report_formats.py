@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import shutil
 import textwrap
 import unicodedata
 from datetime import date
@@ -47,7 +48,7 @@ from billing.publish.report import (
 )
 from billing.resources import UNITS
 
-WIDTH = 80  # the terminal the table must fit
+WIDTH = 80  # the narrowest terminal the table is fitted to (a wider one, or $COLUMNS, gives it more room)
 MONEY = ["cost", REQUESTED_COST, UNREQUESTED_SHARE, LIST_COST]  # rounded to add up to their totals
 SUMMED = [*HOURS_COLUMNS.values(), "held_hours", *MONEY]
 NUMERIC = {*SUMMED, "quantity", "unit_price"}
@@ -129,6 +130,14 @@ def _shorten(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
 
 
+def _least_width(values: list[str]) -> int:
+    """The narrowest (at least 8) a column may be shortened to with its different values still different."""
+    longest = max(map(len, values), default=0)
+    different = len(set(values))
+    return next((width for width in range(8, longest) if len({_shorten(v, width) for v in values}) == different),
+                max(longest, 8))
+
+
 def totals(report: Report) -> dict[str, float]:
     """The summed columns of the report; the cost total is the report's total."""
     return {column: total(row[column] for row in report.rows) for column in report.columns if column in SUMMED}
@@ -147,13 +156,18 @@ def table(report: Report) -> str:
     lines.append(sums)
     lines[-1][0] = "total"
     widths = [max(len(line[i]) for line in lines) for i in range(len(columns))]
+    # a text column is shortened no further than its values stay apart (the grouping's header stays whole):
+    # a table wider than the terminal wraps, one whose days all read `2026-11-…` tells nothing
+    least = [_least_width([line[i] for line in lines[1:-1]]) for i in range(len(columns))]
+    least[0] = max(least[0], len(lines[0][0]))
+    room = max(WIDTH, shutil.get_terminal_size((WIDTH, 24)).columns)  # $COLUMNS, the terminal's, or 80
     text_columns = [i for i, c in enumerate(columns) if c not in NUMERIC]
-    while sum(widths) + 2 * (len(widths) - 1) > WIDTH and text_columns:
-        widest = max(text_columns, key=lambda i: widths[i])
-        if widths[widest] <= 8:
+    while sum(widths) + 2 * (len(widths) - 1) > room:
+        shrinkable = [i for i in text_columns if widths[i] > least[i]]
+        if not shrinkable:
             break
-        widths[widest] -= 1
-    out = [_shorten(_printable(title(report)), WIDTH)]
+        widths[max(shrinkable, key=lambda i: widths[i])] -= 1
+    out = [_shorten(_printable(title(report)), room)]
     for line in lines:
         cells = [
             _shorten(cell, width).rjust(width) if column in NUMERIC else _shorten(cell, width).ljust(width)
