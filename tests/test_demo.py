@@ -118,3 +118,16 @@ def test_the_table_keeps_its_first_column_telling_rows_apart(demo_run, monkeypat
     assert first_column("--team", "robotics", "--by", "day") == ["2026-11-16", "2026-11-17", "2026-11-18"]
     models = first_column("--all-teams", "--by", "gpu_model")
     assert len(set(models)) == len(models) and "(none)" in models
+
+
+def test_a_report_to_a_later_day_forecasts_what_the_page_of_the_last_day_run_does(demo_run, monkeypatch):
+    """Up to the 25th, with the 19th to the 25th never run, the report forecast the month to date alone (the
+    never-run days as zero), far from what the robotics page and email of the 18th said."""
+    monkeypatch.chdir(demo_run)
+    page = (demo_run / "demo-out" / "reports" / "2026-11-18" / "teams" / "robotics.html").read_text()
+    on_the_page = re.search(r'id="budget-forecast">([\d,.]+) CHF<', page)
+    assert on_the_page, page
+    result = CliRunner().invoke(main, ["report", "--config", "fixtures/demo/billing.yaml", "--team", "robotics",
+                                       "--from", "2026-11-16", "--to", "2026-11-25"])
+    assert result.exit_code == 0, result.output
+    assert f"forecast for November 30: {on_the_page.group(1)} CHF" in result.stdout

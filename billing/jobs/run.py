@@ -41,7 +41,7 @@ from billing.ledger.write import replace_day
 from billing.notify.budget_alerts import send_alerts
 from billing.notify.mail import deliver
 from billing.notify.summaries import summary_envelopes
-from billing.publish.budgets import BudgetStatus, forecast, team_budgets
+from billing.publish.budgets import read_budget_status, team_budgets
 from billing.publish.dayview import DayReport, read_report, with_directory
 from billing.publish.digest import digest_period, read_digests
 from billing.publish.pages import check_output_dir, write_pages
@@ -275,11 +275,10 @@ def _publish(config: Config, ledger: Engine, day: date, directory: Directory) ->
     return undelivered
 
 
-def with_budgets(report: DayReport, budgets: dict[str, float]) -> DayReport:
-    """The day's report with each budgeted team's status as of its day (from the figures it already holds)."""
+def with_budgets(report: DayReport, budgets: dict[str, float], ledger: Engine) -> DayReport:
+    """The day's report with each budgeted team's status as of its day, as `billing report` reads it."""
     teams = [
-        replace(team, budget=BudgetStatus(team.team, report.day, budgets[team.team], team.month_to_date,
-                                          forecast(team.month_to_date, [d.cost for d in team.trend], report.day)))
+        replace(team, budget=read_budget_status(ledger, team.team, report.day, budgets[team.team]))
         if team.team in budgets else team
         for team in report.teams
     ]
@@ -298,7 +297,7 @@ def render_day(config: Config, day: date) -> DayReport:
     report = read_report(ledger, day, config.currency, config.namespaces.unallocated_team)
     directory = stored_directory(ledger)
     report = with_directory(report, directory, config.namespaces)
-    report = with_budgets(report, team_budgets(config.budgets, directory))
+    report = with_budgets(report, team_budgets(config.budgets, directory), ledger)
     pages = write_pages(report, Path(config.output_dir))
     log.info("%s: wrote %d report pages below %s", day, len(pages), config.output_dir)
     return report

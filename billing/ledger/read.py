@@ -57,6 +57,13 @@ def completed(engine: Engine, first: date, last: date) -> set[date]:
     return {row.day for row in fetch_rows(engine, query, "completed days")}
 
 
+def first_run(engine: Engine) -> date | None:
+    """The earliest day a run completed: when billing began (None before any run)."""
+    query = select(func.min(completed_days.c.day).label("day"))
+    rows = fetch_rows(engine, query, "completed days")
+    return rows[0].day if rows else None
+
+
 def incomplete(engine: Engine, first: date, last: date) -> list[tuple[date, str, float]]:
     """(day, cluster, coverage) of every cluster-day in the range with gaps in its data."""
     query = (

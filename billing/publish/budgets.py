@@ -6,8 +6,12 @@ ledger charges to the team for the month's days (its `cost`): adjustments
 that correct a closed month are booked on statements, not counted here.
 
 The forecast is FORECAST_METHOD: the month to date plus the mean daily cost
-of the last FORECAST_DAYS days that a run completed (days never run are left
-out of the mean, not counted as zero) times the days left in the month.
+of the last FORECAST_DAYS days that a run completed, times the month's days
+still to be billed: those after the day it is made on, and those before it
+that no run completed (a night that failed is billed later; it is no day of
+zero cost). Days before the ledger's first run are no days of billing at all.
+So a report to yesterday, whose last days were never run, forecasts what the
+page of the last day run forecast.
 
 Crossing a threshold alerts the team's leads and the admins once (billing/notify/budget_alerts.py).
 """
@@ -22,12 +26,13 @@ from sqlalchemy import Engine
 from billing.config import BudgetsConfig
 from billing.days import days_in_month
 from billing.directory.people import Directory
-from billing.ledger.read import completed, read_rows
+from billing.ledger.read import completed, first_run, read_rows
 
 FORECAST_DAYS = 7
 FORECAST_METHOD = (
-    f"month to date + the mean daily cost of the last {FORECAST_DAYS} billed days × the days left in the month"
+    f"month to date + the mean daily cost of the last {FORECAST_DAYS} billed days × the month's days not billed yet"
 )
+FORECAST_LOOKBACK = 62  # days looked back for the last FORECAST_DAYS billed ones
 
 
 @dataclass(frozen=True)
@@ -39,6 +44,7 @@ class BudgetStatus:
     budget: float | None  # None: the team has no budget
     month_to_date: float
     forecast: float
+    days_left: int  # the month's days not billed yet, which the forecast expects at the recent rate
 
     @property
     def used(self) -> float | None:
@@ -49,14 +55,6 @@ class BudgetStatus:
     def forecast_share(self) -> float | None:
         return self.forecast / self.budget if self.budget else None
 
-    @property
-    def days_left(self) -> int:
-        return days_left(self.as_of)
-
-
-def days_left(day: date) -> int:
-    """Days of the month after `day`."""
-    return days_in_month(day) - day.day
 
 
 def team_budgets(config: BudgetsConfig, directory: Directory | None) -> dict[str, float]:
@@ -65,25 +63,24 @@ def team_budgets(config: BudgetsConfig, directory: Directory | None) -> dict[str
     return budgets | dict(config.monthly)
 
 
-def forecast(month_to_date: float, recent: list[float | None], as_of: date) -> float:
-    """FORECAST_METHOD; `recent` holds the daily costs of the days up to `as_of`, None for a day never run."""
-    billed = [cost for cost in recent[-FORECAST_DAYS:] if cost is not None]
-    rate = sum(billed) / len(billed) if billed else 0.0
-    return month_to_date + rate * days_left(as_of)
-
-
-def budget_status(team: str, budget: float | None, as_of: date, daily: dict[date, float], runs: set[date]) -> BudgetStatus:
-    """The status from a team's daily costs (`daily`, days without rows may be absent) and the days run."""
+def budget_status(team: str, budget: float | None, as_of: date, daily: dict[date, float], runs: set[date],
+                  since: date | None = None) -> BudgetStatus:
+    """FORECAST_METHOD, from a team's daily costs (`daily`; days without rows may be absent), the days run up to
+    `as_of` (at least the month's and the last FORECAST_DAYS of them) and the ledger's first run (`since`)."""
     month = as_of.replace(day=1)
-    month_to_date = sum(cost for day, cost in daily.items() if month <= day <= as_of)
-    recent_days = [as_of - timedelta(days=n) for n in range(FORECAST_DAYS - 1, -1, -1)]
-    recent = [daily.get(day, 0.0) if day in runs else None for day in recent_days]
-    return BudgetStatus(team, as_of, budget, month_to_date, forecast(month_to_date, recent, as_of))
+    billed = {day: daily.get(day, 0.0) for day in runs if day <= as_of}
+    month_to_date = sum(cost for day, cost in billed.items() if day >= month)
+    last = [billed[day] for day in sorted(billed)[-FORECAST_DAYS:]]
+    rate = sum(last) / len(last) if last else 0.0
+    first = max(month, since or month)  # days before billing began are none of its days
+    month_end = month + timedelta(days=days_in_month(as_of) - 1)
+    waiting = max((month_end - first).days + 1, 0) - sum(day >= first for day in billed if day >= month)
+    return BudgetStatus(team, as_of, budget, month_to_date, month_to_date + rate * waiting, waiting)
 
 
 def read_budget_status(engine: Engine, team: str, as_of: date, budget: float | None) -> BudgetStatus:
-    """A team's status as of a day, from the ledger (for `billing report`)."""
-    first = min(as_of.replace(day=1), as_of - timedelta(days=FORECAST_DAYS - 1))
+    """A team's status as of a day, from the ledger: the same for `billing report`, the pages and the emails."""
+    first = min(as_of.replace(day=1), as_of - timedelta(days=FORECAST_LOOKBACK))
     rows = read_rows(engine, first, as_of, team)
     daily: dict[date, float] = {day: float(cost) for day, cost in rows.groupby("day")["cost"].sum().items()}  # type: ignore[misc]  # pandas-stubs: the group keys are the ledger's dates
-    return budget_status(team, budget, as_of, daily, completed(engine, first, as_of))
+    return budget_status(team, budget, as_of, daily, completed(engine, first, as_of), first_run(engine))

@@ -82,19 +82,19 @@ def test_json_has_the_spec_shape_and_the_ledger_rows(config):
 
 
 def test_json_has_the_budget_and_the_forecast_of_the_month(config):
-    # No budget configured. Days billed among the last 7 up to November 5: 1, 2, 4 and 5 (0.00; 3 never ran):
-    # 1,300.20 / 4 = 325.05 a day, 25 days left: 1,300.20 + 25 x 325.05 = 9,426.45
+    # No budget configured. Days billed up to November 5: 1, 2, 4 and 5 (0.00; 3 never ran): 1,300.20 / 4 =
+    # 325.05 a day; not billed yet: the 25 days after the 5th and the 3rd, 26: 1,300.20 + 26 x 325.05 = 9,751.50
     document = report_json(config, "--team", "robotics", *RANGE)
     assert document["budget"] is None and document["budget_month"] == "2026-11"
     assert document["month_to_date"] == pytest.approx(1300.20)
-    assert document["forecast"] == pytest.approx(9426.45)
+    assert document["forecast"] == pytest.approx(9751.50)
     budgeted = str(Path(config).with_name("budgeted.yaml"))
     Path(budgeted).write_text(Path(config).read_text() + "budgets:\n  monthly:\n    robotics: 60000\n")
     assert report_json(budgeted, "--team", "robotics", *RANGE)["budget"] == 60000.0
     table = report(budgeted, "--team", "robotics", *RANGE).stdout.splitlines()
-    # 1,300.20 / 60,000 = 2.167 %; 9,426.45 / 60,000 = 15.71 %
+    # 1,300.20 / 60,000 = 2.167 %; 9,751.50 / 60,000 = 16.25 %
     assert table[-2:] == ["budget November 2026: 60,000.00 USD, 1,300.20 USD (2.2%) spent to 2026-11-05",
-                          "forecast for November 30: 9,426.45 USD (15.7%)"]
+                          "forecast for November 30: 9,751.50 USD (16.3%)"]
     page = report(budgeted, "--team", "robotics", *RANGE, "--format", "html").stdout
     assert "Budget November 2026: 60,000.00 USD, 1,300.20 USD (2.2%) spent to 2026-11-05.<br>Forecast" in page
     assert "budget" not in report_json(config, "--all-teams", *RANGE)

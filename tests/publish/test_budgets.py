@@ -21,23 +21,33 @@ from billing.config import BudgetsConfig, DirectoryConfig, load_config
 from billing.directory.people import read_ldif
 from billing.ledger.database import fetch, open_ledger
 from billing.ledger.tables import budget_alerts
-from billing.publish.budgets import budget_status, forecast, team_budgets
+from billing.publish.budgets import budget_status, team_budgets
 from tests.helpers.budgets import budget_job, run  # noqa: F401 (pytest fixtures)
 from tests.helpers.html_tables import read_page
 from tests.helpers.jobs import LDIF
 
 
-def test_forecast_is_month_to_date_plus_the_mean_of_the_last_7_billed_days_times_the_days_left():
-    # November 20, 10 days left. November 14-20: 10, 20, never run, 30, 40, 0 (run, nothing used), 50:
-    # mean of the six billed days 150 / 6 = 25; month to date 100 (November 1) + 150 = 250; 250 + 10 x 25 = 500
-    daily = {date(2026, 11, 1): 100.0, date(2026, 11, 14): 10.0, date(2026, 11, 15): 20.0, date(2026, 11, 17): 30.0,
-             date(2026, 11, 18): 40.0, date(2026, 11, 20): 50.0}
+def test_forecast_is_month_to_date_plus_the_mean_of_the_last_7_billed_days_times_the_days_not_billed_yet():
+    # November 20, billing since November 1. Billed: the 1st 100, the 13th 60, the 14th-20th 10, 20, never run
+    # (16th), 30, 40, 0 (run, nothing used), 50. The last 7 billed days: 13, 14, 15, 17, 18, 19, 20: 210 / 7 = 30.
+    # Month to date 100 + 60 + 150 = 310. Not billed yet: 30 days less the 8 billed = 22 (the 10 after the 20th
+    # and the 12 nights that never ran, which a backfill bills later). 310 + 22 x 30 = 970.
+    daily = {date(2026, 11, 1): 100.0, date(2026, 11, 13): 60.0, date(2026, 11, 14): 10.0, date(2026, 11, 15): 20.0,
+             date(2026, 11, 17): 30.0, date(2026, 11, 18): 40.0, date(2026, 11, 20): 50.0}
     runs = set(daily) | {date(2026, 11, 19)}
-    status = budget_status("robotics", 1000.0, date(2026, 11, 20), daily, runs)
-    assert (status.month_to_date, status.forecast, status.days_left) == (250.0, 500.0, 10)
-    assert (status.used, status.forecast_share) == (0.25, 0.5)
-    assert forecast(12.0, [None] * 7, date(2026, 2, 27)) == 12.0  # nothing billed lately: no rate to go on
-    assert forecast(12.0, [3.0], date(2026, 2, 28)) == 12.0  # the month's last day: nothing left to forecast
+    status = budget_status("robotics", 1000.0, date(2026, 11, 20), daily, runs, since=date(2026, 11, 1))
+    assert (status.month_to_date, status.forecast, status.days_left) == (310.0, 970.0, 22)
+    assert (status.used, status.forecast_share) == (0.31, 0.97)
+    # a lab that began billing on the 13th: the 1st is its only earlier day (a backfill), the 2nd-12th are none
+    # of its days; not billed yet: the 16th and the 10 after the 20th, 11; 310 + 11 x 30 = 640
+    later = budget_status("robotics", 1000.0, date(2026, 11, 20), daily, runs, since=date(2026, 11, 13))
+    assert (later.forecast, later.days_left) == (640.0, 11)
+    # the same as of the 25th, nothing run since the 20th: the same days are not billed yet, the same forecast
+    assert budget_status("robotics", 1000.0, date(2026, 11, 25), daily, runs, since=date(2026, 11, 1)) == \
+        type(status)("robotics", date(2026, 11, 25), 1000.0, 310.0, 970.0, 22)
+    assert budget_status("t", 10.0, date(2026, 2, 27), {}, set()).forecast == 0.0  # nothing billed: no rate
+    february = {date(2026, 2, day): 3.0 for day in range(1, 29)}
+    assert budget_status("t", 10.0, date(2026, 2, 28), february, set(february)).forecast == 84.0  # nothing left
 
 
 def test_config_budgets_override_the_directory_attribute(tmp_path):
