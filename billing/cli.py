@@ -195,20 +195,27 @@ def main() -> None:
 
 @main.command()
 @click.option("--date", "day", callback=_date, help="Billing day YYYY-MM-DD (default: yesterday, local time).")
+@click.option("--resend", is_flag=True,
+              help="Send the day's summaries again, as corrections, also to whoever received them already.")
+@click.option("--no-email", "no_email", is_flag=True, help="Send no daily summaries (budget alerts still go out).")
 @coverage_option
 @_global_options
 @_guarded
-def run(day: date | None, require_coverage: float) -> None:
+def run(day: date | None, resend: bool, no_email: bool, require_coverage: float) -> None:
     """Bill one day: collect, price, write the ledger, reports and emails.
 
-    Re-running a day replaces its rows. Example:
+    Re-running a day replaces its rows; each summary email goes out once (a
+    re-run or a retry sends only what was not delivered yet). Example:
 
         billing run --date 2026-11-20 --config /etc/billing/billing.yaml
     """
+    if resend and no_email:
+        raise click.UsageError("--resend and --no-email contradict each other")
     config = _config()
     config.run_secrets()
     started = time.monotonic()
-    summary = run_day(config, day or yesterday(config.zone), require_coverage)
+    summary = run_day(config, day or yesterday(config.zone), require_coverage,
+                      summaries="resend" if resend else "none" if no_email else "send")
     if config.metrics.pushgateway:
         push_run_metrics(config.metrics, summary, config.currency, time.monotonic() - started)
     _fail_if_undelivered(list(summary.undelivered))
@@ -226,14 +233,17 @@ def _fail_if_undelivered(undelivered: list[str]) -> None:
 @click.option("--yes", is_flag=True, help=f"Confirm a range of more than {LONG_BACKFILL} days.")
 @click.option("--parallel", type=click.IntRange(1, 32), default=PARALLEL_DAYS, show_default=True,
               help="Days collected at once (each store still gets at most its max_queries_in_flight queries).")
+@click.option("--email", is_flag=True,
+              help="Also send the daily summaries of days before yesterday (each still once).")
 @coverage_option
 @_global_options
 @_guarded
-def backfill(first: date, last: date, yes: bool, parallel: int, require_coverage: float) -> None:
+def backfill(first: date, last: date, yes: bool, parallel: int, email: bool, require_coverage: float) -> None:
     """Run every day of an inclusive range, written oldest first.
 
     A day that fails is named at once and the others still run; the exit
-    status is then 1. Example:
+    status is then 1. Days before yesterday send no daily summaries unless
+    --email. Example:
 
         billing backfill --from 2026-11-01 --to 2026-11-20 --parallel 4
     """
@@ -245,15 +255,18 @@ def backfill(first: date, last: date, yes: bool, parallel: int, require_coverage
                  "add --yes to bill every one of them")
     config = _config()
     config.run_secrets()
+    mailed_from = first if email else yesterday(config.zone)  # older days' summaries would be news of the past
     if sys.stderr.isatty():
         with click.progressbar(length=len(days), label="billing", file=sys.stderr,
                                item_show_func=lambda day: day) as bar:
-            outcomes = run_days(config, days, require_coverage, parallel, lambda o: bar.update(1, str(o.day)))
+            outcomes = run_days(config, days, require_coverage, parallel, lambda o: bar.update(1, str(o.day)),
+                                mailed_from)
     else:
         ended = itertools.count(1)
         outcomes = run_days(config, days, require_coverage, parallel,
                             lambda o: log.info("backfill: %s %s, %d of %d days done", o.day,
-                                               "failed" if o.failure else "billed", next(ended), len(days)))
+                                               "failed" if o.failure else "billed", next(ended), len(days)),
+                            mailed_from)
     failed = [outcome for outcome in outcomes if outcome.failure]
     if failed:
         _fail(1, f"{len(failed)} of {len(days)} days failed, the others are billed: "

@@ -202,4 +202,17 @@ CREATE TABLE workload_waste (
 
 UPDATE alembic_version SET version_num='0005' WHERE alembic_version.version_num = '0004';
 
+-- Running upgrade 0005 -> 0006
+
+CREATE TABLE deliveries (
+    day DATE NOT NULL,
+    message TEXT NOT NULL,
+    address TEXT NOT NULL,
+    claimed_at TIMESTAMP WITH TIME ZONE NOT NULL,
+    delivered_at TIMESTAMP WITH TIME ZONE,
+    PRIMARY KEY (day, message)
+);
+
+UPDATE alembic_version SET version_num='0006' WHERE alembic_version.version_num = '0005';
+
 COMMIT;

@@ -23,6 +23,7 @@ INTERNAL = {
     "billing.cli.Terminated": "SIGTERM as a KeyboardInterrupt, so libraries stop as for Ctrl-C; cli says why",
     "billing.collect.prometheus._PartialAnswer": "retried, then raised again as a PrometheusError naming the server",
     "billing.collect.prometheus._Rejected": "an answer refused inside the client, raised again as a PrometheusError",
+    "billing.collect.prometheus._TooLarge": "an answer over max_answer_mib, raised again as a PrometheusError",
     "billing.jobs.check.CheckWarning": "a WARN line of billing check, which does not fail",
     "billing.web.access.Forbidden": "an HTTP 403 page of billing serve",
     "billing.web.app.Refused": "an HTTP error page of billing serve with its own status",
@@ -99,7 +100,7 @@ def test_the_command_exits_with_the_errors_status_and_its_sentence(monkeypatch, 
 
 @pytest.mark.parametrize("error", [RunFailed, UsageError])
 def test_a_backfill_goes_on_after_a_failed_run_and_stops_at_a_usage_error(monkeypatch, error):
-    def run_day(config, day, require_coverage, turn):
+    def run_day(config, day, require_coverage, turn, summaries="send"):
         raise error(f"{day} cannot be billed")
 
     monkeypatch.setattr(billing.jobs.backfill, "run_day", run_day)

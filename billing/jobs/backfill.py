@@ -66,8 +66,10 @@ class DateOrder:
 
 
 def backfill(config: Config, days: list[date], require_coverage: float, parallel: int,
-             done: Callable[[DayOutcome], None] = lambda outcome: None) -> list[DayOutcome]:
-    """Run every day, `parallel` at a time, writing in date order; `done` hears of each day as it ends.
+             done: Callable[[DayOutcome], None] = lambda outcome: None,
+             mailed_from: date = date.min) -> list[DayOutcome]:
+    """Run every day, `parallel` at a time, writing in date order; `done` hears of each day as it ends. Days
+    before `mailed_from` send no daily summaries.
 
     The outcomes come back in date order. An error that is not a day's failure (a bug, Ctrl-C) cancels the
     days not started and is raised at once (the running days' transactions are rolled back when the process
@@ -76,7 +78,8 @@ def backfill(config: Config, days: list[date], require_coverage: float, parallel
 
     def run(day: date) -> DayOutcome:
         try:
-            summary = run_day(config, day, require_coverage, order.turn(day))
+            summary = run_day(config, day, require_coverage, order.turn(day),
+                              summaries="send" if day >= mailed_from else "none")
         except RunFailed as exc:  # exit status 1; a usage or configuration error (2) or a bug stops everything
             log.error("backfill: %s failed: %s", day, exc)
             return DayOutcome(day, failure=str(exc))

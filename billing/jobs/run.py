@@ -7,7 +7,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 from sqlalchemy import Engine
@@ -39,7 +39,7 @@ from billing.ledger.database import open_ledger
 from billing.ledger.read import latest_directory
 from billing.ledger.write import replace_day
 from billing.notify.budget_alerts import send_alerts
-from billing.notify.mail import deliver
+from billing.notify.deliveries import deliver_once
 from billing.notify.summaries import summary_envelopes
 from billing.publish.budgets import read_budget_status, team_budgets
 from billing.publish.dayview import DayReport, read_report, with_directory
@@ -131,8 +131,11 @@ def _refuse_no_data(collected: ClusterUsage, cluster: ClusterConfig, day: date) 
         )
 
 
+Summaries = Literal["send", "resend", "none"]  # a day's summaries: those not sent yet, all again, none
+
+
 def run_day(config: Config, day: date, require_coverage: float = 0.0,
-            turn: AbstractContextManager | None = None) -> RunSummary:
+            turn: AbstractContextManager | None = None, summaries: Summaries = "send") -> RunSummary:
     """Bill one day: collect from every cluster, bill into the ledger, publish pages and emails.
 
     Every data source is read before the ledger is touched, so a failed run leaves it as it was. The ledger
@@ -150,7 +153,7 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0,
     directory, directory_warning = _read_directory(config, ledger)
     with turn or nullcontext():
         rows, written = _bill(config, ledger, day, collected, directory, directory_warning)
-        undelivered = _publish(config, ledger, day, directory)
+        undelivered = _publish(config, ledger, day, directory, summaries)
 
     costs = rows.groupby("cluster")["cost"].sum()
     return RunSummary(
@@ -261,15 +264,18 @@ def _workload_rows(config: Config, collected: list[_Collected], ownership: pd.Da
     return workload_costs(usage, ownership, {c.name: c.prices for c in config.clusters}, rows, config.cost_labels)
 
 
-def _publish(config: Config, ledger: Engine, day: date, directory: Directory) -> list[str]:
-    """Pages from the ledger, then summaries, digests and budget alerts; one sentence per undelivered message."""
+def _publish(config: Config, ledger: Engine, day: date, directory: Directory, summaries: Summaries) -> list[str]:
+    """Pages from the ledger, then summaries and digests (each once, billing/notify/deliveries.py; none with
+    `summaries` "none") and budget alerts; one sentence per undelivered message."""
     report = render_day(config, day)
     undelivered: list[str] = []
-    if config.email.enabled:
+    if config.email.enabled and summaries != "none":
         digest_days = digest_period(day, config.email.personal)
         digests = read_digests(ledger, *digest_days, config.currency, config.reports_url) if digest_days else []
         envelopes, undelivered = summary_envelopes(report, directory, config.email, digests, config.reports_url)
-        undelivered += deliver(envelopes, config.email)
+        undelivered += deliver_once(envelopes, config.email, ledger, day, resend=summaries == "resend")
+    elif config.email.enabled:
+        log.info("email: no daily summaries for %s (a backfill of a day before yesterday; --email sends them)", day)
     undelivered += send_alerts(ledger, day, team_budgets(config.budgets, directory), config.budgets.alert_at,
                                directory, config.email, config.currency, config.reports_url)
     return undelivered

@@ -81,6 +81,17 @@ def _real_sqlite_transactions(engine: Engine) -> None:
         connection.exec_driver_sql(connection.get_execution_options().get(migrate.SQLITE_BEGIN, "BEGIN"))
 
 
+@contextmanager
+def writing(engine: Engine) -> Iterator[Connection]:
+    """A transaction that reads and then writes. On SQLite it takes the write lock as it begins (BEGIN
+    IMMEDIATE): begun deferred, two such transactions each hold the read lock the other's write needs, and
+    SQLite fails one at once ("database is locked") instead of letting it wait its busy timeout."""
+    with engine.connect() as connection:
+        connection.execution_options(**{migrate.SQLITE_BEGIN: "BEGIN IMMEDIATE"})
+        with connection.begin():
+            yield connection
+
+
 def open_ledger(url: str, create: bool = True) -> Engine:
     """An engine on the ledger database at the schema this billing needs.
 

@@ -163,6 +163,17 @@ budget_alerts = Table(  # each budget threshold a team's month crossed, so that 
 )
 
 
+deliveries = Table(  # each daily summary sent (or being sent) to one address, so that it goes out once
+    "deliveries",
+    metadata,
+    Column("day", Date, primary_key=True),
+    Column("message", Text, primary_key=True),  # the summary and its recipient: `admins-<address>`, `team-<slug>-<uid>`
+    Column("address", Text, nullable=False),
+    Column("claimed_at", DateTime(timezone=True), nullable=False),  # when a run took it on
+    Column("delivered_at", DateTime(timezone=True), nullable=True),  # None: being sent, or the run died sending it
+)
+
+
 closed_months = Table(  # months finance has closed: their statements are kept in statement_lines
     "closed_months",
     metadata,

@@ -28,7 +28,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from billing import frames
 from billing.charge.bill import DayBill
 from billing.frames import LONGEST_NAME
-from billing.ledger.database import LedgerError, database_name, failure_cause
+from billing.ledger.database import LedgerError, database_name, failure_cause, writing
 from billing.ledger.tables import (
     LEDGER_COLUMNS,
     NAME_COLUMNS,
@@ -98,7 +98,7 @@ def replace_day(
     for value in values:  # pandas writes a missing owner as NaN; the table wants NULL
         value["owner"] = value["owner"] if isinstance(value["owner"], str) else None
     try:
-        with engine.begin() as conn:
+        with writing(engine) as conn:
             _serialise_runs_of(conn, day)
             _book_corrections(conn, day, values, currency, computed_at)
             conn.execute(delete(chargeback).where(chargeback.c.day == day))

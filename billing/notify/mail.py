@@ -109,6 +109,13 @@ def _reason(exc: Exception) -> str:
 
 def deliver(envelopes: list[Envelope], config: EmailConfig) -> list[str]:
     """Send every message, or write it to the outbox; one sentence per message that failed."""
+    return [failure for failure in deliver_each(envelopes, config) if failure]
+
+
+def deliver_each(envelopes: list[Envelope], config: EmailConfig) -> list[str | None]:
+    """Send every message, or write it to the outbox; for each, None when it went out, else why not."""
+    if not envelopes:
+        return []
     if config.outbox_dir:
         outcomes = [_write_eml(envelope, Path(config.outbox_dir)) for envelope in envelopes]
     else:
@@ -118,7 +125,7 @@ def deliver(envelopes: list[Envelope], config: EmailConfig) -> list[str]:
         log.error("email: %s", failure)
     done = f"written to the outbox {config.outbox_dir}" if config.outbox_dir else "delivered"
     log.info("email: %d of %d messages %s", len(envelopes) - len(failures), len(envelopes), done)
-    return failures
+    return outcomes
 
 
 def _write_eml(envelope: Envelope, outbox: Path) -> str | None:

@@ -22,7 +22,7 @@ def demo_run(tmp_path_factory):
     os.chdir(tmp_path)
     try:
         result = CliRunner().invoke(main, ["backfill", "--config", "fixtures/demo/billing.yaml",
-                                           "--from", "2026-11-16", "--to", "2026-11-18"])
+                                           "--from", "2026-11-16", "--to", "2026-11-18", "--email"])
     finally:
         os.chdir(here)
     assert result.exit_code == 0, result.output

@@ -141,7 +141,7 @@ def test_the_cronjob_runs_billing_run_with_the_config_the_configmap_mounts(monke
     asked = []
     config = load_config_with_secrets(monkeypatch).model_copy(update={"metrics": MetricsConfig()})
     monkeypatch.setattr(billing.cli, "load_config", lambda path: asked.append(str(path)) or config)
-    monkeypatch.setattr(billing.cli, "run_day", lambda config, day, require_coverage: asked.append(day) or SimpleNamespace(undelivered=()))
+    monkeypatch.setattr(billing.cli, "run_day", lambda config, day, require_coverage, summaries="send": asked.append(day) or SimpleNamespace(undelivered=()))
     result = CliRunner().invoke(billing.cli.main, args)
     assert result.exit_code == 0, result.output
     assert asked[0] == "/etc/billing/billing.yaml"

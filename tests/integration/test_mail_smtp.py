@@ -2,19 +2,29 @@
 
 import logging
 import sqlite3
+from concurrent.futures import ThreadPoolExecutor
+from datetime import date
 from email import message_from_bytes, policy
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 import yaml
+from click.testing import CliRunner
 
-from billing.config import EmailConfig
+import billing.jobs.run
+from billing.cli import main
+from billing.collect.usage import ClusterUsage
+from billing.config import EmailConfig, load_config
 from billing.directory.people import Directory, Person, Team
+from billing.jobs.run import run_day
 from billing.ledger.database import open_ledger
 from billing.notify.mail import MailError, connect_smtp, deliver
 from billing.notify.summaries import summary_envelopes
 from billing.publish.dayview import read_report
 from tests.helpers.budgets import budget_job, run  # noqa: F401 (pytest fixtures)
+from tests.helpers.config import stub_node_metrics
+from tests.helpers.jobs import LDIF, USAGE
 from tests.helpers.report_ledger import DAY, DAY_TOTAL, TEAM_COST, write_ledger
 
 DIRECTORY = Directory(
@@ -190,7 +200,7 @@ def test_every_email_links_to_its_own_page_below_reports_url(budget_job, smtp_se
     server = smtp_server()
     config = job_config(budget_job(outbox_dir="", smtp_host=server.host, smtp_port=server.port, starttls=False,
                                    personal="daily"), reports_url=reports_url)
-    run(config, "backfill", "--from", "2026-11-01", "--to", "2026-11-02")  # 84 % of the budget on November 2
+    run(config, "backfill", "--from", "2026-11-01", "--to", "2026-11-02", "--email")  # 84 % of the budget on November 2
     links = {subject: (hrefs(html), text) for subject, text, html in every_message(server)
              if "2026-11-02" in subject or subject.startswith("Budget alert")}
     base = "https://billing.example.org/reports/"
@@ -209,7 +219,90 @@ def test_every_email_links_to_its_own_page_below_reports_url(budget_job, smtp_se
 def test_without_reports_url_no_email_has_a_link(budget_job, smtp_server):  # noqa: F811
     server = smtp_server()
     config = budget_job(outbox_dir="", smtp_host=server.host, smtp_port=server.port, starttls=False, personal="daily")
-    run(config, "backfill", "--from", "2026-11-01", "--to", "2026-11-02")
+    run(config, "backfill", "--from", "2026-11-01", "--to", "2026-11-02", "--email")
     messages = every_message(server)
     assert len(messages) == 8  # 2 days x (admins, lead, person) + the budget alert to the lead and the admins
     assert all(hrefs(html) == [] and "https://" not in text for _, text, html in messages)
+
+
+@pytest.fixture
+def mailing_job(tmp_path, monkeypatch, smtp_server):
+    """(config path, SMTP server): the job billing 21.00 a day to robotics (collection stubbed), mailing the
+    admins infra@, finance@ and bounce@ (which the server refuses) and robotics' lead alice@ over real SMTP."""
+    monkeypatch.setattr(billing.jobs.run, "collect_cluster",
+                        lambda cluster, *args: ClusterUsage(cluster.name, USAGE, 1, 0, 1.0))
+    stub_node_metrics(monkeypatch)
+    (tmp_path / "directory.ldif").write_text(LDIF)
+    server = smtp_server(refuse=("bounce@example.org",))
+    settings = {
+        "currency": "USD", "database": f"sqlite:///{tmp_path / 'ledger.db'}", "output_dir": str(tmp_path / "reports"),
+        "clusters": [{"name": "jaguar", "prometheus": {"replay": str(tmp_path)},
+                      "prices": {"cpu_core_hour": 0.01, "memory_gib_hour": 0.001, "gpu_hour": 2.0}}],
+        "directory": {"ldif": str(tmp_path / "directory.ldif")},
+        "email": {"enabled": True, "smtp_host": server.host, "smtp_port": server.port, "starttls": False,
+                  "from": "billing@example.org",
+                  "admins": ["infra@example.org", "finance@example.org", "bounce@example.org"]},
+    }
+    path = tmp_path / "billing.yaml"
+    path.write_text(yaml.safe_dump(settings))
+    return str(path), server
+
+
+def inboxes(server) -> dict[str, list[str]]:
+    """Recipient -> the subjects it received, in order."""
+    got: dict[str, list[str]] = {}
+    for message in server.messages:
+        parsed = message_from_bytes(message.data, policy=policy.default)
+        for recipient in message.rcpt_tos:
+            got.setdefault(recipient, []).append(str(parsed["Subject"]))
+    return got
+
+
+def invoke(config: str, *args: str):
+    return CliRunner().invoke(main, [*args, "--config", config])
+
+
+def test_each_summary_reaches_each_recipient_once_through_retries_reruns_and_backfills(mailing_job):
+    """With one address refused, the CronJob retried twice and each try sent every summary again: the other
+    recipients got the same email three times. Re-running a day and backfilling mailed everyone again too."""
+    config, server = mailing_job
+    for _ in range(3):  # the first try and the CronJob's two retries: exit 1 each time, for bounce@ alone
+        result = invoke(config, "run", "--date", "2026-11-02")
+        assert result.exit_code == 1 and "bounce@example.org" in result.output
+    got = inboxes(server)
+    assert sorted(got) == ["alice@example.org", "finance@example.org", "infra@example.org"]
+    assert all(len(subjects) == 1 for subjects in got.values()), got
+
+    assert invoke(config, "run", "--date", "2026-11-02", "--no-email").exit_code == 0  # a re-run without mail
+    assert inboxes(server) == got
+
+    result = invoke(config, "run", "--date", "2026-11-02", "--resend")  # a correction to everyone
+    assert result.exit_code == 1
+    again = inboxes(server)
+    assert all(len(again[r]) == 2 and again[r][1] == "Correction: " + again[r][0] for r in got), again
+
+    # an onboarding backfill of old days sends no daily summaries; with --email each day's once
+    assert invoke(config, "backfill", "--from", "2026-11-03", "--to", "2026-11-05").exit_code == 0
+    assert inboxes(server) == again
+    result = invoke(config, "backfill", "--from", "2026-11-03", "--to", "2026-11-05", "--email")
+    assert result.exit_code == 1
+    result = invoke(config, "backfill", "--from", "2026-11-01", "--to", "2026-11-05", "--email")
+    assert result.exit_code == 1
+    final = inboxes(server)
+    for recipient in got:
+        days = sorted(s for s in final[recipient] if not s.startswith("Correction"))
+        assert len(days) == len(set(days)) == 5, final[recipient]  # November 1 to 5, each once
+
+
+def test_two_runs_of_a_day_at_once_send_each_summary_once(mailing_job):
+    config, server = mailing_job
+    loaded = load_config(Path(config))
+    open_ledger(loaded.database).dispose()  # the schema made before: the runs race for the day, not for that
+    with ThreadPoolExecutor(2) as pool:
+        summaries = list(pool.map(lambda _: run_day(loaded, date(2026, 11, 7)), range(2)))
+    got = inboxes(server)
+    assert sorted(got) == ["alice@example.org", "finance@example.org", "infra@example.org"]
+    assert all(len(subjects) == 1 for subjects in got.values()), got
+    # bounce@'s was refused in the run that claimed it (the other found it claimed, or tried again after its
+    # release and was refused as well)
+    assert any("bounce@example.org" in failure for summary in summaries for failure in summary.undelivered)

@@ -28,9 +28,11 @@ class FakeRuns:
         self.collecting = self.most_collecting = 0
         self.in_turn = 0
         self.written: list[date] = []
+        self.summaries: dict[date, str] = {}
         self.lock = threading.Lock()
 
-    def __call__(self, config, day, require_coverage, turn):
+    def __call__(self, config, day, require_coverage, turn, summaries="send"):
+        self.summaries[day] = summaries
         with self.lock:
             self.collecting += 1
             self.most_collecting = max(self.most_collecting, self.collecting)
@@ -65,6 +67,13 @@ def test_days_are_collected_at_once_and_written_oldest_first(monkeypatch, parall
     assert sorted(o.day for o in heard) == DAYS  # the progress bar hears of every day once
 
 
+def test_days_before_the_first_mailed_one_send_no_summaries(monkeypatch):
+    runs = FakeRuns()
+    monkeypatch.setattr(billing.jobs.backfill, "run_day", runs)
+    backfill(None, DAYS, 0.0, 2, mailed_from=DAYS[4])
+    assert runs.summaries == {day: "none" if day < DAYS[4] else "send" for day in DAYS}
+
+
 def test_a_failing_day_is_reported_and_the_others_are_billed(monkeypatch):
     """The first day fails while collecting, the fourth in its turn: the days after them do not wait forever."""
     runs = FakeRuns(failing={DAYS[0]}, failing_in_turn={DAYS[3]})
@@ -79,7 +88,7 @@ def test_a_failing_day_is_reported_and_the_others_are_billed(monkeypatch):
 def test_a_bug_stops_the_backfill_and_no_further_day_starts(monkeypatch):
     started = []
 
-    def run_day(config, day, require_coverage, turn):
+    def run_day(config, day, require_coverage, turn, summaries="send"):
         started.append(day)
         time.sleep(0.1 if day != DAYS[0] else 0)
         raise ZeroDivisionError("a bug")

@@ -121,7 +121,7 @@ def config_file(write_config, tmp_path):
 
 def test_billing_run_pushes_after_a_successful_day(config_file, monkeypatch):
     days = []
-    monkeypatch.setattr(billing.cli, "run_day", lambda config, day, require_coverage: days.append(day) or summary())
+    monkeypatch.setattr(billing.cli, "run_day", lambda config, day, require_coverage, summaries="send": days.append(day) or summary())
     with Gateway() as gateway:
         path = config_file({"pushgateway": gateway.url})
         result = CliRunner().invoke(billing.cli.main, ["run", "--date", "2026-11-20", "--config", str(path)])
@@ -132,7 +132,7 @@ def test_billing_run_pushes_after_a_successful_day(config_file, monkeypatch):
 
 
 def test_billing_run_with_an_unreachable_gateway_still_succeeds(config_file, monkeypatch):
-    monkeypatch.setattr(billing.cli, "run_day", lambda config, day, require_coverage: summary())
+    monkeypatch.setattr(billing.cli, "run_day", lambda config, day, require_coverage, summaries="send": summary())
     with Gateway() as gateway:
         url = gateway.url
     path = config_file({"pushgateway": url, "timeout": "2s"})

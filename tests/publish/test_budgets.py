@@ -99,7 +99,7 @@ def test_a_threshold_alerts_once_across_reruns_and_a_backfill(budget_job, tmp_pa
 
 def test_the_team_page_and_email_show_budget_and_forecast(budget_job, tmp_path):
     config = budget_job()
-    run(config, "backfill", "--from", "2026-11-01", "--to", "2026-11-02")
+    run(config, "backfill", "--from", "2026-11-01", "--to", "2026-11-02", "--email")
     # as of November 2: 42.00 of 50.00 (84.0 %); billed days among the last 7: November 1 and 2, 21.00 a day;
     # 28 days left: 42.00 + 28 x 21.00 = 630.00 (1260.0 % of the budget)
     page = read_page((tmp_path / "reports" / "2026-11-02" / "teams" / "robotics.html").read_text())
