@@ -24,6 +24,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import date, timedelta
+from urllib.parse import quote
 
 import pandas as pd
 import waitress
@@ -38,6 +39,7 @@ from billing.directory.people import DirectoryError
 from billing.ledger.database import LedgerError, open_ledger
 from billing.ledger.read import completed, daily_costs, waste_sums
 from billing.publish.dayview import TrendDay, headline, window_start
+from billing.publish.links import slug
 from billing.publish.pages import render_template
 from billing.publish.report import (
     LABEL_PREFIX,
@@ -183,6 +185,18 @@ def _day(name: str) -> date | None:
     except ValueError:
         pass
     raise Refused(400, f"{name}={value!r} is not a date like 2026-11-20")
+
+
+def _page_day(value: str) -> date:
+    """The day of a static page's address; 404 for anything else."""
+    try:
+        return date.fromisoformat(value) if re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value) else _no_page(value)
+    except ValueError:
+        return _no_page(value)
+
+
+def _no_page(value: str) -> date:
+    raise Refused(404, f"no day's pages are at {value!r}")
 
 
 def _only(*allowed: str) -> None:
@@ -394,6 +408,26 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
     @app.get("/all")
     def everything():
         return page("all", current().everything(), "All teams", "team", links="team")
+
+    @app.get("/index.html")
+    def static_index():  # the static reports' archive: here, one's own costs, as at /
+        return redirect("/me", code=303)
+
+    @app.get("/<day>/index.html")
+    def static_day(day: str):
+        """The all-teams page of a day at its address in the static reports (emails link there, and reports_url
+        may be this server): the same day here."""
+        return redirect(f"/all?from={_page_day(day)}&to={_page_day(day)}", code=303)
+
+    @app.get("/<day>/teams/<name>.html")
+    def static_team(day: str, name: str):
+        """A team's page of a day at its static address (links.team_page: the team's slug); signed in only, so
+        that nobody learns team names from 303 against 404."""
+        current()
+        found = next((team for team in known_names(ledger, "team") if slug(team) == name), None)
+        if found is None:
+            raise Refused(404, f"no team's page is named {name}.html")
+        return redirect(f"/teams/{quote(found, safe='')}?from={_page_day(day)}&to={_page_day(day)}", code=303)
 
     @app.get("/api/v1/costs")
     def costs():

@@ -181,6 +181,25 @@ def test_pages_refuse_parameters_they_do_not_take(client, route):
     assert answer.status_code == 400 and 'role="alert"' in answer.text
 
 
+@pytest.mark.parametrize("path, location", [
+    ("/2026-11-20/index.html", "/all?from=2026-11-20&to=2026-11-20"),
+    ("/2026-11-20/teams/robotics.html", "/teams/robotics?from=2026-11-20&to=2026-11-20"),
+    ("/index.html", "/me"),
+])
+def test_the_links_of_emails_lead_to_serves_pages(client, path, location):
+    """Emails link to the static pages' addresses below reports_url; where reports_url is `billing serve` (as in
+    cronjob/billing.yaml) those answered 404."""
+    answer = get(client, path, "root")
+    assert answer.status_code == 303 and answer.headers["Location"] == location
+    assert get(client, location, "root").status_code == 200
+
+
+@pytest.mark.parametrize("path", ["/2026-11-20/teams/nobody.html", "/2026-13-40/index.html", "/x/index.html"])
+def test_a_page_address_of_no_page_is_404(client, path):
+    assert get(client, path, "root").status_code == 404
+    assert get(client, "/2026-11-20/teams/robotics.html", None).status_code == 401  # no team names to strangers
+
+
 def test_hsts_only_where_the_browser_came_over_tls(client):
     def hsts(address: str, proto: str | None) -> str | None:
         headers = {"X-Forwarded-User": "alice", **({"X-Forwarded-Proto": proto} if proto else {})}
