@@ -577,7 +577,8 @@ def export(first: date, last: date, output: Path | None) -> None:
     ledger = open_ledger(config.database)
     focus = focus_rows(broken_down(read_rows(ledger, first, last), read_workload_costs(ledger, first, last)),
                        config.zone)
-    missing = sorted(set(days_between(first, last)) - completed(ledger, first, last))
+    # today and later are still to come, not days that were never run
+    missing = sorted(set(days_between(first, min(last, yesterday(config.zone)))) - completed(ledger, first, last))
     _refuse_never_run(first, last, missing)
     if missing:
         click.echo(f"billing: {len(missing):,} day(s) never run, so not in the export: "

@@ -10,7 +10,7 @@ import csv
 import io
 import json
 
-from billing.publish.formatting import RESOURCE_NAMES, UNITS
+from billing.publish.formatting import RESOURCE_NAMES, UNITS, plain_number
 from billing.publish.pages import render_template
 from billing.publish.report_formats import day_ranges, spreadsheet_safe
 from billing.publish.statement import LINE_COLUMNS, Statement, StatementLine
@@ -53,9 +53,14 @@ def csv_text(statement: Statement) -> str:
     writer.writerow(CSV_COLUMNS)
     for line in statement.lines:
         values = [getattr(line, c) for c in LINE_COLUMNS]
-        writer.writerow([f"{statement.month:%Y-%m}", *("" if v is None else spreadsheet_safe(v) for v in values),
+        writer.writerow([f"{statement.month:%Y-%m}", *("" if v is None else _cell(v) for v in values),
                          statement.currency])
     return buffer.getvalue()
+
+
+def _cell(value: object) -> object:
+    """A CSV cell: a number without float noise (21.95966, not 21.959660000000003), text safe in a spreadsheet."""
+    return plain_number(value) if isinstance(value, float) else spreadsheet_safe(value)
 
 
 def describe(line: StatementLine) -> str:

@@ -6,7 +6,7 @@ the mandatory columns are typed here from the FOCUS 1.2 specification.
 
 import io
 import json
-from datetime import date
+from datetime import date, timedelta
 
 import pandas as pd
 import pytest
@@ -89,6 +89,14 @@ def test_days_never_run_are_named_and_a_range_without_rows_is_a_header(config):
     assert result.stderr == "billing: 2 day(s) never run, so not in the export: 2026-11-08 to 2026-11-09\n"
     assert "2026-11-10" not in result.stderr  # run, nothing used
     assert csv_of(result).empty and "BilledCost" in result.stdout
+
+
+def test_days_still_to_come_are_not_named_as_never_run(config):
+    """A range reaching past yesterday listed today and the future as never run."""
+    tomorrow = date.today() + timedelta(days=1)
+    result = export(config, "--from", "2026-11-20", "--to", tomorrow.isoformat())
+    assert result.exit_code == 0, result.output
+    assert tomorrow.isoformat() not in result.stderr and date.today().isoformat() not in result.stderr
 
 
 def test_missing_days_since_1970_are_a_few_ranges_not_megabytes(config):

@@ -21,8 +21,8 @@ from billing.cli import main
 from billing.ledger.database import open_ledger
 from billing.ledger.read import read_rows
 from billing.ledger.write import replace_day
-from billing.publish.statement import StatementError, build_statement, close_month
-from billing.publish.statement_formats import FORMATS
+from billing.publish.statement import Statement, StatementError, StatementLine, build_statement, close_month
+from billing.publish.statement_formats import FORMATS, csv_text
 from tests.helpers.budgets import budget_job  # noqa: F401 (pytest fixtures)
 from tests.helpers.report_ledger import frame
 from tests.helpers.statements import NOV, NOV_2, OCT, OCT_5, OCT_6, cents, closing_scenario, write_month
@@ -127,3 +127,11 @@ def test_billing_run_of_a_closed_day_at_a_new_price_books_the_difference(budget_
         ("robotics", [("adjustment", "jaguar", "gpu", "2026-10-15", "5.00")])]
     ledger = open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
     assert cents(read_rows(ledger, OCT, date(2026, 10, 31))["cost"].sum()) == "656.00"  # the ledger has the new rows
+
+
+def test_statement_csv_numbers_have_no_float_noise():
+    """A quantity summed in floating point was written as 21.959660000000003."""
+    line = StatementLine("robotics", "CC-1", "jaguar", "usage", "gpu", "", None, 0.1 + 21.85966, 0.1 + 0.2)
+    text = csv_text(Statement(date(2026, 11, 1), "USD", [line], None, []))
+    row = next(csv.DictReader(io.StringIO(text)))
+    assert (row["quantity"], row["amount"]) == ("21.95966", "0.3")
