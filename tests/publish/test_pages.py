@@ -336,12 +336,12 @@ def test_archive_index_has_each_days_total_change_and_notes_by_month(ledger, tmp
     assert page.tables["month-2026-11"] == [
         ["Day", "Cost", "Change", "Notes"],
         ["2026-11-20 Fri", usd(DAY_TOTAL), usd(DAY_CHANGE), f"incomplete data on ibis; last known directory ({note})"],
-        ["2026-11-19 Thu", "14.95 USD", "no run", "–"],  # November 18 never ran
-        ["2026-11-10 Tue", "0.00 USD", "no run", "–"],  # run, nothing used
-        ["2026-11-01 Sun", "12.00 USD", "no run", "–"],
+        ["2026-11-19 Thu", "14.95 USD", "day before not run", "–"],  # November 18 never ran
+        ["2026-11-10 Tue", "0.00 USD", "day before not run", "–"],  # run, nothing used
+        ["2026-11-01 Sun", "12.00 USD", "day before not run", "–"],
         ["November", usd(MONTH_TOTAL), "", ""],
     ]
-    assert page.tables["month-2026-10"][1:] == [["2026-10-25 Sun", "240.00 USD", "no run", "–"],
+    assert page.tables["month-2026-10"][1:] == [["2026-10-25 Sun", "240.00 USD", "day before not run", "–"],
                                                 ["October", "240.00 USD", "", ""]]
     assert list(page.tables) == ["month-2026-11", "month-2026-10"]  # newest first
     assert "on the 4 of 30 days that ran" in (tmp_path / "index.html").read_text()
