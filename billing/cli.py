@@ -27,9 +27,9 @@ from billing.errors import BillingError
 from billing.jobs.backfill import backfill as run_days
 from billing.jobs.check import check_all, check_config
 from billing.jobs.metrics import push_run_metrics
-from billing.jobs.run import render_day, run_day, stored_directory
+from billing.jobs.run import render_day, run_day
 from billing.ledger.database import LedgerError, open_ledger, upgrade_schema
-from billing.ledger.read import completed, read_rows, read_workload_costs
+from billing.ledger.read import completed, read_rows, read_workload_costs, stored_directory
 from billing.logs import configure_logging
 from billing.publish.budgets import read_budget_status, team_budgets
 from billing.publish.focus import FOCUS_VERSION, ParquetUnavailable, broken_down, focus_rows, write_focus

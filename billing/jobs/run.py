@@ -36,7 +36,7 @@ from billing.directory.people import (
 from billing.directory.sources import load_directory
 from billing.errors import RunFailed
 from billing.ledger.database import open_ledger
-from billing.ledger.read import latest_directory
+from billing.ledger.read import latest_directory, stored_directory
 from billing.ledger.write import replace_day
 from billing.notify.budget_alerts import send_alerts
 from billing.notify.deliveries import deliver_once
@@ -289,12 +289,6 @@ def with_budgets(report: DayReport, budgets: dict[str, float], ledger: Engine) -
         for team in report.teams
     ]
     return replace(report, teams=teams)
-
-
-def stored_directory(ledger: Engine) -> Directory | None:
-    """The directory the last successful run stored, if any."""
-    stored = latest_directory(ledger)
-    return directory_from_json(stored[1]) if stored else None
 
 
 def render_day(config: Config, day: date) -> DayReport:

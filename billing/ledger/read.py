@@ -12,6 +12,7 @@ from sqlalchemy import (
 )
 
 from billing import frames
+from billing.directory.people import Directory, directory_from_json
 from billing.ledger.database import fetch_rows, read_frame
 from billing.ledger.tables import (
     LEDGER_COLUMNS,
@@ -137,6 +138,12 @@ def waste_sums(engine: Engine, first: date, last: date, by: str, team: str | Non
     rows = fetch_rows(engine, query.group_by(waste.c[by]).order_by(waste.c[by]), "waste")
     return pd.DataFrame(rows, columns=[by, "idle_gpu_hours", "unused_cpu_core_hours"]).astype(
         {"idle_gpu_hours": float, "unused_cpu_core_hours": float})
+
+
+def stored_directory(engine: Engine) -> Directory | None:
+    """The directory the last successful run stored, if any."""
+    stored = latest_directory(engine)
+    return directory_from_json(stored[1]) if stored else None
 
 
 def latest_directory(engine: Engine) -> tuple[datetime, str] | None:

@@ -34,7 +34,8 @@ class Viewer:
         """The team as a report subject, if this viewer leads it or is an admin."""
         led = next((team for team in self.leads if team.casefold() == name.casefold()), None)
         if not (led or self.admin):
-            raise Forbidden(f"{self.uid} is not a lead of team {name!r} (leads come from the directory)")
+            raise Forbidden(f"{self.uid} is not a lead of team {name!r} (leads come from the directory): a team's "
+                            "page shows what each member spent, for its leads and the admins; your own costs are on /me")
         return Subject("team", led or name)
 
     def person(self, uid: str) -> Subject:

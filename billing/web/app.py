@@ -37,7 +37,8 @@ from billing.days import days_between
 from billing.directory.ldap import WrongPassword, authenticate
 from billing.directory.people import DirectoryError
 from billing.ledger.database import LedgerError, open_ledger
-from billing.ledger.read import completed, daily_costs, waste_sums
+from billing.ledger.read import completed, daily_costs, stored_directory, waste_sums
+from billing.publish.budgets import read_budget_status, team_budgets
 from billing.publish.dayview import TrendDay, headline, window_start
 from billing.publish.links import slug
 from billing.publish.pages import render_template
@@ -324,11 +325,16 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
                            **headline(day_costs, runs, last))
         waste = waste_sums(ledger, first, last, waste_key, **_filter(subject))
         waste = waste.dropna(subset=["idle_gpu_hours", "unused_cpu_core_hours"], how="all")
+        budget = None  # a team's month against its budget, as the reports and `billing report` show it
+        if subject.kind == "team" and subject.name:
+            budgets = team_budgets(config.budgets, stored_directory(ledger))
+            if subject.name in budgets:
+                budget = read_budget_status(ledger, subject.name, last, budgets[subject.name])
         return _html(render_template(
             "web.html.j2", viewer=current(), heading=heading, page=name, subject=subject, first=first, last=last,
             report=figures, tables=tables, links=links, waste=_nones(waste), waste_key=waste_key,
             reports_url=config.reports_url, nothing=nothing, csrf=_csrf() if web.auth == "ldap" else "",
-            today_missing=last not in runs))
+            today_missing=last not in runs, budget=budget))
 
     @app.errorhandler(Refused)
     def refused(error: Refused):

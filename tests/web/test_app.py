@@ -24,6 +24,7 @@ from billing.cli import main
 from billing.config import Config
 from billing.ledger.database import open_ledger
 from billing.ledger.write import replace_day
+from billing.publish.budgets import read_budget_status
 from billing.web.app import LoginThrottle, Sessions, create_app, login_key
 from tests.helpers.config import MINIMAL_CONFIG
 from tests.helpers.html_tables import read_page
@@ -200,6 +201,17 @@ def test_a_page_address_of_no_page_is_404(client, path):
     assert get(client, "/2026-11-20/teams/robotics.html", None).status_code == 401  # no team names to strangers
 
 
+def test_a_team_page_shows_its_budget_as_the_reports_do(ledger_url):
+    config = Config.model_validate({**MINIMAL_CONFIG, "currency": "USD", "database": ledger_url,
+                                    "web": {"admins": ["root"]}, "budgets": {"monthly": {"robotics": 100}}})
+    page = read_page(get(create_app(config).test_client(), f"/teams/robotics?{RANGE}", "carol").text)
+    status = read_budget_status(open_ledger(ledger_url), "robotics", DAY, 100.0)
+    assert (page.texts["budget-amount"], page.texts["budget-spent"]) == ("100.00 USD", f"{TEAM_MONTH['robotics']} USD")
+    assert page.texts["budget-forecast"] == f"{status.forecast:,.2f} USD"
+    vision = read_page(get(create_app(config).test_client(), f"/teams/vision?{RANGE}", "root").text)
+    assert "budget-amount" not in vision.texts  # no budget, no section
+
+
 def test_hsts_only_where_the_browser_came_over_tls(client):
     def hsts(address: str, proto: str | None) -> str | None:
         headers = {"X-Forwarded-User": "alice", **({"X-Forwarded-Proto": proto} if proto else {})}
@@ -353,3 +365,8 @@ def test_a_long_workload_table_shows_the_most_expensive_and_sums_the_others(work
     assert [(row[0], row[1], row[-1]) for row in rows[1:]] == [
         ("alice", "Job/train-a", "15.12"), ("alice", "(not broken down)", "12.00"),
         ("", "2 other workloads (in the CSV)", "12.48"), ("Total", "", "39.60")]
+
+
+def test_a_member_who_is_no_lead_is_told_where_their_own_costs_are(client):
+    answer = get(client, f"/teams/robotics?{RANGE}", "alice")  # on robotics, not its lead
+    assert answer.status_code == 403 and "your own costs are on /me" in answer.text
