@@ -76,7 +76,7 @@ def volume(name: str, spec: dict) -> dict:
 
 def config_path_in_pod() -> str:
     """Where the CronJob's pod finds billing.yaml: the ConfigMap volume's mount plus the file's key."""
-    (config_volume,) = [v for v in pod_spec()["volumes"] if "configMap" in v]
+    config_volume = volume("config", pod_spec())
     (generator,) = [g for g in kustomization()["configMapGenerator"] if g["name"] == config_volume["configMap"]["name"]]
     assert generator["files"] == ["billing.yaml"]  # so the ConfigMap's key, and the file's name, is billing.yaml
     return mount_of(config_volume["name"], container()["volumeMounts"])["mountPath"] + "/billing.yaml"
@@ -148,7 +148,23 @@ def test_the_cronjob_runs_billing_run_with_the_config_the_configmap_mounts(monke
 
 
 def cronjob_env() -> dict[str, dict]:
-    return {e["name"]: e["valueFrom"]["secretKeyRef"] for e in container()["env"]}
+    """The secrets the CronJob puts in its environment (its one plain value is PGSSLROOTCERT)."""
+    return {e["name"]: e["valueFrom"]["secretKeyRef"] for e in container()["env"] if "valueFrom" in e}
+
+
+def test_the_database_certificate_is_verified_against_the_mounted_ca():
+    """sslmode=prefer encrypted only where the server offered it and verified nothing."""
+    config = yaml.safe_load((CRONJOB / "billing.yaml").read_text())
+    assert config["database"].endswith("?sslmode=verify-full") and config["web"]["database"].endswith(
+        "?sslmode=verify-full")
+    serve = [c for c in find("Deployment", "billing-serve")["spec"]["template"]["spec"]["containers"]
+             if c["name"] == "billing"][0]
+    for spec, each in ((pod_spec(), container()), (find("Deployment", "billing-serve")["spec"]["template"]["spec"],
+                                                    serve)):
+        [root] = [e["value"] for e in each["env"] if e["name"] == "PGSSLROOTCERT"]
+        mount = mount_of("postgres-ca", each["volumeMounts"])
+        assert root == mount["mountPath"] + "/ca.crt" and mount["readOnly"] is True
+        assert volume("postgres-ca", spec)["configMap"]["name"] == "billing-postgres-ca"
 
 
 def env_keys(node: object) -> set[str]:
