@@ -131,3 +131,19 @@ def test_a_report_to_a_later_day_forecasts_what_the_page_of_the_last_day_run_doe
                                        "--from", "2026-11-16", "--to", "2026-11-25"])
     assert result.exit_code == 0, result.output
     assert f"forecast for November 30: {on_the_page.group(1)} CHF" in result.stdout
+
+
+def test_by_resource_names_unrequested_capacity_and_sums_no_units_of_different_kinds(demo_run, monkeypatch):
+    """`--by resource` showed the ledger's `idle-gpu` (the only place still saying idle) and summed GPU-,
+    slice- and replica-hours into one "held unit-h" total."""
+    monkeypatch.chdir(demo_run)
+    monkeypatch.setenv("COLUMNS", "200")
+    result = CliRunner().invoke(main, ["report", "--config", "fixtures/demo/billing.yaml", "--team", "robotics",
+                                       "--from", "2026-11-16", "--to", "2026-11-18", "--by", "resource"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert "idle-" not in result.stdout and any(line.startswith("Unrequested capacity (shared), GPU")
+                                                 for line in lines)
+    assert lines[1].split()[5:7] == ["held", "unit-h"]  # resource, GPU-h (physical), core-h, GiB-h, held unit-h
+    total = next(line for line in lines if line.startswith("total")).split()
+    assert total[4] == "-"  # held unit-h: a total of slices, replicas and GPUs together is no number

@@ -22,6 +22,7 @@ from typing import Any
 
 from billing.days import day_runs, days_in_month
 from billing.publish.formatting import (
+    RESOURCE_NAMES,
     ROUNDING_NOTE,
     UNREQUESTED_SHARE_RULE,
     cents,
@@ -50,8 +51,8 @@ from billing.resources import UNITS
 
 WIDTH = 80  # the narrowest terminal the table is fitted to (a wider one, or $COLUMNS, gives it more room)
 MONEY = ["cost", REQUESTED_COST, UNREQUESTED_SHARE, LIST_COST]  # rounded to add up to their totals
-SUMMED = [*HOURS_COLUMNS.values(), "held_hours", *MONEY]
-NUMERIC = {*SUMMED, "quantity", "unit_price"}
+SUMMED = [*HOURS_COLUMNS.values(), *MONEY]  # not held_hours: slices, replicas and GPUs are no one unit
+NUMERIC = {*SUMMED, "held_hours", "quantity", "unit_price"}
 FOR_MACHINES = {LIST_COST}  # in CSV and JSON; the table and HTML show the discount on the day's pages instead
 LABELS = {**{column: UNITS[resource] for resource, column in HOURS_COLUMNS.items()}, "unit_price": "unit price",
           "held_hours": "held unit-h", HELD_COLUMN: "GPUs held"}
@@ -93,7 +94,12 @@ def _number(column: str, value: float) -> str:
 def _cell(column: str, value: Any, people: dict[str, str] | None = None) -> str:
     if column in ("person", "owner") and value and people:
         return person(value, people)  # `Alice Example (alice)`
+    if column == "resource" and value in RESOURCE_NAMES and value not in NAMED_AS_THEY_ARE:
+        return RESOURCE_NAMES[value]  # `Unrequested capacity (shared), GPU` for the ledger's idle-gpu
     return _number(column, value) if column in NUMERIC else _text(column, value)
+
+
+NAMED_AS_THEY_ARE = {"gpu", "cpu", "memory"}  # a report's requested resources keep the names it groups by
 
 
 def _shown(report: Report, names: bool) -> tuple[list[str], list[list[str]], list[str]]:
@@ -105,7 +111,7 @@ def _shown(report: Report, names: bool) -> tuple[list[str], list[list[str]], lis
     people = report.people if names else None
     rows = [[_cell(c, rounded[c][i] if c in rounded else row[c], people) for c in columns]
             for i, row in enumerate(report.rows)]
-    return columns, rows, [_cell(c, sums[c]) if c in sums else "" for c in columns]
+    return columns, rows, [_cell(c, sums[c]) if c in sums else "-" if c == "held_hours" else "" for c in columns]
 
 
 def explanations(report: Report) -> list[str]:
