@@ -177,12 +177,12 @@ class LivePrometheus:
         where = f"Prometheus of cluster {self.cluster} at {self.url}"
         if not _is_result(result):
             raise PrometheusError(f"{where} answered something that is not a Prometheus JSON result")
-        samples = "values" if endpoint == "query_range" else "value"
-        if any(samples not in series for series in result):
-            raise PrometheusError(f"{where} answered a range query with an instant vector" if samples == "values"
-                                  else f"{where} answered an instant query with a range of values")
+        # an instant query may answer a range of values (a range selector asked at one instant); a range query
+        # that answers single values is no answer to what was asked
+        if endpoint == "query_range" and any("values" not in series for series in result):
+            raise PrometheusError(f"{where} answered a range query with an instant vector")
         for series in result:
-            for _, value in series["values"] if samples == "values" else [series["value"]]:
+            for _, value in series["values"] if "values" in series else [series["value"]]:
                 try:
                     float(value)
                 except (TypeError, ValueError):

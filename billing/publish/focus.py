@@ -185,6 +185,7 @@ def write_focus(focus: pd.DataFrame, output: Path | None, stdout: IO[str]) -> No
             raise ParquetUnavailable("Parquet output needs pyarrow: pip install 'billing[parquet]', or write CSV")
         focus.to_parquet(output, index=False)
     else:  # text a spreadsheet would run as a formula (a team named =HYPERLINK(...)) stays text
-        text = focus.select_dtypes(include="object").columns
+        text = [column for column in focus.columns if not (pd.api.types.is_numeric_dtype(focus[column])
+                                                           or pd.api.types.is_datetime64_any_dtype(focus[column]))]
         safe = focus.assign(**{column: focus[column].map(spreadsheet_safe) for column in text})
         safe.to_csv(output or stdout, index=False, date_format=TIME_FORMAT)
