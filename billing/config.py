@@ -425,9 +425,6 @@ def _cost_labels(names: list[str]) -> list[str]:
     return names
 
 
-MIG_RESOURCE_PREFIX = "nvidia_com_mig_"  # kube-state-metrics' names of MIG profiles: nvidia_com_mig_1g_10gb
-
-
 def _gpu_fraction(name: str, value: object) -> float:
     """Physical GPUs one unit of a resource stands for: `1/7`, `0.5` or 1; exact until the final float."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):

@@ -10,6 +10,8 @@ and `idle-` (a share of the idle capacity of a cluster with `idle: share`).
 
 from __future__ import annotations
 
+import re
+
 CPU, MEMORY, GPU = "cpu", "memory", "gpu"
 RESOURCES = (CPU, MEMORY, GPU)
 
@@ -27,3 +29,39 @@ def base(resource: str) -> str:
 
 _HOUR_UNITS = {GPU: "GPU-h", CPU: "core-h", MEMORY: "GiB-h"}
 UNITS = {resource: _HOUR_UNITS[base(resource)] for resource in LEDGER_RESOURCES}  # a resource-hour, for people
+
+
+# --- MIG slices (docs/spec.md "GPU sharing")
+
+MIG_RESOURCE_PREFIX = "nvidia_com_mig_"  # kube-state-metrics' names of MIG profiles: nvidia_com_mig_1g_10gb
+# In MIG's single strategy the device plugin sells slices as nvidia.com/gpu and GPU feature discovery's product
+# label names the slice: NVIDIA-A100-SXM4-40GB-MIG-1g.5gb (media extensions: 1g.10gb+me)
+_SINGLE_STRATEGY = re.compile(r"(?P<gpu>.+)-MIG-(?P<profile>(?P<slices>\d+)g\.\d+gb(\+\w+)*)")
+# compute slices of one GPU in MIG mode, where NVIDIA's MIG user guide ("Supported GPUs") gives other than 7
+_FEWER_SLICES = ((re.compile(r"\bA30\b", re.I), 4), (re.compile(r"\bRTX[-\s]PRO[-\s]6000\b", re.I), 4),
+                 (re.compile(r"\bRTX[-\s]PRO[-\s](5000|4500)\b", re.I), 2))
+MIG_SLICES = 7
+
+
+def slice_fraction(profile: str, gpu: str) -> float:
+    """Physical GPUs one GPU instance of a MIG profile (`1g.5gb`) stands for on a GPU named `gpu`: its compute
+    slices over the GPU's (1g on an A100 is 1/7, on an A30 1/4); 1 for a name that is no MIG profile."""
+    slices = re.match(r"(\d+)g\.", profile)
+    if slices is None:
+        return 1.0
+    whole = next((count for name, count in _FEWER_SLICES if name.search(gpu)), MIG_SLICES)
+    return min(int(slices.group(1)), whole) / whole
+
+
+def single_strategy_slice(gpu_model: str) -> tuple[str, str, float] | None:
+    """(whole GPU's model, MIG profile, physical GPUs per slice) of a GPU model that names a slice sold as a
+    whole GPU (MIG's single strategy); None for any other model."""
+    named = _SINGLE_STRATEGY.fullmatch(gpu_model)
+    if named is None:
+        return None
+    return named["gpu"], named["profile"], slice_fraction(named["profile"], named["gpu"])
+
+
+def mig_resource(profile: str) -> str:
+    """kube-state-metrics' resource name of a MIG profile in the mixed strategy: 1g.10gb -> nvidia_com_mig_1g_10gb."""
+    return MIG_RESOURCE_PREFIX + re.sub(r"[^A-Za-z0-9_]", "_", profile)

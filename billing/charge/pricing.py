@@ -23,7 +23,7 @@ from billing import frames
 from billing.collect.capacity import KEYS as CAPACITY_KEYS
 from billing.config import ClusterConfig, Prices
 from billing.frames import require_columns
-from billing.resources import CPU, CREDIT, GPU, IDLE, MEMORY, POOL_PREFIX, RESERVED
+from billing.resources import CPU, CREDIT, GPU, IDLE, MEMORY, POOL_PREFIX, RESERVED, single_strategy_slice
 
 log = logging.getLogger(__name__)
 
@@ -32,10 +32,20 @@ USAGE_PRICED = ["cluster", "namespace", "resource", "gpu_model", "priority_class
 
 
 def unit_price(prices: Prices, resource: str, gpu_model: str) -> float:
-    """Price of one resource-hour; a GPU model without its own price pays gpu_hour."""
-    if resource == GPU:
+    """Price of one resource-hour; a GPU model without its own price pays gpu_hour.
+
+    A model that names a MIG slice (single strategy) is billed in physical GPU-hours like any GPU: its own
+    price is per slice-hour, so one physical GPU-hour of it costs that over the slice's fraction; without
+    one it pays its whole GPU's price (docs/spec.md "GPU sharing")."""
+    if resource != GPU:
+        return {CPU: prices.cpu_core_hour, MEMORY: prices.memory_gib_hour}[resource]
+    sliced = single_strategy_slice(gpu_model)
+    if sliced is None:
         return prices.gpu_models.get(gpu_model, prices.gpu_hour)
-    return {CPU: prices.cpu_core_hour, MEMORY: prices.memory_gib_hour}[resource]
+    whole_gpu, _, fraction = sliced
+    if gpu_model in prices.gpu_models:
+        return prices.gpu_models[gpu_model] / fraction
+    return prices.gpu_models.get(whole_gpu, prices.gpu_hour)
 
 
 def price(usage: pd.DataFrame, ownership: pd.DataFrame, prices: dict[str, Prices],

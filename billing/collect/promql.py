@@ -23,6 +23,7 @@ from billing.collect.prometheus import PrometheusError, PrometheusSource
 from billing.collect.stores import DEFAULT_STORE, Store
 from billing.config import DRA_GPU, ClusterConfig
 from billing.days import BillingDay
+from billing.resources import single_strategy_slice
 
 LOOKBACK = 300  # seconds: Prometheus' default lookback delta for instant vectors
 CHUNK_INSTANTS = 360  # instants per query: 6 h at a 60 s step
@@ -338,11 +339,15 @@ class Queries:
 
     def gpus_per_unit(self, resource: str, kind: NodeKind) -> float:
         """Physical GPUs one unit of a resource stands for on a node of this kind (docs/spec.md "GPU sharing"):
-        the resource's fraction, divided by the node's time-slicing replicas (not for a GPU held through DRA, which
-        its claims share); 1 for cpu and memory."""
+        the resource's fraction, times the slice's where the node's model names a MIG slice (single strategy),
+        divided by the node's time-slicing replicas (not for a GPU held through DRA, which its claims share);
+        1 for cpu and memory."""
         if resource not in self.fractions:
             return 1.0
-        return self.fractions[resource] / (1.0 if resource == DRA_GPU else kind.replicas)
+        if resource == DRA_GPU:
+            return self.fractions[resource]
+        sliced = single_strategy_slice(kind.model)
+        return self.fractions[resource] * (sliced[2] if sliced else 1.0) / kind.replicas
 
     def models(self) -> str:
         """Every (node, GPU model[, pool]) seen in the chunk; two for a node means a relabel."""

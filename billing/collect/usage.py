@@ -89,6 +89,7 @@ from billing.collect.promql import (
 from billing.collect.stores import DEFAULT_STORE, Store, store_of
 from billing.config import DRA_GPU, ClusterConfig, kube_label
 from billing.days import BillingDay
+from billing.resources import mig_resource, single_strategy_slice
 
 log = logging.getLogger(__name__)
 
@@ -427,8 +428,14 @@ def _by_workload(raw: pd.DataFrame, gpu_resources: GpuResources) -> pd.DataFrame
 
 
 def _holdings(raw: pd.DataFrame, gpu_resources: GpuResources) -> pd.DataFrame:
-    """Per namespace, GPU resource and model: hours held in the resource's units, and physical-GPU-hours."""
-    gpus = raw[raw["resource"].isin(list(gpu_resources)) & (raw["quantity"] != 0)]
+    """Per namespace, GPU resource and model: hours held in the resource's units, and physical-GPU-hours.
+    Slices sold as whole GPUs (MIG's single strategy) are held under their profile's resource name, as in the
+    mixed strategy, so that they read as slice-hours."""
+    gpus = raw[raw["resource"].isin(list(gpu_resources)) & (raw["quantity"] != 0)].copy()
+    profiles = {model: mig_resource(sliced[1]) for model in gpus["gpu_model"].unique()
+                if (sliced := single_strategy_slice(model))}
+    sold_whole = gpus["gpu_model"].isin(list(profiles))
+    gpus.loc[sold_whole, "resource"] = gpus.loc[sold_whole, "gpu_model"].map(profiles)
     summed = gpus.groupby(["namespace", "resource", "gpu_model"], as_index=False, sort=True)[["held", "quantity"]].sum()
     return summed.rename(columns={"held": "held_hours", "quantity": "gpu_hours"})[frames.GPU_HELD.columns]
 

@@ -66,7 +66,6 @@ not taken there (NaN when it never is), rather than reported as all waste.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -89,8 +88,9 @@ from billing.collect.promql import (
     map_chunks,
 )
 from billing.collect.stores import FamilyLabels, Store, store_of
-from billing.config import MIG_RESOURCE_PREFIX, ClusterConfig
+from billing.config import ClusterConfig
 from billing.days import BillingDay
+from billing.resources import mig_resource, slice_fraction
 
 log = logging.getLogger(__name__)
 
@@ -192,13 +192,15 @@ class WasteQueries(Queries):
 
     def idle_gpu_instances(self, below: float) -> str:
         """Per MIG GPU instance held: its idle GPU-instance-instants of the hour (`below` in percent)."""
-        instance = ["Hostname", "gpu", "GPU_I_ID", "GPU_I_PROFILE"]
+        instance = ["Hostname", "gpu", "GPU_I_ID", "GPU_I_PROFILE", "modelName"]
         return self._idle(GPU_INSTANCE_ACTIVITY, GPU_INSTANCE, instance, below / 100, IDLE_GPU_INSTANCE)
 
     def gpus_per_instance(self, labels: dict[str, str]) -> float:
-        """Physical GPUs behind one GPU instance of a MIG profile, by its resource in gpu_resources."""
+        """Physical GPUs behind one GPU instance of a MIG profile: its resource's fraction in gpu_resources (mixed
+        strategy), else the profile's compute slices of its GPU (single strategy, where no resource names it)."""
         profile = labels.get("GPU_I_PROFILE", "")
-        return self.fractions.get(MIG_RESOURCE_PREFIX + re.sub(r"[^A-Za-z0-9_]", "_", profile), 1.0)
+        listed = self.fractions.get(mig_resource(profile))
+        return listed if listed is not None else slice_fraction(profile, labels.get("modelName", ""))
 
     def unused_cpu(self) -> str:
         """Per pod: core-instants of the hour requested while Running but not used, at least 0."""

@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from decimal import ROUND_HALF_UP, Decimal
 
-from billing.config import MIG_RESOURCE_PREFIX
-from billing.resources import UNITS
+from billing.resources import MIG_RESOURCE_PREFIX, UNITS
 
 RESOURCE_NAMES = {
     "gpu": "GPU", "cpu": "CPU", "memory": "Memory",
@@ -37,6 +36,14 @@ HELD_UNUSED_RULE = (
     "requested beyond what was used (cAdvisor); measured, not an extra charge: it is part of the cost above"
 )
 ROUNDING_NOTE = "Amounts are rounded to the cent so that rows add up to the total."
+# Rows of namespaces that are no one person's, wherever costs are listed by person
+TEAM_NAMESPACES = "(team namespaces)"
+TEAM_NAMESPACES_RULE = "namespaces that are no one person's: a team's own namespaces and its reserved pools"
+# The part of a namespace's cost that no pod's workload requested (charge/workloads.py keeps it under this name)
+NO_WORKLOAD_RULE = (
+    "what no pod requested: unrequested capacity (shared), reserved pools and their credits, and namespaces of "
+    "clusters whose workloads are not collected"
+)
 
 _CENT = Decimal("0.01")
 

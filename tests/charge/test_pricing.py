@@ -23,6 +23,18 @@ def test_unit_prices_per_cluster_and_model():
     assert unit_price(PRICES["ibis"], "memory", "") == 0.0045
 
 
+def test_a_slice_sold_as_a_whole_gpu_costs_its_slice_hours_price():
+    """MIG single strategy: the row is in physical GPU-hours (a 1g.5gb slice-hour is 1/7 GPU-h), so its own price
+    per slice-hour is 7 times that per GPU-hour; without one, its whole GPU's price (or gpu_hour) applies."""
+    prices = Prices(cpu_core_hour=0.0, memory_gib_hour=0.0, gpu_hour=1.10,
+                    gpu_models={"NVIDIA-A100-SXM4-40GB-MIG-1g.5gb": 0.20, "NVIDIA-A100-SXM4-40GB": 1.50})
+    slice_hours = 12.25
+    per_gpu_hour = unit_price(prices, "gpu", "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb")
+    assert per_gpu_hour == pytest.approx(1.40) and slice_hours / 7 * per_gpu_hour == pytest.approx(2.45)
+    assert unit_price(prices, "gpu", "NVIDIA-A100-SXM4-40GB-MIG-3g.20gb") == 1.50
+    assert unit_price(prices, "gpu", "NVIDIA-A30-MIG-1g.6gb") == 1.10
+
+
 def test_price_splits_by_share_and_keeps_the_total():
     usage = pd.DataFrame(
         [

@@ -91,8 +91,8 @@ def test_slices_and_replicas_bill_physical_gpu_hours(jaguar, world):
     # carol: one replica 08-16h and two all day; a quarter GPU per replica until the relabel (r), a half after
     r = relabel_hour(world)
     assert got[("carol", "gpu", L40S)] == pytest.approx((r - 8 + 2 * r) / 4 + (16 - r + linger + 2 * (24 - r)) / 2)
-    # single strategy: hours of the slice model, priced by its own name
-    assert got[("dave", "gpu", A100_MIG_1G5)] == pytest.approx(3 * (4 + linger))
+    # single strategy: three 1g.5gb slices of an A100 sold as nvidia.com/gpu, a seventh of a GPU each
+    assert got[("dave", "gpu", A100_MIG_1G5)] == pytest.approx(3 * (4 + linger) / 7)
     assert got[("erin", "gpu", MI300X)] == pytest.approx(2 * (4 + linger))
 
 
@@ -119,7 +119,7 @@ def test_capacity_counts_the_physical_gpus_behind_slices_and_replicas(jaguar, wo
     # by hand: 4 L40S all day (16 replicas of 4, then 8 of 2), 8 MI300X, one A100 in 7 single-strategy slices
     assert capacity.loc[("gpu", L40S), "allocatable"] == pytest.approx(4 * 24)
     assert capacity.loc[("gpu", MI300X), "allocatable"] == pytest.approx(8 * 24)
-    assert capacity.loc[("gpu", A100_MIG_1G5), "allocatable"] == pytest.approx(7 * 24)
+    assert capacity.loc[("gpu", A100_MIG_1G5), "allocatable"] == pytest.approx(24)
     # the MIG node's 2 A100s (8 x 1g + 2 x 3g) are 2 GPUs, beside the random world's whole A100s
     plain = reference_allocatable(make_world(13, DAY.start.timestamp(), pods=150, clusters=("jaguar",)), "jaguar",
                                   DAY.start.timestamp(), DAY.end.timestamp(), 60)
@@ -128,12 +128,15 @@ def test_capacity_counts_the_physical_gpus_behind_slices_and_replicas(jaguar, wo
 
 def test_an_idle_mig_slice_is_the_fraction_of_a_gpu_it_stands_for(jaguar, world):
     """Only the sharing pods report utilisation. alice's 1g.10gb slice is idle (0%) until 10:00 (+ the lookback),
-    bob's 3g.40gb at 1% from 06:00 on; bob's 1g slices (40%) and all others are busy. Their DCGM_FI_DEV_GPU_UTIL
-    series of 0 (GPU_I_ID set: no utilisation for MIG instances) must not count as idle whole GPUs."""
+    bob's 3g.40gb at 1% from 06:00 on, dave's three single-strategy 1g.5gb slices at 2% 10-14h (no resource names
+    their profile: a seventh of an A100 each, by DCGM's modelName); bob's 1g slices (40%) and all others are busy.
+    Their DCGM_FI_DEV_GPU_UTIL series of 0 (GPU_I_ID set: no utilisation for MIG instances) must not count as
+    idle whole GPUs."""
     config, source = jaguar
     waste = collect_waste(config, DAY, 60, SHARING_GPU_RESOURCES, source, below=5.0).set_index("namespace")
     idle = waste["idle_gpu_hours"].dropna()
-    assert idle[idle > 0].to_dict() == pytest.approx({"alice": (10 + 5 / 60) / 7, "bob": 18 * 3 / 7})
+    assert idle[idle > 0].to_dict() == pytest.approx(
+        {"alice": (10 + 5 / 60) / 7, "bob": 18 * 3 / 7, "dave": 3 * (4 + 5 / 60) / 7})
     expected = reference_waste(world, "jaguar", DAY.start.timestamp(), DAY.end.timestamp(), 60,
                                gpu_resources=SHARING_GPU_RESOURCES)
     for namespace, (idle_hours, _) in expected.items():
@@ -149,6 +152,8 @@ def test_billing_run_keeps_what_was_held_and_reports_separate_it(store_server, w
     config.update(gpu_resources={**SHARING_GPU_RESOURCES, MIG_1G: "1/7", MIG_3G: "3/7"},
                   gpu_replicas_label=REPLICAS_LABEL)
     config["clusters"][0]["vendor_model_labels"] = [AMD_PRODUCT_LABEL]
+    slice_price = 0.20  # a 1g.5gb slice-hour (single strategy), by the slice's own name
+    config["clusters"][0]["prices"]["gpu_models"][A100_MIG_1G5] = slice_price
     config["waste"] = {"enabled": False}
     with open(config_path, "w") as stream:
         yaml.safe_dump(config, stream)
@@ -164,6 +169,13 @@ def test_billing_run_keeps_what_was_held_and_reports_separate_it(store_server, w
     assert sorted(rows.index) == sorted(sums.index)
     for key in rows.index:  # a row's holdings add up to it
         assert sums.loc[key].tolist() == pytest.approx(rows.loc[key].tolist(), rel=1e-9), key
+    # dave's three 1g.5gb slices 10-14h (+ the lookback): physical GPU-hours, costing the slice-hours' price
+    dave = ledger.set_index(["namespace", "gpu_model"]).loc[("dave", A100_MIG_1G5)]
+    slice_hours = 3 * (4 + 5 / 60)
+    assert dave["quantity"] == pytest.approx(slice_hours / 7) and dave["cost"] == pytest.approx(slice_hours * slice_price)
+    sliced = held[held["gpu_model"] == A100_MIG_1G5]
+    assert sliced[["namespace", "resource", "held_hours"]].values.tolist() == [
+        ["dave", "nvidia_com_mig_1g_5gb", pytest.approx(slice_hours)]]
     carol = ledger.set_index(["namespace", "gpu_model"]).loc[("carol", L40S)]
     expected = reference(world, reference_usage)[("carol", "gpu", L40S)]
     assert carol["quantity"] == pytest.approx(expected, rel=1e-9) and carol["unit_price"] == PRICES["jaguar"]["gpu_hour"]
