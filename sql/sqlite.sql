@@ -238,3 +238,11 @@ CREATE TABLE deliveries (
 );
 
 UPDATE alembic_version SET version_num='0006' WHERE alembic_version.version_num = '0005';
+
+-- Running upgrade 0006 -> 0007
+
+UPDATE workload_costs SET workload = '(no workload)' WHERE workload = '(namespace)';
+
+UPDATE statement_lines SET kind = 'unrequested' WHERE kind = 'idle';
+
+UPDATE alembic_version SET version_num='0007' WHERE alembic_version.version_num = '0006';

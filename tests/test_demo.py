@@ -147,3 +147,34 @@ def test_by_resource_names_unrequested_capacity_and_sums_no_units_of_different_k
     assert lines[1].split()[5:7] == ["held", "unit-h"]  # resource, GPU-h (physical), core-h, GiB-h, held unit-h
     total = next(line for line in lines if line.startswith("total")).split()
     assert total[4] == "-"  # held unit-h: a total of slices, replicas and GPUs together is no number
+
+
+def test_one_word_for_each_thing_on_pages_emails_reports_and_focus(demo_run, monkeypatch):
+    """The owner-less group was "(team namespaces)" on pages and "(no owner)" in `report`; the part no workload
+    requested was an unexplained "(namespace)"; FOCUS descriptions still said "idle"."""
+    monkeypatch.chdir(demo_run)
+    monkeypatch.setenv("COLUMNS", "200")
+    texts = [path.read_text() for path in (demo_run / "demo-out" / "reports").rglob("*.html")]
+    texts += [message_from_bytes(path.read_bytes(), policy=policy.default).get_body(("plain",)).get_content()
+              for path in (demo_run / "demo-out" / "outbox").glob("*.eml")]
+    for by in ("person", "workload"):
+        result = CliRunner().invoke(main, ["report", "--config", "fixtures/demo/billing.yaml", "--team", "robotics",
+                                           "--from", "2026-11-16", "--to", "2026-11-18", "--by", by])
+        assert result.exit_code == 0, result.output
+        texts.append(result.stdout)
+    focus = CliRunner().invoke(main, ["export", "--config", "fixtures/demo/billing.yaml", "--from", "2026-11-16",
+                                      "--to", "2026-11-18"])
+    assert focus.exit_code == 0
+    everything = "\n".join([*texts, focus.stdout])
+    assert "(no owner)" not in everything and "(namespace)" not in everything
+    assert "(team namespaces)" in texts[-2]  # report --by person
+    assert "share of the unrequested" in focus.stdout and "share of the idle" not in focus.stdout
+    shown = [text for text in texts if "(no workload)" in text]
+    assert shown and all(re.search(r"\(no workload\)(</code>)? is what no pod requested", text) for text in shown)
+
+
+def test_slices_sold_as_whole_gpus_count_as_the_physical_gpus_behind_them(demo_run):
+    """The demo's single-strategy MIG node: one A100 in seven 1g.5gb slices all day was 168 GPU-h of capacity."""
+    page = read_page((demo_run / "demo-out" / "reports" / "2026-11-18" / "index.html").read_text())
+    sliced = [row for row in page.tables["capacity"] if "MIG-1g.5gb" in row[1]]
+    assert [row[2] for row in sliced] == ["24.00 GPU-h"]

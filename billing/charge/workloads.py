@@ -22,7 +22,7 @@ from billing.collect.usage import labels_json
 from billing.config import Prices
 from billing.frames import require_columns
 
-UNATTRIBUTED = "(namespace)"  # the workload of a row's part that no pod's workload requested
+UNATTRIBUTED = "(no workload)"  # the workload of a row's part that no pod's workload requested
 BELOW = ["workload", "labels"]
 ROW_KEYS = ["cluster", "namespace", "team", "resource", "gpu_model"]  # one chargeback row (owner follows the team)
 AMOUNTS = ["quantity", "cost", "list_cost"]

@@ -122,7 +122,7 @@ workload_costs = Table(
     "workload_costs",
     metadata,
     *_charged(),
-    # Kind/name of the top-level controller; Pod/<name> for none; '(namespace)' for a part of a row no pod's
+    # Kind/name of the top-level controller; Pod/<name> for none; '(no workload)' for a part of a row no pod's
     # workload requested (reserved-*, credit-*, idle-* rows; a cluster whose workloads were not collected)
     Column("workload", Text, primary_key=True),
     # JSON object of every configured cost label as Kubernetes names it, json.dumps(..., sort_keys=True) with its
@@ -202,7 +202,7 @@ statement_lines = Table(  # a closed month's statement as it was closed, line by
     Column("team", Text, nullable=False),
     Column("cost_center", Text, nullable=False),
     Column("cluster", Text, nullable=False),
-    Column("kind", Text, nullable=False),  # charge, discount, credit, idle, reserved, adjustment
+    Column("kind", Text, nullable=False),  # charge, discount, credit, unrequested, reserved, adjustment
     Column("resource", Text, nullable=False),
     Column("gpu_model", Text, nullable=False),
     Column("corrects", Date, nullable=True),  # the day an adjustment corrects

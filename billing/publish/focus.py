@@ -124,7 +124,7 @@ def _description(row) -> str:
     by = f"workload {row.workload} in namespace" if _is_workload(row.workload) else "namespace"
     return {
         "": f"{what} requested by {by} {row.namespace} on cluster {row.cluster}",
-        IDLE: f"share of the idle {what} of cluster {row.cluster}, charged to namespace {row.namespace}",
+        IDLE: f"share of the unrequested {what} capacity of cluster {row.cluster}, charged to namespace {row.namespace}",
         RESERVED: f"{what} of the reserved {row.namespace.replace(':', ' ', 1)} on cluster {row.cluster}",
         CREDIT: f"credit for the {what} namespace {row.namespace} used in a reserved pool on cluster {row.cluster}",
     }[kind]

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from billing.charge.workloads import UNATTRIBUTED
 from billing.days import day_runs, days_in_month
 from billing.private import REPORT_DIRECTORY_MODE, REPORT_FILE_MODE, private_directory, write_private_file
 from billing.publish.budgets import FORECAST_METHOD
@@ -31,8 +32,11 @@ from billing.publish.dayview import DayReport, RenderError, TrendDay
 from billing.publish.formatting import (
     HELD_UNUSED,
     HELD_UNUSED_RULE,
+    NO_WORKLOAD_RULE,
     RESOURCE_NAMES,
     ROUNDING_NOTE,
+    TEAM_NAMESPACES,
+    TEAM_NAMESPACES_RULE,
     UNREQUESTED_SHARE,
     UNREQUESTED_SHARE_RULE,
     cents,
@@ -143,7 +147,8 @@ def _environment() -> Environment:
     env.filters.update(to_the_cent=to_the_cent, person=person)
     env.globals.update(axis_label=axis_label, trend_lines=trend_lines, text_table=text_table, rounding_note=ROUNDING_NOTE,
                        unrequested_share=UNREQUESTED_SHARE, unrequested_share_rule=UNREQUESTED_SHARE_RULE,
-                       held_unused=HELD_UNUSED, held_unused_rule=HELD_UNUSED_RULE)
+                       held_unused=HELD_UNUSED, held_unused_rule=HELD_UNUSED_RULE, team_namespaces=TEAM_NAMESPACES,
+                       team_namespaces_rule=TEAM_NAMESPACES_RULE, no_workload=UNATTRIBUTED, no_workload_rule=NO_WORKLOAD_RULE)
     env.globals.update(
         resource_names=RESOURCE_NAMES, trend_chart=trend_chart, timedelta=timedelta, email_bar_px=EMAIL_BAR_PX
     )

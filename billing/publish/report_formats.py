@@ -20,10 +20,13 @@ import unicodedata
 from datetime import date
 from typing import Any
 
+from billing.charge.workloads import UNATTRIBUTED
 from billing.days import day_runs, days_in_month
 from billing.publish.formatting import (
+    NO_WORKLOAD_RULE,
     RESOURCE_NAMES,
     ROUNDING_NOTE,
+    TEAM_NAMESPACES,
     UNREQUESTED_SHARE_RULE,
     cents,
     held_gpus,
@@ -77,7 +80,7 @@ def _text(column: str, value: object) -> str:
     if column == HELD_COLUMN and isinstance(value, list):
         return held_gpus(value) or "-"
     if value is None:
-        return "(no owner)" if column in ("person", "owner") else "-"
+        return TEAM_NAMESPACES if column in ("person", "owner") else "-"
     if value == "" and column == "gpu_model":
         return "(none)"
     if value == "" and column.startswith("label_"):
@@ -115,11 +118,13 @@ def _shown(report: Report, names: bool) -> tuple[list[str], list[list[str]], lis
 
 
 def explanations(report: Report) -> list[str]:
-    """The sentences a reader of the table needs: what the unrequested share is, and, where rounding each row
-    on its own would not have added up to the total, how the amounts were rounded."""
+    """The sentences a reader of the table needs: what the unrequested share and the part of no workload are,
+    and, where rounding each row on its own would not have added up to the total, how the amounts were rounded."""
     found = ([f"{SHARE_LABEL} {report.currency} = {UNREQUESTED_SHARE_NAME}: {UNREQUESTED_SHARE_RULE}; "
               f"requested {report.currency} is what the requested hours cost."]
              if UNREQUESTED_SHARE in report.columns else [])
+    if any(row.get("workload") == UNATTRIBUTED for row in report.rows):
+        found.append(f"{UNATTRIBUTED} is {NO_WORKLOAD_RULE}.")
     sums = totals(report)
     shown = {c: [row[c] for row in report.rows] for c in report.columns if c in MONEY and c not in FOR_MACHINES}
     if any(to_the_cent(values, sums[c]) != [cents(v) for v in values] for c, values in shown.items()):

@@ -45,8 +45,8 @@ from billing.ledger.write import CORRECTION_NOISE, month_after, serialise_with_r
 log = logging.getLogger(__name__)
 
 # the order of a cluster's lines, by the ledger resource's prefix
-KINDS = {"": "charge", "reserved": "reserved", "credit": "credit", "idle": "idle"}
-KIND_ORDER = ["charge", "discount", "reserved", "credit", "idle", "adjustment"]
+KINDS = {"": "charge", "reserved": "reserved", "credit": "credit", "idle": "unrequested"}
+KIND_ORDER = ["charge", "discount", "reserved", "credit", "unrequested", "adjustment"]
 LINE_COLUMNS = ["team", "cost_center", "cluster", "kind", "resource", "gpu_model", "corrects", "quantity", "amount"]
 
 

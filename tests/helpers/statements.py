@@ -61,7 +61,7 @@ OCT_LINES = {
     ("robotics", "jaguar", "charge", "gpu", H100): (15.0, "36.00"),
     ("robotics", "jaguar", "charge", "cpu", ""): (100.0, "1.20"),
     ("robotics", "jaguar", "discount", "cpu", ""): (None, "-0.60"),
-    ("robotics", "jaguar", "idle", "idle-cpu", ""): (50.0, "0.60"),
+    ("robotics", "jaguar", "unrequested", "idle-cpu", ""): (50.0, "0.60"),
     ("robotics", "heron", "reserved", "reserved-gpu", ""): (24.0, "48.00"),
     ("robotics", "heron", "credit", "credit-gpu", ""): (-5.0, "-10.00"),
     ("vision", "heron", "charge", "gpu", ""): (5.0, "10.00"),

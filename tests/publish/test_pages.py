@@ -190,7 +190,7 @@ def test_discounts_of_priority_classes_are_shown(tmp_path):
     folder = tmp_path / "out" / DAY.isoformat()
     robotics = read_page((folder / "teams" / "robotics.html").read_text())
     assert robotics.texts["discount"] == (
-        f"Priority classes: 12.00 USD off the list price of 24.00 USD on {DAY} (e.g. backfill pods that run free).")
+        f"Priority classes: 12.00 USD off the list price of 24.00 USD on {DAY} (pods of a priority class that pays less than the list price).")
     assert robotics.tables["team-usage"] == [["Cluster", "Resource", "Quantity", "Cost", "Discount"],
                                              ["jaguar", f"GPU {H100}", "10.00 GPU-h", "12.00 USD", "12.00 USD"],
                                              ["Total", "", "", "12.00 USD", "12.00 USD"]]

@@ -70,7 +70,7 @@ def test_table_shows_names_without_control_characters():
 
 
 def test_table_labels_a_team_namespace_and_cpu_rows():
-    assert "(no owner)" in table(grouped([row(None, 1.0, by="person")], by="person"))
+    assert "(team namespaces)" in table(grouped([row(None, 1.0, by="person")], by="person"))
     assert "(none)" in table(grouped([row("", 1.0, by="gpu_model")], by="gpu_model"))
 
 

@@ -62,7 +62,7 @@ def test_statement_formats(tmp_path):
     page = FORMATS["html"](statement)
     assert page.count('<section class="team">') == 2 and "break-after: page" in page
     assert "75.20 USD" in page and "10.00 USD" in page and "Priority-class discount, CPU" in page
-    # robotics by kind: usage 36.00 + 1.20, discount -0.60, pool 48.00, credit -10.00, idle 0.60
+    # robotics by kind: usage 36.00 + 1.20, discount -0.60, pool 48.00, credit -10.00, unrequested 0.60
     for label, amount in [("Usage at list price", "37.20"), ("Priority-class discounts", "-0.60"),
                           ("Reserved pools", "48.00"), ("Credits for use of reserved pools", "-10.00"),
                           ("Unrequested capacity (shared)", "0.60")]:
