@@ -6,6 +6,7 @@ from datetime import date, datetime, timezone
 
 import pandas as pd
 from sqlalchemy import (
+    ColumnElement,
     Engine,
     func,
     select,
@@ -26,6 +27,16 @@ from billing.ledger.tables import (
     workload_costs,
 )
 
+# Money is summed to the billionth: each value rounded to it, then added exactly (in whole billionths), so that a
+# sum is the same in the database and in Python and never a float's accident: 0.7 + 0.1 + 0.005 is 0.805, which
+# rounds to 0.81, where a float sum gives 0.8049999999999999 (0.80). Exact below 9 million in the currency.
+BILLIONTHS = 10**9
+
+
+def money_sum(amount: ColumnElement) -> ColumnElement:
+    """SQL: the sum of a money column (or expression) as formatting.total sums the same values in Python."""
+    return func.sum(func.round(amount * float(BILLIONTHS))) / float(BILLIONTHS)
+
 
 def read_rows(engine: Engine, first: date, last: date, team: str | None = None) -> pd.DataFrame:
     """Ledger rows of a date range (inclusive), optionally of one team."""
@@ -40,8 +51,8 @@ def read_rows(engine: Engine, first: date, last: date, team: str | None = None) 
 def daily_costs(engine: Engine, first: date, last: date, team: str | None = None, owner: str | None = None
                 ) -> pd.DataFrame:
     """day, currency, cost and list_cost summed per day by the database, optionally of one team or person."""
-    query = select(chargeback.c.day, chargeback.c.currency, func.sum(chargeback.c.cost).label("cost"),
-                   func.sum(chargeback.c.list_cost).label("list_cost")).where(chargeback.c.day.between(first, last))
+    query = select(chargeback.c.day, chargeback.c.currency, money_sum(chargeback.c.cost).label("cost"),
+                   money_sum(chargeback.c.list_cost).label("list_cost")).where(chargeback.c.day.between(first, last))
     if team is not None:
         query = query.where(chargeback.c.team == team)
     if owner is not None:
@@ -118,7 +129,7 @@ def read_workload_totals(engine: Engine, first: date, last: date) -> pd.DataFram
     """Cost per WORKLOAD_TOTAL_KEYS of a date range, over resources and cost labels: what the pages rank
     workloads by, summed in the database (a big day has a few times fewer workloads than workload rows)."""
     keys = [workload_costs.c[key] for key in WORKLOAD_TOTAL_KEYS]
-    query = (select(*keys, func.sum(workload_costs.c.cost)).where(workload_costs.c.day.between(first, last))
+    query = (select(*keys, money_sum(workload_costs.c.cost)).where(workload_costs.c.day.between(first, last))
              .group_by(*keys))
     frame = read_frame(engine, query, "workload costs", [*WORKLOAD_TOTAL_KEYS, "cost"])
     frame["day"] = pd.to_datetime(frame["day"]).dt.date

@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from html import escape
 
-from sqlalchemy import Engine, and_, delete, func, insert, select
+from sqlalchemy import Engine, and_, delete, insert, select
 
 from billing.config import EmailConfig
 from billing.days import days_in_month
 from billing.directory.people import Directory
 from billing.ledger.database import fetch, transaction
+from billing.ledger.read import money_sum
 from billing.ledger.tables import budget_alerts, chargeback, closed_months
 from billing.notify.mail import Envelope, Letter, MailError, build_message, deliver
 from billing.publish.formatting import money
@@ -45,7 +46,7 @@ class Alert:
 
 def _month_spend(engine: Engine, month: date, teams: list[str]) -> dict[str, float]:
     last = month.replace(day=days_in_month(month))
-    query = (select(chargeback.c.team, func.sum(chargeback.c.cost).label("spent"))
+    query = (select(chargeback.c.team, money_sum(chargeback.c.cost).label("spent"))
              .where(chargeback.c.day.between(month, last), chargeback.c.team.in_(teams))
              .group_by(chargeback.c.team))
     return {row["team"]: row["spent"] for row in fetch(engine, query)}

@@ -31,7 +31,7 @@ from billing.ledger.read import (
 )
 from billing.ledger.tables import completed_days
 from billing.publish.budgets import BudgetStatus
-from billing.publish.formatting import held_gpus, total
+from billing.publish.formatting import cents, held_gpus, money_sums, quantity, total
 from billing.publish.links import slug
 from billing.resources import GPU, IDLE, POOL_PREFIX, RESERVED
 
@@ -178,7 +178,7 @@ def read_archive(engine: Engine) -> tuple[ArchiveMonth, ...]:
     """Every day the ledger records a run of, with its cost, its change and its run's notes, by month."""
     runs = {row["day"]: row["directory_note"] for row in
             fetch(engine, select(completed_days.c.day, completed_days.c.directory_note))}
-    costs = daily_costs(engine, date.min, date.max).groupby("day")["cost"].sum()
+    costs = money_sums(daily_costs(engine, date.min, date.max), ["day"], ["cost"]).set_index("day")["cost"]
     gaps: dict[date, list[str]] = {}
     for day, cluster, _ in incomplete(engine, date.min, date.max):
         gaps.setdefault(day, []).append(cluster)
@@ -229,7 +229,7 @@ def _movers(rows: pd.DataFrame, day: date, keys: list[str]) -> tuple[Mover, ...]
     """The TOP_MOVERS groups of `keys` with the largest absolute change of cost (to the cent) from day-1 to day;
     something that appeared or disappeared counts from or to 0."""
     def costs(on: date) -> pd.Series:
-        return rows[rows["day"] == on].groupby(keys)["cost"].sum()
+        return money_sums(rows[rows["day"] == on], keys, ["cost"]).set_index(keys)["cost"]
 
     both = pd.concat({"before": costs(day - timedelta(days=1)), "after": costs(day)}, axis=1).fillna(0.0)
     both = both.assign(size=(both["after"] - both["before"]).abs().round(2)).reset_index()
@@ -239,10 +239,18 @@ def _movers(rows: pd.DataFrame, day: date, keys: list[str]) -> tuple[Mover, ...]
 
 
 def _with_held(by_usage: list[dict], held: pd.DataFrame) -> list[dict]:
-    """Usage rows with `held`: on a GPU row, the shared GPU resources behind it (`14.00 × 1g.10gb slice-h`)."""
-    shared = held[held["held_hours"] != held["gpu_hours"]]
-    sums = shared.groupby(["cluster", "gpu_model", "resource"], as_index=False)[["held_hours", "gpu_hours"]].sum()
-    texts = {key: held_gpus(group.to_dict("records")) for key, group in sums.groupby(["cluster", "gpu_model"])}
+    """Usage rows with `held`: on a GPU row partly held as shared GPU resources, what each part was, in its own
+    units and in the row's GPU-hours (`24.00 × 3g.40gb slice-h = 10.29 GPU-h, 34.16 GPU-h as whole GPUs`)."""
+    sums = held.groupby(["cluster", "gpu_model", "resource"], as_index=False)[["held_hours", "gpu_hours"]].sum()
+    texts = {}
+    for key, group in sums.groupby(["cluster", "gpu_model"]):
+        is_shared = group["held_hours"] != group["gpu_hours"]
+        if not is_shared.any():
+            continue
+        parts = [f"{held_gpus([part])} = {quantity(part['gpu_hours'], GPU)}"
+                 for part in group[is_shared].to_dict("records")]
+        whole = group.loc[~is_shared, "gpu_hours"].sum()
+        texts[key] = ", ".join([*parts, *([f"{quantity(whole, GPU)} as whole GPUs"] if cents(whole) else [])])
     return [{**row, "held": texts.get((row["cluster"], row["gpu_model"]), "") if row["resource"] == "gpu" else ""}
             for row in by_usage]
 
@@ -281,12 +289,12 @@ def _sum(frame: pd.DataFrame) -> float:
 
 def _grouped(frame: pd.DataFrame, keys: list[str], values: list[str]) -> list[dict]:
     """Sums of `values` per `keys`, most expensive first."""
-    sums = frame.groupby(keys, as_index=False, dropna=False)[values].sum()
+    sums = money_sums(frame, keys, values)
     return sums.sort_values(["cost", *keys], ascending=[False] + [True] * len(keys)).to_dict("records")
 
 
 def _trend(frame: pd.DataFrame, runs: set[date], day: date) -> list[TrendDay]:
-    costs = frame.groupby("day")["cost"].sum()
+    costs = money_sums(frame, ["day"], ["cost"]).set_index("day")["cost"]
     days = [day - timedelta(days=n) for n in range(TREND_DAYS - 1, -1, -1)]
     return [TrendDay(d, float(costs.get(d, 0.0)) if d in runs or d in costs.index else None) for d in days]
 
@@ -301,7 +309,7 @@ def _figures(rows: pd.DataFrame, runs: set[date], day: date) -> dict:
     today = rows[rows["day"] == day]
     return {
         "cost": _sum(today),
-        "discount": float(today["list_cost"].sum()) - _sum(today),
+        "discount": total(today["list_cost"]) - _sum(today),
         "previous": _sum(rows[rows["day"] == previous]) if previous in runs else None,
         "month_to_date": _sum(rows[rows["day"] >= day.replace(day=1)]),
         "trend": _trend(rows, runs, day),
@@ -317,7 +325,8 @@ def headline(day_costs: pd.DataFrame, runs: set[date], day: date) -> dict:
 def _team_report(team: str, rows: pd.DataFrame, runs: set[date], day: date) -> TeamReport:
     today = rows[rows["day"] == day]
     owners = today.assign(owner=today["owner"].fillna(""))
-    by_owner = owners.groupby("owner", as_index=False).agg(cost=("cost", "sum"), namespaces=("namespace", _names))
+    by_owner = money_sums(owners, ["owner"], ["cost"]).merge(
+        owners.groupby("owner", as_index=False).agg(namespaces=("namespace", _names)), on="owner")
     return TeamReport(
         team=team,
         slug=slug(team),
@@ -345,9 +354,8 @@ def summarize(rows: pd.DataFrame, runs: set[date], day: date, currency: str, una
     teams = [_team_report(str(team), team_rows, runs, day) for team, team_rows in rows.groupby("team")]
     teams.sort(key=lambda t: (-t.cost, -t.month_to_date, t.team))
     month = [day.replace(day=n) for n in range(1, day.day + 1)]
-    namespaces = today.groupby(["cluster", "namespace"], as_index=False).agg(
-        cost=("cost", "sum"), teams=("team", _names)
-    )
+    namespaces = money_sums(today, ["cluster", "namespace"], ["cost"]).merge(
+        today.groupby(["cluster", "namespace"], as_index=False).agg(teams=("team", _names)), on=["cluster", "namespace"])
     return DayReport(
         day=day,
         currency=currency,

@@ -18,6 +18,7 @@ from sqlalchemy import Engine
 
 from billing.days import days_between
 from billing.ledger.read import completed, read_rows, read_workload_costs, waste_sums
+from billing.publish.formatting import money_sums, total
 
 SUNDAY = 6  # date.weekday()
 TOP_WORKLOADS = 5  # a letter names the most expensive few; `billing serve` has them all
@@ -62,14 +63,14 @@ def read_digests(engine: Engine, first: date, last: date, currency: str, reports
     digests = []
     uid: Any  # a person's uid (pandas-stubs types group keys as any scalar)
     for uid, mine in period.groupby("owner"):
-        cost = float(mine["cost"].sum())
+        cost = total(mine["cost"])
         if cost <= 0:
             continue
-        namespaces = mine.groupby(["cluster", "namespace"], as_index=False)[["cost"]].sum()
+        namespaces = money_sums(mine, ["cluster", "namespace"], ["cost"])
         idle = waste.loc[uid] if uid in waste.index else pd.Series({"idle_gpu_hours": None, "unused_cpu_core_hours": None})
         digests.append(PersonalDigest(
             uid, first, last, currency, cost,
-            month_to_date=float(rows.loc[(rows["owner"] == uid) & (rows["day"] >= month), "cost"].sum()),
+            month_to_date=total(rows.loc[(rows["owner"] == uid) & (rows["day"] >= month), "cost"]),
             by_namespace=namespaces.sort_values(["cost", "cluster", "namespace"], ascending=[False, True, True])
             .to_dict("records"),
             idle_gpu_hours=None if pd.isna(idle["idle_gpu_hours"]) else float(idle["idle_gpu_hours"]),
@@ -84,7 +85,7 @@ def top_workloads(engine: Engine, first: date, last: date) -> dict[str, list[dic
     from first to last (their share of each, across their teams), most expensive first."""
     rows = read_workload_costs(engine, first, last)
     rows = rows[rows["owner"].notna()]
-    sums = rows.groupby(["owner", "cluster", "namespace", "workload"], as_index=False)[["cost"]].sum()
+    sums = money_sums(rows, ["owner", "cluster", "namespace", "workload"], ["cost"])
     ordered = sums.sort_values(["cost", "cluster", "namespace", "workload"], ascending=[False, True, True, True])
     return {str(uid): mine.drop(columns="owner").head(TOP_WORKLOADS).to_dict("records")
             for uid, mine in ordered.groupby("owner", sort=False)}

@@ -13,6 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from decimal import ROUND_HALF_UP, Decimal
 
+import numpy as np
+import pandas as pd
+
+from billing.ledger.read import BILLIONTHS
 from billing.resources import MIG_RESOURCE_PREFIX, UNITS
 
 RESOURCE_NAMES = {
@@ -59,8 +63,22 @@ def cents(value: float) -> Decimal:
 
 
 def total(values: Iterable[float]) -> float:
-    """The exact decimal sum of ledger values, so that 15.3 + 0.015 is 15.315 and rounds to 15.32."""
-    return float(sum((exact(v) for v in values), Decimal(0)))
+    """The sum of ledger values as the database sums them (ledger.read.money_sum): each to the billionth, then
+    exactly, so that 15.3 + 0.015 is 15.315 and rounds to 15.32, on a page as in `billing report`."""
+    return int(_in_billionths(pd.Series(list(values), dtype=float)).sum()) / BILLIONTHS
+
+
+def money_sums(frame: pd.DataFrame, keys: list[str], columns: list[str]) -> pd.DataFrame:
+    """Per `keys` (sorted), the sums of `columns` as `total` sums them: a group's figure is the same on a page, in
+    an email and in `billing report`, which sums in the database."""
+    scaled = frame[keys].assign(**{column: _in_billionths(frame[column]) for column in columns})
+    sums = scaled.groupby(keys, as_index=False, dropna=False, sort=True)[columns].sum()
+    return sums.assign(**{column: sums[column] / BILLIONTHS for column in columns})
+
+
+def _in_billionths(values: pd.Series) -> pd.Series:
+    """Values in whole billionths, rounded half away from zero as SQL's round() does."""
+    return (np.sign(values) * np.floor(values.abs() * BILLIONTHS + 0.5)).astype("int64")
 
 
 def to_the_cent(values: list[float], of: float | None = None) -> list[Decimal]:

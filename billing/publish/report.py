@@ -27,7 +27,7 @@ from billing.days import days_between, yesterday
 from billing.directory.people import directory_from_json
 from billing.errors import UsageError
 from billing.ledger.database import fetch
-from billing.ledger.read import completed, incomplete, latest_directory
+from billing.ledger.read import completed, incomplete, latest_directory, money_sum
 from billing.ledger.tables import chargeback, gpu_holdings, workload_costs
 from billing.publish.budgets import BudgetStatus
 from billing.resources import CPU, GPU, IDLE, MEMORY, RESOURCES
@@ -162,14 +162,14 @@ def _hours(table: Table) -> dict:
 def _grouped_query(subject: Subject, first: date, last: date, by: str):
     key = chargeback.c[GROUPINGS[by]]
     hours = [func.sum(hours).label(label) for label, hours in _hours(chargeback).items()]
-    cost = func.sum(chargeback.c.cost)
+    cost = money_sum(chargeback.c.cost)
     parts = [
-        func.sum(case((chargeback.c.resource.in_(RESOURCES), chargeback.c.cost), else_=0.0)).label(REQUESTED_COST),
-        func.sum(case((chargeback.c.resource.startswith(IDLE), chargeback.c.cost), else_=0.0)).label(UNREQUESTED_SHARE),
+        money_sum(case((chargeback.c.resource.in_(RESOURCES), chargeback.c.cost), else_=0.0)).label(REQUESTED_COST),
+        money_sum(case((chargeback.c.resource.startswith(IDLE), chargeback.c.cost), else_=0.0)).label(UNREQUESTED_SHARE),
     ]
     order = [key] if by == "day" else [cost.desc(), key]
     return (
-        select(key.label(by), *hours, *parts, cost.label("cost"), func.sum(chargeback.c.list_cost).label(LIST_COST),
+        select(key.label(by), *hours, *parts, cost.label("cost"), money_sum(chargeback.c.list_cost).label(LIST_COST),
                chargeback.c.currency)
         .where(*_where(subject, first, last))
         .group_by(key, chargeback.c.currency)
@@ -195,7 +195,7 @@ def _resource_query(subject: Subject, first: date, last: date):
         held.c.held_hours, held.c.cost, held.c.currency,
     ).where(*_where(subject, first, last, held))
     parts = union_all(ledger, holdings).subquery()
-    cost = func.sum(parts.c.cost)
+    cost = money_sum(parts.c.cost)
     return (
         select(parts.c.resource.label("resource"), *(func.sum(parts.c[label]).label(label)
                                                       for label in [*HOURS_COLUMNS.values(), "held_hours"]),
@@ -260,7 +260,7 @@ def _breakdown_query(subject: Subject, first: date, last: date, key: str):
         .where(*_not_broken_down(subject, first, last)),
     ).subquery()
     keys = [parts.c.namespace, parts.c[key]]
-    cost = func.sum(parts.c.cost)
+    cost = money_sum(parts.c.cost)
     return (
         select(*keys, *(func.sum(parts.c[label]).label(label) for label in HOURS_COLUMNS.values()),
                cost.label("cost"), parts.c.currency)

@@ -111,6 +111,9 @@ def _shown(report: Report, names: bool) -> tuple[list[str], list[list[str]], lis
     columns = [c for c in report.columns if c not in FOR_MACHINES]
     sums = totals(report)
     rounded = {c: to_the_cent([row[c] for row in report.rows], sums[c]) for c in columns if c in MONEY}
+    if REQUESTED_COST in rounded:  # rounded on its own, 280.655 requested and 0 unrequested showed 280.66 beside 280.65
+        rounded[REQUESTED_COST] = [cost - share for cost, share in zip(rounded["cost"], rounded[UNREQUESTED_SHARE])]
+        sums[REQUESTED_COST] = float(cents(sums["cost"]) - cents(sums[UNREQUESTED_SHARE]))
     people = report.people if names else None
     rows = [[_cell(c, rounded[c][i] if c in rounded else row[c], people) for c in columns]
             for i, row in enumerate(report.rows)]

@@ -41,6 +41,7 @@ from billing.ledger.tables import (
     statement_lines,
 )
 from billing.ledger.write import CORRECTION_NOISE, month_after, serialise_with_runs
+from billing.publish.formatting import money_sums
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +117,7 @@ def statement_lines_of(rows: pd.DataFrame, booked: pd.DataFrame, cost_centers: d
     """
     lines = []
     key = ["team", "cluster", "resource", "gpu_model"]
-    sums = rows.groupby(key, as_index=False)[["quantity", "list_cost", "cost"]].sum()
+    sums = money_sums(rows, key, ["quantity", "list_cost", "cost"])
     row: Any  # a row of the frame's named columns (pandas-stubs types its fields as any scalar)
     for row in sums.itertuples(index=False):
         center = cost_centers.get(row.team, "")
@@ -125,7 +126,7 @@ def statement_lines_of(rows: pd.DataFrame, booked: pd.DataFrame, cost_centers: d
         if abs(row.cost - row.list_cost) > CORRECTION_NOISE:
             lines.append(StatementLine(row.team, center, row.cluster, "discount", row.resource, row.gpu_model, None,
                                        None, float(row.cost - row.list_cost)))
-    corrections = booked.groupby(["team", "cluster", "resource", "corrects"], as_index=False)["amount"].sum()
+    corrections = money_sums(booked, ["team", "cluster", "resource", "corrects"], ["amount"])
     for row in corrections.itertuples(index=False):
         lines.append(StatementLine(row.team, cost_centers.get(row.team, ""), row.cluster, "adjustment", row.resource,
                                    "", row.corrects, None, float(row.amount)))

@@ -206,7 +206,18 @@ def test_billing_run_keeps_what_was_held_and_reports_separate_it(store_server, w
     nlp = report("--team", "nlp", "--by", "namespace", "--format", "html")
     replicas = f"{(16 - 8 + linger) + 2 * 24:.2f} × {SHARED_GPU} replica-h"
     assert replicas in nlp
-    # the nightly team page: the L40S row says what it was held as
+    # the nightly team pages: a GPU row says what it was held as, each part in its own units and in GPU-hours
     page = read_page((tmp_path / "reports" / "2026-11-20" / "teams" / "nlp.html").read_text())
+    r = relabel_hour(world)  # carol's replicas: a quarter GPU each until the relabel, a half after
+    l40s = (r - 8 + 2 * r) / 4 + (16 - r + linger + 2 * (24 - r)) / 2
     assert [cell for row in page.tables["team-usage"] for cell in row if "held as" in cell] == [
-        f"GPU {L40S} held as {replicas}"]
+        f"GPU {L40S} held as {replicas} = {l40s:.2f} GPU-h"]
+    # robotics' A100 row: alice's and half of bob's slices, and whole A100s of the random world's pods; it was
+    # "held as" the slices alone, as if all its GPU-hours were slices
+    page = read_page((tmp_path / "reports" / "2026-11-20" / "teams" / "robotics.html").read_text())
+    a100 = next(row for row in page.tables["team-usage"] if A100 in row[1])
+    one_g, three_g = (10 + linger + 12 + linger), 18 / 2
+    robotics_a100 = ledger[(ledger["team"] == "robotics") & (ledger["gpu_model"] == A100)]["quantity"].sum()
+    whole = robotics_a100 - one_g / 7 - three_g * 3 / 7
+    assert a100[1] == (f"GPU {A100} held as {one_g:.2f} × 1g.10gb slice-h = {one_g / 7:.2f} GPU-h, "
+                       f"{three_g:.2f} × 3g.40gb slice-h = {three_g * 3 / 7:.2f} GPU-h, {whole:.2f} GPU-h as whole GPUs")

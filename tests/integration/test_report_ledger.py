@@ -21,7 +21,11 @@ from billing.charge.bill import DayBill
 from billing.cli import main
 from billing.directory.people import Directory, Person, Team, directory_to_json
 from billing.ledger.database import open_ledger
+from billing.ledger.read import daily_costs
 from billing.ledger.write import replace_day
+from billing.publish.dayview import read_report
+from billing.publish.formatting import money
+from tests.helpers.report_ledger import fill_ledger
 from tests.helpers.reports import A100, FORMULA_TEAM, H100, LEDGER, config, database, report, report_json  # noqa: F401 (pytest fixtures)
 
 ROBOTICS_TOTAL = 1300.20  # 57.6 + 1.2 + 0.6 + 29.5 + 9.6 + 1.7 + 1200
@@ -268,3 +272,21 @@ def test_shell_completion_offers_the_ledger_s_teams_and_people(config):
     assert complete(f"billing report --config {config} --team r") == ["robotics"]
     assert complete(f"billing report --config {config} --person b") == ["bob"]
     assert complete("billing report --config /nonexistent.yaml --team r") == []
+
+
+def test_a_page_a_report_and_serve_sum_the_same_cents(database, write_config, monkeypatch):
+    """Costs of 0.70, 0.10 and 0.005 are 0.805 and round to 0.81; the database's float sum is
+    0.8049999999999999, so `billing report` said 0.80 where the day's page said 0.81. Both kinds of database."""
+    day = date(2026, 11, 20)
+    fill_ledger(database, {day: [("jaguar", name, "robotics", None, "cpu", "", 1.0, cost, cost)
+                                 for name, cost in (("a", 0.7), ("b", 0.1), ("c", 0.005))]})
+    config = str(write_config(database=database, currency="USD"))
+    answer = CliRunner().invoke(main, ["report", "--team", "robotics", "--from", str(day), "--to", str(day),
+                                       "--by", "day", "--config", config])
+    assert answer.exit_code == 0, answer.output
+    assert [line.split()[-1] for line in answer.stdout.splitlines() if line.startswith(("2026-", "total"))] == [
+        "0.81", "0.81"]
+    engine = open_ledger(database)
+    page = read_report(engine, day, "USD", "unallocated")
+    assert money(page.team("robotics").month_to_date, "USD") == money(page.cost, "USD") == "0.81 USD"
+    assert money(daily_costs(engine, day, day, team="robotics")["cost"].iloc[0], "USD") == "0.81 USD"  # serve's

@@ -128,3 +128,21 @@ def test_groupings_and_breakdowns_of_configured_labels_are_taken(by):
 def test_other_groupings_are_refused_naming_the_cost_labels(by, cost_labels, says):
     with pytest.raises(ReportError, match=re.escape(says)):
         breakdown(by, cost_labels)
+
+
+def test_requested_and_unrequested_add_up_to_the_cost_on_every_row():
+    """--by cluster showed jaguar requested 280.66, unrequested -, cost 280.65: each column was rounded to its
+    own total. By hand: costs 280.655 + 10.115 = 290.77; rounded alone 280.66 + 10.12 is a cent over, which the
+    tie gives back on jaguar (280.65); requested must then be 280.65 too, and 10.00 + 0.12 = 10.12 on ibis."""
+    columns = ["cluster", "gpu_hours", "cpu_core_hours", "memory_gib_hours", "requested_cost", "unrequested_share",
+               "cost"]
+    rows = [{"cluster": "jaguar", "gpu_hours": 1.0, "cpu_core_hours": 0.0, "memory_gib_hours": 0.0,
+             "requested_cost": 280.655, "unrequested_share": 0.0, "cost": 280.655},
+            {"cluster": "ibis", "gpu_hours": 1.0, "cpu_core_hours": 0.0, "memory_gib_hours": 0.0,
+             "requested_cost": 10.0, "unrequested_share": 0.115, "cost": 10.115}]
+    report = Report(Subject("team", "robotics"), date(2026, 11, 1), date(2026, 11, 30), "EUR", "cluster", columns,
+                    rows, [], [])
+    lines = {line.split()[0]: line.split()[4:] for line in table(report).splitlines()[2:5]}
+    assert lines == {"jaguar": ["280.65", "-", "280.65"], "ibis": ["10.00", "0.12", "10.12"],
+                     "total": ["290.65", "0.12", "290.77"]}
+
