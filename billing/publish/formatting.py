@@ -10,6 +10,7 @@ the rounded total (largest remainder), and the page says so.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from decimal import ROUND_HALF_UP, Decimal
 
@@ -53,8 +54,10 @@ _CENT = Decimal("0.01")
 
 
 def exact(value: float) -> Decimal:
-    """A float as the decimal it was written as (its shortest form): 15.315, not 15.3149999…"""
-    return Decimal(repr(float(value)))
+    """A ledger value as a decimal to the billionth, as sums count it: 15.315, not 15.3149999…, and a row shown on
+    its own rounds as its total does."""
+    scaled = math.floor(abs(float(value)) * BILLIONTHS + 0.5)
+    return Decimal(int(math.copysign(scaled, value))) / BILLIONTHS
 
 
 def cents(value: float) -> Decimal:

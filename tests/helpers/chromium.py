@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import json
 import re
 import subprocess
 
@@ -40,3 +42,53 @@ def assert_not_blank(png):
     inked = sum(count for count, rgb in colours if sum(rgb) < 3 * 235)
     assert len(colours) > 50, f"{png.name}: only {len(colours)} colours"
     assert inked / (image.width * image.height) > 0.01, f"{png.name}: almost all white"
+
+
+# Measures a page inside iframes of each width (a window narrower than 500 px is not honoured by headless Chromium,
+# an iframe is): elements that end right of the viewport outside a box that scrolls sideways, each box that needs
+# to scroll, and where each breakdown table's last (cost) cell ends.
+_MEASURE = """<script>
+function measure(doc, width) {
+  const out = {overflow: [], scrolls: [], cost: []};
+  for (const el of doc.body.querySelectorAll('*')) {
+    const box = el.getBoundingClientRect();
+    if (box.width === 0 || box.right <= width + 1) continue;
+    let inside = false;
+    for (let p = el.parentElement; p && p !== doc.body; p = p.parentElement) {
+      if (['auto', 'scroll', 'hidden'].includes(doc.defaultView.getComputedStyle(p).overflowX)) { inside = true; break; }
+    }
+    const widerChild = [...el.children].some(c => c.getBoundingClientRect().right > width + 1);
+    if (!inside && !widerChild) out.overflow.push(el.tagName + ' ' + (el.textContent || '').trim().slice(0, 60));
+  }
+  for (const el of doc.querySelectorAll('.scroll')) {
+    if (el.scrollWidth > el.clientWidth + 1) out.scrolls.push((el.querySelector('table') || {}).id || '?');
+  }
+  for (const table of doc.querySelectorAll('table.breakdown')) {
+    const cell = table.querySelector('tbody tr td:last-child');
+    if (cell) out.cost.push([table.id, cell.getBoundingClientRect().right]);
+  }
+  return out;
+}
+window.addEventListener('load', () => {
+  const found = {};
+  for (const frame of document.querySelectorAll('iframe')) {
+    found[frame.width] = measure(frame.contentDocument, parseInt(frame.width));
+  }
+  const pre = document.createElement('pre'); pre.id = 'measured'; pre.textContent = JSON.stringify(found);
+  document.body.appendChild(pre);
+});
+</script>"""
+
+
+def layout(chromium: str, page, widths: tuple[int, ...], profile) -> dict[int, dict]:
+    """Per width: {"overflow": [elements past the viewport's right edge, outside boxes that scroll], "scrolls":
+    [ids of tables whose box must scroll], "cost": [[breakdown table id, right edge of its first cost cell]]}."""
+    harness = page.with_name(f"{page.stem}-layout.html")
+    frames = "".join(f'<iframe src="{page.as_uri()}" width="{w}" height="2000"></iframe>' for w in widths)
+    harness.write_text(f"<!DOCTYPE html><html><body>{_MEASURE}{frames}</body></html>")
+    run = subprocess.run([chromium, *FLAGS, f"--user-data-dir={profile}", "--allow-file-access-from-files",
+                          "--virtual-time-budget=5000", f"--window-size={sum(widths) + 100},2200", "--dump-dom",
+                          harness.as_uri()], capture_output=True, text=True, timeout=90)
+    found = re.search(r'<pre id="measured">(.*?)</pre>', run.stdout, re.S)
+    assert found, run.stderr[-2000:]
+    return {int(width): measured for width, measured in json.loads(html.unescape(found.group(1))).items()}

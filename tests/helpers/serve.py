@@ -97,10 +97,11 @@ MATRIX = {  # route -> status for each visitor in VISITORS
 REPOSITORY = Path(__file__).resolve().parents[2]
 
 
-def start_serve(tmp_path: Path) -> tuple[int, ManagedProcess]:
-    """A real `billing serve` process (header auth, JSON log in tmp_path/serve.log) over the hand-worked ledger."""
-    config = {**MINIMAL_CONFIG, "currency": "USD", "web": {"admins": ["root"]},
-              "database": store_directory(write_ledger(tmp_path / "ledger.db"))}
+def start_serve(tmp_path: Path, database: str = "", currency: str = "USD") -> tuple[int, ManagedProcess]:
+    """A real `billing serve` process (header auth, JSON log in tmp_path/serve.log) over the hand-worked ledger,
+    or over `database` (a ledger with its directory stored, e.g. the demo's)."""
+    config = {**MINIMAL_CONFIG, "currency": currency, "web": {"admins": ["root"]},
+              "database": database or store_directory(write_ledger(tmp_path / "ledger.db"))}
     (tmp_path / "billing.yaml").write_text(yaml.safe_dump(config))
     port = free_port()
     process = ManagedProcess([sys.executable, "-m", "billing", "--log-format", "json", "serve", "--port", port,

@@ -17,7 +17,7 @@ from billing.ledger.database import open_ledger
 from billing.notify.letters import admin_letter, team_letter
 from billing.publish.dayview import read_report
 from billing.publish.pages import write_pages
-from tests.helpers.chromium import FLAGS, assert_not_blank, chromium, screenshot  # noqa: F401 (pytest fixtures)
+from tests.helpers.chromium import FLAGS, assert_not_blank, chromium, layout, screenshot  # noqa: F401 (pytest fixtures)
 from tests.helpers.day_reports import with_workload_costs
 from tests.helpers.demo import demo_run  # noqa: F401 (pytest fixtures)
 from tests.helpers.report_ledger import DAY, write_ledger
@@ -52,6 +52,23 @@ def test_the_demo_s_pages_and_emails_at_desktop_and_phone_width(chromium, demo_r
         png = tmp_path / f"demo-{page.stem}-{width}.png"
         assert screenshot(chromium, page, png, width, height, tmp_path / "profile") == [], page
         assert_not_blank(png)
+def test_nothing_runs_off_a_phone_or_a_desktop(chromium, demo_run, tmp_path):  # noqa: F811
+    """At 390 px the team email's paragraphs were cut (its tables pushed the card wider than the screen); at
+    1280 px the capacity table's last column needed scrolling. Measured in Chromium: no element ends right of the
+    viewport outside a box that scrolls, and at 1280 px no table of a page needs to scroll."""
+    reports = demo_run / "demo-out" / "reports"
+    pages = [reports / "index.html", reports / "2026-11-18" / "index.html",
+             *(reports / "2026-11-18" / "teams" / f"{team}.html" for team in ("robotics", "speech"))]
+    for name in ("admins", "team-robotics-alice", "team-speech"):
+        eml = next((demo_run / "demo-out" / "outbox").glob(f"2026-11-18-{name}*.eml"))
+        pages.append(tmp_path / f"email-{name}.html")
+        pages[-1].write_text(message_from_bytes(eml.read_bytes(), policy=policy.default).get_body(("html",)).get_content())
+    for page in pages:
+        measured = layout(chromium, page, (390, 1280), tmp_path / "profile")
+        assert measured[390]["overflow"] == measured[1280]["overflow"] == [], page
+        assert measured[1280]["scrolls"] == [], page
+
+
 def dom(chromium: str, url: str, profile) -> str:
     """The page as Chromium parsed it."""
     run = subprocess.run([chromium, *FLAGS, f"--user-data-dir={profile}", "--dump-dom", url],

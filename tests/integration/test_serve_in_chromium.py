@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from fixtures.servers import ManagedProcess, free_port, require_program, start_nginx
-from tests.helpers.chromium import assert_not_blank, screenshot
+from tests.helpers.chromium import assert_not_blank, layout, screenshot
+from tests.helpers.demo import demo_run  # noqa: F401 (pytest fixtures)
 from tests.helpers.serve import RANGE, start_serve
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -62,6 +63,28 @@ def test_pages_open_without_console_messages_and_are_not_blank(browser, served, 
         url = f"http://127.0.0.1:{ports[user]}{path}"
         assert screenshot(browser, url, png, width, height, tmp_path / "profile") == [], url
         assert_not_blank(png)
+
+
+def test_the_cost_column_stays_on_a_phone_screen(browser, demo_run, tmp_path):  # noqa: F811
+    """/me at 390 px had its cost column off screen, behind the hours of the demo's wide tables. Pages as the
+    browser gets them through the proxy, measured in Chromium: nothing past the viewport outside a box that
+    scrolls, and each breakdown's cost cell inside the phone's 390 px."""
+    port, serve = start_serve(tmp_path, f"sqlite:///{demo_run / 'demo-out' / 'billing.db'}", currency="CHF")
+    ports, proxy = start_proxy(tmp_path, port)
+    try:
+        for user, path in (("alice", "/me"), ("root", "/teams/robotics"), ("root", "/all")):
+            url = f"http://127.0.0.1:{ports[user]}{path}?from=2026-11-16&to=2026-11-18"
+            with urllib.request.urlopen(url, timeout=10) as answer:
+                page = tmp_path / f"{path.strip('/').replace('/', '-')}.html"
+                page.write_text(answer.read().decode())
+            measured = layout(browser, page, (390, 1280), tmp_path / "profile")
+            assert measured[390]["overflow"] == measured[1280]["overflow"] == [], path
+            costs = measured[390]["cost"]
+            assert costs and all(right <= 390 for _, right in costs), (path, costs)
+            assert measured[1280]["scrolls"] == [], path
+    finally:
+        proxy.stop()
+        serve.stop()
 
 
 def test_the_process_logs_json_lines_and_stops_cleanly_on_sigterm(served):

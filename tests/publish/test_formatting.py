@@ -72,3 +72,11 @@ def test_numbers_for_machines_have_no_float_noise():
     assert plain_number(24.0) == "24" and plain_number(-0.0) == "0"
     assert plain_number(0.000123456789) == "0.000123456789"  # small prices keep their digits, no exponent
     assert plain_number(241299.61234567891) == "241299.612346"
+
+
+def test_a_row_shown_alone_rounds_as_its_total():
+    """serve's /me showed one row of 266.22 GPU-h under a total of 266.23: the total was summed to the billionth,
+    the row rounded from its float (266.22499999990001...)."""
+    value = 266.2249999999
+    assert cents(value) == cents(total([value])) == Decimal("266.23")
+    assert cents(-1.005) == Decimal("-1.01") and cents(15.315) == Decimal("15.32") and str(cents(-0.0)) == "0.00"
