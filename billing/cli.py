@@ -42,6 +42,7 @@ from billing.publish.report import (
     breakdown,
     build_report,
     known_names,
+    price_changes,
     report_range,
 )
 from billing.publish.report_formats import FORMATS, day_ranges, notices
@@ -400,6 +401,7 @@ def report(
     ledger = open_ledger(config.database)
     answer = build_report(ledger, subject, first, last, by, config.currency)
     _refuse_never_run(first, last, answer.missing_days)
+    answer = replace(answer, price_changes=price_changes(config.clusters, first, last))
     if subject.kind == "team" and subject.name is not None:
         budget = team_budgets(config.budgets, stored_directory(ledger)).get(subject.name)
         answer = replace(answer, budget=read_budget_status(ledger, subject.name, last, budget))

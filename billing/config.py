@@ -20,6 +20,7 @@ import math
 import os
 import re
 import ssl
+from datetime import date
 from fractions import Fraction
 from pathlib import Path
 from typing import Annotated, ClassVar, Literal
@@ -31,8 +32,10 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
+    Discriminator,
     Field,
     PrivateAttr,
+    Tag,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -213,6 +216,22 @@ class Prices(_Section):
     priority_classes: dict[str, Price] = {}
 
 
+class DatedPrices(Prices):
+    """A price set in force from a day on, until the next set's `from` (docs/spec.md "Prices over time and cost
+    recovery")."""
+
+    from_: date = Field(alias="from")
+
+
+# `prices` is one set for every day, or a list of dated sets; the tags name the form in pydantic's error locations,
+# which config errors leave out (clusters[0].prices.gpu_hour, clusters[0].prices[1].from)
+PRICE_FORMS = ("one set", "dated sets")
+PriceSets = Annotated[
+    Annotated[Prices, Tag(PRICE_FORMS[0])] | Annotated[list[DatedPrices], Tag(PRICE_FORMS[1])],
+    Discriminator(lambda value: PRICE_FORMS[1] if isinstance(value, list) else PRICE_FORMS[0]),
+]
+
+
 class ReservedPools(_Section):
     """Node groups dedicated to a team: it pays their whole capacity, others' use of them is credited to it."""
 
@@ -245,7 +264,7 @@ class ClusterConfig(_Section):
     vendor_model_labels: list[Annotated[str, Field(min_length=1)]] = []
     # node label of time-slicing replicas; None: the top-level gpu_replicas_label, '' none on this cluster
     gpu_replicas_label: str | None = None
-    prices: Prices
+    prices: PriceSets
     # idle capacity (allocatable that no request covered): unbilled, or shared over the teams in
     # proportion to their cost, as `idle-<resource>` ledger rows, so the ledger adds up to the whole cluster's price
     idle: Literal["unbilled", "share"] = "unbilled"
@@ -254,6 +273,32 @@ class ClusterConfig(_Section):
     # what a pod's request is (docs/spec.md rule 3): what the scheduler reserves for it (pod), or its app
     # containers' requests only (containers, the older rule); None: the top-level `requests`
     requests: RequestRule | None = None
+
+    @field_validator("prices")
+    @classmethod
+    def _sets_go_forward(cls, prices: Prices | list[DatedPrices]) -> Prices | list[DatedPrices]:
+        if isinstance(prices, list):
+            if not prices:
+                raise ValueError("give at least one price set")
+            for number, (before, after) in enumerate(zip(prices, prices[1:]), start=1):
+                if after.from_ <= before.from_:
+                    raise ValueError(f"[{number}].from {after.from_} is not after [{number - 1}].from {before.from_}: "
+                                     "each set starts on a later day than the one before")
+        return prices
+
+    def prices_on(self, day: date) -> Prices:
+        """The price set in force on `day`: the one set, or the dated set with the latest `from` on or before it."""
+        if isinstance(self.prices, Prices):
+            return self.prices
+        in_force = [prices for prices in self.prices if prices.from_ <= day]
+        if not in_force:
+            raise ConfigError(f"{self._place}.prices: no price set is in force on {day}; the first is from "
+                              f"{self.prices[0].from_}")
+        return in_force[-1]
+
+    def price_changes(self, first: date, last: date) -> list[date]:
+        """Days after `first`, up to `last`, on which another price set comes into force."""
+        return [] if isinstance(self.prices, Prices) else [p.from_ for p in self.prices if first < p.from_ <= last]
 
 
 class PeopleConfig(_Section):
@@ -591,6 +636,7 @@ class Config(_Section):
     def _place_sections(self) -> Config:
         """Each section with secrets learns where it is, for the sentence naming one that cannot be read."""
         for number, cluster in enumerate(self.clusters):
+            cluster._place = f"clusters[{number}]"
             cluster.prometheus._place = f"clusters[{number}].prometheus"
         self.directory._place, self.email._place, self.web._place = "directory", "email", "web"
         return self
@@ -615,7 +661,7 @@ def _key(location: tuple) -> str:
     for part in location:
         if isinstance(part, int):
             key += f"[{part}]"
-        elif part not in ("function-after", "function-before") and not str(part).startswith("function-"):
+        elif part not in PRICE_FORMS and not str(part).startswith("function-"):
             key += ("." if key else "") + ("from" if part == "from_" else str(part))
     return key or "(top level)"
 

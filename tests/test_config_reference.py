@@ -26,6 +26,8 @@ def _sections(annotation: object) -> list[tuple[type[BaseModel], bool]]:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return [(annotation, False)]
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return _sections(args[0])
     if origin is list:
         return [(section, True) for section, _ in _sections(args[0])]
     if origin in (typing.Union, types.UnionType):
@@ -42,7 +44,12 @@ def model_keys(model: type[BaseModel] = Config, prefix: str = "") -> set[str]:
         key = prefix + (field.alias or name)
         sections = _sections(field.annotation)
         for section, is_list in sections:
-            keys |= model_keys(section, key + ("[]." if is_list else "."))
+            found = model_keys(section, key + ("[]." if is_list else "."))
+            # a form of the same section with more keys (dated price sets) is documented by those keys only
+            forms = [other for other, _ in sections if other is not section and issubclass(section, other)]
+            own = {field.alias or name for name, field in section.model_fields.items()
+                   if not any(name in other.model_fields for other in forms)}
+            keys |= {k for k in found if not forms or k.rsplit(".", 1)[-1] in own}
         if not sections:
             keys.add(key)
     return keys

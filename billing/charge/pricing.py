@@ -78,13 +78,13 @@ def price(usage: pd.DataFrame, ownership: pd.DataFrame, prices: dict[str, Prices
 
 
 def reserve_pools(capacity: pd.DataFrame, usage: pd.DataFrame, ownership: pd.DataFrame,
-                  clusters: list[ClusterConfig]) -> pd.DataFrame:
+                  clusters: list[ClusterConfig], prices: dict[str, Prices]) -> pd.DataFrame:
     """Ledger rows of reserved pools: each pool's whole capacity, and credits for its use, to the pool's team.
 
-    capacity: cluster, resource, gpu_model, pool, allocatable, unit_price; usage and ownership as for `price`.
+    capacity: cluster, resource, gpu_model, pool, allocatable, unit_price; usage, ownership and the day's prices
+    per cluster as for `price`.
     A credit is what the namespace's teams were charged for the use (after discounts), and keeps its owner.
     """
-    prices = {c.name: c.prices for c in clusters}
     teams = {(c.name, pool): team for c in clusters if c.reserved_pools for pool, team in c.reserved_pools.teams.items()}
     pooled = []
     cluster: Any  # the group keys: a cluster's name and a pool's (pandas-stubs types them as Hashable)

@@ -41,7 +41,17 @@ from billing.collect.promql import (
 )
 from billing.collect.replay import cluster_recording, prometheus_source
 from billing.collect.stores import engine_of, store_of
-from billing.config import DRA_GPU, ClusterConfig, Config, EmailConfig, kube_label, load_config, read_secrets
+from billing.config import (
+    DRA_GPU,
+    ClusterConfig,
+    Config,
+    DatedPrices,
+    EmailConfig,
+    Prices,
+    kube_label,
+    load_config,
+    read_secrets,
+)
 from billing.days import BillingDay, billing_day, yesterday
 from billing.directory.sources import check_directory
 from billing.errors import BillingError, RunFailed
@@ -406,6 +416,16 @@ def _creatable(path: Path) -> str:
     return f"which the first run creates (in {parent}, which is writable)"
 
 
+def price_set(cluster: ClusterConfig, day: date) -> str:
+    """Which of the cluster's price sets prices `day` (docs/spec.md "Prices over time and cost recovery")."""
+    if isinstance(cluster.prices, Prices):
+        return f"one price set for every day prices {day}"
+    in_force = cluster.prices_on(day)  # none in force: the sentence naming the key
+    later = [prices.from_ for prices in cluster.prices if prices.from_ > day]
+    starts = in_force.from_ if isinstance(in_force, DatedPrices) else ""
+    return f"{day} is priced with the set from {starts}" + (f"; the next from {later[0]}" if later else "")
+
+
 def check_config(path: Path) -> tuple[Config, Probe]:
     """The validated config and its line; an invalid config raises ConfigError (exit status 2)."""
     start = time.monotonic()
@@ -421,6 +441,7 @@ def check_all(config: Config, day: date | None = None) -> Iterator[Probe]:
     A cluster's series are checked for `day` (default: yesterday), and only where its store answered."""
     period = billing_day(day or yesterday(config.zone), config.zone)
     for cluster in config.clusters:
+        yield _timed(f"prices {cluster.name}", partial(price_set, cluster, period.date))
         reached = _timed(f"prometheus {cluster.name}", partial(prometheus, cluster))
         yield reached
         if reached.ok and cluster.prometheus.selector.strip() and not cluster.prometheus.replay:

@@ -24,7 +24,7 @@ from billing.collect.replay import prometheus_source
 from billing.collect.stores import Store, store_of
 from billing.collect.usage import ClusterUsage, collect_cluster
 from billing.collect.waste import MEASURES, WORKLOAD_WASTE_KEYS, attribute_waste, collect_waste, waste_by_namespace
-from billing.config import ClusterConfig, Config
+from billing.config import ClusterConfig, Config, Prices
 from billing.days import BillingDay, billing_day
 from billing.directory.people import (
     AmbiguousDirectoryError,
@@ -147,12 +147,14 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0,
     log.info("billing %s (%s to %s UTC)", day, period.start.isoformat(), period.end.isoformat())
     if period.end > datetime.now(timezone.utc):
         log.warning("%s has not ended yet in %s: its bill is partial until the day is run again", day, config.timezone)
+    # the price sets in force that day: a day no set covers is refused before any store is asked
+    prices = {cluster.name: cluster.prices_on(day) for cluster in config.clusters}
 
     collected = [_collect_cluster(config, cluster, period) for cluster in config.clusters]
     _check_coverage([c.usage for c in collected], day, require_coverage)
     directory, directory_warning = _read_directory(config, ledger)
     with turn or nullcontext():
-        rows, written = _bill(config, ledger, day, collected, directory, directory_warning)
+        rows, written = _bill(config, ledger, day, prices, collected, directory, directory_warning)
         undelivered = _publish(config, ledger, day, directory, summaries)
 
     costs = rows.groupby("cluster")["cost"].sum()
@@ -198,7 +200,7 @@ def collect_from(config: Config, cluster: ClusterConfig, period: BillingDay, sou
                  audit.pods, audit.queries, audit.seconds)
     allocatable = collect_allocatable(cluster, period, step, resources, source, store)
     wasted, workload_wasted = _collect_waste(config, cluster, period, source, store, usage)
-    capacity = idle_capacity(allocatable, usage.usage, cluster.prices, cluster.name)
+    capacity = idle_capacity(allocatable, usage.usage, cluster.prices_on(period.date), cluster.name)
     _log_cluster(usage)
     _log_capacity(cluster.name, capacity)
     return _Collected(usage, capacity, wasted.assign(cluster=cluster.name),
@@ -219,23 +221,24 @@ def _collect_waste(config: Config, cluster: ClusterConfig, period: BillingDay, s
     return (waste_by_namespace(wasted), wasted) if by_workload else (wasted, none)
 
 
-def _bill(config: Config, ledger: Engine, day: date, collected: list[_Collected], directory: Directory,
-          directory_warning: str) -> tuple[pd.DataFrame, int]:
-    """Own, price and write the day's ledger rows in one transaction; the rows and how many were written."""
+def _bill(config: Config, ledger: Engine, day: date, prices: dict[str, Prices], collected: list[_Collected],
+          directory: Directory, directory_warning: str) -> tuple[pd.DataFrame, int]:
+    """Own, price (each cluster at the day's `prices`) and write the day's ledger rows in one transaction; the rows
+    and how many were written."""
     usage = pd.concat([c.usage.usage.assign(cluster=c.usage.cluster) for c in collected], ignore_index=True)
     capacity = pd.concat([c.capacity for c in collected], ignore_index=True)
     wasted = pd.concat([c.wasted for c in collected], ignore_index=True)
     workload_wasted = pd.concat([c.workload_wasted for c in collected], ignore_index=True)
     ownership = assign_owners(pd.concat([usage["namespace"], wasted["namespace"]]), directory, config.namespaces)
     # what namespaces requested; reserved pools' capacity and credits; idle shared where a cluster says so
-    rows = price(usage, ownership, {c.name: c.prices for c in config.clusters})
+    rows = price(usage, ownership, prices)
     holdings = pd.concat([c.usage.holdings.assign(cluster=c.usage.cluster) for c in collected], ignore_index=True)
     held = price_holdings(holdings, ownership, rows)
-    pool_rows = reserve_pools(capacity, usage, ownership, config.clusters)
+    pool_rows = reserve_pools(capacity, usage, ownership, config.clusters, prices)
     sharing_idle = [c.name for c in config.clusters if c.idle == "share"]
     idle_rows = share_idle(capacity[capacity["cluster"].isin(sharing_idle)], rows, config.namespaces.unallocated_team)
     rows = pd.concat([rows, pool_rows, idle_rows], ignore_index=True)
-    workloads = _workload_rows(config, collected, ownership, rows)
+    workloads = _workload_rows(config, prices, collected, ownership, rows)
 
     bill = DayBill(rows, capacity, attribute_waste(wasted, ownership), held, workloads,
                    attribute_waste(workload_wasted, ownership) if workloads is not None else None,
@@ -253,7 +256,7 @@ def _bill(config: Config, ledger: Engine, day: date, collected: list[_Collected]
     return rows, written
 
 
-def _workload_rows(config: Config, collected: list[_Collected], ownership: pd.DataFrame,
+def _workload_rows(config: Config, prices: dict[str, Prices], collected: list[_Collected], ownership: pd.DataFrame,
                    rows: pd.DataFrame) -> pd.DataFrame | None:
     """The day's rows split over workloads and cost labels; None with workloads off."""
     if not config.workloads.enabled:
@@ -261,7 +264,7 @@ def _workload_rows(config: Config, collected: list[_Collected], ownership: pd.Da
     usage = pd.concat([c.usage.workloads.assign(cluster=c.usage.cluster) for c in collected
                        if c.usage.workloads is not None] or [pd.DataFrame(columns=["cluster", *frames.WORKLOAD_USAGE.columns])],
                       ignore_index=True)
-    return workload_costs(usage, ownership, {c.name: c.prices for c in config.clusters}, rows, config.cost_labels)
+    return workload_costs(usage, ownership, prices, rows, config.cost_labels)
 
 
 def _publish(config: Config, ledger: Engine, day: date, directory: Directory, summaries: Summaries) -> list[str]:

@@ -23,6 +23,7 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy import Engine, Table, Text, case, exists, func, literal, not_, or_, select, union_all
 
+from billing.config import ClusterConfig
 from billing.days import days_between, yesterday
 from billing.directory.people import directory_from_json
 from billing.errors import UsageError
@@ -30,6 +31,7 @@ from billing.ledger.database import fetch
 from billing.ledger.read import completed, incomplete, latest_directory, money_sum
 from billing.ledger.tables import chargeback, gpu_holdings, workload_costs
 from billing.publish.budgets import BudgetStatus
+from billing.publish.formatting import total
 from billing.resources import CPU, GPU, IDLE, MEMORY, RESOURCES
 
 # --by word -> ledger column
@@ -113,10 +115,19 @@ class Report:
     leads: tuple[str, ...] = ()  # a team report's team leads (uids), from the stored directory
     # breakdowns below the namespace: days with costs that no workload row breaks down; None for other reports
     without_breakdown: list[date] | None = None
+    # (cluster, day): another price set came into force inside the range (docs/spec.md "Prices over time and cost
+    # recovery"); from the config, see `price_changes`
+    price_changes: list[tuple[str, date]] = field(default_factory=list)
 
     @property
     def total_cost(self) -> float:
-        return sum((row["cost"] for row in self.rows), 0.0)
+        return total(row["cost"] for row in self.rows)
+
+
+def price_changes(clusters: list[ClusterConfig], first: date, last: date) -> list[tuple[str, date]]:
+    """(cluster, day) for each day after `first`, up to `last`, on which a cluster's next price set came into force:
+    a report over such a range adds up hours at different prices."""
+    return [(cluster.name, day) for cluster in clusters for day in cluster.price_changes(first, last)]
 
 
 def report_range(

@@ -250,6 +250,8 @@ def json_text(report: Report) -> str:
     if report.budget is not None:  # team reports: the month that `to` falls in
         document |= {"budget": report.budget.budget, "forecast": report.budget.forecast,
                      "budget_month": f"{report.budget.as_of:%Y-%m}", "month_to_date": report.budget.month_to_date}
+    if report.price_changes:
+        document["price_changes"] = [{"cluster": cluster, "from": day.isoformat()} for cluster, day in report.price_changes]
     if report.by:
         document["by"] = report.by
     if report.without_breakdown is not None:
@@ -327,7 +329,12 @@ def notices(report: Report) -> list[str]:
             "Prometheus had no kube-state-metrics data, so pods running then were not billed, on "
             + ", ".join(gaps(report))
         )
+    found += [price_change_note(cluster, day) for cluster, day in report.price_changes]
     return found
+
+
+def price_change_note(cluster: str, day: date) -> str:
+    return f"the prices of cluster {cluster} changed on {day}: hours before and after it are priced differently"
 
 
 FORMATS = {"table": table, "csv": csv_text, "json": json_text, "html": html}

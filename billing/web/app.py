@@ -54,9 +54,10 @@ from billing.publish.report import (
     breakdown,
     build_report,
     known_names,
+    price_changes,
     report_range,
 )
-from billing.publish.report_formats import csv_text, html_table, json_text
+from billing.publish.report_formats import csv_text, html_table, json_text, price_change_note
 from billing.web.access import Forbidden, Viewer, viewer
 
 log = logging.getLogger(__name__)
@@ -334,7 +335,8 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
             "web.html.j2", viewer=current(), heading=heading, page=name, subject=subject, first=first, last=last,
             report=figures, tables=tables, links=links, waste=_nones(waste), waste_key=waste_key,
             reports_url=config.reports_url, nothing=nothing, csrf=_csrf() if web.auth == "ldap" else "",
-            today_missing=last not in runs, budget=budget))
+            today_missing=last not in runs, budget=budget,
+            price_notes=[price_change_note(*change) for change in price_changes(config.clusters, first, last)]))
 
     @app.errorhandler(Refused)
     def refused(error: Refused):

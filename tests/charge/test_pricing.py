@@ -1,3 +1,5 @@
+from datetime import date
+
 import pandas as pd
 import pytest
 
@@ -135,7 +137,7 @@ def test_a_reserved_pool_charges_its_team_the_capacity_and_credits_it_the_use():
     ], columns=["cluster", "namespace", "resource", "gpu_model", "priority_class", "pool", "quantity"])
     ownership = pd.DataFrame([("alice", "robotics", "alice", 1.0), ("carol", "nlp", "carol", 1.0),
                               ("team-nlp", "nlp", None, 1.0)], columns=["namespace", "team", "owner", "share"])
-    pool = reserve_pools(capacity, usage, ownership, [jaguar])
+    pool = reserve_pools(capacity, usage, ownership, [jaguar], {"jaguar": jaguar.prices_on(date(2026, 11, 20))})
     got = {(r.namespace, r.team, r.resource): (r.quantity, r.cost) for r in pool.itertuples()}
     assert got == {
         ("pool:robotics-h100", "robotics", "reserved-gpu"): pytest.approx((192.0, 460.8)),

@@ -58,9 +58,9 @@ def test_one_prometheus_up_and_one_down(prometheus_server, config):
     result = check(config({"jaguar": up.url, "ibis": down.url}))
     assert result.exit_code == 1
     assert status(result.stdout) == {
-        "config": "ok", "prometheus jaguar": "ok", "series jaguar": "FAIL", "requests jaguar": "ok",
-        "workloads jaguar": "WARN",
-        "prometheus ibis": "FAIL",
+        "config": "ok", "prices jaguar": "ok", "prometheus jaguar": "ok", "series jaguar": "FAIL",
+        "requests jaguar": "ok", "workloads jaguar": "WARN",
+        "prices ibis": "ok", "prometheus ibis": "FAIL",
         "directory": "ok", "database": "WARN", "email": "ok",  # WARN: no ledger yet, and a check makes none
     }
     assert f"{up.url} answered vector(1)" in result.stdout

@@ -71,8 +71,8 @@ def test_everything_reachable(config, tmp_path):
     result = check(path)
     assert result.exit_code == 0, result.output
     found = lines(result.stdout)
-    assert list(found) == ["config", "prometheus jaguar", "series jaguar", "requests jaguar", "workloads jaguar",
-                           "directory", "database", "email"]
+    assert list(found) == ["config", "prices jaguar", "prometheus jaguar", "series jaguar", "requests jaguar",
+                           "workloads jaguar", "directory", "database", "email"]
     assert all(line.startswith("ok    ") for line in found.values())
     assert f"{PROMETHEUS} answered vector(1); the store is Prometheus 2.53.1" in found["prometheus jaguar"]
     assert "every series the bill needs has samples on " in found["series jaguar"]
@@ -190,3 +190,16 @@ def test_an_invalid_config_exits_2_before_checking_anything(tmp_path, text):
     result = check(str(path))
     assert result.exit_code == 2
     assert result.stdout == "" and result.stderr.startswith("billing: ")
+
+
+def test_check_says_which_price_set_prices_the_day(write_config, tmp_path):
+    cluster = {**MINIMAL_CONFIG["clusters"][0], "prometheus": {"url": PROMETHEUS}}
+    sets = [{**cluster["prices"], "from": "2026-01-01"}, {**cluster["prices"], "from": "2026-11-20"},
+            {**cluster["prices"], "from": "2027-01-01"}]
+    path = str(write_config(clusters=[{**cluster, "prices": sets}], database=f"sqlite:///{tmp_path / 'ledger.db'}"))
+    checked = {day: lines(CliRunner().invoke(main, ["check", "--date", day, "--config", path]).stdout)["prices jaguar"]
+               for day in ("2026-11-19", "2026-11-20", "2025-12-31")}
+    assert "2026-11-19 is priced with the set from 2026-01-01; the next from 2026-11-20" in checked["2026-11-19"]
+    assert "2026-11-20 is priced with the set from 2026-11-20; the next from 2027-01-01" in checked["2026-11-20"]
+    assert checked["2025-12-31"].startswith("FAIL  ") and (
+        "clusters[0].prices: no price set is in force on 2025-12-31; the first is from 2026-01-01" in checked["2025-12-31"])
