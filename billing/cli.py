@@ -21,6 +21,7 @@ from pathlib import Path
 
 import click
 
+from billing.collect.invoices import read_invoice
 from billing.config import Config, ConfigError, config_path, load_config
 from billing.days import days_between, yesterday
 from billing.errors import BillingError
@@ -29,7 +30,8 @@ from billing.jobs.check import check_all, check_config
 from billing.jobs.metrics import push_run_metrics
 from billing.jobs.run import render_day, run_day
 from billing.ledger.database import LedgerError, open_ledger, upgrade_schema
-from billing.ledger.read import completed, read_rows, read_workload_costs, stored_directory
+from billing.ledger.read import completed, read_recovery, read_rows, read_workload_costs, stored_directory
+from billing.ledger.write import record_invoice
 from billing.logs import configure_logging
 from billing.publish.budgets import read_budget_status, team_budgets
 from billing.publish.focus import FOCUS_VERSION, ParquetUnavailable, broken_down, focus_rows, write_focus
@@ -504,10 +506,51 @@ def close(month: date, reopen: bool, by: str | None, allow_missing: bool) -> Non
         reopen_month(ledger, month, who)
         click.echo(f"reopened {month:%Y-%m} (by {who})")
         return
+    recover = {cluster.name: cluster.recover for cluster in config.clusters if cluster.recover}
     closed = close_month(ledger, month, who, yesterday(config.zone), config.currency,
-                         cost_centers(stored_directory(ledger)), allow_missing)
+                         cost_centers(stored_directory(ledger)), allow_missing, recover)
     click.echo(f"closed {month:%Y-%m} (by {who}): {len(closed.teams())} teams, {len(closed.lines)} lines, "
                f"total {money(closed.total, closed.currency)}")
+
+
+@main.group()
+@_global_options
+def invoice() -> None:
+    """What a cloud cluster cost, from its provider's bill, for cost recovery at `billing close`.
+
+    Example:
+
+        billing invoice import --cluster ibis --month 2026-11 november-focus.csv
+    """
+
+
+@invoice.command("import")
+@click.option("--cluster", required=True, help="The cluster (its recover.invoice_match selects its rows).")
+@click.option("--month", callback=_month, required=True, help="The month the bill is for, YYYY-MM.")
+@click.option("--replace", is_flag=True, help="Replace the invoice imported for that month before.")
+@click.option("--by", help="Who imports, for the record (default: the operating-system user).")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@_global_options
+@_guarded
+def import_invoice(cluster: str, month: date, replace: bool, by: str | None, file: Path) -> None:
+    """Sum the cluster's rows of the provider's FOCUS export (BilledCost) and keep it as the month's cost.
+
+    The file is read as it streams, never whole; it must be a FOCUS 1.x CSV
+    export in the configured currency. Example:
+
+        billing invoice import --cluster ibis --month 2026-11 november-focus.csv
+    """
+    config = _config()
+    configured = next((c for c in config.clusters if c.name == cluster), None)
+    if configured is None:
+        raise click.BadParameter(f"no cluster named {cluster!r} in the config", param_hint="--cluster")
+    if configured.recover is None or not configured.recover.invoice_match:
+        raise click.BadParameter(f"cluster {cluster} has no recover.invoice_match in the config: nothing says which "
+                                 "rows of the bill are its", param_hint="--cluster")
+    bill = read_invoice(file, configured.recover.invoice_match, config.currency)
+    record_invoice(open_ledger(config.database), month, cluster, bill, _operator(by), replace)
+    click.echo(f"imported the invoice of cluster {cluster} for {month:%Y-%m}: {money(float(bill.billed_cost), bill.currency)} "
+               f"from {bill.rows_matched:,} of {bill.rows_read:,} rows of {file.name} (sha256 {bill.sha256[:12]}…)")
 
 
 @main.command()
@@ -578,7 +621,7 @@ def export(first: date, last: date, output: Path | None) -> None:
     config = _config()
     ledger = open_ledger(config.database)
     focus = focus_rows(broken_down(read_rows(ledger, first, last), read_workload_costs(ledger, first, last)),
-                       config.zone)
+                       config.zone, read_recovery(ledger, first, last))
     # today and later are still to come, not days that were never run
     missing = sorted(set(days_between(first, min(last, yesterday(config.zone)))) - completed(ledger, first, last))
     _refuse_never_run(first, last, missing)

@@ -232,6 +232,22 @@ PriceSets = Annotated[
 ]
 
 
+class CostRecovery(_Section):
+    """What a cluster cost per calendar month; `billing close` books cost recovery lines so that the month's
+    charges on it add up to that (docs/spec.md "Prices over time and cost recovery")."""
+
+    monthly_cost: Budget | None = None  # in the configured currency, e.g. an on-prem cluster's amortised cost
+    # the cloud bill instead: the rows of the provider's FOCUS export that are this cluster, column (or
+    # Tags.<key>) -> value; `billing invoice import` sums their BilledCost for a month
+    invoice_match: dict[Annotated[str, Field(min_length=1)], str] = {}
+
+    @model_validator(mode="after")
+    def _one_source(self) -> CostRecovery:
+        if (self.monthly_cost is None) == (not self.invoice_match):
+            raise ValueError("set exactly one of monthly_cost and invoice_match")
+        return self
+
+
 class ReservedPools(_Section):
     """Node groups dedicated to a team: it pays their whole capacity, others' use of them is credited to it."""
 
@@ -269,6 +285,7 @@ class ClusterConfig(_Section):
     # proportion to their cost, as `idle-<resource>` ledger rows, so the ledger adds up to the whole cluster's price
     idle: Literal["unbilled", "share"] = "unbilled"
     reserved_pools: ReservedPools | None = None
+    recover: CostRecovery | None = None  # None: charges stay what the prices make them
     label_names: LabelNames | None = None
     # what a pod's request is (docs/spec.md rule 3): what the scheduler reserves for it (pod), or its app
     # containers' requests only (containers, the older rule); None: the top-level `requests`

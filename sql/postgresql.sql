@@ -223,4 +223,22 @@ UPDATE statement_lines SET kind = 'unrequested' WHERE kind = 'idle';
 
 UPDATE alembic_version SET version_num='0007' WHERE alembic_version.version_num = '0006';
 
+-- Running upgrade 0007 -> 0008
+
+CREATE TABLE invoices (
+    month DATE NOT NULL,
+    cluster TEXT NOT NULL,
+    billed_cost DOUBLE PRECISION NOT NULL,
+    currency TEXT NOT NULL,
+    file_name TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    rows_read INTEGER NOT NULL,
+    rows_matched INTEGER NOT NULL,
+    imported_at TIMESTAMP WITH TIME ZONE NOT NULL,
+    imported_by TEXT NOT NULL,
+    PRIMARY KEY (month, cluster)
+);
+
+UPDATE alembic_version SET version_num='0008' WHERE alembic_version.version_num = '0007';
+
 COMMIT;

@@ -246,3 +246,21 @@ UPDATE workload_costs SET workload = '(no workload)' WHERE workload = '(namespac
 UPDATE statement_lines SET kind = 'unrequested' WHERE kind = 'idle';
 
 UPDATE alembic_version SET version_num='0007' WHERE alembic_version.version_num = '0006';
+
+-- Running upgrade 0007 -> 0008
+
+CREATE TABLE invoices (
+    month DATE NOT NULL,
+    cluster TEXT NOT NULL,
+    billed_cost DOUBLE NOT NULL,
+    currency TEXT NOT NULL,
+    file_name TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    rows_read INTEGER NOT NULL,
+    rows_matched INTEGER NOT NULL,
+    imported_at DATETIME NOT NULL,
+    imported_by TEXT NOT NULL,
+    PRIMARY KEY (month, cluster)
+);
+
+UPDATE alembic_version SET version_num='0008' WHERE alembic_version.version_num = '0007';

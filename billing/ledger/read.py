@@ -13,6 +13,7 @@ from sqlalchemy import (
 )
 
 from billing import frames
+from billing.days import days_in_month
 from billing.directory.people import Directory, directory_from_json
 from billing.ledger.database import fetch_rows, read_frame
 from billing.ledger.tables import (
@@ -23,6 +24,7 @@ from billing.ledger.tables import (
     completed_days,
     directory_snapshots,
     gpu_holdings,
+    statement_lines,
     waste,
     workload_costs,
 )
@@ -173,3 +175,18 @@ def directory_note(engine: Engine, day: date) -> str:
     query = select(completed_days.c.directory_note).where(completed_days.c.day == day)
     rows = fetch_rows(engine, query, f"the run of {day}")
     return rows[0].directory_note if rows else ""
+
+
+def read_recovery(engine: Engine, first: date, last: date) -> pd.DataFrame:
+    """month, team, cluster, amount, currency: the cost recovery lines of closed months that lie within
+    first..last (a closed month's statement books them for the whole month)."""
+    query = (select(statement_lines.c.month, statement_lines.c.team, statement_lines.c.cluster,
+                    statement_lines.c.amount, statement_lines.c.currency)
+             .where(statement_lines.c.kind == "recovery", statement_lines.c.month >= first,
+                    statement_lines.c.month <= last)
+             .order_by(statement_lines.c.month, statement_lines.c.line))
+    frame = read_frame(engine, query, "cost recovery lines", ["month", "team", "cluster", "amount", "currency"])
+    frame["month"] = pd.to_datetime(frame["month"]).dt.date
+    whole = pd.Series([month.replace(day=days_in_month(month)) <= last for month in frame["month"]], index=frame.index,
+                      dtype=bool)
+    return frame[whole]

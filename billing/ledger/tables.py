@@ -194,6 +194,22 @@ month_closings = Table(  # the log of every close and reopen
 )
 
 
+invoices = Table(  # what a cloud cluster cost in a month, from its provider's FOCUS export (billing invoice import)
+    "invoices",
+    metadata,
+    Column("month", Date, primary_key=True),
+    Column("cluster", Text, primary_key=True),
+    Column("billed_cost", Double, nullable=False),  # BilledCost summed over the rows recover.invoice_match matched
+    Column("currency", Text, nullable=False),
+    Column("file_name", Text, nullable=False),
+    Column("sha256", Text, nullable=False),  # of the file as imported
+    Column("rows_read", Integer, nullable=False),
+    Column("rows_matched", Integer, nullable=False),
+    Column("imported_at", DateTime(timezone=True), nullable=False),
+    Column("imported_by", Text, nullable=False),
+)
+
+
 statement_lines = Table(  # a closed month's statement as it was closed, line by line
     "statement_lines",
     metadata,
@@ -202,7 +218,7 @@ statement_lines = Table(  # a closed month's statement as it was closed, line by
     Column("team", Text, nullable=False),
     Column("cost_center", Text, nullable=False),
     Column("cluster", Text, nullable=False),
-    Column("kind", Text, nullable=False),  # charge, discount, credit, unrequested, reserved, adjustment
+    Column("kind", Text, nullable=False),  # charge, discount, credit, unrequested, reserved, adjustment, recovery
     Column("resource", Text, nullable=False),
     Column("gpu_model", Text, nullable=False),
     Column("corrects", Date, nullable=True),  # the day an adjustment corrects

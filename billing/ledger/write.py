@@ -27,8 +27,9 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from billing import frames
 from billing.charge.bill import DayBill
+from billing.collect.invoices import Invoice, InvoiceError
 from billing.frames import LONGEST_NAME
-from billing.ledger.database import LedgerError, database_name, failure_cause, writing
+from billing.ledger.database import LedgerError, database_name, failure_cause, transaction, writing
 from billing.ledger.tables import (
     LEDGER_COLUMNS,
     NAME_COLUMNS,
@@ -40,6 +41,7 @@ from billing.ledger.tables import (
     completed_days,
     directory_snapshots,
     gpu_holdings,
+    invoices,
     waste,
     workload_costs,
     workload_waste,
@@ -209,3 +211,23 @@ def _refuse_long_names(engine: Engine, day: date, rows: pd.DataFrame) -> None:
                 f"{database_name(engine)}: not writing {day}, previous rows kept: the {column} {name[:40]!r}… has "
                 f"{len(name)} characters, more than the {LONGEST_NAME} of any Kubernetes name"
             )
+
+
+def record_invoice(engine: Engine, month: date, cluster: str, invoice: Invoice, by: str, replace: bool = False) -> None:
+    """Keep what the cluster cost in the month (table invoices); a second import of the month only with
+    `replace`, and none for a closed month, whose statement already recovered the cost it had."""
+    row = {"month": month, "cluster": cluster, "billed_cost": float(invoice.billed_cost), "currency": invoice.currency,
+           "file_name": invoice.file_name, "sha256": invoice.sha256, "rows_read": invoice.rows_read,
+           "rows_matched": invoice.rows_matched, "imported_at": datetime.now(timezone.utc), "imported_by": by}
+    with transaction(engine, f"recording the invoice of cluster {cluster} for {month:%Y-%m}") as conn:
+        if conn.execute(select(closed_months.c.month).where(closed_months.c.month == month)).first():
+            raise InvoiceError(f"{month:%Y-%m} is closed; reopen it (billing close --reopen) to import its invoice")
+        key = (invoices.c.month == month, invoices.c.cluster == cluster)
+        earlier = conn.execute(select(invoices).where(*key)).first()
+        if earlier is not None and not replace:
+            raise InvoiceError(
+                f"the invoice of cluster {cluster} for {month:%Y-%m} was imported from {earlier.file_name} "
+                f"(sha256 {earlier.sha256[:12]}…, {earlier.billed_cost:,.2f} {earlier.currency}) by "
+                f"{earlier.imported_by}; --replace replaces it")
+        conn.execute(delete(invoices).where(*key))
+        conn.execute(insert(invoices).values(**row))

@@ -130,8 +130,9 @@ def _description(row) -> str:
     }[kind]
 
 
-def focus_rows(ledger: pd.DataFrame, zone: ZoneInfo) -> pd.DataFrame:
-    """Rows of `broken_down` as FOCUS rows, one for one, in FOCUS_COLUMNS order."""
+def focus_rows(ledger: pd.DataFrame, zone: ZoneInfo, recovered: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Rows of `broken_down` as FOCUS rows, one for one, in FOCUS_COLUMNS order; then closed months' cost
+    recovery lines (`recovery_rows`), each a row of its own."""
     units = ledger["resource"].map(base).map(PRICING_UNITS)
     credit = ledger["resource"].str.startswith(CREDIT)
     workload = ledger["workload"].map(_is_workload).astype(bool)
@@ -170,7 +171,55 @@ def focus_rows(ledger: pd.DataFrame, zone: ZoneInfo) -> pd.DataFrame:
         },
         index=ledger.index,
     )
-    return focus.join(_periods(ledger["day"], zone))[FOCUS_COLUMNS].reset_index(drop=True)
+    rows = focus.join(_periods(ledger["day"], zone))[FOCUS_COLUMNS].reset_index(drop=True)
+    if recovered is None or recovered.empty:
+        return rows
+    return pd.concat([rows, recovery_rows(recovered, zone)], ignore_index=True)
+
+
+def recovery_rows(recovered: pd.DataFrame, zone: ZoneInfo) -> pd.DataFrame:
+    """Cost recovery lines of closed months (ledger.read.read_recovery: month, team, cluster, amount, currency)
+    as FOCUS rows of their own: ChargeCategory Adjustment over the whole month, no quantity or price."""
+    periods = _periods(recovered["month"], zone)
+    focus = pd.DataFrame(
+        {
+            "BilledCost": recovered["amount"],
+            "BillingAccountId": recovered["team"],
+            "BillingAccountName": recovered["team"],
+            "BillingCurrency": recovered["currency"],
+            "ChargeCategory": "Adjustment",
+            "ChargeClass": None,
+            "ChargeDescription": "cost recovery of cluster " + recovered["cluster"] + ": the team's share of the "
+                                 "month's cost less the month's charges on it",
+            "ChargeFrequency": "Recurring",
+            "ConsumedQuantity": None,
+            "ConsumedUnit": None,
+            "ContractedCost": recovered["amount"],
+            "EffectiveCost": recovered["amount"],
+            "InvoiceIssuerName": recovered["cluster"],
+            "ListCost": recovered["amount"],
+            "ListUnitPrice": None,
+            "PricingCategory": None,
+            "PricingQuantity": None,
+            "PricingUnit": None,
+            "ProviderName": recovered["cluster"],
+            "PublisherName": recovered["cluster"],
+            "ResourceId": recovered["cluster"],
+            "ResourceName": recovered["cluster"],
+            "ResourceType": "Cluster",
+            "ServiceCategory": "Compute",
+            "ServiceName": "Kubernetes",
+            "ServiceSubcategory": "Containers",
+            "SkuId": "recovery",
+            "Tags": [json.dumps({TAG_PREFIX + "cluster": cluster, TAG_PREFIX + "kind": "recovery", TAG_PREFIX + "team": team},
+                                ensure_ascii=False) for cluster, team in zip(recovered["cluster"], recovered["team"])],
+        },
+        index=recovered.index,
+    )
+    # the charge period is the month: from its first day's start to the next month's
+    focus = focus.join(periods.assign(ChargePeriodStart=periods["BillingPeriodStart"],
+                                      ChargePeriodEnd=periods["BillingPeriodEnd"]))
+    return focus[FOCUS_COLUMNS].reset_index(drop=True)
 
 
 def write_focus(focus: pd.DataFrame, output: Path | None, stdout: IO[str]) -> None:

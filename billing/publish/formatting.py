@@ -41,6 +41,11 @@ HELD_UNUSED_RULE = (
     "requested beyond what was used (cAdvisor); measured, not an extra charge: it is part of the cost above"
 )
 ROUNDING_NOTE = "Amounts are rounded to the cent so that rows add up to the total."
+COST_RECOVERY = "Cost recovery"
+COST_RECOVERY_RULE = (
+    "what the cluster cost in the month less what it charged at its prices, shared over the teams in proportion "
+    "to what each was charged there, so that the month's charges add up to the cost; booked when the month is closed"
+)
 # Rows of namespaces that are no one person's, wherever costs are listed by person
 TEAM_NAMESPACES = "(team namespaces)"
 TEAM_NAMESPACES_RULE = "namespaces that are no one person's: a team's own namespaces and its reserved pools"

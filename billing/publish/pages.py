@@ -30,6 +30,8 @@ from billing.private import REPORT_DIRECTORY_MODE, REPORT_FILE_MODE, private_dir
 from billing.publish.budgets import FORECAST_METHOD
 from billing.publish.dayview import DayReport, RenderError, TrendDay
 from billing.publish.formatting import (
+    COST_RECOVERY,
+    COST_RECOVERY_RULE,
     HELD_UNUSED,
     HELD_UNUSED_RULE,
     NO_WORKLOAD_RULE,
@@ -148,7 +150,8 @@ def _environment() -> Environment:
     env.globals.update(axis_label=axis_label, trend_lines=trend_lines, text_table=text_table, rounding_note=ROUNDING_NOTE,
                        unrequested_share=UNREQUESTED_SHARE, unrequested_share_rule=UNREQUESTED_SHARE_RULE,
                        held_unused=HELD_UNUSED, held_unused_rule=HELD_UNUSED_RULE, team_namespaces=TEAM_NAMESPACES,
-                       team_namespaces_rule=TEAM_NAMESPACES_RULE, no_workload=UNATTRIBUTED, no_workload_rule=NO_WORKLOAD_RULE)
+                       team_namespaces_rule=TEAM_NAMESPACES_RULE, no_workload=UNATTRIBUTED, no_workload_rule=NO_WORKLOAD_RULE,
+                       cost_recovery=COST_RECOVERY, cost_recovery_rule=COST_RECOVERY_RULE)
     env.globals.update(
         resource_names=RESOURCE_NAMES, trend_chart=trend_chart, timedelta=timedelta, email_bar_px=EMAIL_BAR_PX
     )

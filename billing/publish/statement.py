@@ -27,6 +27,7 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import Connection, Engine, delete, insert, select
 
+from billing.config import CostRecovery
 from billing.days import days_between, days_in_month
 from billing.directory.people import Directory
 from billing.errors import UsageError
@@ -37,17 +38,19 @@ from billing.ledger.tables import (
     chargeback,
     closed_months,
     completed_days,
+    invoices,
     month_closings,
     statement_lines,
 )
 from billing.ledger.write import CORRECTION_NOISE, month_after, serialise_with_runs
-from billing.publish.formatting import money_sums
+from billing.publish.formatting import cents, money_sums, total
 
 log = logging.getLogger(__name__)
 
 # the order of a cluster's lines, by the ledger resource's prefix
 KINDS = {"": "charge", "reserved": "reserved", "credit": "credit", "idle": "unrequested"}
-KIND_ORDER = ["charge", "discount", "reserved", "credit", "unrequested", "adjustment"]
+RECOVERY = "recovery"  # a closed month's line that makes a cluster's charges add up to what it cost
+KIND_ORDER = ["charge", "discount", "reserved", "credit", "unrequested", RECOVERY, "adjustment"]
 LINE_COLUMNS = ["team", "cost_center", "cluster", "kind", "resource", "gpu_model", "corrects", "quantity", "amount"]
 
 
@@ -85,7 +88,7 @@ class Statement:
 
     @property
     def total(self) -> float:
-        return sum((line.amount for line in self.lines), 0.0)
+        return total(line.amount for line in self.lines)
 
     def teams(self) -> list[tuple[str, str, list[StatementLine]]]:
         """(team, cost centre, lines) in the order of the lines."""
@@ -130,8 +133,12 @@ def statement_lines_of(rows: pd.DataFrame, booked: pd.DataFrame, cost_centers: d
     for row in corrections.itertuples(index=False):
         lines.append(StatementLine(row.team, cost_centers.get(row.team, ""), row.cluster, "adjustment", row.resource,
                                    "", row.corrects, None, float(row.amount)))
-    return sorted(lines, key=lambda line: (line.team, line.cluster, KIND_ORDER.index(line.kind), line.resource,
-                                           line.gpu_model, line.corrects or date.min))
+    return sorted(lines, key=_line_order)
+
+
+def _line_order(line: StatementLine) -> tuple:
+    """A statement's order: by team, cluster and kind (KIND_ORDER), then resource, model and corrected day."""
+    return line.team, line.cluster, KIND_ORDER.index(line.kind), line.resource, line.gpu_model, line.corrects or date.min
 
 
 def _closing(conn: Connection, month: date) -> Closing | None:
@@ -200,9 +207,34 @@ def _log(conn: Connection, month: date, action: str, by: str, at: datetime) -> N
     log.warning("%s %s by %s", action, f"{month:%Y-%m}", by)
 
 
+def recovery_lines(lines: list[StatementLine], month: date, costs: dict[str, float]) -> list[StatementLine]:
+    """Per recovered cluster (`costs`: cluster -> what it cost in the month) and team charged there, a line of
+    the cost less the month's charges on the cluster, in proportion to the team's share of those charges; a
+    cluster's lines add up to that difference exactly (the last takes what the others leave)."""
+    recovered = []
+    for cluster, cost in sorted(costs.items()):
+        charged: dict[tuple[str, str], float] = {}
+        for line in lines:  # adjustments correct other months' charges: not this month's
+            if line.cluster == cluster and line.kind != "adjustment":
+                key = (line.team, line.cost_center)
+                charged[key] = charged.get(key, 0.0) + line.amount
+        charges = total(charged.values())
+        if cents(charges) == 0:
+            raise StatementError(f"cluster {cluster} has no charges in {month:%Y-%m} to spread its cost of "
+                                 f"{cost:,.2f} over; run its days, or close the month without recovering it")
+        difference, booked = cost - charges, 0.0
+        for number, ((team, center), amount) in enumerate(sorted(charged.items()), 1):
+            share = difference - booked if number == len(charged) else difference * amount / charges
+            booked += share
+            recovered.append(StatementLine(team, center, cluster, RECOVERY, "", "", None, None, share))
+    return recovered
+
+
 def close_month(engine: Engine, month: date, by: str, last_complete_day: date, currency: str,
-                cost_centers: dict[str, str], allow_missing: bool = False) -> Statement:
-    """Store the month's statement as it is now and mark the month closed; returns the statement.
+                cost_centers: dict[str, str], allow_missing: bool = False,
+                recover: dict[str, CostRecovery] | None = None) -> Statement:
+    """Store the month's statement as it is now and mark the month closed; returns the statement. A cluster in
+    `recover` gets cost recovery lines (docs/spec.md "Prices over time and cost recovery").
 
     Runs of the month's days are waited for (and wait), so no run slips in
     between the lines read and the month marked closed.
@@ -221,6 +253,9 @@ def close_month(engine: Engine, month: date, by: str, last_complete_day: date, c
         if statement.missing_days and not allow_missing:
             raise StatementError(f"{month:%Y-%m} has {len(statement.missing_days)} day(s) never run, first "
                                  f"{statement.missing_days[0]}; run them, or close with --allow-missing")
+        costs = {cluster: _month_cost(conn, month, cluster, how) for cluster, how in (recover or {}).items()}
+        lines = sorted(statement.lines + recovery_lines(statement.lines, month, costs), key=_line_order)
+        statement = Statement(month, statement.currency, lines, None, statement.missing_days)
         missing = ",".join(day.isoformat() for day in statement.missing_days)
         conn.execute(insert(closed_months).values(month=month, closed_at=now, closed_by=by, missing_days=missing))
         if statement.lines:
@@ -231,6 +266,18 @@ def close_month(engine: Engine, month: date, by: str, last_complete_day: date, c
         _log(conn, month, "close", by, now)
         closing = _closing(conn, month)
     return Statement(month, statement.currency, statement.lines, closing, statement.missing_days)
+
+
+def _month_cost(conn: Connection, month: date, cluster: str, recovery: CostRecovery) -> float:
+    """What the cluster cost in the month: its configured monthly cost, or the invoice imported for it."""
+    if recovery.monthly_cost is not None:
+        return recovery.monthly_cost
+    invoice = conn.execute(select(invoices.c.billed_cost).where(invoices.c.month == month,
+                                                                invoices.c.cluster == cluster)).first()
+    if invoice is None:
+        raise StatementError(f"cluster {cluster} recovers its invoice, and none was imported for {month:%Y-%m}: "
+                             f"billing invoice import --cluster {cluster} --month {month:%Y-%m} FILE")
+    return invoice.billed_cost
 
 
 def reopen_month(engine: Engine, month: date, by: str) -> None:

@@ -10,10 +10,10 @@ import csv
 import io
 import json
 
-from billing.publish.formatting import RESOURCE_NAMES, UNITS, plain_number
+from billing.publish.formatting import COST_RECOVERY, RESOURCE_NAMES, UNITS, plain_number
 from billing.publish.pages import render_template
 from billing.publish.report_formats import day_ranges, spreadsheet_safe
-from billing.publish.statement import LINE_COLUMNS, Statement, StatementLine
+from billing.publish.statement import LINE_COLUMNS, RECOVERY, Statement, StatementLine
 
 CSV_COLUMNS = ["month", *LINE_COLUMNS, "currency"]
 
@@ -71,6 +71,8 @@ def describe(line: StatementLine) -> str:
         return f"Priority-class discount, {name}{model}"
     if line.kind == "adjustment":
         return f"Adjustment of {line.corrects}, {name}"
+    if line.kind == RECOVERY:
+        return COST_RECOVERY
     return f"{name}{model}"
 
 

@@ -5,15 +5,19 @@ from __future__ import annotations
 import json
 from datetime import date, timedelta
 from decimal import Decimal
+from zoneinfo import ZoneInfo
 
 import pytest
 
 from billing.charge.bill import DayBill
+from billing.collect.invoices import Invoice, InvoiceError
+from billing.config import CostRecovery
 from billing.directory.people import Directory, Team, directory_to_json
 from billing.ledger.database import fetch, open_ledger
-from billing.ledger.read import read_rows
+from billing.ledger.read import read_recovery, read_rows, read_workload_costs
 from billing.ledger.tables import adjustments, month_closings
-from billing.ledger.write import replace_day
+from billing.ledger.write import record_invoice, replace_day
+from billing.publish.focus import broken_down, focus_rows
 from billing.publish.statement import StatementError, build_statement, close_month, reopen_month
 from billing.publish.statement_formats import FORMATS
 from tests.helpers.report_ledger import frame
@@ -177,3 +181,58 @@ def closing_scenario(url: str) -> None:
                                                               .order_by(month_closings.c.logged_at))]
     assert log == [(OCT, "close", "finance-bot"), (NOV, "close", "finance-bot"), (NOV, "reopen", "alice"),
                    (OCT, "reopen", "alice")]
+
+
+# Cost recovery of October by hand (docs/spec.md "Prices over time and cost recovery"). Charges per cluster:
+# jaguar: robotics 36.00 + 1.20 - 0.60 + 0.60 = 37.20; heron: robotics 48.00 - 10.00 = 38.00, vision 10.00, 48.00 in
+# all. jaguar cost 100.00: robotics alone recovers 62.80; heron cost 60.00: 12.00 more, 38/48 of it (9.50) to
+# robotics and 10/48 (2.50) to vision.
+OCT_COSTS = {"jaguar": 100.00, "heron": 60.00}
+OCT_RECOVERY = {("robotics", "jaguar"): "62.80", ("robotics", "heron"): "9.50", ("vision", "heron"): "2.50"}
+OCT_RECOVERED_TOTALS = {"robotics": "147.50", "vision": "12.50"}
+
+
+def recovery_scenario(url: str) -> None:
+    """Close October recovering each cluster's cost: lines by hand, each cluster's month adds up to its cost to the
+    cent, reopening and closing again gives the same lines; an invoice cluster waits for its import; a cluster
+    with no charges in the month is refused at close, and the month stays open."""
+    engine = open_ledger(url)
+    write_month(engine, OCT, {date(2026, 10, 5): OCT_5, date(2026, 10, 6): OCT_6})
+    write_month(engine, NOV, {date(2026, 11, 2): NOV_2})
+    recover = {"jaguar": CostRecovery(monthly_cost=100.00), "heron": CostRecovery(invoice_match={"Tags.cluster": "heron"})}
+    with pytest.raises(StatementError, match="cluster heron recovers its invoice, and none was imported for 2026-10: "
+                                             "billing invoice import --cluster heron --month 2026-10 FILE"):
+        close_month(engine, OCT, "finance-bot", TODAY_DONE, "USD", {"robotics": "CC-4711"}, recover=recover)
+    record_invoice(engine, OCT, "heron", Invoice(Decimal("60.00"), "USD", "october.csv", "ab" * 32, 3, 2), "finance-bot")
+
+    closed = close_month(engine, OCT, "finance-bot", TODAY_DONE, "USD", {"robotics": "CC-4711"}, recover=recover)
+    lines = {(line.team, line.cluster): cents(line.amount) for line in closed.lines if line.kind == "recovery"}
+    assert lines == OCT_RECOVERY
+    for cluster, cost in OCT_COSTS.items():
+        on_cluster = sum(line.amount for line in closed.lines if line.cluster == cluster)
+        assert cents(on_cluster) == cents(cost)
+    assert team_totals(engine, OCT) == OCT_RECOVERED_TOTALS
+    statement = all_formats(engine, OCT)
+    assert "Cost recovery" in statement["html"] and "recovery" in statement["csv"]
+
+    with pytest.raises(InvoiceError, match="2026-10 is closed; reopen it"):
+        record_invoice(engine, OCT, "heron", Invoice(Decimal("70.00"), "USD", "late.csv", "cd" * 32, 1, 1), "x")
+    # the export has each recovery line as an Adjustment of the whole month, only where the range holds the month
+    october = (OCT, date(2026, 10, 31))
+    exported = focus_rows(broken_down(read_rows(engine, *october), read_workload_costs(engine, *october)),
+                          ZoneInfo("UTC"), read_recovery(engine, *october))
+    adjusted = exported[exported["ChargeCategory"] == "Adjustment"]
+    assert sorted(adjusted["BilledCost"].map(cents)) == sorted(OCT_RECOVERY.values())
+    assert cents(exported["BilledCost"].sum()) == cents(sum(OCT_COSTS.values()))
+    assert read_recovery(engine, date(2026, 10, 2), date(2026, 10, 31)).empty
+
+    reopen_month(engine, OCT, "alice")
+    assert team_totals(engine, OCT) == OCT_TOTALS  # open again: the charges at the prices
+    close_month(engine, OCT, "finance-bot", TODAY_DONE, "USD", {"robotics": "CC-4711"}, recover=recover)
+    again = all_formats(engine, OCT)
+    assert json.loads(again["json"])["teams"] == json.loads(statement["json"])["teams"]
+
+    with pytest.raises(StatementError, match="cluster heron has no charges in 2026-11 to spread its cost of "
+                                             "60.00 over"):
+        close_month(engine, NOV, "finance-bot", TODAY_DONE, "USD", {}, recover={"heron": CostRecovery(monthly_cost=60)})
+    assert build_statement(engine, NOV, "USD", {}).closing is None

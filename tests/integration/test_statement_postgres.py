@@ -1,4 +1,5 @@
-"""On a real PostgreSQL: closing, re-running and reopening (the SQLite test's scenario), and closing beside a run."""
+"""On a real PostgreSQL: closing, re-running and reopening, recovering costs (the SQLite tests' scenarios), and closing
+beside a run."""
 
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -10,11 +11,24 @@ from billing import frames
 from billing.ledger.database import open_ledger
 from billing.ledger.tables import chargeback
 from billing.publish.statement import close_month
-from tests.helpers.statements import OCT, OCT_5, OCT_6, TODAY_DONE, cents, closing_scenario, write_month
+from tests.helpers.statements import (
+    OCT,
+    OCT_5,
+    OCT_6,
+    TODAY_DONE,
+    cents,
+    closing_scenario,
+    recovery_scenario,
+    write_month,
+)
 
 
 def test_close_rerun_and_reopen_on_postgres(postgres_url):
     closing_scenario(postgres_url)
+
+
+def test_closing_recovers_each_clusters_cost_on_postgres(postgres_url):
+    recovery_scenario(postgres_url)
 
 
 def test_closing_waits_for_a_run_of_one_of_its_days_in_progress(postgres_url):

@@ -25,11 +25,25 @@ from billing.publish.statement import Statement, StatementError, StatementLine, 
 from billing.publish.statement_formats import FORMATS, csv_text
 from tests.helpers.budgets import budget_job  # noqa: F401 (pytest fixtures)
 from tests.helpers.report_ledger import frame
-from tests.helpers.statements import NOV, NOV_2, OCT, OCT_5, OCT_6, cents, closing_scenario, write_month
+from tests.helpers.statements import (
+    NOV,
+    NOV_2,
+    OCT,
+    OCT_5,
+    OCT_6,
+    cents,
+    closing_scenario,
+    recovery_scenario,
+    write_month,
+)
 
 
 def test_close_rerun_and_reopen_on_sqlite(tmp_path):
     closing_scenario(f"sqlite:///{tmp_path}/ledger.db")
+
+
+def test_closing_recovers_each_clusters_cost_on_sqlite(tmp_path):
+    recovery_scenario(f"sqlite:///{tmp_path}/ledger.db")
 
 
 def test_a_month_cannot_close_before_it_ends_nor_twice_nor_with_days_never_run(tmp_path):
