@@ -45,6 +45,7 @@ from billing.publish.budgets import read_budget_status, team_budgets
 from billing.publish.dayview import DayReport, read_report, with_directory
 from billing.publish.digest import digest_period, read_digests
 from billing.publish.pages import check_output_dir, write_pages
+from billing.publish.report import price_changes
 from billing.redact import redact
 from billing.resources import CPU, GPU, MEMORY
 
@@ -301,6 +302,7 @@ def render_day(config: Config, day: date) -> DayReport:
     directory = stored_directory(ledger)
     report = with_directory(report, directory, config.namespaces)
     report = with_budgets(report, team_budgets(config.budgets, directory), ledger)
+    report = replace(report, price_changes=tuple(price_changes(config.clusters, day.replace(day=1), day)))
     pages = write_pages(report, Path(config.output_dir))
     log.info("%s: wrote %d report pages below %s", day, len(pages), config.output_dir)
     return report

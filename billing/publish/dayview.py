@@ -144,6 +144,8 @@ class DayReport:
     people: dict[str, str] = field(default_factory=dict)  # uid -> display name (cn) from the stored directory
     changes: Changes | None = None
     archive: tuple[ArchiveMonth, ...] = ()  # every day ever run, by month, newest first
+    # (cluster, day): another price set came into force in the month to date (report.price_changes)
+    price_changes: tuple[tuple[str, date], ...] = ()
 
     def team(self, name: str) -> TeamReport:
         return next(t for t in self.teams if t.team == name)

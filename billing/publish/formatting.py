@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from datetime import date
 from decimal import ROUND_HALF_UP, Decimal
 
 import numpy as np
@@ -41,6 +42,11 @@ HELD_UNUSED_RULE = (
     "requested beyond what was used (cAdvisor); measured, not an extra charge: it is part of the cost above"
 )
 ROUNDING_NOTE = "Amounts are rounded to the cent so that rows add up to the total."
+def price_change_note(cluster: str, day: date) -> str:
+    """Where a range shown holds a day on which a cluster's next price set came into force."""
+    return f"the prices of cluster {cluster} changed on {day}: hours before and after it are priced differently"
+
+
 COST_RECOVERY = "Cost recovery"
 COST_RECOVERY_RULE = (
     "what the cluster cost in the month less what it charged at its prices, shared over the teams in proportion "

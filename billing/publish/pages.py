@@ -43,6 +43,7 @@ from billing.publish.formatting import (
     UNREQUESTED_SHARE_RULE,
     cents,
     money,
+    price_change_note,
     quantity,
     to_the_cent,
 )
@@ -151,7 +152,7 @@ def _environment() -> Environment:
                        unrequested_share=UNREQUESTED_SHARE, unrequested_share_rule=UNREQUESTED_SHARE_RULE,
                        held_unused=HELD_UNUSED, held_unused_rule=HELD_UNUSED_RULE, team_namespaces=TEAM_NAMESPACES,
                        team_namespaces_rule=TEAM_NAMESPACES_RULE, no_workload=UNATTRIBUTED, no_workload_rule=NO_WORKLOAD_RULE,
-                       cost_recovery=COST_RECOVERY, cost_recovery_rule=COST_RECOVERY_RULE)
+                       cost_recovery=COST_RECOVERY, cost_recovery_rule=COST_RECOVERY_RULE, price_change_note=price_change_note)
     env.globals.update(
         resource_names=RESOURCE_NAMES, trend_chart=trend_chart, timedelta=timedelta, email_bar_px=EMAIL_BAR_PX
     )

@@ -32,6 +32,7 @@ from billing.publish.formatting import (
     held_gpus,
     money,
     plain_number,
+    price_change_note,
     to_the_cent,
     total,
 )
@@ -332,9 +333,6 @@ def notices(report: Report) -> list[str]:
     found += [price_change_note(cluster, day) for cluster, day in report.price_changes]
     return found
 
-
-def price_change_note(cluster: str, day: date) -> str:
-    return f"the prices of cluster {cluster} changed on {day}: hours before and after it are priced differently"
 
 
 FORMATS = {"table": table, "csv": csv_text, "json": json_text, "html": html}

@@ -90,12 +90,29 @@ class Statement:
     def total(self) -> float:
         return total(line.amount for line in self.lines)
 
+    def clusters(self) -> list[dict]:
+        """Per cluster: what its teams were charged in the month, its cost recovery, the adjustments of earlier
+        months booked, and the total: with cost recovery, the total of the month is the cluster's cost."""
+        sums = []
+        for cluster in sorted({line.cluster for line in self.lines}):
+            lines = [line for line in self.lines if line.cluster == cluster]
+            parts = {part: total(line.amount for line in lines if _part(line) == part)
+                     for part in ("charged", RECOVERY, "adjustment")}
+            sums.append({"cluster": cluster, "charged": parts["charged"], "recovered": parts[RECOVERY],
+                         "adjusted": parts["adjustment"], "total": total(line.amount for line in lines)})
+        return sums
+
     def teams(self) -> list[tuple[str, str, list[StatementLine]]]:
         """(team, cost centre, lines) in the order of the lines."""
         grouped: dict[str, list[StatementLine]] = {}
         for line in self.lines:
             grouped.setdefault(line.team, []).append(line)
         return [(team, lines[0].cost_center, lines) for team, lines in grouped.items()]
+
+
+def _part(line: StatementLine) -> str:
+    """A line as a cluster's summary counts it: recovery and adjustments apart from what was charged."""
+    return line.kind if line.kind in (RECOVERY, "adjustment") else "charged"
 
 
 def cost_centers(directory: Directory | None) -> dict[str, str]:

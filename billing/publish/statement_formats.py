@@ -33,6 +33,7 @@ def json_text(statement: Statement) -> str:
         "closed": _closing(statement),
         "missing_days": [day.isoformat() for day in statement.missing_days],
         "total": statement.total,
+        "clusters": statement.clusters(),
         "teams": [
             {"team": team, "cost_center": center, "total": sum((line.amount for line in lines), 0.0),
              "lines": [{c: _plain(getattr(line, c)) for c in LINE_COLUMNS[2:]} for line in lines]}

@@ -40,6 +40,7 @@ from billing.ledger.database import LedgerError, open_ledger
 from billing.ledger.read import completed, daily_costs, stored_directory, waste_sums
 from billing.publish.budgets import read_budget_status, team_budgets
 from billing.publish.dayview import TrendDay, headline, window_start
+from billing.publish.formatting import price_change_note
 from billing.publish.links import slug
 from billing.publish.pages import render_template
 from billing.publish.report import (
@@ -57,7 +58,7 @@ from billing.publish.report import (
     price_changes,
     report_range,
 )
-from billing.publish.report_formats import csv_text, html_table, json_text, price_change_note
+from billing.publish.report_formats import csv_text, html_table, json_text
 from billing.web.access import Forbidden, Viewer, viewer
 
 log = logging.getLogger(__name__)
@@ -477,6 +478,7 @@ class Headline:
     trend: list[TrendDay]
     missing_in_month: list[date]
     incomplete: tuple = ()  # the range's data gaps are listed under the tables instead
+    price_changes: tuple = ()  # the range's price changes likewise
     directory_note: str = ""
 
 

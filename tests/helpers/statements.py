@@ -214,6 +214,11 @@ def recovery_scenario(url: str) -> None:
     assert team_totals(engine, OCT) == OCT_RECOVERED_TOTALS
     statement = all_formats(engine, OCT)
     assert "Cost recovery" in statement["html"] and "recovery" in statement["csv"]
+    # "our October chargeback on jaguar adds up to the 100.00 it cost", from the statement itself
+    clusters = {row["cluster"]: [cents(row[part]) for part in ("charged", "recovered", "total")]
+                for row in json.loads(statement["json"])["clusters"]}
+    assert clusters == {"jaguar": ["37.20", "62.80", "100.00"], "heron": ["48.00", "12.00", "60.00"]}
+    assert '<table id="clusters">' in statement["html"]
 
     with pytest.raises(InvoiceError, match="2026-10 is closed; reopen it"):
         record_invoice(engine, OCT, "heron", Invoice(Decimal("70.00"), "USD", "late.csv", "cd" * 32, 1, 1), "x")

@@ -83,6 +83,10 @@ def test_each_day_is_priced_with_the_set_in_force_that_day(prometheus_server, wo
         assert rows.loc[("cpu", ""), "unit_price"] == prices["cpu_core_hour"]
     assert robotics_cost(world, DAYS[1], AFTER) < robotics_cost(world, DAYS[1], BEFORE)  # the change shows
 
+    pages = {day: (tmp_path / "reports" / day / "index.html").read_text() for day in ("2026-11-19", "2026-11-20")}
+    note = "The prices of cluster jaguar changed on 2026-11-20: hours before and after it are priced differently"
+    assert note in pages["2026-11-20"] and note not in pages["2026-11-19"]  # the month to date holds the change
+
     rerun = invoke("run", "--date", "2026-11-19", "--config", config)  # after the new contract
     assert rerun.exit_code == 0, rerun.output
     again = ledger(tmp_path, "2026-11-19")
