@@ -179,13 +179,27 @@ def _check_ca_file(path: str) -> None:
         raise ValueError(f"ca_file {path} cannot be read ({exc.strerror})") from None
 
 
+# an HTTP header's name (RFC 9110 token); Authorization has its own keys (bearer token, basic auth)
+HeaderName = Annotated[str, Field(pattern=r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")]
+HeaderValue = Annotated[str, Field(pattern=r"^[^\r\n\x00]*$")]  # a line break would start another header
+
+
 class PrometheusConfig(_Section):
+    """How to reach one cluster's store: each cluster has its own credentials (a lab's three Prometheus servers
+    rarely share a token), a CA, a client certificate, and headers such as a Mimir tenant's X-Scope-OrgID."""
+
     url: str = ""
     replay: ConfigPath = ""  # a directory of recorded answers instead of a live server (the demo)
     selector: str = ""
     bearer_token_env: str = ""
     bearer_token_file: ConfigPath = ""
+    basic_auth_user: str = ""  # with basic_auth_password_*: HTTP basic authentication
+    basic_auth_password_env: str = ""
+    basic_auth_password_file: ConfigPath = ""
     ca_file: ConfigPath = ""
+    cert_file: ConfigPath = ""  # with key_file: a client certificate (mutual TLS), PEM
+    key_file: ConfigPath = ""  # its private key, PEM, not encrypted (a mounted Secret)
+    headers: dict[HeaderName, HeaderValue] = {}  # sent with every request, e.g. {X-Scope-OrgID: lab-a}
     timeout: Duration = 120.0
     retries: Annotated[int, Field(ge=0)] = 4  # on connection errors, timeouts, 429 and 5xx, with backoff
     # queries this store answers at once, across every day a backfill bills at once (per URL: clusters on one
@@ -193,7 +207,7 @@ class PrometheusConfig(_Section):
     max_queries_in_flight: Annotated[int, Field(ge=1)] = 2
     # MiB one answer may take: a run holds about 20 times an answer's size while reading it (the CronJob has 2 Gi)
     max_answer_mib: Annotated[int, Field(ge=1)] = 64
-    SECRETS = ("bearer_token",)
+    SECRETS = ("bearer_token", "basic_auth_password")
 
     @model_validator(mode="after")
     def _one_source(self) -> PrometheusConfig:
@@ -201,9 +215,43 @@ class PrometheusConfig(_Section):
             raise ValueError("set exactly one of url and replay")
         return self
 
+    @model_validator(mode="after")
+    def _credentials(self) -> PrometheusConfig:
+        password = self.basic_auth_password_env or self.basic_auth_password_file
+        if bool(self.basic_auth_user) != bool(password):
+            raise ValueError("basic auth needs both basic_auth_user and basic_auth_password_env or _file")
+        if self.basic_auth_user and (self.bearer_token_env or self.bearer_token_file):
+            raise ValueError("set a bearer token or basic auth, not both: each is the Authorization header")
+        if bool(self.cert_file) != bool(self.key_file):
+            raise ValueError("a client certificate needs both cert_file and key_file")
+        if any(name.lower() == "authorization" for name in self.headers):
+            raise ValueError("headers: set Authorization through bearer_token_* or basic_auth_*, which keep it secret")
+        return self
+
+    def check_files(self) -> None:
+        """The CA bundle and client certificate can be used: read when a store is to be asked, not when the config
+        is (`billing serve` and `report` never ask one, and their pods need not mount those files)."""
+        try:
+            if self.ca_file:
+                _check_ca_file(self.ca_file)
+            if self.cert_file:
+                try:
+                    ssl.create_default_context().load_cert_chain(self.cert_file, self.key_file)
+                except (ssl.SSLError, OSError) as exc:
+                    reason = getattr(exc, "reason", None) or exc.strerror
+                    raise ValueError(f"cert_file {self.cert_file} and key_file {self.key_file} are no usable PEM "
+                                     f"certificate and unencrypted key ({reason})") from None
+        except ValueError as exc:
+            raise ConfigError(f"{self._place}: {exc}") from None
+
     @property
     def bearer_token(self) -> str | None:
         return self.secret("bearer_token")
+
+    @property
+    def basic_auth(self) -> tuple[str, str] | None:
+        password = self.secret("basic_auth_password")
+        return (self.basic_auth_user, password) if password is not None else None
 
 
 class Prices(_Section):
@@ -664,7 +712,10 @@ class Config(_Section):
 
     def run_secrets(self) -> None:
         """Read every secret `billing run` uses (live stores, an LDAP directory, SMTP), before it asks anyone."""
-        sections: list[_Section] = [c.prometheus for c in self.clusters if c.prometheus.url]
+        stores = [c.prometheus for c in self.clusters if c.prometheus.url]
+        for store in stores:
+            store.check_files()
+        sections: list[_Section] = list(stores)
         if self.directory.url:
             sections.append(self.directory)
         if self.email.enabled and not self.email.outbox_dir:

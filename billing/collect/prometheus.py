@@ -132,9 +132,14 @@ class LivePrometheus:
         self.largest = config.max_answer_mib * 2**20
         self._in_flight = in_flight(self.url, config.max_queries_in_flight)
         self._session = requests.Session()
-        self._session.verify = config.ca_file or True
+        # given with each request: a session's own `verify` loses to REQUESTS_CA_BUNDLE in the environment
+        self._verify: str | bool = config.ca_file or True
+        self._session.headers.update(config.headers)
         if config.bearer_token:
             self._session.headers["Authorization"] = f"Bearer {config.bearer_token}"
+        self._session.auth = config.basic_auth
+        if config.cert_file:
+            self._session.cert = (config.cert_file, config.key_file)
         retry = Retry(
             total=config.retries,
             backoff_factor=backoff,
@@ -157,7 +162,7 @@ class LivePrometheus:
         headers): nothing is known of it. One that cannot be reached fails like a query, since how the
         queries are written depends on the answer."""
         url = f"{self.url}/api/v1/status/buildinfo"
-        response = self._call(url, lambda: self._session.get(url, timeout=self.timeout))
+        response = self._call(url, lambda: self._session.get(url, timeout=self.timeout, verify=self._verify))
         if not response.ok:
             log.warning("cluster %s: %s has no build information (HTTP %d: %s); querying it as Prometheus 2",
                         self.cluster, self.url, response.status_code, _error_text(response))
@@ -173,7 +178,7 @@ class LivePrometheus:
         form = {"query": query, **params, **COMPLETE_ANSWERS}
         url = f"{self.url}/api/v1/{endpoint}"
         result = self._call(query, lambda: _result(
-            self._session.post(url, data=form, timeout=self.timeout, stream=True), self.largest))
+            self._session.post(url, data=form, timeout=self.timeout, stream=True, verify=self._verify), self.largest))
         where = f"Prometheus of cluster {self.cluster} at {self.url}"
         if not _is_result(result):
             raise PrometheusError(f"{where} answered something that is not a Prometheus JSON result")

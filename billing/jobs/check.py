@@ -111,6 +111,7 @@ def prometheus(cluster: ClusterConfig) -> str:
         if not answers:
             raise CheckFailure(f"replay directory {config.replay} holds no recorded answers")
         return f"replay directory {config.replay}: {answers} recorded answers"
+    config.check_files()
     source = _source(cluster)
     answer = source.instant("vector(1)", time.time())
     if [sample["value"][1] for sample in answer] != ["1"]:
