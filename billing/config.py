@@ -713,14 +713,19 @@ class Config(_Section):
     def run_secrets(self) -> None:
         """Read every secret `billing run` uses (live stores, an LDAP directory, SMTP), before it asks anyone."""
         stores = [c.prometheus for c in self.clusters if c.prometheus.url]
-        for store in stores:
-            store.check_files()
         sections: list[_Section] = list(stores)
         if self.directory.url:
             sections.append(self.directory)
         if self.email.enabled and not self.email.outbox_dir:
             sections.append(self.email)
-        read_secrets(*sections)
+        problems = []
+        for check in [store.check_files for store in stores] + [lambda: read_secrets(*sections)]:
+            try:
+                check()
+            except ConfigError as exc:
+                problems.append(str(exc))
+        if problems:  # every one at once, not one per attempt
+            raise ConfigError("; ".join(problems))
 
 
 def _key(location: tuple) -> str:

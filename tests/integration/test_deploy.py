@@ -142,9 +142,12 @@ def test_the_cronjob_runs_billing_run_with_the_config_the_configmap_mounts(monke
     config = load_config_with_secrets(monkeypatch).model_copy(update={"metrics": MetricsConfig()})
     monkeypatch.setattr(billing.cli, "load_config", lambda path: asked.append(str(path)) or config)
     monkeypatch.setattr(billing.cli, "run_day", lambda config, day, require_coverage, summaries="send": asked.append(day) or SimpleNamespace(undelivered=()))
+    # heron's certificate files are the pod's mounted Secret, not on this machine: the run checks them first
+    checked = []
+    monkeypatch.setattr(billing.config.PrometheusConfig, "check_files", lambda self: checked.append(self.url))
     result = CliRunner().invoke(billing.cli.main, args)
     assert result.exit_code == 0, result.output
-    assert asked[0] == "/etc/billing/billing.yaml"
+    assert asked[0] == "/etc/billing/billing.yaml" and len(checked) == 3
 
 
 def cronjob_env() -> dict[str, dict]:
@@ -186,13 +189,21 @@ def load_config_with_secrets(monkeypatch):
 
 def test_the_configmaps_billing_yaml_loads_with_the_secrets_the_cronjob_provides(monkeypatch):
     named = env_keys(yaml.safe_load((CRONJOB / "billing.yaml").read_text()))
-    assert named == {"BILLING_PROMETHEUS_TOKEN", "BILLING_LDAP_PASSWORD", "BILLING_SMTP_USER", "BILLING_SMTP_PASSWORD"}
+    assert named == {"BILLING_JAGUAR_PROMETHEUS_TOKEN", "BILLING_IBIS_PROMETHEUS_PASSWORD", "BILLING_LDAP_PASSWORD",
+                     "BILLING_SMTP_USER", "BILLING_SMTP_PASSWORD"}
     provided = cronjob_env()
     assert named | {"PGPASSWORD"} == set(provided)
     assert {ref["name"] for ref in provided.values()} == {"billing-credentials"}
 
     config = load_config_with_secrets(monkeypatch)
-    assert [c.prometheus.bearer_token for c in config.clusters] == ["secret-of-BILLING_PROMETHEUS_TOKEN"] * 2
+    # three clusters, three stores, each with its own credential
+    jaguar, ibis, heron = (c.prometheus for c in config.clusters)
+    assert jaguar.bearer_token == "secret-of-BILLING_JAGUAR_PROMETHEUS_TOKEN" and ibis.bearer_token is None
+    assert ibis.basic_auth == ("billing", "secret-of-BILLING_IBIS_PROMETHEUS_PASSWORD")
+    assert ibis.headers == {"X-Scope-OrgID": "ibis"}
+    mounted = next(m["mountPath"] for m in container()["volumeMounts"] if m["name"] == "heron-prometheus")
+    assert volume("heron-prometheus", pod_spec())["secret"]["secretName"] == "billing-heron-prometheus"
+    assert all(path.startswith(mounted + "/") for path in (heron.ca_file, heron.cert_file, heron.key_file))
     assert config.directory.bind_password == "secret-of-BILLING_LDAP_PASSWORD"
     assert (config.email.username, config.email.password) == (
         "secret-of-BILLING_SMTP_USER", "secret-of-BILLING_SMTP_PASSWORD",
@@ -208,7 +219,7 @@ def test_without_its_secrets_the_configmap_names_the_missing_variable(monkeypatc
     for name in cronjob_env():
         monkeypatch.delenv(name, raising=False)
     config = load_config(CRONJOB / "billing.yaml")  # secrets are read by the commands that use them
-    with pytest.raises(billing.config.ConfigError, match="BILLING_PROMETHEUS_TOKEN, which is not set"):
+    with pytest.raises(billing.config.ConfigError, match="BILLING_JAGUAR_PROMETHEUS_TOKEN, which is not set"):
         config.run_secrets()
 
 
