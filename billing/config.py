@@ -597,7 +597,10 @@ class WebConfig(_Section):
     session_lifetime: Duration = 8 * 3600.0  # a login lasts this long
     login_attempts: Annotated[int, Field(ge=1)] = 5  # failed logins per user and per address ...
     login_window: Duration = 900.0  # ... within this time lock that user or address out for it
-    SECRETS = ("session_key",)
+    # /metrics: teams' costs for Prometheus, to a scraper sending this as a bearer token; unset: no /metrics
+    metrics_token_env: str = ""
+    metrics_token_file: ConfigPath = ""
+    SECRETS = ("session_key", "metrics_token")
 
     @field_validator("trusted_proxies")
     @classmethod
@@ -608,6 +611,10 @@ class WebConfig(_Section):
             except ValueError:
                 raise ValueError(f"{value!r} is not an address or network like 127.0.0.1/32 or 10.0.0.0/8") from None
         return values
+
+    @property
+    def metrics_token(self) -> str | None:
+        return self.secret("metrics_token")
 
     @model_validator(mode="after")
     def _session_key_named(self) -> WebConfig:

@@ -11,6 +11,7 @@ static pages.
 
 from __future__ import annotations
 
+import hmac
 import ipaddress
 import logging
 import math
@@ -29,6 +30,7 @@ from urllib.parse import quote
 import pandas as pd
 import waitress
 from flask import Flask, Response, g, redirect, request, session
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from sqlalchemy import Engine
 from werkzeug.exceptions import HTTPException
 
@@ -39,6 +41,7 @@ from billing.directory.people import DirectoryError
 from billing.ledger.database import LedgerError, open_ledger
 from billing.ledger.read import completed, daily_costs, stored_directory, waste_sums
 from billing.publish.budgets import read_budget_status, team_budgets
+from billing.publish.cost_metrics import add_cost_metrics, read_cost_figures
 from billing.publish.dayview import TrendDay, headline, window_start
 from billing.publish.formatting import price_change_note
 from billing.publish.links import slug
@@ -393,6 +396,22 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
         _only()
         completed(ledger, date.today(), date.today())
         return Response("ok\n", mimetype="text/plain")
+
+    @app.get("/metrics")
+    def metrics():
+        """Team, cluster and resource costs of the latest billed day for Prometheus (billing/publish/cost_metrics.py):
+        aggregates, never a person's; only to a scraper sending web.metrics_token as a bearer token."""
+        _only()
+        token = web.metrics_token
+        if token is None:
+            raise Refused(404, "no metrics here: web.metrics_token_env or web.metrics_token_file is not set")
+        if not hmac.compare_digest(request.headers.get("Authorization", "").encode(), f"Bearer {token}".encode()):
+            raise Refused(401, "/metrics needs the bearer token of web.metrics_token")
+        registry = CollectorRegistry()
+        figures = read_cost_figures(ledger, config.currency, team_budgets(config.budgets, stored_directory(ledger)))
+        if figures is not None:
+            add_cost_metrics(registry, figures, config.zone)
+        return Response(generate_latest(registry), mimetype=CONTENT_TYPE_LATEST)
 
     @app.get("/favicon.ico")
     def favicon():

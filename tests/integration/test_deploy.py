@@ -190,9 +190,9 @@ def load_config_with_secrets(monkeypatch):
 def test_the_configmaps_billing_yaml_loads_with_the_secrets_the_cronjob_provides(monkeypatch):
     named = env_keys(yaml.safe_load((CRONJOB / "billing.yaml").read_text()))
     assert named == {"BILLING_JAGUAR_PROMETHEUS_TOKEN", "BILLING_IBIS_PROMETHEUS_PASSWORD", "BILLING_LDAP_PASSWORD",
-                     "BILLING_SMTP_USER", "BILLING_SMTP_PASSWORD"}
+                     "BILLING_SMTP_USER", "BILLING_SMTP_PASSWORD", "BILLING_METRICS_TOKEN"}
     provided = cronjob_env()
-    assert named | {"PGPASSWORD"} == set(provided)
+    assert named - {"BILLING_METRICS_TOKEN"} | {"PGPASSWORD"} == set(provided)  # /metrics is serve's, not the job's
     assert {ref["name"] for ref in provided.values()} == {"billing-credentials"}
 
     config = load_config_with_secrets(monkeypatch)
@@ -334,16 +334,18 @@ def test_billing_serve_runs_the_jobs_image_and_config_behind_oauth2_proxy(monkey
     assert f"--upstream=http://127.0.0.1:{port['containerPort']}/" in proxy["args"]
     service = find("Service", "billing-serve")
     assert service["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
-    assert [p["targetPort"] for p in service["spec"]["ports"]] == [p["name"] for p in proxy["ports"]]
+    # people through oauth2-proxy; Prometheus to billing serve itself for /metrics
+    assert [p["targetPort"] for p in service["spec"]["ports"]] == [p["name"] for p in proxy["ports"]] + [port["name"]]
     for each in (serve, proxy):
         assert each["securityContext"]["readOnlyRootFilesystem"] is True
         assert each["securityContext"]["capabilities"] == {"drop": ["ALL"]}
 
     # The pod holds only the reader's password; the job's secrets that billing.yaml names are empty.
     secrets = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in serve["env"] if "valueFrom" in e}
-    assert secrets == {"PGPASSWORD": {"name": "billing-credentials", "key": "database-reader-password"}}
+    assert secrets == {"PGPASSWORD": {"name": "billing-credentials", "key": "database-reader-password"},
+                       "BILLING_METRICS_TOKEN": {"name": "billing-credentials", "key": "metrics-token"}}
     empty = {e["name"] for e in serve["env"] if e.get("value") == ""}
-    assert empty == env_keys(yaml.safe_load((CRONJOB / "billing.yaml").read_text()))
+    assert empty == env_keys(yaml.safe_load((CRONJOB / "billing.yaml").read_text())) - {"BILLING_METRICS_TOKEN"}
     for name in empty:
         monkeypatch.setenv(name, "")
     config = load_config(CRONJOB / "billing.yaml")
@@ -526,3 +528,15 @@ def test_the_alert_fires_after_26_hours_without_a_success(tmp_path):
     for check in (["check", "rules", "rules.yaml"], ["test", "rules", "tests.yaml"]):
         result = subprocess.run([promtool, *check], cwd=tmp_path, capture_output=True, text=True, timeout=60)
         assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_yaml_block_of_the_runbook_is_yaml_and_every_kubernetes_one_is_valid():
+    """docs/deploy.md is followed by copying: its YAML must parse, and a manifest of a built-in kind must be valid
+    for the Kubernetes API (operators' kinds, a ServiceMonitor or a CloudNativePG Cluster, are only parsed)."""
+    text = (CRONJOB.parent / "docs" / "deploy.md").read_text()
+    blocks = re.findall(r"```yaml\n(.*?)```", text, re.S)
+    assert len(blocks) >= 5
+    for block in blocks:
+        for doc in yaml.safe_load_all(block):
+            if isinstance(doc, dict) and doc.get("apiVersion") in ("v1", "apps/v1", "batch/v1"):
+                kubernetes_validate.validate(doc, KUBERNETES_VERSIONS[-1], strict=True)

@@ -5,10 +5,16 @@ from __future__ import annotations
 import logging
 import urllib.request
 from datetime import date
+from zoneinfo import ZoneInfo
+
+import pytest
 
 from billing.config import MetricsConfig
 from billing.jobs.metrics import push_run_metrics
 from billing.jobs.run import RunSummary
+from billing.ledger.database import open_ledger
+from billing.publish.cost_metrics import read_cost_figures
+from tests.helpers.report_ledger import fill_ledger
 from tests.helpers.run_summaries import samples, summary
 
 
@@ -37,3 +43,16 @@ def test_the_gateway_accepts_the_push_and_the_next_push_replaces_it(pushgateway_
     assert ibis not in second
     assert {k[1][1] for k in second if k[0] == "billing_cluster_cost"} == {"jaguar"}
     assert second[("billing_ledger_rows_written", ("instance", ""), ("job", "billing"))] == 3
+
+
+def test_the_ledgers_latest_costs_go_with_the_push(pushgateway_server, tmp_path):
+    """What Grafana reads: per team, cluster and resource, from a real gateway (by hand: report_ledger's 2026-11-20)."""
+    figures = read_cost_figures(open_ledger(fill_ledger(f"sqlite:///{tmp_path / 'ledger.db'}")), "USD", {})
+    push_run_metrics(MetricsConfig(pushgateway=pushgateway_server.url), summary(), "USD", 93.5,
+                     (figures, ZoneInfo("UTC")))
+    found = scraped(pushgateway_server.url)
+    pushed = ("billing_cost", ("cluster", "jaguar"), ("currency", "USD"), ("instance", ""), ("job", "billing"),
+              ("resource", "gpu"), ("team", "robotics"))
+    assert found[pushed] == 24.0
+    assert found[("billing_month_to_date_cost", ("currency", "USD"), ("instance", ""), ("job", "billing"),
+                  ("team", "robotics"))] == pytest.approx(56.60)

@@ -1,0 +1,71 @@
+"""The ledger's latest day as Prometheus metrics, for Grafana beside the clusters' own dashboards.
+
+Team leads read cost where they read everything else. After each run the
+nightly job pushes these with its own health (billing/jobs/metrics.py), and
+`billing serve` answers them on /metrics to a scraper with its token. They are
+aggregates only, per team, cluster and resource, never per person: anyone who
+may read the metrics sees what every team spent, nothing more.
+
+The figures are the latest billed day's (a backfill of older days does not move
+them back) and the month to date through it, so that a dashboard's "yesterday"
+is always the newest day billing has: `billing_cost_day_timestamp_seconds` says
+which day that is. Names follow Prometheus' conventions; amounts are in the
+`currency` label's unit, so no name claims a unit it cannot know.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from zoneinfo import ZoneInfo
+
+from prometheus_client import CollectorRegistry, Gauge
+from sqlalchemy import Engine, func, select
+
+from billing.days import billing_day
+from billing.ledger.database import fetch
+from billing.ledger.read import money_sum
+from billing.ledger.tables import chargeback, completed_days
+
+
+@dataclass(frozen=True)
+class CostFigures:
+    day: date  # the latest billed day
+    currency: str
+    costs: list[tuple[str, str, str, float]]  # (cluster, team, ledger resource, cost) of the day
+    month_to_date: dict[str, float]  # team -> the month to date through `day`
+    budgets: dict[str, float]  # team -> its monthly budget, where it has one
+
+
+def read_cost_figures(engine: Engine, currency: str, budgets: dict[str, float]) -> CostFigures | None:
+    """The latest billed day's costs and each team's month to date; None before any day was billed."""
+    latest = fetch(engine, select(func.max(completed_days.c.day).label("day")))[0]["day"]
+    if latest is None:
+        return None
+    latest = latest if isinstance(latest, date) else date.fromisoformat(str(latest))
+    keys = [chargeback.c.cluster, chargeback.c.team, chargeback.c.resource]
+    costs = fetch(engine, select(*keys, money_sum(chargeback.c.cost).label("cost"))
+                  .where(chargeback.c.day == latest).group_by(*keys).order_by(*keys))
+    month = fetch(engine, select(chargeback.c.team, money_sum(chargeback.c.cost).label("cost"))
+                  .where(chargeback.c.day.between(latest.replace(day=1), latest)).group_by(chargeback.c.team))
+    return CostFigures(latest, currency, [(r["cluster"], r["team"], r["resource"], float(r["cost"])) for r in costs],
+                       {r["team"]: float(r["cost"]) for r in month}, budgets)
+
+
+def add_cost_metrics(registry: CollectorRegistry, figures: CostFigures, zone: ZoneInfo) -> None:
+    """The figures as gauges in `registry`."""
+    Gauge("billing_cost_day_timestamp_seconds", "Start of the latest billed day, whose costs billing_cost gives.",
+          registry=registry).set(billing_day(figures.day, zone).start.timestamp())
+    cost = Gauge("billing_cost", "Cost of the latest billed day per cluster, team and ledger resource (cpu, memory, "
+                 "gpu; idle-*, reserved-*, credit-* for unrequested capacity and reserved pools), in the currency.",
+                 ["cluster", "team", "resource", "currency"], registry=registry)
+    for cluster, team, resource, amount in figures.costs:
+        cost.labels(cluster, team, resource, figures.currency).set(amount)
+    month = Gauge("billing_month_to_date_cost", "Cost of the month to date through the latest billed day, per team.",
+                  ["team", "currency"], registry=registry)
+    for team, amount in figures.month_to_date.items():
+        month.labels(team, figures.currency).set(amount)
+    budget = Gauge("billing_month_budget", "A team's budget for the month of the latest billed day.",
+                   ["team", "currency"], registry=registry)
+    for team, amount in figures.budgets.items():
+        budget.labels(team, figures.currency).set(amount)
