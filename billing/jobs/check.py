@@ -420,7 +420,7 @@ def _creatable(path: Path) -> str:
 def price_set(cluster: ClusterConfig, day: date) -> str:
     """Which of the cluster's price sets prices `day` (docs/spec.md "Prices over time and cost recovery")."""
     if isinstance(cluster.prices, Prices):
-        return f"one price set for every day prices {day}"
+        return f"{day} is priced with the cluster's one price set (no dated sets)"
     in_force = cluster.prices_on(day)  # none in force: the sentence naming the key
     later = [prices.from_ for prices in cluster.prices if prices.from_ > day]
     starts = in_force.from_ if isinstance(in_force, DatedPrices) else ""

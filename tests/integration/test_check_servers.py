@@ -85,8 +85,8 @@ def test_a_selector_that_matches_nothing_fails(prometheus_server, config, write_
                                        str(write_config(**{**yaml.safe_load(Path(path).read_text()), "clusters": [cluster]}))])
     assert result.exit_code == (0 if line.startswith("ok") else 1)
     lines = [text.rsplit(" (", 1)[0] for text in result.stdout.splitlines()]
-    assert lines[1].startswith("ok    prometheus jaguar")
-    assert lines[2] == line.format(url=server.url, nodes=len(world.clusters[0].nodes), day=day)
+    assert lines[1].startswith("ok    prices jaguar") and lines[2].startswith("ok    prometheus jaguar")
+    assert lines[3] == line.format(url=server.url, nodes=len(world.clusters[0].nodes), day=day)
 
 
 def test_postgresql_ledger(prometheus_server, postgres_url, config):
