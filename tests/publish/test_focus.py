@@ -6,7 +6,8 @@ the mandatory columns are typed here from the FOCUS 1.2 specification.
 
 import io
 import json
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pandas as pd
 import pytest
@@ -92,11 +93,14 @@ def test_days_never_run_are_named_and_a_range_without_rows_is_a_header(config):
 
 
 def test_days_still_to_come_are_not_named_as_never_run(config):
-    """A range reaching past yesterday listed today and the future as never run."""
-    tomorrow = date.today() + timedelta(days=1)
+    """A range reaching past yesterday listed today and the future as never run. Today is the config's
+    (Europe/Zurich), not the machine's: from 23:00 UTC they differ."""
+    today = datetime.now(ZoneInfo("Europe/Zurich")).date()
+    tomorrow = today + timedelta(days=1)
     result = export(config, "--from", "2026-11-20", "--to", tomorrow.isoformat())
     assert result.exit_code == 0, result.output
-    assert tomorrow.isoformat() not in result.stderr and date.today().isoformat() not in result.stderr
+    assert tomorrow.isoformat() not in result.stderr and today.isoformat() not in result.stderr
+    assert (today - timedelta(days=1)).isoformat() in result.stderr  # yesterday was never run: it is named
 
 
 def test_missing_days_since_1970_are_a_few_ranges_not_megabytes(config):
