@@ -221,10 +221,8 @@ def run(day: date | None, resend: bool, no_email: bool, require_coverage: float)
     summary = run_day(config, day or yesterday(config.zone), require_coverage,
                       summaries="resend" if resend else "none" if no_email else "send")
     if config.metrics.pushgateway:
-        ledger = open_ledger(config.database)
-        figures = read_cost_figures(ledger, config.currency, team_budgets(config.budgets, stored_directory(ledger)))
         push_run_metrics(config.metrics, summary, config.currency, time.monotonic() - started,
-                         (figures, config.zone) if figures else None)
+                         read_cost_figures(open_ledger(config.database), config))
     _fail_if_undelivered(list(summary.undelivered))
 
 

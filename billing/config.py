@@ -138,6 +138,10 @@ class _Section(BaseModel):
                 raise ValueError(f"set only one of {name}_env and {name}_file")
         return self
 
+    def check_files(self) -> None:
+        """Files a section needs where it is used (not when the config is read), checked with its secrets; none
+        unless a section says otherwise."""
+
     def secret(self, name: str) -> str | None:
         """The secret named by `<name>_env` or `<name>_file`, read now; None when neither is set ('' is unset).
 
@@ -157,9 +161,14 @@ class _Section(BaseModel):
 
 
 def read_secrets(*sections: _Section) -> None:
-    """Read the sections' secrets now: one ConfigError naming every one that cannot be read."""
+    """Read the sections' secrets, and check their files, now: one ConfigError naming every one that cannot be
+    read or used."""
     problems = []
     for section in sections:
+        try:
+            section.check_files()
+        except ConfigError as exc:
+            problems.append(str(exc))
         for name in section.SECRETS:
             try:
                 section.secret(name)
@@ -177,6 +186,15 @@ def _check_ca_file(path: str) -> None:
         raise ValueError(f"ca_file {path} holds no usable PEM certificate ({exc.reason})") from None
     except OSError as exc:
         raise ValueError(f"ca_file {path} cannot be read ({exc.strerror})") from None
+
+
+def _check_client_certificate(cert_file: str, key_file: str) -> None:
+    try:
+        ssl.create_default_context().load_cert_chain(cert_file, key_file)
+    except (ssl.SSLError, OSError) as exc:
+        reason = getattr(exc, "reason", None) or exc.strerror
+        raise ValueError(f"cert_file {cert_file} and key_file {key_file} are no usable PEM certificate and "
+                         f"unencrypted key ({reason})") from None
 
 
 # an HTTP header's name (RFC 9110 token); Authorization has its own keys (bearer token, basic auth)
@@ -229,18 +247,13 @@ class PrometheusConfig(_Section):
         return self
 
     def check_files(self) -> None:
-        """The CA bundle and client certificate can be used: read when a store is to be asked, not when the config
-        is (`billing serve` and `report` never ask one, and their pods need not mount those files)."""
+        """The CA bundle and client certificate can be used: read with the secrets, when a store is to be asked,
+        not when the config is (`billing serve` and `report` never ask one, and their pods need not mount them)."""
         try:
             if self.ca_file:
                 _check_ca_file(self.ca_file)
             if self.cert_file:
-                try:
-                    ssl.create_default_context().load_cert_chain(self.cert_file, self.key_file)
-                except (ssl.SSLError, OSError) as exc:
-                    reason = getattr(exc, "reason", None) or exc.strerror
-                    raise ValueError(f"cert_file {self.cert_file} and key_file {self.key_file} are no usable PEM "
-                                     f"certificate and unencrypted key ({reason})") from None
+                _check_client_certificate(self.cert_file, self.key_file)
         except ValueError as exc:
             raise ConfigError(f"{self._place}: {exc}") from None
 
@@ -719,20 +732,12 @@ class Config(_Section):
 
     def run_secrets(self) -> None:
         """Read every secret `billing run` uses (live stores, an LDAP directory, SMTP), before it asks anyone."""
-        stores = [c.prometheus for c in self.clusters if c.prometheus.url]
-        sections: list[_Section] = list(stores)
+        sections: list[_Section] = [c.prometheus for c in self.clusters if c.prometheus.url]
         if self.directory.url:
             sections.append(self.directory)
         if self.email.enabled and not self.email.outbox_dir:
             sections.append(self.email)
-        problems = []
-        for check in [store.check_files for store in stores] + [lambda: read_secrets(*sections)]:
-            try:
-                check()
-            except ConfigError as exc:
-                problems.append(str(exc))
-        if problems:  # every one at once, not one per attempt
-            raise ConfigError("; ".join(problems))
+        read_secrets(*sections)
 
 
 def _key(location: tuple) -> str:

@@ -42,10 +42,14 @@ class Invoice:
 def read_invoice(path: Path, match: Mapping[str, str], currency: str) -> Invoice:
     """The cluster's part of a FOCUS export: the rows `match` selects, summed."""
     digest = _sha256(path)
+    columns = {column: value for column, value in match.items() if not column.startswith(TAG_PREFIX)}
+    tags = {column.removeprefix(TAG_PREFIX): value for column, value in match.items() if column.startswith(TAG_PREFIX)}
     total, read, matched = Decimal(0), 0, 0
     for number, row in _rows(path, match):
         read += 1
-        if not all(_value(row, column, number, path) == value for column, value in match.items()):
+        if any(row.get(column) != value for column, value in columns.items()):
+            continue
+        if tags and not _tags_match(_tags(row, number, path), tags):
             continue
         if row["BillingCurrency"] != currency:
             raise InvoiceError(f"{path}: row {number} is billed in {row['BillingCurrency']!r}, the configured "
@@ -94,16 +98,16 @@ def _rows(path: Path, match: Mapping[str, str]) -> Iterator[tuple[int, dict[str,
         raise InvoiceError(f"{path} is not a CSV file a FOCUS export would be: {exc}") from None
 
 
-def _value(row: dict[str, str], column: str, number: int, path: Path) -> str | None:
-    """A cell, or with `Tags.<key>` that key's value in the row's tags (None where the row has no such tag)."""
-    if not column.startswith(TAG_PREFIX):
-        return row.get(column)
-    cell = row.get(TAGS) or "{}"
+def _tags(row: dict[str, str], number: int, path: Path) -> dict:
+    """The row's Tags, a JSON object in FOCUS 1.x ({} where the cell is empty)."""
     try:
-        tags = json.loads(cell)
+        tags = json.loads(row.get(TAGS) or "{}")
     except json.JSONDecodeError:
-        raise InvoiceError(f"{path}: row {number} has Tags that are not a JSON object") from None
+        tags = None
     if not isinstance(tags, dict):
         raise InvoiceError(f"{path}: row {number} has Tags that are not a JSON object")
-    value = tags.get(column.removeprefix(TAG_PREFIX))
-    return None if value is None else str(value)
+    return tags
+
+
+def _tags_match(tags: dict, wanted: Mapping[str, str]) -> bool:
+    return all(key in tags and tags[key] is not None and str(tags[key]) == value for key, value in wanted.items())

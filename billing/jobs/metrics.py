@@ -22,7 +22,6 @@ import logging
 import time
 from collections.abc import Callable
 from urllib.parse import unquote, urlsplit
-from zoneinfo import ZoneInfo
 
 from prometheus_client import CollectorRegistry, Gauge, push_to_gateway
 from prometheus_client.exposition import basic_auth_handler, default_handler
@@ -36,12 +35,12 @@ log = logging.getLogger(__name__)
 
 
 def run_metrics(summary: RunSummary, currency: str, duration: float, finished: float,
-                costs: tuple[CostFigures, ZoneInfo] | None = None) -> CollectorRegistry:
+                costs: CostFigures | None = None) -> CollectorRegistry:
     """The metrics of one successful run, in a registry of their own (not the process-global one); with `costs`,
     the ledger's latest day for Grafana too (billing/publish/cost_metrics.py)."""
     registry = CollectorRegistry()
     if costs is not None:
-        add_cost_metrics(registry, *costs)
+        add_cost_metrics(registry, costs)
     Gauge(
         "billing_last_success_timestamp_seconds", "Unix time at which the last successful run finished.",
         registry=registry,
@@ -69,7 +68,7 @@ def run_metrics(summary: RunSummary, currency: str, duration: float, finished: f
 
 
 def push_run_metrics(config: MetricsConfig, summary: RunSummary, currency: str, duration: float,
-                     costs: tuple[CostFigures, ZoneInfo] | None = None) -> None:
+                     costs: CostFigures | None = None) -> None:
     """Push a successful run's metrics (and the ledger's latest costs); a gateway that fails is a warning, never a
     failed run."""
     registry = run_metrics(summary, currency, duration, finished=time.time(), costs=costs)

@@ -187,6 +187,5 @@ def read_recovery(engine: Engine, first: date, last: date) -> pd.DataFrame:
              .order_by(statement_lines.c.month, statement_lines.c.line))
     frame = read_frame(engine, query, "cost recovery lines", ["month", "team", "cluster", "amount", "currency"])
     frame["month"] = pd.to_datetime(frame["month"]).dt.date
-    whole = pd.Series([month.replace(day=days_in_month(month)) <= last for month in frame["month"]], index=frame.index,
-                      dtype=bool)
-    return frame[whole]
+    ends = frame["month"].map(lambda month: month.replace(day=days_in_month(month)))
+    return frame[(ends <= last).astype(bool)]

@@ -17,28 +17,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date
-from zoneinfo import ZoneInfo
 
 from prometheus_client import CollectorRegistry, Gauge
 from sqlalchemy import Engine, func, select
 
+from billing.config import Config
 from billing.days import billing_day
 from billing.ledger.database import fetch
-from billing.ledger.read import money_sum
+from billing.ledger.read import money_sum, stored_directory
 from billing.ledger.tables import chargeback, completed_days
+from billing.publish.budgets import team_budgets
 
 
 @dataclass(frozen=True)
 class CostFigures:
     day: date  # the latest billed day
+    day_start: float  # its first instant, Unix time (it starts at midnight in the configured zone)
     currency: str
     costs: list[tuple[str, str, str, float]]  # (cluster, team, ledger resource, cost) of the day
     month_to_date: dict[str, float]  # team -> the month to date through `day`
     budgets: dict[str, float]  # team -> its monthly budget, where it has one
 
 
-def read_cost_figures(engine: Engine, currency: str, budgets: dict[str, float]) -> CostFigures | None:
-    """The latest billed day's costs and each team's month to date; None before any day was billed."""
+def read_cost_figures(engine: Engine, config: Config) -> CostFigures | None:
+    """The latest billed day's costs, each team's month to date and budget; None before any day was billed."""
     latest = fetch(engine, select(func.max(completed_days.c.day).label("day")))[0]["day"]
     if latest is None:
         return None
@@ -48,14 +50,16 @@ def read_cost_figures(engine: Engine, currency: str, budgets: dict[str, float]) 
                   .where(chargeback.c.day == latest).group_by(*keys).order_by(*keys))
     month = fetch(engine, select(chargeback.c.team, money_sum(chargeback.c.cost).label("cost"))
                   .where(chargeback.c.day.between(latest.replace(day=1), latest)).group_by(chargeback.c.team))
-    return CostFigures(latest, currency, [(r["cluster"], r["team"], r["resource"], float(r["cost"])) for r in costs],
-                       {r["team"]: float(r["cost"]) for r in month}, budgets)
+    return CostFigures(latest, billing_day(latest, config.zone).start.timestamp(), config.currency,
+                       [(r["cluster"], r["team"], r["resource"], float(r["cost"])) for r in costs],
+                       {r["team"]: float(r["cost"]) for r in month},
+                       team_budgets(config.budgets, stored_directory(engine)))
 
 
-def add_cost_metrics(registry: CollectorRegistry, figures: CostFigures, zone: ZoneInfo) -> None:
+def add_cost_metrics(registry: CollectorRegistry, figures: CostFigures) -> None:
     """The figures as gauges in `registry`."""
     Gauge("billing_cost_day_timestamp_seconds", "Start of the latest billed day, whose costs billing_cost gives.",
-          registry=registry).set(billing_day(figures.day, zone).start.timestamp())
+          registry=registry).set(figures.day_start)
     cost = Gauge("billing_cost", "Cost of the latest billed day per cluster, team and ledger resource (cpu, memory, "
                  "gpu; idle-*, reserved-*, credit-* for unrequested capacity and reserved pools), in the currency.",
                  ["cluster", "team", "resource", "currency"], registry=registry)

@@ -10,10 +10,10 @@ the rounded total (largest remainder), and the page says so.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from datetime import date
 from decimal import ROUND_HALF_UP, Decimal
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
@@ -42,11 +42,6 @@ HELD_UNUSED_RULE = (
     "requested beyond what was used (cAdvisor); measured, not an extra charge: it is part of the cost above"
 )
 ROUNDING_NOTE = "Amounts are rounded to the cent so that rows add up to the total."
-def price_change_note(cluster: str, day: date) -> str:
-    """Where a range shown holds a day on which a cluster's next price set came into force."""
-    return f"the prices of cluster {cluster} changed on {day}: hours before and after it are priced differently"
-
-
 COST_RECOVERY = "Cost recovery"
 COST_RECOVERY_RULE = (
     "what the cluster cost in the month less what it charged at its prices, shared over the teams in proportion "
@@ -62,13 +57,18 @@ NO_WORKLOAD_RULE = (
 )
 
 _CENT = Decimal("0.01")
+Amounts = TypeVar("Amounts", float, pd.Series)  # one ledger value, or a column of them
+
+
+def price_change_note(cluster: str, day: date) -> str:
+    """Where a range shown holds a day on which a cluster's next price set came into force."""
+    return f"the prices of cluster {cluster} changed on {day}: hours before and after it are priced differently"
 
 
 def exact(value: float) -> Decimal:
     """A ledger value as a decimal to the billionth, as sums count it: 15.315, not 15.3149999…, and a row shown on
     its own rounds as its total does."""
-    scaled = math.floor(abs(float(value)) * BILLIONTHS + 0.5)
-    return Decimal(int(math.copysign(scaled, value))) / BILLIONTHS
+    return Decimal(int(_in_billionths(float(value)))) / BILLIONTHS
 
 
 def cents(value: float) -> Decimal:
@@ -79,20 +79,20 @@ def cents(value: float) -> Decimal:
 def total(values: Iterable[float]) -> float:
     """The sum of ledger values as the database sums them (ledger.read.money_sum): each to the billionth, then
     exactly, so that 15.3 + 0.015 is 15.315 and rounds to 15.32, on a page as in `billing report`."""
-    return int(_in_billionths(pd.Series(list(values), dtype=float)).sum()) / BILLIONTHS
+    return int(_in_billionths(pd.Series(list(values), dtype=float)).astype("int64").sum()) / BILLIONTHS
 
 
 def money_sums(frame: pd.DataFrame, keys: list[str], columns: list[str]) -> pd.DataFrame:
     """Per `keys` (sorted), the sums of `columns` as `total` sums them: a group's figure is the same on a page, in
     an email and in `billing report`, which sums in the database."""
-    scaled = frame[keys].assign(**{column: _in_billionths(frame[column]) for column in columns})
+    scaled = frame[keys].assign(**{column: _in_billionths(frame[column]).astype("int64") for column in columns})
     sums = scaled.groupby(keys, as_index=False, dropna=False, sort=True)[columns].sum()
     return sums.assign(**{column: sums[column] / BILLIONTHS for column in columns})
 
 
-def _in_billionths(values: pd.Series) -> pd.Series:
-    """Values in whole billionths, rounded half away from zero as SQL's round() does."""
-    return (np.sign(values) * np.floor(values.abs() * BILLIONTHS + 0.5)).astype("int64")
+def _in_billionths(values: Amounts) -> Amounts:
+    """A value (or a Series of them) in whole billionths, rounded half away from zero as SQL's round() does."""
+    return np.sign(values) * np.floor(np.abs(values) * BILLIONTHS + 0.5)
 
 
 def to_the_cent(values: list[float], of: float | None = None) -> list[Decimal]:

@@ -57,6 +57,7 @@ WIDTH = 80  # the narrowest terminal the table is fitted to (a wider one, or $CO
 MONEY = ["cost", REQUESTED_COST, UNREQUESTED_SHARE, LIST_COST]  # rounded to add up to their totals
 SUMMED = [*HOURS_COLUMNS.values(), *MONEY]  # not held_hours: slices, replicas and GPUs are no one unit
 NUMERIC = {*SUMMED, "held_hours", "quantity", "unit_price"}
+NAMED_AS_THEY_ARE = {"gpu", "cpu", "memory"}  # a report's requested resources keep the names it groups by
 FOR_MACHINES = {LIST_COST}  # in CSV and JSON; the table and HTML show the discount on the day's pages instead
 LABELS = {**{column: UNITS[resource] for resource, column in HOURS_COLUMNS.items()}, "unit_price": "unit price",
           "held_hours": "held unit-h", HELD_COLUMN: "GPUs held"}
@@ -101,9 +102,6 @@ def _cell(column: str, value: Any, people: dict[str, str] | None = None) -> str:
     if column == "resource" and value in RESOURCE_NAMES and value not in NAMED_AS_THEY_ARE:
         return RESOURCE_NAMES[value]  # `Unrequested capacity (shared), GPU` for the ledger's idle-gpu
     return _number(column, value) if column in NUMERIC else _text(column, value)
-
-
-NAMED_AS_THEY_ARE = {"gpu", "cpu", "memory"}  # a report's requested resources keep the names it groups by
 
 
 def _shown(report: Report, names: bool) -> tuple[list[str], list[list[str]], list[str]]:
@@ -332,7 +330,6 @@ def notices(report: Report) -> list[str]:
         )
     found += [price_change_note(cluster, day) for cluster, day in report.price_changes]
     return found
-
 
 
 FORMATS = {"table": table, "csv": csv_text, "json": json_text, "html": html}

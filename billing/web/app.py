@@ -195,13 +195,11 @@ def _day(name: str) -> date | None:
 
 def _page_day(value: str) -> date:
     """The day of a static page's address; 404 for anything else."""
-    try:
-        return date.fromisoformat(value) if re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value) else _no_page(value)
-    except ValueError:
-        return _no_page(value)
-
-
-def _no_page(value: str) -> date:
+    if re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value):
+        try:
+            return date.fromisoformat(value)
+        except ValueError:
+            pass  # 2026-02-30
     raise Refused(404, f"no day's pages are at {value!r}")
 
 
@@ -408,9 +406,9 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
         if not hmac.compare_digest(request.headers.get("Authorization", "").encode(), f"Bearer {token}".encode()):
             raise Refused(401, "/metrics needs the bearer token of web.metrics_token")
         registry = CollectorRegistry()
-        figures = read_cost_figures(ledger, config.currency, team_budgets(config.budgets, stored_directory(ledger)))
+        figures = read_cost_figures(ledger, config)
         if figures is not None:
-            add_cost_metrics(registry, figures, config.zone)
+            add_cost_metrics(registry, figures)
         return Response(generate_latest(registry), mimetype=CONTENT_TYPE_LATEST)
 
     @app.get("/favicon.ico")

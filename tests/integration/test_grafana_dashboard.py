@@ -13,15 +13,15 @@ import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
-from zoneinfo import ZoneInfo
 
 import pytest
 
-from billing.config import MetricsConfig
+from billing.config import Config, MetricsConfig
 from billing.jobs.metrics import push_run_metrics
 from billing.ledger.database import open_ledger
 from billing.publish.cost_metrics import read_cost_figures
 from fixtures.servers import require_program, start_prometheus
+from tests.helpers.config import MINIMAL_CONFIG
 from tests.helpers.report_ledger import fill_ledger
 from tests.helpers.run_summaries import summary
 
@@ -69,10 +69,11 @@ def ask(url: str, query: str) -> list[dict]:
 
 
 def test_every_panel_reads_the_pushed_metrics(pushgateway_server, tmp_path):
-    figures = read_cost_figures(open_ledger(fill_ledger(f"sqlite:///{tmp_path / 'ledger.db'}")), "USD",
-                                {"robotics": 100.0})
+    url = fill_ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
+    config = Config.model_validate({**MINIMAL_CONFIG, "database": url, "currency": "USD", "timezone": "UTC",
+                                    "budgets": {"monthly": {"robotics": 100.0}}})
     push_run_metrics(MetricsConfig(pushgateway=pushgateway_server.url), summary(), "USD", 93.5,
-                     (figures, ZoneInfo("UTC")))
+                     read_cost_figures(open_ledger(url), config))
     target = pushgateway_server.url.removeprefix("http://")
     prometheus = start_prometheus(None, tmp_path / "prometheus", scrape_configs=json.dumps([
         {"job_name": "pushgateway", "honor_labels": True, "scrape_interval": "1s", "static_configs": [{"targets": [target]}]}]))

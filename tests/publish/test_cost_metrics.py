@@ -1,14 +1,15 @@
 """The ledger's latest day as Prometheus metrics: pushed by the nightly job, answered by `billing serve`."""
 
 from datetime import datetime, timezone
-from zoneinfo import ZoneInfo
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
+from billing.config import Config
 from billing.ledger.database import open_ledger
 from billing.publish.cost_metrics import add_cost_metrics, read_cost_figures
 from billing.web.app import create_app
+from tests.helpers.config import MINIMAL_CONFIG
 from tests.helpers.report_ledger import fill_ledger
 from tests.helpers.run_summaries import samples
 from tests.helpers.serve import web_config
@@ -22,11 +23,16 @@ LATEST_DAY = {
 MONTH_TO_DATE = {"robotics": 56.60, "vision": 8.85, "unallocated": 1.70, "platform": 0.12}
 
 
+def config(url: str, budgets: dict[str, float]) -> Config:
+    return Config.model_validate({**MINIMAL_CONFIG, "currency": "USD", "database": url, "timezone": "UTC",
+                                  "budgets": {"monthly": budgets}})
+
+
 def exposition(url: str, budgets: dict[str, float]) -> dict[tuple, float]:
     registry = CollectorRegistry()
-    figures = read_cost_figures(open_ledger(url), "USD", budgets)
+    figures = read_cost_figures(open_ledger(url), config(url, budgets))
     assert figures is not None
-    add_cost_metrics(registry, figures, ZoneInfo("UTC"))
+    add_cost_metrics(registry, figures)
     return samples(generate_latest(registry).decode())
 
 
@@ -44,7 +50,8 @@ def test_the_latest_days_costs_per_cluster_team_and_resource(tmp_path):
 
 
 def test_an_empty_ledger_has_no_figures(tmp_path):
-    assert read_cost_figures(open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}"), "USD", {}) is None
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    assert read_cost_figures(open_ledger(url), config(url, {})) is None
 
 
 def test_serve_answers_metrics_only_to_its_token(tmp_path, monkeypatch):
