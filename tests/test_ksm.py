@@ -141,6 +141,12 @@ def test_openmetrics_of_some_windows_is_those_windows_of_the_whole(tmp_path):
     pieces = [write_openmetrics(w, tmp_path / f"w{n}", [window]) for n, window in enumerate(windows)]
     assert all(len(paths) == 1 and paths[0].name == f"ksm-{window * 7200}.om" for paths, window in zip(pieces, windows))
     assert parse_openmetrics([path for paths in pieces for path in paths]) == whole
+    # one-hour windows (the 250,000-pod day's, for disk) are the same whole in twice as many files
+    hours = block_windows(w, 3600)
+    assert len(hours) == 26 and {hour // 2 for hour in hours} == set(windows)
+    halves = [write_openmetrics(w, tmp_path / f"h{n}", [hour], 3600) for n, hour in enumerate(hours)]
+    assert all(paths[0].name == f"ksm-{hour * 3600}.om" for paths, hour in zip(halves, hours))
+    assert parse_openmetrics([path for paths in halves for path in paths]) == whole
 
 
 def test_make_world_is_deterministic_and_sized():
