@@ -25,9 +25,10 @@ per pod and hour of the day. An hour is 3600 / step of the billing instants
   Running instants, times step: what billing counts) less the CPU
   its containers used in the hour, never below zero per pod and hour. The
   CPU used is, per cAdvisor `container_cpu_usage_seconds_total` series (one
-  per container run), its last sample in the hour that ends at the hour's
-  last instant less its last sample in the hour before (0 where it has none:
-  the container started within the hour, and the counter counts from 0).
+  per container run, its copies merged), its last sample in the hour that
+  ends at the hour's last instant less its last sample in the hour before (0
+  where it has none: the container started within the hour, and the counter
+  counts from 0).
   Each stretch between two samples thus belongs to exactly one hour, a day's
   hours add up to what the counters grew, and usage is never extrapolated:
   not Prometheus' `increase()`, which stretches a series' growth by up to
@@ -39,15 +40,17 @@ Per hour rather than per instant because that is what makes waste cheap: the
 per-instant join of requests, Running and usage rates cost Prometheus twenty
 times what the billing queries do on a 50,000-pod day; per hour, requests
 are read as raw samples and only Running and GPU visibility are counted
-instant by instant (subqueries of bare selectors), and each usage counter is
-read twice per hour (its last sample in the hour and in the hour before).
-Six hours are asked in one range query (a step of one hour): Prometheus
-then reads each series once for the six and evaluates the subqueries once
-over them, which cost it about a quarter less than six instant queries on a
-50,000-pod day; a store that moves a range query's times (a query frontend
-aligning them to the step) is asked hour by hour instead. Copies of a series
-from replicated Prometheus pairs (`prometheus_replica`) count once (`max by`
-every series' own labels).
+instant by instant (subqueries of bare selectors). Six hours are asked in one
+range query (a step of one hour): Prometheus then reads each series once for
+the six and evaluates the subqueries once over them. The usage counters are
+asked at the end of each of the six hours and of the hour before, in a range
+query of their own that reads each counter once, and each pod's use is taken
+and subtracted from what it requested on the client: differencing them on the
+server (`now - (before or now * 0)` per series) read every counter three
+times and cost Prometheus five times as much (docs/performance.md). A store
+that moves a range query's times (a query frontend aligning them to the step)
+is asked hour by hour instead. Copies of a series from replicated Prometheus
+pairs (`prometheus_replica`) count once (`max by` every series' own labels).
 
 Per workload, the hourly queries answer per pod, and each pod's workload is
 looked up once per 6-hour chunk of the day (the chunks billing asks in) and
@@ -85,9 +88,11 @@ from billing.collect.promql import (
     TopControllers,
     chunks,
     fits,
+    in_pieces,
     map_chunks,
 )
 from billing.collect.stores import FamilyLabels, Store, store_of
+from billing.collect.usage import UsageQueries
 from billing.config import ClusterConfig
 from billing.days import BillingDay
 from billing.resources import mig_resource, slice_fraction
@@ -102,8 +107,9 @@ POD_KEYS = ["namespace", "pod"]
 HOUR = 3600  # seconds: the grain of waste
 HOURS_PER_QUERY = 6  # hours asked in one range query (the chunks billing asks in are 6 hours long)
 GPU_INSTANCE = 'GPU_I_ID!=""'  # series of a MIG GPU instance (promql.WHOLE_GPU: of a whole GPU)
-IDLE_GPU, IDLE_GPU_INSTANCE, UNUSED_CPU = "idle_gpu", "idle_gpu_instance", "unused_cpu"  # the parts of a query
-PARTS = {IDLE_GPU: "idle_gpu_hours", IDLE_GPU_INSTANCE: "idle_gpu_hours", UNUSED_CPU: "unused_cpu_core_hours"}
+IDLE_GPU, IDLE_GPU_INSTANCE, RUNNING = "idle_gpu", "idle_gpu_instance", "running"  # the parts of a query
+PARTS = {IDLE_GPU: "idle_gpu_hours", IDLE_GPU_INSTANCE: "idle_gpu_hours"}
+CONTAINER_RUN = ("namespace", "pod", "container", "id", "cpu")  # cAdvisor's labels of one container run's counter
 
 
 class WasteQueries(Queries):
@@ -118,10 +124,14 @@ class WasteQueries(Queries):
         self.by_workload = by_workload
         self.hour, self.seconds = chunk.end - chunk.start, chunk.step
 
-    def usage_present(self) -> str:
-        """Above 0 if the hour has samples of containers' CPU usage (the series unused_cpu reads: a pod's cgroup
-        and sandbox series, as many again, are left unread), else 0."""
-        return f"count(last_over_time({self.usage()}[{self.raw}])) or vector(0)"
+    def cpu_counters(self) -> str:
+        """Per container run (CONTAINER_RUN): its CPU counter's last sample in the hour that ends at the time asked,
+        `max by` those labels so that replicated copies of a series count once. Asked at the end of every hour of a
+        group and of the hour before it, in one range query, it reads each counter once; the hour's growth is
+        taken on the client (`_cpu_used`). A series `{}` of 0 answers at every time asked, so that a store which
+        moves a range query's times shows it even in an hour without cAdvisor."""
+        now = self.cadvisor.plain(f"last_over_time({self.usage()}[{self.hour}s])")
+        return f"max by ({', '.join(CONTAINER_RUN)}) ({now}) or vector(0)"
 
     def usage(self) -> str:
         """cAdvisor's CPU usage series of containers, not of pods' cgroups (`container=""`) or sandboxes."""
@@ -148,11 +158,13 @@ class WasteQueries(Queries):
                 f"({self.ksm.plain(f'last_over_time({info}[{self.raw}])', POD_LABELS)})")
 
     def measures(self, below: float, cpu: bool) -> list[str]:
-        """The hour's measures, labelled `measure` (PARTS), in one query; in one query per part where together
-        they would be too long. `cpu`: whether to measure unused CPU (the hour has cAdvisor series)."""
-        parts = [self.idle_gpus(below), self.idle_gpu_instances(below), *([self.unused_cpu()] if cpu else [])]
-        together = self.per_key(" or ".join(f"({part})" for part in parts))
-        return [together] if fits(together) else [self.per_key(part) for part in parts]
+        """The hour's measures, labelled `measure` (PARTS, and RUNNING per pod), in one query; in one query per
+        part where together they would be too long. `cpu`: whether to measure unused CPU (the hour has cAdvisor
+        series)."""
+        parts = [self.per_key(self.idle_gpus(below)), self.per_key(self.idle_gpu_instances(below)),
+                 *([self.running_instants()] if cpu else [])]
+        together = " or ".join(f"({part})" for part in parts)
+        return [together] if fits(together) else parts
 
     def _idle(self, metric: str, matcher: str, gpu: list[str], below: float, measure: str) -> str:
         """Per held GPU (`gpu`: its labels besides namespace and pod): instants of the hour at which its series
@@ -202,54 +214,105 @@ class WasteQueries(Queries):
         listed = self.fractions.get(mig_resource(profile))
         return listed if listed is not None else slice_fraction(profile, labels.get("modelName", ""))
 
-    def unused_cpu(self) -> str:
-        """Per pod: core-instants of the hour requested while Running but not used, at least 0."""
+    def running_instants(self) -> str:
+        """Per pod (namespace, pod, uid): the instants of the hour at which it was Running, labelled `measure`
+        RUNNING. Times its CPU request (`cpu_requests`), less the growth of its containers' counters
+        (`cpu_counters`), that is what it did not use: taken per pod on the client, where the request is then
+        read once per six hours rather than every hour and each counter once rather than three times
+        (docs/performance.md)."""
         ksm = self.ksm
         running = ksm.plain(self._instants_seen(self.latest(self.running()), "namespace, pod, uid", ksm, sum_values=True))
-        per_pod = self.effective(self.highest, resources="cpu")
-        requested = f"sum by (namespace, pod, uid) ({per_pod}) * on (namespace, pod, uid) max by (namespace, pod, uid) ({running})"
-        usage = self.usage()
-        # core-instants used: the counter's growth in the hour over the step, from its last value in the
-        # previous hour (0 where it had none: the container started in this hour) to its last in this one,
-        # never extrapolated past a sample; `max by` a series' own labels (cgroup `id`, `cpu`) keeps
-        # restarted containers apart and counts replicated copies of a series once
-        hour = f"{self.hour}s"
-        now, before = (self.cadvisor.plain(f"last_over_time({usage}[{hour}]{offset})") for offset in ("", f" offset {hour}"))
-        used = f"max by (namespace, pod, container, id, cpu) ({now} - ({before} or {now} * 0)) / {self.seconds:g}"
-        # requested (per uid) less used (per container) per pod, as a sum over both (their label sets never
-        # meet): a pod without usage keeps its whole request, and the request side is evaluated once
-        # (a `-` with an `or` would need it twice)
-        unused = f"clamp_min(sum by (namespace, pod) ({requested} or -{used}), 0)"
-        return f'label_replace({unused}, "measure", "{UNUSED_CPU}", "", "")'
+        return f'label_replace(max by (namespace, pod, uid) ({running}), "measure", "{RUNNING}", "", "")'
+
+    def cpu_requests(self, pods: str = "") -> str:
+        """Per pod (namespace, pod, uid; `pods` selects them by uid): its CPU request by docs/spec.md rule 3, each
+        container's highest in the window asked (the hour, or six hours for pods whose requests did not change)."""
+        return f"sum by (namespace, pod, uid) ({self.effective(self.highest, pods, resources='cpu')})"
 
 
 Sampled = list[tuple[dict[str, str], list]]  # an answer's series: labels and [time, value] pairs, as the store gave them
+PodSeconds = dict[tuple[str, str], float]  # (namespace, pod) -> CPU seconds its containers used
 
 
-def _group_waste(queries: WasteQueries, hours: list[Chunk], present: list[bool], answer: Sampled,
-                 workloads: list[dict[tuple[str, str], str] | None]) -> pd.DataFrame:
-    """The measures of a group of hours (`answer`: the measures query at each hour's last instant), summed over
-    them per namespace, or with `workloads` (each hour's pod -> workload) per namespace and workload. A measure
-    whose metrics the hours lack is left out (`present`: whether each hour has cAdvisor series; without them,
-    the whole request would look unused)."""
-    measures: dict[str, dict[tuple[str, ...], float]] = {"unused_cpu_core_hours": {}} if any(present) else {}
+def _group_waste(queries: WasteQueries, hours: list[Chunk], answer: Sampled, used: list[PodSeconds | None],
+                 requests: list[dict[str, float]], workloads: list[dict[tuple[str, str], str] | None]) -> pd.DataFrame:
+    """The measures of a group of hours (`answer`: the measures query at each hour's last instant; `used`: each
+    hour's CPU seconds used per pod, `_cpu_used`; `requests`: each hour's CPU request per uid), summed over them
+    per namespace, or with `workloads` (each hour's pod -> workload) per namespace and workload. Unused CPU is
+    taken per pod and hour, never below 0, in the hours with cAdvisor series (`used` not None), and left out
+    where no hour has them: there the whole request would look unused."""
+    measures: dict[str, dict[tuple[str, ...], float]] = {}
+    requested: list[dict[tuple[str, str], float]] = [{} for _ in hours]  # core-instants per pod and hour
     at = _hour_index(hours)
+
+    def add(measure: str, i: int, namespace: str, pod: str, instants: float) -> None:
+        pods = workloads[i]
+        key = (namespace,) if pods is None else (namespace, pods.get((namespace, pod), f"Pod/{pod}"))
+        sums = measures.setdefault(measure, {})
+        sums[key] = sums.get(key, 0.0) + instants * hours[i].step / 3600
+
     for labels, values in answer:
         part = labels.get("measure", "")
-        sums = measures.setdefault(PARTS[part], {})
-        weight = queries.gpus_per_instance(labels) if part == IDLE_GPU_INSTANCE else 1.0
         namespace, pod = labels.get("namespace", ""), labels.get("pod", "")
+        if part == RUNNING:
+            for t, value in values:
+                i = at[t]
+                request = requests[i].get(labels.get("uid", ""))
+                if request is not None:
+                    requested[i][namespace, pod] = requested[i].get((namespace, pod), 0.0) + request * float(value)
+            continue
+        weight = queries.gpus_per_instance(labels) if part == IDLE_GPU_INSTANCE else 1.0
         for t, value in values:
-            i = at[t]
-            if part == UNUSED_CPU and not present[i]:
-                continue
-            pods = workloads[i]
-            key = (namespace,) if pods is None else (namespace, pods.get((namespace, pod), f"Pod/{pod}"))
-            sums[key] = sums.get(key, 0.0) + float(value) * weight * hours[i].step / 3600
+            add(PARTS[part], at[t], namespace, pod, float(value) * weight)
+    if any(hour is not None for hour in used):
+        measures["unused_cpu_core_hours"] = {}
+    for i, pods_used in enumerate(used):
+        if pods_used is None:
+            continue
+        for (namespace, pod), instants in requested[i].items():
+            add("unused_cpu_core_hours", i, namespace, pod,
+                max(instants - pods_used.get((namespace, pod), 0.0) / hours[i].step, 0.0))
     found = sorted(set().union(*measures.values()))
     rows = [(*key, *(measures[m].get(key, 0.0) for m in measures)) for key in found]
     keys = ["namespace"] if workloads[0] is None else WORKLOAD_WASTE_KEYS
     return pd.DataFrame(rows, columns=[*keys, *measures])  # 0.0: measured, and nothing of it under this key
+
+
+def _cpu_requests(source: PrometheusSource, queries: WasteQueries, group: WasteQueries, group_last: int,
+                  resized: frozenset[str], ends: list[float], ranged: bool) -> list[dict[str, float]]:
+    """Per hour of a group (ends: their last instants): uid -> CPU request, each container's highest of the hour.
+    A request that did not change is read once for the group (`group`: its queries, over all six hours);
+    `resized` pods' (usage's exact path: a request changed near or in the chunk) hour by hour."""
+    whole = {s["metric"].get("uid", ""): float(s["value"][1]) for s in source.instant(group.cpu_requests(), group_last)}
+    hourly = [{uid: request for uid, request in whole.items() if uid not in resized} for _ in ends]
+    at = {t: i for i, t in enumerate(ends)}
+    for query in in_pieces(resized, queries.cpu_requests) if resized else []:
+        for labels, values in _at_times(source, query, ends, ranged)[0]:
+            for t, value in values:
+                hourly[at[t]][labels.get("uid", "")] = float(value)
+    return hourly
+
+
+def _cpu_used(counters: Sampled, times: list[float]) -> list[PodSeconds | None]:
+    """Per hour (its end in times[1:], times[0] the end of the hour before) and pod (namespace, pod): the
+    core-seconds its containers used, from `cpu_counters` at those times; None for an hour without cAdvisor
+    series. Each counter's growth in an hour is its last sample in the hour less its last in the hour before, or
+    the sample itself where it had none then (the container started within the hour and counts from 0)."""
+    at = {t: j for j, t in enumerate(times)}
+    used: list[PodSeconds | None] = [None] * (len(times) - 1)
+    for labels, values in counters:
+        if not labels:  # the series that answers at every time
+            continue
+        pod = (labels.get("namespace", ""), labels.get("pod", ""))
+        last: dict[int, float] = {at[t]: float(value) for t, value in values}
+        for j, value in last.items():
+            if j == 0:
+                continue
+            hour = used[j - 1]
+            if hour is None:
+                hour = used[j - 1] = {}
+            hour[pod] = hour.get(pod, 0.0) + value - last.get(j - 1, 0.0)
+    return used
 
 
 def _hour_groups(hours: list[Chunk]) -> list[list[Chunk]]:
@@ -270,29 +333,35 @@ def _hour_index(hours: list[Chunk]) -> dict[float, int]:
     return {float(hour.last): i for i, hour in enumerate(hours)}
 
 
-def _per_hour(source: PrometheusSource, query: str, hours: list[Chunk], ranged: bool) -> tuple[Sampled, bool]:
-    """The answer of `query` at each hour's last instant, and whether it came from one range query (`ranged`: try
-    that first); hour by hour with instant queries otherwise."""
-    answer = _in_one_range(source, query, hours) if ranged else None
+def _at_times(source: PrometheusSource, query: str, times: list[float], ranged: bool) -> tuple[Sampled, bool]:
+    """The answer of `query` at each of `times` (a whole number of hours apart), and whether it came from one range
+    query (`ranged`: try that first); time by time with instant queries otherwise."""
+    answer = _in_one_range(source, query, times) if ranged else None
     if answer is not None:
         return answer, True
-    return [(s["metric"], [s["value"]]) for hour in hours for s in source.instant(query, hour.last)], False
+    return [(s["metric"], [s["value"]]) for t in times for s in source.instant(query, t)], False
 
 
-def _in_one_range(source: PrometheusSource, query: str, hours: list[Chunk]) -> Sampled | None:
-    """The answer of `query` at each hour's last instant from one range query with a step of one hour, or None
-    where the store answered for other times than asked (a query frontend aligning a range to its step, as
-    Thanos' does by default: an hour ends at :59). A range's times are its start plus whole steps, so a series'
-    first and last tell."""
-    at = _hour_index(hours)
-    answer = [(s["metric"], s["values"]) for s in source.range(query, hours[0].last, hours[-1].last,
-                                                               hours[0].end - hours[0].start)]
-    moved = next((t for _, values in answer for t in (values[0][0], values[-1][0]) if t not in at), None)
+def _in_one_range(source: PrometheusSource, query: str, times: list[float]) -> Sampled | None:
+    """The answer of `query` at each of `times` from one range query, or None where the store answered for other
+    times than asked (a query frontend aligning a range to its step, as Thanos' does by default: an hour ends at
+    :59). A range's times are its start plus whole steps, so a series' first and last tell."""
+    asked = set(times)
+    step = times[1] - times[0] if len(times) > 1 else HOUR
+    answer = [(s["metric"], s["values"]) for s in source.range(query, times[0], times[-1], step)]
+    moved = next((t for _, values in answer for t in (values[0][0], values[-1][0]) if t not in asked), None)
     if moved is not None:
         log.warning("the store answered a range query for other times than asked (%s); asking waste hour by hour",
                     moved)
         return None
     return answer
+
+
+def _resized(source: PrometheusSource, cluster: ClusterConfig, gpu_resources: GpuResources, chunk: Chunk, store: Store,
+             copies: bool) -> frozenset[str]:
+    """The uids of pods whose requests changed near or in the chunk: usage's own question (UsageQueries.needs_exact)."""
+    found = source.instant(UsageQueries(cluster, gpu_resources, chunk, store).needs_exact(copies), chunk.last)
+    return frozenset(series["metric"].get("uid", "") for series in found)
 
 
 def _workloads(source: PrometheusSource, queries: WasteQueries, chunk: Chunk,
@@ -313,12 +382,14 @@ def _workloads(source: PrometheusSource, queries: WasteQueries, chunk: Chunk,
 
 def collect_waste(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: GpuResources,
                   source: PrometheusSource, below: float, store: Store | None = None,
-                  by_workload: bool = False, controllers: Sequence[TopControllers] = (), copies: bool = False
-                  ) -> pd.DataFrame:
+                  by_workload: bool = False, controllers: Sequence[TopControllers] = (), copies: bool = False,
+                  resized: frozenset[str] | None = None) -> pd.DataFrame:
     """Idle GPU-hours and unused CPU core-hours of one cluster-day per namespace (frames.WASTE.columns), or
     with `by_workload` per namespace and workload (WORKLOAD_WASTE_KEYS and MEASURES); `controllers`: each
     chunk's top-level controllers as usage found them (ClusterUsage.controllers), asked here when not given;
-    `copies`: whether usage found pods reported by several exporters that day (ClusterUsage.copies).
+    `copies`: whether usage found pods reported by several exporters that day (ClusterUsage.copies);
+    `resized`: the uids of pods whose requests changed that day (ClusterUsage.exact, which may hold more),
+    asked here per six hours when not given.
 
     A measure is NaN for a key that has none, and in every row where the
     cluster never had its metric."""
@@ -331,18 +402,19 @@ def collect_waste(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resour
 
     def measure(hours: list[Chunk]) -> pd.DataFrame:
         queries = WasteQueries(cluster, gpu_resources, hours[0], store, by_workload, copies)  # one text every hour
+        whole = Chunk(hours[0].start, hours[-1].end, step)
+        group = WasteQueries(cluster, gpu_resources, whole, store, by_workload, copies)
+        ends = [float(hour.last) for hour in hours]
         # asked first, as it answers at every time asked: a store that moves a range's times shows it here
-        usage, ranged = _per_hour(source, queries.usage_present(), hours, ranged=True)
-        present, at = [False] * len(hours), _hour_index(hours)
-        for _, values in usage:
-            for t, value in values:
-                if float(value) > 0:
-                    present[at[t]] = True
-        answer = [series for query in queries.measures(below, any(present))
-                  for series in _per_hour(source, query, hours, ranged)[0]]
+        counters, ranged = _at_times(source, queries.cpu_counters(), [ends[0] - queries.hour, *ends], ranged=True)
+        used = _cpu_used(counters, [ends[0] - queries.hour, *ends])
+        cpu = any(hour is not None for hour in used)
+        answer = [series for query in queries.measures(below, cpu) for series in _at_times(source, query, ends, ranged)[0]]
+        changed = resized if resized is not None else _resized(source, cluster, gpu_resources, whole, store, copies)
+        requests = _cpu_requests(source, queries, group, whole.last, changed, ends, ranged) if cpu else [{} for _ in hours]
         workloads = [next(pods for c, pods in zip(day_chunks, pods_of) if c.start <= hour.start < c.end)
                      for hour in hours]
-        return _group_waste(queries, hours, present, answer, workloads)
+        return _group_waste(queries, hours, answer, used, requests, workloads)
 
     frame = pd.concat(map_chunks(measure, _hour_groups(chunks(day, step, HOUR // step))), ignore_index=True)
     measured = [m for m in MEASURES if m in frame.columns]

@@ -218,7 +218,7 @@ def _collect_waste(config: Config, cluster: ClusterConfig, period: BillingDay, s
     by_workload = config.workloads.enabled
     wasted = collect_waste(cluster, period, int(config.step), config.gpu_resources, source,
                            config.waste.gpu_utilisation_below, store, by_workload=by_workload,
-                           controllers=usage.controllers, copies=usage.copies)
+                           controllers=usage.controllers, copies=usage.copies, resized=usage.exact)
     return (waste_by_namespace(wasted), wasted) if by_workload else (wasted, none)
 
 

@@ -28,7 +28,7 @@ class Answers:
         if "DCGM_FI_DEV_GPU_UTIL{" in query and first:
             return [{"metric": {"namespace": "alice", "measure": "idle_gpu"}, "value": [at, "10"]}]
         if "or vector(0)" in query:
-            return [{"metric": {}, "value": [at, "0"]}]  # no cAdvisor
+            return [{"metric": {}, "value": [at, "0"]}]  # no cAdvisor: only the series that answers at every time
         return []  # no MIG instances
 
     def range(self, query: str, start: float, end: float, step: float) -> list[dict]:

@@ -124,6 +124,26 @@ def test_a_pod_scheduled_mid_hour_requests_once(store_server):
     assert reference == pytest.approx((61 + 180) / 60, rel=1e-12)
 
 
+def test_a_pod_resized_in_place_requests_each_hour_its_highest_of_that_hour(store_server):
+    """Requests are read once per six hours for pods whose requests did not change, hour by hour for the others:
+    a pod resized from 2 to 6 cores at 03:30 requests 2 in the hours before 03:00 and 6 from then on, not 6 all
+    six hours (asked alone, and with usage's resized pods, as `billing run` asks)."""
+    # Running all day, uses 1 core: hours 00 to 02 leave 2 - 1 unused, the hour 03:00 (its highest, 6) and
+    # the 20 after it 6 - 1: 3 + 5 + 100 = 108 core-hours (with 6 all morning it would be 120)
+    resized = pod("grace", "resized", -1, 25, Container("main", 2.0, GIB, cpu_used=1.0,
+                                                        resizes=((at(3.5), 6.0, GIB, 0.0),)))
+    billed, reference = unused_cpu_of(store_server, resized)
+    assert billed == pytest.approx(108.0, rel=1e-9)
+    assert reference == pytest.approx(108.0, rel=1e-12)
+    [jaguar] = WORLD.clusters
+    config = cluster(store_server(replace(WORLD, clusters=(replace(jaguar, pods=(resized,)),))).url)
+    source = LivePrometheus("jaguar", config.prometheus)
+    usage = collect_cluster(config, DAY, 60, ["nvidia_com_gpu"], source)
+    assert usage.exact == {"uid-resized"}
+    waste = collect_waste(config, DAY, 60, ["nvidia_com_gpu"], source, below=5.0, resized=usage.exact)
+    assert waste.unused_cpu_core_hours[0] == pytest.approx(108.0, rel=1e-9)
+
+
 def test_usage_is_not_extrapolated_past_the_pods_life(store_server):
     """A pod deleted 10 s after a scrape: Prometheus' increase() would stretch its counter's growth by half a
     scrape interval past the last sample, 20 s after the pod was gone; the usage counted ends at that sample."""
