@@ -122,7 +122,7 @@ class WasteQueries(Queries):
         # nodes are aggregated away in every waste query: a renamed `node` label needs no renaming back
         self.ksm, self.dcgm, self.cadvisor = (replace(f, node="node") for f in (self.ksm, self.dcgm, self.cadvisor))
         self.by_workload = by_workload
-        self.hour, self.seconds = chunk.end - chunk.start, chunk.step
+        self.hour = chunk.end - chunk.start
 
     def cpu_counters(self) -> str:
         """Per container run (CONTAINER_RUN): its CPU counter's last sample in the hour that ends at the time asked,
@@ -286,7 +286,7 @@ def _cpu_requests(source: PrometheusSource, queries: WasteQueries, group: WasteQ
     whole = {s["metric"].get("uid", ""): float(s["value"][1]) for s in source.instant(group.cpu_requests(), group_last)}
     hourly = [{uid: request for uid, request in whole.items() if uid not in resized} for _ in ends]
     at = {t: i for i, t in enumerate(ends)}
-    for query in in_pieces(resized, queries.cpu_requests) if resized else []:
+    for query in in_pieces(resized, queries.cpu_requests):
         for labels, values in _at_times(source, query, ends, ranged)[0]:
             for t, value in values:
                 hourly[at[t]][labels.get("uid", "")] = float(value)
@@ -402,16 +402,19 @@ def collect_waste(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resour
 
     def measure(hours: list[Chunk]) -> pd.DataFrame:
         queries = WasteQueries(cluster, gpu_resources, hours[0], store, by_workload, copies)  # one text every hour
-        whole = Chunk(hours[0].start, hours[-1].end, step)
-        group = WasteQueries(cluster, gpu_resources, whole, store, by_workload, copies)
         ends = [float(hour.last) for hour in hours]
+        times = [ends[0] - queries.hour, *ends]  # and the end of the hour before, for the counters' growth
         # asked first, as it answers at every time asked: a store that moves a range's times shows it here
-        counters, ranged = _at_times(source, queries.cpu_counters(), [ends[0] - queries.hour, *ends], ranged=True)
-        used = _cpu_used(counters, [ends[0] - queries.hour, *ends])
+        counters, ranged = _at_times(source, queries.cpu_counters(), times, ranged=True)
+        used = _cpu_used(counters, times)
         cpu = any(hour is not None for hour in used)
         answer = [series for query in queries.measures(below, cpu) for series in _at_times(source, query, ends, ranged)[0]]
-        changed = resized if resized is not None else _resized(source, cluster, gpu_resources, whole, store, copies)
-        requests = _cpu_requests(source, queries, group, whole.last, changed, ends, ranged) if cpu else [{} for _ in hours]
+        requests: list[dict[str, float]] = [{} for _ in hours]
+        if cpu:  # the requests matter only where there is use to subtract
+            whole = Chunk(hours[0].start, hours[-1].end, step)
+            group = WasteQueries(cluster, gpu_resources, whole, store, copies=copies)
+            changed = resized if resized is not None else _resized(source, cluster, gpu_resources, whole, store, copies)
+            requests = _cpu_requests(source, queries, group, whole.last, changed, ends, ranged)
         workloads = [next(pods for c, pods in zip(day_chunks, pods_of) if c.start <= hour.start < c.end)
                      for hour in hours]
         return _group_waste(queries, hours, answer, used, requests, workloads)
