@@ -112,7 +112,7 @@ def collect_allocatable(
     """Allocatable resource-hours of one cluster-day per resource, GPU model and pool (frames.ALLOCATABLE.columns)."""
     store = store or store_of(source, cluster, day)
     rows = map_chunks(lambda c: _chunk_allocatable(source, CapacityQueries(cluster, gpu_resources, c, store), c),
-                      chunks(day, step))
+                      chunks(day, step, store.busiest))
     raw = pd.DataFrame([r for chunk_rows in rows for r in chunk_rows], columns=[*KEYS, "quantity"])
     frame = billing_units(raw.astype({"quantity": float}), gpu_resources)
     summed = frame.groupby(KEYS, as_index=False, sort=True)[["quantity"]].sum()

@@ -27,6 +27,10 @@ from billing.resources import single_strategy_slice
 
 LOOKBACK = 300  # seconds: Prometheus' default lookback delta for instant vectors
 CHUNK_INSTANTS = 360  # instants per query: 6 h at a 60 s step
+# samples one query may hold at once: a fifth of Prometheus' default --query.max-samples (50 M). The usage query's
+# subquery holds one per pod and instant; chunks are made shorter where the busiest hour's pods would hold more.
+SAMPLES_PER_QUERY = 10_000_000
+HOUR = 3600
 PARALLEL_QUERIES = 2  # one per core of a small Prometheus
 # Bytes one query may take URL-encoded: well under VictoriaMetrics' -search.maxQueryLen (16 KiB of query text,
 # which URL-encoding only lengthens); prometheus.py sends every query in a form body, so no URL limit applies.
@@ -379,7 +383,28 @@ def _window(seconds: float) -> str:
     return f"{int(round(seconds * 1000))}ms"
 
 
-def chunks(day: BillingDay, step: int, instants: int = CHUNK_INSTANTS) -> list[Chunk]:
+def chunks(day: BillingDay, step: int, busiest: int = 0) -> list[Chunk]:
+    """The day cut into step-aligned pieces of CHUNK_INSTANTS instants; or, where that many instants of `busiest`
+    pods (Store.busiest) would hold more than SAMPLES_PER_QUERY samples, of as many whole hours as keep within it
+    (one at least): 3 hours for 48,000 pods at a 60 s step."""
+    instants = CHUNK_INSTANTS
+    if busiest * instants > SAMPLES_PER_QUERY:
+        instants = min(instants, whole_hours(busiest, step, CHUNK_INSTANTS) * (HOUR // step))
+    return _pieces(day, step, instants)
+
+
+def whole_hours(busiest: int, step: int, most: int) -> int:
+    """The most whole hours, `most` at most and one at least, whose instants of `busiest` pods hold no more than
+    SAMPLES_PER_QUERY samples."""
+    return max(1, min(most, SAMPLES_PER_QUERY // max(1, busiest * (HOUR // step))))
+
+
+def hours(day: BillingDay, step: int) -> list[Chunk]:
+    """The day cut into its hours (a day's last may be shorter where the time zone's offset is not whole hours)."""
+    return _pieces(day, step, HOUR // step)
+
+
+def _pieces(day: BillingDay, step: int, instants: int) -> list[Chunk]:
     """The day cut into step-aligned pieces of at most `instants` instants."""
     start, end = int(day.start.timestamp()), int(day.end.timestamp())
     if start % step:

@@ -101,8 +101,8 @@ FAMILIES = {  # metric family -> the metrics that show how it was scraped
     "kube-scheduler": ("kube_pod_resource_request",),
 }
 # renames_query's answers where kube-scheduler's figures are in the store, and where dcgm-exporter attributes GPUs
-# held through DRA (docs/spec.md rule 3, "GPUs through DRA")
-SCHEDULER_FOUND, DRA_FOUND = "kube-scheduler/present", "DCGM/dra"
+# held through DRA (docs/spec.md rule 3, "GPUs through DRA"); and its count of the pods kube-state-metrics lists
+SCHEDULER_FOUND, DRA_FOUND, PODS_FOUND = "kube-scheduler/present", "DCGM/dra", "kube-state-metrics/pods"
 
 
 @dataclass(frozen=True)
@@ -155,10 +155,12 @@ _ATTRIBUTES = {"kube-state-metrics": "kube_state_metrics", "DCGM": "dcgm", "cAdv
                "kube-scheduler": "scheduler"}
 
 
-def renames_query(selector: str) -> str:
+def renames_query(selector: str, engine: Engine = PROMETHEUS_2) -> str:
     """One query answering, per family and label, whether its series carry `exported_<label>`:
     a series {found="<family>/<label>"} for each such pair; and {found="kube-scheduler/present"} where
-    kube-scheduler's figures are there at all, {found="DCGM/dra"} where dcgm-exporter labels GPUs held through DRA."""
+    kube-scheduler's figures are there at all, {found="DCGM/dra"} where dcgm-exporter labels GPUs held through DRA.
+    And {found="kube-state-metrics/pods"}: how many pods kube-state-metrics lists (one `phase="Running"` series each,
+    whatever their phase), from which the day's chunks are sized (promql.chunks)."""
     extra = f", {selector.strip()}" if selector.strip() else ""
     branches = [
         f'label_replace(count({{__name__=~"{"|".join(metrics)}", exported_{label}!=""{extra}}}), '
@@ -167,7 +169,9 @@ def renames_query(selector: str) -> str:
     ]
     scheduler = f'label_replace(count({{__name__="{FAMILIES["kube-scheduler"][0]}"{extra}}}), "found", "{SCHEDULER_FOUND}", "", "")'
     dra = f'label_replace(count({{__name__="{FAMILIES["DCGM"][0]}", dra_driver_name!=""{extra}}}), "found", "{DRA_FOUND}", "", "")'
-    return "\nor ".join([*branches, scheduler, dra])
+    pods = engine.latest(f'{{__name__="kube_pod_status_phase", phase="Running"{extra}}}')
+    listed = f'label_replace(count({pods}), "found", "{PODS_FOUND}", "", "")'
+    return "\nor ".join([*branches, scheduler, dra, listed])
 
 
 def scrape_labels(found: list[dict], override: dict[str, str] | None = None) -> ScrapeLabels:
@@ -192,6 +196,7 @@ class Store:
     labels: ScrapeLabels = ScrapeLabels()
     scheduler: bool = False  # kube-scheduler's kube_pod_resource_request is in the store (docs/spec.md rule 3)
     dra: bool = False  # dcgm-exporter attributes GPUs held through DRA (docs/spec.md "GPUs through DRA")
+    busiest: int = 0  # the most pods kube-state-metrics listed at once, at the day's whole hours (copies counted)
 
     def renames(self) -> list[str]:
         """Per metric family whose labels are not where the exporter put them: where they are read from."""
@@ -205,8 +210,8 @@ def store_of(source: PrometheusSource, cluster: ClusterConfig, day: BillingDay) 
     engine = engine_of(*source.buildinfo())
     log.info("cluster %s: the store is %s", cluster.name, engine)
     override = cluster.label_names.model_dump() if cluster.label_names else None
-    found = source.range(renames_query(cluster.prometheus.selector), day.start.timestamp(), day.end.timestamp(),
-                         RENAMES_STEP)
+    found = source.range(renames_query(cluster.prometheus.selector, engine), day.start.timestamp(),
+                         day.end.timestamp(), RENAMES_STEP)
     labels = scrape_labels(found, override)
     present = {series["metric"].get("found") for series in found}
     if SCHEDULER_FOUND in present:
@@ -220,7 +225,9 @@ def store_of(source: PrometheusSource, cluster: ClusterConfig, day: BillingDay) 
             log.info("cluster %s: %s labels read from %s (%s)", cluster.name, family,
                      ", ".join(renamed.values()), "clusters[].label_names" if override is not None
                      else "a scrape with honor_labels: false renamed them")
-    return Store(engine, labels, SCHEDULER_FOUND in present, DRA_FOUND in present)
+    busiest = max((float(value) for series in found if series["metric"].get("found") == PODS_FOUND
+                   for _, value in series["values"]), default=0.0)
+    return Store(engine, labels, SCHEDULER_FOUND in present, DRA_FOUND in present, int(busiest))
 
 
 RENAMES_STEP = 3600  # how often over the day `store_of` looks for renamed labels

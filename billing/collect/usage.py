@@ -44,8 +44,12 @@ scraped (stores.FamilyLabels); docs/stores.md explains both.
 Chunks: the day is cut into pieces of CHUNK_INSTANTS instants (6 hours at a
 60 s step), two evaluated at a time, which keeps every query far below
 Prometheus' default limits (11,000 points per series, 50 million samples,
-2 minutes) on clusters with tens of thousands of pods. bench/collect_bench.py
-measures all this; docs/performance.md has the figures.
+2 minutes) on clusters with tens of thousands of pods. The fast query's
+subquery holds a sample per pod and instant, so where the most pods listed at
+once (Store.busiest) would make that more than promql.SAMPLES_PER_QUERY (a
+fifth of the 50 million), the chunks are as many whole hours as keep within
+it: 3 hours for 48,000 pods. bench/collect_bench.py measures all this;
+docs/performance.md has the figures.
 """
 
 from __future__ import annotations
@@ -66,6 +70,7 @@ from billing.collect.promql import (
     APP_REQUESTS,
     DRA_HELD,
     GPU_UTILISATION,
+    HOUR,
     INIT_REQUESTS,
     POD_LABELS,
     QUERY_BYTES,
@@ -397,8 +402,13 @@ def collect_cluster(
     `cost_labels` (workloads enabled; may be empty): the same usage also per workload and cost labels,
     from the same queries."""
     store = store or store_of(source, cluster, day)
+    day_chunks = chunks(day, step, store.busiest)
+    if len(day_chunks) > len(chunks(day, step)):
+        log.info("cluster %s: up to %d pods listed at once: asked in %g-hour chunks, so that no query holds more "
+                 "than a fifth of Prometheus' default --query.max-samples", cluster.name, store.busiest,
+                 (day_chunks[0].end - day_chunks[0].start) / HOUR)
     results = map_chunks(lambda c: _chunk_usage(source, UsageQueries(cluster, gpu_resources, c, store, cost_labels), c),
-                         chunks(day, step))
+                         day_chunks)
     raw = pd.concat([r.usage for r in results], ignore_index=True)
     _refuse_impossible_values(raw, cluster.name)
     running = frozenset().union(*(r.pods for r in results))

@@ -41,7 +41,8 @@ per-instant join of requests, Running and usage rates cost Prometheus twenty
 times what the billing queries do on a 50,000-pod day; per hour, requests
 are read as raw samples and only Running and GPU visibility are counted
 instant by instant (subqueries of bare selectors). Six hours are asked in one
-range query (a step of one hour): Prometheus then reads each series once for
+range query (a step of one hour; fewer where promql.SAMPLES_PER_QUERY says
+so, as for the chunks): Prometheus then reads each series once for
 the six and evaluates the subqueries once over them. The usage counters are
 asked at the end of each of the six hours and of the hour before, in a range
 query of their own that reads each counter once, and each pod's use is taken
@@ -80,6 +81,7 @@ from billing.collect.promql import (
     CONTROLLED,
     DRA_HELD,
     GPU_UTILISATION,
+    HOUR,
     POD_LABELS,
     WHOLE_GPU,
     Chunk,
@@ -88,8 +90,10 @@ from billing.collect.promql import (
     TopControllers,
     chunks,
     fits,
+    hours,
     in_pieces,
     map_chunks,
+    whole_hours,
 )
 from billing.collect.stores import FamilyLabels, Store, store_of
 from billing.collect.usage import UsageQueries
@@ -104,8 +108,7 @@ CPU_USAGE = "container_cpu_usage_seconds_total"
 MEASURES = ["idle_gpu_hours", "unused_cpu_core_hours"]
 WORKLOAD_WASTE_KEYS = ["namespace", "workload"]  # the keys of waste per workload, before its measures
 POD_KEYS = ["namespace", "pod"]
-HOUR = 3600  # seconds: the grain of waste
-HOURS_PER_QUERY = 6  # hours asked in one range query (the chunks billing asks in are 6 hours long)
+HOURS_PER_QUERY = 6  # hours asked in one range query, fewer where promql.SAMPLES_PER_QUERY says so (as for chunks)
 GPU_INSTANCE = 'GPU_I_ID!=""'  # series of a MIG GPU instance (promql.WHOLE_GPU: of a whole GPU)
 IDLE_GPU, IDLE_GPU_INSTANCE, RUNNING = "idle_gpu", "idle_gpu_instance", "running"  # the parts of a query
 PARTS = {IDLE_GPU: "idle_gpu_hours", IDLE_GPU_INSTANCE: "idle_gpu_hours"}
@@ -315,13 +318,13 @@ def _cpu_used(counters: Sampled, times: list[float]) -> list[PodSeconds | None]:
     return used
 
 
-def _hour_groups(hours: list[Chunk]) -> list[list[Chunk]]:
-    """Runs of at most HOURS_PER_QUERY consecutive hours of one length (a day's last may be shorter), each
+def _hour_groups(day_hours: list[Chunk], per_group: int) -> list[list[Chunk]]:
+    """Runs of at most `per_group` consecutive hours of one length (a day's last may be shorter), each
     asked in one range query."""
     groups: list[list[Chunk]] = []
-    for hour in hours:
+    for hour in day_hours:
         last = groups[-1] if groups else None
-        if last and len(last) < HOURS_PER_QUERY and last[0].end - last[0].start == hour.end - hour.start:
+        if last and len(last) < per_group and last[0].end - last[0].start == hour.end - hour.start:
             last.append(hour)
         else:
             groups.append([hour])
@@ -395,7 +398,7 @@ def collect_waste(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resour
     cluster never had its metric."""
     store = store or store_of(source, cluster, day)
     keys = WORKLOAD_WASTE_KEYS if by_workload else ["namespace"]
-    day_chunks = chunks(day, step)
+    day_chunks = chunks(day, step, store.busiest)
     tops: Sequence[TopControllers | None] = controllers if len(controllers) == len(day_chunks) else [None] * len(day_chunks)
     pods_of = (map_chunks(lambda part: _workloads(source, WasteQueries(cluster, gpu_resources, part[0], store), *part),
                           list(zip(day_chunks, tops))) if by_workload else [None] * len(day_chunks))
@@ -419,7 +422,8 @@ def collect_waste(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resour
                      for hour in hours]
         return _group_waste(queries, hours, answer, used, requests, workloads)
 
-    frame = pd.concat(map_chunks(measure, _hour_groups(chunks(day, step, HOUR // step))), ignore_index=True)
+    groups = _hour_groups(hours(day, step), whole_hours(store.busiest, step, HOURS_PER_QUERY))
+    frame = pd.concat(map_chunks(measure, groups), ignore_index=True)
     measured = [m for m in MEASURES if m in frame.columns]
     summed = frame.groupby(keys, as_index=False, sort=True)[measured].sum() if measured else frame
     return summed.reindex(columns=[*keys, *MEASURES]).astype({m: float for m in MEASURES})

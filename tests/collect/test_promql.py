@@ -30,6 +30,21 @@ def test_a_25_hour_day_and_coarse_steps():
     assert [(c.end - c.start) / 3600 for c in chunks(DAY, 15)] == [1.5] * 16
 
 
+@pytest.mark.parametrize("busiest, step, hours", [
+    (0, 60, [6] * 4),
+    (27_000, 60, [6] * 4),  # 9.7 M samples in six hours
+    (48_000, 60, [3] * 8),  # 17.3 M in six hours, 11.5 M in four, 8.6 M in three
+    (48_000, 30, [1] * 24),  # 120 instants an hour: 5.8 M in one hour, 11.5 M in two
+    (100_000, 60, [1] * 24),  # 6 M in one hour, 12 M in two
+    (1_000_000, 60, [1] * 24),  # too many even for an hour: one hour is the least
+    (60_000, 300, [13, 11]),  # 12 instants an hour: 360 instants (30 hours) would be 21.6 M, thirteen hours 9.4 M
+])
+def test_chunks_are_whole_hours_fewer_where_the_busiest_hour_s_pods_hold_too_many_samples(busiest, step, hours):
+    pieces = chunks(DAY, step, busiest)
+    assert [(c.end - c.start) / 3600 for c in pieces] == hours
+    assert all(a.end == b.start for a, b in zip(pieces, pieces[1:]))
+
+
 def test_a_step_that_misses_local_midnight_is_refused():
     kathmandu = billing_day(date(2026, 1, 1), ZoneInfo("Asia/Kathmandu"))  # UTC+05:45
     assert len(chunks(kathmandu, 900)) == 24 * 4 // 360 + 1

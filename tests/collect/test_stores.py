@@ -47,13 +47,19 @@ def test_plain_gives_the_exporters_labels_their_plain_names_back():
 
 def test_renames_are_read_per_family_and_label():
     query = renames_query('cluster="jaguar"')
-    # 4 families x 4 labels, whether kube-scheduler's series are there, whether GPUs are attributed through DRA
-    assert query.count("label_replace(count(") == 18
+    # 4 families x 4 labels, whether kube-scheduler's series are there, whether GPUs are attributed through DRA,
+    # how many pods kube-state-metrics lists
+    assert query.count("label_replace(count(") == 19
+    assert ('label_replace(count({__name__="kube_pod_status_phase", phase="Running", cluster="jaguar"}), "found", '
+            '"kube-state-metrics/pods", "", "")') in query
+    assert ('count(default_rollup({__name__="kube_pod_status_phase", phase="Running", cluster="jaguar"}[300001ms]))'
+            in renames_query('cluster="jaguar"', engine_of({}, {"X-Server-Hostname": "vm"})))
     assert ('label_replace(count({__name__="kube_pod_resource_request", cluster="jaguar"}), "found", '
             '"kube-scheduler/present", "", "")') in query
     assert '{__name__=~"DCGM_FI_DEV_GPU_UTIL|DCGM_FI_PROF_GR_ENGINE_ACTIVE", exported_pod!="", cluster="jaguar"}' in query
     found = [{"metric": {"found": f"kube-state-metrics/{label}"}, "values": []} for label in ("namespace", "node")]
     found.append({"metric": {"found": "DCGM/pod"}, "values": []})
+    found.append({"metric": {"found": "kube-state-metrics/pods"}, "values": [[0, "1200"]]})  # a count, no label
     labels = scrape_labels(found)
     assert labels.kube_state_metrics == FamilyLabels(namespace="exported_namespace", node="exported_node")
     assert labels.dcgm == FamilyLabels(pod="exported_pod")

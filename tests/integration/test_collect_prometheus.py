@@ -14,10 +14,11 @@ import pytest
 from billing.collect.prometheus import LivePrometheus
 from billing.collect.promql import uid_matcher
 from billing.collect.stores import FamilyLabels, store_of
+from billing.collect.usage import collect_cluster
 from billing.config import LabelNames, PrometheusConfig
 from billing.days import billing_day
 from fixtures.ksm import make_world, write_openmetrics
-from fixtures.reference import reference_usage
+from fixtures.reference import instant_query, reference_usage
 from fixtures.servers import load_openmetrics, start_prometheus, start_victoria_metrics
 from tests.helpers.prometheus_worlds import UTC_DAY, assert_matches, cluster, collected, world, world_of  # noqa: F401 (pytest fixtures)
 
@@ -48,6 +49,27 @@ def test_the_world_covers_the_edge_cases(world):
     phases = {phase for p in jaguar.pods for _, phase in p.phases}
     assert {"Pending", "Running", "Succeeded", "Failed"} <= phases
     assert end - start == 86400
+
+
+def test_a_busy_cluster_is_asked_in_hour_long_chunks_and_bills_the_same(store_server, world, caplog):
+    """The store tells how many pods kube-state-metrics listed at once (its `phase="Running"` series at each whole
+    hour, the reference's count). Where that many would make a 6-hour chunk's query hold too many samples, the day
+    is asked in whole hours instead: the same bill."""
+    prom = store_server(world)
+    config = cluster("jaguar", prom.url)
+    source = LivePrometheus("jaguar", config.prometheus)
+    store = store_of(source, config, UTC_DAY)
+    start, end = int(UTC_DAY.start.timestamp()), int(UTC_DAY.end.timestamp())
+    listed = [len(instant_query(world, "kube_pod_status_phase", t, phase="Running", cluster="jaguar"))
+              for t in range(start, end + 1, 3600)]
+    assert store.busiest == max(listed) > min(listed) > 0
+    busy = replace(store, busiest=10_000_000)  # 10 M pods at 60 instants an hour: one hour at a time at most
+    with caplog.at_level("INFO", logger="billing.collect.usage"):
+        usage = collect_cluster(config, UTC_DAY, 60, ["nvidia_com_gpu"], source, busy)
+    assert "cluster jaguar: up to 10000000 pods listed at once: asked in 1-hour chunks" in caplog.text
+    got = usage.usage.groupby(["namespace", "resource", "gpu_model"])["quantity"].sum().to_dict()
+    assert_matches(got, reference_usage(world, "jaguar", start, end, 60))
+    assert usage.queries > 24 * 4  # at least four queries per chunk
 
 
 def test_a_25_hour_dst_day_in_berlin(store_server):

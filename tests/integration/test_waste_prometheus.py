@@ -17,6 +17,7 @@ from sqlalchemy import create_engine
 
 from billing.cli import main
 from billing.collect.prometheus import LivePrometheus
+from billing.collect.stores import store_of
 from billing.collect.usage import collect_cluster
 from billing.collect.waste import collect_waste, waste_by_namespace
 from billing.config import ClusterConfig
@@ -247,6 +248,20 @@ def test_waste_per_workload_takes_the_controllers_usage_found(store_server):
     pd.testing.assert_frame_equal(shared, alone)
     assert dict(zip(zip(shared["namespace"], shared["workload"]), shared["idle_gpu_hours"])) == pytest.approx(
         {key: idle for key, (idle, _) in BY_WORKLOAD.items()}, rel=1e-9)
+
+
+def test_a_busy_cluster_s_waste_asked_hour_by_hour_is_the_same(store_server):
+    """Where the store lists so many pods at once that six hours of them would be too many samples for one query,
+    waste is asked an hour at a time, and its pods' workloads in hour-long chunks: the same figures by hand."""
+    prom = store_server(OWNED)
+    config = cluster(prom.url)
+    source = LivePrometheus("jaguar", config.prometheus)
+    busy = replace(store_of(source, config, DAY), busiest=10_000_000)
+    waste = collect_waste(config, DAY, 60, ["nvidia_com_gpu"], source, below=5.0, store=busy, by_workload=True)
+    got = {(r.namespace, r.workload): (r.idle_gpu_hours, r.unused_cpu_core_hours) for r in waste.itertuples()}
+    assert got.keys() == BY_WORKLOAD.keys()
+    for key, measures in BY_WORKLOAD.items():
+        assert got[key] == pytest.approx(measures, rel=1e-9), key
 
 
 def test_a_cluster_without_the_metrics_measures_nothing(store_server):
