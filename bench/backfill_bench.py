@@ -27,7 +27,7 @@ from zoneinfo import ZoneInfo
 
 import yaml
 
-from bench.collect_bench import billing_config, run_measured
+from bench.collect_bench import billing_config, run_measured, running_at
 from bench.naive import cpu_seconds
 from billing.days import billing_day
 from fixtures.ksm import make_world
@@ -61,6 +61,11 @@ def main() -> None:
                        day_seconds=args.days * 86400.0, utilisation=True)
     blocks = world_blocks(world, CACHE)
     print(f"world: {args.days} days, {len(world.clusters[0].pods):,} pods ({args.pods_per_day:,} a day)", flush=True)
+    for n, day in enumerate(days):
+        begin, noon = start + n * 86400, start + n * 86400 + 43200
+        pods = world.clusters[0].pods
+        alive = sum(p.created < begin + 86400 and p.deleted > begin for p in pods)
+        print(f"  {day}: {alive:,} pods alive, {sum(running_at(p, noon) for p in pods):,} running at noon", flush=True)
 
     rows, baseline, first_ledger = [], None, None
     with tempfile.TemporaryDirectory(prefix="backfill-bench.") as scratch:
