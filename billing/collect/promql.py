@@ -400,7 +400,7 @@ def whole_hours(busiest: int, step: int, most: int) -> int:
 
 
 def hours(day: BillingDay, step: int) -> list[Chunk]:
-    """The day cut into its hours (a day's last may be shorter where the time zone's offset is not whole hours)."""
+    """The day cut into its hours (the last is half an hour where daylight saving moves clocks by half an hour)."""
     return _pieces(day, step, HOUR // step)
 
 
