@@ -61,9 +61,9 @@ def main() -> None:
                        day_seconds=args.days * 86400.0, utilisation=True)
     blocks = world_blocks(world, CACHE)
     print(f"world: {args.days} days, {len(world.clusters[0].pods):,} pods ({args.pods_per_day:,} a day)", flush=True)
+    pods = world.clusters[0].pods
     for n, day in enumerate(days):
         begin, noon = start + n * 86400, start + n * 86400 + 43200
-        pods = world.clusters[0].pods
         alive = sum(p.created < begin + 86400 and p.deleted > begin for p in pods)
         print(f"  {day}: {alive:,} pods alive, {sum(running_at(p, noon) for p in pods):,} running at noon", flush=True)
 

@@ -399,7 +399,7 @@ def whole_hours(busiest: int, step: int, most: int) -> int:
     return max(1, min(most, SAMPLES_PER_QUERY // max(1, busiest * (HOUR // step))))
 
 
-def hours(day: BillingDay, step: int) -> list[Chunk]:
+def hours_of(day: BillingDay, step: int) -> list[Chunk]:
     """The day cut into its hours (the last is half an hour where daylight saving moves clocks by half an hour)."""
     return _pieces(day, step, HOUR // step)
 

@@ -90,7 +90,7 @@ from billing.collect.promql import (
     TopControllers,
     chunks,
     fits,
-    hours,
+    hours_of,
     in_pieces,
     map_chunks,
     whole_hours,
@@ -422,7 +422,7 @@ def collect_waste(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resour
                      for hour in hours]
         return _group_waste(queries, hours, answer, used, requests, workloads)
 
-    groups = _hour_groups(hours(day, step), whole_hours(store.busiest, step, HOURS_PER_QUERY))
+    groups = _hour_groups(hours_of(day, step), whole_hours(store.busiest, step, HOURS_PER_QUERY))
     frame = pd.concat(map_chunks(measure, groups), ignore_index=True)
     measured = [m for m in MEASURES if m in frame.columns]
     summed = frame.groupby(keys, as_index=False, sort=True)[measured].sum() if measured else frame
