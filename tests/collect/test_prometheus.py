@@ -101,6 +101,20 @@ def test_range_queries_carry_start_end_and_step():
     assert (form["start"], form["end"], form["step"], form["partial_response"]) == ("0", "3600", "60", "false")
 
 
+@responses.activate
+def test_equal_label_values_of_different_answers_are_one_object():
+    """What a run keeps of a big cluster's answers (rows per namespace and resource) holds each value once."""
+    def answer(pod: str) -> dict:
+        labels = {"namespace": "".join(["ali", "ce"]), "pod": pod, "resource": "cpu"}  # strs built apart
+        return {"status": "success", "data": {"resultType": "vector", "result": [{"metric": labels, "value": [1, "2"]}]}}
+    responses.post(QUERY_URL, json=answer("a-1"))
+    responses.post(QUERY_URL, json=answer("b-2"))
+    source = live()
+    first, second = (source.instant("up", 1000)[0]["metric"] for _ in range(2))
+    assert first["namespace"] == second["namespace"] == "alice" and first["pod"] != second["pod"]
+    assert first["namespace"] is second["namespace"] and first["resource"] is second["resource"]
+
+
 BUILDINFO = f"{URL}/api/v1/status/buildinfo"
 
 
