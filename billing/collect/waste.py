@@ -70,6 +70,7 @@ not taken there (NaN when it never is), rather than reported as all waste.
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -296,6 +297,14 @@ def _cpu_requests(source: PrometheusSource, queries: WasteQueries, group: WasteQ
     return hourly
 
 
+def _cpu_used_at(source: PrometheusSource, queries: WasteQueries, times: list[float]) -> tuple[list[PodSeconds | None], bool]:
+    """`_cpu_used` at `times`, and whether the store answered in one range query (_at_times). Asked first of a
+    group, as the counters answer at every time asked: a store that moves a range's times shows it here. The
+    counters are the largest answer of waste on a big cluster, so none of it outlives this call."""
+    counters, ranged = _at_times(source, queries.cpu_counters(), times, ranged=True)
+    return _cpu_used(counters, times), ranged
+
+
 def _cpu_used(counters: Sampled, times: list[float]) -> list[PodSeconds | None]:
     """Per hour (its end in times[1:], times[0] the end of the hour before) and pod (namespace, pod): the
     core-seconds its containers used, from `cpu_counters` at those times; None for an hour without cAdvisor
@@ -378,7 +387,7 @@ def _workloads(source: PrometheusSource, queries: WasteQueries, chunk: Chunk,
         labels = series["metric"]
         if labels.get("created_by_kind") and labels.get("created_by_name"):  # an exporter may leave them out
             pod = (labels.get("namespace", ""), labels.get("pod", ""))
-            controller = f"{labels['created_by_kind']}/{labels['created_by_name']}"
+            controller = sys.intern(f"{labels['created_by_kind']}/{labels['created_by_name']}")  # one per name, all day
             controllers[pod] = min(controller, controllers.get(pod, controller))
     return {pod: tops.workload(pod[0], controller) for pod, controller in controllers.items()}
 
@@ -407,9 +416,7 @@ def collect_waste(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resour
         queries = WasteQueries(cluster, gpu_resources, hours[0], store, by_workload, copies)  # one text every hour
         ends = [float(hour.last) for hour in hours]
         times = [ends[0] - queries.hour, *ends]  # and the end of the hour before, for the counters' growth
-        # asked first, as it answers at every time asked: a store that moves a range's times shows it here
-        counters, ranged = _at_times(source, queries.cpu_counters(), times, ranged=True)
-        used = _cpu_used(counters, times)
+        used, ranged = _cpu_used_at(source, queries, times)
         cpu = any(hour is not None for hour in used)
         answer = [series for query in queries.measures(below, cpu) for series in _at_times(source, query, ends, ranged)[0]]
         requests: list[dict[str, float]] = [{} for _ in hours]
