@@ -373,7 +373,16 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
     if queries.breakdown_keys:
         at = columns.index("resource")  # workload and labels follow the namespace, as in frames.WORKLOAD_USAGE.columns
         columns = [*columns[:at], "workload", "labels", *columns[at:]]
-    return _ChunkResult(_hours(rows, chunk.step, columns), running, exact_pods, asked, covered, instants, tops, copies)
+    usage = _hours(rows, chunk.step, columns)
+    _refuse_impossible_values(usage, queries.cluster)  # before the rows are summed, so that no row hides another
+    return _ChunkResult(_per_key(usage, columns), running, exact_pods, asked, covered, instants, tops, copies)
+
+
+def _per_key(usage: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """One row per key of the usage: the store answers per node, which the keys hold only as its GPU model and pool,
+    so a big cluster's chunk comes to about half as many rows (what a day's usage holds at once: docs/performance.md)."""
+    keys = columns[:-1]  # all but the quantity
+    return usage.groupby(keys, as_index=False, sort=False)[["quantity", "held"]].sum()[[*keys, "quantity", "held"]]
 
 
 def _labels_json(queries: UsageQueries, labels: dict[str, str]) -> str:
@@ -410,7 +419,6 @@ def collect_cluster(
     results = map_chunks(lambda c: _chunk_usage(source, UsageQueries(cluster, gpu_resources, c, store, cost_labels), c),
                          day_chunks)
     raw = pd.concat([r.usage for r in results], ignore_index=True)
-    _refuse_impossible_values(raw, cluster.name)
     running = frozenset().union(*(r.pods for r in results))
     usage = _normalise(raw, gpu_resources)
     _refuse_impossible_values(usage, cluster.name, highest=HIGHEST_QUANTITY)

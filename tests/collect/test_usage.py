@@ -6,7 +6,7 @@ import pytest
 from billing.collect.prometheus import PrometheusError
 from billing.collect.promql import chunks, quote
 from billing.collect.stores import DEFAULT_STORE
-from billing.collect.usage import GIB, UsageQueries, collect_cluster
+from billing.collect.usage import GIB, UsageQueries, _chunk_usage, collect_cluster
 from billing.config import ClusterConfig
 from billing.days import billing_day
 
@@ -115,6 +115,19 @@ def test_resized_pods_are_left_out_of_the_fast_query_and_evaluated_exactly():
         {"namespace": "alice", "resource": "cpu", "gpu_model": "", "priority_class": "backfill", "pool": "",
          "quantity": pytest.approx(6 / 60)},
     ]
+
+
+def test_a_chunk_keeps_one_row_per_key_whatever_nodes_the_store_answered_for():
+    """A big cluster's day is held a chunk at a time: rows of nodes with the same GPU model and pool are one row."""
+    source = FakePrometheus(
+        fast=[series(240, namespace="alice", node=f"gpu-{n}", resource="nvidia_com_gpu") for n in (1, 2)]
+        + [series(60, namespace="alice", node="gpu-3", resource="nvidia_com_gpu")],
+        models=[series(1, node=f"gpu-{n}", label_nvidia_com_gpu_product=H100) for n in (1, 2)]
+        + [series(1, node="gpu-3", label_nvidia_com_gpu_product="A100")],
+    )
+    chunk = chunks(DAY, 60)[0]
+    usage = _chunk_usage(source, UsageQueries(CLUSTER, ["nvidia_com_gpu"], chunk), chunk).usage
+    assert sorted(zip(usage["gpu_model"], usage["quantity"], usage["held"])) == [("A100", 1.0, 1.0), (H100, 8.0, 8.0)]
 
 
 def test_pods_on_a_relabelled_node_are_evaluated_exactly():
