@@ -80,18 +80,18 @@ def main() -> None:
                 settings["clusters"][0]["prometheus"]["max_queries_in_flight"] = in_flight
                 config.write_text(yaml.safe_dump(settings))
                 prometheus_cpu = cpu_seconds(prometheus.pid)
-                wall, usage = run_measured(["-m", "billing", "backfill", "--config", str(config), "--from",
-                                            str(days[0]), "--to", str(days[-1]), "--parallel", str(parallel)],
-                                           workdir / "backfill.log")
+                child = run_measured("billing", ["backfill", "--config", str(config), "--from", str(days[0]),
+                                                 "--to", str(days[-1]), "--parallel", str(parallel)],
+                                     workdir / "backfill.log")
                 prometheus_cpu = cpu_seconds(prometheus.pid) - prometheus_cpu
             finally:
                 prometheus.stop()
             ledger = ledger_totals(workdir / "ledger.db")
             first_ledger = first_ledger or ledger
-            baseline = baseline or wall
-            rows.append(f"| {parallel} | {in_flight} | {wall:.1f} s | {len(days) * 3600 / wall:,.0f} | "
-                        f"{baseline / wall:.2f}× | {usage.ru_utime + usage.ru_stime:.1f} s | "
-                        f"{usage.ru_maxrss / 1024:,.0f} MB | {prometheus_cpu:.1f} s | "
+            baseline = baseline or child.wall
+            rows.append(f"| {parallel} | {in_flight} | {child.wall:.1f} s | {len(days) * 3600 / child.wall:,.0f} | "
+                        f"{baseline / child.wall:.2f}× | {child.cpu:.1f} s | "
+                        f"{child.rss_mb:,.0f} MB | {prometheus_cpu:.1f} s | "
                         f"{'yes' if same(ledger, first_ledger) else 'NO'} |")
             print(rows[-1], flush=True)
 

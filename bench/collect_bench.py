@@ -66,7 +66,6 @@ import json
 import math
 import os
 import re
-import resource
 import shutil
 import sqlite3
 import statistics
@@ -280,18 +279,40 @@ def peak_rss_mb(pid: int) -> float:
     return math.nan
 
 
-def run_measured(args: list[str], log: Path, tree: Path = ROOT) -> tuple[float, resource.struct_rusage]:
-    """Run a Python child in a checkout (by default this one); return its wall time and resource usage
-    (its own, via wait4)."""
+# Runs a module as `python -m` would and, as it exits, writes its peak resident size (VmHWM, kB) to the file named
+# first. Not the rusage's ru_maxrss: Linux carries a parent's peak into its child at exec, so a child of this
+# benchmark, which holds the generated world, would report at least the benchmark's own size.
+PEAK_RSS = """
+import atexit, runpy, sys
+out, module, *args = sys.argv[1:]
+atexit.register(lambda: open(out, "w").write(open("/proc/self/status").read().split("VmHWM:")[1].split()[0]))
+sys.argv = [module, *args]
+runpy.run_module(module, run_name="__main__", alter_sys=True)
+"""
+
+
+@dataclass(frozen=True)
+class Child:
+    """What a Python child took: wall time, CPU time (user and system) and its own peak resident size."""
+
+    wall: float
+    cpu: float
+    rss_mb: float
+
+
+def run_measured(module: str, args: list[str], log: Path, tree: Path = ROOT) -> Child:
+    """Run `python -m module args` in a checkout (by default this one), its output to `log`."""
+    peak = log.with_suffix(".peak")
     with open(log, "w") as out:
         started = time.perf_counter()
-        child = subprocess.Popen([sys.executable, *args], cwd=tree, stdout=out, stderr=subprocess.STDOUT)
+        child = subprocess.Popen([sys.executable, "-c", PEAK_RSS, str(peak), module, *args], cwd=tree, stdout=out,
+                                 stderr=subprocess.STDOUT)
         _, status, usage = os.wait4(child.pid, 0)
         wall = time.perf_counter() - started
     child.returncode = os.waitstatus_to_exitcode(status)
     if child.returncode != 0:
-        sys.exit(f"{' '.join(args[:3])} failed with status {child.returncode}:\n{log.read_text()[-3000:]}")
-    return wall, usage
+        sys.exit(f"{module} {' '.join(args[:2])} failed with status {child.returncode}:\n{log.read_text()[-3000:]}")
+    return Child(wall, usage.ru_utime + usage.ru_stime, int(peak.read_text()) / 1024)
 
 
 def billing_config(workdir: Path, prometheus_url: str, settings: dict | None = None) -> Path:
@@ -333,13 +354,13 @@ def billing_run(prometheus: PrometheusServer, workdir: Path, settings: dict | No
     try:
         config = billing_config(workdir, proxy.url, settings)
         cpu_before = cpu_seconds(prometheus.pid)
-        wall, usage = run_measured(["-m", "billing", "run", "--date", DAY.isoformat(), "--config", str(config)],
-                                   workdir / "billing.log", tree)
+        child = run_measured("billing", ["run", "--date", DAY.isoformat(), "--config", str(config)],
+                             workdir / "billing.log", tree)
         prometheus_cpu = cpu_seconds(prometheus.pid) - cpu_before
     finally:
         proxy.close()
     audits = AUDIT_LOG.findall((workdir / "billing.log").read_text())
-    figures = Figures(wall=wall, rss_mb=usage.ru_maxrss / 1024, cpu=usage.ru_utime + usage.ru_stime,
+    figures = Figures(wall=child.wall, rss_mb=child.rss_mb, cpu=child.cpu,
                       queries=len(proxy.asked), peak_samples=max((q.peak_samples for q in proxy.asked), default=0),
                       waiting=busy_seconds([(q.started, q.ended) for q in proxy.asked]),
                       prometheus_cpu=prometheus_cpu,
@@ -492,10 +513,9 @@ def measure_baseline(blocks: Path, workdir: Path, sample: int) -> Figures:
     try:
         wait_for_compaction(prometheus)
         cpu_before = cpu_seconds(prometheus.pid)
-        wall, usage = run_measured(["-m", "bench.naive", prometheus.url, "--date", DAY.isoformat(),
-                                    "--selector", SELECTOR, "--sample", str(sample), "--out", str(out),
-                                    "--prometheus-pid", str(prometheus.pid)],
-                                   workdir / "naive.log")
+        child = run_measured("bench.naive", [prometheus.url, "--date", DAY.isoformat(), "--selector", SELECTOR,
+                                             "--sample", str(sample), "--out", str(out),
+                                             "--prometheus-pid", str(prometheus.pid)], workdir / "naive.log")
         prometheus_cpu = cpu_seconds(prometheus.pid) - cpu_before
     finally:
         prometheus.stop()
@@ -504,8 +524,8 @@ def measure_baseline(blocks: Path, workdir: Path, sample: int) -> Figures:
     more = scale - 1  # the pod loop, extrapolated from the sample to every pod
     note = "" if more == 0 else (f"{result['sampled']:,} of {result['pods']:,} pods integrated; the time, CPU and "
                                  f"queries of the pod loop are extrapolated ×{scale:.1f}, peak RSS is the sample's")
-    return Figures(wall=wall + result["loop_seconds"] * more, rss_mb=usage.ru_maxrss / 1024,
-                   cpu=usage.ru_utime + usage.ru_stime + result["loop_cpu"] * more,
+    return Figures(wall=child.wall + result["loop_seconds"] * more, rss_mb=child.rss_mb,
+                   cpu=child.cpu + result["loop_cpu"] * more,
                    queries=round(result["queries"] + result["loop_queries"] * more),
                    peak_samples=result["peak_samples"],
                    waiting=result["prometheus_seconds"] + result["loop_prometheus_seconds"] * more,

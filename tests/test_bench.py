@@ -5,13 +5,22 @@ from collections import Counter
 
 import pytest
 
-from bench.collect_bench import PERIOD, busy_seconds, floor_query, peak_samples, world_of
+from bench.collect_bench import PERIOD, busy_seconds, floor_query, peak_samples, run_measured, world_of
 from billing.collect.promql import chunks
 from fixtures.ksm import PAUSE_CORES, PAUSE_IMAGE, series
 
 DCGM_LABELS = {"gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname", "DCGM_FI_DRIVER_VERSION"}
 POD_LABELS = {"namespace", "pod", "container"}
 CADVISOR_LABELS = {"namespace", "pod", "container", "node", "cpu", "id", "image", "name"}
+
+
+def test_a_childs_peak_memory_is_its_own_not_the_benchmarks(tmp_path):
+    """The benchmark holds a whole generated world; a `billing run` it starts must not be measured as that big."""
+    held = bytearray(400 * 2**20)
+    held[::4096] = b"\1" * len(held[::4096])  # touched, so resident
+    child = run_measured("json.tool", ["--help"], tmp_path / "child.log")
+    assert 0 < child.rss_mb < 100 and "usage" in (tmp_path / "child.log").read_text()
+    assert child.wall > 0 and child.cpu > 0
 
 
 def test_waiting_time_counts_overlapping_queries_once():
