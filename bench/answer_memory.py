@@ -18,6 +18,7 @@ memory limit, and the run is not slowed.
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -25,21 +26,11 @@ import threading
 import time
 from pathlib import Path
 
-from bench.collect_bench import PERIOD, billing_config, window_seconds, world_of
+from bench.collect_bench import CACHE, PERIOD, billing_config, resident_mb, window_seconds, world_of
 from billing.collect.prometheus import LivePrometheus
 from billing.config import load_config
 from billing.jobs.run import collect_from
 from fixtures.servers import start_prometheus, wait_for_compaction, world_blocks
-
-CACHE = Path("/tmp/billing-tsdb-cache")
-
-
-def resident_mb(key: str) -> float:
-    """VmHWM (the peak so far) or VmRSS (now) of this process, in MB."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError(f"no {key} in /proc/self/status")
 
 
 class Noted:
@@ -51,7 +42,7 @@ class Noted:
 
     def _note(self, query: str, answer: list[dict]) -> list[dict]:
         with self._lock:
-            self.notes.append((time.perf_counter() - self.started, resident_mb("VmHWM"), resident_mb("VmRSS"),
+            self.notes.append((time.perf_counter() - self.started, resident_mb(os.getpid()), resident_mb(os.getpid(), "VmRSS"),
                                len(answer), " ".join(query.split())[:100]))
         return answer
 
@@ -73,7 +64,7 @@ def measure(url: str, pods: int, waste: bool) -> None:
         source = Noted(LivePrometheus(cluster.name, cluster.prometheus))
         collect_from(config, cluster, PERIOD, source)
     print(f"{pods:,} pods, waste {'on' if waste else 'off'}: {len(source.notes)} answers, "
-          f"peak RSS {resident_mb('VmHWM'):,.0f} MB")
+          f"peak RSS {resident_mb(os.getpid()):,.0f} MB")
     print("   after   peak MB    now MB   series  query")
     peak = 0.0
     for at, highest, now, series, query in source.notes:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import sqlite3
 import sys
 import tempfile
@@ -27,14 +26,13 @@ from zoneinfo import ZoneInfo
 
 import yaml
 
-from bench.collect_bench import billing_config, run_measured, running_at
+from bench.collect_bench import CACHE, billing_config, run_measured, running_at
 from bench.naive import cpu_seconds
 from billing.days import billing_day
 from fixtures.ksm import make_world
 from fixtures.servers import start_prometheus, wait_for_compaction, world_blocks
 
 FIRST_DAY = date(2026, 10, 1)
-CACHE = Path(os.environ.get("BILLING_TSDB_CACHE") or "/tmp/billing-tsdb-cache")
 
 
 def ledger_totals(database: Path) -> dict[tuple, float]:

@@ -113,6 +113,7 @@ RSS_TARGET_MB = ((50_000, 500.0), (250_000, 1024.0))  # (up to so many pods, cli
 AUDIT_LOG = re.compile(r"self-audit of (\d+) pods from raw samples agrees \((\d+) queries, ([0-9.]+) s\)")
 PEAK_SAMPLES = re.compile(rb'"peakSamples":(\d+)')
 MB = 2**20
+CACHE = Path(os.environ.get("BILLING_TSDB_CACHE") or "/tmp/billing-tsdb-cache")  # the generated days' TSDB blocks
 
 
 @dataclass(frozen=True)
@@ -271,10 +272,10 @@ def window_seconds(pods: int) -> int:
     return 3600 if pods > 100_000 else 7200
 
 
-def peak_rss_mb(pid: int) -> float:
-    """VmHWM of a running process: its peak resident set so far."""
+def resident_mb(pid: int, key: str = "VmHWM") -> float:
+    """VmHWM (its peak resident set so far) or VmRSS (now) of a running process, in MB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(f"{key}:"):
             return int(line.split()[1]) * 1024 / MB
     return math.nan
 
@@ -569,7 +570,7 @@ def measure(pods: int, cache: Path, args: argparse.Namespace) -> SizeResult:
                 print(f"  round {n + 1}: bill's floor {floors['bill'][-1][0].wall:.1f} s, billing " + ", ".join(
                     f"{commit_of(trees[t])} {'with' if waste else 'without'} waste {measured[-1][0].wall:.1f} s"
                     for (t, waste), measured in runs.items()) + f" (load average {os.getloadavg()[0]:.1f})", flush=True)
-            prometheus_rss = peak_rss_mb(prometheus.pid)
+            prometheus_rss = resident_mb(prometheus.pid)
         finally:
             prometheus.stop()
         (floor, floor_asked), requests_floor, families = (fastest(floors[kind]) for kind in floors)
@@ -760,18 +761,17 @@ def main() -> None:
     if missing:
         sys.exit(f"the benchmark needs {' and '.join(missing)} (Debian package prometheus)")
     sizes = sorted(int(n) for n in args.pods.split(","))
-    cache = Path(os.environ.get("BILLING_TSDB_CACHE") or "/tmp/billing-tsdb-cache")
-    cache.mkdir(parents=True, exist_ok=True)
+    CACHE.mkdir(parents=True, exist_ok=True)
 
     started, load_before = time.perf_counter(), os.getloadavg()[0]
     if args.workloads or args.requests:
         for n in sizes:
             measured = measure_workloads if args.workloads else measure_requests
-            print("\n".join(measured(n, cache, args.repeat)), flush=True)
+            print("\n".join(measured(n, CACHE, args.repeat)), flush=True)
         print(f"took {time.perf_counter() - started:.0f} s (load average {load_before:.1f} before, "
               f"{os.getloadavg()[0]:.1f} after)")
         return
-    results = [measure(n, cache, args) for n in sizes]
+    results = [measure(n, CACHE, args) for n in sizes]
     print()
     print(table(results))
     print()
