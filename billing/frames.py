@@ -67,6 +67,9 @@ WORKLOAD_USAGE = schema("workload usage", "namespace", "workload", "labels", "re
 GPU_HELD = schema("GPU holdings", "namespace", "resource", "gpu_model", "held_hours", "gpu_hours")
 # resource-hours the nodes offered, per GPU model and reserved pool ('' for the rest)
 ALLOCATABLE = schema("allocatable capacity", "resource", "gpu_model", "pool", "allocatable")
+# per pod and hour of the day (`hour`: its last instant, unix seconds), from usage to waste: the instants at which the pod
+# was Running and its CPU request over the chunk by docs/spec.md rule 3 (NaN without one)
+POD_HOURS = schema("Running pod-hours", "uid", "namespace", "pod", "hour", "instants", "cpu")
 # what each namespace held but did not use
 WASTE = schema("waste", "namespace", *WASTE_MEASURES)
 WORKLOAD_WASTE = schema("waste per workload", "namespace", "workload", *WASTE_MEASURES)

@@ -41,6 +41,7 @@ from billing.collect.promql import (
     APP_REQUESTS,
     DRA_HELD,
     GPU_UTILISATION,
+    HOUR,
     INIT_INFO,
     INIT_REQUESTS,
     OVERHEAD,
@@ -249,7 +250,7 @@ def _instant_answers(source: PrometheusSource, queries: Queries, day: BillingDay
     kube-state-metrics' labels are read where its scrape put them (store.labels) and handed on under their
     plain names."""
     ksm, engine = store.labels.kube_state_metrics, store.engine
-    pods = uid_matcher(frozenset(uids), keep=True)
+    pods = uid_matcher(frozenset(uids))
 
     def fetch(name: str, expression: str, chunk: Chunk, labels: FamilyLabels = ksm) -> list[Series]:
         answer = source.range(expression, chunk.start, chunk.last, step)
@@ -287,11 +288,11 @@ class SampledQueries(UsageQueries):
     def __init__(self, cluster: ClusterConfig, gpu_resources: GpuResources, chunk: Chunk, uids: list[str],
                  store: Store, cost_labels: Sequence[str] | None = None):
         super().__init__(cluster, gpu_resources, chunk, store, cost_labels)
-        self.sampled = uid_matcher(frozenset(uids), keep=True)
+        self.sampled = uid_matcher(frozenset(uids))
         self.every_pod = UsageQueries(cluster, gpu_resources, chunk, store, cost_labels)
 
     def breakdown(self, pods: str = "") -> str:
-        # every pod's workload and labels: the fast query's join keeps the audited ones, and naming them in
+        # every pod's workload and labels: the exact path takes the audited ones by uid, and naming them in
         # each of its series too would outgrow promql.QUERY_BYTES
         return self.every_pod.breakdown(pods)
 
@@ -350,10 +351,12 @@ def audit_cluster(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resour
 
 
 def _fitting(uids: list[str], queries: Callable[[list[str]], SampledQueries]) -> list[list[str]]:
-    """The audited pods in as few groups as keep each group's fast query within promql.QUERY_BYTES: the list of them
-    is in each of its pod series, and a breakdown by workload and cost labels makes it longer still."""
+    """The audited pods in as few groups as keep each of a group's usage queries within promql.QUERY_BYTES: the list
+    of them is in each of their pod series, and a breakdown by workload and cost labels makes them longer still."""
     sampled = queries(uids)
-    if len(uids) < 2 or fits(sampled.fast("", left_out=sampled.exact_pods([]), by_pod=True)):
+    texts = (sampled.requested(), sampled.pod_info(), sampled.exact_pods([], copies=True),
+             sampled.running_instants(HOUR, copies=True))
+    if len(uids) < 2 or all(fits(text) for text in texts):
         return [uids]
     half = len(uids) // 2
     return _fitting(uids[:half], queries) + _fitting(uids[half:], queries)

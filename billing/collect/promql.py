@@ -20,7 +20,7 @@ from typing import NamedTuple, TypeVar
 from urllib.parse import quote_plus
 
 from billing.collect.prometheus import PrometheusError, PrometheusSource
-from billing.collect.stores import DEFAULT_STORE, Store
+from billing.collect.stores import DEFAULT_STORE, FamilyLabels, Store
 from billing.config import DRA_GPU, ClusterConfig
 from billing.days import BillingDay
 from billing.resources import single_strategy_slice
@@ -86,11 +86,9 @@ def one_of(values: Iterable[str]) -> str:
     return "|".join(RE2_SPECIAL.sub(r"\\\1", value) for value in values)
 
 
-def uid_matcher(uids: frozenset[str], keep: bool) -> str:
-    """A matcher keeping (or dropping) exactly these pods; '' drops none."""
-    if not uids and not keep:
-        return ""
-    return f"uid{'=~' if keep else '!~'}{quote(one_of(sorted(uids)))}"
+def uid_matcher(uids: frozenset[str]) -> str:
+    """A matcher keeping exactly these pods."""
+    return f"uid=~{quote(one_of(sorted(uids)))}"
 
 
 def fits(query: str) -> bool:
@@ -112,7 +110,7 @@ def in_pieces(uids: Iterable[str], query: Callable[[str], str]) -> list[str]:
     pieces: list[list[str]] = []
     used = 0
     for uid in sorted(uids):
-        alone = times * _encoded_bytes(uid_matcher(frozenset([uid]), keep=True))  # a piece's first pod
+        alone = times * _encoded_bytes(uid_matcher(frozenset([uid])))  # a piece's first pod
         more = times * _encoded_bytes("|" + quote(one_of([uid]))[1:-1])  # each further one
         if pieces and used + more <= room:
             pieces[-1].append(uid)
@@ -123,7 +121,7 @@ def in_pieces(uids: Iterable[str], query: Callable[[str], str]) -> list[str]:
                                   f"{' '.join(template.split())[:200]}")
         pieces.append([uid])
         used = alone
-    return [query(uid_matcher(frozenset(piece), keep=True)) for piece in pieces]
+    return [query(uid_matcher(frozenset(piece))) for piece in pieces]
 
 
 PLACEHOLDER = "\x00"  # where in_pieces puts a piece's matcher
@@ -191,6 +189,7 @@ class Queries:
         self.instants = _window(length - chunk.step / 2)  # subquery: exactly the chunk's instants
         self.raw = _window(length - chunk.step + LOOKBACK + chunk.step / 2)  # every sample they can see
         self.step = _window(chunk.step)
+        self.chunk = chunk
 
     def highest(self, selector: str) -> str:
         """The series' highest sample the chunk's instants can see: a `read` for figures that hold over the chunk."""
@@ -288,6 +287,26 @@ class Queries:
 
     def running(self, pods: str = "") -> str:
         return self.series("kube_pod_status_phase", 'phase="Running"', pods)
+
+    def running_instants(self, seconds: int, copies: bool) -> str:
+        """Per pod (namespace, pod, uid): at how many of the instants in the `seconds` that end at the time asked it
+        was Running. Asked at the end of each hour of a chunk (one range query), it gives what the bill counts per
+        chunk and waste per hour, from one read of the Running series (docs/performance.md)."""
+        running = self.instants_seen(self.latest(self.running()), "namespace, pod, uid", self.ksm, copies,
+                                     sum_values=True, seconds=seconds)
+        return f"max by (namespace, pod, uid) ({self.ksm.plain(running)})"
+
+    def instants_seen(self, series: str, by: str, labels: FamilyLabels, copies: bool, sum_values: bool = False,
+                      seconds: int = 0) -> str:
+        """Per series, the instants of the chunk (or of the `seconds` ending at the time asked) at which it is visible
+        (with `sum_values`: its values summed over them); with `copies`, per `by` after merging the copies at each
+        instant, so that a GPU or pod that several exporters report counts once per instant (docs/spec.md "Live
+        stores: staleness and exporter restarts"). Only there: an operator inside the subquery makes the store
+        evaluate the whole vector at every instant."""
+        over = "sum_over_time" if sum_values else "count_over_time"
+        once = f"max by ({by}) ({labels.plain(series)})" if copies else series
+        instants = _window(seconds - self.chunk.step / 2) if seconds else self.instants
+        return f"{over}({once}[{instants}:{self.step}])"
 
     def pod_node(self, pods: str = "", nodes: str = "") -> str:
         return self.series("kube_pod_info", f'{self.ksm.node}!=""', pods, nodes)
@@ -462,3 +481,42 @@ def map_chunks(ask: Callable[[Part], T], parts: list[Part]) -> list[T]:
         return list(pool.map(ask, parts))
     finally:  # one failed chunk fails the day: the chunks not started yet are not asked at all
         pool.shutdown(wait=False, cancel_futures=True)
+
+
+Sampled = list[tuple[dict[str, str], list]]  # an answer's series: labels and [time, value] pairs, as the store gave them
+
+
+def hour_groups(hours: list[Chunk], per_group: int) -> list[list[Chunk]]:
+    """Runs of at most `per_group` consecutive hours of one length (a day's last may be shorter), each
+    asked in one range query."""
+    groups: list[list[Chunk]] = []
+    for hour in hours:
+        last = groups[-1] if groups else None
+        if last and len(last) < per_group and last[0].end - last[0].start == hour.end - hour.start:
+            last.append(hour)
+        else:
+            groups.append([hour])
+    return groups
+
+
+def at_times(source: PrometheusSource, query: str, times: list[float], ranged: bool) -> tuple[Sampled, bool]:
+    """The answer of `query` at each of `times` (a whole number of hours apart), and whether it came from one range
+    query (`ranged`: try that first); time by time with instant queries otherwise."""
+    answer = _in_one_range(source, query, times) if ranged else None
+    if answer is not None:
+        return answer, True
+    return [(s["metric"], [s["value"]]) for t in times for s in source.instant(query, t)], False
+
+
+def _in_one_range(source: PrometheusSource, query: str, times: list[float]) -> Sampled | None:
+    """The answer of `query` at each of `times` from one range query, or None where the store answered for other
+    times than asked (a query frontend aligning a range to its step, as Thanos' does by default: an hour ends at
+    :59). A range's times are its start plus whole steps, so a series' first and last tell."""
+    asked = set(times)
+    step = times[1] - times[0] if len(times) > 1 else HOUR
+    answer = [(s["metric"], s["values"]) for s in source.range(query, times[0], times[-1], step)]
+    moved = next((t for _, values in answer for t in (values[0][0], values[-1][0]) if t not in asked), None)
+    if moved is not None:
+        log.warning("the store answered a range query for other times than asked (%s); asking hour by hour", moved)
+        return None
+    return answer

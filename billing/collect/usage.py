@@ -16,27 +16,36 @@ requests and the pod's node are read as raw samples. kube-state-metrics
 writes that series as 1 while the pod is Running and 0 otherwise, so the
 count is a plain sum over a subquery of the bare series. (Any operator
 inside the subquery, even `== 1`, makes Prometheus evaluate the whole
-vector at every instant: five to seven times slower.) That is the *fast* query below,
-aggregated on the server to one series per (namespace, node, resource).
+vector at every instant: five to seven times slower.) That is the *fast*
+path below. It asks three things per chunk: each pod's request per resource,
+each pod's node and priority class (and workload and cost labels), and each
+pod's Running instants in every hour of the chunk (one range query), and
+multiplies and sums them per key here. Joined on the server, as one query,
+the store read the Running series again for waste, which needs it per hour,
+and the CPU requests a third time; asked apart, waste takes both from the
+usage (ClusterUsage.pod_hours), and the store evaluates less: the
+50,000-pod day of bench/collect_bench.py cost Prometheus 59 s of CPU instead
+of 82 (docs/performance.md).
 
 The factoring is exact only while a pod's requests and its node's GPU-model
 label stay constant and its Running series is 0 or 1. Each chunk of the day
 therefore first asks which pods had a request change (in-place pod resize),
 a Running value other than 0 or 1, or ran on a node whose label changed;
-those few pods are left out of the fast query and evaluated with the *exact*
+those few pods are left out of the fast path and evaluated with the *exact*
 query instead: the literal per-instant product, one range query restricted
 to their uids. It costs Prometheus about twenty times more per pod than the
-fast query, which is why it is kept for the pods that need it. Both paths
+fast path, which is why it is kept for the pods that need it. Both paths
 are tested against an independent reference computation.
 
-The queries of one chunk, in order: GPU models per node, pods needing the
-exact path, instants with data (coverage), pods on relabelled nodes (only
-if there are such nodes), Running pods (for the log), fast, exact (only if
-some pod needs it). Pods are listed in matchers as plain alternatives
-(`one_of`) that Prometheus looks up in its index; the exact query is asked
-in pieces of the pod list that each stay within promql.QUERY_BYTES, and
-where the fast query's list of pods to leave out would not, it leaves them
-out by the expression that found them (`unless on (uid)`). How a value at an
+The queries of one chunk, in order: GPU models per node, Running pods (for
+the log, and whether exporters copied them), pods needing the exact path,
+instants with data (coverage), pods on relabelled nodes (only if there are
+such nodes), top-level controllers (with a breakdown), the fast path's
+three, exact (only if some pod needs it). Pods are listed in matchers as
+plain alternatives (`one_of`) that Prometheus looks up in its index; the
+exact query is asked in pieces of the pod list that each stay within
+promql.QUERY_BYTES. The fast path names no pods: it asks for all of
+them, and leaves out the exact path's here. How a value at an
 instant and a rate are written depends on the store (stores.Engine), and
 which labels hold a pod's namespace, pod, container and node on how it was
 scraped (stores.FamilyLabels); docs/stores.md explains both.
@@ -44,8 +53,8 @@ scraped (stores.FamilyLabels); docs/stores.md explains both.
 Chunks: the day is cut into pieces of CHUNK_INSTANTS instants (6 hours at a
 60 s step), two evaluated at a time, which keeps every query far below
 Prometheus' default limits (11,000 points per series, 50 million samples,
-2 minutes) on clusters with tens of thousands of pods. The fast query's
-subquery holds a sample per pod and instant, so where the most pods listed at
+2 minutes) on clusters with tens of thousands of pods. The Running
+instants' subquery holds a sample per pod and instant, so where the most pods listed at
 once (Store.busiest) would make that more than promql.SAMPLES_PER_QUERY (a
 fifth of the 50 million), the chunks are as many whole hours as keep within
 it: 3 hours for 48,000 pods. bench/collect_bench.py measures all this;
@@ -82,14 +91,15 @@ from billing.collect.promql import (
     NodeKinds,
     Queries,
     TopControllers,
+    at_times,
     chunks,
     fits,
+    hour_groups,
     in_pieces,
     map_chunks,
     node_matcher,
     one_of,
     quote,
-    uid_matcher,
 )
 from billing.collect.stores import DEFAULT_STORE, Store, store_of
 from billing.config import DRA_GPU, ClusterConfig, kube_label
@@ -129,9 +139,12 @@ class ClusterUsage:
     # takes its pods to workloads with them rather than asking again
     controllers: tuple[TopControllers, ...] = ()
     copies: bool = False  # some pod was reported by several exporters (kube-state-metrics replaced, HA, resharded)
+    # per pod and hour: Running instants and CPU request, which waste takes rather than asking again
+    pod_hours: pd.DataFrame = field(default_factory=frames.POD_HOURS.empty)
 
     def __post_init__(self) -> None:
         frames.USAGE.check(self.usage, f"usage of cluster {self.cluster}")
+        frames.POD_HOURS.check(self.pod_hours, f"Running pod-hours of cluster {self.cluster}")
         frames.GPU_HELD.check(self.holdings, f"GPU holdings of cluster {self.cluster}")
         if self.workloads is not None:
             frames.WORKLOAD_USAGE.check(self.workloads, f"workload usage of cluster {self.cluster}")
@@ -158,39 +171,18 @@ class UsageQueries(Queries):
     # `max by` everywhere below drops the scrape's own labels (instance, job),
     # so duplicate scrapes of kube-state-metrics replicas are not counted twice.
 
-    def fast(self, pods: str, left_out: str = "", by_pod: bool = False, copies: bool = False) -> str:
-        """Per (namespace, node, priority class, resource[, pod][, workload, cost labels]): sum over pods of
-        request x Running instants. `pods` selects the pods by uid; `left_out`, an expression of uids, leaves
-        pods out where a list of them would make the query too long. With `copies` (some pod's Running series
-        came from several exporters in the chunk: kube-state-metrics replaced, an HA pair, a reshard) a pod's
-        copies are merged at each instant before the instants are counted, so that it counts once per instant
-        (docs/spec.md "Live stores: staleness and exporter restarts"); counting each copy's instants and taking
-        the largest count would keep only the longer part of a pod's day. That `max by` inside the subquery is
-        what makes Prometheus evaluate the vector at every instant, so chunks without copies go without it."""
-        requests = self.reserved(self.highest, pods)
-        running = self.latest(self.running(pods))
-        if copies:
-            once = f"max by (namespace, pod, uid) ({self.ksm.plain(running, POD_LABELS)})"
-            running = f"sum_over_time({once}[{self.instants}:{self.step}])"
-        else:
-            running = self.ksm.plain(f"sum_over_time({running}[{self.instants}:{self.step}])")
-        keys = "".join(f", {keys}" for keys in (POD if by_pod else "", self.breakdown_keys) if keys)
-        carried = ", ".join(["node", "priority_class", *([self.breakdown_keys] if self.breakdown_keys else [])])
-        # the pod's node and priority class, and with a breakdown its workload and cost labels: one series per pod
+    def requested(self) -> str:
+        """Per (namespace, pod, uid, resource): the pod's request by docs/spec.md rule 3, each series' highest sample
+        in the chunk; the same at every instant but for the pods `needs_exact` finds."""
+        return self.reserved(self.highest)
+
+    def pod_info(self) -> str:
+        """Per pod (namespace, pod, uid) on a node in the chunk, value 1: its `node` and `priority_class`, and with a
+        breakdown its `workload` and `label_<name>` of each cost label."""
         if self.breakdown_keys:
-            pod = self._with_labels(self.workload_of(pods, keep="node, priority_class"), pods)
-        else:
-            node = self.ksm.plain(f"max_over_time({self.pod_node(pods)}[{self.raw}])")
-            pod = f"max by (namespace, pod, uid, node, priority_class) ({node})"
-        return f"""
-sum by (namespace, node, priority_class, resource{keys}) ((
-    {requests}
-  * on (namespace, pod, uid) group_left ({carried}) (
-        max by (namespace, pod, uid) ({running})
-      * on (namespace, pod, uid) group_left ({carried})
-        {pod}
-    ){f" unless on (uid) {left_out}" if left_out else ""}
-))"""
+            return self._with_labels(self.workload_of(keep="node, priority_class"), "")
+        node = self.ksm.plain(f"max_over_time({self.pod_node()}[{self.raw}])")
+        return f"group by (namespace, pod, uid, node, priority_class) ({node})"
 
     def breakdown(self, pods: str = "") -> str:
         """Per pod (namespace, pod, uid), value 1: its `workload` one step up (Queries.workload_of, which
@@ -210,7 +202,7 @@ sum by (namespace, node, priority_class, resource{keys}) ((
                 f"    (group by (uid, {keys}) (topk by (uid) (1, {labels})) or on (uid) group by (uid) ({pods_seen})))")
 
     def needs_exact(self, copies: bool = False) -> str:
-        """Pods the fast query would get wrong: a request changed near or in the chunk (an in-place
+        """Pods the fast path would get wrong: a request changed near or in the chunk (an in-place
         resize of an app container, or with `requests: pod` of a sidecar; a pod's other init containers and
         its overhead cannot change), or the Running series holds something else than kube-state-metrics' 0 or 1.
         A request that varied in the window has a spread; one that did not has exactly none on both
@@ -303,6 +295,7 @@ class _ChunkResult:
     instants: int
     tops: TopControllers | None  # with a breakdown
     copies: bool  # some pod was reported by several exporters
+    pod_hours: pd.DataFrame  # frames.POD_HOURS.columns: for waste
 
 
 def _uids(answer: list[dict]) -> frozenset[str]:
@@ -310,8 +303,10 @@ def _uids(answer: list[dict]) -> frozenset[str]:
 
 
 def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, by_pod: bool = False) -> _ChunkResult:
-    """Fast query for most pods, exact range queries for the few where factoring is wrong. With a breakdown,
-    the exact path's rows are asked per pod and given each pod's workload and labels from `breakdown`."""
+    """The fast path for most pods (each pod's request, Running instants per hour, node and priority class, and with a
+    breakdown its workload and labels, asked apart and joined here), exact range queries for the few where factoring
+    is wrong. With a breakdown, the exact path's rows are asked per pod and given each pod's workload and labels from
+    `breakdown`."""
     at = chunk.last
     nodes = NodeKinds(source, queries, at)
     relabelled = nodes.relabelled
@@ -340,16 +335,28 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
         return (*pod, namespace, *below, labels.get("resource", ""), model,
                 labels.get("priority_class", ""), pool, instants * gpus_per_unit, instants)
 
-    rows = []
-    fast = queries.fast(uid_matcher(exact_pods, keep=False), by_pod=by_pod, copies=copies)
-    if not fits(fast):  # too many pods to name: the query finds them itself
-        fast = queries.fast("", left_out=queries.exact_pods(relabelled, copies), by_pod=by_pod, copies=copies)
-    if queries.breakdown_keys and not fits(fast):
+    info = queries.pod_info()
+    if queries.breakdown_keys and not fits(info):
         raise PrometheusError(f"the usage query of cluster {queries.cluster} with {len(queries.label_keys)} cost labels "
                               f"is longer than the {QUERY_BYTES} bytes every store accepts; list fewer cost_labels")
-    for series in source.instant(fast, at):
-        rows.append(row(series["metric"], float(series["value"][1])))
-    asked += 1
+    # one answer at a time, each made small before the next: the requests are the largest (165,000 series a chunk at
+    # 250,000 pods), and two chunks are asked at once
+    pod_hours, hours_asked = _running_hours(source, queries, chunk, copies)
+    pods = {series["metric"].get("uid", ""): series["metric"] for series in source.instant(info, at)}
+    requests = source.instant(queries.requested(), at)
+    asked += 2 + hours_asked
+    running_instants: dict[str, float] = {}  # per uid, over the chunk
+    for uid, instants in zip(pod_hours["uid"], pod_hours["instants"]):
+        running_instants[uid] = running_instants.get(uid, 0.0) + instants
+    rows, cpu = [], {}
+    for series in requests:  # request x Running instants, per pod the factoring is right for
+        labels = series["metric"]
+        uid, request = labels.get("uid", ""), float(series["value"][1])
+        if labels.get("resource") == "cpu":
+            cpu[uid] = request
+        if uid in pods and uid not in exact_pods and running_instants.get(uid):
+            rows.append(row({**pods[uid], "resource": labels.get("resource", "")}, request * running_instants[uid]))
+    del requests, pods
 
     if exact_pods:
         log.info("%d pods resized, on relabelled nodes (%s) or with odd Running values: evaluated instant by instant",
@@ -375,7 +382,29 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
         columns = [*columns[:at], "workload", "labels", *columns[at:]]
     usage = _hours(rows, chunk.step, columns)
     _refuse_impossible_values(usage, queries.cluster)  # before the rows are summed, so that no row hides another
-    return _ChunkResult(_per_key(usage, columns), running, exact_pods, asked, covered, instants, tops, copies)
+    return _ChunkResult(_per_key(usage, columns), running, exact_pods, asked, covered, instants, tops, copies,
+                        pod_hours.assign(cpu=pod_hours["uid"].map(cpu)))
+
+
+def _running_hours(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, copies: bool) -> tuple[pd.DataFrame, int]:
+    """Per pod and hour of the chunk, the instants at which it was Running (frames.POD_HOURS without `cpu`), and how many
+    queries that took: one range query per run of hours of one length, hour by hour where the store moves a range's
+    times. The bill sums them per chunk and waste uses them per hour, so the Running series is read once for both."""
+    hours = [Chunk(t, min(t + HOUR, chunk.end), chunk.step) for t in range(chunk.start, chunk.end, HOUR)]
+    rows, asked, ranged = [], 0, True
+    for group in hour_groups(hours, len(hours)):
+        ends = [float(hour.last) for hour in group]
+        answer, ranged = at_times(source, queries.running_instants(group[0].end - group[0].start, copies), ends, ranged)
+        asked += 1 if ranged else len(ends)
+        for labels, values in answer:
+            pod = (labels.get("uid", ""), labels.get("namespace", ""), labels.get("pod", ""))
+            for t, value in values:
+                if instants := float(value):
+                    rows.append((*pod, int(t), instants))
+    # names as Python objects: a row points at its pod's one string (prometheus.py shares them), where pandas' own
+    # strings would copy them into every row, 1.1 M rows on a 250,000-pod day
+    frame = pd.DataFrame(rows, columns=frames.POD_HOURS.columns[:-1], dtype=object)
+    return frame.astype({"hour": "int64", "instants": "float64"}), asked
 
 
 def _per_key(usage: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
@@ -434,6 +463,7 @@ def collect_cluster(
         workloads=None if cost_labels is None else _by_workload(raw, gpu_resources),
         controllers=tuple(r.tops for r in results if r.tops),
         copies=any(r.copies for r in results),
+        pod_hours=pd.concat([r.pod_hours for r in results], ignore_index=True),
     )
 
 

@@ -40,7 +40,12 @@ Per hour rather than per instant because that is what makes waste cheap: the
 per-instant join of requests, Running and usage rates cost Prometheus twenty
 times what the billing queries do on a 50,000-pod day; per hour, requests
 are read as raw samples and only Running and GPU visibility are counted
-instant by instant (subqueries of bare selectors). Six hours are asked in one
+instant by instant (subqueries of bare selectors). Each pod's Running
+instants per hour and its CPU request come from the usage of the same day
+(ClusterUsage.pod_hours), which asks them for the bill: a request over the
+usage's chunk is the request of every hour in it, but for the pods whose
+requests changed (usage's exact path), whose CPU request is asked here hour
+by hour. Six hours are asked in one
 range query (a step of one hour; fewer where promql.SAMPLES_PER_QUERY says
 so, as for the chunks): Prometheus then reads each series once for
 the six and evaluates the subqueries once over them. The usage counters are
@@ -82,22 +87,24 @@ from billing.collect.promql import (
     CONTROLLED,
     DRA_HELD,
     GPU_UTILISATION,
-    HOUR,
     POD_LABELS,
     WHOLE_GPU,
     Chunk,
     GpuResources,
     Queries,
+    Sampled,
     TopControllers,
+    at_times,
     chunks,
     fits,
+    hour_groups,
     hours_of,
     in_pieces,
     map_chunks,
     whole_hours,
 )
-from billing.collect.stores import FamilyLabels, Store, store_of
-from billing.collect.usage import UsageQueries
+from billing.collect.stores import Store, store_of
+from billing.collect.usage import ClusterUsage, collect_cluster
 from billing.config import ClusterConfig
 from billing.days import BillingDay
 from billing.resources import mig_resource, slice_fraction
@@ -111,7 +118,7 @@ WORKLOAD_WASTE_KEYS = ["namespace", "workload"]  # the keys of waste per workloa
 POD_KEYS = ["namespace", "pod"]
 HOURS_PER_QUERY = 6  # hours asked in one range query, fewer where promql.SAMPLES_PER_QUERY says so (as for chunks)
 GPU_INSTANCE = 'GPU_I_ID!=""'  # series of a MIG GPU instance (promql.WHOLE_GPU: of a whole GPU)
-IDLE_GPU, IDLE_GPU_INSTANCE, RUNNING = "idle_gpu", "idle_gpu_instance", "running"  # the parts of a query
+IDLE_GPU, IDLE_GPU_INSTANCE = "idle_gpu", "idle_gpu_instance"  # the parts of a query
 PARTS = {IDLE_GPU: "idle_gpu_hours", IDLE_GPU_INSTANCE: "idle_gpu_hours"}
 CONTAINER_RUN = ("namespace", "pod", "container", "id", "cpu")  # cAdvisor's labels of one container run's counter
 
@@ -161,12 +168,10 @@ class WasteQueries(Queries):
         return (f"group by (namespace, pod, created_by_kind, created_by_name) "
                 f"({self.ksm.plain(f'last_over_time({info}[{self.raw}])', POD_LABELS)})")
 
-    def measures(self, below: float, cpu: bool) -> list[str]:
-        """The hour's measures, labelled `measure` (PARTS, and RUNNING per pod), in one query; in one query per
-        part where together they would be too long. `cpu`: whether to measure unused CPU (the hour has cAdvisor
-        series)."""
-        parts = [self.per_key(self.idle_gpus(below)), self.per_key(self.idle_gpu_instances(below)),
-                 *([self.running_instants()] if cpu else [])]
+    def measures(self, below: float) -> list[str]:
+        """The hour's idle GPU measures, labelled `measure` (PARTS), in one query; in one query per part where
+        together they would be too long."""
+        parts = [self.per_key(self.idle_gpus(below)), self.per_key(self.idle_gpu_instances(below))]
         together = " or ".join(f"({part})" for part in parts)
         return [together] if fits(together) else parts
 
@@ -176,10 +181,10 @@ class WasteQueries(Queries):
         answer means the metric was there)."""
         held = self.series(metric, self.held(), matcher)
         by = ", ".join(["namespace", "pod", *gpu])
-        visible = self.dcgm.plain(self._instants_seen(self.latest(held), by, self.dcgm))
+        visible = self.dcgm.plain(self.instants_seen(self.latest(held), by, self.dcgm, self.copies))
         if self.dra and metric == GPU_UTILISATION:  # a GPU k pods hold through one claim: 1/k to each
             own = self.series(metric, self.held(), matcher, 'dra_driver_name=""')
-            alone = self.dcgm.plain(self._instants_seen(self.latest(own), by, self.dcgm))
+            alone = self.dcgm.plain(self.instants_seen(self.latest(own), by, self.dcgm, self.copies))
             visible = f"max by ({by}) ({alone}) or max by ({by}) ({self._shared_instants(metric, matcher, by)})"
         mean = self.dcgm.plain(f"avg_over_time({held}[{self.raw}])")
         idle = f"max by ({by}) ({visible}) * on ({by}) (max by ({by}) ({mean}) < bool {below})"
@@ -191,15 +196,6 @@ class WasteQueries(Queries):
         held = self.dcgm.plain(self.latest(self.series(metric, self.held(), matcher, DRA_HELD)))
         shares = f"group by ({by}, UUID) ({held}) / on (UUID) group_left () count by (UUID) (group by (UUID, namespace, pod) ({held}))"
         return f"sum_over_time(({shares})[{self.instants}:{self.step}])"
-
-    def _instants_seen(self, series: str, by: str, labels: FamilyLabels, sum_values: bool = False) -> str:
-        """Per series, the instants of the hour at which it is visible (with `sum_values`: its values summed
-        over them); with copies, per `by` after merging the copies at each instant, so that a GPU or pod that
-        several exporters report counts once per instant (docs/spec.md "Live stores: staleness and exporter
-        restarts")."""
-        over = "sum_over_time" if sum_values else "count_over_time"
-        once = f"max by ({by}) ({labels.plain(series)})" if self.copies else series
-        return f"{over}({once}[{self.instants}:{self.step}])"
 
     def idle_gpus(self, below: float) -> str:
         """Per whole GPU held: its idle GPU-instants of the hour (MIG instances left out; a GPU held through DRA
@@ -218,35 +214,24 @@ class WasteQueries(Queries):
         listed = self.fractions.get(mig_resource(profile))
         return listed if listed is not None else slice_fraction(profile, labels.get("modelName", ""))
 
-    def running_instants(self) -> str:
-        """Per pod (namespace, pod, uid): the instants of the hour at which it was Running, labelled `measure`
-        RUNNING. Times its CPU request (`cpu_requests`), less the growth of its containers' counters
-        (`cpu_counters`), that is what it did not use: taken per pod on the client, where the request is then
-        read once per six hours rather than every hour and each counter once rather than three times
-        (docs/performance.md)."""
-        ksm = self.ksm
-        running = ksm.plain(self._instants_seen(self.latest(self.running()), "namespace, pod, uid", ksm, sum_values=True))
-        return f'label_replace(max by (namespace, pod, uid) ({running}), "measure", "{RUNNING}", "", "")'
-
-    def cpu_requests(self, pods: str = "") -> str:
-        """Per pod (namespace, pod, uid; `pods` selects them by uid): its CPU request by docs/spec.md rule 3, each
-        container's highest in the window asked (the hour, or six hours for pods whose requests did not change)."""
+    def cpu_requests(self, pods: str) -> str:
+        """Per pod (namespace, pod, uid; `pods` selects them by uid): its CPU request by docs/spec.md rule 3 (kube-scheduler's
+        where its series are scraped), each container's highest in the hour: for pods whose requests changed, which
+        usage's figure over the chunk (ClusterUsage.pod_hours) does not hold for every hour."""
         return f"sum by (namespace, pod, uid) ({self.effective(self.highest, pods, resources='cpu')})"
 
 
-Sampled = list[tuple[dict[str, str], list]]  # an answer's series: labels and [time, value] pairs, as the store gave them
 PodSeconds = dict[tuple[str, str], float]  # (namespace, pod) -> CPU seconds its containers used
 
 
 def _group_waste(queries: WasteQueries, hours: list[Chunk], answer: Sampled, used: list[PodSeconds | None],
-                 requests: list[dict[str, float]], workloads: list[dict[tuple[str, str], str] | None]) -> pd.DataFrame:
-    """The measures of a group of hours (`answer`: the measures query at each hour's last instant; `used`: each
-    hour's CPU seconds used per pod, `_cpu_used`; `requests`: each hour's CPU request per uid), summed over them
-    per namespace, or with `workloads` (each hour's pod -> workload) per namespace and workload. Unused CPU is
-    taken per pod and hour, never below 0, in the hours with cAdvisor series (`used` not None), and left out
-    where no hour has them: there the whole request would look unused."""
+                 requested: list[PodSeconds], workloads: list[dict[tuple[str, str], str] | None]) -> pd.DataFrame:
+    """The measures of a group of hours (`answer`: the idle GPU measures at each hour's last instant; `used`: each
+    hour's CPU seconds used per pod, `_cpu_used`; `requested`: each hour's CPU core-instants requested per pod,
+    `_requested`), summed over them per namespace, or with `workloads` (each hour's pod -> workload) per namespace
+    and workload. Unused CPU is taken per pod and hour, never below 0, in the hours with cAdvisor series (`used`
+    not None), and left out where no hour has them: there the whole request would look unused."""
     measures: dict[str, dict[tuple[str, ...], float]] = {}
-    requested: list[dict[tuple[str, str], float]] = [{} for _ in hours]  # core-instants per pod and hour
     at = _hour_index(hours)
 
     def add(measure: str, i: int, namespace: str, pod: str, instants: float) -> None:
@@ -257,17 +242,9 @@ def _group_waste(queries: WasteQueries, hours: list[Chunk], answer: Sampled, use
 
     for labels, values in answer:
         part = labels.get("measure", "")
-        namespace, pod = labels.get("namespace", ""), labels.get("pod", "")
-        if part == RUNNING:
-            for t, value in values:
-                i = at[t]
-                request = requests[i].get(labels.get("uid", ""))
-                if request is not None:
-                    requested[i][namespace, pod] = requested[i].get((namespace, pod), 0.0) + request * float(value)
-            continue
         weight = queries.gpus_per_instance(labels) if part == IDLE_GPU_INSTANCE else 1.0
         for t, value in values:
-            add(PARTS[part], at[t], namespace, pod, float(value) * weight)
+            add(PARTS[part], at[t], labels.get("namespace", ""), labels.get("pod", ""), float(value) * weight)
     if any(hour is not None for hour in used):
         measures["unused_cpu_core_hours"] = {}
     for i, pods_used in enumerate(used):
@@ -282,16 +259,31 @@ def _group_waste(queries: WasteQueries, hours: list[Chunk], answer: Sampled, use
     return pd.DataFrame(rows, columns=[*keys, *measures])  # 0.0: measured, and nothing of it under this key
 
 
-def _cpu_requests(source: PrometheusSource, queries: WasteQueries, group: WasteQueries, group_last: int,
-                  resized: frozenset[str], ends: list[float], ranged: bool) -> list[dict[str, float]]:
-    """Per hour of a group (ends: their last instants): uid -> CPU request, each container's highest of the hour.
-    A request that did not change is read once for the group (`group`: its queries, over all six hours);
-    `resized` pods' (usage's exact path: a request changed near or in the chunk) hour by hour."""
-    whole = {s["metric"].get("uid", ""): float(s["value"][1]) for s in source.instant(group.cpu_requests(), group_last)}
-    hourly = [{uid: request for uid, request in whole.items() if uid not in resized} for _ in ends]
+def _requested(pod_hours: pd.DataFrame, hours: list[Chunk], resized: frozenset[str],
+               hourly: list[dict[str, float]]) -> list[PodSeconds]:
+    """Per hour of a group and pod (namespace, pod): the CPU core-instants it requested, its Running instants times its
+    CPU request (`pod_hours`: usage's, frames.POD_HOURS). The request is usage's over the chunk, which is the pod's
+    request at every instant unless it changed; a `resized` pod's is the hour's own (`hourly`: each hour's uid ->
+    request, `_resized_requests`). A pod without a CPU request requested none."""
+    at = _hour_index(hours)
+    requested: list[PodSeconds] = [{} for _ in hours]
+    group = pod_hours[pod_hours["hour"].isin([hour.last for hour in hours])]
+    for uid, namespace, pod, hour, instants, cpu in group[frames.POD_HOURS.columns].itertuples(index=False):
+        i = at[float(hour)]
+        request = hourly[i].get(uid) if uid in resized else cpu
+        if request is not None and request == request:  # (NaN: no CPU request)
+            requested[i][namespace, pod] = requested[i].get((namespace, pod), 0.0) + request * instants
+    return requested
+
+
+def _resized_requests(source: PrometheusSource, queries: WasteQueries, resized: frozenset[str], ends: list[float],
+                      ranged: bool) -> list[dict[str, float]]:
+    """Per hour of a group (ends: their last instants): uid -> CPU request of the `resized` pods (usage's exact path:
+    a request changed near or in the chunk), each container's highest of the hour."""
+    hourly: list[dict[str, float]] = [{} for _ in ends]
     at = {t: i for i, t in enumerate(ends)}
     for query in in_pieces(resized, queries.cpu_requests):
-        for labels, values in _at_times(source, query, ends, ranged)[0]:
+        for labels, values in at_times(source, query, ends, ranged)[0]:
             for t, value in values:
                 hourly[at[t]][labels.get("uid", "")] = float(value)
     return hourly
@@ -301,7 +293,7 @@ def _cpu_used_at(source: PrometheusSource, queries: WasteQueries, times: list[fl
     """`_cpu_used` at `times`, and whether the store answered in one range query (_at_times). Asked first of a
     group, as the counters answer at every time asked: a store that moves a range's times shows it here. The
     counters are the largest answer of waste on a big cluster, so none of it outlives this call."""
-    counters, ranged = _at_times(source, queries.cpu_counters(), times, ranged=True)
+    counters, ranged = at_times(source, queries.cpu_counters(), times, ranged=True)
     return _cpu_used(counters, times), ranged
 
 
@@ -327,53 +319,9 @@ def _cpu_used(counters: Sampled, times: list[float]) -> list[PodSeconds | None]:
     return used
 
 
-def _hour_groups(day_hours: list[Chunk], per_group: int) -> list[list[Chunk]]:
-    """Runs of at most `per_group` consecutive hours of one length (a day's last may be shorter), each
-    asked in one range query."""
-    groups: list[list[Chunk]] = []
-    for hour in day_hours:
-        last = groups[-1] if groups else None
-        if last and len(last) < per_group and last[0].end - last[0].start == hour.end - hour.start:
-            last.append(hour)
-        else:
-            groups.append([hour])
-    return groups
-
-
 def _hour_index(hours: list[Chunk]) -> dict[float, int]:
     """The time of each hour's last instant -> the hour's place in `hours`."""
     return {float(hour.last): i for i, hour in enumerate(hours)}
-
-
-def _at_times(source: PrometheusSource, query: str, times: list[float], ranged: bool) -> tuple[Sampled, bool]:
-    """The answer of `query` at each of `times` (a whole number of hours apart), and whether it came from one range
-    query (`ranged`: try that first); time by time with instant queries otherwise."""
-    answer = _in_one_range(source, query, times) if ranged else None
-    if answer is not None:
-        return answer, True
-    return [(s["metric"], [s["value"]]) for t in times for s in source.instant(query, t)], False
-
-
-def _in_one_range(source: PrometheusSource, query: str, times: list[float]) -> Sampled | None:
-    """The answer of `query` at each of `times` from one range query, or None where the store answered for other
-    times than asked (a query frontend aligning a range to its step, as Thanos' does by default: an hour ends at
-    :59). A range's times are its start plus whole steps, so a series' first and last tell."""
-    asked = set(times)
-    step = times[1] - times[0] if len(times) > 1 else HOUR
-    answer = [(s["metric"], s["values"]) for s in source.range(query, times[0], times[-1], step)]
-    moved = next((t for _, values in answer for t in (values[0][0], values[-1][0]) if t not in asked), None)
-    if moved is not None:
-        log.warning("the store answered a range query for other times than asked (%s); asking waste hour by hour",
-                    moved)
-        return None
-    return answer
-
-
-def _resized(source: PrometheusSource, cluster: ClusterConfig, gpu_resources: GpuResources, chunk: Chunk, store: Store,
-             copies: bool) -> frozenset[str]:
-    """The uids of pods whose requests changed near or in the chunk: usage's own question (UsageQueries.needs_exact)."""
-    found = source.instant(UsageQueries(cluster, gpu_resources, chunk, store).needs_exact(copies), chunk.last)
-    return frozenset(series["metric"].get("uid", "") for series in found)
 
 
 def _workloads(source: PrometheusSource, queries: WasteQueries, chunk: Chunk,
@@ -394,42 +342,39 @@ def _workloads(source: PrometheusSource, queries: WasteQueries, chunk: Chunk,
 
 def collect_waste(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: GpuResources,
                   source: PrometheusSource, below: float, store: Store | None = None,
-                  by_workload: bool = False, controllers: Sequence[TopControllers] = (), copies: bool = False,
-                  resized: frozenset[str] | None = None) -> pd.DataFrame:
+                  by_workload: bool = False, usage: ClusterUsage | None = None) -> pd.DataFrame:
     """Idle GPU-hours and unused CPU core-hours of one cluster-day per namespace (frames.WASTE.columns), or
-    with `by_workload` per namespace and workload (WORKLOAD_WASTE_KEYS and MEASURES); `controllers`: each
-    chunk's top-level controllers as usage found them (ClusterUsage.controllers), asked here when not given;
-    `copies`: whether usage found pods reported by several exporters that day (ClusterUsage.copies);
-    `resized`: the uids of pods whose requests changed that day (ClusterUsage.exact, which may hold more),
-    asked here per six hours when not given.
+    with `by_workload` per namespace and workload (WORKLOAD_WASTE_KEYS and MEASURES). `usage`: the cluster-day's
+    usage (collect_cluster), whose pods' Running instants and CPU requests per hour, each chunk's top-level
+    controllers, exporter copies and resized pods waste takes rather than asking again; collected here when not
+    given.
 
     A measure is NaN for a key that has none, and in every row where the
     cluster never had its metric."""
     store = store or store_of(source, cluster, day)
+    usage = usage or collect_cluster(cluster, day, step, gpu_resources, source, store, [] if by_workload else None)
     keys = WORKLOAD_WASTE_KEYS if by_workload else ["namespace"]
     day_chunks = chunks(day, step, store.busiest)
+    controllers = usage.controllers
     tops: Sequence[TopControllers | None] = controllers if len(controllers) == len(day_chunks) else [None] * len(day_chunks)
     pods_of = (map_chunks(lambda part: _workloads(source, WasteQueries(cluster, gpu_resources, part[0], store), *part),
                           list(zip(day_chunks, tops))) if by_workload else [None] * len(day_chunks))
 
     def measure(hours: list[Chunk]) -> pd.DataFrame:
-        queries = WasteQueries(cluster, gpu_resources, hours[0], store, by_workload, copies)  # one text every hour
+        queries = WasteQueries(cluster, gpu_resources, hours[0], store, by_workload, usage.copies)  # one text every hour
         ends = [float(hour.last) for hour in hours]
         times = [ends[0] - queries.hour, *ends]  # and the end of the hour before, for the counters' growth
         used, ranged = _cpu_used_at(source, queries, times)
-        cpu = any(hour is not None for hour in used)
-        answer = [series for query in queries.measures(below, cpu) for series in _at_times(source, query, ends, ranged)[0]]
-        requests: list[dict[str, float]] = [{} for _ in hours]
-        if cpu:  # the requests matter only where there is use to subtract
-            whole = Chunk(hours[0].start, hours[-1].end, step)
-            group = WasteQueries(cluster, gpu_resources, whole, store, copies=copies)
-            changed = resized if resized is not None else _resized(source, cluster, gpu_resources, whole, store, copies)
-            requests = _cpu_requests(source, queries, group, whole.last, changed, ends, ranged)
+        answer = [series for query in queries.measures(below) for series in at_times(source, query, ends, ranged)[0]]
+        requested: list[PodSeconds] = [{} for _ in hours]
+        if any(hour is not None for hour in used):  # the requests matter only where there is use to subtract
+            hourly = _resized_requests(source, queries, usage.exact, ends, ranged)
+            requested = _requested(usage.pod_hours, hours, usage.exact, hourly)
         workloads = [next(pods for c, pods in zip(day_chunks, pods_of) if c.start <= hour.start < c.end)
                      for hour in hours]
-        return _group_waste(queries, hours, answer, used, requests, workloads)
+        return _group_waste(queries, hours, answer, used, requested, workloads)
 
-    groups = _hour_groups(hours_of(day, step), whole_hours(store.busiest, step, HOURS_PER_QUERY))
+    groups = hour_groups(hours_of(day, step), whole_hours(store.busiest, step, HOURS_PER_QUERY))
     frame = pd.concat(map_chunks(measure, groups), ignore_index=True)
     measured = [m for m in MEASURES if m in frame.columns]
     summed = frame.groupby(keys, as_index=False, sort=True)[measured].sum() if measured else frame

@@ -91,12 +91,13 @@ def test_every_query_without_pod_lists_fits_the_budget_on_the_wordiest_store():
     gpus = {"nvidia_com_gpu": 1.0, "nvidia_com_mig_1g_10gb": 1 / 7, "nvidia_com_mig_3g_40gb": 3 / 7}
     usage, waste = UsageQueries(cluster, gpus, chunk, store), WasteQueries(cluster, gpus, chunk, store)
     moved = ["node-0001", "node-0002"]
-    texts = [usage.fast(""), usage.fast("", left_out=usage.exact_pods(moved)), usage.exact("", moved),
+    per_workload = WasteQueries(cluster, gpus, chunk, store, by_workload=True)
+    breakdown = UsageQueries(cluster, gpus, chunk, store, cost_labels=["experiment", "project"])
+    texts = [usage.requested(), usage.pod_info(), breakdown.pod_info(), usage.running_instants(3600, copies=True),
+             usage.exact_pods(moved, copies=True), usage.exact("", moved),
              usage.models(), CapacityQueries(cluster, gpus, chunk, store).allocatable(moved),
              renames_query(cluster.prometheus.selector),
-             usage.workload_of(), usage.parents()]
-    per_workload = WasteQueries(cluster, gpus, chunk, store, by_workload=True)
-    texts += [*waste.measures(5.0, cpu=True), *per_workload.measures(5.0, cpu=True)]
+             usage.workload_of(), usage.parents(), *waste.measures(5.0), *per_workload.measures(5.0)]
     assert all(fits(text) for text in texts)
 
 

@@ -1,4 +1,5 @@
 from datetime import date
+from typing import NamedTuple
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -24,33 +25,56 @@ def test_queries_carry_the_cluster_selector_and_quote_values():
     assert queries.running() == 'kube_pod_status_phase{phase="Running", cluster="jaguar"}'
     assert 'resource=~"cpu|memory|nvidia_com_gpu|amd\\\\.com/gpu"' in queries.requests()
     assert quote('a"b\\c\nd') == '"a\\"b\\\\c\\nd"'
-    fast = queries.fast("")
-    # instants D 00:00 ... 05:59 at T = 05:59: a range of 6 h minus half a step picks exactly 360
-    assert "[21570000ms:60000ms]" in fast
-    # raw samples reach back one lookback (5 min) before the chunk's first instant
-    assert "[21870000ms]" in fast
+    # an hour's instants 05:00 ... 05:59 at T = 05:59: a range of 1 h minus half a step picks exactly 60
+    assert "[3570000ms:60000ms]" in queries.running_instants(3600, copies=False)
+    # raw samples reach back one lookback (5 min) before the chunk's first instant (00:00 of its 6 hours)
+    assert "[21870000ms]" in queries.requested()
+
+
+class Pod(NamedTuple):
+    """A pod as the fake store answers for it: its requests per resource, and the instants it ran in every hour."""
+
+    uid: str
+    namespace: str
+    node: str
+    requests: dict[str, float]
+    per_hour: int
+    priority_class: str = ""
 
 
 class FakePrometheus:
-    """Answers by the kind of query; records what was asked."""
+    """Answers by the kind of query, for `pods` and the given answers; records what was asked."""
 
-    def __init__(self, fast=(), models=(), resized=(), on_nodes=(), exact=(), covered=360):
-        self.covered = covered
-        self.answers = {"fast": list(fast), "models": list(models), "resized": list(resized),
-                        "on_nodes": list(on_nodes), "exact": list(exact)}
+    def __init__(self, pods=(), models=(), resized=(), on_nodes=(), exact=(), covered=360):
+        self.covered, self.pods = covered, list(pods)
+        self.answers = {"models": list(models), "resized": list(resized), "on_nodes": list(on_nodes),
+                        "exact": list(exact)}
         self.asked: list[tuple[str, str]] = []
 
     def instant(self, query: str, at: float) -> list[dict]:
-        kind = ("covered" if query.startswith("count_over_time(") else "resized" if "stddev_over_time(kube_pod_container" in query else "models" if query.startswith("max by (node")
-                else "on_nodes" if "node=~" in query else "pods" if query.startswith("count by (uid)") else "fast")
+        kind = ("covered" if query.startswith("count_over_time(") else "resized" if "stddev_over_time(kube_pod_container" in query
+                else "models" if query.startswith("max by (node") else "on_nodes" if "node=~" in query
+                else "pods" if query.startswith("count by (uid)")
+                else "pod_info" if query.startswith("group by (namespace, pod, uid, node") else "requested")
         self.asked.append((kind, query))
         if kind == "pods":
             return [{"metric": {"uid": "u1"}, "value": [at, "1"]}]
         if kind == "covered":
             return [{"metric": {}, "value": [at, str(self.covered)]}] if self.covered else []
+        if kind == "pod_info":
+            return [series(1, uid=p.uid, namespace=p.namespace, pod=p.uid, node=p.node, priority_class=p.priority_class)
+                    for p in self.pods]
+        if kind == "requested":
+            return [series(value, uid=p.uid, namespace=p.namespace, pod=p.uid, resource=resource)
+                    for p in self.pods for resource, value in p.requests.items()]
         return self.answers[kind]
 
     def range(self, query: str, start: float, end: float, step: float) -> list[dict]:
+        if query.startswith("max by (namespace, pod, uid) (sum_over_time("):  # Running instants per hour
+            self.asked.append(("hours", query))
+            return [{"metric": {"uid": p.uid, "namespace": p.namespace, "pod": p.uid},
+                     "values": [[t, str(p.per_hour)] for t in range(int(start), int(end) + 1, int(step))]}
+                    for p in self.pods]
         self.asked.append(("exact", query))
         return self.answers["exact"] if start == DAY.start.timestamp() else []
 
@@ -67,12 +91,10 @@ def series(value, **labels) -> dict:
 
 def test_fast_path_turns_instants_into_hours_and_nodes_into_models():
     source = FakePrometheus(
-        fast=[
-            # 2 cores for 120 instants = 240 core-instants = 4 core-hours at a 60 s step, per chunk
-            series(240, namespace="alice", node="gpu-1", resource="cpu"),
-            series(120 * 2 * GIB, namespace="alice", node="gpu-1", resource="memory"),
-            series(120, namespace="alice", node="gpu-1", resource="nvidia_com_gpu"),
-            series(60, namespace="bob", node="cpu-1", resource="nvidia_com_gpu"),
+        pods=[
+            # 2 cores for 120 instants a chunk (20 an hour) = 240 core-instants = 4 core-hours at a 60 s step
+            Pod("u-a", "alice", "gpu-1", {"cpu": 2, "memory": 2 * GIB, "nvidia_com_gpu": 1}, per_hour=20),
+            Pod("u-b", "bob", "cpu-1", {"nvidia_com_gpu": 1}, per_hour=10),
         ],
         models=[series(1, node="gpu-1", label_nvidia_com_gpu_product=H100), series(1, node="cpu-1")],
     )
@@ -86,8 +108,12 @@ def test_fast_path_turns_instants_into_hours_and_nodes_into_models():
     }
     assert result.pods == 1
     assert "exact" not in source.kinds()
-    assert result.queries == 4 * 5
+    assert result.queries == 4 * 7  # per chunk: models, Running pods, needs_exact, coverage, pods, requests, hours
     assert result.coverage == 1.0
+    # what waste takes: every pod's Running instants in each of the day's 24 hours, and its CPU request
+    hours = result.pod_hours.groupby("uid").agg(hours=("hour", "nunique"), instants=("instants", "sum"), cpu=("cpu", "max"))
+    assert hours.to_dict("index") == {"u-a": {"hours": 24, "instants": 24 * 20, "cpu": 2.0},
+                                      "u-b": {"hours": 24, "instants": 24 * 10, "cpu": pytest.approx(float("nan"), nan_ok=True)}}
 
 
 @pytest.mark.parametrize("covered, coverage", [(300, 300 / 360), (0, 0.0)])
@@ -96,19 +122,19 @@ def test_coverage_is_the_share_of_instants_with_data(covered, coverage):
     assert result.coverage == pytest.approx(coverage)
 
 
-def test_resized_pods_are_left_out_of_the_fast_query_and_evaluated_exactly():
+def test_resized_pods_are_left_out_of_the_fast_path_and_evaluated_exactly():
     source = FakePrometheus(
         resized=[series(1, uid="u-2"), series(1, uid="u-1")],
-        fast=[series(240, namespace="alice", node="n", resource="cpu")],
+        pods=[Pod("u-1", "alice", "n", {"cpu": 2}, per_hour=20), Pod("u-3", "alice", "n", {"cpu": 2}, per_hour=20)],
         exact=[{"metric": {"namespace": "alice", "resource": "cpu", "priority_class": "backfill"},
                 "values": [[0, "2"], [60, "4"]]}],
     )
     result = collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE)
-    assert all('uid!~"u-1|u-2"' in q for q in source.queries("fast"))
     # one exact range query per chunk, restricted to the two pods
     assert len(source.queries("exact")) == 4
     assert all('uid=~"u-1|u-2"' in q for q in source.queries("exact"))
-    # only the first chunk answers, with 2 + 4 core-instants of a backfill pod; four fast chunks answer 240 each
+    # only the first chunk answers, with 2 + 4 core-instants of a backfill pod; u-3 alone takes the fast path,
+    # 240 core-instants a chunk
     assert result.usage.to_dict("records") == [
         {"namespace": "alice", "resource": "cpu", "gpu_model": "", "priority_class": "", "pool": "",
          "quantity": pytest.approx(4 * 4)},
@@ -120,8 +146,7 @@ def test_resized_pods_are_left_out_of_the_fast_query_and_evaluated_exactly():
 def test_a_chunk_keeps_one_row_per_key_whatever_nodes_the_store_answered_for():
     """A big cluster's day is held a chunk at a time: rows of nodes with the same GPU model and pool are one row."""
     source = FakePrometheus(
-        fast=[series(240, namespace="alice", node=f"gpu-{n}", resource="nvidia_com_gpu") for n in (1, 2)]
-        + [series(60, namespace="alice", node="gpu-3", resource="nvidia_com_gpu")],
+        pods=[Pod(f"u-{n}", "alice", f"gpu-{n}", {"nvidia_com_gpu": 4 if n < 3 else 1}, per_hour=10) for n in (1, 2, 3)],
         models=[series(1, node=f"gpu-{n}", label_nvidia_com_gpu_product=H100) for n in (1, 2)]
         + [series(1, node="gpu-3", label_nvidia_com_gpu_product="A100")],
     )
@@ -132,11 +157,12 @@ def test_a_chunk_keeps_one_row_per_key_whatever_nodes_the_store_answered_for():
 
 def test_pods_on_a_relabelled_node_are_evaluated_exactly():
     source = FakePrometheus(models=[series(1, node="n.1", label_nvidia_com_gpu_product=m) for m in (H100, "A100")],
+                            pods=[Pod("u-9", "alice", "n.1", {"nvidia_com_gpu": 1}, per_hour=60)],
                             on_nodes=[series(1, uid="u-9")])
-    collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE)
+    usage = collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE).usage
     assert all(r'node=~"n\\.1"' in q for q in source.queries("on_nodes"))
-    assert all('uid!~"u-9"' in q for q in source.queries("fast"))
     assert all('uid=~"u-9"' in q for q in source.queries("exact"))
+    assert usage.empty  # the pod's fast figure is left out; the exact path answers nothing here
 
 
 def test_exact_results_take_the_model_per_instant_on_relabelled_nodes_and_the_nodes_model_elsewhere():
@@ -155,7 +181,7 @@ def test_exact_results_take_the_model_per_instant_on_relabelled_nodes_and_the_no
 
 @pytest.mark.parametrize("value", ["NaN", "+Inf", "-1"])
 def test_impossible_values_are_refused(value):
-    source = FakePrometheus(fast=[series(value, namespace="alice", node="n", resource="cpu")])
+    source = FakePrometheus(pods=[Pod("u-1", "alice", "n", {"cpu": value}, per_hour=1)])
     with pytest.raises(PrometheusError, match="impossible cpu request .* namespace 'alice'"):
         collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE)
 
@@ -167,8 +193,8 @@ def test_reserved_pools_come_from_node_labels_and_a_node_moved_between_pools_is_
         models=[series(1, node="a", label_nvidia_com_gpu_product=H100, label_pool="p1"),
                 series(1, node="b", label_nvidia_com_gpu_product=H100, label_pool="nobody's"),  # not reserved
                 series(1, node="c", label_pool="p1"), series(1, node="c")],  # c joined the pool
-        fast=[series(60, namespace="alice", node="a", resource="nvidia_com_gpu"),
-              series(60, namespace="bob", node="b", resource="nvidia_com_gpu")],
+        pods=[Pod("u-a", "alice", "a", {"nvidia_com_gpu": 1}, per_hour=10),
+              Pod("u-b", "bob", "b", {"nvidia_com_gpu": 1}, per_hour=10)],
         on_nodes=[series(1, uid="u-c")],
         exact=[{"metric": {"namespace": "carol", "node": "c", "resource": "cpu", "label_pool": "p1"},
                 "values": [[0, "60"]]}])
@@ -182,7 +208,7 @@ def test_reserved_pools_come_from_node_labels_and_a_node_moved_between_pools_is_
 
 
 def test_a_chunk_with_copies_merges_them_at_each_instant():
-    """A pod two exporters reported Running (its value: 2 copies): the fast query merges a pod's copies inside
+    """A pod two exporters reported Running (its value: 2 copies): the Running instants merge a pod's copies inside
     the subquery, and requests are compared across copies; a chunk without copies asks neither."""
     class Copied(FakePrometheus):
         def instant(self, query: str, at: float) -> list[dict]:
@@ -195,7 +221,12 @@ def test_a_chunk_with_copies_merges_them_at_each_instant():
     result = collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE)
     assert result.copies and result.pods == 1
     merged = "sum_over_time(max by (namespace, pod, uid) (kube_pod_status_phase"
-    fast = [query for _, query in source.asked if "sum by (namespace, node" in query]
-    assert [merged in query for query in fast] == [True, False, False, False]  # the first chunk only
+    assert [merged in query for query in source.queries("hours")] == [True, False, False, False]  # the first chunk only
     exact = [query for _, query in source.asked if query.lstrip().startswith("group by (uid)")]  # needs_exact
     assert ["max by (uid, container, resource)" in query for query in exact] == [True, False, False, False]
+
+
+def test_too_many_cost_labels_for_any_store_s_query_length_fail_the_run_saying_so():
+    labels = [f"example.com/cost-label-number-{n}" for n in range(200)]
+    with pytest.raises(PrometheusError, match="with 200 cost labels is longer than the 12288 bytes .* list fewer cost_labels"):
+        collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], FakePrometheus(), DEFAULT_STORE, cost_labels=labels)

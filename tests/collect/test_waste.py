@@ -6,8 +6,10 @@ from zoneinfo import ZoneInfo
 import pandas as pd
 import pytest
 
+from billing import frames
+from billing.collect.promql import hours_of
 from billing.collect.stores import DEFAULT_STORE
-from billing.collect.waste import MEASURES, attribute_waste, collect_waste, waste_by_namespace
+from billing.collect.waste import MEASURES, _requested, attribute_waste, collect_waste, waste_by_namespace
 from billing.config import ClusterConfig
 from billing.days import billing_day
 
@@ -53,6 +55,20 @@ def test_a_measure_is_taken_only_where_its_metric_is(source):
     hourly = [q for q in source.asked if "DCGM_FI_DEV_GPU_UTIL{" in q and "< bool 5.0" in q]
     assert len(hourly) == 24
     assert not any("rate(container_cpu_usage_seconds_total" in q for q in source.asked)
+
+
+def test_requested_cpu_is_usage_s_request_times_running_instants_and_a_resized_pod_s_own_per_hour():
+    """What waste subtracts use from, per pod and hour, from usage's Running pod-hours (ClusterUsage.pod_hours)."""
+    first, second, third = hours_of(DAY, 60)[:3]
+    pod_hours = pd.DataFrame([
+        ("u1", "alice", "a", first.last, 60.0, 2.0),  # 2 cores all hour: 120 core-instants
+        ("u2", "alice", "a", first.last, 30.0, 1.0),  # a pod of the same name again (re-created): adds 30
+        ("u3", "alice", "b", second.last, 60.0, 4.0),  # resized: the hour's own request, 0.5, not the chunk's 4
+        ("u4", "bob", "c", first.last, 60.0, float("nan")),  # no CPU request: requested nothing
+        ("u1", "alice", "a", third.last, 60.0, 2.0),  # an hour of another group
+    ], columns=frames.POD_HOURS.columns)
+    requested = _requested(pod_hours, [first, second], frozenset({"u3"}), [{}, {"u3": 0.5}])
+    assert requested == [{("alice", "a"): 150.0}, {("alice", "b"): 30.0}]
 
 
 class PodsOfControllers(Answers):

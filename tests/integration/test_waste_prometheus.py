@@ -94,7 +94,7 @@ def test_kube_state_metrics_replaced_changes_no_waste(store_server):
     source = LivePrometheus("jaguar", config.prometheus)
     usage = collect_cluster(config, DAY, 60, ["nvidia_com_gpu"], source)
     assert usage.copies
-    waste = collect_waste(config, DAY, 60, ["nvidia_com_gpu"], source, below=5.0, copies=usage.copies)
+    waste = collect_waste(config, DAY, 60, ["nvidia_com_gpu"], source, below=5.0, usage=usage)
     got = {r.namespace: (r.idle_gpu_hours, r.unused_cpu_core_hours) for r in waste.itertuples()}
     assert got.keys() == BY_HAND.keys()
     for namespace, measures in BY_HAND.items():
@@ -141,7 +141,7 @@ def test_a_pod_resized_in_place_requests_each_hour_its_highest_of_that_hour(stor
     source = LivePrometheus("jaguar", config.prometheus)
     usage = collect_cluster(config, DAY, 60, ["nvidia_com_gpu"], source)
     assert usage.exact == {"uid-resized"}
-    waste = collect_waste(config, DAY, 60, ["nvidia_com_gpu"], source, below=5.0, resized=usage.exact)
+    waste = collect_waste(config, DAY, 60, ["nvidia_com_gpu"], source, below=5.0, usage=usage)
     assert waste.unused_cpu_core_hours[0] == pytest.approx(108.0, rel=1e-9)
 
 
@@ -241,8 +241,7 @@ def test_waste_per_workload_takes_the_controllers_usage_found(store_server):
         def buildinfo(self) -> tuple[dict, dict[str, str]]:
             return source.buildinfo()
 
-    shared = collect_waste(config, DAY, 60, ["nvidia_com_gpu"], Counting(), below=5.0, by_workload=True,
-                           controllers=usage.controllers)
+    shared = collect_waste(config, DAY, 60, ["nvidia_com_gpu"], Counting(), below=5.0, by_workload=True, usage=usage)
     assert asked and not [query for query in asked if "kube_replicaset_owner" in query]
     alone = collect_waste(config, DAY, 60, ["nvidia_com_gpu"], source, below=5.0, by_workload=True)
     pd.testing.assert_frame_equal(shared, alone)
