@@ -26,11 +26,10 @@ import threading
 import time
 from pathlib import Path
 
-from bench.collect_bench import CACHE, PERIOD, billing_config, resident_mb, window_seconds, world_of
+from bench.collect_bench import PERIOD, billing_config, day_in_prometheus, resident_mb
 from billing.collect.prometheus import LivePrometheus
 from billing.config import load_config
 from billing.jobs.run import collect_from
-from fixtures.servers import start_prometheus, wait_for_compaction, world_blocks
 
 
 class Noted:
@@ -82,16 +81,9 @@ def main() -> None:
     if args.url:
         measure(args.url, args.pods, args.waste)
         return
-    blocks = world_blocks(world_of(args.pods), CACHE, window_seconds(args.pods))
-    with tempfile.TemporaryDirectory(prefix="answer-memory-") as tmp:
-        prometheus = start_prometheus(blocks, Path(tmp) / "prometheus")
-        try:
-            wait_for_compaction(prometheus)
-            subprocess.run([sys.executable, "-m", "bench.answer_memory", "--pods", str(args.pods), "--url", prometheus.url,
-                            "--waste" if args.waste else "--no-waste"], check=True)
-        finally:
-            prometheus.stop()
-
+    with day_in_prometheus(args.pods, "answer-memory-") as prometheus:
+        subprocess.run([sys.executable, "-m", "bench.answer_memory", "--pods", str(args.pods), "--url", prometheus.url,
+                        "--waste" if args.waste else "--no-waste"], check=True)
 
 if __name__ == "__main__":
     main()

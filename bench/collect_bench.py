@@ -74,7 +74,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import date
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -270,6 +272,20 @@ def window_seconds(pods: int) -> int:
     where a 2-hour window is up to 24 GB of text and three of them (two loading, one written) would not fit on
     this machine's disk beside the rest."""
     return 3600 if pods > 100_000 else 7200
+
+
+@contextmanager
+def day_in_prometheus(pods: int, prefix: str) -> Iterator[PrometheusServer]:
+    """A Prometheus holding the generated day of `pods` (from the TSDB cache, made there if missing), its blocks
+    compacted first as a real one's past day is; stopped at the end."""
+    blocks = world_blocks(world_of(pods), CACHE, window_seconds(pods))
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        prometheus = start_prometheus(blocks, Path(tmp) / "prometheus")
+        try:
+            wait_for_compaction(prometheus)
+            yield prometheus
+        finally:
+            prometheus.stop()
 
 
 def resident_mb(pid: int, key: str = "VmHWM") -> float:

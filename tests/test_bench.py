@@ -6,7 +6,11 @@ from collections import Counter
 import pytest
 
 from bench.collect_bench import PERIOD, busy_seconds, floor_query, peak_samples, run_measured, world_of
+from bench.query_costs import Noting
 from billing.collect.promql import chunks
+from billing.collect.stores import DEFAULT_STORE
+from billing.collect.usage import collect_cluster
+from billing.config import ClusterConfig
 from fixtures.ksm import PAUSE_CORES, PAUSE_IMAGE, series
 
 DCGM_LABELS = {"gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname", "DCGM_FI_DRIVER_VERSION"}
@@ -21,6 +25,25 @@ def test_a_childs_peak_memory_is_its_own_not_the_benchmarks(tmp_path):
     child = run_measured("json.tool", ["--help"], tmp_path / "child.log")
     assert 0 < child.rss_mb < 100 and "usage" in (tmp_path / "child.log").read_text()
     assert child.wall > 0 and child.cpu > 0
+
+
+def test_each_query_is_put_down_to_the_line_of_billing_collect_that_asked_it():
+    """Where Prometheus' time goes is summed per asking line: not the helpers that only pass a query on."""
+    class Empty:
+        def instant(self, query, at):
+            return []
+
+        def range(self, query, start, end, step):
+            return []
+
+    cluster = ClusterConfig(name="jaguar", prometheus={"url": "http://x"},
+                            prices={"cpu_core_hour": 1, "memory_gib_hour": 1, "gpu_hour": 1})
+    noting = Noting(Empty())
+    collect_cluster(cluster, PERIOD, 60, ["nvidia_com_gpu"], noting, DEFAULT_STORE)
+    askers = Counter(query.asker.split(" ", 1)[1] for query in noting.asked)
+    assert askers["exact_pods = _uids(source.instant(queries.needs_exact(copies), at))"] == 4  # once per chunk
+    assert any("queries.running_instants(" in line for line in askers)  # not promql's at_times, which passes it on
+    assert all(query.asker.startswith(("usage:", "promql:")) for query in noting.asked)
 
 
 def test_waiting_time_counts_overlapping_queries_once():

@@ -1,0 +1,140 @@
+"""Where Prometheus' time goes: every query of one cluster-day asked again alone, summed by the line that asks it.
+
+    python -m bench.query_costs [--pods 50000] [--no-waste] [--url URL --pid PID]
+
+Loads the generated day of bench.collect_bench (from its TSDB cache, made
+there if missing) and lets Prometheus compact it, or uses a Prometheus that
+holds it already (`--url`, `--pid`: its process, whose CPU time is read).
+It collects the day in-process as `billing run` does
+(billing.jobs.run.collect_from, the default config), noting every query with
+the line of billing/collect that asked it. Then it asks each query again,
+one at a time, and adds up Prometheus' CPU time per asking line. Beside that
+it asks the bill's floor (bench.collect_bench) the same way, so each line's
+cost reads as a share of the floor: what docs/performance.md's "Where the
+rest goes" is made of. One at a time, so that no query's cost is another's;
+the run itself asks two at a time, so its own total differs a little.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import linecache
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.collect_bench import (
+    PERIOD,
+    STEP,
+    UTILISATION_FAMILIES,
+    billing_config,
+    day_in_prometheus,
+    floor_query,
+    read_once,
+)
+from bench.naive import cpu_seconds
+from billing.collect.prometheus import LivePrometheus
+from billing.collect.promql import chunks
+from billing.config import load_config
+from billing.jobs.run import collect_from
+
+COLLECT = str(Path(__file__).resolve().parent.parent / "billing" / "collect")
+PLUMBING = {"prometheus", "at_times", "_in_one_range", "instant", "range"}  # what only passes a query on
+
+
+@dataclass(frozen=True)
+class Query:
+    asker: str  # module:line of billing/collect that asked it, and the line itself
+    query: str
+    times: tuple[float, ...]  # (at,) for an instant query; (start, end, step) for a range query
+
+
+def asker() -> str:
+    """The innermost line of billing/collect on the stack that does more than pass the query on: what asked it."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        path = frame.f_code.co_filename
+        if path.startswith(COLLECT) and not {Path(path).stem, frame.f_code.co_name} & PLUMBING:
+            line = " ".join(linecache.getline(path, frame.f_lineno).split())
+            return f"{Path(path).stem}:{frame.f_lineno} {line}"
+        frame = frame.f_back
+    return "elsewhere"
+
+
+class Noting:
+    """A LivePrometheus that notes every query with what asked it."""
+
+    def __init__(self, live: LivePrometheus):
+        self.live, self.asked = live, []
+        self._lock = threading.Lock()
+
+    def _note(self, query: str, times: tuple[float, ...]) -> None:
+        with self._lock:
+            self.asked.append(Query(asker(), query, times))
+
+    def instant(self, query: str, at: float) -> list[dict]:
+        self._note(query, (at,))
+        return self.live.instant(query, at)
+
+    def range(self, query: str, start: float, end: float, step: float) -> list[dict]:
+        self._note(query, (start, end, step))
+        return self.live.range(query, start, end, step)
+
+    def buildinfo(self) -> tuple[dict, dict[str, str]]:
+        return self.live.buildinfo()
+
+
+def ask_alone(live: LivePrometheus, pid: int, query: Query) -> float:
+    """Prometheus' CPU seconds for the query asked alone."""
+    before = cpu_seconds(pid)
+    if len(query.times) == 1:
+        live.instant(query.query, query.times[0])
+    else:
+        live.range(query.query, *query.times)
+    return cpu_seconds(pid) - before
+
+
+def measure(url: str, pid: int, pods: int, waste: bool) -> None:
+    with tempfile.TemporaryDirectory(prefix="query-costs-") as tmp:
+        config = load_config(billing_config(Path(tmp), url, {"waste": {"enabled": waste}}))
+        cluster = config.clusters[0]
+        live = LivePrometheus(cluster.name, cluster.prometheus)
+        noting = Noting(live)
+        collect_from(config, cluster, PERIOD, noting)
+    floor = [Query("floor", query, (chunk.last,)) for chunk in chunks(PERIOD, STEP)
+             for query in (floor_query(chunk), *(read_once(metric, chunk) for metric in UTILISATION_FAMILIES))]
+    floor_cpu = sum(ask_alone(live, pid, query) for query in floor)
+    cpu: collections.Counter[str] = collections.Counter()
+    asked: collections.Counter[str] = collections.Counter()
+    for query in noting.asked:
+        cpu[query.asker] += ask_alone(live, pid, query)
+        asked[query.asker] += 1
+    total = sum(cpu.values())
+    print(f"{pods:,} pods, waste {'on' if waste else 'off'}: {len(noting.asked)} queries asked one at a time, "
+          f"Prometheus CPU {total:.1f} s = {total / floor_cpu:.2f}× the bill's floor ({floor_cpu:.1f} s, "
+          f"{len(floor)} queries)")
+    print(" Prometheus CPU   ÷ floor  queries  asked by")
+    for line, seconds in cpu.most_common():
+        print(f"{seconds:14.1f} s {seconds / floor_cpu:8.2f} {asked[line]:8d}  {line[:140]}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--pods", type=int, default=50_000)
+    parser.add_argument("--waste", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--url", help="a Prometheus that holds the day already")
+    parser.add_argument("--pid", type=int, help="with --url: its process id")
+    args = parser.parse_args()
+    if args.url:
+        if not args.pid:
+            parser.error("--url needs --pid, whose CPU time is measured")
+        measure(args.url, args.pid, args.pods, args.waste)
+        return
+    with day_in_prometheus(args.pods, "query-costs-") as prometheus:
+        measure(prometheus.url, prometheus.pid, args.pods, args.waste)
+
+if __name__ == "__main__":
+    main()
