@@ -5,7 +5,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from billing.collect.prometheus import PrometheusError
-from billing.collect.promql import chunks, quote
+from billing.collect.promql import chunks, hours_of, quote
 from billing.collect.stores import DEFAULT_STORE
 from billing.collect.usage import GIB, UsageQueries, _chunk_usage, collect_cluster
 from billing.config import ClusterConfig
@@ -31,6 +31,9 @@ def test_queries_carry_the_cluster_selector_and_quote_values():
     assert "[21870000ms]" in queries.requested()
 
 
+RUNNING_INSTANTS = "max by (namespace, pod, uid) (sum_over_time("  # a pod's Running instants in each hour
+
+
 class Pod(NamedTuple):
     """A pod as the fake store answers for it: its requests per resource, and the instants it ran in every hour."""
 
@@ -54,9 +57,12 @@ class FakePrometheus:
     def instant(self, query: str, at: float) -> list[dict]:
         kind = ("covered" if query.startswith("count_over_time(") else "resized" if "stddev_over_time(kube_pod_container" in query
                 else "models" if query.startswith("max by (node") else "on_nodes" if "node=~" in query
-                else "pods" if query.startswith("count by (uid)")
+                else "pods" if query.startswith("count by (uid)") else "hours" if query.startswith(RUNNING_INSTANTS)
                 else "pod_info" if query.startswith("group by (namespace, pod, uid, node") else "requested")
         self.asked.append((kind, query))
+        if kind == "hours":  # asked hour by hour
+            return [{"metric": {"uid": p.uid, "namespace": p.namespace, "pod": p.uid}, "value": [at, str(p.per_hour)]}
+                    for p in self.pods]
         if kind == "pods":
             return [{"metric": {"uid": "u1"}, "value": [at, "1"]}]
         if kind == "covered":
@@ -70,7 +76,7 @@ class FakePrometheus:
         return self.answers[kind]
 
     def range(self, query: str, start: float, end: float, step: float) -> list[dict]:
-        if query.startswith("max by (namespace, pod, uid) (sum_over_time("):  # Running instants per hour
+        if query.startswith(RUNNING_INSTANTS):  # at the end of every hour asked
             self.asked.append(("hours", query))
             return [{"metric": {"uid": p.uid, "namespace": p.namespace, "pod": p.uid},
                      "values": [[t, str(p.per_hour)] for t in range(int(start), int(end) + 1, int(step))]}
@@ -114,6 +120,19 @@ def test_fast_path_turns_instants_into_hours_and_nodes_into_models():
     hours = result.pod_hours.groupby("uid").agg(hours=("hour", "nunique"), instants=("instants", "sum"), cpu=("cpu", "max"))
     assert hours.to_dict("index") == {"u-a": {"hours": 24, "instants": 24 * 20, "cpu": 2.0},
                                       "u-b": {"hours": 24, "instants": 24 * 10, "cpu": pytest.approx(float("nan"), nan_ok=True)}}
+
+
+def test_a_store_that_moves_a_range_query_s_times_is_asked_for_running_instants_hour_by_hour():
+    """A query frontend aligning a range query's times to its step (Thanos' default) would move every hour's end."""
+    class Moving(FakePrometheus):
+        def range(self, query: str, start: float, end: float, step: float) -> list[dict]:
+            return super().range(query, start - start % step, end - end % step, step)
+
+    source = Moving(pods=[Pod("u-a", "alice", "n", {"cpu": 2}, per_hour=30)])
+    result = collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE)
+    assert result.usage["quantity"].tolist() == [pytest.approx(24 * 30 * 2 / 60)]  # 2 cores, half of every hour
+    assert source.kinds().count("hours") == 4 * (1 + 6)  # per chunk: the range query that moved, then its 6 hours
+    assert sorted(set(result.pod_hours["hour"])) == [hour.last for hour in hours_of(DAY, 60)]  # what waste looks up
 
 
 @pytest.mark.parametrize("covered, coverage", [(300, 300 / 360), (0, 0.0)])
