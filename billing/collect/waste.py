@@ -215,17 +215,18 @@ class WasteQueries(Queries):
         return listed if listed is not None else slice_fraction(profile, labels.get("modelName", ""))
 
     def cpu_requests(self, pods: str) -> str:
-        """Per pod (namespace, pod, uid; `pods` selects them by uid): its CPU request by docs/spec.md rule 3 (kube-scheduler's
-        where its series are scraped), each container's highest in the hour: for pods whose requests changed, which
-        usage's figure over the chunk (ClusterUsage.pod_hours) does not hold for every hour."""
+        """Per pod (namespace, pod, uid; `pods` selects them by uid): its CPU request by docs/spec.md rule 3
+        (kube-scheduler's where its series are scraped), each container's highest in the hour: for pods whose
+        requests changed, for which usage's figure over the chunk (ClusterUsage.pod_hours) does not hold every hour."""
         return f"sum by (namespace, pod, uid) ({self.effective(self.highest, pods, resources='cpu')})"
 
 
 PodSeconds = dict[tuple[str, str], float]  # (namespace, pod) -> CPU seconds its containers used
+PodInstants = dict[tuple[str, str], float]  # (namespace, pod) -> CPU core-instants it requested
 
 
 def _group_waste(queries: WasteQueries, hours: list[Chunk], answer: Sampled, used: list[PodSeconds | None],
-                 requested: list[PodSeconds], workloads: list[dict[tuple[str, str], str] | None]) -> pd.DataFrame:
+                 requested: list[PodInstants], workloads: list[dict[tuple[str, str], str] | None]) -> pd.DataFrame:
     """The measures of a group of hours (`answer`: the idle GPU measures at each hour's last instant; `used`: each
     hour's CPU seconds used per pod, `_cpu_used`; `requested`: each hour's CPU core-instants requested per pod,
     `_requested`), summed over them per namespace, or with `workloads` (each hour's pod -> workload) per namespace
@@ -260,13 +261,13 @@ def _group_waste(queries: WasteQueries, hours: list[Chunk], answer: Sampled, use
 
 
 def _requested(pod_hours: pd.DataFrame, hours: list[Chunk], resized: frozenset[str],
-               hourly: list[dict[str, float]]) -> list[PodSeconds]:
+               hourly: list[dict[str, float]]) -> list[PodInstants]:
     """Per hour of a group and pod (namespace, pod): the CPU core-instants it requested, its Running instants times its
     CPU request (`pod_hours`: usage's, frames.POD_HOURS). The request is usage's over the chunk, which is the pod's
     request at every instant unless it changed; a `resized` pod's is the hour's own (`hourly`: each hour's uid ->
     request, `_resized_requests`). A pod without a CPU request requested none."""
     at = _hour_index(hours)
-    requested: list[PodSeconds] = [{} for _ in hours]
+    requested: list[PodInstants] = [{} for _ in hours]
     group = pod_hours[pod_hours["hour"].isin([hour.last for hour in hours])]
     for uid, namespace, pod, hour, instants, cpu in group[frames.POD_HOURS.columns].itertuples(index=False):
         i = at[float(hour)]
@@ -366,7 +367,7 @@ def collect_waste(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resour
         times = [ends[0] - queries.hour, *ends]  # and the end of the hour before, for the counters' growth
         used, ranged = _cpu_used_at(source, queries, times)
         answer = [series for query in queries.measures(below) for series in at_times(source, query, ends, ranged)[0]]
-        requested: list[PodSeconds] = [{} for _ in hours]
+        requested: list[PodInstants] = [{} for _ in hours]
         if any(hour is not None for hour in used):  # the requests matter only where there is use to subtract
             hourly = _resized_requests(source, queries, usage.exact, ends, ranged)
             requested = _requested(usage.pod_hours, hours, usage.exact, hourly)
