@@ -449,12 +449,16 @@ def floor_run(prometheus: PrometheusServer) -> tuple[Figures, list[Asked], dict[
     return figures, asked, hours
 
 
+def bills_floor() -> list[tuple[str, int]]:
+    """The bill's floor, (query, time) per query: per chunk the factored floor and each utilisation family read once.
+    No bill with waste can read less: it needs the requests × Running sum and every usage sample."""
+    return [(query, chunk.last) for chunk in chunks(PERIOD, STEP)
+            for query in (floor_query(chunk), *(read_once(metric, chunk) for metric in UTILISATION_FAMILIES))]
+
+
 def bills_floor_run(prometheus: PrometheusServer) -> tuple[Figures, list[Asked]]:
-    """The bill's floor: per chunk the factored floor and each utilisation family read once, all PARALLEL_QUERIES
-    in flight. No bill with waste can read less: it needs the requests × Running sum and every usage sample."""
-    queries = [(query, chunk.last) for chunk in chunks(PERIOD, STEP)
-               for query in (floor_query(chunk), *(read_once(metric, chunk) for metric in UTILISATION_FAMILIES))]
-    return ask_all(prometheus, queries)[:2]
+    """The bill's floor asked PARALLEL_QUERIES in flight, as billing asks its own."""
+    return ask_all(prometheus, bills_floor())[:2]
 
 
 def families_run(prometheus: PrometheusServer, families: list[str]) -> tuple[Figures, list[Asked]]:

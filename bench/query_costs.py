@@ -26,18 +26,9 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.collect_bench import (
-    PERIOD,
-    STEP,
-    UTILISATION_FAMILIES,
-    billing_config,
-    day_in_prometheus,
-    floor_query,
-    read_once,
-)
+from bench.collect_bench import PERIOD, billing_config, bills_floor, day_in_prometheus
 from bench.naive import cpu_seconds
 from billing.collect.prometheus import LivePrometheus
-from billing.collect.promql import chunks
 from billing.config import load_config
 from billing.jobs.run import collect_from
 
@@ -104,8 +95,7 @@ def measure(url: str, pid: int, pods: int, waste: bool) -> None:
         live = LivePrometheus(cluster.name, cluster.prometheus)
         noting = Noting(live)
         collect_from(config, cluster, PERIOD, noting)
-    floor = [Query("floor", query, (chunk.last,)) for chunk in chunks(PERIOD, STEP)
-             for query in (floor_query(chunk), *(read_once(metric, chunk) for metric in UTILISATION_FAMILIES))]
+    floor = [Query("floor", query, (at,)) for query, at in bills_floor()]
     floor_cpu = sum(ask_alone(live, pid, query) for query in floor)
     cpu: collections.Counter[str] = collections.Counter()
     asked: collections.Counter[str] = collections.Counter()

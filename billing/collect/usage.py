@@ -345,9 +345,7 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
     pods = {series["metric"].get("uid", ""): series["metric"] for series in source.instant(info, at)}
     requests = source.instant(queries.requested(), at)
     asked += 2 + hours_asked
-    running_instants: dict[str, float] = {}  # per uid, over the chunk
-    for uid, instants in zip(pod_hours["uid"], pod_hours["instants"]):
-        running_instants[uid] = running_instants.get(uid, 0.0) + instants
+    running_instants = pod_hours.groupby("uid", sort=False)["instants"].sum().to_dict()  # per uid, over the chunk
     rows, cpu = [], {}
     for series in requests:  # request x Running instants, per pod the factoring is right for
         labels = series["metric"]
