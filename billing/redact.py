@@ -13,8 +13,11 @@ from __future__ import annotations
 import re
 
 HIDDEN = "***"
-# scheme://user:password@ — the password up to the last @ before the host (an unescaped @ in it included)
-_CREDENTIALS = re.compile(r"(?P<start>\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/?#@]*):[^\s/?#]*@")
+_SCHEME = r"[a-zA-Z][a-zA-Z0-9+.-]*://"
+# scheme://user:password@ — the password up to the last @ before a space or the next URL. A password typed with
+# / ? # or @ unescaped ends the authority early for a URL parser, not for a reader, so those are hidden with it;
+# the price is that `host:port/path@x` is taken for credentials too and loses its path in the text.
+_CREDENTIALS = re.compile(rf"(?P<start>\b{_SCHEME}[^\s:/?#@]*):(?:(?!{_SCHEME})\S)*@")
 
 
 def redact(text: str) -> str:
