@@ -24,6 +24,7 @@ from datetime import date
 from fractions import Fraction
 from pathlib import Path
 from typing import Annotated, ClassVar, Literal
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
@@ -507,6 +508,17 @@ class MetricsConfig(_Section):
     pushgateway: WebAddress = ""  # URL of a Prometheus Pushgateway; '' pushes nothing
     job: Annotated[str, Field(min_length=1)] = "billing"
     timeout: Duration = 10.0
+
+    @field_validator("pushgateway")
+    @classmethod
+    def _escaped_password(cls, value: str) -> str:
+        """A password with / ? or # unescaped makes its first part the port to a URL parser: the push would go
+        nowhere every night, its error quoting that part. Refused without repeating the URL."""
+        parts = urlsplit(value)
+        if "@" in parts.path + parts.query + parts.fragment:
+            raise ValueError("the URL has an @ after its host: percent-encode / ? # and @ in its password "
+                             "(%2F %3F %23 %40)")
+        return value
 
 
 class WasteConfig(_Section):

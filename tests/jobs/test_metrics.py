@@ -169,6 +169,17 @@ def test_bad_metrics_sections_name_the_key(config_file, metrics, sentence):
         load_config(config_file(metrics))
 
 
+@pytest.mark.parametrize("password", ["Push/Pw-SECRET", "Push?Pw-SECRET", "Push#Pw-SECRET", "1234/SECRET"])
+def test_a_pushgateway_password_with_an_unescaped_delimiter_is_refused_without_showing_it(config_file, password):
+    """urllib would take `pgwuser:Push` for host and port and push nowhere, night after night, its error quoting
+    the password's first part; so the run refuses the URL at once (exit 2) and names the key and the fix."""
+    path = config_file({"pushgateway": f"http://pgwuser:{password}@127.0.0.1:9091"})
+    result = CliRunner().invoke(billing.cli.main, ["run", "--date", "2026-11-20", "--config", str(path)])
+    assert result.exit_code == 2, result.output
+    assert "metrics.pushgateway: " in result.output and "percent-encode" in result.output
+    assert "SECRET" not in result.output and "Push" not in result.output
+
+
 def test_run_day_reports_the_cost_of_every_configured_cluster(config_file, monkeypatch):
     """The per-cluster totals come from the priced rows; a cluster that ran nothing reports 0."""
     jaguar = MINIMAL_CONFIG["clusters"][0]  # cpu 0.01, memory 0.002, gpu 1.0, H100 2.5
