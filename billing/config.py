@@ -639,7 +639,18 @@ class WebConfig(_Section):
 
     @property
     def metrics_token(self) -> str | None:
-        return self.secret("metrics_token")
+        """The token a scraper of /metrics must send; an empty one would let `Authorization: Bearer ` in."""
+        token = self.secret("metrics_token")
+        if token == "":
+            raise ConfigError(f"{self._place}: metrics_token_env names the environment variable "
+                              f"{self.metrics_token_env}, which is empty" if self.metrics_token_env else
+                              f"{self._place}: metrics_token_file {self.metrics_token_file} is empty")
+        return token
+
+    @property
+    def metrics_token_key(self) -> str:
+        """The key that names the token, for a scraper told it lacks it."""
+        return f"{self._place}.metrics_token_env" if self.metrics_token_env else f"{self._place}.metrics_token_file"
 
     @model_validator(mode="after")
     def _session_key_named(self) -> WebConfig:

@@ -34,7 +34,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from sqlalchemy import Engine
 from werkzeug.exceptions import HTTPException
 
-from billing.config import Config
+from billing.config import Config, ConfigError
 from billing.days import days_between
 from billing.directory.ldap import WrongPassword, authenticate
 from billing.directory.people import DirectoryError
@@ -217,6 +217,8 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
     trusted = [ipaddress.ip_network(n, strict=False) for n in web.trusted_proxies]
     throttle = throttle or LoginThrottle(web.login_attempts, web.login_window)
     sessions = Sessions(web.session_lifetime)
+    if web.metrics_token is not None:  # read now: a variable unset or empty, a file missing, is refused at start
+        log.info("/metrics answers a scraper sending the token of %s", web.metrics_token_key)
     app = Flask(__name__)
     app.config.update(
         SECRET_KEY=web.session_key or secrets.token_hex(32),  # header auth keeps no sessions
@@ -400,11 +402,15 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
         """Team, cluster and resource costs of the latest billed day for Prometheus (billing/publish/cost_metrics.py):
         aggregates, never a person's; only to a scraper sending web.metrics_token as a bearer token."""
         _only()
-        token = web.metrics_token
+        try:
+            token = web.metrics_token  # read at each scrape: a mounted Secret may be rotated
+        except ConfigError as exc:  # its file gone since the start: the log says which, the scraper that it failed
+            log.error("/metrics cannot read its token: %s", exc)
+            raise Refused(503, "/metrics cannot read its token at the moment; the server's log says why") from None
         if token is None:
             raise Refused(404, "no metrics here: web.metrics_token_env or web.metrics_token_file is not set")
         if not hmac.compare_digest(request.headers.get("Authorization", "").encode(), f"Bearer {token}".encode()):
-            raise Refused(401, "/metrics needs the bearer token of web.metrics_token")
+            raise Refused(401, f"/metrics needs the bearer token of {web.metrics_token_key}")
         registry = CollectorRegistry()
         figures = read_cost_figures(ledger, config)
         if figures is not None:

@@ -97,14 +97,23 @@ MATRIX = {  # route -> status for each visitor in VISITORS
 REPOSITORY = Path(__file__).resolve().parents[2]
 
 
-def start_serve(tmp_path: Path, database: str = "", currency: str = "USD") -> tuple[int, ManagedProcess]:
-    """A real `billing serve` process (header auth, JSON log in tmp_path/serve.log) over the hand-worked ledger,
-    or over `database` (a ledger with its directory stored, e.g. the demo's)."""
-    config = {**MINIMAL_CONFIG, "currency": currency, "web": {"admins": ["root"]},
+def serve_config(tmp_path: Path, database: str = "", currency: str = "USD", **web) -> Path:
+    """tmp_path/billing.yaml for `billing serve`: header auth and `web` keys over the hand-worked ledger, or over
+    `database` (a ledger with its directory stored, e.g. the demo's)."""
+    config = {**MINIMAL_CONFIG, "currency": currency, "web": {"admins": ["root"], **web},
               "database": database or store_directory(write_ledger(tmp_path / "ledger.db"))}
     (tmp_path / "billing.yaml").write_text(yaml.safe_dump(config))
+    return tmp_path / "billing.yaml"
+
+
+def serve_command(config: Path, port: int) -> list:
+    return [sys.executable, "-m", "billing", "--log-format", "json", "serve", "--port", port, "--config", config]
+
+
+def start_serve(tmp_path: Path, database: str = "", currency: str = "USD", **web) -> tuple[int, ManagedProcess]:
+    """A real `billing serve` process (JSON log in tmp_path/serve.log) of `serve_config`."""
+    config = serve_config(tmp_path, database, currency, **web)
     port = free_port()
-    process = ManagedProcess([sys.executable, "-m", "billing", "--log-format", "json", "serve", "--port", port,
-                              "--config", tmp_path / "billing.yaml"], tmp_path / "serve.log", cwd=REPOSITORY)
+    process = ManagedProcess(serve_command(config, port), tmp_path / "serve.log", cwd=REPOSITORY)
     process.wait_until(accepts_connections(port), "billing serve", timeout=30)
     return port, process
