@@ -34,7 +34,6 @@ from billing.ledger.read import completed, read_recovery, read_rows, read_worklo
 from billing.ledger.write import record_invoice
 from billing.logs import configure_logging
 from billing.publish.budgets import read_budget_status, team_budgets
-from billing.publish.cost_metrics import read_cost_figures
 from billing.publish.focus import FOCUS_VERSION, ParquetUnavailable, broken_down, focus_rows, write_focus
 from billing.publish.formatting import money
 from billing.publish.report import (
@@ -221,8 +220,7 @@ def run(day: date | None, resend: bool, no_email: bool, require_coverage: float)
     summary = run_day(config, day or yesterday(config.zone), require_coverage,
                       summaries="resend" if resend else "none" if no_email else "send")
     if config.metrics.pushgateway:
-        push_run_metrics(config.metrics, summary, config.currency, time.monotonic() - started,
-                         read_cost_figures(open_ledger(config.database), config))
+        push_run_metrics(config.metrics, summary, config.currency, time.monotonic() - started)
     _fail_if_undelivered(list(summary.undelivered))
 
 

@@ -2,9 +2,13 @@
 
 A CronJob's pod lives for minutes and is gone before Prometheus would scrape
 it, so after a successful run the job pushes what it did to a Pushgateway,
-which Prometheus scrapes instead, with the ledger's latest costs per team,
-cluster and resource for Grafana (billing/publish/cost_metrics.py). The alert in cronjob/alerts.yaml fires
+which Prometheus scrapes instead. The alert in cronjob/alerts.yaml fires
 when `billing_last_success_timestamp_seconds` grows older than 26 hours.
+
+The ledger's costs per team for Grafana are not pushed: `billing serve`
+answers them on /metrics (billing/publish/cost_metrics.py), read from the
+ledger at each scrape. Pushed as well, a dashboard summing them would count
+every cost twice (docs/deploy.md, "Costs in Grafana").
 
 Only successes are pushed, and a push replaces the job's whole group (HTTP
 PUT), so a cluster removed from the config disappears from the gateway too.
@@ -28,19 +32,14 @@ from prometheus_client.exposition import basic_auth_handler, default_handler
 
 from billing.config import MetricsConfig
 from billing.jobs.run import RunSummary
-from billing.publish.cost_metrics import CostFigures, add_cost_metrics
 from billing.resources import RESOURCES
 
 log = logging.getLogger(__name__)
 
 
-def run_metrics(summary: RunSummary, currency: str, duration: float, finished: float,
-                costs: CostFigures | None = None) -> CollectorRegistry:
-    """The metrics of one successful run, in a registry of their own (not the process-global one); with `costs`,
-    the ledger's latest day for Grafana too (billing/publish/cost_metrics.py)."""
+def run_metrics(summary: RunSummary, currency: str, duration: float, finished: float) -> CollectorRegistry:
+    """The metrics of one successful run, in a registry of their own (not the process-global one)."""
     registry = CollectorRegistry()
-    if costs is not None:
-        add_cost_metrics(registry, costs)
     Gauge(
         "billing_last_success_timestamp_seconds", "Unix time at which the last successful run finished.",
         registry=registry,
@@ -67,11 +66,9 @@ def run_metrics(summary: RunSummary, currency: str, duration: float, finished: f
     return registry
 
 
-def push_run_metrics(config: MetricsConfig, summary: RunSummary, currency: str, duration: float,
-                     costs: CostFigures | None = None) -> None:
-    """Push a successful run's metrics (and the ledger's latest costs); a gateway that fails is a warning, never a
-    failed run."""
-    registry = run_metrics(summary, currency, duration, finished=time.time(), costs=costs)
+def push_run_metrics(config: MetricsConfig, summary: RunSummary, currency: str, duration: float) -> None:
+    """Push a successful run's metrics; a gateway that fails is a warning, never a failed run."""
+    registry = run_metrics(summary, currency, duration, finished=time.time())
     gateway, handler = _gateway(config.pushgateway)
     try:
         push_to_gateway(gateway, job=config.job, registry=registry, timeout=config.timeout, handler=handler)

@@ -1,10 +1,12 @@
 """The ledger's latest day as Prometheus metrics, for Grafana beside the clusters' own dashboards.
 
-Team leads read cost where they read everything else. After each run the
-nightly job pushes these with its own health (billing/jobs/metrics.py), and
-`billing serve` answers them on /metrics to a scraper with its token. They are
-aggregates only, per team, cluster and resource, never per person: anyone who
-may read the metrics sees what every team spent, nothing more.
+Team leads read cost where they read everything else. `billing serve`
+answers these on /metrics to a scraper with its token, read from the ledger
+at each scrape; they have that one source, so that a dashboard summing them
+counts each cost once (the nightly job pushes only its own health,
+billing/jobs/metrics.py). They are aggregates only, per team, cluster and
+resource, never per person: anyone who may read the metrics sees what every
+team spent, nothing more.
 
 The figures are the latest billed day's (a backfill of older days does not move
 them back) and the month to date through it, so that a dashboard's "yesterday"

@@ -97,11 +97,12 @@ MATRIX = {  # route -> status for each visitor in VISITORS
 REPOSITORY = Path(__file__).resolve().parents[2]
 
 
-def serve_config(tmp_path: Path, database: str = "", currency: str = "USD", **web) -> Path:
+def serve_config(tmp_path: Path, database: str = "", currency: str = "USD", changes: dict | None = None,
+                 **web) -> Path:
     """tmp_path/billing.yaml for `billing serve`: header auth and `web` keys over the hand-worked ledger, or over
-    `database` (a ledger with its directory stored, e.g. the demo's)."""
+    `database` (a ledger with its directory stored, e.g. the demo's); `changes` replace top-level keys."""
     config = {**MINIMAL_CONFIG, "currency": currency, "web": {"admins": ["root"], **web},
-              "database": database or store_directory(write_ledger(tmp_path / "ledger.db"))}
+              "database": database or store_directory(write_ledger(tmp_path / "ledger.db")), **(changes or {})}
     (tmp_path / "billing.yaml").write_text(yaml.safe_dump(config))
     return tmp_path / "billing.yaml"
 
@@ -110,9 +111,10 @@ def serve_command(config: Path, port: int) -> list:
     return [sys.executable, "-m", "billing", "--log-format", "json", "serve", "--port", port, "--config", config]
 
 
-def start_serve(tmp_path: Path, database: str = "", currency: str = "USD", **web) -> tuple[int, ManagedProcess]:
+def start_serve(tmp_path: Path, database: str = "", currency: str = "USD", changes: dict | None = None,
+                **web) -> tuple[int, ManagedProcess]:
     """A real `billing serve` process (JSON log in tmp_path/serve.log) of `serve_config`."""
-    config = serve_config(tmp_path, database, currency, **web)
+    config = serve_config(tmp_path, database, currency, changes, **web)
     port = free_port()
     process = ManagedProcess(serve_command(config, port), tmp_path / "serve.log", cwd=REPOSITORY)
     process.wait_until(accepts_connections(port), "billing serve", timeout=30)

@@ -6,15 +6,9 @@ import logging
 import urllib.request
 from datetime import date
 
-import pytest
-
-from billing.config import Config, MetricsConfig
+from billing.config import MetricsConfig
 from billing.jobs.metrics import push_run_metrics
 from billing.jobs.run import RunSummary
-from billing.ledger.database import open_ledger
-from billing.publish.cost_metrics import read_cost_figures
-from tests.helpers.config import MINIMAL_CONFIG
-from tests.helpers.report_ledger import fill_ledger
 from tests.helpers.run_summaries import samples, summary
 
 
@@ -43,16 +37,3 @@ def test_the_gateway_accepts_the_push_and_the_next_push_replaces_it(pushgateway_
     assert ibis not in second
     assert {k[1][1] for k in second if k[0] == "billing_cluster_cost"} == {"jaguar"}
     assert second[("billing_ledger_rows_written", ("instance", ""), ("job", "billing"))] == 3
-
-
-def test_the_ledgers_latest_costs_go_with_the_push(pushgateway_server, tmp_path):
-    """What Grafana reads: per team, cluster and resource, from a real gateway (by hand: report_ledger's 2026-11-20)."""
-    url = fill_ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
-    figures = read_cost_figures(open_ledger(url), Config.model_validate({**MINIMAL_CONFIG, "database": url, "currency": "USD"}))
-    push_run_metrics(MetricsConfig(pushgateway=pushgateway_server.url), summary(), "USD", 93.5, figures)
-    found = scraped(pushgateway_server.url)
-    pushed = ("billing_cost", ("cluster", "jaguar"), ("currency", "USD"), ("instance", ""), ("job", "billing"),
-              ("resource", "gpu"), ("team", "robotics"))
-    assert found[pushed] == 24.0
-    assert found[("billing_month_to_date_cost", ("currency", "USD"), ("instance", ""), ("job", "billing"),
-                  ("team", "robotics"))] == pytest.approx(56.60)

@@ -23,6 +23,7 @@ from billing.directory.people import Directory
 from billing.jobs.metrics import push_run_metrics
 from billing.jobs.run import run_day
 from tests.helpers.config import MINIMAL_CONFIG, stub_node_metrics
+from tests.helpers.report_ledger import fill_ledger
 from tests.helpers.run_summaries import samples, summary, usage
 
 
@@ -129,6 +130,20 @@ def test_billing_run_pushes_after_a_successful_day(config_file, monkeypatch):
     assert days == [date(2026, 11, 20)]
     assert [r["path"] for r in gateway.requests] == ["/metrics/job/billing"]
     assert samples(gateway.requests[0]["body"])[("billing_ledger_rows_written",)] == 7
+
+
+def test_billing_run_pushes_its_health_and_no_costs(config_file, monkeypatch, tmp_path):
+    """The ledger's costs reach Prometheus through serve's /metrics only: pushed as well, the dashboard counted each
+    twice (issue 43)."""
+    monkeypatch.setattr(billing.cli, "run_day", lambda *args, **kwargs: summary())
+    with Gateway() as gateway:
+        path = config_file({"pushgateway": gateway.url})
+        fill_ledger(load_config(path).database)  # 2026-11-20 billed: there are costs to leave out
+        result = CliRunner().invoke(billing.cli.main, ["run", "--date", "2026-11-20", "--config", str(path)])
+    assert result.exit_code == 0, result.output
+    assert {key[0] for key in samples(gateway.requests[0]["body"])} == {
+        "billing_last_success_timestamp_seconds", "billing_run_duration_seconds", "billing_ledger_rows_written",
+        "billing_cluster_cost", "billing_cluster_resource_hours"}
 
 
 def test_billing_run_with_an_unreachable_gateway_still_succeeds(config_file, monkeypatch):
