@@ -45,7 +45,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from billing.errors import UsageError
-from billing.redact import redact
+from billing.redact import HIDDEN, redact
 
 
 class ConfigError(UsageError):
@@ -93,7 +93,9 @@ Budget = Annotated[float, BeforeValidator(_finite_number), Field(gt=0, lt=HIGHES
 
 def _web_address(value: str) -> str:
     if value and not value.startswith(("http://", "https://")):
-        raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
+        # without a scheme redact() cannot tell a `user:password@` in it, so the sentence leaves it out itself
+        shown = f"{HIDDEN}@{value.rpartition('@')[2]}" if "@" in value else value
+        raise ValueError(f"expected an http:// or https:// URL, got {shown!r}")
     return value
 
 

@@ -175,6 +175,9 @@ def test_without_a_metrics_section_nothing_is_pushed(config_file):
     "metrics, sentence",
     [
         ({"pushgateway": "pushgateway:9091"}, "metrics.pushgateway: expected an http:// or https:// URL"),
+        # without a scheme no redaction can find the password: the sentence leaves it out itself
+        ({"pushgateway": "pgw:S3CRET@pushgateway:9091"},
+         "metrics.pushgateway: expected an http:// or https:// URL, got '\\*\\*\\*@pushgateway:9091'$"),
         ({"pushgateway": "http://pg:9091", "job": ""}, "metrics.job: String should have at least 1 character"),
         ({"pushgateway": "http://pg:9091", "jobname": "x"}, "metrics.jobname: unknown key"),
     ],
