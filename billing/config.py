@@ -643,10 +643,11 @@ class WebConfig(_Section):
     def metrics_token(self) -> str | None:
         """The token a scraper of /metrics must send; an empty one would let `Authorization: Bearer ` in."""
         token = self.secret("metrics_token")
-        if token == "":
+        if token == "" and self.metrics_token_env:
             raise ConfigError(f"{self._place}: metrics_token_env names the environment variable "
-                              f"{self.metrics_token_env}, which is empty" if self.metrics_token_env else
-                              f"{self._place}: metrics_token_file {self.metrics_token_file} is empty")
+                              f"{self.metrics_token_env}, which is empty")
+        if token == "":
+            raise ConfigError(f"{self._place}: metrics_token_file {self.metrics_token_file} is empty")
         return token
 
     @property

@@ -400,7 +400,7 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
     @app.get("/metrics")
     def metrics():
         """Team, cluster and resource costs of the latest billed day for Prometheus (billing/publish/cost_metrics.py):
-        aggregates, never a person's; only to a scraper sending web.metrics_token as a bearer token."""
+        aggregates, never a person's; only to a scraper sending the token web.metrics_token_env or _file names."""
         _only()
         try:
             token = web.metrics_token  # read at each scrape: a mounted Secret may be rotated
