@@ -1,5 +1,5 @@
-"""On a real PostgreSQL: closing, re-running and reopening, recovering costs (the SQLite tests' scenarios), and closing
-beside a run."""
+"""On a real PostgreSQL: closing, re-running and reopening, recovering costs, correcting a recovered cluster (the SQLite
+tests' scenarios), and closing beside a run."""
 
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -18,6 +18,7 @@ from tests.helpers.statements import (
     TODAY_DONE,
     cents,
     closing_scenario,
+    recovered_correction_scenario,
     recovery_scenario,
     write_month,
 )
@@ -29,6 +30,10 @@ def test_close_rerun_and_reopen_on_postgres(postgres_url):
 
 def test_closing_recovers_each_clusters_cost_on_postgres(postgres_url):
     recovery_scenario(postgres_url)
+
+
+def test_a_correction_on_a_recovered_cluster_keeps_its_month_at_its_cost_on_postgres(postgres_url):
+    recovered_correction_scenario(postgres_url)
 
 
 def test_closing_waits_for_a_run_of_one_of_its_days_in_progress(postgres_url):
