@@ -10,7 +10,9 @@ to its ledger cost of the month's days plus the adjustments booked in it.
 `billing close` stores a month's lines as they are (table statement_lines),
 so the statement of a closed month is read back, never recomputed, and is the
 same byte for byte however its days are re-run later. A re-run of a closed
-month's day books its change in the first open month (billing/ledger/tables.py).
+month's day books its change in the first open month (billing/ledger/tables.py);
+on a cluster the month recovered, as moves between its teams that add up to
+zero (billing/ledger/recovery.py).
 Reopening deletes the stored lines and the adjustments correcting the month
 (its statement shows the current ledger again); only the latest closed month
 can be reopened, so no adjustment in a closed statement is ever taken back.

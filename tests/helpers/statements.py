@@ -369,3 +369,9 @@ def recovered_correction_scenario(url: str) -> None:
 
     replace_day(engine, date(2026, 10, 20), DayBill(frame(REC_OCT_20_FIXED)), "USD")  # the same again: nothing booked
     assert booked_lines(engine, NOV) == REC_ADJUSTMENTS
+
+    # each team ends where closing October again with its days corrected puts it
+    reopen_month(engine, OCT, "finance")
+    close_month(engine, OCT, "finance", TODAY_DONE, "USD", {}, recover=recover)
+    assert team_totals(engine, OCT) == {team: cents(float(amount)) for team, amount in REC_OCT_EXPORTED.items()
+                                        if team != "in all"}
