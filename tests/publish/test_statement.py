@@ -150,6 +150,45 @@ def test_billing_run_of_a_closed_day_at_a_new_price_books_the_difference(budget_
     assert cents(read_rows(ledger, OCT, date(2026, 10, 31))["cost"].sum()) == "656.00"  # the ledger has the new rows
 
 
+def test_billing_run_of_a_closed_day_on_a_recovered_cluster_keeps_its_month_at_its_cost(budget_job):  # noqa: F811
+    """Issue 43's path through the commands: jaguar recovers 700.00 a month; October's 31 x 21.00 = 651.00 of charges
+    get 49.00 of cost recovery. The GPU price goes to 2.50 and October 15 is run again: +5.00 of GPU (10 GPU-h x
+    0.50), and robotics, alone on jaguar, still owes the 700.00: -5.00 of cost recovery. October's statement and
+    export both stay 700.00; November has the two adjustments and no change of total."""
+    config = budget_job()
+    settings = yaml.safe_load(Path(config).read_text())
+    settings["clusters"][0]["recover"] = {"monthly_cost": 700}
+    Path(config).write_text(yaml.safe_dump(settings))
+    runner = CliRunner()
+
+    def invoke(*args: str) -> str:
+        result = runner.invoke(main, [*args, "--config", config])
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    def exported(month: str, last: str) -> str:
+        rows = csv.DictReader(io.StringIO(invoke("export", "--from", f"{month}-01", "--to", f"{month}-{last}")))
+        return cents(sum(float(row["BilledCost"]) for row in rows))
+
+    invoke("backfill", "--from", "2026-10-01", "--to", "2026-10-31")
+    invoke("close", "--month", "2026-10", "--by", "finance")
+    october = invoke("statement", "--month", "2026-10", "--format", "json")
+    assert cents(json.loads(october)["total"]) == exported("2026-10", "31") == "700.00"
+
+    settings["clusters"][0]["prices"]["gpu_hour"] = 2.5
+    Path(config).write_text(yaml.safe_dump(settings))
+    invoke("run", "--date", "2026-10-15")
+
+    assert invoke("statement", "--month", "2026-10", "--format", "json") == october
+    assert exported("2026-10", "31") == "700.00"
+    november = json.loads(invoke("statement", "--month", "2026-11", "--format", "json"))
+    assert [(t["team"], [(line["kind"], line["cluster"], line["resource"], line["corrects"], cents(line["amount"]))
+                         for line in t["lines"]]) for t in november["teams"]] == [
+        ("robotics", [("adjustment", "jaguar", "gpu", "2026-10-15", "5.00"),
+                      ("adjustment", "jaguar", "recovery", "2026-10-15", "-5.00")])]
+    assert cents(november["total"]) == "0.00"
+
+
 def test_statement_csv_numbers_have_no_float_noise():
     """A quantity summed in floating point was written as 21.959660000000003."""
     line = StatementLine("robotics", "CC-1", "jaguar", "usage", "gpu", "", None, 0.1 + 21.85966, 0.1 + 0.2)
