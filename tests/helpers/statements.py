@@ -361,7 +361,8 @@ def recovered_correction_scenario(url: str) -> None:
     assert {row["cluster"]: cents(row["adjusted"]) for row in november["clusters"]} == {"jaguar": "0.00",
                                                                                        "heron": "0.00"}
     assert team_totals(engine, NOV) == REC_NOV_TOTALS
-    assert "Adjustment of 2026-10-20, Cost recovery" in all_formats(engine, NOV)["html"]
+    page = all_formats(engine, NOV)["html"]
+    assert "Adjustment of 2026-10-20, Cost recovery" in page and "add up to zero on the cluster" in page
     assert format_totals(engine, OCT) == {"json": "1290.00", "csv": "1290.00", "html": "1290.00"}
     assert format_totals(engine, NOV) == {"json": "20.00", "csv": "20.00", "html": "20.00"}
     assert exported(engine, OCT) == REC_OCT_EXPORTED
