@@ -65,8 +65,20 @@ def _serialise_runs_of(conn: Connection, day: date) -> None:
     SQLite allows one writer at a time anyway; PostgreSQL would otherwise let
     the second run's delete miss the first's new rows and fail on the key.
     """
+    _advisory_lock(conn, day.toordinal())
+
+
+def _serialise_corrections_of(conn: Connection, month: date) -> None:
+    """Make corrections of one closed month wait for each other: each splits a recovered cluster's cost again over
+    what the one before booked. Its key is no day's (negative), so that closing, which waits for the runs of the
+    month's days, never waits in a circle with a correction."""
+    _advisory_lock(conn, -month.toordinal())
+
+
+def _advisory_lock(conn: Connection, key: int) -> None:
+    """PostgreSQL: hold `key` until the transaction ends (SQLite has one writer at a time anyway)."""
     if conn.dialect.name == "postgresql":
-        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": day.toordinal()})
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
 
 
 def serialise_with_runs(conn: Connection, days: list[date]) -> None:
@@ -169,6 +181,7 @@ def _book_corrections(conn: Connection, day: date, new_rows: list[dict], currenc
     month = day.replace(day=1)
     if conn.execute(select(closed_months.c.month).where(closed_months.c.month == month)).first() is None:
         return
+    _serialise_corrections_of(conn, month)
     key = [chargeback.c.team, chargeback.c.cluster, chargeback.c.resource]
     old = {tuple(row[:3]): row[3] for row in conn.execute(
         select(*key, func.sum(chargeback.c.cost)).where(chargeback.c.day == day).group_by(*key))}
