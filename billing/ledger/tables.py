@@ -228,6 +228,9 @@ statement_lines = Table(  # a closed month's statement as it was closed, line by
 )
 
 
+RECOVERY = "recovery"  # statement_lines.kind of a cost recovery line; adjustments.resource of one split again
+
+
 adjustments = Table(  # what a re-run of a closed month's day changed, booked in the first open month
     "adjustments",
     metadata,

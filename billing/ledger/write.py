@@ -30,9 +30,11 @@ from billing.charge.bill import DayBill
 from billing.collect.invoices import Invoice, InvoiceError
 from billing.frames import LONGEST_NAME
 from billing.ledger.database import LedgerError, database_name, failure_cause, transaction, writing
+from billing.ledger.recovery import resplit
 from billing.ledger.tables import (
     LEDGER_COLUMNS,
     NAME_COLUMNS,
+    RECOVERY,
     adjustments,
     chargeback,
     closed_months,
@@ -63,8 +65,20 @@ def _serialise_runs_of(conn: Connection, day: date) -> None:
     SQLite allows one writer at a time anyway; PostgreSQL would otherwise let
     the second run's delete miss the first's new rows and fail on the key.
     """
+    _advisory_lock(conn, day.toordinal())
+
+
+def _serialise_corrections_of(conn: Connection, month: date) -> None:
+    """Make corrections of one closed month wait for each other: each splits a recovered cluster's cost again over
+    what the one before booked. Its key is no day's (negative), so that closing, which waits for the runs of the
+    month's days, never waits in a circle with a correction."""
+    _advisory_lock(conn, -month.toordinal())
+
+
+def _advisory_lock(conn: Connection, key: int) -> None:
+    """PostgreSQL: hold `key` until the transaction ends (SQLite has one writer at a time anyway)."""
     if conn.dialect.name == "postgresql":
-        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": day.toordinal()})
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
 
 
 def serialise_with_runs(conn: Connection, days: list[date]) -> None:
@@ -157,7 +171,9 @@ def first_open_month(conn: Connection, after: date) -> date:
 
 
 def _book_corrections(conn: Connection, day: date, new_rows: list[dict], currency: str, booked_at: datetime) -> None:
-    """A re-run of a closed month's day: book what it changes per (team, cluster, resource) as adjustments.
+    """A re-run of a closed month's day: book what it changes per (team, cluster, resource) as adjustments, and on
+    a cluster the month recovered, per team the cost recovery adjustment that splits the month's cost again over
+    the corrected charges, so that the cluster's adjustments add up to zero (billing.ledger.recovery).
 
     Called in the day's transaction before its old rows go, so the rows and the
     adjustments are written together or not at all.
@@ -165,6 +181,7 @@ def _book_corrections(conn: Connection, day: date, new_rows: list[dict], currenc
     month = day.replace(day=1)
     if conn.execute(select(closed_months.c.month).where(closed_months.c.month == month)).first() is None:
         return
+    _serialise_corrections_of(conn, month)
     key = [chargeback.c.team, chargeback.c.cluster, chargeback.c.resource]
     old = {tuple(row[:3]): row[3] for row in conn.execute(
         select(*key, func.sum(chargeback.c.cost)).where(chargeback.c.day == day).group_by(*key))}
@@ -172,13 +189,19 @@ def _book_corrections(conn: Connection, day: date, new_rows: list[dict], currenc
     for row in new_rows:
         k = (row["team"], row["cluster"], row["resource"])
         new[k] = new.get(k, 0.0) + row["cost"]
+    changes = {k: new.get(k, 0.0) - old.get(k, 0.0) for k in sorted(old.keys() | new.keys())}
+    changes = {k: amount for k, amount in changes.items() if abs(amount) > CORRECTION_NOISE}
+    new_costs: dict[tuple[str, str], float] = {}
+    for (team, cluster, _), cost in new.items():
+        new_costs[team, cluster] = new_costs.get((team, cluster), 0.0) + cost
+    resplits = {(team, cluster, RECOVERY): amount for (team, cluster), amount in
+                resplit(conn, day, new_costs, changes).items()}
     booked_in = first_open_month(conn, month)
     corrections = [
         {"month": booked_in, "corrects": day, "team": team, "cluster": cluster, "resource": resource,
-         "booked_at": booked_at, "amount": new.get(k, 0.0) - old.get(k, 0.0), "currency": currency}
-        for k in sorted(old.keys() | new.keys()) for team, cluster, resource in [k]
+         "booked_at": booked_at, "amount": amount, "currency": currency}
+        for (team, cluster, resource), amount in (changes | resplits).items()
     ]
-    corrections = [c for c in corrections if abs(c["amount"]) > CORRECTION_NOISE]
     if corrections:
         conn.execute(insert(adjustments), corrections)
     (log.warning if corrections else log.info)("%s is in %s, a closed month: its statement stays; %d adjustment(s) totalling %.2f %s booked in %s",

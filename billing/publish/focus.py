@@ -178,8 +178,9 @@ def focus_rows(ledger: pd.DataFrame, zone: ZoneInfo, recovered: pd.DataFrame | N
 
 
 def recovery_rows(recovered: pd.DataFrame, zone: ZoneInfo) -> pd.DataFrame:
-    """Cost recovery lines of closed months (ledger.read.read_recovery: month, team, cluster, amount, currency)
-    as FOCUS rows of their own: ChargeCategory Adjustment over the whole month, no quantity or price."""
+    """Cost recovery lines of closed months, with what corrections of their days moved (ledger.read.read_recovery:
+    month, team, cluster, amount, currency) as FOCUS rows of their own: ChargeCategory Adjustment over the whole
+    month, no quantity or price."""
     periods = _periods(recovered["month"], zone)
     focus = pd.DataFrame(
         {

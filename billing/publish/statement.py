@@ -10,7 +10,9 @@ to its ledger cost of the month's days plus the adjustments booked in it.
 `billing close` stores a month's lines as they are (table statement_lines),
 so the statement of a closed month is read back, never recomputed, and is the
 same byte for byte however its days are re-run later. A re-run of a closed
-month's day books its change in the first open month (billing/ledger/tables.py).
+month's day books its change in the first open month (billing/ledger/tables.py);
+on a cluster the month recovered, as moves between its teams that add up to
+zero (billing/ledger/recovery.py).
 Reopening deletes the stored lines and the adjustments correcting the month
 (its statement shows the current ledger again); only the latest closed month
 can be reopened, so no adjustment in a closed statement is ever taken back.
@@ -32,8 +34,10 @@ from billing.days import days_between, days_in_month
 from billing.directory.people import Directory
 from billing.errors import UsageError
 from billing.ledger.database import transaction
+from billing.ledger.recovery import shares
 from billing.ledger.tables import (
     LEDGER_COLUMNS,
+    RECOVERY,
     adjustments,
     chargeback,
     closed_months,
@@ -49,7 +53,6 @@ log = logging.getLogger(__name__)
 
 # the order of a cluster's lines, by the ledger resource's prefix
 KINDS = {"": "charge", "reserved": "reserved", "credit": "credit", "idle": "unrequested"}
-RECOVERY = "recovery"  # a closed month's line that makes a cluster's charges add up to what it cost
 KIND_ORDER = ["charge", "discount", "reserved", "credit", "unrequested", RECOVERY, "adjustment"]
 LINE_COLUMNS = ["team", "cost_center", "cluster", "kind", "resource", "gpu_model", "corrects", "quantity", "amount"]
 
@@ -239,11 +242,8 @@ def recovery_lines(lines: list[StatementLine], month: date, costs: dict[str, flo
         if cents(charges) == 0:
             raise StatementError(f"cluster {cluster} has no charges in {month:%Y-%m} to spread its cost of "
                                  f"{cost:,.2f} over; run its days, or close the month without recovering it")
-        difference, booked = cost - charges, 0.0
-        for number, ((team, center), amount) in enumerate(sorted(charged.items()), 1):
-            share = difference - booked if number == len(charged) else difference * amount / charges
-            booked += share
-            recovered.append(StatementLine(team, center, cluster, RECOVERY, "", "", None, None, share))
+        recovered += [StatementLine(team, center, cluster, RECOVERY, "", "", None, None, share)
+                      for (team, center), share in shares(cost - charges, charged).items()]
     return recovered
 
 

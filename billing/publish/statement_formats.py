@@ -65,8 +65,9 @@ def _cell(value: object) -> object:
 
 
 def describe(line: StatementLine) -> str:
-    """What a line is, for people: `GPU NVIDIA-H100`, `Discount, CPU`, `Adjustment of 2026-10-14, GPU`."""
-    name = RESOURCE_NAMES.get(line.resource, line.resource)
+    """What a line is, for people: `GPU NVIDIA-H100`, `Discount, CPU`, `Adjustment of 2026-10-14, GPU`,
+    `Adjustment of 2026-10-14, Cost recovery` (a recovered cluster's cost split again)."""
+    name = COST_RECOVERY if line.resource == RECOVERY else RESOURCE_NAMES.get(line.resource, line.resource)
     model = f" {line.gpu_model}" if line.gpu_model else ""
     if line.kind == "discount":
         return f"Priority-class discount, {name}{model}"

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import re
 from datetime import date, timedelta
 from decimal import Decimal
 from zoneinfo import ZoneInfo
 
+import pandas as pd
 import pytest
 
 from billing.charge.bill import DayBill
 from billing.collect.invoices import Invoice, InvoiceError
 from billing.config import CostRecovery
+from billing.days import days_in_month
 from billing.directory.people import Directory, Team, directory_to_json
 from billing.ledger.database import fetch, open_ledger
 from billing.ledger.read import read_recovery, read_rows, read_workload_costs
@@ -241,3 +246,133 @@ def recovery_scenario(url: str) -> None:
                                              "60.00 over"):
         close_month(engine, NOV, "finance-bot", TODAY_DONE, "USD", {}, recover={"heron": CostRecovery(monthly_cost=60)})
     assert build_statement(engine, NOV, "USD", {}).closing is None
+
+
+# A correction on a recovered cluster (docs/spec.md "Corrections on a recovered cluster"), by hand. October:
+# jaguar recovers its monthly_cost of 1,200.00, heron its invoice of 90.00; an H100-hour costs 3.00 until October 19
+# and 2.00 from October 20, but October 5 was priced 2.00 by mistake.
+#   jaguar charges: robotics 100.00 (Oct 5) + 200.00 (Oct 20) = 300.00, vision 100.00; 400.00 in all, so 800.00 is
+#   recovered: robotics 300/400 of it = 600.00, vision 200.00; robotics pays 900.00 of jaguar, vision 300.00.
+#   heron charges: vision 20.00, robotics 10.00; 60.00 recovered: vision 40.00, robotics 20.00 (60.00 and 30.00).
+REC_OCT_5 = [
+    ("jaguar", "alice", "robotics", "alice", "gpu", H100, 50.0, 2.00, 100.00, 100.00),
+    ("jaguar", "vera", "vision", "vera", "gpu", H100, 50.0, 2.00, 100.00, 100.00),
+    ("heron", "vera", "vision", "vera", "gpu", "", 10.0, 2.00, 20.00, 20.00),
+    ("heron", "team-robotics", "robotics", None, "cpu", "", 100.0, 0.10, 10.00, 10.00),
+]
+REC_OCT_20 = [("jaguar", "alice", "robotics", "alice", "gpu", H100, 100.0, 2.00, 200.00, 200.00)]
+REC_COSTS = {"jaguar": 1200.00, "heron": 90.00}
+REC_OCT_TOTALS = {"robotics": "930.00", "vision": "360.00"}
+
+
+# First correction: October 5 again at 3.00 an H100-hour, with a pod of robotics on heron it missed (100 core-h more).
+#   jaguar: robotics +50.00 and vision +50.00 of GPU; charges now robotics 350.00, vision 150.00 of 500.00, so
+#   robotics' share of the 1,200.00 is 840.00 (-60.00 from 900.00) and vision's 360.00 (+60.00): cost recovery
+#   adjustments robotics -60.00 - 50.00 = -110.00, vision +60.00 - 50.00 = +10.00.
+#   heron: robotics +10.00 of CPU; charges vision 20.00, robotics 20.00 of 40.00, shares of the 90.00 45.00 each:
+#   robotics +15.00 (from 30.00), vision -15.00 (from 60.00); cost recovery robotics 15.00 - 10.00 = +5.00, vision -15.00.
+REC_OCT_5_FIXED = [
+    ("jaguar", "alice", "robotics", "alice", "gpu", H100, 50.0, 3.00, 150.00, 150.00),
+    ("jaguar", "vera", "vision", "vera", "gpu", H100, 50.0, 3.00, 150.00, 150.00),
+    ("heron", "vera", "vision", "vera", "gpu", "", 10.0, 2.00, 20.00, 20.00),
+    ("heron", "team-robotics", "robotics", None, "cpu", "", 200.0, 0.10, 20.00, 20.00),
+]
+# Second correction: October 20 again, namespace dana now owned by audio, which had no charge in October.
+#   jaguar: robotics -50.00, audio +50.00 of GPU; charges robotics 300.00, vision 150.00, audio 50.00 of 500.00:
+#   shares 720.00 (-120.00 from 840.00), 360.00 (no change), 120.00 (+120.00 from nothing): cost recovery
+#   robotics -120.00 + 50.00 = -70.00, audio 120.00 - 50.00 = +70.00, none for vision.
+REC_OCT_20_FIXED = [
+    ("jaguar", "alice", "robotics", "alice", "gpu", H100, 75.0, 2.00, 150.00, 150.00),
+    ("jaguar", "dana", "audio", "dana", "gpu", H100, 25.0, 2.00, 50.00, 50.00),
+]
+REC_NOV_2 = [("jaguar", "alice", "robotics", "alice", "gpu", H100, 10.0, 2.00, 20.00, 20.00)]
+# (team, cluster, resource, day corrected) -> amount, all booked in November; they add up to zero on each cluster
+REC_ADJUSTMENTS = {
+    ("robotics", "jaguar", "gpu", "2026-10-05"): "50.00",
+    ("robotics", "jaguar", "recovery", "2026-10-05"): "-110.00",
+    ("vision", "jaguar", "gpu", "2026-10-05"): "50.00",
+    ("vision", "jaguar", "recovery", "2026-10-05"): "10.00",
+    ("robotics", "heron", "cpu", "2026-10-05"): "10.00",
+    ("robotics", "heron", "recovery", "2026-10-05"): "5.00",
+    ("vision", "heron", "recovery", "2026-10-05"): "-15.00",
+    ("robotics", "jaguar", "gpu", "2026-10-20"): "-50.00",
+    ("robotics", "jaguar", "recovery", "2026-10-20"): "-70.00",
+    ("audio", "jaguar", "gpu", "2026-10-20"): "50.00",
+    ("audio", "jaguar", "recovery", "2026-10-20"): "70.00",
+}
+# November: robotics 20.00 + 50.00 - 110.00 + 10.00 + 5.00 - 50.00 - 70.00 = -145.00, vision 50.00 + 10.00 - 15.00 =
+# 45.00, audio 50.00 + 70.00 = 120.00: 20.00 in all, November's own charge, as the corrections move cost only.
+REC_NOV_TOTALS = {"robotics": "-145.00", "vision": "45.00", "audio": "120.00"}
+# October in the export, the ledger as corrected: each team its share of each cluster's cost as re-split; robotics
+# 720.00 + 45.00, vision 360.00 + 45.00, audio 120.00: 1,290.00, the cost, as the closed statement says.
+REC_OCT_EXPORTED = {"robotics": "765.00", "vision": "405.00", "audio": "120.00", "in all": "1290.00"}
+
+
+def export_of(engine, month: date) -> pd.DataFrame:
+    """The FOCUS export of the month, as `billing export` writes it."""
+    last = month.replace(day=days_in_month(month))
+    return focus_rows(broken_down(read_rows(engine, month, last), read_workload_costs(engine, month, last)),
+                      ZoneInfo("UTC"), read_recovery(engine, month, last))
+
+
+def exported(engine, month: date) -> dict[str, str]:
+    """The FOCUS export of the month summed per team (BillingAccountId), and in all."""
+    focus = export_of(engine, month)
+    per_team = focus.groupby("BillingAccountId")["BilledCost"].sum()
+    return {**{team: cents(cost) for team, cost in per_team.items()}, "in all": cents(focus["BilledCost"].sum())}
+
+
+def format_totals(engine, month: date) -> dict[str, str]:
+    """The month's total as each format of its statement gives it: JSON's, CSV's lines summed, the HTML's team
+    totals summed."""
+    formats = all_formats(engine, month)
+    html_totals = re.findall(r'<tfoot><tr><td>Total</td><td class="num">(-?[\d,.]+) USD</td></tr></tfoot>',
+                             formats["html"])
+    return {"json": cents(json.loads(formats["json"])["total"]),
+            "csv": cents(sum(float(row["amount"]) for row in csv.DictReader(io.StringIO(formats["csv"])))),
+            "html": cents(sum(float(amount.replace(",", "")) for amount in html_totals))}
+
+
+def booked_lines(engine, month: date) -> dict[tuple, str]:
+    """(team, cluster, resource, day corrected) -> amount of the adjustments booked in the month."""
+    rows = fetch(engine, adjustments.select().where(adjustments.c.month == month))
+    return {(r["team"], r["cluster"], r["resource"], r["corrects"].isoformat()): cents(r["amount"]) for r in rows}
+
+
+def recovered_correction_scenario(url: str) -> None:
+    """Close October recovering jaguar's monthly cost and heron's invoice, then correct two of its days: the
+    corrections move cost between teams, add up to zero on each cluster, and October stays 1,290.00 in its statement
+    and in the export, November its own 20.00 in both, in every format."""
+    engine = open_ledger(url)
+    write_month(engine, OCT, {date(2026, 10, 5): REC_OCT_5, date(2026, 10, 20): REC_OCT_20})
+    write_month(engine, NOV, {date(2026, 11, 2): REC_NOV_2})
+    record_invoice(engine, OCT, "heron", Invoice(Decimal("90.00"), "USD", "october.csv", "ab" * 32, 3, 2), "finance")
+    recover = {"jaguar": CostRecovery(monthly_cost=1200.00), "heron": CostRecovery(invoice_match={"Tags.cluster": "heron"})}
+    close_month(engine, OCT, "finance", TODAY_DONE, "USD", {}, recover=recover)
+    assert team_totals(engine, OCT) == REC_OCT_TOTALS
+    closed = all_formats(engine, OCT)
+
+    replace_day(engine, date(2026, 10, 5), DayBill(frame(REC_OCT_5_FIXED)), "USD")
+    replace_day(engine, date(2026, 10, 20), DayBill(frame(REC_OCT_20_FIXED)), "USD")
+
+    assert all_formats(engine, OCT) == closed  # the closed statement stays, byte for byte
+    assert booked_lines(engine, NOV) == REC_ADJUSTMENTS
+    november = json.loads(all_formats(engine, NOV)["json"])
+    assert {row["cluster"]: cents(row["adjusted"]) for row in november["clusters"]} == {"jaguar": "0.00",
+                                                                                       "heron": "0.00"}
+    assert team_totals(engine, NOV) == REC_NOV_TOTALS
+    page = all_formats(engine, NOV)["html"]
+    assert "Adjustment of 2026-10-20, Cost recovery" in page and "add up to zero on the cluster" in page
+    assert format_totals(engine, OCT) == {"json": "1290.00", "csv": "1290.00", "html": "1290.00"}
+    assert format_totals(engine, NOV) == {"json": "20.00", "csv": "20.00", "html": "20.00"}
+    assert exported(engine, OCT) == REC_OCT_EXPORTED
+    assert exported(engine, NOV) == {"robotics": "20.00", "in all": "20.00"}
+
+    replace_day(engine, date(2026, 10, 20), DayBill(frame(REC_OCT_20_FIXED)), "USD")  # the same again: nothing booked
+    assert booked_lines(engine, NOV) == REC_ADJUSTMENTS
+
+    # each team ends where closing October again with its days corrected puts it
+    reopen_month(engine, OCT, "finance")
+    close_month(engine, OCT, "finance", TODAY_DONE, "USD", {}, recover=recover)
+    assert team_totals(engine, OCT) == {team: cents(float(amount)) for team, amount in REC_OCT_EXPORTED.items()
+                                        if team != "in all"}

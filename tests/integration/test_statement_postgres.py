@@ -1,23 +1,35 @@
-"""On a real PostgreSQL: closing, re-running and reopening, recovering costs (the SQLite tests' scenarios), and closing
-beside a run."""
+"""On a real PostgreSQL: closing, re-running and reopening, recovering costs, correcting a recovered cluster (the SQLite
+tests' scenarios), and closing beside a run."""
 
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import date, datetime, timezone
+from decimal import Decimal
 
 from sqlalchemy import text
 
 from billing import frames
+from billing.charge.bill import DayBill
+from billing.collect.invoices import Invoice
+from billing.config import CostRecovery
 from billing.ledger.database import open_ledger
-from billing.ledger.tables import chargeback
-from billing.publish.statement import close_month
+from billing.ledger.tables import adjustments, chargeback
+from billing.ledger.write import record_invoice, replace_day
+from billing.publish.statement import build_statement, close_month
+from tests.helpers.report_ledger import frame
 from tests.helpers.statements import (
+    NOV,
     OCT,
     OCT_5,
     OCT_6,
+    REC_OCT_5,
+    REC_OCT_5_FIXED,
+    REC_OCT_20,
+    REC_OCT_20_FIXED,
     TODAY_DONE,
     cents,
     closing_scenario,
+    recovered_correction_scenario,
     recovery_scenario,
     write_month,
 )
@@ -29,6 +41,10 @@ def test_close_rerun_and_reopen_on_postgres(postgres_url):
 
 def test_closing_recovers_each_clusters_cost_on_postgres(postgres_url):
     recovery_scenario(postgres_url)
+
+
+def test_a_correction_on_a_recovered_cluster_keeps_its_month_at_its_cost_on_postgres(postgres_url):
+    recovered_correction_scenario(postgres_url)
 
 
 def test_closing_waits_for_a_run_of_one_of_its_days_in_progress(postgres_url):
@@ -47,3 +63,40 @@ def test_closing_waits_for_a_run_of_one_of_its_days_in_progress(postgres_url):
     statement = closed.result(timeout=30)
     assert cents(statement.total) == "85.20"  # October 5's 73.20 and the run's 12.00 of October 6
     assert [line.quantity for line in statement.lines if line.resource == "gpu" and line.team == "robotics"] == [15.0]
+
+
+def test_corrections_of_one_recovered_month_wait_for_each_other(postgres_url):
+    """October closed as in `recovered_correction_scenario`. A run of October 20 is correcting it (namespace dana now
+    audio's) and has not committed when October 5 is run again at 3.00: October 5's correction waits for it, and
+    re-splits the cost over what it booked. By hand, October 20 first: jaguar's charges robotics 100.00 + 150.00,
+    vision 100.00, audio 50.00, shares of 1,200.00 750.00, 300.00, 150.00: GPU -50.00 and +50.00, cost recovery
+    -100.00 (750 - 900 + 50) for robotics and +100.00 for audio. Then October 5 ends where both corrections end in
+    either order: robotics 720.00, vision 360.00, audio 120.00 of jaguar."""
+    engine = open_ledger(postgres_url)
+    write_month(engine, OCT, {date(2026, 10, 5): REC_OCT_5, date(2026, 10, 20): REC_OCT_20})
+    record_invoice(engine, OCT, "heron", Invoice(Decimal("90.00"), "USD", "october.csv", "ab" * 32, 3, 2), "finance")
+    close_month(engine, OCT, "finance", TODAY_DONE, "USD", {}, recover={
+        "jaguar": CostRecovery(monthly_cost=1200.00), "heron": CostRecovery(invoice_match={"Tags.cluster": "heron"})})
+    correcting = ThreadPoolExecutor(1)
+    now = datetime.now(timezone.utc)
+    with engine.begin() as conn:  # the run of October 20, from its locks to its commit
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": date(2026, 10, 20).toordinal()})
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": -OCT.toordinal()})
+        corrected = correcting.submit(replace_day, engine, date(2026, 10, 5), DayBill(frame(REC_OCT_5_FIXED)), "USD")
+        time.sleep(1.0)
+        assert not corrected.done()  # waiting for October 20's correction
+        conn.execute(chargeback.delete().where(chargeback.c.day == date(2026, 10, 20)))
+        conn.execute(chargeback.insert(), [{**dict(zip(frames.ROWS.columns, row)), "day": date(2026, 10, 20),
+                                            "currency": "USD", "computed_at": now} for row in REC_OCT_20_FIXED])
+        conn.execute(adjustments.insert(), [
+            {"month": NOV, "corrects": date(2026, 10, 20), "team": team, "cluster": "jaguar", "resource": resource,
+             "booked_at": now, "amount": amount, "currency": "USD"}
+            for team, resource, amount in [("robotics", "gpu", -50.0), ("robotics", "recovery", -100.0),
+                                           ("audio", "gpu", 50.0), ("audio", "recovery", 100.0)]])
+    corrected.result(timeout=30)
+    billed: dict[str, float] = {}
+    for line in build_statement(engine, OCT, "USD", {}).lines + build_statement(engine, NOV, "USD", {}).lines:
+        if line.cluster == "jaguar":
+            billed[line.team] = billed.get(line.team, 0.0) + line.amount
+    assert {team: cents(amount) for team, amount in billed.items()} == {
+        "robotics": "720.00", "vision": "360.00", "audio": "120.00"}

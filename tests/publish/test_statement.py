@@ -18,9 +18,13 @@ from click.testing import CliRunner
 
 from billing.charge.bill import DayBill
 from billing.cli import main
-from billing.ledger.database import open_ledger
+from billing.config import CostRecovery
+from billing.ledger.database import fetch, open_ledger
 from billing.ledger.read import read_rows
+from billing.ledger.recovery import NothingToRecoverOver
+from billing.ledger.tables import adjustments
 from billing.ledger.write import replace_day
+from billing.publish.formatting import total
 from billing.publish.statement import Statement, StatementError, StatementLine, build_statement, close_month
 from billing.publish.statement_formats import FORMATS, csv_text
 from tests.helpers.budgets import budget_job  # noqa: F401 (pytest fixtures)
@@ -31,8 +35,11 @@ from tests.helpers.statements import (
     OCT,
     OCT_5,
     OCT_6,
+    TODAY_DONE,
     cents,
     closing_scenario,
+    exported,
+    recovered_correction_scenario,
     recovery_scenario,
     write_month,
 )
@@ -143,9 +150,92 @@ def test_billing_run_of_a_closed_day_at_a_new_price_books_the_difference(budget_
     assert cents(read_rows(ledger, OCT, date(2026, 10, 31))["cost"].sum()) == "656.00"  # the ledger has the new rows
 
 
+def test_billing_run_of_a_closed_day_on_a_recovered_cluster_keeps_its_month_at_its_cost(budget_job):  # noqa: F811
+    """Issue 43's path through the commands: jaguar recovers 700.00 a month; October's 31 x 21.00 = 651.00 of charges
+    get 49.00 of cost recovery. The GPU price goes to 2.50 and October 15 is run again: +5.00 of GPU (10 GPU-h x
+    0.50), and robotics, alone on jaguar, still owes the 700.00: -5.00 of cost recovery. October's statement and
+    export both stay 700.00; November has the two adjustments and no change of total."""
+    config = budget_job()
+    settings = yaml.safe_load(Path(config).read_text())
+    settings["clusters"][0]["recover"] = {"monthly_cost": 700}
+    Path(config).write_text(yaml.safe_dump(settings))
+    runner = CliRunner()
+
+    def invoke(*args: str) -> str:
+        result = runner.invoke(main, [*args, "--config", config])
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    def exported(month: str, last: str) -> str:
+        rows = csv.DictReader(io.StringIO(invoke("export", "--from", f"{month}-01", "--to", f"{month}-{last}")))
+        return cents(sum(float(row["BilledCost"]) for row in rows))
+
+    invoke("backfill", "--from", "2026-10-01", "--to", "2026-10-31")
+    invoke("close", "--month", "2026-10", "--by", "finance")
+    october = invoke("statement", "--month", "2026-10", "--format", "json")
+    assert cents(json.loads(october)["total"]) == exported("2026-10", "31") == "700.00"
+
+    settings["clusters"][0]["prices"]["gpu_hour"] = 2.5
+    Path(config).write_text(yaml.safe_dump(settings))
+    invoke("run", "--date", "2026-10-15")
+
+    assert invoke("statement", "--month", "2026-10", "--format", "json") == october
+    assert exported("2026-10", "31") == "700.00"
+    november = json.loads(invoke("statement", "--month", "2026-11", "--format", "json"))
+    assert [(t["team"], [(line["kind"], line["cluster"], line["resource"], line["corrects"], cents(line["amount"]))
+                         for line in t["lines"]]) for t in november["teams"]] == [
+        ("robotics", [("adjustment", "jaguar", "gpu", "2026-10-15", "5.00"),
+                      ("adjustment", "jaguar", "recovery", "2026-10-15", "-5.00")])]
+    assert cents(november["total"]) == "0.00"
+
+
 def test_statement_csv_numbers_have_no_float_noise():
     """A quantity summed in floating point was written as 21.959660000000003."""
     line = StatementLine("robotics", "CC-1", "jaguar", "usage", "gpu", "", None, 0.1 + 21.85966, 0.1 + 0.2)
     text = csv_text(Statement(date(2026, 11, 1), "USD", [line], None, []))
     row = next(csv.DictReader(io.StringIO(text)))
     assert (row["quantity"], row["amount"]) == ("21.95966", "0.3")
+
+
+def test_a_correction_on_a_recovered_cluster_keeps_its_month_at_its_cost_on_sqlite(tmp_path):
+    recovered_correction_scenario(f"sqlite:///{tmp_path}/ledger.db")
+
+
+def test_corrections_on_a_recovered_cluster_add_up_to_zero_where_its_cost_splits_in_thirds(tmp_path):
+    """jaguar costs 100.00; three teams charged 1.00 each recover 97.00 in thirds (each pays 100/3). October 5 again
+    with audio charged 1.01: robotics and vision owe 100 x 1/3.01 each, 1/9.03 = 0.110742 less than 100/3, audio
+    100 x 1.01/3.01, 2/9.03 = 0.221484 more (0.01 of CPU, the rest cost recovery). The corrections add up to
+    exactly zero, to the billionth, and October's export stays 100.00."""
+    engine = open_ledger(f"sqlite:///{tmp_path}/ledger.db")
+    cpu = [("jaguar", f"team-{team}", team, None, "cpu", "", 10.0, 0.10, 1.00, 1.00)
+           for team in ("robotics", "vision", "audio")]
+    write_month(engine, OCT, {date(2026, 10, 5): cpu})
+    close_month(engine, OCT, "finance", TODAY_DONE, "USD", {}, recover={"jaguar": CostRecovery(monthly_cost=100.00)})
+    audio_more = [*cpu[:2], ("jaguar", "team-audio", "audio", None, "cpu", "", 10.1, 0.10, 1.01, 1.01)]
+    replace_day(engine, date(2026, 10, 5), DayBill(frame(audio_more)), "USD")
+
+    moves: dict[str, float] = {}
+    for row in fetch(engine, adjustments.select()):
+        moves[row["team"]] = moves.get(row["team"], 0.0) + row["amount"]
+    assert moves == pytest.approx({"robotics": -1 / 9.03, "vision": -1 / 9.03, "audio": 2 / 9.03}, abs=1e-9)
+    assert total(row["amount"] for row in fetch(engine, adjustments.select())) == 0.0
+    november = build_statement(engine, NOV, "USD", {})
+    assert [(row["cluster"], row["adjusted"]) for row in november.clusters()] == [("jaguar", 0.0)]
+    assert {team: cents(sum(line.amount for line in lines)) for team, _, lines in november.teams()} == {
+        "robotics": "-0.11", "vision": "-0.11", "audio": "0.22"}
+    # each team its share of the 100.00: 100/3.01 = 33.2226 twice and 101/3.01 = 33.5548
+    assert exported(engine, OCT) == {"robotics": "33.22", "vision": "33.22", "audio": "33.55", "in all": "100.00"}
+
+
+def test_a_rerun_that_leaves_a_recovered_cluster_no_charges_in_its_closed_month_is_refused(tmp_path):
+    """There would be nothing to split jaguar's cost over: the run is refused (exit 2) and nothing is written."""
+    engine = open_ledger(f"sqlite:///{tmp_path}/ledger.db")
+    write_month(engine, OCT, {date(2026, 10, 6): OCT_6})
+    close_month(engine, OCT, "finance", TODAY_DONE, "USD", {}, recover={"jaguar": CostRecovery(monthly_cost=100.00)})
+    with pytest.raises(NothingToRecoverOver, match=r"^re-running 2026-10-06 would leave cluster jaguar no charges in "
+                                                   r"2026-10, a closed month that recovered its cost of 100.00 over "
+                                                   r"them; reopen it first \(billing close --reopen\)$") as refused:
+        replace_day(engine, date(2026, 10, 6), DayBill(frame([])), "USD")
+    assert refused.value.exit_status == 2
+    assert read_rows(engine, OCT, date(2026, 10, 31))["cost"].sum() == 12.00
+    assert fetch(engine, adjustments.select()) == []
