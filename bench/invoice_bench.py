@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,10 +28,11 @@ MATCH = {"ProviderName": "Microsoft", "Tags.cluster": "ibis"}
 def write_export(path: Path, rows: int) -> None:
     with path.open("w", newline="") as stream:
         writer = csv.writer(stream)
-        writer.writerow(["BilledCost", "BillingCurrency", "ChargePeriodStart", "ProviderName", "ResourceId", "Tags"])
+        writer.writerow(["BilledCost", "BillingCurrency", "BillingPeriodStart", "ChargePeriodStart", "ProviderName",
+                         "ResourceId", "Tags"])
         for i in range(rows):
             tags = {"cluster": "ibis" if i % 4 == 0 else "other", "team": f"team-{i % 60}", "env": "prod"}
-            writer.writerow([f"{i % 100}.{i % 7:02d}", "CHF", "2026-11-01T00:00:00Z", "Microsoft",
+            writer.writerow([f"{i % 100}.{i % 7:02d}", "CHF", "2026-11-01T00:00:00Z", "2026-11-01T00:00:00Z", "Microsoft",
                              f"/subscriptions/lab/resourceGroups/rg-{i % 300}/providers/vm-{i}", json.dumps(tags)])
 
 
@@ -40,7 +42,7 @@ def measure(path: Path) -> None:
     from billing.collect.invoices import read_invoice
 
     started = time.monotonic()
-    bill = read_invoice(path, MATCH, "CHF")
+    bill = read_invoice(path, MATCH, "CHF", date(2026, 11, 1))
     seconds = time.monotonic() - started
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"{bill.rows_read:,} rows ({path.stat().st_size / 2**20:,.0f} MiB), {bill.rows_matched:,} matched, "

@@ -527,19 +527,23 @@ def invoice() -> None:
 @invoice.command("import")
 @click.option("--cluster", required=True, help="The cluster (its recover.invoice_match selects its rows).")
 @click.option("--month", callback=_month, required=True, help="The month the bill is for, YYYY-MM.")
-@click.option("--replace", is_flag=True, help="Replace the invoice imported for that month before.")
+@click.option("--replace", is_flag=True, help="Replace the invoice imported for that month before (all its files).")
+@click.option("--add", is_flag=True, help="Add this file to the month's invoice: a bill that comes in several files.")
 @click.option("--by", help="Who imports, for the record (default: the operating-system user).")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @_global_options
 @_guarded
-def import_invoice(cluster: str, month: date, replace: bool, by: str | None, file: Path) -> None:
+def import_invoice(cluster: str, month: date, replace: bool, add: bool, by: str | None, file: Path) -> None:
     """Sum the cluster's rows of the provider's FOCUS export (BilledCost) and keep it as the month's cost.
 
     The file is read as it streams, never whole; it must be a FOCUS 1.x CSV
-    export in the configured currency. Example:
+    export in the configured currency, its rows billed in the month
+    (BillingPeriodStart). Example:
 
         billing invoice import --cluster ibis --month 2026-11 november-focus.csv
     """
+    if replace and add:
+        raise click.UsageError("--replace and --add exclude each other: replace the month's files, or add one to them")
     config = _config()
     configured = next((c for c in config.clusters if c.name == cluster), None)
     if configured is None:
@@ -547,10 +551,11 @@ def import_invoice(cluster: str, month: date, replace: bool, by: str | None, fil
     if configured.recover is None or not configured.recover.invoice_match:
         raise click.BadParameter(f"cluster {cluster} has no recover.invoice_match in the config: nothing says which "
                                  "rows of the bill are its", param_hint="--cluster")
-    bill = read_invoice(file, configured.recover.invoice_match, config.currency)
-    record_invoice(open_ledger(config.database), month, cluster, bill, _operator(by), replace)
+    bill = read_invoice(file, configured.recover.invoice_match, config.currency, month)
+    month_cost = record_invoice(open_ledger(config.database), month, cluster, bill, _operator(by), replace, add)
+    in_all = f"; the month's invoice is {money(month_cost, bill.currency)} in all" if add else ""
     click.echo(f"imported the invoice of cluster {cluster} for {month:%Y-%m}: {money(float(bill.billed_cost), bill.currency)} "
-               f"from {bill.rows_matched:,} of {bill.rows_read:,} rows of {file.name} (sha256 {bill.sha256[:12]}…)")
+               f"from {bill.rows_matched:,} of {bill.rows_read:,} rows of {file.name} (sha256 {bill.sha256[:12]}…){in_all}")
 
 
 @main.command()

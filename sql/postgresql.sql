@@ -241,4 +241,28 @@ CREATE TABLE invoices (
 
 UPDATE alembic_version SET version_num='0008' WHERE alembic_version.version_num = '0007';
 
+-- Running upgrade 0008 -> 0009
+
+CREATE TABLE invoice_files (
+    month DATE NOT NULL,
+    cluster TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    billed_cost DOUBLE PRECISION NOT NULL,
+    currency TEXT NOT NULL,
+    file_name TEXT NOT NULL,
+    rows_read INTEGER NOT NULL,
+    rows_matched INTEGER NOT NULL,
+    imported_at TIMESTAMP WITH TIME ZONE NOT NULL,
+    imported_by TEXT NOT NULL,
+    PRIMARY KEY (month, cluster, sha256)
+);
+
+INSERT INTO invoice_files (month, cluster, sha256, billed_cost, currency, file_name, rows_read, rows_matched, imported_at, imported_by) SELECT month, cluster, sha256, billed_cost, currency, file_name, rows_read, rows_matched, imported_at, imported_by FROM invoices;
+
+DROP TABLE invoices;
+
+ALTER TABLE invoice_files RENAME TO invoices;
+
+UPDATE alembic_version SET version_num='0009' WHERE alembic_version.version_num = '0008';
+
 COMMIT;

@@ -273,6 +273,10 @@ def prices(**changes) -> list[dict]:
     return [{**MINIMAL_CONFIG["clusters"][0], "prices": {**MINIMAL_CONFIG["clusters"][0]["prices"], **changes}}]
 
 
+def recovered(monthly_cost: float) -> list[dict]:
+    return [{**MINIMAL_CONFIG["clusters"][0], "recover": {"monthly_cost": monthly_cost}}]
+
+
 @pytest.mark.parametrize(
     "text, cause",
     [
@@ -321,6 +325,13 @@ def test_a_config_file_that_is_not_text(tmp_path):
         ({"clusters": prices(gpu_hour=float("inf"))}, "clusters[0].prices.gpu_hour", "finite"),
         ({"clusters": prices(gpu_models={"H100": float("nan")})}, "clusters[0].prices.gpu_models.H100", "finite"),
         ({"clusters": prices(cpu_core_hour=[1])}, "clusters[0].prices.cpu_core_hour", "valid number"),
+        # money keys besides prices: what a cluster costs in a month, a team's budget
+        ({"clusters": recovered(float("nan"))}, "clusters[0].recover.monthly_cost", "finite"),
+        ({"clusters": recovered(float("inf"))}, "clusters[0].recover.monthly_cost", "finite"),
+        ({"clusters": recovered(10**400)}, "clusters[0].recover.monthly_cost", "valid number"),
+        ({"clusters": recovered(1e12)}, "clusters[0].recover.monthly_cost", "less than 1000000000000"),
+        ({"budgets": {"monthly": {"robotics": float("inf")}}}, "budgets.monthly.robotics", "finite"),
+        ({"budgets": {"monthly": {"robotics": 10**400}}}, "budgets.monthly.robotics", "valid number"),
         ({"database": 5}, "database", "valid string"),
         ({"clusters": [{**cluster(), "name": None}]}, "clusters[0].name", "valid string"),
         ({"namespaces": {"overrides": ["a", "b"]}}, "namespaces.overrides", "valid dictionary"),

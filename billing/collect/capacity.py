@@ -18,7 +18,7 @@ import logging
 
 import pandas as pd
 
-from billing.collect.prometheus import PrometheusSource
+from billing.collect.prometheus import PrometheusError, PrometheusSource, measured
 from billing.collect.promql import (
     GPU_UTILISATION,
     WHOLE_GPU,
@@ -33,7 +33,7 @@ from billing.collect.promql import (
     quote,
 )
 from billing.collect.stores import Store, store_of
-from billing.collect.usage import billing_units
+from billing.collect.usage import HIGHEST_QUANTITY, billing_units
 from billing.config import DRA_GPU, ClusterConfig
 from billing.days import BillingDay
 
@@ -93,15 +93,17 @@ class CapacityQueries(Queries):
         return f'label_replace(sum_over_time(({per_instant})[{self.instants}:{self.step}]), "resource", "{DRA_GPU}", "", "")'
 
 
-def _chunk_allocatable(source: PrometheusSource, queries: CapacityQueries, chunk: Chunk) -> list[tuple]:
+def _chunk_allocatable(source: PrometheusSource, queries: CapacityQueries, chunk: Chunk, cluster: str) -> list[tuple]:
     nodes = NodeKinds(source, queries, chunk.last)
     copies = any(float(series["value"][1]) for series in source.instant(queries.copies(), chunk.last))
     answer = source.instant(queries.allocatable(nodes.relabelled, copies), chunk.last)
     rows = []
     for series in answer:
-        model, pool, gpus_per_unit = nodes.priced(series["metric"])
-        rows.append((series["metric"].get("resource", ""), model, pool,
-                     float(series["value"][1]) * gpus_per_unit * chunk.step / 3600))
+        labels = series["metric"]
+        model, pool, gpus_per_unit = nodes.priced(labels)
+        resource = labels.get("resource", "")
+        offered = measured(series["value"][1], cluster, f"allocatable {resource} of node {labels.get('node', '')!r}")
+        rows.append((resource, model, pool, offered * gpus_per_unit * chunk.step / 3600))
     return rows
 
 
@@ -111,9 +113,15 @@ def collect_allocatable(
 ) -> pd.DataFrame:
     """Allocatable resource-hours of one cluster-day per resource, GPU model and pool (frames.ALLOCATABLE.columns)."""
     store = store or store_of(source, cluster, day)
-    rows = map_chunks(lambda c: _chunk_allocatable(source, CapacityQueries(cluster, gpu_resources, c, store), c),
+    rows = map_chunks(lambda c: _chunk_allocatable(source, CapacityQueries(cluster, gpu_resources, c, store), c,
+                                                   cluster.name),
                       chunks(day, step, store.busiest))
     raw = pd.DataFrame([r for chunk_rows in rows for r in chunk_rows], columns=[*KEYS, "quantity"])
     frame = billing_units(raw.astype({"quantity": float}), gpu_resources)
     summed = frame.groupby(KEYS, as_index=False, sort=True)[["quantity"]].sum()
+    huge = summed[summed["quantity"] > HIGHEST_QUANTITY]
+    if len(huge):  # priced as unrequested capacity, more money than reports can show
+        raise PrometheusError(f"Prometheus of cluster {cluster.name} returned an impossible allocatable "
+                              f"{huge['resource'].iloc[0]} ({huge['quantity'].iloc[0]} resource-hours in the day, "
+                              f"more than the {HIGHEST_QUANTITY:.0e} of any cluster); refusing to bill it")
     return summed.rename(columns={"quantity": "allocatable"})

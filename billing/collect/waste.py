@@ -82,7 +82,7 @@ from dataclasses import replace
 import pandas as pd
 
 from billing import frames
-from billing.collect.prometheus import PrometheusSource
+from billing.collect.prometheus import PrometheusSource, measured
 from billing.collect.promql import (
     CONTROLLED,
     DRA_HELD,
@@ -129,6 +129,7 @@ class WasteQueries(Queries):
     def __init__(self, cluster: ClusterConfig, gpu_resources: GpuResources, chunk: Chunk, store: Store,
                  by_workload: bool = False, copies: bool = False):
         super().__init__(cluster, gpu_resources, chunk, store)
+        self.cluster = cluster.name  # for the sentence that refuses an impossible sample
         self.copies = copies  # some series came from several exporters: merged at each instant (as usage does)
         # nodes are aggregated away in every waste query: a renamed `node` label needs no renaming back
         self.ksm, self.dcgm, self.cadvisor = (replace(f, node="node") for f in (self.ksm, self.dcgm, self.cadvisor))
@@ -244,8 +245,10 @@ def _group_waste(queries: WasteQueries, hours: list[Chunk], answer: Sampled, use
     for labels, values in answer:
         part = labels.get("measure", "")
         weight = queries.gpus_per_instance(labels) if part == IDLE_GPU_INSTANCE else 1.0
+        namespace, pod = labels.get("namespace", ""), labels.get("pod", "")
         for t, value in values:
-            add(PARTS[part], at[t], labels.get("namespace", ""), labels.get("pod", ""), float(value) * weight)
+            instants = measured(value, queries.cluster, f"{PARTS[part]} sample for pod {namespace}/{pod}")
+            add(PARTS[part], at[t], namespace, pod, instants * weight)
     if any(hour is not None for hour in used):
         measures["unused_cpu_core_hours"] = {}
     for i, pods_used in enumerate(used):
@@ -286,7 +289,8 @@ def _resized_requests(source: PrometheusSource, queries: WasteQueries, resized: 
     for query in in_pieces(resized, queries.cpu_requests):
         for labels, values in at_times(source, query, ends, ranged)[0]:
             for t, value in values:
-                hourly[at[t]][labels.get("uid", "")] = float(value)
+                hourly[at[t]][labels.get("uid", "")] = measured(value, queries.cluster,
+                                                                f"cpu request of pod uid {labels.get('uid', '')}")
     return hourly
 
 
@@ -295,10 +299,10 @@ def _cpu_used_at(source: PrometheusSource, queries: WasteQueries, times: list[fl
     group, as the counters answer at every time asked: a store that moves a range's times shows it here. The
     counters are the largest answer of waste on a big cluster, so none of it outlives this call."""
     counters, ranged = at_times(source, queries.cpu_counters(), times, ranged=True)
-    return _cpu_used(counters, times), ranged
+    return _cpu_used(counters, times, queries.cluster), ranged
 
 
-def _cpu_used(counters: Sampled, times: list[float]) -> list[PodSeconds | None]:
+def _cpu_used(counters: Sampled, times: list[float], cluster: str) -> list[PodSeconds | None]:
     """Per hour (its end in times[1:], times[0] the end of the hour before) and pod (namespace, pod): the
     core-seconds its containers used, from `cpu_counters` at those times; None for an hour without cAdvisor
     series. Each counter's growth in an hour is its last sample in the hour less its last in the hour before, or
@@ -309,7 +313,8 @@ def _cpu_used(counters: Sampled, times: list[float]) -> list[PodSeconds | None]:
         if not labels:  # the series that answers at every time
             continue
         pod = (labels.get("namespace", ""), labels.get("pod", ""))
-        last: dict[int, float] = {at[t]: float(value) for t, value in values}
+        what = f"{CPU_USAGE} sample of pod {pod[0]}/{pod[1]}"
+        last: dict[int, float] = {at[t]: measured(value, cluster, what) for t, value in values}
         for j, value in last.items():
             if j == 0:
                 continue

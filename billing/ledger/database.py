@@ -134,10 +134,11 @@ def failure_cause(exc: SQLAlchemyError) -> str:
 
 
 @contextmanager
-def transaction(engine: Engine, what: str) -> Iterator[Connection]:
-    """One transaction; a database failure becomes a LedgerError naming the database and `what`, nothing kept."""
+def transaction(engine: Engine, what: str, writes: bool = False) -> Iterator[Connection]:
+    """One transaction; a database failure becomes a LedgerError naming the database and `what`, nothing kept.
+    `writes`: one that reads and then writes, begun as `writing` begins it."""
     try:
-        with engine.begin() as conn:
+        with writing(engine) if writes else engine.begin() as conn:
             yield conn
     except SQLAlchemyError as exc:
         raise LedgerError(f"{database_name(engine)}: {what} failed, nothing changed: {failure_cause(exc)}") from None

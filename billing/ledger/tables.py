@@ -194,15 +194,15 @@ month_closings = Table(  # the log of every close and reopen
 )
 
 
-invoices = Table(  # what a cloud cluster cost in a month, from its provider's FOCUS export (billing invoice import)
-    "invoices",
+invoices = Table(  # what a cloud cluster cost in a month, from its provider's FOCUS export (billing invoice import):
+    "invoices",      # one row per file, the month's cost their sum (a bill may come in several files, --add)
     metadata,
     Column("month", Date, primary_key=True),
     Column("cluster", Text, primary_key=True),
+    Column("sha256", Text, primary_key=True),  # of the file as imported: the same file is not imported twice
     Column("billed_cost", Double, nullable=False),  # BilledCost summed over the rows recover.invoice_match matched
     Column("currency", Text, nullable=False),
     Column("file_name", Text, nullable=False),
-    Column("sha256", Text, nullable=False),  # of the file as imported
     Column("rows_read", Integer, nullable=False),
     Column("rows_matched", Integer, nullable=False),
     Column("imported_at", DateTime(timezone=True), nullable=False),

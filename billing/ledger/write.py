@@ -9,6 +9,7 @@ closed month leaves its rows and books the difference as adjustments.
 from __future__ import annotations
 
 import logging
+import math
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
@@ -28,6 +29,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from billing import frames
 from billing.charge.bill import DayBill
 from billing.collect.invoices import Invoice, InvoiceError
+from billing.config import HIGHEST_BUDGET
 from billing.frames import LONGEST_NAME
 from billing.ledger.database import LedgerError, database_name, failure_cause, transaction, writing
 from billing.ledger.recovery import resplit
@@ -236,21 +238,43 @@ def _refuse_long_names(engine: Engine, day: date, rows: pd.DataFrame) -> None:
             )
 
 
-def record_invoice(engine: Engine, month: date, cluster: str, invoice: Invoice, by: str, replace: bool = False) -> None:
-    """Keep what the cluster cost in the month (table invoices); a second import of the month only with
-    `replace`, and none for a closed month, whose statement already recovered the cost it had."""
+def record_invoice(engine: Engine, month: date, cluster: str, invoice: Invoice, by: str, replace: bool = False,
+                   add: bool = False) -> float:
+    """Keep what the cluster cost in the month (table invoices, a row per file) and return it (the sum of the month's
+    files): a month imported before only with
+    `replace` (its files give way to this one) or `add` (a bill in several files: this one is added, unless a file
+    of its name or content already was), and none for a closed month, whose statement already recovered the cost
+    it had.
+
+    Waits for a close of the month in progress, which holds its first day's lock (serialise_with_runs), and checks
+    that the month is open only then, in the transaction that writes: an import cannot slip in after the close read
+    the invoices. On SQLite the write lock is taken as the transaction begins, for the same reason.
+    """
     row = {"month": month, "cluster": cluster, "billed_cost": float(invoice.billed_cost), "currency": invoice.currency,
            "file_name": invoice.file_name, "sha256": invoice.sha256, "rows_read": invoice.rows_read,
            "rows_matched": invoice.rows_matched, "imported_at": datetime.now(timezone.utc), "imported_by": by}
-    with transaction(engine, f"recording the invoice of cluster {cluster} for {month:%Y-%m}") as conn:
+    with transaction(engine, f"recording the invoice of cluster {cluster} for {month:%Y-%m}", writes=True) as conn:
+        serialise_with_runs(conn, [month])
         if conn.execute(select(closed_months.c.month).where(closed_months.c.month == month)).first():
             raise InvoiceError(f"{month:%Y-%m} is closed; reopen it (billing close --reopen) to import its invoice")
         key = (invoices.c.month == month, invoices.c.cluster == cluster)
-        earlier = conn.execute(select(invoices).where(*key)).first()
-        if earlier is not None and not replace:
-            raise InvoiceError(
-                f"the invoice of cluster {cluster} for {month:%Y-%m} was imported from {earlier.file_name} "
-                f"(sha256 {earlier.sha256[:12]}…, {earlier.billed_cost:,.2f} {earlier.currency}) by "
-                f"{earlier.imported_by}; --replace replaces it")
-        conn.execute(delete(invoices).where(*key))
+        earlier = conn.execute(select(invoices).where(*key).order_by(invoices.c.imported_at)).all()
+        imported = "; ".join(f"{file.file_name} (sha256 {file.sha256[:12]}…, {file.billed_cost:,.2f} {file.currency}) "
+                             f"by {file.imported_by}" for file in earlier)
+        same = [file for file in earlier if invoice.sha256 == file.sha256 or invoice.file_name == file.file_name]
+        if add and same:
+            raise InvoiceError(f"the invoice of cluster {cluster} for {month:%Y-%m} already has {same[0].file_name} "
+                               f"(sha256 {same[0].sha256[:12]}…); a file is added once (--replace replaces the "
+                               "month's files by this one)")
+        if earlier and not (replace or add):
+            raise InvoiceError(f"the invoice of cluster {cluster} for {month:%Y-%m} was imported from {imported}; "
+                               "--replace replaces it, --add adds this file to it")
+        if replace:
+            conn.execute(delete(invoices).where(*key))
         conn.execute(insert(invoices).values(**row))
+        month_cost = math.fsum(conn.execute(select(invoices.c.billed_cost).where(*key)).scalars())
+        if month_cost >= HIGHEST_BUDGET:
+            raise InvoiceError(f"the invoice of cluster {cluster} for {month:%Y-%m} would be {month_cost:,.2f} "
+                               f"{invoice.currency} with {invoice.file_name}, beyond the {HIGHEST_BUDGET:,.0f} a month "
+                               "of a cluster can cost")
+        return month_cost

@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import difflib
 import logging
+import math
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from sqlalchemy import Connection, Engine, delete, insert, select
 
@@ -178,6 +180,7 @@ def _open_statement(conn: Connection, month: date, currency: str, cost_centers: 
                         columns=LEDGER_COLUMNS)
     booked = pd.DataFrame(conn.execute(select(adjustments).where(adjustments.c.month == month)).all(),
                           columns=[c.name for c in adjustments.columns])
+    _refuse_non_finite_rows(month, rows, booked)
     currencies = sorted(set(rows["currency"]) | set(booked["currency"]))
     if len(currencies) > 1:
         raise StatementError(f"the ledger holds costs in {' and '.join(currencies)} in {month:%Y-%m}; "
@@ -253,14 +256,15 @@ def close_month(engine: Engine, month: date, by: str, last_complete_day: date, c
     """Store the month's statement as it is now and mark the month closed; returns the statement. A cluster in
     `recover` gets cost recovery lines (docs/spec.md "Prices over time and cost recovery").
 
-    Runs of the month's days are waited for (and wait), so no run slips in
-    between the lines read and the month marked closed.
+    Runs of the month's days and invoice imports of the month are waited for (and wait), so none slips in
+    between the lines read and the month marked closed. A figure that is no finite amount (a cost, a line: a ledger
+    written before such figures were refused) is refused before anything is written.
     """
     first, last = month_range(month)
     if last > last_complete_day:
         raise StatementError(f"{month:%Y-%m} has not ended yet (its last day is {last}); it cannot be closed")
     now = datetime.now(timezone.utc)
-    with transaction(engine, f"closing {month:%Y-%m}") as conn:
+    with transaction(engine, f"closing {month:%Y-%m}", writes=True) as conn:
         serialise_with_runs(conn, days_between(first, last))
         closing = _closing(conn, month)
         if closing is not None:
@@ -271,6 +275,7 @@ def close_month(engine: Engine, month: date, by: str, last_complete_day: date, c
             raise StatementError(f"{month:%Y-%m} has {len(statement.missing_days)} day(s) never run, first "
                                  f"{statement.missing_days[0]}; run them, or close with --allow-missing")
         costs = {cluster: _month_cost(conn, month, cluster, how) for cluster, how in (recover or {}).items()}
+        _refuse_non_finite_costs(month, costs)
         lines = sorted(statement.lines + recovery_lines(statement.lines, month, costs), key=_line_order)
         statement = Statement(month, statement.currency, lines, None, statement.missing_days)
         missing = ",".join(day.isoformat() for day in statement.missing_days)
@@ -286,15 +291,38 @@ def close_month(engine: Engine, month: date, by: str, last_complete_day: date, c
 
 
 def _month_cost(conn: Connection, month: date, cluster: str, recovery: CostRecovery) -> float:
-    """What the cluster cost in the month: its configured monthly cost, or the invoice imported for it."""
+    """What the cluster cost in the month: its configured monthly cost, or the invoice imported for it (the sum of
+    its files)."""
     if recovery.monthly_cost is not None:
         return recovery.monthly_cost
-    invoice = conn.execute(select(invoices.c.billed_cost).where(invoices.c.month == month,
-                                                                invoices.c.cluster == cluster)).first()
-    if invoice is None:
+    files = conn.execute(select(invoices.c.billed_cost).where(invoices.c.month == month,
+                                                              invoices.c.cluster == cluster)).scalars().all()
+    if not files:
         raise StatementError(f"cluster {cluster} recovers its invoice, and none was imported for {month:%Y-%m}: "
                              f"billing invoice import --cluster {cluster} --month {month:%Y-%m} FILE")
-    return invoice.billed_cost
+    return math.fsum(files)
+
+
+def _refuse_non_finite_costs(month: date, costs: dict[str, float]) -> None:
+    """A NaN or infinite cost (an invoice stored before such figures were refused) would be closed into recovery
+    lines that can neither be shown nor closed again."""
+    for cluster, cost in costs.items():
+        if not math.isfinite(cost):
+            raise StatementError(f"the invoice of cluster {cluster} for {month:%Y-%m} in the ledger (table invoices) is "
+                                 f"{cost}, no amount; import it again: billing invoice import --replace --cluster "
+                                 f"{cluster} --month {month:%Y-%m} FILE")
+
+
+def _refuse_non_finite_rows(month: date, rows: pd.DataFrame, booked: pd.DataFrame) -> None:
+    """The same for the ledger's rows and adjustments of the month (written before a run refused such figures)."""
+    for frame, table, columns in ((rows, "chargeback", ["quantity", "cost", "list_cost"]), (booked, "adjustments", ["amount"])):
+        bad = frame[~np.isfinite(frame[columns].to_numpy(dtype=float)).all(axis=1)]
+        if len(bad):
+            row = bad.iloc[0]
+            day = row["day"] if table == "chargeback" else row["corrects"]
+            raise StatementError(f"the ledger's table {table} holds {', '.join(f'{c} {row[c]}' for c in columns)} for "
+                                 f"team {row['team']} on cluster {row['cluster']} ({day}) in {month:%Y-%m}, no amount; "
+                                 f"run {day} again")
 
 
 def reopen_month(engine: Engine, month: date, by: str) -> None:

@@ -7,9 +7,10 @@ import pandas as pd
 import pytest
 
 from billing import frames
+from billing.collect.prometheus import PrometheusError
 from billing.collect.promql import hours_of
 from billing.collect.stores import DEFAULT_STORE
-from billing.collect.waste import MEASURES, _requested, attribute_waste, collect_waste, waste_by_namespace
+from billing.collect.waste import MEASURES, _cpu_used, _requested, attribute_waste, collect_waste, waste_by_namespace
 from billing.config import ClusterConfig
 from billing.days import billing_day
 
@@ -114,3 +115,31 @@ def test_waste_is_split_over_a_namespace_s_teams_like_its_cost():
     assert rows.loc["robotics", ["idle_gpu_hours", "unused_cpu_core_hours"]].tolist() == [2.0, 5.0]
     assert rows.loc["vision", "owner"] == "bob"
     assert pd.isna(rows.loc["nlp", "idle_gpu_hours"]) and rows.loc["nlp", "unused_cpu_core_hours"] == 2.0
+
+
+class ImpossibleIdleGpus(Answers):
+    """DCGM's idle GPU-instants of alice answered as `value`: what a broken store or exporter may send."""
+
+    def __init__(self, value: str):
+        super().__init__()
+        self.value = value
+
+    def instant(self, query: str, at: float) -> list[dict]:
+        answer = super().instant(query, at)
+        return [{**s, "value": [at, self.value]} for s in answer] if "DCGM_FI_DEV_GPU_UTIL{" in query else answer
+
+
+@pytest.mark.parametrize("value", ["NaN", "+Inf", "-10"])
+def test_an_impossible_idle_gpu_sample_is_refused(value):
+    with pytest.raises(PrometheusError, match=rf"Prometheus of cluster jaguar returned an impossible idle_gpu_hours "
+                                              rf"sample for pod alice/ \({float(value)}\); refusing to bill it"):
+        collect_waste(CLUSTER, DAY, 60, ["nvidia_com_gpu"], ImpossibleIdleGpus(value), below=5.0, store=DEFAULT_STORE)
+
+
+@pytest.mark.parametrize("value", ["NaN", "+Inf", "-1"])
+def test_an_impossible_cpu_counter_is_refused(value):
+    # by hand, a good counter: 50 core-seconds by the first hour's end, 80 by the second's: 30 used in the second
+    run = {"namespace": "alice", "pod": "a", "container": "main", "id": "1", "cpu": "total"}
+    assert _cpu_used([(run, [(0.0, "50"), (3600.0, "80")])], [0.0, 3600.0], "jaguar") == [{("alice", "a"): 30.0}]
+    with pytest.raises(PrometheusError, match=r"impossible container_cpu_usage_seconds_total sample of pod alice/a"):
+        _cpu_used([(run, [(0.0, "50"), (3600.0, value)])], [0.0, 3600.0], "jaguar")

@@ -175,12 +175,12 @@ def nan_world() -> World:
     return World(clusters, DAY.start.timestamp() - 3600, DAY.end.timestamp() + 600)
 
 
-@pytest.mark.parametrize("cluster, shown", [("nan", "nan"), ("inf", "inf"), ("negative", "-6.0"), ("huge", "2400000000000.0")])
-def test_impossible_requests_stored_in_prometheus_are_refused(prometheus_server, tmp_path, cluster, shown):
+def refused_run_of(cluster: str, world: World, prometheus_server, tmp_path: Path) -> str:
+    """The failure sentence of a run of `cluster` of `world`, which must leave the ledger as it was."""
     ledger = f"sqlite:///{tmp_path / 'ledger.db'}"
     replace_day(open_ledger(ledger), DAY.date, DayBill(PREVIOUS), "USD")
     before = ledger_state(ledger)
-    server = prometheus_server(nan_world())
+    server = prometheus_server(world)
     path = Path(configure(tmp_path, ledger, server.url))
     settings = yaml.safe_load(path.read_text())
     settings["clusters"][0].update(name=cluster, prometheus={"url": server.url, "selector": f'cluster="{cluster}"'},
@@ -189,13 +189,45 @@ def test_impossible_requests_stored_in_prometheus_are_refused(prometheus_server,
 
     result = run(str(path))
 
+    assert ledger_state(ledger) == before
+    return failure_sentence(result.exit_code, result.output)
+
+
+@pytest.mark.parametrize("cluster, shown", [("nan", "nan"), ("inf", "inf"), ("negative", "-6.0"), ("huge", "2400000000000.0")])
+def test_impossible_requests_stored_in_prometheus_are_refused(prometheus_server, tmp_path, cluster, shown):
     # -1 core in the first 6-hour chunk of the day is -6 core-hours; 1e11 cores all day 2.4e12 core-hours,
     # more than any cluster has (HIGHEST_QUANTITY 1e12), and with a price of 1e9 more money than reports can show
-    assert failure_sentence(result.exit_code, result.output) == (
+    assert refused_run_of(cluster, nan_world(), prometheus_server, tmp_path) == (
         f"billing: Prometheus of cluster {cluster} returned an impossible cpu request or Running value ({shown}) "
         "for namespace 'broken'; refusing to bill it"
     )
-    assert ledger_state(ledger) == before
+
+
+def broken_node_world() -> World:
+    """Four clusters, each with a node whose allocatable CPU is impossible, and a pod of 1 core on it."""
+
+    def cluster(index: int, name: str, cpu: float) -> Cluster:
+        node = Node("node-1", ((DAY.start.timestamp() - 86400, {"label_kubernetes_io_hostname": "node-1"}),),
+                    {"cpu": cpu, "memory": 64 * GIB})
+        start = DAY.start.timestamp() - 3600
+        pod = Pod("alice", "alice-pod", f"00000000-0000-4000-8000-{index:012d}", "node-1", start, ((start, "Running"),),
+                  math.inf, (Container("main", 1.0, GIB),))
+        return Cluster(name, (node,), (pod,), {"cluster": name})
+
+    values = [("nan", math.nan), ("inf", math.inf), ("negative", -1.0), ("huge", 1e11)]
+    return World(tuple(cluster(i, name, cpu) for i, (name, cpu) in enumerate(values)),
+                 DAY.start.timestamp() - 3600, DAY.end.timestamp() + 600)
+
+
+@pytest.mark.parametrize("cluster, shown", [
+    ("nan", "allocatable cpu of node 'node-1' (nan)"), ("inf", "allocatable cpu of node 'node-1' (inf)"),
+    ("negative", "allocatable cpu of node 'node-1' (-360.0)"),  # -1 core at the 360 instants of a 6-hour chunk
+    # by hand: 1e11 cores all day, 2.4e12 core-hours, more than any cluster has (HIGHEST_QUANTITY)
+    ("huge", "allocatable cpu (2400000000000.0 resource-hours in the day, more than the 1e+12 of any cluster)"),
+])
+def test_impossible_allocatable_capacity_stored_in_prometheus_is_refused(prometheus_server, tmp_path, cluster, shown):
+    assert refused_run_of(cluster, broken_node_world(), prometheus_server, tmp_path) == (
+        f"billing: Prometheus of cluster {cluster} returned an impossible {shown}; refusing to bill it")
 
 
 # --- the database

@@ -1,21 +1,31 @@
 """On a real PostgreSQL: closing, re-running and reopening, recovering costs, correcting a recovered cluster (the SQLite
-tests' scenarios), and closing beside a run."""
+tests' scenarios), and closing beside a run or an invoice import."""
 
+import math
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import date, datetime, timezone
 from decimal import Decimal
 
-from sqlalchemy import text
+import pytest
+from sqlalchemy import insert, select, text
 
 from billing import frames
 from billing.charge.bill import DayBill
-from billing.collect.invoices import Invoice
+from billing.collect.invoices import Invoice, InvoiceError
 from billing.config import CostRecovery
-from billing.ledger.database import open_ledger
-from billing.ledger.tables import adjustments, chargeback
+from billing.ledger.database import fetch, open_ledger
+from billing.ledger.tables import adjustments, chargeback, closed_months, invoices
 from billing.ledger.write import record_invoice, replace_day
 from billing.publish.statement import build_statement, close_month
+from tests.helpers.invoices import (
+    close_october,
+    invoice,
+    non_finite_invoice_scenario,
+    non_finite_row_scenario,
+    october,
+    several_files_scenario,
+)
 from tests.helpers.report_ledger import frame
 from tests.helpers.statements import (
     NOV,
@@ -100,3 +110,67 @@ def test_corrections_of_one_recovered_month_wait_for_each_other(postgres_url):
             billed[line.team] = billed.get(line.team, 0.0) + line.amount
     assert {team: cents(amount) for team, amount in billed.items()} == {
         "robotics": "720.00", "vision": "360.00", "audio": "120.00"}
+
+
+def test_a_bill_in_several_files_is_recovered_as_their_sum_on_postgres(postgres_url):
+    several_files_scenario(postgres_url)
+
+
+@pytest.mark.parametrize("cost", [math.nan, math.inf])
+def test_closing_refuses_a_non_finite_invoice_and_writes_nothing_on_postgres(postgres_url, cost):
+    non_finite_invoice_scenario(postgres_url, cost)
+
+
+def test_closing_refuses_a_nan_ledger_row_and_writes_nothing_on_postgres(postgres_url):
+    non_finite_row_scenario(postgres_url, math.nan)
+
+
+def waiting(engine, sessions: int) -> None:
+    """Until `sessions` sessions of the database wait for a lock (10 s at most)."""
+    for _ in range(100):
+        with engine.connect() as conn:
+            if conn.execute(text("SELECT count(*) FROM pg_locks WHERE NOT granted")).scalar() >= sessions:
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"{sessions} session(s) never waited for a lock")
+
+
+def test_an_invoice_import_waits_for_a_close_in_progress_and_is_refused_after_it(postgres_url):
+    """A close of October holds its first day's lock (as close_month does) while October's invoice is imported again:
+    the import waits, then finds the month closed; the invoice stays as the close recovered it."""
+    engine = october(postgres_url)
+    record_invoice(engine, OCT, "heron", invoice("60.00", "october.csv"), "finance")
+    importing = ThreadPoolExecutor(1)
+    with engine.begin() as conn:  # the close, from its locks to its commit
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": OCT.toordinal()})
+        late = importing.submit(record_invoice, engine, OCT, "heron", invoice("70.00", "corrected.csv"), "finance",
+                                replace=True)
+        time.sleep(1.0)
+        assert not late.done()  # waiting for the close
+        conn.execute(insert(closed_months).values(month=OCT, closed_at=datetime.now(timezone.utc), closed_by="finance",
+                                                  missing_days=""))
+    with pytest.raises(InvoiceError, match="2026-10 is closed; reopen it"):
+        late.result(timeout=30)
+    assert [row["billed_cost"] for row in fetch(engine, select(invoices))] == [60.0]
+
+
+def test_an_invoice_import_that_began_before_a_close_is_recovered_as_it_commits(postgres_url):
+    """The issue's race, made deterministic: an import of October's invoice (60.00 replaced by 70.00) is held after
+    its check that October is open, on the old invoice's row, which another session locks; October is closed
+    meanwhile. The close must wait for the import, so that the closed statement recovers the invoice the ledger
+    keeps (by hand: heron cost 70.00), not the one the import was replacing (60.00)."""
+    engine = october(postgres_url)
+    record_invoice(engine, OCT, "heron", invoice("60.00", "october.csv"), "finance")
+    both = ThreadPoolExecutor(2)
+    with engine.begin() as conn:
+        conn.execute(select(invoices).with_for_update())
+        importing = both.submit(record_invoice, engine, OCT, "heron", invoice("70.00", "corrected.csv"), "finance",
+                                replace=True)
+        waiting(engine, 1)  # the import, on the row
+        closing = both.submit(close_october, engine)
+        time.sleep(1.0)
+        assert not closing.done()  # waiting for the import
+    assert importing.result(timeout=30) == 70.00
+    closed = closing.result(timeout=30)
+    assert [row["billed_cost"] for row in fetch(engine, select(invoices))] == [70.0]
+    assert cents(sum(line.amount for line in closed.lines if line.cluster == "heron")) == "70.00"

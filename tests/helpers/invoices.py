@@ -1,0 +1,103 @@
+"""Cloud bills as FOCUS exports, and invoice imports against a closing month, on SQLite and PostgreSQL alike."""
+
+from __future__ import annotations
+
+import csv
+import json
+from datetime import date, datetime, timezone
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from sqlalchemy import insert, select
+
+from billing.collect.invoices import Invoice, InvoiceError
+from billing.config import CostRecovery
+from billing.ledger.database import fetch, open_ledger
+from billing.ledger.tables import chargeback, closed_months, invoices, statement_lines
+from billing.ledger.write import record_invoice
+from billing.publish.statement import StatementError, build_statement, close_month
+from tests.helpers.statements import OCT, OCT_5, OCT_6, TODAY_DONE, write_month
+
+HEADER = ["BilledCost", "BillingCurrency", "BillingPeriodStart", "ChargePeriodStart", "ProviderName", "Tags"]
+IBIS = {"ProviderName": "Microsoft", "Tags.cluster": "ibis"}
+NOVEMBER = "2026-11-01T00:00:00Z"
+
+
+def write_export(path: Path, rows: list[tuple], header: list[str] = HEADER) -> Path:
+    with path.open("w", newline="", encoding="utf-8") as stream:
+        writer = csv.writer(stream)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
+def row(cost: str, cluster: str = "ibis", currency: str = "CHF", provider: str = "Microsoft",
+        period: str = NOVEMBER) -> tuple:
+    return (cost, currency, period, period, provider, json.dumps({"cluster": cluster, "team": "x"}))
+
+
+def invoice(cost: str, name: str) -> Invoice:
+    """An invoice as read from a file `name` (its checksum made of the name: another name, another file)."""
+    return Invoice(Decimal(cost), "USD", name, name.encode().hex().ljust(64, "0")[:64], 2, 1)
+
+
+HERON = {"heron": CostRecovery(invoice_match={"Tags.cluster": "heron"})}
+
+
+def october(url: str):
+    """October of tests.helpers.statements (heron charged 48.00 in all), not closed."""
+    engine = open_ledger(url)
+    write_month(engine, OCT, {date(2026, 10, 5): OCT_5, date(2026, 10, 6): OCT_6})
+    return engine
+
+
+def close_october(engine):
+    return close_month(engine, OCT, "finance", TODAY_DONE, "USD", {}, recover=HERON)
+
+
+def nothing_closed(engine) -> bool:
+    return fetch(engine, select(closed_months)) == [] and fetch(engine, select(statement_lines)) == []
+
+
+def several_files_scenario(url: str) -> None:
+    """A bill in two files is their sum at close; the same file (by name or content) is not added twice."""
+    engine = october(url)
+    assert record_invoice(engine, OCT, "heron", invoice("45.00", "part-1.csv"), "finance") == 45.00
+    assert record_invoice(engine, OCT, "heron", invoice("15.00", "part-2.csv"), "finance", add=True) == 60.00
+    for again in (invoice("15.00", "part-2.csv"), Invoice(Decimal("1.00"), "USD", "part-2.csv", "f" * 64, 1, 1)):
+        with pytest.raises(InvoiceError, match="already has part-2.csv .*a file is added once"):
+            record_invoice(engine, OCT, "heron", again, "finance", add=True)
+    closed = close_october(engine)
+    # by hand: heron cost 45.00 + 15.00 = 60.00 and charged 48.00: 12.00 recovered (as OCT_RECOVERY)
+    assert sum(line.amount for line in closed.lines if line.cluster == "heron") == pytest.approx(60.00)
+
+
+def non_finite_invoice_scenario(url: str, cost: float) -> None:
+    """An invoice stored as NaN or infinite by an earlier billing: the close is refused, nothing is written."""
+    engine = october(url)
+    with engine.begin() as conn:
+        conn.execute(insert(invoices).values(month=OCT, cluster="heron", sha256="ab" * 32, billed_cost=cost,
+                                             currency="USD", file_name="october.csv", rows_read=1, rows_matched=1,
+                                             imported_at=datetime.now(timezone.utc), imported_by="finance"))
+    with pytest.raises(StatementError, match=rf"the invoice of cluster heron for 2026-10 in the ledger \(table invoices\) "
+                                             rf"is {cost}, no amount; import it again"):
+        close_october(engine)
+    assert nothing_closed(engine)
+
+
+def non_finite_row_scenario(url: str, cost: float) -> None:
+    """A ledger row of the month stored as NaN or infinite: its statement and its close are refused."""
+    engine = october(url)
+    with engine.begin() as conn:
+        conn.execute(insert(chargeback).values(day=date(2026, 10, 7), cluster="heron", namespace="dave", team="vision",
+                                               owner="dave", resource="gpu", gpu_model="", quantity=1.0, unit_price=2.0,
+                                               cost=cost, list_cost=cost, currency="USD",
+                                               computed_at=datetime.now(timezone.utc)))
+    reason = rf"table chargeback holds quantity 1.0, cost {cost}, list_cost {cost} for team vision on cluster heron " \
+             rf"\(2026-10-07\) in 2026-10, no amount; run 2026-10-07 again"
+    with pytest.raises(StatementError, match=reason):
+        build_statement(engine, OCT, "USD", {})
+    with pytest.raises(StatementError, match=reason):
+        close_month(engine, OCT, "finance", TODAY_DONE, "USD", {}, recover={"heron": CostRecovery(monthly_cost=60)})
+    assert nothing_closed(engine)
