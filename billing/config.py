@@ -20,7 +20,7 @@ import math
 import os
 import re
 import ssl
-from datetime import date
+from datetime import date, datetime
 from fractions import Fraction
 from pathlib import Path
 from typing import Annotated, ClassVar, Literal
@@ -277,11 +277,27 @@ class Prices(_Section):
     priority_classes: dict[str, Price] = {}
 
 
+def _day(value: object) -> date:
+    """A day as the config writes it (2026-03-01): YAML's own date, or text of that form. A time of day or a number
+    (which pydantic would take as Unix seconds) is no day."""
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return value
+    if isinstance(value, str) and re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value):
+        try:
+            return date.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"{value} is no day of the calendar (expected a date like 2026-03-01)") from None
+    raise ValueError(f"expected a date like 2026-03-01, got {value}")
+
+
+Day = Annotated[date, BeforeValidator(_day)]  # every date key of the config
+
+
 class DatedPrices(Prices):
     """A price set in force from a day on, until the next set's `from` (docs/spec.md "Prices over time and cost
     recovery")."""
 
-    from_: date = Field(alias="from")
+    from_: Day = Field(alias="from")
 
 
 # `prices` is one set for every day, or a list of dated sets; the tags name the form in pydantic's error locations,
@@ -777,7 +793,17 @@ def _mapping_with_unique_keys(loader: _UniqueKeyLoader, node: yaml.MappingNode) 
     return loader.construct_mapping(node)
 
 
+def _timestamp_or_text(loader: _UniqueKeyLoader, node: yaml.ScalarNode) -> object:
+    """A YAML date or time; one that looks like a date and is none (2026-02-30) stays text, for the key's own
+    validation to name it (PyYAML raises a bare ValueError on it)."""
+    try:
+        return loader.construct_yaml_timestamp(node)
+    except ValueError:
+        return loader.construct_scalar(node)
+
+
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_with_unique_keys)
+_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_or_text)
 
 # A billing config is a few kilobytes and a few levels deep. Far larger or deeper files are mistakes (or
 # attacks): PyYAML would take minutes and gigabytes over 50 MB, and its recursion runs out at a few
