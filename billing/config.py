@@ -138,6 +138,10 @@ class _Section(BaseModel):
                 raise ValueError(f"set only one of {name}_env and {name}_file")
         return self
 
+    def key(self, name: str) -> str:
+        """The full name of one of the section's keys (`clusters[0].prometheus.ca_file`), for a sentence naming it."""
+        return f"{self._place}.{name}" if self._place else name
+
     def check_files(self) -> None:
         """Files a section needs where it is used (not when the config is read), checked with its secrets; none
         unless a section says otherwise."""
