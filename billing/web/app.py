@@ -218,7 +218,7 @@ def _only(*allowed: str) -> None:
 def create_app(config: Config, engine: Engine | None = None, throttle: LoginThrottle | None = None) -> Flask:
     """The application over the configured ledger."""
     web = config.web
-    ledger = engine or open_ledger(web.database or config.database)
+    ledger = engine or open_ledger(web.database or config.database, key="web.database" if web.database else "database")
     trusted = [ipaddress.ip_network(n, strict=False) for n in web.trusted_proxies]
     throttle = throttle or LoginThrottle(web.login_attempts, web.login_window)
     sessions = Sessions(web.session_lifetime)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -14,7 +16,9 @@ from click.testing import CliRunner
 from sqlalchemy import create_engine, inspect
 
 from billing.cli import main
-from billing.ledger.database import open_ledger
+from billing.config import load_config
+from billing.ledger.database import LedgerError, open_ledger
+from billing.web.app import create_app
 from fixtures.ksm import GPU_PRODUCT_LABEL, make_world
 from tests.helpers.config import MINIMAL_CONFIG
 from tests.helpers.days import DAY
@@ -101,6 +105,43 @@ def test_postgresql_ledger(prometheus_server, postgres_url, config):
     result = check_day(path)
     assert result.exit_code == 0, result.output
     assert "127.0.0.1" in result.stdout and "0 days billed" in result.stdout
+
+
+@pytest.fixture
+def password_url(postgres_server, postgres_url) -> Iterator[str]:
+    """postgres_url as a role that must give its password, r1ght (scram-sha-256 from 127.0.0.1)."""
+    hba = postgres_server.base_dir / "data" / "pg_hba.conf"
+    rules = hba.read_text()
+    postgres_server.execute("CREATE ROLE ledger_writer LOGIN PASSWORD 'r1ght'")
+    hba.write_text("host all ledger_writer 127.0.0.1/32 scram-sha-256\n" + rules)
+    postgres_server.execute("SELECT pg_reload_conf()")
+    yield postgres_url.replace("//postgres@", "//ledger_writer@")
+    hba.write_text(rules)
+    postgres_server.execute("SELECT pg_reload_conf()")
+    postgres_server.execute("DROP ROLE ledger_writer")
+
+
+@pytest.mark.parametrize("password, cause", [
+    (None, "fe_sendauth: no password supplied"),
+    ("wrong", 'password authentication failed for user "ledger_writer"'),
+    ("r1ght", None),
+])
+def test_a_postgresql_login_without_the_right_password_names_where_it_comes_from(password_url, config, tmp_path,
+                                                                                   password, cause):
+    """libpq's "no password supplied" said nothing of where billing's password comes from."""
+    path = config({"jaguar": "http://127.0.0.1:9"}, database=password_url, web={"database": password_url})
+    env = {"PGPASSWORD": password, "PGPASSFILE": str(tmp_path / "no-pgpass")}
+    line = line_of(check(path, env=env).stdout, "database")
+    if cause is None:
+        assert line.startswith("WARN  ") and "holds no ledger tables yet" in line
+        return
+    fix = "the password of user ledger_writer comes from PGPASSWORD or ~/.pgpass (PGPASSFILE names another file), "
+    assert line.startswith("FAIL  ") and f"{cause}; {fix}or from the URL of config key database (" in line
+    with pytest.MonkeyPatch.context() as environment:  # `billing serve` reads web.database
+        environment.delenv("PGPASSWORD", raising=False)
+        environment.setenv("PGPASSFILE", str(tmp_path / "no-pgpass"))
+        with pytest.raises(LedgerError, match=re.escape(f"{fix}or from the URL of config key web.database")):
+            create_app(load_config(Path(path)))
 
 
 @pytest.mark.parametrize("password, ok", [("s3cret", True), ("wrong", False)])
