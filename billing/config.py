@@ -192,6 +192,15 @@ def _check_ca_file(path: str) -> None:
         raise ValueError(f"ca_file {path} cannot be read ({exc.strerror})") from None
 
 
+def untrusted_certificate(section: PrometheusConfig | DirectoryConfig | EmailConfig,
+                          trusted: str = "the system's CAs") -> str:
+    """What to set where a server's certificate did not verify: the section's ca_file (`trusted`: what was tried
+    without one)."""
+    if section.ca_file:
+        return f"{section.key('ca_file')} {section.ca_file} holds no CA that signed the server's certificate"
+    return f"set {section.key('ca_file')} to the CA that signed the server's certificate ({trusted} did not)"
+
+
 def _check_client_certificate(cert_file: str, key_file: str) -> None:
     try:
         ssl.create_default_context().load_cert_chain(cert_file, key_file)

@@ -37,7 +37,7 @@ from urllib3.exceptions import NewConnectionError
 from urllib3.exceptions import TimeoutError as Urllib3Timeout
 from urllib3.util.retry import Retry
 
-from billing.config import PrometheusConfig
+from billing.config import PrometheusConfig, untrusted_certificate
 from billing.errors import RunFailed
 
 log = logging.getLogger(__name__)
@@ -286,12 +286,10 @@ class LivePrometheus:
         key = self.config.key
         if "mismatch" in failure:
             return f"; the server's certificate does not name the host of {key('url')}"
-        if self.config.ca_file and "CERTIFICATE_VERIFY_FAILED" in failure:
-            return f"; {key('ca_file')} {self.config.ca_file} holds no CA that signed the server's certificate"
         if "CERTIFICATE_VERIFY_FAILED" in failure:
-            bundle = os.environ.get("REQUESTS_CA_BUNDLE")
-            trusted = f"the bundle REQUESTS_CA_BUNDLE names, {bundle}," if bundle else "the system's CAs"
-            return f"; set {key('ca_file')} to the CA that signed the server's certificate ({trusted} did not)"
+            bundle = os.environ.get("REQUESTS_CA_BUNDLE")  # requests trusts it where ca_file is unset
+            return "; " + untrusted_certificate(self.config, f"the bundle REQUESTS_CA_BUNDLE names, {bundle},"
+                                                if bundle else "the system's CAs")
         if "alert" in failure.lower():
             return f"; the server refused the client certificate, which {key('cert_file')} and key_file give"
         return ""

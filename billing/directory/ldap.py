@@ -22,7 +22,7 @@ from ldap3 import NONE, SUBTREE, Connection, Server, Tls
 from ldap3.core.exceptions import LDAPCertificateError, LDAPException, LDAPSASLPrepError
 from ldap3.utils.conv import escape_filter_chars
 
-from billing.config import DirectoryConfig
+from billing.config import DirectoryConfig, untrusted_certificate
 from billing.directory.people import Directory, DirectoryError, Entry, build_directory
 
 log = logging.getLogger(__name__)
@@ -110,6 +110,7 @@ def read_entries(connection: Connection, url: str, config: DirectoryConfig) -> D
 def _session(url: str, config: DirectoryConfig, user: str | None = None, password: str | None = None
              ) -> Iterator[Connection]:
     """A bound, read-only connection to one server, unbound afterwards; as `user` or else as bind_dn."""
+    fix = "" if user else _account_fix(config)  # a person's login names no key
     user, password = (user, password) if user else (config.bind_dn or None, config.bind_password or None)
     tls = Tls(validate=ssl.CERT_REQUIRED, ca_certs_file=config.ca_file or None)
     server = Server(url, tls=tls, connect_timeout=config.connect_timeout, get_info=NONE)
@@ -124,14 +125,25 @@ def _session(url: str, config: DirectoryConfig, user: str | None = None, passwor
     if url.lower().startswith("ldap://") and not config.starttls and password:
         log.warning("directory %s: the bind password is sent unencrypted (use ldaps:// or starttls: true)", url)
     try:
-        _bind(connection, url, config, user)
+        _bind(connection, url, config, user, fix)
         yield connection
     finally:
         with suppress(LDAPException):  # the connection is gone already; nothing is left to release
             connection.unbind()
 
 
-def _bind(connection: Connection, url: str, config: DirectoryConfig, user: str | None) -> None:
+def _account_fix(config: DirectoryConfig) -> str:
+    """'; ' and the keys that give the configured account's DN and password, for its bind refused."""
+    key = config.key
+    if not config.bind_dn:
+        return f"; set {key('bind_dn')} and {key('bind_password_env')} or _file for an account that may read"
+    password = next((f"{key(name)} {getattr(config, name)}" for name in ("bind_password_env", "bind_password_file")
+                     if getattr(config, name)), f"no {key('bind_password_env')} or _file")
+    return f"; check {key('bind_dn')} and {password}"
+
+
+def _bind(connection: Connection, url: str, config: DirectoryConfig, user: str | None, fix: str) -> None:
+    """Open, StartTLS where configured, and bind; `fix` says which keys give the account, for a bind refused."""
     try:
         connection.open()
         if config.starttls and not connection.start_tls():
@@ -141,12 +153,14 @@ def _bind(connection: Connection, url: str, config: DirectoryConfig, user: str |
             wrong = connection.result["result"] == INVALID_CREDENTIALS
             error = WrongPassword if wrong else DirectoryError
             raise error(f"directory {url}: binding {who} failed ({'wrong bind DN or password: ' if wrong else ''}"
-                        f"{_result(connection)})")
+                        f"{_result(connection)}){fix}")
     except LDAPSASLPrepError:  # a password no directory can hold (a NUL, say): wrong, not an outage
         raise WrongPassword(f"directory {url}: binding as {user} refused: the password holds characters SASLprep "
                             "prohibits") from None
     except LDAPException as exc:
-        raise DirectoryError(f"directory {url}: connection failed ({_cause(exc)})") from None
+        cause = _cause(exc)
+        tls = f"; {untrusted_certificate(config)}" if "certificate verify failed" in cause else ""
+        raise DirectoryError(f"directory {url}: connection failed ({cause}){tls}") from None
 
 
 def _search(connection: Connection, url: str, base: str, search_filter: str, attributes: list[str]) -> list[Entry]:

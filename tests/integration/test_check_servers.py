@@ -184,7 +184,9 @@ def test_ldap_directory(slapd_server, config, tmp_path, password, ok):
     if ok:
         assert line.startswith("ok    ") and f"{server.url}: 3 people, 1 teams (1 with a lead)" in line
     else:
-        assert line.startswith("FAIL  ") and server.url in line and "invalidCredentials" in line
+        assert line.startswith("FAIL  ") and server.url in line and (
+            f"invalidCredentials); check directory.bind_dn and directory.bind_password_file {tmp_path / 'ldap-password'}"
+            in line)
 
 
 # --- the preflight of a day's series (`billing check --date`), on a real Prometheus
