@@ -142,6 +142,13 @@ class _Section(BaseModel):
         """The full name of one of the section's keys (`clusters[0].prometheus.ca_file`), for a sentence naming it."""
         return f"{self._place}.{name}" if self._place else name
 
+    def secret_source(self, name: str) -> str:
+        """Where the secret `name` is read from, for a sentence: `email.password_env SMTP_PASSWORD`."""
+        for key in (f"{name}_env", f"{name}_file"):
+            if getattr(self, key):
+                return f"{self.key(key)} {getattr(self, key)}"
+        return f"no {self.key(name + '_env')} or _file"
+
     def check_files(self) -> None:
         """Files a section needs where it is used (not when the config is read), checked with its secrets; none
         unless a section says otherwise."""

@@ -137,9 +137,7 @@ def _account_fix(config: DirectoryConfig) -> str:
     key = config.key
     if not config.bind_dn:
         return f"; set {key('bind_dn')} and {key('bind_password_env')} or _file for an account that may read"
-    password = next((f"{key(name)} {getattr(config, name)}" for name in ("bind_password_env", "bind_password_file")
-                     if getattr(config, name)), f"no {key('bind_password_env')} or _file")
-    return f"; check {key('bind_dn')} and {password}"
+    return f"; check {key('bind_dn')} and {config.secret_source('bind_password')}"
 
 
 def _bind(connection: Connection, url: str, config: DirectoryConfig, user: str | None, fix: str) -> None:

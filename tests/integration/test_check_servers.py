@@ -158,16 +158,28 @@ def test_smtp_starttls_and_login(smtp_server, test_ca, config, password, ok):
     if ok:
         assert line.startswith("ok    ") and "STARTTLS, login as billing, EHLO accepted" in line
     else:
-        assert line.startswith("FAIL  ") and "refused the login" in line
+        assert line.startswith("FAIL  ") and f"{server.host}:{server.port} refused the login: 535 " in line
+        assert "; check email.username_env SMTP_USER and email.password_env SMTP_PASSWORD (" in line
     assert server.messages == []
 
 
-def test_smtp_with_an_untrusted_certificate_fails(smtp_server, test_ca, config):
+def test_smtp_with_an_untrusted_certificate_fails_naming_ca_file(smtp_server, test_ca, config, monkeypatch):
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
     server = smtp_server(tls=test_ca)
     email = {"enabled": True, "smtp_host": server.host, "smtp_port": server.port, "starttls": True}
     result = check(config({"jaguar": "http://127.0.0.1:9"}, email=email))
     line = line_of(result.stdout, "email")
-    assert line.startswith("FAIL  ") and "CERTIFICATE_VERIFY_FAILED" in line
+    assert line.startswith("FAIL  ") and "TLS failed ([SSL: CERTIFICATE_VERIFY_FAILED]" in line
+    assert "; set email.ca_file to the CA that signed the server's certificate (the system's CAs did not) (" in line
+
+
+def test_smtp_without_starttls_names_the_port_and_starttls(smtp_server, config):
+    server = smtp_server()  # no TLS at all
+    email = {"enabled": True, "smtp_host": server.host, "smtp_port": server.port, "starttls": True}
+    line = line_of(check(config({"jaguar": "http://127.0.0.1:9"}, email=email)).stdout, "email")
+    assert line.startswith(f"FAIL  email                 SMTP server {server.host}:{server.port}: STARTTLS extension "
+                           "not supported by server; set email.smtp_port to the server's TLS port (465), or "
+                           "email.starttls: false where the network may read the mail (")
 
 
 @pytest.mark.parametrize("password, ok", [("secret", True), ("wrong", False)])
