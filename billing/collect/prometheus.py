@@ -155,6 +155,7 @@ class LivePrometheus:
         self.largest = config.max_answer_mib * 2**20
         self._in_flight = in_flight(self.url, config.max_queries_in_flight)
         self.config = config
+        self.where = f"Prometheus of cluster {cluster} at {self.url}"  # how every sentence of it begins
         self._session = _StoreSession(config.headers)
         # given with each request: a session's own `verify` loses to REQUESTS_CA_BUNDLE in the environment
         self._verify: str | bool = config.ca_file or True
@@ -186,12 +187,12 @@ class LivePrometheus:
         queries are written depends on the answer."""
         url = f"{self.url}/api/v1/status/buildinfo"
         response = self._call(url, lambda: self._session.get(url, timeout=self.timeout, verify=self._verify))
-        refused = _Rejected(response.status_code, _error_text(response))
-        if not response.ok and refused.no_access:  # every query would be refused alike
-            raise PrometheusError(self._rejected(refused, url))
         if not response.ok:
-            log.warning("cluster %s: %s has no build information (HTTP %d: %s); querying it as Prometheus 2",
-                        self.cluster, self.url, response.status_code, _error_text(response))
+            refused = _Rejected(response.status_code, _error_text(response))
+            if refused.no_access:  # every query would be refused alike
+                raise PrometheusError(self._rejected(refused, url))
+            log.warning("cluster %s: %s has no build information (%s); querying it as Prometheus 2",
+                        self.cluster, self.url, refused)
             return {}, dict(response.headers)
         try:
             data = response.json().get("data")
@@ -205,7 +206,7 @@ class LivePrometheus:
         url = f"{self.url}/api/v1/{endpoint}"
         result = self._call(query, lambda: _result(
             self._session.post(url, data=form, timeout=self.timeout, stream=True, verify=self._verify), self.largest))
-        where = f"Prometheus of cluster {self.cluster} at {self.url}"
+        where = self.where
         if not _is_result(result):
             raise PrometheusError(f"{where} answered something that is not a Prometheus JSON result")
         # an instant query may answer a range of values (a range selector asked at one instant); a range query
@@ -224,7 +225,7 @@ class LivePrometheus:
 
     def _call(self, query: str, ask: Callable[[], T]) -> T:
         """ask(), its failures as one sentence naming cluster, server and cause."""
-        where = f"Prometheus of cluster {self.cluster} at {self.url}"
+        where, key = self.where, self.config.key
         try:
             with self._in_flight:
                 return ask()
@@ -241,24 +242,24 @@ class LivePrometheus:
             if _timed_out(exc):
                 raise PrometheusError(
                     f"{where} did not answer within the {self.timeout:g} s timeout in {self.attempts} "
-                    f"attempt(s) (query: {_short(query)})"
+                    f"attempt(s) (query: {_short(query)}); {key('timeout')} and retries allow it more"
                 ) from None
-            raise PrometheusError(f"{where} is unreachable ({_reason(exc)})") from None
+            raise PrometheusError(f"{where} is unreachable ({_reason(exc)}); the store is down or {key('url')} "
+                                  "is wrong") from None
         except _Rejected as exc:
             raise PrometheusError(self._rejected(exc, query)) from None
         except _TooLarge:
             raise PrometheusError(
                 f"{where} answered more than the {self.largest // 2**20} MiB one answer may take "
-                f"(clusters[].prometheus.max_answer_mib), which a run would need many times over to read; raise it "
+                f"({key('max_answer_mib')}), which a run would need many times over to read; raise it "
                 f"where the job has the memory (query: {_short(query)})") from None
         except requests.exceptions.RequestException as exc:  # e.g. the connection broke off mid-answer
             raise PrometheusError(f"{where} failed to answer ({_reason(exc)})") from None
 
-
     def _rejected(self, exc: _Rejected, query: str) -> str:
         """The sentence for an error answer: for one refusing access, which keys send this cluster's
         credentials; for a 404, that `url` does not lead to the API."""
-        where = f"Prometheus of cluster {self.cluster} at {self.url}"
+        where = self.where
         if exc.no_access:
             return f"{where} refused access ({exc}): {self._credentials()}"
         if exc.status == 404:

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
 from ldap3 import NONE, SUBTREE, Connection, Server, Tls
-from ldap3.core.exceptions import LDAPCertificateError, LDAPException, LDAPSASLPrepError
+from ldap3.core.exceptions import LDAPCertificateError, LDAPException, LDAPSASLPrepError, LDAPSocketOpenError
 from ldap3.utils.conv import escape_filter_chars
 
 from billing.config import DirectoryConfig, untrusted_certificate
@@ -48,9 +48,16 @@ def read_ldap(config: DirectoryConfig) -> Directory:
             failures.append(exc)
             if url != config.urls[-1]:
                 log.warning("%s; trying the next server", exc)
-    if len(failures) == 1:
-        raise failures[0]
-    raise DirectoryError("no directory server could be read: " + "; ".join(str(f) for f in failures))
+    down = all(isinstance(failure, Unreachable) for failure in failures)
+    if len(failures) == 1 and not down:
+        raise failures[0]  # of its own kind: a wrong password, an ambiguous directory
+    said = str(failures[0]) if len(failures) == 1 else "no directory server could be read: " + "; ".join(
+        str(failure) for failure in failures)
+    raise DirectoryError(f"{said}; the directory is down or {config.key('url')} is wrong" if down else said)
+
+
+class Unreachable(DirectoryError):
+    """No LDAP server answers at a URL (refused, timed out, no such host)."""
 
 
 class WrongPassword(DirectoryError):
@@ -157,6 +164,8 @@ def _bind(connection: Connection, url: str, config: DirectoryConfig, user: str |
                             "prohibits") from None
     except LDAPException as exc:
         cause = _cause(exc)
+        if isinstance(exc, LDAPSocketOpenError) and not cause.startswith("TLS"):
+            raise Unreachable(f"directory {url}: connection failed ({cause})") from None
         tls = f"; {untrusted_certificate(config)}" if "certificate verify failed" in cause else ""
         raise DirectoryError(f"directory {url}: connection failed ({cause}){tls}") from None
 

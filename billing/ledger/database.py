@@ -114,7 +114,7 @@ def open_ledger(url: str, create: bool = True, key: str = "database") -> Engine:
             )
     except SQLAlchemyError as exc:
         raise LedgerError(f"{database_name(engine)}: opening the ledger failed: {failure_cause(exc)}"
-                          f"{_password_fix(engine, exc, key)}") from None
+                          f"{_connection_fix(engine, exc, key)}") from None
     return engine
 
 
@@ -125,19 +125,22 @@ def upgrade_schema(url: str) -> tuple[str | None, str]:
         return migrate.upgrade(engine)
     except SQLAlchemyError as exc:
         raise LedgerError(f"{database_name(engine)}: upgrading the schema failed, nothing changed: {failure_cause(exc)}"
-                          f"{_password_fix(engine, exc)}") from None
+                          f"{_connection_fix(engine, exc)}") from None
 
 
 # what libpq says when the server wants a password and got none, or a wrong one
 _NO_PASSWORD = ("no password supplied", "password authentication failed")
 
 
-def _password_fix(engine: Engine, exc: SQLAlchemyError, key: str = "database") -> str:
-    """'; ' and where the password comes from, for a PostgreSQL login refused for want of the right one; else ''."""
-    if not any(words in str(exc) for words in _NO_PASSWORD):
-        return ""
-    return (f"; the password of user {engine.url.username} comes from PGPASSWORD or ~/.pgpass (PGPASSFILE names "
-            f"another file), or from the URL of config key {key}")
+def _connection_fix(engine: Engine, exc: SQLAlchemyError, key: str = "database") -> str:
+    """'; ' and what to fix where PostgreSQL cannot be reached or refuses the login for want of the right password
+    (where that comes from); else ''."""
+    if any(words in str(exc) for words in _NO_PASSWORD):
+        return (f"; the password of user {engine.url.username} comes from PGPASSWORD or ~/.pgpass (PGPASSFILE names "
+                f"another file), or from the URL of config key {key}")
+    if str(getattr(exc, "orig", "")).startswith("connection failed"):  # psycopg: no server answered there
+        return f"; the server is down or the host and port of config key {key} are wrong"
+    return ""
 
 
 def failure_cause(exc: SQLAlchemyError) -> str:

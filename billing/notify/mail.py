@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import smtplib
+import socket
 import ssl
 from dataclasses import dataclass
 from email.headerregistry import Address
@@ -102,6 +103,9 @@ def connect_smtp(config: EmailConfig) -> smtplib.SMTP:
         raise MailError(f"{where}: {_reason(exc).rstrip('.')}; {_unsupported_fix(config, str(exc))}") from None
     except ssl.SSLCertVerificationError as exc:
         raise MailError(f"{where}: TLS failed ({_reason(exc)}); {_certificate_fix(config, exc)}") from None
+    except (ConnectionError, TimeoutError, socket.gaierror) as exc:  # nothing answers there
+        raise MailError(f"{where} is unreachable ({exc.strerror or _reason(exc)}); the server is down or "
+                        f"{config.key('smtp_host')} and smtp_port are wrong") from None
     except (smtplib.SMTPException, OSError) as exc:
         raise MailError(f"{where} is unreachable or refused the session: {_reason(exc)}") from None
     return smtp

@@ -77,7 +77,8 @@ def test_a_timeout_is_a_clear_error():
 def test_an_unreachable_server_is_named():
     port = free_port()
     source = LivePrometheus("ibis", PrometheusConfig(url=f"http://127.0.0.1:{port}", retries=1), backoff=0)
-    with pytest.raises(PrometheusError, match=f"cluster ibis at http://127.0.0.1:{port} is unreachable .*refused"):
+    with pytest.raises(PrometheusError, match=f"cluster ibis at http://127.0.0.1:{port} is unreachable .*refused.*; "
+                                              "the store is down or url is wrong$"):
         source.instant("up", 1000)
 
 

@@ -359,7 +359,8 @@ def test_server_down_fails_the_run_and_keeps_the_ledger(directory_server, passwo
     result = CliRunner().invoke(main, run)
 
     assert result.exit_code == 1
-    assert result.stderr.splitlines()[-1] == f"billing: directory {server.url}: connection failed (Connection refused)"
+    assert result.stderr.splitlines()[-1] == (f"billing: directory {server.url}: connection failed (Connection refused); "
+                                              "the directory is down or directory.url is wrong")
     assert "Traceback" not in result.stderr
     pd.testing.assert_frame_equal(read_rows(open_ledger(f"sqlite:///{tmp_path}/ledger.db"), DAY, DAY), before)
 
