@@ -20,7 +20,7 @@ import math
 import os
 import re
 import ssl
-from datetime import date
+from datetime import date, datetime
 from fractions import Fraction
 from pathlib import Path
 from typing import Annotated, ClassVar, Literal
@@ -141,6 +141,17 @@ class _Section(BaseModel):
                 raise ValueError(f"set only one of {name}_env and {name}_file")
         return self
 
+    def key(self, name: str) -> str:
+        """The full name of one of the section's keys (`clusters[0].prometheus.ca_file`), for a sentence naming it."""
+        return f"{self._place}.{name}" if self._place else name
+
+    def secret_source(self, name: str) -> str:
+        """Where the secret `name` is read from, for a sentence: `email.password_env SMTP_PASSWORD`."""
+        for key in (f"{name}_env", f"{name}_file"):
+            if getattr(self, key):
+                return f"{self.key(key)} {getattr(self, key)}"
+        return f"no {self.key(name + '_env')} or _file"
+
     def check_files(self) -> None:
         """Files a section needs where it is used (not when the config is read), checked with its secrets; none
         unless a section says otherwise."""
@@ -189,6 +200,15 @@ def _check_ca_file(path: str) -> None:
         raise ValueError(f"ca_file {path} holds no usable PEM certificate ({exc.reason})") from None
     except OSError as exc:
         raise ValueError(f"ca_file {path} cannot be read ({exc.strerror})") from None
+
+
+def untrusted_certificate(section: PrometheusConfig | DirectoryConfig | EmailConfig,
+                          trusted: str = "the system's CAs") -> str:
+    """What to set where a server's certificate did not verify: the section's ca_file (`trusted`: what was tried
+    without one)."""
+    if section.ca_file:
+        return f"{section.key('ca_file')} {section.ca_file} holds no CA that signed the server's certificate"
+    return f"set {section.key('ca_file')} to the CA that signed the server's certificate ({trusted} did not)"
 
 
 def _check_client_certificate(cert_file: str, key_file: str) -> None:
@@ -280,11 +300,27 @@ class Prices(_Section):
     priority_classes: dict[str, Price] = {}
 
 
+def _day(value: object) -> date:
+    """A day as the config writes it (2026-03-01): YAML's own date, or text of that form. A time of day or a number
+    (which pydantic would take as Unix seconds) is no day."""
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return value
+    if isinstance(value, str) and re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value):
+        try:
+            return date.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"{value} is no day of the calendar (expected a date like 2026-03-01)") from None
+    raise ValueError(f"expected a date like 2026-03-01, got {value}")
+
+
+Day = Annotated[date, BeforeValidator(_day)]  # every date key of the config
+
+
 class DatedPrices(Prices):
     """A price set in force from a day on, until the next set's `from` (docs/spec.md "Prices over time and cost
     recovery")."""
 
-    from_: date = Field(alias="from")
+    from_: Day = Field(alias="from")
 
 
 # `prices` is one set for every day, or a list of dated sets; the tags name the form in pydantic's error locations,
@@ -803,7 +839,17 @@ def _mapping_with_unique_keys(loader: _UniqueKeyLoader, node: yaml.MappingNode) 
     return loader.construct_mapping(node)
 
 
+def _timestamp_or_text(loader: _UniqueKeyLoader, node: yaml.ScalarNode) -> object:
+    """A YAML date or time; one that looks like a date and is none (2026-02-30) stays text, for the key's own
+    validation to name it (PyYAML raises a bare ValueError on it)."""
+    try:
+        return loader.construct_yaml_timestamp(node)
+    except ValueError:
+        return loader.construct_scalar(node)
+
+
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_with_unique_keys)
+_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_or_text)
 
 # A billing config is a few kilobytes and a few levels deep. Far larger or deeper files are mistakes (or
 # attacks): PyYAML would take minutes and gigabytes over 50 MB, and its recursion runs out at a few

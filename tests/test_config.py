@@ -1,10 +1,13 @@
 import shutil
 import time
+from datetime import date
 from pathlib import Path
 
 import pytest
 import yaml
+from click.testing import CliRunner
 
+from billing.cli import main
 from billing.config import ConfigError, config_path, load_config, parse_duration
 from tests.helpers.config import MINIMAL_CONFIG
 
@@ -135,6 +138,35 @@ def test_malformed_yaml_names_the_line(tmp_path):
     path.write_text("timezone: UTC\nclusters: [\n  name: x\n")
     with pytest.raises(ConfigError, match=r"not valid YAML at line \d"):
         load_config(path)
+
+
+def dated_prices(tmp_path: Path, day: str) -> Path:
+    """MINIMAL_CONFIG with a second, dated price set whose `from` is written as given, unquoted."""
+    settings = {**MINIMAL_CONFIG, "clusters": [cluster(prices=[{**cluster()["prices"], "from": "2026-01-01"},
+                                                               {**cluster()["prices"], "from": "DAY"}])]}
+    path = tmp_path / "billing.yaml"
+    path.write_text(yaml.safe_dump(settings).replace("from: DAY", f"from: {day}"))
+    return path
+
+
+@pytest.mark.parametrize("day, words", [
+    ("2026-02-30", "2026-02-30 is no day of the calendar (expected a date like 2026-03-01)"),
+    ("'2026-02-30'", "2026-02-30 is no day of the calendar"),
+    ("2026-13-01", "2026-13-01 is no day of the calendar"),
+    ("2026-03-01 10:00:00", "expected a date like 2026-03-01, got 2026-03-01 10:00:00"),
+    ("0", "expected a date like 2026-03-01, got 0"),  # pydantic alone took it as 1970-01-01, Unix time 0
+    ("March", "expected a date like 2026-03-01, got March"),
+])
+def test_a_day_that_is_none_exits_2_naming_its_key(tmp_path, day, words):
+    """YAML reads 2026-02-30 as a date and PyYAML raised ValueError: "unexpected error", exit 1, no key."""
+    result = CliRunner().invoke(main, ["check", "--config", str(dated_prices(tmp_path, day))])
+    assert result.exit_code == 2, result.output
+    assert f"clusters[0].prices[1].from: {words}" in result.output and "unexpected" not in result.output
+
+
+@pytest.mark.parametrize("day", ["2026-03-01", "'2026-03-01'"])
+def test_a_day_is_read_quoted_or_not(tmp_path, day):
+    assert load_config(dated_prices(tmp_path, day)).clusters[0].prices[1].from_ == date(2026, 3, 1)
 
 
 def test_prices_up_to_just_below_a_billion_per_unit_are_accepted(write_config):

@@ -105,6 +105,7 @@ def test_a_prometheus_that_never_answers_fails_after_the_configured_timeout(conf
     assert_failed_and_kept(
         result, ledger_url, before,
         f"Prometheus of cluster jaguar at {url} did not answer within the 0.5 s timeout in 2 attempt(s)",
+        "; clusters[0].prometheus.timeout and retries allow it more",
     )
     assert elapsed < 10  # the configured 0.5 s per attempt, not the default 120 s
 
@@ -169,7 +170,7 @@ def test_an_answer_larger_than_the_limit_is_refused_before_it_is_read_whole(conf
     with stub_server(lambda n, path, body: Reply(huge) if n > 5 else Reply()) as server:
         result = run(configure({"url": server.url, "max_answer_mib": 1}))
     assert_failed_and_kept(result, ledger_url, before, f"Prometheus of cluster jaguar at {server.url}",
-                           "answered more than the 1 MiB one answer may take (clusters[].prometheus.max_answer_mib)")
+                           "answered more than the 1 MiB one answer may take (clusters[0].prometheus.max_answer_mib)")
 
 
 @pytest.mark.parametrize(

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import logging
 import math
+import os
+import re
 import sys
 import threading
 from collections.abc import Callable
@@ -36,7 +38,7 @@ from urllib3.exceptions import NewConnectionError
 from urllib3.exceptions import TimeoutError as Urllib3Timeout
 from urllib3.util.retry import Retry
 
-from billing.config import PrometheusConfig
+from billing.config import PrometheusConfig, untrusted_certificate
 from billing.errors import RunFailed
 
 log = logging.getLogger(__name__)
@@ -74,7 +76,7 @@ def _result(response: requests.Response, largest: int) -> object:
     `largest` bytes is refused as it arrives, before it is parsed.
     """
     if response.status_code >= 400:
-        raise _Rejected(f"HTTP {response.status_code}: {_error_text(response)}")
+        raise _Rejected(response.status_code, _error_text(response))
     try:
         body = orjson.loads(_content(response, largest))  # parsed where it was read: no copy of a big answer
     except orjson.JSONDecodeError:
@@ -99,19 +101,39 @@ def _content(response: requests.Response, largest: int) -> bytearray:
 
 
 class _Rejected(Exception):
-    """An error answer, with Prometheus' reason; `_ask` names the server."""
+    """An error answer: its status and reason in one line; `_call` names the server and the key to fix."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(f"HTTP {status}: {reason}")
+        self.status = status
+
+    @property
+    def no_access(self) -> bool:
+        """The server (or a proxy in front) refused the credentials, or their absence. nginx answers a missing or
+        refused client certificate 400 "No required SSL certificate was sent" / "The SSL certificate error"."""
+        return self.status in (401, 403) or (self.status == 400 and "SSL certificate" in str(self))
 
 
 class _TooLarge(Exception):
     """An answer larger than a run may hold; `_call` names the server and the limit."""
 
 
+_TITLE = re.compile(r"<title>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+
+
 def _error_text(response: requests.Response) -> str:
-    """The `error` of Prometheus' JSON, else the start of whatever a proxy answered."""
+    """The `error` of Prometheus' JSON; else of a proxy's HTML page its title only (the page is no sentence);
+    else the first line of a short text (Mimir's "no org id"), at most 200 characters; else the status's name."""
     try:
         return str(response.json()["error"])
     except (ValueError, KeyError, TypeError):
-        return " ".join(response.text.split())[:200] or response.reason
+        pass
+    text = response.text.strip()
+    if text.startswith("<") or "html" in response.headers.get("Content-Type", ""):
+        title = _TITLE.search(text)
+        text = title[1] if title else ""
+    line = " ".join(text.splitlines()[0].split()) if text else ""
+    return _short(line, 200) if line else response.reason
 
 
 class PrometheusSource(Protocol):
@@ -143,10 +165,11 @@ class LivePrometheus:
         self.attempts = config.retries + 1
         self.largest = config.max_answer_mib * 2**20
         self._in_flight = in_flight(self.url, config.max_queries_in_flight)
-        self._session = requests.Session()
+        self.config = config
+        self.where = f"Prometheus of cluster {cluster} at {self.url}"  # how every sentence of it begins
+        self._session = _StoreSession(config.headers)
         # given with each request: a session's own `verify` loses to REQUESTS_CA_BUNDLE in the environment
         self._verify: str | bool = config.ca_file or True
-        self._session.headers.update(config.headers)
         if config.bearer_token:
             self._session.headers["Authorization"] = f"Bearer {config.bearer_token}"
         self._session.auth = config.basic_auth
@@ -176,8 +199,11 @@ class LivePrometheus:
         url = f"{self.url}/api/v1/status/buildinfo"
         response = self._call(url, lambda: self._session.get(url, timeout=self.timeout, verify=self._verify))
         if not response.ok:
-            log.warning("cluster %s: %s has no build information (HTTP %d: %s); querying it as Prometheus 2",
-                        self.cluster, self.url, response.status_code, _error_text(response))
+            refused = _Rejected(response.status_code, _error_text(response))
+            if refused.no_access:  # every query would be refused alike
+                raise PrometheusError(self._rejected(refused, url))
+            log.warning("cluster %s: %s has no build information (%s); querying it as Prometheus 2",
+                        self.cluster, self.url, refused)
             return {}, dict(response.headers)
         try:
             data = response.json().get("data")
@@ -191,7 +217,7 @@ class LivePrometheus:
         url = f"{self.url}/api/v1/{endpoint}"
         result = self._call(query, lambda: _result(
             self._session.post(url, data=form, timeout=self.timeout, stream=True, verify=self._verify), self.largest))
-        where = f"Prometheus of cluster {self.cluster} at {self.url}"
+        where = self.where
         if not _is_result(result):
             raise PrometheusError(f"{where} answered something that is not a Prometheus JSON result")
         # an instant query may answer a range of values (a range selector asked at one instant); a range query
@@ -210,7 +236,7 @@ class LivePrometheus:
 
     def _call(self, query: str, ask: Callable[[], T]) -> T:
         """ask(), its failures as one sentence naming cluster, server and cause."""
-        where = f"Prometheus of cluster {self.cluster} at {self.url}"
+        where, key = self.where, self.config.key
         try:
             with self._in_flight:
                 return ask()
@@ -222,23 +248,80 @@ class LivePrometheus:
         except requests.exceptions.RetryError as exc:
             raise PrometheusError(f"{where} kept failing after retries ({_reason(exc)})") from None
         except requests.exceptions.SSLError as exc:
-            raise PrometheusError(f"{where}: TLS failed ({_reason(exc)})") from None
+            raise PrometheusError(f"{where}: TLS failed ({_reason(exc)}){self._tls_fix(str(exc))}") from None
         except (requests.exceptions.Timeout, requests.exceptions.ConnectionError) as exc:
             if _timed_out(exc):
                 raise PrometheusError(
                     f"{where} did not answer within the {self.timeout:g} s timeout in {self.attempts} "
-                    f"attempt(s) (query: {_short(query)})"
+                    f"attempt(s) (query: {_short(query)}); {key('timeout')} and retries allow it more"
                 ) from None
-            raise PrometheusError(f"{where} is unreachable ({_reason(exc)})") from None
+            raise PrometheusError(f"{where} is unreachable ({_reason(exc)}); the store is down or {key('url')} "
+                                  "is wrong") from None
         except _Rejected as exc:
-            raise PrometheusError(f"{where} rejected the query {_short(query)}: {exc}") from None
+            raise PrometheusError(self._rejected(exc, query)) from None
         except _TooLarge:
             raise PrometheusError(
                 f"{where} answered more than the {self.largest // 2**20} MiB one answer may take "
-                f"(clusters[].prometheus.max_answer_mib), which a run would need many times over to read; raise it "
+                f"({key('max_answer_mib')}), which a run would need many times over to read; raise it "
                 f"where the job has the memory (query: {_short(query)})") from None
         except requests.exceptions.RequestException as exc:  # e.g. the connection broke off mid-answer
             raise PrometheusError(f"{where} failed to answer ({_reason(exc)})") from None
+
+    def _rejected(self, exc: _Rejected, query: str) -> str:
+        """The sentence for an error answer: for one refusing access, which keys send this cluster's
+        credentials; for a 404, that `url` does not lead to the API."""
+        where = self.where
+        if exc.no_access:
+            return f"{where} refused access ({exc}): {self._credentials()}"
+        if exc.status == 404:
+            return (f"{where} has no Prometheus API there ({exc}): {self.config.key('url')} must be the address "
+                    "/api/v1 follows, with any path prefix (Mimir's /prometheus, a proxy's or --web.route-prefix)")
+        return f"{where} rejected the query {_short(query)}: {exc}"
+
+    def _credentials(self) -> str:
+        """Which keys of the cluster send what it identifies itself with, or which could."""
+        key, config = self.config.key, self.config
+        sent = [f"{key(name)} {getattr(config, name)}" for name in
+                ("bearer_token_env", "bearer_token_file", "basic_auth_user", "basic_auth_password_env",
+                 "basic_auth_password_file") if getattr(config, name)]
+        sent += [f"{key('headers')} {', '.join(config.headers)}"] if config.headers else []
+        sent += [f"{key('cert_file')} {config.cert_file}"] if config.cert_file else []
+        if sent:
+            return f"check the credentials this cluster sends ({'; '.join(sent)})"
+        return (f"this cluster sends none; set {key('bearer_token_env')} or _file, {key('basic_auth_user')} and "
+                f"basic_auth_password_env or _file, {key('headers')} (an API key, a tenant's X-Scope-OrgID), or "
+                f"{key('cert_file')} and key_file")
+
+    def _tls_fix(self, failure: str) -> str:
+        """'; ' and what to set for a TLS failure: the CA for a certificate that did not verify, the client certificate
+        for one the server refused (its alert); '' for others (a server that speaks no TLS)."""
+        key = self.config.key
+        if "mismatch" in failure:
+            return f"; the server's certificate does not name the host of {key('url')}"
+        if "CERTIFICATE_VERIFY_FAILED" in failure:
+            bundle = os.environ.get("REQUESTS_CA_BUNDLE")  # requests trusts it where ca_file is unset
+            return "; " + untrusted_certificate(self.config, f"the bundle REQUESTS_CA_BUNDLE names, {bundle},"
+                                                if bundle else "the system's CAs")
+        if "alert" in failure.lower():
+            return f"; the server refused the client certificate, which {key('cert_file')} and key_file give"
+        return ""
+
+
+class _StoreSession(requests.Session):
+    """A session that drops the store's own `headers` where requests drops Authorization: on a redirect to another
+    host. An API key in them is for the configured store only."""
+
+    def __init__(self, headers: dict[str, str]) -> None:
+        super().__init__()
+        self.headers.update(headers)
+        self.own = list(headers)
+
+    def rebuild_auth(self, prepared_request: requests.PreparedRequest, response: requests.Response) -> None:
+        if response.request.url and prepared_request.url and self.should_strip_auth(
+                response.request.url, prepared_request.url):
+            for name in self.own:
+                prepared_request.headers.pop(name, None)
+        super().rebuild_auth(prepared_request, response)
 
 
 def _timed_out(exc: requests.exceptions.RequestException) -> bool:

@@ -19,10 +19,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
 from ldap3 import NONE, SUBTREE, Connection, Server, Tls
-from ldap3.core.exceptions import LDAPCertificateError, LDAPException, LDAPSASLPrepError
+from ldap3.core.exceptions import LDAPCertificateError, LDAPException, LDAPSASLPrepError, LDAPSocketOpenError
 from ldap3.utils.conv import escape_filter_chars
 
-from billing.config import DirectoryConfig
+from billing.config import DirectoryConfig, untrusted_certificate
 from billing.directory.people import Directory, DirectoryError, Entry, build_directory
 
 log = logging.getLogger(__name__)
@@ -48,9 +48,16 @@ def read_ldap(config: DirectoryConfig) -> Directory:
             failures.append(exc)
             if url != config.urls[-1]:
                 log.warning("%s; trying the next server", exc)
-    if len(failures) == 1:
-        raise failures[0]
-    raise DirectoryError("no directory server could be read: " + "; ".join(str(f) for f in failures))
+    down = all(isinstance(failure, Unreachable) for failure in failures)
+    if len(failures) == 1 and not down:
+        raise failures[0]  # of its own kind: a wrong password, an ambiguous directory
+    said = str(failures[0]) if len(failures) == 1 else "no directory server could be read: " + "; ".join(
+        str(failure) for failure in failures)
+    raise DirectoryError(f"{said}; the directory is down or {config.key('url')} is wrong" if down else said)
+
+
+class Unreachable(DirectoryError):
+    """No LDAP server answers at a URL (refused, timed out, no such host)."""
 
 
 class WrongPassword(DirectoryError):
@@ -110,6 +117,7 @@ def read_entries(connection: Connection, url: str, config: DirectoryConfig) -> D
 def _session(url: str, config: DirectoryConfig, user: str | None = None, password: str | None = None
              ) -> Iterator[Connection]:
     """A bound, read-only connection to one server, unbound afterwards; as `user` or else as bind_dn."""
+    fix = "" if user else _account_fix(config)  # a person's login names no key
     user, password = (user, password) if user else (config.bind_dn or None, config.bind_password or None)
     tls = Tls(validate=ssl.CERT_REQUIRED, ca_certs_file=config.ca_file or None)
     server = Server(url, tls=tls, connect_timeout=config.connect_timeout, get_info=NONE)
@@ -124,14 +132,23 @@ def _session(url: str, config: DirectoryConfig, user: str | None = None, passwor
     if url.lower().startswith("ldap://") and not config.starttls and password:
         log.warning("directory %s: the bind password is sent unencrypted (use ldaps:// or starttls: true)", url)
     try:
-        _bind(connection, url, config, user)
+        _bind(connection, url, config, user, fix)
         yield connection
     finally:
         with suppress(LDAPException):  # the connection is gone already; nothing is left to release
             connection.unbind()
 
 
-def _bind(connection: Connection, url: str, config: DirectoryConfig, user: str | None) -> None:
+def _account_fix(config: DirectoryConfig) -> str:
+    """'; ' and the keys that give the configured account's DN and password, for its bind refused."""
+    key = config.key
+    if not config.bind_dn:
+        return f"; set {key('bind_dn')} and {key('bind_password_env')} or _file for an account that may read"
+    return f"; check {key('bind_dn')} and {config.secret_source('bind_password')}"
+
+
+def _bind(connection: Connection, url: str, config: DirectoryConfig, user: str | None, fix: str) -> None:
+    """Open, StartTLS where configured, and bind; `fix` says which keys give the account, for a bind refused."""
     try:
         connection.open()
         if config.starttls and not connection.start_tls():
@@ -141,12 +158,16 @@ def _bind(connection: Connection, url: str, config: DirectoryConfig, user: str |
             wrong = connection.result["result"] == INVALID_CREDENTIALS
             error = WrongPassword if wrong else DirectoryError
             raise error(f"directory {url}: binding {who} failed ({'wrong bind DN or password: ' if wrong else ''}"
-                        f"{_result(connection)})")
+                        f"{_result(connection)}){fix}")
     except LDAPSASLPrepError:  # a password no directory can hold (a NUL, say): wrong, not an outage
         raise WrongPassword(f"directory {url}: binding as {user} refused: the password holds characters SASLprep "
                             "prohibits") from None
     except LDAPException as exc:
-        raise DirectoryError(f"directory {url}: connection failed ({_cause(exc)})") from None
+        cause = _cause(exc)
+        if isinstance(exc, LDAPSocketOpenError) and not cause.startswith("TLS"):
+            raise Unreachable(f"directory {url}: connection failed ({cause})") from None
+        tls = f"; {untrusted_certificate(config)}" if "certificate verify failed" in cause else ""
+        raise DirectoryError(f"directory {url}: connection failed ({cause}){tls}") from None
 
 
 def _search(connection: Connection, url: str, base: str, search_filter: str, attributes: list[str]) -> list[Entry]:

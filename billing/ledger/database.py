@@ -37,14 +37,14 @@ def database_name(engine: Engine) -> str:
     return f"database {engine.url.render_as_string(hide_password=True)}"
 
 
-def _engine(url: str, create: bool = True) -> Engine:
+def _engine(url: str, create: bool = True, key: str = "database") -> Engine:
     """Connections are checked before use: a database restarted while the job
     collected for an hour must not fail the write with a stale connection.
     Without `create` a missing SQLite file is NoLedgerYet instead of made."""
     try:
         engine = create_engine(url, pool_pre_ping=True)
     except (SQLAlchemyError, ValueError, ImportError) as exc:
-        raise LedgerError(f"config key database: cannot use {url.split('@')[-1]!r} ({exc})") from None
+        raise LedgerError(f"config key {key}: cannot use {url.split('@')[-1]!r} ({exc})") from None
     if engine.url.get_backend_name() == "sqlite":
         _real_sqlite_transactions(engine)
         if engine.url.database not in (None, "", ":memory:"):
@@ -92,14 +92,14 @@ def writing(engine: Engine) -> Iterator[Connection]:
             yield connection
 
 
-def open_ledger(url: str, create: bool = True) -> Engine:
-    """An engine on the ledger database at the schema this billing needs.
+def open_ledger(url: str, create: bool = True, key: str = "database") -> Engine:
+    """An engine on the ledger database at the schema this billing needs; `key` is the config key of `url`.
 
     A new, empty database gets the schema (without `create`, which `billing
     check` uses to change nothing, it is NoLedgerYet); one at an older schema
     revision is left alone with the advice to run `billing db upgrade`.
     """
-    engine = _engine(url, create)
+    engine = _engine(url, create, key)
     try:
         with engine.connect() as conn:
             empty, current = migrate.is_empty(conn), migrate.current_revision(conn)
@@ -113,7 +113,8 @@ def open_ledger(url: str, create: bool = True) -> Engine:
                 f"{migrate.head_revision()}: run `billing db upgrade` first"
             )
     except SQLAlchemyError as exc:
-        raise LedgerError(f"{database_name(engine)}: opening the ledger failed: {failure_cause(exc)}") from None
+        raise LedgerError(f"{database_name(engine)}: opening the ledger failed: {failure_cause(exc)}"
+                          f"{_connection_fix(engine, exc, key)}") from None
     return engine
 
 
@@ -123,7 +124,23 @@ def upgrade_schema(url: str) -> tuple[str | None, str]:
     try:
         return migrate.upgrade(engine)
     except SQLAlchemyError as exc:
-        raise LedgerError(f"{database_name(engine)}: upgrading the schema failed, nothing changed: {failure_cause(exc)}") from None
+        raise LedgerError(f"{database_name(engine)}: upgrading the schema failed, nothing changed: {failure_cause(exc)}"
+                          f"{_connection_fix(engine, exc)}") from None
+
+
+# what libpq says when the server wants a password and got none, or a wrong one
+_NO_PASSWORD = ("no password supplied", "password authentication failed")
+
+
+def _connection_fix(engine: Engine, exc: SQLAlchemyError, key: str = "database") -> str:
+    """'; ' and what to fix where PostgreSQL cannot be reached or refuses the login for want of the right password
+    (where that comes from); else ''."""
+    if any(words in str(exc) for words in _NO_PASSWORD):
+        return (f"; the password of user {engine.url.username} comes from PGPASSWORD or ~/.pgpass (PGPASSFILE names "
+                f"another file), or from the URL of config key {key}")
+    if str(getattr(exc, "orig", "")).startswith("connection failed"):  # psycopg: no server answered there
+        return f"; the server is down or the host and port of config key {key} are wrong"
+    return ""
 
 
 def failure_cause(exc: SQLAlchemyError) -> str:

@@ -9,7 +9,9 @@ not stop the others: `deliver` tries every message and returns what failed.
 from __future__ import annotations
 
 import logging
+import os
 import smtplib
+import socket
 import ssl
 from dataclasses import dataclass
 from email.headerregistry import Address
@@ -18,7 +20,7 @@ from email.policy import SMTP
 from email.utils import formatdate, getaddresses, make_msgid
 from pathlib import Path
 
-from billing.config import EmailConfig
+from billing.config import EmailConfig, untrusted_certificate
 from billing.errors import RunFailed
 from billing.private import private_directory, write_private_file
 
@@ -95,10 +97,36 @@ def connect_smtp(config: EmailConfig) -> smtplib.SMTP:
         if config.username:
             smtp.login(config.username, config.password or "")
     except smtplib.SMTPAuthenticationError as exc:
-        raise MailError(f"{where} refused the login of email username: {_reason(exc)}") from None
+        raise MailError(f"{where} refused the login: {_reason(exc)}; check {config.secret_source('username')} and "
+                        f"{config.secret_source('password')}") from None
+    except smtplib.SMTPNotSupportedError as exc:  # no STARTTLS, or no login offered
+        raise MailError(f"{where}: {_reason(exc).rstrip('.')}; {_unsupported_fix(config, str(exc))}") from None
+    except ssl.SSLCertVerificationError as exc:
+        raise MailError(f"{where}: TLS failed ({_reason(exc)}); {_certificate_fix(config, exc)}") from None
+    except (ConnectionError, TimeoutError, socket.gaierror) as exc:  # nothing answers there
+        raise MailError(f"{where} is unreachable ({exc.strerror or _reason(exc)}); the server is down or "
+                        f"{config.key('smtp_host')} and smtp_port are wrong") from None
     except (smtplib.SMTPException, OSError) as exc:
         raise MailError(f"{where} is unreachable or refused the session: {_reason(exc)}") from None
     return smtp
+
+
+def _unsupported_fix(config: EmailConfig, failure: str) -> str:
+    """The keys to change where the server lacks STARTTLS or login."""
+    if "STARTTLS" in failure:
+        return (f"set {config.key('smtp_port')} to the server's TLS port ({IMPLICIT_TLS_PORT}), or "
+                f"{config.key('starttls')}: false where the network may read the mail")
+    return (f"the server offers no login here: unset {config.key('username_env')} and _file, or set "
+            f"{config.key('starttls')}: true where it offers one only over TLS")
+
+
+def _certificate_fix(config: EmailConfig, exc: ssl.SSLCertVerificationError) -> str:
+    """The key to change where the server's certificate did not verify: smtp_host for another host's, else
+    ca_file (without it Python trusts SSL_CERT_FILE's bundle, or the system's)."""
+    if "mismatch" in str(exc.verify_message):
+        return f"the server's certificate does not name {config.key('smtp_host')} {config.smtp_host}"
+    bundle = os.environ.get("SSL_CERT_FILE")
+    return untrusted_certificate(config, f"the bundle SSL_CERT_FILE names, {bundle}," if bundle else "the system's CAs")
 
 
 def _reason(exc: Exception) -> str:

@@ -204,16 +204,21 @@ def _page_day(value: str) -> date:
 
 
 def _only(*allowed: str) -> None:
-    """Refuse query parameters a route does not know: nothing is silently ignored."""
+    """Refuse query parameters a route does not know, and one given twice (`from=A&from=B`): nothing is silently
+    ignored."""
     unknown = sorted(set(request.args) - set(allowed))
     if unknown:
         raise Refused(400, f"unknown query parameter {unknown[0]!r} (this address takes {', '.join(allowed) or 'none'})")
+    repeated = sorted(name for name, values in request.args.lists() if len(values) > 1)
+    if repeated:
+        raise Refused(400, f"the query parameter {repeated[0]!r} is given {len(request.args.getlist(repeated[0]))} "
+                           "times; give it once")
 
 
 def create_app(config: Config, engine: Engine | None = None, throttle: LoginThrottle | None = None) -> Flask:
     """The application over the configured ledger."""
     web = config.web
-    ledger = engine or open_ledger(web.database or config.database)
+    ledger = engine or open_ledger(web.database or config.database, key="web.database" if web.database else "database")
     trusted = [ipaddress.ip_network(n, strict=False) for n in web.trusted_proxies]
     throttle = throttle or LoginThrottle(web.login_attempts, web.login_window)
     sessions = Sessions(web.session_lifetime)
@@ -365,9 +370,15 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
 
     @app.errorhandler(HTTPException)
     def http_error(error: HTTPException):
-        return _error(error.code or 500, error.description or error.name)
+        if error.code == 404:
+            return _error(404, f"no page is at {request.path}")
+        # werkzeug's descriptions are two sentences and more: the first says it
+        return _error(error.code or 500, (error.description or error.name).split(". ")[0])
 
     def _error(status: int, sentence: str):
+        """The sentence as it was said (it may start with a uid, whose case is kept), as JSON or a page; the page
+        ends it with the one full stop."""
+        sentence = sentence.rstrip(". ")
         if request.path.startswith("/api/"):
             return {"error": sentence}, status
         login = status == 401 and web.auth == "ldap"

@@ -77,7 +77,8 @@ def test_a_timeout_is_a_clear_error():
 def test_an_unreachable_server_is_named():
     port = free_port()
     source = LivePrometheus("ibis", PrometheusConfig(url=f"http://127.0.0.1:{port}", retries=1), backoff=0)
-    with pytest.raises(PrometheusError, match=f"cluster ibis at http://127.0.0.1:{port} is unreachable .*refused"):
+    with pytest.raises(PrometheusError, match=f"cluster ibis at http://127.0.0.1:{port} is unreachable .*refused.*; "
+                                              "the store is down or url is wrong$"):
         source.instant("up", 1000)
 
 
@@ -165,6 +166,97 @@ def test_buildinfo_that_keeps_failing_is_one_sentence():
     responses.get(BUILDINFO, status=503, json={"status": "error", "error": "overloaded"})
     with pytest.raises(PrometheusError, match=f"^Prometheus of cluster jaguar at {URL} kept failing after retries"):
         live().buildinfo()
+
+
+@pytest.mark.parametrize("status, body, headers", [
+    (401, "<html><head><title>401 Authorization Required</title></head><body><center><h1>401 Authorization Required"
+          "</h1></center><hr><center>nginx</center></body></html>", {"Content-Type": "text/html"}),
+    (403, "<!DOCTYPE html>\n<html><body>Forbidden<script>x()</script></body></html>", {}),
+])
+@responses.activate
+def test_a_refused_credential_names_the_keys_that_send_it_never_the_page(monkeypatch, status, body, headers):
+    monkeypatch.setenv("PROM_TOKEN", "t0ken")
+    responses.post(QUERY_URL, status=status, body=body, headers=headers)
+    config = PrometheusConfig(url=URL, bearer_token_env="PROM_TOKEN", headers={"X-Scope-OrgID": "lab-a"})
+    config._place = "clusters[2].prometheus"
+    with pytest.raises(PrometheusError) as error:
+        LivePrometheus("heron", config).instant("up", 0)
+    shown = "HTTP 401: 401 Authorization Required" if status == 401 else "HTTP 403: Forbidden"
+    assert str(error.value) == (
+        f"Prometheus of cluster heron at {URL} refused access ({shown}): check the credentials this cluster sends "
+        "(clusters[2].prometheus.bearer_token_env PROM_TOKEN; clusters[2].prometheus.headers X-Scope-OrgID)")
+
+
+@responses.activate
+def test_a_store_refusing_a_cluster_without_credentials_names_every_key_that_could_send_one():
+    """Mimir's answer without a tenant is a short text: quoted, on one line."""
+    responses.get(BUILDINFO, status=401, body="no org id\n", headers={"Content-Type": "text/plain"})
+    with pytest.raises(PrometheusError) as error:
+        live().buildinfo()
+    assert str(error.value) == (
+        f"Prometheus of cluster jaguar at {URL} refused access (HTTP 401: no org id): this cluster sends none; set "
+        "bearer_token_env or _file, basic_auth_user and basic_auth_password_env or _file, headers (an API key, a "
+        "tenant's X-Scope-OrgID), or cert_file and key_file")
+
+
+@responses.activate
+def test_a_404_says_the_url_misses_the_path_to_the_api():
+    responses.post(QUERY_URL, status=404, body="404 page not found", headers={"Content-Type": "text/plain"})
+    with pytest.raises(PrometheusError) as error:
+        live().instant("up", 0)
+    assert str(error.value) == (
+        f"Prometheus of cluster jaguar at {URL} has no Prometheus API there (HTTP 404: 404 page not found): url "
+        "must be the address /api/v1 follows, with any path prefix (Mimir's /prometheus, a proxy's or "
+        "--web.route-prefix)")
+
+
+class RecordingStore:
+    """A real HTTP server that redirects queries (307, which keeps the POST) to `then` where that is set, and answers
+    every other request, keeping the headers of each."""
+
+    def __init__(self):
+        self.asked: list[dict[str, str]] = []
+        self.then = ""
+        store = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers["Content-Length"]))
+                if store.then and self.path == "/api/v1/query":
+                    self.send_response(307)
+                    self.send_header("Location", store.then)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                store.asked.append(dict(self.headers))
+                body = json.dumps(OK).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self.port = self.server.server_port
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.mark.parametrize("elsewhere", [True, False])
+def test_the_stores_own_headers_do_not_follow_a_redirect_to_another_host(tmp_path, elsewhere):
+    """An API key in `headers` went on to whatever host the store redirected to, where requests drops the basic
+    auth's Authorization header; on a redirect within the store both go on."""
+    store, other = RecordingStore(), RecordingStore()
+    store.then = f"http://localhost:{other.port}/api/v1/query" if elsewhere else "/moved/api/v1/query"
+    (tmp_path / "password").write_text("s3cret")
+    config = PrometheusConfig(url=f"http://127.0.0.1:{store.port}", headers={"X-Api-Key": "k3y"},
+                              basic_auth_user="billing", basic_auth_password_file=str(tmp_path / "password"))
+    assert LivePrometheus("jaguar", config).instant("up", 0) == OK["data"]["result"]
+    [asked] = other.asked if elsewhere else store.asked
+    credentials = {"x-api-key", "authorization"} & {name.lower() for name in asked}
+    assert credentials == (set() if elsewhere else {"x-api-key", "authorization"})
 
 
 def test_recorded_answers_name_the_store_they_were_recorded_from(tmp_path):

@@ -210,5 +210,5 @@ def test_when_no_server_answers_the_error_names_each_url_and_its_cause():
         read_ldap(DirectoryConfig(url=down))
     assert str(failure.value) == (
         f"no directory server could be read: directory {down[0]}: connection failed (Connection refused);"
-        f" directory {down[1]}: connection failed (Connection refused)"
+        f" directory {down[1]}: connection failed (Connection refused); the directory is down or url is wrong"
     )

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -14,7 +16,9 @@ from click.testing import CliRunner
 from sqlalchemy import create_engine, inspect
 
 from billing.cli import main
-from billing.ledger.database import open_ledger
+from billing.config import load_config
+from billing.ledger.database import LedgerError, open_ledger
+from billing.web.app import create_app
 from fixtures.ksm import GPU_PRODUCT_LABEL, make_world
 from tests.helpers.config import MINIMAL_CONFIG
 from tests.helpers.days import DAY
@@ -103,6 +107,43 @@ def test_postgresql_ledger(prometheus_server, postgres_url, config):
     assert "127.0.0.1" in result.stdout and "0 days billed" in result.stdout
 
 
+@pytest.fixture
+def password_url(postgres_server, postgres_url) -> Iterator[str]:
+    """postgres_url as a role that must give its password, r1ght (scram-sha-256 from 127.0.0.1)."""
+    hba = postgres_server.base_dir / "data" / "pg_hba.conf"
+    rules = hba.read_text()
+    postgres_server.execute("CREATE ROLE ledger_writer LOGIN PASSWORD 'r1ght'")
+    hba.write_text("host all ledger_writer 127.0.0.1/32 scram-sha-256\n" + rules)
+    postgres_server.execute("SELECT pg_reload_conf()")
+    yield postgres_url.replace("//postgres@", "//ledger_writer@")
+    hba.write_text(rules)
+    postgres_server.execute("SELECT pg_reload_conf()")
+    postgres_server.execute("DROP ROLE ledger_writer")
+
+
+@pytest.mark.parametrize("password, cause", [
+    (None, "fe_sendauth: no password supplied"),
+    ("wrong", 'password authentication failed for user "ledger_writer"'),
+    ("r1ght", None),
+])
+def test_a_postgresql_login_without_the_right_password_names_where_it_comes_from(password_url, config, tmp_path,
+                                                                                   password, cause):
+    """libpq's "no password supplied" said nothing of where billing's password comes from."""
+    path = config({"jaguar": "http://127.0.0.1:9"}, database=password_url, web={"database": password_url})
+    env = {"PGPASSWORD": password, "PGPASSFILE": str(tmp_path / "no-pgpass")}
+    line = line_of(check(path, env=env).stdout, "database")
+    if cause is None:
+        assert line.startswith("WARN  ") and "holds no ledger tables yet" in line
+        return
+    fix = "the password of user ledger_writer comes from PGPASSWORD or ~/.pgpass (PGPASSFILE names another file), "
+    assert line.startswith("FAIL  ") and f"{cause}; {fix}or from the URL of config key database (" in line
+    with pytest.MonkeyPatch.context() as environment:  # `billing serve` reads web.database
+        environment.delenv("PGPASSWORD", raising=False)
+        environment.setenv("PGPASSFILE", str(tmp_path / "no-pgpass"))
+        with pytest.raises(LedgerError, match=re.escape(f"{fix}or from the URL of config key web.database")):
+            create_app(load_config(Path(path)))
+
+
 @pytest.mark.parametrize("password, ok", [("s3cret", True), ("wrong", False)])
 def test_smtp_starttls_and_login(smtp_server, test_ca, config, password, ok):
     server = smtp_server(tls=test_ca, auth=("billing", "s3cret"), auth_required=True)
@@ -117,16 +158,28 @@ def test_smtp_starttls_and_login(smtp_server, test_ca, config, password, ok):
     if ok:
         assert line.startswith("ok    ") and "STARTTLS, login as billing, EHLO accepted" in line
     else:
-        assert line.startswith("FAIL  ") and "refused the login" in line
+        assert line.startswith("FAIL  ") and f"{server.host}:{server.port} refused the login: 535 " in line
+        assert "; check email.username_env SMTP_USER and email.password_env SMTP_PASSWORD (" in line
     assert server.messages == []
 
 
-def test_smtp_with_an_untrusted_certificate_fails(smtp_server, test_ca, config):
+def test_smtp_with_an_untrusted_certificate_fails_naming_ca_file(smtp_server, test_ca, config, monkeypatch):
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
     server = smtp_server(tls=test_ca)
     email = {"enabled": True, "smtp_host": server.host, "smtp_port": server.port, "starttls": True}
     result = check(config({"jaguar": "http://127.0.0.1:9"}, email=email))
     line = line_of(result.stdout, "email")
-    assert line.startswith("FAIL  ") and "CERTIFICATE_VERIFY_FAILED" in line
+    assert line.startswith("FAIL  ") and "TLS failed ([SSL: CERTIFICATE_VERIFY_FAILED]" in line
+    assert "; set email.ca_file to the CA that signed the server's certificate (the system's CAs did not) (" in line
+
+
+def test_smtp_without_starttls_names_the_port_and_starttls(smtp_server, config):
+    server = smtp_server()  # no TLS at all
+    email = {"enabled": True, "smtp_host": server.host, "smtp_port": server.port, "starttls": True}
+    line = line_of(check(config({"jaguar": "http://127.0.0.1:9"}, email=email)).stdout, "email")
+    assert line.startswith(f"FAIL  email                 SMTP server {server.host}:{server.port}: STARTTLS extension "
+                           "not supported by server; set email.smtp_port to the server's TLS port (465), or "
+                           "email.starttls: false where the network may read the mail (")
 
 
 @pytest.mark.parametrize("password, ok", [("secret", True), ("wrong", False)])
@@ -143,7 +196,9 @@ def test_ldap_directory(slapd_server, config, tmp_path, password, ok):
     if ok:
         assert line.startswith("ok    ") and f"{server.url}: 3 people, 1 teams (1 with a lead)" in line
     else:
-        assert line.startswith("FAIL  ") and server.url in line and "invalidCredentials" in line
+        assert line.startswith("FAIL  ") and server.url in line and (
+            f"invalidCredentials); check directory.bind_dn and directory.bind_password_file {tmp_path / 'ldap-password'}"
+            in line)
 
 
 # --- the preflight of a day's series (`billing check --date`), on a real Prometheus

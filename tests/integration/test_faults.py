@@ -120,7 +120,8 @@ def test_prometheus_stopped_half_way_through_a_run(prometheus_server, world, tmp
     result = run(config)
 
     sentence = failure_sentence(result.exit_code, result.output)
-    assert sentence == f"billing: Prometheus of cluster jaguar at {server.url} is unreachable (Connection refused)"
+    assert sentence == (f"billing: Prometheus of cluster jaguar at {server.url} is unreachable (Connection refused); "
+                        "the store is down or clusters[0].prometheus.url is wrong")
     assert ledger_state(ledger) == before
 
 
@@ -278,7 +279,8 @@ def test_postgresql_down_when_the_run_starts(outage):
     server.resume()
     sentence = failure_sentence(result.exit_code, result.output)
     assert sentence.startswith(f"billing: database {ledger}: opening the ledger failed: connection failed: ")
-    assert sentence.endswith(f'connection to server at "127.0.0.1", port {server.port} failed: Connection refused')
+    assert sentence.endswith(f'connection to server at "127.0.0.1", port {server.port} failed: Connection refused; '
+                             "the server is down or the host and port of config key database are wrong")
     assert ledger_state(ledger) == before
 
 

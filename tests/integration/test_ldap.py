@@ -285,15 +285,18 @@ def test_wrong_password_is_one_clear_sentence(directory_server, tmp_path):
     with pytest.raises(DirectoryError) as failure:
         read_ldap(group_of_names(server.url, wrong))
     assert str(failure.value) == (
-        f"directory {server.url}: binding as {BIND_DN} failed (wrong bind DN or password: invalidCredentials)"
+        f"directory {server.url}: binding as {BIND_DN} failed (wrong bind DN or password: invalidCredentials); "
+        f"check bind_dn and bind_password_file {wrong}"
     )
 
 
 def test_tls_is_validated_against_the_configured_ca(directory_server, test_ca, password_file):
     server = directory_server(tls=test_ca)
     unknown_ca = r"^directory ldaps://127\.0\.0\.1:\d+: connection failed \(TLS failed: certificate verify failed"
-    with pytest.raises(DirectoryError, match=unknown_ca):
+    with pytest.raises(DirectoryError, match=unknown_ca) as failure:
         read_ldap(group_of_names(server.ldaps_url, password_file))  # no ca_file: the system CAs do not know the test CA
+    assert str(failure.value).endswith(
+        "; set ca_file to the CA that signed the server's certificate (the system's CAs did not)")
     localhost = server.ldaps_url.replace("127.0.0.1", "localhost")  # the certificate names both
     assert len(read_ldap(group_of_names(localhost, password_file, ca_file=str(test_ca.ca_cert))).people) == 1204
 
@@ -356,7 +359,8 @@ def test_server_down_fails_the_run_and_keeps_the_ledger(directory_server, passwo
     result = CliRunner().invoke(main, run)
 
     assert result.exit_code == 1
-    assert result.stderr.splitlines()[-1] == f"billing: directory {server.url}: connection failed (Connection refused)"
+    assert result.stderr.splitlines()[-1] == (f"billing: directory {server.url}: connection failed (Connection refused); "
+                                              "the directory is down or directory.url is wrong")
     assert "Traceback" not in result.stderr
     pd.testing.assert_frame_equal(read_rows(open_ledger(f"sqlite:///{tmp_path}/ledger.db"), DAY, DAY), before)
 

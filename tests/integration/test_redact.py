@@ -107,7 +107,8 @@ def test_check_against_a_real_prometheus_and_smtp_server_that_refuses_the_login(
     assert status == 1, output
     assert_no_secret(output)
     assert f"ok    prometheus jaguar     {server.url.replace('http://', 'http://billing:***@')} answered vector(1)" in output
-    assert f"FAIL  email                 SMTP server 127.0.0.1:{smtp.port} refused the login of email username" in output
+    assert f"FAIL  email                 SMTP server 127.0.0.1:{smtp.port} refused the login: 535 " in output
+    assert "; check email.username_env SMTP_USER and email.password_env SMTP_PASSWORD (" in output
 
 
 def test_a_pushgateway_behind_basic_auth_gets_the_credentials_of_its_url_and_no_log_shows_them(tmp_path, caplog):

@@ -103,19 +103,43 @@ def test_each_cluster_is_reached_with_its_own_credentials(stores, tmp_path, monk
     assert [lines[f"prometheus {name}"] for name in ("jaguar", "ibis", "heron")] == ["ok"] * 3, checked.stdout
 
 
-@pytest.mark.parametrize("cluster, wrong, reason", [
-    ("jaguar", {"headers": {"X-Scope-OrgID": "lab-b"}}, "401"),
-    ("ibis", {"basic_auth_user": "someone"}, "401"),
-    ("heron", {"cert_file": "", "key_file": ""}, "heron"),
+NONE_SENT = ("this cluster sends none; set clusters[2].prometheus.bearer_token_env or _file, "
+             "clusters[2].prometheus.basic_auth_user and basic_auth_password_env or _file, clusters[2].prometheus.headers "
+             "(an API key, a tenant's X-Scope-OrgID), or clusters[2].prometheus.cert_file and key_file")
+
+
+@pytest.mark.parametrize("cluster, wrong, says", [
+    ("jaguar", {"headers": {"X-Scope-OrgID": "lab-b"}},
+     "refused access (HTTP 401: 401 Authorization Required): check the credentials this cluster sends "
+     "(clusters[0].prometheus.bearer_token_env JAGUAR_TOKEN; clusters[0].prometheus.headers X-Scope-OrgID)"),
+    ("ibis", {"basic_auth_user": "someone"},
+     "refused access (HTTP 401: 401 Authorization Required): check the credentials this cluster sends "
+     "(clusters[1].prometheus.basic_auth_user someone; clusters[1].prometheus.basic_auth_password_file "),
+    ("heron", {"cert_file": "", "key_file": ""},
+     f"refused access (HTTP 400: 400 No required SSL certificate was sent): {NONE_SENT}"),
+    ("heron", {"ca_file": ""}, "set clusters[2].prometheus.ca_file to the CA that signed the server's certificate "
+                               "(the bundle REQUESTS_CA_BUNDLE names, /etc/ssl/certs/ca-certificates.crt, did not)"),
+    ("jaguar", {"url": "/prometheus"},  # appended to the URL: Mimir's prefix on a store that has none
+     "has no Prometheus API there (HTTP 404: 404 page not found): clusters[0].prometheus.url must be the address "
+     "/api/v1 follows, with any path prefix (Mimir's /prometheus, a proxy's or --web.route-prefix)"),
 ])
-def test_a_wrong_credential_fails_the_run_naming_the_cluster(stores, tmp_path, monkeypatch, cluster, wrong, reason):
+def test_a_wrong_credential_fails_the_run_and_the_check_naming_the_key(stores, tmp_path, monkeypatch, cluster, wrong,
+                                                                       says):
+    """A store's 401 printed nginx's HTML page and named no key; a TLS failure did not name ca_file."""
     monkeypatch.setenv("JAGUAR_TOKEN", TOKEN)
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/etc/ssl/certs/ca-certificates.crt")
+    if "url" in wrong:
+        wrong = {"url": stores[0][cluster] + wrong["url"]}
     config = configure(tmp_path, stores, **{cluster: wrong})
     result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])
     assert result.exit_code == 1, result.output
-    assert f"cluster {cluster}" in result.output and reason in result.output and "Traceback" not in result.output
+    assert f"cluster {cluster}" in result.output and says in result.output, result.output
+    assert "<" not in result.output and "Traceback" not in result.output
     assert not (tmp_path / "ledger.db").exists() or not create_engine(f"sqlite:///{tmp_path / 'ledger.db'}").connect(
     ).execute(text("select count(*) from chargeback")).scalar()
+    checked = CliRunner().invoke(main, ["check", "--date", "2026-11-20", "--config", config])
+    [line] = [line for line in checked.stdout.splitlines() if line.startswith(f"FAIL  prometheus {cluster} ")]
+    assert says in line and "<" not in line
 
 
 def test_an_unusable_client_certificate_is_a_config_error_naming_the_key(stores, tmp_path, monkeypatch):

@@ -115,9 +115,11 @@ def test_each_unreachable_dependency_is_its_own_failing_line(config, tmp_path):
     found = lines(result.stdout)
     assert found["config"].startswith("ok    ") and found["database"].startswith("WARN  ")
     assert f"Prometheus of cluster jaguar at http://127.0.0.1:{port} is unreachable" in found["prometheus jaguar"]
+    assert "; the store is down or clusters[0].prometheus.url is wrong (" in found["prometheus jaguar"]
     assert "series jaguar" not in found  # not asked again where the store did not answer
     assert "people.ldif cannot be read" in found["directory"]
-    assert f"SMTP server 127.0.0.1:{port} is unreachable" in found["email"]
+    assert f"SMTP server 127.0.0.1:{port} is unreachable (Connection refused); the server is down or " \
+           "email.smtp_host and smtp_port are wrong (" in found["email"]
     assert all(found[d].startswith("FAIL  ") for d in ("prometheus jaguar", "directory", "email"))
 
 

@@ -95,7 +95,8 @@ def test_an_outage_fails_the_run_and_keeps_the_days_rows(tmp_path):
     config = make_config(tmp_path, url=url)
     before = read_rows(open_ledger(config.database), DAY, DAY)
 
-    with pytest.raises(DirectoryError, match=f"^directory {url}: connection failed \\(Connection refused\\)$"):
+    with pytest.raises(DirectoryError, match=f"^directory {url}: connection failed \\(Connection refused\\); "
+                                          "the directory is down or directory.url is wrong$"):
         run_day(config, DAY)
 
     pd.testing.assert_frame_equal(read_rows(open_ledger(config.database), DAY, DAY), before)
@@ -113,7 +114,8 @@ def test_the_command_exits_1_with_one_sentence(tmp_path):
     result = CliRunner().invoke(main, ["run", "--date", str(DAY), "--config", str(path)])
 
     assert result.exit_code == 1
-    assert result.stderr.strip().splitlines()[-1] == f"billing: directory {url}: connection failed (Connection refused)"
+    assert result.stderr.strip().splitlines()[-1] == (f"billing: directory {url}: connection failed (Connection refused); "
+                                                      "the directory is down or directory.url is wrong")
 
 
 def test_last_known_uses_the_directory_of_the_last_successful_run(tmp_path, caplog):

@@ -9,6 +9,7 @@ what docs/spec.md "Self-service: billing serve" allows.
 from __future__ import annotations
 
 import csv
+import html
 import io
 import re
 import socket
@@ -147,6 +148,32 @@ def test_the_api_answers_in_the_report_shape(client):
 def test_bad_questions_are_400_with_a_sentence(client, route, says):
     answer = get(client, route, "root")
     assert answer.status_code == 400 and says in answer.json["error"]
+
+
+@pytest.mark.parametrize("route, name", [
+    (f"/me?{RANGE}&from=2026-11-02", "from"), (f"/teams/robotics?{RANGE}&to=2026-11-19", "to"),
+    (f"/all?{RANGE}&format=csv&by=team&by=cluster", "by"), (f"/api/v1/costs?{RANGE}&team=robotics&team=vision", "team"),
+    (f"/api/v1/costs?{RANGE}&person=alice&person=bob", "person"),
+])
+def test_a_parameter_given_twice_is_400_naming_it(client, route, name):
+    """`from=A&from=B` took the first and answered 200 for a range nobody asked for alone."""
+    answer = get(client, route, "root")
+    assert answer.status_code == 400
+    assert f"the query parameter '{name}' is given 2 times; give it once" in html.unescape(answer.text)
+
+
+@pytest.mark.parametrize("route, user, sentence", [
+    ("/all", "bob", "bob is not in web.admins, so cannot see all teams."),
+    ("/teams/vision", "alice", "alice is not a lead of team 'vision'"),
+    ("/nowhere", "bob", "no page is at /nowhere."),
+])
+def test_an_error_page_says_one_sentence_as_it_was_said(client, route, user, sentence):
+    """The page capitalised the sentence's first letter, a uid's too ("Bob is not in web.admins"), and ended
+    werkzeug's own two sentences with a second full stop."""
+    page = get(client, route, user)
+    said = html.unescape(re.search(r'<p class="warning" role="alert" id="error">(.*?)</p>', page.text)[1])
+    assert said.startswith(sentence) and said.endswith(".") and not said.endswith("..")
+    assert said.count(". ") == 0
 
 
 @pytest.mark.parametrize("route", ["/me?to=0001-01-05", "/teams/robotics?to=0001-01-05", "/all?to=0001-01-05",
