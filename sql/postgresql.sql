@@ -241,4 +241,14 @@ CREATE TABLE invoices (
 
 UPDATE alembic_version SET version_num='0008' WHERE alembic_version.version_num = '0007';
 
+-- Running upgrade 0008 -> 0009
+
+UPDATE statement_lines SET kind = 'correction' WHERE kind = 'adjustment';
+
+ALTER TABLE adjustments RENAME TO corrections;
+
+ALTER TABLE corrections RENAME CONSTRAINT adjustments_pkey TO corrections_pkey;
+
+UPDATE alembic_version SET version_num='0009' WHERE alembic_version.version_num = '0008';
+
 COMMIT;

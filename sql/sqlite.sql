@@ -264,3 +264,11 @@ CREATE TABLE invoices (
 );
 
 UPDATE alembic_version SET version_num='0008' WHERE alembic_version.version_num = '0007';
+
+-- Running upgrade 0008 -> 0009
+
+UPDATE statement_lines SET kind = 'correction' WHERE kind = 'adjustment';
+
+ALTER TABLE adjustments RENAME TO corrections;
+
+UPDATE alembic_version SET version_num='0009' WHERE alembic_version.version_num = '0008';

@@ -218,18 +218,18 @@ statement_lines = Table(  # a closed month's statement as it was closed, line by
     Column("team", Text, nullable=False),
     Column("cost_center", Text, nullable=False),
     Column("cluster", Text, nullable=False),
-    Column("kind", Text, nullable=False),  # charge, discount, credit, unrequested, reserved, adjustment, recovery
+    Column("kind", Text, nullable=False),  # charge, discount, credit, unrequested, reserved, correction, recovery
     Column("resource", Text, nullable=False),
     Column("gpu_model", Text, nullable=False),
-    Column("corrects", Date, nullable=True),  # the day an adjustment corrects
+    Column("corrects", Date, nullable=True),  # the day a correction corrects
     Column("quantity", Double, nullable=True),
     Column("amount", Double, nullable=False),
     Column("currency", Text, nullable=False),
 )
 
 
-adjustments = Table(  # what a re-run of a closed month's day changed, booked in the first open month
-    "adjustments",
+corrections = Table(  # what a re-run of a closed month's day changed, booked in the first open month
+    "corrections",
     metadata,
     Column("month", Date, primary_key=True),  # first day of the month it is booked in
     Column("corrects", Date, primary_key=True),  # the re-run day

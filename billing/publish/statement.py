@@ -3,17 +3,17 @@
 A statement has, per team (with its cost centre) and cluster, one line per
 resource and GPU model at list price, the discount of pod priority classes
 as a line of its own, reserved pools, credits for others' use of a pool,
-shares of idle capacity, and adjustments: what re-runs of days of an earlier,
+shares of idle capacity, and corrections: what re-runs of days of an earlier,
 closed month changed, each naming the day it corrects. A team's lines add up
-to its ledger cost of the month's days plus the adjustments booked in it.
+to its ledger cost of the month's days plus the corrections booked in it.
 
 `billing close` stores a month's lines as they are (table statement_lines),
 so the statement of a closed month is read back, never recomputed, and is the
 same byte for byte however its days are re-run later. A re-run of a closed
 month's day books its change in the first open month (billing/ledger/tables.py).
-Reopening deletes the stored lines and the adjustments correcting the month
+Reopening deletes the stored lines and the corrections of the month
 (its statement shows the current ledger again); only the latest closed month
-can be reopened, so no adjustment in a closed statement is ever taken back.
+can be reopened, so no correction in a closed statement is ever taken back.
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ from billing.errors import UsageError
 from billing.ledger.database import transaction
 from billing.ledger.tables import (
     LEDGER_COLUMNS,
-    adjustments,
     chargeback,
     closed_months,
     completed_days,
+    corrections,
     invoices,
     month_closings,
     statement_lines,
@@ -49,8 +49,9 @@ log = logging.getLogger(__name__)
 
 # the order of a cluster's lines, by the ledger resource's prefix
 KINDS = {"": "charge", "reserved": "reserved", "credit": "credit", "idle": "unrequested"}
+CORRECTION = "correction"  # what a re-run of a closed month's day changed, booked in a later month
 RECOVERY = "recovery"  # a closed month's line that makes a cluster's charges add up to what it cost
-KIND_ORDER = ["charge", "discount", "reserved", "credit", "unrequested", RECOVERY, "adjustment"]
+KIND_ORDER = ["charge", "discount", "reserved", "credit", "unrequested", RECOVERY, CORRECTION]
 LINE_COLUMNS = ["team", "cost_center", "cluster", "kind", "resource", "gpu_model", "corrects", "quantity", "amount"]
 
 
@@ -66,8 +67,8 @@ class StatementLine:
     kind: str  # KIND_ORDER
     resource: str  # the ledger's resource (cpu, gpu, credit-gpu, idle-cpu, ...)
     gpu_model: str
-    corrects: date | None  # the day an adjustment corrects
-    quantity: float | None  # resource-hours; None for discounts and adjustments
+    corrects: date | None  # the day a correction corrects
+    quantity: float | None  # resource-hours; None for discounts and corrections
     amount: float
 
 
@@ -91,15 +92,15 @@ class Statement:
         return total(line.amount for line in self.lines)
 
     def clusters(self) -> list[dict]:
-        """Per cluster: what its teams were charged in the month, its cost recovery, the adjustments of earlier
+        """Per cluster: what its teams were charged in the month, its cost recovery, the corrections of earlier
         months booked, and the total: with cost recovery, the total of the month is the cluster's cost."""
         sums = []
         for cluster in sorted({line.cluster for line in self.lines}):
             lines = [line for line in self.lines if line.cluster == cluster]
             parts = {part: total(line.amount for line in lines if _part(line) == part)
-                     for part in ("charged", RECOVERY, "adjustment")}
+                     for part in ("charged", RECOVERY, CORRECTION)}
             sums.append({"cluster": cluster, "charged": parts["charged"], "recovered": parts[RECOVERY],
-                         "adjusted": parts["adjustment"], "total": total(line.amount for line in lines)})
+                         "corrected": parts[CORRECTION], "total": total(line.amount for line in lines)})
         return sums
 
     def teams(self) -> list[tuple[str, str, list[StatementLine]]]:
@@ -111,8 +112,8 @@ class Statement:
 
 
 def _part(line: StatementLine) -> str:
-    """A line as a cluster's summary counts it: recovery and adjustments apart from what was charged."""
-    return line.kind if line.kind in (RECOVERY, "adjustment") else "charged"
+    """A line as a cluster's summary counts it: recovery and corrections apart from what was charged."""
+    return line.kind if line.kind in (RECOVERY, CORRECTION) else "charged"
 
 
 def cost_centers(directory: Directory | None) -> dict[str, str]:
@@ -130,7 +131,7 @@ def _kind(resource: str) -> str:
 
 
 def statement_lines_of(rows: pd.DataFrame, booked: pd.DataFrame, cost_centers: dict[str, str]) -> list[StatementLine]:
-    """The lines of a month from its ledger rows (LEDGER_COLUMNS) and the adjustments booked in it.
+    """The lines of a month from its ledger rows (LEDGER_COLUMNS) and the corrections booked in it.
 
     Every (team, cluster, resource, GPU model) gives a line at list cost and,
     where priority classes made it cheaper, a discount line (cost less list cost).
@@ -148,7 +149,7 @@ def statement_lines_of(rows: pd.DataFrame, booked: pd.DataFrame, cost_centers: d
                                        None, float(row.cost - row.list_cost)))
     corrections = money_sums(booked, ["team", "cluster", "resource", "corrects"], ["amount"])
     for row in corrections.itertuples(index=False):
-        lines.append(StatementLine(row.team, cost_centers.get(row.team, ""), row.cluster, "adjustment", row.resource,
+        lines.append(StatementLine(row.team, cost_centers.get(row.team, ""), row.cluster, CORRECTION, row.resource,
                                    "", row.corrects, None, float(row.amount)))
     return sorted(lines, key=_line_order)
 
@@ -173,8 +174,8 @@ def _open_statement(conn: Connection, month: date, currency: str, cost_centers: 
     first, last = month_range(month)
     rows = pd.DataFrame(conn.execute(select(chargeback).where(chargeback.c.day.between(first, last))).all(),
                         columns=LEDGER_COLUMNS)
-    booked = pd.DataFrame(conn.execute(select(adjustments).where(adjustments.c.month == month)).all(),
-                          columns=[c.name for c in adjustments.columns])
+    booked = pd.DataFrame(conn.execute(select(corrections).where(corrections.c.month == month)).all(),
+                          columns=[c.name for c in corrections.columns])
     currencies = sorted(set(rows["currency"]) | set(booked["currency"]))
     if len(currencies) > 1:
         raise StatementError(f"the ledger holds costs in {' and '.join(currencies)} in {month:%Y-%m}; "
@@ -231,8 +232,8 @@ def recovery_lines(lines: list[StatementLine], month: date, costs: dict[str, flo
     recovered = []
     for cluster, cost in sorted(costs.items()):
         charged: dict[tuple[str, str], float] = {}
-        for line in lines:  # adjustments correct other months' charges: not this month's
-            if line.cluster == cluster and line.kind != "adjustment":
+        for line in lines:  # corrections correct other months' charges: not this month's
+            if line.cluster == cluster and line.kind != CORRECTION:
                 key = (line.team, line.cost_center)
                 charged[key] = charged.get(key, 0.0) + line.amount
         charges = total(charged.values())
@@ -309,6 +310,6 @@ def reopen_month(engine: Engine, month: date, by: str) -> None:
         conn.execute(delete(statement_lines).where(statement_lines.c.month == month))
         conn.execute(delete(closed_months).where(closed_months.c.month == month))
         first, last = month_range(month)
-        conn.execute(delete(adjustments).where(adjustments.c.corrects.between(first, last),
-                                               adjustments.c.month >= month_after(month)))
+        conn.execute(delete(corrections).where(corrections.c.corrects.between(first, last),
+                                               corrections.c.month >= month_after(month)))
         _log(conn, month, "reopen", by, datetime.now(timezone.utc))

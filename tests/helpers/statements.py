@@ -15,7 +15,7 @@ from billing.config import CostRecovery
 from billing.directory.people import Directory, Team, directory_to_json
 from billing.ledger.database import fetch, open_ledger
 from billing.ledger.read import read_recovery, read_rows, read_workload_costs
-from billing.ledger.tables import adjustments, month_closings
+from billing.ledger.tables import corrections, month_closings
 from billing.ledger.write import record_invoice, replace_day
 from billing.publish.focus import broken_down, focus_rows
 from billing.publish.statement import StatementError, build_statement, close_month, reopen_month
@@ -76,7 +76,7 @@ OCT_TOTALS = {"robotics": "75.20", "vision": "10.00"}
 
 
 # what the re-run of October 5 books in November, per (team, cluster, resource)
-OCT_5_ADJUSTMENTS = {
+OCT_5_CORRECTIONS = {
     ("robotics", "jaguar", "gpu"): "6.00",
     ("robotics", "jaguar", "idle-cpu"): "-0.60",
     ("robotics", "heron", "reserved-gpu"): "12.00",
@@ -116,7 +116,7 @@ def team_totals(engine, month: date) -> dict[str, str]:
 
 
 def booked(engine, month: date) -> dict[tuple, str]:
-    rows = fetch(engine, adjustments.select().where(adjustments.c.month == month))
+    rows = fetch(engine, corrections.select().where(corrections.c.month == month))
     sums: dict[tuple, float] = {}
     for row in rows:
         key = (row["team"], row["cluster"], row["resource"])
@@ -147,14 +147,14 @@ def closing_scenario(url: str) -> None:
     replace_day(engine, date(2026, 10, 5), DayBill(frame(OCT_5_RERUN)), "USD")
     assert read_rows(engine, date(2026, 10, 5), date(2026, 10, 5))["cost"].sum() == pytest.approx(90.60)  # new rows
     assert all_formats(engine, OCT) == before  # byte for byte, every format
-    assert booked(engine, NOV) == OCT_5_ADJUSTMENTS
-    assert {r["corrects"] for r in fetch(engine, adjustments.select())} == {date(2026, 10, 5)}
+    assert booked(engine, NOV) == OCT_5_CORRECTIONS
+    assert {r["corrects"] for r in fetch(engine, corrections.select())} == {date(2026, 10, 5)}
     assert team_totals(engine, NOV) == NOV_TOTALS
     november = json.loads(all_formats(engine, NOV)["json"])
     robotics = next(t for t in november["teams"] if t["team"] == "robotics")
     assert robotics["cost_center"] == "CC-4711"
     assert {(line["cluster"], line["resource"], line["corrects"], cents(line["amount"])) for line in robotics["lines"]
-            if line["kind"] == "adjustment"} == {("jaguar", "gpu", "2026-10-05", "6.00"),
+            if line["kind"] == "correction"} == {("jaguar", "gpu", "2026-10-05", "6.00"),
                                               ("jaguar", "idle-cpu", "2026-10-05", "-0.60"),
                                               ("heron", "reserved-gpu", "2026-10-05", "12.00"),
                                               ("heron", "credit-gpu", "2026-10-05", "-2.50")}
@@ -162,19 +162,19 @@ def closing_scenario(url: str) -> None:
     assert cents(november["total"]) == cents(ledger_nov + 6.00 - 0.60 + 12.00 - 2.50 + 2.50) == "17.52"
 
     replace_day(engine, date(2026, 10, 5), DayBill(frame(OCT_5_RERUN)), "USD")  # the same re-run again: no change, no booking
-    assert booked(engine, NOV) == OCT_5_ADJUSTMENTS
+    assert booked(engine, NOV) == OCT_5_CORRECTIONS
 
     # November closed too: a correction of October now goes to December, and back to the old prices it cancels out
     close_month(engine, NOV, "finance-bot", TODAY_DONE, "USD", {"robotics": "CC-4711"})
     replace_day(engine, date(2026, 10, 5), DayBill(frame(OCT_5)), "USD")
-    assert booked(engine, DEC) == {key: cents(-float(value)) for key, value in OCT_5_ADJUSTMENTS.items()}
+    assert booked(engine, DEC) == {key: cents(-float(value)) for key, value in OCT_5_CORRECTIONS.items()}
     assert all_formats(engine, OCT) == before
 
     with pytest.raises(StatementError, match="2026-11 is closed too; reopen the latest closed month first"):
         reopen_month(engine, OCT, "alice")
     reopen_month(engine, NOV, "alice")
     reopen_month(engine, OCT, "alice")  # its statement is the ledger again; corrections of it are dropped
-    assert fetch(engine, adjustments.select()) == []
+    assert fetch(engine, corrections.select()) == []
     assert team_totals(engine, OCT) == OCT_TOTALS  # the ledger holds October 5 at its old prices again
     assert team_totals(engine, NOV) == {"robotics": "0.12"}
     log = [(r["month"], r["action"], r["who"]) for r in fetch(engine, month_closings.select()
@@ -226,8 +226,8 @@ def recovery_scenario(url: str) -> None:
     october = (OCT, date(2026, 10, 31))
     exported = focus_rows(broken_down(read_rows(engine, *october), read_workload_costs(engine, *october)),
                           ZoneInfo("UTC"), read_recovery(engine, *october))
-    adjusted = exported[exported["ChargeCategory"] == "Adjustment"]
-    assert sorted(adjusted["BilledCost"].map(cents)) == sorted(OCT_RECOVERY.values())
+    recovery = exported[exported["ChargeCategory"] == "Adjustment"]
+    assert sorted(recovery["BilledCost"].map(cents)) == sorted(OCT_RECOVERY.values())
     assert cents(exported["BilledCost"].sum()) == cents(sum(OCT_COSTS.values()))
     assert read_recovery(engine, date(2026, 10, 2), date(2026, 10, 31)).empty
 

@@ -138,7 +138,7 @@ def test_billing_run_of_a_closed_day_at_a_new_price_books_the_difference(budget_
     november = json.loads(invoke("statement", "--month", "2026-11", "--format", "json"))
     assert [(t["team"], [(line["kind"], line["cluster"], line["resource"], line["corrects"], cents(line["amount"]))
                          for line in t["lines"]]) for t in november["teams"]] == [
-        ("robotics", [("adjustment", "jaguar", "gpu", "2026-10-15", "5.00")])]
+        ("robotics", [("correction", "jaguar", "gpu", "2026-10-15", "5.00")])]
     ledger = open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
     assert cents(read_rows(ledger, OCT, date(2026, 10, 31))["cost"].sum()) == "656.00"  # the ledger has the new rows
 
