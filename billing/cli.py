@@ -455,7 +455,7 @@ def _month(ctx, param, value: str | None) -> date | None:
 @_global_options
 @_guarded
 def statement(month: date, team: str | None, form: str, output: str | None) -> None:
-    """The month's statement per team: list price, discounts, credits, idle shares, corrections.
+    """The month's statement per team: list price, discounts, credits, unrequested shares, corrections.
 
     A closed month's statement is the one stored when it was closed, the same
     byte for byte however its days are re-run. Examples:

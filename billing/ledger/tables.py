@@ -37,7 +37,8 @@ chargeback = Table(
     "chargeback",
     metadata,
     *_charged(),
-    # cpu, memory, gpu; reserved-*, credit-*, idle-*: reserved pools and shared idle (billing/charge/pricing.py)
+    # cpu, memory, gpu; reserved-*, credit-*, unrequested-*: reserved pools and shared unrequested capacity
+    # (billing/charge/pricing.py)
     Column("resource", Text, primary_key=True),
     Column("gpu_model", Text, primary_key=True),
     Column("quantity", Double, nullable=False),
@@ -90,9 +91,9 @@ cluster_capacity = Table(  # what each cluster's nodes offered, and what no requ
     Column("pool", Text, primary_key=True),  # the reserved pool of the nodes, '' for the rest
     Column("allocatable", Double, nullable=False),  # resource-hours the nodes offered
     Column("requested", Double, nullable=False),  # resource-hours requested by Running pods
-    Column("idle", Double, nullable=False),  # allocatable - requested, not below 0
+    Column("unrequested", Double, nullable=False),  # allocatable - requested, not below 0
     Column("unit_price", Double, nullable=False),
-    Column("idle_cost", Double, nullable=False),  # idle x unit_price
+    Column("unrequested_cost", Double, nullable=False),  # unrequested x unit_price
 )
 
 
@@ -123,7 +124,7 @@ workload_costs = Table(
     metadata,
     *_charged(),
     # Kind/name of the top-level controller; Pod/<name> for none; '(no workload)' for a part of a row no pod's
-    # workload requested (reserved-*, credit-*, idle-* rows; a cluster whose workloads were not collected)
+    # workload requested (reserved-*, credit-*, unrequested-* rows; a cluster whose workloads were not collected)
     Column("workload", Text, primary_key=True),
     # JSON object of every configured cost label as Kubernetes names it, json.dumps(..., sort_keys=True) with its
     # default separators: '{"example.com/project": "atlas", "experiment": ""}' ('' where a pod has none);

@@ -3,7 +3,7 @@
 A statement has, per team (with its cost centre) and cluster, one line per
 resource and GPU model at list price, the discount of pod priority classes
 as a line of its own, reserved pools, credits for others' use of a pool,
-shares of idle capacity, and corrections: what re-runs of days of an earlier,
+shares of unrequested capacity, and corrections: what re-runs of days of an earlier,
 closed month changed, each naming the day it corrects. A team's lines add up
 to its ledger cost of the month's days plus the corrections booked in it.
 
@@ -48,7 +48,7 @@ from billing.publish.formatting import cents, money_sums, total
 log = logging.getLogger(__name__)
 
 # the order of a cluster's lines, by the ledger resource's prefix
-KINDS = {"": "charge", "reserved": "reserved", "credit": "credit", "idle": "unrequested"}
+KINDS = {"": "charge", "reserved": "reserved", "credit": "credit", "unrequested": "unrequested"}
 CORRECTION = "correction"  # what a re-run of a closed month's day changed, booked in a later month
 RECOVERY = "recovery"  # a closed month's line that makes a cluster's charges add up to what it cost
 KIND_ORDER = ["charge", "discount", "reserved", "credit", "unrequested", RECOVERY, CORRECTION]
@@ -65,7 +65,7 @@ class StatementLine:
     cost_center: str
     cluster: str
     kind: str  # KIND_ORDER
-    resource: str  # the ledger's resource (cpu, gpu, credit-gpu, idle-cpu, ...)
+    resource: str  # the ledger's resource (cpu, gpu, credit-gpu, unrequested-cpu, ...)
     gpu_model: str
     corrects: date | None  # the day a correction corrects
     quantity: float | None  # resource-hours; None for discounts and corrections

@@ -38,7 +38,7 @@ OCT_5 = [
     ("heron", "pool:p1", "robotics", None, "reserved-gpu", "", 24.0, 2.00, 48.00, 48.00),
     ("heron", "carol", "vision", "carol", "gpu", "", 5.0, 2.00, 10.00, 10.00),
     ("heron", "carol", "robotics", "carol", "credit-gpu", "", -5.0, 2.00, -10.00, -10.00),
-    ("jaguar", "team-robotics", "robotics", None, "idle-cpu", "", 50.0, 0.012, 0.60, 0.60),
+    ("jaguar", "team-robotics", "robotics", None, "unrequested-cpu", "", 50.0, 0.012, 0.60, 0.60),
 ]
 
 
@@ -46,7 +46,7 @@ OCT_6 = [("jaguar", "alice", "robotics", "alice", "gpu", H100, 5.0, 2.40, 12.00,
 
 
 # October 5 re-run at new prices: H100 3.00 (+6.00 for robotics), heron GPUs 2.50 (vision +2.50, and robotics'
-# credit -2.50, its pool's reservation +12.00); idle no longer shared (-0.60)
+# credit -2.50, its pool's reservation +12.00); unrequested capacity no longer shared (-0.60)
 OCT_5_RERUN = [
     ("jaguar", "alice", "robotics", "alice", "gpu", H100, 10.0, 3.00, 30.00, 30.00),
     ("jaguar", "bob", "robotics", "bob", "cpu", "", 100.0, 0.012, 0.60, 1.20),
@@ -59,13 +59,13 @@ OCT_5_RERUN = [
 NOV_2 = [("jaguar", "team-robotics", "robotics", None, "cpu", "", 10.0, 0.012, 0.12, 0.12)]
 
 
-# October's statement by hand: robotics 36.00 (H100 15 h) + 1.20 - 0.60 (cpu, discount) + 0.60 (idle)
+# October's statement by hand: robotics 36.00 (H100 15 h) + 1.20 - 0.60 (cpu, discount) + 0.60 (unrequested)
 # + 48.00 (pool) - 10.00 (credit) = 75.20; vision 10.00
 OCT_LINES = {
     ("robotics", "jaguar", "charge", "gpu", H100): (15.0, "36.00"),
     ("robotics", "jaguar", "charge", "cpu", ""): (100.0, "1.20"),
     ("robotics", "jaguar", "discount", "cpu", ""): (None, "-0.60"),
-    ("robotics", "jaguar", "unrequested", "idle-cpu", ""): (50.0, "0.60"),
+    ("robotics", "jaguar", "unrequested", "unrequested-cpu", ""): (50.0, "0.60"),
     ("robotics", "heron", "reserved", "reserved-gpu", ""): (24.0, "48.00"),
     ("robotics", "heron", "credit", "credit-gpu", ""): (-5.0, "-10.00"),
     ("vision", "heron", "charge", "gpu", ""): (5.0, "10.00"),
@@ -78,7 +78,7 @@ OCT_TOTALS = {"robotics": "75.20", "vision": "10.00"}
 # what the re-run of October 5 books in November, per (team, cluster, resource)
 OCT_5_CORRECTIONS = {
     ("robotics", "jaguar", "gpu"): "6.00",
-    ("robotics", "jaguar", "idle-cpu"): "-0.60",
+    ("robotics", "jaguar", "unrequested-cpu"): "-0.60",
     ("robotics", "heron", "reserved-gpu"): "12.00",
     ("robotics", "heron", "credit-gpu"): "-2.50",
     ("vision", "heron", "gpu"): "2.50",
@@ -155,7 +155,7 @@ def closing_scenario(url: str) -> None:
     assert robotics["cost_center"] == "CC-4711"
     assert {(line["cluster"], line["resource"], line["corrects"], cents(line["amount"])) for line in robotics["lines"]
             if line["kind"] == "correction"} == {("jaguar", "gpu", "2026-10-05", "6.00"),
-                                              ("jaguar", "idle-cpu", "2026-10-05", "-0.60"),
+                                              ("jaguar", "unrequested-cpu", "2026-10-05", "-0.60"),
                                               ("heron", "reserved-gpu", "2026-10-05", "12.00"),
                                               ("heron", "credit-gpu", "2026-10-05", "-2.50")}
     ledger_nov = read_rows(engine, NOV, date(2026, 11, 30))["cost"].sum()
