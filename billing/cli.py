@@ -453,7 +453,7 @@ def _month(ctx, param, value: str | None) -> date | None:
 @_global_options
 @_guarded
 def statement(month: date, team: str | None, form: str, output: str | None) -> None:
-    """The month's statement per team: list price, discounts, credits, idle shares, adjustments.
+    """The month's statement per team: list price, discounts, credits, unrequested shares, corrections.
 
     A closed month's statement is the one stored when it was closed, the same
     byte for byte however its days are re-run. Examples:
@@ -493,7 +493,7 @@ def close(month: date, reopen: bool, by: str | None, allow_missing: bool) -> Non
     """Close a month for finance: its statement is kept as it is now.
 
     A later re-run of one of its days writes the new rows and books the
-    difference as adjustments in the first open month. Examples:
+    difference as corrections in the first open month. Examples:
 
     \b
         billing close --month 2026-11

@@ -16,6 +16,7 @@ so that a run fails before it starts rather than at its last step.
 from __future__ import annotations
 
 import ipaddress
+import logging
 import math
 import os
 import re
@@ -23,7 +24,7 @@ import ssl
 from datetime import date, datetime
 from fractions import Fraction
 from pathlib import Path
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -46,6 +47,8 @@ from pydantic_core import ErrorDetails
 
 from billing.errors import UsageError
 from billing.redact import HIDDEN, redact
+
+log = logging.getLogger(__name__)
 
 
 class ConfigError(UsageError):
@@ -381,15 +384,28 @@ class ClusterConfig(_Section):
     # node label of time-slicing replicas; None: the top-level gpu_replicas_label, '' none on this cluster
     gpu_replicas_label: str | None = None
     prices: PriceSets
-    # idle capacity (allocatable that no request covered): unbilled, or shared over the teams in
-    # proportion to their cost, as `idle-<resource>` ledger rows, so the ledger adds up to the whole cluster's price
-    idle: Literal["unbilled", "share"] = "unbilled"
+    # unrequested capacity (allocatable that no request covered): unbilled, or shared over the teams in proportion
+    # to their cost, as `unrequested-<resource>` ledger rows, so the ledger adds up to the whole cluster's price
+    unrequested: Literal["unbilled", "share"] = "unbilled"
     reserved_pools: ReservedPools | None = None
     recover: CostRecovery | None = None  # None: charges stay what the prices make them
     label_names: LabelNames | None = None
     # what a pod's request is (docs/spec.md rule 3): what the scheduler reserves for it (pod), or its app
     # containers' requests only (containers, the older rule); None: the top-level `requests`
     requests: RequestRule | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_name_of_unrequested(cls, data: Any) -> Any:
+        """`idle`, the old name of `unrequested`, is still read, with a warning: configs written before the rename
+        bill the same."""
+        if not isinstance(data, dict) or "idle" not in data:
+            return data
+        if "unrequested" in data:
+            raise ValueError("idle is the old name of unrequested; keep only unrequested")
+        log.warning("cluster %s: config key idle is now called unrequested; it is still read, but rename it "
+                    "(unrequested: %s)", data.get("name"), data["idle"])
+        return {("unrequested" if key == "idle" else key): value for key, value in data.items()}
 
     @field_validator("prices")
     @classmethod

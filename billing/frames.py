@@ -81,8 +81,8 @@ OWNERSHIP = schema("ownership", "namespace", "team", "owner", "share")
 # the chargeback rows
 ROWS = schema("ledger rows", "cluster", "namespace", "team", "owner", "resource", "gpu_model", "quantity",
               "unit_price", "cost", "list_cost")
-CAPACITY = schema("capacity", "cluster", "resource", "gpu_model", "pool", "allocatable", "requested", "idle",
-                  "unit_price", "idle_cost")
+CAPACITY = schema("capacity", "cluster", "resource", "gpu_model", "pool", "allocatable", "requested",
+                  "unrequested", "unit_price", "unrequested_cost")
 CHARGED_WASTE = schema("waste per team", "cluster", "namespace", "team", "owner", *WASTE_MEASURES)
 HOLDINGS = schema("GPU holdings per team", "cluster", "namespace", "team", "owner", "resource", "gpu_model",
                   "held_hours", "gpu_hours", "cost")

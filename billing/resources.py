@@ -5,7 +5,8 @@ Usage is billed in three resources: `cpu` (cores), `memory` (GiB) and `gpu`
 a kind prefix: `reserved-` (a reserved pool's whole capacity, charged to the
 team that reserved it under the namespace `pool:<name>`), `credit-` (negative:
 what a namespace paid for using a reserved pool, credited to the pool's team)
-and `idle-` (a share of the idle capacity of a cluster with `idle: share`).
+and `unrequested-` (a share of the capacity no pod requested on a cluster with
+`unrequested: share`).
 """
 
 from __future__ import annotations
@@ -15,15 +16,15 @@ import re
 CPU, MEMORY, GPU = "cpu", "memory", "gpu"
 RESOURCES = (CPU, MEMORY, GPU)
 
-RESERVED, CREDIT, IDLE = "reserved-", "credit-", "idle-"
-KINDS = (RESERVED, CREDIT, IDLE)
+RESERVED, CREDIT, UNREQUESTED = "reserved-", "credit-", "unrequested-"
+KINDS = (RESERVED, CREDIT, UNREQUESTED)
 LEDGER_RESOURCES = RESOURCES + tuple(kind + resource for kind in KINDS for resource in RESOURCES)
 
 POOL_PREFIX = "pool:"  # namespace of a reserved pool's capacity rows; no Kubernetes namespace has a colon
 
 
 def base(resource: str) -> str:
-    """cpu, memory or gpu, of any of the ledger's resources (`idle-gpu`, `credit-cpu`, ...)."""
+    """cpu, memory or gpu, of any of the ledger's resources (`unrequested-gpu`, `credit-cpu`, ...)."""
     return resource.rsplit("-", 1)[-1]
 
 

@@ -265,4 +265,30 @@ ALTER TABLE invoice_files RENAME TO invoices;
 
 UPDATE alembic_version SET version_num='0009' WHERE alembic_version.version_num = '0008';
 
+-- Running upgrade 0009 -> 0010
+
+UPDATE statement_lines SET kind = 'correction' WHERE kind = 'adjustment';
+
+ALTER TABLE adjustments RENAME TO corrections;
+
+ALTER TABLE corrections RENAME CONSTRAINT adjustments_pkey TO corrections_pkey;
+
+UPDATE alembic_version SET version_num='0010' WHERE alembic_version.version_num = '0009';
+
+-- Running upgrade 0010 -> 0011
+
+UPDATE chargeback SET resource = 'unrequested-' || substr(resource, 6) WHERE substr(resource, 1, 5) = 'idle-';
+
+UPDATE workload_costs SET resource = 'unrequested-' || substr(resource, 6) WHERE substr(resource, 1, 5) = 'idle-';
+
+UPDATE statement_lines SET resource = 'unrequested-' || substr(resource, 6) WHERE substr(resource, 1, 5) = 'idle-';
+
+UPDATE corrections SET resource = 'unrequested-' || substr(resource, 6) WHERE substr(resource, 1, 5) = 'idle-';
+
+ALTER TABLE cluster_capacity RENAME COLUMN idle TO unrequested;
+
+ALTER TABLE cluster_capacity RENAME COLUMN idle_cost TO unrequested_cost;
+
+UPDATE alembic_version SET version_num='0011' WHERE alembic_version.version_num = '0010';
+
 COMMIT;

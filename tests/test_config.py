@@ -224,6 +224,15 @@ def test_defaults(write_config):
     assert yaml.safe_load(write_config().read_text())["currency"] == "EUR"
 
 
+def test_idle_the_old_name_of_unrequested_is_still_read_with_a_warning_naming_the_new(write_config, caplog):
+    config = load_config(write_config(clusters=[cluster(idle="share"), cluster(name="ibis")]))
+    assert [c.unrequested for c in config.clusters] == ["share", "unbilled"]
+    assert [r.getMessage() for r in caplog.records] == [
+        "cluster jaguar: config key idle is now called unrequested; it is still read, but rename it (unrequested: share)"]
+    with pytest.raises(ConfigError, match=r"clusters\[0\]: idle is the old name of unrequested; keep only unrequested"):
+        load_config(write_config(clusters=[cluster(idle="share", unrequested="share")]))
+
+
 def test_label_names_name_where_the_exporters_labels_are(write_config):
     config = load_config(write_config(clusters=[cluster(label_names={"namespace": "exported_namespace",
                                                                      "pod": "exported_pod"})]))

@@ -1,4 +1,4 @@
-"""Unit prices and costs (docs/spec.md "Rule 6: price" and docs/spec.md "Rule 8: cost"), discounts by priority class, reserved pools, shared idle.
+"""Unit prices and costs (docs/spec.md "Rule 6: price" and docs/spec.md "Rule 8: cost"), discounts by priority class, reserved pools, shared unrequested capacity.
 
 Besides the rows of what namespaces requested (resource cpu, memory, gpu),
 the ledger holds rows of these resources:
@@ -8,7 +8,8 @@ the ledger holds rows of these resources:
 * `credit-<resource>`: negative, what a namespace was charged for using a
   reserved pool, credited to the pool's team (its own namespaces' use too,
   so that it pays the pool once);
-* `idle-<resource>`: a share of the idle capacity of a cluster with `idle: share`.
+* `unrequested-<resource>`: a share of the capacity no pod requested on a cluster with
+  `unrequested: share`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from billing import frames
 from billing.collect.capacity import KEYS as CAPACITY_KEYS
 from billing.config import ClusterConfig, Prices
 from billing.frames import require_columns
-from billing.resources import CPU, CREDIT, GPU, IDLE, MEMORY, POOL_PREFIX, RESERVED, single_strategy_slice
+from billing.resources import CPU, CREDIT, GPU, MEMORY, POOL_PREFIX, RESERVED, UNREQUESTED, single_strategy_slice
 
 log = logging.getLogger(__name__)
 
@@ -106,24 +107,24 @@ def reserve_pools(capacity: pd.DataFrame, usage: pd.DataFrame, ownership: pd.Dat
     return rows.sum()[frames.ROWS.columns].sort_values(frames.ROWS.columns[:6], ignore_index=True)
 
 
-def share_idle(capacity: pd.DataFrame, rows: pd.DataFrame, unallocated_team: str) -> pd.DataFrame:
-    """Ledger rows that charge idle capacity to those who paid for the cluster, in proportion to their cost.
+def share_unrequested(capacity: pd.DataFrame, rows: pd.DataFrame, unallocated_team: str) -> pd.DataFrame:
+    """Ledger rows that charge unrequested capacity to those who paid for the cluster, in proportion to their cost.
 
-    capacity: cluster, resource, gpu_model, pool, idle, unit_price of the clusters whose idle is shared;
-    a reserved pool's idle is left out (its team pays the pool whole).
-    rows: the day's priced rows. Each (namespace, team) gets an `idle-<resource>` row per idle
-    resource and GPU model; idle of a cluster that nobody paid for goes to the unallocated team.
+    capacity: cluster, resource, gpu_model, pool, unrequested, unit_price of the clusters that share it;
+    a reserved pool's unrequested capacity is left out (its team pays the pool whole).
+    rows: the day's priced rows. Each (namespace, team) gets an `unrequested-<resource>` row per
+    unrequested resource and GPU model; that of a cluster nobody paid for goes to the unallocated team.
     """
     shared = []
-    for cluster, idle in capacity[(capacity["idle"] > 0) & (capacity["pool"] == "")].groupby("cluster"):
+    for cluster, unrequested in capacity[(capacity["unrequested"] > 0) & (capacity["pool"] == "")].groupby("cluster"):
         by_payer = rows[rows["cluster"] == cluster].groupby(["namespace", "team", "owner"], dropna=False, as_index=False)
         payers = by_payer[["cost"]].sum().query("cost > 0")
         if payers.empty:
             payers = pd.DataFrame({"namespace": [""], "team": [unallocated_team], "owner": [None], "cost": [1.0]})
         weights = payers.assign(weight=payers["cost"] / payers["cost"].sum()).drop(columns="cost")
-        charged = weights.merge(idle, how="cross")
-        charged["resource"] = IDLE + charged["resource"]
-        charged["quantity"] = charged["idle"] * charged["weight"]
+        charged = weights.merge(unrequested, how="cross")
+        charged["resource"] = UNREQUESTED + charged["resource"]
+        charged["quantity"] = charged["unrequested"] * charged["weight"]
         charged["cost"] = charged["list_cost"] = charged["quantity"] * charged["unit_price"]
         shared.append(charged[frames.ROWS.columns])
     if not shared:
@@ -149,12 +150,12 @@ def price_holdings(holdings: pd.DataFrame, ownership: pd.DataFrame, priced: pd.D
     return rows[frames.HOLDINGS.columns].sort_values(frames.HOLDINGS.columns[:6], ignore_index=True)
 
 
-def idle_capacity(allocatable: pd.DataFrame, usage: pd.DataFrame, prices: Prices, cluster: str) -> pd.DataFrame:
+def unrequested_capacity(allocatable: pd.DataFrame, usage: pd.DataFrame, prices: Prices, cluster: str) -> pd.DataFrame:
     """Per resource, GPU model and pool (frames.CAPACITY): allocatable, requested (the usage frame's total),
-    idle and its cost.
+    unrequested and its cost.
 
-    Idle is never negative: requests above allocatable (pods on nodes that
-    export no allocatable) are logged, and count as no idle.
+    Unrequested is never negative: requests above allocatable (pods on nodes that
+    export no allocatable) are logged, and count as none unrequested.
     """
     requested = usage.groupby(CAPACITY_KEYS)["quantity"].sum().rename("requested")
     frame = allocatable.set_index(CAPACITY_KEYS).join(requested, how="outer").fillna(0.0).reset_index()
@@ -165,7 +166,7 @@ def idle_capacity(allocatable: pd.DataFrame, usage: pd.DataFrame, prices: Prices
                     "kube_node_status_allocatable?", cluster, row.requested, row.resource,
                     f" ({row.gpu_model})" if row.gpu_model else "", row.allocatable,
                     f" in pool {row.pool}" if row.pool else "")
-    frame["idle"] = (frame["allocatable"] - frame["requested"]).clip(lower=0.0)
+    frame["unrequested"] = (frame["allocatable"] - frame["requested"]).clip(lower=0.0)
     frame["unit_price"] = [unit_price(prices, r, m) for r, m in zip(frame["resource"], frame["gpu_model"])]
-    frame["idle_cost"] = frame["idle"] * frame["unit_price"]
+    frame["unrequested_cost"] = frame["unrequested"] * frame["unit_price"]
     return frame.assign(cluster=cluster)[frames.CAPACITY.columns]

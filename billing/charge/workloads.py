@@ -4,7 +4,7 @@ Each `chargeback` row of what a namespace requested (cpu, memory, gpu) is split 
 workloads and cost-label sets the way the row itself was made: the workloads' usage is priced exactly
 as the namespace's (the same teams and shares, unit prices and priority-class discounts), and the
 last part of each row takes what the others leave, so that the parts add up to the row's quantity,
-cost and list cost. Rows no pod requested (reserved-*, credit-* and idle-* rows, and any row of a
+cost and list cost. Rows no pod requested (reserved-*, credit-* and unrequested-* rows, and any row of a
 cluster whose workloads were not collected) get one part of the whole row under the workload
 UNATTRIBUTED.
 """

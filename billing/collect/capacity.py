@@ -1,11 +1,11 @@
-"""Cluster capacity: what the nodes offered (what requests left idle is priced by billing/charge/pricing.py).
+"""Cluster capacity: what the nodes offered (what no request covered is priced by billing/charge/pricing.py).
 
 Billing charges what pods *requested*; operators also need what they did
 not: allocatable resource-hours of the nodes (`kube_node_status_allocatable`)
 on the same step-aligned instants as the billing arithmetic (docs/spec.md "Rule 1: sampling instants"),
 so that per cluster-day and resource
 
-    requested + idle = allocatable
+    requested + unrequested = allocatable
 
 where requested is the collected usage. A node's GPUs carry the model of its
 newest label set at each instant, as the pods' GPU-hours do (docs/spec.md "Rule 5: GPU model").

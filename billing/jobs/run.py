@@ -15,7 +15,7 @@ from sqlalchemy import Engine
 from billing import frames
 from billing.charge.bill import DayBill
 from billing.charge.ownership import assign_owners
-from billing.charge.pricing import idle_capacity, price, price_holdings, reserve_pools, share_idle
+from billing.charge.pricing import price, price_holdings, reserve_pools, share_unrequested, unrequested_capacity
 from billing.charge.workloads import kept_since, workload_costs
 from billing.collect.audit import audit_cluster
 from billing.collect.capacity import collect_allocatable
@@ -58,7 +58,7 @@ class RunSummary:
     rows: int
     total_cost: float
     clusters: list[ClusterUsage]
-    cluster_costs: dict[str, float]  # cost of the day per configured cluster, 0.0 for an idle one
+    cluster_costs: dict[str, float]  # cost of the day per configured cluster, 0.0 for one where nothing ran
     undelivered: tuple[str, ...] = ()  # one sentence per summary email that failed
     directory_warning: str = ""  # why the last known directory was used (unreachable), for reports and emails
 
@@ -97,10 +97,10 @@ def _read_directory(config: Config, ledger: Engine) -> tuple[Directory, str]:
 
 def _log_capacity(cluster: str, capacity: pd.DataFrame) -> None:
     row: Any  # a row of the frame's named columns (pandas-stubs types its fields as any scalar)
-    for row in capacity.groupby("resource")[["allocatable", "requested", "idle", "idle_cost"]].sum().itertuples():
-        log.info("cluster %s: %s %.1f%% requested, %.2f of %.2f resource-hours idle (%.2f at list price)", cluster,
-                 row.Index, 100 * row.requested / row.allocatable if row.allocatable else 0.0, row.idle,
-                 row.allocatable, row.idle_cost)
+    for row in capacity.groupby("resource")[["allocatable", "requested", "unrequested", "unrequested_cost"]].sum().itertuples():
+        log.info("cluster %s: %s %.1f%% requested, %.2f of %.2f resource-hours unrequested (%.2f at list price)", cluster,
+                 row.Index, 100 * row.requested / row.allocatable if row.allocatable else 0.0,
+                 row.unrequested, row.allocatable, row.unrequested_cost)
 
 
 class IncompleteDayError(RunFailed):
@@ -201,7 +201,7 @@ def collect_from(config: Config, cluster: ClusterConfig, period: BillingDay, sou
                  audit.pods, audit.queries, audit.seconds)
     allocatable = collect_allocatable(cluster, period, step, resources, source, store)
     wasted, workload_wasted = _collect_waste(config, cluster, period, source, store, usage)
-    capacity = idle_capacity(allocatable, usage.usage, cluster.prices_on(period.date), cluster.name)
+    capacity = unrequested_capacity(allocatable, usage.usage, cluster.prices_on(period.date), cluster.name)
     _log_cluster(usage)
     _log_capacity(cluster.name, capacity)
     billed = replace(usage, pod_hours=frames.POD_HOURS.empty())  # waste's alone: not held through the bill
@@ -231,14 +231,14 @@ def _bill(config: Config, ledger: Engine, day: date, prices: dict[str, Prices], 
     wasted = pd.concat([c.wasted for c in collected], ignore_index=True)
     workload_wasted = pd.concat([c.workload_wasted for c in collected], ignore_index=True)
     ownership = assign_owners(pd.concat([usage["namespace"], wasted["namespace"]]), directory, config.namespaces)
-    # what namespaces requested; reserved pools' capacity and credits; idle shared where a cluster says so
+    # what namespaces requested; reserved pools' capacity and credits; unrequested shared where a cluster says so
     rows = price(usage, ownership, prices)
     holdings = pd.concat([c.usage.holdings.assign(cluster=c.usage.cluster) for c in collected], ignore_index=True)
     held = price_holdings(holdings, ownership, rows)
     pool_rows = reserve_pools(capacity, usage, ownership, config.clusters, prices)
-    sharing_idle = [c.name for c in config.clusters if c.idle == "share"]
-    idle_rows = share_idle(capacity[capacity["cluster"].isin(sharing_idle)], rows, config.namespaces.unallocated_team)
-    rows = pd.concat([rows, pool_rows, idle_rows], ignore_index=True)
+    sharing = [c.name for c in config.clusters if c.unrequested == "share"]
+    shared_rows = share_unrequested(capacity[capacity["cluster"].isin(sharing)], rows, config.namespaces.unallocated_team)
+    rows = pd.concat([rows, pool_rows, shared_rows], ignore_index=True)
     workloads = _workload_rows(config, prices, collected, ownership, rows)
 
     bill = DayBill(rows, capacity, attribute_waste(wasted, ownership), held, workloads,

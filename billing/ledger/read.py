@@ -19,11 +19,11 @@ from billing.ledger.database import fetch_rows, read_frame
 from billing.ledger.tables import (
     LEDGER_COLUMNS,
     RECOVERY,
-    adjustments,
     chargeback,
     cluster_capacity,
     cluster_days,
     completed_days,
+    corrections,
     directory_snapshots,
     gpu_holdings,
     statement_lines,
@@ -182,19 +182,19 @@ def directory_note(engine: Engine, day: date) -> str:
 def read_recovery(engine: Engine, first: date, last: date) -> pd.DataFrame:
     """month, team, cluster, amount, currency: per team and cluster, the cost recovery of each closed month that
     lies within first..last (a closed month's statement books it for the whole month), with what re-runs of the
-    month's days moved since (adjustments of resource `recovery`), so that beside the ledger's rows as they are now
+    month's days moved since (corrections of resource `recovery`), so that beside the ledger's rows as they are now
     a recovered cluster's month still adds up to its cost."""
     columns = ["month", "team", "cluster", "amount", "currency"]
     lines = (select(statement_lines.c.month, statement_lines.c.team, statement_lines.c.cluster,
                     statement_lines.c.amount, statement_lines.c.currency)
              .where(statement_lines.c.kind == RECOVERY, statement_lines.c.month.between(first, last))
              .order_by(statement_lines.c.month, statement_lines.c.line))
-    moved = (select(adjustments.c.corrects, adjustments.c.team, adjustments.c.cluster, adjustments.c.amount,
-                    adjustments.c.currency)
-             .where(adjustments.c.resource == RECOVERY, adjustments.c.corrects.between(first, last))
-             .order_by(adjustments.c.corrects, adjustments.c.booked_at))
+    moved = (select(corrections.c.corrects, corrections.c.team, corrections.c.cluster, corrections.c.amount,
+                    corrections.c.currency)
+             .where(corrections.c.resource == RECOVERY, corrections.c.corrects.between(first, last))
+             .order_by(corrections.c.corrects, corrections.c.booked_at))
     frame = pd.concat([read_frame(engine, lines, "cost recovery lines", columns),
-                       read_frame(engine, moved, "cost recovery adjustments", columns)], ignore_index=True)
+                       read_frame(engine, moved, "cost recovery corrections", columns)], ignore_index=True)
     frame["month"] = pd.to_datetime(frame["month"]).dt.date.map(lambda day: day.replace(day=1))
     ends = frame["month"].map(lambda month: month.replace(day=days_in_month(month)))
     whole = frame[((frame["month"] >= first) & (ends <= last)).astype(bool)]

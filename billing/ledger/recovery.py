@@ -19,7 +19,7 @@ from sqlalchemy import Connection, func, select
 from billing.days import days_in_month
 from billing.errors import UsageError
 from billing.ledger.read import BILLIONTHS
-from billing.ledger.tables import RECOVERY, adjustments, chargeback, statement_lines
+from billing.ledger.tables import RECOVERY, chargeback, corrections, statement_lines
 
 Key = TypeVar("Key", str, tuple[str, str])  # a team, or a team and its cost centre
 
@@ -42,7 +42,7 @@ def shares(amount: float, weights: dict[Key, float]) -> dict[Key, float]:
 
 def resplit(conn: Connection, day: date, new_costs: dict[tuple[str, str], float],
             changes: dict[tuple[str, str, str], float]) -> dict[tuple[str, str], float]:
-    """Per (team, cluster) that the closed month of `day` recovered: the cost recovery adjustment that, beside the
+    """Per (team, cluster) that the closed month of `day` recovered: the cost recovery correction that, beside the
     re-run's `changes` per (team, cluster, resource), brings the team to its share of the cluster's cost split over
     the month's charges with the day's `new_costs` per (team, cluster); the cluster's corrections add up to exactly
     zero in billionths, as statements sum them. None where it would be zero."""
@@ -77,11 +77,11 @@ def resplit(conn: Connection, day: date, new_costs: dict[tuple[str, str], float]
 
 def _recovered_costs(conn: Connection, month: date) -> dict[str, float]:
     """Per cluster the closed month recovered: its cost as the statement has it, every line on it but the
-    adjustments of earlier months (what closing recovered, whether a monthly cost or an invoice)."""
+    corrections of earlier months (what closing recovered, whether a monthly cost or an invoice)."""
     recovered = select(statement_lines.c.cluster).where(statement_lines.c.month == month,
                                                         statement_lines.c.kind == RECOVERY)
     query = (select(statement_lines.c.cluster, func.sum(statement_lines.c.amount))
-             .where(statement_lines.c.month == month, statement_lines.c.kind != "adjustment",
+             .where(statement_lines.c.month == month, statement_lines.c.kind != "correction",
                     statement_lines.c.cluster.in_(recovered))
              .group_by(statement_lines.c.cluster))
     return {cluster: cost for cluster, cost in conn.execute(query)}
@@ -89,15 +89,15 @@ def _recovered_costs(conn: Connection, month: date) -> dict[str, float]:
 
 def _billed(conn: Connection, month: date) -> dict[tuple[str, str], float]:
     """Per (team, cluster), what the team has been billed for the month: its closed statement's lines but the
-    adjustments of earlier months, and the adjustments booked since for the month's days."""
+    corrections of earlier months, and the corrections booked since for the month's days."""
     billed: dict[tuple[str, str], float] = {}
     lines = (select(statement_lines.c.team, statement_lines.c.cluster, func.sum(statement_lines.c.amount))
-             .where(statement_lines.c.month == month, statement_lines.c.kind != "adjustment")
+             .where(statement_lines.c.month == month, statement_lines.c.kind != "correction")
              .group_by(statement_lines.c.team, statement_lines.c.cluster))
-    corrections = (select(adjustments.c.team, adjustments.c.cluster, func.sum(adjustments.c.amount))
-                   .where(adjustments.c.corrects.between(month, month.replace(day=days_in_month(month))))
-                   .group_by(adjustments.c.team, adjustments.c.cluster))
-    for query in (lines, corrections):
+    booked = (select(corrections.c.team, corrections.c.cluster, func.sum(corrections.c.amount))
+              .where(corrections.c.corrects.between(month, month.replace(day=days_in_month(month))))
+              .group_by(corrections.c.team, corrections.c.cluster))
+    for query in (lines, booked):
         for team, cluster, amount in conn.execute(query):
             billed[team, cluster] = billed.get((team, cluster), 0.0) + amount
     return billed

@@ -37,7 +37,8 @@ chargeback = Table(
     "chargeback",
     metadata,
     *_charged(),
-    # cpu, memory, gpu; reserved-*, credit-*, idle-*: reserved pools and shared idle (billing/charge/pricing.py)
+    # cpu, memory, gpu; reserved-*, credit-*, unrequested-*: reserved pools and shared unrequested capacity
+    # (billing/charge/pricing.py)
     Column("resource", Text, primary_key=True),
     Column("gpu_model", Text, primary_key=True),
     Column("quantity", Double, nullable=False),
@@ -90,9 +91,9 @@ cluster_capacity = Table(  # what each cluster's nodes offered, and what no requ
     Column("pool", Text, primary_key=True),  # the reserved pool of the nodes, '' for the rest
     Column("allocatable", Double, nullable=False),  # resource-hours the nodes offered
     Column("requested", Double, nullable=False),  # resource-hours requested by Running pods
-    Column("idle", Double, nullable=False),  # allocatable - requested, not below 0
+    Column("unrequested", Double, nullable=False),  # allocatable - requested, not below 0
     Column("unit_price", Double, nullable=False),
-    Column("idle_cost", Double, nullable=False),  # idle x unit_price
+    Column("unrequested_cost", Double, nullable=False),  # unrequested x unit_price
 )
 
 
@@ -123,7 +124,7 @@ workload_costs = Table(
     metadata,
     *_charged(),
     # Kind/name of the top-level controller; Pod/<name> for none; '(no workload)' for a part of a row no pod's
-    # workload requested (reserved-*, credit-*, idle-* rows; a cluster whose workloads were not collected)
+    # workload requested (reserved-*, credit-*, unrequested-* rows; a cluster whose workloads were not collected)
     Column("workload", Text, primary_key=True),
     # JSON object of every configured cost label as Kubernetes names it, json.dumps(..., sort_keys=True) with its
     # default separators: '{"example.com/project": "atlas", "experiment": ""}' ('' where a pod has none);
@@ -218,21 +219,21 @@ statement_lines = Table(  # a closed month's statement as it was closed, line by
     Column("team", Text, nullable=False),
     Column("cost_center", Text, nullable=False),
     Column("cluster", Text, nullable=False),
-    Column("kind", Text, nullable=False),  # charge, discount, credit, unrequested, reserved, adjustment, recovery
+    Column("kind", Text, nullable=False),  # charge, discount, credit, unrequested, reserved, correction, recovery
     Column("resource", Text, nullable=False),
     Column("gpu_model", Text, nullable=False),
-    Column("corrects", Date, nullable=True),  # the day an adjustment corrects
+    Column("corrects", Date, nullable=True),  # the day a correction corrects
     Column("quantity", Double, nullable=True),
     Column("amount", Double, nullable=False),
     Column("currency", Text, nullable=False),
 )
 
 
-RECOVERY = "recovery"  # statement_lines.kind of a cost recovery line; adjustments.resource of one split again
+RECOVERY = "recovery"  # statement_lines.kind of a cost recovery line; corrections.resource of one split again
 
 
-adjustments = Table(  # what a re-run of a closed month's day changed, booked in the first open month
-    "adjustments",
+corrections = Table(  # what a re-run of a closed month's day changed, booked in the first open month
+    "corrections",
     metadata,
     Column("month", Date, primary_key=True),  # first day of the month it is booked in
     Column("corrects", Date, primary_key=True),  # the re-run day

@@ -3,7 +3,7 @@
 A day is written in one transaction that deletes the day's previous rows,
 inserts the new ones and records the day as completed, so a failed run
 leaves the previous rows intact and never half a day. A re-run of a day of a
-closed month leaves its rows and books the difference as adjustments.
+closed month leaves its rows and books the difference as corrections.
 """
 
 from __future__ import annotations
@@ -37,12 +37,12 @@ from billing.ledger.tables import (
     LEDGER_COLUMNS,
     NAME_COLUMNS,
     RECOVERY,
-    adjustments,
     chargeback,
     closed_months,
     cluster_capacity,
     cluster_days,
     completed_days,
+    corrections,
     directory_snapshots,
     gpu_holdings,
     invoices,
@@ -173,12 +173,12 @@ def first_open_month(conn: Connection, after: date) -> date:
 
 
 def _book_corrections(conn: Connection, day: date, new_rows: list[dict], currency: str, booked_at: datetime) -> None:
-    """A re-run of a closed month's day: book what it changes per (team, cluster, resource) as adjustments, and on
-    a cluster the month recovered, per team the cost recovery adjustment that splits the month's cost again over
-    the corrected charges, so that the cluster's adjustments add up to zero (billing.ledger.recovery).
+    """A re-run of a closed month's day: book what it changes per (team, cluster, resource) as corrections, and on
+    a cluster the month recovered, per team the cost recovery correction that splits the month's cost again over
+    the corrected charges, so that the cluster's corrections add up to zero (billing.ledger.recovery).
 
     Called in the day's transaction before its old rows go, so the rows and the
-    adjustments are written together or not at all.
+    corrections are written together or not at all.
     """
     month = day.replace(day=1)
     if conn.execute(select(closed_months.c.month).where(closed_months.c.month == month)).first() is None:
@@ -199,15 +199,15 @@ def _book_corrections(conn: Connection, day: date, new_rows: list[dict], currenc
     resplits = {(team, cluster, RECOVERY): amount for (team, cluster), amount in
                 resplit(conn, day, new_costs, changes).items()}
     booked_in = first_open_month(conn, month)
-    corrections = [
+    booked = [
         {"month": booked_in, "corrects": day, "team": team, "cluster": cluster, "resource": resource,
          "booked_at": booked_at, "amount": amount, "currency": currency}
         for (team, cluster, resource), amount in (changes | resplits).items()
     ]
-    if corrections:
-        conn.execute(insert(adjustments), corrections)
-    (log.warning if corrections else log.info)("%s is in %s, a closed month: its statement stays; %d adjustment(s) totalling %.2f %s booked in %s",
-                day, f"{month:%Y-%m}", len(corrections), sum(c["amount"] for c in corrections), currency,
+    if booked:
+        conn.execute(insert(corrections), booked)
+    (log.warning if booked else log.info)("%s is in %s, a closed month: its statement stays; %d correction(s) totalling %.2f %s booked in %s",
+                day, f"{month:%Y-%m}", len(booked), sum(c["amount"] for c in booked), currency,
                 f"{booked_in:%Y-%m}")
 
 

@@ -2,8 +2,8 @@
 
 A team's budget is `budgets.monthly[team]` from the config, else the value of
 the team's `teams.budget_attribute` in the directory. Spend is what the
-ledger charges to the team for the month's days (its `cost`): adjustments
-that correct a closed month are booked on statements, not counted here.
+ledger charges to the team for the month's days (its `cost`): corrections
+of a closed month are booked on statements, not counted here.
 
 The forecast is FORECAST_METHOD: the month to date plus the mean daily cost
 of the last FORECAST_DAYS days that a run completed, times the month's days

@@ -63,7 +63,7 @@ def add_cost_metrics(registry: CollectorRegistry, figures: CostFigures) -> None:
     Gauge("billing_cost_day_timestamp_seconds", "Start of the latest billed day, whose costs billing_cost gives.",
           registry=registry).set(figures.day_start)
     cost = Gauge("billing_cost", "Cost of the latest billed day per cluster, team and ledger resource (cpu, memory, "
-                 "gpu; idle-*, reserved-*, credit-* for unrequested capacity and reserved pools), in the currency.",
+                 "gpu; unrequested-*, reserved-*, credit-* for shared unrequested capacity and reserved pools), in the currency.",
                  ["cluster", "team", "resource", "currency"], registry=registry)
     for cluster, team, resource, amount in figures.costs:
         cost.labels(cluster, team, resource, figures.currency).set(amount)

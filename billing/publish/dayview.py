@@ -33,7 +33,7 @@ from billing.ledger.tables import completed_days
 from billing.publish.budgets import BudgetStatus
 from billing.publish.formatting import cents, held_gpus, money_sums, quantity, total
 from billing.publish.links import slug
-from billing.resources import GPU, IDLE, POOL_PREFIX, RESERVED
+from billing.resources import GPU, POOL_PREFIX, RESERVED, UNREQUESTED
 
 
 class RenderError(RunFailed):
@@ -138,7 +138,8 @@ class DayReport:
     unallocated: list[dict]  # cluster, namespace, owner, cost (and `reason`, see `with_directory`)
     directory_note: str = ""  # why the run used the last known directory; shown as a warning
     incomplete: tuple[tuple[str, float], ...] = ()  # (cluster, coverage) with gaps in the day's data
-    # cluster, resource, gpu_model, pool, allocatable, requested, requested_share, idle, idle_cost, idle_charged_to
+    # cluster, resource, gpu_model, pool, allocatable, requested, requested_share, unrequested,
+    # unrequested_cost, unrequested_charged_to
     capacity: tuple[dict, ...] = ()
     waste: tuple[dict, ...] = ()  # team, idle_gpu_hours, unused_cpu_core_hours (None: not measured)
     people: dict[str, str] = field(default_factory=dict)  # uid -> display name (cn) from the stored directory
@@ -266,8 +267,8 @@ def _waste(wasted: pd.DataFrame, key: str) -> tuple[dict, ...]:
 
 
 def _capacity(capacity: pd.DataFrame, today: pd.DataFrame) -> tuple[dict, ...]:
-    """Capacity rows with the share requested and who paid for the idle: '' nobody, else who."""
-    shared = set(today.loc[today["resource"].str.startswith(IDLE), "cluster"])
+    """Capacity rows with the share requested and who paid for what was unrequested: '' nobody, else who."""
+    shared = set(today.loc[today["resource"].str.startswith(UNREQUESTED), "cluster"])
     reserved = today[today["resource"].str.startswith(RESERVED)]
     pool_teams = {(c, ns.removeprefix(POOL_PREFIX)): team
                   for c, ns, team in zip(reserved["cluster"], reserved["namespace"], reserved["team"])}
@@ -280,7 +281,7 @@ def _capacity(capacity: pd.DataFrame, today: pd.DataFrame) -> tuple[dict, ...]:
 
     return tuple(
         {**row, "requested_share": row["requested"] / row["allocatable"] if row["allocatable"] else None,
-         "idle_charged_to": charged_to(row)}
+         "unrequested_charged_to": charged_to(row)}
         for row in capacity.to_dict("records")
     )
 

@@ -15,7 +15,7 @@ onto FOCUS terms:
   ResourceType its kind); without one, the namespace (`<cluster>/<namespace>`),
   or a reserved pool for its capacity rows (`<cluster>/pool:<name>`);
 * ChargeCategory is Usage, but Credit for the credits of a reserved pool's
-  use (negative, no ConsumedQuantity); shared idle capacity is the Usage of
+  use (negative, no ConsumedQuantity); shared unrequested capacity is the Usage of
   the namespace it is charged to;
 * the charge period is the billing day, the billing period its month, both
   as UTC instants of local midnights in the configured time zone;
@@ -43,7 +43,7 @@ from billing.days import billing_day
 from billing.errors import UsageError
 from billing.publish.report import ROW_KEY
 from billing.publish.report_formats import spreadsheet_safe
-from billing.resources import CPU, CREDIT, GPU, IDLE, MEMORY, RESERVED, base
+from billing.resources import CPU, CREDIT, GPU, MEMORY, RESERVED, UNREQUESTED, base
 
 FOCUS_VERSION = "1.2"
 TAG_PREFIX = "billing/"
@@ -100,7 +100,7 @@ def broken_down(ledger: pd.DataFrame, workloads: pd.DataFrame) -> pd.DataFrame:
 
 
 def _is_workload(name: object) -> bool:
-    """A workload `Kind/name`, not a row no workload requested (a pool's, a shared idle share's)."""
+    """A workload `Kind/name`, not a row no workload requested (a pool's, a share of unrequested capacity)."""
     return isinstance(name, str) and "/" in name
 
 
@@ -124,7 +124,7 @@ def _description(row) -> str:
     by = f"workload {row.workload} in namespace" if _is_workload(row.workload) else "namespace"
     return {
         "": f"{what} requested by {by} {row.namespace} on cluster {row.cluster}",
-        IDLE: f"share of the unrequested {what} capacity of cluster {row.cluster}, charged to namespace {row.namespace}",
+        UNREQUESTED: f"share of the unrequested {what} capacity of cluster {row.cluster}, charged to namespace {row.namespace}",
         RESERVED: f"{what} of the reserved {row.namespace.replace(':', ' ', 1)} on cluster {row.cluster}",
         CREDIT: f"credit for the {what} namespace {row.namespace} used in a reserved pool on cluster {row.cluster}",
     }[kind]

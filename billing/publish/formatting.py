@@ -26,14 +26,14 @@ RESOURCE_NAMES = {
     "reserved-gpu": "Reserved pool, GPU", "reserved-cpu": "Reserved pool, CPU", "reserved-memory": "Reserved pool, memory",
     "credit-gpu": "Pool use credited, GPU", "credit-cpu": "Pool use credited, CPU",
     "credit-memory": "Pool use credited, memory",
-    "idle-gpu": "Unrequested capacity (shared), GPU", "idle-cpu": "Unrequested capacity (shared), CPU",
-    "idle-memory": "Unrequested capacity (shared), memory",
+    "unrequested-gpu": "Unrequested capacity (shared), GPU", "unrequested-cpu": "Unrequested capacity (shared), CPU",
+    "unrequested-memory": "Unrequested capacity (shared), memory",
 }
 
 # Two different things, two different words, each with the sentence that explains it wherever it is shown.
 UNREQUESTED_SHARE = "Unrequested capacity (shared)"
 UNREQUESTED_SHARE_RULE = (
-    "capacity that no pod requested on a cluster configured with idle: share, charged to the namespaces that paid for the "
+    "capacity that no pod requested on a cluster configured with unrequested: share, charged to the namespaces that paid for the "
     "cluster that day in proportion to what each paid there; it is billed on top of what pods requested"
 )
 HELD_UNUSED = "Held but unused"

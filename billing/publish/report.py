@@ -32,7 +32,7 @@ from billing.ledger.read import completed, incomplete, latest_directory, money_s
 from billing.ledger.tables import chargeback, gpu_holdings, workload_costs
 from billing.publish.budgets import BudgetStatus
 from billing.publish.formatting import total
-from billing.resources import CPU, GPU, IDLE, MEMORY, RESOURCES
+from billing.resources import CPU, GPU, MEMORY, RESOURCES, UNREQUESTED
 
 # --by word -> ledger column
 GROUPINGS = {
@@ -56,7 +56,7 @@ DETAIL_COLUMNS = ["day", "cluster", "namespace", "owner", "resource", "gpu_model
 LIST_COST = "list_cost"  # cost at list price, before priority-class discounts: in CSV and JSON only
 
 # A group's cost apart: what its requested hours cost, and its share of capacity nobody requested
-# (`idle: share`), so that cost ÷ hours is never read as a unit price; only in reports that have such a share
+# (`unrequested: share`), so that cost ÷ hours is never read as a unit price; only in reports that have such a share
 REQUESTED_COST, UNREQUESTED_SHARE = "requested_cost", "unrequested_share"
 
 # resource-hours of a group, one column per resource
@@ -176,7 +176,7 @@ def _grouped_query(subject: Subject, first: date, last: date, by: str):
     cost = money_sum(chargeback.c.cost)
     parts = [
         money_sum(case((chargeback.c.resource.in_(RESOURCES), chargeback.c.cost), else_=0.0)).label(REQUESTED_COST),
-        money_sum(case((chargeback.c.resource.startswith(IDLE), chargeback.c.cost), else_=0.0)).label(UNREQUESTED_SHARE),
+        money_sum(case((chargeback.c.resource.startswith(UNREQUESTED), chargeback.c.cost), else_=0.0)).label(UNREQUESTED_SHARE),
     ]
     order = [key] if by == "day" else [cost.desc(), key]
     return (

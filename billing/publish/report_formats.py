@@ -100,7 +100,7 @@ def _cell(column: str, value: Any, people: dict[str, str] | None = None) -> str:
     if column in ("person", "owner") and value and people:
         return person(value, people)  # `Alice Example (alice)`
     if column == "resource" and value in RESOURCE_NAMES and value not in NAMED_AS_THEY_ARE:
-        return RESOURCE_NAMES[value]  # `Unrequested capacity (shared), GPU` for the ledger's idle-gpu
+        return RESOURCE_NAMES[value]  # `Unrequested capacity (shared), GPU` for the ledger's unrequested-gpu
     return _number(column, value) if column in NUMERIC else _text(column, value)
 
 

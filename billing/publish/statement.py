@@ -3,9 +3,9 @@
 A statement has, per team (with its cost centre) and cluster, one line per
 resource and GPU model at list price, the discount of pod priority classes
 as a line of its own, reserved pools, credits for others' use of a pool,
-shares of idle capacity, and adjustments: what re-runs of days of an earlier,
+shares of unrequested capacity, and corrections: what re-runs of days of an earlier,
 closed month changed, each naming the day it corrects. A team's lines add up
-to its ledger cost of the month's days plus the adjustments booked in it.
+to its ledger cost of the month's days plus the corrections booked in it.
 
 `billing close` stores a month's lines as they are (table statement_lines),
 so the statement of a closed month is read back, never recomputed, and is the
@@ -13,9 +13,9 @@ same byte for byte however its days are re-run later. A re-run of a closed
 month's day books its change in the first open month (billing/ledger/tables.py);
 on a cluster the month recovered, as moves between its teams that add up to
 zero (billing/ledger/recovery.py).
-Reopening deletes the stored lines and the adjustments correcting the month
+Reopening deletes the stored lines and the corrections of the month
 (its statement shows the current ledger again); only the latest closed month
-can be reopened, so no adjustment in a closed statement is ever taken back.
+can be reopened, so no correction in a closed statement is ever taken back.
 """
 
 from __future__ import annotations
@@ -40,10 +40,10 @@ from billing.ledger.recovery import shares
 from billing.ledger.tables import (
     LEDGER_COLUMNS,
     RECOVERY,
-    adjustments,
     chargeback,
     closed_months,
     completed_days,
+    corrections,
     invoices,
     month_closings,
     statement_lines,
@@ -54,8 +54,9 @@ from billing.publish.formatting import cents, money_sums, total
 log = logging.getLogger(__name__)
 
 # the order of a cluster's lines, by the ledger resource's prefix
-KINDS = {"": "charge", "reserved": "reserved", "credit": "credit", "idle": "unrequested"}
-KIND_ORDER = ["charge", "discount", "reserved", "credit", "unrequested", RECOVERY, "adjustment"]
+KINDS = {"": "charge", "reserved": "reserved", "credit": "credit", "unrequested": "unrequested"}
+CORRECTION = "correction"  # what a re-run of a closed month's day changed, booked in a later month
+KIND_ORDER = ["charge", "discount", "reserved", "credit", "unrequested", RECOVERY, CORRECTION]
 LINE_COLUMNS = ["team", "cost_center", "cluster", "kind", "resource", "gpu_model", "corrects", "quantity", "amount"]
 
 
@@ -69,10 +70,10 @@ class StatementLine:
     cost_center: str
     cluster: str
     kind: str  # KIND_ORDER
-    resource: str  # the ledger's resource (cpu, gpu, credit-gpu, idle-cpu, ...)
+    resource: str  # the ledger's resource (cpu, gpu, credit-gpu, unrequested-cpu, ...)
     gpu_model: str
-    corrects: date | None  # the day an adjustment corrects
-    quantity: float | None  # resource-hours; None for discounts and adjustments
+    corrects: date | None  # the day a correction corrects
+    quantity: float | None  # resource-hours; None for discounts and corrections
     amount: float
 
 
@@ -96,15 +97,15 @@ class Statement:
         return total(line.amount for line in self.lines)
 
     def clusters(self) -> list[dict]:
-        """Per cluster: what its teams were charged in the month, its cost recovery, the adjustments of earlier
+        """Per cluster: what its teams were charged in the month, its cost recovery, the corrections of earlier
         months booked, and the total: with cost recovery, the total of the month is the cluster's cost."""
         sums = []
         for cluster in sorted({line.cluster for line in self.lines}):
             lines = [line for line in self.lines if line.cluster == cluster]
             parts = {part: total(line.amount for line in lines if _part(line) == part)
-                     for part in ("charged", RECOVERY, "adjustment")}
+                     for part in ("charged", RECOVERY, CORRECTION)}
             sums.append({"cluster": cluster, "charged": parts["charged"], "recovered": parts[RECOVERY],
-                         "adjusted": parts["adjustment"], "total": total(line.amount for line in lines)})
+                         "corrected": parts[CORRECTION], "total": total(line.amount for line in lines)})
         return sums
 
     def teams(self) -> list[tuple[str, str, list[StatementLine]]]:
@@ -116,8 +117,8 @@ class Statement:
 
 
 def _part(line: StatementLine) -> str:
-    """A line as a cluster's summary counts it: recovery and adjustments apart from what was charged."""
-    return line.kind if line.kind in (RECOVERY, "adjustment") else "charged"
+    """A line as a cluster's summary counts it: recovery and corrections apart from what was charged."""
+    return line.kind if line.kind in (RECOVERY, CORRECTION) else "charged"
 
 
 def cost_centers(directory: Directory | None) -> dict[str, str]:
@@ -135,7 +136,7 @@ def _kind(resource: str) -> str:
 
 
 def statement_lines_of(rows: pd.DataFrame, booked: pd.DataFrame, cost_centers: dict[str, str]) -> list[StatementLine]:
-    """The lines of a month from its ledger rows (LEDGER_COLUMNS) and the adjustments booked in it.
+    """The lines of a month from its ledger rows (LEDGER_COLUMNS) and the corrections booked in it.
 
     Every (team, cluster, resource, GPU model) gives a line at list cost and,
     where priority classes made it cheaper, a discount line (cost less list cost).
@@ -153,7 +154,7 @@ def statement_lines_of(rows: pd.DataFrame, booked: pd.DataFrame, cost_centers: d
                                        None, float(row.cost - row.list_cost)))
     corrections = money_sums(booked, ["team", "cluster", "resource", "corrects"], ["amount"])
     for row in corrections.itertuples(index=False):
-        lines.append(StatementLine(row.team, cost_centers.get(row.team, ""), row.cluster, "adjustment", row.resource,
+        lines.append(StatementLine(row.team, cost_centers.get(row.team, ""), row.cluster, CORRECTION, row.resource,
                                    "", row.corrects, None, float(row.amount)))
     return sorted(lines, key=_line_order)
 
@@ -178,8 +179,8 @@ def _open_statement(conn: Connection, month: date, currency: str, cost_centers: 
     first, last = month_range(month)
     rows = pd.DataFrame(conn.execute(select(chargeback).where(chargeback.c.day.between(first, last))).all(),
                         columns=LEDGER_COLUMNS)
-    booked = pd.DataFrame(conn.execute(select(adjustments).where(adjustments.c.month == month)).all(),
-                          columns=[c.name for c in adjustments.columns])
+    booked = pd.DataFrame(conn.execute(select(corrections).where(corrections.c.month == month)).all(),
+                          columns=[c.name for c in corrections.columns])
     _refuse_non_finite_rows(month, rows, booked)
     currencies = sorted(set(rows["currency"]) | set(booked["currency"]))
     if len(currencies) > 1:
@@ -237,8 +238,8 @@ def recovery_lines(lines: list[StatementLine], month: date, costs: dict[str, flo
     recovered = []
     for cluster, cost in sorted(costs.items()):
         charged: dict[tuple[str, str], float] = {}
-        for line in lines:  # adjustments correct other months' charges: not this month's
-            if line.cluster == cluster and line.kind != "adjustment":
+        for line in lines:  # corrections correct other months' charges: not this month's
+            if line.cluster == cluster and line.kind != CORRECTION:
                 key = (line.team, line.cost_center)
                 charged[key] = charged.get(key, 0.0) + line.amount
         charges = total(charged.values())
@@ -314,8 +315,8 @@ def _refuse_non_finite_costs(month: date, costs: dict[str, float]) -> None:
 
 
 def _refuse_non_finite_rows(month: date, rows: pd.DataFrame, booked: pd.DataFrame) -> None:
-    """The same for the ledger's rows and adjustments of the month (written before a run refused such figures)."""
-    for frame, table, columns in ((rows, "chargeback", ["quantity", "cost", "list_cost"]), (booked, "adjustments", ["amount"])):
+    """The same for the ledger's rows and corrections of the month (written before a run refused such figures)."""
+    for frame, table, columns in ((rows, "chargeback", ["quantity", "cost", "list_cost"]), (booked, "corrections", ["amount"])):
         bad = frame[~np.isfinite(frame[columns].to_numpy(dtype=float)).all(axis=1)]
         if len(bad):
             row = bad.iloc[0]
@@ -337,6 +338,6 @@ def reopen_month(engine: Engine, month: date, by: str) -> None:
         conn.execute(delete(statement_lines).where(statement_lines.c.month == month))
         conn.execute(delete(closed_months).where(closed_months.c.month == month))
         first, last = month_range(month)
-        conn.execute(delete(adjustments).where(adjustments.c.corrects.between(first, last),
-                                               adjustments.c.month >= month_after(month)))
+        conn.execute(delete(corrections).where(corrections.c.corrects.between(first, last),
+                                               corrections.c.month >= month_after(month)))
         _log(conn, month, "reopen", by, datetime.now(timezone.utc))

@@ -13,7 +13,7 @@ import json
 from billing.publish.formatting import COST_RECOVERY, RESOURCE_NAMES, UNITS, plain_number
 from billing.publish.pages import render_template
 from billing.publish.report_formats import day_ranges, spreadsheet_safe
-from billing.publish.statement import LINE_COLUMNS, RECOVERY, Statement, StatementLine
+from billing.publish.statement import CORRECTION, LINE_COLUMNS, RECOVERY, Statement, StatementLine
 
 CSV_COLUMNS = ["month", *LINE_COLUMNS, "currency"]
 
@@ -65,14 +65,14 @@ def _cell(value: object) -> object:
 
 
 def describe(line: StatementLine) -> str:
-    """What a line is, for people: `GPU NVIDIA-H100`, `Discount, CPU`, `Adjustment of 2026-10-14, GPU`,
-    `Adjustment of 2026-10-14, Cost recovery` (a recovered cluster's cost split again)."""
+    """What a line is, for people: `GPU NVIDIA-H100`, `Discount, CPU`, `Correction of 2026-10-14, GPU`,
+    `Correction of 2026-10-14, Cost recovery` (a recovered cluster's cost split again)."""
     name = COST_RECOVERY if line.resource == RECOVERY else RESOURCE_NAMES.get(line.resource, line.resource)
     model = f" {line.gpu_model}" if line.gpu_model else ""
     if line.kind == "discount":
         return f"Priority-class discount, {name}{model}"
-    if line.kind == "adjustment":
-        return f"Adjustment of {line.corrects}, {name}"
+    if line.kind == CORRECTION:
+        return f"Correction of {line.corrects}, {name}"
     if line.kind == RECOVERY:
         return COST_RECOVERY
     return f"{name}{model}"

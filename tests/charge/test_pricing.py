@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from billing import frames
-from billing.charge.pricing import price, price_holdings, reserve_pools, share_idle, unit_price
+from billing.charge.pricing import price, price_holdings, reserve_pools, share_unrequested, unit_price
 from billing.config import ClusterConfig, Prices
 
 H100 = "NVIDIA-H100-80GB-HBM3"
@@ -61,7 +61,7 @@ def test_price_splits_by_share_and_keeps_the_total():
     assert set(rows.loc[rows["team"] == "nlp", "owner"]) == {"bob"}
 
 
-def test_idle_is_shared_in_proportion_to_cost():
+def test_unrequested_capacity_is_shared_in_proportion_to_cost():
     rows = pd.DataFrame([
         ("jaguar", "alice", "robotics", "alice", "gpu", "NVIDIA-H100-80GB-HBM3", 12.5, 2.4, 30.0, 30.0),
         ("jaguar", "team-vision", "vision", None, "cpu", "", 1000.0, 0.01, 10.0, 10.0),
@@ -71,32 +71,32 @@ def test_idle_is_shared_in_proportion_to_cost():
     capacity = pd.DataFrame([
         ("jaguar", "gpu", "NVIDIA-H100-80GB-HBM3", 4.0, 2.5),
         ("jaguar", "cpu", "", 100.0, 0.01),
-        ("jaguar", "memory", "", 0.0, 0.002),  # nothing idle: no rows
-    ], columns=["cluster", "resource", "gpu_model", "idle", "unit_price"]).assign(pool="")
+        ("jaguar", "memory", "", 0.0, 0.002),  # nothing unrequested: no rows
+    ], columns=["cluster", "resource", "gpu_model", "unrequested", "unit_price"]).assign(pool="")
     reserved = pd.DataFrame([("jaguar", "gpu", "NVIDIA-H100-80GB-HBM3", 16.0, 2.4, "robotics-h100")],
-                            columns=["cluster", "resource", "gpu_model", "idle", "unit_price", "pool"])
-    capacity = pd.concat([capacity, reserved])  # a reserved pool's idle is its team's, never shared
-    shared = share_idle(capacity, rows, "unallocated")
-    # alice paid 30 of 40 on jaguar: 3/4 of 4 idle GPU-h (7.50) and of 100 idle core-h (0.75); vision 1/4
+                            columns=["cluster", "resource", "gpu_model", "unrequested", "unit_price", "pool"])
+    capacity = pd.concat([capacity, reserved])  # a reserved pool's unrequested capacity is its team's, never shared
+    shared = share_unrequested(capacity, rows, "unallocated")
+    # alice paid 30 of 40 on jaguar: 3/4 of 4 unrequested GPU-h (7.50) and of 100 unrequested core-h (0.75); vision 1/4
     got = {(r.namespace, r.team, r.resource): (r.quantity, r.cost) for r in shared.itertuples()}
-    assert got.keys() == {("alice", "robotics", "idle-gpu"), ("alice", "robotics", "idle-cpu"),
-                          ("team-vision", "vision", "idle-gpu"), ("team-vision", "vision", "idle-cpu")}
-    assert got[("alice", "robotics", "idle-gpu")] == pytest.approx((3.0, 7.5))
-    assert got[("alice", "robotics", "idle-cpu")] == pytest.approx((75.0, 0.75))
-    assert got[("team-vision", "vision", "idle-gpu")] == pytest.approx((1.0, 2.5))
-    assert got[("team-vision", "vision", "idle-cpu")] == pytest.approx((25.0, 0.25))
+    assert got.keys() == {("alice", "robotics", "unrequested-gpu"), ("alice", "robotics", "unrequested-cpu"),
+                          ("team-vision", "vision", "unrequested-gpu"), ("team-vision", "vision", "unrequested-cpu")}
+    assert got[("alice", "robotics", "unrequested-gpu")] == pytest.approx((3.0, 7.5))
+    assert got[("alice", "robotics", "unrequested-cpu")] == pytest.approx((75.0, 0.75))
+    assert got[("team-vision", "vision", "unrequested-gpu")] == pytest.approx((1.0, 2.5))
+    assert got[("team-vision", "vision", "unrequested-cpu")] == pytest.approx((25.0, 0.25))
     assert set(shared.loc[shared["namespace"] == "alice", "owner"]) == {"alice"}
     assert set(shared["gpu_model"]) == {"NVIDIA-H100-80GB-HBM3", ""}
-    # the cluster's ledger now adds up to what was paid plus the whole idle cost: 40 + 10 + 1
+    # the cluster's ledger now adds up to what was paid plus the whole unrequested cost: 40 + 10 + 1
     assert rows.loc[rows["cluster"] == "jaguar", "cost"].sum() + shared["cost"].sum() == pytest.approx(51.0)
 
 
-def test_idle_of_a_cluster_nobody_paid_for_goes_to_the_unallocated_team():
+def test_unrequested_capacity_of_a_cluster_nobody_paid_for_goes_to_the_unallocated_team():
     capacity = pd.DataFrame([("heron", "gpu", "", "", 24.0, 0.6)],
-                            columns=["cluster", "resource", "gpu_model", "pool", "idle", "unit_price"])
-    shared = share_idle(capacity, pd.DataFrame(columns=frames.ROWS.columns), "unallocated")
+                            columns=["cluster", "resource", "gpu_model", "pool", "unrequested", "unit_price"])
+    shared = share_unrequested(capacity, pd.DataFrame(columns=frames.ROWS.columns), "unallocated")
     assert shared[["namespace", "team", "resource", "quantity", "cost"]].values.tolist() == [
-        ["", "unallocated", "idle-gpu", 24.0, pytest.approx(14.4)]]
+        ["", "unallocated", "unrequested-gpu", 24.0, pytest.approx(14.4)]]
 
 
 def test_priority_classes_discount_the_cost_but_keep_the_hours():

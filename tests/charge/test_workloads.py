@@ -69,14 +69,14 @@ def assert_sums_equal(parts: pd.DataFrame, rows: pd.DataFrame) -> None:
 def test_rows_no_workload_requested_are_one_part_of_the_namespace_as_a_whole():
     usage = usage_by_workload()
     pool = pd.DataFrame([("jaguar", "pool:h100", "vision", None, "reserved-gpu", H100, 48.0, 2.5, 120.0, 120.0),
-                         ("jaguar", "bob", "nlp", "bob", "idle-cpu", "", 7.0, 0.01, 0.07, 0.07)],
+                         ("jaguar", "bob", "nlp", "bob", "unrequested-cpu", "", 7.0, 0.01, 0.07, 0.07)],
                         columns=rows_columns())
     rows = pd.concat([namespace_rows(usage), pool], ignore_index=True)
     parts = workload_costs(usage, OWNERSHIP, PRICES, rows, ["experiment", "example.com/project"])
     whole = parts[parts["workload"] == UNATTRIBUTED]
-    assert sorted(whole["resource"]) == ["idle-cpu", "reserved-gpu"]
+    assert sorted(whole["resource"]) == ["reserved-gpu", "unrequested-cpu"]
     assert set(whole["labels"]) == {'{"example.com/project": "", "experiment": ""}'}
-    assert whole.set_index("resource")["cost"].to_dict() == {"idle-cpu": 0.07, "reserved-gpu": 120.0}
+    assert whole.set_index("resource")["cost"].to_dict() == {"unrequested-cpu": 0.07, "reserved-gpu": 120.0}
     assert_sums_equal(parts, rows)
 
 

@@ -20,7 +20,7 @@ from billing.days import days_in_month
 from billing.directory.people import Directory, Team, directory_to_json
 from billing.ledger.database import fetch, open_ledger
 from billing.ledger.read import read_recovery, read_rows, read_workload_costs
-from billing.ledger.tables import adjustments, month_closings
+from billing.ledger.tables import corrections, month_closings
 from billing.ledger.write import record_invoice, replace_day
 from billing.publish.focus import broken_down, focus_rows
 from billing.publish.statement import StatementError, build_statement, close_month, reopen_month
@@ -43,7 +43,7 @@ OCT_5 = [
     ("heron", "pool:p1", "robotics", None, "reserved-gpu", "", 24.0, 2.00, 48.00, 48.00),
     ("heron", "carol", "vision", "carol", "gpu", "", 5.0, 2.00, 10.00, 10.00),
     ("heron", "carol", "robotics", "carol", "credit-gpu", "", -5.0, 2.00, -10.00, -10.00),
-    ("jaguar", "team-robotics", "robotics", None, "idle-cpu", "", 50.0, 0.012, 0.60, 0.60),
+    ("jaguar", "team-robotics", "robotics", None, "unrequested-cpu", "", 50.0, 0.012, 0.60, 0.60),
 ]
 
 
@@ -51,7 +51,7 @@ OCT_6 = [("jaguar", "alice", "robotics", "alice", "gpu", H100, 5.0, 2.40, 12.00,
 
 
 # October 5 re-run at new prices: H100 3.00 (+6.00 for robotics), heron GPUs 2.50 (vision +2.50, and robotics'
-# credit -2.50, its pool's reservation +12.00); idle no longer shared (-0.60)
+# credit -2.50, its pool's reservation +12.00); unrequested capacity no longer shared (-0.60)
 OCT_5_RERUN = [
     ("jaguar", "alice", "robotics", "alice", "gpu", H100, 10.0, 3.00, 30.00, 30.00),
     ("jaguar", "bob", "robotics", "bob", "cpu", "", 100.0, 0.012, 0.60, 1.20),
@@ -64,13 +64,13 @@ OCT_5_RERUN = [
 NOV_2 = [("jaguar", "team-robotics", "robotics", None, "cpu", "", 10.0, 0.012, 0.12, 0.12)]
 
 
-# October's statement by hand: robotics 36.00 (H100 15 h) + 1.20 - 0.60 (cpu, discount) + 0.60 (idle)
+# October's statement by hand: robotics 36.00 (H100 15 h) + 1.20 - 0.60 (cpu, discount) + 0.60 (unrequested)
 # + 48.00 (pool) - 10.00 (credit) = 75.20; vision 10.00
 OCT_LINES = {
     ("robotics", "jaguar", "charge", "gpu", H100): (15.0, "36.00"),
     ("robotics", "jaguar", "charge", "cpu", ""): (100.0, "1.20"),
     ("robotics", "jaguar", "discount", "cpu", ""): (None, "-0.60"),
-    ("robotics", "jaguar", "unrequested", "idle-cpu", ""): (50.0, "0.60"),
+    ("robotics", "jaguar", "unrequested", "unrequested-cpu", ""): (50.0, "0.60"),
     ("robotics", "heron", "reserved", "reserved-gpu", ""): (24.0, "48.00"),
     ("robotics", "heron", "credit", "credit-gpu", ""): (-5.0, "-10.00"),
     ("vision", "heron", "charge", "gpu", ""): (5.0, "10.00"),
@@ -81,9 +81,9 @@ OCT_TOTALS = {"robotics": "75.20", "vision": "10.00"}
 
 
 # what the re-run of October 5 books in November, per (team, cluster, resource)
-OCT_5_ADJUSTMENTS = {
+OCT_5_CORRECTIONS = {
     ("robotics", "jaguar", "gpu"): "6.00",
-    ("robotics", "jaguar", "idle-cpu"): "-0.60",
+    ("robotics", "jaguar", "unrequested-cpu"): "-0.60",
     ("robotics", "heron", "reserved-gpu"): "12.00",
     ("robotics", "heron", "credit-gpu"): "-2.50",
     ("vision", "heron", "gpu"): "2.50",
@@ -121,7 +121,7 @@ def team_totals(engine, month: date) -> dict[str, str]:
 
 
 def booked(engine, month: date) -> dict[tuple, str]:
-    rows = fetch(engine, adjustments.select().where(adjustments.c.month == month))
+    rows = fetch(engine, corrections.select().where(corrections.c.month == month))
     sums: dict[tuple, float] = {}
     for row in rows:
         key = (row["team"], row["cluster"], row["resource"])
@@ -152,34 +152,34 @@ def closing_scenario(url: str) -> None:
     replace_day(engine, date(2026, 10, 5), DayBill(frame(OCT_5_RERUN)), "USD")
     assert read_rows(engine, date(2026, 10, 5), date(2026, 10, 5))["cost"].sum() == pytest.approx(90.60)  # new rows
     assert all_formats(engine, OCT) == before  # byte for byte, every format
-    assert booked(engine, NOV) == OCT_5_ADJUSTMENTS
-    assert {r["corrects"] for r in fetch(engine, adjustments.select())} == {date(2026, 10, 5)}
+    assert booked(engine, NOV) == OCT_5_CORRECTIONS
+    assert {r["corrects"] for r in fetch(engine, corrections.select())} == {date(2026, 10, 5)}
     assert team_totals(engine, NOV) == NOV_TOTALS
     november = json.loads(all_formats(engine, NOV)["json"])
     robotics = next(t for t in november["teams"] if t["team"] == "robotics")
     assert robotics["cost_center"] == "CC-4711"
     assert {(line["cluster"], line["resource"], line["corrects"], cents(line["amount"])) for line in robotics["lines"]
-            if line["kind"] == "adjustment"} == {("jaguar", "gpu", "2026-10-05", "6.00"),
-                                              ("jaguar", "idle-cpu", "2026-10-05", "-0.60"),
+            if line["kind"] == "correction"} == {("jaguar", "gpu", "2026-10-05", "6.00"),
+                                              ("jaguar", "unrequested-cpu", "2026-10-05", "-0.60"),
                                               ("heron", "reserved-gpu", "2026-10-05", "12.00"),
                                               ("heron", "credit-gpu", "2026-10-05", "-2.50")}
     ledger_nov = read_rows(engine, NOV, date(2026, 11, 30))["cost"].sum()
     assert cents(november["total"]) == cents(ledger_nov + 6.00 - 0.60 + 12.00 - 2.50 + 2.50) == "17.52"
 
     replace_day(engine, date(2026, 10, 5), DayBill(frame(OCT_5_RERUN)), "USD")  # the same re-run again: no change, no booking
-    assert booked(engine, NOV) == OCT_5_ADJUSTMENTS
+    assert booked(engine, NOV) == OCT_5_CORRECTIONS
 
     # November closed too: a correction of October now goes to December, and back to the old prices it cancels out
     close_month(engine, NOV, "finance-bot", TODAY_DONE, "USD", {"robotics": "CC-4711"})
     replace_day(engine, date(2026, 10, 5), DayBill(frame(OCT_5)), "USD")
-    assert booked(engine, DEC) == {key: cents(-float(value)) for key, value in OCT_5_ADJUSTMENTS.items()}
+    assert booked(engine, DEC) == {key: cents(-float(value)) for key, value in OCT_5_CORRECTIONS.items()}
     assert all_formats(engine, OCT) == before
 
     with pytest.raises(StatementError, match="2026-11 is closed too; reopen the latest closed month first"):
         reopen_month(engine, OCT, "alice")
     reopen_month(engine, NOV, "alice")
     reopen_month(engine, OCT, "alice")  # its statement is the ledger again; corrections of it are dropped
-    assert fetch(engine, adjustments.select()) == []
+    assert fetch(engine, corrections.select()) == []
     assert team_totals(engine, OCT) == OCT_TOTALS  # the ledger holds October 5 at its old prices again
     assert team_totals(engine, NOV) == {"robotics": "0.12"}
     log = [(r["month"], r["action"], r["who"]) for r in fetch(engine, month_closings.select()
@@ -231,8 +231,8 @@ def recovery_scenario(url: str) -> None:
     october = (OCT, date(2026, 10, 31))
     exported = focus_rows(broken_down(read_rows(engine, *october), read_workload_costs(engine, *october)),
                           ZoneInfo("UTC"), read_recovery(engine, *october))
-    adjusted = exported[exported["ChargeCategory"] == "Adjustment"]
-    assert sorted(adjusted["BilledCost"].map(cents)) == sorted(OCT_RECOVERY.values())
+    recovery = exported[exported["ChargeCategory"] == "Adjustment"]
+    assert sorted(recovery["BilledCost"].map(cents)) == sorted(OCT_RECOVERY.values())
     assert cents(exported["BilledCost"].sum()) == cents(sum(OCT_COSTS.values()))
     assert read_recovery(engine, date(2026, 10, 2), date(2026, 10, 31)).empty
 
@@ -268,7 +268,7 @@ REC_OCT_TOTALS = {"robotics": "930.00", "vision": "360.00"}
 # First correction: October 5 again at 3.00 an H100-hour, with a pod of robotics on heron it missed (100 core-h more).
 #   jaguar: robotics +50.00 and vision +50.00 of GPU; charges now robotics 350.00, vision 150.00 of 500.00, so
 #   robotics' share of the 1,200.00 is 840.00 (-60.00 from 900.00) and vision's 360.00 (+60.00): cost recovery
-#   adjustments robotics -60.00 - 50.00 = -110.00, vision +60.00 - 50.00 = +10.00.
+#   corrections robotics -60.00 - 50.00 = -110.00, vision +60.00 - 50.00 = +10.00.
 #   heron: robotics +10.00 of CPU; charges vision 20.00, robotics 20.00 of 40.00, shares of the 90.00 45.00 each:
 #   robotics +15.00 (from 30.00), vision -15.00 (from 60.00); cost recovery robotics 15.00 - 10.00 = +5.00, vision -15.00.
 REC_OCT_5_FIXED = [
@@ -287,7 +287,7 @@ REC_OCT_20_FIXED = [
 ]
 REC_NOV_2 = [("jaguar", "alice", "robotics", "alice", "gpu", H100, 10.0, 2.00, 20.00, 20.00)]
 # (team, cluster, resource, day corrected) -> amount, all booked in November; they add up to zero on each cluster
-REC_ADJUSTMENTS = {
+REC_CORRECTIONS = {
     ("robotics", "jaguar", "gpu", "2026-10-05"): "50.00",
     ("robotics", "jaguar", "recovery", "2026-10-05"): "-110.00",
     ("vision", "jaguar", "gpu", "2026-10-05"): "50.00",
@@ -334,8 +334,8 @@ def format_totals(engine, month: date) -> dict[str, str]:
 
 
 def booked_lines(engine, month: date) -> dict[tuple, str]:
-    """(team, cluster, resource, day corrected) -> amount of the adjustments booked in the month."""
-    rows = fetch(engine, adjustments.select().where(adjustments.c.month == month))
+    """(team, cluster, resource, day corrected) -> amount of the corrections booked in the month."""
+    rows = fetch(engine, corrections.select().where(corrections.c.month == month))
     return {(r["team"], r["cluster"], r["resource"], r["corrects"].isoformat()): cents(r["amount"]) for r in rows}
 
 
@@ -356,20 +356,20 @@ def recovered_correction_scenario(url: str) -> None:
     replace_day(engine, date(2026, 10, 20), DayBill(frame(REC_OCT_20_FIXED)), "USD")
 
     assert all_formats(engine, OCT) == closed  # the closed statement stays, byte for byte
-    assert booked_lines(engine, NOV) == REC_ADJUSTMENTS
+    assert booked_lines(engine, NOV) == REC_CORRECTIONS
     november = json.loads(all_formats(engine, NOV)["json"])
-    assert {row["cluster"]: cents(row["adjusted"]) for row in november["clusters"]} == {"jaguar": "0.00",
+    assert {row["cluster"]: cents(row["corrected"]) for row in november["clusters"]} == {"jaguar": "0.00",
                                                                                        "heron": "0.00"}
     assert team_totals(engine, NOV) == REC_NOV_TOTALS
     page = all_formats(engine, NOV)["html"]
-    assert "Adjustment of 2026-10-20, Cost recovery" in page and "add up to zero on the cluster" in page
+    assert "Correction of 2026-10-20, Cost recovery" in page and "add up to zero on the cluster" in page
     assert format_totals(engine, OCT) == {"json": "1290.00", "csv": "1290.00", "html": "1290.00"}
     assert format_totals(engine, NOV) == {"json": "20.00", "csv": "20.00", "html": "20.00"}
     assert exported(engine, OCT) == REC_OCT_EXPORTED
     assert exported(engine, NOV) == {"robotics": "20.00", "in all": "20.00"}
 
     replace_day(engine, date(2026, 10, 20), DayBill(frame(REC_OCT_20_FIXED)), "USD")  # the same again: nothing booked
-    assert booked_lines(engine, NOV) == REC_ADJUSTMENTS
+    assert booked_lines(engine, NOV) == REC_CORRECTIONS
 
     # each team ends where closing October again with its days corrected puts it
     reopen_month(engine, OCT, "finance")

@@ -1,7 +1,7 @@
-"""Capacity and idle against a real Prometheus, checked against fixtures.reference.
+"""Capacity and unrequested capacity against a real Prometheus, checked against fixtures.reference.
 
 Allocatable resource-hours must match the reference's sample-by-sample
-evaluation to 1e-9 relative, and requested + idle = allocatable per resource
+evaluation to 1e-9 relative, and requested + unrequested = allocatable per resource
 and GPU model, with requested from the independent usage reference.
 """
 
@@ -17,7 +17,7 @@ import yaml
 from click.testing import CliRunner
 from sqlalchemy import create_engine
 
-from billing.charge.pricing import idle_capacity
+from billing.charge.pricing import unrequested_capacity
 from billing.cli import main
 from billing.collect.capacity import collect_allocatable
 from billing.collect.prometheus import LivePrometheus
@@ -40,7 +40,7 @@ def world():
 
 
 @pytest.mark.parametrize("honor_labels", [True, False], ids=["plain-labels", "exported-labels"])
-def test_requested_plus_idle_is_allocatable(store_server, world, honor_labels):
+def test_requested_plus_unrequested_is_allocatable(store_server, world, honor_labels):
     prom = store_server(replace(world, honor_labels=honor_labels))
     start, end = DAY.start.timestamp(), DAY.end.timestamp()
     for name in ("jaguar", "ibis"):
@@ -49,7 +49,7 @@ def test_requested_plus_idle_is_allocatable(store_server, world, honor_labels):
         source = LivePrometheus(name, cluster.prometheus)
         allocatable = collect_allocatable(cluster, DAY, 60, ["nvidia_com_gpu"], source)
         usage = collect_cluster(cluster, DAY, 60, ["nvidia_com_gpu"], source).usage
-        capacity = idle_capacity(allocatable, usage, cluster.prices, name).set_index(["resource", "gpu_model"])
+        capacity = unrequested_capacity(allocatable, usage, cluster.prices, name).set_index(["resource", "gpu_model"])
 
         expected_allocatable = reference_allocatable(world, name, start, end, 60)
         expected_requested: dict = defaultdict(float)
@@ -62,21 +62,27 @@ def test_requested_plus_idle_is_allocatable(store_server, world, honor_labels):
             row = capacity.loc[key]
             assert row["allocatable"] == pytest.approx(hours, rel=1e-9), key
             assert row["requested"] == pytest.approx(expected_requested.get(key, 0.0), rel=1e-9), key
-            assert row["requested"] + row["idle"] == pytest.approx(hours, rel=1e-9), key
-            assert row["idle"] > 0, key  # about 18% of the pods run at a time: plenty is idle
+            assert row["requested"] + row["unrequested"] == pytest.approx(hours, rel=1e-9), key
+            assert row["unrequested"] > 0, key  # about 18% of the pods run at a time: plenty is unrequested
         h100 = capacity.loc[("gpu", "NVIDIA-H100-80GB-HBM3")]
-        assert h100["idle_cost"] == pytest.approx(h100["idle"] * 2.5)
+        assert h100["unrequested_cost"] == pytest.approx(h100["unrequested"] * 2.5)
 
 
-def test_shared_idle_makes_the_ledger_add_up_to_the_whole_cluster(store_server, world, tmp_path):
-    """billing run with `idle: share` on jaguar: its ledger rows cost what all its allocatable costs."""
+@pytest.mark.parametrize("key", ["unrequested", "idle"])
+def test_shared_unrequested_capacity_makes_the_ledger_add_up_to_the_whole_cluster(store_server, world, tmp_path, key,
+                                                                                 caplog):
+    """billing run with `unrequested: share` on jaguar: its ledger rows cost what all its allocatable costs. `idle`,
+    the key's old name, is still read, with a warning naming the new one, and bills the same."""
     prom = store_server(world)
     config = write_config(tmp_path, f"sqlite:///{tmp_path / 'ledger.db'}", {"jaguar": prom.url, "ibis": prom.url})
     settings = yaml.safe_load(Path(config).read_text())
-    settings["clusters"][0]["idle"] = "share"
+    settings["clusters"][0][key] = "share"
     (tmp_path / "billing.yaml").write_text(yaml.safe_dump(settings))
     result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])
     assert result.exit_code == 0, result.output
+    renamed = [r.getMessage() for r in caplog.records if "config key idle is now called unrequested" in r.getMessage()]
+    assert renamed == (["cluster jaguar: config key idle is now called unrequested; it is still read, but rename it "
+                        "(unrequested: share)"] if key == "idle" else [])
 
     with create_engine(f"sqlite:///{tmp_path / 'ledger.db'}").connect() as conn:
         ledger = pd.read_sql("select * from chargeback", conn)
@@ -89,9 +95,9 @@ def test_shared_idle_makes_the_ledger_add_up_to_the_whole_cluster(store_server, 
         for (resource, model), hours in reference_allocatable(world, "jaguar", start, end, 60).items())
     jaguar = ledger[ledger["cluster"] == "jaguar"]
     assert jaguar["cost"].sum() == pytest.approx(whole_cluster, rel=1e-9)
-    assert {"idle-gpu", "idle-cpu", "idle-memory"} <= set(jaguar["resource"])
-    # ibis keeps idle unbilled; both clusters' capacity is in the table
-    assert not ledger.loc[ledger["cluster"] == "ibis", "resource"].str.startswith("idle-").any()
+    assert {"unrequested-gpu", "unrequested-cpu", "unrequested-memory"} <= set(jaguar["resource"])
+    # ibis leaves its unrequested capacity unbilled; both clusters' capacity is in the table
+    assert not ledger.loc[ledger["cluster"] == "ibis", "resource"].str.startswith("unrequested-").any()
     assert set(capacity["cluster"]) == {"jaguar", "ibis"}
-    assert capacity["idle_cost"].sum() > 0
-    assert (capacity["requested"] + capacity["idle"] - capacity["allocatable"]).abs().max() < 1e-6
+    assert capacity["unrequested_cost"].sum() > 0
+    assert (capacity["requested"] + capacity["unrequested"] - capacity["allocatable"]).abs().max() < 1e-6

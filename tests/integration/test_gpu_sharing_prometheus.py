@@ -19,7 +19,7 @@ import yaml
 from click.testing import CliRunner
 from sqlalchemy import create_engine
 
-from billing.charge.pricing import idle_capacity
+from billing.charge.pricing import unrequested_capacity
 from billing.cli import main
 from billing.collect.capacity import collect_allocatable
 from billing.collect.prometheus import LivePrometheus
@@ -107,14 +107,14 @@ def test_capacity_counts_the_physical_gpus_behind_slices_and_replicas(jaguar, wo
     config, source = jaguar
     allocatable = collect_allocatable(config, DAY, 60, SHARING_GPU_RESOURCES, source)
     usage = collect_cluster(config, DAY, 60, SHARING_GPU_RESOURCES, source).usage
-    capacity = idle_capacity(allocatable, usage, config.prices, "jaguar").set_index(["resource", "gpu_model"])
+    capacity = unrequested_capacity(allocatable, usage, config.prices, "jaguar").set_index(["resource", "gpu_model"])
     expected = reference(world, reference_allocatable)
     requested: dict = defaultdict(float)
     for (_, resource, model), hours in reference(world, reference_usage).items():
         requested[(resource, model)] += hours
     for key, hours in expected.items():
         assert capacity.loc[key, "allocatable"] == pytest.approx(hours, rel=1e-9), key
-        assert capacity.loc[key, "requested"] + capacity.loc[key, "idle"] == pytest.approx(hours, rel=1e-9), key
+        assert capacity.loc[key, "requested"] + capacity.loc[key, "unrequested"] == pytest.approx(hours, rel=1e-9), key
         assert capacity.loc[key, "requested"] == pytest.approx(requested.get(key, 0.0), rel=1e-9), key
     # by hand: 4 L40S all day (16 replicas of 4, then 8 of 2), 8 MI300X, one A100 in 7 single-strategy slices
     assert capacity.loc[("gpu", L40S), "allocatable"] == pytest.approx(4 * 24)

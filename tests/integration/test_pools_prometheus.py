@@ -82,8 +82,8 @@ def test_the_pool_team_pays_the_pool_once_and_the_other_team_its_use(store_serve
 
     # capacity per pool: the pool's 96 GPU-h had 12 + 4 requested; the shared node's 96 had 2
     gpus = capacity[capacity["resource"] == "gpu"].set_index("pool")
-    assert gpus.loc["robotics-h100", ["allocatable", "requested", "idle"]].tolist() == pytest.approx([96, 16, 80])
-    assert gpus.loc["", ["allocatable", "requested", "idle"]].tolist() == pytest.approx([96, 2, 94])
+    assert gpus.loc["robotics-h100", ["allocatable", "requested", "unrequested"]].tolist() == pytest.approx([96, 16, 80])
+    assert gpus.loc["", ["allocatable", "requested", "unrequested"]].tolist() == pytest.approx([96, 2, 94])
 
     # the owning team's page shows the pool and the credits
     page = read_page((tmp_path / "reports" / "2026-11-20" / "teams" / "robotics.html").read_text())

@@ -129,7 +129,7 @@ def test_the_unrequested_share_has_its_own_column_and_people_their_names(config,
     # requested is 5 GPU-h at 2.95 (14.75). Her 38.75 over 10 GPU-h is not a price of 3.875 a GPU-hour.
     engine = open_ledger(database)
     rows = pd.DataFrame([("jaguar", "carol", "robotics", "carol", "gpu", H100, 10.0, 2.4, 24.0, 24.0),
-                         ("ibis", "carol", "robotics", "carol", "idle-gpu", "", 5.0, 2.95, 14.75, 14.75)],
+                         ("ibis", "carol", "robotics", "carol", "unrequested-gpu", "", 5.0, 2.95, 14.75, 14.75)],
                         columns=frames.ROWS.columns)
     directory = Directory.of([Person("carol", "Carol Example", "carol@example.org"),
                               Person("alice", "Alice Example", "alice@example.org")],

@@ -15,7 +15,7 @@ from billing.charge.bill import DayBill
 from billing.collect.invoices import Invoice, InvoiceError
 from billing.config import CostRecovery
 from billing.ledger.database import fetch, open_ledger
-from billing.ledger.tables import adjustments, chargeback, closed_months, invoices
+from billing.ledger.tables import chargeback, closed_months, corrections, invoices
 from billing.ledger.write import record_invoice, replace_day
 from billing.publish.statement import build_statement, close_month
 from tests.helpers.invoices import (
@@ -98,7 +98,7 @@ def test_corrections_of_one_recovered_month_wait_for_each_other(postgres_url):
         conn.execute(chargeback.delete().where(chargeback.c.day == date(2026, 10, 20)))
         conn.execute(chargeback.insert(), [{**dict(zip(frames.ROWS.columns, row)), "day": date(2026, 10, 20),
                                             "currency": "USD", "computed_at": now} for row in REC_OCT_20_FIXED])
-        conn.execute(adjustments.insert(), [
+        conn.execute(corrections.insert(), [
             {"month": NOV, "corrects": date(2026, 10, 20), "team": team, "cluster": "jaguar", "resource": resource,
              "booked_at": now, "amount": amount, "currency": "USD"}
             for team, resource, amount in [("robotics", "gpu", -50.0), ("robotics", "recovery", -100.0),

@@ -161,7 +161,7 @@ def test_a_nights_workload_rows_add_up_to_its_ledger_and_match_the_reference(pro
     path = write_config(tmp_path, database, {"jaguar": jaguar.url, "ibis": ibis.url})
     config = yaml.safe_load(Path(path).read_text())
     config["cost_labels"] = COST_LABELS
-    config["clusters"][1]["idle"] = "share"  # idle-* rows: parts of no workload
+    config["clusters"][1]["unrequested"] = "share"  # unrequested-* rows: parts of no workload
     Path(path).write_text(yaml.safe_dump(config))
     result = run(path)
     assert result.exit_code == 0, result.output
@@ -175,7 +175,7 @@ def test_a_nights_workload_rows_add_up_to_its_ledger_and_match_the_reference(pro
     for key in whole.index:
         for amount in ("quantity", "cost"):
             assert summed.loc[key, amount] == pytest.approx(whole.loc[key, amount], rel=1e-9), (key, amount)
-    assert set(parts.loc[parts["resource"].str.startswith("idle-"), "workload"]) == {UNATTRIBUTED}
+    assert set(parts.loc[parts["resource"].str.startswith("unrequested-"), "workload"]) == {UNATTRIBUTED}
     assert not parts.duplicated(["cluster", "namespace", "team", "workload", "labels", "resource", "gpu_model"]).any()
     # the workloads' quantities, over all teams, are the reference's
     for cluster in ("jaguar", "ibis"):

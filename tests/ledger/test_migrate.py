@@ -12,6 +12,7 @@ from billing.ledger import migrate
 from billing.ledger.database import LedgerError, open_ledger
 from billing.ledger.read import read_capacity, read_rows
 from billing.ledger.tables import metadata
+from tests.helpers.old_names import upgrade_old_names
 from tests.helpers.schemas import describe
 
 
@@ -32,7 +33,7 @@ def test_an_older_schema_stops_the_run_until_db_upgrade(tmp_path, write_config):
     with engine.begin() as conn:  # as if written by the release before migrations: tables, no revision
         conn.execute(text("DROP TABLE alembic_version"))
         conn.execute(text("DROP TABLE cluster_days"))
-    with pytest.raises(LedgerError, match=r"schema revision none, this billing needs 0009: run `billing db upgrade`"):
+    with pytest.raises(LedgerError, match=r"schema revision none, this billing needs 0011: run `billing db upgrade`"):
         open_ledger(url)
 
     config = str(write_config(database=url))
@@ -44,9 +45,9 @@ def test_db_upgrade_on_an_empty_database_and_again(tmp_path, write_config):
     config = str(write_config(database=f"sqlite:///{tmp_path}/ledger.db"))
     first = CliRunner().invoke(main, ["db", "upgrade", "--config", config])
     assert first.exit_code == 0, first.output
-    assert "from revision none to 0009" in first.output
+    assert "from revision none to 0011" in first.output
     again = CliRunner().invoke(main, ["db", "upgrade", "--config", config])
-    assert again.exit_code == 0 and "already at revision 0009" in again.output
+    assert again.exit_code == 0 and "already at revision 0011" in again.output
 
 
 def test_upgrading_a_ledger_of_revision_0001_keeps_its_rows_at_list_price(tmp_path, write_config):
@@ -56,7 +57,7 @@ def test_upgrading_a_ledger_of_revision_0001_keeps_its_rows_at_list_price(tmp_pa
         conn.execute(text("INSERT INTO chargeback VALUES ('2026-11-19', 'jaguar', 'alice', 'robotics', 'alice', "
                           "'cpu', '', 100.0, 0.012, 1.2, 'USD', '2026-11-20 01:00:00')"))
     result = CliRunner().invoke(main, ["db", "upgrade", "--config", str(write_config(database=url))])
-    assert result.exit_code == 0 and "from revision 0001 to 0009" in result.output
+    assert result.exit_code == 0 and "from revision 0001 to 0011" in result.output
     engine = open_ledger(url)
     rows = read_rows(engine, date(2026, 11, 19), date(2026, 11, 19))
     assert rows[["cost", "list_cost"]].values.tolist() == [[1.2, 1.2]]  # no discounts before 0002
@@ -103,3 +104,7 @@ def test_upgrading_to_0009_keeps_each_invoice_as_the_months_first_file(tmp_path,
     model = create_engine(f"sqlite:///{tmp_path}/model.db")
     metadata.create_all(model)
     assert schema == describe(model)
+
+
+def test_a_ledger_written_with_the_old_names_upgrades_to_the_new(tmp_path):
+    upgrade_old_names(f"sqlite:///{tmp_path}/ledger.db")

@@ -149,16 +149,16 @@ def test_unwritable_output_dir_is_one_clear_error(report, tmp_path):
         write_pages(report, blocker / "reports")
 
 
-def test_admin_page_shows_capacity_and_whether_idle_was_charged(ledger, tmp_path):
+def test_admin_page_shows_capacity_and_whether_unrequested_was_charged(ledger, tmp_path):
     capacity = pd.DataFrame([
-        # cluster, resource, gpu_model, pool, allocatable, requested, idle, unit_price, idle_cost
+        # cluster, resource, gpu_model, pool, allocatable, requested, unrequested, unit_price, unrequested_cost
         ("jaguar", "gpu", H100, "", 192.0, 10.0, 182.0, 2.40, 436.80),
         ("jaguar", "cpu", "", "", 1536.0, 110.0, 1426.0, 0.012, 17.112),
         ("jaguar", "gpu", H100, "robotics-h100", 96.0, 24.0, 72.0, 2.40, 172.80),
         ("ibis", "gpu", "", "", 96.0, 4.0, 92.0, 2.95, 271.40),
     ], columns=frames.CAPACITY.columns)
-    # ibis shares its idle: its 92 idle GPU-h were charged to bob's namespace; robotics reserved a pool on jaguar
-    rows = frame(ROWS[DAY] + [("ibis", "bob", "vision", "bob", "idle-gpu", "", 92.0, 2.95, 271.40),
+    # ibis shares what was unrequested: its 92 unrequested GPU-h were charged to bob's namespace; robotics reserved a pool on jaguar
+    rows = frame(ROWS[DAY] + [("ibis", "bob", "vision", "bob", "unrequested-gpu", "", 92.0, 2.95, 271.40),
                               ("jaguar", "pool:robotics-h100", "robotics", None, "reserved-gpu", H100, 96.0, 2.40, 230.40)])
     replace_day(ledger, DAY, DayBill(rows, capacity=capacity), "USD")
     report = read_report(ledger, DAY, "USD", "unallocated")

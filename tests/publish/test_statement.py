@@ -22,7 +22,7 @@ from billing.config import CostRecovery
 from billing.ledger.database import fetch, open_ledger
 from billing.ledger.read import read_rows
 from billing.ledger.recovery import NothingToRecoverOver
-from billing.ledger.tables import adjustments
+from billing.ledger.tables import corrections
 from billing.ledger.write import replace_day
 from billing.publish.formatting import total
 from billing.publish.statement import Statement, StatementError, StatementLine, build_statement, close_month
@@ -145,7 +145,7 @@ def test_billing_run_of_a_closed_day_at_a_new_price_books_the_difference(budget_
     november = json.loads(invoke("statement", "--month", "2026-11", "--format", "json"))
     assert [(t["team"], [(line["kind"], line["cluster"], line["resource"], line["corrects"], cents(line["amount"]))
                          for line in t["lines"]]) for t in november["teams"]] == [
-        ("robotics", [("adjustment", "jaguar", "gpu", "2026-10-15", "5.00")])]
+        ("robotics", [("correction", "jaguar", "gpu", "2026-10-15", "5.00")])]
     ledger = open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
     assert cents(read_rows(ledger, OCT, date(2026, 10, 31))["cost"].sum()) == "656.00"  # the ledger has the new rows
 
@@ -154,7 +154,7 @@ def test_billing_run_of_a_closed_day_on_a_recovered_cluster_keeps_its_month_at_i
     """Issue 43's path through the commands: jaguar recovers 700.00 a month; October's 31 x 21.00 = 651.00 of charges
     get 49.00 of cost recovery. The GPU price goes to 2.50 and October 15 is run again: +5.00 of GPU (10 GPU-h x
     0.50), and robotics, alone on jaguar, still owes the 700.00: -5.00 of cost recovery. October's statement and
-    export both stay 700.00; November has the two adjustments and no change of total."""
+    export both stay 700.00; November has the two corrections and no change of total."""
     config = budget_job()
     settings = yaml.safe_load(Path(config).read_text())
     settings["clusters"][0]["recover"] = {"monthly_cost": 700}
@@ -184,8 +184,8 @@ def test_billing_run_of_a_closed_day_on_a_recovered_cluster_keeps_its_month_at_i
     november = json.loads(invoke("statement", "--month", "2026-11", "--format", "json"))
     assert [(t["team"], [(line["kind"], line["cluster"], line["resource"], line["corrects"], cents(line["amount"]))
                          for line in t["lines"]]) for t in november["teams"]] == [
-        ("robotics", [("adjustment", "jaguar", "gpu", "2026-10-15", "5.00"),
-                      ("adjustment", "jaguar", "recovery", "2026-10-15", "-5.00")])]
+        ("robotics", [("correction", "jaguar", "gpu", "2026-10-15", "5.00"),
+                      ("correction", "jaguar", "recovery", "2026-10-15", "-5.00")])]
     assert cents(november["total"]) == "0.00"
 
 
@@ -215,12 +215,12 @@ def test_corrections_on_a_recovered_cluster_add_up_to_zero_where_its_cost_splits
     replace_day(engine, date(2026, 10, 5), DayBill(frame(audio_more)), "USD")
 
     moves: dict[str, float] = {}
-    for row in fetch(engine, adjustments.select()):
+    for row in fetch(engine, corrections.select()):
         moves[row["team"]] = moves.get(row["team"], 0.0) + row["amount"]
     assert moves == pytest.approx({"robotics": -1 / 9.03, "vision": -1 / 9.03, "audio": 2 / 9.03}, abs=1e-9)
-    assert total(row["amount"] for row in fetch(engine, adjustments.select())) == 0.0
+    assert total(row["amount"] for row in fetch(engine, corrections.select())) == 0.0
     november = build_statement(engine, NOV, "USD", {})
-    assert [(row["cluster"], row["adjusted"]) for row in november.clusters()] == [("jaguar", 0.0)]
+    assert [(row["cluster"], row["corrected"]) for row in november.clusters()] == [("jaguar", 0.0)]
     assert {team: cents(sum(line.amount for line in lines)) for team, _, lines in november.teams()} == {
         "robotics": "-0.11", "vision": "-0.11", "audio": "0.22"}
     # each team its share of the 100.00: 100/3.01 = 33.2226 twice and 101/3.01 = 33.5548
@@ -238,4 +238,4 @@ def test_a_rerun_that_leaves_a_recovered_cluster_no_charges_in_its_closed_month_
         replace_day(engine, date(2026, 10, 6), DayBill(frame([])), "USD")
     assert refused.value.exit_status == 2
     assert read_rows(engine, OCT, date(2026, 10, 31))["cost"].sum() == 12.00
-    assert fetch(engine, adjustments.select()) == []
+    assert fetch(engine, corrections.select()) == []
