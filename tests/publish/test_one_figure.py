@@ -36,7 +36,7 @@ from billing.publish.pages import write_pages
 from billing.publish.report import Subject, build_report
 from billing.publish.report_formats import csv_text, json_text, table
 from billing.publish.report_formats import html as report_html
-from billing.publish.statement import build_statement, close_month, recovery_lines
+from billing.publish.statement import StatementLine, build_statement, close_month, recovery_lines
 from billing.publish.statement_formats import csv_text as statement_csv
 from billing.publish.statement_formats import html as statement_html
 from billing.publish.statement_formats import json_text as statement_json
@@ -142,13 +142,20 @@ def ledgers(draw) -> dict[date, list[tuple]]:
     return ledger
 
 
-def figure(ledger: dict[date, list[tuple]], first: date = MONTH, last: date = DAY, **match) -> str:
-    """The independent sum: the ledger's costs (exact decimals here) of the days and rows matching, rounded
-    once half away from zero (docs/spec.md "Rounding: one figure everywhere"), as a page writes it."""
+def exact_sum(ledger: dict[date, list[tuple]], first: date = MONTH, last: date = DAY, **match) -> Decimal:
+    """The independent sum: the ledger's costs (exact decimals here) of the days and rows matching."""
     columns = {"cluster": 0, "namespace": 1, "team": 2, "owner": 3, "resource": 4}
-    exact = sum((Decimal(repr(row[8])) for day, rows in ledger.items() if first <= day <= last for row in rows
-                 if all(row[columns[key]] == value for key, value in match.items())), Decimal(0))
-    return f"{exact.quantize(Decimal('0.01'), ROUND_HALF_UP) + 0:,.2f} USD"
+    return sum((Decimal(repr(row[8])) for day, rows in ledger.items() if first <= day <= last for row in rows
+                if all(row[columns[key]] == value for key, value in match.items())), Decimal(0))
+
+
+def written(amount: Decimal) -> str:
+    """Rounded once, half away from zero (docs/spec.md "Rounding: one figure everywhere"), as a page writes it."""
+    return f"{amount.quantize(Decimal('0.01'), ROUND_HALF_UP) + 0:,.2f} USD"
+
+
+def figure(ledger: dict[date, list[tuple]], first: date = MONTH, last: date = DAY, **match) -> str:
+    return written(exact_sum(ledger, first, last, **match))
 
 
 def tables_add_up(tables: dict[str, list[list[str]]]) -> None:
@@ -166,10 +173,14 @@ def tables_add_up(tables: dict[str, list[list[str]]]) -> None:
             assert sum(shown) == _amount(cell), (name, header[column])
 
 
-@given(ledger=ledgers(), recovered_cost=st.integers(1, 9_000_000))
-def test_every_figure_is_the_ledgers_exact_sum_rounded_once_and_every_table_adds_up(ledger, recovered_cost):
+corrections = st.lists(st.tuples(st.sampled_from(TEAMS), st.sampled_from(["jaguar", "ibis"]),
+                                 st.integers(-2_000_000, 2_000_000)), max_size=3, unique_by=lambda c: c[:2])
+
+
+@given(ledger=ledgers(), recovered_cost=st.integers(1, 9_000_000), adjusted=corrections)
+def test_every_figure_is_the_ledgers_exact_sum_rounded_once_and_every_table_adds_up(ledger, recovered_cost, adjusted):
     """Pages, emails, `billing report` (table, csv, json, html), serve (pages and API), statements (html, csv,
-    json) with a recovered cluster, FOCUS and /metrics, against `figure`."""
+    json) with a recovered cluster and adjustments of a closed month, FOCUS and /metrics, against `figure`."""
     with TemporaryDirectory() as folder:
         url = write_ledger(Path(folder) / "ledger.db", ledger)
         engine = open_ledger(url)
@@ -227,6 +238,10 @@ def test_every_figure_is_the_ledgers_exact_sum_rounded_once_and_every_table_adds
             page = read_page(get(client, f"/teams/{quote(team)}?{RANGE}", "root").text)
             assert page.texts["range-total"] == page.texts["month-total"] == figure(ledger, team=team)
             tables_add_up(page.tables)
+        if any(row[3] == "alice" for day, rows in ledger.items() if day >= MONTH for row in rows):  # her own page
+            mine = read_page(get(client, f"/me?{RANGE}", "alice").text)
+            assert mine.texts["range-total"] == mine.texts["month-total"] == figure(ledger, owner="alice")
+            tables_add_up(mine.tables)
         api = get(client, f"/api/v1/costs?{RANGE}&by=team", "root").json
         assert f"{cents(api['total_cost']):,.2f} USD" == figure(ledger)
         assert {row["team"]: f"{cents(row['cost']):,.2f} USD" for row in api["rows"]} == {
@@ -246,37 +261,38 @@ def test_every_figure_is_the_ledgers_exact_sum_rounded_once_and_every_table_adds
                           ZoneInfo("UTC"), read_recovery(engine, MONTH, DAY))
         assert f"{cents(total(rows['BilledCost'])):,.2f} USD" == figure(ledger)
 
-        # the month's statement, with jaguar recovering a cost, in every format
+        # the month's statement, with adjustments of October and jaguar recovering a cost, in every format
         statement = build_statement(engine, MONTH, "USD", {})
-        charged = total(line.amount for line in statement.lines if line.cluster == "jaguar")
-        if cents(charged) != 0:
-            cost = recovered_cost * 0.01
-            lines = sorted(statement.lines + recovery_lines(statement.lines, MONTH, {"jaguar": cost}),
-                           key=lambda line: (line.team, line.cluster))
-            statement = replace(statement, lines=lines)
+        booked = [StatementLine(team, "", cluster, "adjustment", "cpu", "", date(2026, 10, 5), None,
+                                float(amount * HALF_CENT)) for team, cluster, amount in adjusted]
+        lines = statement.lines + booked
+        if cents(total(line.amount for line in statement.lines if line.cluster == "jaguar")) != 0:
+            lines += recovery_lines(lines, MONTH, {"jaguar": recovered_cost * 0.01})
+        statement = replace(statement, lines=sorted(lines, key=lambda line: (line.team, line.cluster)))
         document = json.loads(statement_json(statement))
         html_page = read_page(statement_html(statement))
         for number, (team, _, lines) in enumerate(statement.teams(), 1):
-            team_total = total(line.amount for line in lines)
-            written = f"{cents(team_total):,.2f} USD"
+            team_figure = f"{cents(total(line.amount for line in lines)):,.2f} USD"
             assert document["teams"][number - 1]["team"] == team
-            assert f"{cents(document['teams'][number - 1]['total']):,.2f} USD" == written
+            assert f"{cents(document['teams'][number - 1]['total']):,.2f} USD" == team_figure
             for name in (f"summary-{number}", f"lines-{number}"):
-                assert html_page.tables[name][-1][-1] == written
+                assert html_page.tables[name][-1][-1] == team_figure
             tables_add_up({name: html_page.tables[name] for name in (f"summary-{number}", f"lines-{number}")})
-            recovery = [line for line in lines if line.kind == "recovery"]
-            if not recovery:  # no recovery line: the team's month is the ledger's
-                assert written == figure(ledger, team=team, last=date(2026, 11, 30))
+            if not [line for line in lines if line.kind == "recovery"]:  # the team's month, and its adjustments
+                month = exact_sum(ledger, team=team, last=date(2026, 11, 30))
+                corrected = sum((n * HALF_CENT for name, _, n in adjusted if name == team), Decimal(0))
+                assert team_figure == written(month + corrected)
         clusters = {row[0]: row[1:] for row in html_page.tables.get("clusters", [])[1:]}
         for cluster, (charged_cell, recovered_cell, adjusted_cell, total_cell) in clusters.items():
             assert _amount(charged_cell) + _amount(recovered_cell) + _amount(adjusted_cell) == _amount(total_cell)
             on_pages = [_amount(row[3]) for n in range(1, len(statement.teams()) + 1)
                         for row in html_page.tables[f"lines-{n}"][1:-1] if row[0] == cluster]
             assert sum(on_pages) == _amount(total_cell)
-            if cluster == "jaguar":
-                assert total_cell == f"{recovered_cost * Decimal('0.01'):,.2f} USD"  # its cost
+            corrected = sum((n * HALF_CENT for _, name, n in adjusted if name == cluster), Decimal(0))
+            if any(line.kind == "recovery" and line.cluster == cluster for line in statement.lines):
+                assert total_cell == written(recovered_cost * Decimal("0.01") + corrected)  # its cost, corrected
             else:
-                assert total_cell == figure(ledger, cluster=cluster, last=date(2026, 11, 30))
+                assert total_cell == written(exact_sum(ledger, cluster=cluster, last=date(2026, 11, 30)) + corrected)
         csv_rows = list(csv.DictReader(io.StringIO(statement_csv(statement))))
         for team, _, _ in statement.teams():
             in_csv = sum((Decimal(row["amount"]) for row in csv_rows if row["team"] == team), Decimal(0))
