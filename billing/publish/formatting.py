@@ -1,11 +1,13 @@
 """How money and resource-hours are written for people: pages, emails, tables.
 
-The ledger is never rounded (docs/spec.md "Rule 8: cost"). Display rounds half away from
-zero on the cent, from the number's shortest decimal form (2.675 shows as
-2.68, as a person expects, and as SQL's `round(numeric, 2)` gives it); a sum
-is the exact decimal sum of the ledger's values, rounded once. Within a table
-whose rows have a total, `to_the_cent` rounds the rows so that they add up to
-the rounded total (largest remainder), and the page says so.
+The ledger is never rounded (docs/spec.md "Rule 8: cost"). One rule for every figure a person reads
+(docs/spec.md "Rounding: one figure everywhere"): it is the exact decimal sum of the ledger values it stands
+for, each to the billionth, rounded once, half away from zero on the cent (2.675 shows as 2.68, as a person
+expects, and as SQL's `round(numeric, 2)` gives it). So a team, a person or a day reads the same wherever it
+is shown. Where a table's rounded rows do not add up to its rounded total, `rounding` is the difference, shown
+as a row of its own (ROUNDING), so that what the table shows adds up without moving a row a cent. Only a
+statement's lines, parts of their cluster's month, are moved: `to_the_cent` rounds the lines of a cluster so that
+they add up to the cluster's total (largest remainder).
 """
 
 from __future__ import annotations
@@ -41,7 +43,11 @@ HELD_UNUSED_RULE = (
     "GPUs that pods requested but left nearly unused (DCGM utilisation below the configured threshold) and CPU "
     "requested beyond what was used (cAdvisor); measured, not an extra charge: it is part of the cost above"
 )
-ROUNDING_NOTE = "Amounts are rounded to the cent so that rows add up to the total."
+ROUNDING = "Rounding"  # the row of a table that makes its rounded rows add up to its rounded total
+ROUNDING_NOTE = (
+    "Each amount is its exact sum rounded once to the cent, the same wherever it is shown; a Rounding row is "
+    "what a table's rounded rows differ from its rounded total."
+)
 COST_RECOVERY = "Cost recovery"
 COST_RECOVERY_RULE = (
     "what the cluster cost in the month less what it charged at its prices, shared over the teams in proportion "
@@ -95,14 +101,20 @@ def _in_billionths(values: Amounts) -> Amounts:
     return np.sign(values) * np.floor(np.abs(values) * BILLIONTHS + 0.5)
 
 
+def rounding(values: Iterable[float], of: float | None = None) -> Decimal:
+    """What a table's rows, each rounded on its own, miss of its total `of` (default: their exact sum) rounded:
+    the amount of the table's Rounding row, where it is not 0.00."""
+    values = list(values)
+    return cents(total(values) if of is None else of) - sum((cents(v) for v in values), Decimal(0))
+
+
 def to_the_cent(values: list[float], of: float | None = None) -> list[Decimal]:
     """The values rounded to the cent so that they add up to their total `of` (default: their exact sum)
     as it is shown, rounded (largest remainder): each is rounded, then the cents still missing (or too
     many) go to the values that rounding moved furthest from their exact value, ties to the earlier row."""
     exacts = [exact(v) for v in values]
     rounded = [cents(v) for v in values]
-    shown_total = cents(total(values) if of is None else of)
-    missing = int((shown_total - sum(rounded, Decimal(0))) / _CENT)
+    missing = int(rounding(values, of) / _CENT)
     step = _CENT if missing > 0 else -_CENT
     remainders = sorted(range(len(values)), key=lambda i: (-(exacts[i] - rounded[i]) * step, i))
     for i in remainders[: abs(missing)]:

@@ -36,6 +36,7 @@ from billing.publish.formatting import (
     HELD_UNUSED_RULE,
     NO_WORKLOAD_RULE,
     RESOURCE_NAMES,
+    ROUNDING,
     ROUNDING_NOTE,
     TEAM_NAMESPACES,
     TEAM_NAMESPACES_RULE,
@@ -45,7 +46,8 @@ from billing.publish.formatting import (
     money,
     price_change_note,
     quantity,
-    to_the_cent,
+    rounding,
+    total,
 )
 from billing.publish.links import day_page, team_page
 
@@ -147,8 +149,9 @@ def _environment() -> Environment:
         keep_trailing_newline=True,
     )
     env.filters.update(money=money, quantity=quantity, cents=cents, day_ranges=day_ranges, measured=measured)
-    env.filters.update(to_the_cent=to_the_cent, person=person)
+    env.filters.update(rounding=rounding, total=total, person=person)
     env.globals.update(axis_label=axis_label, trend_lines=trend_lines, text_table=text_table, rounding_note=ROUNDING_NOTE,
+                       rounding_label=ROUNDING,
                        unrequested_share=UNREQUESTED_SHARE, unrequested_share_rule=UNREQUESTED_SHARE_RULE,
                        held_unused=HELD_UNUSED, held_unused_rule=HELD_UNUSED_RULE, team_namespaces=TEAM_NAMESPACES,
                        team_namespaces_rule=TEAM_NAMESPACES_RULE, no_workload=UNATTRIBUTED, no_workload_rule=NO_WORKLOAD_RULE,

@@ -1,8 +1,9 @@
 """A `Report` as text for a terminal, a spreadsheet, a program or a browser.
 
 Money is shown with its currency, two decimals and thousands separators;
-resource-hours with their unit. Only the table and HTML round, so that the
-rows of each money column add up to its total (formatting.to_the_cent); CSV
+resource-hours with their unit. Only the table and HTML round, each figure
+once (formatting.cents), with a Rounding row where a money column's rows do
+not add up to its total (formatting.rounding); CSV
 carries the ledger's values to 12 significant digits (no float noise), JSON
 as they are. Names come from the directory and Kubernetes, so
 every format guards against what they may contain: control characters in
@@ -25,6 +26,7 @@ from billing.days import day_runs, days_in_month
 from billing.publish.formatting import (
     NO_WORKLOAD_RULE,
     RESOURCE_NAMES,
+    ROUNDING,
     ROUNDING_NOTE,
     TEAM_NAMESPACES,
     UNREQUESTED_SHARE_RULE,
@@ -33,7 +35,7 @@ from billing.publish.formatting import (
     money,
     plain_number,
     price_change_note,
-    to_the_cent,
+    rounding,
     total,
 )
 from billing.publish.formatting import (
@@ -54,7 +56,7 @@ from billing.publish.report import (
 from billing.resources import UNITS
 
 WIDTH = 80  # the narrowest terminal the table is fitted to (a wider one, or $COLUMNS, gives it more room)
-MONEY = ["cost", REQUESTED_COST, UNREQUESTED_SHARE, LIST_COST]  # rounded to add up to their totals
+MONEY = ["cost", REQUESTED_COST, UNREQUESTED_SHARE, LIST_COST]  # with a Rounding row where they miss their totals
 SUMMED = [*HOURS_COLUMNS.values(), *MONEY]  # not held_hours: slices, replicas and GPUs are no one unit
 NUMERIC = {*SUMMED, "held_hours", "quantity", "unit_price"}
 NAMED_AS_THEY_ARE = {"gpu", "cpu", "memory"}  # a report's requested resources keep the names it groups by
@@ -106,30 +108,41 @@ def _cell(column: str, value: Any, people: dict[str, str] | None = None) -> str:
 
 def _shown(report: Report, names: bool) -> tuple[list[str], list[list[str]], list[str]]:
     """Columns, cells and totals as people read them: with `names`, display names beside uids; each money
-    column rounded to the cent so that its rows add up to its total."""
+    figure rounded once, and a Rounding row last where a money column's rows do not add up to its total."""
     columns = [c for c in report.columns if c not in FOR_MACHINES]
-    sums = totals(report)
-    rounded = {c: to_the_cent([row[c] for row in report.rows], sums[c]) for c in columns if c in MONEY}
-    if REQUESTED_COST in rounded:  # rounded on its own, 280.655 requested and 0 unrequested showed 280.66 beside 280.65
-        rounded[REQUESTED_COST] = [cost - share for cost, share in zip(rounded["cost"], rounded[UNREQUESTED_SHARE])]
-        sums[REQUESTED_COST] = float(cents(sums["cost"]) - cents(sums[UNREQUESTED_SHARE]))
+    sums, rounded = _rounded(report)
     people = report.people if names else None
     rows = [[_cell(c, rounded[c][i] if c in rounded else row[c], people) for c in columns]
             for i, row in enumerate(report.rows)]
+    differences = {c: rounding(values, sums[c]) for c, values in rounded.items() if c in columns}
+    if any(differences.values()):
+        rows.append([ROUNDING if i == 0 else _cell(c, differences[c]) if c in differences else ""
+                     for i, c in enumerate(columns)])
     return columns, rows, [_cell(c, sums[c]) if c in sums else "-" if c == "held_hours" else "" for c in columns]
+
+
+def _rounded(report: Report) -> tuple[dict[str, float], dict[str, list]]:
+    """The totals of the summed columns, and each money column's rows as shown: each rounded on its own, but
+    requested as the rounded cost less the rounded unrequested share, so that a row adds up across (280.655
+    requested and 0 unrequested showed 280.66 beside a cost of 280.65)."""
+    sums = totals(report)
+    rounded: dict[str, list] = {c: [cents(row[c]) for row in report.rows] for c in report.columns if c in MONEY}
+    if REQUESTED_COST in rounded:
+        rounded[REQUESTED_COST] = [cost - share for cost, share in zip(rounded["cost"], rounded[UNREQUESTED_SHARE])]
+        sums[REQUESTED_COST] = float(cents(sums["cost"]) - cents(sums[UNREQUESTED_SHARE]))
+    return sums, rounded
 
 
 def explanations(report: Report) -> list[str]:
     """The sentences a reader of the table needs: what the unrequested share and the part of no workload are,
-    and, where rounding each row on its own would not have added up to the total, how the amounts were rounded."""
+    and, where a table has a Rounding row, what it is."""
     found = ([f"{SHARE_LABEL} {report.currency} = {UNREQUESTED_SHARE_NAME}: {UNREQUESTED_SHARE_RULE}; "
               f"requested {report.currency} is what the requested hours cost."]
              if UNREQUESTED_SHARE in report.columns else [])
     if any(row.get("workload") == UNATTRIBUTED for row in report.rows):
         found.append(f"{UNATTRIBUTED} is {NO_WORKLOAD_RULE}.")
-    sums = totals(report)
-    shown = {c: [row[c] for row in report.rows] for c in report.columns if c in MONEY and c not in FOR_MACHINES}
-    if any(to_the_cent(values, sums[c]) != [cents(v) for v in values] for c, values in shown.items()):
+    sums, rounded = _rounded(report)
+    if any(rounding(values, sums[c]) for c, values in rounded.items() if c not in FOR_MACHINES):
         found.append(ROUNDING_NOTE)
     return found
 

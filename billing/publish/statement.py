@@ -23,6 +23,7 @@ from __future__ import annotations
 import difflib
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from typing import Any
@@ -96,16 +97,18 @@ class Statement:
     def total(self) -> float:
         return total(line.amount for line in self.lines)
 
-    def clusters(self) -> list[dict]:
+    def clusters(self, sum_of: Callable[[list[StatementLine]], Any] | None = None) -> list[dict]:
         """Per cluster: what its teams were charged in the month, its cost recovery, the corrections of earlier
-        months booked, and the total: with cost recovery, the total of the month is the cluster's cost."""
+        months booked, and the total: with cost recovery, the total of the month is the cluster's cost. Each is
+        `sum_of` its lines, by default their exact sum."""
+        sum_of = sum_of or (lambda lines: total(line.amount for line in lines))
         sums = []
         for cluster in sorted({line.cluster for line in self.lines}):
             lines = [line for line in self.lines if line.cluster == cluster]
-            parts = {part: total(line.amount for line in lines if _part(line) == part)
+            parts = {part: sum_of([line for line in lines if _part(line) == part])
                      for part in ("charged", RECOVERY, CORRECTION)}
             sums.append({"cluster": cluster, "charged": parts["charged"], "recovered": parts[RECOVERY],
-                         "corrected": parts[CORRECTION], "total": total(line.amount for line in lines)})
+                         "corrected": parts[CORRECTION], "total": sum_of(lines)})
         return sums
 
     def teams(self) -> list[tuple[str, str, list[StatementLine]]]:

@@ -9,8 +9,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+from decimal import Decimal
 
-from billing.publish.formatting import COST_RECOVERY, RESOURCE_NAMES, UNITS, plain_number
+from billing.publish.formatting import COST_RECOVERY, RESOURCE_NAMES, UNITS, plain_number, to_the_cent, total
 from billing.publish.pages import render_template
 from billing.publish.report_formats import day_ranges, spreadsheet_safe
 from billing.publish.statement import CORRECTION, LINE_COLUMNS, RECOVERY, Statement, StatementLine
@@ -35,7 +36,7 @@ def json_text(statement: Statement) -> str:
         "total": statement.total,
         "clusters": statement.clusters(),
         "teams": [
-            {"team": team, "cost_center": center, "total": sum((line.amount for line in lines), 0.0),
+            {"team": team, "cost_center": center, "total": total(line.amount for line in lines),
              "lines": [{c: _plain(getattr(line, c)) for c in LINE_COLUMNS[2:]} for line in lines]}
             for team, center, lines in statement.teams()
         ],
@@ -84,10 +85,24 @@ def _quantity(line: StatementLine) -> str:
     return f"{line.quantity:,.2f} {UNITS.get(line.resource, '')}".rstrip()
 
 
+def shown_amounts(statement: Statement) -> dict[StatementLine, Decimal]:
+    """Each line to the cent as the printed statement shows it: a line is part of its cluster's month, so each
+    cluster's lines are rounded to add up to the cluster's total (largest remainder), whichever team's page they
+    are on: a recovered cluster's lines add up to its cost. A team's page then shows a Rounding row where its
+    lines do not add up to its own total, rounded once (docs/spec.md "Rounding: one figure everywhere")."""
+    shown: dict[StatementLine, Decimal] = {}
+    for cluster in {line.cluster for line in statement.lines}:
+        lines = [line for line in statement.lines if line.cluster == cluster]
+        shown.update(zip(lines, to_the_cent([line.amount for line in lines])))
+    return shown
+
+
 def html(statement: Statement) -> str:
     """A printable page per team (CSS page breaks), every name escaped."""
+    shown = shown_amounts(statement)
     return render_template("statement.html.j2", statement=statement, closing=_closing(statement), describe=describe,
-                           line_quantity=_quantity, date_ranges=day_ranges)
+                           line_quantity=_quantity, date_ranges=day_ranges, clusters=statement.clusters(lambda lines: sum((shown[line] for line in lines), Decimal(0))),
+                           shown=lambda lines: [shown[line] for line in lines])
 
 
 FORMATS = {"csv": csv_text, "json": json_text, "html": html}

@@ -1,6 +1,6 @@
 from decimal import Decimal
 
-from billing.publish.formatting import cents, held_gpus, money, plain_number, quantity, to_the_cent, total
+from billing.publish.formatting import cents, held_gpus, money, plain_number, quantity, rounding, to_the_cent, total
 
 
 def test_money_has_currency_two_decimals_and_thousands_separators():
@@ -64,6 +64,15 @@ def test_rows_rounded_to_the_cent_add_up_to_the_rounded_total():
     # against a total computed elsewhere (the day's cost on the page)
     assert to_the_cent([1 / 3, 2 / 3], of=1.0) == [Decimal("0.33"), Decimal("0.67")]
     assert to_the_cent([]) == []
+
+
+def test_the_rounding_row_is_what_the_rounded_rows_miss_of_the_rounded_total():
+    # 3 x 1/3: rows 0.33 each (0.99), total 1.00: +0.01; 3 x 1.005: rows 1.01 each (3.03), total 3.015 -> 3.02: -0.01
+    assert rounding([1 / 3, 1 / 3, 1 / 3]) == Decimal("0.01")
+    assert rounding([1.005, 1.005, 1.005]) == Decimal("-0.01")
+    assert rounding([0.5, 0.25]) == 0 and rounding([]) == 0
+    # against a total computed elsewhere (the day's cost on the page): 0.33 + 0.67 = 1.00
+    assert rounding([1 / 3, 2 / 3], of=1.0) == 0
 
 
 def test_numbers_for_machines_have_no_float_noise():

@@ -105,12 +105,13 @@ def test_csv_numbers_have_no_float_noise_and_keep_small_values():
 
 
 def test_table_rows_add_up_to_the_total_and_say_so():
-    # three namespaces of 1/3 each: each rounds to 0.33, their total 1.00 -> the first row gets the cent
+    # three namespaces of 1/3 each: each is 0.33 wherever it is shown, their total 1.00: a Rounding row of 0.01
     text = table(grouped([row("a", 1 / 3), row("b", 1 / 3), row("c", 1 / 3)]))
-    costs = [line.split()[-1] for line in text.splitlines()[2:6]]
-    assert costs == ["0.34", "0.33", "0.33", "1.00"]
-    assert "Amounts are rounded to the cent so that rows add up to the total." in text
-    assert "rounded to the cent" not in table(grouped([row("a", 0.5), row("b", 0.25)]))  # nothing moved
+    lines = text.splitlines()[2:7]
+    assert [(line.split()[0], line.split()[-1]) for line in lines] == [
+        ("a", "0.33"), ("b", "0.33"), ("c", "0.33"), ("Rounding", "0.01"), ("total", "1.00")]
+    assert "a Rounding row is what a table's rounded rows differ from its rounded total." in " ".join(text.split())
+    assert "Rounding" not in table(grouped([row("a", 0.5), row("b", 0.25)]))  # the rows add up
 
 
 @pytest.mark.parametrize("by", [None, "team", "day", "workload", "label:experiment"])
@@ -132,8 +133,9 @@ def test_other_groupings_are_refused_naming_the_cost_labels(by, cost_labels, say
 
 def test_requested_and_unrequested_add_up_to_the_cost_on_every_row():
     """--by cluster showed jaguar requested 280.66, unrequested -, cost 280.65: each column was rounded to its
-    own total. By hand: costs 280.655 + 10.115 = 290.77; rounded alone 280.66 + 10.12 is a cent over, which the
-    tie gives back on jaguar (280.65); requested must then be 280.65 too, and 10.00 + 0.12 = 10.12 on ibis."""
+    own total. By hand: costs 280.655 + 10.115 = 290.77; each rounded once, 280.66 + 10.12 is a cent over, which a
+    Rounding row gives back (-0.01); requested is the cost less the unrequested share on each row: 280.66 on jaguar,
+    10.00 + 0.12 = 10.12 on ibis, and 290.77 - 0.12 = 290.65 in all, so its Rounding is -0.01 too."""
     columns = ["cluster", "gpu_hours", "cpu_core_hours", "memory_gib_hours", "requested_cost", "unrequested_share",
                "cost"]
     rows = [{"cluster": "jaguar", "gpu_hours": 1.0, "cpu_core_hours": 0.0, "memory_gib_hours": 0.0,
@@ -142,7 +144,7 @@ def test_requested_and_unrequested_add_up_to_the_cost_on_every_row():
              "requested_cost": 10.0, "unrequested_share": 0.115, "cost": 10.115}]
     report = Report(Subject("team", "robotics"), date(2026, 11, 1), date(2026, 11, 30), "EUR", "cluster", columns,
                     rows, [], [])
-    lines = {line.split()[0]: line.split()[4:] for line in table(report).splitlines()[2:5]}
-    assert lines == {"jaguar": ["280.65", "-", "280.65"], "ibis": ["10.00", "0.12", "10.12"],
-                     "total": ["290.65", "0.12", "290.77"]}
+    lines = {line.split()[0]: line.split()[-3:] for line in table(report).splitlines()[2:6]}
+    assert lines == {"jaguar": ["280.66", "-", "280.66"], "ibis": ["10.00", "0.12", "10.12"],
+                     "Rounding": ["-0.01", "-", "-0.01"], "total": ["290.65", "0.12", "290.77"]}
 
