@@ -241,4 +241,14 @@ CREATE TABLE invoices (
 
 UPDATE alembic_version SET version_num='0008' WHERE alembic_version.version_num = '0007';
 
+-- Running upgrade 0008 -> 0009
+
+ALTER TABLE deliveries ALTER COLUMN claimed_at DROP NOT NULL;
+
+ALTER TABLE deliveries ADD COLUMN message_id TEXT;
+
+ALTER TABLE deliveries ADD COLUMN taken_over_at TIMESTAMP WITH TIME ZONE;
+
+UPDATE alembic_version SET version_num='0009' WHERE alembic_version.version_num = '0008';
+
 COMMIT;

@@ -264,3 +264,25 @@ CREATE TABLE invoices (
 );
 
 UPDATE alembic_version SET version_num='0008' WHERE alembic_version.version_num = '0007';
+
+-- Running upgrade 0008 -> 0009
+
+CREATE TABLE _alembic_tmp_deliveries (
+    day DATE NOT NULL,
+    message TEXT NOT NULL,
+    address TEXT NOT NULL,
+    claimed_at DATETIME,
+    delivered_at DATETIME,
+    message_id TEXT,
+    taken_over_at DATETIME,
+    PRIMARY KEY (day, message)
+);
+
+INSERT INTO _alembic_tmp_deliveries (day, message, address, claimed_at, delivered_at) SELECT deliveries.day, deliveries.message, deliveries.address, deliveries.claimed_at, deliveries.delivered_at
+FROM deliveries;
+
+DROP TABLE deliveries;
+
+ALTER TABLE _alembic_tmp_deliveries RENAME TO deliveries;
+
+UPDATE alembic_version SET version_num='0009' WHERE alembic_version.version_num = '0008';
