@@ -26,6 +26,7 @@ from sqlalchemy import ColumnElement, Engine, and_, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from billing.config import EmailConfig
+from billing.ledger.database import writing
 from billing.ledger.tables import deliveries
 from billing.notify.mail import SMTP_TIMEOUT, Envelope, Outgoing, log_outcome
 
@@ -97,7 +98,7 @@ def _claim(ledger: Engine, day: date, envelope: Envelope, resend: bool) -> Claim
         return Claim.SEND
     except IntegrityError:  # a row is there: delivered, owed, being sent, or left by a run that stopped
         pass
-    with ledger.begin() as connection:
+    with writing(ledger) as connection:
         found = connection.execute(select(deliveries).where(_key(day, envelope))).one_or_none()
         if found is None:  # released and gone meanwhile: look again
             return Claim.BUSY
