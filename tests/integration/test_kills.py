@@ -26,7 +26,7 @@ from billing.cli import main
 from billing.ledger.database import open_ledger
 from billing.ledger.tables import deliveries, metadata
 from billing.ledger.write import replace_day
-from tests.integration.test_faults import DAY, PREVIOUS, configure, wait_for, world  # noqa: F401 (a fixture)
+from tests.integration.test_faults import DAY, PREVIOUS, configure, database, wait_for, world  # noqa: F401 (fixtures)
 
 ROOT = Path(__file__).resolve().parents[2]
 ADMINS = [f"admin-{n}@example.org" for n in range(1, 7)]
@@ -78,12 +78,13 @@ def outbox(directory: Path) -> dict[str, str]:
             for path in sorted(directory.glob("*.eml"))}
 
 
-def trial(tmp_path: Path, name: str, prometheus_url: str, mail: dict | None = None) -> tuple[str, str, Path]:
-    """(config, ledger url, outbox) of a trial of its own: an empty ledger with its schema, and a config mailing
-    the admins to an outbox (or `mail`)."""
+def trial(tmp_path: Path, name: str, prometheus_url: str, mail: dict | None = None,
+          database: str = "") -> tuple[str, str, Path]:
+    """(config, ledger url, outbox) of a trial of its own: an empty ledger with its schema (SQLite, or `database`),
+    and a config mailing the admins to an outbox (or `mail`)."""
     folder = tmp_path / name
     folder.mkdir()
-    url = f"sqlite:///{folder / 'ledger.db'}"
+    url = database or f"sqlite:///{folder / 'ledger.db'}"
     open_ledger(url).dispose()
     email = mail or {"enabled": True, "outbox_dir": str(folder / "outbox"), "admins": ADMINS}
     return configure(folder, url, prometheus_url, email=email), url, folder / "outbox"
@@ -151,7 +152,8 @@ def test_close_and_reopen_killed_then_retried(tmp_path):
 
 
 def test_a_run_killed_while_mailing_over_smtp_and_its_retry_deliver_each_summary_once(prometheus_server, world,  # noqa: F811
-                                                                                        smtp_server, tmp_path):
+                                                                                        smtp_server, tmp_path,
+                                                                                        database):  # noqa: F811
     """Issue 44.5: delivery was recorded only after the whole batch, so the CronJob's retry after a kill at
     message 3 sent none of the unsent ones ("went out before, or another run is sending them"), and a run after
     the claims' 15 minutes sent every one again.
@@ -162,7 +164,7 @@ def test_a_run_killed_while_mailing_over_smtp_and_its_retry_deliver_each_summary
     server, smtp = prometheus_server(world), smtp_server(delay=1.0)
     mail = {"enabled": True, "smtp_host": smtp.host, "smtp_port": smtp.port, "starttls": False, "admins": ADMINS,
             "team_leads": False}
-    config, url, _ = trial(tmp_path, "smtp", server.url, mail)
+    config, url, _ = trial(tmp_path, "smtp", server.url, mail, database)
     args = ("run", "--date", str(DAY.date), "--config", config)
     process = billing(*args)
     wait_for(lambda: len(smtp.messages) == 3 or process.poll() is not None, "the third message to arrive")
