@@ -2,10 +2,9 @@
 
 A message is multipart/alternative (plain text and HTML). Header values come
 from the directory and the ledger, so anything with CR or LF in it is
-refused rather than let it add headers. One message that cannot be sent does
-not stop the others: `deliver` tries every message and returns what failed;
-`Outgoing` sends one message at a time, for callers that record each
-(billing/notify/deliveries.py).
+refused rather than let it add headers. `Outgoing` sends one message at a
+time, so that each is recorded as it goes (billing/notify/deliveries.py);
+one that cannot be sent does not stop the others.
 """
 
 from __future__ import annotations
@@ -108,14 +107,6 @@ def _reason(exc: Exception) -> str:
     if isinstance(exc, smtplib.SMTPResponseException):
         return f"{exc.smtp_code} {exc.smtp_error.decode(errors='replace') if isinstance(exc.smtp_error, bytes) else exc.smtp_error}"
     return str(exc) or type(exc).__name__
-
-
-def deliver(envelopes: list[Envelope], config: EmailConfig) -> list[str]:
-    """Send every message, or write it to the outbox; one sentence per message that failed."""
-    with Outgoing(config) as outgoing:
-        failures = [failure for failure in map(outgoing.send, envelopes) if failure]
-    log_outcome(len(envelopes), failures, config)
-    return failures
 
 
 def log_outcome(messages: int, failures: list[str], config: EmailConfig) -> None:
