@@ -48,7 +48,7 @@ class Claim(Enum):
 def deliver_once(envelopes: list[Envelope], email: EmailConfig, ledger: Engine, day: date,
                  resend: bool = False) -> list[str]:
     """Send each message of `day` that no run delivered yet (with `resend`: every one, as a correction), waiting
-    for those another run is sending; one sentence per message that failed, as `mail.deliver`."""
+    for those another run is sending; one sentence per message that failed."""
     if resend:
         for envelope in envelopes:
             envelope.message.replace_header("Subject", CORRECTION + str(envelope.message["Subject"]))
@@ -71,6 +71,9 @@ def deliver_once(envelopes: list[Envelope], email: EmailConfig, ledger: Engine, 
                     before += 1
                 else:
                     busy.append(envelope)
+            if busy and pending is envelopes:  # the first pass
+                log.info("email: %d message(s) of %s claimed by another run: waiting until it records them, or "
+                         "its claims are %d s old", len(busy), day, CLAIM_SECONDS)
             pending, resend = busy, False  # what this pass sent is not sent again
             if pending:
                 time.sleep(LOOK_AGAIN_SECONDS)

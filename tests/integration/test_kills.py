@@ -91,9 +91,10 @@ def trial(tmp_path: Path, name: str, prometheus_url: str, mail: dict | None = No
 
 
 def spread(total: int, messages: int) -> list[int]:
-    """Three points of a command's writes: inside the ledger's write, half way through mailing `messages`
-    (before a message is recorded: it is in flight), and the last (the last message's record's commit)."""
-    return [(total - 4 * messages) // 2, total - 2 * messages - 1, total]
+    """Four points of a command's writes: the first (the ledger untouched, as while collecting), inside the
+    ledger's write, half way through mailing `messages` (before a message is recorded: it is in flight), and the
+    last (the last message's record's commit)."""
+    return [1, (total - 4 * messages) // 2, total - 2 * messages - 1, total]
 
 
 def test_run_killed_while_writing_the_ledger_or_mailing_then_retried(prometheus_server, world, tmp_path):  # noqa: F811
