@@ -125,10 +125,10 @@ def alert_letter(alert: Alert, currency: str, reports_url: str = "") -> Letter:
 
 
 def _recipients(alert: Alert, directory: Directory, email: EmailConfig) -> list[str]:
-    """The team's leads with a mail address, and the admins."""
+    """The team's leads with a mail address, and the admins; each address once."""
     team = directory.teams.get(alert.team)
-    addresses = [directory.people[uid].mail for uid in (team.leads if team else ()) if directory.people[uid].mail]
-    return addresses + [a for a in email.admins if a not in addresses]
+    leads = [directory.people[uid].mail for uid in (team.leads if team else ()) if directory.people[uid].mail]
+    return list(dict.fromkeys([*leads, *email.admins]))
 
 
 def _owed(engine: Engine, month: date, email: EmailConfig, currency: str, reports_url: str) -> list[Envelope]:
