@@ -8,7 +8,6 @@ from email import message_from_bytes, policy
 from click.testing import CliRunner
 
 from billing.cli import main
-
 from tests.helpers.budgets import budget_job, run  # noqa: F401 (pytest fixtures)
 
 
