@@ -291,4 +291,14 @@ ALTER TABLE cluster_capacity RENAME COLUMN idle_cost TO unrequested_cost;
 
 UPDATE alembic_version SET version_num='0011' WHERE alembic_version.version_num = '0010';
 
+-- Running upgrade 0011 -> 0012
+
+ALTER TABLE deliveries ALTER COLUMN claimed_at DROP NOT NULL;
+
+ALTER TABLE deliveries ADD COLUMN message_id TEXT;
+
+ALTER TABLE deliveries ADD COLUMN taken_over_at TIMESTAMP WITH TIME ZONE;
+
+UPDATE alembic_version SET version_num='0012' WHERE alembic_version.version_num = '0011';
+
 COMMIT;

@@ -312,3 +312,25 @@ ALTER TABLE cluster_capacity RENAME COLUMN idle TO unrequested;
 ALTER TABLE cluster_capacity RENAME COLUMN idle_cost TO unrequested_cost;
 
 UPDATE alembic_version SET version_num='0011' WHERE alembic_version.version_num = '0010';
+
+-- Running upgrade 0011 -> 0012
+
+CREATE TABLE _alembic_tmp_deliveries (
+    day DATE NOT NULL,
+    message TEXT NOT NULL,
+    address TEXT NOT NULL,
+    claimed_at DATETIME,
+    delivered_at DATETIME,
+    message_id TEXT,
+    taken_over_at DATETIME,
+    PRIMARY KEY (day, message)
+);
+
+INSERT INTO _alembic_tmp_deliveries (day, message, address, claimed_at, delivered_at) SELECT deliveries.day, deliveries.message, deliveries.address, deliveries.claimed_at, deliveries.delivered_at
+FROM deliveries;
+
+DROP TABLE deliveries;
+
+ALTER TABLE _alembic_tmp_deliveries RENAME TO deliveries;
+
+UPDATE alembic_version SET version_num='0012' WHERE alembic_version.version_num = '0011';

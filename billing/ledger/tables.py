@@ -164,14 +164,16 @@ budget_alerts = Table(  # each budget threshold a team's month crossed, so that 
 )
 
 
-deliveries = Table(  # each daily summary sent (or being sent) to one address, so that it goes out once
+deliveries = Table(  # each message to one address (a day's summary, a budget alert), so that it goes out once
     "deliveries",
     metadata,
-    Column("day", Date, primary_key=True),
-    Column("message", Text, primary_key=True),  # the summary and its recipient: `admins-<address>`, `team-<slug>-<uid>`
+    Column("day", Date, primary_key=True),  # a summary's day; a budget alert's month (its first day)
+    Column("message", Text, primary_key=True),  # the message and its recipient: `<day>-admins-<address>`, …
     Column("address", Text, nullable=False),
-    Column("claimed_at", DateTime(timezone=True), nullable=False),  # when a run took it on
-    Column("delivered_at", DateTime(timezone=True), nullable=True),  # None: being sent, or the run died sending it
+    Column("claimed_at", DateTime(timezone=True), nullable=True),  # when a run began sending it; None: owed, nobody is
+    Column("delivered_at", DateTime(timezone=True), nullable=True),  # None: not delivered yet
+    Column("message_id", Text, nullable=True),  # its Message-ID, sent again unchanged by a run that takes it over
+    Column("taken_over_at", DateTime(timezone=True), nullable=True),  # set: it may have arrived twice
 )
 
 

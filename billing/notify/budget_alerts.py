@@ -3,11 +3,12 @@
 Crossing a share of the budget in `budgets.alert_at` (by what was spent, not
 by the forecast) alerts the team's leads and the admins once per threshold
 and month: the alert is recorded in the ledger database before it is sent,
-so a re-run or a backfill finds it and sends nothing again; if sending fails
-to every recipient the record is removed again, so the next run retries
-(if some recipients got it, it stays sent, and the run reports the others). A re-run that lowers
-the spend below a threshold keeps the record: the alert went out, and the
-month does not alert for that threshold again.
+with a message owed to each recipient (table `deliveries`), so a re-run or a
+backfill finds it and sends nothing again. Each message goes out once
+(billing/notify/deliveries.py): one a recipient refused stays owed, and the
+next run of a day of the month sends it again, to that recipient alone. A
+re-run that lowers the spend below a threshold keeps the record: the alert
+went out, and the month does not alert for that threshold again.
 """
 
 from __future__ import annotations
@@ -17,15 +18,17 @@ from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from html import escape
 
-from sqlalchemy import Engine, and_, delete, insert, select
+from sqlalchemy import Engine, insert, select
 
 from billing.config import EmailConfig
 from billing.days import days_in_month
 from billing.directory.people import Directory
 from billing.ledger.database import fetch, transaction
 from billing.ledger.read import money_sum
-from billing.ledger.tables import budget_alerts, chargeback, closed_months
-from billing.notify.mail import Envelope, Letter, MailError, build_message, deliver
+from billing.ledger.tables import budget_alerts, chargeback, closed_months, deliveries
+from billing.notify.deliveries import deliver_once
+from billing.notify.mail import Envelope, Letter, MailError, build_message
+from billing.publish.dayview import slug
 from billing.publish.formatting import money
 from billing.publish.links import page_url, team_page
 
@@ -52,13 +55,17 @@ def _month_spend(engine: Engine, month: date, teams: list[str]) -> dict[str, flo
     return {row["team"]: row["spent"] for row in fetch(engine, query)}
 
 
+def _closed(engine: Engine, month: date) -> bool:
+    return bool(fetch(engine, select(closed_months.c.month).where(closed_months.c.month == month)))
+
+
 def crossed_thresholds(engine: Engine, day: date, budgets: dict[str, float], thresholds: list[float]) -> list[Alert]:
     """The thresholds that the month of `day` has crossed by now and that no alert was recorded for.
 
     A closed month alerts no more: finance has booked it.
     """
     month = day.replace(day=1)
-    if not budgets or fetch(engine, select(closed_months.c.month).where(closed_months.c.month == month)):
+    if not budgets or _closed(engine, month):
         return []
     spent = _month_spend(engine, month, sorted(budgets))
     sent = {(row["team"], row["threshold"]) for row in
@@ -71,25 +78,29 @@ def crossed_thresholds(engine: Engine, day: date, budgets: dict[str, float], thr
     ]
 
 
-def _key(alert: Alert):
-    return and_(budget_alerts.c.month == alert.month, budget_alerts.c.team == alert.team,
-                budget_alerts.c.threshold == alert.threshold)
+def _recorded(engine: Engine, month: date) -> list[Alert]:
+    """The alerts recorded for the month."""
+    return [Alert(row["team"], month, row["threshold"], row["day"], row["spent"], row["budget"]) for row in
+            fetch(engine, select(budget_alerts).where(budget_alerts.c.month == month))]
 
 
-def record_alerts(engine: Engine, alerts: list[Alert]) -> None:
-    """Record alerts as sent, in one transaction (a concurrent run recording one too fails instead of sending twice)."""
+def record_alerts(engine: Engine, alerts: list[tuple[Alert, list[str]]]) -> None:
+    """Record alerts and the message each owes each of its recipients, in one transaction (a concurrent run
+    recording one too fails instead of sending twice)."""
     now = datetime.now(timezone.utc)
     with transaction(engine, "recording budget alerts") as conn:
         conn.execute(insert(budget_alerts), [
             {"month": a.month, "team": a.team, "threshold": a.threshold, "day": a.day, "spent": a.spent,
-             "budget": a.budget, "sent_at": now} for a in alerts])
+             "budget": a.budget, "sent_at": now} for a, _ in alerts])
+        owed = [{"day": a.month, "message": message_name(a, address), "address": address, "claimed_at": None,
+                 "delivered_at": None} for a, addresses in alerts for address in addresses]
+        if owed:
+            conn.execute(insert(deliveries), owed)
 
 
-def forget_alerts(engine: Engine, alerts: list[Alert]) -> None:
-    """Remove the records of alerts that could not be sent, so that the next run sends them."""
-    with transaction(engine, "removing unsent budget alerts") as conn:
-        for alert in alerts:
-            conn.execute(delete(budget_alerts).where(_key(alert)))
+def message_name(alert: Alert, address: str) -> str:
+    """The alert's message to one address, as the deliveries table and an outbox name it."""
+    return f"{alert.month:%Y-%m}-budget-{alert.team}-{round(alert.threshold * 100)}-{slug(address)}"
 
 
 def alert_letter(alert: Alert, currency: str, reports_url: str = "") -> Letter:
@@ -113,44 +124,48 @@ def alert_letter(alert: Alert, currency: str, reports_url: str = "") -> Letter:
     return Letter(subject, "\n\n".join(lines) + "\n", html)
 
 
-def _envelopes(alert: Alert, directory: Directory, email: EmailConfig, currency: str,
-               reports_url: str) -> list[Envelope]:
+def _recipients(alert: Alert, directory: Directory, email: EmailConfig) -> list[str]:
+    """The team's leads with a mail address, and the admins; each address once."""
     team = directory.teams.get(alert.team)
-    addresses = [directory.people[uid].mail for uid in (team.leads if team else ()) if directory.people[uid].mail]
-    addresses += [a for a in email.admins if a not in addresses]
-    letter = alert_letter(alert, currency, reports_url)
-    name = f"{alert.month:%Y-%m}-budget-{alert.team}-{round(alert.threshold * 100)}"
+    leads = [directory.people[uid].mail for uid in (team.leads if team else ()) if directory.people[uid].mail]
+    return list(dict.fromkeys([*leads, *email.admins]))
+
+
+def _owed(engine: Engine, month: date, email: EmailConfig, currency: str, reports_url: str) -> list[Envelope]:
+    """A message for each recipient of the month's alerts that was not delivered yet (refused, or not tried)."""
+    rows = fetch(engine, select(deliveries.c.message, deliveries.c.address)
+                 .where(deliveries.c.day == month, deliveries.c.delivered_at.is_(None)))
+    owed = {row["message"]: row["address"] for row in rows}
     envelopes = []
-    for number, address in enumerate(addresses):
-        try:
-            envelopes.append(Envelope(f"{name}-{number}", build_message(email.from_, [address], letter)))
-        except MailError as exc:
-            log.error("budget alert to %s: %s", address, exc)
+    for alert in _recorded(engine, month):
+        letter = alert_letter(alert, currency, reports_url)
+        for name, address in owed.items():
+            if name != message_name(alert, address):
+                continue
+            try:
+                envelopes.append(Envelope(name, build_message(email.from_, [address], letter)))
+            except MailError as exc:
+                log.error("budget alert to %s: %s", address, exc)
     return envelopes
 
 
 def send_alerts(engine: Engine, day: date, budgets: dict[str, float], thresholds: list[float],
                 directory: Directory, email: EmailConfig, currency: str, reports_url: str = "") -> list[str]:
-    """Alert every newly crossed threshold once; one sentence per message that failed."""
+    """Alert every newly crossed threshold once to each recipient, and send again what the month's alerts still
+    owe (a refused recipient); one sentence per message that failed."""
     alerts = crossed_thresholds(engine, day, budgets, thresholds)
-    if not alerts:
-        return []
-    if not email.enabled:
+    if alerts and not email.enabled:
         log.warning("budget: %d threshold(s) crossed, no alert sent (email is not enabled)", len(alerts))
+    if not email.enabled or _closed(engine, day.replace(day=1)):
         return []
-    record_alerts(engine, alerts)
-    failures, unsent = [], []
     for alert in alerts:
         log.warning("budget: team %s crossed %.0f%% of its %s budget (%.2f of %.2f %s)", alert.team,
                     100 * alert.threshold, f"{alert.month:%Y-%m}", alert.spent, alert.budget, currency)
-        envelopes = _envelopes(alert, directory, email, currency, reports_url)
-        if not envelopes:
+    recipients = [(alert, _recipients(alert, directory, email)) for alert in alerts]
+    for alert, addresses in recipients:
+        if not addresses:
             log.warning("budget alert of team %s: no lead with a mail address and no admins; not sent", alert.team)
-            continue
-        failed = deliver(envelopes, email)
-        failures += failed
-        if len(failed) == len(envelopes):  # nobody got it: the next run tries again
-            unsent.append(alert)
-    if unsent:
-        forget_alerts(engine, unsent)
-    return failures
+    if recipients:
+        record_alerts(engine, recipients)
+    month = day.replace(day=1)
+    return deliver_once(_owed(engine, month, email, currency, reports_url), email, engine, month)

@@ -2,8 +2,9 @@
 
 A message is multipart/alternative (plain text and HTML). Header values come
 from the directory and the ledger, so anything with CR or LF in it is
-refused rather than let it add headers. One message that cannot be sent does
-not stop the others: `deliver` tries every message and returns what failed.
+refused rather than let it add headers. `Outgoing` sends one message at a
+time, so that each is recorded as it goes (billing/notify/deliveries.py);
+one that cannot be sent does not stop the others.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import ssl
 from dataclasses import dataclass
 from email.headerregistry import Address
 from email.message import EmailMessage
-from email.policy import SMTP
+from email.parser import BytesHeaderParser
+from email.policy import SMTP, default
 from email.utils import formatdate, getaddresses, make_msgid
 from pathlib import Path
 
@@ -135,56 +137,89 @@ def _reason(exc: Exception) -> str:
     return str(exc) or type(exc).__name__
 
 
-def deliver(envelopes: list[Envelope], config: EmailConfig) -> list[str]:
-    """Send every message, or write it to the outbox; one sentence per message that failed."""
-    return [failure for failure in deliver_each(envelopes, config) if failure]
-
-
-def deliver_each(envelopes: list[Envelope], config: EmailConfig) -> list[str | None]:
-    """Send every message, or write it to the outbox; for each, None when it went out, else why not."""
-    if not envelopes:
-        return []
-    if config.outbox_dir:
-        outcomes = [_write_eml(envelope, Path(config.outbox_dir)) for envelope in envelopes]
-    else:
-        outcomes = _send_all(envelopes, config)
-    failures = [f for f in outcomes if f]
+def log_outcome(messages: int, failures: list[str], config: EmailConfig) -> None:
+    """Each failure, and how many of the messages went out."""
     for failure in failures:
         log.error("email: %s", failure)
     done = f"written to the outbox {config.outbox_dir}" if config.outbox_dir else "delivered"
-    log.info("email: %d of %d messages %s", len(envelopes) - len(failures), len(envelopes), done)
-    return outcomes
+    log.info("email: %d of %d messages %s", messages - len(failures), messages, done)
+
+
+class Outgoing:
+    """Messages going out one at a time: over one SMTP session (after a failed message the next one reconnects),
+    or into the outbox. A context manager that closes the session."""
+
+    def __init__(self, config: EmailConfig) -> None:
+        self.config = config
+        self._smtp: smtplib.SMTP | None = None
+        self._unreachable = ""  # why the server could not be reached: then no message is tried again
+
+    def __enter__(self) -> Outgoing:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._hang_up()
+
+    def _hang_up(self) -> None:
+        if self._smtp is not None:
+            _close(self._smtp)
+            self._smtp = None
+
+    def ready(self) -> str | None:
+        """None when a message can go at once (the session is open, or the outbox is used); else why none can.
+
+        Connecting first keeps the time between claiming a message and sending it short (billing/notify/deliveries.py).
+        """
+        if self.config.outbox_dir or self._smtp is not None:
+            return None
+        if not self._unreachable:
+            try:
+                self._smtp = connect_smtp(self.config)
+                return None
+            except MailError as exc:
+                self._unreachable = str(exc)
+        return self._unreachable
+
+    def send(self, envelope: Envelope) -> str | None:
+        """Send one message or write it to the outbox; None when it went out, else why not."""
+        if self.config.outbox_dir:
+            return _write_eml(envelope, Path(self.config.outbox_dir))
+        unreachable = self.ready()
+        if unreachable or self._smtp is None:
+            return f"{envelope.name}: not sent, {unreachable}"
+        try:
+            refused = self._smtp.send_message(envelope.message)
+        except (smtplib.SMTPException, OSError) as exc:
+            self._hang_up()
+            return f"{envelope.name}: not sent: {_reason(exc)}"
+        return f"{envelope.name}: refused for {', '.join(refused)}" if refused else None
 
 
 def _write_eml(envelope: Envelope, outbox: Path) -> str | None:
     path = outbox / f"{envelope.name}.eml"
     try:
         private_directory(outbox)
+        path = outbox_path(outbox, envelope)
         write_private_file(path, envelope.message.as_bytes(policy=SMTP))
     except OSError as exc:
         return f"{envelope.name}: cannot write {path}: {exc.strerror or exc}"
     return None
 
 
-def _send_all(envelopes: list[Envelope], config: EmailConfig) -> list[str | None]:
-    """One session for all messages; after a failed message the next one reconnects."""
-    failures: list[str | None] = []
-    smtp: smtplib.SMTP | None = None
-    for number, envelope in enumerate(envelopes):
-        try:
-            smtp = smtp or connect_smtp(config)
-        except MailError as exc:  # the server itself is out of reach: no point in trying the rest
-            return failures + [f"{e.name}: not sent, {exc}" for e in envelopes[number:]]
-        try:
-            refused = smtp.send_message(envelope.message)
-            failures.append(f"{envelope.name}: refused for {', '.join(refused)}" if refused else None)
-        except (smtplib.SMTPException, OSError) as exc:
-            failures.append(f"{envelope.name}: not sent: {_reason(exc)}")
-            _close(smtp)
-            smtp = None
-    if smtp is not None:
-        _close(smtp)
-    return failures
+def outbox_path(outbox: Path, envelope: Envelope) -> Path:
+    """Where the message goes in the outbox: `<name>.eml`, or beside earlier messages of that name (a correction)
+    `<name>.2.eml`, `<name>.3.eml`, …, never over another message. The same message (the same Message-ID, sent
+    again by a run that took it over) goes over its own file, so the outbox holds it once."""
+    number, path = 1, outbox / f"{envelope.name}.eml"
+    while path.exists() and _message_id(path) != str(envelope.message["Message-ID"]):
+        number += 1
+        path = outbox / f"{envelope.name}.{number}.eml"
+    return path
+
+
+def _message_id(path: Path) -> str:
+    with path.open("rb") as file:
+        return str(BytesHeaderParser(policy=default).parse(file)["Message-ID"])
 
 
 def _close(smtp: smtplib.SMTP) -> None:

@@ -190,7 +190,7 @@ def slapd_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[
 @pytest.fixture
 def smtp_server() -> Iterator[Callable[..., SmtpServer]]:
     """smtp_server(tls=None, require_starttls=False, auth=None, auth_required=False, implicit_tls=False,
-    refuse=()) -> a running SMTP server
+    refuse=(), delay=0.0) -> a running SMTP server
     whose `.messages` collects what it received."""
     yield from stopped_at_the_end(start_smtp)
 

@@ -19,7 +19,8 @@ from billing.config import EmailConfig, load_config
 from billing.directory.people import Directory, Person, Team
 from billing.jobs.run import run_day
 from billing.ledger.database import open_ledger
-from billing.notify.mail import MailError, connect_smtp, deliver
+from billing.notify.deliveries import deliver_once
+from billing.notify.mail import MailError, connect_smtp
 from billing.notify.summaries import summary_envelopes
 from billing.publish.dayview import read_report
 from tests.helpers.budgets import budget_job, run  # noqa: F401 (pytest fixtures)
@@ -83,7 +84,7 @@ def test_admins_and_leads_receive_their_summaries_over_starttls_with_login(
 
     report = read_report(open_ledger(ledger_url), DAY, "USD", "unallocated")
     envelopes, failures = summary_envelopes(report, DIRECTORY, config)
-    assert failures == [] and deliver(envelopes, config) == []
+    assert failures == [] and deliver_once(envelopes, config, open_ledger(ledger_url), DAY) == []
 
     got = received(server)
     assert sorted(got) == ["alice@example.org", "bob@example.org", "infra@example.org"]
@@ -108,7 +109,7 @@ def test_a_refused_recipient_does_not_stop_the_others(smtp_server, ledger_url):
     config = email_config(server)
     report = read_report(open_ledger(ledger_url), DAY, "USD", "unallocated")
     envelopes, _ = summary_envelopes(report, DIRECTORY, config)
-    failures = deliver(envelopes, config)
+    failures = deliver_once(envelopes, config, open_ledger(ledger_url), DAY)
     assert len(failures) == 1 and "alice" in failures[0]
     assert sorted(received(server)) == ["bob@example.org", "infra@example.org"]
 
@@ -136,7 +137,7 @@ def test_port_465_speaks_tls_from_the_first_byte(smtp_server, test_ca, ledger_ur
     config = email_config(server, starttls=True)  # starttls does not matter on the implicit-TLS port
     report = read_report(open_ledger(ledger_url), DAY, "USD", "unallocated")
     envelopes, _ = summary_envelopes(report, DIRECTORY, config)
-    assert deliver(envelopes, config) == []
+    assert deliver_once(envelopes, config, open_ledger(ledger_url), DAY) == []
     assert len(server.messages) == 3 and all(m.tls for m in server.messages)
 
 
@@ -146,7 +147,7 @@ def test_the_ca_file_of_the_config_is_trusted_without_touching_the_system(smtp_s
     config = email_config(server, starttls=True, ca_file=str(test_ca.ca_cert))
     report = read_report(open_ledger(ledger_url), DAY, "USD", "unallocated")
     envelopes, _ = summary_envelopes(report, DIRECTORY, config)
-    assert deliver(envelopes, config) == []
+    assert deliver_once(envelopes, config, open_ledger(ledger_url), DAY) == []
     assert len(server.messages) == 3 and all(m.tls for m in server.messages)
 
 

@@ -1,12 +1,15 @@
 import email
 import os
 import stat
+from datetime import date
 from email import policy
 
 import pytest
 
 from billing.config import EmailConfig
-from billing.notify.mail import Envelope, Letter, MailError, build_message, connect_smtp, deliver
+from billing.ledger.database import open_ledger
+from billing.notify.deliveries import deliver_once
+from billing.notify.mail import Envelope, Letter, MailError, build_message, connect_smtp
 from fixtures.servers import free_port
 
 LETTER = Letter("Cluster billing 2026-11-20: team robotics 32.60 USD", "Total 32.60 USD\n", "<p>Total 32.60 USD</p>")
@@ -41,13 +44,18 @@ def test_a_subject_with_a_line_break_is_refused():
         build_message("billing@example.org", ["a@example.org"], Letter("x\r\nBcc: spy@example.org", "t", "<p>h</p>"))
 
 
+def deliver(envelopes: list[Envelope], config: EmailConfig, tmp_path) -> list[str]:
+    """The messages sent as a run sends them: each once, recorded in a ledger of their own."""
+    return deliver_once(envelopes, config, open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}"), date(2026, 11, 20))
+
+
 def test_outbox_gets_one_eml_file_per_message(tmp_path, caplog):
     config = EmailConfig(enabled=True, outbox_dir=str(tmp_path / "outbox"))
     envelopes = [
         Envelope(f"2026-11-20-{n}", build_message("billing@example.org", [f"{n}@example.org"], LETTER)) for n in ("a", "b")
     ]
     with caplog.at_level("INFO", logger="billing.notify.mail"):
-        assert deliver(envelopes, config) == []
+        assert deliver(envelopes, config, tmp_path) == []
     # nothing was delivered to anyone: the log says where the messages are
     assert [r.getMessage() for r in caplog.records] == [f"email: 2 of 2 messages written to the outbox {tmp_path / 'outbox'}"]
     files = sorted((tmp_path / "outbox").iterdir())
@@ -59,17 +67,18 @@ def test_the_outbox_and_its_messages_are_private_under_umask_022(tmp_path):
     config = EmailConfig(enabled=True, outbox_dir=str(tmp_path / "spool" / "outbox"))
     previous = os.umask(0o022)
     try:
-        assert deliver([Envelope("admins", build_message("billing@example.org", ["a@example.org"], LETTER))], config) == []
+        assert deliver([Envelope("admins", build_message("billing@example.org", ["a@example.org"], LETTER))], config,
+                       tmp_path) == []
     finally:
         os.umask(previous)
     modes = {p: stat.S_IMODE((tmp_path / p).stat().st_mode) for p in ("spool", "spool/outbox", "spool/outbox/admins.eml")}
     assert modes == {"spool": 0o700, "spool/outbox": 0o700, "spool/outbox/admins.eml": 0o600}
 
 
-def test_an_unreachable_server_fails_every_message_without_raising():
+def test_an_unreachable_server_fails_every_message_without_raising(tmp_path):
     config = EmailConfig(enabled=True, smtp_host="127.0.0.1", smtp_port=free_port(), starttls=False)
     envelopes = [Envelope(n, build_message("billing@example.org", [f"{n}@example.org"], LETTER)) for n in ("a", "b")]
-    failures = deliver(envelopes, config)
+    failures = deliver(envelopes, config, tmp_path)
     assert len(failures) == 2 and failures[0].startswith("a: not sent, SMTP server 127.0.0.1:")
 
 
