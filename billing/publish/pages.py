@@ -18,6 +18,7 @@ import math
 import os
 import re
 import tempfile
+import threading
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
@@ -173,9 +174,10 @@ def render_template(template: str, **values) -> str:
 
 def _write(path: Path, text: str) -> None:
     """Write whole or not at all: a reader never sees half a page. Pages show names and bills: 0640 in 0750
-    directories (billing.private)."""
+    directories (billing.private). The partial file is this writer's own: two runs of a day at once write the
+    same pages, and a shared name would be moved away under the other."""
     private_directory(path.parent, REPORT_DIRECTORY_MODE)
-    partial = path.with_name(path.name + ".partial")
+    partial = path.with_name(f"{path.name}.{os.getpid()}-{threading.get_ident()}.partial")
     write_private_file(partial, text.encode("utf-8"), REPORT_FILE_MODE)
     os.replace(partial, path)
 

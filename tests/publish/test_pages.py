@@ -1,4 +1,5 @@
 import re
+import threading
 from datetime import date
 from html.parser import HTMLParser
 
@@ -11,7 +12,16 @@ from billing.ledger.database import open_ledger
 from billing.ledger.write import replace_day
 from billing.notify.letters import admin_letter, team_letter
 from billing.publish.dayview import TrendDay, read_report, slug
-from billing.publish.pages import RenderError, axis_label, day_ranges, person, text_table, trend_lines, write_pages
+from billing.publish.pages import (
+    RenderError,
+    _write,
+    axis_label,
+    day_ranges,
+    person,
+    text_table,
+    trend_lines,
+    write_pages,
+)
 from tests.helpers.day_reports import ledger, report, with_workload_costs  # noqa: F401 (pytest fixtures)
 from tests.helpers.html_tables import read_page
 from tests.helpers.report_ledger import (
@@ -348,3 +358,30 @@ def test_archive_index_has_each_days_total_change_and_notes_by_month(ledger, tmp
     parser = _Anchors()
     parser.feed((tmp_path / "index.html").read_text())
     assert [href for _, href in parser.links] == ["2026-11-20/index.html", "2026-10-25/index.html"]
+
+
+def test_two_writers_of_one_page_at_once_each_replace_it_whole(tmp_path):
+    """Two runs of a day at once write the same pages. Each writer's partial file is its own: with one shared
+    `.partial` name, the second `os.replace` found it already moved ("No such file or directory") and the run
+    failed after the ledger was written."""
+    page = tmp_path / "2026-11-16" / "index.html"
+    start = threading.Barrier(2)
+    failures: list[OSError] = []
+
+    def write(text: str) -> None:
+        start.wait()
+        for _ in range(300):
+            try:
+                _write(page, text)
+            except OSError as exc:
+                failures.append(exc)
+                return
+
+    writers = [threading.Thread(target=write, args=(text,)) for text in ("first " * 2000, "second " * 2000)]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join()
+    assert failures == []
+    assert page.read_text() in ("first " * 2000, "second " * 2000)
+    assert [path.name for path in page.parent.iterdir()] == ["index.html"]
