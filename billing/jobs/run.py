@@ -132,7 +132,9 @@ def _refuse_no_data(collected: ClusterUsage, cluster: ClusterConfig, day: date) 
         )
 
 
-Summaries = Literal["send", "resend", "none"]  # a day's summaries: those not sent yet, all again, none
+# a day's summaries: those not sent yet, all again, none (--no-email), or none as a backfill's day before yesterday
+Summaries = Literal["send", "resend", "none", "backfilled"]
+WHY_NONE = {"none": "--no-email", "backfilled": "a backfill of a day before yesterday; --email sends them"}
 
 
 def run_day(config: Config, day: date, require_coverage: float = 0.0,
@@ -270,16 +272,16 @@ def _workload_rows(config: Config, prices: dict[str, Prices], collected: list[_C
 
 def _publish(config: Config, ledger: Engine, day: date, directory: Directory, summaries: Summaries) -> list[str]:
     """Pages from the ledger, then summaries and digests (each once, billing/notify/deliveries.py; none with
-    `summaries` "none") and budget alerts; one sentence per undelivered message."""
+    `summaries` "none" or "backfilled") and budget alerts; one sentence per undelivered message."""
     report = render_day(config, day)
     undelivered: list[str] = []
-    if config.email.enabled and summaries != "none":
+    if config.email.enabled and summaries not in WHY_NONE:
         digest_days = digest_period(day, config.email.personal)
         digests = read_digests(ledger, *digest_days, config.currency, config.reports_url) if digest_days else []
         envelopes, undelivered = summary_envelopes(report, directory, config.email, digests, config.reports_url)
         undelivered += deliver_once(envelopes, config.email, ledger, day, resend=summaries == "resend")
     elif config.email.enabled:
-        log.info("email: no daily summaries for %s (a backfill of a day before yesterday; --email sends them)", day)
+        log.info("email: no daily summaries for %s (%s)", day, WHY_NONE[summaries])
     undelivered += send_alerts(ledger, day, team_budgets(config.budgets, directory), config.budgets.alert_at,
                                directory, config.email, config.currency, config.reports_url)
     return undelivered
