@@ -19,6 +19,7 @@ from billing.charge.pricing import idle_capacity, price, price_holdings, reserve
 from billing.charge.workloads import kept_since, workload_costs
 from billing.collect.audit import audit_cluster
 from billing.collect.capacity import collect_allocatable
+from billing.collect.preflight import preflight, refuse_missing
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.replay import prometheus_source
 from billing.collect.stores import Store, store_of
@@ -187,10 +188,12 @@ def _collect_cluster(config: Config, cluster: ClusterConfig, period: BillingDay)
 
 
 def collect_from(config: Config, cluster: ClusterConfig, period: BillingDay, source: PrometheusSource) -> _Collected:
-    """One cluster-day from its store; refused when the store holds no data or fails its self-audit.
-    (The demo's recorder asks the same questions through a recording source.)"""
+    """One cluster-day from its store; refused when a family the bill needs has no sample (`billing check`'s
+    preflight), when the store holds no data or when it fails its self-audit. (The demo's recorder asks the same
+    questions through a recording source.)"""
     step, resources = int(config.step), config.gpu_resources
     store = store_of(source, cluster, period)  # which engine, which label names: asked once
+    refuse_missing(preflight(cluster, resources, period, source, store, config.workloads.enabled))
     cost_labels = config.cost_labels if config.workloads.enabled else None
     usage = collect_cluster(cluster, period, step, resources, source, store, cost_labels)
     _refuse_no_data(usage, cluster, period.date)
