@@ -9,7 +9,7 @@ needs has no sample; `billing check` prints the same findings in the same
 words. Which families are needed depends on the day: pods' series where
 kube-state-metrics listed pods, the pod's node where a pod ran, the GPU model
 label where GPUs were requested, owners where workloads are broken down,
-dcgm-exporter's DRA labels where Running pods held resource claims. A day on
+dcgm-exporter's DRA labels where pods held resource claims. A day on
 which kube-state-metrics listed nodes and no pod is billed as zero.
 
 Everything is asked in one instant query at the day's end (`presence_query`),
@@ -35,8 +35,6 @@ from billing.collect.promql import (
     Chunk,
     GpuResources,
     Queries,
-    one_of,
-    quote,
 )
 from billing.collect.stores import Store
 from billing.config import ClusterConfig
@@ -109,8 +107,8 @@ PODS = ("phase", "requests", "pod_info", "init_info")  # kube-state-metrics list
 NODES = ("allocatable", "node_labels", *PODS)  # kube-state-metrics exported anything at all
 
 
-def needs(cluster: ClusterConfig, queries: Queries) -> list[Need]:
-    """Every family the bill reads, and where it is needed."""
+def needs(cluster: ClusterConfig, queries: Queries, workloads: bool) -> list[Need]:
+    """Every family the bill reads, and where it is needed (`workloads`: broken down by workload)."""
     label = cluster.gpu_model_label
     allowlisted = NODE_LABELS.get(label, f"<the Kubernetes name of {label.removeprefix('label_')}>")
     by_rule = [
@@ -119,6 +117,14 @@ def needs(cluster: ClusterConfig, queries: Queries) -> list[Need]:
         Need(INIT_INFO, INIT_INFO, "init_info", ("init_requests",),
              f"it tells native sidecars from init containers (requests: pod); {DROPPED}"),
     ] if queries.rule == "pod" else []
+    owners = [
+        Need("kube_replicaset_owner", "kube_replicaset_owner", "replicaset_owner", ("replicaset_pods",),
+             f"workloads are broken down: a Deployment's pods would count as their ReplicaSet's; kube-state-metrics' "
+             f"--resources must include replicasets, {DROPPED}"),
+        Need("kube_job_owner", "kube_job_owner", "job_owner", ("job_pods",),
+             f"workloads are broken down: a CronJob's pods would count as their Job's; kube-state-metrics' --resources "
+             f"must include jobs, {DROPPED}"),
+    ] if workloads else []
     return [
         Need("kube_pod_status_phase", "kube_pod_status_phase with the uid label", "phase", PODS,
              f"billing tells pods apart by uid: look for {RENAMED}, {DROPPED}"),
@@ -127,6 +133,7 @@ def needs(cluster: ClusterConfig, queries: Queries) -> list[Need]:
         Need("kube_pod_info", f"kube_pod_info with the {queries.ksm.node} label", "pod_node", ("ran",),
              f"a pod's node gives its GPU model and pool: look for {RENAMED}, {DROPPED}"),
         *by_rule,
+        *owners,
         Need("kube_node_status_allocatable", "kube_node_status_allocatable", "allocatable", NODES,
              f"kube-state-metrics must export nodes (its --resources must include nodes), {DROPPED}"),
         Need("kube_node_labels", "kube_node_labels", "node_labels", NODES,
@@ -135,48 +142,60 @@ def needs(cluster: ClusterConfig, queries: Queries) -> list[Need]:
         Need("kube_node_labels", f"kube_node_labels with {label}", "gpu_model", ("gpus_on_labelled_nodes",),
              f"run kube-state-metrics with --metric-labels-allowlist=nodes=[{allowlisted}] "
              "(or set clusters[].gpu_model_label to the label your nodes have)"),
-        Need("kube_replicaset_owner", "kube_replicaset_owner", "replicaset_owner", ("replicaset_pods",),
-             f"workloads are broken down: a Deployment's pods would count as their ReplicaSet's; kube-state-metrics' "
-             f"--resources must include replicasets, {DROPPED}"),
-        Need("kube_job_owner", "kube_job_owner", "job_owner", ("job_pods",),
-             f"workloads are broken down: a CronJob's pods would count as their Job's; kube-state-metrics' --resources "
-             f"must include jobs, {DROPPED}"),
         Need(GPU_UTILISATION, f"{GPU_UTILISATION} with dra_* labels", "dra", ("claims",),
-             "Running pods held resource claims (Dynamic Resource Allocation), and GPUs held that way are in no "
+             "pods held resource claims (Dynamic Resource Allocation), and GPUs held that way are in no "
              "container's requests: they would be billed nothing; run dcgm-exporter with --kubernetes-enable-dra "
              "(Helm: kubernetesDRA.enabled=true)"),
     ]
 
 
-def presence_query(queries: Queries, gpu_resources: GpuResources, window: str, workloads: bool) -> str:
-    """One query answering a series {found="<branch>"} for each branch that has a sample in the window, and
-    {found="gpu_like", resource=...} per GPU-like resource requested."""
+def presence_query(queries: Queries, window: str, workloads: bool) -> str:
+    """One query answering a series {found="<family>"} for each family with a sample in the window. Each large family
+    is read once, grouped by what tells the day's needs apart: the Running series by its values (`ran`="1" where a
+    pod ran), the requests by `resource`, kube_pod_info by `created_by_kind` and whether it names a node
+    (`scheduled`), kube_node_labels by whether it has the GPU model label (`model`)."""
     q = queries
-    running = f"(max_over_time({q.running()}[{window}]) == 1)"
-    seen = {
-        "phase": q.series("kube_pod_status_phase", 'uid!=""'),
-        "requests": q.series(APP_REQUESTS),
-        "pod_info": q.series("kube_pod_info"),
-        "pod_node": q.pod_node(),
-        "init_requests": q.series(INIT_REQUESTS),
-        "init_info": q.series(INIT_INFO),
-        "allocatable": q.series("kube_node_status_allocatable"),
-        "node_labels": q.series("kube_node_labels"),
-        "gpu_model": q.series("kube_node_labels", f'{q.model_labels[0]}!=""'),  # the cluster's gpu_model_label
-        "gpus_requested": q.series(APP_REQUESTS, f"resource=~{quote(one_of(gpu_resources))}"),
-        "dra": q.series(GPU_UTILISATION, DRA_HELD),
-        **({"replicaset_pods": q.series("kube_pod_info", 'created_by_kind="ReplicaSet"'),
-            "replicaset_owner": q.series("kube_replicaset_owner"),
-            "job_pods": q.series("kube_pod_info", 'created_by_kind="Job"'),
-            "job_owner": q.series("kube_job_owner")} if workloads else {}),
+    running = q.running('uid!=""')  # one series per pod, whatever its phase: every pod's, read once
+    scheduled = f'label_replace(last_over_time({q.series("kube_pod_info")}[{window}]), "scheduled", "yes", "{q.ksm.node}", ".+")'
+    model = f'label_replace(last_over_time({q.node_labels()}[{window}]), "model", "yes", "{q.model_labels[0]}", ".+")'
+    read = {
+        "phase": f'count_values("ran", max_over_time({running}[{window}]))',
+        "requests": f"count by (resource) (last_over_time({q.series(APP_REQUESTS)}[{window}]))",
+        "pod_info": f"count by (created_by_kind, scheduled) ({scheduled})",
+        "node_labels": f"count by (model) ({model})",
     }
-    counted = {branch: f"count(last_over_time({series}[{window}]))" for branch, series in seen.items()}
-    counted["ran"] = f"count({running})"
-    counted["claims"] = (f"count(last_over_time({q.series('kube_pod_resourceclaim_info')}[{window}]) "
-                         f"and on (uid) {running})")
-    requested = q.series(APP_REQUESTS, f"resource=~{quote('|'.join(GPU_LIKE))}")
-    counted["gpu_like"] = f"count by (resource) (last_over_time({requested}[{window}]))"
-    return "\nor ".join(f'label_replace({count}, "found", "{branch}", "", "")' for branch, count in counted.items())
+    small = {"init_requests": INIT_REQUESTS, "init_info": INIT_INFO, "allocatable": "kube_node_status_allocatable",
+             "claims": "kube_pod_resourceclaim_info",
+             **({"replicaset_owner": "kube_replicaset_owner", "job_owner": "kube_job_owner"} if workloads else {})}
+    read |= {branch: f"count(last_over_time({q.series(metric)}[{window}]))" for branch, metric in small.items()}
+    read["dra"] = f"count(last_over_time({q.series(GPU_UTILISATION, DRA_HELD)}[{window}]))"
+    return "\nor ".join(f'label_replace({count}, "found", "{branch}", "", "")' for branch, count in read.items())
+
+
+def found_on(answer: list[dict], gpu_resources: GpuResources) -> tuple[set[str], list[str]]:
+    """What the day holds, by the names `needs` uses, from the answer of `presence_query`; and the GPU-like resources
+    requested."""
+    found, requested = set(), set()
+    for series in answer:
+        labels = series["metric"]
+        branch = labels.get("found", "")
+        found.add(branch)
+        if branch == "phase" and float(labels.get("ran") or 0) > 0:
+            found.add("ran")
+        elif branch == "requests" and labels.get("resource"):
+            requested.add(labels["resource"])
+        elif branch == "pod_info":
+            found |= {"pod_node"} if labels.get("scheduled") else set()
+            found |= {KIND_PODS.get(labels.get("created_by_kind", ""), "")} - {""}
+        elif branch == "node_labels" and labels.get("model"):
+            found.add("gpu_model")
+    if requested & set(gpu_resources) and "node_labels" in found:
+        found.add("gpus_on_labelled_nodes")  # the GPU model label is asked of nodes that have labels at all
+    gpu_like = [resource for resource in sorted(requested) if re.fullmatch("|".join(GPU_LIKE), resource)]
+    return found, gpu_like
+
+
+KIND_PODS = {"ReplicaSet": "replicaset_pods", "Job": "job_pods"}  # pods whose controller's owner a workload reads
 
 
 def preflight(cluster: ClusterConfig, gpu_resources: GpuResources, day: BillingDay, source: PrometheusSource,
@@ -185,19 +204,15 @@ def preflight(cluster: ClusterConfig, gpu_resources: GpuResources, day: BillingD
     which reads the owners too): a FAIL per needed family without a sample, a WARN per GPU-like resource requested
     that `gpu_resources` does not list (it would be billed nothing)."""
     queries, (window, end) = day_queries(cluster, gpu_resources, day, store), window_of(day)
-    answer = source.instant(presence_query(queries, gpu_resources, window, workloads), end)
-    found = {series["metric"].get("found", "") for series in answer}
-    if "gpus_requested" in found and "node_labels" in found:
-        found.add("gpus_on_labelled_nodes")  # the GPU model label is asked of nodes that have labels at all
+    found, gpu_like = found_on(source.instant(presence_query(queries, window, workloads), end), gpu_resources)
     if not found & set(NODES):
         sentence = no_samples(cluster, source, window, end)
         return Findings(cluster.name, day.date, (Finding(KUBE_STATE_METRICS, cluster.name, "FAIL", sentence),))
     missing = [Finding(need.family, cluster.name, "FAIL", f"{need.what} is missing ({need.fix})")
-               for need in needs(cluster, queries) if found & set(need.where) and need.found not in found]
-    requested = {s["metric"].get("resource", "") for s in answer if s["metric"].get("found") == "gpu_like"}
+               for need in needs(cluster, queries, workloads) if found & set(need.where) and need.found not in found]
     unlisted = [Finding(APP_REQUESTS, cluster.name, "WARN", f"{resource} was requested but is not in gpu_resources, "
                         "so it is billed nothing (add it there if it is a GPU or a slice of one)")
-                for resource in sorted(requested - {"", *gpu_resources})]
+                for resource in gpu_like if resource not in gpu_resources]
     return Findings(cluster.name, day.date, tuple(missing + unlisted))
 
 

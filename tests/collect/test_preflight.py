@@ -22,7 +22,8 @@ EVERYTHING = {"phase", "requests", "pod_info", "pod_node", "init_requests", "ini
 
 
 class Answers:
-    """A store whose preflight query finds exactly the branches `found` (each a series), and whose kube_pod_info
+    """A store holding exactly the facts `found` of a day (EVERYTHING's names), answering the preflight's query as
+    Prometheus would: a series per family read, labelled by what tells needs apart; and whose kube_pod_info
     without the selector has `unselected`."""
 
     def __init__(self, found: set[str], unselected: list[dict] | None = None, gpu_like: tuple[str, ...] = ()):
@@ -33,8 +34,24 @@ class Answers:
         branches = re.findall(r'"found", "(\w+)"', query)
         if not branches:
             return self.unselected
-        found = [{"metric": {"found": branch}, "value": [at, "1"]} for branch in branches if branch in self.found]
-        return found + [{"metric": {"found": "gpu_like", "resource": r}, "value": [at, "1"]} for r in self.gpu_like]
+        return [{"metric": {"found": branch, **labels}, "value": [at, "1"]}
+                for branch in branches for labels in self.series(branch)]
+
+    def series(self, branch: str) -> list[dict[str, str]]:
+        """The label sets (besides `found`) the family's count has, grouped as the query groups it."""
+        has = self.found
+        if branch == "phase":
+            return [{"ran": "1" if "ran" in has else "0"}] if "phase" in has else []
+        if branch == "requests":
+            resources = ["cpu", *(["nvidia_com_gpu"] if "gpus_requested" in has else []), *self.gpu_like]
+            return [{"resource": resource} for resource in resources] if "requests" in has else []
+        if branch == "pod_info":
+            kinds = {"": "pod_info", "ReplicaSet": "replicaset_pods", "Job": "job_pods"}
+            return [{"created_by_kind": kind, **({"scheduled": "yes"} if "pod_node" in has else {})}
+                    for kind, fact in kinds.items() if fact in has]
+        if branch == "node_labels":
+            return [{**({"model": "yes"} if "gpu_model" in has else {})}] if "node_labels" in has else []
+        return [{}] if branch in has else []
 
 
 def cluster(selector: str = "", requests: str = "pod") -> ClusterConfig:
@@ -54,6 +71,7 @@ def test_a_day_with_every_family_finds_nothing_in_one_query_at_the_days_end():
     [(query, at)] = answers.asked
     assert at == DAY.end.timestamp()
     assert "[86700s]" in query  # the day and the 5 minutes before it, which its first instants see
+    assert query.count("kube_pod_status_phase") == query.count("kube_pod_container_resource_requests{") == 1
 
 
 @pytest.mark.parametrize("missing, family", [

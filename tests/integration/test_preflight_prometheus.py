@@ -78,7 +78,7 @@ MISSING = {
     "kube_job_owner": ("kube_job_owner", "workloads are broken down: a CronJob's pods would count as their Job's; "
                                          f"kube-state-metrics' --resources must include jobs, {DROPPED}"),
     "DCGM_FI_DEV_GPU_UTIL": ("DCGM_FI_DEV_GPU_UTIL with dra_* labels",
-                             "Running pods held resource claims (Dynamic Resource Allocation), and GPUs held that "
+                             "pods held resource claims (Dynamic Resource Allocation), and GPUs held that "
                              "way are in no container's requests: they would be billed nothing; run dcgm-exporter "
                              "with --kubernetes-enable-dra (Helm: kubernetesDRA.enabled=true)"),
 }

@@ -154,7 +154,7 @@ def test_check_fails_a_day_on_which_running_pods_held_resource_claims_and_dcgm_h
     world = replace(WORLD, clusters=(replace(jaguar, pods=(*jaguar.pods, claiming)),))
     line = check_line(prometheus_server, write_config, world, dependency="series jaguar")
     assert line.startswith("FAIL  series jaguar"), line
-    assert ("on 2026-11-20: DCGM_FI_DEV_GPU_UTIL with dra_* labels is missing (Running pods held resource claims "
+    assert ("on 2026-11-20: DCGM_FI_DEV_GPU_UTIL with dra_* labels is missing (pods held resource claims "
             "(Dynamic Resource Allocation), and GPUs held that way are in no container's requests: they would be "
             "billed nothing; run dcgm-exporter with --kubernetes-enable-dra (Helm: kubernetesDRA.enabled=true))") in line
     assert "resource claims" not in check_line(prometheus_server, write_config, world)  # said once, where it fails
