@@ -28,7 +28,15 @@ from billing.collect.usage import ClusterUsage
 from billing.ledger.database import open_ledger
 from billing.ledger.write import replace_day
 from tests.helpers.config import MINIMAL_CONFIG, stub_node_metrics
-from tests.helpers.faults import EMPTY_ANSWER, Reply, failure_sentence, ledger_state, silent_server, stub_server
+from tests.helpers.faults import (
+    EMPTY_ANSWER,
+    Reply,
+    every_family,
+    failure_sentence,
+    ledger_state,
+    silent_server,
+    stub_server,
+)
 from tests.helpers.jobs import LDIF
 
 DAY = date(2026, 11, 20)
@@ -114,7 +122,7 @@ def test_a_prometheus_that_never_answers_fails_after_the_configured_timeout(conf
 def test_5xx_half_way_through_the_day_fails_after_the_retries(configure, ledger_url, status):
     before = ledger_state(ledger_url)
     # The first six queries are answered, so the day's first chunks are under way; then the server fails.
-    with stub_server(lambda n, path, body: Reply() if n <= 6 else Reply(b'{"status":"error"}', status)) as server:
+    with stub_server(every_family(lambda n, path, body: Reply() if n <= 6 else Reply(b'{"status":"error"}', status))) as server:
         result = run(configure({"url": server.url, "retries": 1}))
     assert_failed_and_kept(
         result, ledger_url, before,
@@ -125,7 +133,7 @@ def test_5xx_half_way_through_the_day_fails_after_the_retries(configure, ledger_
 
 def test_once_a_chunk_failed_the_other_chunks_are_not_asked(configure, ledger_url):
     """A 15 s step cuts the day into 16 chunks; without stopping, each would be asked (and retried) in vain."""
-    with stub_server(lambda n, path, body: Reply(b'{"status":"error"}', 503, delay=0.3)) as server:
+    with stub_server(every_family(lambda n, path, body: Reply(b'{"status":"error"}', 503, delay=0.3))) as server:
         result = run(configure({"url": server.url, "retries": 0}, step="15s"))
     failure_sentence(result.exit_code, result.output)
     # The two chunks in flight, and at most one more that each worker took before the failure was seen.
@@ -147,7 +155,7 @@ def test_once_a_chunk_failed_the_other_chunks_are_not_asked(configure, ledger_ur
 )
 def test_an_answer_that_is_not_prometheus_json_half_way_fails_the_run(configure, ledger_url, reply, cause):
     before = ledger_state(ledger_url)
-    with stub_server(lambda n, path, body: Reply() if n <= 5 else reply) as server:
+    with stub_server(every_family(lambda n, path, body: Reply() if n <= 5 else reply)) as server:
         result = run(configure({"url": server.url}))
     assert_failed_and_kept(result, ledger_url, before, f"Prometheus of cluster jaguar at {server.url}", cause)
 
@@ -155,7 +163,7 @@ def test_an_answer_that_is_not_prometheus_json_half_way_fails_the_run(configure,
 def test_an_instant_vector_answering_a_range_query_fails_naming_the_cluster(configure, ledger_url):
     vector = Reply(b'{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"1"]}]}}')
     before = ledger_state(ledger_url)
-    with stub_server(lambda n, path, body: vector if "query_range" in path else Reply()) as server:
+    with stub_server(every_family(lambda n, path, body: vector if "query_range" in path else Reply())) as server:
         result = run(configure({"url": server.url}))
     assert_failed_and_kept(result, ledger_url, before, f"Prometheus of cluster jaguar at {server.url}",
                            "answered a range query with an instant vector")
@@ -167,7 +175,7 @@ def test_an_answer_larger_than_the_limit_is_refused_before_it_is_read_whole(conf
     huge = b'{"status":"success","data":{"resultType":"vector","result":[' + b",".join(
         series % i for i in range(40_000)) + b"]}}"  # about 2 MiB
     before = ledger_state(ledger_url)
-    with stub_server(lambda n, path, body: Reply(huge) if n > 5 else Reply()) as server:
+    with stub_server(every_family(lambda n, path, body: Reply(huge) if n > 5 else Reply())) as server:
         result = run(configure({"url": server.url, "max_answer_mib": 1}))
     assert_failed_and_kept(result, ledger_url, before, f"Prometheus of cluster jaguar at {server.url}",
                            "answered more than the 1 MiB one answer may take (clusters[0].prometheus.max_answer_mib)")
@@ -186,7 +194,7 @@ def test_an_answer_larger_than_the_limit_is_refused_before_it_is_read_whole(conf
 )
 def test_an_answer_that_says_it_is_incomplete_is_refused(configure, ledger_url, answer, reason):
     before = ledger_state(ledger_url)
-    with stub_server(lambda n, path, body: Reply() if n <= 3 else Reply(answer)) as server:
+    with stub_server(every_family(lambda n, path, body: Reply() if n <= 3 else Reply(answer))) as server:
         result = run(configure({"url": server.url}))
     sentence = assert_failed_and_kept(result, ledger_url, before, f"at {server.url} {reason}")
     assert "the bill would be too low" in sentence

@@ -79,7 +79,7 @@ def backfill(config: Config, days: list[date], require_coverage: float, parallel
     def run(day: date) -> DayOutcome:
         try:
             summary = run_day(config, day, require_coverage, order.turn(day),
-                              summaries="send" if day >= mailed_from else "none")
+                              summaries="send" if day >= mailed_from else "backfilled")
         except RunFailed as exc:  # exit status 1; a usage or configuration error (2) or a bug stops everything
             log.error("backfill: %s failed: %s", day, exc)
             return DayOutcome(day, failure=str(exc))

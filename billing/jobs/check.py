@@ -5,17 +5,16 @@ database, the SMTP server) is reached the way the job reaches it, timed, and
 reported as one `Probe`. A failing dependency never stops the others from
 being checked: that is the point of a check.
 
-Per cluster it is also a preflight of the bill: which store answers, and
-whether yesterday's samples hold every series the arithmetic needs (docs/spec.md
-steps 2-5, and the allocatable capacity) under the cluster's selector. A
-missing one fails with the exact fix; requests of GPU-like resources that
-`gpu_resources` does not list are a warning, as they would be billed nothing.
+Per cluster it also says which store answers and runs the preflight of the
+bill (billing/collect/preflight.py): whether the day's samples (default
+yesterday) hold every family the bill needs under the cluster's selector, in
+the words with which `billing run` refuses a day that fails it. Beside it,
+what the request rule adds and what the breakdown by workload reads.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -25,10 +24,10 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
+from billing.collect.preflight import day_queries, no_samples, preflight, window_of
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.promql import (
     APP_REQUESTS,
-    GPU_UTILISATION,
     INIT_INFO,
     INIT_REQUESTS,
     POD_LABELS,
@@ -37,7 +36,6 @@ from billing.collect.promql import (
     GpuResources,
     Queries,
     one_of,
-    quote,
 )
 from billing.collect.replay import cluster_recording, prometheus_source
 from billing.collect.stores import engine_of, store_of
@@ -119,100 +117,18 @@ def prometheus(cluster: ClusterConfig) -> str:
     return f"{config.url} answered vector(1); the store is {engine_of(*source.buildinfo())}"
 
 
-# kube-state-metrics exports a node label only when allowlisted, under a sanitised name; the usual GPU model labels
-NODE_LABELS = {"label_nvidia_com_gpu_product": "nvidia.com/gpu.product",
-               "label_cloud_google_com_gke_accelerator": "cloud.google.com/gke-accelerator",
-               "label_node_kubernetes_io_instance_type": "node.kubernetes.io/instance-type"}
-# extended resources of accelerators, as kube-state-metrics names them: a new one (a MIG profile) must not be free
-GPU_LIKE = ("nvidia_com_.*", "amd_com_.*", "habana_ai_.*", "google_com_tpu.*")
-SELECTOR_LABELS = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:=~|!~|!=|=)")
-
-
-@dataclass(frozen=True)
-class Need:
-    """A series the bill needs: what it is, a query answering something iff it is there, and the fix."""
-
-    what: str
-    query: str
-    fix: str
-    for_gpus: bool = False  # needed only where GPUs were requested
-
-
-class Preflight:
-    """Yesterday's samples of one cluster, asked the way collection asks (promql.py's selectors)."""
-
-    def __init__(self, cluster: ClusterConfig, gpu_resources: GpuResources, day: BillingDay, source: PrometheusSource):
-        start, end = int(day.start.timestamp()), int(day.end.timestamp())
-        self.cluster, self.gpu_resources, self.source = cluster, gpu_resources, source
-        self.store = store_of(source, cluster, day)  # as the run asks: the engine, the label renames
-        self.queries = Queries(cluster, gpu_resources, Chunk(start, end, end - start), self.store)
-        self.window, self.at = f"{end - start}s", end
-
-    def seen(self, series: str, by: str = "") -> list[dict]:
-        """The label sets (grouped `by`) of the series with a sample on the day."""
-        return self.source.instant(f"count by ({by}) (last_over_time({series}[{self.window}]))", self.at)
-
-    def needs(self) -> list[Need]:
-        q, label = self.queries, self.cluster.gpu_model_label
-        allowlisted = NODE_LABELS.get(label, f"<the Kubernetes name of {label.removeprefix('label_')}>")
-        renamed = ("a kube-state-metrics older than 2.1.0 (upgrade it) or a metric_relabel_configs rule dropping "
-                   "the label (labeldrop)")
-        return [
-            Need("kube_pod_container_resource_requests", q.series("kube_pod_container_resource_requests"),
-                 "kube-state-metrics must export pods (its --resources must include pods)"),
-            Need("kube_pod_status_phase with the uid label", q.series("kube_pod_status_phase", 'uid!=""'),
-                 f"billing tells pods apart by uid; look for {renamed}"),
-            Need(f"kube_pod_info with the {q.ksm.node} label", q.pod_node(),
-                 f"GPU models come from the pod's node; look for {renamed}"),
-            Need("kube_node_status_allocatable", q.series("kube_node_status_allocatable"),
-                 "kube-state-metrics must export nodes (its --resources must include nodes)"),
-            Need(f"kube_node_labels with {label}", q.series("kube_node_labels", f"{label}!=\"\""),
-                 f"run kube-state-metrics with --metric-labels-allowlist=nodes=[{allowlisted}] "
-                 f"(or set clusters[].gpu_model_label to the label your nodes have)", for_gpus=True),
-        ]
-
-    def gpu_requested(self) -> bool:
-        return bool(self.seen(self.queries.series("kube_pod_container_resource_requests",
-                                                   f"resource=~{quote(one_of(self.gpu_resources))}")))
-
-    def unlisted_gpu_resources(self) -> list[str]:
-        """GPU-like resources requested on the day that `gpu_resources` does not list."""
-        requests = self.queries.series("kube_pod_container_resource_requests", f"resource=~{quote('|'.join(GPU_LIKE))}")
-        requested = {s["metric"].get("resource", "") for s in self.seen(requests, "resource")}
-        return sorted(requested - {"", *self.gpu_resources})
-
-    def selector_values(self) -> str:
-        """What the selector's labels hold on the day's kube-state-metrics series, without the selector."""
-        names = sorted(set(SELECTOR_LABELS.findall(self.cluster.prometheus.selector)))
-        found = self.source.instant(f"count by ({', '.join(names)}) (last_over_time(kube_pod_info[{self.window}]))",
-                                    self.at)
-        values = sorted(", ".join(f'{n}="{s["metric"].get(n, "")}"' for n in names) for s in found)
-        if not values:
-            return "; without it there is no kube_pod_info either: is the day within the store's retention?"
-        return f"; without it kube_pod_info has {' or '.join(values[:10])}{' or more' if len(values) > 10 else ''}"
-
-
-def bill_series(cluster: ClusterConfig, gpu_resources: GpuResources, day: BillingDay) -> str:
-    """Every series yesterday's bill needs, under the cluster's selector; a missing one fails with its fix."""
-    if cluster.prometheus.replay:
-        return "recorded answers: not checked"
-    check = Preflight(cluster, gpu_resources, day, _source(cluster))
-    needs = check.needs()
-    missing = [need for need in needs if not check.seen(need.query)]
-    selector = cluster.prometheus.selector.strip()
-    if len(missing) == len(needs):
-        if selector:
-            raise CheckFailure(f"the selector {selector} matches no kube-state-metrics series on {day.date}"
-                               + check.selector_values())
-        raise CheckFailure(f"no kube-state-metrics series at all on {day.date}: is kube-state-metrics scraped "
-                           "into this store, and is the day within its retention?")
-    if any(need.for_gpus for need in missing) and not check.gpu_requested():
-        missing = [need for need in missing if not need.for_gpus]
-    if missing:
-        raise CheckFailure(f"on {day.date}: " + "; ".join(f"{need.what} is missing ({need.fix})" for need in missing))
-    remarks = [f"{resource} was requested but is not in gpu_resources, so it is billed nothing (add it there if it "
-               "is a GPU or a slice of one)" for resource in check.unlisted_gpu_resources()]
-    renames, noted = check.store.renames(), ""
+def bill_series(cluster: ClusterConfig, gpu_resources: GpuResources, workloads: bool, day: BillingDay) -> str:
+    """The preflight `billing run` refuses a cluster-day by (billing/collect/preflight.py), in its words: a FAIL per
+    family the bill needs without a sample; GPU-like resources `gpu_resources` does not list, and labels a scrape
+    moved, as warnings."""
+    source = _source(cluster)
+    store = store_of(source, cluster, day)  # as the run asks: the engine, the label renames
+    findings = preflight(cluster, gpu_resources, day, source, store, workloads)
+    failed = findings.said("FAIL")
+    if failed:
+        raise CheckFailure(failed)
+    remarks = [finding.sentence for finding in findings.found]
+    renames, noted = store.renames(), ""
     if cluster.label_names is None:  # detected: the bill is right, but the scrape setup confuses other tools
         remarks += [f"{rename} (a scrape with honor_labels: false moved them there; billing reads them there, "
                     "but honor_labels: true is better: docs/stores.md)" for rename in renames]
@@ -233,8 +149,8 @@ UNITS = {"cpu": ("core-h", 1.0), "memory": ("GiB-h", 2.0**-30), DRA_GPU: ("GPU-h
 def request_rule(cluster: ClusterConfig, gpu_resources: GpuResources, day: BillingDay) -> str:
     """What docs/spec.md rule 3 (what the scheduler reserves) adds on the day over app containers' requests alone,
     per resource and term, so that an operator can announce it; and, as warnings, the pods whose requests
-    kube-state-metrics cannot tell billing: native sidecars where it is too old to label them, pods with pod-level
-    resources, and GPUs held through Dynamic Resource Allocation."""
+    kube-state-metrics cannot tell billing: native sidecars where it is too old to label them, and pods with pod-level
+    resources. (GPUs held through Dynamic Resource Allocation without dcgm-exporter's DRA labels fail the preflight.)"""
     if cluster.prometheus.replay:
         return "recorded answers: not checked"
     source = _source(cluster)
@@ -323,36 +239,25 @@ def _unbillable_requests(queries: Queries, source: PrometheusSource, at: int, da
                           "scraped?), so they are billed no cpu or memory" if queries.scheduled else
                           "so they are billed no cpu or memory; scrape kube-scheduler's /metrics/resources "
                           "(docs/deploy.md), whose figures include them"))
-    claims = 0 if queries.dra else pods(f"group by (uid) ({queries.series('kube_pod_resourceclaim_info')})")
-    if claims:
-        remarks.append(f"{claims} Running pods held resource claims (Dynamic Resource Allocation), and no "
-                       f"{GPU_UTILISATION} series carries dra_* labels: GPUs held that way are in no container's requests "
-                       "and are billed nothing; run dcgm-exporter with --kubernetes-enable-dra (Helm: "
-                       "kubernetesDRA.enabled=true)")
     return remarks
 
 
-OWNER_SERIES = {  # what workloads are made of past the pod's controller, and the kube-state-metrics resource of it
-    "kube_replicaset_owner": ("replicasets", "pods of a Deployment count as their ReplicaSet's"),
-    "kube_job_owner": ("jobs", "pods of a CronJob count as their Job's"),
-}
-
-
 def workload_series(cluster: ClusterConfig, gpu_resources: GpuResources, cost_labels: list[str], day: BillingDay) -> str:
-    """Does the day hold what the breakdown by workload and cost label reads: the pods' controllers
-    (kube_pod_info's created_by_kind), the owner series, and each cost label on some pod's kube_pod_labels?
-    Without them the bill is right but its breakdown is coarser: warnings."""
+    """Does the day hold what the breakdown by workload and cost label reads besides the owners (which the
+    preflight requires): the pods' controllers (kube_pod_info's created_by_kind) and each cost label on some pod's
+    kube_pod_labels? Without them the bill is right but its breakdown is coarser: warnings."""
     if cluster.prometheus.replay:
         return "recorded answers: not checked"
-    check = Preflight(cluster, gpu_resources, day, _source(cluster))
-    remarks = [] if check.seen(check.queries.series("kube_pod_info", 'created_by_kind!=""')) else [
+    source = _source(cluster)
+    queries, (window, at) = day_queries(cluster, gpu_resources, day, store_of(source, cluster, day)), window_of(day)
+
+    def seen(series: str) -> bool:
+        return bool(source.instant(f"count(last_over_time({series}[{window}]))", at))
+
+    remarks = [] if seen(queries.series("kube_pod_info", 'created_by_kind!=""')) else [
         "no pod's kube_pod_info carries created_by_kind, so every pod is its own workload (Pod/<name>); "
         "kube-state-metrics sets it on every pod: a metric relabelling must not drop it"]
-    remarks += [f"{metric} is missing, so {consequence} (kube-state-metrics' --resources must include {resource})"
-                for metric, (resource, consequence) in OWNER_SERIES.items()
-                if not check.seen(check.queries.series(metric))]
-    unlabelled = [name for name in cost_labels
-                  if not check.seen(check.queries.series("kube_pod_labels", f'{kube_label(name)}!=""'))]
+    unlabelled = [name for name in cost_labels if not seen(queries.series("kube_pod_labels", f'{kube_label(name)}!=""'))]
     if unlabelled:
         remarks.append(f"no pod's kube_pod_labels carries {', '.join(kube_label(name) for name in unlabelled)}, so "
                        "every pod's is ''; kube-state-metrics exports pod labels only when allowlisted: run it with "
@@ -360,20 +265,20 @@ def workload_series(cluster: ClusterConfig, gpu_resources: GpuResources, cost_la
     if remarks:
         raise CheckWarning(f"on {day.date}: " + "; ".join(remarks))
     labels = f" and cost labels {', '.join(cost_labels)}" if cost_labels else ""
-    return f"pods' controllers, ReplicaSet and Job owners{labels} have samples on {day.date}"
+    return f"pods' controllers{labels} have samples on {day.date}"
 
 
 def selector(cluster: ClusterConfig, day: BillingDay) -> str:
     """Does the cluster's selector match any node of kube-state-metrics on the day checked? A typo would make
-    every run refuse its day for want of data."""
-    config = cluster.prometheus
-    window = int((day.end - day.start).total_seconds())
+    every run refuse its day for want of data; a day without any sample says so first, the selector not being
+    to blame."""
+    config, source = cluster.prometheus, _source(cluster)
+    window, at = window_of(day)
     # exported_node: where a honor_labels: false scrape put the node's name (`node` is then kube-state-metrics' own)
-    query = f"count(group by (node, exported_node) (last_over_time(kube_node_labels{{{config.selector}}}[{window}s])))"
-    answer = _source(cluster).instant(query, day.end.timestamp())
+    query = f"count(group by (node, exported_node) (last_over_time(kube_node_labels{{{config.selector}}}[{window}])))"
+    answer = source.instant(query, at)
     if not answer:
-        raise CheckFailure(f"{config.selector} matches no kube-state-metrics series (kube_node_labels) at {config.url} "
-                           f"on {day.date}: check clusters[].prometheus.selector")
+        raise CheckFailure(f"on {day.date}: {no_samples(cluster, source, window, at)}")
     nodes = float(answer[0]["value"][1])
     return f"{config.selector} matches kube-state-metrics series of {nodes:.0f} nodes on {day.date}"
 
@@ -448,7 +353,8 @@ def check_all(config: Config, day: date | None = None) -> Iterator[Probe]:
         if reached.ok and cluster.prometheus.selector.strip() and not cluster.prometheus.replay:
             yield _timed(f"selector {cluster.name}", partial(selector, cluster, period))
         if reached.ok:
-            yield _timed(f"series {cluster.name}", partial(bill_series, cluster, config.gpu_resources, period))
+            yield _timed(f"series {cluster.name}",
+                         partial(bill_series, cluster, config.gpu_resources, config.workloads.enabled, period))
         if reached.ok:
             yield _timed(f"requests {cluster.name}", partial(request_rule, cluster, config.gpu_resources, period))
         if reached.ok and config.workloads.enabled:

@@ -19,6 +19,7 @@ from billing.charge.pricing import price, price_holdings, reserve_pools, share_u
 from billing.charge.workloads import kept_since, workload_costs
 from billing.collect.audit import audit_cluster
 from billing.collect.capacity import collect_allocatable
+from billing.collect.preflight import preflight, refuse_missing
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.replay import prometheus_source
 from billing.collect.stores import Store, store_of
@@ -132,7 +133,9 @@ def _refuse_no_data(collected: ClusterUsage, cluster: ClusterConfig, day: date) 
         )
 
 
-Summaries = Literal["send", "resend", "none"]  # a day's summaries: those not sent yet, all again, none
+# a day's summaries: those not sent yet, all again, none (--no-email), or none as a backfill's day before yesterday
+Summaries = Literal["send", "resend", "none", "backfilled"]
+WHY_NONE = {"none": "--no-email", "backfilled": "a backfill of a day before yesterday; --email sends them"}
 
 
 def run_day(config: Config, day: date, require_coverage: float = 0.0,
@@ -185,10 +188,12 @@ def _collect_cluster(config: Config, cluster: ClusterConfig, period: BillingDay)
 
 
 def collect_from(config: Config, cluster: ClusterConfig, period: BillingDay, source: PrometheusSource) -> _Collected:
-    """One cluster-day from its store; refused when the store holds no data or fails its self-audit.
-    (The demo's recorder asks the same questions through a recording source.)"""
+    """One cluster-day from its store; refused when a family the bill needs has no sample (`billing check`'s
+    preflight), when the store holds no data or when it fails its self-audit. (The demo's recorder asks the same
+    questions through a recording source.)"""
     step, resources = int(config.step), config.gpu_resources
     store = store_of(source, cluster, period)  # which engine, which label names: asked once
+    refuse_missing(preflight(cluster, resources, period, source, store, config.workloads.enabled))
     cost_labels = config.cost_labels if config.workloads.enabled else None
     usage = collect_cluster(cluster, period, step, resources, source, store, cost_labels)
     _refuse_no_data(usage, cluster, period.date)
@@ -270,16 +275,16 @@ def _workload_rows(config: Config, prices: dict[str, Prices], collected: list[_C
 
 def _publish(config: Config, ledger: Engine, day: date, directory: Directory, summaries: Summaries) -> list[str]:
     """Pages from the ledger, then summaries and digests (each once, billing/notify/deliveries.py; none with
-    `summaries` "none") and budget alerts; one sentence per undelivered message."""
+    `summaries` "none" or "backfilled") and budget alerts; one sentence per undelivered message."""
     report = render_day(config, day)
     undelivered: list[str] = []
-    if config.email.enabled and summaries != "none":
+    if config.email.enabled and summaries not in WHY_NONE:
         digest_days = digest_period(day, config.email.personal)
         digests = read_digests(ledger, *digest_days, config.currency, config.reports_url) if digest_days else []
         envelopes, undelivered = summary_envelopes(report, directory, config.email, digests, config.reports_url)
         undelivered += deliver_once(envelopes, config.email, ledger, day, resend=summaries == "resend")
     elif config.email.enabled:
-        log.info("email: no daily summaries for %s (a backfill of a day before yesterday; --email sends them)", day)
+        log.info("email: no daily summaries for %s (%s)", day, WHY_NONE[summaries])
     undelivered += send_alerts(ledger, day, team_budgets(config.budgets, directory), config.budgets.alert_at,
                                directory, config.email, config.currency, config.reports_url)
     return undelivered

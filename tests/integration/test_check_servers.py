@@ -74,8 +74,9 @@ def test_one_prometheus_up_and_one_down(prometheus_server, config):
 @pytest.mark.parametrize("selector, line", [
     ('cluster="jaguar"', 'ok    selector jaguar       cluster="jaguar" matches kube-state-metrics series of {nodes} '
                          "nodes on {day}"),
-    ('cluster="jagaur"', 'FAIL  selector jaguar       cluster="jagaur" matches no kube-state-metrics series '
-                         "(kube_node_labels) at {url} on {day}: check clusters[].prometheus.selector"),
+    ('cluster="jagaur"', 'FAIL  selector jaguar       on {day}: the selector cluster="jagaur" matches no '
+                         'kube-state-metrics series; without it kube_pod_info has cluster="jaguar" (check '
+                         "clusters[].prometheus.selector)"),
 ])
 def test_a_selector_that_matches_nothing_fails(prometheus_server, config, write_config, selector, line):
     """A world scraped until 50 minutes ago; the selector line follows the Prometheus line."""
@@ -274,15 +275,27 @@ def test_a_selector_that_matches_nothing_is_said_plainly(prometheus_server, conf
     result = check_day(config({"jaguar": prom.url}, clusters_selector='cluster="jagaur"'))
     assert result.exit_code == 1
     line = line_of(result.stdout, "series jaguar")
-    assert (f'the selector cluster="jagaur" matches no kube-state-metrics series on {CHECKED}; '
-            'without it kube_pod_info has cluster="jaguar"') in line
+    assert (f'on {CHECKED}: the selector cluster="jagaur" matches no kube-state-metrics series; '
+            'without it kube_pod_info has cluster="jaguar" (check clusters[].prometheus.selector)') in line
 
 
-def test_a_day_without_any_samples_is_said_plainly(prometheus_server, config):
+@pytest.mark.parametrize("selector, said", [
+    ("", "on 2026-10-01: the store holds no kube-state-metrics sample at all (a day outside its retention"),
+    ('cluster="jaguar"', 'on 2026-10-01: the store holds no kube-state-metrics sample at all, with or without the '
+                         'selector cluster="jaguar" (a day outside its retention'),
+])
+def test_a_day_without_any_samples_is_said_plainly_before_the_selector_is_blamed(prometheus_server, config, selector,
+                                                                               said):
+    """A day before the store's first sample (as a day past its retention): the day is empty, whatever the selector."""
     prom = prometheus_server(preflight_world())
-    result = CliRunner().invoke(main, ["check", "--date", "2026-10-01", "--config", config({"jaguar": prom.url})])
+    path = config({"jaguar": prom.url}, clusters_selector=selector)
+    result = CliRunner().invoke(main, ["check", "--date", "2026-10-01", "--config", path])
     assert result.exit_code == 1
-    assert "no kube-state-metrics series at all on 2026-10-01" in line_of(result.stdout, "series jaguar")
+    checked = ["series jaguar", *(["selector jaguar"] if selector else [])]
+    for dependency in checked:
+        line = line_of(result.stdout, dependency)
+        assert line.startswith("FAIL  ") and said in line, line
+        assert "check clusters[].prometheus.selector" not in line and "matches no" not in line
 
 
 def test_workloads_say_which_owner_series_and_cost_labels_are_there(prometheus_server, config):
@@ -292,17 +305,12 @@ def test_workloads_say_which_owner_series_and_cost_labels_are_there(prometheus_s
     assert line.startswith("ok    ") and "cost labels experiment, example.com/project have samples" in line
 
 
-def test_a_cost_label_no_pod_carries_and_missing_job_owners_are_warnings_with_the_flags(prometheus_server, config):
-    world = preflight_world()
-    [jaguar] = world.clusters
-    without_jobs = replace(jaguar, controllers=tuple(c for c in jaguar.controllers if c.kind != "Job"))
-    prom = prometheus_server(replace(world, clusters=(without_jobs,)))
+def test_a_cost_label_no_pod_carries_is_a_warning_with_the_flag(prometheus_server, config):
+    prom = prometheus_server(preflight_world())
     result = check_day(config({"jaguar": prom.url}, cost_labels=["experiment", "team.example.org/grant"]))
     assert result.exit_code == 0, result.output  # the bill is right; its breakdown coarser
     line = line_of(result.stdout, "workloads jaguar")
     assert line.startswith("WARN  ")
-    assert ("kube_job_owner is missing, so pods of a CronJob count as their Job's (kube-state-metrics' --resources "
-            "must include jobs)") in line
     assert ("no pod's kube_pod_labels carries label_team_example_org_grant, so every pod's is ''; kube-state-metrics "
             "exports pod labels only when allowlisted: run it with "
             "--metric-labels-allowlist=pods=[experiment,team.example.org/grant]") in line

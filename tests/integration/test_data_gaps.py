@@ -95,10 +95,16 @@ def assert_same_state(before: dict[str, pd.DataFrame], after: dict[str, pd.DataF
         pd.testing.assert_frame_equal(after[table], frame, obj=table)
 
 
+NO_SAMPLE = "the store holds no kube-state-metrics sample at all"
+NOT_SCRAPED = "(a day outside its retention, or kube-state-metrics not scraped into it)"
+
+
 @pytest.mark.parametrize("selector, day, why", [
-    ('cluster="jagaur"', "2026-11-20", 'under the selector cluster="jagaur"'),  # a typo of jaguar
-    ('cluster="jaguar"', "2030-01-01", 'under the selector cluster="jaguar"'),  # far after the data
-    ("", "2026-11-18", "at all"),  # the world starts an hour before 2026-11-20
+    ('cluster="jagaur"', "2026-11-20", 'the selector cluster="jagaur" matches no kube-state-metrics series; without '
+                                       'it kube_pod_info has cluster="jaguar" (check clusters[].prometheus.selector)'),
+    ('cluster="jaguar"', "2030-01-01",  # far after the data: the day is said empty before the selector is blamed
+     f'{NO_SAMPLE}, with or without the selector cluster="jaguar" {NOT_SCRAPED}'),
+    ("", "2026-11-18", f"{NO_SAMPLE} {NOT_SCRAPED}"),  # the world starts an hour before 2026-11-20
 ])
 def test_a_day_without_any_sample_is_refused_not_billed_as_zero(prometheus_server, world, tmp_path, selector, day,
                                                                 why):
@@ -110,10 +116,8 @@ def test_a_day_without_any_sample_is_refused_not_billed_as_zero(prometheus_serve
     refused = CliRunner().invoke(main, ["run", "--date", day, "--config", path])
 
     assert refused.exit_code == 1
-    assert refused.output == (
-        f"billing: cluster jaguar: Prometheus holds no kube-state-metrics sample for {day} {why}"
-        " (a selector typo, a day outside retention, or a scrape that never ran); nothing was billed"
-        " and the day stays missing\n"
+    assert refused.output == (  # the preflight's words (billing/collect/preflight.py), as billing check says them
+        f"billing: cluster jaguar: on {day}: {why}; nothing was billed and the ledger keeps the day as it was\n"
     )
     assert_same_state(before, ledger_state(tmp_path))
     assert written_files(tmp_path) == files  # no page, no email

@@ -162,7 +162,8 @@ def test_a_query_over_the_sample_limit_of_prometheus_is_its_reason_in_one_senten
 
 def nan_world() -> World:
     """Four clusters, each with one pod whose CPU request is impossible, next to a normal one."""
-    node = Node("node-1", ((DAY.start.timestamp() - 86400, {"label_kubernetes_io_hostname": "node-1"}),))
+    node = Node("node-1", ((DAY.start.timestamp() - 86400, {"label_kubernetes_io_hostname": "node-1"}),),
+                {"cpu": 8.0, "memory": 64.0 * GIB})  # what the preflight needs besides the pods
 
     def pod(name: str, cpu: float, index: int) -> Pod:
         start = DAY.start.timestamp() - 3600
@@ -487,7 +488,9 @@ COST_PER_NAMESPACE = 58.32
 
 def names_world(namespaces: list[str]) -> World:
     start = DAY.start.timestamp() - 3600
-    node = Node("gpu-1", ((start - 86400, {"label_kubernetes_io_hostname": "gpu-1", GPU_PRODUCT_LABEL: H100}),))
+    node = Node("gpu-1", ((start - 86400, {"label_kubernetes_io_hostname": "gpu-1", GPU_PRODUCT_LABEL: H100}),),
+                {"cpu": 2.0 * len(namespaces), "memory": 4.0 * GIB * len(namespaces),
+                 "nvidia_com_gpu": 1.0 * len(namespaces)})  # every request, and what the preflight needs
     pods = tuple(Pod(namespace, f"pod-{i}", f"00000000-0000-4000-8000-{i:012d}", "gpu-1", start,
                      ((start, "Running"),), math.inf, (Container("main", 2.0, 4 * GIB, 1.0),))
                  for i, namespace in enumerate(namespaces))

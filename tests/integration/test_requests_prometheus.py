@@ -105,12 +105,13 @@ def test_unused_cpu_counts_the_sidecar_as_billing_does(store_server):
     assert unused == pytest.approx({namespace: measures[1] for namespace, measures in expected.items()}, rel=1e-9)
 
 
-def check_line(prometheus_server, write_config, world: World, rule: str = "pod") -> str:
+def check_line(prometheus_server, write_config, world: World, rule: str = "pod",
+               dependency: str = "requests jaguar") -> str:
     server = prometheus_server(world)
     path = write_config(clusters=[{"name": "jaguar", "prometheus": {"url": server.url, "selector": 'cluster="jaguar"'},
                                    "prices": PRICES}], requests=rule)
     result = CliRunner().invoke(main, ["check", "--date", "2026-11-20", "--config", str(path)])
-    return next(line for line in result.stdout.splitlines() if line[6:26].strip() == "requests jaguar")
+    return next(line for line in result.stdout.splitlines() if line[6:26].strip() == dependency)
 
 
 def test_check_says_what_the_rule_adds_per_resource_and_term(prometheus_server, write_config):
@@ -131,21 +132,32 @@ def test_check_says_what_the_rule_adds_per_resource_and_term(prometheus_server, 
 
 
 def test_check_warns_of_pods_kube_state_metrics_cannot_tell_billing_about(prometheus_server, write_config):
-    """kube-state-metrics older than v2.11 (sidecars without restart_policy), a pod with pod-level resources and
-    a pod holding a GPU through a ResourceClaim: each a warning with what it means for the bill."""
+    """kube-state-metrics older than v2.11 (sidecars without restart_policy) and a pod with pod-level resources:
+    each a warning with what it means for the bill."""
     [jaguar] = WORLD.clusters
     pod_level = pod("frank", "pod-level", Container("main", 0.0, 0.0), pod_resources=(2.0, 4 * GIB))
-    claiming = pod("grace", "dra", Container("main", 1.0, 1 * GIB), resource_claims=("gpu",))
-    world = replace(WORLD, clusters=(replace(jaguar, pods=(*jaguar.pods, pod_level, claiming), sidecar_label=False),))
+    world = replace(WORLD, clusters=(replace(jaguar, pods=(*jaguar.pods, pod_level), sidecar_label=False),))
     line = check_line(prometheus_server, write_config, world)
     assert line.startswith("WARN  requests jaguar"), line
     assert ("3 Running pods had init containers running (native sidecars) but no kube_pod_init_container_info "
             "carries restart_policy: kube-state-metrics is older than v2.11.0") in line
     assert ("1 Running pods are Burstable or Guaranteed without any container requesting cpu or memory: they set "
             "pod-level resources") in line
-    assert ("1 Running pods held resource claims (Dynamic Resource Allocation), and no DCGM_FI_DEV_GPU_UTIL series "
-            "carries dra_* labels: GPUs held that way are in no container's requests and are billed nothing; run "
-            "dcgm-exporter with --kubernetes-enable-dra") in line
+
+
+def test_check_fails_a_day_on_which_running_pods_held_resource_claims_and_dcgm_has_no_dra_labels(prometheus_server,
+                                                                                                 write_config):
+    """A pod holding a GPU through a ResourceClaim, and dcgm-exporter without --kubernetes-enable-dra: the GPU
+    would be billed nothing, so the preflight fails, as the run it refuses would say."""
+    [jaguar] = WORLD.clusters
+    claiming = pod("grace", "dra", Container("main", 1.0, 1 * GIB), resource_claims=("gpu",))
+    world = replace(WORLD, clusters=(replace(jaguar, pods=(*jaguar.pods, claiming)),))
+    line = check_line(prometheus_server, write_config, world, dependency="series jaguar")
+    assert line.startswith("FAIL  series jaguar"), line
+    assert ("on 2026-11-20: DCGM_FI_DEV_GPU_UTIL with dra_* labels is missing (pods held resource claims "
+            "(Dynamic Resource Allocation), and GPUs held that way are in no container's requests: they would be "
+            "billed nothing; run dcgm-exporter with --kubernetes-enable-dra (Helm: kubernetesDRA.enabled=true))") in line
+    assert "resource claims" not in check_line(prometheus_server, write_config, world)  # said once, where it fails
 
 
 # kube-scheduler's /metrics/resources scraped too: its own figure per pod, which has what kube-state-metrics cannot

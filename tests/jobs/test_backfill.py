@@ -71,7 +71,7 @@ def test_days_before_the_first_mailed_one_send_no_summaries(monkeypatch):
     runs = FakeRuns()
     monkeypatch.setattr(billing.jobs.backfill, "run_day", runs)
     backfill(None, DAYS, 0.0, 2, mailed_from=DAYS[4])
-    assert runs.summaries == {day: "none" if day < DAYS[4] else "send" for day in DAYS}
+    assert runs.summaries == {day: "backfilled" if day < DAYS[4] else "send" for day in DAYS}
 
 
 def test_a_failing_day_is_reported_and_the_others_are_billed(monkeypatch):

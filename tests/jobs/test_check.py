@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from urllib.parse import parse_qs
 
@@ -50,14 +51,25 @@ def renames(*found: str) -> dict:
         {"metric": {"found": f}, "values": [[0, "1"]]} for f in found]}}
 
 
-ODD_PODS = ("qos_class", "resourceclaim", "init_container_status_running")  # what request_rule warns of
+ODD_PODS = ("qos_class", "init_container_status_running")  # what request_rule warns of
+
+
+def every_series(request) -> tuple[int, dict, str]:
+    """vector(1) to every instant query, and to the preflight's every family it asks about (one series per
+    `found` branch)."""
+    query = parse_qs(request.body)["query"][0]
+    branches = re.findall(r'"found", "(\w+)"', query)
+    if not branches:
+        return 200, {}, json.dumps(VECTOR_1)
+    found = [{"metric": {"found": branch}, "value": [1, "1"]} for branch in branches]
+    return 200, {}, json.dumps({"status": "success", "data": {"resultType": "vector", "result": found}})
 
 
 def every_series_no_odd_pod(request) -> tuple[int, dict, str]:
     """vector(1) and every series the bill needs there; no pod kube-state-metrics cannot tell billing about."""
     empty = {"status": "success", "data": {"resultType": "vector", "result": []}}
     odd = any(word in parse_qs(request.body)["query"][0] for word in ODD_PODS)
-    return 200, {}, json.dumps(empty if odd else VECTOR_1)
+    return (200, {}, json.dumps(empty)) if odd else every_series(request)
 
 
 @responses.activate
@@ -85,7 +97,7 @@ def test_everything_reachable(config, tmp_path):
 @responses.activate
 def test_label_renames_are_shown_per_family(config):
     """Detected renames (a scrape with honor_labels: false) warn: the bill reads them right, other tools do not."""
-    responses.post(f"{PROMETHEUS}/api/v1/query", json=VECTOR_1)
+    responses.add_callback(responses.POST, f"{PROMETHEUS}/api/v1/query", callback=every_series)
     responses.post(f"{PROMETHEUS}/api/v1/query_range",
                    json=renames("kube-state-metrics/namespace", "kube-state-metrics/pod", "DCGM/pod"))
     responses.get(f"{PROMETHEUS}/api/v1/status/buildinfo", json=BUILDINFO)
@@ -126,7 +138,7 @@ def test_each_unreachable_dependency_is_its_own_failing_line(config, tmp_path):
 @responses.activate
 def test_check_creates_nothing(config, tmp_path):
     """No SQLite file, no ledger tables, no outbox, no output_dir: a check looks and says what a run would make."""
-    responses.post(f"{PROMETHEUS}/api/v1/query", json=VECTOR_1)
+    responses.add_callback(responses.POST, f"{PROMETHEUS}/api/v1/query", callback=every_series)
     responses.post(f"{PROMETHEUS}/api/v1/query_range", json=renames())
     responses.get(f"{PROMETHEUS}/api/v1/status/buildinfo", json=BUILDINFO)
     path = config(database=f"sqlite:///{tmp_path / 'data' / 'ledger.db'}", output_dir=str(tmp_path / "reports"),

@@ -57,3 +57,17 @@ def test_personal_summaries_follow_email_personal(config, tmp_path, personal, da
     mails = [message_from_bytes(p.read_bytes(), policy=policy.default) for p in (tmp_path / "outbox").iterdir()]
     personal_mails = [(m["To"], m["Subject"]) for m in mails if m["Subject"].startswith("Your cluster costs")]
     assert personal_mails == ([("alice@example.org", expected)] if expected else [])
+
+
+@pytest.mark.parametrize("command, said", [
+    (["run", "--date", "2026-11-20", "--no-email"], "email: no daily summaries for 2026-11-20 (--no-email)"),
+    (["backfill", "--from", "2026-11-20", "--to", "2026-11-20"],
+     "email: no daily summaries for 2026-11-20 (a backfill of a day before yesterday; --email sends them)"),
+])
+def test_the_log_says_why_no_summaries_went_out_as_the_command_ran(config, tmp_path, caplog, command, said):
+    """The reason fits the command: `run --no-email` asked for none; a backfill holds back old days' summaries."""
+    caplog.set_level("INFO")
+    result = CliRunner().invoke(main, [*command, "--config", config()])
+    assert result.exit_code == 0, result.output
+    assert said in caplog.messages
+    assert not (tmp_path / "outbox").exists() or not any((tmp_path / "outbox").iterdir())
