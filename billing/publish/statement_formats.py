@@ -10,6 +10,7 @@ import csv
 import io
 import json
 
+from billing.publish.choices import STATEMENT_FORMATS
 from billing.publish.formatting import COST_RECOVERY, RESOURCE_NAMES, UNITS, plain_number
 from billing.publish.pages import render_template
 from billing.publish.report_formats import day_ranges, spreadsheet_safe
@@ -89,4 +90,4 @@ def html(statement: Statement) -> str:
                            line_quantity=_quantity, date_ranges=day_ranges)
 
 
-FORMATS = {"csv": csv_text, "json": json_text, "html": html}
+FORMATS = dict(zip(STATEMENT_FORMATS, (csv_text, json_text, html), strict=True))  # in the order of the names
