@@ -11,8 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.report_ledger import write_ledger
+
 WORKTREE = Path(__file__).resolve().parents[1]
 HEAVY = ("pandas", "sqlalchemy", "numpy", "flask", "pydantic")
+# what a report does without: the collectors (and requests behind them), Alembic, Flask, the directory's LDAP and LDIF
+NOT_FOR_A_REPORT = ("billing.collect", "billing.charge.pricing", "requests", "alembic", "flask", "ldap3", "ldif")
 
 # `billing *args` if any are given, then the names of every module imported, on the last line
 IMPORTED = """
@@ -46,3 +50,8 @@ def test_importing_the_cli_imports_no_heavy_library():
 def test_version_and_help_import_no_heavy_library_and_not_the_config(args):
     assert imported((*HEAVY, "billing.config"), *args) == []
 
+
+def test_a_report_imports_neither_the_collectors_nor_alembic_nor_flask(tmp_path, write_config):
+    config = write_config(database=write_ledger(tmp_path / "ledger.db"), currency="USD")
+    args = ["report", "--team", "robotics", "--from", "2026-11-19", "--to", "2026-11-20", "--config", str(config)]
+    assert imported(NOT_FOR_A_REPORT, *args) == []

@@ -20,7 +20,7 @@ import unicodedata
 from datetime import date
 from typing import Any
 
-from billing.charge.workloads import UNATTRIBUTED
+from billing.charge.workload_names import UNATTRIBUTED
 from billing.days import day_runs, days_in_month
 from billing.publish.choices import LABEL_PREFIX, REPORT_FORMATS, WORKLOAD
 from billing.publish.formatting import (
