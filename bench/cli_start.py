@@ -16,7 +16,7 @@ With --before, each command also runs with the billing package of another
 checkout (e.g. `git worktree add --detach /tmp/before <commit>`), in turn
 with this one's.
 
-The targets (issue 45), on an idle machine: --version and --help under 0.3 s,
+The targets, on an idle machine: --version and --help under 0.3 s,
 the report under 1 s (docs/performance.md "Starting the command").
 """
 
