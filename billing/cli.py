@@ -2,6 +2,11 @@
 
 Exit status: 0 success, 1 a run failed (a data source unreachable, a query
 failed, ...), 2 a usage or configuration error.
+
+Each command imports the stages it needs when it runs: at the top, only click
+and modules that import nothing heavy, so `billing --version`, `--help` and
+shell completion start at once (tests/test_cli_imports.py keeps pandas,
+SQLAlchemy, numpy, Flask and pydantic out).
 """
 
 from __future__ import annotations
@@ -18,39 +23,19 @@ import time
 from dataclasses import replace
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from billing.collect.invoices import read_invoice
-from billing.config import Config, ConfigError, config_path, load_config
 from billing.days import days_between, yesterday
 from billing.errors import BillingError
-from billing.jobs.backfill import backfill as run_days
-from billing.jobs.check import check_all, check_config
-from billing.jobs.metrics import push_run_metrics
-from billing.jobs.run import render_day, run_day
-from billing.ledger.database import LedgerError, open_ledger, upgrade_schema
-from billing.ledger.read import completed, read_recovery, read_rows, read_workload_costs, stored_directory
-from billing.ledger.write import record_invoice
 from billing.logs import configure_logging
-from billing.publish.budgets import read_budget_status, team_budgets
-from billing.publish.focus import FOCUS_VERSION, ParquetUnavailable, broken_down, focus_rows, write_focus
-from billing.publish.formatting import money
-from billing.publish.report import (
-    GROUPINGS,
-    LABEL_PREFIX,
-    WORKLOAD,
-    Subject,
-    breakdown,
-    build_report,
-    known_names,
-    price_changes,
-    report_range,
-)
-from billing.publish.report_formats import FORMATS, day_ranges, notices
-from billing.publish.statement import build_statement, close_month, cost_centers, reopen_month
-from billing.publish.statement_formats import FORMATS as STATEMENT_FORMATS
+from billing.publish import choices
 from billing.redact import redact
+
+if TYPE_CHECKING:
+    from billing.config import Config
+    from billing.publish.report import Subject
 
 log = logging.getLogger("billing")
 
@@ -154,10 +139,14 @@ def _global_options(command):
 
 
 def _config_path(ctx: click.Context | None = None) -> Path:
+    from billing.config import config_path
+
     return config_path((ctx or click.get_current_context()).meta.get(CONFIG_FILE))
 
 
 def _config() -> Config:
+    from billing.config import load_config
+
     return load_config(_config_path())
 
 
@@ -212,6 +201,9 @@ def run(day: date | None, resend: bool, no_email: bool, require_coverage: float)
 
         billing run --date 2026-11-20 --config /etc/billing/billing.yaml
     """
+    from billing.jobs.metrics import push_run_metrics
+    from billing.jobs.run import run_day
+
     if resend and no_email:
         raise click.UsageError("--resend and --no-email contradict each other")
     config = _config()
@@ -250,6 +242,9 @@ def backfill(first: date, last: date, yes: bool, parallel: int, email: bool, req
 
         billing backfill --from 2026-11-01 --to 2026-11-20 --parallel 4
     """
+    from billing.jobs.backfill import backfill as run_days
+    from billing.publish.report_formats import day_ranges
+
     if last < first:
         raise click.BadParameter("--to is before --from")
     days = days_between(first, last)
@@ -299,6 +294,8 @@ def upgrade() -> None:
 
         billing db upgrade --config /etc/billing/billing.yaml
     """
+    from billing.ledger.database import upgrade_schema
+
     before, after = upgrade_schema(_config().database)
     if before == after:
         click.echo(f"the ledger schema is already at revision {after}")
@@ -317,11 +314,15 @@ def render(day: date | None) -> None:
 
         billing render --date 2026-11-20
     """
+    from billing.jobs.run import render_day
+
     config = _config()
     render_day(config, day or yesterday(config.zone))
 
 
 def _subject(team: str | None, person: str | None, all_teams: bool) -> Subject:
+    from billing.publish.report import Subject
+
     chosen = []
     if team is not None:
         chosen.append(Subject("team", team))
@@ -336,15 +337,21 @@ def _subject(team: str | None, person: str | None, all_teams: bool) -> Subject:
 
 def _complete_groupings(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
     """Shell completion of report --by: the groupings, workload, and label: plus each configured cost label."""
+    from billing.config import ConfigError, load_config
+
     try:
-        labels = [LABEL_PREFIX + name for name in load_config(_config_path(ctx)).cost_labels]
+        labels = [choices.LABEL_PREFIX + name for name in load_config(_config_path(ctx)).cost_labels]
     except ConfigError:
         labels = []
-    return [word for word in [*GROUPINGS, WORKLOAD, *labels] if word.startswith(incomplete)]
+    return [word for word in [*choices.GROUPINGS, choices.WORKLOAD, *labels] if word.startswith(incomplete)]
 
 
 def _complete_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
     """Shell completion of --team and --person from the ledger; nothing when it cannot be read."""
+    from billing.config import ConfigError, load_config
+    from billing.ledger.database import LedgerError, open_ledger
+    from billing.publish.report import known_names
+
     try:
         config = load_config(_config_path(ctx))
         names = known_names(open_ledger(config.database), param.name)
@@ -361,12 +368,13 @@ def _complete_names(ctx: click.Context, param: click.Parameter, incomplete: str)
 @click.option("--all-teams", is_flag=True, help="Every team.")
 @click.option("--from", "first", callback=_date, help="First day, YYYY-MM-DD (default: first day of the month).")
 @click.option("--to", "last", callback=_date, help="Last day, YYYY-MM-DD, inclusive (default: yesterday).")
-@click.option("--format", "form", type=click.Choice(list(FORMATS)), default="table", show_default=True)
+@click.option("--format", "form", type=click.Choice(choices.REPORT_FORMATS), default="table", show_default=True)
 @click.option(
     "--by",
     metavar="GROUP",
     shell_complete=_complete_groupings,
-    help=f"Sum per {', '.join(GROUPINGS)}; below the namespace per {WORKLOAD} or {LABEL_PREFIX}NAME of a cost "
+    help=f"Sum per {', '.join(choices.GROUPINGS)}; below the namespace per {choices.WORKLOAD} or "
+    f"{choices.LABEL_PREFIX}NAME of a cost "
     "label (default for table and html: namespace, or team with --all-teams; csv and json without --by give the "
     "ledger rows).",
 )
@@ -394,6 +402,12 @@ def report(
         billing report --person alice --format csv --output alice.csv
         billing report --all-teams --format html --output teams.html
     """
+    from billing.ledger.database import open_ledger
+    from billing.ledger.read import stored_directory
+    from billing.publish.budgets import read_budget_status, team_budgets
+    from billing.publish.report import breakdown, build_report, price_changes, report_range
+    from billing.publish.report_formats import FORMATS, notices
+
     subject = _subject(team, person, all_teams)
     config = _config()
     by = breakdown(by, config.cost_labels)
@@ -422,6 +436,8 @@ def _refuse_never_run(first: date, last: date, missing: list[date]) -> None:
 
 def _listed_ranges(days: list[date]) -> list[str]:
     """Runs of days as ranges, the first LISTED_RANGES of them and a count of the rest."""
+    from billing.publish.report_formats import day_ranges
+
     runs = day_ranges(days)
     return runs[:LISTED_RANGES] + ([f"and {len(runs) - LISTED_RANGES:,} more ranges"] if len(runs) > LISTED_RANGES else [])
 
@@ -447,7 +463,7 @@ def _month(ctx, param, value: str | None) -> date | None:
 @main.command()
 @click.option("--month", callback=_month, required=True, help="The month, YYYY-MM.")
 @click.option("--team", shell_complete=_complete_names, help="Only this team's page (default: every team).")
-@click.option("--format", "form", type=click.Choice(list(STATEMENT_FORMATS)), default="csv", show_default=True,
+@click.option("--format", "form", type=click.Choice(choices.STATEMENT_FORMATS), default="csv", show_default=True,
               help="csv for import, json for programs, html to print (one page per team).")
 @click.option("--output", type=click.Path(dir_okay=False, writable=True), help="Write to this file, not stdout.")
 @_global_options
@@ -462,6 +478,12 @@ def statement(month: date, team: str | None, form: str, output: str | None) -> N
         billing statement --month 2026-11 --format html --output november.html
         billing statement --month 2026-11 --team robotics --format json
     """
+    from billing.ledger.database import open_ledger
+    from billing.ledger.read import stored_directory
+    from billing.publish.report_formats import day_ranges
+    from billing.publish.statement import build_statement, cost_centers
+    from billing.publish.statement_formats import FORMATS as STATEMENT_FORMATS
+
     config = _config()
     ledger = open_ledger(config.database)
     answer = build_statement(ledger, month, config.currency, cost_centers(stored_directory(ledger)), team,
@@ -499,6 +521,11 @@ def close(month: date, reopen: bool, by: str | None, allow_missing: bool) -> Non
         billing close --month 2026-11
         billing close --reopen --month 2026-11 --by alice
     """
+    from billing.ledger.database import open_ledger
+    from billing.ledger.read import stored_directory
+    from billing.publish.formatting import money
+    from billing.publish.statement import close_month, cost_centers, reopen_month
+
     config = _config()
     ledger = open_ledger(config.database)
     who = _operator(by)
@@ -542,6 +569,11 @@ def import_invoice(cluster: str, month: date, replace: bool, add: bool, by: str 
 
         billing invoice import --cluster ibis --month 2026-11 november-focus.csv
     """
+    from billing.collect.invoices import read_invoice
+    from billing.ledger.database import open_ledger
+    from billing.ledger.write import record_invoice
+    from billing.publish.formatting import money
+
     if replace and add:
         raise click.UsageError("--replace and --add exclude each other: replace the month's files, or add one to them")
     config = _config()
@@ -595,6 +627,8 @@ def check(day: date | None) -> None:
         billing check --config /etc/billing/billing.yaml
         billing check --date 2026-11-20
     """
+    from billing.jobs.check import check_all, check_config
+
     config, probe = check_config(_config_path())
     click.echo(redact(probe.line()))
     failures = 0
@@ -609,7 +643,7 @@ def check(day: date | None) -> None:
 @click.option("--from", "first", callback=_date, required=True, help="First day, YYYY-MM-DD.")
 @click.option("--to", "last", callback=_date, required=True, help="Last day, YYYY-MM-DD (inclusive).")
 @click.option("--format", type=click.Choice(["focus"]), default="focus", show_default=True, expose_value=False,
-              help=f"focus: the FinOps FOCUS {FOCUS_VERSION} columns.")
+              help=f"focus: the FinOps FOCUS {choices.FOCUS_VERSION} columns.")
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path),
               help="File to write: *.parquet is Parquet, anything else CSV (default: CSV on standard output).")
 @_global_options
@@ -621,6 +655,10 @@ def export(first: date, last: date, output: Path | None) -> None:
 
         billing export --from 2026-11-01 --to 2026-11-30 --format focus --output november.csv
     """
+    from billing.ledger.database import open_ledger
+    from billing.ledger.read import completed, read_recovery, read_rows, read_workload_costs
+    from billing.publish.focus import ParquetUnavailable, broken_down, focus_rows, write_focus
+
     if last < first:
         raise click.BadParameter("--to is before --from")
     config = _config()

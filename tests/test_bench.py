@@ -5,6 +5,7 @@ from collections import Counter
 
 import pytest
 
+from bench.cli_start import seconds_importing
 from bench.collect_bench import PERIOD, busy_seconds, floor_query, peak_samples, run_measured, world_of
 from bench.query_costs import Noting
 from billing.collect.promql import chunks
@@ -111,3 +112,16 @@ def test_the_floor_asks_each_6_hour_chunk_for_its_own_instants():
     assert len(queries) == 4
     # 360 instants a chunk (the subquery's window is half a step short of 6 h), the raw window adds the lookback
     assert all("[21570000ms:60000ms]" in q and "[21870000ms]" in q and 'cluster="jaguar"' in q for q in queries)
+
+
+def test_the_time_spent_importing_counts_each_import_once():
+    """Only the imports no other made are summed: their cumulative times hold their children's."""
+    report = """import time: self [us] | cumulative | imported package
+import time:       100 |        100 |   encodings.utf_8
+import time:       500 |        600 | encodings
+import time:      2000 |       9000 |     pandas.core
+import time:      1000 |      12000 |   pandas
+import time:      3000 |      15000 | billing.ledger.database
+some other line on stderr
+"""
+    assert seconds_importing(report) == (600 + 15000) / 1e6

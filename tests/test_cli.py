@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import billing.cli
 from billing.cli import main
 from fixtures.servers import free_port
 from tests.helpers.config import MINIMAL_CONFIG
@@ -81,7 +80,7 @@ def test_a_backfill_of_more_than_366_days_asks_for_yes(write_config, tmp_path, m
     # 366 days, or more with --yes, start: every day is handed to the backfill (billing each against the
     # unreachable Prometheus would only repeat the next test 7,672 times)
     asked: list[int] = []
-    monkeypatch.setattr(billing.cli, "run_days", lambda config, days, *args: asked.append(len(days)) or [])
+    monkeypatch.setattr("billing.jobs.backfill.backfill", lambda config, days, *args: asked.append(len(days)) or [])
     for extra in ([], ["--yes"]):
         first = "2025-11-20" if not extra else "2006-11-20"
         assert invoke("backfill", "--from", first, "--to", "2026-11-20", "--config", path, *extra).exit_code == 0

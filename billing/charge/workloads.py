@@ -18,11 +18,11 @@ import pandas as pd
 
 from billing import frames
 from billing.charge.pricing import price
+from billing.charge.workload_names import UNATTRIBUTED
 from billing.collect.usage import labels_json
 from billing.config import Prices
 from billing.frames import require_columns
 
-UNATTRIBUTED = "(no workload)"  # the workload of a row's part that no pod's workload requested
 BELOW = ["workload", "labels"]
 ROW_KEYS = ["cluster", "namespace", "team", "resource", "gpu_model"]  # one chargeback row (owner follows the team)
 AMOUNTS = ["quantity", "cost", "list_cost"]

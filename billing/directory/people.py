@@ -28,10 +28,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ldap3.core.exceptions import LDAPInvalidDnError
-from ldap3.utils.dn import parse_dn
-from ldif import LDIFParser
-
 from billing.config import DirectoryConfig
 from billing.errors import RunFailed
 from billing.frames import LONGEST_NAME
@@ -147,6 +143,9 @@ def _rdns(dn: str) -> tuple[str, ...]:
     """A DN's RDNs in RFC 4514 normal form, for comparing: attribute types lower-case, values with
     their escapes decoded (`\\2C` and `\\,` alike) and compared as name_key does, the parts of a
     multi-valued RDN sorted; an invalid DN is one RDN of its name_key."""
+    from ldap3.core.exceptions import LDAPInvalidDnError  # here, not above: `billing report` reads no DN
+    from ldap3.utils.dn import parse_dn
+
     try:
         parts = parse_dn(dn, escape=False, strip=True)
     except LDAPInvalidDnError:
@@ -261,6 +260,8 @@ def _budget(entry: Entry, team: str, attribute: str) -> float | None:
 
 def read_ldif(path: Path, config: DirectoryConfig) -> Directory:
     """A directory exported as LDIF: people below people.base, teams below teams.base."""
+    from ldif import LDIFParser  # here, not above: `billing report` reads no LDIF
+
     try:
         with path.open("rb") as stream:
             records = [

@@ -45,7 +45,6 @@ from billing.publish.report import ROW_KEY
 from billing.publish.report_formats import spreadsheet_safe
 from billing.resources import CPU, CREDIT, GPU, MEMORY, RESERVED, UNREQUESTED, base
 
-FOCUS_VERSION = "1.2"
 TAG_PREFIX = "billing/"
 
 PRICING_UNITS = {GPU: "GPU-Hours", CPU: "Core-Hours", MEMORY: "GiB-Hours"}

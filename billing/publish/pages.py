@@ -25,7 +25,7 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from billing.charge.workloads import UNATTRIBUTED
+from billing.charge.workload_names import UNATTRIBUTED
 from billing.days import day_runs, days_in_month
 from billing.private import REPORT_DIRECTORY_MODE, REPORT_FILE_MODE, private_directory, write_private_file
 from billing.publish.budgets import FORECAST_METHOD

@@ -31,23 +31,10 @@ from billing.ledger.database import fetch
 from billing.ledger.read import completed, incomplete, latest_directory, money_sum
 from billing.ledger.tables import chargeback, gpu_holdings, workload_costs
 from billing.publish.budgets import BudgetStatus
+from billing.publish.choices import GROUPINGS, LABEL_PREFIX, WORKLOAD
 from billing.publish.formatting import total
 from billing.resources import CPU, GPU, MEMORY, RESOURCES, UNREQUESTED
 
-# --by word -> ledger column
-GROUPINGS = {
-    "team": "team",
-    "person": "owner",
-    "namespace": "namespace",
-    "cluster": "cluster",
-    "resource": "resource",
-    "gpu_model": "gpu_model",
-    "day": "day",
-}
-
-# below the namespace (docs/spec.md "Workloads and experiment labels"): --by workload, --by label:NAME
-WORKLOAD = "workload"
-LABEL_PREFIX = "label:"
 # the workload (or label value) of ledger rows that no workload row breaks down; no Kubernetes name looks like it
 NOT_BROKEN_DOWN = "(not broken down)"
 ROW_KEY = ("day", "cluster", "namespace", "team", "resource", "gpu_model")  # a chargeback row's primary key

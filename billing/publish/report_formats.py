@@ -21,8 +21,9 @@ import unicodedata
 from datetime import date
 from typing import Any
 
-from billing.charge.workloads import UNATTRIBUTED
+from billing.charge.workload_names import UNATTRIBUTED
 from billing.days import day_runs, days_in_month
+from billing.publish.choices import LABEL_PREFIX, REPORT_FORMATS, WORKLOAD
 from billing.publish.formatting import (
     NO_WORKLOAD_RULE,
     RESOURCE_NAMES,
@@ -45,12 +46,10 @@ from billing.publish.pages import person, render_template
 from billing.publish.report import (
     HELD_COLUMN,
     HOURS_COLUMNS,
-    LABEL_PREFIX,
     LIST_COST,
     NOT_BROKEN_DOWN,
     REQUESTED_COST,
     UNREQUESTED_SHARE,
-    WORKLOAD,
     Report,
 )
 from billing.resources import UNITS
@@ -345,4 +344,4 @@ def notices(report: Report) -> list[str]:
     return found
 
 
-FORMATS = {"table": table, "csv": csv_text, "json": json_text, "html": html}
+FORMATS = dict(zip(REPORT_FORMATS, (table, csv_text, json_text, html), strict=True))  # in the order of the names

@@ -11,6 +11,7 @@ import io
 import json
 from decimal import Decimal
 
+from billing.publish.choices import STATEMENT_FORMATS
 from billing.publish.formatting import COST_RECOVERY, RESOURCE_NAMES, UNITS, plain_number, to_the_cent, total
 from billing.publish.pages import render_template
 from billing.publish.report_formats import day_ranges, spreadsheet_safe
@@ -105,4 +106,4 @@ def html(statement: Statement) -> str:
                            shown=lambda lines: [shown[line] for line in lines])
 
 
-FORMATS = {"csv": csv_text, "json": json_text, "html": html}
+FORMATS = dict(zip(STATEMENT_FORMATS, (csv_text, json_text, html), strict=True))  # in the order of the names

@@ -140,8 +140,8 @@ def test_the_cronjob_runs_billing_run_with_the_config_the_configmap_mounts(monke
     # The same arguments, given to the real command: it runs a day with that config file.
     asked = []
     config = load_config_with_secrets(monkeypatch).model_copy(update={"metrics": MetricsConfig()})
-    monkeypatch.setattr(billing.cli, "load_config", lambda path: asked.append(str(path)) or config)
-    monkeypatch.setattr(billing.cli, "run_day", lambda config, day, require_coverage, summaries="send": asked.append(day) or SimpleNamespace(undelivered=()))
+    monkeypatch.setattr("billing.config.load_config", lambda path: asked.append(str(path)) or config)
+    monkeypatch.setattr("billing.jobs.run.run_day", lambda config, day, require_coverage, summaries="send": asked.append(day) or SimpleNamespace(undelivered=()))
     # heron's certificate files are the pod's mounted Secret, not on this machine: the run checks them first
     checked = []
     monkeypatch.setattr(billing.config.PrometheusConfig, "check_files", lambda self: checked.append(self.url))
@@ -354,7 +354,7 @@ def test_billing_serve_runs_the_jobs_image_and_config_behind_oauth2_proxy(monkey
 
     # The same arguments, given to the real command, serve that config on that port.
     served = []
-    monkeypatch.setattr(billing.cli, "load_config", lambda path: config if str(path) == config_path_in_pod() else None)
+    monkeypatch.setattr("billing.config.load_config", lambda path: config if str(path) == config_path_in_pod() else None)
     monkeypatch.setattr(billing.web.app, "serve", lambda config, host, port: served.append((config.web.auth, host, port)))
     result = CliRunner().invoke(billing.cli.main, serve["args"])
     assert result.exit_code == 0, result.output

@@ -84,7 +84,7 @@ def test_the_documented_scrapes_give_every_panel_each_cost_once(pushgateway_serv
                                              "metrics": {"pushgateway": pushgateway_server.url}},
                           metrics_token_file=str(token))
     # the nightly job as cronjob.yaml runs it, its collection stubbed: the ledger already holds the day
-    monkeypatch.setattr(billing.cli, "run_day", lambda *args, **kwargs: summary())
+    monkeypatch.setattr("billing.jobs.run.run_day", lambda *args, **kwargs: summary())
     result = CliRunner().invoke(billing.cli.main, ["run", "--date", str(DAY), "--config", str(config)])
     assert result.exit_code == 0, result.output
     port = free_port()

@@ -122,7 +122,7 @@ def config_file(write_config, tmp_path):
 
 def test_billing_run_pushes_after_a_successful_day(config_file, monkeypatch):
     days = []
-    monkeypatch.setattr(billing.cli, "run_day", lambda config, day, require_coverage, summaries="send": days.append(day) or summary())
+    monkeypatch.setattr("billing.jobs.run.run_day", lambda config, day, require_coverage, summaries="send": days.append(day) or summary())
     with Gateway() as gateway:
         path = config_file({"pushgateway": gateway.url})
         result = CliRunner().invoke(billing.cli.main, ["run", "--date", "2026-11-20", "--config", str(path)])
@@ -135,7 +135,7 @@ def test_billing_run_pushes_after_a_successful_day(config_file, monkeypatch):
 def test_billing_run_pushes_its_health_and_no_costs(config_file, monkeypatch, tmp_path):
     """The ledger's costs reach Prometheus through serve's /metrics only: pushed as well, the dashboard counted each
     twice (issue 43)."""
-    monkeypatch.setattr(billing.cli, "run_day", lambda *args, **kwargs: summary())
+    monkeypatch.setattr("billing.jobs.run.run_day", lambda *args, **kwargs: summary())
     with Gateway() as gateway:
         path = config_file({"pushgateway": gateway.url})
         fill_ledger(load_config(path).database)  # 2026-11-20 billed: there are costs to leave out
@@ -147,7 +147,7 @@ def test_billing_run_pushes_its_health_and_no_costs(config_file, monkeypatch, tm
 
 
 def test_billing_run_with_an_unreachable_gateway_still_succeeds(config_file, monkeypatch):
-    monkeypatch.setattr(billing.cli, "run_day", lambda config, day, require_coverage, summaries="send": summary())
+    monkeypatch.setattr("billing.jobs.run.run_day", lambda config, day, require_coverage, summaries="send": summary())
     with Gateway() as gateway:
         url = gateway.url
     path = config_file({"pushgateway": url, "timeout": "2s"})

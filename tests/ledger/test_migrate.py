@@ -1,9 +1,11 @@
 """Schema migrations: a new database gets the schema, an old one is told to upgrade."""
 
 from datetime import date
+from pathlib import Path
 
 import pytest
 from alembic import command
+from alembic.script import ScriptDirectory
 from click.testing import CliRunner
 from sqlalchemy import create_engine, text
 
@@ -25,6 +27,15 @@ def test_a_new_database_gets_the_schema_of_the_model(tmp_path):
     assert schema == describe(model)
     with engine.connect() as conn:
         assert migrate.current_revision(conn) == migrate.head_revision()
+
+
+def test_each_migration_is_named_by_its_revision_and_follows_the_one_numbered_before():
+    """head_revision takes the newest file's number without importing Alembic: Alembic's own chain must agree."""
+    scripts = ScriptDirectory(str(migrate.MIGRATIONS))
+    oldest_first = list(reversed(list(scripts.walk_revisions())))
+    assert [Path(script.path).name.split("_")[0] for script in oldest_first] == [s.revision for s in oldest_first]
+    assert [script.down_revision for script in oldest_first] == [None] + [s.revision for s in oldest_first[:-1]]
+    assert migrate.head_revision() == scripts.get_current_head() == oldest_first[-1].revision
 
 
 def test_an_older_schema_stops_the_run_until_db_upgrade(tmp_path, write_config):

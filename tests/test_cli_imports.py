@@ -1,0 +1,57 @@
+"""The command starts at once: billing.cli imports no heavy library, each command only what it needs (issue 45).
+
+Each case runs in an interpreter of its own, since this one has long imported
+everything; what counts is which modules are in sys.modules afterwards.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.report_ledger import write_ledger
+
+WORKTREE = Path(__file__).resolve().parents[1]
+HEAVY = ("pandas", "sqlalchemy", "numpy", "flask", "pydantic")
+# what a report does without: the collectors (and requests behind them), Alembic, Flask, the directory's LDAP and LDIF
+NOT_FOR_A_REPORT = ("billing.collect", "billing.charge.pricing", "requests", "alembic", "flask", "ldap3", "ldif")
+
+# `billing *args` if any are given, then the names of every module imported, on the last line
+IMPORTED = """
+import sys
+import billing.cli
+if sys.argv[1:]:
+    try:
+        billing.cli.main(sys.argv[1:], prog_name="billing")
+    except SystemExit as exit:
+        if exit.code:
+            sys.exit(f"billing exited with status {exit.code}")
+print(*sys.modules)
+"""
+
+
+def imported(watched: tuple[str, ...], *args: str) -> list[str]:
+    """Which of the `watched` modules and their submodules a fresh interpreter holds after `billing *args`."""
+    result = subprocess.run([sys.executable, "-c", IMPORTED, *args], capture_output=True, text=True, cwd=WORKTREE,
+                            env={**os.environ, "PYTHONPATH": str(WORKTREE)}, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return sorted(name for name in result.stdout.splitlines()[-1].split()  # after what billing printed
+                  if any(name == module or name.startswith(module + ".") for module in watched))
+
+
+def test_importing_the_cli_imports_no_heavy_library():
+    assert imported(HEAVY) == []
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--help"], ["report", "--help"], ["statement", "--help"],
+                                  ["export", "--help"], ["db", "upgrade", "--help"]])
+def test_version_and_help_import_no_heavy_library_and_not_the_config(args):
+    assert imported((*HEAVY, "billing.config"), *args) == []
+
+
+def test_a_report_imports_neither_the_collectors_nor_alembic_nor_flask(tmp_path, write_config):
+    config = write_config(database=write_ledger(tmp_path / "ledger.db"), currency="USD")
+    args = ["report", "--team", "robotics", "--from", "2026-11-19", "--to", "2026-11-20", "--config", str(config)]
+    assert imported(NOT_FOR_A_REPORT, *args) == []
