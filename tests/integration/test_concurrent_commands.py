@@ -98,10 +98,17 @@ def rows(url: str, query) -> list:
         engine.dispose()
 
 
+IMPORT = ("invoice", "import", "--cluster", "jaguar", "--month", "2026-10", "--by", "finance")  # October's of jaguar
+
+
 def importing(config: str, file: Path, *flags: str, kill_at: int = 0) -> subprocess.Popen:
-    """`billing invoice import` of October's bill of jaguar by finance, as a process of its own."""
-    return billing("invoice", "import", "--cluster", "jaguar", "--month", "2026-10", "--by", "finance", *flags,
-                   str(file), "--config", config, kill_at=kill_at)
+    """The import as a process of its own."""
+    return billing(*IMPORT, *flags, str(file), "--config", config, kill_at=kill_at)
+
+
+def in_process(config: str, file: Path, *flags: str):
+    """The import in this process (quicker, for what is not killed)."""
+    return CliRunner().invoke(main, [*IMPORT, *flags, str(file), "--config", config])
 
 
 def outcome(process: subprocess.Popen) -> tuple[int, str]:
@@ -122,8 +129,7 @@ def test_an_invoice_import_killed_at_each_write_point_then_retried_records_each_
     one = [recorded(first, 45.00, 3, 2)]  # by hand: 40.00 + 5.00 of jaguar's 2 rows of 3
     both = sorted(one + [recorded(second, 15.00, 1, 1)])
     config, url = recovering(tmp_path, "count", ledgers("count"))
-    total = points("invoice", "import", "--cluster", "jaguar", "--month", "2026-10", "--by", "finance", str(first),
-                   "--config", config)
+    total = points(*IMPORT, str(first), "--config", config)
     assert total >= 2  # the insert and the commit at least
     trials = [((), [], first, one, point) for point in range(1, total + 1)] + [(("--add",), one, second, both, total)]
     for flags, before, file, after, point in trials:
@@ -138,15 +144,11 @@ def test_an_invoice_import_killed_at_each_write_point_then_retried_records_each_
         assert kept(url) == after, (flags, point)
         again = in_process(config, file, *flags)  # the retry of an import that had committed
         assert again.exit_code == 0, again.output
-        checksum = recorded(file, 0, 0, 0)[1]
-        assert f"has {file.name} (sha256 {checksum[:12]}…) imported already; nothing changed" in again.output
+        checksum = hashlib.sha256(file.read_bytes()).hexdigest()[:12]
+        assert f"has {file.name} (sha256 {checksum}…) imported already; nothing changed" in again.output
         assert kept(url) == after
 
 
-def in_process(config: str, file: Path, *flags: str):
-    """The import in this process (quicker, for what is not killed)."""
-    return CliRunner().invoke(main, ["invoice", "import", "--cluster", "jaguar", "--month", "2026-10", "--by",
-                                     "finance", *flags, str(file), "--config", config])
 # --- a second command at once
 
 
@@ -176,11 +178,12 @@ def held(url: str, *locks: str) -> Iterator[Engine]:
         engine.dispose()
 
 
-def month_command(config: str, *flags: str) -> subprocess.Popen:
-    return billing("close", "--month", "2026-10", "--by", "test", *flags, "--config", config)
-
-
+MONTH = ("close", "--month", "2026-10", "--by", "test")  # October's close, with CLOSE or REOPEN
 CLOSE, REOPEN = ("--allow-missing",), ("--reopen",)
+
+
+def month_command(config: str, *flags: str) -> subprocess.Popen:
+    return billing(*MONTH, *flags, "--config", config)
 
 
 def log(url: str) -> list[str]:
@@ -252,7 +255,7 @@ def test_two_reopens_of_a_month_at_once_reopen_it_once(postgres_url, tmp_path):
     then finds it not closed (exit 2). Before, neither waited for the other: both deleted the month's mark and both
     logged a reopen."""
     config, url = october(tmp_path, "race", postgres_url)
-    assert in_month_command(config, *CLOSE).exit_code == 0
+    assert CliRunner().invoke(main, [*MONTH, *CLOSE, "--config", config]).exit_code == 0
     with held(url, "SELECT * FROM closed_months FOR UPDATE") as engine:
         reopens = [month_command(config, *REOPEN) for _ in range(2)]
         waiting(engine, 2)
@@ -260,10 +263,6 @@ def test_two_reopens_of_a_month_at_once_reopen_it_once(postgres_url, tmp_path):
     assert said[0][0] == 0 and "reopened 2026-10" in said[0][1], said
     assert said[1][0] == 2 and "2026-10 is not closed" in said[1][1], said
     assert log(url) == ["close", "reopen"]
-
-
-def in_month_command(config: str, *flags: str):
-    return CliRunner().invoke(main, ["close", "--month", "2026-10", "--by", "test", *flags, "--config", config])
 
 
 def test_a_backfill_and_a_run_of_one_of_its_days_at_once_bill_and_mail_each_day_once(prometheus_server, world,  # noqa: F811
