@@ -585,6 +585,10 @@ def import_invoice(cluster: str, month: date, replace: bool, add: bool, by: str 
                                  "rows of the bill are its", param_hint="--cluster")
     bill = read_invoice(file, configured.recover.invoice_match, config.currency, month)
     month_cost = record_invoice(open_ledger(config.database), month, cluster, bill, _operator(by), replace, add)
+    if month_cost is None:
+        click.echo(f"the invoice of cluster {cluster} for {month:%Y-%m} has {file.name} (sha256 {bill.sha256[:12]}…) "
+                   "imported already; nothing changed")
+        return
     in_all = f"; the month's invoice is {money(month_cost, bill.currency)} in all" if add else ""
     click.echo(f"imported the invoice of cluster {cluster} for {month:%Y-%m}: {money(float(bill.billed_cost), bill.currency)} "
                f"from {bill.rows_matched:,} of {bill.rows_read:,} rows of {file.name} (sha256 {bill.sha256[:12]}…){in_all}")

@@ -239,12 +239,13 @@ def _refuse_long_names(engine: Engine, day: date, rows: pd.DataFrame) -> None:
 
 
 def record_invoice(engine: Engine, month: date, cluster: str, invoice: Invoice, by: str, replace: bool = False,
-                   add: bool = False) -> float:
+                   add: bool = False) -> float | None:
     """Keep what the cluster cost in the month (table invoices, a row per file) and return it (the sum of the month's
     files): a month imported before only with
     `replace` (its files give way to this one) or `add` (a bill in several files: this one is added, unless a file
     of its name or content already was), and none for a closed month, whose statement already recovered the cost
-    it had.
+    it had. None, nothing changed: this very file (name and content) is recorded already as the import asks (the
+    month's one file, or one of its files with `add`), as a retry of an import that had committed finds it.
 
     Waits for a close of the month in progress, which holds its first day's lock (serialise_with_runs), and checks
     that the month is open only then, in the transaction that writes: an import cannot slip in after the close read
@@ -261,6 +262,9 @@ def record_invoice(engine: Engine, month: date, cluster: str, invoice: Invoice, 
         earlier = conn.execute(select(invoices).where(*key).order_by(invoices.c.imported_at)).all()
         imported = "; ".join(f"{file.file_name} (sha256 {file.sha256[:12]}…, {file.billed_cost:,.2f} {file.currency}) "
                              f"by {file.imported_by}" for file in earlier)
+        this = [file for file in earlier if (file.file_name, file.sha256) == (invoice.file_name, invoice.sha256)]
+        if this and (add or len(earlier) == 1):
+            return None
         same = [file for file in earlier if invoice.sha256 == file.sha256 or invoice.file_name == file.file_name]
         if add and same:
             raise InvoiceError(f"the invoice of cluster {cluster} for {month:%Y-%m} already has {same[0].file_name} "

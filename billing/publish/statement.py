@@ -330,8 +330,15 @@ def _refuse_non_finite_rows(month: date, rows: pd.DataFrame, booked: pd.DataFram
 
 
 def reopen_month(engine: Engine, month: date, by: str) -> None:
-    """Open a closed month again: its statement comes from the ledger, and corrections of it are no longer booked."""
-    with transaction(engine, f"reopening {month:%Y-%m}") as conn:
+    """Open a closed month again: its statement comes from the ledger, and corrections of it are no longer booked.
+
+    Waits, as closing does, for a close of the month and for runs of its days (a run of a closed day books a
+    correction) in progress, and checks that the month is closed only then: a second reopen at once finds it open,
+    and no correction is booked after the reopen deleted the month's corrections.
+    """
+    first, last = month_range(month)
+    with transaction(engine, f"reopening {month:%Y-%m}", writes=True) as conn:
+        serialise_with_runs(conn, days_between(first, last))
         if _closing(conn, month) is None:
             raise StatementError(f"{month:%Y-%m} is not closed")
         later = conn.execute(select(closed_months.c.month).where(closed_months.c.month > month)
@@ -340,7 +347,6 @@ def reopen_month(engine: Engine, month: date, by: str) -> None:
             raise StatementError(f"{later.month:%Y-%m} is closed too; reopen the latest closed month first")
         conn.execute(delete(statement_lines).where(statement_lines.c.month == month))
         conn.execute(delete(closed_months).where(closed_months.c.month == month))
-        first, last = month_range(month)
         conn.execute(delete(corrections).where(corrections.c.corrects.between(first, last),
                                                corrections.c.month >= month_after(month)))
         _log(conn, month, "reopen", by, datetime.now(timezone.utc))

@@ -204,10 +204,15 @@ def test_a_bill_in_several_files_is_added_file_by_file_and_no_file_twice(tmp_pat
     assert added.exit_code == 0, added.output
     assert "0.20 CHF from 1 of 1 rows of part-2.csv" in added.output
     assert "the month's invoice is 1,000.30 CHF in all" in added.output  # by hand: 1000.10 + 0.20
-    # the same file again, under its name or another, is refused: it would count twice
+    # the same file again (a retry) is recorded already: nothing changes
+    again = invoice_import("--cluster", "ibis", "--month", "2026-11", "--add", str(parts[1]))
+    assert again.exit_code == 0 and "has part-2.csv (sha256 " in again.output and "imported already" in again.output
+    # its content under another name, or its name with other content, is refused: it would count twice
     (tmp_path / "copy.csv").write_bytes(parts[1].read_bytes())
-    for again in (parts[1], tmp_path / "copy.csv"):
-        output = refused(invoice_import("--cluster", "ibis", "--month", "2026-11", "--add", str(again)))
+    (tmp_path / "other" / "part-2.csv").parent.mkdir()
+    write_export(tmp_path / "other" / "part-2.csv", [row("2.00")])
+    for twice in (tmp_path / "copy.csv", tmp_path / "other" / "part-2.csv"):
+        output = refused(invoice_import("--cluster", "ibis", "--month", "2026-11", "--add", str(twice)))
         assert "already has part-2.csv" in output and "a file is added once" in output
     without = refused(invoice_import("--cluster", "ibis", "--month", "2026-11", str(parts[2])))
     assert "was imported from part-1.csv" in without and "part-2.csv" in without and "--add adds this file" in without

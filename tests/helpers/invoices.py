@@ -65,9 +65,11 @@ def several_files_scenario(url: str) -> None:
     engine = october(url)
     assert record_invoice(engine, OCT, "heron", invoice("45.00", "part-1.csv"), "finance") == 45.00
     assert record_invoice(engine, OCT, "heron", invoice("15.00", "part-2.csv"), "finance", add=True) == 60.00
-    for again in (invoice("15.00", "part-2.csv"), Invoice(Decimal("1.00"), "USD", "part-2.csv", "f" * 64, 1, 1)):
+    assert record_invoice(engine, OCT, "heron", invoice("15.00", "part-2.csv"), "finance", add=True) is None  # kept
+    for twice in (Invoice(Decimal("15.00"), "USD", "copy.csv", invoice("15.00", "part-2.csv").sha256, 1, 1),
+                  Invoice(Decimal("1.00"), "USD", "part-2.csv", "f" * 64, 1, 1)):
         with pytest.raises(InvoiceError, match="already has part-2.csv .*a file is added once"):
-            record_invoice(engine, OCT, "heron", again, "finance", add=True)
+            record_invoice(engine, OCT, "heron", twice, "finance", add=True)
     closed = close_october(engine)
     # by hand: heron cost 45.00 + 15.00 = 60.00 and charged 48.00: 12.00 recovered (as OCT_RECOVERY)
     assert sum(line.amount for line in closed.lines if line.cluster == "heron") == pytest.approx(60.00)
