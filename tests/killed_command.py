@@ -14,6 +14,7 @@ import argparse
 import os
 import signal
 import sys
+from collections.abc import Callable
 
 from sqlalchemy import Engine, event
 
@@ -21,7 +22,10 @@ import billing.notify.deliveries
 from billing.cli import main
 
 
-def run(kill_at: int, args: list[str]) -> None:
+def kill_at_point(kill_at: int) -> Callable[[], int]:
+    """From now on, count every statement that may change a database (all but SELECT and PRAGMA: a kill before a
+    read leaves what a kill after the write before it leaves) and every commit, and SIGKILL this process just before
+    point number `kill_at` (1-based; 0 never). Returns how many points have passed."""
     points = 0
 
     def statement(connection, cursor, sql: str, *rest) -> None:
@@ -36,10 +40,15 @@ def run(kill_at: int, args: list[str]) -> None:
 
     event.listen(Engine, "before_cursor_execute", statement)
     event.listen(Engine, "commit", point)
+    return lambda: points
+
+
+def run(kill_at: int, args: list[str]) -> None:
+    passed = kill_at_point(kill_at)
     try:
         main(args)
     finally:
-        print(f"points: {points}", file=sys.stderr)
+        print(f"points: {passed()}", file=sys.stderr)
 
 
 if __name__ == "__main__":

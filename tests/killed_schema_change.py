@@ -11,35 +11,19 @@ database is real; only the moment is chosen.
 
 from __future__ import annotations
 
-import os
-import signal
 import sys
 
-from sqlalchemy import Engine, event
-
 from billing.ledger.database import open_ledger, upgrade_schema
+from tests.killed_command import kill_at_point
 
 
 def main(action: str, url: str, kill_at: int) -> None:
-    points = 0
-
-    def statement(connection, cursor, sql: str, *args) -> None:
-        if not sql.lstrip().upper().startswith(("SELECT", "PRAGMA")):
-            point()
-
-    def point(*args) -> None:
-        nonlocal points
-        points += 1
-        if points == kill_at:
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    event.listen(Engine, "before_cursor_execute", statement)
-    event.listen(Engine, "commit", point)
+    passed = kill_at_point(kill_at)
     if action == "open":
         open_ledger(url).dispose()
     else:
         upgrade_schema(url)
-    print(points)
+    print(passed())
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import signal
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import date
@@ -28,6 +27,7 @@ from billing.ledger.database import open_ledger
 from billing.ledger.tables import closed_months, invoices, month_closings, statement_lines
 from billing.ledger.write import replace_day
 from tests.collect.test_invoices import row, write_export
+from tests.helpers.locks import waiting
 from tests.integration.test_faults import DAY, PREVIOUS, world  # noqa: F401 (fixture)
 from tests.integration.test_kills import billing, ledger, outbox, points, trial
 
@@ -151,16 +151,6 @@ def test_an_invoice_import_killed_at_each_write_point_then_retried_records_each_
 
 # --- a second command at once
 
-
-def waiting(engine: Engine, sessions: int) -> None:
-    """Until `sessions` sessions of the database wait for a lock (a minute at most: commands start slowly on a busy
-    machine)."""
-    for _ in range(600):
-        with engine.connect() as conn:
-            if conn.execute(text("SELECT count(*) FROM pg_locks WHERE NOT granted")).scalar_one() >= sessions:
-                return
-        time.sleep(0.1)
-    raise AssertionError(f"{sessions} session(s) never waited for a lock")
 
 
 @contextmanager

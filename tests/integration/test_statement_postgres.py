@@ -26,6 +26,7 @@ from tests.helpers.invoices import (
     october,
     several_files_scenario,
 )
+from tests.helpers.locks import waiting
 from tests.helpers.report_ledger import frame
 from tests.helpers.statements import (
     NOV,
@@ -124,15 +125,6 @@ def test_closing_refuses_a_non_finite_invoice_and_writes_nothing_on_postgres(pos
 def test_closing_refuses_a_nan_ledger_row_and_writes_nothing_on_postgres(postgres_url):
     non_finite_row_scenario(postgres_url, math.nan)
 
-
-def waiting(engine, sessions: int) -> None:
-    """Until `sessions` sessions of the database wait for a lock (10 s at most)."""
-    for _ in range(100):
-        with engine.connect() as conn:
-            if conn.execute(text("SELECT count(*) FROM pg_locks WHERE NOT granted")).scalar() >= sessions:
-                return
-        time.sleep(0.1)
-    raise AssertionError(f"{sessions} session(s) never waited for a lock")
 
 
 def test_an_invoice_import_waits_for_a_close_in_progress_and_is_refused_after_it(postgres_url):
