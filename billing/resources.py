@@ -20,6 +20,8 @@ RESERVED, CREDIT, UNREQUESTED = "reserved-", "credit-", "unrequested-"
 KINDS = (RESERVED, CREDIT, UNREQUESTED)
 LEDGER_RESOURCES = RESOURCES + tuple(kind + resource for kind in KINDS for resource in RESOURCES)
 
+RECOVERY = "recovery"  # statement_lines.kind of a cost recovery line; corrections.resource of one split again
+
 POOL_PREFIX = "pool:"  # namespace of a reserved pool's capacity rows; no Kubernetes namespace has a colon
 
 

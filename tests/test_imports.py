@@ -63,3 +63,27 @@ def test_no_import_runs_up_the_stages():
         if stage_of(imported) > stage_of(module)
     ]
     assert not upward, "imports that run up the stages: " + "; ".join(upward)
+
+
+# what a module outside billing/ledger/ may take from SQLAlchemy: handles it passes on, never a query it builds
+SQLALCHEMY_HANDLES = {"Engine", "Connection"}
+
+
+def test_the_ledger_has_one_door():
+    """Every read and write of the ledger's tables goes through billing/ledger/ (docs/architecture.md): no module
+    outside it imports the tables or builds a query."""
+    doors = []
+    for module, path in MODULES.items():
+        if module.startswith("billing.ledger"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = {alias.name for alias in node.names}
+                if node.module == "billing.ledger.tables" or (node.module == "billing.ledger" and "tables" in names):
+                    doors.append(f"{module} imports billing.ledger.tables")
+                elif node.module.split(".")[0] == "sqlalchemy" and names - SQLALCHEMY_HANDLES:
+                    doors.append(f"{module} imports {', '.join(sorted(names - SQLALCHEMY_HANDLES))} from {node.module}")
+            elif isinstance(node, ast.Import):
+                doors += [f"{module} imports {alias.name}" for alias in node.names
+                          if alias.name == "billing.ledger.tables" or alias.name.split(".")[0] == "sqlalchemy"]
+    assert not doors, "the ledger read or written outside billing/ledger/: " + "; ".join(doors)

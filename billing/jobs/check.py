@@ -22,8 +22,6 @@ from datetime import date
 from functools import partial
 from pathlib import Path
 
-from sqlalchemy import func, select
-
 from billing.collect.preflight import day_queries, no_samples, preflight, window_of
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.promql import (
@@ -53,8 +51,8 @@ from billing.config import (
 from billing.days import BillingDay, billing_day, yesterday
 from billing.directory.sources import check_directory
 from billing.errors import BillingError, RunFailed
-from billing.ledger.database import NoLedgerYet, fetch, open_ledger
-from billing.ledger.tables import completed_days
+from billing.ledger.database import NoLedgerYet, open_ledger
+from billing.ledger.read import days_billed
 from billing.notify.mail import IMPLICIT_TLS_PORT, connect_smtp
 
 TIMEOUT = 10.0  # seconds: a check answers quickly or reports the dependency as failing
@@ -290,11 +288,11 @@ def database(url: str) -> str:
     except NoLedgerYet as exc:
         raise CheckWarning(str(exc)) from None
     try:
-        [row] = fetch(engine, select(func.count().label("days"), func.max(completed_days.c.day).label("last")))
+        days, latest = days_billed(engine)
     finally:
         engine.dispose()
-    last = f", the last {row['last']}" if row["last"] else ""
-    return f"{engine.url.render_as_string(hide_password=True)}: {row['days']} days billed{last}"
+    last = f", the last {latest}" if latest else ""
+    return f"{engine.url.render_as_string(hide_password=True)}: {days} days billed{last}"
 
 
 def delivery(email: EmailConfig) -> str:

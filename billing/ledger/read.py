@@ -18,7 +18,6 @@ from billing.directory.people import Directory, directory_from_json
 from billing.ledger.database import fetch_rows, read_frame
 from billing.ledger.tables import (
     LEDGER_COLUMNS,
-    RECOVERY,
     chargeback,
     cluster_capacity,
     cluster_days,
@@ -30,6 +29,7 @@ from billing.ledger.tables import (
     waste,
     workload_costs,
 )
+from billing.resources import RECOVERY
 
 # Money is summed to the billionth: each value rounded to it, then added exactly (in whole billionths), so that a
 # sum is the same in the database and in Python and never a float's accident: 0.7 + 0.1 + 0.005 is 0.805, which
@@ -71,6 +71,41 @@ def completed(engine: Engine, first: date, last: date) -> set[date]:
     """The days in the range that a run completed."""
     query = select(completed_days.c.day).where(completed_days.c.day.between(first, last))
     return {row.day for row in fetch_rows(engine, query, "completed days")}
+
+
+def days_billed(engine: Engine) -> tuple[int, date | None]:
+    """How many days a run completed, and the latest (None before any run)."""
+    query = select(func.count().label("days"), func.max(completed_days.c.day).label("last"))
+    [row] = fetch_rows(engine, query, "the ledger")
+    return row.days, _as_date(row.last)
+
+
+def run_notes(engine: Engine) -> dict[date, str]:
+    """Every day a run completed, with its directory note ('' where it read the live directory)."""
+    query = select(completed_days.c.day, completed_days.c.directory_note)
+    return {row.day: row.directory_note for row in fetch_rows(engine, query, "the ledger")}
+
+
+def _as_date(value: date | str | None) -> date | None:
+    """A day read back by an aggregate (SQLite hands MAX of a date back as text)."""
+    return value if value is None or isinstance(value, date) else date.fromisoformat(str(value))
+
+
+def day_costs(engine: Engine, day: date) -> list[tuple[str, str, str, float]]:
+    """(cluster, team, resource, cost) of a day, summed by the database, in that order."""
+    keys = [chargeback.c.cluster, chargeback.c.team, chargeback.c.resource]
+    query = select(*keys, money_sum(chargeback.c.cost).label("cost")).where(chargeback.c.day == day)
+    rows = fetch_rows(engine, query.group_by(*keys).order_by(*keys), "the ledger")
+    return [(row.cluster, row.team, row.resource, float(row.cost)) for row in rows]
+
+
+def team_costs(engine: Engine, first: date, last: date, teams: list[str] | None = None) -> dict[str, float]:
+    """Each team's cost of a date range, summed by the database, optionally of the `teams` only."""
+    query = select(chargeback.c.team, money_sum(chargeback.c.cost).label("cost")).where(
+        chargeback.c.day.between(first, last))
+    if teams is not None:
+        query = query.where(chargeback.c.team.in_(teams))
+    return {row.team: float(row.cost) for row in fetch_rows(engine, query.group_by(chargeback.c.team), "the ledger")}
 
 
 def first_run(engine: Engine) -> date | None:

@@ -19,7 +19,8 @@ from sqlalchemy import Connection, func, select
 from billing.days import days_in_month
 from billing.errors import UsageError
 from billing.ledger.read import BILLIONTHS
-from billing.ledger.tables import RECOVERY, chargeback, corrections, statement_lines
+from billing.ledger.tables import chargeback, corrections, statement_lines
+from billing.resources import RECOVERY
 
 Key = TypeVar("Key", str, tuple[str, str])  # a team, or a team and its cost centre
 

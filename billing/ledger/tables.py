@@ -231,9 +231,6 @@ statement_lines = Table(  # a closed month's statement as it was closed, line by
 )
 
 
-RECOVERY = "recovery"  # statement_lines.kind of a cost recovery line; corrections.resource of one split again
-
-
 corrections = Table(  # what a re-run of a closed month's day changed, booked in the first open month
     "corrections",
     metadata,

@@ -36,7 +36,6 @@ from billing.ledger.recovery import resplit
 from billing.ledger.tables import (
     LEDGER_COLUMNS,
     NAME_COLUMNS,
-    RECOVERY,
     chargeback,
     closed_months,
     cluster_capacity,
@@ -50,6 +49,7 @@ from billing.ledger.tables import (
     workload_costs,
     workload_waste,
 )
+from billing.resources import RECOVERY
 
 log = logging.getLogger(__name__)
 

@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from html import escape
 
-from sqlalchemy import Engine, insert, select
+from sqlalchemy import Engine
 
 from billing.config import EmailConfig
 from billing.days import days_in_month
 from billing.directory.people import Directory
-from billing.ledger.database import fetch, transaction
-from billing.ledger.read import money_sum
-from billing.ledger.tables import budget_alerts, chargeback, closed_months, deliveries
+from billing.ledger import messages
+from billing.ledger.months import month_closed
+from billing.ledger.read import team_costs
 from billing.notify.deliveries import deliver_once
 from billing.notify.mail import Envelope, Letter, MailError, build_message
 from billing.publish.dayview import slug
@@ -47,29 +47,16 @@ class Alert:
     budget: float
 
 
-def _month_spend(engine: Engine, month: date, teams: list[str]) -> dict[str, float]:
-    last = month.replace(day=days_in_month(month))
-    query = (select(chargeback.c.team, money_sum(chargeback.c.cost).label("spent"))
-             .where(chargeback.c.day.between(month, last), chargeback.c.team.in_(teams))
-             .group_by(chargeback.c.team))
-    return {row["team"]: row["spent"] for row in fetch(engine, query)}
-
-
-def _closed(engine: Engine, month: date) -> bool:
-    return bool(fetch(engine, select(closed_months.c.month).where(closed_months.c.month == month)))
-
-
 def crossed_thresholds(engine: Engine, day: date, budgets: dict[str, float], thresholds: list[float]) -> list[Alert]:
     """The thresholds that the month of `day` has crossed by now and that no alert was recorded for.
 
     A closed month alerts no more: finance has booked it.
     """
     month = day.replace(day=1)
-    if not budgets or _closed(engine, month):
+    if not budgets or month_closed(engine, month):
         return []
-    spent = _month_spend(engine, month, sorted(budgets))
-    sent = {(row["team"], row["threshold"]) for row in
-            fetch(engine, select(budget_alerts.c.team, budget_alerts.c.threshold).where(budget_alerts.c.month == month))}
+    spent = team_costs(engine, month, month.replace(day=days_in_month(month)), sorted(budgets))
+    sent = messages.alerted(engine, month)
     return [
         Alert(team, month, threshold, day, spent[team], budget)
         for team, budget in sorted(budgets.items()) if team in spent
@@ -81,21 +68,19 @@ def crossed_thresholds(engine: Engine, day: date, budgets: dict[str, float], thr
 def _recorded(engine: Engine, month: date) -> list[Alert]:
     """The alerts recorded for the month."""
     return [Alert(row["team"], month, row["threshold"], row["day"], row["spent"], row["budget"]) for row in
-            fetch(engine, select(budget_alerts).where(budget_alerts.c.month == month))]
+            messages.recorded_alerts(engine, month)]
 
 
 def record_alerts(engine: Engine, alerts: list[tuple[Alert, list[str]]]) -> None:
     """Record alerts and the message each owes each of its recipients, in one transaction (a concurrent run
     recording one too fails instead of sending twice)."""
     now = datetime.now(timezone.utc)
-    with transaction(engine, "recording budget alerts") as conn:
-        conn.execute(insert(budget_alerts), [
-            {"month": a.month, "team": a.team, "threshold": a.threshold, "day": a.day, "spent": a.spent,
-             "budget": a.budget, "sent_at": now} for a, _ in alerts])
-        owed = [{"day": a.month, "message": message_name(a, address), "address": address, "claimed_at": None,
-                 "delivered_at": None} for a, addresses in alerts for address in addresses]
-        if owed:
-            conn.execute(insert(deliveries), owed)
+    messages.record_alerts(
+        engine,
+        [{"month": a.month, "team": a.team, "threshold": a.threshold, "day": a.day, "spent": a.spent,
+          "budget": a.budget, "sent_at": now} for a, _ in alerts],
+        [{"day": a.month, "message": message_name(a, address), "address": address, "claimed_at": None,
+          "delivered_at": None} for a, addresses in alerts for address in addresses])
 
 
 def message_name(alert: Alert, address: str) -> str:
@@ -133,9 +118,7 @@ def _recipients(alert: Alert, directory: Directory, email: EmailConfig) -> list[
 
 def _owed(engine: Engine, month: date, email: EmailConfig, currency: str, reports_url: str) -> list[Envelope]:
     """A message for each recipient of the month's alerts that was not delivered yet (refused, or not tried)."""
-    rows = fetch(engine, select(deliveries.c.message, deliveries.c.address)
-                 .where(deliveries.c.day == month, deliveries.c.delivered_at.is_(None)))
-    owed = {row["message"]: row["address"] for row in rows}
+    owed = messages.undelivered(engine, month)
     envelopes = []
     for alert in _recorded(engine, month):
         letter = alert_letter(alert, currency, reports_url)
@@ -156,7 +139,7 @@ def send_alerts(engine: Engine, day: date, budgets: dict[str, float], thresholds
     alerts = crossed_thresholds(engine, day, budgets, thresholds)
     if alerts and not email.enabled:
         log.warning("budget: %d threshold(s) crossed, no alert sent (email is not enabled)", len(alerts))
-    if not email.enabled or _closed(engine, day.replace(day=1)):
+    if not email.enabled or month_closed(engine, day.replace(day=1)):
         return []
     for alert in alerts:
         log.warning("budget: team %s crossed %.0f%% of its %s budget (%.2f of %.2f %s)", alert.team,

@@ -22,12 +22,11 @@ import time
 from datetime import date, datetime, timedelta, timezone
 from enum import Enum
 
-from sqlalchemy import ColumnElement, Engine, and_, insert, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Engine
 
 from billing.config import EmailConfig
 from billing.ledger.database import writing
-from billing.ledger.tables import deliveries
+from billing.ledger.messages import claim_new, delivery, record_delivery, take_claim
 from billing.notify.mail import SMTP_TIMEOUT, Envelope, Outgoing, log_outcome
 
 log = logging.getLogger(__name__)
@@ -86,23 +85,13 @@ def deliver_once(envelopes: list[Envelope], email: EmailConfig, ledger: Engine, 
     return failures
 
 
-def _key(day: date, envelope: Envelope) -> ColumnElement[bool]:
-    return and_(deliveries.c.day == day, deliveries.c.message == envelope.name)
-
-
 def _claim(ledger: Engine, day: date, envelope: Envelope, resend: bool) -> Claim:
     """Whether this run may send the message now; if so, the ledger says it is being sent."""
     now, message_id = _now(), str(envelope.message["Message-ID"])
-    try:
-        with ledger.begin() as connection:
-            connection.execute(insert(deliveries).values(
-                day=day, message=envelope.name, address=_address(envelope), claimed_at=now, delivered_at=None,
-                message_id=message_id))
+    if claim_new(ledger, day, envelope.name, _address(envelope), now, message_id):
         return Claim.SEND
-    except IntegrityError:  # a row is there: delivered, owed, being sent, or left by a run that stopped
-        pass
     with writing(ledger) as connection:
-        found = connection.execute(select(deliveries).where(_key(day, envelope))).one_or_none()
+        found = delivery(connection, day, envelope.name)
         if found is None:  # released and gone meanwhile: look again
             return Claim.BUSY
         if found.delivered_at is not None and not resend:
@@ -112,11 +101,10 @@ def _claim(ledger: Engine, day: date, envelope: Envelope, resend: bool) -> Claim
             return Claim.BUSY
         if stopped and found.message_id:  # the same message again, not a new one
             envelope.message.replace_header("Message-ID", found.message_id)
-        taken = connection.execute(
-            update(deliveries).where(_key(day, envelope), _unchanged(found))
-            .values(claimed_at=now, delivered_at=None, message_id=str(envelope.message["Message-ID"]),
-                    taken_over_at=now if stopped else None))
-    if taken.rowcount != 1:  # another run claimed it first
+        taken = take_claim(connection, day, envelope.name, found, {
+            "claimed_at": now, "delivered_at": None, "message_id": str(envelope.message["Message-ID"]),
+            "taken_over_at": now if stopped else None})
+    if not taken:  # another run claimed it first
         return Claim.BUSY
     if stopped:
         log.warning("email: %s was being sent by a run that stopped (claimed %s UTC): sent again with the same "
@@ -125,18 +113,9 @@ def _claim(ledger: Engine, day: date, envelope: Envelope, resend: bool) -> Claim
     return Claim.SEND
 
 
-def _unchanged(found) -> ColumnElement[bool]:
-    """The row as it was read: no other run claimed or delivered it meanwhile."""
-    return and_(*(column.is_(None) if value is None else column == value
-                  for column, value in [(deliveries.c.claimed_at, found.claimed_at),
-                                        (deliveries.c.delivered_at, found.delivered_at)]))
-
-
 def _record(ledger: Engine, day: date, envelope: Envelope, failure: str | None) -> None:
     """Delivered; or after a failure released, so that the next try sends it."""
-    done = {"delivered_at": _now()} if failure is None else {"claimed_at": None}
-    with ledger.begin() as connection:
-        connection.execute(update(deliveries).where(_key(day, envelope)).values(**done))
+    record_delivery(ledger, day, envelope.name, {"delivered_at": _now()} if failure is None else {"claimed_at": None})
 
 
 def _address(envelope: Envelope) -> str:

@@ -21,13 +21,11 @@ from dataclasses import dataclass
 from datetime import date
 
 from prometheus_client import CollectorRegistry, Gauge
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine
 
 from billing.config import Config
 from billing.days import billing_day
-from billing.ledger.database import fetch
-from billing.ledger.read import money_sum, stored_directory
-from billing.ledger.tables import chargeback, completed_days
+from billing.ledger.read import day_costs, days_billed, stored_directory, team_costs
 from billing.publish.budgets import team_budgets
 
 
@@ -43,18 +41,11 @@ class CostFigures:
 
 def read_cost_figures(engine: Engine, config: Config) -> CostFigures | None:
     """The latest billed day's costs, each team's month to date and budget; None before any day was billed."""
-    latest = fetch(engine, select(func.max(completed_days.c.day).label("day")))[0]["day"]
+    _, latest = days_billed(engine)
     if latest is None:
         return None
-    latest = latest if isinstance(latest, date) else date.fromisoformat(str(latest))
-    keys = [chargeback.c.cluster, chargeback.c.team, chargeback.c.resource]
-    costs = fetch(engine, select(*keys, money_sum(chargeback.c.cost).label("cost"))
-                  .where(chargeback.c.day == latest).group_by(*keys).order_by(*keys))
-    month = fetch(engine, select(chargeback.c.team, money_sum(chargeback.c.cost).label("cost"))
-                  .where(chargeback.c.day.between(latest.replace(day=1), latest)).group_by(chargeback.c.team))
     return CostFigures(latest, billing_day(latest, config.zone).start.timestamp(), config.currency,
-                       [(r["cluster"], r["team"], r["resource"], float(r["cost"])) for r in costs],
-                       {r["team"]: float(r["cost"]) for r in month},
+                       day_costs(engine, latest), team_costs(engine, latest.replace(day=1), latest),
                        team_budgets(config.budgets, stored_directory(engine)))
 
 

@@ -11,13 +11,12 @@ from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 
 import pandas as pd
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine
 
 from billing.charge.ownership import unallocated_reason
 from billing.config import NamespaceRules
 from billing.directory.people import Directory
 from billing.errors import RunFailed
-from billing.ledger.database import fetch
 from billing.ledger.read import (
     completed,
     daily_costs,
@@ -28,8 +27,8 @@ from billing.ledger.read import (
     read_rows,
     read_waste,
     read_workload_totals,
+    run_notes,
 )
-from billing.ledger.tables import completed_days
 from billing.publish.budgets import BudgetStatus
 from billing.publish.formatting import cents, held_gpus, money_sums, quantity, total
 from billing.publish.links import slug
@@ -179,8 +178,7 @@ def read_report(engine: Engine, day: date, currency: str, unallocated_team: str)
 
 def read_archive(engine: Engine) -> tuple[ArchiveMonth, ...]:
     """Every day the ledger records a run of, with its cost, its change and its run's notes, by month."""
-    runs = {row["day"]: row["directory_note"] for row in
-            fetch(engine, select(completed_days.c.day, completed_days.c.directory_note))}
+    runs = run_notes(engine)
     costs = money_sums(daily_costs(engine, date.min, date.max), ["day"], ["cost"]).set_index("day")["cost"]
     gaps: dict[date, list[str]] = {}
     for day, cluster, _ in incomplete(engine, date.min, date.max):

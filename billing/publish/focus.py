@@ -41,7 +41,7 @@ import pandas as pd
 
 from billing.days import billing_day
 from billing.errors import UsageError
-from billing.publish.report import ROW_KEY
+from billing.ledger.questions import ROW_KEY
 from billing.publish.report_formats import spreadsheet_safe
 from billing.resources import CPU, CREDIT, GPU, MEMORY, RESERVED, UNREQUESTED, base
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from billing.charge.workload_names import UNATTRIBUTED
 from billing.days import day_runs, days_in_month
+from billing.ledger.questions import LIST_COST
 from billing.publish.choices import LABEL_PREFIX, REPORT_FORMATS, WORKLOAD
 from billing.publish.formatting import (
     NO_WORKLOAD_RULE,
@@ -46,7 +47,6 @@ from billing.publish.pages import person, render_template
 from billing.publish.report import (
     HELD_COLUMN,
     HOURS_COLUMNS,
-    LIST_COST,
     NOT_BROKEN_DOWN,
     REQUESTED_COST,
     UNREQUESTED_SHARE,

@@ -30,27 +30,29 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Connection, Engine, delete, insert, select
+from sqlalchemy import Connection, Engine
 
 from billing.config import CostRecovery
 from billing.days import days_between, days_in_month
 from billing.directory.people import Directory
 from billing.errors import UsageError
 from billing.ledger.database import transaction
-from billing.ledger.recovery import shares
-from billing.ledger.tables import (
-    LEDGER_COLUMNS,
-    RECOVERY,
-    chargeback,
-    closed_months,
-    completed_days,
-    corrections,
-    invoices,
-    month_closings,
-    statement_lines,
+from billing.ledger.months import (
+    booked_corrections,
+    closing_of,
+    completed_between,
+    delete_closing,
+    invoiced,
+    latest_closed_after,
+    log_month,
+    month_rows,
+    store_closing,
+    stored_lines,
 )
-from billing.ledger.write import CORRECTION_NOISE, month_after, serialise_with_runs
+from billing.ledger.recovery import shares
+from billing.ledger.write import CORRECTION_NOISE, serialise_with_runs
 from billing.publish.formatting import cents, money_sums, total
+from billing.resources import RECOVERY
 
 log = logging.getLogger(__name__)
 
@@ -168,36 +170,28 @@ def _line_order(line: StatementLine) -> tuple:
 
 
 def _closing(conn: Connection, month: date) -> Closing | None:
-    row = conn.execute(select(closed_months).where(closed_months.c.month == month)).first()
-    if row is None:
-        return None
-    at = row.closed_at  # SQLite hands it back naive (it stored UTC); PostgreSQL in the session's zone
-    at = at.replace(tzinfo=timezone.utc) if at.tzinfo is None else at.astimezone(timezone.utc)
-    missing = tuple(date.fromisoformat(d) for d in row.missing_days.split(",") if d)
-    return Closing(at, row.closed_by, missing)
+    found = closing_of(conn, month)
+    return None if found is None else Closing(*found)
 
 
 def _open_statement(conn: Connection, month: date, currency: str, cost_centers: dict[str, str],
                     last_complete_day: date) -> Statement:
     first, last = month_range(month)
-    rows = pd.DataFrame(conn.execute(select(chargeback).where(chargeback.c.day.between(first, last))).all(),
-                        columns=LEDGER_COLUMNS)
-    booked = pd.DataFrame(conn.execute(select(corrections).where(corrections.c.month == month)).all(),
-                          columns=[c.name for c in corrections.columns])
+    rows = month_rows(conn, first, last)
+    booked = booked_corrections(conn, month)
     _refuse_non_finite_rows(month, rows, booked)
     currencies = sorted(set(rows["currency"]) | set(booked["currency"]))
     if len(currencies) > 1:
         raise StatementError(f"the ledger holds costs in {' and '.join(currencies)} in {month:%Y-%m}; "
                              "a statement does not add up different currencies")
-    done = {row.day for row in conn.execute(select(completed_days.c.day).where(completed_days.c.day.between(first, last)))}
+    done = completed_between(conn, first, last)
     missing = [day for day in days_between(first, min(last, last_complete_day)) if day not in done]
     lines = statement_lines_of(rows, booked.assign(corrects=pd.to_datetime(booked["corrects"]).dt.date), cost_centers)
     return Statement(month, currencies[0] if currencies else currency, lines, None, missing)
 
 
 def _closed_statement(conn: Connection, month: date, closing: Closing, currency: str) -> Statement:
-    rows = conn.execute(select(statement_lines).where(statement_lines.c.month == month)
-                        .order_by(statement_lines.c.line)).all()
+    rows = stored_lines(conn, month)
     lines = [StatementLine(*(getattr(row, c) for c in LINE_COLUMNS)) for row in rows]
     return Statement(month, rows[0].currency if rows else currency, lines, closing, list(closing.missing_days))
 
@@ -230,7 +224,7 @@ def build_statement(engine: Engine, month: date, currency: str, cost_centers: di
 
 
 def _log(conn: Connection, month: date, action: str, by: str, at: datetime) -> None:
-    conn.execute(insert(month_closings).values(month=month, logged_at=at, action=action, who=by))
+    log_month(conn, month, action, by, at)
     log.warning("%s %s by %s", action, f"{month:%Y-%m}", by)
 
 
@@ -282,13 +276,9 @@ def close_month(engine: Engine, month: date, by: str, last_complete_day: date, c
         _refuse_non_finite_costs(month, costs)
         lines = sorted(statement.lines + recovery_lines(statement.lines, month, costs), key=_line_order)
         statement = Statement(month, statement.currency, lines, None, statement.missing_days)
-        missing = ",".join(day.isoformat() for day in statement.missing_days)
-        conn.execute(insert(closed_months).values(month=month, closed_at=now, closed_by=by, missing_days=missing))
-        if statement.lines:
-            conn.execute(insert(statement_lines), [
-                {"month": month, "line": number, "currency": statement.currency,
-                 **{c: getattr(line, c) for c in LINE_COLUMNS}}
-                for number, line in enumerate(statement.lines, 1)])
+        store_closing(conn, month, now, by, statement.missing_days,
+                      [{"currency": statement.currency, **{c: getattr(line, c) for c in LINE_COLUMNS}}
+                       for line in statement.lines])
         _log(conn, month, "close", by, now)
         closing = _closing(conn, month)
     return Statement(month, statement.currency, statement.lines, closing, statement.missing_days)
@@ -299,8 +289,7 @@ def _month_cost(conn: Connection, month: date, cluster: str, recovery: CostRecov
     its files)."""
     if recovery.monthly_cost is not None:
         return recovery.monthly_cost
-    files = conn.execute(select(invoices.c.billed_cost).where(invoices.c.month == month,
-                                                              invoices.c.cluster == cluster)).scalars().all()
+    files = invoiced(conn, month, cluster)
     if not files:
         raise StatementError(f"cluster {cluster} recovers its invoice, and none was imported for {month:%Y-%m}: "
                              f"billing invoice import --cluster {cluster} --month {month:%Y-%m} FILE")
@@ -341,12 +330,8 @@ def reopen_month(engine: Engine, month: date, by: str) -> None:
         serialise_with_runs(conn, days_between(first, last))
         if _closing(conn, month) is None:
             raise StatementError(f"{month:%Y-%m} is not closed")
-        later = conn.execute(select(closed_months.c.month).where(closed_months.c.month > month)
-                             .order_by(closed_months.c.month.desc())).first()
+        later = latest_closed_after(conn, month)
         if later is not None:
-            raise StatementError(f"{later.month:%Y-%m} is closed too; reopen the latest closed month first")
-        conn.execute(delete(statement_lines).where(statement_lines.c.month == month))
-        conn.execute(delete(closed_months).where(closed_months.c.month == month))
-        conn.execute(delete(corrections).where(corrections.c.corrects.between(first, last),
-                                               corrections.c.month >= month_after(month)))
+            raise StatementError(f"{later:%Y-%m} is closed too; reopen the latest closed month first")
+        delete_closing(conn, month, first, last)
         _log(conn, month, "reopen", by, datetime.now(timezone.utc))
