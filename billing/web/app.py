@@ -35,12 +35,12 @@ from sqlalchemy import Engine
 from werkzeug.exceptions import HTTPException
 
 from billing.config import Config, ConfigError
-from billing.days import days_between
+from billing.days import NotADay, days_between, parse_day
 from billing.directory.ldap import WrongPassword, authenticate
 from billing.directory.people import DirectoryError
 from billing.ledger.database import LedgerError, open_ledger
-from billing.ledger.read import completed, daily_costs, stored_directory, waste_sums
-from billing.publish.budgets import read_budget_status, team_budgets
+from billing.ledger.read import completed, daily_costs, waste_sums
+from billing.publish.answers import team_budget
 from billing.publish.cost_metrics import add_cost_metrics, read_cost_figures
 from billing.publish.dayview import TrendDay, headline, window_start
 from billing.publish.formatting import price_change_note
@@ -173,34 +173,23 @@ class Refused(Exception):
         self.status = status
 
 
-# the days a ledger can hold: none before Unix time began; a page reaches a month back and a day past its range,
-# which near year 1 or 9999 leaves the calendar
-FIRST_DAY, LAST_DAY = date(1970, 1, 1), date(2999, 12, 31)
-
-
 def _day(name: str) -> date | None:
+    """The query's day parameter `name`, None when absent; 400 naming it when it is no day."""
     value = request.args.get(name)
     if value is None or value == "":
         return None
     try:
-        if re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value):
-            day = date.fromisoformat(value)
-            if not FIRST_DAY <= day <= LAST_DAY:
-                raise Refused(400, f"{name}={value!r} is outside {FIRST_DAY} to {LAST_DAY}")
-            return day
-    except ValueError:
-        pass
-    raise Refused(400, f"{name}={value!r} is not a date like 2026-11-20")
+        return parse_day(value)
+    except NotADay as exc:
+        raise Refused(400, f"{name}={exc}") from None
 
 
 def _page_day(value: str) -> date:
     """The day of a static page's address; 404 for anything else."""
-    if re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value):
-        try:
-            return date.fromisoformat(value)
-        except ValueError:
-            pass  # 2026-02-30
-    raise Refused(404, f"no day's pages are at {value!r}")
+    try:
+        return parse_day(value)
+    except NotADay:
+        raise Refused(404, f"no day's pages are at {value!r}") from None
 
 
 def _only(*allowed: str) -> None:
@@ -337,9 +326,8 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
         waste = waste.dropna(subset=["idle_gpu_hours", "unused_cpu_core_hours"], how="all")
         budget = None  # a team's month against its budget, as the reports and `billing report` show it
         if subject.kind == "team" and subject.name:
-            budgets = team_budgets(config.budgets, stored_directory(ledger))
-            if subject.name in budgets:
-                budget = read_budget_status(ledger, subject.name, last, budgets[subject.name])
+            status = team_budget(ledger, config, subject.name, last)
+            budget = status if status.budget is not None else None
         return _html(render_template(
             "web.html.j2", viewer=current(), heading=heading, page=name, subject=subject, first=first, last=last,
             report=figures, tables=tables, links=links, waste=_nones(waste), waste_key=waste_key,
