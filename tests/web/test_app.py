@@ -26,7 +26,8 @@ from billing.config import Config
 from billing.ledger.database import open_ledger
 from billing.ledger.write import replace_day
 from billing.publish.budgets import read_budget_status
-from billing.web.app import LoginThrottle, Sessions, create_app, login_key
+from billing.web.app import create_app
+from billing.web.security import LoginThrottle, Sessions, login_key
 from tests.helpers.config import MINIMAL_CONFIG
 from tests.helpers.html_tables import read_page
 from tests.helpers.report_ledger import DAY, ROWS, TEAM_MONTH, frame, write_ledger
