@@ -63,3 +63,14 @@ def test_no_import_runs_up_the_stages():
         if stage_of(imported) > stage_of(module)
     ]
     assert not upward, "imports that run up the stages: " + "; ".join(upward)
+
+
+# what goes into an answer: the ledger's readers, budgets, statements and the day's view model
+ASSEMBLY = {"billing.ledger.read", "billing.publish.budgets", "billing.publish.statement", "billing.publish.dayview"}
+
+
+def test_the_command_line_and_serve_ask_the_answer_layer():
+    """cli.py parses and prints and serve turns answers into pages: both ask billing/publish/answers.py, which
+    assembles each answer once (serve's /healthz alone reads the ledger itself, to see that it answers)."""
+    assert imports_of(MODULES["billing.cli"]) & ASSEMBLY == set()
+    assert imports_of(MODULES["billing.web.app"]) & ASSEMBLY == {"billing.ledger.read"}

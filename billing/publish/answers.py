@@ -21,11 +21,19 @@ from sqlalchemy import Engine
 from billing.config import Config
 from billing.days import days_between, yesterday
 from billing.errors import RunFailed
-from billing.ledger.read import completed, read_recovery, read_rows, read_workload_costs, stored_directory
+from billing.ledger.read import (
+    completed,
+    daily_costs,
+    read_recovery,
+    read_rows,
+    read_workload_costs,
+    stored_directory,
+    waste_sums,
+)
 from billing.publish.budgets import BudgetStatus, read_budget_status, team_budgets
-from billing.publish.dayview import DayReport, read_report, with_directory
+from billing.publish.dayview import DayReport, TrendDay, headline, read_report, window_start, with_directory
 from billing.publish.focus import broken_down, focus_rows
-from billing.publish.report import Report, Subject, build_report, price_changes
+from billing.publish.report import Report, ReportError, Subject, build_report, price_changes
 from billing.publish.report_formats import day_ranges
 
 if TYPE_CHECKING:
@@ -77,6 +85,63 @@ def report(ledger: Engine, config: Config, subject: Subject, first: date, last: 
     if subject.kind == "team" and subject.name is not None:
         answer = replace(answer, budget=team_budget(ledger, config, subject.name, last))
     return answer
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The figures above a page's tables (what reports/macros.html.j2 `figures` and `trend_svg` show)."""
+
+    day: date
+    currency: str
+    cost: float
+    discount: float
+    previous: float | None
+    month_to_date: float
+    trend: list[TrendDay]
+    missing_in_month: list[date]
+    incomplete: tuple = ()  # the range's data gaps are listed under the tables instead
+    price_changes: tuple = ()  # the range's price changes likewise
+    directory_note: str = ""
+
+
+@dataclass(frozen=True)
+class Page:
+    """What a subject's page of `billing serve` shows beside its tables."""
+
+    figures: Headline  # of the range's last day
+    waste: pd.DataFrame  # of the range, per waste_key: what was held but not used
+    budget: BudgetStatus | None  # a budgeted team's month of the last day
+    last_day_run: bool
+    price_changes: list[tuple[str, date]]
+
+
+def page(ledger: Engine, config: Config, subject: Subject, first: date, last: date, waste_key: str) -> Page:
+    """The figures of the range's last day (with its trend and month to date), the range's waste and, for a
+    budgeted team, its budget; ReportError for a trend window with costs in two currencies."""
+    start = window_start(last)
+    runs = completed(ledger, start, last)
+    day_costs = daily_costs(ledger, start, last, **_filter(subject))
+    currencies = sorted(set(day_costs["currency"]))
+    if len(currencies) > 1:
+        raise ReportError(f"the ledger holds costs in {' and '.join(currencies)} between {start} and {last}; "
+                          f"ask for a range with one currency")
+    month = days_between(last.replace(day=1), last)
+    figures = Headline(last, currencies[0] if currencies else config.currency,  # the range's own note
+                       missing_in_month=[] if first == month[0] else [d for d in month if d not in runs and d != last],
+                       **headline(day_costs, runs, last))
+    waste = waste_sums(ledger, first, last, waste_key, **_filter(subject))
+    waste = waste.dropna(subset=["idle_gpu_hours", "unused_cpu_core_hours"], how="all")
+    budget = None
+    if subject.kind == "team" and subject.name:
+        status = team_budget(ledger, config, subject.name, last)
+        budget = status if status.budget is not None else None
+    return Page(figures, waste, budget, last in runs, price_changes(config.clusters, first, last))
+
+
+def _filter(subject: Subject) -> dict[str, str | None]:
+    """The `team=` or `owner=` keyword of the ledger's readers for a subject's rows."""
+    return {"team": {"team": subject.name}, "person": {"owner": subject.name}, "all": {}}[subject.kind]
+
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,10 @@
 A small Flask application, server-rendered with the report templates. Who is
 asking comes from a trusted proxy's header (`web.auth: header`) or from a
 login checked by an LDAP bind as the person (`web.auth: ldap`); what they may
-see is `billing.web.access`. Every page and the JSON API answer from
-`billing.publish.report` (sums by the database) and `billing.publish.pages` (the day's
-figures and trend), so the numbers are those of `billing report` and the
-static pages.
+see is `billing.web.access`, and how that is guarded `billing.web.security`.
+Every page and the JSON API answer from `billing.publish.answers` and
+`billing.publish.report` (sums by the database), as `billing report` and the
+static pages do, so the numbers are theirs.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import hmac
 import logging
 import resource
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import date
 from urllib.parse import quote
 
@@ -26,14 +26,13 @@ from sqlalchemy import Engine
 from werkzeug.exceptions import HTTPException
 
 from billing.config import Config, ConfigError
-from billing.days import NotADay, days_between, parse_day
+from billing.days import NotADay, parse_day
 from billing.directory.ldap import WrongPassword, authenticate
 from billing.directory.people import DirectoryError
 from billing.ledger.database import LedgerError, open_ledger
-from billing.ledger.read import completed, daily_costs, waste_sums
-from billing.publish.answers import team_budget
+from billing.ledger.read import completed
+from billing.publish import answers
 from billing.publish.cost_metrics import add_cost_metrics, read_cost_figures
-from billing.publish.dayview import TrendDay, headline, window_start
 from billing.publish.formatting import price_change_note
 from billing.publish.links import slug
 from billing.publish.pages import render_template
@@ -49,7 +48,6 @@ from billing.publish.report import (
     breakdown,
     build_report,
     known_names,
-    price_changes,
     report_range,
 )
 from billing.publish.report_formats import csv_text, html_table, json_text
@@ -165,29 +163,13 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
             if subject.kind != "person":
                 raise
             tables, nothing = [], f"the ledger holds no costs of namespaces owned by {subject.name}"
-        start = window_start(last)
-        runs = completed(ledger, start, last)
-        day_costs = daily_costs(ledger, start, last, **_filter(subject))
-        currencies = sorted(set(day_costs["currency"]))
-        if len(currencies) > 1:
-            raise ReportError(f"the ledger holds costs in {' and '.join(currencies)} between {start} and {last}; "
-                              f"ask for a range with one currency")
-        month = days_between(last.replace(day=1), last)
-        figures = Headline(last, currencies[0] if currencies else config.currency,  # the range's own note
-                           missing_in_month=[] if first == month[0] else [d for d in month if d not in runs and d != last],
-                           **headline(day_costs, runs, last))
-        waste = waste_sums(ledger, first, last, waste_key, **_filter(subject))
-        waste = waste.dropna(subset=["idle_gpu_hours", "unused_cpu_core_hours"], how="all")
-        budget = None  # a team's month against its budget, as the reports and `billing report` show it
-        if subject.kind == "team" and subject.name:
-            status = team_budget(ledger, config, subject.name, last)
-            budget = status if status.budget is not None else None
+        shown = answers.page(ledger, config, subject, first, last, waste_key)
         return _html(render_template(
             "web.html.j2", viewer=current(), heading=heading, page=name, subject=subject, first=first, last=last,
-            report=figures, tables=tables, links=links, waste=_nones(waste), waste_key=waste_key,
+            report=shown.figures, tables=tables, links=links, waste=_nones(shown.waste), waste_key=waste_key,
             reports_url=config.reports_url, nothing=nothing, csrf=csrf_token() if web.auth == "ldap" else "",
-            today_missing=last not in runs, budget=budget,
-            price_notes=[price_change_note(*change) for change in price_changes(config.clusters, first, last)]))
+            today_missing=not shown.last_day_run, budget=shown.budget,
+            price_notes=[price_change_note(*change) for change in shown.price_changes]))
 
     @app.errorhandler(Refused)
     def refused(error: Refused):
@@ -336,23 +318,6 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
     return app
 
 
-@dataclass(frozen=True)
-class Headline:
-    """The figures above a page's tables (what reports/macros.html.j2 `figures` and `trend_svg` show)."""
-
-    day: date
-    currency: str
-    cost: float
-    discount: float
-    previous: float | None
-    month_to_date: float
-    trend: list[TrendDay]
-    missing_in_month: list[date]
-    incomplete: tuple = ()  # the range's data gaps are listed under the tables instead
-    price_changes: tuple = ()  # the range's price changes likewise
-    directory_note: str = ""
-
-
 def _broken_down(report: Report) -> bool:
     """False for a workload table of a range that no workload row breaks down: it would repeat the namespaces."""
     return report.by != WORKLOAD or any(row[WORKLOAD] != NOT_BROKEN_DOWN for row in report.rows)
@@ -371,11 +336,6 @@ def _shortened(report: Report) -> Report:
 def _nones(frame: pd.DataFrame) -> list[dict]:
     """Records with None where a measure is NaN (the templates show a dash)."""
     return [{k: None if pd.isna(v) else v for k, v in row.items()} for row in frame.to_dict("records")]
-
-
-def _filter(subject: Subject) -> dict[str, str | None]:
-    """The `team=` or `owner=` keyword of the ledger's readers for a subject's rows."""
-    return {"team": {"team": subject.name}, "person": {"owner": subject.name}, "all": {}}[subject.kind]
 
 
 def _html(text: str) -> Response:
