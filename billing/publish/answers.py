@@ -2,7 +2,8 @@
 
 `billing report`, `export`, `statement`, `close` and `billing serve` ask the same questions; the answer to each
 is assembled here (a report with its team's budget and the range's price changes, an export with its missing
-days, a month's statement with its cost centres), so the command line and the web cannot drift apart. The
+days, a month's statement with its cost centres, a page of `billing serve`, the day's report the nightly pages
+show), so the command line, the web and the pages cannot drift apart. The
 interfaces only parse the question and show the answer: nothing here prints or knows HTTP.
 
 Statements are imported when asked for: closing a month writes the ledger, whose writer imports collect's invoice
