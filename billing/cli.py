@@ -20,14 +20,13 @@ import re
 import signal
 import sys
 import time
-from dataclasses import replace
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from billing.days import days_between, yesterday
+from billing.days import FIRST_DAY, LAST_DAY, NotADay, days_between, parse_day, yesterday
 from billing.errors import BillingError
 from billing.logs import configure_logging
 from billing.publish import choices
@@ -150,25 +149,18 @@ def _config() -> Config:
     return load_config(_config_path())
 
 
-FIRST_DAY, LAST_DAY = date(1970, 1, 1), date(9999, 12, 30)  # Unix time; the day after must exist too
 LONG_BACKFILL = 366  # days; a longer backfill is far more often a typo than a plan, so it asks for --yes
 PARALLEL_DAYS = 2  # days a backfill collects at once by default (docs/cli.md has the measurements)
-LISTED_RANGES = 10  # runs of missing days an export names; the rest are counted
 
 
 def _date(ctx, param, value: str | None) -> date | None:
-    """YYYY-MM-DD only: Python would also take 20261120 and 2026-W47-5, which no one means by a billing day."""
+    """A day option: billing.days.parse_day's, a usage error naming the value."""
     if value is None:
         return None
     try:
-        day = date.fromisoformat(value) if re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value) else None
-    except ValueError:
-        day = None
-    if day is None:
-        raise click.BadParameter(f"{value!r} is not a date like 2026-11-20")
-    if not FIRST_DAY <= day <= LAST_DAY:
-        raise click.BadParameter(f"{value!r} is not a day between {FIRST_DAY} and {LAST_DAY}")
-    return day
+        return parse_day(value)
+    except NotADay as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -403,9 +395,8 @@ def report(
         billing report --all-teams --format html --output teams.html
     """
     from billing.ledger.database import open_ledger
-    from billing.ledger.read import stored_directory
-    from billing.publish.budgets import read_budget_status, team_budgets
-    from billing.publish.report import breakdown, build_report, price_changes, report_range
+    from billing.publish import answers
+    from billing.publish.report import breakdown, report_range
     from billing.publish.report_formats import FORMATS, notices
 
     subject = _subject(team, person, all_teams)
@@ -414,32 +405,11 @@ def report(
     first, last = report_range(config.zone, first, last)
     if by is None and form in ("table", "html"):
         by = "team" if subject.kind == "all" else "namespace"
-    ledger = open_ledger(config.database)
-    answer = build_report(ledger, subject, first, last, by, config.currency)
-    _refuse_never_run(first, last, answer.missing_days)
-    answer = replace(answer, price_changes=price_changes(config.clusters, first, last))
-    if subject.kind == "team" and subject.name is not None:
-        budget = team_budgets(config.budgets, stored_directory(ledger)).get(subject.name)
-        answer = replace(answer, budget=read_budget_status(ledger, subject.name, last, budget))
+    answer = answers.report(open_ledger(config.database), config, subject, first, last, by)
     if form != "json":
         for notice in notices(answer):
             click.echo(f"billing: {notice}", err=True)
     _write_output(output, FORMATS[form](answer))
-
-
-def _refuse_never_run(first: date, last: date, missing: list[date]) -> None:
-    """A range of which no day was ever run has no figures to show: a total of 0.00 would read as no spending."""
-    if len(missing) == len(days_between(first, last)):
-        _fail(1, f"no day in this range was ever run ({', '.join(_listed_ranges(missing))}): "
-                 "run them with billing run or billing backfill first")
-
-
-def _listed_ranges(days: list[date]) -> list[str]:
-    """Runs of days as ranges, the first LISTED_RANGES of them and a count of the rest."""
-    from billing.publish.report_formats import day_ranges
-
-    runs = day_ranges(days)
-    return runs[:LISTED_RANGES] + ([f"and {len(runs) - LISTED_RANGES:,} more ranges"] if len(runs) > LISTED_RANGES else [])
 
 
 def _write_output(output: str | None, text: str) -> None:
@@ -479,15 +449,12 @@ def statement(month: date, team: str | None, form: str, output: str | None) -> N
         billing statement --month 2026-11 --team robotics --format json
     """
     from billing.ledger.database import open_ledger
-    from billing.ledger.read import stored_directory
+    from billing.publish import answers
     from billing.publish.report_formats import day_ranges
-    from billing.publish.statement import build_statement, cost_centers
     from billing.publish.statement_formats import FORMATS as STATEMENT_FORMATS
 
     config = _config()
-    ledger = open_ledger(config.database)
-    answer = build_statement(ledger, month, config.currency, cost_centers(stored_directory(ledger)), team,
-                             yesterday(config.zone))
+    answer = answers.statement(open_ledger(config.database), config, month, team)
     if answer.missing_days and form != "json":
         click.echo(f"billing: never billed, so not on the statement: {', '.join(day_ranges(answer.missing_days))}",
                    err=True)
@@ -522,20 +489,17 @@ def close(month: date, reopen: bool, by: str | None, allow_missing: bool) -> Non
         billing close --reopen --month 2026-11 --by alice
     """
     from billing.ledger.database import open_ledger
-    from billing.ledger.read import stored_directory
+    from billing.publish import answers
     from billing.publish.formatting import money
-    from billing.publish.statement import close_month, cost_centers, reopen_month
 
     config = _config()
     ledger = open_ledger(config.database)
     who = _operator(by)
     if reopen:
-        reopen_month(ledger, month, who)
+        answers.reopen(ledger, month, who)
         click.echo(f"reopened {month:%Y-%m} (by {who})")
         return
-    recover = {cluster.name: cluster.recover for cluster in config.clusters if cluster.recover}
-    closed = close_month(ledger, month, who, yesterday(config.zone), config.currency,
-                         cost_centers(stored_directory(ledger)), allow_missing, recover)
+    closed = answers.close(ledger, config, month, who, allow_missing)
     click.echo(f"closed {month:%Y-%m} (by {who}): {len(closed.teams())} teams, {len(closed.lines)} lines, "
                f"total {money(closed.total, closed.currency)}")
 
@@ -660,23 +624,18 @@ def export(first: date, last: date, output: Path | None) -> None:
         billing export --from 2026-11-01 --to 2026-11-30 --format focus --output november.csv
     """
     from billing.ledger.database import open_ledger
-    from billing.ledger.read import completed, read_recovery, read_rows, read_workload_costs
-    from billing.publish.focus import ParquetUnavailable, broken_down, focus_rows, write_focus
+    from billing.publish import answers
+    from billing.publish.focus import ParquetUnavailable, write_focus
 
     if last < first:
         raise click.BadParameter("--to is before --from")
     config = _config()
-    ledger = open_ledger(config.database)
-    focus = focus_rows(broken_down(read_rows(ledger, first, last), read_workload_costs(ledger, first, last)),
-                       config.zone, read_recovery(ledger, first, last))
-    # today and later are still to come, not days that were never run
-    missing = sorted(set(days_between(first, min(last, yesterday(config.zone)))) - completed(ledger, first, last))
-    _refuse_never_run(first, last, missing)
-    if missing:
-        click.echo(f"billing: {len(missing):,} day(s) never run, so not in the export: "
-                   f"{', '.join(_listed_ranges(missing))}", err=True)
+    answer = answers.export(open_ledger(config.database), config, first, last)
+    if answer.missing_days:
+        click.echo(f"billing: {len(answer.missing_days):,} day(s) never run, so not in the export: "
+                   f"{', '.join(answers.listed_ranges(answer.missing_days))}", err=True)
     try:
-        write_focus(focus, output, sys.stdout)
+        write_focus(answer.rows, output, sys.stdout)
     except ParquetUnavailable as exc:
         raise click.UsageError(str(exc)) from None
     except OSError as exc:

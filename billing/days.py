@@ -3,10 +3,35 @@
 from __future__ import annotations
 
 import calendar
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
 from zoneinfo import ZoneInfo
+
+# the days a ledger can hold: none before Unix time began, and the day after each must exist too (a page reaches a
+# day past its range)
+FIRST_DAY, LAST_DAY = date(1970, 1, 1), date(9999, 12, 30)
+
+
+class NotADay(ValueError):
+    """A day as a person typed it that is no billing day; the message says why, naming the value."""
+
+
+def parse_day(value: str) -> date:
+    """YYYY-MM-DD between FIRST_DAY and LAST_DAY, for the command line and `billing serve` alike.
+
+    Only that form: Python would also take 20261120 and 2026-W47-5, which no one means by a billing day.
+    """
+    try:
+        day = date.fromisoformat(value) if re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value) else None
+    except ValueError:  # 2026-02-30
+        day = None
+    if day is None:
+        raise NotADay(f"{value!r} is not a date like 2026-11-20")
+    if not FIRST_DAY <= day <= LAST_DAY:
+        raise NotADay(f"{value!r} is not a day between {FIRST_DAY} and {LAST_DAY}")
+    return day
 
 
 @dataclass(frozen=True)

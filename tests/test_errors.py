@@ -21,12 +21,13 @@ from billing.ledger.database import LedgerError
 # Exceptions that never reach the user as an error, each with the reason
 INTERNAL = {
     "billing.cli.Terminated": "SIGTERM as a KeyboardInterrupt, so libraries stop as for Ctrl-C; cli says why",
+    "billing.days.NotADay": "a day as typed that is none: a usage error of the command line, a 400 of billing serve",
     "billing.collect.prometheus._PartialAnswer": "retried, then raised again as a PrometheusError naming the server",
     "billing.collect.prometheus._Rejected": "an answer refused inside the client, raised again as a PrometheusError",
     "billing.collect.prometheus._TooLarge": "an answer over max_answer_mib, raised again as a PrometheusError",
     "billing.jobs.check.CheckWarning": "a WARN line of billing check, which does not fail",
     "billing.web.access.Forbidden": "an HTTP 403 page of billing serve",
-    "billing.web.app.Refused": "an HTTP error page of billing serve with its own status",
+    "billing.web.security.Refused": "an HTTP error page of billing serve with its own status",
 }
 
 # The exit status of each error, as cli gave it before the errors had a common base
@@ -36,6 +37,7 @@ EXIT_STATUSES = {
     "billing.publish.report.UnknownSubject": 2,
     "billing.publish.statement.StatementError": 2,
     "billing.publish.focus.ParquetUnavailable": 2,
+    "billing.publish.answers.NeverRun": 1,
     "billing.collect.prometheus.PrometheusError": 1,
     "billing.collect.audit.AuditError": 1,
     "billing.directory.people.DirectoryError": 1,

@@ -87,3 +87,14 @@ def test_the_ledger_has_one_door():
                 doors += [f"{module} imports {alias.name}" for alias in node.names
                           if alias.name == "billing.ledger.tables" or alias.name.split(".")[0] == "sqlalchemy"]
     assert not doors, "the ledger read or written outside billing/ledger/: " + "; ".join(doors)
+
+
+# what goes into an answer: the ledger's readers, budgets, statements and the day's view model
+ASSEMBLY = {"billing.ledger.read", "billing.publish.budgets", "billing.publish.statement", "billing.publish.dayview"}
+
+
+def test_the_command_line_and_serve_ask_the_answer_layer():
+    """cli.py parses and prints and serve turns answers into pages: both ask billing/publish/answers.py, which
+    assembles each answer once (serve's /healthz alone reads the ledger itself, to see that it answers)."""
+    assert imports_of(MODULES["billing.cli"]) & ASSEMBLY == set()
+    assert imports_of(MODULES["billing.web.app"]) & ASSEMBLY == {"billing.ledger.read"}

@@ -37,16 +37,16 @@ from billing.directory.people import (
 from billing.directory.sources import load_directory
 from billing.errors import RunFailed
 from billing.ledger.database import open_ledger
-from billing.ledger.read import latest_directory, stored_directory
+from billing.ledger.read import latest_directory
 from billing.ledger.write import replace_day
 from billing.notify.budget_alerts import send_alerts
 from billing.notify.deliveries import deliver_once
 from billing.notify.summaries import summary_envelopes
-from billing.publish.budgets import read_budget_status, team_budgets
-from billing.publish.dayview import DayReport, read_report, with_directory
+from billing.publish.answers import day_report
+from billing.publish.budgets import team_budgets
+from billing.publish.dayview import DayReport
 from billing.publish.digest import digest_period, read_digests
 from billing.publish.pages import check_output_dir, write_pages
-from billing.publish.report import price_changes
 from billing.redact import redact
 from billing.resources import CPU, GPU, MEMORY
 
@@ -290,24 +290,9 @@ def _publish(config: Config, ledger: Engine, day: date, directory: Directory, su
     return undelivered
 
 
-def with_budgets(report: DayReport, budgets: dict[str, float], ledger: Engine) -> DayReport:
-    """The day's report with each budgeted team's status as of its day, as `billing report` reads it."""
-    teams = [
-        replace(team, budget=read_budget_status(ledger, team.team, report.day, budgets[team.team]))
-        if team.team in budgets else team
-        for team in report.teams
-    ]
-    return replace(report, teams=teams)
-
-
 def render_day(config: Config, day: date) -> DayReport:
     """Write a day's HTML reports from the ledger (never from collected data); return its report."""
-    ledger = open_ledger(config.database)
-    report = read_report(ledger, day, config.currency, config.namespaces.unallocated_team)
-    directory = stored_directory(ledger)
-    report = with_directory(report, directory, config.namespaces)
-    report = with_budgets(report, team_budgets(config.budgets, directory), ledger)
-    report = replace(report, price_changes=tuple(price_changes(config.clusters, day.replace(day=1), day)))
+    report = day_report(open_ledger(config.database), config, day)
     pages = write_pages(report, Path(config.output_dir))
     log.info("%s: wrote %d report pages below %s", day, len(pages), config.output_dir)
     return report

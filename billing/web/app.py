@@ -3,28 +3,19 @@
 A small Flask application, server-rendered with the report templates. Who is
 asking comes from a trusted proxy's header (`web.auth: header`) or from a
 login checked by an LDAP bind as the person (`web.auth: ldap`); what they may
-see is `billing.web.access`. Every page and the JSON API answer from
-`billing.publish.report` (sums by the database) and `billing.publish.pages` (the day's
-figures and trend), so the numbers are those of `billing report` and the
-static pages.
+see is `billing.web.access`, and how that is guarded `billing.web.security`.
+Every page and the JSON API answer from `billing.publish.answers` and
+`billing.publish.report` (sums by the database), as `billing report` and the
+static pages do, so the numbers are theirs.
 """
 
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import logging
-import math
-import re
 import resource
-import secrets
-import threading
-import time
-import unicodedata
-from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass, replace
-from datetime import date, timedelta
+from dataclasses import replace
+from datetime import date
 from urllib.parse import quote
 
 import pandas as pd
@@ -35,14 +26,13 @@ from sqlalchemy import Engine
 from werkzeug.exceptions import HTTPException
 
 from billing.config import Config, ConfigError
-from billing.days import days_between
+from billing.days import NotADay, parse_day
 from billing.directory.ldap import WrongPassword, authenticate
 from billing.directory.people import DirectoryError
 from billing.ledger.database import LedgerError, open_ledger
-from billing.ledger.read import completed, daily_costs, stored_directory, waste_sums
-from billing.publish.budgets import read_budget_status, team_budgets
+from billing.ledger.read import completed
+from billing.publish import answers
 from billing.publish.cost_metrics import add_cost_metrics, read_cost_figures
-from billing.publish.dayview import TrendDay, headline, window_start
 from billing.publish.formatting import price_change_note
 from billing.publish.links import slug
 from billing.publish.pages import render_template
@@ -58,23 +48,19 @@ from billing.publish.report import (
     breakdown,
     build_report,
     known_names,
-    price_changes,
     report_range,
 )
 from billing.publish.report_formats import csv_text, html_table, json_text
 from billing.web.access import Forbidden, Viewer, viewer
+from billing.web.security import UID, Guard, LoginThrottle, Refused, check_csrf, csrf_token, login_key, shown_uid
 
 log = logging.getLogger(__name__)
 
-CSP = ("default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; "
-       "base-uri 'none'")
 LONGEST_RANGE = 366  # days one question may span
 MOST_CONNECTIONS = 20_000  # connections waitress may hold open (fewer where the process may open fewer files)
 CHANNEL_TIMEOUT = 30  # seconds a connection may stay silent
 LARGEST_BODY = 64 * 1024  # bytes of a request body: only the login and logout forms are posted
-HSTS_SECONDS = 365 * 86400  # how long a browser that came over TLS keeps to it
 API_GROUPINGS = ("namespace", "team", "person", WORKLOAD)  # and label:NAME of a configured cost label
-UID = re.compile(r"[^\x00-\x1f\x7f]{1,253}")  # a user id: any printable text a directory may hold
 PAGE_WORKLOADS = 20  # a page's workload table shows the most expensive ones, the rest in one row; CSV has all
 PAGE_TABLES = {  # page -> the breakdowns it shows of the range, each also a CSV download
     "me": ("namespace", "cluster", WORKLOAD),
@@ -83,124 +69,23 @@ PAGE_TABLES = {  # page -> the breakdowns it shows of the range, each also a CSV
 }
 
 
-class LoginThrottle:
-    """Failed logins per user and per address; after `attempts` within `window` seconds both are locked out.
-
-    Kept in the process: `billing serve` runs as one replica (cronjob/serve.yaml). Bounded: a key keeps its last
-    `attempts` failures only, and keys whose failures all left the window are dropped as the table grows.
-    """
-
-    def __init__(self, attempts: int, window: float, clock=time.monotonic) -> None:
-        self.attempts, self.window, self.clock = attempts, window, clock
-        self._failures: dict[str, deque[float]] = {}
-        self._lock = threading.Lock()
-        self._sweep_at = SWEEP_KEYS
-
-    def __len__(self) -> int:
-        return len(self._failures)
-
-    def wait(self, keys: list[str]) -> float:
-        """Seconds until these keys may try again; 0 if they may now."""
-        now = self.clock()
-        with self._lock:
-            waits = []
-            for key in keys:
-                failures = self._failures.get(key, deque())
-                while failures and failures[0] <= now - self.window:
-                    failures.popleft()
-                if len(failures) >= self.attempts:
-                    waits.append(failures[0] + self.window - now)
-            return max(waits, default=0.0)
-
-    def failed(self, keys: list[str]) -> None:
-        now = self.clock()
-        with self._lock:
-            for key in keys:
-                self._failures.setdefault(key, deque(maxlen=self.attempts)).append(now)
-            if len(self._failures) >= self._sweep_at:
-                self._failures = {key: failures for key, failures in self._failures.items()
-                                  if failures[-1] > now - self.window}
-                self._sweep_at = max(SWEEP_KEYS, 2 * len(self._failures))
-
-
-SWEEP_KEYS = 1024  # the throttle forgets expired keys whenever it holds this many (or twice what it kept last)
-
-
-class Sessions:
-    """The signed-in sessions this process issued, so that a logout ends the session itself, not only the
-    browser's copy of its cookie; kept in the process like LoginThrottle, so a restart signs everyone out.
-    Bounded: expired sessions are dropped, and beyond `most` the oldest."""
-
-    def __init__(self, lifetime: float, clock=time.monotonic, most: int = 100_000) -> None:
-        self.lifetime, self.clock, self.most = lifetime, clock, most
-        self._expiry: dict[str, float] = {}  # id -> when it expires, oldest first
-        self._lock = threading.Lock()
-
-    def start(self) -> str:
-        now, identifier = self.clock(), secrets.token_urlsafe(24)
-        with self._lock:
-            while self._expiry and (len(self._expiry) >= self.most or next(iter(self._expiry.values())) <= now):
-                del self._expiry[next(iter(self._expiry))]
-            self._expiry[identifier] = now + self.lifetime
-        return identifier
-
-    def alive(self, identifier: str) -> bool:
-        with self._lock:
-            return self._expiry.get(identifier, -math.inf) > self.clock()
-
-    def end(self, identifier: str) -> None:
-        with self._lock:
-            self._expiry.pop(identifier, None)
-
-
-def login_key(uid: str) -> str:
-    """A uid as the directory's caseIgnoreMatch compares it (RFC 4518, near enough): compatibility forms folded
-    (fullwidth, mathematical letters), case ignored, runs of spaces as one and none at the ends. The throttle
-    keys on it, so that no spelling of a locked uid gets guesses of its own."""
-    return " ".join(unicodedata.normalize("NFKC", uid).casefold().split())
-
-
-def _shown(uid: str) -> str:
-    """A uid as the log shows it: at most 64 characters, so that no login fills the log."""
-    return uid if len(uid) <= 64 else uid[:64] + f"... ({len(uid)} characters)"
-
-
-class Refused(Exception):
-    """A request answered with an error status and one sentence."""
-
-    def __init__(self, status: int, sentence: str) -> None:
-        super().__init__(sentence)
-        self.status = status
-
-
-# the days a ledger can hold: none before Unix time began; a page reaches a month back and a day past its range,
-# which near year 1 or 9999 leaves the calendar
-FIRST_DAY, LAST_DAY = date(1970, 1, 1), date(2999, 12, 31)
-
-
 def _day(name: str) -> date | None:
+    """The query's day parameter `name`, None when absent; 400 naming it when it is no day."""
     value = request.args.get(name)
     if value is None or value == "":
         return None
     try:
-        if re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value):
-            day = date.fromisoformat(value)
-            if not FIRST_DAY <= day <= LAST_DAY:
-                raise Refused(400, f"{name}={value!r} is outside {FIRST_DAY} to {LAST_DAY}")
-            return day
-    except ValueError:
-        pass
-    raise Refused(400, f"{name}={value!r} is not a date like 2026-11-20")
+        return parse_day(value)
+    except NotADay as exc:
+        raise Refused(400, f"{name}={exc}") from None
 
 
 def _page_day(value: str) -> date:
     """The day of a static page's address; 404 for anything else."""
-    if re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value):
-        try:
-            return date.fromisoformat(value)
-        except ValueError:
-            pass  # 2026-02-30
-    raise Refused(404, f"no day's pages are at {value!r}")
+    try:
+        return parse_day(value)
+    except NotADay:
+        raise Refused(404, f"no day's pages are at {value!r}") from None
 
 
 def _only(*allowed: str) -> None:
@@ -219,59 +104,15 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
     """The application over the configured ledger."""
     web = config.web
     ledger = engine or open_ledger(web.database or config.database, key="web.database" if web.database else "database")
-    trusted = [ipaddress.ip_network(n, strict=False) for n in web.trusted_proxies]
-    throttle = throttle or LoginThrottle(web.login_attempts, web.login_window)
-    sessions = Sessions(web.session_lifetime)
+    guard = Guard(web, throttle)
     if web.metrics_token is not None:  # read now: a variable unset or empty, a file missing, is refused at start
         log.info("/metrics answers a scraper sending the token of %s", web.metrics_token_key)
     app = Flask(__name__)
-    app.config.update(
-        SECRET_KEY=web.session_key or secrets.token_hex(32),  # header auth keeps no sessions
-        SESSION_COOKIE_NAME="billing_session",
-        SESSION_COOKIE_HTTPONLY=True,
-        SESSION_COOKIE_SECURE=True,
-        SESSION_COOKIE_SAMESITE="Strict",
-        PERMANENT_SESSION_LIFETIME=timedelta(seconds=web.session_lifetime),
-    )
-
-    def is_trusted(address: str) -> bool:
-        try:
-            parsed = ipaddress.ip_address(address.strip())
-        except ValueError:
-            return False
-        return any(parsed in network for network in trusted)
-
-    def from_trusted_proxy() -> bool:
-        return is_trusted(request.remote_addr or "")
-
-    def client_address() -> str:
-        """Who is asking: behind trusted proxies, the last address in X-Forwarded-For that is none of them
-        (each proxy appends the address it saw; what a client wrote itself comes before), else the peer."""
-        peer = request.remote_addr or ""
-        if not from_trusted_proxy():
-            return peer
-        hops = [hop.strip() for hop in request.headers.get("X-Forwarded-For", "").split(",") if hop.strip()]
-        return next((hop for hop in reversed(hops) if not is_trusted(hop)), peer)
-
-    def identity() -> str:
-        """The signed-in uid, or Refused(401) saying why there is none."""
-        if web.auth == "ldap":
-            if "uid" not in session or not sessions.alive(session.get("id", "")):
-                raise Refused(401, "sign in first")
-            return session["uid"]
-        value = request.headers.get(web.user_header)
-        if value is None:
-            raise Refused(401, f"no user: the request has no {web.user_header} header from the authenticating proxy")
-        if not from_trusted_proxy():
-            raise Refused(401, f"the {web.user_header} header is trusted only from web.trusted_proxies, "
-                               f"not from {request.remote_addr}")
-        if not UID.fullmatch(value.strip()):
-            raise Refused(401, f"the {web.user_header} header holds no usable user id")
-        return value.strip()
+    guard.protect(app)
 
     def current() -> Viewer:
         if "viewer" not in g:
-            g.viewer = viewer(ledger, identity(), web.admins)
+            g.viewer = viewer(ledger, guard.identity(), web.admins)
         return g.viewer
 
     def spelled(subject: Subject) -> Subject:
@@ -322,30 +163,13 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
             if subject.kind != "person":
                 raise
             tables, nothing = [], f"the ledger holds no costs of namespaces owned by {subject.name}"
-        start = window_start(last)
-        runs = completed(ledger, start, last)
-        day_costs = daily_costs(ledger, start, last, **_filter(subject))
-        currencies = sorted(set(day_costs["currency"]))
-        if len(currencies) > 1:
-            raise ReportError(f"the ledger holds costs in {' and '.join(currencies)} between {start} and {last}; "
-                              f"ask for a range with one currency")
-        month = days_between(last.replace(day=1), last)
-        figures = Headline(last, currencies[0] if currencies else config.currency,  # the range's own note
-                           missing_in_month=[] if first == month[0] else [d for d in month if d not in runs and d != last],
-                           **headline(day_costs, runs, last))
-        waste = waste_sums(ledger, first, last, waste_key, **_filter(subject))
-        waste = waste.dropna(subset=["idle_gpu_hours", "unused_cpu_core_hours"], how="all")
-        budget = None  # a team's month against its budget, as the reports and `billing report` show it
-        if subject.kind == "team" and subject.name:
-            budgets = team_budgets(config.budgets, stored_directory(ledger))
-            if subject.name in budgets:
-                budget = read_budget_status(ledger, subject.name, last, budgets[subject.name])
+        shown = answers.page(ledger, config, subject, first, last, waste_key)
         return _html(render_template(
             "web.html.j2", viewer=current(), heading=heading, page=name, subject=subject, first=first, last=last,
-            report=figures, tables=tables, links=links, waste=_nones(waste), waste_key=waste_key,
-            reports_url=config.reports_url, nothing=nothing, csrf=_csrf() if web.auth == "ldap" else "",
-            today_missing=last not in runs, budget=budget,
-            price_notes=[price_change_note(*change) for change in price_changes(config.clusters, first, last)]))
+            report=shown.figures, tables=tables, links=links, waste=_nones(shown.waste), waste_key=waste_key,
+            reports_url=config.reports_url, nothing=nothing, csrf=csrf_token() if web.auth == "ldap" else "",
+            today_missing=not shown.last_day_run, budget=shown.budget,
+            price_notes=[price_change_note(*change) for change in shown.price_changes]))
 
     @app.errorhandler(Refused)
     def refused(error: Refused):
@@ -383,22 +207,17 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
             return {"error": sentence}, status
         login = status == 401 and web.auth == "ldap"
         return _html(render_template("web_error.html.j2", status=status, sentence=sentence, login=login,
-                                     csrf=_csrf() if login else "", uid="", failed="")), status
+                                     csrf=csrf_token() if login else "", uid="", failed="")), status
 
     @app.after_request
     def headers(response: Response) -> Response:
-        response.headers["Content-Security-Policy"] = CSP
-        response.headers["X-Content-Type-Options"] = "nosniff"
-        response.headers["Referrer-Policy"] = "no-referrer"
-        response.headers["Cache-Control"] = "no-store"  # personal costs stay out of shared caches
-        if request.is_secure or (from_trusted_proxy() and request.headers.get("X-Forwarded-Proto") == "https"):
-            response.headers["Strict-Transport-Security"] = f"max-age={HSTS_SECONDS}"
+        guard.add_headers(response)
         if request.path == "/healthz" and response.status_code == 200:
             return response  # the kubelet asks every few seconds
         who = g.viewer.uid if "viewer" in g else None
         log.info("%s %s %d", request.method, request.path, response.status_code,
                  extra={"method": request.method, "path": request.path, "status": response.status_code,
-                        "uid": who, "remote_addr": client_address()})
+                        "uid": who, "remote_addr": guard.client_address()})
         return response
 
     @app.get("/healthz")
@@ -495,25 +314,8 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
         return Response(json_text(answer), mimetype="application/json")
 
     if web.auth == "ldap":
-        _login_routes(app, config, throttle, sessions, client_address)
+        _login_routes(app, config, guard)
     return app
-
-
-@dataclass(frozen=True)
-class Headline:
-    """The figures above a page's tables (what reports/macros.html.j2 `figures` and `trend_svg` show)."""
-
-    day: date
-    currency: str
-    cost: float
-    discount: float
-    previous: float | None
-    month_to_date: float
-    trend: list[TrendDay]
-    missing_in_month: list[date]
-    incomplete: tuple = ()  # the range's data gaps are listed under the tables instead
-    price_changes: tuple = ()  # the range's price changes likewise
-    directory_note: str = ""
 
 
 def _broken_down(report: Report) -> bool:
@@ -536,46 +338,26 @@ def _nones(frame: pd.DataFrame) -> list[dict]:
     return [{k: None if pd.isna(v) else v for k, v in row.items()} for row in frame.to_dict("records")]
 
 
-def _filter(subject: Subject) -> dict[str, str | None]:
-    """The `team=` or `owner=` keyword of the ledger's readers for a subject's rows."""
-    return {"team": {"team": subject.name}, "person": {"owner": subject.name}, "all": {}}[subject.kind]
-
-
 def _html(text: str) -> Response:
     return Response(text, mimetype="text/html")
 
 
-def _csrf() -> str:
-    """A token of this browser session for the login and logout forms."""
-    if "csrf" not in session:
-        session["csrf"] = secrets.token_urlsafe(24)
-    return session["csrf"]
-
-
-def _check_csrf() -> None:
-    """The form's token is the session's; a request with no session has none to match (login CSRF)."""
-    expected = session.get("csrf", "")
-    if not expected or not secrets.compare_digest(request.form.get("csrf", ""), expected):
-        raise Refused(400, "the form has expired; load the page again")
-
-
-def _login_routes(app: Flask, config: Config, throttle: LoginThrottle, sessions: Sessions,
-                  client_address: Callable[[], str]) -> None:
+def _login_routes(app: Flask, config: Config, guard: Guard) -> None:
     """The login form and logout, for `web.auth: ldap`; failures count per user and per client address."""
 
     @app.get("/login")
     def login_form():
         _only()
-        return _html(render_template("web_error.html.j2", status=200, sentence="", login=True, csrf=_csrf(),
+        return _html(render_template("web_error.html.j2", status=200, sentence="", login=True, csrf=csrf_token(),
                                      uid="", failed=""))
 
     @app.post("/login")
     def login():
-        _check_csrf()
+        check_csrf()
         uid = request.form.get("uid", "").strip()
-        shown, client = _shown(uid), client_address()
+        shown, client = shown_uid(uid), guard.client_address()
         keys = [f"user:{login_key(shown)}", f"address:{client}"]
-        wait = throttle.wait(keys)
+        wait = guard.throttle.wait(keys)
         if wait > 0:
             log.warning("login of %r from %s refused: locked out", shown, client,
                         extra={"uid": shown, "remote_addr": client})
@@ -586,25 +368,25 @@ def _login_routes(app: Flask, config: Config, throttle: LoginThrottle, sessions:
                 raise WrongPassword(f"no user id has {len(uid)} characters or control characters")
             canonical = authenticate(config.directory, uid, request.form.get("password", ""))
         except WrongPassword as exc:
-            throttle.failed(keys)
-            log.warning("login of %r from %s failed: %s", shown, client, _shown(str(exc)),
+            guard.throttle.failed(keys)
+            log.warning("login of %r from %s failed: %s", shown, client, shown_uid(str(exc)),
                         extra={"uid": shown, "remote_addr": client})
-            return _html(render_template("web_error.html.j2", status=401, sentence="", login=True, csrf=_csrf(),
+            return _html(render_template("web_error.html.j2", status=401, sentence="", login=True, csrf=csrf_token(),
                                          uid=shown, failed="Wrong user name or password.")), 401
         except DirectoryError as exc:
             log.error("login: %s", exc)
             raise Refused(503, "the directory cannot check passwords at the moment; try again later") from None
         session.clear()
         session.permanent = True
-        session["uid"], session["id"] = canonical, sessions.start()
+        session["uid"], session["id"] = canonical, guard.sessions.start()
         log.info("login of %s from %s", canonical, client,
                  extra={"uid": canonical, "remote_addr": client})
         return redirect("/me", code=303)
 
     @app.post("/logout")
     def logout():
-        _check_csrf()
-        sessions.end(session.get("id", ""))
+        check_csrf()
+        guard.sessions.end(session.get("id", ""))
         session.clear()
         return redirect("/login", code=303)
 

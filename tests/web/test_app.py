@@ -26,7 +26,8 @@ from billing.config import Config
 from billing.ledger.database import open_ledger
 from billing.ledger.write import replace_day
 from billing.publish.budgets import read_budget_status
-from billing.web.app import LoginThrottle, Sessions, create_app, login_key
+from billing.web.app import create_app
+from billing.web.security import LoginThrottle, Sessions, login_key
 from tests.helpers.config import MINIMAL_CONFIG
 from tests.helpers.html_tables import read_page
 from tests.helpers.report_ledger import DAY, ROWS, TEAM_MONTH, frame, write_ledger
@@ -182,7 +183,31 @@ def test_dates_outside_what_a_ledger_can_hold_are_400_not_500(client, route):
     """A report reaches back a month before `to`: from year 1 that was an OverflowError, a 500."""
     answer = get(client, route, "root")
     assert answer.status_code == 400, answer.text
-    assert "is outside 1970-01-01 to 2999-12-31" in answer.text
+    assert "is not a day between 1970-01-01 and 9999-12-30" in answer.text
+
+
+@pytest.mark.parametrize("value, sentence", [
+    ("2026-02-30", "'2026-02-30' is not a date like 2026-11-20"),
+    ("20261120", "'20261120' is not a date like 2026-11-20"),
+    ("1969-12-31", "'1969-12-31' is not a day between 1970-01-01 and 9999-12-30"),
+    ("9999-12-31", "'9999-12-31' is not a day between 1970-01-01 and 9999-12-30"),
+])
+def test_serve_and_the_command_line_refuse_the_same_days_in_the_same_words(client, ledger_url, tmp_path, value,
+                                                                            sentence):
+    """One date parser (billing.days.parse_day): serve took days to 2999-12-31, the command line to 9999-12-30."""
+    config = tmp_path / "billing.yaml"
+    config.write_text(yaml.safe_dump({**MINIMAL_CONFIG, "database": ledger_url}))
+    said = CliRunner().invoke(main, ["report", "--all-teams", "--to", value, "--config", str(config)])
+    answer = get(client, f"/api/v1/costs?to={value}", "root")
+    assert said.exit_code == 2 and sentence in said.output
+    assert answer.status_code == 400 and answer.json["error"] == f"to={sentence}"
+
+
+@pytest.mark.parametrize("route", ["/all?from=3000-01-01&to=3000-01-02", "/all?from=9999-12-01&to=9999-12-30",
+                                   "/api/v1/costs?from=9999-12-01&to=9999-12-30"])
+def test_the_last_day_the_command_line_takes_serve_takes_too(client, route):
+    """A page reaches a month back and a day past its range: 9999-12-30 still leaves the calendar whole."""
+    assert get(client, route, "root").status_code == 200
 
 
 def test_names_differing_only_in_case_are_the_ledgers_names_for_an_admin_too(client):

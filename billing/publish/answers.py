@@ -1,0 +1,186 @@
+"""The questions people ask of the ledger, each answered once, whichever interface asks.
+
+`billing report`, `export`, `statement`, `close` and `billing serve` ask the same questions; the answer to each
+is assembled here (a report with its team's budget and the range's price changes, an export with its missing
+days, a month's statement with its cost centres, a page of `billing serve`, the day's report the nightly pages
+show), so the command line, the web and the pages cannot drift apart. The
+interfaces only parse the question and show the answer: nothing here prints or knows HTTP.
+
+Statements are imported when asked for: closing a month writes the ledger, whose writer imports collect's invoice
+reader, which `billing report` has no use for (tests/test_cli_imports.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import date
+from typing import TYPE_CHECKING
+
+import pandas as pd
+from sqlalchemy import Engine
+
+from billing.config import Config
+from billing.days import days_between, yesterday
+from billing.errors import RunFailed
+from billing.ledger.read import (
+    completed,
+    daily_costs,
+    read_recovery,
+    read_rows,
+    read_workload_costs,
+    stored_directory,
+    waste_sums,
+)
+from billing.publish.budgets import BudgetStatus, read_budget_status, team_budgets
+from billing.publish.dayview import DayReport, TrendDay, headline, read_report, window_start, with_directory
+from billing.publish.focus import broken_down, focus_rows
+from billing.publish.report import Report, ReportError, Subject, build_report, price_changes
+from billing.publish.report_formats import day_ranges
+
+if TYPE_CHECKING:
+    from billing.publish.statement import Statement
+
+LISTED_RANGES = 10  # runs of missing days a sentence names; the rest are counted
+
+
+class NeverRun(RunFailed):
+    """No day of the range was ever run: a total of 0.00 would read as no spending."""
+
+
+def listed_ranges(days: list[date]) -> list[str]:
+    """Runs of days as ranges, the first LISTED_RANGES of them and a count of the rest."""
+    runs = day_ranges(days)
+    return runs[:LISTED_RANGES] + ([f"and {len(runs) - LISTED_RANGES:,} more ranges"] if len(runs) > LISTED_RANGES else [])
+
+
+def _refuse_never_run(first: date, last: date, missing: list[date]) -> None:
+    if len(missing) == len(days_between(first, last)):
+        raise NeverRun(f"no day in this range was ever run ({', '.join(listed_ranges(missing))}): "
+                       "run them with billing run or billing backfill first")
+
+
+def team_budget(ledger: Engine, config: Config, team: str, as_of: date) -> BudgetStatus:
+    """A team's month of `as_of` against its budget (the config's, else the directory's; None if it has none)."""
+    budget = team_budgets(config.budgets, stored_directory(ledger)).get(team)
+    return read_budget_status(ledger, team, as_of, budget)
+
+
+def day_report(ledger: Engine, config: Config, day: date) -> DayReport:
+    """Every figure of a day's pages and emails: the teams with their leads, each budgeted team's status as of the
+    day (as `billing report` reads it) and the month's price changes."""
+    report = read_report(ledger, day, config.currency, config.namespaces.unallocated_team)
+    directory = stored_directory(ledger)
+    report = with_directory(report, directory, config.namespaces)
+    budgets = team_budgets(config.budgets, directory)
+    teams = [replace(team, budget=read_budget_status(ledger, team.team, day, budgets[team.team]))
+             if team.team in budgets else team for team in report.teams]
+    return replace(report, teams=teams, price_changes=tuple(price_changes(config.clusters, day.replace(day=1), day)))
+
+
+def report(ledger: Engine, config: Config, subject: Subject, first: date, last: date, by: str | None) -> Report:
+    """What a subject spent over a range, with the range's price changes and, for a team, its budget;
+    NeverRun when no day of the range was ever run."""
+    answer = build_report(ledger, subject, first, last, by, config.currency)
+    _refuse_never_run(first, last, answer.missing_days)
+    answer = replace(answer, price_changes=price_changes(config.clusters, first, last))
+    if subject.kind == "team" and subject.name is not None:
+        answer = replace(answer, budget=team_budget(ledger, config, subject.name, last))
+    return answer
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The figures above a page's tables (what reports/macros.html.j2 `figures` and `trend_svg` show)."""
+
+    day: date
+    currency: str
+    cost: float
+    discount: float
+    previous: float | None
+    month_to_date: float
+    trend: list[TrendDay]
+    missing_in_month: list[date]
+    incomplete: tuple = ()  # the range's data gaps are listed under the tables instead
+    price_changes: tuple = ()  # the range's price changes likewise
+    directory_note: str = ""
+
+
+@dataclass(frozen=True)
+class Page:
+    """What a subject's page of `billing serve` shows beside its tables."""
+
+    figures: Headline  # of the range's last day
+    waste: pd.DataFrame  # of the range, per waste_key: what was held but not used
+    budget: BudgetStatus | None  # a budgeted team's month of the last day
+    last_day_run: bool
+    price_changes: list[tuple[str, date]]
+
+
+def page(ledger: Engine, config: Config, subject: Subject, first: date, last: date, waste_key: str) -> Page:
+    """The figures of the range's last day (with its trend and month to date), the range's waste and, for a
+    budgeted team, its budget; ReportError for a trend window with costs in two currencies."""
+    start = window_start(last)
+    runs = completed(ledger, start, last)
+    day_costs = daily_costs(ledger, start, last, **_filter(subject))
+    currencies = sorted(set(day_costs["currency"]))
+    if len(currencies) > 1:
+        raise ReportError(f"the ledger holds costs in {' and '.join(currencies)} between {start} and {last}; "
+                          f"ask for a range with one currency")
+    month = days_between(last.replace(day=1), last)
+    figures = Headline(last, currencies[0] if currencies else config.currency,  # the range's own note
+                       missing_in_month=[] if first == month[0] else [d for d in month if d not in runs and d != last],
+                       **headline(day_costs, runs, last))
+    waste = waste_sums(ledger, first, last, waste_key, **_filter(subject))
+    waste = waste.dropna(subset=["idle_gpu_hours", "unused_cpu_core_hours"], how="all")
+    budget = None
+    if subject.kind == "team" and subject.name:
+        status = team_budget(ledger, config, subject.name, last)
+        budget = status if status.budget is not None else None
+    return Page(figures, waste, budget, last in runs, price_changes(config.clusters, first, last))
+
+
+def _filter(subject: Subject) -> dict[str, str | None]:
+    """The `team=` or `owner=` keyword of the ledger's readers for a subject's rows."""
+    return {"team": {"team": subject.name}, "person": {"owner": subject.name}, "all": {}}[subject.kind]
+
+
+
+@dataclass(frozen=True)
+class Export:
+    """The FOCUS rows of a range and its days never run (today and later are still to come, not missing)."""
+
+    rows: pd.DataFrame
+    missing_days: list[date]
+
+
+def export(ledger: Engine, config: Config, first: date, last: date) -> Export:
+    """The ledger of a range as FOCUS rows; NeverRun when no day of it was ever run."""
+    focus = focus_rows(broken_down(read_rows(ledger, first, last), read_workload_costs(ledger, first, last)),
+                       config.zone, read_recovery(ledger, first, last))
+    missing = sorted(set(days_between(first, min(last, yesterday(config.zone)))) - completed(ledger, first, last))
+    _refuse_never_run(first, last, missing)
+    return Export(focus, missing)
+
+
+def statement(ledger: Engine, config: Config, month: date, team: str | None = None) -> Statement:
+    """The month's statement, as closed or from the ledger now; optionally of one team."""
+    from billing.publish.statement import build_statement, cost_centers  # when asked: see the module's docstring
+
+    return build_statement(ledger, month, config.currency, cost_centers(stored_directory(ledger)), team,
+                           yesterday(config.zone))
+
+
+def close(ledger: Engine, config: Config, month: date, by: str, allow_missing: bool) -> Statement:
+    """Close the month with cost recovery for the clusters that have it; returns the statement kept."""
+    from billing.publish.statement import close_month, cost_centers  # when asked: see the module's docstring
+
+    recover = {cluster.name: cluster.recover for cluster in config.clusters if cluster.recover}
+    return close_month(ledger, month, by, yesterday(config.zone), config.currency,
+                       cost_centers(stored_directory(ledger)), allow_missing, recover)
+
+
+def reopen(ledger: Engine, month: date, by: str) -> None:
+    """Open the latest closed month again."""
+    from billing.publish.statement import reopen_month  # when asked: see the module's docstring
+
+    reopen_month(ledger, month, by)

@@ -1,0 +1,198 @@
+"""`billing serve`'s HTTP security: who is asking, and what guards the asking.
+
+A trusted proxy's header (`web.auth: header`) or a signed-in session (`web.auth: ldap`) says who is asking;
+`Guard` believes forwarded headers only from `web.trusted_proxies`, keeps the sessions a logout ends and the login
+throttle, and puts the security headers on every answer; the forms carry CSRF tokens. The pages and the API
+(billing/web/app.py) ask `Guard.identity()` and know nothing of how it is checked.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import re
+import secrets
+import threading
+import time
+import unicodedata
+from collections import deque
+from datetime import timedelta
+
+from flask import Flask, Response, request, session
+
+from billing.config import WebConfig
+
+CSP = ("default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; "
+       "base-uri 'none'")
+HSTS_SECONDS = 365 * 86400  # how long a browser that came over TLS keeps to it
+UID = re.compile(r"[^\x00-\x1f\x7f]{1,253}")  # a user id: any printable text a directory may hold
+
+
+class LoginThrottle:
+    """Failed logins per user and per address; after `attempts` within `window` seconds both are locked out.
+
+    Kept in the process: `billing serve` runs as one replica (cronjob/serve.yaml). Bounded: a key keeps its last
+    `attempts` failures only, and keys whose failures all left the window are dropped as the table grows.
+    """
+
+    def __init__(self, attempts: int, window: float, clock=time.monotonic) -> None:
+        self.attempts, self.window, self.clock = attempts, window, clock
+        self._failures: dict[str, deque[float]] = {}
+        self._lock = threading.Lock()
+        self._sweep_at = SWEEP_KEYS
+
+    def __len__(self) -> int:
+        return len(self._failures)
+
+    def wait(self, keys: list[str]) -> float:
+        """Seconds until these keys may try again; 0 if they may now."""
+        now = self.clock()
+        with self._lock:
+            waits = []
+            for key in keys:
+                failures = self._failures.get(key, deque())
+                while failures and failures[0] <= now - self.window:
+                    failures.popleft()
+                if len(failures) >= self.attempts:
+                    waits.append(failures[0] + self.window - now)
+            return max(waits, default=0.0)
+
+    def failed(self, keys: list[str]) -> None:
+        now = self.clock()
+        with self._lock:
+            for key in keys:
+                self._failures.setdefault(key, deque(maxlen=self.attempts)).append(now)
+            if len(self._failures) >= self._sweep_at:
+                self._failures = {key: failures for key, failures in self._failures.items()
+                                  if failures[-1] > now - self.window}
+                self._sweep_at = max(SWEEP_KEYS, 2 * len(self._failures))
+
+
+SWEEP_KEYS = 1024  # the throttle forgets expired keys whenever it holds this many (or twice what it kept last)
+
+
+class Sessions:
+    """The signed-in sessions this process issued, so that a logout ends the session itself, not only the
+    browser's copy of its cookie; kept in the process like LoginThrottle, so a restart signs everyone out.
+    Bounded: expired sessions are dropped, and beyond `most` the oldest."""
+
+    def __init__(self, lifetime: float, clock=time.monotonic, most: int = 100_000) -> None:
+        self.lifetime, self.clock, self.most = lifetime, clock, most
+        self._expiry: dict[str, float] = {}  # id -> when it expires, oldest first
+        self._lock = threading.Lock()
+
+    def start(self) -> str:
+        now, identifier = self.clock(), secrets.token_urlsafe(24)
+        with self._lock:
+            while self._expiry and (len(self._expiry) >= self.most or next(iter(self._expiry.values())) <= now):
+                del self._expiry[next(iter(self._expiry))]
+            self._expiry[identifier] = now + self.lifetime
+        return identifier
+
+    def alive(self, identifier: str) -> bool:
+        with self._lock:
+            return self._expiry.get(identifier, -math.inf) > self.clock()
+
+    def end(self, identifier: str) -> None:
+        with self._lock:
+            self._expiry.pop(identifier, None)
+
+
+def login_key(uid: str) -> str:
+    """A uid as the directory's caseIgnoreMatch compares it (RFC 4518, near enough): compatibility forms folded
+    (fullwidth, mathematical letters), case ignored, runs of spaces as one and none at the ends. The throttle
+    keys on it, so that no spelling of a locked uid gets guesses of its own."""
+    return " ".join(unicodedata.normalize("NFKC", uid).casefold().split())
+
+
+def shown_uid(uid: str) -> str:
+    """A uid as the log shows it: at most 64 characters, so that no login fills the log."""
+    return uid if len(uid) <= 64 else uid[:64] + f"... ({len(uid)} characters)"
+
+
+class Refused(Exception):
+    """A request answered with an error status and one sentence."""
+
+    def __init__(self, status: int, sentence: str) -> None:
+        super().__init__(sentence)
+        self.status = status
+
+
+class Guard:
+    """The security of one application: trusted proxies, sessions, the login throttle and the answers' headers."""
+
+    def __init__(self, web: WebConfig, throttle: LoginThrottle | None = None) -> None:
+        self.web = web
+        self.trusted = [ipaddress.ip_network(n, strict=False) for n in web.trusted_proxies]
+        self.throttle = throttle or LoginThrottle(web.login_attempts, web.login_window)
+        self.sessions = Sessions(web.session_lifetime)
+
+    def protect(self, app: Flask) -> None:
+        """Signed, HTTP-only, same-site cookies sent over TLS only."""
+        app.config.update(
+            SECRET_KEY=self.web.session_key or secrets.token_hex(32),  # header auth keeps no sessions
+            SESSION_COOKIE_NAME="billing_session",
+            SESSION_COOKIE_HTTPONLY=True,
+            SESSION_COOKIE_SECURE=True,
+            SESSION_COOKIE_SAMESITE="Strict",
+            PERMANENT_SESSION_LIFETIME=timedelta(seconds=self.web.session_lifetime),
+        )
+
+    def is_trusted(self, address: str) -> bool:
+        try:
+            parsed = ipaddress.ip_address(address.strip())
+        except ValueError:
+            return False
+        return any(parsed in network for network in self.trusted)
+
+    def from_trusted_proxy(self) -> bool:
+        return self.is_trusted(request.remote_addr or "")
+
+    def client_address(self) -> str:
+        """Who is asking: behind trusted proxies, the last address in X-Forwarded-For that is none of them
+        (each proxy appends the address it saw; what a client wrote itself comes before), else the peer."""
+        peer = request.remote_addr or ""
+        if not self.from_trusted_proxy():
+            return peer
+        hops = [hop.strip() for hop in request.headers.get("X-Forwarded-For", "").split(",") if hop.strip()]
+        return next((hop for hop in reversed(hops) if not self.is_trusted(hop)), peer)
+
+    def identity(self) -> str:
+        """The signed-in uid, or Refused(401) saying why there is none."""
+        web = self.web
+        if web.auth == "ldap":
+            if "uid" not in session or not self.sessions.alive(session.get("id", "")):
+                raise Refused(401, "sign in first")
+            return session["uid"]
+        value = request.headers.get(web.user_header)
+        if value is None:
+            raise Refused(401, f"no user: the request has no {web.user_header} header from the authenticating proxy")
+        if not self.from_trusted_proxy():
+            raise Refused(401, f"the {web.user_header} header is trusted only from web.trusted_proxies, "
+                               f"not from {request.remote_addr}")
+        if not UID.fullmatch(value.strip()):
+            raise Refused(401, f"the {web.user_header} header holds no usable user id")
+        return value.strip()
+
+    def add_headers(self, response: Response) -> None:
+        """What every answer tells the browser: no scripts, no framing, no caching; TLS kept to once seen."""
+        response.headers["Content-Security-Policy"] = CSP
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Referrer-Policy"] = "no-referrer"
+        response.headers["Cache-Control"] = "no-store"  # personal costs stay out of shared caches
+        if request.is_secure or (self.from_trusted_proxy() and request.headers.get("X-Forwarded-Proto") == "https"):
+            response.headers["Strict-Transport-Security"] = f"max-age={HSTS_SECONDS}"
+
+
+def csrf_token() -> str:
+    """A token of this browser session for the login and logout forms."""
+    if "csrf" not in session:
+        session["csrf"] = secrets.token_urlsafe(24)
+    return session["csrf"]
+
+
+def check_csrf() -> None:
+    """The form's token is the session's; a request with no session has none to match (login CSRF)."""
+    expected = session.get("csrf", "")
+    if not expected or not secrets.compare_digest(request.form.get("csrf", ""), expected):
+        raise Refused(400, "the form has expired; load the page again")
