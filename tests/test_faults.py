@@ -126,7 +126,10 @@ def test_5xx_half_way_through_the_day_fails_after_the_retries(configure, ledger_
         result = run(configure({"url": server.url, "retries": 1}))
     assert_failed_and_kept(
         result, ledger_url, before,
-        f"Prometheus of cluster jaguar at {server.url} kept failing after retries (too many {status} error responses)",
+        f"Prometheus of cluster jaguar at {server.url} kept failing after retries (too many {status} error responses)"
+        ": the server behind clusters[0].prometheus.url is failing or overloaded; clusters[0].prometheus.retries (1) "
+        "sets how often a query is asked again, with backoff, and clusters[0].prometheus.timeout (120 s) how long "
+        "each attempt may take",
     )
     assert server.requests > 6 + 1  # a failed query was asked again
 

@@ -246,7 +246,10 @@ class LivePrometheus:
                 f"(query: {_short(query)})"
             ) from None
         except requests.exceptions.RetryError as exc:
-            raise PrometheusError(f"{where} kept failing after retries ({_reason(exc)})") from None
+            raise PrometheusError(
+                f"{where} kept failing after retries ({_reason(exc)}): the server behind {key('url')} is failing "
+                f"or overloaded; {key('retries')} ({self.attempts - 1}) sets how often a query is asked again, with "
+                f"backoff, and {key('timeout')} ({self.timeout:g} s) how long each attempt may take") from None
         except requests.exceptions.SSLError as exc:
             raise PrometheusError(f"{where}: TLS failed ({_reason(exc)}){self._tls_fix(str(exc))}") from None
         except (requests.exceptions.Timeout, requests.exceptions.ConnectionError) as exc:

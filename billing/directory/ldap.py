@@ -19,7 +19,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
 from ldap3 import NONE, SUBTREE, Connection, Server, Tls
-from ldap3.core.exceptions import LDAPCertificateError, LDAPException, LDAPSASLPrepError, LDAPSocketOpenError
+from ldap3.core.exceptions import (
+    LDAPCertificateError,
+    LDAPException,
+    LDAPSASLPrepError,
+    LDAPSocketOpenError,
+    LDAPStartTLSError,
+)
 from ldap3.utils.conv import escape_filter_chars
 
 from billing.config import DirectoryConfig, untrusted_certificate
@@ -152,7 +158,7 @@ def _bind(connection: Connection, url: str, config: DirectoryConfig, user: str |
     try:
         connection.open()
         if config.starttls and not connection.start_tls():
-            raise DirectoryError(f"directory {url}: StartTLS was refused ({_result(connection)})")
+            raise _starttls_refused(url, config, _result(connection))
         if not connection.bind():
             who = f"as {user}" if user else "anonymously"
             wrong = connection.result["result"] == INVALID_CREDENTIALS
@@ -164,10 +170,19 @@ def _bind(connection: Connection, url: str, config: DirectoryConfig, user: str |
                             "prohibits") from None
     except LDAPException as exc:
         cause = _cause(exc)
+        if isinstance(exc, LDAPStartTLSError) and not cause.startswith("TLS"):  # raised even without raise_exceptions
+            raise _starttls_refused(url, config, cause) from None
         if isinstance(exc, LDAPSocketOpenError) and not cause.startswith("TLS"):
             raise Unreachable(f"directory {url}: connection failed ({cause})") from None
         tls = f"; {untrusted_certificate(config)}" if "certificate verify failed" in cause else ""
         raise DirectoryError(f"directory {url}: connection failed ({cause}){tls}") from None
+
+
+def _starttls_refused(url: str, config: DirectoryConfig, why: str) -> DirectoryError:
+    """The error for a server that will not upgrade the connection to TLS: the keys that choose TLS."""
+    return DirectoryError(f"directory {url}: StartTLS was refused ({why}); give the server's ldaps:// address in "
+                          f"{config.key('url')}, or set {config.key('starttls')}: false where the network may read "
+                          "the bind password")
 
 
 def _search(connection: Connection, url: str, base: str, search_filter: str, attributes: list[str]) -> list[Entry]:

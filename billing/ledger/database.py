@@ -33,6 +33,10 @@ class NoLedgerYet(LedgerError):
     """The database (an SQLite file) or its ledger tables do not exist yet; the first run creates them."""
 
 
+# an engine's execution option: the config key its URL came from (`database`, `web.database`), for sentences
+CONFIG_KEY = "billing_config_key"
+
+
 def database_name(engine: Engine) -> str:
     return f"database {engine.url.render_as_string(hide_password=True)}"
 
@@ -45,6 +49,7 @@ def _engine(url: str, create: bool = True, key: str = "database") -> Engine:
         engine = create_engine(url, pool_pre_ping=True)
     except (SQLAlchemyError, ValueError, ImportError) as exc:
         raise LedgerError(f"config key {key}: cannot use {url.split('@')[-1]!r} ({exc})") from None
+    engine.update_execution_options(**{CONFIG_KEY: key})
     if engine.url.get_backend_name() == "sqlite":
         _real_sqlite_transactions(engine)
         if engine.url.database not in (None, "", ":memory:"):
@@ -113,8 +118,7 @@ def open_ledger(url: str, create: bool = True, key: str = "database") -> Engine:
                 f"{migrate.head_revision()}: run `billing db upgrade` first"
             )
     except SQLAlchemyError as exc:
-        raise LedgerError(f"{database_name(engine)}: opening the ledger failed: {failure_cause(exc)}"
-                          f"{_connection_fix(engine, exc, key)}") from None
+        raise LedgerError(f"{database_name(engine)}: opening the ledger failed: {failure(engine, exc)}") from None
     return engine
 
 
@@ -124,22 +128,31 @@ def upgrade_schema(url: str) -> tuple[str | None, str]:
     try:
         return migrate.upgrade(engine)
     except SQLAlchemyError as exc:
-        raise LedgerError(f"{database_name(engine)}: upgrading the schema failed, nothing changed: {failure_cause(exc)}"
-                          f"{_connection_fix(engine, exc)}") from None
+        raise LedgerError(f"{database_name(engine)}: upgrading the schema failed, nothing changed: "
+                          f"{failure(engine, exc)}") from None
 
 
 # what libpq says when the server wants a password and got none, or a wrong one
 _NO_PASSWORD = ("no password supplied", "password authentication failed")
 
 
-def _connection_fix(engine: Engine, exc: SQLAlchemyError, key: str = "database") -> str:
-    """'; ' and what to fix where PostgreSQL cannot be reached or refuses the login for want of the right password
-    (where that comes from); else ''."""
+def failure(engine: Engine, exc: SQLAlchemyError) -> str:
+    """Why a database operation failed, with what to fix where a connection is at fault."""
+    return failure_cause(exc) + _connection_fix(engine, exc)
+
+
+def _connection_fix(engine: Engine, exc: SQLAlchemyError) -> str:
+    """'; ' and what to fix where PostgreSQL cannot be reached, refuses the login for want of the right password
+    (where that comes from) or loses the connection; else ''."""
+    key = engine.get_execution_options().get(CONFIG_KEY, "database")
     if any(words in str(exc) for words in _NO_PASSWORD):
         return (f"; the password of user {engine.url.username} comes from PGPASSWORD or ~/.pgpass (PGPASSFILE names "
                 f"another file), or from the URL of config key {key}")
     if str(getattr(exc, "orig", "")).startswith("connection failed"):  # psycopg: no server answered there
         return f"; the server is down or the host and port of config key {key} are wrong"
+    if getattr(exc, "connection_invalidated", False):  # SQLAlchemy: the session broke (psycopg's `broken`)
+        return (f"; the connection to the server of config key {key} was lost (the server stopped or restarted, or "
+                "the network cut it)")
     return ""
 
 
@@ -158,7 +171,7 @@ def transaction(engine: Engine, what: str, writes: bool = False) -> Iterator[Con
         with writing(engine) if writes else engine.begin() as conn:
             yield conn
     except SQLAlchemyError as exc:
-        raise LedgerError(f"{database_name(engine)}: {what} failed, nothing changed: {failure_cause(exc)}") from None
+        raise LedgerError(f"{database_name(engine)}: {what} failed, nothing changed: {failure(engine, exc)}") from None
 
 
 def fetch_rows(engine: Engine, query, what: str) -> list:
@@ -167,7 +180,7 @@ def fetch_rows(engine: Engine, query, what: str) -> list:
         with engine.connect() as conn:
             return list(conn.execute(query).all())
     except SQLAlchemyError as exc:
-        raise LedgerError(f"{database_name(engine)}: reading {what} failed: {failure_cause(exc)}") from None
+        raise LedgerError(f"{database_name(engine)}: reading {what} failed: {failure(engine, exc)}") from None
 
 
 def read_frame(engine: Engine, query, what: str, columns: list[str]) -> pd.DataFrame:

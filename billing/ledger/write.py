@@ -31,7 +31,7 @@ from billing.charge.bill import DayBill
 from billing.collect.invoices import Invoice, InvoiceError
 from billing.config import HIGHEST_BUDGET
 from billing.frames import LONGEST_NAME
-from billing.ledger.database import LedgerError, database_name, failure_cause, transaction, writing
+from billing.ledger.database import LedgerError, database_name, failure, transaction, writing
 from billing.ledger.recovery import resplit
 from billing.ledger.tables import (
     LEDGER_COLUMNS,
@@ -154,7 +154,7 @@ def replace_day(
                 conn.execute(delete(directory_snapshots))
                 conn.execute(insert(directory_snapshots).values(taken_at=computed_at, content=snapshot))
     except SQLAlchemyError as exc:
-        raise LedgerError(f"{database_name(engine)}: writing {day} failed, previous rows kept: {failure_cause(exc)}") from None
+        raise LedgerError(f"{database_name(engine)}: writing {day} failed, previous rows kept: {failure(engine, exc)}") from None
     return len(values)
 
 

@@ -109,7 +109,9 @@ def connect_smtp(config: EmailConfig) -> smtplib.SMTP:
         raise MailError(f"{where} is unreachable ({exc.strerror or _reason(exc)}); the server is down or "
                         f"{config.key('smtp_host')} and smtp_port are wrong") from None
     except (smtplib.SMTPException, OSError) as exc:
-        raise MailError(f"{where} is unreachable or refused the session: {_reason(exc)}") from None
+        raise MailError(f"{where} is unreachable or refused the session: {_reason(exc)}; {config.key('smtp_host')} "
+                        f"and {config.key('smtp_port')} must name a mail server that accepts this host (587 with "
+                        f"starttls, {IMPLICIT_TLS_PORT} for implicit TLS)") from None
     return smtp
 
 

@@ -47,8 +47,13 @@ def test_retries_transient_statuses(status):
 @responses.activate
 def test_gives_up_after_the_retries_with_one_sentence():
     responses.post(QUERY_URL, status=503, json={"status": "error"})
-    with pytest.raises(PrometheusError, match=f"Prometheus of cluster jaguar at {URL} kept failing after retries"):
-        live().instant("up", 1000)
+    with pytest.raises(PrometheusError) as failure:
+        live(timeout="20s").instant("up", 1000)
+    assert str(failure.value) == (
+        f"Prometheus of cluster jaguar at {URL} kept failing after retries (too many 503 error responses): the server "
+        "behind url is failing or overloaded; retries (3) sets how often a query is asked again, with backoff, and "
+        "timeout (20 s) how long each attempt may take"
+    )
     assert len(responses.calls) == 4
 
 

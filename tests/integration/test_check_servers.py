@@ -202,6 +202,17 @@ def test_ldap_directory(slapd_server, config, tmp_path, password, ok):
             in line)
 
 
+def test_ldap_directory_refusing_starttls_names_the_url_and_starttls(slapd_server, config):
+    """A slapd without a certificate answers the StartTLS request with an error."""
+    server = slapd_server(SLAPD_LDIF)
+    directory = {"url": server.url, "starttls": True, "people": {"base": "ou=people,dc=example,dc=org"},
+                 "teams": {"base": "ou=teams,dc=example,dc=org"}}
+    line = line_of(check(config({"jaguar": "http://127.0.0.1:9"}, directory=directory)).stdout, "directory")
+    assert line.startswith(f"FAIL  directory             directory {server.url}: StartTLS was refused (")
+    assert re.search(r"\); give the server's ldaps:// address in directory\.url, or set directory\.starttls: false "
+                     r"where the network may read the bind password \(\d+ ms\)$", line), line
+
+
 # --- the preflight of a day's series (`billing check --date`), on a real Prometheus
 
 CHECKED = "2026-11-20"

@@ -28,6 +28,7 @@ import psycopg
 import pytest
 import yaml
 from click.testing import CliRunner
+from sqlalchemy import text
 
 import billing.collect.promql
 import billing.collect.usage
@@ -37,7 +38,7 @@ from billing.charge.bill import DayBill
 from billing.cli import main
 from billing.collect.usage import ClusterUsage
 from billing.days import billing_day
-from billing.ledger.database import open_ledger
+from billing.ledger.database import LedgerError, open_ledger, transaction
 from billing.ledger.write import replace_day
 from fixtures.ksm import GIB, GPU_PRODUCT_LABEL, H100, Cluster, Container, Node, Pod, World, make_world
 from fixtures.servers import free_port, start_postgres
@@ -293,7 +294,8 @@ def test_postgresql_stopped_while_the_run_collects(outage):
     server.resume()
     sentence = failure_sentence(result.exit_code, result.output)
     assert sentence.startswith(f"billing: database {ledger}: writing 2026-11-20 failed, previous rows kept: ")
-    assert sentence.endswith("Connection refused")
+    assert sentence.endswith("Connection refused; the server is down or the host and port of config key database "
+                             "are wrong")
     assert ledger_state(ledger) == before
 
 
@@ -305,6 +307,20 @@ def test_postgresql_restarted_while_the_run_collects_is_no_fault(outage):
     assert result.exit_code == 0, result.output
     [row] = ledger_state(ledger)["chargeback"]
     assert row[2:8] == ("alice", "robotics", "alice", "gpu", "", 10.0)
+
+
+def test_postgresql_connection_lost_in_a_transaction_names_the_key(postgres_url):
+    """The server ends the session mid-transaction (an administrator, a failover): pool_pre_ping cannot help."""
+    engine = open_ledger(postgres_url)
+    with pytest.raises(LedgerError) as failure, transaction(engine, "reading the days") as conn:
+        session = conn.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        with psycopg.connect(postgres_url.replace("postgresql+psycopg", "postgresql")) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (session,))
+        conn.execute(text("SELECT 1"))
+    sentence = str(failure.value)
+    assert sentence.startswith(f"database {postgres_url}: reading the days failed, nothing changed: ")
+    assert sentence.endswith("; the connection to the server of config key database was lost (the server stopped or "
+                             "restarted, or the network cut it)")
 
 
 def waiting_for_locks(database: str) -> int:

@@ -1,16 +1,19 @@
 import email
 import os
+import socket
 import stat
+import threading
 from datetime import date
 from email import policy
 
 import pytest
 
-from billing.config import EmailConfig
+from billing.config import Config, EmailConfig
 from billing.ledger.database import open_ledger
 from billing.notify.deliveries import deliver_once
 from billing.notify.mail import Envelope, Letter, MailError, build_message, connect_smtp
 from fixtures.servers import free_port
+from tests.helpers.config import MINIMAL_CONFIG
 
 LETTER = Letter("Cluster billing 2026-11-20: team robotics 32.60 USD", "Total 32.60 USD\n", "<p>Total 32.60 USD</p>")
 
@@ -86,3 +89,25 @@ def test_connect_names_the_server_it_cannot_reach():
     port = free_port()
     with pytest.raises(MailError, match=f"SMTP server 127.0.0.1:{port} is unreachable"):
         connect_smtp(EmailConfig(enabled=True, smtp_host="127.0.0.1", smtp_port=port))
+
+
+def test_a_server_refusing_the_session_names_smtp_host_and_smtp_port():
+    """A server that greets with 554 (RFC 5321: no service here for this client), e.g. a relay for other hosts."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def refuse() -> None:
+        client, _ = listener.accept()
+        client.sendall(b"554 5.7.1 no SMTP service here\r\n")
+        client.close()
+
+    threading.Thread(target=refuse, daemon=True).start()
+    email_section = {"enabled": True, "smtp_host": "127.0.0.1", "smtp_port": port, "starttls": False}
+    config = Config.model_validate({**MINIMAL_CONFIG, "email": email_section})
+    with pytest.raises(MailError) as failure:
+        connect_smtp(config.email)
+    listener.close()
+    assert str(failure.value) == (
+        f"SMTP server 127.0.0.1:{port} is unreachable or refused the session: 554 5.7.1 no SMTP service here; email.smtp_host and "
+        "email.smtp_port must name a mail server that accepts this host (587 with starttls, 465 for implicit TLS)"
+    )
