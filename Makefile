@@ -8,8 +8,8 @@ help:  ## list the targets
 lint:  ## ruff and mypy, as CI runs them (settings in pyproject.toml)
 	ruff check . && mypy
 
-unit:  ## the tests that need no server (about 3 minutes)
-	python -m pytest --ignore=tests/integration -q
+unit:  ## the tests that need no server and run no command night after night; the slowest ten named
+	python -m pytest --ignore=tests/integration -q --durations=10
 
 test:  ## every test, the README's command (integration tests start real servers)
 	python -m pytest

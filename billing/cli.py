@@ -5,7 +5,7 @@ failed, ...), 2 a usage or configuration error.
 
 Each command imports the stages it needs when it runs: at the top, only click
 and modules that import nothing heavy, so `billing --version`, `--help` and
-shell completion start at once (tests/test_cli_imports.py keeps pandas,
+shell completion start at once (tests/cli/test_cli_imports.py keeps pandas,
 SQLAlchemy, numpy, Flask and pydantic out).
 """
 

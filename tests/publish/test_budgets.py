@@ -22,7 +22,7 @@ from billing.directory.people import read_ldif
 from billing.ledger.database import fetch, open_ledger
 from billing.ledger.tables import budget_alerts
 from billing.publish.budgets import budget_status, team_budgets
-from tests.helpers.budgets import budget_job, run  # noqa: F401 (pytest fixtures)
+from tests.helpers.budgets import billed_month, budget_job, run  # noqa: F401 (pytest fixtures)
 from tests.helpers.html_tables import read_page
 from tests.helpers.jobs import LDIF
 
@@ -138,10 +138,7 @@ def test_an_alert_no_one_received_is_sent_by_the_next_run(budget_job, tmp_path):
 
 def test_a_closed_month_sends_no_alert(budget_job, tmp_path):
     config = budget_job()
-    run(config, "backfill", "--from", "2026-10-01", "--to", "2026-10-31")  # 651.00 of 50.00
-    alerts_in(tmp_path / "outbox")
-    with open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}").begin() as conn:
-        conn.execute(budget_alerts.delete())  # as if October's alerts had never been sent
+    billed_month(tmp_path / "ledger.db", date(2026, 10, 1))  # 31 x 21.00 = 651.00 of 50.00, no alert sent yet
     run(config, "close", "--month", "2026-10", "--by", "test")
     run(config, "run", "--date", "2026-10-31")
     assert alerts_in(tmp_path / "outbox") == []

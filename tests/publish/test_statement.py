@@ -27,7 +27,7 @@ from billing.ledger.write import replace_day
 from billing.publish.formatting import total
 from billing.publish.statement import Statement, StatementError, StatementLine, build_statement, close_month
 from billing.publish.statement_formats import FORMATS, csv_text
-from tests.helpers.budgets import budget_job  # noqa: F401 (pytest fixtures)
+from tests.helpers.budgets import billed_month, budget_job  # noqa: F401 (pytest fixtures)
 from tests.helpers.report_ledger import frame
 from tests.helpers.statements import (
     NOV,
@@ -131,7 +131,7 @@ def test_billing_run_of_a_closed_day_at_a_new_price_books_the_difference(budget_
         assert result.exit_code == 0, result.output
         return result.stdout
 
-    invoke("backfill", "--from", "2026-10-01", "--to", "2026-10-31")
+    billed_month(tmp_path / "ledger.db", OCT)  # as 31 nights of the job bill it
     invoke("close", "--month", "2026-10", "--by", "finance")
     october = {form: invoke("statement", "--month", "2026-10", "--format", form) for form in FORMATS}
     assert cents(json.loads(october["json"])["total"]) == "651.00"  # 31 x 21.00
@@ -150,7 +150,7 @@ def test_billing_run_of_a_closed_day_at_a_new_price_books_the_difference(budget_
     assert cents(read_rows(ledger, OCT, date(2026, 10, 31))["cost"].sum()) == "656.00"  # the ledger has the new rows
 
 
-def test_billing_run_of_a_closed_day_on_a_recovered_cluster_keeps_its_month_at_its_cost(budget_job):  # noqa: F811
+def test_billing_run_of_a_closed_day_on_a_recovered_cluster_keeps_its_month_at_its_cost(budget_job, tmp_path):  # noqa: F811
     """Issue 43's path through the commands: jaguar recovers 700.00 a month; October's 31 x 21.00 = 651.00 of charges
     get 49.00 of cost recovery. The GPU price goes to 2.50 and October 15 is run again: +5.00 of GPU (10 GPU-h x
     0.50), and robotics, alone on jaguar, still owes the 700.00: -5.00 of cost recovery. October's statement and
@@ -170,7 +170,7 @@ def test_billing_run_of_a_closed_day_on_a_recovered_cluster_keeps_its_month_at_i
         rows = csv.DictReader(io.StringIO(invoke("export", "--from", f"{month}-01", "--to", f"{month}-{last}")))
         return cents(sum(float(row["BilledCost"]) for row in rows))
 
-    invoke("backfill", "--from", "2026-10-01", "--to", "2026-10-31")
+    billed_month(tmp_path / "ledger.db", OCT)  # as 31 nights of the job bill it
     invoke("close", "--month", "2026-10", "--by", "finance")
     october = invoke("statement", "--month", "2026-10", "--format", "json")
     assert cents(json.loads(october)["total"]) == exported("2026-10", "31") == "700.00"

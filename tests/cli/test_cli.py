@@ -14,7 +14,7 @@ from fixtures.servers import free_port
 from tests.helpers.config import MINIMAL_CONFIG
 from tests.helpers.report_ledger import write_ledger
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def invoke(*args, env=None):

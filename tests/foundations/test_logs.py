@@ -15,7 +15,7 @@ import pytest
 from billing.logs import JsonFormatter
 from tests.helpers.config import MINIMAL_CONFIG
 
-WORKTREE = Path(__file__).resolve().parents[1]
+WORKTREE = Path(__file__).resolve().parents[2]
 
 
 def test_a_record_becomes_one_json_line_with_its_extra_fields():

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from billing.config import Config, load_config
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "billing.example.yaml"
 REFERENCE = ROOT / "docs" / "configuration.md"
 

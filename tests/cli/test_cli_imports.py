@@ -13,7 +13,7 @@ import pytest
 
 from tests.helpers.report_ledger import write_ledger
 
-WORKTREE = Path(__file__).resolve().parents[1]
+WORKTREE = Path(__file__).resolve().parents[2]
 HEAVY = ("pandas", "sqlalchemy", "numpy", "flask", "pydantic")
 # what a report does without: the collectors (and requests behind them), Alembic, Flask, the directory's LDAP and LDIF
 NOT_FOR_A_REPORT = ("billing.collect", "billing.charge.pricing", "requests", "alembic", "flask", "ldap3", "ldif")

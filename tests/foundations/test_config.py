@@ -322,7 +322,7 @@ def test_relative_paths_are_relative_to_the_config_files_directory(tmp_path, mon
 
 def test_the_demo_finds_its_recordings_from_any_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    demo = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
+    demo = Path(__file__).resolve().parents[2] / "fixtures" / "demo"
     config = load_config(demo / "billing.yaml")
     assert all(Path(c.prometheus.replay).is_dir() for c in config.clusters)
     assert Path(config.directory.ldif).is_file()

@@ -8,7 +8,7 @@ import click
 from billing.cli import main
 
 GLOBAL = ("--help", "--config", "--log-format", "--verbose")  # options of every command, before or after its name
-DOC = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text()
+DOC = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
 
 
 def commands(group: click.Group = main, path: str = "billing") -> list[tuple[str, click.Command]]:
