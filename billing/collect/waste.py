@@ -82,6 +82,7 @@ from dataclasses import replace
 import pandas as pd
 
 from billing import frames
+from billing.collect.context import ClusterDay
 from billing.collect.prometheus import PrometheusSource, measured
 from billing.collect.promql import (
     CONTROLLED,
@@ -95,7 +96,6 @@ from billing.collect.promql import (
     Sampled,
     TopControllers,
     at_times,
-    chunks,
     fits,
     hour_groups,
     hours_of,
@@ -103,10 +103,9 @@ from billing.collect.promql import (
     map_chunks,
     whole_hours,
 )
-from billing.collect.stores import Store, store_of
+from billing.collect.stores import Store
 from billing.collect.usage import ClusterUsage, collect_cluster
 from billing.config import ClusterConfig
-from billing.days import BillingDay
 from billing.resources import mig_resource, slice_fraction
 
 log = logging.getLogger(__name__)
@@ -346,9 +345,8 @@ def _workloads(source: PrometheusSource, queries: WasteQueries, chunk: Chunk,
     return {pod: tops.workload(pod[0], controller) for pod, controller in controllers.items()}
 
 
-def collect_waste(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: GpuResources,
-                  source: PrometheusSource, below: float, store: Store | None = None,
-                  by_workload: bool = False, usage: ClusterUsage | None = None) -> pd.DataFrame:
+def collect_waste(context: ClusterDay, below: float, by_workload: bool = False,
+                  usage: ClusterUsage | None = None) -> pd.DataFrame:
     """Idle GPU-hours and unused CPU core-hours of one cluster-day per namespace (frames.WASTE.columns), or
     with `by_workload` per namespace and workload (WORKLOAD_WASTE_KEYS and MEASURES). `usage`: the cluster-day's
     usage (collect_cluster), whose pods' Running instants and CPU requests per hour, each chunk's top-level
@@ -357,10 +355,11 @@ def collect_waste(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resour
 
     A measure is NaN for a key that has none, and in every row where the
     cluster never had its metric."""
-    store = store or store_of(source, cluster, day)
-    usage = usage or collect_cluster(cluster, day, step, gpu_resources, source, store, [] if by_workload else None)
+    cluster, day, step, gpu_resources, source, store = (context.cluster, context.day, context.step,
+                                                        context.gpu_resources, context.source, context.store)
+    usage = usage or collect_cluster(context, [] if by_workload else None)
     keys = WORKLOAD_WASTE_KEYS if by_workload else ["namespace"]
-    day_chunks = chunks(day, step, store.busiest)
+    day_chunks = context.chunks()
     controllers = usage.controllers
     tops: Sequence[TopControllers | None] = controllers if len(controllers) == len(day_chunks) else [None] * len(day_chunks)
     pods_of = (map_chunks(lambda part: _workloads(source, WasteQueries(cluster, gpu_resources, part[0], store), *part),

@@ -256,14 +256,14 @@ def outage(own_postgres, tmp_path, monkeypatch):
     name = own_postgres.create_database()
     ledger = own_postgres.url(name)
     config = configure(tmp_path, ledger, "http://127.0.0.1:9")
-    monkeypatch.setattr(billing.jobs.run, "collect_cluster", lambda cluster, *_: ClusterUsage(cluster.name, usage(3.0), 1, 1, 1.0))
+    monkeypatch.setattr(billing.jobs.run, "collect_cluster", lambda context, *_: ClusterUsage(context.cluster.name, usage(3.0), 1, 1, 1.0))
     stub_node_metrics(monkeypatch)
     assert run(config).exit_code == 0
 
     def collect_with(during):
-        def collect(cluster, *_):
+        def collect(context, *_):
             during(own_postgres)
-            return ClusterUsage(cluster.name, usage(10.0), 1, 1, 1.0)
+            return ClusterUsage(context.cluster.name, usage(10.0), 1, 1, 1.0)
         monkeypatch.setattr(billing.jobs.run, "collect_cluster", collect)
 
     yield own_postgres, ledger, config, collect_with
