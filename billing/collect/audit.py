@@ -36,13 +36,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from billing.collect.chunks import HOUR, Chunk, chunks
 from billing.collect.context import ClusterDay
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.promql import (
     APP_REQUESTS,
     DRA_HELD,
     GPU_UTILISATION,
-    HOUR,
     INIT_INFO,
     INIT_REQUESTS,
     OVERHEAD,
@@ -51,10 +51,8 @@ from billing.collect.promql import (
     SCHEDULER_REQUESTS,
     SIDECAR,
     WHOLE_GPU,
-    Chunk,
     GpuResources,
     Queries,
-    chunks,
     fits,
     node_matcher,
     one_of,

@@ -18,19 +18,11 @@ import logging
 
 import pandas as pd
 
+from billing.collect.asking import NodeKinds, map_chunks
+from billing.collect.chunks import Chunk
 from billing.collect.context import ClusterDay
 from billing.collect.prometheus import PrometheusError, PrometheusSource, measured
-from billing.collect.promql import (
-    GPU_UTILISATION,
-    WHOLE_GPU,
-    Chunk,
-    NodeKinds,
-    Queries,
-    map_chunks,
-    node_matcher,
-    one_of,
-    quote,
-)
+from billing.collect.promql import GPU_UTILISATION, WHOLE_GPU, Queries, node_matcher, one_of, quote
 from billing.collect.usage import HIGHEST_QUANTITY, billing_units
 from billing.config import DRA_GPU
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+from billing.collect.chunks import Chunk, chunks
 from billing.collect.prometheus import PrometheusSource
-from billing.collect.promql import Chunk, GpuResources, chunks
+from billing.collect.promql import GpuResources
 from billing.collect.stores import Store, store_of
 from billing.config import ClusterConfig
 from billing.days import BillingDay
@@ -55,7 +56,7 @@ class ClusterDay:
         return self.source.asked
 
     def chunks(self) -> list[Chunk]:
-        """The day's chunks, sized for the busiest hour's pods (promql.chunks)."""
+        """The day's chunks, sized for the busiest hour's pods (chunks.chunks)."""
         return chunks(self.day, self.step, self.store.busiest)
 
 

@@ -55,7 +55,7 @@ Chunks: the day is cut into pieces of CHUNK_INSTANTS instants (6 hours at a
 Prometheus' default limits (11,000 points per series, 50 million samples,
 2 minutes) on clusters with tens of thousands of pods. The Running
 instants' subquery holds a sample per pod and instant, so where the most pods listed at
-once (Store.busiest) would make that more than promql.SAMPLES_PER_QUERY (a
+once (Store.busiest) would make that more than chunks.SAMPLES_PER_QUERY (a
 fifth of the 50 million), the chunks are as many whole hours as keep within
 it: 3 hours for 48,000 pods. bench/collect_bench.py measures all this;
 docs/performance.md has the figures.
@@ -74,30 +74,24 @@ import numpy as np
 import pandas as pd
 
 from billing import frames
+from billing.collect.asking import NodeKinds, TopControllers, at_times, map_chunks
+from billing.collect.chunks import HOUR, Chunk, chunks, hour_groups
 from billing.collect.context import ClusterDay
 from billing.collect.prometheus import PrometheusError, PrometheusSource
 from billing.collect.promql import (
     APP_REQUESTS,
     DRA_HELD,
     GPU_UTILISATION,
-    HOUR,
     INIT_REQUESTS,
     POD_LABELS,
     QUERY_BYTES,
     SCHEDULED,
     SCHEDULER_REQUESTS,
     WHOLE_GPU,
-    Chunk,
     GpuResources,
-    NodeKinds,
     Queries,
-    TopControllers,
-    at_times,
-    chunks,
     fits,
-    hour_groups,
     in_pieces,
-    map_chunks,
     node_matcher,
     one_of,
     quote,
@@ -113,7 +107,7 @@ GIB = 2**30
 # what GPU rows held, below the usage's `gpu`: resource as kube-state-metrics names it (nvidia_com_mig_1g_10gb),
 # held_hours in its own units (slice-hours, replica-hours), gpu_hours the physical-GPU-hours billed for them
 POD_COLUMNS = ["pod", "uid"]
-# the same usage below the namespace: per workload (promql.TopControllers) and cost labels, a JSON object
+# the same usage below the namespace: per workload (asking.TopControllers) and cost labels, a JSON object
 # of every configured cost label (ledger.py's `labels` column), with the usage's other columns
 # resource-hours of one namespace-day that no cluster has (4e10 cores or GiB all day); with prices below
 # 1e9 per unit the cost stays far inside what reports can show as money

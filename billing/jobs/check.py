@@ -24,6 +24,7 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
+from billing.collect.chunks import Chunk
 from billing.collect.preflight import day_queries, no_samples, preflight, window_of
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.promql import (
@@ -32,7 +33,6 @@ from billing.collect.promql import (
     INIT_REQUESTS,
     POD_LABELS,
     SCHEDULED,
-    Chunk,
     GpuResources,
     Queries,
     one_of,

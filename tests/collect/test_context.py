@@ -1,8 +1,12 @@
-"""The cluster-day context: the store asked once per cluster and day, every question counted."""
+"""The cluster-day context: the store asked once per cluster and day, every question counted; and the query text
+apart from the machinery that asks it."""
 
+import ast
 from datetime import date
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import billing.collect.promql
 from billing.collect.context import cluster_day
 from billing.collect.stores import DEFAULT_STORE
 from billing.config import ClusterConfig
@@ -47,3 +51,12 @@ def test_a_context_given_its_store_asks_nothing_and_cuts_the_day_for_the_busiest
     assert store.asked == [] and context.asked == 0
     assert len(context.chunks()) == 4  # 24 h in 6-hour chunks of 360 instants at a 60 s step
 
+
+def test_the_query_text_asks_nothing():
+    """promql.py writes queries; asking them (sources, threads, the day's chunks) is the collectors' machinery."""
+    tree = ast.parse(Path(billing.collect.promql.__file__).read_text())
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    assert not imported & {"concurrent.futures", "threading", "billing.collect.asking", "billing.collect.context"}
+    names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    assert not names & {"PrometheusSource", "ThreadPoolExecutor"}

@@ -4,9 +4,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from billing.collect.chunks import chunks, hours_of
 from billing.collect.context import cluster_day
 from billing.collect.prometheus import PrometheusError
-from billing.collect.promql import chunks, hours_of, quote
+from billing.collect.promql import quote
 from billing.collect.stores import DEFAULT_STORE
 from billing.collect.usage import GIB, UsageQueries, _chunk_usage, collect_cluster
 from billing.config import ClusterConfig

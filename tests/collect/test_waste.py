@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 from billing import frames
+from billing.collect.chunks import hours_of
 from billing.collect.context import cluster_day
 from billing.collect.prometheus import PrometheusError
-from billing.collect.promql import hours_of
 from billing.collect.stores import DEFAULT_STORE
 from billing.collect.waste import MEASURES, _cpu_used, _requested, attribute_waste, collect_waste, waste_by_namespace
 from billing.config import ClusterConfig

@@ -29,7 +29,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-import billing.collect.promql
+import billing.collect.asking
 import billing.collect.usage
 import billing.jobs.run
 from billing import frames
@@ -108,7 +108,7 @@ def test_prometheus_stopped_half_way_through_a_run(prometheus_server, world, tmp
     before = ledger_state(ledger)
 
     # One chunk of the day at a time, and the server shut down once the first one is answered.
-    monkeypatch.setattr(billing.collect.promql, "PARALLEL_QUERIES", 1)
+    monkeypatch.setattr(billing.collect.asking, "PARALLEL_QUERIES", 1)
     real_chunk = billing.collect.usage._chunk_usage
 
     def then_stop(*args):

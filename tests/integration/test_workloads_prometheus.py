@@ -15,9 +15,11 @@ import yaml
 from sqlalchemy import create_engine
 
 from billing.charge.workloads import UNATTRIBUTED
+from billing.collect.asking import TopControllers
+from billing.collect.chunks import chunks
 from billing.collect.context import cluster_day
 from billing.collect.prometheus import LivePrometheus
-from billing.collect.promql import Queries, TopControllers, chunks
+from billing.collect.promql import Queries
 from billing.collect.stores import store_of
 from billing.collect.usage import collect_cluster
 from billing.config import ClusterConfig
