@@ -88,7 +88,9 @@ import requests
 import yaml
 
 from bench.naive import cpu_seconds
-from billing.collect.promql import LOOKBACK, PARALLEL_QUERIES, Chunk, Queries, chunks
+from billing.collect.asking import PARALLEL_QUERIES
+from billing.collect.chunks import Chunk, chunks
+from billing.collect.promql import LOOKBACK, Queries
 from billing.config import ClusterConfig
 from billing.days import billing_day
 from fixtures.demo.world import ldif

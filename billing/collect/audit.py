@@ -36,12 +36,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from billing.collect.chunks import HOUR, Chunk, chunks
+from billing.collect.context import ClusterDay
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.promql import (
     APP_REQUESTS,
     DRA_HELD,
     GPU_UTILISATION,
-    HOUR,
     INIT_INFO,
     INIT_REQUESTS,
     OVERHEAD,
@@ -50,17 +51,15 @@ from billing.collect.promql import (
     SCHEDULER_REQUESTS,
     SIDECAR,
     WHOLE_GPU,
-    Chunk,
     GpuResources,
     Queries,
-    chunks,
     fits,
     node_matcher,
     one_of,
     quote,
     uid_matcher,
 )
-from billing.collect.stores import FamilyLabels, Store, store_of
+from billing.collect.stores import FamilyLabels, Store
 from billing.collect.usage import GIB, UsageQueries, pod_usage
 from billing.config import DRA_GPU, ClusterConfig
 from billing.days import BillingDay
@@ -223,25 +222,6 @@ def _reserved(parts: dict[tuple[str, str], list[np.ndarray]], sidecars: dict[str
     return np.fmax(app, init) + side + overhead
 
 
-class _Counted:
-    """A source that counts the questions asked through it."""
-
-    def __init__(self, source: PrometheusSource):
-        self.source, self.asked = source, 0
-
-    def instant(self, query: str, at: float) -> list[dict]:
-        self.asked += 1
-        return self.source.instant(query, at)
-
-    def range(self, query: str, start: float, end: float, step: float) -> list[dict]:
-        self.asked += 1
-        return self.source.range(query, start, end, step)
-
-    def buildinfo(self) -> tuple[dict, dict[str, str]]:
-        self.asked += 1
-        return self.source.buildinfo()
-
-
 def _instant_answers(source: PrometheusSource, queries: Queries, day: BillingDay, step: int, uids: list[str],
                      store: Store) -> list[Series]:
     """What an instant query at each of the day's instants answers for every series the bill reads of these
@@ -318,18 +298,17 @@ def _disagreement(cluster: str, day: BillingDay, raw: dict[PodKey, float], fast:
     return None
 
 
-def audit_cluster(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: GpuResources,
-                  source: PrometheusSource, running: Iterable[str], exact: Iterable[str], size: int,
-                  store: Store | None = None, cost_labels: Sequence[str] | None = None) -> Audit:
+def audit_cluster(context: ClusterDay, running: Iterable[str], exact: Iterable[str], size: int,
+                  cost_labels: Sequence[str] | None = None) -> Audit:
     """Recompute the sampled pods instant by instant and compare with the billing queries; AuditError if they differ.
     With `cost_labels` (workloads enabled) the billing queries are asked as the run asks them, broken down by
     workload and cost labels, so that a pod the breakdown lost would show."""
-    started = time.monotonic()
-    counted = _Counted(source)
+    started, before = time.monotonic(), context.asked
+    cluster, day, step, gpu_resources, counted, store = (context.cluster, context.day, context.step,
+                                                         context.gpu_resources, context.source, context.store)
     uids = audited_pods(cluster.name, day, running, exact, size)
     if not uids:
         return Audit(0, 0, time.monotonic() - started)
-    store = store or store_of(source, cluster, day)
     start, end = int(day.start.timestamp()), int(day.end.timestamp())
     whole_day = Queries(cluster, gpu_resources, Chunk(start, end, step), store)
     samples = _instant_answers(counted, whole_day, day, step, uids, store)
@@ -347,7 +326,7 @@ def audit_cluster(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resour
     problem = _disagreement(cluster.name, day, raw, fast, names)
     if problem:
         raise AuditError(problem)
-    return Audit(len(uids), counted.asked, time.monotonic() - started)
+    return Audit(len(uids), context.asked - before, time.monotonic() - started)
 
 
 def _fitting(uids: list[str], queries: Callable[[list[str]], SampledQueries]) -> list[list[str]]:

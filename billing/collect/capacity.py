@@ -18,24 +18,13 @@ import logging
 
 import pandas as pd
 
+from billing.collect.asking import NodeKinds, map_chunks
+from billing.collect.chunks import Chunk
+from billing.collect.context import ClusterDay
 from billing.collect.prometheus import PrometheusError, PrometheusSource, measured
-from billing.collect.promql import (
-    GPU_UTILISATION,
-    WHOLE_GPU,
-    Chunk,
-    GpuResources,
-    NodeKinds,
-    Queries,
-    chunks,
-    map_chunks,
-    node_matcher,
-    one_of,
-    quote,
-)
-from billing.collect.stores import Store, store_of
+from billing.collect.promql import GPU_UTILISATION, WHOLE_GPU, Queries, node_matcher, one_of, quote
 from billing.collect.usage import HIGHEST_QUANTITY, billing_units
-from billing.config import DRA_GPU, ClusterConfig
-from billing.days import BillingDay
+from billing.config import DRA_GPU
 
 log = logging.getLogger(__name__)
 
@@ -107,15 +96,12 @@ def _chunk_allocatable(source: PrometheusSource, queries: CapacityQueries, chunk
     return rows
 
 
-def collect_allocatable(
-    cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: GpuResources, source: PrometheusSource,
-    store: Store | None = None
-) -> pd.DataFrame:
+def collect_allocatable(context: ClusterDay) -> pd.DataFrame:
     """Allocatable resource-hours of one cluster-day per resource, GPU model and pool (frames.ALLOCATABLE.columns)."""
-    store = store or store_of(source, cluster, day)
-    rows = map_chunks(lambda c: _chunk_allocatable(source, CapacityQueries(cluster, gpu_resources, c, store), c,
-                                                   cluster.name),
-                      chunks(day, step, store.busiest))
+    cluster, gpu_resources = context.cluster, context.gpu_resources
+    rows = map_chunks(lambda c: _chunk_allocatable(context.source, CapacityQueries(cluster, gpu_resources, c,
+                                                                                   context.store), c, cluster.name),
+                      context.chunks())
     raw = pd.DataFrame([r for chunk_rows in rows for r in chunk_rows], columns=[*KEYS, "quantity"])
     frame = billing_units(raw.astype({"quantity": float}), gpu_resources)
     summed = frame.groupby(KEYS, as_index=False, sort=True)[["quantity"]].sum()

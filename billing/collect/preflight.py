@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Literal
 
+from billing.collect.chunks import Chunk
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.promql import (
     APP_REQUESTS,
@@ -32,7 +33,6 @@ from billing.collect.promql import (
     INIT_INFO,
     INIT_REQUESTS,
     LOOKBACK,
-    Chunk,
     GpuResources,
     Queries,
 )

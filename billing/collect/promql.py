@@ -1,10 +1,10 @@
-"""The PromQL toolkit that collection, capacity and waste share.
+"""The PromQL text that collection, capacity and waste share: metric names, matchers, pod lists in pieces.
 
-One cluster-day is asked for in chunks of step-aligned instants (docs/spec.md "Rule 1: sampling instants");
-each query names its series through `Queries.series`, which adds the cluster's
+One cluster-day is asked for in chunks of step-aligned instants (chunks.py; docs/spec.md "Rule 1: sampling
+instants"); each query names its series through `Queries.series`, which adds the cluster's
 `selector`, and reads the chunk's instants through a subquery whose window
-picks exactly them. What a query asks for lives with its caller (collect.py,
-capacity.py, waste.py); how to write it safely and how to cut the day lives here.
+picks exactly them. What a query asks for lives with its caller (usage.py,
+capacity.py, waste.py); how to write it safely lives here; asking it is asking.py's.
 """
 
 from __future__ import annotations
@@ -14,24 +14,16 @@ import json
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import NamedTuple, TypeVar
+from typing import NamedTuple
 from urllib.parse import quote_plus
 
-from billing.collect.prometheus import PrometheusError, PrometheusSource
+from billing.collect.chunks import Chunk
+from billing.collect.prometheus import PrometheusError
 from billing.collect.stores import DEFAULT_STORE, FamilyLabels, Store
 from billing.config import DRA_GPU, ClusterConfig
-from billing.days import BillingDay
 from billing.resources import single_strategy_slice
 
 LOOKBACK = 300  # seconds: Prometheus' default lookback delta for instant vectors
-CHUNK_INSTANTS = 360  # instants per query: 6 h at a 60 s step
-# samples one query may hold at once: a fifth of Prometheus' default --query.max-samples (50 M). The usage query's
-# subquery holds one per pod and instant; chunks are made shorter where the busiest hour's pods would hold more.
-SAMPLES_PER_QUERY = 10_000_000
-HOUR = 3600
-PARALLEL_QUERIES = 2  # one per core of a small Prometheus
 # Bytes one query may take URL-encoded: well under VictoriaMetrics' -search.maxQueryLen (16 KiB of query text,
 # which URL-encoding only lengthens); prometheus.py sends every query in a form body, so no URL limit applies.
 # Pod lists longer than that are asked for in pieces.
@@ -53,22 +45,7 @@ OVERHEAD = {"cpu": "kube_pod_overhead_cpu_cores", "memory": "kube_pod_overhead_m
 SCHEDULER_REQUESTS, SCHEDULED = "kube_pod_resource_request", ("cpu", "memory")
 # dcgm-exporter's per-GPU series; with --kubernetes-enable-dra those of a GPU held through a claim carry dra_* labels
 GPU_UTILISATION, DRA_HELD, WHOLE_GPU = "DCGM_FI_DEV_GPU_UTIL", 'dra_driver_name!=""', 'GPU_I_ID=""'
-T = TypeVar("T")
-Part = TypeVar("Part")  # a piece of the day: a Chunk, or a group of hours
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """Instants start, start+step, ..., end-step of one piece of the day (unix seconds)."""
-
-    start: int
-    end: int
-    step: int
-
-    @property
-    def last(self) -> int:
-        return self.end - self.step
 
 
 def quote(value: str) -> str:
@@ -402,121 +379,3 @@ def _window(seconds: float) -> str:
     return f"{int(round(seconds * 1000))}ms"
 
 
-def chunks(day: BillingDay, step: int, busiest: int = 0) -> list[Chunk]:
-    """The day cut into step-aligned pieces of CHUNK_INSTANTS instants; or, where that many instants of `busiest`
-    pods (Store.busiest) would hold more than SAMPLES_PER_QUERY samples, of as many whole hours as keep within it
-    (one at least): 3 hours for 48,000 pods at a 60 s step."""
-    instants = CHUNK_INSTANTS
-    if busiest * instants > SAMPLES_PER_QUERY:
-        instants = min(instants, whole_hours(busiest, step, CHUNK_INSTANTS) * (HOUR // step))
-    return _pieces(day, step, instants)
-
-
-def whole_hours(busiest: int, step: int, most: int) -> int:
-    """The most whole hours, `most` at most and one at least, whose instants of `busiest` pods hold no more than
-    SAMPLES_PER_QUERY samples."""
-    return max(1, min(most, SAMPLES_PER_QUERY // max(1, busiest * (HOUR // step))))
-
-
-def hours_of(day: BillingDay, step: int) -> list[Chunk]:
-    """The day cut into its hours (the last is half an hour where daylight saving moves clocks by half an hour)."""
-    return _pieces(day, step, HOUR // step)
-
-
-def _pieces(day: BillingDay, step: int, instants: int) -> list[Chunk]:
-    """The day cut into step-aligned pieces of at most `instants` instants."""
-    start, end = int(day.start.timestamp()), int(day.end.timestamp())
-    if start % step:
-        raise PrometheusError(
-            f"local midnight of {day.date} is not a multiple of the {step}s step in Unix time; "
-            "choose a step that divides the time zone's UTC offset"
-        )
-    size = instants * step
-    return [Chunk(t, min(t + size, end), step) for t in range(start, end, size)]
-
-
-class NodeKinds:
-    """Every kind (GPU model, pool, replicas) each node had during a chunk; a node with more than one was
-    relabelled."""
-
-    def __init__(self, source: PrometheusSource, queries: Queries, at: int):
-        self.queries = queries
-        self.kinds: dict[str, set[NodeKind]] = {}
-        for series in source.instant(queries.models(), at):
-            labels = series["metric"]
-            self.kinds.setdefault(labels.get("node", ""), set()).add(queries.node_kind(labels))
-        self.relabelled = sorted(node for node, found in self.kinds.items() if len(found) > 1)
-        self.one_kind = {node: min(found) for node, found in self.kinds.items() if len(found) == 1}
-
-    def of(self, labels: dict[str, str]) -> NodeKind:
-        """The kind of a result's node: read per instant on relabelled nodes, else the node's one kind."""
-        node = labels.get("node", "")
-        if node in self.one_kind:
-            return self.one_kind[node]
-        return self.queries.node_kind(labels) if node in self.kinds else NodeKind("", "", 1.0)
-
-    def priced(self, labels: dict[str, str]) -> tuple[str, str, float]:
-        """(GPU model, pool, physical GPUs per unit) of a result with `node` and `resource` labels."""
-        kind = self.of(labels)
-        return kind.model, kind.pool, self.queries.gpus_per_unit(labels.get("resource", ""), kind)
-
-
-class TopControllers:
-    """The last step of a pod's owner chain, for one chunk: a workload (docs/spec.md "Workloads and experiment labels")
-    is the top-level controller, and a ReplicaSet or Job with a controller of its own is not one."""
-
-    def __init__(self, source: PrometheusSource, queries: Queries, at: int):
-        self.tops = {(s["metric"].get("namespace", ""), s["metric"].get("workload", "")): s["metric"].get("top", "")
-                     for s in source.instant(queries.parents(), at)}
-
-    def workload(self, namespace: str, controller: str) -> str:
-        """The workload of a pod in `namespace` whose controller is `controller` (Queries.workload_of)."""
-        return self.tops.get((namespace, controller)) or controller
-
-
-def map_chunks(ask: Callable[[Part], T], parts: list[Part]) -> list[T]:
-    """ask(chunk) for every chunk, PARALLEL_QUERIES at a time, in order."""
-    pool = ThreadPoolExecutor(PARALLEL_QUERIES)
-    try:
-        return list(pool.map(ask, parts))
-    finally:  # one failed chunk fails the day: the chunks not started yet are not asked at all
-        pool.shutdown(wait=False, cancel_futures=True)
-
-
-Sampled = list[tuple[dict[str, str], list]]  # an answer's series: labels and [time, value] pairs, as the store gave them
-
-
-def hour_groups(hours: list[Chunk], per_group: int) -> list[list[Chunk]]:
-    """Runs of at most `per_group` consecutive hours of one length (a day's last may be shorter), each
-    asked in one range query."""
-    groups: list[list[Chunk]] = []
-    for hour in hours:
-        last = groups[-1] if groups else None
-        if last and len(last) < per_group and last[0].end - last[0].start == hour.end - hour.start:
-            last.append(hour)
-        else:
-            groups.append([hour])
-    return groups
-
-
-def at_times(source: PrometheusSource, query: str, times: list[float], ranged: bool) -> tuple[Sampled, bool]:
-    """The answer of `query` at each of `times` (a whole number of hours apart), and whether it came from one range
-    query (`ranged`: try that first); time by time with instant queries otherwise."""
-    answer = _in_one_range(source, query, times) if ranged else None
-    if answer is not None:
-        return answer, True
-    return [(s["metric"], [s["value"]]) for t in times for s in source.instant(query, t)], False
-
-
-def _in_one_range(source: PrometheusSource, query: str, times: list[float]) -> Sampled | None:
-    """The answer of `query` at each of `times` from one range query, or None where the store answered for other
-    times than asked (a query frontend aligning a range to its step, as Thanos' does by default: an hour ends at
-    :59). A range's times are its start plus whole steps, so a series' first and last tell."""
-    asked = set(times)
-    step = times[1] - times[0] if len(times) > 1 else HOUR
-    answer = [(s["metric"], s["values"]) for s in source.range(query, times[0], times[-1], step)]
-    moved = next((t for _, values in answer for t in (values[0][0], values[-1][0]) if t not in asked), None)
-    if moved is not None:
-        log.warning("the store answered a range query for other times than asked (%s); asking hour by hour", moved)
-        return None
-    return answer

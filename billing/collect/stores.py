@@ -160,7 +160,7 @@ def renames_query(selector: str, engine: Engine = PROMETHEUS_2) -> str:
     a series {found="<family>/<label>"} for each such pair; and {found="kube-scheduler/present"} where
     kube-scheduler's figures are there at all, {found="DCGM/dra"} where dcgm-exporter labels GPUs held through DRA.
     And {found="kube-state-metrics/pods"}: how many pods kube-state-metrics lists (one `phase="Running"` series each,
-    whatever their phase), from which the day's chunks are sized (promql.chunks)."""
+    whatever their phase), from which the day's chunks are sized (chunks.chunks)."""
     extra = f", {selector.strip()}" if selector.strip() else ""
     branches = [
         f'label_replace(count({{__name__=~"{"|".join(metrics)}", exported_{label}!=""{extra}}}), '

@@ -55,7 +55,7 @@ Chunks: the day is cut into pieces of CHUNK_INSTANTS instants (6 hours at a
 Prometheus' default limits (11,000 points per series, 50 million samples,
 2 minutes) on clusters with tens of thousands of pods. The Running
 instants' subquery holds a sample per pod and instant, so where the most pods listed at
-once (Store.busiest) would make that more than promql.SAMPLES_PER_QUERY (a
+once (Store.busiest) would make that more than chunks.SAMPLES_PER_QUERY (a
 fifth of the 50 million), the chunks are as many whole hours as keep within
 it: 3 hours for 48,000 pods. bench/collect_bench.py measures all this;
 docs/performance.md has the figures.
@@ -74,34 +74,29 @@ import numpy as np
 import pandas as pd
 
 from billing import frames
+from billing.collect.asking import NodeKinds, TopControllers, at_times, map_chunks
+from billing.collect.chunks import HOUR, Chunk, chunks, hour_groups
+from billing.collect.context import ClusterDay
 from billing.collect.prometheus import PrometheusError, PrometheusSource
 from billing.collect.promql import (
     APP_REQUESTS,
     DRA_HELD,
     GPU_UTILISATION,
-    HOUR,
     INIT_REQUESTS,
     POD_LABELS,
     QUERY_BYTES,
     SCHEDULED,
     SCHEDULER_REQUESTS,
     WHOLE_GPU,
-    Chunk,
     GpuResources,
-    NodeKinds,
     Queries,
-    TopControllers,
-    at_times,
-    chunks,
     fits,
-    hour_groups,
     in_pieces,
-    map_chunks,
     node_matcher,
     one_of,
     quote,
 )
-from billing.collect.stores import DEFAULT_STORE, Store, store_of
+from billing.collect.stores import DEFAULT_STORE, Store
 from billing.config import DRA_GPU, ClusterConfig, kube_label
 from billing.days import BillingDay
 from billing.resources import mig_resource, single_strategy_slice
@@ -112,7 +107,7 @@ GIB = 2**30
 # what GPU rows held, below the usage's `gpu`: resource as kube-state-metrics names it (nvidia_com_mig_1g_10gb),
 # held_hours in its own units (slice-hours, replica-hours), gpu_hours the physical-GPU-hours billed for them
 POD_COLUMNS = ["pod", "uid"]
-# the same usage below the namespace: per workload (promql.TopControllers) and cost labels, a JSON object
+# the same usage below the namespace: per workload (asking.TopControllers) and cost labels, a JSON object
 # of every configured cost label (ledger.py's `labels` column), with the usage's other columns
 # resource-hours of one namespace-day that no cluster has (4e10 cores or GiB all day); with prices below
 # 1e9 per unit the cost stays far inside what reports can show as money
@@ -290,7 +285,6 @@ class _ChunkResult:
     # held: hours in the resource's own units
     pods: frozenset[str]
     exact: frozenset[str]
-    queries: int
     covered: int  # instants with kube-state-metrics data
     instants: int
     tops: TopControllers | None  # with a breakdown
@@ -320,12 +314,9 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
                  datetime.fromtimestamp(chunk.end, timezone.utc).isoformat())
     exact_pods = _uids(source.instant(queries.needs_exact(copies), at))
     covered = sum(int(float(series["value"][1])) for series in source.instant(queries.covered_instants(), at))
-    asked = 4
     if relabelled:
         exact_pods |= _uids(source.instant(queries.pods_on(relabelled), at))
-        asked += 1
     tops = TopControllers(source, queries, at) if queries.breakdown_keys else None
-    asked += bool(tops)
 
     def row(labels: dict[str, str], instants: float) -> tuple:
         model, pool, gpus_per_unit = nodes.priced(labels)
@@ -341,10 +332,9 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
                               f"is longer than the {QUERY_BYTES} bytes every store accepts; list fewer cost_labels")
     # one answer at a time, each made small before the next: the requests are the largest (165,000 series a chunk at
     # 250,000 pods), and two chunks are asked at once
-    pod_hours, hours_asked = _running_hours(source, queries, chunk, copies)
+    pod_hours = _running_hours(source, queries, chunk, copies)
     pods = {series["metric"].get("uid", ""): series["metric"] for series in source.instant(info, at)}
     requests = source.instant(queries.requested(), at)
-    asked += 2 + hours_asked
     running_instants = pod_hours.groupby("uid", sort=False)["instants"].sum().to_dict()  # per uid, over the chunk
     rows, cpu = [], {}
     for series in requests:  # request x Running instants, per pod the factoring is right for
@@ -363,7 +353,6 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
         if queries.breakdown_keys:
             for query in in_pieces(exact_pods, queries.breakdown):
                 below.update((s["metric"].get("uid", ""), s["metric"]) for s in source.instant(query, at))
-                asked += 1
         by_uid = by_pod or bool(queries.breakdown_keys)
         for exact in in_pieces(exact_pods, lambda pods: queries.exact(pods, relabelled, by_uid)):
             for series in source.range(exact, chunk.start, at, chunk.step):
@@ -372,7 +361,6 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
                     found = below.get(labels.get("uid", ""), {"workload": f"Pod/{labels.get('pod', '')}"})
                     labels = {**found, **labels}
                 rows.append(row(labels, sum(float(v) for _, v in series["values"])))
-            asked += 1
     instants = (chunk.end - chunk.start) // chunk.step
     columns = [*POD_COLUMNS, *frames.USAGE.columns] if by_pod else frames.USAGE.columns
     if queries.breakdown_keys:
@@ -380,20 +368,19 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
         columns = [*columns[:at], "workload", "labels", *columns[at:]]
     usage = _hours(rows, chunk.step, columns)
     _refuse_impossible_values(usage, queries.cluster)  # before the rows are summed, so that no row hides another
-    return _ChunkResult(_per_key(usage, columns), running, exact_pods, asked, covered, instants, tops, copies,
+    return _ChunkResult(_per_key(usage, columns), running, exact_pods, covered, instants, tops, copies,
                         pod_hours.assign(cpu=pod_hours["uid"].map(cpu)))
 
 
-def _running_hours(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, copies: bool) -> tuple[pd.DataFrame, int]:
-    """Per pod and hour of the chunk, the instants at which it was Running (frames.POD_HOURS without `cpu`), and how many
-    queries that took: one range query per run of hours of one length, hour by hour where the store moves a range's
-    times. The bill sums them per chunk and waste uses them per hour, so the Running series is read once for both."""
+def _running_hours(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, copies: bool) -> pd.DataFrame:
+    """Per pod and hour of the chunk, the instants at which it was Running (frames.POD_HOURS without `cpu`): one range
+    query per run of hours of one length, hour by hour where the store moves a range's times. The bill sums them per
+    chunk and waste uses them per hour, so the Running series is read once for both."""
     hours = [Chunk(t, min(t + HOUR, chunk.end), chunk.step) for t in range(chunk.start, chunk.end, HOUR)]
-    rows, asked, ranged = [], 0, True
+    rows, ranged = [], True
     for group in hour_groups(hours, len(hours)):
         ends = [float(hour.last) for hour in group]
         answer, ranged = at_times(source, queries.running_instants(group[0].end - group[0].start, copies), ends, ranged)
-        asked += 1 if ranged else len(ends)
         for labels, values in answer:
             pod = (labels.get("uid", ""), labels.get("namespace", ""), labels.get("pod", ""))
             for t, value in values:
@@ -402,7 +389,7 @@ def _running_hours(source: PrometheusSource, queries: UsageQueries, chunk: Chunk
     # names as Python objects: a row points at its pod's one string (prometheus.py shares them), where pandas' own
     # strings would copy them into every row, 1.1 M rows on a 250,000-pod day
     frame = pd.DataFrame(rows, columns=frames.POD_HOURS.columns[:-1], dtype=object)
-    return frame.astype({"hour": "int64", "instants": "float64"}), asked
+    return frame.astype({"hour": "int64", "instants": "float64"})
 
 
 def _per_key(usage: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
@@ -429,21 +416,18 @@ def _hours(rows: list[tuple], step: int, columns: list[str]) -> pd.DataFrame:
     return frame.assign(quantity=frame["quantity"] * step / 3600, held=frame["held"] * step / 3600)
 
 
-def collect_cluster(
-    cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: GpuResources, source: PrometheusSource,
-    store: Store | None = None, cost_labels: Sequence[str] | None = None
-) -> ClusterUsage:
+def collect_cluster(context: ClusterDay, cost_labels: Sequence[str] | None = None) -> ClusterUsage:
     """Resource-hours of one cluster-day, per namespace, resource, GPU model, priority class and pool.
-    `store`: how to ask the cluster's store (stores.store_of); asked of the source when not given.
     `cost_labels` (workloads enabled; may be empty): the same usage also per workload and cost labels,
     from the same queries."""
-    store = store or store_of(source, cluster, day)
-    day_chunks = chunks(day, step, store.busiest)
-    if len(day_chunks) > len(chunks(day, step)):
+    cluster, gpu_resources, store, before = context.cluster, context.gpu_resources, context.store, context.asked
+    day_chunks = context.chunks()
+    if len(day_chunks) > len(chunks(context.day, context.step)):
         log.info("cluster %s: up to %d pods listed at once: asked in %g-hour chunks, so that no query holds more "
                  "than a fifth of Prometheus' default --query.max-samples", cluster.name, store.busiest,
                  (day_chunks[0].end - day_chunks[0].start) / HOUR)
-    results = map_chunks(lambda c: _chunk_usage(source, UsageQueries(cluster, gpu_resources, c, store, cost_labels), c),
+    results = map_chunks(lambda c: _chunk_usage(context.source, UsageQueries(cluster, gpu_resources, c, store,
+                                                                             cost_labels), c),
                          day_chunks)
     raw = pd.concat([r.usage for r in results], ignore_index=True)
     running = frozenset().union(*(r.pods for r in results))
@@ -453,7 +437,7 @@ def collect_cluster(
         cluster=cluster.name,
         usage=usage,
         pods=len(running),
-        queries=sum(r.queries for r in results),
+        queries=context.asked - before,
         coverage=sum(r.covered for r in results) / sum(r.instants for r in results),
         holdings=_holdings(raw, gpu_resources),
         running=running,

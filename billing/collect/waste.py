@@ -1,7 +1,7 @@
 """Waste: what pods held but did not use. Billing stays request-based; this only shows it.
 
 Two measures per cluster-day and namespace (and, with `workloads.enabled`, per
-workload: the pod's top-level controller, promql.TopControllers), taken
+workload: the pod's top-level controller, asking.TopControllers), taken
 per pod and hour of the day. An hour is 3600 / step of the billing instants
 (docs/spec.md "Rule 1: sampling instants"), and its measures are read at its last instant:
 
@@ -46,7 +46,7 @@ instants per hour and its CPU request come from the usage of the same day
 usage's chunk is the request of every hour in it, but for the pods whose
 requests changed (usage's exact path), whose CPU request is asked here hour
 by hour. Six hours are asked in one
-range query (a step of one hour; fewer where promql.SAMPLES_PER_QUERY says
+range query (a step of one hour; fewer where chunks.SAMPLES_PER_QUERY says
 so, as for the chunks): Prometheus then reads each series once for
 the six and evaluates the subqueries once over them. The usage counters are
 asked at the end of each of the six hours and of the hour before, in a range
@@ -82,6 +82,9 @@ from dataclasses import replace
 import pandas as pd
 
 from billing import frames
+from billing.collect.asking import Sampled, TopControllers, at_times, map_chunks
+from billing.collect.chunks import Chunk, hour_groups, hours_of, whole_hours
+from billing.collect.context import ClusterDay
 from billing.collect.prometheus import PrometheusSource, measured
 from billing.collect.promql import (
     CONTROLLED,
@@ -89,24 +92,14 @@ from billing.collect.promql import (
     GPU_UTILISATION,
     POD_LABELS,
     WHOLE_GPU,
-    Chunk,
     GpuResources,
     Queries,
-    Sampled,
-    TopControllers,
-    at_times,
-    chunks,
     fits,
-    hour_groups,
-    hours_of,
     in_pieces,
-    map_chunks,
-    whole_hours,
 )
-from billing.collect.stores import Store, store_of
+from billing.collect.stores import Store
 from billing.collect.usage import ClusterUsage, collect_cluster
 from billing.config import ClusterConfig
-from billing.days import BillingDay
 from billing.resources import mig_resource, slice_fraction
 
 log = logging.getLogger(__name__)
@@ -116,7 +109,7 @@ CPU_USAGE = "container_cpu_usage_seconds_total"
 MEASURES = ["idle_gpu_hours", "unused_cpu_core_hours"]
 WORKLOAD_WASTE_KEYS = ["namespace", "workload"]  # the keys of waste per workload, before its measures
 POD_KEYS = ["namespace", "pod"]
-HOURS_PER_QUERY = 6  # hours asked in one range query, fewer where promql.SAMPLES_PER_QUERY says so (as for chunks)
+HOURS_PER_QUERY = 6  # hours asked in one range query, fewer where chunks.SAMPLES_PER_QUERY says so (as for chunks)
 GPU_INSTANCE = 'GPU_I_ID!=""'  # series of a MIG GPU instance (promql.WHOLE_GPU: of a whole GPU)
 IDLE_GPU, IDLE_GPU_INSTANCE = "idle_gpu", "idle_gpu_instance"  # the parts of a query
 PARTS = {IDLE_GPU: "idle_gpu_hours", IDLE_GPU_INSTANCE: "idle_gpu_hours"}
@@ -346,9 +339,8 @@ def _workloads(source: PrometheusSource, queries: WasteQueries, chunk: Chunk,
     return {pod: tops.workload(pod[0], controller) for pod, controller in controllers.items()}
 
 
-def collect_waste(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: GpuResources,
-                  source: PrometheusSource, below: float, store: Store | None = None,
-                  by_workload: bool = False, usage: ClusterUsage | None = None) -> pd.DataFrame:
+def collect_waste(context: ClusterDay, below: float, by_workload: bool = False,
+                  usage: ClusterUsage | None = None) -> pd.DataFrame:
     """Idle GPU-hours and unused CPU core-hours of one cluster-day per namespace (frames.WASTE.columns), or
     with `by_workload` per namespace and workload (WORKLOAD_WASTE_KEYS and MEASURES). `usage`: the cluster-day's
     usage (collect_cluster), whose pods' Running instants and CPU requests per hour, each chunk's top-level
@@ -357,10 +349,11 @@ def collect_waste(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resour
 
     A measure is NaN for a key that has none, and in every row where the
     cluster never had its metric."""
-    store = store or store_of(source, cluster, day)
-    usage = usage or collect_cluster(cluster, day, step, gpu_resources, source, store, [] if by_workload else None)
+    cluster, day, step, gpu_resources, source, store = (context.cluster, context.day, context.step,
+                                                        context.gpu_resources, context.source, context.store)
+    usage = usage or collect_cluster(context, [] if by_workload else None)
     keys = WORKLOAD_WASTE_KEYS if by_workload else ["namespace"]
-    day_chunks = chunks(day, step, store.busiest)
+    day_chunks = context.chunks()
     controllers = usage.controllers
     tops: Sequence[TopControllers | None] = controllers if len(controllers) == len(day_chunks) else [None] * len(day_chunks)
     pods_of = (map_chunks(lambda part: _workloads(source, WasteQueries(cluster, gpu_resources, part[0], store), *part),

@@ -22,6 +22,7 @@ from datetime import date
 from functools import partial
 from pathlib import Path
 
+from billing.collect.chunks import Chunk
 from billing.collect.preflight import day_queries, no_samples, preflight, window_of
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.promql import (
@@ -30,7 +31,6 @@ from billing.collect.promql import (
     INIT_REQUESTS,
     POD_LABELS,
     SCHEDULED,
-    Chunk,
     GpuResources,
     Queries,
     one_of,

@@ -19,10 +19,10 @@ from billing.charge.pricing import price, price_holdings, reserve_pools, share_u
 from billing.charge.workloads import kept_since, workload_costs
 from billing.collect.audit import audit_cluster
 from billing.collect.capacity import collect_allocatable
+from billing.collect.context import ClusterDay, cluster_day
 from billing.collect.preflight import preflight, refuse_missing
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.replay import prometheus_source
-from billing.collect.stores import Store, store_of
 from billing.collect.usage import ClusterUsage, collect_cluster
 from billing.collect.waste import MEASURES, WORKLOAD_WASTE_KEYS, attribute_waste, collect_waste, waste_by_namespace
 from billing.config import ClusterConfig, Config, Prices
@@ -191,21 +191,20 @@ def collect_from(config: Config, cluster: ClusterConfig, period: BillingDay, sou
     """One cluster-day from its store; refused when a family the bill needs has no sample (`billing check`'s
     preflight), when the store holds no data or when it fails its self-audit. (The demo's recorder asks the same
     questions through a recording source.)"""
-    step, resources = int(config.step), config.gpu_resources
-    store = store_of(source, cluster, period)  # which engine, which label names: asked once
-    refuse_missing(preflight(cluster, resources, period, source, store, config.workloads.enabled))
+    context = cluster_day(cluster, period, int(config.step), config.gpu_resources, source)  # the store asked once
+    refuse_missing(preflight(cluster, context.gpu_resources, period, context.source, context.store,
+                             config.workloads.enabled))
     cost_labels = config.cost_labels if config.workloads.enabled else None
-    usage = collect_cluster(cluster, period, step, resources, source, store, cost_labels)
+    usage = collect_cluster(context, cost_labels)
     _refuse_no_data(usage, cluster, period.date)
     if config.audit.enabled:
         # the audit asks the queries without the breakdown: with it, each audited group of pods evaluates every
         # pod's workload again (measured at 50,000 pods: 53 s instead of 2 s); tests audit the breakdown instead
-        audit = audit_cluster(cluster, period, step, resources, source, usage.running, usage.exact, config.audit.pods,
-                              store)
+        audit = audit_cluster(context, usage.running, usage.exact, config.audit.pods)
         log.info("cluster %s: self-audit of %d pods instant by instant agrees (%d queries, %.2f s)", cluster.name,
                  audit.pods, audit.queries, audit.seconds)
-    allocatable = collect_allocatable(cluster, period, step, resources, source, store)
-    wasted, workload_wasted = _collect_waste(config, cluster, period, source, store, usage)
+    allocatable = collect_allocatable(context)
+    wasted, workload_wasted = _collect_waste(config, context, usage)
     capacity = unrequested_capacity(allocatable, usage.usage, cluster.prices_on(period.date), cluster.name)
     _log_cluster(usage)
     _log_capacity(cluster.name, capacity)
@@ -214,16 +213,14 @@ def collect_from(config: Config, cluster: ClusterConfig, period: BillingDay, sou
                       workload_wasted.assign(cluster=cluster.name))
 
 
-def _collect_waste(config: Config, cluster: ClusterConfig, period: BillingDay, source: PrometheusSource,
-                   store: Store, usage: ClusterUsage) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _collect_waste(config: Config, context: ClusterDay, usage: ClusterUsage) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Waste per namespace (frames.WASTE.columns) and per workload (none with workloads off); with workloads on,
     the namespace's is the sum over its workloads, from the same queries."""
     none = pd.DataFrame(columns=[*WORKLOAD_WASTE_KEYS, *MEASURES])
     if not config.waste.enabled:
         return pd.DataFrame(columns=frames.WASTE.columns), none
     by_workload = config.workloads.enabled
-    wasted = collect_waste(cluster, period, int(config.step), config.gpu_resources, source,
-                           config.waste.gpu_utilisation_below, store, by_workload=by_workload, usage=usage)
+    wasted = collect_waste(context, config.waste.gpu_utilisation_below, by_workload=by_workload, usage=usage)
     return (waste_by_namespace(wasted), wasted) if by_workload else (wasted, none)
 
 

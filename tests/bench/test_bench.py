@@ -8,7 +8,8 @@ import pytest
 from bench.cli_start import seconds_importing
 from bench.collect_bench import PERIOD, busy_seconds, floor_query, peak_samples, run_measured, world_of
 from bench.query_costs import Noting
-from billing.collect.promql import chunks
+from billing.collect.chunks import chunks
+from billing.collect.context import cluster_day
 from billing.collect.stores import DEFAULT_STORE
 from billing.collect.usage import collect_cluster
 from billing.config import ClusterConfig
@@ -40,11 +41,11 @@ def test_each_query_is_put_down_to_the_line_of_billing_collect_that_asked_it():
     cluster = ClusterConfig(name="jaguar", prometheus={"url": "http://x"},
                             prices={"cpu_core_hour": 1, "memory_gib_hour": 1, "gpu_hour": 1})
     noting = Noting(Empty())
-    collect_cluster(cluster, PERIOD, 60, ["nvidia_com_gpu"], noting, DEFAULT_STORE)
+    collect_cluster(cluster_day(cluster, PERIOD, 60, ["nvidia_com_gpu"], noting, DEFAULT_STORE))
     askers = Counter(query.asker.split(" ", 1)[1] for query in noting.asked)
     assert askers["exact_pods = _uids(source.instant(queries.needs_exact(copies), at))"] == 4  # once per chunk
-    assert any("queries.running_instants(" in line for line in askers)  # not promql's at_times, which passes it on
-    assert all(query.asker.startswith(("usage:", "promql:")) for query in noting.asked)
+    assert any("queries.running_instants(" in line for line in askers)  # not asking's at_times, which passes it on
+    assert all(query.asker.startswith(("usage:", "asking:")) for query in noting.asked)
 
 
 def test_waiting_time_counts_overlapping_queries_once():

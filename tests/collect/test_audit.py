@@ -146,7 +146,7 @@ def test_audit_pods_must_be_positive(write_config):
 def test_the_run_audits_each_cluster_unless_switched_off(config, monkeypatch, tmp_path, enabled):
     audited = []
     monkeypatch.setattr(billing.jobs.run, "audit_cluster",
-                        lambda cluster, *args: audited.append(cluster.name) or Audit(20, 26, 0.5))
+                        lambda context, *args: audited.append(context.cluster.name) or Audit(20, 26, 0.5))
     path = Path(config())
     path.write_text(yaml.safe_dump({**yaml.safe_load(path.read_text()), "audit": {"enabled": enabled}}))
     result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", str(path)])

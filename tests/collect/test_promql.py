@@ -5,8 +5,9 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from billing.collect.capacity import CapacityQueries
+from billing.collect.chunks import chunks
 from billing.collect.prometheus import PrometheusError
-from billing.collect.promql import NodeKind, Queries, chunks, fits, in_pieces, one_of
+from billing.collect.promql import NodeKind, Queries, fits, in_pieces, one_of
 from billing.collect.stores import FamilyLabels, ScrapeLabels, Store, engine_of, renames_query
 from billing.collect.usage import UsageQueries
 from billing.collect.waste import WasteQueries

@@ -4,8 +4,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from billing.collect.chunks import chunks, hours_of
+from billing.collect.context import cluster_day
 from billing.collect.prometheus import PrometheusError
-from billing.collect.promql import chunks, hours_of, quote
+from billing.collect.promql import quote
 from billing.collect.stores import DEFAULT_STORE
 from billing.collect.usage import GIB, UsageQueries, _chunk_usage, collect_cluster
 from billing.config import ClusterConfig
@@ -104,7 +106,7 @@ def test_fast_path_turns_instants_into_hours_and_nodes_into_models():
         ],
         models=[series(1, node="gpu-1", label_nvidia_com_gpu_product=H100), series(1, node="cpu-1")],
     )
-    result = collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE)
+    result = collect_cluster(cluster_day(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE))
     usage = {(r.namespace, r.resource, r.gpu_model): r.quantity for r in result.usage.itertuples()}
     assert usage == {
         ("alice", "cpu", ""): pytest.approx(4 * 4),  # four chunks answer the same
@@ -129,15 +131,18 @@ def test_a_store_that_moves_a_range_query_s_times_is_asked_for_running_instants_
             return super().range(query, start - start % step, end - end % step, step)
 
     source = Moving(pods=[Pod("u-a", "alice", "n", {"cpu": 2}, per_hour=30)])
-    result = collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE)
+    result = collect_cluster(cluster_day(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE))
     assert result.usage["quantity"].tolist() == [pytest.approx(24 * 30 * 2 / 60)]  # 2 cores, half of every hour
     assert source.kinds().count("hours") == 4 * (1 + 6)  # per chunk: the range query that moved, then its 6 hours
+    # every question counts, the moved range query too: per chunk models, Running pods, needs_exact, coverage,
+    # the range query and its 6 hours, pods, requests
+    assert result.queries == len(source.asked) == 4 * (4 + 1 + 6 + 2)
     assert sorted(set(result.pod_hours["hour"])) == [hour.last for hour in hours_of(DAY, 60)]  # what waste looks up
 
 
 @pytest.mark.parametrize("covered, coverage", [(300, 300 / 360), (0, 0.0)])
 def test_coverage_is_the_share_of_instants_with_data(covered, coverage):
-    result = collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], FakePrometheus(covered=covered), DEFAULT_STORE)
+    result = collect_cluster(cluster_day(CLUSTER, DAY, 60, ["nvidia_com_gpu"], FakePrometheus(covered=covered), DEFAULT_STORE))
     assert result.coverage == pytest.approx(coverage)
 
 
@@ -148,7 +153,7 @@ def test_resized_pods_are_left_out_of_the_fast_path_and_evaluated_exactly():
         exact=[{"metric": {"namespace": "alice", "resource": "cpu", "priority_class": "backfill"},
                 "values": [[0, "2"], [60, "4"]]}],
     )
-    result = collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE)
+    result = collect_cluster(cluster_day(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE))
     # one exact range query per chunk, restricted to the two pods
     assert len(source.queries("exact")) == 4
     assert all('uid=~"u-1|u-2"' in q for q in source.queries("exact"))
@@ -178,7 +183,7 @@ def test_pods_on_a_relabelled_node_are_evaluated_exactly():
     source = FakePrometheus(models=[series(1, node="n.1", label_nvidia_com_gpu_product=m) for m in (H100, "A100")],
                             pods=[Pod("u-9", "alice", "n.1", {"nvidia_com_gpu": 1}, per_hour=60)],
                             on_nodes=[series(1, uid="u-9")])
-    usage = collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE).usage
+    usage = collect_cluster(cluster_day(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE)).usage
     assert all(r'node=~"n\\.1"' in q for q in source.queries("on_nodes"))
     assert all('uid=~"u-9"' in q for q in source.queries("exact"))
     assert usage.empty  # the pod's fast figure is left out; the exact path answers nothing here
@@ -194,7 +199,7 @@ def test_exact_results_take_the_model_per_instant_on_relabelled_nodes_and_the_no
                {"metric": {"namespace": "alice", "node": "n.1", "resource": "nvidia_com_gpu"}, "values": [[0, "120"]]},
                {"metric": {"namespace": "alice", "node": "m", "resource": "nvidia_com_gpu"}, "values": [[0, "180"]]}],
     )
-    usage = collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE).usage
+    usage = collect_cluster(cluster_day(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE)).usage
     assert {(r.gpu_model, r.quantity) for r in usage.itertuples()} == {(H100, 1.0), ("", 2.0), ("A100", 3.0)}
 
 
@@ -202,7 +207,7 @@ def test_exact_results_take_the_model_per_instant_on_relabelled_nodes_and_the_no
 def test_impossible_values_are_refused(value):
     source = FakePrometheus(pods=[Pod("u-1", "alice", "n", {"cpu": value}, per_hour=1)])
     with pytest.raises(PrometheusError, match="impossible cpu request .* namespace 'alice'"):
-        collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE)
+        collect_cluster(cluster_day(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE))
 
 
 def test_reserved_pools_come_from_node_labels_and_a_node_moved_between_pools_is_evaluated_exactly():
@@ -217,7 +222,7 @@ def test_reserved_pools_come_from_node_labels_and_a_node_moved_between_pools_is_
         on_nodes=[series(1, uid="u-c")],
         exact=[{"metric": {"namespace": "carol", "node": "c", "resource": "cpu", "label_pool": "p1"},
                 "values": [[0, "60"]]}])
-    result = collect_cluster(pooled, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE)
+    result = collect_cluster(cluster_day(pooled, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE))
     usage = {(r.namespace, r.resource, r.gpu_model, r.pool): r.quantity for r in result.usage.itertuples()}
     # four chunks of 60 GPU-instants = 4 GPU-h each; carol's first exact chunk of 60 core-instants = 1 core-h
     assert usage == {("alice", "gpu", H100, "p1"): pytest.approx(4), ("bob", "gpu", H100, ""): pytest.approx(4),
@@ -237,7 +242,7 @@ def test_a_chunk_with_copies_merges_them_at_each_instant():
             return super().instant(query, at)
 
     source = Copied()
-    result = collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE)
+    result = collect_cluster(cluster_day(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE))
     assert result.copies and result.pods == 1
     merged = "sum_over_time(max by (namespace, pod, uid) (kube_pod_status_phase"
     assert [merged in query for query in source.queries("hours")] == [True, False, False, False]  # the first chunk only
@@ -248,4 +253,4 @@ def test_a_chunk_with_copies_merges_them_at_each_instant():
 def test_too_many_cost_labels_for_any_store_s_query_length_fail_the_run_saying_so():
     labels = [f"example.com/cost-label-number-{n}" for n in range(200)]
     with pytest.raises(PrometheusError, match="with 200 cost labels is longer than the 12288 bytes .* list fewer cost_labels"):
-        collect_cluster(CLUSTER, DAY, 60, ["nvidia_com_gpu"], FakePrometheus(), DEFAULT_STORE, cost_labels=labels)
+        collect_cluster(cluster_day(CLUSTER, DAY, 60, ["nvidia_com_gpu"], FakePrometheus(), DEFAULT_STORE), cost_labels=labels)

@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 
 from billing import frames
+from billing.collect.chunks import hours_of
+from billing.collect.context import cluster_day
 from billing.collect.prometheus import PrometheusError
-from billing.collect.promql import hours_of
 from billing.collect.stores import DEFAULT_STORE
 from billing.collect.waste import MEASURES, _cpu_used, _requested, attribute_waste, collect_waste, waste_by_namespace
 from billing.config import ClusterConfig
@@ -48,7 +49,7 @@ class MovingFrontend(Answers):
 
 @pytest.mark.parametrize("source", [Answers(), MovingFrontend()], ids=["range-queries", "hour-by-hour"])
 def test_a_measure_is_taken_only_where_its_metric_is(source):
-    waste = collect_waste(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, below=5.0, store=DEFAULT_STORE)
+    waste = collect_waste(cluster_day(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE), 5.0)
     # six hours with DCGM: 6 x 10 GPU-instants = 1 idle GPU-hour; no cAdvisor anywhere: not measured
     assert waste["namespace"].tolist() == ["alice"]
     assert waste["idle_gpu_hours"].tolist() == [pytest.approx(1.0)] and waste["unused_cpu_core_hours"].isna().all()
@@ -91,8 +92,7 @@ class PodsOfControllers(Answers):
 
 
 def test_waste_per_workload_takes_each_pod_to_its_top_level_controller():
-    waste = collect_waste(CLUSTER, DAY, 60, ["nvidia_com_gpu"], PodsOfControllers(), below=5.0, store=DEFAULT_STORE,
-                          by_workload=True)
+    waste = collect_waste(cluster_day(CLUSTER, DAY, 60, ["nvidia_com_gpu"], PodsOfControllers(), DEFAULT_STORE), 5.0, by_workload=True)
     assert dict(zip(waste["workload"], waste["idle_gpu_hours"])) == pytest.approx(
         {"Deployment/web": 1.0, "Job/train-a": 1.0, "Pod/p3": 1.0, "Pod/p4": 1.0})
     assert set(waste["namespace"]) == {"alice"}
@@ -133,7 +133,7 @@ class ImpossibleIdleGpus(Answers):
 def test_an_impossible_idle_gpu_sample_is_refused(value):
     with pytest.raises(PrometheusError, match=rf"Prometheus of cluster jaguar returned an impossible idle_gpu_hours "
                                               rf"sample for pod alice/ \({float(value)}\); refusing to bill it"):
-        collect_waste(CLUSTER, DAY, 60, ["nvidia_com_gpu"], ImpossibleIdleGpus(value), below=5.0, store=DEFAULT_STORE)
+        collect_waste(cluster_day(CLUSTER, DAY, 60, ["nvidia_com_gpu"], ImpossibleIdleGpus(value), DEFAULT_STORE), 5.0)
 
 
 @pytest.mark.parametrize("value", ["NaN", "+Inf", "-1"])

@@ -27,7 +27,7 @@ A_DAY = [("jaguar", "alice", "robotics", "alice", "cpu", "", 100.0, 0.01, 1.00),
 def budget_job(tmp_path, monkeypatch):
     """write(**email) -> the path of a config billing 21.00 a day to robotics against a budget of 50.00."""
     monkeypatch.setattr(billing.jobs.run, "collect_cluster",
-                        lambda cluster, *args: ClusterUsage(cluster.name, USAGE, 1, 0, 1.0))
+                        lambda context, *args: ClusterUsage(context.cluster.name, USAGE, 1, 0, 1.0))
     stub_node_metrics(monkeypatch)
     (tmp_path / "directory.ldif").write_text(LDIF)
     settings = {

@@ -33,7 +33,7 @@ USAGE = pd.DataFrame([("alice", "gpu", "", "", "", 10.0), ("alice", "cpu", "", "
 
 @pytest.fixture
 def config(tmp_path, monkeypatch):
-    monkeypatch.setattr(billing.jobs.run, "collect_cluster", lambda cluster, *args: ClusterUsage(cluster.name, USAGE, 1, 0, 1.0))
+    monkeypatch.setattr(billing.jobs.run, "collect_cluster", lambda context, *args: ClusterUsage(context.cluster.name, USAGE, 1, 0, 1.0))
     stub_node_metrics(monkeypatch)
     (tmp_path / "directory.ldif").write_text(LDIF)
     settings = {

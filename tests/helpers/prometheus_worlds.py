@@ -8,6 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from billing.collect.context import cluster_day
 from billing.collect.prometheus import LivePrometheus
 from billing.collect.usage import collect_cluster
 from billing.config import ClusterConfig
@@ -41,7 +42,7 @@ def cluster(name: str, url: str) -> ClusterConfig:
 
 def collected(config: ClusterConfig, day, step: int = 60, by_priority_class: bool = False) -> dict:
     source = LivePrometheus(config.name, config.prometheus)
-    usage = collect_cluster(config, day, step, ["nvidia_com_gpu"], source).usage
+    usage = collect_cluster(cluster_day(config, day, step, ["nvidia_com_gpu"], source)).usage
     keys = ["namespace", "resource", "gpu_model"] + (["priority_class"] if by_priority_class else [])
     return usage.groupby(keys)["quantity"].sum().to_dict()
 

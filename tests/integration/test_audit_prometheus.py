@@ -9,9 +9,9 @@ import pytest
 
 import billing.jobs.run
 from billing.collect.audit import EXACT_PODS, audit_cluster
+from billing.collect.context import cluster_day
 from billing.collect.prometheus import LivePrometheus
 from billing.collect.replay import prometheus_source
-from billing.collect.stores import store_of
 from billing.collect.usage import collect_cluster
 from tests.helpers.faults import ledger_state
 from tests.helpers.prometheus_jobs import run, write_config
@@ -28,12 +28,11 @@ def test_the_audit_agrees_with_collection_on_a_generated_day(store_server, honor
     prom = store_server(replace(world, honor_labels=honor_labels))
     config = cluster("jaguar", prom.url)
     source = LivePrometheus("jaguar", config.prometheus)
-    store = store_of(source, config, UTC_DAY)
-    assert bool(store.renames()) is not honor_labels
-    usage = collect_cluster(config, UTC_DAY, 60, ["nvidia_com_gpu"], source, store, cost_labels)
+    context = cluster_day(config, UTC_DAY, 60, ["nvidia_com_gpu"], source)
+    assert bool(context.store.renames()) is not honor_labels
+    usage = collect_cluster(context, cost_labels=cost_labels)
     assert usage.exact and len(usage.running) > 40  # both paths are audited
-    audit = audit_cluster(config, UTC_DAY, 60, ["nvidia_com_gpu"], source, usage.running, usage.exact, 20, store,
-                          cost_labels)
+    audit = audit_cluster(context, usage.running, usage.exact, 20, cost_labels=cost_labels)
     assert audit.pods == 20 + min(len(usage.exact), EXACT_PODS)
     assert audit.queries > 4
 

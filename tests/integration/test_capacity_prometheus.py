@@ -20,6 +20,7 @@ from sqlalchemy import create_engine
 from billing.charge.pricing import unrequested_capacity
 from billing.cli import main
 from billing.collect.capacity import collect_allocatable
+from billing.collect.context import cluster_day
 from billing.collect.prometheus import LivePrometheus
 from billing.collect.usage import collect_cluster
 from billing.config import ClusterConfig
@@ -47,8 +48,8 @@ def test_requested_plus_unrequested_is_allocatable(store_server, world, honor_la
         cluster = ClusterConfig(name=name, prometheus={"url": prom.url, "selector": f'cluster="{name}"', "retries": 0},
                                 prices=PRICES)
         source = LivePrometheus(name, cluster.prometheus)
-        allocatable = collect_allocatable(cluster, DAY, 60, ["nvidia_com_gpu"], source)
-        usage = collect_cluster(cluster, DAY, 60, ["nvidia_com_gpu"], source).usage
+        allocatable = collect_allocatable(cluster_day(cluster, DAY, 60, ["nvidia_com_gpu"], source))
+        usage = collect_cluster(cluster_day(cluster, DAY, 60, ["nvidia_com_gpu"], source)).usage
         capacity = unrequested_capacity(allocatable, usage, cluster.prices, name).set_index(["resource", "gpu_model"])
 
         expected_allocatable = reference_allocatable(world, name, start, end, 60)

@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from billing.collect.context import cluster_day
 from billing.collect.prometheus import LivePrometheus
 from billing.collect.promql import uid_matcher
 from billing.collect.stores import FamilyLabels, store_of
@@ -65,7 +66,7 @@ def test_a_busy_cluster_is_asked_in_hour_long_chunks_and_bills_the_same(store_se
     assert store.busiest == max(listed) > min(listed) > 0
     busy = replace(store, busiest=10_000_000)  # 10 M pods at 60 instants an hour: one hour at a time at most
     with caplog.at_level("INFO", logger="billing.collect.usage"):
-        usage = collect_cluster(config, UTC_DAY, 60, ["nvidia_com_gpu"], source, busy)
+        usage = collect_cluster(cluster_day(config, UTC_DAY, 60, ["nvidia_com_gpu"], source, busy))
     assert "cluster jaguar: up to 10000000 pods listed at once: asked in 1-hour chunks" in caplog.text
     got = usage.usage.groupby(["namespace", "resource", "gpu_model"])["quantity"].sum().to_dict()
     assert_matches(got, reference_usage(world, "jaguar", start, end, 60))

@@ -30,7 +30,7 @@ import yaml
 from click.testing import CliRunner
 from sqlalchemy import text
 
-import billing.collect.promql
+import billing.collect.asking
 import billing.collect.usage
 import billing.jobs.run
 from billing import frames
@@ -109,7 +109,7 @@ def test_prometheus_stopped_half_way_through_a_run(prometheus_server, world, tmp
     before = ledger_state(ledger)
 
     # One chunk of the day at a time, and the server shut down once the first one is answered.
-    monkeypatch.setattr(billing.collect.promql, "PARALLEL_QUERIES", 1)
+    monkeypatch.setattr(billing.collect.asking, "PARALLEL_QUERIES", 1)
     real_chunk = billing.collect.usage._chunk_usage
 
     def then_stop(*args):
@@ -257,14 +257,14 @@ def outage(own_postgres, tmp_path, monkeypatch):
     name = own_postgres.create_database()
     ledger = own_postgres.url(name)
     config = configure(tmp_path, ledger, "http://127.0.0.1:9")
-    monkeypatch.setattr(billing.jobs.run, "collect_cluster", lambda cluster, *_: ClusterUsage(cluster.name, usage(3.0), 1, 1, 1.0))
+    monkeypatch.setattr(billing.jobs.run, "collect_cluster", lambda context, *_: ClusterUsage(context.cluster.name, usage(3.0), 1, 1, 1.0))
     stub_node_metrics(monkeypatch)
     assert run(config).exit_code == 0
 
     def collect_with(during):
-        def collect(cluster, *_):
+        def collect(context, *_):
             during(own_postgres)
-            return ClusterUsage(cluster.name, usage(10.0), 1, 1, 1.0)
+            return ClusterUsage(context.cluster.name, usage(10.0), 1, 1, 1.0)
         monkeypatch.setattr(billing.jobs.run, "collect_cluster", collect)
 
     yield own_postgres, ledger, config, collect_with

@@ -22,6 +22,7 @@ from sqlalchemy import create_engine
 from billing.charge.pricing import unrequested_capacity
 from billing.cli import main
 from billing.collect.capacity import collect_allocatable
+from billing.collect.context import cluster_day
 from billing.collect.prometheus import LivePrometheus
 from billing.collect.usage import collect_cluster
 from billing.collect.waste import collect_waste
@@ -75,7 +76,7 @@ def reference(world, function):
 
 def test_slices_and_replicas_bill_physical_gpu_hours(jaguar, world):
     config, source = jaguar
-    usage = collect_cluster(config, DAY, 60, SHARING_GPU_RESOURCES, source).usage
+    usage = collect_cluster(cluster_day(config, DAY, 60, SHARING_GPU_RESOURCES, source)).usage
     got = usage.groupby(["namespace", "resource", "gpu_model"])["quantity"].sum().to_dict()
     expected = {k: v for k, v in reference(world, reference_usage).items() if v}
     assert sorted(got) == sorted(expected)
@@ -105,8 +106,8 @@ def _random_pods(namespace: str, model: str) -> float:
 
 def test_capacity_counts_the_physical_gpus_behind_slices_and_replicas(jaguar, world):
     config, source = jaguar
-    allocatable = collect_allocatable(config, DAY, 60, SHARING_GPU_RESOURCES, source)
-    usage = collect_cluster(config, DAY, 60, SHARING_GPU_RESOURCES, source).usage
+    allocatable = collect_allocatable(cluster_day(config, DAY, 60, SHARING_GPU_RESOURCES, source))
+    usage = collect_cluster(cluster_day(config, DAY, 60, SHARING_GPU_RESOURCES, source)).usage
     capacity = unrequested_capacity(allocatable, usage, config.prices, "jaguar").set_index(["resource", "gpu_model"])
     expected = reference(world, reference_allocatable)
     requested: dict = defaultdict(float)
@@ -133,7 +134,7 @@ def test_an_idle_mig_slice_is_the_fraction_of_a_gpu_it_stands_for(jaguar, world)
     Their DCGM_FI_DEV_GPU_UTIL series of 0 (GPU_I_ID set: no utilisation for MIG instances) must not count as
     idle whole GPUs."""
     config, source = jaguar
-    waste = collect_waste(config, DAY, 60, SHARING_GPU_RESOURCES, source, below=5.0).set_index("namespace")
+    waste = collect_waste(cluster_day(config, DAY, 60, SHARING_GPU_RESOURCES, source), 5.0).set_index("namespace")
     idle = waste["idle_gpu_hours"].dropna()
     assert idle[idle > 0].to_dict() == pytest.approx(
         {"alice": (10 + 5 / 60) / 7, "bob": 18 * 3 / 7, "dave": 3 * (4 + 5 / 60) / 7})

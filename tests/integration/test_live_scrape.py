@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 
 from billing.collect.audit import AuditError, audit_cluster
+from billing.collect.context import cluster_day
 from billing.collect.prometheus import LivePrometheus
-from billing.collect.stores import store_of
 from billing.collect.usage import collect_cluster
 from billing.config import ClusterConfig
 from billing.days import BillingDay
@@ -215,12 +215,12 @@ def test_a_live_scrape_with_a_replaced_exporter_bills_what_instant_queries_see(t
 
     start = datetime.fromtimestamp(origin, timezone.utc)
     day = BillingDay(start.date(), start, datetime.fromtimestamp(origin + WINDOW, timezone.utc))
-    store = store_of(source, config, day)
-    usage = collect_cluster(config, day, STEP, GPUS, source, store)
+    context = cluster_day(config, day, STEP, GPUS, source)
+    usage = collect_cluster(context)
     assert usage.copies  # both exporters reported the pods between 45 and 51 s
     billed = {key: float(value) for key, value in usage.usage.groupby(["namespace", "resource"])["quantity"].sum().items()}
     try:
-        audit_cluster(config, day, STEP, GPUS, source, [pod["uid"] for pod in PODS], usage.exact, len(PODS), store)
+        audit_cluster(context, [pod["uid"] for pod in PODS], usage.exact, len(PODS))
         audit = "passed"
     except AuditError as error:
         audit = str(error)

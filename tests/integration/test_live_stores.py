@@ -14,6 +14,7 @@ import pytest
 
 from billing.collect.audit import audit_cluster
 from billing.collect.capacity import collect_allocatable
+from billing.collect.context import cluster_day
 from billing.collect.prometheus import LivePrometheus
 from billing.collect.stores import store_of
 from billing.collect.usage import collect_cluster
@@ -51,19 +52,19 @@ def test_bill_capacity_and_audit_follow_markers_and_count_a_pod_once(live_store,
     store_server = live_store(world)
     config = cluster("jaguar", store_server.url)
     source = LivePrometheus("jaguar", config.prometheus)
-    store = store_of(source, config, UTC_DAY)
+    context = cluster_day(config, UTC_DAY, 60, ["nvidia_com_gpu"], source)
     start, end = UTC_DAY.start.timestamp(), UTC_DAY.end.timestamp()
 
-    usage = collect_cluster(config, UTC_DAY, 60, ["nvidia_com_gpu"], source, store)
+    usage = collect_cluster(context)
     got = usage.usage.groupby(["namespace", "resource", "gpu_model"])["quantity"].sum().to_dict()
     assert_matches(got, reference_usage(world, "jaguar", start, end, 60))
     assert usage.copies is (len(exporters) > 1)
 
-    allocatable = collect_allocatable(config, UTC_DAY, 60, ["nvidia_com_gpu"], source, store)
+    allocatable = collect_allocatable(context)
     expected = {key: hours for key, hours in reference_allocatable(world, "jaguar", start, end, 60).items() if hours}
     assert allocatable.set_index(["resource", "gpu_model"])["allocatable"].to_dict() == pytest.approx(expected, rel=1e-9)
 
-    audit = audit_cluster(config, UTC_DAY, 60, ["nvidia_com_gpu"], source, usage.running, usage.exact, 40, store)
+    audit = audit_cluster(context, usage.running, usage.exact, 40)
     assert audit.pods >= 40
 
 

@@ -231,7 +231,7 @@ def mailing_job(tmp_path, monkeypatch, smtp_server):
     """(config path, SMTP server): the job billing 21.00 a day to robotics (collection stubbed), mailing the
     admins infra@, finance@ and bounce@ (which the server refuses) and robotics' lead alice@ over real SMTP."""
     monkeypatch.setattr(billing.jobs.run, "collect_cluster",
-                        lambda cluster, *args: ClusterUsage(cluster.name, USAGE, 1, 0, 1.0))
+                        lambda context, *args: ClusterUsage(context.cluster.name, USAGE, 1, 0, 1.0))
     stub_node_metrics(monkeypatch)
     (tmp_path / "directory.ldif").write_text(LDIF)
     server = smtp_server(refuse=("bounce@example.org",))

@@ -12,6 +12,7 @@ from datetime import date
 from zoneinfo import ZoneInfo
 
 from billing.collect.capacity import collect_allocatable
+from billing.collect.context import cluster_day
 from billing.collect.prometheus import LivePrometheus
 from billing.days import billing_day
 from fixtures.ksm import make_world
@@ -32,7 +33,7 @@ def test_replicas_of_every_series_are_billed_once(prometheus_server):
 
     assert_matches(collected(config, DAY), reference_usage(world, "jaguar", start, end, 60))
     source = LivePrometheus("jaguar", config.prometheus)
-    allocatable = collect_allocatable(config, DAY, 60, ["nvidia_com_gpu"], source)
+    allocatable = collect_allocatable(cluster_day(config, DAY, 60, ["nvidia_com_gpu"], source))
     got = allocatable.groupby(["resource", "gpu_model"])["allocatable"].sum().to_dict()
     assert_matches(got, reference_allocatable(world, "jaguar", start, end, 60))
     # both copies are really there

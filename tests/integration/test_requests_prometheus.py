@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from billing.cli import main
 from billing.collect.audit import audit_cluster
 from billing.collect.capacity import collect_allocatable
+from billing.collect.context import cluster_day
 from billing.collect.prometheus import LivePrometheus
 from billing.collect.usage import collect_cluster
 from billing.collect.waste import collect_waste
@@ -86,19 +87,19 @@ def test_the_bill_is_what_the_scheduler_reserves_by_hand_and_by_the_reference(st
     server = store_server(WORLD)
     cluster = config(server.url, rule)
     source = LivePrometheus("jaguar", cluster.prometheus)
-    usage = collect_cluster(cluster, DAY, 60, ["nvidia_com_gpu"], source)
+    usage = collect_cluster(cluster_day(cluster, DAY, 60, ["nvidia_com_gpu"], source))
     got = usage.usage.groupby(["namespace", "resource"])["quantity"].sum().to_dict()
     assert got == pytest.approx(expected, rel=1e-9)
     reference = reference_usage(WORLD, "jaguar", D, DAY.end.timestamp(), 60, requests=rule)
     assert {(ns, resource): hours for (ns, resource, _), hours in reference.items()} == pytest.approx(expected, rel=1e-9)
     # the self-audit recomputes every pod by the same rule instant by instant, and agrees
-    assert audit_cluster(cluster, DAY, 60, ["nvidia_com_gpu"], source, usage.running, usage.exact, 10).pods == len(PODS)
+    assert audit_cluster(cluster_day(cluster, DAY, 60, ["nvidia_com_gpu"], source), usage.running, usage.exact, 10).pods == len(PODS)
 
 
 def test_unused_cpu_counts_the_sidecar_as_billing_does(store_server):
     server = store_server(WORLD)
     cluster = config(server.url, "pod")
-    waste = collect_waste(cluster, DAY, 60, ["nvidia_com_gpu"], LivePrometheus("jaguar", cluster.prometheus), below=5.0)
+    waste = collect_waste(cluster_day(cluster, DAY, 60, ["nvidia_com_gpu"], LivePrometheus("jaguar", cluster.prometheus)), 5.0)
     unused = waste.set_index("namespace")["unused_cpu_core_hours"].to_dict()
     assert unused["alice"] == pytest.approx(28.8, rel=1e-9)  # worked out above
     expected = reference_waste(WORLD, "jaguar", D, DAY.end.timestamp(), 60)
@@ -183,15 +184,15 @@ def test_kube_schedulers_own_figures_bill_pod_level_resources_and_the_declared_o
     server = store_server(world)
     cluster = config(server.url, "pod")
     source = LivePrometheus("jaguar", cluster.prometheus)
-    usage = collect_cluster(cluster, DAY, 60, ["nvidia_com_gpu"], source)
+    usage = collect_cluster(cluster_day(cluster, DAY, 60, ["nvidia_com_gpu"], source))
     got = usage.usage.groupby(["namespace", "resource"])["quantity"].sum().to_dict()
     assert got == pytest.approx(BY_SCHEDULER, rel=1e-9)
     reference = reference_usage(SCHEDULED_WORLD, "jaguar", D, DAY.end.timestamp(), 60)  # the exporters' own labels
     assert {(ns, resource): hours for (ns, resource, _), hours in reference.items()} == pytest.approx(BY_SCHEDULER,
                                                                                                       rel=1e-9)
     pods = len(PODS) + len(SCHEDULED_PODS)
-    assert audit_cluster(cluster, DAY, 60, ["nvidia_com_gpu"], source, usage.running, usage.exact, 10).pods == pods
-    waste = collect_waste(cluster, DAY, 60, ["nvidia_com_gpu"], source, below=5.0)
+    assert audit_cluster(cluster_day(cluster, DAY, 60, ["nvidia_com_gpu"], source), usage.running, usage.exact, 10).pods == pods
+    waste = collect_waste(cluster_day(cluster, DAY, 60, ["nvidia_com_gpu"], source), 5.0)
     unused = waste.set_index("namespace")["unused_cpu_core_hours"].to_dict()
     assert unused["frank"] == pytest.approx(36.0, rel=1e-9)  # worked out above
     expected = reference_waste(SCHEDULED_WORLD, "jaguar", D, DAY.end.timestamp(), 60)
@@ -201,7 +202,7 @@ def test_kube_schedulers_own_figures_bill_pod_level_resources_and_the_declared_o
 def test_requests_containers_reads_no_scheduler_figure(store_server):
     server = store_server(SCHEDULED_WORLD)
     cluster = config(server.url, "containers")
-    usage = collect_cluster(cluster, DAY, 60, ["nvidia_com_gpu"], LivePrometheus("jaguar", cluster.prometheus))
+    usage = collect_cluster(cluster_day(cluster, DAY, 60, ["nvidia_com_gpu"], LivePrometheus("jaguar", cluster.prometheus)))
     got = usage.usage.groupby(["namespace", "resource"])["quantity"].sum().to_dict()
     assert got == pytest.approx({**CONTAINERS, ("frank", "cpu"): 12.0, ("frank", "memory"): 24.0}, rel=1e-9)
 
@@ -256,7 +257,7 @@ def test_gpus_held_through_dra_are_billed_from_dcgm_exporters_attribution(store_
     cluster = config(server.url, "pod")
     source = LivePrometheus("jaguar", cluster.prometheus)
     gpu_resources = {"nvidia_com_gpu": 1.0, "gpu_nvidia_com": 1.0}  # as the configuration always has it
-    usage = collect_cluster(cluster, DAY, 60, gpu_resources, source)
+    usage = collect_cluster(cluster_day(cluster, DAY, 60, gpu_resources, source))
     got = usage.usage.groupby(["namespace", "resource"])["quantity"].sum().to_dict()
     assert got == pytest.approx(WITH_DRA, rel=1e-9)
     models = usage.usage[usage.usage["resource"] == "gpu"].groupby("namespace")["gpu_model"].unique().to_dict()
@@ -265,10 +266,10 @@ def test_gpus_held_through_dra_are_billed_from_dcgm_exporters_attribution(store_
     reference = reference_usage(DRA_WORLD, "jaguar", D, DAY.end.timestamp(), 60)
     assert {(ns, resource): hours for (ns, resource, _), hours in reference.items()} == pytest.approx(WITH_DRA, rel=1e-9)
     pods = len(PODS) + len(DRA_PODS)
-    assert audit_cluster(cluster, DAY, 60, gpu_resources, source, usage.running, usage.exact, 10).pods == pods
+    assert audit_cluster(cluster_day(cluster, DAY, 60, gpu_resources, source), usage.running, usage.exact, 10).pods == pods
     # capacity: the H100 node's 8 allocatable GPUs, the A100 node's 4 offered through DRA (GPU 3 held by no one),
     # all day: 192 and 96 GPU-hours
-    capacity = collect_allocatable(cluster, DAY, 60, gpu_resources, source)
+    capacity = collect_allocatable(cluster_day(cluster, DAY, 60, gpu_resources, source))
     gpus = capacity[capacity["resource"] == "gpu"].set_index("gpu_model")["allocatable"].to_dict()
     assert gpus == pytest.approx({H100: 192.0, A100: 96.0}, rel=1e-9)
     expected = reference_allocatable(DRA_WORLD, "jaguar", D, DAY.end.timestamp(), 60)
@@ -276,7 +277,7 @@ def test_gpus_held_through_dra_are_billed_from_dcgm_exporters_attribution(store_
                                  rel=1e-9)
     # idle GPU-hours split the shared GPU as the bill does: judy's 20.96 as above; mallory's 3, and half of the
     # five lookback instants after 18:00 at which her series is still seen (idle counts what is seen)
-    waste = collect_waste(cluster, DAY, 60, gpu_resources, source, below=5.0).set_index("namespace")
+    waste = collect_waste(cluster_day(cluster, DAY, 60, gpu_resources, source), 5.0).set_index("namespace")
     idle = waste.loc[["ivan", "judy", "mallory"], "idle_gpu_hours"].to_dict()
     assert idle == pytest.approx({"ivan": 0.0, "judy": 21.0 - 5 * 0.5 / 60, "mallory": 3.0 + 5 * 0.5 / 60}, rel=1e-9)
     expected_idle = reference_waste(DRA_WORLD, "jaguar", D, DAY.end.timestamp(), 60)
@@ -298,7 +299,7 @@ def test_on_a_live_store_a_shared_gpu_ends_at_its_holders_marker(live_store):
     server = live_store(world)
     cluster = config(server.url, "pod")
     gpu_resources = {"nvidia_com_gpu": 1.0, "gpu_nvidia_com": 1.0}
-    usage = collect_cluster(cluster, DAY, 60, gpu_resources, LivePrometheus("jaguar", cluster.prometheus), cost_labels=[])
+    usage = collect_cluster(cluster_day(cluster, DAY, 60, gpu_resources, LivePrometheus("jaguar", cluster.prometheus)), cost_labels=[])
     got = usage.usage.groupby(["namespace", "resource"])["quantity"].sum().to_dict()
     assert got == pytest.approx({**WITH_DRA, ("judy", "gpu"): 21.0}, rel=1e-9)
     reference = reference_usage(world, "jaguar", D, DAY.end.timestamp(), 60)

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from sqlalchemy import create_engine
 
 from billing.cli import main
+from billing.collect.context import cluster_day
 from billing.collect.prometheus import LivePrometheus
 from billing.collect.stores import store_of
 from billing.collect.usage import collect_cluster
@@ -76,7 +77,7 @@ def test_idle_gpus_and_unused_cpu_by_hand_and_by_the_reference(store_server, hon
     """Also where DCGM, cAdvisor and kube-state-metrics were scraped with honor_labels: false."""
     prom = store_server(replace(WORLD, honor_labels=honor_labels))
     config = cluster(prom.url)
-    waste = collect_waste(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus("jaguar", config.prometheus), below=5.0)
+    waste = collect_waste(cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus("jaguar", config.prometheus)), 5.0)
     got = {r.namespace: (r.idle_gpu_hours, r.unused_cpu_core_hours) for r in waste.itertuples()}
     expected = reference_waste(WORLD, "jaguar", D, DAY.end.timestamp(), 60, below=5.0)
     assert got.keys() == expected.keys() == BY_HAND.keys()
@@ -92,9 +93,9 @@ def test_kube_state_metrics_replaced_changes_no_waste(store_server):
     prom = store_server(replace(WORLD, exporters=replaced_exporter(D + 9.5 * 3600)))
     config = cluster(prom.url)
     source = LivePrometheus("jaguar", config.prometheus)
-    usage = collect_cluster(config, DAY, 60, ["nvidia_com_gpu"], source)
+    usage = collect_cluster(cluster_day(config, DAY, 60, ["nvidia_com_gpu"], source))
     assert usage.copies
-    waste = collect_waste(config, DAY, 60, ["nvidia_com_gpu"], source, below=5.0, usage=usage)
+    waste = collect_waste(cluster_day(config, DAY, 60, ["nvidia_com_gpu"], source), 5.0, usage=usage)
     got = {r.namespace: (r.idle_gpu_hours, r.unused_cpu_core_hours) for r in waste.itertuples()}
     assert got.keys() == BY_HAND.keys()
     for namespace, measures in BY_HAND.items():
@@ -106,7 +107,7 @@ def unused_cpu_of(store_server, alone: Pod) -> tuple[float, float]:
     [jaguar] = WORLD.clusters
     world = replace(WORLD, clusters=(replace(jaguar, pods=(alone,)),))
     config = cluster(store_server(world).url)
-    waste = collect_waste(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus("jaguar", config.prometheus), below=5.0)
+    waste = collect_waste(cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus("jaguar", config.prometheus)), 5.0)
     assert list(waste.namespace) == [alone.namespace]
     return waste.unused_cpu_core_hours[0], reference_waste(world, "jaguar", D, DAY.end.timestamp(), 60)[alone.namespace][1]
 
@@ -139,9 +140,9 @@ def test_a_pod_resized_in_place_requests_each_hour_its_highest_of_that_hour(stor
     [jaguar] = WORLD.clusters
     config = cluster(store_server(replace(WORLD, clusters=(replace(jaguar, pods=(resized,)),))).url)
     source = LivePrometheus("jaguar", config.prometheus)
-    usage = collect_cluster(config, DAY, 60, ["nvidia_com_gpu"], source)
+    usage = collect_cluster(cluster_day(config, DAY, 60, ["nvidia_com_gpu"], source))
     assert usage.exact == {"uid-resized"}
-    waste = collect_waste(config, DAY, 60, ["nvidia_com_gpu"], source, below=5.0, usage=usage)
+    waste = collect_waste(cluster_day(config, DAY, 60, ["nvidia_com_gpu"], source), 5.0, usage=usage)
     assert waste.unused_cpu_core_hours[0] == pytest.approx(108.0, rel=1e-9)
 
 
@@ -167,7 +168,7 @@ def test_replicated_series_are_counted_once(store_server):
                      for name in ("prometheus-0", "prometheus-1"))
     prom = store_server(replace(WORLD, clusters=replicas))
     config = cluster(prom.url)
-    waste = collect_waste(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus("jaguar", config.prometheus), below=5.0)
+    waste = collect_waste(cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus("jaguar", config.prometheus)), 5.0)
     got = {r.namespace: (r.idle_gpu_hours, r.unused_cpu_core_hours) for r in waste.itertuples()}
     assert got.keys() == BY_HAND.keys()
     for namespace, measures in BY_HAND.items():
@@ -208,7 +209,7 @@ def test_waste_per_workload_by_hand_and_by_the_reference(store_server, honor_lab
     prom = store_server(replace(OWNED, honor_labels=honor_labels))
     config = cluster(prom.url)
     source = LivePrometheus("jaguar", config.prometheus)
-    waste = collect_waste(config, DAY, 60, ["nvidia_com_gpu"], source, below=5.0, by_workload=True)
+    waste = collect_waste(cluster_day(config, DAY, 60, ["nvidia_com_gpu"], source), 5.0, by_workload=True)
     got = {(r.namespace, r.workload): (r.idle_gpu_hours, r.unused_cpu_core_hours) for r in waste.itertuples()}
     expected = reference_waste(OWNED, "jaguar", D, DAY.end.timestamp(), 60, workloads=WORKLOADS)
     assert got.keys() == expected.keys() == BY_WORKLOAD.keys()
@@ -216,7 +217,7 @@ def test_waste_per_workload_by_hand_and_by_the_reference(store_server, honor_lab
         assert measures == pytest.approx(BY_WORKLOAD[key], rel=1e-12), key
         assert got[key] == pytest.approx(measures, rel=1e-9), key
     # the namespace's waste is the sum over its workloads, and what the namespace queries measure
-    by_namespace = collect_waste(config, DAY, 60, ["nvidia_com_gpu"], source, below=5.0)
+    by_namespace = collect_waste(cluster_day(config, DAY, 60, ["nvidia_com_gpu"], source), 5.0)
     pd.testing.assert_frame_equal(waste_by_namespace(waste), by_namespace, rtol=1e-9)
 
 
@@ -225,7 +226,7 @@ def test_waste_per_workload_takes_the_controllers_usage_found(store_server):
     prom = store_server(OWNED)
     config = cluster(prom.url)
     source = LivePrometheus("jaguar", config.prometheus)
-    usage = collect_cluster(config, DAY, 60, ["nvidia_com_gpu"], source, cost_labels=[])
+    usage = collect_cluster(cluster_day(config, DAY, 60, ["nvidia_com_gpu"], source), cost_labels=[])
     assert len(usage.controllers) == 4  # one per 6-hour chunk
     asked: list[str] = []
 
@@ -241,9 +242,9 @@ def test_waste_per_workload_takes_the_controllers_usage_found(store_server):
         def buildinfo(self) -> tuple[dict, dict[str, str]]:
             return source.buildinfo()
 
-    shared = collect_waste(config, DAY, 60, ["nvidia_com_gpu"], Counting(), below=5.0, by_workload=True, usage=usage)
+    shared = collect_waste(cluster_day(config, DAY, 60, ["nvidia_com_gpu"], Counting()), 5.0, by_workload=True, usage=usage)
     assert asked and not [query for query in asked if "kube_replicaset_owner" in query]
-    alone = collect_waste(config, DAY, 60, ["nvidia_com_gpu"], source, below=5.0, by_workload=True)
+    alone = collect_waste(cluster_day(config, DAY, 60, ["nvidia_com_gpu"], source), 5.0, by_workload=True)
     pd.testing.assert_frame_equal(shared, alone)
     assert dict(zip(zip(shared["namespace"], shared["workload"]), shared["idle_gpu_hours"])) == pytest.approx(
         {key: idle for key, (idle, _) in BY_WORKLOAD.items()}, rel=1e-9)
@@ -256,7 +257,7 @@ def test_a_busy_cluster_s_waste_asked_hour_by_hour_is_the_same(store_server):
     config = cluster(prom.url)
     source = LivePrometheus("jaguar", config.prometheus)
     busy = replace(store_of(source, config, DAY), busiest=10_000_000)
-    waste = collect_waste(config, DAY, 60, ["nvidia_com_gpu"], source, below=5.0, store=busy, by_workload=True)
+    waste = collect_waste(cluster_day(config, DAY, 60, ["nvidia_com_gpu"], source, busy), 5.0, by_workload=True)
     got = {(r.namespace, r.workload): (r.idle_gpu_hours, r.unused_cpu_core_hours) for r in waste.itertuples()}
     assert got.keys() == BY_WORKLOAD.keys()
     for key, measures in BY_WORKLOAD.items():
@@ -268,7 +269,7 @@ def test_a_cluster_without_the_metrics_measures_nothing(store_server):
     bare = replace(WORLD, clusters=(replace(jaguar, pods=(jaguar.pods[2],)),))  # carol's pod without cAdvisor
     prom = store_server(bare)
     config = cluster(prom.url)
-    waste = collect_waste(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus("jaguar", config.prometheus), below=5.0)
+    waste = collect_waste(cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus("jaguar", config.prometheus)), 5.0)
     assert waste.empty  # neither DCGM nor cAdvisor: no waste is known, not all of the requests
 
 

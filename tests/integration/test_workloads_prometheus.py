@@ -15,8 +15,11 @@ import yaml
 from sqlalchemy import create_engine
 
 from billing.charge.workloads import UNATTRIBUTED
+from billing.collect.asking import TopControllers
+from billing.collect.chunks import chunks
+from billing.collect.context import cluster_day
 from billing.collect.prometheus import LivePrometheus
-from billing.collect.promql import Queries, TopControllers, chunks
+from billing.collect.promql import Queries
 from billing.collect.stores import store_of
 from billing.collect.usage import collect_cluster
 from billing.config import ClusterConfig
@@ -103,8 +106,7 @@ COST_LABELS = ["experiment", "example.com/project"]
 
 def usage_by_workload(config: ClusterConfig, world_day, gpus=("nvidia_com_gpu",)):
     source = LivePrometheus(config.name, config.prometheus)
-    return collect_cluster(config, world_day, 60, list(gpus), source, store_of(source, config, world_day),
-                           cost_labels=COST_LABELS)
+    return collect_cluster(cluster_day(config, world_day, 60, list(gpus), source), cost_labels=COST_LABELS)
 
 
 def test_workload_quantities_match_the_reference_by_owner_chain_and_add_up_to_the_namespaces(store_server):

@@ -76,7 +76,7 @@ def configure(write_config, tmp_path, ledger_url):
 @pytest.fixture
 def fixed_usage(monkeypatch):
     """Collection succeeds with USAGE, for faults that come after it."""
-    monkeypatch.setattr(billing.jobs.run, "collect_cluster", lambda cluster, *_: ClusterUsage(cluster.name, USAGE, 1, 1, 1.0))
+    monkeypatch.setattr(billing.jobs.run, "collect_cluster", lambda context, *_: ClusterUsage(context.cluster.name, USAGE, 1, 1, 1.0))
     stub_node_metrics(monkeypatch)
 
 

@@ -44,7 +44,7 @@ def fixed_usage(monkeypatch):
             "quantity": [10.0] * 3,
         }
     )
-    monkeypatch.setattr(billing.jobs.run, "collect_cluster", lambda cluster, *_: ClusterUsage(cluster.name, usage, 3, 1, 1.0))
+    monkeypatch.setattr(billing.jobs.run, "collect_cluster", lambda context, *_: ClusterUsage(context.cluster.name, usage, 3, 1, 1.0))
     stub_node_metrics(monkeypatch)
 
 
