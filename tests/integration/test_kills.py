@@ -116,7 +116,8 @@ def test_backfill_killed_at_points_then_retried(prometheus_server, world, tmp_pa
     config, reference, reference_outbox = trial(tmp_path, "reference", server.url)
     total = points(*args, "--config", config)
     last_day = [name for name in outbox(reference_outbox) if name.startswith(str(DAY.date))]
-    for point in spread(total, len(last_day)):
+    # the two points inside the work (a day's write, a message in flight); the run's test has the first and last
+    for point in spread(total, len(last_day))[1:3]:
         config, url, box = trial(tmp_path, f"killed-at-{point}", server.url)
         killed_then_retried(*args, "--config", config, kill_at=point)
         assert ledger(url) == ledger(reference), point
