@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import json
+import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import date, datetime, timezone
 from decimal import Decimal
 from pathlib import Path
@@ -103,3 +105,21 @@ def non_finite_row_scenario(url: str, cost: float) -> None:
     with pytest.raises(StatementError, match=reason):
         close_month(engine, OCT, "finance", TODAY_DONE, "USD", {}, recover={"heron": CostRecovery(monthly_cost=60)})
     assert nothing_closed(engine)
+
+
+def import_during_close_scenario(engine, close_holding) -> None:
+    """A close of October holds what it holds (`close_holding`: a context manager giving the close's connection,
+    from its locks to its commit) while October's invoice is imported again: the import waits, then finds the month
+    closed; the invoice stays as the close recovered it."""
+    record_invoice(engine, OCT, "heron", invoice("60.00", "october.csv"), "finance")
+    importing = ThreadPoolExecutor(1)
+    with close_holding() as conn:
+        late = importing.submit(record_invoice, engine, OCT, "heron", invoice("70.00", "corrected.csv"), "finance",
+                                replace=True)
+        time.sleep(1.0)
+        assert not late.done()  # waiting for the close
+        conn.execute(insert(closed_months).values(month=OCT, closed_at=datetime.now(timezone.utc), closed_by="finance",
+                                                  missing_days=""))
+    with pytest.raises(InvoiceError, match="2026-10 is closed; reopen it"):
+        late.result(timeout=30)
+    assert [row["billed_cost"] for row in fetch(engine, select(invoices))] == [60.0]

@@ -4,22 +4,24 @@ tests' scenarios), and closing beside a run or an invoice import."""
 import math
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from datetime import date, datetime, timezone
 from decimal import Decimal
 
 import pytest
-from sqlalchemy import insert, select, text
+from sqlalchemy import select, text
 
 from billing import frames
 from billing.charge.bill import DayBill
-from billing.collect.invoices import Invoice, InvoiceError
+from billing.collect.invoices import Invoice
 from billing.config import CostRecovery
 from billing.ledger.database import fetch, open_ledger
-from billing.ledger.tables import chargeback, closed_months, corrections, invoices
+from billing.ledger.tables import chargeback, corrections, invoices
 from billing.ledger.write import record_invoice, replace_day
 from billing.publish.statement import build_statement, close_month
 from tests.helpers.invoices import (
     close_october,
+    import_during_close_scenario,
     invoice,
     non_finite_invoice_scenario,
     non_finite_row_scenario,
@@ -131,19 +133,14 @@ def test_an_invoice_import_waits_for_a_close_in_progress_and_is_refused_after_it
     """A close of October holds its first day's lock (as close_month does) while October's invoice is imported again:
     the import waits, then finds the month closed; the invoice stays as the close recovered it."""
     engine = october(postgres_url)
-    record_invoice(engine, OCT, "heron", invoice("60.00", "october.csv"), "finance")
-    importing = ThreadPoolExecutor(1)
-    with engine.begin() as conn:  # the close, from its locks to its commit
-        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": OCT.toordinal()})
-        late = importing.submit(record_invoice, engine, OCT, "heron", invoice("70.00", "corrected.csv"), "finance",
-                                replace=True)
-        time.sleep(1.0)
-        assert not late.done()  # waiting for the close
-        conn.execute(insert(closed_months).values(month=OCT, closed_at=datetime.now(timezone.utc), closed_by="finance",
-                                                  missing_days=""))
-    with pytest.raises(InvoiceError, match="2026-10 is closed; reopen it"):
-        late.result(timeout=30)
-    assert [row["billed_cost"] for row in fetch(engine, select(invoices))] == [60.0]
+
+    @contextmanager
+    def close_holding():  # the close, from its locks to its commit
+        with engine.begin() as conn:
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": OCT.toordinal()})
+            yield conn
+
+    import_during_close_scenario(engine, close_holding)
 
 
 def test_an_invoice_import_that_began_before_a_close_is_recovered_as_it_commits(postgres_url):
