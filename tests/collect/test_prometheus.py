@@ -215,6 +215,16 @@ def test_a_404_says_the_url_misses_the_path_to_the_api():
         "--web.route-prefix)")
 
 
+def answer_ok(handler: http.server.BaseHTTPRequestHandler) -> None:
+    """A test store's answer to any query: Prometheus' JSON for an empty success."""
+    body = json.dumps(OK).encode()
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
 class RecordingStore:
     """A real HTTP server that redirects queries (307, which keeps the POST) to `then` where that is set, and answers
     every other request, keeping the headers of each."""
@@ -234,12 +244,7 @@ class RecordingStore:
                     self.end_headers()
                     return
                 store.asked.append(dict(self.headers))
-                body = json.dumps(OK).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                answer_ok(self)
 
             def log_message(self, *args):
                 pass
@@ -285,12 +290,7 @@ class SlowStore:
                 time.sleep(0.05)
                 with store.lock:
                     store.now -= 1
-                body = json.dumps(OK).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                answer_ok(self)
 
             def log_message(self, *args):
                 pass
