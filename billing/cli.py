@@ -611,13 +611,16 @@ def check(day: date | None) -> None:
 @click.option("--from", "first", callback=_date, required=True, help="First day, YYYY-MM-DD.")
 @click.option("--to", "last", callback=_date, required=True, help="Last day, YYYY-MM-DD (inclusive).")
 @click.option("--format", type=click.Choice(["focus"]), default="focus", show_default=True, expose_value=False,
-              help=f"focus: the FinOps FOCUS {choices.FOCUS_VERSION} columns.")
+              help="focus: the FinOps FOCUS columns.")
+@click.option("--focus-version", "version", type=click.Choice(choices.FOCUS_VERSIONS),
+              default=choices.FOCUS_VERSIONS[0], show_default=True,
+              help="The FOCUS release to write; 1.2 for tools that do not read 1.3 yet.")
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path),
               help="File to write: *.parquet is Parquet, anything else CSV (default: CSV on standard output).")
 @_global_options
 @_guarded
-def export(first: date, last: date, output: Path | None) -> None:
-    """Write the ledger of a date range for finance tools (FinOps FOCUS 1.2).
+def export(first: date, last: date, version: str, output: Path | None) -> None:
+    """Write the ledger of a date range for finance tools (FinOps FOCUS 1.3, or 1.2).
 
     Days in the range that were never run are named on standard error. Example:
 
@@ -630,7 +633,7 @@ def export(first: date, last: date, output: Path | None) -> None:
     if last < first:
         raise click.BadParameter("--to is before --from")
     config = _config()
-    answer = answers.export(open_ledger(config.database), config, first, last)
+    answer = answers.export(open_ledger(config.database), config, first, last, version)
     if answer.missing_days:
         click.echo(f"billing: {len(answer.missing_days):,} day(s) never run, so not in the export: "
                    f"{', '.join(answers.listed_ranges(answer.missing_days))}", err=True)

@@ -153,10 +153,11 @@ class Export:
     missing_days: list[date]
 
 
-def export(ledger: Engine, config: Config, first: date, last: date) -> Export:
-    """The ledger of a range as FOCUS rows; NeverRun when no day of it was ever run."""
+def export(ledger: Engine, config: Config, first: date, last: date, version: str) -> Export:
+    """The ledger of a range as FOCUS rows of a version (choices.FOCUS_VERSIONS); NeverRun when no day of it
+    was ever run."""
     focus = focus_rows(broken_down(read_rows(ledger, first, last), read_workload_costs(ledger, first, last)),
-                       config.zone, read_recovery(ledger, first, last))
+                       config.zone, read_recovery(ledger, first, last), version)
     missing = sorted(set(days_between(first, min(last, yesterday(config.zone)))) - completed(ledger, first, last))
     _refuse_never_run(first, last, missing)
     return Export(focus, missing)

@@ -24,4 +24,4 @@ LABEL_PREFIX = "label:"
 REPORT_FORMATS = ("table", "csv", "json", "html")  # billing report --format (billing.publish.report_formats)
 STATEMENT_FORMATS = ("csv", "json", "html")  # billing statement --format (billing.publish.statement_formats)
 
-FOCUS_VERSION = "1.2"  # the FinOps FOCUS release billing export writes (billing.publish.focus)
+FOCUS_VERSIONS = ("1.3", "1.2")  # the FinOps FOCUS releases billing export writes, the default first (billing.publish.focus)

@@ -1,13 +1,13 @@
-"""The ledger in the FinOps FOCUS 1.2 column layout, for finance tools.
+"""The ledger in the FinOps FOCUS 1.3 column layout (or 1.2, on request), for finance tools.
 
 FOCUS (the FinOps Open Cost and Usage Specification) is the common layout
 cloud providers export their bills in; a FinOps tool that reads AWS's or
 Azure's FOCUS export reads this one too, so the clusters' costs can sit next
 to the cloud bills. Every ledger row becomes one FOCUS row, or one per
 workload and cost label set where workload rows break it down (their costs
-add up to the ledger row's); all 21 columns FOCUS 1.2 makes mandatory are
-there, plus the conditional ones the ledger can fill. How the ledger maps
-onto FOCUS terms:
+add up to the ledger row's); all the columns FOCUS makes mandatory are there
+(21 in 1.2, 23 in 1.3), plus the conditional ones the ledger can fill. How
+the ledger maps onto FOCUS terms:
 
 * the team charged is the billing account (BillingAccountId/Name);
 * the cluster is the provider, publisher and invoice issuer;
@@ -26,6 +26,19 @@ onto FOCUS terms:
   in Tags, under the provider-defined prefix `billing/`; the pod's cost labels
   (`cost_labels`) are user-defined tags under their own names, left out where
   the pod had no such label.
+
+FOCUS 1.3 adds (docs/reports.md lists them):
+
+* ServiceProviderName and HostProviderName, the cluster (it runs its own
+  nodes, as far as billing knows); the deprecated ProviderName and
+  PublisherName stay, as 1.3 still makes them mandatory, with the same value;
+* SkuPriceId (the SkuId: one price per SKU and day) and SkuMeter, as 1.3
+  nulls ListUnitPrice, PricingQuantity and ConsumedQuantity without a SkuPriceId;
+* the split cost allocation columns on the rows that split a shared cost
+  (`ALLOCATIONS`): the origin charge keeps the row's ResourceId and the
+  origin's tags, the namespace or team it is split to is the
+  AllocatedResourceId, its tags the AllocatedTags, and AllocatedMethodDetails
+  holds the row's AllocatedRatio of the origin, which add up to 1 per origin.
 """
 
 from __future__ import annotations
@@ -60,7 +73,20 @@ CONDITIONAL_COLUMNS = [
     "ChargeFrequency", "ConsumedQuantity", "ConsumedUnit", "ListUnitPrice", "PricingCategory", "ResourceId",
     "ResourceName", "ResourceType", "ServiceSubcategory", "SkuId", "Tags",
 ]
-FOCUS_COLUMNS = sorted(MANDATORY_COLUMNS + CONDITIONAL_COLUMNS)
+PROVIDER_COLUMNS = ["HostProviderName", "ServiceProviderName"]  # mandatory since FOCUS 1.3
+ALLOCATION_COLUMNS = ["AllocatedMethodDetails", "AllocatedMethodId", "AllocatedResourceId", "AllocatedResourceName",
+                      "AllocatedTags"]
+SKU_PRICE_COLUMNS = ["SkuMeter", "SkuPriceId"]
+FOCUS_COLUMNS = {
+    "1.2": sorted(MANDATORY_COLUMNS + CONDITIONAL_COLUMNS),
+    "1.3": sorted(MANDATORY_COLUMNS + PROVIDER_COLUMNS + CONDITIONAL_COLUMNS + ALLOCATION_COLUMNS + SKU_PRICE_COLUMNS),
+}
+DEFAULT_VERSION = "1.3"
+
+# AllocatedMethodId of each kind of row that splits a shared cost (docs/reports.md documents each method)
+UNREQUESTED_SHARE, RESERVED_POOL, COST_RECOVERY = "billing/unrequested-share", "billing/reserved-pool", \
+    "billing/cost-recovery"
+ALLOCATIONS = {UNREQUESTED: UNREQUESTED_SHARE, RESERVED: RESERVED_POOL, CREDIT: RESERVED_POOL}
 
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # FOCUS date/time format: ISO 8601 in UTC
 
@@ -103,22 +129,37 @@ def _is_workload(name: object) -> bool:
     return isinstance(name, str) and "/" in name
 
 
-def _tags(row) -> str:
-    tags = {"cluster": row.cluster, "namespace": row.namespace, "team": row.team, "resource": row.resource}
-    if isinstance(row.owner, str):
-        tags["owner"] = row.owner
+def _kind(resource: str) -> str:
+    """The row's kind: "" for what a namespace requested, else RESERVED, CREDIT or UNREQUESTED."""
+    return resource.removesuffix(base(resource))
+
+
+def _prefixed(tags: dict[str, str]) -> dict[str, str]:
+    return {TAG_PREFIX + key: value for key, value in tags.items()}
+
+
+def _tag_sets(row) -> tuple[dict[str, str], dict[str, str]]:
+    """The row's tags of what it charges (cluster, resource, GPU model) and of whom it charges (namespace, team,
+    owner, workload, the pod's cost labels): FOCUS 1.3 keeps the second apart, as AllocatedTags, where the row is
+    an allocated charge."""
+    origin = {"cluster": row.cluster, "resource": row.resource}
     if row.gpu_model:
-        tags["gpu_model"] = row.gpu_model
+        origin["gpu_model"] = row.gpu_model
+    charged = {"namespace": row.namespace, "team": row.team}
+    if isinstance(row.owner, str):
+        charged["owner"] = row.owner
     if isinstance(row.workload, str):
-        tags["workload"] = row.workload
-    provider = {TAG_PREFIX + key: value for key, value in tags.items()}
+        charged["workload"] = row.workload
     labels = json.loads(row.labels) if isinstance(row.labels, str) else {}
     user = {name: value for name, value in labels.items() if value != ""}  # a pod without the label has no tag
-    return json.dumps(dict(sorted((provider | user).items())), ensure_ascii=False)
+    return _prefixed(origin), _prefixed(charged) | user
+
+
+def _json(tags: dict[str, str]) -> str:
+    return json.dumps(dict(sorted(tags.items())), ensure_ascii=False)
 
 
 def _description(row) -> str:
-    kind = row.resource.removesuffix(base(row.resource))
     what = RESOURCE_WORDS[base(row.resource)] + (f" of {row.gpu_model}" if row.gpu_model else "")
     by = f"workload {row.workload} in namespace" if _is_workload(row.workload) else "namespace"
     return {
@@ -126,16 +167,18 @@ def _description(row) -> str:
         UNREQUESTED: f"share of the unrequested {what} capacity of cluster {row.cluster}, charged to namespace {row.namespace}",
         RESERVED: f"{what} of the reserved {row.namespace.replace(':', ' ', 1)} on cluster {row.cluster}",
         CREDIT: f"credit for the {what} namespace {row.namespace} used in a reserved pool on cluster {row.cluster}",
-    }[kind]
+    }[_kind(row.resource)]
 
 
-def focus_rows(ledger: pd.DataFrame, zone: ZoneInfo, recovered: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Rows of `broken_down` as FOCUS rows, one for one, in FOCUS_COLUMNS order; then closed months' cost
-    recovery lines (`recovery_rows`), each a row of its own."""
+def focus_rows(ledger: pd.DataFrame, zone: ZoneInfo, recovered: pd.DataFrame | None = None,
+               version: str = DEFAULT_VERSION) -> pd.DataFrame:
+    """Rows of `broken_down` as FOCUS rows of the version, one for one, in its FOCUS_COLUMNS order; then closed
+    months' cost recovery lines (`recovery_rows`), each a row of its own."""
     units = ledger["resource"].map(base).map(PRICING_UNITS)
     credit = ledger["resource"].str.startswith(CREDIT)
     workload = ledger["workload"].map(_is_workload).astype(bool)
     namespace_type = ledger["resource"].str.startswith(RESERVED).map({True: "Reserved pool", False: "Namespace"})
+    tags = [_tag_sets(row) for row in ledger.itertuples()]
     focus = pd.DataFrame(
         {
             "BilledCost": ledger["cost"],
@@ -166,21 +209,118 @@ def focus_rows(ledger: pd.DataFrame, zone: ZoneInfo, recovered: pd.DataFrame | N
             "ServiceName": "Kubernetes",
             "ServiceSubcategory": "Containers",
             "SkuId": ledger["resource"].where(ledger["gpu_model"] == "", ledger["resource"] + "/" + ledger["gpu_model"]),
-            "Tags": [_tags(row) for row in ledger.itertuples()],
+            "Tags": [_json(origin | charged) for origin, charged in tags],
         },
         index=ledger.index,
     )
-    rows = focus.join(_periods(ledger["day"], zone))[FOCUS_COLUMNS].reset_index(drop=True)
+    if version == "1.3":
+        focus = focus.assign(**_ledger_columns_13(ledger, focus, tags))
+    rows = focus.join(_periods(ledger["day"], zone))[FOCUS_COLUMNS[version]].reset_index(drop=True)
     if recovered is None or recovered.empty:
         return rows
-    return pd.concat([rows, recovery_rows(recovered, zone)], ignore_index=True)
+    return pd.concat([rows, recovery_rows(recovered, zone, version)], ignore_index=True)
 
 
-def recovery_rows(recovered: pd.DataFrame, zone: ZoneInfo) -> pd.DataFrame:
+def _ledger_columns_13(ledger: pd.DataFrame, focus: pd.DataFrame,
+                       tags: list[tuple[dict[str, str], dict[str, str]]]) -> dict[str, pd.Series | list[str]]:
+    """What FOCUS 1.3 adds to or changes in the ledger rows' FOCUS columns.
+
+    The rows that split a shared cost (ALLOCATIONS) are allocated charges: their resource is the origin
+    charge's (a cluster's unrequested capacity, a team's reserved pools of a resource), their Tags its tags
+    (cluster, resource, GPU model), and the namespace they charge is the AllocatedResourceId, its tags the
+    AllocatedTags.
+    """
+    kind = ledger["resource"].map(_kind)
+    allocated = kind.isin(list(ALLOCATIONS))
+    origin = _origin_resources(ledger, kind)
+    return {
+        "HostProviderName": ledger["cluster"],
+        "ServiceProviderName": ledger["cluster"],
+        "SkuPriceId": focus["SkuId"],  # one price per SKU and day: the SKU is its price's id
+        "SkuMeter": ledger["resource"].map(base).map(RESOURCE_WORDS),
+        **{column: origin[column].where(allocated, focus[column]) for column in origin.columns},
+        "Tags": [_json(origin_tags | {TAG_PREFIX + "resource": base(resource)} if split else origin_tags | charged)
+                 for (origin_tags, charged), split, resource in zip(tags, allocated, ledger["resource"])],
+        **_allocation(kind.map(ALLOCATIONS), _ledger_ratios(ledger, kind), ledger["cluster"],
+                      ledger["namespace"], ledger["team"], [_json(charged) for _, charged in tags]),
+    }
+
+
+def _pool_key(ledger: pd.DataFrame) -> list[pd.Series]:
+    """The origin of a reserved pool's rows: the team's reserved capacity of a resource and GPU model on a cluster
+    and day (the credits of a namespace's use are one row per team, whichever of its pools it used)."""
+    return [ledger["day"], ledger["cluster"], ledger["team"], ledger["resource"].map(base), ledger["gpu_model"]]
+
+
+def _origin_resources(ledger: pd.DataFrame, kind: pd.Series) -> pd.DataFrame:
+    """ResourceId, ResourceName, ResourceType of each allocated charge's origin: the cluster for a share of its
+    unrequested capacity; the team's pools (`<cluster>/pool:a`, or `pool:a+pool:b` for several) for the
+    reserved pool rows and their credits."""
+    pooled = kind.isin([RESERVED, CREDIT])
+    rows = ledger[pooled]
+    reserved = rows["namespace"].where(kind[pooled] == RESERVED)
+    pools = reserved.groupby(_pool_key(rows)).transform(lambda names: "+".join(sorted(names.dropna().unique())))
+    pools = pools.where(pools != "", rows["namespace"])  # no capacity row in the range: the row's own
+    origin = pd.DataFrame({"ResourceId": ledger["cluster"], "ResourceName": ledger["cluster"],
+                           "ResourceType": "Cluster"}, index=ledger.index)
+    origin.loc[pooled, "ResourceId"] = rows["cluster"] + "/" + pools
+    origin.loc[pooled, "ResourceName"] = pools
+    origin.loc[pooled, "ResourceType"] = "Reserved pool"
+    return origin
+
+
+def _ratios(share: pd.Series, origin: list[pd.Series]) -> pd.Series:
+    """Each row's AllocatedRatio: its share over its origin's total (equal parts where the total is 0)."""
+    groups = share.groupby(origin)
+    total, count = groups.transform("sum"), groups.transform("size")
+    return (share / total).where(total != 0, 1 / count)
+
+
+def _ledger_ratios(ledger: pd.DataFrame, kind: pd.Series) -> pd.Series:
+    """The AllocatedRatio of the allocated ledger rows (NaN for the others).
+
+    A share of unrequested capacity: its part of the capacity's hours (billing splits them by what each
+    namespace paid on the cluster that day). A reserved pool: each credit is the part of the pool's hours the
+    namespace used (it pays them in its own rows), the capacity row the part no pod requested, which stays the
+    owner's; so the parts add up to 1.
+    """
+    unrequested = kind == UNREQUESTED
+    rows = ledger[unrequested]
+    shares = [_ratios(rows["quantity"], [rows["day"], rows["cluster"], rows["resource"], rows["gpu_model"]])]
+    pooled = kind.isin([RESERVED, CREDIT])
+    rows = ledger[pooled]
+    reserved = (kind[pooled] == RESERVED)
+    capacity = rows["quantity"].where(reserved, 0.0).groupby(_pool_key(rows)).transform("sum")
+    used = (-rows["quantity"]).where(~reserved, 0.0).groupby(_pool_key(rows)).transform("sum")
+    kept = (1 - used / capacity).where(capacity != 0, 0.0)
+    shares.append(_ratios(rows["quantity"].abs().where(~reserved, rows["quantity"] * kept), _pool_key(rows)))
+    return pd.concat(shares).reindex(ledger.index)
+
+
+def _allocation(method: pd.Series, ratio: pd.Series, cluster: pd.Series, namespace: pd.Series, team: pd.Series,
+                charged_tags: list[str]) -> dict[str, pd.Series]:
+    """FOCUS 1.3's split cost allocation columns, null where method is: what an allocated charge is split to is
+    its namespace on the cluster, or the team where it has none."""
+    allocated = method.notna()
+    named = namespace.fillna("") != ""
+    name = namespace.where(named, "team:" + team)
+    return {
+        "AllocatedMethodId": method.where(allocated, None),
+        "AllocatedMethodDetails": ratio.map(lambda part: json.dumps({"Elements": [{"AllocatedRatio": part}]}))
+                                       .where(allocated, None),
+        "AllocatedResourceId": (cluster + "/" + name).where(allocated, None),
+        "AllocatedResourceName": name.where(allocated, None),
+        "AllocatedTags": pd.Series(charged_tags, index=method.index).where(allocated, None),
+    }
+
+
+def recovery_rows(recovered: pd.DataFrame, zone: ZoneInfo, version: str = DEFAULT_VERSION) -> pd.DataFrame:
     """Cost recovery lines of closed months, with what corrections of their days moved (ledger.read.read_recovery:
     month, team, cluster, amount, currency) as FOCUS rows of their own: ChargeCategory Adjustment over the whole
-    month, no quantity or price."""
+    month, no quantity or price. In FOCUS 1.3 each is an allocated charge: its cluster's month split to its team."""
     periods = _periods(recovered["month"], zone)
+    origin_tags = [{TAG_PREFIX + "cluster": cluster, TAG_PREFIX + "kind": "recovery"} for cluster in recovered["cluster"]]
+    team_tags = [{TAG_PREFIX + "team": team} for team in recovered["team"]]
     focus = pd.DataFrame(
         {
             "BilledCost": recovered["amount"],
@@ -211,15 +351,22 @@ def recovery_rows(recovered: pd.DataFrame, zone: ZoneInfo) -> pd.DataFrame:
             "ServiceName": "Kubernetes",
             "ServiceSubcategory": "Containers",
             "SkuId": "recovery",
-            "Tags": [json.dumps({TAG_PREFIX + "cluster": cluster, TAG_PREFIX + "kind": "recovery", TAG_PREFIX + "team": team},
-                                ensure_ascii=False) for cluster, team in zip(recovered["cluster"], recovered["team"])],
+            "Tags": [_json(origin | team) for origin, team in zip(origin_tags, team_tags)],
         },
         index=recovered.index,
     )
+    if version == "1.3":
+        method = pd.Series(COST_RECOVERY, index=recovered.index)
+        focus = focus.assign(
+            HostProviderName=recovered["cluster"], ServiceProviderName=recovered["cluster"],
+            SkuPriceId=None, SkuMeter="cost recovery", Tags=[_json(origin) for origin in origin_tags],
+            **_allocation(method, _ratios(recovered["amount"], [recovered["month"], recovered["cluster"]]),
+                          recovered["cluster"], pd.Series(None, index=recovered.index, dtype=object),
+                          recovered["team"], [_json(team) for team in team_tags]))
     # the charge period is the month: from its first day's start to the next month's
     focus = focus.join(periods.assign(ChargePeriodStart=periods["BillingPeriodStart"],
                                       ChargePeriodEnd=periods["BillingPeriodEnd"]))
-    return focus[FOCUS_COLUMNS].reset_index(drop=True)
+    return focus[FOCUS_COLUMNS[version]].reset_index(drop=True)
 
 
 def write_focus(focus: pd.DataFrame, output: Path | None, stdout: IO[str]) -> None:

@@ -37,7 +37,7 @@ def config(tmp_path, write_config):
 
 
 def export(config, *args):
-    return CliRunner().invoke(main, ["export", "--config", config, "--format", "focus", *args])
+    return CliRunner().invoke(main, ["export", "--config", config, "--format", "focus", "--focus-version", "1.2", *args])
 
 
 def csv_of(result) -> pd.DataFrame:
