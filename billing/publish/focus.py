@@ -256,13 +256,15 @@ def _origin_resources(ledger: pd.DataFrame, kind: pd.Series) -> pd.DataFrame:
     """ResourceId, ResourceName, ResourceType of each allocated charge's origin: the cluster for a share of its
     unrequested capacity; the team's pools (`<cluster>/pool:a`, or `pool:a+pool:b` for several) for the
     reserved pool rows and their credits."""
+    origin = pd.DataFrame({"ResourceId": ledger["cluster"], "ResourceName": ledger["cluster"],
+                           "ResourceType": "Cluster"}, index=ledger.index)
     pooled = kind.isin([RESERVED, CREDIT])
+    if not pooled.any():
+        return origin
     rows = ledger[pooled]
     reserved = rows["namespace"].where(kind[pooled] == RESERVED)
     pools = reserved.groupby(_pool_key(rows)).transform(lambda names: "+".join(sorted(names.dropna().unique())))
     pools = pools.where(pools != "", rows["namespace"])  # no capacity row in the range: the row's own
-    origin = pd.DataFrame({"ResourceId": ledger["cluster"], "ResourceName": ledger["cluster"],
-                           "ResourceType": "Cluster"}, index=ledger.index)
     origin.loc[pooled, "ResourceId"] = rows["cluster"] + "/" + pools
     origin.loc[pooled, "ResourceName"] = pools
     origin.loc[pooled, "ResourceType"] = "Reserved pool"
