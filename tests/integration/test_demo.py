@@ -1,5 +1,6 @@
 """The README's first command: the demo runs with no servers at all; and what its pages and emails show."""
 
+import io
 import re
 import stat
 from decimal import Decimal
@@ -12,6 +13,7 @@ from sqlalchemy import create_engine
 from billing.cli import main
 from fixtures.demo import world as demo
 from tests.helpers.demo import demo_run  # noqa: F401 (pytest fixtures)
+from tests.helpers.focus13 import check_focus_13, ratio
 from tests.helpers.html_tables import read_page
 
 MONEY = re.compile(r"^([+-]?[\d,]+\.\d\d) CHF$")
@@ -180,3 +182,17 @@ def test_slices_sold_as_whole_gpus_count_as_the_physical_gpus_behind_them(demo_r
     page = read_page((demo_run / "demo-out" / "reports" / "2026-11-18" / "index.html").read_text())
     sliced = [row for row in page.tables["capacity"] if "MIG-1g.5gb" in row[1]]
     assert [row[2] for row in sliced] == ["24.00 GPU-h"]
+
+
+def test_the_demos_focus_export_passes_the_focus_13_checks(demo_run, monkeypatch):
+    """Three days of a cluster sharing its unrequested capacity and renting two GPU nodes to genomics as a pool."""
+    monkeypatch.chdir(demo_run)
+    result = CliRunner().invoke(main, ["export", "--config", "fixtures/demo/billing.yaml", "--from", "2026-11-16",
+                                       "--to", "2026-11-18"])
+    assert result.exit_code == 0, result.output
+    focus = pd.read_csv(io.StringIO(result.stdout), keep_default_na=False, na_values=[""])
+    check_focus_13(focus)
+    methods = focus["AllocatedMethodId"].dropna()
+    assert set(methods) == {"billing/unrequested-share", "billing/reserved-pool"}
+    pool = focus[focus["AllocatedMethodId"] == "billing/reserved-pool"]
+    assert set(pool["BillingAccountId"]) == {"genomics"} and (pool["AllocatedMethodDetails"].map(ratio) > 0).all()
