@@ -279,24 +279,26 @@ def _ratios(share: pd.Series, origin: list[pd.Series]) -> pd.Series:
 
 
 def _ledger_ratios(ledger: pd.DataFrame, kind: pd.Series) -> pd.Series:
-    """The AllocatedRatio of the allocated ledger rows (NaN for the others).
-
-    A share of unrequested capacity: its part of the capacity's hours (billing splits them by what each
-    namespace paid on the cluster that day). A reserved pool: each credit is the part of the pool's hours the
-    namespace used (it pays them in its own rows), the capacity row the part no pod requested, which stays the
-    owner's; so the parts add up to 1.
-    """
-    unrequested = kind == UNREQUESTED
-    rows = ledger[unrequested]
-    shares = [_ratios(rows["quantity"], [rows["day"], rows["cluster"], rows["resource"], rows["gpu_model"]])]
+    """The AllocatedRatio of the allocated ledger rows (NaN for the others)."""
     pooled = kind.isin([RESERVED, CREDIT])
-    rows = ledger[pooled]
-    reserved = (kind[pooled] == RESERVED)
+    return pd.concat([_unrequested_ratios(ledger[kind == UNREQUESTED]),
+                      _pool_ratios(ledger[pooled], kind[pooled] == RESERVED)]).reindex(ledger.index)
+
+
+def _unrequested_ratios(rows: pd.DataFrame) -> pd.Series:
+    """A share of a cluster's unrequested capacity of a resource and GPU model on a day: its part of the hours
+    (billing splits them by what each namespace paid on the cluster that day)."""
+    return _ratios(rows["quantity"], [rows["day"], rows["cluster"], rows["resource"], rows["gpu_model"]])
+
+
+def _pool_ratios(rows: pd.DataFrame, reserved: pd.Series) -> pd.Series:
+    """A team's reserved pools (`_pool_key`): each credit is the part of the pools' hours a namespace used (it
+    pays them in its own rows), each capacity row its pool's part of the hours no pod requested, which stay
+    the team's; so the parts add up to 1."""
     capacity = rows["quantity"].where(reserved, 0.0).groupby(_pool_key(rows)).transform("sum")
     used = (-rows["quantity"]).where(~reserved, 0.0).groupby(_pool_key(rows)).transform("sum")
     kept = (1 - used / capacity).where(capacity != 0, 0.0)
-    shares.append(_ratios(rows["quantity"].abs().where(~reserved, rows["quantity"] * kept), _pool_key(rows)))
-    return pd.concat(shares).reindex(ledger.index)
+    return _ratios(rows["quantity"].abs().where(~reserved, rows["quantity"] * kept), _pool_key(rows))
 
 
 def _allocation(method: pd.Series, ratio: pd.Series, cluster: pd.Series, namespace: pd.Series, team: pd.Series,
