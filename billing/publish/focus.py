@@ -35,10 +35,11 @@ FOCUS 1.3 adds (docs/reports.md lists them):
 * SkuPriceId (the SkuId: one price per SKU and day) and SkuMeter, as 1.3
   nulls ListUnitPrice, PricingQuantity and ConsumedQuantity without a SkuPriceId;
 * the split cost allocation columns on the rows that split a shared cost
-  (`ALLOCATIONS`): the origin charge keeps the row's ResourceId and the
-  origin's tags, the namespace or team it is split to is the
-  AllocatedResourceId, its tags the AllocatedTags, and AllocatedMethodDetails
-  holds the row's AllocatedRatio of the origin, which add up to 1 per origin.
+  (`ALLOCATIONS`, and cost recovery lines): such an allocated charge's
+  ResourceId and Tags are those of what was split (its origin charge), the
+  namespace or team it charges is the AllocatedResourceId, that one's tags the
+  AllocatedTags, and AllocatedMethodDetails holds the row's AllocatedRatio of
+  the origin; the ratios of one origin add up to 1.
 """
 
 from __future__ import annotations
