@@ -240,10 +240,11 @@ def _ledger_columns_13(ledger: pd.DataFrame, focus: pd.DataFrame,
         "SkuPriceId": focus["SkuId"],  # one price per SKU and day: the SKU is its price's id
         "SkuMeter": ledger["resource"].map(base).map(RESOURCE_WORDS),
         **{column: origin[column].where(allocated, focus[column]) for column in origin.columns},
-        "Tags": [_json(origin_tags | {TAG_PREFIX + "resource": base(resource)} if split else origin_tags | charged)
-                 for (origin_tags, charged), split, resource in zip(tags, allocated, ledger["resource"])],
-        **_allocation(kind.map(ALLOCATIONS), _ledger_ratios(ledger, kind), ledger["cluster"],
-                      ledger["namespace"], ledger["team"], [_json(charged) for _, charged in tags]),
+        "Tags": focus["Tags"].where(~allocated, [
+            _json(origin_tags | {TAG_PREFIX + "resource": base(resource)}) if split else None
+            for (origin_tags, _), split, resource in zip(tags, allocated, ledger["resource"])]),
+        **_allocation(kind.map(ALLOCATIONS), _ledger_ratios(ledger, kind), ledger["cluster"], ledger["namespace"],
+                      ledger["team"], [_json(charged) if split else None for (_, charged), split in zip(tags, allocated)]),
     }
 
 
@@ -303,7 +304,7 @@ def _pool_ratios(rows: pd.DataFrame, reserved: pd.Series) -> pd.Series:
 
 
 def _allocation(method: pd.Series, ratio: pd.Series, cluster: pd.Series, namespace: pd.Series, team: pd.Series,
-                charged_tags: list[str]) -> dict[str, pd.Series]:
+                charged_tags: list[str | None]) -> dict[str, pd.Series]:
     """FOCUS 1.3's split cost allocation columns, null where method is: what an allocated charge is split to is
     its namespace on the cluster, or the team where it has none."""
     allocated = method.notna()
@@ -311,8 +312,8 @@ def _allocation(method: pd.Series, ratio: pd.Series, cluster: pd.Series, namespa
     name = namespace.where(named, "team:" + team)
     return {
         "AllocatedMethodId": method.where(allocated, None),
-        "AllocatedMethodDetails": ratio.map(lambda part: json.dumps({"Elements": [{"AllocatedRatio": part}]}))
-                                       .where(allocated, None),
+        "AllocatedMethodDetails": ratio[allocated].map(lambda part: json.dumps({"Elements": [{"AllocatedRatio": part}]}))
+                                                  .reindex(method.index),
         "AllocatedResourceId": (cluster + "/" + name).where(allocated, None),
         "AllocatedResourceName": name.where(allocated, None),
         "AllocatedTags": pd.Series(charged_tags, index=method.index).where(allocated, None),
