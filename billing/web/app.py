@@ -4,9 +4,10 @@ A small Flask application, server-rendered with the report templates. Who is
 asking comes from a trusted proxy's header (`web.auth: header`) or from a
 login checked by an LDAP bind as the person (`web.auth: ldap`); what they may
 see is `billing.web.access`, and how that is guarded `billing.web.security`.
-Every page and the JSON API answer from `billing.publish.answers` and
-`billing.publish.report` (sums by the database), as `billing report` and the
-static pages do, so the numbers are theirs.
+Every page, CSV download and the JSON API answer from `billing.publish.answers`
+(sums by the database), as `billing report` and the static pages do, so the
+numbers are theirs: the API's JSON and a table's CSV are `billing report`'s for
+the same question.
 """
 
 from __future__ import annotations
