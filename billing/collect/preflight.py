@@ -6,7 +6,9 @@ deleted, it makes the bill's queries answer nothing, and the day would be
 billed as zero (or too low) and recorded complete. So `billing run` asks this
 before it collects a cluster-day, and refuses the day where a family the bill
 needs has no sample; `billing check` prints the same findings in the same
-words. Which families are needed depends on the day: pods' series where
+words. It takes the cluster-day's context (billing/collect/context.py), as
+the collectors do: the store detected once, its questions counted with theirs.
+Which families are needed depends on the day: pods' series where
 kube-state-metrics listed pods, the pod's node where a pod ran, the GPU model
 label where GPUs were requested, owners where workloads are broken down,
 dcgm-exporter's DRA labels where pods held resource claims. A day on
@@ -25,7 +27,7 @@ from datetime import date
 from typing import Literal
 
 from billing.collect.chunks import Chunk
-from billing.collect.prometheus import PrometheusSource
+from billing.collect.context import ClusterDay
 from billing.collect.promql import (
     APP_REQUESTS,
     DRA_HELD,
@@ -36,7 +38,6 @@ from billing.collect.promql import (
     GpuResources,
     Queries,
 )
-from billing.collect.stores import Store
 from billing.config import ClusterConfig
 from billing.days import BillingDay
 from billing.errors import RunFailed
@@ -198,15 +199,15 @@ def found_on(answer: list[dict], gpu_resources: GpuResources) -> tuple[set[str],
 KIND_PODS = {"ReplicaSet": "replicaset_pods", "Job": "job_pods"}  # pods whose controller's owner a workload reads
 
 
-def preflight(cluster: ClusterConfig, gpu_resources: GpuResources, day: BillingDay, source: PrometheusSource,
-              store: Store, workloads: bool) -> Findings:
+def preflight(context: ClusterDay, workloads: bool) -> Findings:
     """What the store holds of the families the bill reads on the cluster-day (`workloads`: broken down by workload,
     which reads the owners too): a FAIL per needed family without a sample, a WARN per GPU-like resource requested
-    that `gpu_resources` does not list (it would be billed nothing)."""
-    queries, (window, end) = day_queries(cluster, gpu_resources, day, store), window_of(day)
-    found, gpu_like = found_on(source.instant(presence_query(queries, window, workloads), end), gpu_resources)
+    that the context's GPU resources do not list (it would be billed nothing)."""
+    cluster, gpu_resources, day = context.cluster, context.gpu_resources, context.day
+    queries, (window, end) = day_queries(context), window_of(day)
+    found, gpu_like = found_on(context.source.instant(presence_query(queries, window, workloads), end), gpu_resources)
     if not found & set(NODES):
-        sentence = no_samples(cluster, source, window, end)
+        sentence = no_samples(context)
         return Findings(cluster.name, day.date, (Finding(KUBE_STATE_METRICS, cluster.name, "FAIL", sentence),))
     missing = [Finding(need.family, cluster.name, "FAIL", f"{need.what} is missing ({need.fix})")
                for need in needs(cluster, queries, workloads) if found & set(need.where) and need.found not in found]
@@ -216,10 +217,10 @@ def preflight(cluster: ClusterConfig, gpu_resources: GpuResources, day: BillingD
     return Findings(cluster.name, day.date, tuple(missing + unlisted))
 
 
-def day_queries(cluster: ClusterConfig, gpu_resources: GpuResources, day: BillingDay, store: Store) -> Queries:
-    """The queries of the whole day as one chunk."""
-    start, end = int(day.start.timestamp()), int(day.end.timestamp())
-    return Queries(cluster, gpu_resources, Chunk(start, end, end - start), store)
+def day_queries(context: ClusterDay) -> Queries:
+    """The queries of the whole cluster-day as one chunk."""
+    start, end = int(context.day.start.timestamp()), int(context.day.end.timestamp())
+    return Queries(context.cluster, context.gpu_resources, Chunk(start, end, end - start), context.store)
 
 
 def window_of(day: BillingDay) -> tuple[str, int]:
@@ -229,13 +230,14 @@ def window_of(day: BillingDay) -> tuple[str, int]:
     return f"{end - start + LOOKBACK}s", end
 
 
-def no_samples(cluster: ClusterConfig, source: PrometheusSource, window: str, at: float) -> str:
+def no_samples(context: ClusterDay) -> str:
     """Why a cluster-day has no kube-state-metrics sample under the cluster's selector: the day has none at all
     (outside the store's retention, a scrape that never ran), said first; else the selector matches none of those
     it has, with the values its labels have without it."""
-    selector = cluster.prometheus.selector.strip()
+    selector = context.cluster.prometheus.selector.strip()
     names = sorted(set(SELECTOR_LABELS.findall(selector)))
-    found = source.instant(f"count by ({', '.join(names)}) (last_over_time(kube_pod_info[{window}]))", at)
+    window, at = window_of(context.day)
+    found = context.source.instant(f"count by ({', '.join(names)}) (last_over_time(kube_pod_info[{window}]))", at)
     if not found or not selector:
         unselected = f", with or without the selector {selector}" if selector else ""
         return (f"the store holds no kube-state-metrics sample at all{unselected} (a day outside its retention, or "

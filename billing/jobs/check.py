@@ -9,7 +9,9 @@ Per cluster it also says which store answers and runs the preflight of the
 bill (billing/collect/preflight.py): whether the day's samples (default
 yesterday) hold every family the bill needs under the cluster's selector, in
 the words with which `billing run` refuses a day that fails it. Beside it,
-what the request rule adds and what the breakdown by workload reads.
+what the request rule adds and what the breakdown by workload reads. The lines
+after the store's ask through one cluster-day (billing/collect/context.py), as
+a run does: the store is detected once, and every question is counted.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from functools import partial
 from pathlib import Path
 
 from billing.collect.chunks import Chunk
+from billing.collect.context import ClusterDay, cluster_day
 from billing.collect.preflight import day_queries, no_samples, preflight, window_of
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.promql import (
@@ -36,7 +39,6 @@ from billing.collect.promql import (
     one_of,
 )
 from billing.collect.replay import cluster_recording, prometheus_source
-from billing.collect.stores import engine_of, store_of
 from billing.config import (
     DRA_GPU,
     ClusterConfig,
@@ -99,35 +101,51 @@ def _source(cluster: ClusterConfig) -> PrometheusSource:
     return prometheus_source(cluster.name, config.model_copy(update={"timeout": min(config.timeout, TIMEOUT), "retries": 0}))
 
 
-def prometheus(cluster: ClusterConfig) -> str:
-    """Ask the server for `vector(1)` and which store it is; recorded answers are only counted."""
+def prometheus(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources: GpuResources
+               ) -> tuple[str, ClusterDay]:
+    """Ask the server for `vector(1)`, then build the cluster-day the lines after this one ask through: which store
+    it is and how its labels are named, detected once as a run does (recorded answers are counted, not asked)."""
     config = cluster.prometheus
+    source = _source(cluster)
     if config.replay:
         answers = len(cluster_recording(cluster.name, Path(config.replay)))
         if not answers:
             raise CheckFailure(f"replay directory {config.replay} holds no recorded answers")
-        return f"replay directory {config.replay}: {answers} recorded answers"
-    config.check_files()
-    source = _source(cluster)
-    answer = source.instant("vector(1)", time.time())
-    if [sample["value"][1] for sample in answer] != ["1"]:
-        raise CheckFailure(f"{config.url} answered vector(1) with {answer!r}, not 1")
-    return f"{config.url} answered vector(1); the store is {engine_of(*source.buildinfo())}"
+        reached = f"replay directory {config.replay}: {answers} recorded answers"
+    else:
+        config.check_files()
+        answer = source.instant("vector(1)", time.time())
+        if [sample["value"][1] for sample in answer] != ["1"]:
+            raise CheckFailure(f"{config.url} answered vector(1) with {answer!r}, not 1")
+        reached = f"{config.url} answered vector(1)"
+    context = cluster_day(cluster, day, step, gpu_resources, source)
+    return f"{reached}; the store is {context.store.engine}", context
 
 
-def bill_series(cluster: ClusterConfig, gpu_resources: GpuResources, workloads: bool, day: BillingDay) -> str:
+def reach(config: Config, cluster: ClusterConfig, day: BillingDay) -> tuple[Probe, ClusterDay | None]:
+    """The cluster's `prometheus` line, and its cluster-day for the lines after it; None where the store was not
+    reached (nothing more is asked of it)."""
+    reached: list[ClusterDay] = []
+
+    def probe() -> str:
+        detail, context = prometheus(cluster, day, int(config.step), config.gpu_resources)
+        reached.append(context)
+        return detail
+
+    return _timed(f"prometheus {cluster.name}", probe), next(iter(reached), None)
+
+
+def bill_series(context: ClusterDay, workloads: bool) -> str:
     """The preflight `billing run` refuses a cluster-day by (billing/collect/preflight.py), in its words: a FAIL per
     family the bill needs without a sample; GPU-like resources `gpu_resources` does not list, and labels a scrape
     moved, as warnings."""
-    source = _source(cluster)
-    store = store_of(source, cluster, day)  # as the run asks: the engine, the label renames
-    findings = preflight(cluster, gpu_resources, day, source, store, workloads)
+    findings, day = preflight(context, workloads), context.day
     failed = findings.said("FAIL")
     if failed:
         raise CheckFailure(failed)
     remarks = [finding.sentence for finding in findings.found]
-    renames, noted = store.renames(), ""
-    if cluster.label_names is None:  # detected: the bill is right, but the scrape setup confuses other tools
+    renames, noted = context.store.renames(), ""
+    if context.cluster.label_names is None:  # detected: the bill is right, but the scrape setup confuses other tools
         remarks += [f"{rename} (a scrape with honor_labels: false moved them there; billing reads them there, "
                     "but honor_labels: true is better: docs/stores.md)" for rename in renames]
     elif renames:
@@ -144,18 +162,17 @@ SCHEDULER_TERM = "kube-scheduler's own figures"  # pod-level resources, init con
 UNITS = {"cpu": ("core-h", 1.0), "memory": ("GiB-h", 2.0**-30), DRA_GPU: ("GPU-h", 1.0)}
 
 
-def request_rule(cluster: ClusterConfig, gpu_resources: GpuResources, day: BillingDay) -> str:
+def request_rule(context: ClusterDay) -> str:
     """What docs/spec.md rule 3 (what the scheduler reserves) adds on the day over app containers' requests alone,
     per resource and term, so that an operator can announce it; and, as warnings, the pods whose requests
     kube-state-metrics cannot tell billing: native sidecars where it is too old to label them, and pods with pod-level
     resources. (GPUs held through Dynamic Resource Allocation without dcgm-exporter's DRA labels fail the preflight.)"""
+    cluster, day, store, source = context.cluster, context.day, context.store, context.source
     if cluster.prometheus.replay:
         return "recorded answers: not checked"
-    source = _source(cluster)
     start, end = int(day.start.timestamp()), int(day.end.timestamp())
-    store = store_of(source, cluster, day)
-    queries = Queries(cluster.model_copy(update={"requests": "pod"}), gpu_resources, Chunk(start, end, ESTIMATE_STEP),
-                      store)
+    queries = Queries(cluster.model_copy(update={"requests": "pod"}), context.gpu_resources,
+                      Chunk(start, end, ESTIMATE_STEP), store)
     added = _added_by_rule(queries, source, end - ESTIMATE_STEP)  # the day's last instant
     rule: str = cluster.requests or "pod"
     said = ("adds" if rule == "pod" else "would add (requests: pod)") + f" to app containers' requests on {day.date}: "
@@ -240,17 +257,17 @@ def _unbillable_requests(queries: Queries, source: PrometheusSource, at: int, da
     return remarks
 
 
-def workload_series(cluster: ClusterConfig, gpu_resources: GpuResources, cost_labels: list[str], day: BillingDay) -> str:
+def workload_series(context: ClusterDay, cost_labels: list[str]) -> str:
     """Does the day hold what the breakdown by workload and cost label reads besides the owners (which the
     preflight requires): the pods' controllers (kube_pod_info's created_by_kind) and each cost label on some pod's
     kube_pod_labels? Without them the bill is right but its breakdown is coarser: warnings."""
-    if cluster.prometheus.replay:
+    day = context.day
+    if context.cluster.prometheus.replay:
         return "recorded answers: not checked"
-    source = _source(cluster)
-    queries, (window, at) = day_queries(cluster, gpu_resources, day, store_of(source, cluster, day)), window_of(day)
+    queries, (window, at) = day_queries(context), window_of(day)
 
     def seen(series: str) -> bool:
-        return bool(source.instant(f"count(last_over_time({series}[{window}]))", at))
+        return bool(context.source.instant(f"count(last_over_time({series}[{window}]))", at))
 
     remarks = [] if seen(queries.series("kube_pod_info", 'created_by_kind!=""')) else [
         "no pod's kube_pod_info carries created_by_kind, so every pod is its own workload (Pod/<name>); "
@@ -266,17 +283,17 @@ def workload_series(cluster: ClusterConfig, gpu_resources: GpuResources, cost_la
     return f"pods' controllers{labels} have samples on {day.date}"
 
 
-def selector(cluster: ClusterConfig, day: BillingDay) -> str:
+def selector(context: ClusterDay) -> str:
     """Does the cluster's selector match any node of kube-state-metrics on the day checked? A typo would make
     every run refuse its day for want of data; a day without any sample says so first, the selector not being
     to blame."""
-    config, source = cluster.prometheus, _source(cluster)
+    config, day = context.cluster.prometheus, context.day
     window, at = window_of(day)
     # exported_node: where a honor_labels: false scrape put the node's name (`node` is then kube-state-metrics' own)
     query = f"count(group by (node, exported_node) (last_over_time(kube_node_labels{{{config.selector}}}[{window}])))"
-    answer = source.instant(query, at)
+    answer = context.source.instant(query, at)
     if not answer:
-        raise CheckFailure(f"on {day.date}: {no_samples(cluster, source, window, at)}")
+        raise CheckFailure(f"on {day.date}: {no_samples(context)}")
     nodes = float(answer[0]["value"][1])
     return f"{config.selector} matches kube-state-metrics series of {nodes:.0f} nodes on {day.date}"
 
@@ -342,22 +359,21 @@ def check_config(path: Path) -> tuple[Config, Probe]:
 def check_all(config: Config, day: date | None = None) -> Iterator[Probe]:
     """One probe per dependency, in the order a run needs them; each is yielded as soon as it is done.
 
-    A cluster's series are checked for `day` (default: yesterday), and only where its store answered."""
+    A cluster's series are checked for `day` (default: yesterday), and only where its store answered, through one
+    cluster-day."""
     period = billing_day(day or yesterday(config.zone), config.zone)
     for cluster in config.clusters:
         yield _timed(f"prices {cluster.name}", partial(price_set, cluster, period.date))
-        reached = _timed(f"prometheus {cluster.name}", partial(prometheus, cluster))
+        reached, context = reach(config, cluster, period)
         yield reached
-        if reached.ok and cluster.prometheus.selector.strip() and not cluster.prometheus.replay:
-            yield _timed(f"selector {cluster.name}", partial(selector, cluster, period))
-        if reached.ok:
-            yield _timed(f"series {cluster.name}",
-                         partial(bill_series, cluster, config.gpu_resources, config.workloads.enabled, period))
-        if reached.ok:
-            yield _timed(f"requests {cluster.name}", partial(request_rule, cluster, config.gpu_resources, period))
-        if reached.ok and config.workloads.enabled:
-            yield _timed(f"workloads {cluster.name}",
-                         partial(workload_series, cluster, config.gpu_resources, config.cost_labels, period))
+        if context is None:
+            continue
+        if cluster.prometheus.selector.strip() and not cluster.prometheus.replay:
+            yield _timed(f"selector {cluster.name}", partial(selector, context))
+        yield _timed(f"series {cluster.name}", partial(bill_series, context, config.workloads.enabled))
+        yield _timed(f"requests {cluster.name}", partial(request_rule, context))
+        if config.workloads.enabled:
+            yield _timed(f"workloads {cluster.name}", partial(workload_series, context, config.cost_labels))
     yield _timed("directory", lambda: check_directory(config.directory))
     yield _timed("database", lambda: database(config.database))
     if config.email.enabled:

@@ -192,8 +192,7 @@ def collect_from(config: Config, cluster: ClusterConfig, period: BillingDay, sou
     preflight), when the store holds no data or when it fails its self-audit. (The demo's recorder asks the same
     questions through a recording source.)"""
     context = cluster_day(cluster, period, int(config.step), config.gpu_resources, source)  # the store asked once
-    refuse_missing(preflight(cluster, context.gpu_resources, period, context.source, context.store,
-                             config.workloads.enabled))
+    refuse_missing(preflight(context, config.workloads.enabled))
     cost_labels = config.cost_labels if config.workloads.enabled else None
     usage = collect_cluster(context, cost_labels)
     _refuse_no_data(usage, cluster, period.date)

@@ -1,13 +1,14 @@
 """The questions people ask of the ledger, each answered once, whichever interface asks.
 
 `billing report`, `export`, `statement`, `close` and `billing serve` ask the same questions; the answer to each
-is assembled here (a report with its team's budget and the range's price changes, an export with its missing
-days, a month's statement with its cost centres, a page of `billing serve`, the day's report the nightly pages
-show), so the command line, the web and the pages cannot drift apart. The
+is assembled here (a subject's costs with its team's budget and the range's price changes, which `billing
+report` and serve's API and CSV downloads give alike; an export with its missing days, a month's statement with
+its cost centres, a page of `billing serve`, the day's report the nightly pages show), so the command line, the
+web and the pages cannot drift apart. The
 interfaces only parse the question and show the answer: nothing here prints or knows HTTP.
 
 Statements are imported when asked for: closing a month writes the ledger, whose writer imports collect's invoice
-reader, which `billing report` has no use for (tests/test_cli_imports.py).
+reader, which `billing report` has no use for (tests/cli/test_cli_imports.py).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from billing.ledger.read import (
 from billing.publish.budgets import BudgetStatus, read_budget_status, team_budgets
 from billing.publish.dayview import DayReport, TrendDay, headline, read_report, window_start, with_directory
 from billing.publish.focus import broken_down, focus_rows
-from billing.publish.report import Report, ReportError, Subject, build_report, price_changes
+from billing.publish.report import Report, ReportError, Subject, UnknownSubject, build_report, price_changes
 from billing.publish.report_formats import day_ranges
 
 if TYPE_CHECKING:
@@ -77,14 +78,21 @@ def day_report(ledger: Engine, config: Config, day: date) -> DayReport:
     return replace(report, teams=teams, price_changes=tuple(price_changes(config.clusters, day.replace(day=1), day)))
 
 
-def report(ledger: Engine, config: Config, subject: Subject, first: date, last: date, by: str | None) -> Report:
-    """What a subject spent over a range, with the range's price changes and, for a team, its budget;
-    NeverRun when no day of the range was ever run."""
+def costs(ledger: Engine, config: Config, subject: Subject, first: date, last: date, by: str | None) -> Report:
+    """What a subject spent over a range, with the range's price changes and, for a team, its budget: what
+    `billing report` shows and serve's API and CSV downloads answer. Days never run are listed, never zero."""
     answer = build_report(ledger, subject, first, last, by, config.currency)
-    _refuse_never_run(first, last, answer.missing_days)
     answer = replace(answer, price_changes=price_changes(config.clusters, first, last))
     if subject.kind == "team" and subject.name is not None:
         answer = replace(answer, budget=team_budget(ledger, config, subject.name, last))
+    return answer
+
+
+def report(ledger: Engine, config: Config, subject: Subject, first: date, last: date, by: str | None) -> Report:
+    """`costs`, for `billing report`: NeverRun when no day of the range was ever run, since a table's total of
+    0.00 would read as no spending (serve lists the days on the page and in the JSON instead)."""
+    answer = costs(ledger, config, subject, first, last, by)
+    _refuse_never_run(first, last, answer.missing_days)
     return answer
 
 
@@ -110,15 +118,25 @@ class Page:
     """What a subject's page of `billing serve` shows beside its tables."""
 
     figures: Headline  # of the range's last day
+    tables: list[Report] | None  # the range by each grouping asked; None: the ledger holds no costs of the person
     waste: pd.DataFrame  # of the range, per waste_key: what was held but not used
     budget: BudgetStatus | None  # a budgeted team's month of the last day
     last_day_run: bool
     price_changes: list[tuple[str, date]]
 
 
-def page(ledger: Engine, config: Config, subject: Subject, first: date, last: date, waste_key: str) -> Page:
-    """The figures of the range's last day (with its trend and month to date), the range's waste and, for a
-    budgeted team, its budget; ReportError for a trend window with costs in two currencies."""
+def page(ledger: Engine, config: Config, subject: Subject, first: date, last: date, waste_key: str,
+         groupings: tuple[str, ...]) -> Page:
+    """The figures of the range's last day (with its trend and month to date), the range by each of `groupings`,
+    its waste and, for a budgeted team, its budget; ReportError for a trend window with costs in two currencies,
+    UnknownSubject for a team the ledger never saw (a person without costs still has a page, saying so)."""
+    try:
+        tables: list[Report] | None = [build_report(ledger, subject, first, last, by, config.currency)
+                                       for by in groupings]
+    except UnknownSubject:
+        if subject.kind != "person":
+            raise
+        tables = None
     start = window_start(last)
     runs = completed(ledger, start, last)
     day_costs = daily_costs(ledger, start, last, **_filter(subject))
@@ -136,13 +154,12 @@ def page(ledger: Engine, config: Config, subject: Subject, first: date, last: da
     if subject.kind == "team" and subject.name:
         status = team_budget(ledger, config, subject.name, last)
         budget = status if status.budget is not None else None
-    return Page(figures, waste, budget, last in runs, price_changes(config.clusters, first, last))
+    return Page(figures, tables, waste, budget, last in runs, price_changes(config.clusters, first, last))
 
 
 def _filter(subject: Subject) -> dict[str, str | None]:
     """The `team=` or `owner=` keyword of the ledger's readers for a subject's rows."""
     return {"team": {"team": subject.name}, "person": {"owner": subject.name}, "all": {}}[subject.kind]
-
 
 
 @dataclass(frozen=True)

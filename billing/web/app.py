@@ -4,9 +4,10 @@ A small Flask application, server-rendered with the report templates. Who is
 asking comes from a trusted proxy's header (`web.auth: header`) or from a
 login checked by an LDAP bind as the person (`web.auth: ldap`); what they may
 see is `billing.web.access`, and how that is guarded `billing.web.security`.
-Every page and the JSON API answer from `billing.publish.answers` and
-`billing.publish.report` (sums by the database), as `billing report` and the
-static pages do, so the numbers are theirs.
+Every page, CSV download and the JSON API answer from `billing.publish.answers`
+(sums by the database), as `billing report` and the static pages do, so the
+numbers are theirs: the API's JSON and a table's CSV are `billing report`'s for
+the same question.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import hmac
 import logging
 import resource
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import date
 from urllib.parse import quote
 
@@ -46,7 +47,6 @@ from billing.publish.report import (
     Subject,
     UnknownSubject,
     breakdown,
-    build_report,
     known_names,
     report_range,
 )
@@ -101,7 +101,7 @@ def _only(*allowed: str) -> None:
 
 
 def create_app(config: Config, engine: Engine | None = None, throttle: LoginThrottle | None = None) -> Flask:
-    """The application over the configured ledger."""
+    """The application over the configured ledger: its routes, each answered by `Site`."""
     web = config.web
     ledger = engine or open_ledger(web.database or config.database, key="web.database" if web.database else "database")
     guard = Guard(web, throttle)
@@ -109,116 +109,9 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
         log.info("/metrics answers a scraper sending the token of %s", web.metrics_token_key)
     app = Flask(__name__)
     guard.protect(app)
-
-    def current() -> Viewer:
-        if "viewer" not in g:
-            g.viewer = viewer(ledger, guard.identity(), web.admins)
-        return g.viewer
-
-    def spelled(subject: Subject) -> Subject:
-        """The team or person as the ledger spells it: names match without regard to case, as uids do in LDAP,
-        for every viewer alike."""
-        if subject.name is None:
-            return subject
-        names = known_names(ledger, subject.kind)
-        wanted = subject.name.casefold()
-        found = subject.name if subject.name in names else next((n for n in names if n.casefold() == wanted), None)
-        return Subject(subject.kind, found or subject.name)
-
-    def asked_range() -> tuple[date, date]:
-        """from= and to=, by default the month to yesterday as for `billing report`."""
-        try:
-            first, last = report_range(config.zone, _day("from"), _day("to"))
-        except ReportError as exc:
-            raise Refused(400, str(exc)) from None
-        if (last - first).days >= LONGEST_RANGE:
-            raise Refused(400, f"the range {first} to {last} is longer than {LONGEST_RANGE} days")
-        return first, last
-
-    def question(page: str) -> tuple[date, date, str | None, str]:
-        """(first, last, by, format) of a page's query: from, to, and for a CSV download which table."""
-        _only("from", "to", "by", "format")
-        first, last = asked_range()
-        form = request.args.get("format", "html")
-        if form not in ("html", "csv"):
-            raise Refused(400, f"format={form!r} is not html or csv")
-        by = request.args.get("by")
-        if by is not None and (form != "csv" or by not in PAGE_TABLES[page]):
-            raise Refused(400, f"by= goes with format=csv and one of {', '.join(PAGE_TABLES[page])}")
-        return first, last, by or PAGE_TABLES[page][0], form
-
-    def page(name: str, subject: Subject, heading: str, waste_key: str, links: str | None = None) -> Response:
-        """A page of a subject: the figures of the range's last day, the range's breakdowns and waste."""
-        first, last, by, form = question(name)
-        if form == "csv":
-            answer = build_report(ledger, subject, first, last, by, config.currency)
-            return Response(csv_text(answer), mimetype="text/csv", headers={
-                "Content-Disposition": f'attachment; filename="billing-{name}-{by}-{first}-{last}.csv"'})
-        try:
-            reports = [(table, build_report(ledger, subject, first, last, table, config.currency))
-                       for table in PAGE_TABLES[name]]
-            tables = [(table, html_table(_shortened(answer))) for table, answer in reports if _broken_down(answer)]
-            nothing = ""
-        except UnknownSubject:  # someone with no costs at all still gets their (empty) page
-            if subject.kind != "person":
-                raise
-            tables, nothing = [], f"the ledger holds no costs of namespaces owned by {subject.name}"
-        shown = answers.page(ledger, config, subject, first, last, waste_key)
-        return _html(render_template(
-            "web.html.j2", viewer=current(), heading=heading, page=name, subject=subject, first=first, last=last,
-            report=shown.figures, tables=tables, links=links, waste=_nones(shown.waste), waste_key=waste_key,
-            reports_url=config.reports_url, nothing=nothing, csrf=csrf_token() if web.auth == "ldap" else "",
-            today_missing=not shown.last_day_run, budget=shown.budget,
-            price_notes=[price_change_note(*change) for change in shown.price_changes]))
-
-    @app.errorhandler(Refused)
-    def refused(error: Refused):
-        return _error(error.status, str(error))
-
-    @app.errorhandler(Forbidden)
-    def forbidden(error: Forbidden):
-        return _error(403, str(error))
-
-    @app.errorhandler(UnknownSubject)
-    def unknown(error: UnknownSubject):  # without the closest names, which would tell who else has costs
-        return _error(404, error.plain)
-
-    @app.errorhandler(ReportError)
-    def unanswerable(error: ReportError):  # e.g. a range with costs in two currencies
-        return _error(400, str(error))
-
-    @app.errorhandler(LedgerError)
-    def unavailable(error: LedgerError):
-        log.error("%s", error)
-        return _error(503, str(error))
-
-    @app.errorhandler(HTTPException)
-    def http_error(error: HTTPException):
-        if error.code == 404:
-            return _error(404, f"no page is at {request.path}")
-        # werkzeug's descriptions are two sentences and more: the first says it
-        return _error(error.code or 500, (error.description or error.name).split(". ")[0])
-
-    def _error(status: int, sentence: str):
-        """The sentence as it was said (it may start with a uid, whose case is kept), as JSON or a page; the page
-        ends it with the one full stop."""
-        sentence = sentence.rstrip(". ")
-        if request.path.startswith("/api/"):
-            return {"error": sentence}, status
-        login = status == 401 and web.auth == "ldap"
-        return _html(render_template("web_error.html.j2", status=status, sentence=sentence, login=login,
-                                     csrf=csrf_token() if login else "", uid="", failed="")), status
-
-    @app.after_request
-    def headers(response: Response) -> Response:
-        guard.add_headers(response)
-        if request.path == "/healthz" and response.status_code == 200:
-            return response  # the kubelet asks every few seconds
-        who = g.viewer.uid if "viewer" in g else None
-        log.info("%s %s %d", request.method, request.path, response.status_code,
-                 extra={"method": request.method, "path": request.path, "status": response.status_code,
-                        "uid": who, "remote_addr": guard.client_address()})
-        return response
+    site = Site(config, ledger, guard)
+    _error_pages(app, config)
+    app.after_request(site.logged)
 
     @app.get("/healthz")
     def health():
@@ -229,23 +122,8 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
 
     @app.get("/metrics")
     def metrics():
-        """Team, cluster and resource costs of the latest billed day for Prometheus (billing/publish/cost_metrics.py):
-        aggregates, never a person's; only to a scraper sending the token web.metrics_token_env or _file names."""
         _only()
-        try:
-            token = web.metrics_token  # read at each scrape: a mounted Secret may be rotated
-        except ConfigError as exc:  # its file gone since the start: the log says which, the scraper that it failed
-            log.error("/metrics cannot read its token: %s", exc)
-            raise Refused(503, "/metrics cannot read its token at the moment; the server's log says why") from None
-        if token is None:
-            raise Refused(404, "no metrics here: web.metrics_token_env or web.metrics_token_file is not set")
-        if not hmac.compare_digest(request.headers.get("Authorization", "").encode(), f"Bearer {token}".encode()):
-            raise Refused(401, f"/metrics needs the bearer token of {web.metrics_token_key}")
-        registry = CollectorRegistry()
-        figures = read_cost_figures(ledger, config)
-        if figures is not None:
-            add_cost_metrics(registry, figures)
-        return Response(generate_latest(registry), mimetype=CONTENT_TYPE_LATEST)
+        return site.metrics()
 
     @app.get("/favicon.ico")
     def favicon():
@@ -254,22 +132,22 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
     @app.get("/")
     def index():
         _only()
-        current()
+        site.viewer()
         return redirect("/me", code=303)
 
     @app.get("/me")
     def me():
-        who = current()
-        return page("me", spelled(who.person(who.uid)), f"Your costs, {who.uid}", "namespace")
+        who = site.viewer()
+        return site.page("me", site.spelled(who.person(who.uid)), f"Your costs, {who.uid}", "namespace")
 
     @app.get("/teams/<path:team>")
     def team(team: str):
-        subject = spelled(current().team(team))
-        return page("team", subject, f"Team {subject.name}", "owner")
+        subject = site.spelled(site.viewer().team(team))
+        return site.page("team", subject, f"Team {subject.name}", "owner")
 
     @app.get("/all")
     def everything():
-        return page("all", current().everything(), "All teams", "team", links="team")
+        return site.page("all", site.viewer().everything(), "All teams", "team", links="team")
 
     @app.get("/index.html")
     def static_index():  # the static reports' archive: here, one's own costs, as at /
@@ -285,7 +163,7 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
     def static_team(day: str, name: str):
         """A team's page of a day at its static address (links.team_page: the team's slug); signed in only, so
         that nobody learns team names from 303 against 404."""
-        current()
+        site.viewer()
         found = next((team for team in known_names(ledger, "team") if slug(team) == name), None)
         if found is None:
             raise Refused(404, f"no team's page is named {name}.html")
@@ -293,14 +171,85 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
 
     @app.get("/api/v1/costs")
     def costs():
-        """The JSON report of docs/spec.md "Command line": `team=` or `person=` narrows it; without them an admin gets all teams,
-        anyone else their own costs."""
+        """The JSON of `billing report --format json` (docs/serve.md): `team=` or `person=` narrows it; without
+        them an admin gets all teams, anyone else their own costs."""
         _only("from", "to", "by", "team", "person")
-        who = current()
+        return site.costs()
+
+    if web.auth == "ldap":
+        _login_routes(app, config, guard)
+    return app
+
+
+@dataclass(frozen=True)
+class Site:
+    """What a request is answered from: the config, the ledger and the guard that says who is asking. Each
+    method reads the request's question, asks `billing.publish.answers` and shows its answer."""
+
+    config: Config
+    ledger: Engine
+    guard: Guard
+
+    def viewer(self) -> Viewer:
+        """Who is asking and what they may see, once per request."""
+        if "viewer" not in g:
+            g.viewer = viewer(self.ledger, self.guard.identity(), self.config.web.admins)
+        return g.viewer
+
+    def spelled(self, subject: Subject) -> Subject:
+        """The team or person as the ledger spells it: names match without regard to case, as uids do in LDAP,
+        for every viewer alike."""
+        if subject.name is None:
+            return subject
+        names = known_names(self.ledger, subject.kind)
+        wanted = subject.name.casefold()
+        found = subject.name if subject.name in names else next((n for n in names if n.casefold() == wanted), None)
+        return Subject(subject.kind, found or subject.name)
+
+    def asked_range(self) -> tuple[date, date]:
+        """from= and to=, by default the month to yesterday as for `billing report`."""
+        try:
+            first, last = report_range(self.config.zone, _day("from"), _day("to"))
+        except ReportError as exc:
+            raise Refused(400, str(exc)) from None
+        if (last - first).days >= LONGEST_RANGE:
+            raise Refused(400, f"the range {first} to {last} is longer than {LONGEST_RANGE} days")
+        return first, last
+
+    def page(self, name: str, subject: Subject, heading: str, waste_key: str, links: str | None = None) -> Response:
+        """A page of a subject (the figures of the range's last day, the range's breakdowns and waste), or one of
+        its tables as CSV: the CSV of `billing report --format csv --by` that table."""
+        _only("from", "to", "by", "format")
+        first, last = self.asked_range()
+        form = request.args.get("format", "html")
+        if form not in ("html", "csv"):
+            raise Refused(400, f"format={form!r} is not html or csv")
+        by = request.args.get("by")
+        if by is not None and (form != "csv" or by not in PAGE_TABLES[name]):
+            raise Refused(400, f"by= goes with format=csv and one of {', '.join(PAGE_TABLES[name])}")
+        config = self.config
+        if form == "csv":
+            by = by or PAGE_TABLES[name][0]
+            answer = answers.costs(self.ledger, config, subject, first, last, by)
+            return Response(csv_text(answer), mimetype="text/csv", headers={
+                "Content-Disposition": f'attachment; filename="billing-{name}-{by}-{first}-{last}.csv"'})
+        shown = answers.page(self.ledger, config, subject, first, last, waste_key, PAGE_TABLES[name])
+        tables = [(table.by, html_table(_shortened(table))) for table in shown.tables or [] if _broken_down(table)]
+        nothing = "" if shown.tables is not None else f"the ledger holds no costs of namespaces owned by {subject.name}"
+        return _html(render_template(
+            "web.html.j2", viewer=self.viewer(), heading=heading, page=name, subject=subject, first=first, last=last,
+            report=shown.figures, tables=tables, links=links, waste=_nones(shown.waste), waste_key=waste_key,
+            reports_url=config.reports_url, nothing=nothing, csrf=csrf_token() if config.web.auth == "ldap" else "",
+            today_missing=not shown.last_day_run, budget=shown.budget,
+            price_notes=[price_change_note(*change) for change in shown.price_changes]))
+
+    def costs(self) -> Response:
+        """The API's answer: whose costs (team=, person=, else an admin's all teams or one's own), by what, when."""
+        who = self.viewer()
         by = request.args.get("by")
         if by is not None and by not in API_GROUPINGS and not by.startswith(LABEL_PREFIX):
             raise Refused(400, f"by={by!r} is not one of {', '.join(API_GROUPINGS)} or {LABEL_PREFIX}NAME")
-        by = breakdown(by, config.cost_labels)  # a label that is not a cost label: ReportError, 400
+        by = breakdown(by, self.config.cost_labels)  # a label that is not a cost label: ReportError, 400
         if "team" in request.args and "person" in request.args:
             raise Refused(400, "give team= or person=, not both")
         if "team" in request.args:
@@ -309,13 +258,82 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
             subject = who.person(request.args["person"])
         else:
             subject = who.everything() if who.admin else who.person(who.uid)
-        first, last = asked_range()
-        answer = build_report(ledger, spelled(subject), first, last, by, config.currency)
+        first, last = self.asked_range()
+        answer = answers.costs(self.ledger, self.config, self.spelled(subject), first, last, by)
         return Response(json_text(answer), mimetype="application/json")
 
-    if web.auth == "ldap":
-        _login_routes(app, config, guard)
-    return app
+    def metrics(self) -> Response:
+        """Team, cluster and resource costs of the latest billed day for Prometheus (billing/publish/cost_metrics.py):
+        aggregates, never a person's; only to a scraper sending the token web.metrics_token_env or _file names."""
+        web = self.config.web
+        try:
+            token = web.metrics_token  # read at each scrape: a mounted Secret may be rotated
+        except ConfigError as exc:  # its file gone since the start: the log says which, the scraper that it failed
+            log.error("/metrics cannot read its token: %s", exc)
+            raise Refused(503, "/metrics cannot read its token at the moment; the server's log says why") from None
+        if token is None:
+            raise Refused(404, "no metrics here: web.metrics_token_env or web.metrics_token_file is not set")
+        if not hmac.compare_digest(request.headers.get("Authorization", "").encode(), f"Bearer {token}".encode()):
+            raise Refused(401, f"/metrics needs the bearer token of {web.metrics_token_key}")
+        registry = CollectorRegistry()
+        figures = read_cost_figures(self.ledger, self.config)
+        if figures is not None:
+            add_cost_metrics(registry, figures)
+        return Response(generate_latest(registry), mimetype=CONTENT_TYPE_LATEST)
+
+    def logged(self, response: Response) -> Response:
+        """Every answer with the security headers, logged with who asked (the kubelet's probes are not)."""
+        self.guard.add_headers(response)
+        if request.path == "/healthz" and response.status_code == 200:
+            return response  # the kubelet asks every few seconds
+        who = g.viewer.uid if "viewer" in g else None
+        log.info("%s %s %d", request.method, request.path, response.status_code,
+                 extra={"method": request.method, "path": request.path, "status": response.status_code,
+                        "uid": who, "remote_addr": self.guard.client_address()})
+        return response
+
+
+def _error_pages(app: Flask, config: Config) -> None:
+    """Every refusal as one sentence with its status: JSON under /api/, else a page (with the login form where a
+    login would help)."""
+
+    def said(status: int, sentence: str):
+        """The sentence as it was said (it may start with a uid, whose case is kept), as JSON or a page; the page
+        ends it with the one full stop."""
+        sentence = sentence.rstrip(". ")
+        if request.path.startswith("/api/"):
+            return {"error": sentence}, status
+        login = status == 401 and config.web.auth == "ldap"
+        return _html(render_template("web_error.html.j2", status=status, sentence=sentence, login=login,
+                                     csrf=csrf_token() if login else "", uid="", failed="")), status
+
+    @app.errorhandler(Refused)
+    def refused(error: Refused):
+        return said(error.status, str(error))
+
+    @app.errorhandler(Forbidden)
+    def forbidden(error: Forbidden):
+        return said(403, str(error))
+
+    @app.errorhandler(UnknownSubject)
+    def unknown(error: UnknownSubject):  # without the closest names, which would tell who else has costs
+        return said(404, error.plain)
+
+    @app.errorhandler(ReportError)
+    def unanswerable(error: ReportError):  # e.g. a range with costs in two currencies
+        return said(400, str(error))
+
+    @app.errorhandler(LedgerError)
+    def unavailable(error: LedgerError):
+        log.error("%s", error)
+        return said(503, str(error))
+
+    @app.errorhandler(HTTPException)
+    def http_error(error: HTTPException):
+        if error.code == 404:
+            return said(404, f"no page is at {request.path}")
+        # werkzeug's descriptions are two sentences and more: the first says it
+        return said(error.code or 500, (error.description or error.name).split(". ")[0])
 
 
 def _broken_down(report: Report) -> bool:

@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from billing.collect.context import ClusterDay, cluster_day
 from billing.collect.preflight import Findings, MissingSeries, preflight, refuse_missing
 from billing.collect.stores import DEFAULT_STORE
 from billing.config import ClusterConfig
@@ -60,14 +61,21 @@ def cluster(selector: str = "", requests: str = "pod") -> ClusterConfig:
                                          "requests": requests})
 
 
+def asking(answers: Answers, selector: str = "", rule: str = "pod") -> ClusterDay:
+    """The cluster-day of DAY whose store is `answers`, a Prometheus 2 with plain labels."""
+    return cluster_day(cluster(selector, rule), DAY, 60, ["nvidia_com_gpu"], answers, DEFAULT_STORE)
+
+
 def families(answers: Answers, workloads: bool = True, rule: str = "pod") -> dict[str, str]:
-    found = preflight(cluster(requests=rule), ["nvidia_com_gpu"], DAY, answers, DEFAULT_STORE, workloads)
+    found = preflight(asking(answers, rule=rule), workloads)
     return {finding.family: finding.verdict for finding in found.found}
 
 
 def test_a_day_with_every_family_finds_nothing_in_one_query_at_the_days_end():
     answers = Answers(EVERYTHING)
-    assert families(answers) == {}
+    context = asking(answers)
+    assert preflight(context, True).found == ()
+    assert context.asked == 1  # counted by the cluster-day, as the collectors' questions are
     [(query, at)] = answers.asked
     assert at == DAY.end.timestamp()
     assert "[86700s]" in query  # the day and the 5 minutes before it, which its first instants see
@@ -113,8 +121,7 @@ def test_node_labels_missing_are_said_once_not_again_for_the_gpu_model():
 
 
 def test_an_unlisted_gpu_like_resource_is_a_warning():
-    found = preflight(cluster(), ["nvidia_com_gpu"], DAY, Answers(EVERYTHING, gpu_like=("nvidia_com_gpu", "amd_com_gpu")),
-                      DEFAULT_STORE, True)
+    found = preflight(asking(Answers(EVERYTHING, gpu_like=("nvidia_com_gpu", "amd_com_gpu"))), True)
     assert found.said("FAIL") == ""
     assert found.said("WARN") == ("on 2026-11-20: amd_com_gpu was requested but is not in gpu_resources, so it is "
                                   "billed nothing (add it there if it is a GPU or a slice of one)")
@@ -130,13 +137,12 @@ def test_an_unlisted_gpu_like_resource_is_a_warning():
      'cluster="jaguar" (check clusters[].prometheus.selector)'),
 ])
 def test_a_day_without_any_sample_says_whether_the_store_or_the_selector_is_empty(selector, unselected, sentence):
-    found = preflight(cluster(selector), ["nvidia_com_gpu"], DAY, Answers(set(), unselected), DEFAULT_STORE, True)
+    found = preflight(asking(Answers(set(), unselected), selector), True)
     assert [(f.family, f.verdict, f.sentence) for f in found.found] == [("kube-state-metrics", "FAIL", sentence)]
 
 
 def test_a_run_is_refused_naming_cluster_day_families_and_fixes_in_the_checks_words():
-    findings = preflight(cluster(), ["nvidia_com_gpu"], DAY, Answers(EVERYTHING - {"phase", "allocatable"}),
-                         DEFAULT_STORE, True)
+    findings = preflight(asking(Answers(EVERYTHING - {"phase", "allocatable"})), True)
     with pytest.raises(MissingSeries) as refused:
         refuse_missing(findings)
     assert str(refused.value) == (f"cluster jaguar: {findings.said('FAIL')}; nothing was billed and the ledger keeps "

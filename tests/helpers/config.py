@@ -37,7 +37,7 @@ def stub_node_metrics(monkeypatch: pytest.MonkeyPatch) -> None:
     """For job tests that stub collect_cluster: no node capacity and no waste metrics either, a
     Prometheus 2 with plain labels, asked of no one, and a preflight that finds nothing missing."""
     monkeypatch.setattr(billing.jobs.run, "cluster_day", lambda *args: cluster_day(*args, store=DEFAULT_STORE))
-    monkeypatch.setattr(billing.jobs.run, "preflight", lambda cluster, *args: Findings(cluster.name, date.min, ()))
+    monkeypatch.setattr(billing.jobs.run, "preflight", lambda context, *args: Findings(context.cluster.name, date.min, ()))
     monkeypatch.setattr(billing.jobs.run, "collect_allocatable", lambda *args: frames.ALLOCATABLE.empty())
     monkeypatch.setattr(billing.jobs.run, "collect_waste",  # per workload where the job asks so, as collect_waste does
                         lambda *args, by_workload=False, **kwargs: (frames.WORKLOAD_WASTE if by_workload else frames.WASTE).empty())

@@ -95,6 +95,19 @@ def test_everything_reachable(config, tmp_path):
 
 
 @responses.activate
+def test_the_store_is_detected_once_per_cluster_for_every_line(config):
+    """Each line that read the day's series (series, requests, workloads) asked which store answers and how its
+    labels are named again: four buildinfo and three label-rename queries where one of each says it."""
+    responses.add_callback(responses.POST, f"{PROMETHEUS}/api/v1/query", callback=every_series_no_odd_pod)
+    responses.post(f"{PROMETHEUS}/api/v1/query_range", json=renames())
+    responses.get(f"{PROMETHEUS}/api/v1/status/buildinfo", json=BUILDINFO)
+    result = check(config())
+    assert {"series jaguar", "requests jaguar", "workloads jaguar"} <= set(lines(result.stdout)), result.output
+    asked = [call.request.url.split("?")[0].removeprefix(PROMETHEUS) for call in responses.calls]
+    assert (asked.count("/api/v1/status/buildinfo"), asked.count("/api/v1/query_range")) == (1, 1)
+
+
+@responses.activate
 def test_label_renames_are_shown_per_family(config):
     """Detected renames (a scrape with honor_labels: false) warn: the bill reads them right, other tools do not."""
     responses.add_callback(responses.POST, f"{PROMETHEUS}/api/v1/query", callback=every_series)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import html
 import io
+import json
 import re
 import socket
 from datetime import date
@@ -135,6 +136,31 @@ def test_the_api_answers_in_the_report_shape(client):
     everything = get(client, f"/api/v1/costs?{RANGE}", "root").json
     assert round(everything["total_cost"], 2) == float(ALL_RANGE) and everything["rows"][0].keys() >= {
         "day", "cluster", "namespace", "owner", "resource", "gpu_model", "quantity", "unit_price", "cost"}
+
+
+def test_serve_answers_the_same_question_as_billing_report(ledger_url, tmp_path):
+    """serve's API and CSV downloads assembled their own answer: a team's JSON had no budget and no price changes,
+    which `billing report --format json` gives for the same question."""
+    prices = MINIMAL_CONFIG["clusters"][0]["prices"]
+    settings = {**MINIMAL_CONFIG, "currency": "USD", "database": ledger_url, "web": {"admins": ["root"]},
+                "budgets": {"monthly": {"robotics": 100}},
+                "clusters": [{**MINIMAL_CONFIG["clusters"][0],  # new prices from 2026-11-10, inside the range
+                              "prices": [{**prices, "from": "2026-01-01"}, {**prices, "from": "2026-11-10"}]}]}
+    path = tmp_path / "billing.yaml"
+    path.write_text(yaml.safe_dump(settings))
+    app = create_app(Config.model_validate(settings)).test_client()
+
+    def report(*options: str) -> str:
+        said = CliRunner().invoke(main, ["report", "--team", "robotics", "--from", "2026-11-01", "--to", "2026-11-20",
+                                         "--by", "person", *options, "--config", str(path)])
+        assert said.exit_code == 0, said.output
+        return said.stdout_bytes.decode()  # as written: CSV lines end in CRLF
+
+    served = get(app, f"/api/v1/costs?{RANGE}&team=robotics&by=person", "carol").json
+    assert served == json.loads(report("--format", "json"))
+    assert served["budget"] == 100 and served["month_to_date"] == pytest.approx(float(TEAM_MONTH["robotics"]))
+    assert served["price_changes"] == [{"cluster": "jaguar", "from": "2026-11-10"}]
+    assert get(app, f"/teams/robotics?{RANGE}&by=person&format=csv", "carol").text == report("--format", "csv")
 
 
 @pytest.mark.parametrize("route, says", [
