@@ -86,6 +86,18 @@ def run_notes(engine: Engine) -> dict[date, str]:
     return {row.day: row.directory_note for row in fetch_rows(engine, query, "the ledger")}
 
 
+def run_record(engine: Engine, day: date) -> dict | None:
+    """When the run that wrote the day completed (UTC), how many rows it wrote and its directory note; None if no
+    run completed the day."""
+    rows = fetch_rows(engine, select(completed_days).where(completed_days.c.day == day), f"the run of {day}")
+    if not rows:
+        return None
+    at = rows[0].completed_at  # SQLite hands it back naive (it stored UTC)
+    at = at.replace(tzinfo=timezone.utc) if at.tzinfo is None else at.astimezone(timezone.utc)
+    return {"completed_at": at.isoformat(timespec="seconds"), "rows": rows[0].rows,
+            "directory_note": rows[0].directory_note}
+
+
 def _as_date(value: date | str | None) -> date | None:
     """A day read back by an aggregate (SQLite hands MAX of a date back as text)."""
     return value if value is None or isinstance(value, date) else date.fromisoformat(str(value))

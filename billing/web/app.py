@@ -52,6 +52,7 @@ from billing.publish.report import (
 )
 from billing.publish.report_formats import csv_text, html_table, json_text
 from billing.web.access import Forbidden, Viewer, viewer
+from billing.web.access import spelled as spelled_in
 from billing.web.security import UID, Guard, LoginThrottle, Refused, check_csrf, csrf_token, login_key, shown_uid
 
 log = logging.getLogger(__name__)
@@ -116,14 +117,7 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
         return g.viewer
 
     def spelled(subject: Subject) -> Subject:
-        """The team or person as the ledger spells it: names match without regard to case, as uids do in LDAP,
-        for every viewer alike."""
-        if subject.name is None:
-            return subject
-        names = known_names(ledger, subject.kind)
-        wanted = subject.name.casefold()
-        found = subject.name if subject.name in names else next((n for n in names if n.casefold() == wanted), None)
-        return Subject(subject.kind, found or subject.name)
+        return spelled_in(ledger, subject)
 
     def asked_range() -> tuple[date, date]:
         """from= and to=, by default the month to yesterday as for `billing report`."""

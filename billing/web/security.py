@@ -164,14 +164,18 @@ class Guard:
             if "uid" not in session or not self.sessions.alive(session.get("id", "")):
                 raise Refused(401, "sign in first")
             return session["uid"]
-        value = request.headers.get(web.user_header)
+        return self.proxy_user(request.headers.get(web.user_header), request.remote_addr or "")
+
+    def proxy_user(self, value: str | None, peer: str) -> str:
+        """The uid in the proxy's header `value` of a request from `peer`, or Refused(401) saying why there is none
+        (`billing mcp` asks this too, outside Flask)."""
+        header = self.web.user_header
         if value is None:
-            raise Refused(401, f"no user: the request has no {web.user_header} header from the authenticating proxy")
-        if not self.from_trusted_proxy():
-            raise Refused(401, f"the {web.user_header} header is trusted only from web.trusted_proxies, "
-                               f"not from {request.remote_addr}")
+            raise Refused(401, f"no user: the request has no {header} header from the authenticating proxy")
+        if not self.is_trusted(peer):
+            raise Refused(401, f"the {header} header is trusted only from web.trusted_proxies, not from {peer}")
         if not UID.fullmatch(value.strip()):
-            raise Refused(401, f"the {web.user_header} header holds no usable user id")
+            raise Refused(401, f"the {header} header holds no usable user id")
         return value.strip()
 
     def add_headers(self, response: Response) -> None:
