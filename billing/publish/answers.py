@@ -32,6 +32,7 @@ from billing.ledger.read import (
     stored_directory,
     waste_sums,
 )
+from billing.publish.budgets import FORECAST_METHOD as FORECAST_METHOD  # said beside a forecast by the interfaces
 from billing.publish.budgets import BudgetStatus, read_budget_status, team_budgets
 from billing.publish.dayview import DayReport, TrendDay, headline, read_report, window_start, with_directory
 from billing.publish.focus import broken_down, focus_rows

@@ -20,7 +20,6 @@ from sqlalchemy import Engine
 from billing.config import Config
 from billing.days import FIRST_DAY, LAST_DAY, NotADay, parse_day, yesterday
 from billing.publish import answers
-from billing.publish.budgets import FORECAST_METHOD
 from billing.publish.report import Report, ReportError, Subject, breakdown, report_range
 from billing.publish.report_formats import json_text
 from billing.publish.statement_formats import json_text as statement_json
@@ -57,9 +56,11 @@ class Tools:
             subject = viewer.everything() if viewer.admin else viewer.person(viewer.uid)
         return spelled(self.ledger, subject)
 
-    def range(self, first: str | None, last: str | None) -> tuple[date, date]:
-        """from and to (YYYY-MM-DD), by default the month to yesterday; at most LONGEST_RANGE days, as in serve."""
-        begin, end = report_range(self.config.zone, _day("from", first), _day("to", last))
+    def range(self, first: str | None, last: str | None, names: tuple[str, str] = ("first_day", "last_day")
+              ) -> tuple[date, date]:
+        """The first and last day (YYYY-MM-DD; errors name the arguments `names`), by default the month to
+        yesterday; at most LONGEST_RANGE days, as in serve."""
+        begin, end = report_range(self.config.zone, _day(names[0], first), _day(names[1], last))
         if (end - begin).days >= LONGEST_RANGE:
             raise ReportError(f"the range {begin} to {end} is longer than {LONGEST_RANGE} days; ask for a shorter one")
         return begin, end
@@ -76,8 +77,9 @@ class Tools:
                 team: str | None = None, person: str | None = None) -> dict:
         """Each breakdown's groups with cost before, after and the change, and the price sets in force between."""
         subject = self.subject(viewer, team, person)
-        found = answers.changes(self.ledger, self.config, subject, self.range(before_from, before_to),
-                                self.range(after_from, after_to))
+        found = answers.changes(self.ledger, self.config, subject,
+                                self.range(before_from, before_to, ("before_first_day", "before_last_day")),
+                                self.range(after_from, after_to, ("after_first_day", "after_last_day")))
         before, after = found.before["namespace"], found.after["namespace"]
         return {
             **_whose(subject), "currency": after.currency,
@@ -110,7 +112,7 @@ class Tools:
         return {"team": subject.name, "currency": answer.currency, "budget_month": f"{day:%Y-%m}",
                 "as_of": day.isoformat(), "budget": status.budget, "month_to_date": status.month_to_date,
                 "forecast": status.forecast, "used": status.used, "forecast_share": status.forecast_share,
-                "days_left": status.days_left, "forecast_method": FORECAST_METHOD}
+                "days_left": status.days_left, "forecast_method": answers.FORECAST_METHOD}
 
     def statement(self, viewer: Viewer, month: str, team: str | None = None) -> dict:
         """`billing statement --month MONTH [--team TEAM] --format json`: a team's for its leads, all for admins."""
