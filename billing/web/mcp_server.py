@@ -90,24 +90,6 @@ def descriptions(currency: str) -> dict[str, str]:
     }
 
 
-def one_sentence(call: Callable[..., dict]) -> Callable[..., dict | CallToolResult]:
-    """A tool whose refusals and unanswerable questions become tool errors of one sentence, as the assistant reads
-    them (a ToolError would come back prefixed with the SDK's "Error executing tool")."""
-
-    @functools.wraps(call)
-    def answered(*args: Any, **kwargs: Any) -> dict | CallToolResult:
-        try:
-            return call(*args, **kwargs)
-        except UnknownSubject as exc:  # without the closest names, which would tell who else has costs
-            sentence = exc.plain
-        except (BillingError, Forbidden, NotADay) as exc:
-            sentence = str(exc)
-        log.info("tool %s refused: %s", call.__name__, sentence)
-        return CallToolResult(content=[TextContent(type="text", text=sentence)], is_error=True)
-
-    return answered
-
-
 def build_server(config: Config, ledger: Engine, uid_of: Callable[[Context], str]) -> MCPServer:
     """The MCP server of the tools, each answering for the viewer of `uid_of(ctx)` under serve's rules."""
     tools = Tools(ledger, config)
@@ -118,6 +100,27 @@ def build_server(config: Config, ledger: Engine, uid_of: Callable[[Context], str
 
     def who(ctx: Context) -> Viewer:
         return viewer(ledger, uid_of(ctx), config.web.admins)
+
+    def one_sentence(tool: Callable[..., dict]) -> Callable[..., dict | CallToolResult]:
+        """The tool, logged with who asked; its refusals and unanswerable questions tool errors of one sentence as
+        the assistant reads them (a ToolError would come back prefixed with the SDK's "Error executing tool")."""
+
+        @functools.wraps(tool)
+        def answered(ctx: Context, **arguments: Any) -> dict | CallToolResult:
+            uid, name = uid_of(ctx), tool.__name__
+            try:
+                found = tool(ctx, **arguments)
+            except UnknownSubject as exc:  # without the closest names, which would tell who else has costs
+                sentence = exc.plain
+            except (BillingError, Forbidden, NotADay) as exc:
+                sentence = str(exc)
+            else:
+                log.info("%s asked %s", uid, name, extra={"uid": uid, "tool": name})
+                return found
+            log.info("%s asked %s: %s", uid, name, sentence, extra={"uid": uid, "tool": name})
+            return CallToolResult(content=[TextContent(type="text", text=sentence)], is_error=True)
+
+        return answered
 
     def costs(ctx: Context, team: Team = None, person: Person = None, first_day: First = None,
               last_day: Last = None, by: By = None) -> dict:
@@ -151,8 +154,15 @@ def build_server(config: Config, ledger: Engine, uid_of: Callable[[Context], str
     return server
 
 
+def _quiet_sdk() -> None:
+    """The SDK's per-request chatter ("Terminating session: None" for each stateless request) kept out of the log;
+    its warnings stay."""
+    logging.getLogger("mcp").setLevel(logging.WARNING)
+
+
 def run_stdio(config: Config, uid: str) -> None:
     """Answer one assistant on stdin and stdout as `uid` until it closes them."""
+    _quiet_sdk()
     ledger = open_ledger(config.web.database or config.database, key="web.database" if config.web.database else "database")
     log.info("billing mcp on stdio for %s", uid)
     build_server(config, ledger, lambda ctx: uid).run("stdio")
@@ -238,6 +248,7 @@ def http_app(config: Config, ledger: Engine) -> ASGIApp:
 
 def serve_http(config: Config, host: str, port: int) -> None:
     """Run the HTTP server on uvicorn until SIGTERM or Ctrl-C; OSError when the port cannot be had."""
+    _quiet_sdk()
     ledger = open_ledger(config.web.database or config.database, key="web.database" if config.web.database else "database")
     log.info("billing mcp listening on http://%s:%d%s (web.auth %s)", host, port, PATH, config.web.auth)
     uvicorn.run(http_app(config, ledger), host=host, port=port, log_level="warning", access_log=False)
