@@ -249,3 +249,9 @@ def test_a_proxy_header_from_an_untrusted_address_is_refused_before_any_tool(con
     answer = anyio.run(post)
     assert (answer.status_code, answer.json()) == (401, {
         "error": f"the X-Forwarded-User header is trusted only from web.trusted_proxies, not from {UNTRUSTED}"})
+
+
+def test_as_goes_with_stdio_only(config_path):
+    """Over HTTP each request says who is asking: an --as there would be ignored, so it is refused."""
+    result = CliRunner().invoke(main, ["mcp", "--http", "--as", "root", "--config", str(config_path)])
+    assert result.exit_code == 2 and "--as is for stdio: over --http each request says who is asking" in result.output
