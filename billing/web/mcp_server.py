@@ -2,8 +2,8 @@
 
 Over stdio, for a person's own assistant, the viewer is the local user (`billing mcp --as UID`, else the login
 name), seeing what `billing serve` would show them. That process runs with the caller's own configuration and so
-with the ledger's credentials: it trusts the caller, as `billing report` does, and the rules keep an assistant to the
-person's own figures, not a person from the ledger. Over streamable HTTP (`--http`), run beside `billing serve`
+with the ledger's credentials: it trusts the caller, as `billing report` does; the rules keep the assistant to the
+person's figures but are no barrier against the person (docs/mcp.md). Over streamable HTTP (`--http`), run beside `billing serve`
 behind the same proxy, the viewer is whom serve's sign-in names: the trusted proxy's header (`web.auth: header`), or
 for `web.auth: ldap` an HTTP Basic user name and password checked by an LDAP bind as the person, counted by serve's
 login throttle. A request without a viewer is refused before it reaches a tool.
@@ -34,13 +34,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from billing.config import Config
 from billing.days import NotADay
-from billing.directory.ldap import WrongPassword, authenticate
-from billing.directory.people import DirectoryError
+from billing.directory.ldap import WrongPassword
 from billing.errors import BillingError
 from billing.ledger.database import open_ledger
 from billing.publish.report import UnknownSubject
 from billing.web.access import Forbidden, Viewer, viewer
-from billing.web.security import UID, Guard, Refused, login_key, shown_uid
+from billing.web.security import Guard, Refused
 from billing.web.tools import Tools
 
 log = logging.getLogger(__name__)
@@ -58,7 +57,7 @@ By = Annotated[str | None, Field(description="Sum per team, person, namespace, c
                                              "below the namespace per workload or label:NAME of a cost label; "
                                              "none: the ledger's rows.")]
 
-WHOSE = ("Give team or person, or neither for your own costs (an admin: every team). ")
+WHOSE = "Give team or person, or neither for your own costs (an admin: every team). "
 
 
 def descriptions(currency: str) -> dict[str, str]:
@@ -160,10 +159,15 @@ def _quiet_sdk() -> None:
     logging.getLogger("mcp").setLevel(logging.WARNING)
 
 
+def _read_only_ledger(config: Config) -> Engine:
+    """The ledger as serve reads it: through web.database (a read-only role) where configured."""
+    return open_ledger(config.web.database or config.database, key="web.database" if config.web.database else "database")
+
+
 def run_stdio(config: Config, uid: str) -> None:
     """Answer one assistant on stdin and stdout as `uid` until it closes them."""
     _quiet_sdk()
-    ledger = open_ledger(config.web.database or config.database, key="web.database" if config.web.database else "database")
+    ledger = _read_only_ledger(config)
     log.info("billing mcp on stdio for %s", uid)
     build_server(config, ledger, lambda ctx: uid).run("stdio")
 
@@ -181,20 +185,22 @@ class SignIn:
             return
         headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
         peer = (scope.get("client") or ("", 0))[0]
+        client = self.guard.client_of(peer, headers.get("x-forwarded-for", ""))
         try:
-            uid = (await self._password_user(headers.get("authorization", ""), peer)
+            uid = (await self._password_user(headers.get("authorization", ""), client)
                    if self.config.web.auth == "ldap"
                    else self.guard.proxy_user(headers.get(self.config.web.user_header.lower()), peer))
         except Refused as exc:
             log.info("%s %s %d", scope.get("method"), scope.get("path"), exc.status,
-                     extra={"path": scope.get("path"), "status": exc.status, "remote_addr": peer})
+                     extra={"path": scope.get("path"), "status": exc.status, "remote_addr": client})
             await _refuse(send, exc, self.config.web.auth == "ldap")
             return
         scope.setdefault("state", {})[UID_KEY] = uid
         await self.app(scope, receive, send)
 
-    async def _password_user(self, authorization: str, peer: str) -> str:
-        """The uid of HTTP Basic credentials that bind to the directory as the person (a bind per request)."""
+    async def _password_user(self, authorization: str, client: str) -> str:
+        """The uid of HTTP Basic credentials that bind to the directory as the person (a bind per request), counted
+        by serve's login throttle against the uid and the client's address."""
         scheme, _, encoded = authorization.partition(" ")
         try:
             uid, _, password = base64.b64decode(encoded, validate=True).decode().partition(":")
@@ -202,23 +208,13 @@ class SignIn:
             uid = password = ""
         if scheme.lower() != "basic" or not uid:
             raise Refused(401, "sign in first: send your user name and password (HTTP Basic)")
-        shown = shown_uid(uid)
-        keys = [f"user:{login_key(shown)}", f"address:{peer}"]
-        wait = self.guard.throttle.wait(keys)
-        if wait > 0:
-            raise Refused(429, f"too many failed logins for this user or address; try again in "
-                               f"{max(1, round(wait / 60))} minute(s)")
+        return await anyio.to_thread.run_sync(self._sign_in, uid, password, client)
+
+    def _sign_in(self, uid: str, password: str, client: str) -> str:
         try:
-            if not UID.fullmatch(uid):
-                raise WrongPassword(f"no user id has {len(uid)} characters or control characters")
-            return await anyio.to_thread.run_sync(authenticate, self.config.directory, uid, password)
+            return self.guard.sign_in(self.config.directory, uid, password, client)
         except WrongPassword:
-            self.guard.throttle.failed(keys)
-            log.warning("login of %r from %s failed", shown, peer, extra={"uid": shown, "remote_addr": peer})
             raise Refused(401, "wrong user name or password") from None
-        except DirectoryError as exc:
-            log.error("login: %s", exc)
-            raise Refused(503, "the directory cannot check passwords at the moment; try again later") from None
 
 
 async def _refuse(send: Send, refused: Refused, basic: bool) -> None:
@@ -249,7 +245,7 @@ def http_app(config: Config, ledger: Engine) -> ASGIApp:
 def serve_http(config: Config, host: str, port: int) -> None:
     """Run the HTTP server on uvicorn until SIGTERM or Ctrl-C; OSError when the port cannot be had."""
     _quiet_sdk()
-    ledger = open_ledger(config.web.database or config.database, key="web.database" if config.web.database else "database")
+    ledger = _read_only_ledger(config)
     log.info("billing mcp listening on http://%s:%d%s (web.auth %s)", host, port, PATH, config.web.auth)
     uvicorn.run(http_app(config, ledger), host=host, port=port, log_level="warning", access_log=False)
     log.info("billing mcp stopped")

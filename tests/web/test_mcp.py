@@ -10,6 +10,7 @@ The same server over stdio and over HTTP in real processes: tests/integration/te
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -21,9 +22,11 @@ from click.testing import CliRunner
 from mcp import Client
 
 from billing.cli import main
-from billing.config import load_config
+from billing.config import WebConfig, load_config
+from billing.directory.ldap import WrongPassword
 from billing.ledger.database import open_ledger
-from billing.web.mcp_server import PATH, build_server, http_app
+from billing.web.mcp_server import PATH, UID_KEY, SignIn, build_server, http_app
+from billing.web.security import Guard
 from tests.helpers.serve import UNTRUSTED, serve_config
 
 BUDGETS = {"budgets": {"monthly": {"robotics": 100}}}  # robotics may spend 100 USD a month
@@ -255,3 +258,56 @@ def test_as_goes_with_stdio_only(config_path):
     """Over HTTP each request says who is asking: an --as there would be ignored, so it is refused."""
     result = CliRunner().invoke(main, ["mcp", "--http", "--as", "root", "--config", str(config_path)])
     assert result.exit_code == 2 and "--as is for stdio: over --http each request says who is asking" in result.output
+
+
+def signed_in_as(app: SignIn, requests: list[tuple[str, dict[str, str]]]) -> list[tuple[int, str]]:
+    """(status, body) of each request (peer address, headers) to `app`, which wraps an application that answers
+    with the uid the sign-in put in the scope."""
+
+    async def asked() -> list[tuple[int, str]]:
+        answers = []
+        for peer, headers in requests:
+            transport = httpx2.ASGITransport(app=app, client=(peer, 4000))
+            async with httpx2.AsyncClient(transport=transport, base_url="http://billing") as http:
+                answer = await http.post(PATH, headers=headers)
+            answers.append((answer.status_code, answer.text))
+        return answers
+
+    return anyio.run(asked)
+
+
+async def uid_app(scope, receive, send) -> None:
+    """A stand-in for the MCP application: answers with whom the sign-in named."""
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": scope["state"][UID_KEY].encode()})
+
+
+def basic(uid: str, password: str, forwarded_for: str) -> dict[str, str]:
+    return {"Authorization": "Basic " + base64.b64encode(f"{uid}:{password}".encode()).decode(),
+            "X-Forwarded-For": forwarded_for}
+
+
+def test_behind_a_trusted_proxy_the_lockout_is_the_clients_address_not_the_proxys(config_path, monkeypatch):
+    """As serve's login (tests/integration/test_web.py): keyed on the proxy's own address, a few failed sign-ins
+    behind an Ingress would lock everyone out. The directory is a stand-in: any uid with the password "right"."""
+
+    def authenticate(directory, uid: str, password: str) -> str:
+        if password != "right":
+            raise WrongPassword("wrong user name or password")
+        return uid
+
+    monkeypatch.setattr("billing.web.security.authenticate", authenticate)
+    monkeypatch.setenv("BILLING_SESSION_KEY", "k" * 32)
+    config = load_config(config_path).model_copy(update={"web": WebConfig.model_validate(
+        {"admins": ["root"], "auth": "ldap", "session_key_env": "BILLING_SESSION_KEY", "login_attempts": 3})})
+    app = SignIn(uid_app, config, Guard(config.web))
+    proxy = "127.0.0.1"  # a trusted proxy, forwarding for its clients
+    answers = signed_in_as(app, [
+        *[(proxy, basic(uid, "wrong", "198.51.100.7")) for uid in ("x1", "x2", "x3")],  # one client guesses
+        (proxy, basic("bob", "right", "203.0.113.9")),  # another client behind the same proxy
+        (proxy, basic("bob", "right", "198.51.100.7")),  # the guessing client, now locked out
+        (proxy, {"X-Forwarded-For": "203.0.113.9"}),  # no credentials at all
+    ])
+    assert [status for status, _ in answers] == [401, 401, 401, 200, 429, 401]
+    assert answers[0][1] == '{"error": "wrong user name or password"}' and answers[3][1] == "bob"
+    assert answers[5][1] == '{"error": "sign in first: send your user name and password (HTTP Basic)"}'
