@@ -24,7 +24,8 @@ from mcp import Client
 from billing.cli import main
 from billing.config import WebConfig, load_config
 from billing.directory.ldap import WrongPassword
-from billing.ledger.database import open_ledger
+from billing.ledger.database import LedgerError, open_ledger
+from billing.publish import answers
 from billing.web.mcp_server import PATH, UID_KEY, SignIn, build_server, http_app
 from billing.web.security import Guard
 from tests.helpers.serve import UNTRUSTED, serve_config
@@ -311,3 +312,21 @@ def test_behind_a_trusted_proxy_the_lockout_is_the_clients_address_not_the_proxy
     assert [status for status, _ in answers] == [401, 401, 401, 200, 429, 401]
     assert answers[0][1] == '{"error": "wrong user name or password"}' and answers[3][1] == "bob"
     assert answers[5][1] == '{"error": "sign in first: send your user name and password (HTTP Basic)"}'
+
+
+def test_a_ledger_that_fails_is_a_tool_error_and_the_next_call_is_answered(config_path, monkeypatch):
+    """docs/faults.md: the ledger's sentence (naming web.database or database) reaches the assistant; the server
+    keeps answering."""
+    report = answers.report
+    failures = iter([LedgerError("database sqlite:///ledger.db: reading the ledger failed; the server is down")])
+
+    def failing_once(*args, **kwargs):
+        for failure in failures:
+            raise failure
+        return report(*args, **kwargs)
+
+    monkeypatch.setattr(answers, "report", failing_once)
+    failed, answered = ask(config_path, "alice", [("costs", NOVEMBER), ("costs", NOVEMBER)])
+    assert (failed.is_error, failed.content[0].text) == (
+        True, "database sqlite:///ledger.db: reading the ledger failed; the server is down")
+    assert round(answer(answered)["total_cost"], 2) == 37.20  # 12.00 + 24.00 + 1.20 (tests/web/test_app.py)
