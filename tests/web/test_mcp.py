@@ -24,6 +24,7 @@ from mcp import Client
 from billing.cli import main
 from billing.config import WebConfig, load_config
 from billing.directory.ldap import WrongPassword
+from billing.directory.people import DirectoryError
 from billing.ledger.database import LedgerError, open_ledger
 from billing.publish import answers
 from billing.web.mcp_server import PATH, UID_KEY, SignIn, build_server, http_app
@@ -293,6 +294,8 @@ def test_behind_a_trusted_proxy_the_lockout_is_the_clients_address_not_the_proxy
     behind an Ingress would lock everyone out. The directory is a stand-in: any uid with the password "right"."""
 
     def authenticate(directory, uid: str, password: str) -> str:
+        if password == "down":
+            raise DirectoryError("ldaps://ldap.example.org: connection refused")
         if password != "right":
             raise WrongPassword("wrong user name or password")
         return uid
@@ -308,8 +311,11 @@ def test_behind_a_trusted_proxy_the_lockout_is_the_clients_address_not_the_proxy
         (proxy, basic("bob", "right", "203.0.113.9")),  # another client behind the same proxy
         (proxy, basic("bob", "right", "198.51.100.7")),  # the guessing client, now locked out
         (proxy, {"X-Forwarded-For": "203.0.113.9"}),  # no credentials at all
+        *[(proxy, basic("dave", "down", "203.0.113.5")) for _ in range(3)],  # the directory cannot say: not counted
+        (proxy, basic("dave", "right", "203.0.113.5")),
     ])
-    assert [status for status, _ in answers] == [401, 401, 401, 200, 429, 401]
+    assert [status for status, _ in answers] == [401, 401, 401, 200, 429, 401, 503, 503, 503, 200]
+    assert answers[6][1] == '{"error": "the directory cannot check passwords at the moment; try again later"}'
     assert answers[0][1] == '{"error": "wrong user name or password"}' and answers[3][1] == "bob"
     assert answers[5][1] == '{"error": "sign in first: send your user name and password (HTTP Basic)"}'
 
