@@ -92,9 +92,7 @@ def run_record(engine: Engine, day: date) -> dict | None:
     rows = fetch_rows(engine, select(completed_days).where(completed_days.c.day == day), f"the run of {day}")
     if not rows:
         return None
-    at = rows[0].completed_at  # SQLite hands it back naive (it stored UTC)
-    at = at.replace(tzinfo=timezone.utc) if at.tzinfo is None else at.astimezone(timezone.utc)
-    return {"completed_at": at.isoformat(timespec="seconds"), "rows": rows[0].rows,
+    return {"completed_at": _utc(rows[0].completed_at).isoformat(timespec="seconds"), "rows": rows[0].rows,
             "directory_note": rows[0].directory_note}
 
 
@@ -214,9 +212,12 @@ def latest_directory(engine: Engine) -> tuple[datetime, str] | None:
     rows = fetch_rows(engine, query, "the stored directory")
     if not rows:
         return None
-    taken_at = rows[0].taken_at  # SQLite hands it back naive (it stored UTC); PostgreSQL in the session's zone
-    taken_at = taken_at.replace(tzinfo=timezone.utc) if taken_at.tzinfo is None else taken_at.astimezone(timezone.utc)
-    return taken_at, rows[0].content
+    return _utc(rows[0].taken_at), rows[0].content
+
+
+def _utc(moment: datetime) -> datetime:
+    """A stored moment in UTC: SQLite hands it back naive (it stored UTC), PostgreSQL in the session's zone."""
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
 
 
 def directory_note(engine: Engine, day: date) -> str:

@@ -1,8 +1,9 @@
 """`billing serve`'s HTTP security: who is asking, and what guards the asking.
 
 A trusted proxy's header (`web.auth: header`) or a signed-in session (`web.auth: ldap`) says who is asking;
-`Guard` believes forwarded headers only from `web.trusted_proxies`, keeps the sessions a logout ends and the login
-throttle, and puts the security headers on every answer; the forms carry CSRF tokens. The pages and the API
+`Guard` believes forwarded headers only from `web.trusted_proxies`, signs a person in by an LDAP bind (serve's login
+form and `billing mcp`'s HTTP Basic alike), keeps the sessions a logout ends and the login throttle, and puts the
+security headers on every answer; the forms carry CSRF tokens. The pages and the API
 (billing/web/app.py) ask `Guard.identity()` and know nothing of how it is checked.
 """
 
