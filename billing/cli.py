@@ -178,6 +178,38 @@ def main() -> None:
 
 
 @main.command()
+@click.option("--http", is_flag=True, help="Serve streamable HTTP behind serve's sign-in, not stdio.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="With --http: the address to listen on.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8090, show_default=True,
+              help="With --http: the TCP port to listen on.")
+@click.option("--as", "uid", help="On stdio: whose costs the assistant asks about (default: the login name).")
+@_global_options
+@_guarded
+def mcp(http: bool, host: str, port: int, uid: str | None) -> None:
+    """Answer AI assistants over the Model Context Protocol: the ledger read-only, by serve's rules.
+
+    On stdio (the default) for your own assistant, as you (--as, else your login name); with --http beside
+    billing serve, each request signed in as serve signs in (web.auth). docs/mcp.md has the tools. Examples:
+
+    \b
+        billing mcp --config ~/.config/billing.yaml
+        billing mcp --http --host 0.0.0.0 --port 8090 --config /etc/billing/billing.yaml
+    """
+    from billing.web import mcp_server  # the MCP SDK only for this command
+
+    if uid is not None and http:
+        raise click.UsageError("--as is for stdio: over --http each request says who is asking")
+    config = _config()
+    if not http:
+        mcp_server.run_stdio(config, _operator(uid))
+        return
+    try:
+        mcp_server.serve_http(config, host, port)
+    except OSError as exc:
+        _fail(1, f"billing mcp cannot listen on {host}:{port}: {exc.strerror or exc}")
+
+
+@main.command()
 @click.option("--date", "day", callback=_date, help="Billing day YYYY-MM-DD (default: yesterday, local time).")
 @click.option("--resend", is_flag=True,
               help="Send the day's summaries again, as corrections, also to whoever received them already.")

@@ -98,3 +98,10 @@ def test_the_command_line_and_serve_ask_the_answer_layer():
     assembles each answer once (serve's /healthz alone reads the ledger itself, to see that it answers)."""
     assert imports_of(MODULES["billing.cli"]) & ASSEMBLY == set()
     assert imports_of(MODULES["billing.web.app"]) & ASSEMBLY == {"billing.ledger.read"}
+
+
+def test_billing_mcp_asks_the_answer_layer():
+    """`billing mcp`'s tools answer from billing/publish/answers.py too, so an assistant's figures are the reports'."""
+    for module in ("billing.web.tools", "billing.web.mcp_server"):
+        assert imports_of(MODULES[module]) & ASSEMBLY == set(), module
+    assert "billing.publish.answers" in imports_of(MODULES["billing.web.tools"])

@@ -86,6 +86,16 @@ def run_notes(engine: Engine) -> dict[date, str]:
     return {row.day: row.directory_note for row in fetch_rows(engine, query, "the ledger")}
 
 
+def run_record(engine: Engine, day: date) -> dict | None:
+    """When the run that wrote the day completed (UTC), how many rows it wrote and its directory note; None if no
+    run completed the day."""
+    rows = fetch_rows(engine, select(completed_days).where(completed_days.c.day == day), f"the run of {day}")
+    if not rows:
+        return None
+    return {"completed_at": _utc(rows[0].completed_at).isoformat(timespec="seconds"), "rows": rows[0].rows,
+            "directory_note": rows[0].directory_note}
+
+
 def _as_date(value: date | str | None) -> date | None:
     """A day read back by an aggregate (SQLite hands MAX of a date back as text)."""
     return value if value is None or isinstance(value, date) else date.fromisoformat(str(value))
@@ -202,9 +212,12 @@ def latest_directory(engine: Engine) -> tuple[datetime, str] | None:
     rows = fetch_rows(engine, query, "the stored directory")
     if not rows:
         return None
-    taken_at = rows[0].taken_at  # SQLite hands it back naive (it stored UTC); PostgreSQL in the session's zone
-    taken_at = taken_at.replace(tzinfo=timezone.utc) if taken_at.tzinfo is None else taken_at.astimezone(timezone.utc)
-    return taken_at, rows[0].content
+    return _utc(rows[0].taken_at), rows[0].content
+
+
+def _utc(moment: datetime) -> datetime:
+    """A stored moment in UTC: SQLite hands it back naive (it stored UTC), PostgreSQL in the session's zone."""
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
 
 
 def directory_note(engine: Engine, day: date) -> str:

@@ -29,13 +29,23 @@ from billing.ledger.read import (
     read_recovery,
     read_rows,
     read_workload_costs,
+    run_record,
     stored_directory,
     waste_sums,
 )
+from billing.publish.budgets import FORECAST_METHOD as FORECAST_METHOD  # said beside a forecast by the interfaces
 from billing.publish.budgets import BudgetStatus, read_budget_status, team_budgets
 from billing.publish.dayview import DayReport, TrendDay, headline, read_report, window_start, with_directory
 from billing.publish.focus import broken_down, focus_rows
-from billing.publish.report import Report, ReportError, Subject, UnknownSubject, build_report, price_changes
+from billing.publish.report import (
+    HOURS_COLUMNS,
+    Report,
+    ReportError,
+    Subject,
+    UnknownSubject,
+    build_report,
+    price_changes,
+)
 from billing.publish.report_formats import day_ranges
 
 if TYPE_CHECKING:
@@ -202,3 +212,78 @@ def reopen(ledger: Engine, month: date, by: str) -> None:
     from billing.publish.statement import reopen_month  # when asked: see the module's docstring
 
     reopen_month(ledger, month, by)
+
+
+CHANGE_BREAKDOWNS = ("namespace", "workload", "resource")  # what `changes` compares the two ranges by
+
+
+@dataclass(frozen=True)
+class Changes:
+    """A subject's spending in two ranges side by side: each breakdown's groups with their cost before and after
+    (the two reports are those of `report`, so each side's figures are `billing report`'s), and the price sets
+    that came into force from the first range's start to the second's end."""
+
+    subject: Subject
+    before: dict[str, Report]  # per CHANGE_BREAKDOWNS word
+    after: dict[str, Report]
+    price_changes: list[tuple[str, date]]
+
+    def differences(self, by: str) -> list[dict]:
+        """The groups of a breakdown (namespace; namespace and workload; resource) with cost, hours and cost per
+        hour before and after, the largest change in cost first; a group absent from a range counts 0 there."""
+        keys = [c for c in self.after[by].columns if c in ("namespace", "workload", "resource")]
+        sides = {side: {tuple(row[k] for k in keys): row for row in report.rows}
+                 for side, report in (("before", self.before[by]), ("after", self.after[by]))}
+        found = []
+        for key in sorted(set(sides["before"]) | set(sides["after"]), key=str):
+            row = dict(zip(keys, key))
+            for side, rows in sides.items():
+                measured = rows.get(key, {})
+                row[f"cost_{side}"] = measured.get("cost", 0.0)
+                if by == "resource":
+                    hours = sum(measured.get(column, 0.0) for column in HOURS_COLUMNS.values())
+                    row[f"hours_{side}"] = hours
+                    row[f"cost_per_hour_{side}"] = measured["cost"] / hours if hours else None
+            row["change"] = row["cost_after"] - row["cost_before"]
+            found.append(row)
+        return sorted(found, key=lambda row: -abs(row["change"]))
+
+
+def changes(ledger: Engine, config: Config, subject: Subject, before: tuple[date, date],
+            after: tuple[date, date]) -> Changes:
+    """What changed between two ranges of a subject, per namespace, workload and resource, and the prices that
+    changed from the first's start to the second's end; NeverRun when no day of either range was ever run."""
+    sides = [{by: report(ledger, config, subject, first, last, by) for by in CHANGE_BREAKDOWNS}
+             for first, last in (before, after)]
+    start, end = min(before[0], after[0]), max(before[1], after[1])
+    return Changes(subject, sides[0], sides[1], price_changes(config.clusters, start, end))
+
+
+WASTE_KEYS = {"person": "namespace", "team": "owner", "all": "team"}  # what a subject's waste is summed per
+
+
+def waste(ledger: Engine, subject: Subject, first: date, last: date) -> pd.DataFrame:
+    """What a subject's pods held but did not use over a range (shown, never billed): idle GPU-hours and unused
+    CPU core-hours per namespace of a person, per owner of a team, per team of all; as serve's pages show it."""
+    frame = waste_sums(ledger, first, last, WASTE_KEYS[subject.kind], **_filter(subject))
+    return frame.dropna(subset=["idle_gpu_hours", "unused_cpu_core_hours"], how="all")
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a day's figures come from: the ledger's rows of the day (quantity × unit price, less discounts: cost),
+    the price set in force on each cluster, the run that wrote the day and how complete its data was."""
+
+    rows: Report  # the day's ledger rows of the subject, as `billing report --from DAY --to DAY` without --by
+    prices: dict[str, dict]  # cluster -> the config's price set in force on the day
+    run: dict | None  # completed_at, rows, directory_note of the run that wrote the day; None if never run
+    coverage: list[tuple[str, float]]  # (cluster, share of the day with data) where the data had gaps
+
+
+def source(ledger: Engine, config: Config, subject: Subject, day: date) -> Source:
+    """Where a day's figures come from; NeverRun when the day was never run."""
+    rows = report(ledger, config, subject, day, day, None)
+    prices = {cluster.name: cluster.prices_on(day).model_dump(mode="json", by_alias=True)
+              for cluster in config.clusters}
+    return Source(rows, prices, run_record(ledger, day),
+                  [(cluster, coverage) for _, cluster, coverage in rows.incomplete])

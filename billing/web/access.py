@@ -15,7 +15,7 @@ from sqlalchemy import Engine
 
 from billing.directory.people import directory_from_json
 from billing.ledger.read import latest_directory
-from billing.publish.report import Subject
+from billing.publish.report import Subject, known_names
 
 
 class Forbidden(Exception):
@@ -61,3 +61,14 @@ def viewer(engine: Engine, uid: str, admins: list[str]) -> Viewer:
     canonical = next((known for known in people if known.casefold() == key), uid)
     led = sorted(team.name for team in teams if any(lead.casefold() == key for lead in team.leads))
     return Viewer(canonical, key in {admin.casefold() for admin in admins}, tuple(led))
+
+
+def spelled(engine: Engine, subject: Subject) -> Subject:
+    """The team or person as the ledger spells it: names match without regard to case, as uids do in LDAP, for
+    every viewer alike."""
+    if subject.name is None:
+        return subject
+    names = known_names(engine, subject.kind)
+    wanted = subject.name.casefold()
+    found = subject.name if subject.name in names else next((n for n in names if n.casefold() == wanted), None)
+    return Subject(subject.kind, found or subject.name)

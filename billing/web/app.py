@@ -28,8 +28,7 @@ from werkzeug.exceptions import HTTPException
 
 from billing.config import Config, ConfigError
 from billing.days import NotADay, parse_day
-from billing.directory.ldap import WrongPassword, authenticate
-from billing.directory.people import DirectoryError
+from billing.directory.ldap import WrongPassword
 from billing.ledger.database import LedgerError, open_ledger
 from billing.ledger.read import completed
 from billing.publish import answers
@@ -52,7 +51,8 @@ from billing.publish.report import (
 )
 from billing.publish.report_formats import csv_text, html_table, json_text
 from billing.web.access import Forbidden, Viewer, viewer
-from billing.web.security import UID, Guard, LoginThrottle, Refused, check_csrf, csrf_token, login_key, shown_uid
+from billing.web.access import spelled as spelled_in
+from billing.web.security import Guard, LoginThrottle, Refused, check_csrf, csrf_token, shown_uid
 
 log = logging.getLogger(__name__)
 
@@ -197,14 +197,7 @@ class Site:
         return g.viewer
 
     def spelled(self, subject: Subject) -> Subject:
-        """The team or person as the ledger spells it: names match without regard to case, as uids do in LDAP,
-        for every viewer alike."""
-        if subject.name is None:
-            return subject
-        names = known_names(self.ledger, subject.kind)
-        wanted = subject.name.casefold()
-        found = subject.name if subject.name in names else next((n for n in names if n.casefold() == wanted), None)
-        return Subject(subject.kind, found or subject.name)
+        return spelled_in(self.ledger, subject)
 
     def asked_range(self) -> tuple[date, date]:
         """from= and to=, by default the month to yesterday as for `billing report`."""
@@ -373,32 +366,14 @@ def _login_routes(app: Flask, config: Config, guard: Guard) -> None:
     def login():
         check_csrf()
         uid = request.form.get("uid", "").strip()
-        shown, client = shown_uid(uid), guard.client_address()
-        keys = [f"user:{login_key(shown)}", f"address:{client}"]
-        wait = guard.throttle.wait(keys)
-        if wait > 0:
-            log.warning("login of %r from %s refused: locked out", shown, client,
-                        extra={"uid": shown, "remote_addr": client})
-            raise Refused(429, f"too many failed logins for this user or address; try again in "
-                               f"{max(1, round(wait / 60))} minute(s)")
         try:
-            if not UID.fullmatch(uid):  # no directory holds it: not worth asking, nor logging whole
-                raise WrongPassword(f"no user id has {len(uid)} characters or control characters")
-            canonical = authenticate(config.directory, uid, request.form.get("password", ""))
-        except WrongPassword as exc:
-            guard.throttle.failed(keys)
-            log.warning("login of %r from %s failed: %s", shown, client, shown_uid(str(exc)),
-                        extra={"uid": shown, "remote_addr": client})
+            canonical = guard.sign_in(config.directory, uid, request.form.get("password", ""), guard.client_address())
+        except WrongPassword:
             return _html(render_template("web_error.html.j2", status=401, sentence="", login=True, csrf=csrf_token(),
-                                         uid=shown, failed="Wrong user name or password.")), 401
-        except DirectoryError as exc:
-            log.error("login: %s", exc)
-            raise Refused(503, "the directory cannot check passwords at the moment; try again later") from None
+                                         uid=shown_uid(uid), failed="Wrong user name or password.")), 401
         session.clear()
         session.permanent = True
         session["uid"], session["id"] = canonical, guard.sessions.start()
-        log.info("login of %s from %s", canonical, client,
-                 extra={"uid": canonical, "remote_addr": client})
         return redirect("/me", code=303)
 
     @app.post("/logout")

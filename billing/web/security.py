@@ -1,14 +1,16 @@
 """`billing serve`'s HTTP security: who is asking, and what guards the asking.
 
 A trusted proxy's header (`web.auth: header`) or a signed-in session (`web.auth: ldap`) says who is asking;
-`Guard` believes forwarded headers only from `web.trusted_proxies`, keeps the sessions a logout ends and the login
-throttle, and puts the security headers on every answer; the forms carry CSRF tokens. The pages and the API
+`Guard` believes forwarded headers only from `web.trusted_proxies`, signs a person in by an LDAP bind (serve's login
+form and `billing mcp`'s HTTP Basic alike), keeps the sessions a logout ends and the login throttle, and puts the
+security headers on every answer; the forms carry CSRF tokens. The pages and the API
 (billing/web/app.py) ask `Guard.identity()` and know nothing of how it is checked.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import logging
 import math
 import re
 import secrets
@@ -20,7 +22,11 @@ from datetime import timedelta
 
 from flask import Flask, Response, request, session
 
-from billing.config import WebConfig
+from billing.config import DirectoryConfig, WebConfig
+from billing.directory.ldap import WrongPassword, authenticate
+from billing.directory.people import DirectoryError
+
+log = logging.getLogger(__name__)
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; "
        "base-uri 'none'")
@@ -149,13 +155,43 @@ class Guard:
         return self.is_trusted(request.remote_addr or "")
 
     def client_address(self) -> str:
+        """Who is asking, of the Flask request being answered (see `client_of`)."""
+        return self.client_of(request.remote_addr or "", request.headers.get("X-Forwarded-For", ""))
+
+    def client_of(self, peer: str, forwarded_for: str) -> str:
         """Who is asking: behind trusted proxies, the last address in X-Forwarded-For that is none of them
         (each proxy appends the address it saw; what a client wrote itself comes before), else the peer."""
-        peer = request.remote_addr or ""
-        if not self.from_trusted_proxy():
+        if not self.is_trusted(peer):
             return peer
-        hops = [hop.strip() for hop in request.headers.get("X-Forwarded-For", "").split(",") if hop.strip()]
+        hops = [hop.strip() for hop in forwarded_for.split(",") if hop.strip()]
         return next((hop for hop in reversed(hops) if not self.is_trusted(hop)), peer)
+
+    def sign_in(self, directory: DirectoryConfig, uid: str, password: str, client: str) -> str:
+        """The person's uid as the directory spells it, if `password` binds as them: WrongPassword (counted against
+        the uid and the client's address) if not, Refused(429) while either is locked out, Refused(503) when the
+        directory cannot say. serve's login form and `billing mcp`'s HTTP Basic both sign in here."""
+        shown = shown_uid(uid)
+        keys = [f"user:{login_key(shown)}", f"address:{client}"]
+        wait = self.throttle.wait(keys)
+        if wait > 0:
+            log.warning("login of %r from %s refused: locked out", shown, client,
+                        extra={"uid": shown, "remote_addr": client})
+            raise Refused(429, f"too many failed logins for this user or address; try again in "
+                               f"{max(1, round(wait / 60))} minute(s)")
+        try:
+            if not UID.fullmatch(uid):  # no directory holds it: not worth asking, nor logging whole
+                raise WrongPassword(f"no user id has {len(uid)} characters or control characters")
+            canonical = authenticate(directory, uid, password)
+        except WrongPassword as exc:
+            self.throttle.failed(keys)
+            log.warning("login of %r from %s failed: %s", shown, client, shown_uid(str(exc)),
+                        extra={"uid": shown, "remote_addr": client})
+            raise
+        except DirectoryError as exc:
+            log.error("login: %s", exc)
+            raise Refused(503, "the directory cannot check passwords at the moment; try again later") from None
+        log.info("login of %s from %s", canonical, client, extra={"uid": canonical, "remote_addr": client})
+        return canonical
 
     def identity(self) -> str:
         """The signed-in uid, or Refused(401) saying why there is none."""
@@ -164,14 +200,18 @@ class Guard:
             if "uid" not in session or not self.sessions.alive(session.get("id", "")):
                 raise Refused(401, "sign in first")
             return session["uid"]
-        value = request.headers.get(web.user_header)
+        return self.proxy_user(request.headers.get(web.user_header), request.remote_addr or "")
+
+    def proxy_user(self, value: str | None, peer: str) -> str:
+        """The uid in the proxy's header `value` of a request from `peer`, or Refused(401) saying why there is none
+        (`billing mcp` asks this too, outside Flask)."""
+        header = self.web.user_header
         if value is None:
-            raise Refused(401, f"no user: the request has no {web.user_header} header from the authenticating proxy")
-        if not self.from_trusted_proxy():
-            raise Refused(401, f"the {web.user_header} header is trusted only from web.trusted_proxies, "
-                               f"not from {request.remote_addr}")
+            raise Refused(401, f"no user: the request has no {header} header from the authenticating proxy")
+        if not self.is_trusted(peer):
+            raise Refused(401, f"the {header} header is trusted only from web.trusted_proxies, not from {peer}")
         if not UID.fullmatch(value.strip()):
-            raise Refused(401, f"the {web.user_header} header holds no usable user id")
+            raise Refused(401, f"the {header} header holds no usable user id")
         return value.strip()
 
     def add_headers(self, response: Response) -> None:
