@@ -361,6 +361,36 @@ def test_billing_serve_runs_the_jobs_image_and_config_behind_oauth2_proxy(monkey
     assert served == [("header", "0.0.0.0", port["containerPort"])]
 
 
+def test_billing_mcp_answers_assistants_in_serves_pod_through_the_same_proxy(monkeypatch):
+    """billing mcp --http listens on loopback only; oauth2-proxy sends /mcp to it, after checking the
+    assistant's bearer token as it checks a browser's cookie, and sets the same user header."""
+    mcp, serve, proxy = (serve_containers()[name] for name in ("billing-mcp", "billing", "oauth2-proxy"))
+    assert (mcp["image"], mcp["volumeMounts"]) == (serve["image"], serve["volumeMounts"])
+    (port,) = mcp["ports"]
+    assert mcp["args"] == ["--log-format", "json", "mcp", "--http", "--host", "127.0.0.1", "--port",
+                           str(port["containerPort"]), "--config", config_path_in_pod()]
+    assert f"--upstream=http://127.0.0.1:{port['containerPort']}/mcp" in proxy["args"]
+    assert "--skip-jwt-bearer-tokens=true" in proxy["args"]
+    assert port["name"] not in [p["targetPort"] for p in find("Service", "billing-serve")["spec"]["ports"]]
+    # Only the reader's password: every other secret billing.yaml names is empty, /metrics' token included.
+    secrets = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in mcp["env"] if "valueFrom" in e}
+    assert secrets == {"PGPASSWORD": {"name": "billing-credentials", "key": "database-reader-password"}}
+    empty = {e["name"] for e in mcp["env"] if e.get("value") == ""}
+    assert empty == env_keys(yaml.safe_load((CRONJOB / "billing.yaml").read_text()))
+    assert mcp["securityContext"] == serve["securityContext"]
+
+    for name in empty:
+        monkeypatch.setenv(name, "")
+    config = load_config(CRONJOB / "billing.yaml")
+    served = []
+    monkeypatch.setattr("billing.config.load_config", lambda path: config if str(path) == config_path_in_pod() else None)
+    monkeypatch.setattr("billing.web.mcp_server.serve_http",
+                        lambda config, host, port: served.append((config.web.auth, host, port)))
+    result = CliRunner().invoke(billing.cli.main, mcp["args"])
+    assert result.exit_code == 0, result.output
+    assert served == [("header", "127.0.0.1", port["containerPort"])]
+
+
 # --- the image -------------------------------------------------------------------
 
 
