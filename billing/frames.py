@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is imported where a frame is made: `billing report` reads plain rows (issue 45)
+    import pandas as pd
 
 # the longest name a Kubernetes object can have (a DNS subdomain): the most a ledger's name column holds
 LONGEST_NAME = 253
@@ -45,6 +47,8 @@ class FrameSchema:
 
     def empty(self) -> pd.DataFrame:
         """A frame of this kind without rows."""
+        import pandas as pd
+
         return pd.DataFrame(columns=self.columns)
 
 

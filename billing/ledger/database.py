@@ -6,11 +6,11 @@ whichever command met it: a LedgerError naming the database and what was being d
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
 from sqlalchemy import (
     Connection,
     Engine,
@@ -23,6 +23,9 @@ from sqlalchemy.exc import SQLAlchemyError
 from billing.errors import RunFailed
 from billing.ledger import migrate
 from billing.private import create_private_file, private_directory
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class LedgerError(RunFailed):
@@ -183,10 +186,23 @@ def fetch_rows(engine: Engine, query, what: str) -> list:
         raise LedgerError(f"{database_name(engine)}: reading {what} failed: {failure(engine, exc)}") from None
 
 
-def read_frame(engine: Engine, query, what: str, columns: list[str]) -> pd.DataFrame:
-    """All rows of a query as a DataFrame (from plain tuples: pandas probes SQLAlchemy rows key by key, ten times
-    slower on a big day's workload rows)."""
-    return pd.DataFrame([tuple(row) for row in fetch_rows(engine, query, what)], columns=columns)
+def read_frame(engine: Engine, query, what: str, columns: list[str], dates: Sequence[str] = ()) -> pd.DataFrame:
+    """All rows of a query as a DataFrame, the columns named in `dates` as datetime.date (see `frame_of`)."""
+    return frame_of(fetch_rows(engine, query, what), columns, dates)
+
+
+def frame_of(rows: Iterable, columns: list[str], dates: Sequence[str] = ()) -> pd.DataFrame:
+    """Rows as a DataFrame, from plain tuples (pandas probes SQLAlchemy rows key by key, ten times slower on a big
+    day's workload rows), the `dates` columns as datetime.date whichever type the database handed back.
+
+    pandas is imported here, when a frame is made: readers of plain rows, such as `billing report`, start
+    without it (tests/cli/test_cli_imports.py)."""
+    import pandas as pd
+
+    frame = pd.DataFrame([tuple(row) for row in rows], columns=columns)
+    for column in dates:
+        frame[column] = pd.to_datetime(frame[column]).dt.date
+    return frame
 
 
 def fetch(engine: Engine, query: Select) -> list[dict]:

@@ -1,10 +1,14 @@
-"""Reading the ledger back: rows, daily costs, which days ran, and the side tables, for every publisher."""
+"""Reading the ledger back: rows, daily costs, which days ran, and the side tables, for every publisher.
+
+Readers of frames make them through billing.ledger.database, which imports pandas only then: readers of plain rows
+(`billing report`) start without it.
+"""
 
 from __future__ import annotations
 
 from datetime import date, datetime, timezone
+from typing import TYPE_CHECKING
 
-import pandas as pd
 from sqlalchemy import (
     ColumnElement,
     Engine,
@@ -15,7 +19,7 @@ from sqlalchemy import (
 from billing import frames
 from billing.days import days_in_month
 from billing.directory.people import Directory, directory_from_json
-from billing.ledger.database import fetch_rows, read_frame
+from billing.ledger.database import fetch_rows, frame_of, read_frame
 from billing.ledger.tables import (
     LEDGER_COLUMNS,
     chargeback,
@@ -30,6 +34,9 @@ from billing.ledger.tables import (
     workload_costs,
 )
 from billing.resources import RECOVERY
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # Money is summed to the billionth: each value rounded to it, then added exactly (in whole billionths), so that a
 # sum is the same in the database and in Python and never a float's accident: 0.7 + 0.1 + 0.005 is 0.805, which
@@ -47,9 +54,7 @@ def read_rows(engine: Engine, first: date, last: date, team: str | None = None) 
     query = select(chargeback).where(chargeback.c.day.between(first, last))
     if team is not None:
         query = query.where(chargeback.c.team == team)
-    frame = read_frame(engine, query, "the ledger", LEDGER_COLUMNS)
-    frame["day"] = pd.to_datetime(frame["day"]).dt.date
-    return frame
+    return read_frame(engine, query, "the ledger", LEDGER_COLUMNS, dates=["day"])
 
 
 def daily_costs(engine: Engine, first: date, last: date, team: str | None = None, owner: str | None = None
@@ -62,8 +67,7 @@ def daily_costs(engine: Engine, first: date, last: date, team: str | None = None
     if owner is not None:
         query = query.where(chargeback.c.owner == owner)
     frame = read_frame(engine, query.group_by(chargeback.c.day, chargeback.c.currency), "daily costs",
-                   ["day", "currency", "cost", "list_cost"])
-    frame["day"] = pd.to_datetime(frame["day"]).dt.date
+                       ["day", "currency", "cost", "list_cost"], dates=["day"])
     return frame.astype({"cost": float, "list_cost": float})
 
 
@@ -118,6 +122,13 @@ def team_costs(engine: Engine, first: date, last: date, teams: list[str] | None 
     return {row.team: float(row.cost) for row in fetch_rows(engine, query.group_by(chargeback.c.team), "the ledger")}
 
 
+def team_daily_costs(engine: Engine, team: str, first: date, last: date) -> dict[date, float]:
+    """What a team was charged on each day of a date range, summed by the database; days without rows are absent."""
+    query = select(chargeback.c.day, money_sum(chargeback.c.cost).label("cost")).where(
+        chargeback.c.team == team, chargeback.c.day.between(first, last))
+    return {row.day: float(row.cost) for row in fetch_rows(engine, query.group_by(chargeback.c.day), "the ledger")}
+
+
 def first_run(engine: Engine) -> date | None:
     """The earliest day a run completed: when billing began (None before any run)."""
     query = select(func.min(completed_days.c.day).label("day"))
@@ -166,9 +177,7 @@ def read_workload_costs(engine: Engine, first: date, last: date, team: str | Non
     if owner is not None:
         query = query.where(workload_costs.c.owner == owner)
     columns = [c.name for c in workload_costs.columns]
-    frame = read_frame(engine, query, "workload costs", columns)
-    frame["day"] = pd.to_datetime(frame["day"]).dt.date
-    return frame
+    return read_frame(engine, query, "workload costs", columns, dates=["day"])
 
 
 WORKLOAD_TOTAL_KEYS = ["day", "cluster", "namespace", "team", "owner", "workload"]
@@ -180,9 +189,7 @@ def read_workload_totals(engine: Engine, first: date, last: date) -> pd.DataFram
     keys = [workload_costs.c[key] for key in WORKLOAD_TOTAL_KEYS]
     query = (select(*keys, money_sum(workload_costs.c.cost)).where(workload_costs.c.day.between(first, last))
              .group_by(*keys))
-    frame = read_frame(engine, query, "workload costs", [*WORKLOAD_TOTAL_KEYS, "cost"])
-    frame["day"] = pd.to_datetime(frame["day"]).dt.date
-    return frame
+    return read_frame(engine, query, "workload costs", [*WORKLOAD_TOTAL_KEYS, "cost"], dates=["day"])
 
 
 def waste_sums(engine: Engine, first: date, last: date, by: str, team: str | None = None,
@@ -195,9 +202,9 @@ def waste_sums(engine: Engine, first: date, last: date, by: str, team: str | Non
         query = query.where(waste.c.team == team)
     if owner is not None:
         query = query.where(waste.c.owner == owner)
-    rows = fetch_rows(engine, query.group_by(waste.c[by]).order_by(waste.c[by]), "waste")
-    return pd.DataFrame(rows, columns=[by, "idle_gpu_hours", "unused_cpu_core_hours"]).astype(
-        {"idle_gpu_hours": float, "unused_cpu_core_hours": float})
+    rows = read_frame(engine, query.group_by(waste.c[by]).order_by(waste.c[by]), "waste",
+                      [by, "idle_gpu_hours", "unused_cpu_core_hours"])
+    return rows.astype({"idle_gpu_hours": float, "unused_cpu_core_hours": float})
 
 
 def stored_directory(engine: Engine) -> Directory | None:
@@ -241,9 +248,9 @@ def read_recovery(engine: Engine, first: date, last: date) -> pd.DataFrame:
                     corrections.c.currency)
              .where(corrections.c.resource == RECOVERY, corrections.c.corrects.between(first, last))
              .order_by(corrections.c.corrects, corrections.c.booked_at))
-    frame = pd.concat([read_frame(engine, lines, "cost recovery lines", columns),
-                       read_frame(engine, moved, "cost recovery corrections", columns)], ignore_index=True)
-    frame["month"] = pd.to_datetime(frame["month"]).dt.date.map(lambda day: day.replace(day=1))
+    frame = frame_of([*fetch_rows(engine, lines, "cost recovery lines"),
+                      *fetch_rows(engine, moved, "cost recovery corrections")], columns, dates=["month"])
+    frame["month"] = frame["month"].map(lambda day: day.replace(day=1))
     ends = frame["month"].map(lambda month: month.replace(day=days_in_month(month)))
     whole = frame[((frame["month"] >= first) & (ends <= last)).astype(bool)]
     return whole.groupby(["month", "team", "cluster", "currency"], as_index=False, sort=False).agg(

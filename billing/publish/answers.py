@@ -7,8 +7,9 @@ its cost centres, a page of `billing serve`, the day's report the nightly pages 
 web and the pages cannot drift apart. The
 interfaces only parse the question and show the answer: nothing here prints or knows HTTP.
 
-Statements are imported when asked for: closing a month writes the ledger, whose writer imports collect's invoice
-reader, which `billing report` has no use for (tests/cli/test_cli_imports.py).
+Statements, the day's pages and the export's FOCUS rows are imported when asked for: closing a month writes the
+ledger, whose writer imports collect's invoice reader, and the pages and the export work on pandas frames, none of
+which `billing report` has use for: it starts without them (tests/cli/test_cli_imports.py).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from dataclasses import dataclass, replace
 from datetime import date
 from typing import TYPE_CHECKING
 
-import pandas as pd
 from sqlalchemy import Engine
 
 from billing.config import Config
@@ -35,8 +35,6 @@ from billing.ledger.read import (
 )
 from billing.publish.budgets import FORECAST_METHOD as FORECAST_METHOD  # said beside a forecast by the interfaces
 from billing.publish.budgets import BudgetStatus, read_budget_status, team_budgets
-from billing.publish.dayview import DayReport, TrendDay, headline, read_report, window_start, with_directory
-from billing.publish.focus import broken_down, focus_rows
 from billing.publish.report import (
     HOURS_COLUMNS,
     Report,
@@ -49,6 +47,9 @@ from billing.publish.report import (
 from billing.publish.report_formats import day_ranges
 
 if TYPE_CHECKING:
+    import pandas as pd
+
+    from billing.publish.dayview import DayReport, TrendDay
     from billing.publish.statement import Statement
 
 LISTED_RANGES = 10  # runs of missing days a sentence names; the rest are counted
@@ -79,6 +80,8 @@ def team_budget(ledger: Engine, config: Config, team: str, as_of: date) -> Budge
 def day_report(ledger: Engine, config: Config, day: date) -> DayReport:
     """Every figure of a day's pages and emails: the teams with their leads, each budgeted team's status as of the
     day (as `billing report` reads it) and the month's price changes."""
+    from billing.publish.dayview import read_report, with_directory  # when asked: see the module's docstring
+
     report = read_report(ledger, day, config.currency, config.namespaces.unallocated_team)
     directory = stored_directory(ledger)
     report = with_directory(report, directory, config.namespaces)
@@ -140,6 +143,8 @@ def page(ledger: Engine, config: Config, subject: Subject, first: date, last: da
     """The figures of the range's last day (with its trend and month to date), the range by each of `groupings`,
     its waste and, for a budgeted team, its budget; ReportError for a trend window with costs in two currencies,
     UnknownSubject for a team the ledger never saw (a person without costs still has a page, saying so)."""
+    from billing.publish.dayview import headline, window_start  # when asked: see the module's docstring
+
     try:
         tables: list[Report] | None = [build_report(ledger, subject, first, last, by, config.currency)
                                        for by in groupings]
@@ -183,6 +188,8 @@ class Export:
 def export(ledger: Engine, config: Config, first: date, last: date, version: str) -> Export:
     """The ledger of a range as FOCUS rows of a version (choices.FOCUS_VERSIONS); NeverRun when no day of it
     was ever run."""
+    from billing.publish.focus import broken_down, focus_rows  # when asked: see the module's docstring
+
     focus = focus_rows(broken_down(read_rows(ledger, first, last), read_workload_costs(ledger, first, last)),
                        config.zone, read_recovery(ledger, first, last), version)
     missing = sorted(set(days_between(first, min(last, yesterday(config.zone)))) - completed(ledger, first, last))

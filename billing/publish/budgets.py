@@ -26,7 +26,7 @@ from sqlalchemy import Engine
 from billing.config import BudgetsConfig
 from billing.days import days_in_month
 from billing.directory.people import Directory
-from billing.ledger.read import completed, first_run, read_rows
+from billing.ledger.read import completed, first_run, team_daily_costs
 
 FORECAST_DAYS = 7
 FORECAST_METHOD = (
@@ -81,6 +81,5 @@ def budget_status(team: str, budget: float | None, as_of: date, daily: dict[date
 def read_budget_status(engine: Engine, team: str, as_of: date, budget: float | None) -> BudgetStatus:
     """A team's status as of a day, from the ledger: the same for `billing report`, the pages and the emails."""
     first = min(as_of.replace(day=1), as_of - timedelta(days=FORECAST_LOOKBACK))
-    rows = read_rows(engine, first, as_of, team)
-    daily: dict[date, float] = {day: float(cost) for day, cost in rows.groupby("day")["cost"].sum().items()}  # type: ignore[misc]  # pandas-stubs: the group keys are the ledger's dates
+    daily = team_daily_costs(engine, team, first, as_of)
     return budget_status(team, budget, as_of, daily, completed(engine, first, as_of), first_run(engine))

@@ -12,16 +12,17 @@ they add up to the cluster's total (largest remainder).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from datetime import date
 from decimal import ROUND_HALF_UP, Decimal
-from typing import TypeVar
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from billing.ledger.read import BILLIONTHS
 from billing.resources import MIG_RESOURCE_PREFIX, UNITS
+
+if TYPE_CHECKING:  # only money_sums takes a frame: a report's rows are plain, and it starts without pandas
+    import pandas as pd
 
 RESOURCE_NAMES = {
     "gpu": "GPU", "cpu": "CPU", "memory": "Memory",
@@ -63,7 +64,6 @@ NO_WORKLOAD_RULE = (
 )
 
 _CENT = Decimal("0.01")
-Amounts = TypeVar("Amounts", float, pd.Series)  # one ledger value, or a column of them
 
 
 def price_change_note(cluster: str, day: date) -> str:
@@ -74,7 +74,7 @@ def price_change_note(cluster: str, day: date) -> str:
 def exact(value: float) -> Decimal:
     """A ledger value as a decimal to the billionth, as sums count it: 15.315, not 15.3149999…, and a row shown on
     its own rounds as its total does."""
-    return Decimal(int(_in_billionths(float(value)))) / BILLIONTHS
+    return Decimal(_in_billionths(float(value))) / BILLIONTHS
 
 
 def cents(value: float) -> Decimal:
@@ -85,20 +85,24 @@ def cents(value: float) -> Decimal:
 def total(values: Iterable[float]) -> float:
     """The sum of ledger values as the database sums them (ledger.read.money_sum): each to the billionth, then
     exactly, so that 15.3 + 0.015 is 15.315 and rounds to 15.32, on a page as in `billing report`."""
-    return int(_in_billionths(pd.Series(list(values), dtype=float)).astype("int64").sum()) / BILLIONTHS
+    return sum(map(_in_billionths, values)) / BILLIONTHS
 
 
 def money_sums(frame: pd.DataFrame, keys: list[str], columns: list[str]) -> pd.DataFrame:
     """Per `keys` (sorted), the sums of `columns` as `total` sums them: a group's figure is the same on a page, in
     an email and in `billing report`, which sums in the database."""
-    scaled = frame[keys].assign(**{column: _in_billionths(frame[column]).astype("int64") for column in columns})
+    import numpy as np  # the frame brought pandas, and numpy with it
+
+    # each value in whole billionths as _in_billionths takes it, a column at once
+    scaled = frame[keys].assign(**{column: (np.sign(frame[column]) * np.floor(np.abs(frame[column]) * BILLIONTHS + 0.5))
+                                   .astype("int64") for column in columns})
     sums = scaled.groupby(keys, as_index=False, dropna=False, sort=True)[columns].sum()
     return sums.assign(**{column: sums[column] / BILLIONTHS for column in columns})
 
 
-def _in_billionths(values: Amounts) -> Amounts:
-    """A value (or a Series of them) in whole billionths, rounded half away from zero as SQL's round() does."""
-    return np.sign(values) * np.floor(np.abs(values) * BILLIONTHS + 0.5)
+def _in_billionths(value: float) -> int:
+    """A value in whole billionths, rounded half away from zero as SQL's round() does."""
+    return int(math.copysign(math.floor(abs(value) * BILLIONTHS + 0.5), value))
 
 
 def rounding(values: Iterable[float], of: float | None = None) -> Decimal:
@@ -127,6 +131,12 @@ def plain_number(value: float) -> str:
     zeros (67.85000000000001 -> 67.85, 0.000123456 stays)."""
     text = format(Decimal(f"{float(value):.12g}") + 0, "f")
     return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def person(uid: str, people: dict[str, str]) -> str:
+    """A person as readers know them: `Alice Example (alice)`; the uid alone where the directory has no name."""
+    name = people.get(uid, "")
+    return f"{name} ({uid})" if name and name != uid else uid
 
 
 def money(value: float, currency: str, signed: bool = False) -> str:

@@ -45,6 +45,7 @@ from billing.publish.formatting import (
     UNREQUESTED_SHARE_RULE,
     cents,
     money,
+    person,
     price_change_note,
     quantity,
     rounding,
@@ -117,12 +118,6 @@ def text_table(rows: list[list[str]], right: tuple[int, ...] = ()) -> str:
     lines = ("  ".join(cell.rjust(widths[i]) if i in right else cell.ljust(widths[i]) for i, cell in enumerate(row))
              for row in rows)
     return "\n".join(line.rstrip() for line in lines)
-
-
-def person(uid: str, people: dict[str, str]) -> str:
-    """A person as readers know them: `Alice Example (alice)`; the uid alone where the directory has no name."""
-    name = people.get(uid, "")
-    return f"{name} ({uid})" if name and name != uid else uid
 
 
 # --- templates --------------------------------------------------------------

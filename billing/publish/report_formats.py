@@ -35,6 +35,7 @@ from billing.publish.formatting import (
     cents,
     held_gpus,
     money,
+    person,
     plain_number,
     price_change_note,
     rounding,
@@ -43,7 +44,6 @@ from billing.publish.formatting import (
 from billing.publish.formatting import (
     UNREQUESTED_SHARE as UNREQUESTED_SHARE_NAME,
 )
-from billing.publish.pages import person, render_template
 from billing.publish.report import (
     HELD_COLUMN,
     HOURS_COLUMNS,
@@ -283,6 +283,8 @@ def _json_row(report: Report, row: dict) -> dict:
 
 def html(report: Report) -> str:
     """A small self-contained page, every name escaped."""
+    from billing.publish.pages import render_template  # Jinja2 and the day's pages, for this format only
+
     return render_template("adhoc.html.j2", **html_table(report))
 
 

@@ -1,16 +1,14 @@
-"""A small valid configuration, and stubs for job tests that bring their own usage."""
+"""A small valid configuration, and stubs for job tests that bring their own usage.
+
+Every test process imports this module (tests/conftest.py), including the small pytest runs that
+tests/fixtures/test_missing_programs.py starts: the stubs import the job when they are used.
+"""
 
 from __future__ import annotations
 
 from datetime import date
 
 import pytest
-
-import billing.jobs.run
-from billing import frames
-from billing.collect.context import cluster_day
-from billing.collect.preflight import Findings
-from billing.collect.stores import DEFAULT_STORE
 
 MINIMAL_CONFIG = {
     "timezone": "UTC",
@@ -36,6 +34,12 @@ MINIMAL_CONFIG = {
 def stub_node_metrics(monkeypatch: pytest.MonkeyPatch) -> None:
     """For job tests that stub collect_cluster: no node capacity and no waste metrics either, a
     Prometheus 2 with plain labels, asked of no one, and a preflight that finds nothing missing."""
+    import billing.jobs.run
+    from billing import frames
+    from billing.collect.context import cluster_day
+    from billing.collect.preflight import Findings
+    from billing.collect.stores import DEFAULT_STORE
+
     monkeypatch.setattr(billing.jobs.run, "cluster_day", lambda *args: cluster_day(*args, store=DEFAULT_STORE))
     monkeypatch.setattr(billing.jobs.run, "preflight", lambda context, *args: Findings(context.cluster.name, date.min, ()))
     monkeypatch.setattr(billing.jobs.run, "collect_allocatable", lambda *args: frames.ALLOCATABLE.empty())

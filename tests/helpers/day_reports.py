@@ -24,9 +24,11 @@ def ledger(tmp_path):
     return open_ledger(write_ledger(tmp_path / "ledger.db"))
 
 
-@pytest.fixture
-def report(ledger):
-    return read_report(ledger, DAY, "USD", "unallocated")
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    """The day's report of a ledger of its own, built once per module: its tests only read it."""
+    return read_report(open_ledger(write_ledger(tmp_path_factory.mktemp("report") / "ledger.db")), DAY, "USD",
+                       "unallocated")
 
 
 # 2026-11-19 and 2026-11-20 of tests/helpers/report_ledger.py below the namespace, adding up to its costs

@@ -15,10 +15,11 @@ from sqlalchemy import insert, select
 
 from billing.collect.invoices import Invoice, InvoiceError
 from billing.config import CostRecovery
-from billing.ledger.database import fetch, open_ledger
+from billing.ledger.database import fetch
 from billing.ledger.tables import chargeback, closed_months, invoices, statement_lines
 from billing.ledger.write import record_invoice
 from billing.publish.statement import StatementError, build_statement, close_month
+from tests.helpers.ledgers import new_ledger
 from tests.helpers.statements import OCT, OCT_5, OCT_6, TODAY_DONE, write_month
 
 HEADER = ["BilledCost", "BillingCurrency", "BillingPeriodStart", "ChargePeriodStart", "ProviderName", "Tags"]
@@ -49,7 +50,7 @@ HERON = {"heron": CostRecovery(invoice_match={"Tags.cluster": "heron"})}
 
 def october(url: str):
     """October of tests.helpers.statements (heron charged 48.00 in all), not closed."""
-    engine = open_ledger(url)
+    engine = new_ledger(url)
     write_month(engine, OCT, {date(2026, 10, 5): OCT_5, date(2026, 10, 6): OCT_6})
     return engine
 

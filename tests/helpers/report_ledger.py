@@ -14,8 +14,8 @@ import pandas as pd
 
 from billing import frames
 from billing.charge.bill import DayBill
-from billing.ledger.database import open_ledger
 from billing.ledger.write import replace_day
+from tests.helpers.ledgers import new_ledger
 
 DAY = date(2026, 11, 20)
 H100 = "NVIDIA-H100-80GB-HBM3"
@@ -69,7 +69,7 @@ def write_ledger(path: Path, rows: dict = ROWS) -> str:
 
 def fill_ledger(url: str, rows: dict = ROWS) -> str:
     """The ledger at `url` (SQLite or PostgreSQL) holding `rows` per day; returns the URL."""
-    engine = open_ledger(url)
+    engine = new_ledger(url)
     for day, day_rows in rows.items():
         replace_day(engine, day, DayBill(frame(day_rows)), "USD")
     engine.dispose()

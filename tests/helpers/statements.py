@@ -18,13 +18,14 @@ from billing.collect.invoices import Invoice, InvoiceError
 from billing.config import CostRecovery
 from billing.days import days_in_month
 from billing.directory.people import Directory, Team, directory_to_json
-from billing.ledger.database import fetch, open_ledger
+from billing.ledger.database import fetch
 from billing.ledger.read import read_recovery, read_rows, read_workload_costs
 from billing.ledger.tables import corrections, month_closings
 from billing.ledger.write import record_invoice, replace_day
 from billing.publish.focus import broken_down, focus_rows
 from billing.publish.statement import StatementError, build_statement, close_month, reopen_month
 from billing.publish.statement_formats import FORMATS
+from tests.helpers.ledgers import new_ledger
 from tests.helpers.report_ledger import frame
 
 H100 = "NVIDIA-H100-80GB-HBM3"
@@ -131,7 +132,7 @@ def booked(engine, month: date) -> dict[tuple, str]:
 
 def closing_scenario(url: str) -> None:
     """Close October, re-run one of its days at new prices: October stays, November gets the difference."""
-    engine = open_ledger(url)
+    engine = new_ledger(url)
     write_month(engine, OCT, {date(2026, 10, 5): OCT_5, date(2026, 10, 6): OCT_6})
     write_month(engine, NOV, {date(2026, 11, 2): NOV_2})
 
@@ -201,7 +202,7 @@ def recovery_scenario(url: str) -> None:
     """Close October recovering each cluster's cost: lines by hand, each cluster's month adds up to its cost to the
     cent, reopening and closing again gives the same lines; an invoice cluster waits for its import; a cluster
     with no charges in the month is refused at close, and the month stays open."""
-    engine = open_ledger(url)
+    engine = new_ledger(url)
     write_month(engine, OCT, {date(2026, 10, 5): OCT_5, date(2026, 10, 6): OCT_6})
     write_month(engine, NOV, {date(2026, 11, 2): NOV_2})
     recover = {"jaguar": CostRecovery(monthly_cost=100.00), "heron": CostRecovery(invoice_match={"Tags.cluster": "heron"})}
@@ -343,7 +344,7 @@ def recovered_correction_scenario(url: str) -> None:
     """Close October recovering jaguar's monthly cost and heron's invoice, then correct two of its days: the
     corrections move cost between teams, add up to zero on each cluster, and October stays 1,290.00 in its statement
     and in the export, November its own 20.00 in both, in every format."""
-    engine = open_ledger(url)
+    engine = new_ledger(url)
     write_month(engine, OCT, {date(2026, 10, 5): REC_OCT_5, date(2026, 10, 20): REC_OCT_20})
     write_month(engine, NOV, {date(2026, 11, 2): REC_NOV_2})
     record_invoice(engine, OCT, "heron", Invoice(Decimal("90.00"), "USD", "october.csv", "ab" * 32, 3, 2), "finance")

@@ -1,13 +1,9 @@
 from email import message_from_bytes, policy
 
-import pytest
-
 from billing.config import EmailConfig
 from billing.directory.people import Directory, Person, Team
-from billing.ledger.database import open_ledger
 from billing.notify.summaries import summary_envelopes
-from billing.publish.dayview import read_report
-from tests.helpers.report_ledger import DAY, write_ledger
+from tests.helpers.day_reports import report  # noqa: F401 (a pytest fixture)
 
 PEOPLE = {
     "alice": Person("alice", "Alice", "alice@example.org"),
@@ -15,11 +11,6 @@ PEOPLE = {
     "carol": Person("carol", "Carol", ""),
     "mallory": Person("mallory", "Mallory", "m@example.org\r\nBcc: spy@example.org"),
 }
-
-
-@pytest.fixture
-def report(tmp_path):
-    return read_report(open_ledger(write_ledger(tmp_path / "ledger.db")), DAY, "USD", "unallocated")
 
 
 def sent(envelopes):

@@ -22,9 +22,10 @@ from billing.directory.people import read_ldif
 from billing.ledger.database import fetch, open_ledger
 from billing.ledger.tables import budget_alerts
 from billing.publish.budgets import budget_status, team_budgets
-from tests.helpers.budgets import billed_month, budget_job, run  # noqa: F401 (pytest fixtures)
+from tests.helpers.budgets import A_DAY, billed_month, budget_job, run  # noqa: F401 (pytest fixtures)
 from tests.helpers.html_tables import read_page
 from tests.helpers.jobs import LDIF
+from tests.helpers.report_ledger import write_ledger
 
 
 def test_forecast_is_month_to_date_plus_the_mean_of_the_last_7_billed_days_times_the_days_not_billed_yet():
@@ -81,19 +82,18 @@ def recorded(tmp_path: Path) -> list[tuple]:
 
 
 def test_a_threshold_alerts_once_across_reruns_and_a_backfill(budget_job, tmp_path):
+    # November 1 as the job bills it, 21.00 of 50.00 (42 %); the nights after it through the commands
+    # (tests/integration/test_budget_alerts_smtp.py runs the whole backfill twice against a real SMTP server)
     config, outbox = budget_job(), tmp_path / "outbox"
-    run(config, "run", "--date", "2026-11-01")
-    assert alerts_in(outbox) == []  # 21.00 of 50.00: 42 %
-    run(config, "run", "--date", "2026-11-02")  # 42.00: 84 %
+    write_ledger(tmp_path / "ledger.db", {date(2026, 11, 1): A_DAY})
+    run(config, "run", "--date", "2026-11-02")  # 42.00: 84 %, only 50 % is crossed
     half = "Budget alert: robotics has spent 84% of its November 2026 budget"
     assert alerts_in(outbox) == [("alice@example.org", half), ("infra@example.org", half)]
     run(config, "run", "--date", "2026-11-02")
     assert alerts_in(outbox) == []
-    run(config, "backfill", "--from", "2026-11-01", "--to", "2026-11-03")  # 63.00: 126 %, only 100 % is new
+    run(config, "backfill", "--from", "2026-11-02", "--to", "2026-11-03")  # 63.00: 126 %, only 100 % is new
     whole = "Budget alert: robotics has spent 126% of its November 2026 budget"
     assert alerts_in(outbox) == [("alice@example.org", whole), ("infra@example.org", whole)]
-    run(config, "backfill", "--from", "2026-11-01", "--to", "2026-11-03")
-    assert alerts_in(outbox) == []
     assert recorded(tmp_path) == [("robotics", 0.5, date(2026, 11, 2), 42.0), ("robotics", 1.0, date(2026, 11, 3), 63.0)]
 
 
@@ -125,7 +125,7 @@ def test_teams_without_a_budget_show_no_budget(budget_job, tmp_path):
 
 
 def test_an_alert_no_one_received_is_sent_by_the_next_run(budget_job, tmp_path):
-    run(budget_job(), "run", "--date", "2026-11-01")
+    write_ledger(tmp_path / "ledger.db", {date(2026, 11, 1): A_DAY})  # as the job bills it: 42 %
     unreachable = budget_job(outbox_dir="", smtp_host="127.0.0.1", smtp_port=9, starttls=False)
     result = CliRunner().invoke(main, ["run", "--date", "2026-11-02", "--config", unreachable])
     assert result.exit_code == 1 and "Traceback" not in result.output

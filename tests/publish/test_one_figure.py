@@ -125,13 +125,16 @@ HALF_CENT = Decimal("0.0005")  # amounts on a grid of half a tenth of a cent: ti
 
 @st.composite
 def ledgers(draw) -> dict[date, list[tuple]]:
-    """A few days of ledger rows: any team, namespace, owner and resource on two clusters, costs on a grid that
-    makes halves frequent, some rows with a priority-class discount; the report day always run."""
+    """A few days of ledger rows: up to three of the teams (each one's pages, emails and reports cost time; three
+    are enough for a table's rounded rows to miss its total), any namespace, owner and resource on two clusters,
+    costs on a grid that makes halves frequent, some rows with a priority-class discount; the report day always
+    run."""
     days = [DAY, *draw(st.lists(st.sampled_from(DAYS[:-1]), unique=True))]
+    teams = draw(st.lists(st.sampled_from(TEAMS), min_size=1, max_size=3, unique=True))
     ledger: dict[date, list[tuple]] = {}
     for day in days:
         keys = draw(st.lists(st.tuples(st.sampled_from(["jaguar", "ibis"]), st.sampled_from(NAMESPACES),
-                                       st.sampled_from(TEAMS), st.sampled_from(RESOURCES)),
+                                       st.sampled_from(teams), st.sampled_from(RESOURCES)),
                              unique=True, max_size=12))
         rows = []
         for cluster, namespace, team, resource in keys:
@@ -178,8 +181,9 @@ corrections = st.lists(st.tuples(st.sampled_from(TEAMS), st.sampled_from(["jagua
                                  st.integers(-2_000_000, 2_000_000)), max_size=3, unique_by=lambda c: c[:2])
 
 
-@given(ledger=ledgers(), recovered_cost=st.integers(1, 9_000_000), changes=corrections)
-def test_every_figure_is_the_ledgers_exact_sum_rounded_once_and_every_table_adds_up(ledger, recovered_cost, changes):
+@given(ledger=ledgers(), recovered_cost=st.integers(1, 9_000_000), changes=corrections, data=st.data())
+def test_every_figure_is_the_ledgers_exact_sum_rounded_once_and_every_table_adds_up(ledger, recovered_cost, changes,
+                                                                                    data):
     """Pages, emails, `billing report` (table, csv, json, html), serve (pages and API), statements (html, csv,
     json) with a recovered cluster and corrections of a closed month, FOCUS and /metrics, against `figure`."""
     with TemporaryDirectory() as folder:
@@ -187,6 +191,9 @@ def test_every_figure_is_the_ledgers_exact_sum_rounded_once_and_every_table_adds
         engine = open_ledger(url)
         teams = sorted({row[2] for rows in ledger.values() for row in rows})  # every one has its page
         month_teams = sorted({row[2] for day, rows in ledger.items() if day >= MONTH for row in rows})
+        # one team's `billing report` and serve page per example: the rule is the same for each team, and across
+        # the examples every team's are read
+        asked = [data.draw(st.sampled_from(month_teams), label="team asked")] if month_teams else []
 
         # the day's pages and emails
         report = read_report(engine, DAY, "USD", "unallocated")
@@ -211,8 +218,8 @@ def test_every_figure_is_the_ledgers_exact_sum_rounded_once_and_every_table_adds
             status = read_budget_status(engine, team, DAY, 1000.0)
             assert f"{cents(status.month_to_date):,.2f} USD" == figure(ledger, team=team)
 
-        # billing report: each team's month in every format, by namespace
-        for team in month_teams:
+        # billing report: a team's month in every format, by namespace
+        for team in asked:
             answer = build_report(engine, Subject("team", team), MONTH, DAY, "namespace", "USD")
             assert f"{cents(json.loads(json_text(answer))['total_cost']):,.2f} USD" == figure(ledger, team=team)
             lines = table(answer).splitlines()
@@ -235,7 +242,7 @@ def test_every_figure_is_the_ledgers_exact_sum_rounded_once_and_every_table_adds
         assert everyone.texts["day-total"] == figure(ledger, DAY)
         assert everyone.texts["month-total"] == figure(ledger)
         tables_add_up(everyone.tables)
-        for team in month_teams:
+        for team in asked:
             page = read_page(get(client, f"/teams/{quote(team)}?{RANGE}", "root").text)
             assert page.texts["range-total"] == page.texts["month-total"] == figure(ledger, team=team)
             tables_add_up(page.tables)
