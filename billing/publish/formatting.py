@@ -30,6 +30,9 @@ RESOURCE_NAMES = {
     "credit-memory": "Pool use credited, memory",
     "unrequested-gpu": "Unrequested capacity (shared), GPU", "unrequested-cpu": "Unrequested capacity (shared), CPU",
     "unrequested-memory": "Unrequested capacity (shared), memory",
+    "quota-gpu": "Kueue quota, GPU", "quota-cpu": "Kueue quota, CPU", "quota-memory": "Kueue quota, memory",
+    "lent-gpu": "Quota lent, credited, GPU", "lent-cpu": "Quota lent, credited, CPU",
+    "lent-memory": "Quota lent, credited, memory",
 }
 
 # Two different things, two different words, each with the sentence that explains it wherever it is shown.
