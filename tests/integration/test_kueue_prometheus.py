@@ -1,0 +1,141 @@
+"""Kueue quotas billed as reserved capacity, against a real store: docs/spec.md "Kueue quotas", its worked example.
+
+The cluster of the worked example (cohort `research`: robotics' quota raised at noon, vision borrowing from nlp
+until 06:00 with one admitted pod never Running, nlp's two flavors), with Kueue's gauges as
+kueue-controller-manager exports them (fixtures.ksm.ClusterQueue) and a namespace that bypasses Kueue. Prices of
+tests/helpers/prometheus_jobs.py: H100 2.40, A100 1.60 per GPU-hour, 0.012 per core-hour, 0.0015 per GiB-hour.
+"""
+
+from dataclasses import replace
+from datetime import date
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pandas as pd
+import pytest
+import yaml
+from click.testing import CliRunner
+from sqlalchemy import create_engine
+
+from billing.cli import main
+from billing.days import billing_day
+from fixtures.ksm import (
+    A100,
+    GPU_PRODUCT_LABEL,
+    H100,
+    Cluster,
+    ClusterQueue,
+    Container,
+    Node,
+    Pod,
+    Quota,
+    World,
+)
+from fixtures.reference import reference_quota_bill, reference_usage
+from tests.helpers.prometheus_jobs import PRICES, write_config
+
+DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
+D = DAY.start.timestamp()
+BEFORE, AFTER = D - 3600, D + 25 * 3600
+GIB = 2**30
+
+
+def at(hour: float) -> float:
+    return D + hour * 3600
+
+
+def node(name: str, model: str, gpus: float) -> Node:
+    return Node(name, ((D - 86400, {GPU_PRODUCT_LABEL: model}),), {"cpu": 64.0, "memory": 512.0 * GIB, "nvidia_com_gpu": gpus})
+
+
+def pod(namespace: str, name: str, on: str, start: float, end: float, gpus: float, phase: str = "Running") -> Pod:
+    """GPUs only (no cpu or memory request), so that the figures are the worked example's."""
+    return Pod(namespace, name, f"uid-{name}", on, start, ((start, phase), (end, "Succeeded")), end + 600,
+               (Container("main", 0.0, 0.0, gpus),))
+
+
+QUEUES = (
+    ClusterQueue("robotics-cq", "research", (
+        Quota("h100", "nvidia.com/gpu", ((BEFORE, 8.0), (at(12), 16.0)), ((BEFORE, 8.0),)),
+        Quota("h100", "cpu", ((BEFORE, 64.0),)),  # 64 cores x 24 h x 0.012 = 18.432, nothing used
+        Quota("h100", "memory", ((BEFORE, 512.0 * GIB),)),  # 512 GiB x 24 h x 0.0015 = 18.432
+        Quota("h100", "pods", ((BEFORE, 100.0),)))),  # not billed
+    ClusterQueue("vision-cq", "research", (
+        Quota("h100", "nvidia.com/gpu", ((BEFORE, 8.0),), ((BEFORE, 0.0), (at(0), 12.0), (at(6), 0.0))),)),
+    ClusterQueue("nlp-cq", "research", (
+        Quota("h100", "nvidia.com/gpu", ((BEFORE, 8.0),), lending_limit=4.0),
+        Quota("a100", "nvidia.com/gpu", ((BEFORE, 4.0),), ((BEFORE, 2.0),)))),
+)
+WORLD = World(
+    (Cluster("jaguar",
+             (node("h100-1", H100, 8), node("h100-2", H100, 8), node("h100-3", H100, 8), node("a100-1", A100, 4)),
+             (pod("team-robotics", "train-a", "h100-1", BEFORE, AFTER, 4),
+              pod("team-robotics", "train-b", "h100-1", BEFORE, AFTER, 4),
+              pod("team-vision", "sweep-1", "h100-2", at(0), at(6), 8),
+              pod("team-vision", "sweep-2", "h100-3", at(0), at(6), 2),
+              pod("team-vision", "sweep-3", "h100-3", at(0), at(6), 2, phase="Pending"),  # admitted, pulling its image
+              pod("team-nlp", "eval", "a100-1", BEFORE, AFTER, 2),
+              pod("scratch", "notebook", "h100-3", at(10), at(15), 1)),  # bypasses Kueue: 5 GPU-h, 12.00
+             {"cluster": "jaguar"}, kueue=QUEUES),),
+    BEFORE, AFTER,
+)
+KUEUE = {"queues": {"robotics-cq": {"team": "robotics", "namespaces": ["team-robotics"]},
+                    "vision-cq": {"team": "vision", "namespaces": ["team-vision"]},
+                    "nlp-cq": {"team": "nlp", "namespaces": ["team-nlp"]}},
+         "flavors": {"h100": H100, "a100": A100}}
+
+
+def kueue_config(tmp_path: Path, url: str) -> str:
+    database = f"sqlite:///{tmp_path / 'ledger.db'}"
+    config = write_config(tmp_path, database, {"jaguar": url})
+    settings = yaml.safe_load(Path(config).read_text())
+    settings["clusters"][0]["kueue"] = KUEUE
+    (tmp_path / "billing.yaml").write_text(yaml.safe_dump(settings))
+    return config
+
+
+def ledger_of(tmp_path: Path) -> pd.DataFrame:
+    with create_engine(f"sqlite:///{tmp_path / 'ledger.db'}").connect() as conn:
+        return pd.read_sql("select * from chargeback", conn)
+
+
+def test_each_team_pays_its_quota_its_borrowing_and_is_paid_its_lending(store_server, tmp_path):
+    config = kueue_config(tmp_path, store_server(WORLD).url)
+    result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])
+    assert result.exit_code == 0, result.output
+    ledger = ledger_of(tmp_path)
+
+    # by hand (docs/spec.md's worked example, plus robotics' cpu and memory quota and scratch's notebook)
+    by_team = ledger.groupby("team")["cost"].sum()
+    assert by_team.to_dict() == pytest.approx({"robotics": 691.2 + 18.432 + 18.432, "vision": 508.8, "nlp": 566.4,
+                                               "unallocated": 12.0})
+    quota = ledger[ledger["resource"].str.startswith("quota-")].groupby(["namespace", "resource", "gpu_model"])
+    assert quota["quantity"].sum().to_dict() == pytest.approx({
+        ("quota:robotics-cq", "quota-gpu", H100): 288.0, ("quota:robotics-cq", "quota-cpu", ""): 1536.0,
+        ("quota:robotics-cq", "quota-memory", ""): 12288.0, ("quota:vision-cq", "quota-gpu", H100): 192.0,
+        ("quota:nlp-cq", "quota-gpu", H100): 192.0, ("quota:nlp-cq", "quota-gpu", A100): 96.0})
+    lent = ledger[ledger["resource"] == "lent-gpu"]
+    assert lent[["namespace", "team"]].values.tolist() == [["team-vision", "nlp"]]
+    assert lent["quantity"].tolist() == pytest.approx([-20.0]) and lent["cost"].tolist() == pytest.approx([-48.0])
+    assert ledger["cost"].sum() == pytest.approx(1766.4 + 36.864 + 12.0)  # the quotas and the bypassing use
+
+    # the independent reference, instant by instant from the samples, agrees on every team's GPUs
+    usage = reference_usage(WORLD, "jaguar", D, D + 86400, 60)
+    reference = reference_quota_bill(WORLD, "jaguar", D, D + 86400, 60,
+                                     {q: (v["team"], v["namespaces"]) for q, v in KUEUE["queues"].items()},
+                                     KUEUE["flavors"], PRICES["jaguar"]["gpu_models"], usage,
+                                     {"team-robotics": "robotics", "team-vision": "vision", "team-nlp": "nlp",
+                                      "scratch": "unallocated"})
+    gpus = ledger[ledger["resource"].str.endswith("gpu")].groupby("team")["cost"].sum()
+    assert gpus.to_dict() == pytest.approx(reference, rel=1e-9)
+
+
+def test_a_live_store_bills_the_same_quotas(live_store, tmp_path):
+    """Loaded by remote write as a live store fills itself: staleness markers where the pods' series end, Kueue's
+    gauges scraped from their own target."""
+    config = kueue_config(tmp_path, live_store(replace(WORLD, staleness=True)).url)
+    result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])
+    assert result.exit_code == 0, result.output
+    by_team = ledger_of(tmp_path).groupby("team")["cost"].sum()
+    assert by_team.to_dict() == pytest.approx({"robotics": 691.2 + 18.432 + 18.432, "vision": 508.8, "nlp": 566.4,
+                                               "unallocated": 12.0})
