@@ -434,8 +434,8 @@ class ClusterConfig(_Section):
     @model_validator(mode="after")
     def _pools_or_quotas(self) -> ClusterConfig:
         if self.kueue is not None and self.reserved_pools is not None:
-            raise ValueError("kueue: a cluster has reserved_pools or kueue, not both (a pod on a pool's node would "
-                             "be credited twice)")
+            raise ValueError("reserved_pools and kueue are both set: a cluster has one or the other (a pod on a "
+                             "pool's node would be credited twice)")
         return self
 
     @field_validator("prices")
