@@ -10,6 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from billing.collect.context import ClusterDay
+from billing.errors import RunFailed
 
 NOMINAL = "kueue_cluster_queue_nominal_quota"
 USAGE = "kueue_cluster_queue_resource_usage"
@@ -27,7 +28,9 @@ def quota_query(context: ClusterDay, family: str) -> str:
 
 
 def collect_quotas(context: ClusterDay) -> pd.DataFrame:
-    """Every Kueue quota series of the cluster-day at each instant it is visible (SAMPLES); none without `kueue`."""
+    """Every Kueue quota series of the cluster-day at each instant it is visible (SAMPLES); none without `kueue`.
+    A cluster with `kueue` whose store has no quota at all is refused, as a family the bill needs (docs/spec.md
+    "Rule 10: no data is not zero"): its teams would pay no quota and the day would look complete."""
     if context.cluster.kueue is None:
         return pd.DataFrame(columns=SAMPLES)
     rows = []
@@ -36,4 +39,9 @@ def collect_quotas(context: ClusterDay) -> pd.DataFrame:
             for series in context.source.range(quota_query(context, family), chunk.start, chunk.last, context.step):
                 labels = [series["metric"].get(label, "") for label in QUEUE_LABELS]
                 rows += [(family, *labels, float(t), float(v)) for t, v in series["values"]]
+    if not any(family == NOMINAL for family, *_ in rows):
+        raise RunFailed(
+            f"cluster {context.cluster.name}: the store holds no {NOMINAL} sample on {context.day.date} under the "
+            "cluster's selector, so its Kueue quotas cannot be billed: scrape kueue-controller-manager's metrics "
+            "(docs/deploy.md), or remove clusters[].kueue; nothing was billed and the day stays missing")
     return pd.DataFrame(rows, columns=SAMPLES)

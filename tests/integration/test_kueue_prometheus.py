@@ -139,3 +139,32 @@ def test_a_live_store_bills_the_same_quotas(live_store, tmp_path):
     by_team = ledger_of(tmp_path).groupby("team")["cost"].sum()
     assert by_team.to_dict() == pytest.approx({"robotics": 691.2 + 18.432 + 18.432, "vision": 508.8, "nlp": 566.4,
                                                "unallocated": 12.0})
+
+
+def test_check_names_the_queues_their_teams_and_warns_of_what_maps_to_nothing_or_twice(prometheus_server, tmp_path):
+    config = kueue_config(tmp_path, prometheus_server(WORLD).url)
+    settings = yaml.safe_load(Path(config).read_text())
+    settings["clusters"][0]["kueue"]["queues"] = {
+        "robotics-cq": {"team": "robotics", "namespaces": ["team-robotics", "team-vision"]},
+        "vision-cq": {"team": "vision", "namespaces": ["team-vision"]}}  # nlp-cq left out
+    Path(config).write_text(yaml.safe_dump(settings))
+    result = CliRunner().invoke(main, ["check", "--date", "2026-11-20", "--config", config])
+    line = next(line for line in result.output.splitlines() if "kueue jaguar" in line)
+    assert line.startswith("WARN")
+    assert ("ClusterQueues on 2026-11-20: nlp-cq (cohort research) -> no team; robotics-cq (cohort research) -> "
+            "robotics; vision-cq (cohort research) -> vision") in line
+    assert "ClusterQueue nlp-cq maps to no team: its quota is billed to nobody" in line
+    assert "namespace team-vision is listed under robotics-cq and vision-cq: it counts as robotics-cq's" in line
+
+
+def test_a_kueue_cluster_whose_store_has_no_quotas_is_refused(prometheus_server, tmp_path):
+    """Rule 10: without Kueue's gauges every team would pay no quota and the day would look complete."""
+    bare = replace(WORLD, clusters=(replace(WORLD.clusters[0], kueue=()),))
+    config = kueue_config(tmp_path, prometheus_server(bare).url)
+    result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])
+    assert result.exit_code == 1
+    assert ("cluster jaguar: the store holds no kueue_cluster_queue_nominal_quota sample on 2026-11-20 under the "
+            "cluster's selector") in result.output
+    assert not (tmp_path / "ledger.db").exists() or ledger_of(tmp_path).empty
+    checked = CliRunner().invoke(main, ["check", "--date", "2026-11-20", "--config", config])
+    assert next(line for line in checked.output.splitlines() if "kueue jaguar" in line).startswith("FAIL")
