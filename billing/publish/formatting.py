@@ -41,6 +41,12 @@ UNREQUESTED_SHARE_RULE = (
     "capacity that no pod requested on a cluster configured with unrequested: share, charged to the namespaces that paid for the "
     "cluster that day in proportion to what each paid there; it is billed on top of what pods requested"
 )
+KUEUE_QUOTAS = "Kueue quotas"
+KUEUE_QUOTAS_RULE = (
+    "each ClusterQueue's nominal quota is charged to its team whether used or not; its namespaces' use within the "
+    "quota is credited back (covered by the quota), use above it was borrowed from the cohort and is paid at the "
+    "normal price to the queues that lent it, whose teams are credited what they lent; in resource-hours"
+)
 HELD_UNUSED = "Held but unused"
 HELD_UNUSED_RULE = (
     "GPUs that pods requested but left nearly unused (DCGM utilisation below the configured threshold) and CPU "

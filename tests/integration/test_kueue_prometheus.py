@@ -32,6 +32,7 @@ from fixtures.ksm import (
     World,
 )
 from fixtures.reference import reference_quota_bill, reference_usage
+from tests.helpers.html_tables import read_page
 from tests.helpers.prometheus_jobs import PRICES, write_config
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
@@ -168,3 +169,25 @@ def test_a_kueue_cluster_whose_store_has_no_quotas_is_refused(prometheus_server,
     assert not (tmp_path / "ledger.db").exists() or ledger_of(tmp_path).empty
     checked = CliRunner().invoke(main, ["check", "--date", "2026-11-20", "--config", config])
     assert next(line for line in checked.output.splitlines() if "kueue jaguar" in line).startswith("FAIL")
+
+
+def test_the_team_pages_show_quota_use_within_it_borrowed_and_lent(prometheus_server, tmp_path):
+    config = kueue_config(tmp_path, prometheus_server(WORLD).url)
+    result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])
+    assert result.exit_code == 0, result.output
+    teams = tmp_path / "reports" / "2026-11-20" / "teams"
+    vision_html = (teams / "vision.html").read_text()
+    vision = read_page(vision_html)
+    # vision: 192 GPU-h of quota, 60 Running of which 2/3 within it, 20 borrowed (lent by nlp)
+    assert vision.tables["team-quotas"][1:] == [["jaguar", f"GPU {H100}", "192.00 GPU-h", "40.00 GPU-h",
+                                                 "20.00 GPU-h", "0.00 GPU-h"]]
+    nlp = read_page((teams / "nlp.html").read_text())
+    assert nlp.tables["team-quotas"][1:] == [["jaguar", f"GPU {A100}", "96.00 GPU-h", "48.00 GPU-h", "0.00 GPU-h",
+                                              "0.00 GPU-h"],
+                                             ["jaguar", f"GPU {H100}", "192.00 GPU-h", "0.00 GPU-h", "0.00 GPU-h",
+                                              "20.00 GPU-h"]]
+    robotics = read_page((teams / "robotics.html").read_text())
+    assert ["jaguar", "CPU", "1,536.00 core-h", "0.00 core-h", "0.00 core-h", "0.00 core-h"] in robotics.tables["team-quotas"]
+    assert ["jaguar", f"Kueue quota, GPU {H100}", "288.00 GPU-h", "691.20 USD"] in robotics.tables["team-usage"]
+    assert ["jaguar", f"Quota lent, credited, GPU {H100}", "-20.00 GPU-h", "-48.00 USD"] in nlp.tables["team-usage"]
+    assert "<strong>Kueue quotas</strong>: each ClusterQueue&#39;s nominal quota is charged to its team" in vision_html
