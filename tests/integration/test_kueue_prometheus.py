@@ -6,6 +6,7 @@ kueue-controller-manager exports them (fixtures.ksm.ClusterQueue) and a namespac
 tests/helpers/prometheus_jobs.py: H100 2.40, A100 1.60 per GPU-hour, 0.012 per core-hour, 0.0015 per GiB-hour.
 """
 
+import json
 from dataclasses import replace
 from datetime import date
 from pathlib import Path
@@ -191,3 +192,18 @@ def test_the_team_pages_show_quota_use_within_it_borrowed_and_lent(prometheus_se
     assert ["jaguar", f"Kueue quota, GPU {H100}", "288.00 GPU-h", "691.20 USD"] in robotics.tables["team-usage"]
     assert ["jaguar", f"Quota lent, credited, GPU {H100}", "-20.00 GPU-h", "-48.00 USD"] in nlp.tables["team-usage"]
     assert "<strong>Kueue quotas</strong>: each ClusterQueue&#39;s nominal quota is charged to its team" in vision_html
+
+
+def test_report_by_resource_lists_quota_credits_and_lending_and_says_what_they_are(prometheus_server, tmp_path):
+    config = kueue_config(tmp_path, prometheus_server(WORLD).url)
+    assert CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config]).exit_code == 0
+    result = CliRunner().invoke(main, ["report", "--team", "nlp", "--from", "2026-11-20", "--to", "2026-11-20",
+                                       "--by", "resource", "--format", "json", "--config", config])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output)["rows"]
+    costs = {row["resource"]: row["cost"] for row in rows}
+    # nlp: quotas 460.80 + 153.60, its A100 use 76.80 and its credit, and 48.00 for what it lent vision
+    assert costs == pytest.approx({"quota-gpu": 614.4, "nvidia_com_gpu": 76.8, "credit-gpu": -76.8, "lent-gpu": -48.0})
+    table = CliRunner().invoke(main, ["report", "--team", "nlp", "--from", "2026-11-20", "--to", "2026-11-20",
+                                      "--by", "resource", "--config", config])
+    assert "Kueue quotas: each ClusterQueue's nominal quota is charged to its team" in " ".join(table.output.split())
