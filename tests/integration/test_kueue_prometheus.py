@@ -207,3 +207,20 @@ def test_report_by_resource_lists_quota_credits_and_lending_and_says_what_they_a
     table = CliRunner().invoke(main, ["report", "--team", "nlp", "--from", "2026-11-20", "--to", "2026-11-20",
                                       "--by", "resource", "--config", config])
     assert "Kueue quotas: each ClusterQueue's nominal quota is charged to its team" in " ".join(table.output.split())
+
+
+def test_the_focus_export_names_quotas_and_books_lending_as_credit(prometheus_server, tmp_path):
+    config = kueue_config(tmp_path, prometheus_server(WORLD).url)
+    assert CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config]).exit_code == 0
+    output = tmp_path / "focus.csv"
+    result = CliRunner().invoke(main, ["export", "--config", config, "--format", "focus", "--from", "2026-11-20",
+                                       "--to", "2026-11-20", "--output", str(output)])
+    assert result.exit_code == 0, result.output
+    focus = pd.read_csv(output)
+    quotas = focus[focus["ResourceType"] == "Kueue quota"]
+    assert quotas.groupby("BillingAccountId")["BilledCost"].sum().to_dict() == pytest.approx(
+        {"robotics": 691.2 + 36.864, "vision": 460.8, "nlp": 614.4})
+    lent = focus[focus["ChargeDescription"].str.contains("quota lent", na=False)]
+    assert lent[["BillingAccountId", "ChargeCategory"]].values.tolist() == [["nlp", "Credit"]]
+    assert lent["BilledCost"].tolist() == pytest.approx([-48.0])
+    assert focus["BilledCost"].sum() == pytest.approx(1766.4 + 36.864 + 12.0)
