@@ -9,6 +9,7 @@ tests/helpers/prometheus_jobs.py: H100 2.40, A100 1.60 per GPU-hour, 0.012 per c
 import json
 from dataclasses import replace
 from datetime import date
+from email import message_from_bytes
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -20,6 +21,7 @@ from sqlalchemy import create_engine
 
 from billing.cli import main
 from billing.days import billing_day
+from fixtures.directory import directory_ldif
 from fixtures.ksm import (
     A100,
     GPU_PRODUCT_LABEL,
@@ -224,3 +226,20 @@ def test_the_focus_export_names_quotas_and_books_lending_as_credit(prometheus_se
     assert lent[["BillingAccountId", "ChargeCategory"]].values.tolist() == [["nlp", "Credit"]]
     assert lent["BilledCost"].tolist() == pytest.approx([-48.0])
     assert focus["BilledCost"].sum() == pytest.approx(1766.4 + 36.864 + 12.0)
+
+
+def test_the_team_leads_email_shows_the_quotas(prometheus_server, tmp_path):
+    config = kueue_config(tmp_path, prometheus_server(WORLD).url)
+    settings = yaml.safe_load(Path(config).read_text())
+    settings["email"] = {"enabled": True, "outbox_dir": str(tmp_path / "outbox"), "admins": ["infra@example.org"]}
+    Path(config).write_text(yaml.safe_dump(settings))
+    (tmp_path / "directory.ldif").write_text(directory_ldif(["alice", "bob", "carol"], {"vision": ["bob"]},
+                                                            leads={"vision": ["bob"]}))
+    result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])
+    assert result.exit_code == 0, result.output
+    letters = [message_from_bytes(path.read_bytes()) for path in (tmp_path / "outbox").rglob("*.eml")]
+    to_bob = next(letter for letter in letters if letter["To"] == "bob@example.org")
+    text = next(part for part in to_bob.walk() if part.get_content_type() == "text/plain").get_payload(decode=True)
+    lines = [" ".join(line.split()) for line in text.decode().splitlines()]
+    assert "KUEUE QUOTAS" in lines
+    assert f"jaguar GPU {H100} 192.00 GPU-h 40.00 GPU-h 20.00 GPU-h 0.00 GPU-h" in lines
