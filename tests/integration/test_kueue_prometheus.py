@@ -21,6 +21,7 @@ from sqlalchemy import create_engine
 
 from billing.cli import main
 from billing.days import billing_day
+from billing.web.app import create_app
 from fixtures.directory import directory_ldif
 from fixtures.ksm import (
     A100,
@@ -37,6 +38,7 @@ from fixtures.ksm import (
 from fixtures.reference import reference_quota_bill, reference_usage
 from tests.helpers.html_tables import read_page
 from tests.helpers.prometheus_jobs import PRICES, write_config
+from tests.helpers.serve import get, web_config
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 D = DAY.start.timestamp()
@@ -243,3 +245,14 @@ def test_the_team_leads_email_shows_the_quotas(prometheus_server, tmp_path):
     lines = [" ".join(line.split()) for line in text.decode().splitlines()]
     assert "KUEUE QUOTAS" in lines
     assert f"jaguar GPU {H100} 192.00 GPU-h 40.00 GPU-h 20.00 GPU-h 0.00 GPU-h" in lines
+
+
+def test_serve_shows_the_quota_and_says_what_it_is(prometheus_server, tmp_path):
+    config = kueue_config(tmp_path, prometheus_server(WORLD).url)
+    assert CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config]).exit_code == 0
+    app = create_app(web_config(f"sqlite:///{tmp_path / 'ledger.db'}")).test_client()
+    page = get(app, "/teams/nlp?from=2026-11-20&to=2026-11-20", "root")
+    assert page.status_code == 200
+    namespaces = read_page(page.text).tables["by-namespace"]
+    assert any(row[0] == "quota:nlp-cq" and row[-1].startswith("614.40") for row in namespaces), namespaces
+    assert "Kueue quotas: each ClusterQueue&#39;s nominal quota is charged to its team" in page.text
