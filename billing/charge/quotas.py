@@ -100,17 +100,21 @@ def quota_rows(hours: pd.DataFrame, lent: pd.DataFrame, rows: pd.DataFrame, clus
     quota["unit_price"] = [unit_price(prices, r.removeprefix(QUOTA), m) for r, m in zip(quota["resource"], quota["gpu_model"])]
     quota["cost"] = quota["list_cost"] = quota["quantity"] * quota["unit_price"]
 
-    # what share of each queue's use, per key, goes back to whom
-    shares = listed.assign(share=(1 - listed["borrowed"] / listed["used"]).where(listed["used"] > 0, 1.0),
-                           to=listed["cluster_queue"].map(teams), kind=CREDIT)
-    lending = lent[lent["lender"].isin(teams)].merge(listed[["cluster_queue", *KEY, "borrowed", "used"]],
-                                                     on=["cluster_queue", *KEY])
-    lending = lending.assign(share=lending["lent"] / lending["used"], to=lending["lender"].map(teams), kind=LENT)
-    shares = pd.concat([shares, lending], ignore_index=True)[["cluster_queue", *KEY, "share", "to", "kind"]]
-
+    # what share of each queue's charged use, per key, goes back to whom: of what Kueue admitted (use beyond its
+    # figures, work it did not admit, stays charged by requests), the part within the quota and each lender's part
     queue_of = kueue.queue_of()
     charged = rows[(rows["cluster"] == cluster.name) & rows["namespace"].isin(queue_of)]
-    charged = charged.assign(cluster_queue=charged["namespace"].map(queue_of)).merge(shares, on=["cluster_queue", *KEY])
+    charged = charged.assign(cluster_queue=charged["namespace"].map(queue_of))
+    measured = charged.groupby(["cluster_queue", *KEY])["quantity"].sum().rename("measured")
+    listed = listed.merge(measured.reset_index(), on=["cluster_queue", *KEY])
+    admitted = (listed["used"] / listed["measured"]).clip(upper=1.0).where(listed["used"] > 0, 0.0)
+    within = listed.assign(share=admitted * (1 - listed["borrowed"] / listed["used"]).where(listed["used"] > 0, 0.0),
+                           to=listed["cluster_queue"].map(teams), kind=CREDIT)
+    lending = lent[lent["lender"].isin(teams)].merge(listed.assign(admitted=admitted), on=["cluster_queue", *KEY])
+    lending = lending.assign(share=lending["admitted"] * lending["lent"] / lending["used"],
+                             to=lending["lender"].map(teams), kind=LENT)
+    shares = pd.concat([within, lending], ignore_index=True).query("share > 0")[["cluster_queue", *KEY, "share", "to", "kind"]]
+    charged = charged.merge(shares, on=["cluster_queue", *KEY])
     credits = charged.assign(team=charged["to"], resource=charged["kind"] + charged["resource"],
                              quantity=-charged["quantity"] * charged["share"], cost=-charged["cost"] * charged["share"])
     credits["list_cost"] = credits["cost"]

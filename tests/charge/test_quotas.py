@@ -105,3 +105,22 @@ def test_cpu_in_cores_memory_in_gib_and_unbilled_resources_left_out():
     hours, _ = quota_hours(frame, HOURLY, JAGUAR.kueue, {"nvidia_com_gpu": 1.0})
     assert dict(zip(hours["resource"], hours["nominal"])) == {"cpu": 64.0, "memory": 512.0}
     assert set(hours["gpu_model"]) == {""}
+
+
+def test_use_beyond_what_kueue_admitted_is_charged_by_requests():
+    """vision's pods ran 60 GPU-h but Kueue admitted 30 (all within its quota): the other 30, work Kueue did not
+    admit in its namespace, are charged as any namespace's, so half of the 144.00 is credited."""
+    frame = pd.DataFrame(samples(NOMINAL, "vision-cq", "h100", [8] * 24) + samples(USAGE, "vision-cq", "h100", [1.25] * 24),
+                         columns=SAMPLES)
+    hours, lent = quota_hours(frame, HOURLY, JAGUAR.kueue, {"nvidia_com_gpu": 1.0})
+    rows = quota_rows(hours, lent, ROWS, JAGUAR, JAGUAR.prices_on(date(2026, 11, 20)))
+    credit = rows[rows["resource"] == "credit-gpu"]
+    assert credit[["namespace", "team"]].values.tolist() == [["team-vision", "vision"]]
+    assert credit["quantity"].tolist() == pytest.approx([-30.0]) and credit["cost"].tolist() == pytest.approx([-72.0])
+
+
+def test_a_namespace_whose_queue_kueue_saw_no_use_of_is_charged_by_requests():
+    frame = pd.DataFrame(samples(NOMINAL, "vision-cq", "h100", [8] * 24), columns=SAMPLES)
+    hours, lent = quota_hours(frame, HOURLY, JAGUAR.kueue, {"nvidia_com_gpu": 1.0})
+    rows = quota_rows(hours, lent, ROWS, JAGUAR, JAGUAR.prices_on(date(2026, 11, 20)))
+    assert set(rows["resource"]) == {"quota-gpu"}

@@ -80,6 +80,7 @@ WORLD = World(
               pod("team-vision", "sweep-1", "h100-2", at(0), at(6), 8),
               pod("team-vision", "sweep-2", "h100-3", at(0), at(6), 2),
               pod("team-vision", "sweep-3", "h100-3", at(0), at(6), 2, phase="Pending"),  # admitted, pulling its image
+              pod("team-robotics", "debug", "h100-3", at(14), at(16), 1),  # bypasses Kueue: 2 GPU-h, 4.80
               pod("team-nlp", "eval", "a100-1", BEFORE, AFTER, 2),
               pod("scratch", "notebook", "h100-3", at(10), at(15), 1)),  # bypasses Kueue: 5 GPU-h, 12.00
              {"cluster": "jaguar"}, kueue=QUEUES),),
@@ -111,9 +112,10 @@ def test_each_team_pays_its_quota_its_borrowing_and_is_paid_its_lending(store_se
     assert result.exit_code == 0, result.output
     ledger = ledger_of(tmp_path)
 
-    # by hand (docs/spec.md's worked example, plus robotics' cpu and memory quota and scratch's notebook)
+    # by hand (docs/spec.md's worked example, plus robotics' cpu and memory quota, scratch's notebook and the
+    # 2 GPU-h robotics ran beside Kueue's 192: M = 194 > U = 192, so 2 GPU-h are charged by requests)
     by_team = ledger.groupby("team")["cost"].sum()
-    assert by_team.to_dict() == pytest.approx({"robotics": 691.2 + 18.432 + 18.432, "vision": 508.8, "nlp": 566.4,
+    assert by_team.to_dict() == pytest.approx({"robotics": 691.2 + 18.432 + 18.432 + 4.8, "vision": 508.8, "nlp": 566.4,
                                                "unallocated": 12.0})
     quota = ledger[ledger["resource"].str.startswith("quota-")].groupby(["namespace", "resource", "gpu_model"])
     assert quota["quantity"].sum().to_dict() == pytest.approx({
@@ -123,7 +125,7 @@ def test_each_team_pays_its_quota_its_borrowing_and_is_paid_its_lending(store_se
     lent = ledger[ledger["resource"] == "lent-gpu"]
     assert lent[["namespace", "team"]].values.tolist() == [["team-vision", "nlp"]]
     assert lent["quantity"].tolist() == pytest.approx([-20.0]) and lent["cost"].tolist() == pytest.approx([-48.0])
-    assert ledger["cost"].sum() == pytest.approx(1766.4 + 36.864 + 12.0)  # the quotas and the bypassing use
+    assert ledger["cost"].sum() == pytest.approx(1766.4 + 36.864 + 12.0 + 4.8)  # the quotas and the bypassing use
 
     # the independent reference, instant by instant from the samples, agrees on every team's GPUs
     usage = reference_usage(WORLD, "jaguar", D, D + 86400, 60)
@@ -143,7 +145,7 @@ def test_a_live_store_bills_the_same_quotas(live_store, tmp_path):
     result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])
     assert result.exit_code == 0, result.output
     by_team = ledger_of(tmp_path).groupby("team")["cost"].sum()
-    assert by_team.to_dict() == pytest.approx({"robotics": 691.2 + 18.432 + 18.432, "vision": 508.8, "nlp": 566.4,
+    assert by_team.to_dict() == pytest.approx({"robotics": 691.2 + 18.432 + 18.432 + 4.8, "vision": 508.8, "nlp": 566.4,
                                                "unallocated": 12.0})
 
 
@@ -227,7 +229,7 @@ def test_the_focus_export_names_quotas_and_books_lending_as_credit(prometheus_se
     lent = focus[focus["ChargeDescription"].str.contains("quota lent", na=False)]
     assert lent[["BillingAccountId", "ChargeCategory"]].values.tolist() == [["nlp", "Credit"]]
     assert lent["BilledCost"].tolist() == pytest.approx([-48.0])
-    assert focus["BilledCost"].sum() == pytest.approx(1766.4 + 36.864 + 12.0)
+    assert focus["BilledCost"].sum() == pytest.approx(1766.4 + 36.864 + 12.0 + 4.8)
 
 
 def test_the_team_leads_email_shows_the_quotas(prometheus_server, tmp_path):
