@@ -258,3 +258,16 @@ def test_serve_shows_the_quota_and_says_what_it_is(prometheus_server, tmp_path):
     namespaces = read_page(page.text).tables["by-namespace"]
     assert any(row[0] == "quota:nlp-cq" and row[-1].startswith("614.40") for row in namespaces), namespaces
     assert "Kueue quotas: each ClusterQueue&#39;s nominal quota is charged to its team" in page.text
+
+
+def test_the_statement_books_quota_as_reserved_and_lending_as_credit(prometheus_server, tmp_path):
+    config = kueue_config(tmp_path, prometheus_server(WORLD).url)
+    assert CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config]).exit_code == 0
+    result = CliRunner().invoke(main, ["statement", "--month", "2026-11", "--team", "nlp", "--format", "json",
+                                       "--config", config])
+    assert result.exit_code == 0, result.output
+    lines = json.loads(result.output)["teams"][0]["lines"]
+    amounts = {(line["kind"], line["resource"], line["gpu_model"]): line["amount"] for line in lines}
+    assert amounts == pytest.approx({("reserved", "quota-gpu", H100): 460.8, ("reserved", "quota-gpu", A100): 153.6,
+                                     ("charge", "gpu", A100): 76.8, ("credit", "credit-gpu", A100): -76.8,
+                                     ("credit", "lent-gpu", H100): -48.0})
