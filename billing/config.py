@@ -436,6 +436,9 @@ class ClusterConfig(_Section):
         if self.kueue is not None and self.reserved_pools is not None:
             raise ValueError("reserved_pools and kueue are both set: a cluster has one or the other (a pod on a "
                              "pool's node would be credited twice)")
+        if self.kueue is not None and self.unrequested == "share":
+            raise ValueError("kueue and unrequested: share are both set: a quota's owner pays its idle quota, so "
+                             "sharing what no pod requested would charge it twice; keep unrequested: unbilled")
         return self
 
     @field_validator("prices")

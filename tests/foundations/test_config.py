@@ -93,6 +93,8 @@ def test_bad_durations(text):
         ({"clusters": [cluster(reserved_pools={"node_label": "label_pool", "teams": {"p": "robotics"}},
                                kueue={"queues": {"research": {"team": "vision"}}})]}, "clusters[0]",
          "reserved_pools and kueue are both set: a cluster has one or the other"),
+        ({"clusters": [cluster(unrequested="share", kueue={"queues": {"research": {"team": "vision"}}})]}, "clusters[0]",
+         "kueue and unrequested: share are both set"),
         ({"clusters": [cluster(kueue={"queues": {"research": {"namespaces": ["team-vision"]}}})]},
          "clusters[0].kueue.queues.research.team", "required"),
         ({"cost_labels": ["example.com/x", "example_com_x"]}, "cost_labels",

@@ -182,11 +182,11 @@ def test_slices_sold_as_whole_gpus_count_as_the_physical_gpus_behind_them(demo_r
     assert [row[2] for row in sliced] == ["24.00 GPU-h"]
 
 
-def test_the_demos_cloud_cluster_bills_kueue_quotas(demo_run):
-    """ibis admits its batch work through Kueue (fixtures/demo/world.py with_kueue): vision's H100 quota of 4 is
+def test_the_demos_newest_cluster_bills_kueue_quotas(demo_run):
+    """jaguar admits its batch work through Kueue (fixtures/demo/world.py with_kueue): vision's H100 quota of 4 is
     raised to 6 at noon of the second day, nlp lends vision what it borrows in the first 8 hours of each day."""
     with create_engine(f"sqlite:///{demo_run / 'demo-out' / 'billing.db'}").connect() as conn:
-        ledger = pd.read_sql("select * from chargeback where cluster = 'ibis'", conn)
+        ledger = pd.read_sql("select * from chargeback where cluster = 'jaguar'", conn)
     quota = ledger[ledger["resource"] == "quota-gpu"].groupby("team")["quantity"].sum()
     assert quota.to_dict() == {"vision": 4 * 36 + 6 * 36, "nlp": 4 * 72, "speech": 2 * 72}  # GPU-hours over 3 days
     lent = ledger[ledger["resource"] == "lent-gpu"]
