@@ -358,6 +358,29 @@ class ReservedPools(_Section):
     teams: dict[str, str]  # pool (the label's value) -> the team that reserved it
 
 
+class KueueQueue(_Section):
+    """A Kueue ClusterQueue: the team that owns its quota and the namespaces whose LocalQueues point at it (Kueue's
+    metrics do not say which, docs/spec.md "Kueue quotas")."""
+
+    team: Annotated[str, Field(min_length=1)]
+    namespaces: list[Annotated[str, Field(min_length=1)]] = []
+
+
+class Kueue(_Section):
+    """Kueue ClusterQueues whose nominal quotas are billed as reserved capacity (docs/spec.md "Kueue quotas")."""
+
+    queues: dict[str, KueueQueue]  # ClusterQueue name -> its team and namespaces
+    flavors: dict[str, str] = {}  # ResourceFlavor name -> the GPU model its nodeLabels select (its price)
+
+    def queue_of(self) -> dict[str, str]:
+        """namespace -> its ClusterQueue; a namespace listed under two belongs to the first in name order."""
+        owned: dict[str, str] = {}
+        for queue in sorted(self.queues):
+            for namespace in self.queues[queue].namespaces:
+                owned.setdefault(namespace, queue)
+        return owned
+
+
 LabelName = Annotated[str, Field(pattern=r"^[a-zA-Z_][a-zA-Z0-9_]*$")]
 
 
@@ -388,6 +411,7 @@ class ClusterConfig(_Section):
     # to their cost, as `unrequested-<resource>` ledger rows, so the ledger adds up to the whole cluster's price
     unrequested: Literal["unbilled", "share"] = "unbilled"
     reserved_pools: ReservedPools | None = None
+    kueue: Kueue | None = None  # ClusterQueues' quotas billed as reserved capacity
     recover: CostRecovery | None = None  # None: charges stay what the prices make them
     label_names: LabelNames | None = None
     # what a pod's request is (docs/spec.md rule 3): what the scheduler reserves for it (pod), or its app
@@ -406,6 +430,16 @@ class ClusterConfig(_Section):
         log.warning("cluster %s: config key idle is now called unrequested; it is still read, but rename it "
                     "(unrequested: %s)", data.get("name"), data["idle"])
         return {("unrequested" if key == "idle" else key): value for key, value in data.items()}
+
+    @model_validator(mode="after")
+    def _pools_or_quotas(self) -> ClusterConfig:
+        if self.kueue is not None and self.reserved_pools is not None:
+            raise ValueError("reserved_pools and kueue are both set: a cluster has one or the other (a pod on a "
+                             "pool's node would be credited twice)")
+        if self.kueue is not None and self.unrequested == "share":
+            raise ValueError("kueue and unrequested: share are both set: a quota's owner pays its idle quota, so "
+                             "sharing what no pod requested would charge it twice; keep unrequested: unbilled")
+        return self
 
     @field_validator("prices")
     @classmethod

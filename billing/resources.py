@@ -6,7 +6,11 @@ a kind prefix: `reserved-` (a reserved pool's whole capacity, charged to the
 team that reserved it under the namespace `pool:<name>`), `credit-` (negative:
 what a namespace paid for using a reserved pool, credited to the pool's team)
 and `unrequested-` (a share of the capacity no pod requested on a cluster with
-`unrequested: share`).
+`unrequested: share`). Kueue quotas (docs/spec.md "Kueue quotas") add `quota-`
+(a ClusterQueue's nominal quota, charged to its team under the namespace
+`quota:<queue>`) and `lent-` (negative: the borrowed part of a namespace's use,
+credited to the team of the queue that lent it); use within a quota is a
+`credit-` row as a pool's.
 """
 
 from __future__ import annotations
@@ -16,13 +20,14 @@ import re
 CPU, MEMORY, GPU = "cpu", "memory", "gpu"
 RESOURCES = (CPU, MEMORY, GPU)
 
-RESERVED, CREDIT, UNREQUESTED = "reserved-", "credit-", "unrequested-"
-KINDS = (RESERVED, CREDIT, UNREQUESTED)
+RESERVED, CREDIT, UNREQUESTED, QUOTA, LENT = "reserved-", "credit-", "unrequested-", "quota-", "lent-"
+KINDS = (RESERVED, CREDIT, UNREQUESTED, QUOTA, LENT)
 LEDGER_RESOURCES = RESOURCES + tuple(kind + resource for kind in KINDS for resource in RESOURCES)
 
 RECOVERY = "recovery"  # statement_lines.kind of a cost recovery line; corrections.resource of one split again
 
 POOL_PREFIX = "pool:"  # namespace of a reserved pool's capacity rows; no Kubernetes namespace has a colon
+QUOTA_PREFIX = "quota:"  # namespace of a Kueue ClusterQueue's quota rows
 
 
 def base(resource: str) -> str:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from billing.collect.chunks import Chunk
 from billing.collect.context import ClusterDay, cluster_day
+from billing.collect.kueue import NOMINAL
 from billing.collect.preflight import day_queries, no_samples, preflight, window_of
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.promql import (
@@ -283,6 +284,39 @@ def workload_series(context: ClusterDay, cost_labels: list[str]) -> str:
     return f"pods' controllers{labels} have samples on {day.date}"
 
 
+def kueue_queues(context: ClusterDay) -> str:
+    """Which ClusterQueues Kueue's quota series name on the day, and the teams they map to (docs/spec.md "Kueue
+    quotas"); warnings for a queue that maps to no team (its quota is billed to nobody), a listed queue the store
+    does not have, and a namespace listed under two queues. None found fails: the run would refuse the day."""
+    cluster, day = context.cluster, context.day
+    kueue = cluster.kueue
+    assert kueue is not None  # asked only for a cluster with `kueue`
+    window, at = window_of(day)
+    query = (f"count by (cohort, cluster_queue) (last_over_time({NOMINAL}{{{cluster.prometheus.selector.strip()}}}"
+             f"[{window}]))")
+    found = {series["metric"].get("cluster_queue", ""): series["metric"].get("cohort", "")
+             for series in context.source.instant(query, at)}
+    if not found:
+        raise CheckFailure(f"on {day.date}: no {NOMINAL} sample under the cluster's selector, so its quotas cannot be "
+                           "billed and the run refuses the day: scrape kueue-controller-manager's metrics "
+                           "(docs/deploy.md), or remove clusters[].kueue")
+    named = [f"{queue} ({f'cohort {cohort}' if cohort else 'no cohort'}) -> "
+             f"{kueue.queues[queue].team if queue in kueue.queues else 'no team'}" for queue, cohort in sorted(found.items())]
+    remarks = [f"ClusterQueue {queue} maps to no team: its quota is billed to nobody (list it in clusters[].kueue.queues)"
+               for queue in sorted(set(found) - set(kueue.queues))]
+    remarks += [f"ClusterQueue {queue} of clusters[].kueue.queues has no quota series" for queue in sorted(set(kueue.queues) - set(found))]
+    listed: dict[str, list[str]] = {}
+    for queue in sorted(kueue.queues):
+        for namespace in kueue.queues[queue].namespaces:
+            listed.setdefault(namespace, []).append(queue)
+    remarks += [f"namespace {namespace} is listed under {' and '.join(queues)}: it counts as {queues[0]}'s"
+                for namespace, queues in sorted(listed.items()) if len(queues) > 1]
+    said = f"ClusterQueues on {day.date}: " + "; ".join(named)
+    if remarks:
+        raise CheckWarning(said + "; " + "; ".join(remarks))
+    return said
+
+
 def selector(context: ClusterDay) -> str:
     """Does the cluster's selector match any node of kube-state-metrics on the day checked? A typo would make
     every run refuse its day for want of data; a day without any sample says so first, the selector not being
@@ -372,6 +406,8 @@ def check_all(config: Config, day: date | None = None) -> Iterator[Probe]:
             yield _timed(f"selector {cluster.name}", partial(selector, context))
         yield _timed(f"series {cluster.name}", partial(bill_series, context, config.workloads.enabled))
         yield _timed(f"requests {cluster.name}", partial(request_rule, context))
+        if cluster.kueue is not None and not cluster.prometheus.replay:
+            yield _timed(f"kueue {cluster.name}", partial(kueue_queues, context))
         if config.workloads.enabled:
             yield _timed(f"workloads {cluster.name}", partial(workload_series, context, config.cost_labels))
     yield _timed("directory", lambda: check_directory(config.directory))

@@ -16,12 +16,15 @@ from billing import frames
 from billing.charge.bill import DayBill
 from billing.charge.ownership import assign_owners
 from billing.charge.pricing import price, price_holdings, reserve_pools, share_unrequested, unrequested_capacity
+from billing.charge.quotas import quota_hours, quota_rows
 from billing.charge.workloads import kept_since, workload_costs
 from billing.collect.audit import audit_cluster
 from billing.collect.capacity import collect_allocatable
 from billing.collect.context import ClusterDay, cluster_day
+from billing.collect.kueue import collect_quotas
 from billing.collect.preflight import preflight, refuse_missing
 from billing.collect.prometheus import PrometheusSource
+from billing.collect.promql import gpu_fractions
 from billing.collect.replay import prometheus_source
 from billing.collect.usage import ClusterUsage, collect_cluster
 from billing.collect.waste import MEASURES, WORKLOAD_WASTE_KEYS, attribute_waste, collect_waste, waste_by_namespace
@@ -175,12 +178,13 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0,
 
 @dataclass(frozen=True)
 class _Collected:
-    """What one cluster's store said about the day: usage, capacity and waste."""
+    """What one cluster's store said about the day: usage, capacity, waste and Kueue's quotas."""
 
     usage: ClusterUsage
     capacity: pd.DataFrame  # frames.CAPACITY
     wasted: pd.DataFrame  # frames.WASTE and cluster
     workload_wasted: pd.DataFrame  # waste.WORKLOAD_WASTE_KEYS, MEASURES and cluster; no rows with workloads off
+    quotas: pd.DataFrame  # collect/kueue.SAMPLES; none without `kueue`
 
 
 def _collect_cluster(config: Config, cluster: ClusterConfig, period: BillingDay) -> _Collected:
@@ -205,11 +209,12 @@ def collect_from(config: Config, cluster: ClusterConfig, period: BillingDay, sou
     allocatable = collect_allocatable(context)
     wasted, workload_wasted = _collect_waste(config, context, usage)
     capacity = unrequested_capacity(allocatable, usage.usage, cluster.prices_on(period.date), cluster.name)
+    quotas = collect_quotas(context)
     _log_cluster(usage)
     _log_capacity(cluster.name, capacity)
     billed = replace(usage, pod_hours=frames.POD_HOURS.empty())  # waste's alone: not held through the bill
     return _Collected(billed, capacity, wasted.assign(cluster=cluster.name),
-                      workload_wasted.assign(cluster=cluster.name))
+                      workload_wasted.assign(cluster=cluster.name), quotas)
 
 
 def _collect_waste(config: Config, context: ClusterDay, usage: ClusterUsage) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -237,6 +242,7 @@ def _bill(config: Config, ledger: Engine, day: date, prices: dict[str, Prices], 
     holdings = pd.concat([c.usage.holdings.assign(cluster=c.usage.cluster) for c in collected], ignore_index=True)
     held = price_holdings(holdings, ownership, rows)
     pool_rows = reserve_pools(capacity, usage, ownership, config.clusters, prices)
+    pool_rows = pd.concat([pool_rows, *_quota_rows(config, prices, collected, rows)], ignore_index=True)
     sharing = [c.name for c in config.clusters if c.unrequested == "share"]
     shared_rows = share_unrequested(capacity[capacity["cluster"].isin(sharing)], rows, config.namespaces.unallocated_team)
     rows = pd.concat([rows, pool_rows, shared_rows], ignore_index=True)
@@ -256,6 +262,18 @@ def _bill(config: Config, ledger: Engine, day: date, prices: dict[str, Prices], 
         extra={"day": day.isoformat(), "rows": written, "total_cost": total, "currency": config.currency},
     )
     return rows, written
+
+
+def _quota_rows(config: Config, prices: dict[str, Prices], collected: list[_Collected],
+                rows: pd.DataFrame) -> list[pd.DataFrame]:
+    """Each Kueue cluster's quota rows and credits (docs/spec.md "Kueue quotas"), from its quotas at each instant."""
+    fractions = gpu_fractions(config.gpu_resources)
+    billed = []
+    for cluster, found in zip(config.clusters, collected):
+        if cluster.kueue is not None:
+            hours, lent = quota_hours(found.quotas, int(config.step), cluster.kueue, fractions)
+            billed.append(quota_rows(hours, lent, rows, cluster, prices[cluster.name]))
+    return billed
 
 
 def _workload_rows(config: Config, prices: dict[str, Prices], collected: list[_Collected], ownership: pd.DataFrame,

@@ -115,6 +115,8 @@ class TeamReport:
     changes: Changes | None = None
     top_workloads: tuple[dict, ...] = ()  # cluster, namespace, workload, owner, cost; none without workload costs
     owner_workloads: dict[str, tuple[dict, ...]] = field(default_factory=dict)  # owner ('' team) -> its top ones
+    # Kueue quotas per cluster, resource and GPU model: quota, within, borrowed, lent (resource-hours; docs/spec.md)
+    quotas: tuple[dict, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -339,6 +341,33 @@ def _team_report(team: str, rows: pd.DataFrame, runs: set[date], day: date) -> T
     )
 
 
+def _quotas(today: pd.DataFrame) -> dict[str, tuple[dict, ...]]:
+    """Per team, its Kueue quotas of the day from the ledger's rows (docs/spec.md "Kueue quotas"), per cluster,
+    resource and GPU model in resource-hours: `quota` (its quota- rows), `within` (its credit- rows on a cluster with
+    quotas), `lent` (its lent- rows) and `borrowed` (the lent- rows of the namespaces it is charged for, by its share
+    of their use)."""
+    kind = today["resource"].str.extract(r"^(?:(quota|credit|lent)-)?(\w+)$")
+    rows = today.assign(kind=kind[0].fillna(""), base=kind[1])
+    kueue_clusters = set(rows.loc[rows["kind"] == "quota", "cluster"])
+    rows = rows[rows["cluster"].isin(kueue_clusters)]
+    if rows.empty:
+        return {}
+    keys = ["team", "cluster", "base", "gpu_model"]
+    own = rows[rows["kind"].isin(["quota", "credit", "lent"])].pivot_table(
+        index=keys, columns="kind", values="quantity", aggfunc="sum").reset_index()
+    used = rows[rows["kind"] == ""].groupby([*keys, "namespace"], as_index=False)["quantity"].sum()
+    used["share"] = used["quantity"] / used.groupby(["cluster", "namespace", "base", "gpu_model"])["quantity"].transform("sum")
+    lent = rows[rows["kind"] == "lent"].groupby(["cluster", "namespace", "base", "gpu_model"], as_index=False)["quantity"].sum()
+    borrowed = used.merge(lent, on=["cluster", "namespace", "base", "gpu_model"], suffixes=("", "_lent"))
+    borrowed["borrowed"] = -borrowed["quantity_lent"] * borrowed["share"]
+    table = own.merge(borrowed.groupby(keys, as_index=False)["borrowed"].sum(), on=keys, how="outer")
+    table = table.reindex(columns=[*keys, "quota", "credit", "lent", "borrowed"]).fillna(0.0)
+    table = table.assign(within=-table["credit"], lent=-table["lent"], resource=table["base"])
+    columns = ["cluster", "resource", "gpu_model", "quota", "within", "borrowed", "lent"]
+    return {str(team): tuple(group.sort_values(columns[:3])[columns].to_dict("records"))
+            for team, group in table.groupby("team")}
+
+
 def _with_discount(rows: pd.DataFrame) -> pd.DataFrame:
     return rows.assign(discount=rows["list_cost"] - rows["cost"])
 
@@ -352,7 +381,9 @@ def summarize(rows: pd.DataFrame, runs: set[date], day: date, currency: str, una
             f"but the configured currency is {currency}; reports do not add up different currencies"
         )
     today = rows[rows["day"] == day]
-    teams = [_team_report(str(team), team_rows, runs, day) for team, team_rows in rows.groupby("team")]
+    quotas = _quotas(today)
+    teams = [replace(_team_report(str(team), team_rows, runs, day), quotas=quotas.get(str(team), ()))
+             for team, team_rows in rows.groupby("team")]
     teams.sort(key=lambda t: (-t.cost, -t.month_to_date, t.team))
     month = [day.replace(day=n) for n in range(1, day.day + 1)]
     namespaces = money_sums(today, ["cluster", "namespace"], ["cost"]).merge(

@@ -57,7 +57,7 @@ from billing.days import billing_day
 from billing.errors import UsageError
 from billing.ledger.questions import ROW_KEY
 from billing.publish.report_formats import spreadsheet_safe
-from billing.resources import CPU, CREDIT, GPU, MEMORY, RESERVED, UNREQUESTED, base
+from billing.resources import CPU, CREDIT, GPU, LENT, MEMORY, QUOTA, QUOTA_PREFIX, RESERVED, UNREQUESTED, base
 
 TAG_PREFIX = "billing/"
 
@@ -167,8 +167,17 @@ def _description(row) -> str:
         "": f"{what} requested by {by} {row.namespace} on cluster {row.cluster}",
         UNREQUESTED: f"share of the unrequested {what} capacity of cluster {row.cluster}, charged to namespace {row.namespace}",
         RESERVED: f"{what} of the reserved {row.namespace.replace(':', ' ', 1)} on cluster {row.cluster}",
-        CREDIT: f"credit for the {what} namespace {row.namespace} used in a reserved pool on cluster {row.cluster}",
+        CREDIT: f"credit for the {what} namespace {row.namespace} used in a reserved pool or within a quota on cluster "
+                f"{row.cluster}",
+        QUOTA: f"{what} of the Kueue ClusterQueue {row.namespace.removeprefix(QUOTA_PREFIX)}'s nominal quota on cluster "
+               f"{row.cluster}",
+        LENT: f"credit for the {what} of quota lent to namespace {row.namespace} on cluster {row.cluster}",
     }[_kind(row.resource)]
+
+
+def _resource_type(resource: str) -> str:
+    """What a row's namespace stands for: a reserved pool's or a Kueue quota's capacity, or a namespace."""
+    return "Reserved pool" if resource.startswith(RESERVED) else "Kueue quota" if resource.startswith(QUOTA) else "Namespace"
 
 
 def focus_rows(ledger: pd.DataFrame, zone: ZoneInfo, recovered: pd.DataFrame | None = None,
@@ -176,9 +185,9 @@ def focus_rows(ledger: pd.DataFrame, zone: ZoneInfo, recovered: pd.DataFrame | N
     """Rows of `broken_down` as FOCUS rows of the version, one for one, in its FOCUS_COLUMNS order; then closed
     months' cost recovery lines (`recovery_rows`), each a row of its own."""
     units = ledger["resource"].map(base).map(PRICING_UNITS)
-    credit = ledger["resource"].str.startswith(CREDIT)
+    credit = ledger["resource"].str.startswith((CREDIT, LENT))
     workload = ledger["workload"].map(_is_workload).astype(bool)
-    namespace_type = ledger["resource"].str.startswith(RESERVED).map({True: "Reserved pool", False: "Namespace"})
+    namespace_type = ledger["resource"].map(_resource_type)
     tags = [_tag_sets(row) for row in ledger.itertuples()]
     focus = pd.DataFrame(
         {

@@ -31,6 +31,9 @@ RESOURCE_NAMES = {
     "credit-memory": "Pool use credited, memory",
     "unrequested-gpu": "Unrequested capacity (shared), GPU", "unrequested-cpu": "Unrequested capacity (shared), CPU",
     "unrequested-memory": "Unrequested capacity (shared), memory",
+    "quota-gpu": "Kueue quota, GPU", "quota-cpu": "Kueue quota, CPU", "quota-memory": "Kueue quota, memory",
+    "lent-gpu": "Quota lent, credited, GPU", "lent-cpu": "Quota lent, credited, CPU",
+    "lent-memory": "Quota lent, credited, memory",
 }
 
 # Two different things, two different words, each with the sentence that explains it wherever it is shown.
@@ -38,6 +41,12 @@ UNREQUESTED_SHARE = "Unrequested capacity (shared)"
 UNREQUESTED_SHARE_RULE = (
     "capacity that no pod requested on a cluster configured with unrequested: share, charged to the namespaces that paid for the "
     "cluster that day in proportion to what each paid there; it is billed on top of what pods requested"
+)
+KUEUE_QUOTAS = "Kueue quotas"
+KUEUE_QUOTAS_RULE = (
+    "each ClusterQueue's nominal quota is charged to its team whether used or not; its namespaces' use within the "
+    "quota is credited back (covered by the quota), use above it was borrowed from the cohort and is paid at the "
+    "normal price to the queues that lent it, whose teams are credited what they lent; in resource-hours"
 )
 HELD_UNUSED = "Held but unused"
 HELD_UNUSED_RULE = (

@@ -26,6 +26,8 @@ from billing.days import day_runs, days_in_month
 from billing.ledger.questions import LIST_COST
 from billing.publish.choices import LABEL_PREFIX, REPORT_FORMATS, WORKLOAD
 from billing.publish.formatting import (
+    KUEUE_QUOTAS,
+    KUEUE_QUOTAS_RULE,
     NO_WORKLOAD_RULE,
     RESOURCE_NAMES,
     ROUNDING,
@@ -52,7 +54,7 @@ from billing.publish.report import (
     UNREQUESTED_SHARE,
     Report,
 )
-from billing.resources import UNITS
+from billing.resources import LENT, QUOTA, QUOTA_PREFIX, UNITS
 
 WIDTH = 80  # the narrowest terminal the table is fitted to (a wider one, or $COLUMNS, gives it more room)
 MONEY = ["cost", REQUESTED_COST, UNREQUESTED_SHARE, LIST_COST]  # with a Rounding row where they miss their totals
@@ -140,6 +142,9 @@ def explanations(report: Report) -> list[str]:
              if UNREQUESTED_SHARE in report.columns else [])
     if any(row.get("workload") == UNATTRIBUTED for row in report.rows):
         found.append(f"{UNATTRIBUTED} is {NO_WORKLOAD_RULE}.")
+    if any(str(row.get("resource", "")).startswith((QUOTA, LENT)) or str(row.get("namespace", "")).startswith(QUOTA_PREFIX)
+           for row in report.rows):
+        found.append(f"{KUEUE_QUOTAS}: {KUEUE_QUOTAS_RULE}.")
     sums, rounded = _rounded(report)
     if any(rounding(values, sums[c]) for c, values in rounded.items() if c not in FOR_MACHINES):
         found.append(ROUNDING_NOTE)

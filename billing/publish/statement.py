@@ -57,7 +57,9 @@ from billing.resources import RECOVERY
 log = logging.getLogger(__name__)
 
 # the order of a cluster's lines, by the ledger resource's prefix
-KINDS = {"": "charge", "reserved": "reserved", "credit": "credit", "unrequested": "unrequested"}
+# (a Kueue quota is reserved capacity, and what was lent of it a credit: docs/spec.md "Kueue quotas")
+KINDS = {"": "charge", "reserved": "reserved", "credit": "credit", "unrequested": "unrequested", "quota": "reserved",
+         "lent": "credit"}
 CORRECTION = "correction"  # what a re-run of a closed month's day changed, booked in a later month
 KIND_ORDER = ["charge", "discount", "reserved", "credit", "unrequested", RECOVERY, CORRECTION]
 LINE_COLUMNS = ["team", "cost_center", "cluster", "kind", "resource", "gpu_model", "corrects", "quantity", "amount"]

@@ -12,7 +12,8 @@ from billing.resources import (
 
 
 def test_every_ledger_resource_has_its_base_a_unit_and_a_name():
-    assert len(LEDGER_RESOURCES) == 12
+    assert len(LEDGER_RESOURCES) == 18
+    assert base("lent-gpu") == "gpu" and UNITS["quota-memory"] == "GiB-h"
     assert [base(r) for r in ("gpu", "unrequested-gpu", "reserved-memory", "credit-cpu")] == ["gpu", "gpu", "memory", "cpu"]
     assert UNITS["credit-memory"] == "GiB-h" and UNITS["unrequested-gpu"] == "GPU-h" and UNITS["cpu"] == "core-h"
     assert set(RESOURCE_NAMES) == set(UNITS) == set(LEDGER_RESOURCES)

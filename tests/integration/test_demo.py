@@ -196,3 +196,14 @@ def test_the_demos_focus_export_passes_the_focus_13_checks(demo_run, monkeypatch
     assert set(methods) == {"billing/unrequested-share", "billing/reserved-pool"}
     pool = focus[focus["AllocatedMethodId"] == "billing/reserved-pool"]
     assert set(pool["BillingAccountId"]) == {"genomics"} and (pool["AllocatedMethodDetails"].map(ratio) > 0).all()
+
+
+def test_the_demos_newest_cluster_bills_kueue_quotas(demo_run):
+    """jaguar admits its batch work through Kueue (fixtures/demo/world.py with_kueue): vision's H100 quota of 4 is
+    raised to 6 at noon of the second day, nlp lends vision what it borrows in the first 8 hours of each day."""
+    with create_engine(f"sqlite:///{demo_run / 'demo-out' / 'billing.db'}").connect() as conn:
+        ledger = pd.read_sql("select * from chargeback where cluster = 'jaguar'", conn)
+    quota = ledger[ledger["resource"] == "quota-gpu"].groupby("team")["quantity"].sum()
+    assert quota.to_dict() == {"vision": 4 * 36 + 6 * 36, "nlp": 4 * 72, "speech": 2 * 72}  # GPU-hours over 3 days
+    lent = ledger[ledger["resource"] == "lent-gpu"]
+    assert set(lent["team"]) == {"nlp"} and set(lent["namespace"]) == {"team-vision"} and (lent["cost"] < 0).all()

@@ -85,7 +85,7 @@ def test_statement_formats(tmp_path):
     assert "75.20 USD" in page and "10.00 USD" in page and "Priority-class discount, CPU" in page
     # robotics by kind: usage 36.00 + 1.20, discount -0.60, pool 48.00, credit -10.00, unrequested 0.60
     for label, amount in [("Usage at list price", "37.20"), ("Priority-class discounts", "-0.60"),
-                          ("Reserved pools", "48.00"), ("Credits for use of reserved pools", "-10.00"),
+                          ("Reserved pools and Kueue quotas", "48.00"), ("Credits for use of reserved pools and quotas", "-10.00"),
                           ("Unrequested capacity (shared)", "0.60")]:
         assert f'<td>{label}</td><td class="num">{amount} USD</td>' in page
     with pytest.raises(StatementError, match="no team named 'robotic' on the statement of 2026-10; closest: robotics"):

@@ -1,0 +1,273 @@
+"""Kueue quotas billed as reserved capacity, against a real store: docs/spec.md "Kueue quotas", its worked example.
+
+The cluster of the worked example (cohort `research`: robotics' quota raised at noon, vision borrowing from nlp
+until 06:00 with one admitted pod never Running, nlp's two flavors), with Kueue's gauges as
+kueue-controller-manager exports them (fixtures.ksm.ClusterQueue) and a namespace that bypasses Kueue. Prices of
+tests/helpers/prometheus_jobs.py: H100 2.40, A100 1.60 per GPU-hour, 0.012 per core-hour, 0.0015 per GiB-hour.
+"""
+
+import json
+from dataclasses import replace
+from datetime import date
+from email import message_from_bytes
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pandas as pd
+import pytest
+import yaml
+from click.testing import CliRunner
+from sqlalchemy import create_engine
+
+from billing.cli import main
+from billing.days import billing_day
+from billing.web.app import create_app
+from fixtures.directory import directory_ldif
+from fixtures.ksm import (
+    A100,
+    GPU_PRODUCT_LABEL,
+    H100,
+    Cluster,
+    ClusterQueue,
+    Container,
+    Node,
+    Pod,
+    Quota,
+    World,
+)
+from fixtures.reference import reference_quota_bill, reference_usage
+from tests.helpers.html_tables import read_page
+from tests.helpers.prometheus_jobs import PRICES, write_config
+from tests.helpers.serve import get, web_config
+
+DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
+D = DAY.start.timestamp()
+BEFORE, AFTER = D - 3600, D + 25 * 3600
+GIB = 2**30
+
+
+def at(hour: float) -> float:
+    return D + hour * 3600
+
+
+def node(name: str, model: str, gpus: float) -> Node:
+    return Node(name, ((D - 86400, {GPU_PRODUCT_LABEL: model}),), {"cpu": 64.0, "memory": 512.0 * GIB, "nvidia_com_gpu": gpus})
+
+
+def pod(namespace: str, name: str, on: str, start: float, end: float, gpus: float, phase: str = "Running") -> Pod:
+    """GPUs only (no cpu or memory request), so that the figures are the worked example's."""
+    return Pod(namespace, name, f"uid-{name}", on, start, ((start, phase), (end, "Succeeded")), end + 600,
+               (Container("main", 0.0, 0.0, gpus),))
+
+
+QUEUES = (
+    ClusterQueue("robotics-cq", "research", (
+        Quota("h100", "nvidia.com/gpu", ((BEFORE, 8.0), (at(12), 16.0)), ((BEFORE, 8.0),)),
+        Quota("h100", "cpu", ((BEFORE, 64.0),)),  # 64 cores x 24 h x 0.012 = 18.432, nothing used
+        Quota("h100", "memory", ((BEFORE, 512.0 * GIB),)),  # 512 GiB x 24 h x 0.0015 = 18.432
+        Quota("h100", "pods", ((BEFORE, 100.0),)))),  # not billed
+    ClusterQueue("vision-cq", "research", (
+        Quota("h100", "nvidia.com/gpu", ((BEFORE, 8.0),), ((BEFORE, 0.0), (at(0), 12.0), (at(6), 0.0))),)),
+    ClusterQueue("nlp-cq", "research", (
+        Quota("h100", "nvidia.com/gpu", ((BEFORE, 8.0),), lending_limit=4.0),
+        Quota("a100", "nvidia.com/gpu", ((BEFORE, 4.0),), ((BEFORE, 2.0),)))),
+)
+WORLD = World(
+    (Cluster("jaguar",
+             (node("h100-1", H100, 8), node("h100-2", H100, 8), node("h100-3", H100, 8), node("a100-1", A100, 4)),
+             (pod("team-robotics", "train-a", "h100-1", BEFORE, AFTER, 4),
+              pod("team-robotics", "train-b", "h100-1", BEFORE, AFTER, 4),
+              pod("team-vision", "sweep-1", "h100-2", at(0), at(6), 8),
+              pod("team-vision", "sweep-2", "h100-3", at(0), at(6), 2),
+              pod("team-vision", "sweep-3", "h100-3", at(0), at(6), 2, phase="Pending"),  # admitted, pulling its image
+              pod("team-robotics", "debug", "h100-3", at(14), at(16), 1),  # bypasses Kueue: 2 GPU-h, 4.80
+              pod("team-nlp", "eval", "a100-1", BEFORE, AFTER, 2),
+              pod("scratch", "notebook", "h100-3", at(10), at(15), 1)),  # bypasses Kueue: 5 GPU-h, 12.00
+             {"cluster": "jaguar"}, kueue=QUEUES),),
+    BEFORE, AFTER,
+)
+KUEUE = {"queues": {"robotics-cq": {"team": "robotics", "namespaces": ["team-robotics"]},
+                    "vision-cq": {"team": "vision", "namespaces": ["team-vision"]},
+                    "nlp-cq": {"team": "nlp", "namespaces": ["team-nlp"]}},
+         "flavors": {"h100": H100, "a100": A100}}
+
+
+def kueue_config(tmp_path: Path, url: str) -> str:
+    database = f"sqlite:///{tmp_path / 'ledger.db'}"
+    config = write_config(tmp_path, database, {"jaguar": url})
+    settings = yaml.safe_load(Path(config).read_text())
+    settings["clusters"][0]["kueue"] = KUEUE
+    (tmp_path / "billing.yaml").write_text(yaml.safe_dump(settings))
+    return config
+
+
+def ledger_of(tmp_path: Path) -> pd.DataFrame:
+    with create_engine(f"sqlite:///{tmp_path / 'ledger.db'}").connect() as conn:
+        return pd.read_sql("select * from chargeback", conn)
+
+
+def test_each_team_pays_its_quota_its_borrowing_and_is_paid_its_lending(store_server, tmp_path):
+    config = kueue_config(tmp_path, store_server(WORLD).url)
+    result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])
+    assert result.exit_code == 0, result.output
+    ledger = ledger_of(tmp_path)
+
+    # by hand (docs/spec.md's worked example, plus robotics' cpu and memory quota, scratch's notebook and the
+    # 2 GPU-h robotics ran beside Kueue's 192: M = 194 > U = 192, so 2 GPU-h are charged by requests)
+    by_team = ledger.groupby("team")["cost"].sum()
+    assert by_team.to_dict() == pytest.approx({"robotics": 691.2 + 18.432 + 18.432 + 4.8, "vision": 508.8, "nlp": 566.4,
+                                               "unallocated": 12.0})
+    quota = ledger[ledger["resource"].str.startswith("quota-")].groupby(["namespace", "resource", "gpu_model"])
+    assert quota["quantity"].sum().to_dict() == pytest.approx({
+        ("quota:robotics-cq", "quota-gpu", H100): 288.0, ("quota:robotics-cq", "quota-cpu", ""): 1536.0,
+        ("quota:robotics-cq", "quota-memory", ""): 12288.0, ("quota:vision-cq", "quota-gpu", H100): 192.0,
+        ("quota:nlp-cq", "quota-gpu", H100): 192.0, ("quota:nlp-cq", "quota-gpu", A100): 96.0})
+    lent = ledger[ledger["resource"] == "lent-gpu"]
+    assert lent[["namespace", "team"]].values.tolist() == [["team-vision", "nlp"]]
+    assert lent["quantity"].tolist() == pytest.approx([-20.0]) and lent["cost"].tolist() == pytest.approx([-48.0])
+    assert ledger["cost"].sum() == pytest.approx(1766.4 + 36.864 + 12.0 + 4.8)  # the quotas and the bypassing use
+
+    # the independent reference, instant by instant from the samples, agrees on every team's GPUs
+    usage = reference_usage(WORLD, "jaguar", D, D + 86400, 60)
+    reference = reference_quota_bill(WORLD, "jaguar", D, D + 86400, 60,
+                                     {q: (v["team"], v["namespaces"]) for q, v in KUEUE["queues"].items()},
+                                     KUEUE["flavors"], PRICES["jaguar"]["gpu_models"], usage,
+                                     {"team-robotics": "robotics", "team-vision": "vision", "team-nlp": "nlp",
+                                      "scratch": "unallocated"})
+    gpus = ledger[ledger["resource"].str.endswith("gpu")].groupby("team")["cost"].sum()
+    assert gpus.to_dict() == pytest.approx(reference, rel=1e-9)
+
+
+def test_a_live_store_bills_the_same_quotas(live_store, tmp_path):
+    """Loaded by remote write as a live store fills itself: staleness markers where the pods' series end, Kueue's
+    gauges scraped from their own target."""
+    config = kueue_config(tmp_path, live_store(replace(WORLD, staleness=True)).url)
+    result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])
+    assert result.exit_code == 0, result.output
+    by_team = ledger_of(tmp_path).groupby("team")["cost"].sum()
+    assert by_team.to_dict() == pytest.approx({"robotics": 691.2 + 18.432 + 18.432 + 4.8, "vision": 508.8, "nlp": 566.4,
+                                               "unallocated": 12.0})
+
+
+def test_check_names_the_queues_their_teams_and_warns_of_what_maps_to_nothing_or_twice(prometheus_server, tmp_path):
+    config = kueue_config(tmp_path, prometheus_server(WORLD).url)
+    settings = yaml.safe_load(Path(config).read_text())
+    settings["clusters"][0]["kueue"]["queues"] = {
+        "robotics-cq": {"team": "robotics", "namespaces": ["team-robotics", "team-vision"]},
+        "vision-cq": {"team": "vision", "namespaces": ["team-vision"]}}  # nlp-cq left out
+    Path(config).write_text(yaml.safe_dump(settings))
+    result = CliRunner().invoke(main, ["check", "--date", "2026-11-20", "--config", config])
+    line = next(line for line in result.output.splitlines() if "kueue jaguar" in line)
+    assert line.startswith("WARN")
+    assert ("ClusterQueues on 2026-11-20: nlp-cq (cohort research) -> no team; robotics-cq (cohort research) -> "
+            "robotics; vision-cq (cohort research) -> vision") in line
+    assert "ClusterQueue nlp-cq maps to no team: its quota is billed to nobody" in line
+    assert "namespace team-vision is listed under robotics-cq and vision-cq: it counts as robotics-cq's" in line
+
+
+def test_a_kueue_cluster_whose_store_has_no_quotas_is_refused(prometheus_server, tmp_path):
+    """Rule 10: without Kueue's gauges every team would pay no quota and the day would look complete."""
+    bare = replace(WORLD, clusters=(replace(WORLD.clusters[0], kueue=()),))
+    config = kueue_config(tmp_path, prometheus_server(bare).url)
+    result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])
+    assert result.exit_code == 1
+    assert ("cluster jaguar: the store holds no kueue_cluster_queue_nominal_quota sample on 2026-11-20 under the "
+            "cluster's selector") in result.output
+    assert not (tmp_path / "ledger.db").exists() or ledger_of(tmp_path).empty
+    checked = CliRunner().invoke(main, ["check", "--date", "2026-11-20", "--config", config])
+    assert next(line for line in checked.output.splitlines() if "kueue jaguar" in line).startswith("FAIL")
+
+
+def test_the_team_pages_show_quota_use_within_it_borrowed_and_lent(prometheus_server, tmp_path):
+    config = kueue_config(tmp_path, prometheus_server(WORLD).url)
+    result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])
+    assert result.exit_code == 0, result.output
+    teams = tmp_path / "reports" / "2026-11-20" / "teams"
+    vision_html = (teams / "vision.html").read_text()
+    vision = read_page(vision_html)
+    # vision: 192 GPU-h of quota, 60 Running of which 2/3 within it, 20 borrowed (lent by nlp)
+    assert vision.tables["team-quotas"][1:] == [["jaguar", f"GPU {H100}", "192.00 GPU-h", "40.00 GPU-h",
+                                                 "20.00 GPU-h", "0.00 GPU-h"]]
+    nlp = read_page((teams / "nlp.html").read_text())
+    assert nlp.tables["team-quotas"][1:] == [["jaguar", f"GPU {A100}", "96.00 GPU-h", "48.00 GPU-h", "0.00 GPU-h",
+                                              "0.00 GPU-h"],
+                                             ["jaguar", f"GPU {H100}", "192.00 GPU-h", "0.00 GPU-h", "0.00 GPU-h",
+                                              "20.00 GPU-h"]]
+    robotics = read_page((teams / "robotics.html").read_text())
+    assert ["jaguar", "CPU", "1,536.00 core-h", "0.00 core-h", "0.00 core-h", "0.00 core-h"] in robotics.tables["team-quotas"]
+    assert ["jaguar", f"Kueue quota, GPU {H100}", "288.00 GPU-h", "691.20 USD"] in robotics.tables["team-usage"]
+    assert ["jaguar", f"Quota lent, credited, GPU {H100}", "-20.00 GPU-h", "-48.00 USD"] in nlp.tables["team-usage"]
+    assert "<strong>Kueue quotas</strong>: each ClusterQueue&#39;s nominal quota is charged to its team" in vision_html
+
+
+def test_report_by_resource_lists_quota_credits_and_lending_and_says_what_they_are(prometheus_server, tmp_path):
+    config = kueue_config(tmp_path, prometheus_server(WORLD).url)
+    assert CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config]).exit_code == 0
+    result = CliRunner().invoke(main, ["report", "--team", "nlp", "--from", "2026-11-20", "--to", "2026-11-20",
+                                       "--by", "resource", "--format", "json", "--config", config])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output)["rows"]
+    costs = {row["resource"]: row["cost"] for row in rows}
+    # nlp: quotas 460.80 + 153.60, its A100 use 76.80 and its credit, and 48.00 for what it lent vision
+    assert costs == pytest.approx({"quota-gpu": 614.4, "nvidia_com_gpu": 76.8, "credit-gpu": -76.8, "lent-gpu": -48.0})
+    table = CliRunner().invoke(main, ["report", "--team", "nlp", "--from", "2026-11-20", "--to", "2026-11-20",
+                                      "--by", "resource", "--config", config])
+    assert "Kueue quotas: each ClusterQueue's nominal quota is charged to its team" in " ".join(table.output.split())
+
+
+def test_the_focus_export_names_quotas_and_books_lending_as_credit(prometheus_server, tmp_path):
+    config = kueue_config(tmp_path, prometheus_server(WORLD).url)
+    assert CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config]).exit_code == 0
+    output = tmp_path / "focus.csv"
+    result = CliRunner().invoke(main, ["export", "--config", config, "--format", "focus", "--from", "2026-11-20",
+                                       "--to", "2026-11-20", "--output", str(output)])
+    assert result.exit_code == 0, result.output
+    focus = pd.read_csv(output)
+    quotas = focus[focus["ResourceType"] == "Kueue quota"]
+    assert quotas.groupby("BillingAccountId")["BilledCost"].sum().to_dict() == pytest.approx(
+        {"robotics": 691.2 + 36.864, "vision": 460.8, "nlp": 614.4})
+    lent = focus[focus["ChargeDescription"].str.contains("quota lent", na=False)]
+    assert lent[["BillingAccountId", "ChargeCategory"]].values.tolist() == [["nlp", "Credit"]]
+    assert lent["BilledCost"].tolist() == pytest.approx([-48.0])
+    assert focus["BilledCost"].sum() == pytest.approx(1766.4 + 36.864 + 12.0 + 4.8)
+
+
+def test_the_team_leads_email_shows_the_quotas(prometheus_server, tmp_path):
+    config = kueue_config(tmp_path, prometheus_server(WORLD).url)
+    settings = yaml.safe_load(Path(config).read_text())
+    settings["email"] = {"enabled": True, "outbox_dir": str(tmp_path / "outbox"), "admins": ["infra@example.org"]}
+    Path(config).write_text(yaml.safe_dump(settings))
+    (tmp_path / "directory.ldif").write_text(directory_ldif(["alice", "bob", "carol"], {"vision": ["bob"]},
+                                                            leads={"vision": ["bob"]}))
+    result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])
+    assert result.exit_code == 0, result.output
+    letters = [message_from_bytes(path.read_bytes()) for path in (tmp_path / "outbox").rglob("*.eml")]
+    to_bob = next(letter for letter in letters if letter["To"] == "bob@example.org")
+    text = next(part for part in to_bob.walk() if part.get_content_type() == "text/plain").get_payload(decode=True)
+    lines = [" ".join(line.split()) for line in text.decode().splitlines()]
+    assert "KUEUE QUOTAS" in lines
+    assert f"jaguar GPU {H100} 192.00 GPU-h 40.00 GPU-h 20.00 GPU-h 0.00 GPU-h" in lines
+
+
+def test_serve_shows_the_quota_and_says_what_it_is(prometheus_server, tmp_path):
+    config = kueue_config(tmp_path, prometheus_server(WORLD).url)
+    assert CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config]).exit_code == 0
+    app = create_app(web_config(f"sqlite:///{tmp_path / 'ledger.db'}")).test_client()
+    page = get(app, "/teams/nlp?from=2026-11-20&to=2026-11-20", "root")
+    assert page.status_code == 200
+    namespaces = read_page(page.text).tables["by-namespace"]
+    assert any(row[0] == "quota:nlp-cq" and row[-1].startswith("614.40") for row in namespaces), namespaces
+    assert "Kueue quotas: each ClusterQueue&#39;s nominal quota is charged to its team" in page.text
+
+
+def test_the_statement_books_quota_as_reserved_and_lending_as_credit(prometheus_server, tmp_path):
+    config = kueue_config(tmp_path, prometheus_server(WORLD).url)
+    assert CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config]).exit_code == 0
+    result = CliRunner().invoke(main, ["statement", "--month", "2026-11", "--team", "nlp", "--format", "json",
+                                       "--config", config])
+    assert result.exit_code == 0, result.output
+    lines = json.loads(result.output)["teams"][0]["lines"]
+    amounts = {(line["kind"], line["resource"], line["gpu_model"]): line["amount"] for line in lines}
+    assert amounts == pytest.approx({("reserved", "quota-gpu", H100): 460.8, ("reserved", "quota-gpu", A100): 153.6,
+                                     ("charge", "gpu", A100): 76.8, ("credit", "credit-gpu", A100): -76.8,
+                                     ("credit", "lent-gpu", H100): -48.0})
