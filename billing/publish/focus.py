@@ -13,15 +13,17 @@ the ledger maps onto FOCUS terms:
 * the cluster is the provider, publisher and invoice issuer;
 * the workload is the resource (ResourceId `<cluster>/<namespace>/<Kind>/<name>`,
   ResourceType its kind); without one, the namespace (`<cluster>/<namespace>`),
-  or a reserved pool for its capacity rows (`<cluster>/pool:<name>`);
-* ChargeCategory is Usage, but Credit for the credits of a reserved pool's
-  use (negative, no ConsumedQuantity); shared unrequested capacity is the Usage of
-  the namespace it is charged to;
+  or a reserved pool or Kueue quota for its capacity rows (`<cluster>/pool:<name>`,
+  `<cluster>/quota:<queue>`);
+* ChargeCategory is Usage, but Credit for the credits of a reserved pool's or a
+  Kueue quota's use and of lent quota (negative, no ConsumedQuantity); shared
+  unrequested capacity is the Usage of the namespace it is charged to;
 * the charge period is the billing day, the billing period its month, both
   as UTC instants of local midnights in the configured time zone;
 * BilledCost, EffectiveCost and ContractedCost are the ledger's cost;
-  ListCost is its list_cost, quantity x list price: they differ by the
-  discounts of pod priority classes (prices.priority_classes);
+  ListCost is quantity x list price (the ledger's list_cost, but for a
+  credit's): they differ by the discounts of pod priority classes
+  (prices.priority_classes);
 * cluster, namespace, team, owner, resource, GPU model and workload are also
   in Tags, under the provider-defined prefix `billing/`; the pod's cost labels
   (`cost_labels`) are user-defined tags under their own names, left out where
@@ -85,9 +87,11 @@ FOCUS_COLUMNS = {
 DEFAULT_VERSION = "1.3"
 
 # AllocatedMethodId of each kind of row that splits a shared cost (docs/reports.md documents each method)
-UNREQUESTED_SHARE, RESERVED_POOL, COST_RECOVERY = "billing/unrequested-share", "billing/reserved-pool", \
-    "billing/cost-recovery"
-ALLOCATIONS = {UNREQUESTED: UNREQUESTED_SHARE, RESERVED: RESERVED_POOL, CREDIT: RESERVED_POOL}
+UNREQUESTED_SHARE, RESERVED_POOL, KUEUE_QUOTA, COST_RECOVERY = "billing/unrequested-share", "billing/reserved-pool", \
+    "billing/kueue-quota", "billing/cost-recovery"
+ALLOCATIONS = {UNREQUESTED: UNREQUESTED_SHARE, RESERVED: RESERVED_POOL, CREDIT: RESERVED_POOL, QUOTA: KUEUE_QUOTA,
+               LENT: KUEUE_QUOTA}  # a credit on a Kueue cluster is its quota's (`_methods`)
+CAPACITY = (RESERVED, QUOTA)  # the kinds of a team's capacity (a pool's, a quota's) that credits are split from
 
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # FOCUS date/time format: ISO 8601 in UTC
 
@@ -183,7 +187,11 @@ def _resource_type(resource: str) -> str:
 def focus_rows(ledger: pd.DataFrame, zone: ZoneInfo, recovered: pd.DataFrame | None = None,
                version: str = DEFAULT_VERSION) -> pd.DataFrame:
     """Rows of `broken_down` as FOCUS rows of the version, one for one, in its FOCUS_COLUMNS order; then closed
-    months' cost recovery lines (`recovery_rows`), each a row of its own."""
+    months' cost recovery lines (`recovery_rows`), each a row of its own.
+
+    A credit's ListCost is its hours at list price, as FOCUS has ListCost = ListUnitPrice x PricingQuantity:
+    the ledger's list_cost of a credit is what it gives back (its cost), so that statements show no discount on it.
+    """
     units = ledger["resource"].map(base).map(PRICING_UNITS)
     credit = ledger["resource"].str.startswith((CREDIT, LENT))
     workload = ledger["workload"].map(_is_workload).astype(bool)
@@ -204,7 +212,7 @@ def focus_rows(ledger: pd.DataFrame, zone: ZoneInfo, recovered: pd.DataFrame | N
             "ContractedCost": ledger["cost"],
             "EffectiveCost": ledger["cost"],
             "InvoiceIssuerName": ledger["cluster"],
-            "ListCost": ledger["list_cost"],
+            "ListCost": ledger["list_cost"].mask(credit, ledger["quantity"] * ledger["unit_price"]),
             "ListUnitPrice": ledger["unit_price"],
             "PricingCategory": "Standard",
             "PricingQuantity": ledger["quantity"],
@@ -236,13 +244,14 @@ def _ledger_columns_13(ledger: pd.DataFrame, focus: pd.DataFrame,
     """What FOCUS 1.3 adds to or changes in the ledger rows' FOCUS columns.
 
     The rows that split a shared cost (ALLOCATIONS) are allocated charges: their resource is the origin
-    charge's (a cluster's unrequested capacity, a team's reserved pools of a resource), their Tags its tags
-    (cluster, resource, GPU model), and the namespace they charge is the AllocatedResourceId, its tags the
-    AllocatedTags.
+    charge's (a cluster's unrequested capacity, a team's reserved pools or Kueue quotas of a resource), their
+    Tags its tags (cluster, resource, GPU model), and the namespace they charge is the AllocatedResourceId, its
+    tags the AllocatedTags.
     """
     kind = ledger["resource"].map(_kind)
-    allocated = kind.isin(list(ALLOCATIONS))
-    origin = _origin_resources(ledger, kind)
+    method = _methods(ledger, kind)
+    allocated = method.notna()
+    origin = _origin_resources(ledger, kind, method)
     return {
         "HostProviderName": ledger["cluster"],
         "ServiceProviderName": ledger["cluster"],
@@ -252,33 +261,43 @@ def _ledger_columns_13(ledger: pd.DataFrame, focus: pd.DataFrame,
         "Tags": focus["Tags"].where(~allocated, [
             _json(origin_tags | {TAG_PREFIX + "resource": base(resource)}) if split else None
             for (origin_tags, _), split, resource in zip(tags, allocated, ledger["resource"])]),
-        **_allocation(kind.map(ALLOCATIONS), _ledger_ratios(ledger, kind), ledger["cluster"], ledger["namespace"],
+        **_allocation(method, _ledger_ratios(ledger, kind), ledger["cluster"], ledger["namespace"],
                       ledger["team"], [_json(charged) if split else None for (_, charged), split in zip(tags, allocated)]),
     }
 
 
+def _methods(ledger: pd.DataFrame, kind: pd.Series) -> pd.Series:
+    """Each row's AllocatedMethodId (None where it splits nothing): a credit is a Kueue quota's on a cluster-day
+    with quota rows, else a reserved pool's (the config refuses a cluster with both)."""
+    method = kind.map(ALLOCATIONS)
+    day_cluster = pd.MultiIndex.from_arrays([ledger["day"], ledger["cluster"]])
+    kueue = day_cluster.isin(day_cluster[(kind == QUOTA).to_numpy()])
+    return method.mask((kind == CREDIT) & kueue, KUEUE_QUOTA)
+
+
 def _pool_key(ledger: pd.DataFrame) -> list[pd.Series]:
-    """The origin of a reserved pool's rows: the team's reserved capacity of a resource and GPU model on a cluster
-    and day (the credits of a namespace's use are one row per team, whichever of its pools it used)."""
+    """The origin of a reserved pool's or a Kueue quota's rows: the team's capacity of a resource and GPU model on
+    a cluster and day (the credits of a namespace's use are one row per team, whichever of its pools or queues it
+    used; the lent credits are the lending team's)."""
     return [ledger["day"], ledger["cluster"], ledger["team"], ledger["resource"].map(base), ledger["gpu_model"]]
 
 
-def _origin_resources(ledger: pd.DataFrame, kind: pd.Series) -> pd.DataFrame:
+def _origin_resources(ledger: pd.DataFrame, kind: pd.Series, method: pd.Series) -> pd.DataFrame:
     """ResourceId, ResourceName, ResourceType of each allocated charge's origin: the cluster for a share of its
-    unrequested capacity; the team's pools (`<cluster>/pool:a`, or `pool:a+pool:b` for several) for the
-    reserved pool rows and their credits."""
+    unrequested capacity; the team's pools or quotas (`<cluster>/pool:a`, `<cluster>/quota:q`, or
+    `pool:a+pool:b` for several) for their capacity rows and their credits."""
     origin = pd.DataFrame({"ResourceId": ledger["cluster"], "ResourceName": ledger["cluster"],
                            "ResourceType": "Cluster"}, index=ledger.index)
-    pooled = kind.isin([RESERVED, CREDIT])
+    pooled = kind.isin([*CAPACITY, CREDIT, LENT])
     if not pooled.any():
         return origin
     rows = ledger[pooled]
-    reserved = rows["namespace"].where(kind[pooled] == RESERVED)
-    pools = reserved.groupby(_pool_key(rows)).transform(lambda names: "+".join(sorted(names.dropna().unique())))
-    pools = pools.where(pools != "", rows["namespace"])  # no capacity row in the range: the row's own
-    origin.loc[pooled, "ResourceId"] = rows["cluster"] + "/" + pools
-    origin.loc[pooled, "ResourceName"] = pools
-    origin.loc[pooled, "ResourceType"] = "Reserved pool"
+    capacity = rows["namespace"].where(kind[pooled].isin(CAPACITY))
+    names = capacity.groupby(_pool_key(rows)).transform(lambda names: "+".join(sorted(names.dropna().unique())))
+    names = names.where(names != "", rows["namespace"])  # no capacity row in the range: the row's own
+    origin.loc[pooled, "ResourceId"] = rows["cluster"] + "/" + names
+    origin.loc[pooled, "ResourceName"] = names
+    origin.loc[pooled, "ResourceType"] = method[pooled].map({RESERVED_POOL: "Reserved pool", KUEUE_QUOTA: "Kueue quota"})
     return origin
 
 
@@ -291,9 +310,9 @@ def _ratios(share: pd.Series, origin: list[pd.Series]) -> pd.Series:
 
 def _ledger_ratios(ledger: pd.DataFrame, kind: pd.Series) -> pd.Series:
     """The AllocatedRatio of the allocated ledger rows (NaN for the others)."""
-    pooled = kind.isin([RESERVED, CREDIT])
+    pooled = kind.isin([*CAPACITY, CREDIT, LENT])
     return pd.concat([_unrequested_ratios(ledger[kind == UNREQUESTED]),
-                      _pool_ratios(ledger[pooled], kind[pooled] == RESERVED)]).reindex(ledger.index)
+                      _pool_ratios(ledger[pooled], kind[pooled].isin(CAPACITY))]).reindex(ledger.index)
 
 
 def _unrequested_ratios(rows: pd.DataFrame) -> pd.Series:
@@ -302,14 +321,15 @@ def _unrequested_ratios(rows: pd.DataFrame) -> pd.Series:
     return _ratios(rows["quantity"], [rows["day"], rows["cluster"], rows["resource"], rows["gpu_model"]])
 
 
-def _pool_ratios(rows: pd.DataFrame, reserved: pd.Series) -> pd.Series:
-    """A team's reserved pools (`_pool_key`): each credit is the part of the pools' hours a namespace used (it
-    pays them in its own rows), each capacity row its pool's part of the hours no pod requested, which stay
-    the team's; so the parts add up to 1."""
-    capacity = rows["quantity"].where(reserved, 0.0).groupby(_pool_key(rows)).transform("sum")
-    used = (-rows["quantity"]).where(~reserved, 0.0).groupby(_pool_key(rows)).transform("sum")
-    kept = (1 - used / capacity).where(capacity != 0, 0.0)
-    return _ratios(rows["quantity"].abs().where(~reserved, rows["quantity"] * kept), _pool_key(rows))
+def _pool_ratios(rows: pd.DataFrame, capacity: pd.Series) -> pd.Series:
+    """A team's reserved pools or Kueue quotas (`_pool_key`): each credit is the part of their hours a namespace
+    used (it pays them in its own rows; a lent credit, the part it borrowed), each capacity row its pool's or
+    quota's part of the hours no one used, which stay the team's; so the parts add up to 1."""
+    quantity = rows["quantity"].astype(float)
+    held = quantity.where(capacity, 0.0).groupby(_pool_key(rows)).transform("sum")
+    used = (-quantity).where(~capacity, 0.0).groupby(_pool_key(rows)).transform("sum")
+    kept = (1 - used / held.where(held != 0)).fillna(0.0)
+    return _ratios(quantity.abs().where(~capacity, quantity * kept), _pool_key(rows))
 
 
 def _allocation(method: pd.Series, ratio: pd.Series, cluster: pd.Series, namespace: pd.Series, team: pd.Series,

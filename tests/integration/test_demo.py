@@ -185,7 +185,8 @@ def test_slices_sold_as_whole_gpus_count_as_the_physical_gpus_behind_them(demo_r
 
 
 def test_the_demos_focus_export_passes_the_focus_13_checks(demo_run, monkeypatch):
-    """Three days of a cluster sharing its unrequested capacity and renting two GPU nodes to genomics as a pool."""
+    """Three days of a cluster sharing its unrequested capacity and renting two GPU nodes to genomics as a pool, and
+    of jaguar billing its teams' Kueue quotas."""
     monkeypatch.chdir(demo_run)
     result = CliRunner().invoke(main, ["export", "--config", "fixtures/demo/billing.yaml", "--from", "2026-11-16",
                                        "--to", "2026-11-18"])
@@ -193,9 +194,12 @@ def test_the_demos_focus_export_passes_the_focus_13_checks(demo_run, monkeypatch
     focus = pd.read_csv(io.StringIO(result.stdout), keep_default_na=False, na_values=[""])
     check_focus_13(focus)
     methods = focus["AllocatedMethodId"].dropna()
-    assert set(methods) == {"billing/unrequested-share", "billing/reserved-pool"}
+    assert set(methods) == {"billing/unrequested-share", "billing/reserved-pool", "billing/kueue-quota"}
     pool = focus[focus["AllocatedMethodId"] == "billing/reserved-pool"]
     assert set(pool["BillingAccountId"]) == {"genomics"} and (pool["AllocatedMethodDetails"].map(ratio) > 0).all()
+    quota = focus[focus["AllocatedMethodId"] == "billing/kueue-quota"]  # vision's, nlp's and speech's queues on jaguar
+    assert set(quota["BillingAccountId"]) == {"vision", "nlp", "speech"} and set(quota["ProviderName"]) == {"jaguar"}
+    assert set(quota["ResourceType"]) == {"Kueue quota"} and set(quota["ChargeCategory"]) == {"Usage", "Credit"}
 
 
 def test_the_demos_newest_cluster_bills_kueue_quotas(demo_run):

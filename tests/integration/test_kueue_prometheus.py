@@ -223,7 +223,8 @@ def test_the_focus_export_names_quotas_and_books_lending_as_credit(prometheus_se
                                        "--to", "2026-11-20", "--output", str(output)])
     assert result.exit_code == 0, result.output
     focus = pd.read_csv(output)
-    quotas = focus[focus["ResourceType"] == "Kueue quota"]
+    # the quotas' rows; their credits, allocated charges of the quota (billing/kueue-quota), name it too
+    quotas = focus[(focus["ResourceType"] == "Kueue quota") & (focus["ChargeCategory"] == "Usage")]
     assert quotas.groupby("BillingAccountId")["BilledCost"].sum().to_dict() == pytest.approx(
         {"robotics": 691.2 + 36.864, "vision": 460.8, "nlp": 614.4})
     lent = focus[focus["ChargeDescription"].str.contains("quota lent", na=False)]

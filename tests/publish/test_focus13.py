@@ -104,6 +104,47 @@ def test_shares_of_unrequested_capacity_and_several_pools_of_a_team(tmp_path, wr
     assert focus["BilledCost"].sum() == pytest.approx(0.40 + 38.40 + 19.20)  # as the ledger
 
 
+def test_kueue_quotas_are_split_as_the_quota_method_and_their_credits_keep_list_cost_at_list_price(tmp_path, write_config):
+    rows = {DAY: [
+        # jaguar is Kueue-managed: vision's ClusterQueue holds 24 H100-hours, nlp's 48 (2.40 a GPU-hour)
+        ("jaguar", "quota:vision-q", "vision", None, "quota-gpu", H100, 24.0, 2.40, 57.60),
+        ("jaguar", "quota:nlp-q", "nlp", None, "quota-gpu", H100, 48.0, 2.40, 115.20),
+        # team-vision ran 30 GPU-hours, half at a 50 % priority-class discount (list 72.00, paid 54.00): 18 within
+        # vision's quota, 12 borrowed from nlp's; its credits are those parts of what it paid
+        ("jaguar", "team-vision", "vision", None, "gpu", H100, 30.0, 2.40, 54.00, 72.00),
+        ("jaguar", "team-vision", "vision", None, "credit-gpu", H100, -18.0, 2.40, -32.40),
+        ("jaguar", "team-vision", "nlp", None, "lent-gpu", H100, -12.0, 2.40, -21.60),
+        # team-nlp ran 24 GPU-hours within nlp's quota
+        ("jaguar", "team-nlp", "nlp", None, "gpu", H100, 24.0, 2.40, 57.60),
+        ("jaguar", "team-nlp", "nlp", None, "credit-gpu", H100, -24.0, 2.40, -57.60),
+        # heron has a reserved pool: its credit stays the pool's
+        ("heron", "pool:p1", "robotics", None, "reserved-gpu", H100, 24.0, 2.40, 57.60),
+        ("heron", "carol", "nlp", "carol", "gpu", H100, 6.0, 2.40, 14.40),
+        ("heron", "carol", "robotics", "carol", "credit-gpu", H100, -6.0, 2.40, -14.40),
+    ]}
+    config = str(write_config(database=write_ledger(tmp_path / "kueue.db", rows), currency="USD"))
+    focus = export(config, str(DAY), str(DAY))
+    check_focus_13(focus)
+    # vision's 24 quota hours: 18 used within (18/24), 6 unused stay the quota's (6/24); nlp's 48: 24 its own use
+    # (24/48), 12 lent to team-vision (12/48), 12 unused (12/48)
+    assert allocated_to(focus, "billing/kueue-quota") == pytest.approx({
+        ("jaguar/team-vision", "vision"): 0.75, ("jaguar/quota:vision-q", "vision"): 0.25,
+        ("jaguar/team-nlp", "nlp"): 0.5, ("jaguar/team-vision", "nlp"): 0.25, ("jaguar/quota:nlp-q", "nlp"): 0.25})
+    assert allocated_to(focus, "billing/reserved-pool") == pytest.approx({
+        ("heron/carol", "robotics"): 0.25, ("heron/pool:p1", "robotics"): 0.75})
+    quota = focus[focus["AllocatedMethodId"] == "billing/kueue-quota"]
+    assert set(zip(quota["BillingAccountId"], quota["ResourceId"], quota["ResourceType"])) == {
+        ("vision", "jaguar/quota:vision-q", "Kueue quota"), ("nlp", "jaguar/quota:nlp-q", "Kueue quota")}
+    # a credit gives back what was paid, and is worth its hours at list price: -18 x 2.40 and -12 x 2.40
+    credits = quota[quota["ChargeCategory"] == "Credit"].set_index("BillingAccountId")
+    assert credits.loc["vision", ["BilledCost", "ListCost"]].tolist() == pytest.approx([-32.40, -43.20])
+    assert credits.loc["nlp"].set_index("AllocatedResourceId").loc["jaguar/team-vision", ["BilledCost", "ListCost"]] \
+        .tolist() == pytest.approx([-21.60, -28.80])
+    assert focus["BilledCost"].sum() == pytest.approx(57.60 + 115.20 + 57.60)  # as the ledger: quotas and pool
+    older = export(config, str(DAY), str(DAY), "--focus-version", "1.2")  # FOCUS 1.2 asks the same of ListCost
+    assert older["ListCost"].to_numpy() == pytest.approx((older["ListUnitPrice"] * older["PricingQuantity"]).to_numpy())
+
+
 def test_workload_rows_pass_the_focus_13_checks_and_are_no_split(tmp_path, write_config):
     url = f"sqlite:///{tmp_path / 'workloads.db'}"
     engine = open_ledger(url)
