@@ -62,6 +62,10 @@ USAGE = schema("usage", "namespace", "resource", "gpu_model", "priority_class", 
 # the same below the namespace: per workload (Kind/name) and cost labels (a JSON object of every cost label)
 WORKLOAD_USAGE = schema("workload usage", "namespace", "workload", "labels", "resource", "gpu_model",
                         "priority_class", "pool", "quantity")
+# what pods bound to a node held while Pending (docs/spec.md "Rule 2: running"), as the usage, per reason: why the pod
+# was not Running yet ('' where the store does not say)
+BOUND_PENDING = schema("bound Pending usage", "namespace", "resource", "gpu_model", "priority_class", "pool", "reason",
+                       "quantity")
 # what the usage's `gpu` rows held: resource as kube-state-metrics names it (nvidia_com_mig_1g_10gb),
 # held_hours in its own units (slice-hours, replica-hours), gpu_hours the physical GPU-hours billed for them
 GPU_HELD = schema("GPU holdings", "namespace", "resource", "gpu_model", "held_hours", "gpu_hours")

@@ -1,0 +1,121 @@
+"""What pods bound to a node hold before they run (docs/spec.md "Rule 2: running", `bound_pending`), measured from a
+real Prometheus and VictoriaMetrics, backfilled and filled live (staleness markers), worked out by hand below and
+checked against fixtures.reference: an image pull, an init container that works for 20 minutes, a pod stuck in
+ImagePullBackOff with 8 GPUs and deleted while Pending, and an unschedulable pod that holds nothing.
+
+Before bound_pending, billing neither billed nor measured any of it: the 8 GPUs taken from everyone else for six
+hours were nowhere."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from datetime import date
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from billing.collect.context import cluster_day
+from billing.collect.prometheus import LivePrometheus
+from billing.collect.usage import collect_cluster
+from billing.config import ClusterConfig
+from billing.days import billing_day
+from fixtures.ksm import GPU_PRODUCT_LABEL, H100, Cluster, Container, Node, Pod, World
+from fixtures.reference import reference_usage
+from tests.helpers.prometheus_worlds import PRICES, assert_matches
+
+DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
+D, END = DAY.start.timestamp(), DAY.end.timestamp()
+GIB = 2**30
+
+
+def at(hour: float) -> float:
+    return D + hour * 3600
+
+
+PODS = (
+    # an image pull: created unscheduled at 09:50, bound at 10:00, ContainerCreating until Running at 10:30, done at
+    # 14:00. Held 0.5 h of 8 cores, 32 GiB, 1 GPU: 4 core-h, 16 GiB-h, 0.5 GPU-h (ContainerCreating); Running 3.5 h.
+    Pod("alice", "pull", "uid-pull", "gpu-1", at(9 + 50 / 60),
+        ((at(9 + 50 / 60), "Pending"), (at(10.5), "Running"), (at(14), "Succeeded")), at(14) + 600,
+        (Container("main", 8.0, 32 * GIB, 1.0),), scheduled=at(10),
+        waiting=((at(9 + 50 / 60), "ContainerCreating"), (at(10.5), ""))),
+    # a stage-dataset init container of 4 cores, 8 GiB for 20 minutes from 06:00, then Running all day on 1 core,
+    # 2 GiB. Rule 3 reserves max(4, 1) = 4 cores and max(8, 2) = 8 GiB for the pod's whole life: held 1/3 h, 4/3
+    # core-h, 8/3 GiB-h (InitContainersRunning); Running 17 2/3 h.
+    Pod("bob", "stage", "uid-stage", "gpu-1", at(6),
+        ((at(6), "Pending"), (at(6 + 20 / 60), "Running")), at(48),
+        (Container("stage-dataset", 4.0, 8 * GIB, init=True), Container("main", 1.0, 2 * GIB))),
+    # 8 GPUs, 16 cores, 64 GiB bound at 02:00, ContainerCreating for 10 minutes, then ImagePullBackOff until deleted
+    # while Pending at 08:00: 6 h held, 48 GPU-h, 96 core-h, 384 GiB-h; 46 2/3 GPU-h of them in ImagePullBackOff.
+    # (Where the store keeps no staleness markers, the deleted pod's series stay visible for the 5-minute lookback,
+    # as a deleted Running pod's do, and the ended ContainerCreating series with them; the reference knows both.)
+    Pod("carol", "stuck", "uid-stuck", "gpu-1", at(2), ((at(2), "Pending"),), at(8),
+        (Container("main", 16.0, 64 * GIB, 8.0),),
+        waiting=((at(2), "ContainerCreating"), (at(2 + 10 / 60), "ImagePullBackOff"))),
+    # never scheduled (no node), Pending all day with 4 GPUs: holds nothing
+    Pod("dave", "unschedulable", "uid-unschedulable", "gpu-1", at(-24), ((at(-24), "Pending"),), at(48),
+        (Container("main", 4.0, 16 * GIB, 4.0),), scheduled=math.inf),
+)
+NODES = (Node("gpu-1", ((D - 30 * 86400, {GPU_PRODUCT_LABEL: H100}),),
+              {"cpu": 96.0, "memory": 1024.0 * GIB, "nvidia_com_gpu": 16.0}),)
+WORLD = World((Cluster("jaguar", NODES, PODS, {"cluster": "jaguar"}),), D - 86400, D + 2 * 86400)
+
+# by hand, as the comments above say, on a store with staleness markers
+HELD = {("alice", "cpu", "", "ContainerCreating"): 4.0, ("alice", "memory", "", "ContainerCreating"): 16.0,
+        ("alice", "gpu", H100, "ContainerCreating"): 0.5,
+        ("bob", "cpu", "", "InitContainersRunning"): 4 / 3, ("bob", "memory", "", "InitContainersRunning"): 8 / 3,
+        ("carol", "cpu", "", "ContainerCreating"): 16 / 6, ("carol", "memory", "", "ContainerCreating"): 64 / 6,
+        ("carol", "gpu", H100, "ContainerCreating"): 8 / 6,
+        ("carol", "cpu", "", "ImagePullBackOff"): 16 * 35 / 6, ("carol", "memory", "", "ImagePullBackOff"): 64 * 35 / 6,
+        ("carol", "gpu", H100, "ImagePullBackOff"): 8 * 35 / 6}
+RUNNING = {("alice", "cpu", ""): 28.0, ("alice", "memory", ""): 112.0, ("alice", "gpu", H100): 3.5,
+           ("bob", "cpu", ""): 4 * (18 - 1 / 3), ("bob", "memory", ""): 8 * (18 - 1 / 3)}
+
+
+def config(url: str, bound_pending: str) -> ClusterConfig:
+    return ClusterConfig(name="jaguar", prometheus={"url": url, "selector": 'cluster="jaguar"', "retries": 0},
+                         prices=PRICES, bound_pending=bound_pending)
+
+
+def measured(url: str, bound_pending: str) -> tuple[dict, dict]:
+    """(usage per namespace, resource, GPU model; bound Pending usage per the same and reason) of the day."""
+    cluster = config(url, bound_pending)
+    usage = collect_cluster(cluster_day(cluster, DAY, 60, ["nvidia_com_gpu"], LivePrometheus("jaguar", cluster.prometheus)))
+    return (usage.usage.groupby(["namespace", "resource", "gpu_model"])["quantity"].sum().to_dict(),
+            usage.bound_pending.groupby(["namespace", "resource", "gpu_model", "reason"])["quantity"].sum().to_dict())
+
+
+def charged(running: dict, held: dict) -> dict:
+    """Running and held together, per namespace, resource and GPU model."""
+    total = dict(running)
+    for (namespace, resource, model, _), hours in held.items():
+        total[(namespace, resource, model)] = total.get((namespace, resource, model), 0.0) + hours
+    return total
+
+
+def check(url: str, world: World) -> None:
+    """The day measured with bound_pending show and charge agrees with the reference's three answers."""
+    held = reference_usage(world, "jaguar", D, END, 60, bound_pending="only")
+    running = reference_usage(world, "jaguar", D, END, 60)
+    assert reference_usage(world, "jaguar", D, END, 60, bound_pending="charge") == pytest.approx(charged(running, held))
+    for rule, bill in (("show", running), ("charge", charged(running, held))):
+        usage, pending = measured(url, rule)
+        assert_matches(usage, bill)
+        assert_matches(pending, held)
+
+
+def test_a_live_store_holds_what_was_worked_out_by_hand(live_store):
+    world = replace(WORLD, staleness=True)
+    assert_matches(reference_usage(world, "jaguar", D, END, 60, bound_pending="only"), HELD)
+    assert_matches(reference_usage(world, "jaguar", D, END, 60), RUNNING)
+    check(live_store(world).url, world)
+
+
+def test_a_backfilled_store_agrees_with_the_reference(store_server):
+    # the deleted pod's last samples and its ended ContainerCreating series stay visible for the lookback: held until
+    # 08:04, ContainerCreating until 02:14 (first by name while both show), ImagePullBackOff from 02:15 (350 minutes)
+    held = reference_usage(WORLD, "jaguar", D, END, 60, bound_pending="only")
+    assert held[("carol", "gpu", H100, "ContainerCreating")] == pytest.approx(8 * 15 / 60)
+    assert held[("carol", "gpu", H100, "ImagePullBackOff")] == pytest.approx(8 * 350 / 60)
+    check(store_server(WORLD).url, WORLD)
