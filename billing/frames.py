@@ -90,6 +90,9 @@ CAPACITY = schema("capacity", "cluster", "resource", "gpu_model", "pool", "alloc
 CHARGED_WASTE = schema("waste per team", "cluster", "namespace", "team", "owner", *WASTE_MEASURES)
 HOLDINGS = schema("GPU holdings per team", "cluster", "namespace", "team", "owner", "resource", "gpu_model",
                   "held_hours", "gpu_hours", "cost")
+# what pods bound to a node held while Pending, priced as the rows; charged: whether the rows include it
+BOUND_PENDING_COSTS = schema("bound Pending costs", "cluster", "namespace", "team", "owner", "resource", "gpu_model",
+                             "reason", "quantity", "unit_price", "cost", "list_cost", "charged")
 WORKLOAD_COSTS = schema("workload costs", "cluster", "namespace", "team", "owner", "workload", "labels", "resource",
                         "gpu_model", "quantity", "cost", "list_cost")
 CHARGED_WORKLOAD_WASTE = schema("waste per workload and team", "cluster", "namespace", "team", "owner", "workload",

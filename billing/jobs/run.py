@@ -232,7 +232,9 @@ def _bill(config: Config, ledger: Engine, day: date, prices: dict[str, Prices], 
     capacity = pd.concat([c.capacity for c in collected], ignore_index=True)
     wasted = pd.concat([c.wasted for c in collected], ignore_index=True)
     workload_wasted = pd.concat([c.workload_wasted for c in collected], ignore_index=True)
-    ownership = assign_owners(pd.concat([usage["namespace"], wasted["namespace"]]), directory, config.namespaces)
+    pending = pd.concat([c.usage.bound_pending.assign(cluster=c.usage.cluster) for c in collected], ignore_index=True)
+    ownership = assign_owners(pd.concat([usage["namespace"], wasted["namespace"], pending["namespace"]]), directory,
+                              config.namespaces)
     # what namespaces requested; reserved pools' capacity and credits; unrequested shared where a cluster says so
     rows = price(usage, ownership, prices)
     holdings = pd.concat([c.usage.holdings.assign(cluster=c.usage.cluster) for c in collected], ignore_index=True)
@@ -242,10 +244,14 @@ def _bill(config: Config, ledger: Engine, day: date, prices: dict[str, Prices], 
     shared_rows = share_unrequested(capacity[capacity["cluster"].isin(sharing)], rows, config.namespaces.unallocated_team)
     rows = pd.concat([rows, pool_rows, shared_rows], ignore_index=True)
     workloads = _workload_rows(config, prices, collected, ownership, rows)
+    charging = [c.name for c in config.clusters if c.bound_pending == "charge"]
+    bound_pending = price(pending, ownership, prices, below=["reason"])
+    bound_pending = bound_pending.assign(charged=bound_pending["cluster"].isin(charging))
+    _log_bound_pending(bound_pending, rows)
 
     bill = DayBill(rows, capacity, attribute_waste(wasted, ownership), held, workloads,
                    attribute_waste(workload_wasted, ownership) if workloads is not None else None,
-                   {c.usage.cluster: c.usage.coverage for c in collected})
+                   {c.usage.cluster: c.usage.coverage for c in collected}, bound_pending=bound_pending)
     written = replace_day(
         ledger, day, bill, config.currency,
         snapshot=None if directory_warning else directory_to_json(directory), directory_note=directory_warning,
@@ -257,6 +263,31 @@ def _bill(config: Config, ledger: Engine, day: date, prices: dict[str, Prices], 
         extra={"day": day.isoformat(), "rows": written, "total_cost": total, "currency": config.currency},
     )
     return rows, written
+
+
+def _log_bound_pending(bound_pending: pd.DataFrame, rows: pd.DataFrame) -> None:
+    """Per cluster and resource: what pods bound to a node held before they ran, its share of the cluster's bill
+    (the charged part of it, or what it would add) and the reason that held most of it."""
+    bills = rows.groupby("cluster")["cost"].sum()
+    cluster: Any  # the group keys (pandas-stubs types them as Hashable)
+    resource: Any
+    for (cluster, resource), held in bound_pending.groupby(["cluster", "resource"]):
+        log.info("cluster %s: %s", cluster, held_sentence(resource, held, float(bills.get(cluster, 0.0))))
+
+
+def held_sentence(resource: str, held: pd.DataFrame, bill: float) -> str:
+    """What pods bound to a node held of one resource before they ran (frames.BOUND_PENDING_COSTS rows, or any frame
+    with reason, quantity and cost), as the night's log and `billing check` say it: '48.00 GPU-h held by pods not yet
+    Running, 3.1% of the bill; 46.67 of them in ImagePullBackOff'. `bill`: the cluster's bill (0: no share said)."""
+    unit = {GPU: "GPU-h", CPU: "core-h", MEMORY: "GiB-h"}.get(resource, f"{resource}-h")
+    by_reason = held.groupby("reason")["quantity"].sum().sort_values(ascending=False, kind="stable")
+    sentence = f"{by_reason.sum():,.2f} {unit} held by pods bound to a node, not yet Running"
+    if bill:
+        charged = bool(held["charged"].all()) if "charged" in held else False
+        sentence += f", {held['cost'].sum() / bill:.1%} of the bill" + ("" if charged else " (shown, not charged)")
+    if len(by_reason) and by_reason.index[0]:
+        sentence += f"; {by_reason.iloc[0]:,.2f} of them in {by_reason.index[0]}"
+    return sentence
 
 
 def _workload_rows(config: Config, prices: dict[str, Prices], collected: list[_Collected], ownership: pd.DataFrame,

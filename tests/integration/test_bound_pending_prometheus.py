@@ -11,9 +11,13 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from datetime import date
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import pandas as pd
 import pytest
+import yaml
+from sqlalchemy import create_engine
 
 from billing.collect.context import cluster_day
 from billing.collect.prometheus import LivePrometheus
@@ -22,6 +26,8 @@ from billing.config import ClusterConfig
 from billing.days import billing_day
 from fixtures.ksm import GPU_PRODUCT_LABEL, H100, Cluster, Container, Node, Pod, World
 from fixtures.reference import reference_usage
+from tests.helpers.prometheus_jobs import PRICES as PRICES_OF_JOBS
+from tests.helpers.prometheus_jobs import run, write_config
 from tests.helpers.prometheus_worlds import PRICES, assert_matches
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
@@ -119,3 +125,48 @@ def test_a_backfilled_store_agrees_with_the_reference(store_server):
     assert held[("carol", "gpu", H100, "ContainerCreating")] == pytest.approx(8 * 15 / 60)
     assert held[("carol", "gpu", H100, "ImagePullBackOff")] == pytest.approx(8 * 350 / 60)
     check(store_server(WORLD).url, WORLD)
+
+
+def ledger(database: str, table: str) -> pd.DataFrame:
+    with create_engine(database).connect() as conn:
+        return pd.read_sql(f"select * from {table}", conn)  # noqa: S608 (a table name of this test)
+
+
+@pytest.mark.parametrize("rule", ["show", "charge"])
+def test_the_night_run_keeps_what_was_held_and_charges_it_where_the_cluster_says_so(prometheus_server, tmp_path,
+                                                                                   caplog, rule):
+    database = f"sqlite:///{tmp_path / 'ledger.db'}"
+    path = write_config(tmp_path, database, {"jaguar": prometheus_server(WORLD).url})
+    written = yaml.safe_load(Path(path).read_text())
+    written["clusters"][0]["bound_pending"] = rule
+    Path(path).write_text(yaml.safe_dump(written))
+    with caplog.at_level("INFO", logger="billing.jobs.run"):
+        result = run(path)
+    assert result.exit_code == 0, result.output
+
+    held = reference_usage(WORLD, "jaguar", D, END, 60, bound_pending="only")
+    billed = reference_usage(WORLD, "jaguar", D, END, 60, bound_pending=rule)
+    prices = PRICES_OF_JOBS["jaguar"]
+
+    def unit_price(resource: str, model: str) -> float:
+        return (prices["gpu_models"].get(model, prices["gpu_hour"]) if resource == "gpu"
+                else prices["cpu_core_hour" if resource == "cpu" else "memory_gib_hour"])
+
+    kept = ledger(database, "bound_pending")
+    assert set(kept["charged"]) == {int(rule == "charge")}
+    assert set(kept["team"]) == {"robotics", "vision", "nlp"}  # alice's, bob's (half each) and carol's
+    assert_matches(kept.groupby(["namespace", "resource", "gpu_model", "reason"])["quantity"].sum().to_dict(), held)
+    assert (kept["cost"] == kept["quantity"] * kept["unit_price"]).all()
+    rows = ledger(database, "chargeback")
+    assert_matches(rows.groupby(["namespace", "resource", "gpu_model"])["quantity"].sum().to_dict(), billed)
+
+    # the night's log: GPUs held, their share of the cluster's bill, the reason that held most of them; by hand:
+    # alice's 0.5 H100-hours and carol's 8 x 365 minutes, 8 x 350 of them in ImagePullBackOff
+    gpus = 0.5 + 8 * 365 / 60
+    assert held[("carol", "gpu", H100, "ImagePullBackOff")] + held[("alice", "gpu", H100, "ContainerCreating")] + held[
+        ("carol", "gpu", H100, "ContainerCreating")] == pytest.approx(gpus)
+    bill = sum(hours * unit_price(resource, model) for (_, resource, model), hours in billed.items())
+    share = f"{gpus * 2.40 / bill:.1%} of the bill" + ("" if rule == "charge" else " (shown, not charged)")
+    said = (f"cluster jaguar: {gpus:,.2f} GPU-h held by pods bound to a node, not yet Running, {share}; "
+            f"{8 * 350 / 60:,.2f} of them in ImagePullBackOff")
+    assert said in [record.getMessage() for record in caplog.records]
