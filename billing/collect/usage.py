@@ -378,18 +378,7 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
                  len(exact_pods), ", ".join(relabelled[:3]) or "none")
         for labels, values in _exact(source, queries, chunk, exact_pods, relabelled, by_pod):
             rows.append(row(labels, sum(float(v) for _, v in values)))
-    pending = []  # what pods bound to a node held while Pending, per reason, instant by instant: they are few
-    bound_pending = _uids(source.instant(queries.bound_pending(), at))
-    if bound_pending:
-        reasons = _reasons(source, queries, chunk, bound_pending)
-        for labels, values in _exact(source, queries, chunk, bound_pending, relabelled, True, "Pending"):
-            held: dict[str, float] = {}
-            for t, value in values:
-                reason = reasons.get((labels.get("uid", ""), int(t)), "")
-                held[reason] = held.get(reason, 0.0) + float(value)
-            for reason, count in held.items():
-                kept = row(labels, count)
-                pending.append((*kept[:-2], reason, *kept[-2:]))
+    pending = _bound_pending(source, queries, chunk, relabelled, row)
     instants = (chunk.end - chunk.start) // chunk.step
     columns = [*POD_COLUMNS, *frames.USAGE.columns] if by_pod else frames.USAGE.columns
     if queries.breakdown_keys:
@@ -404,6 +393,40 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
 
 
 PENDING_KEYS = ["reason", "quantity"]  # what a row of bound-Pending usage has where a usage row has its quantity
+
+
+def _bound_pending(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, relabelled: list[str],
+                   row: Callable[[dict[str, str], float], tuple]) -> list[tuple]:
+    """What pods bound to a node held while Pending in the chunk (docs/spec.md "Rule 2: running"), instant by instant
+    (they are few): per pod and reason, `row(labels, instants)` with the reason put before its last two values (the
+    quantity and the hours in the resource's units)."""
+    uids = _uids(source.instant(queries.bound_pending(), chunk.last))
+    if not uids:
+        return []
+    reasons = _reasons(source, queries, chunk, uids)
+    pending = []
+    for labels, values in _exact(source, queries, chunk, uids, relabelled, True, "Pending"):
+        held: dict[str, float] = {}
+        for t, value in values:
+            reason = reasons.get((labels.get("uid", ""), int(t)), "")
+            held[reason] = held.get(reason, 0.0) + float(value)
+        for reason, instants in held.items():
+            kept = row(labels, instants)
+            pending.append((*kept[:-2], reason, *kept[-2:]))
+    return pending
+
+
+def bound_pending_hours(source: PrometheusSource, queries: UsageQueries, chunk: Chunk) -> pd.DataFrame:
+    """Resource-hours in billing units (resource, reason, quantity) that pods bound to a node held while Pending in
+    one chunk, as the bill measures them: `billing check` asks the whole day as one chunk at a coarser step."""
+    nodes = NodeKinds(source, queries, chunk.last)
+
+    def row(labels: dict[str, str], instants: float) -> tuple:
+        return labels.get("resource", ""), instants * nodes.priced(labels)[2], instants
+    rows = _bound_pending(source, queries, chunk, nodes.relabelled, row)
+    frame = billing_units(_hours(rows, chunk.step, ["resource", "reason", "quantity"]).assign(gpu_model=""),
+                          queries.fractions)
+    return frame.groupby(["resource", "reason"], as_index=False)[["quantity"]].sum()
 
 
 def _exact(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, uids: frozenset[str], relabelled: list[str],

@@ -14,6 +14,7 @@ from sqlalchemy import Engine
 
 from billing import frames
 from billing.charge.bill import DayBill
+from billing.charge.bound_pending import held_sentence
 from billing.charge.ownership import assign_owners
 from billing.charge.pricing import price, price_holdings, reserve_pools, share_unrequested, unrequested_capacity
 from billing.charge.workloads import kept_since, workload_costs
@@ -272,22 +273,11 @@ def _log_bound_pending(bound_pending: pd.DataFrame, rows: pd.DataFrame) -> None:
     cluster: Any  # the group keys (pandas-stubs types them as Hashable)
     resource: Any
     for (cluster, resource), held in bound_pending.groupby(["cluster", "resource"]):
-        log.info("cluster %s: %s", cluster, held_sentence(resource, held, float(bills.get(cluster, 0.0))))
-
-
-def held_sentence(resource: str, held: pd.DataFrame, bill: float) -> str:
-    """What pods bound to a node held of one resource before they ran (frames.BOUND_PENDING_COSTS rows, or any frame
-    with reason, quantity and cost), as the night's log and `billing check` say it: '48.00 GPU-h held by pods not yet
-    Running, 3.1% of the bill; 46.67 of them in ImagePullBackOff'. `bill`: the cluster's bill (0: no share said)."""
-    unit = {GPU: "GPU-h", CPU: "core-h", MEMORY: "GiB-h"}.get(resource, f"{resource}-h")
-    by_reason = held.groupby("reason")["quantity"].sum().sort_values(ascending=False, kind="stable")
-    sentence = f"{by_reason.sum():,.2f} {unit} held by pods bound to a node, not yet Running"
-    if bill:
-        charged = bool(held["charged"].all()) if "charged" in held else False
-        sentence += f", {held['cost'].sum() / bill:.1%} of the bill" + ("" if charged else " (shown, not charged)")
-    if len(by_reason) and by_reason.index[0]:
-        sentence += f"; {by_reason.iloc[0]:,.2f} of them in {by_reason.index[0]}"
-    return sentence
+        bill = float(bills.get(cluster, 0.0))
+        share = f"{held['cost'].sum() / bill:.1%} of the bill" if bill else ""
+        if share and not held["charged"].all():
+            share += " (shown, not charged)"
+        log.info("cluster %s: %s", cluster, held_sentence(resource, held, share))
 
 
 def _workload_rows(config: Config, prices: dict[str, Prices], collected: list[_Collected], ownership: pd.DataFrame,

@@ -17,18 +17,20 @@ from zoneinfo import ZoneInfo
 import pandas as pd
 import pytest
 import yaml
+from click.testing import CliRunner
 from sqlalchemy import create_engine
 
+from billing.cli import main
 from billing.collect.context import cluster_day
 from billing.collect.prometheus import LivePrometheus
 from billing.collect.usage import collect_cluster
 from billing.config import ClusterConfig
 from billing.days import billing_day
-from fixtures.ksm import GPU_PRODUCT_LABEL, H100, Cluster, Container, Node, Pod, World
+from fixtures.ksm import GPU_PRODUCT_LABEL, H100, Cluster, Container, Node, Pod, World, replaced_exporter
 from fixtures.reference import reference_usage
 from tests.helpers.prometheus_jobs import PRICES as PRICES_OF_JOBS
 from tests.helpers.prometheus_jobs import run, write_config
-from tests.helpers.prometheus_worlds import PRICES, assert_matches
+from tests.helpers.prometheus_worlds import PRICES, assert_matches, world_of
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 D, END = DAY.start.timestamp(), DAY.end.timestamp()
@@ -170,3 +172,29 @@ def test_the_night_run_keeps_what_was_held_and_charges_it_where_the_cluster_says
     said = (f"cluster jaguar: {gpus:,.2f} GPU-h held by pods bound to a node, not yet Running, {share}; "
             f"{8 * 350 / 60:,.2f} of them in ImagePullBackOff")
     assert said in [record.getMessage() for record in caplog.records]
+
+
+def test_check_says_what_pods_bound_to_a_node_held_before_they_ran(prometheus_server, write_config):
+    # every 5 minutes on the backfilled store: alice's pod at 10:00 ... 10:25 (6 instants, 0.5 GPU-h) and carol's at
+    # 02:00 ... 08:00 (73 instants, the last seeing 07:59's samples: 8 x 73 / 12 GPU-h), ContainerCreating at 02:00,
+    # 02:05 and 02:10, ImagePullBackOff the other 70 (8 x 70 / 12 = 46.67); Running pods requested 3.5 GPU-h (alice)
+    server = prometheus_server(WORLD)
+    path = write_config(clusters=[{"name": "jaguar", "prometheus": {"url": server.url, "selector": 'cluster="jaguar"'},
+                                   "prices": PRICES}], bound_pending="charge")
+    result = CliRunner().invoke(main, ["check", "--date", "2026-11-20", "--config", str(path)])
+    line = next(line for line in result.stdout.splitlines() if line[6:26].strip() == "held jaguar")
+    gpus = 0.5 + 8 * 73 / 12
+    assert line.startswith("ok    held jaguar           bound_pending: charge; on 2026-11-20: cpu "), line
+    assert (f"; gpu {gpus:,.2f} GPU-h held by pods bound to a node, not yet Running, {gpus / 3.5:.1%} of what Running "
+            f"pods requested; {8 * 70 / 12:,.2f} of them in ImagePullBackOff; memory ") in line
+    assert "ImagePullBackOff (sampled every 5 minutes) (" in line
+
+
+def test_a_random_live_world_with_kube_state_metrics_replaced_agrees_with_the_reference(live_store):
+    """Pods Pending before Running, some bound and some not, series ended by staleness markers, 10 minutes of failed
+    scrapes, and kube-state-metrics replaced at 09:00 (a copy of each series per exporter, both visible at once)."""
+    world = replace(world_of(DAY, pods=120, clusters=("jaguar",)), staleness=True, exporters=replaced_exporter(at(9)),
+                    gaps=((at(15), at(15) + 600),))
+    held = reference_usage(world, "jaguar", D, END, 60, bound_pending="only")
+    assert sum(hours for (_, resource, _, _), hours in held.items() if resource == "cpu") > 1  # the world has some
+    check(live_store(world).url, world)
