@@ -173,6 +173,15 @@ def test_the_night_run_keeps_what_was_held_and_charges_it_where_the_cluster_says
             f"{8 * 350 / 60:,.2f} of them in ImagePullBackOff")
     assert said in [record.getMessage() for record in caplog.records]
 
+    # the pages: the admins' per team, alice's team's per person, with the reason that held most and whether charged
+    pages = tmp_path / "reports" / "2026-11-20"
+    charged = "<td>yes</td>" if rule == "charge" else "<td>no, shown</td>"
+    robotics = (pages / "teams" / "robotics.html").read_text()
+    assert "Held before running" in robotics and "<td>ContainerCreating</td>" in robotics and charged in robotics
+    index = (pages / "index.html").read_text()
+    assert 'id="held-before-running"' in index and "<td>nlp</td>" in index  # carol's, on no team page unless charged
+    assert "<td>InitContainersRunning</td>" in index and "<td>ImagePullBackOff</td>" in index
+
 
 def test_check_says_what_pods_bound_to_a_node_held_before_they_ran(prometheus_server, write_config):
     # every 5 minutes on the backfilled store: alice's pod at 10:00 ... 10:25 (6 instants, 0.5 GPU-h) and carol's at
