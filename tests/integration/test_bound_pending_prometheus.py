@@ -8,6 +8,7 @@ hours were nowhere."""
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import replace
 from datetime import date
@@ -181,6 +182,16 @@ def test_the_night_run_keeps_what_was_held_and_charges_it_where_the_cluster_says
     index = (pages / "index.html").read_text()
     assert 'id="held-before-running"' in index and "<td>nlp</td>" in index  # carol's, on no team page unless charged
     assert "<td>InitContainersRunning</td>" in index and "<td>ImagePullBackOff</td>" in index
+
+    # billing report: robotics is alice's (0.5 H100-hours at 2.40) and half of bob's (CPU and memory only)
+    asked = ["report", "--team", "robotics", "--from", "2026-11-20", "--to", "2026-11-20", "--config", path]
+    table = " ".join(CliRunner().invoke(main, asked).stdout.split())  # its lines wrapped at 80 columns
+    assert ("held before running: 0.50 GPU-h, 1.20 USD, "
+            + ("charged (in the rows above)" if rule == "charge" else "shown, not charged")
+            + "; mostly ContainerCreating") in table
+    document = json.loads(CliRunner().invoke(main, [*asked, "--format", "json"]).stdout)
+    cpu = next(row for row in document["held_before_running"] if row["resource"] == "cpu")
+    assert cpu["quantity"] == pytest.approx(4 + 4 / 3 / 2) and cpu["reason"] == "ContainerCreating"
 
 
 def test_check_says_what_pods_bound_to_a_node_held_before_they_ran(prometheus_server, write_config):
