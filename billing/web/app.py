@@ -158,15 +158,16 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
             reports = [(table, build_report(ledger, subject, first, last, table, config.currency))
                        for table in PAGE_TABLES[name]]
             tables = [(table, html_table(_shortened(answer))) for table, answer in reports if _broken_down(answer)]
+            held = reports[0][1].held_before_running if reports else []  # the same range and subject in every table
             nothing = ""
         except UnknownSubject:  # someone with no costs at all still gets their (empty) page
             if subject.kind != "person":
                 raise
-            tables, nothing = [], f"the ledger holds no costs of namespaces owned by {subject.name}"
+            tables, held, nothing = [], [], f"the ledger holds no costs of namespaces owned by {subject.name}"
         shown = answers.page(ledger, config, subject, first, last, waste_key)
         return _html(render_template(
             "web.html.j2", viewer=current(), heading=heading, page=name, subject=subject, first=first, last=last,
-            report=shown.figures, tables=tables, links=links, waste=_nones(shown.waste), waste_key=waste_key,
+            report=shown.figures, tables=tables, links=links, waste=_nones(shown.waste), waste_key=waste_key, held=held,
             reports_url=config.reports_url, nothing=nothing, csrf=csrf_token() if web.auth == "ldap" else "",
             today_missing=not shown.last_day_run, budget=shown.budget,
             price_notes=[price_change_note(*change) for change in shown.price_changes]))

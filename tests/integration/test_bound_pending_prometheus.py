@@ -27,11 +27,13 @@ from billing.collect.prometheus import LivePrometheus
 from billing.collect.usage import collect_cluster
 from billing.config import ClusterConfig
 from billing.days import billing_day
+from billing.web.app import create_app
 from fixtures.ksm import GPU_PRODUCT_LABEL, H100, Cluster, Container, Node, Pod, World, replaced_exporter
 from fixtures.reference import reference_usage
 from tests.helpers.prometheus_jobs import PRICES as PRICES_OF_JOBS
 from tests.helpers.prometheus_jobs import run, write_config
 from tests.helpers.prometheus_worlds import PRICES, assert_matches, world_of
+from tests.helpers.serve import get, web_config
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 D, END = DAY.start.timestamp(), DAY.end.timestamp()
@@ -192,6 +194,11 @@ def test_the_night_run_keeps_what_was_held_and_charges_it_where_the_cluster_says
     document = json.loads(CliRunner().invoke(main, [*asked, "--format", "json"]).stdout)
     cpu = next(row for row in document["held_before_running"] if row["resource"] == "cpu")
     assert cpu["quantity"] == pytest.approx(4 + 4 / 3 / 2) and cpu["reason"] == "ContainerCreating"
+
+    # billing serve: the same on the team's page, to an admin
+    served = get(create_app(web_config(database)).test_client(), "/teams/robotics?from=2026-11-20&to=2026-11-20",
+                 "root").text
+    assert 'id="held-before-running"' in served and "<td>ContainerCreating</td>" in served and charged in served
 
 
 def test_check_says_what_pods_bound_to_a_node_held_before_they_ran(prometheus_server, write_config):
