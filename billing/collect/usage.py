@@ -66,6 +66,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -271,12 +272,14 @@ group by (uid) (
         return f"count by (uid) (max_over_time({self.running()}[{self.raw}]) == 1)"
 
     def bound_pending(self) -> str:
-        """The uids of pods Pending at some instant the chunk can see and on a node at some (kube_pod_info's node):
-        the few whose Pending instants the exact path evaluates, which keeps only those both at once."""
-        pending = f"group by (uid) (max_over_time({self.running(phase='Pending')}[{self.raw}]) == 1)"
-        return f"{pending} and on (uid) group by (uid) (max_over_time({self.pod_node()}[{self.raw}]))"
+        """Per pod (namespace, pod, uid), value 1 at each instant at which it is Pending and bound to a node (a
+        kube_pod_info series of it with a node visible), its copies once: asked as a range query over the chunk, which
+        the store answers for those pods and instants only (docs/spec.md "Rule 2: running")."""
+        pending = f"max by (namespace, pod, uid) ({self.ksm.plain(self.latest(self.running(phase='Pending')))}) == 1"
+        bound = f"group by (namespace, pod, uid) ({self.ksm.plain(self.latest(self.pod_node()))})"
+        return f"{pending} and on (namespace, pod, uid) {bound}"
 
-    def waiting(self, pods: str) -> str:
+    def waiting(self, pods: str = "") -> str:
         """Per pod (namespace, pod, uid) and `reason`, value 1 at each instant: INITIALISING while an init container
         other than a sidecar runs, and each reason an app container waits for (its copies once)."""
         ksm, latest, keys = self.ksm, self.latest, "namespace, pod, uid, container"
@@ -363,14 +366,20 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
     pods = {series["metric"].get("uid", ""): series["metric"] for series in source.instant(info, at)}
     requests = source.instant(queries.requested(), at)
     running_instants = pod_hours.groupby("uid", sort=False)["instants"].sum().to_dict()  # per uid, over the chunk
-    rows, cpu = [], {}
-    for series in requests:  # request x Running instants, per pod the factoring is right for
+    held = _held(source, queries, chunk)
+    rows, cpu, pending = [], {}, []
+    for series in requests:  # request x Running (and bound Pending) instants, per pod the factoring is right for
         labels = series["metric"]
         uid, request = labels.get("uid", ""), float(series["value"][1])
         if labels.get("resource") == "cpu":
             cpu[uid] = request
-        if uid in pods and uid not in exact_pods and running_instants.get(uid):
-            rows.append(row({**pods[uid], "resource": labels.get("resource", "")}, request * running_instants[uid]))
+        if uid not in pods or uid in exact_pods:
+            continue
+        kept = {**pods[uid], "resource": labels.get("resource", "")}
+        if running_instants.get(uid):
+            rows.append(row(kept, request * running_instants[uid]))
+        for reason, instants in Counter(held.get(uid, {}).values()).items():
+            pending.append(_with_reason(row(kept, request * instants), reason))
     del requests, pods
 
     if exact_pods:
@@ -378,7 +387,14 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
                  len(exact_pods), ", ".join(relabelled[:3]) or "none")
         for labels, values in _exact(source, queries, chunk, exact_pods, relabelled, by_pod):
             rows.append(row(labels, sum(float(v) for _, v in values)))
-    pending = _bound_pending(source, queries, chunk, relabelled, row)
+        if exact_held := exact_pods & held.keys():
+            for labels, values in _exact(source, queries, chunk, frozenset(exact_held), relabelled, True, "Pending"):
+                reasons = held[labels.get("uid", "")]
+                by_reason: dict[str, float] = {}
+                for t, value in values:
+                    reason = reasons.get(int(t), "")
+                    by_reason[reason] = by_reason.get(reason, 0.0) + float(value)
+                pending += [_with_reason(row(labels, instants), reason) for reason, instants in by_reason.items()]
     instants = (chunk.end - chunk.start) // chunk.step
     columns = [*POD_COLUMNS, *frames.USAGE.columns] if by_pod else frames.USAGE.columns
     if queries.breakdown_keys:
@@ -395,38 +411,42 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
 PENDING_KEYS = ["reason", "quantity"]  # what a row of bound-Pending usage has where a usage row has its quantity
 
 
-def _bound_pending(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, relabelled: list[str],
-                   row: Callable[[dict[str, str], float], tuple]) -> list[tuple]:
-    """What pods bound to a node held while Pending in the chunk (docs/spec.md "Rule 2: running"), instant by instant
-    (they are few): per pod and reason, `row(labels, instants)` with the reason put before its last two values (the
-    quantity and the hours in the resource's units)."""
-    uids = _uids(source.instant(queries.bound_pending(), chunk.last))
-    if not uids:
-        return []
-    reasons = _reasons(source, queries, chunk, uids)
-    pending = []
-    for labels, values in _exact(source, queries, chunk, uids, relabelled, True, "Pending"):
-        held: dict[str, float] = {}
-        for t, value in values:
-            reason = reasons.get((labels.get("uid", ""), int(t)), "")
-            held[reason] = held.get(reason, 0.0) + float(value)
-        for reason, instants in held.items():
-            kept = row(labels, instants)
-            pending.append((*kept[:-2], reason, *kept[-2:]))
-    return pending
+def _with_reason(row: tuple, reason: str) -> tuple:
+    """A usage row (its quantity and hours in the resource's units last) with the reason before those two."""
+    return (*row[:-2], reason, *row[-2:])
+
+
+def _held(source: PrometheusSource, queries: UsageQueries, chunk: Chunk) -> dict[str, dict[int, str]]:
+    """uid -> {instant: reason} of each pod Pending and bound to a node at some of the chunk's instants
+    (docs/spec.md "Rule 2: running"): when from one range query, why from another (INITIALISING where an init
+    container other than a sidecar ran, else the first by name of the reasons its app containers waited for, else
+    ''). The store answers both only for the pods and instants they hold, so the bill multiplies their requests as
+    it does the Running instants'."""
+    held: dict[str, dict[int, str]] = {}
+    for series in source.range(queries.bound_pending(), chunk.start, chunk.last, chunk.step):
+        held.setdefault(series["metric"].get("uid", ""), {}).update((int(t), "") for t, _ in series["values"])
+    if not held:
+        return held
+    seen: dict[tuple[str, int], set[str]] = {}
+    for series in source.range(queries.waiting(), chunk.start, chunk.last, chunk.step):
+        uid, reason = series["metric"].get("uid", ""), series["metric"].get("reason", "")
+        if uid in held:
+            for t, _ in series["values"]:
+                seen.setdefault((uid, int(t)), set()).add(reason)
+    for uid, instants in held.items():
+        for t in instants:
+            reasons = seen.get((uid, t), set())
+            instants[t] = INITIALISING if INITIALISING in reasons else min(reasons, default="")
+    return held
 
 
 def bound_pending_hours(source: PrometheusSource, queries: UsageQueries, chunk: Chunk) -> pd.DataFrame:
     """Resource-hours in billing units (resource, reason, quantity) that pods bound to a node held while Pending in
-    one chunk, as the bill measures them: `billing check` asks the whole day as one chunk at a coarser step."""
-    nodes = NodeKinds(source, queries, chunk.last)
-
-    def row(labels: dict[str, str], instants: float) -> tuple:
-        return labels.get("resource", ""), instants * nodes.priced(labels)[2], instants
-    rows = _bound_pending(source, queries, chunk, nodes.relabelled, row)
-    frame = billing_units(_hours(rows, chunk.step, ["resource", "reason", "quantity"]).assign(gpu_model=""),
-                          queries.fractions)
-    return frame.groupby(["resource", "reason"], as_index=False)[["quantity"]].sum()
+    one chunk, and (reason None) what Running pods requested, as the bill measures them: `billing check` asks the
+    whole day as one chunk at a coarser step."""
+    result = _chunk_usage(source, queries, chunk)
+    frame = pd.concat([result.pending, result.usage.assign(reason=None)], ignore_index=True)
+    return billing_units(frame, queries.fractions).groupby(["resource", "reason"], as_index=False, dropna=False)[["quantity"]].sum()
 
 
 def _exact(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, uids: frozenset[str], relabelled: list[str],

@@ -23,8 +23,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from billing.charge.bound_pending import held_sentence
 from billing.collect.chunks import Chunk
 from billing.collect.preflight import day_queries, no_samples, preflight, window_of
@@ -41,7 +39,7 @@ from billing.collect.promql import (
 )
 from billing.collect.replay import cluster_recording, prometheus_source
 from billing.collect.stores import engine_of, store_of
-from billing.collect.usage import UsageQueries, billing_units, bound_pending_hours
+from billing.collect.usage import UsageQueries, bound_pending_hours
 from billing.config import (
     DRA_GPU,
     ClusterConfig,
@@ -218,32 +216,20 @@ def bound_pending(cluster: ClusterConfig, gpu_resources: GpuResources, day: Bill
         return "recorded answers: not checked"
     source = _source(cluster)
     chunk = Chunk(int(day.start.timestamp()), int(day.end.timestamp()), ESTIMATE_STEP)
-    queries = UsageQueries(cluster, gpu_resources, chunk, store_of(source, cluster, day))
-    held = bound_pending_hours(source, queries, chunk)
+    hours = bound_pending_hours(source, UsageQueries(cluster, gpu_resources, chunk, store_of(source, cluster, day)),
+                                chunk)
     said = f"bound_pending: {cluster.bound_pending or 'show'}; on {day.date}: "
     sampled = f" (sampled every {ESTIMATE_STEP // 60} minutes)"
+    held, running = hours[hours["reason"].notna()], hours[hours["reason"].isna()].groupby("resource")["quantity"].sum()
     if held.empty:
         return said + "no pod bound to a node was Pending" + sampled
-    running = _running_requests(queries, source, chunk.last)
     lines = []
     resource: Any  # a group key (pandas-stubs types it as Hashable)
     for resource, by_reason in held.groupby("resource"):
-        ran = running.get(resource, 0.0)
+        ran = float(running.get(resource, 0.0))
         share = f"{by_reason['quantity'].sum() / ran:.1%} of what Running pods requested" if ran else ""
         lines.append(f"{resource} {held_sentence(resource, by_reason, share)}")
     return said + "; ".join(lines) + sampled
-
-
-def _running_requests(queries: Queries, source: PrometheusSource, at: int) -> dict[str, float]:
-    """Resource-hours in billing units that Running pods requested over the chunk ending at `at`, per resource: each
-    pod's highest request times its Running instants."""
-    instants = queries.instants_seen(queries.latest(queries.running()), "", queries.ksm, False, sum_values=True)
-    running = f"max by (namespace, pod, uid) ({queries.ksm.plain(instants)})"
-    query = f"sum by (resource) ({queries.effective(queries.highest)} * on (namespace, pod, uid) group_left () {running})"
-    hours = pd.DataFrame([(s["metric"].get("resource", ""), float(s["value"][1]) * queries.chunk.step / 3600)
-                          for s in source.instant(query, at)], columns=["resource", "quantity"])
-    summed = billing_units(hours.assign(gpu_model=""), queries.fractions).groupby("resource")["quantity"].sum()
-    return {str(resource): float(quantity) for resource, quantity in summed.items()}
 
 
 def _unbillable_requests(queries: Queries, source: PrometheusSource, at: int, day: str) -> list[str]:

@@ -53,12 +53,11 @@ class FakePrometheus:
     def __init__(self, pods=(), models=(), resized=(), on_nodes=(), exact=(), covered=360):
         self.covered, self.pods = covered, list(pods)
         self.answers = {"models": list(models), "resized": list(resized), "on_nodes": list(on_nodes),
-                        "exact": list(exact), "bound_pending": []}
+                        "exact": list(exact)}
         self.asked: list[tuple[str, str]] = []
 
     def instant(self, query: str, at: float) -> list[dict]:
         kind = ("covered" if query.startswith("count_over_time(") else "resized" if "stddev_over_time(kube_pod_container" in query
-                else "bound_pending" if 'phase="Pending"' in query
                 else "models" if query.startswith("max by (node") else "on_nodes" if "node=~" in query
                 else "pods" if query.startswith("count by (uid)") else "hours" if query.startswith(RUNNING_INSTANTS)
                 else "pod_info" if query.startswith("group by (namespace, pod, uid, node") else "requested")
@@ -84,6 +83,9 @@ class FakePrometheus:
             return [{"metric": {"uid": p.uid, "namespace": p.namespace, "pod": p.uid},
                      "values": [[t, str(p.per_hour)] for t in range(int(start), int(end) + 1, int(step))]}
                     for p in self.pods]
+        if 'phase="Pending"' in query:  # no pod was Pending on a node
+            self.asked.append(("bound_pending", query))
+            return []
         self.asked.append(("exact", query))
         return self.answers["exact"] if start == DAY.start.timestamp() else []
 
