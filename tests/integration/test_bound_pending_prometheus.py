@@ -64,12 +64,19 @@ PODS = (
     Pod("carol", "stuck", "uid-stuck", "gpu-1", at(2), ((at(2), "Pending"),), at(8),
         (Container("main", 16.0, 64 * GIB, 8.0),),
         waiting=((at(2), "ContainerCreating"), (at(2 + 10 / 60), "ImagePullBackOff"))),
+    # 2 cores, 4 GiB, 2 GPUs bound at 19:00 to a node that gets its GPU model label at 20:00 (so evaluated instant by
+    # instant), ContainerCreating until Running at 21:00: held 4 core-h, 8 GiB-h, 2 GPU-h without a model and 2 H100;
+    # Running 3 h: 6 core-h, 12 GiB-h, 6 H100-hours
+    Pod("erin", "relabelled", "uid-relabelled", "gpu-2", at(19), ((at(19), "Pending"), (at(21), "Running")), at(48),
+        (Container("main", 2.0, 4 * GIB, 2.0),), waiting=((at(19), "ContainerCreating"), (at(21), ""))),
     # never scheduled (no node), Pending all day with 4 GPUs: holds nothing
     Pod("dave", "unschedulable", "uid-unschedulable", "gpu-1", at(-24), ((at(-24), "Pending"),), at(48),
         (Container("main", 4.0, 16 * GIB, 4.0),), scheduled=math.inf),
 )
 NODES = (Node("gpu-1", ((D - 30 * 86400, {GPU_PRODUCT_LABEL: H100}),),
-              {"cpu": 96.0, "memory": 1024.0 * GIB, "nvidia_com_gpu": 16.0}),)
+              {"cpu": 96.0, "memory": 1024.0 * GIB, "nvidia_com_gpu": 16.0}),
+         Node("gpu-2", ((D - 30 * 86400, {}), (at(20), {GPU_PRODUCT_LABEL: H100})),
+              {"cpu": 96.0, "memory": 1024.0 * GIB, "nvidia_com_gpu": 8.0}))
 WORLD = World((Cluster("jaguar", NODES, PODS, {"cluster": "jaguar"}),), D - 86400, D + 2 * 86400)
 
 # by hand, as the comments above say, on a store with staleness markers
@@ -79,9 +86,12 @@ HELD = {("alice", "cpu", "", "ContainerCreating"): 4.0, ("alice", "memory", "", 
         ("carol", "cpu", "", "ContainerCreating"): 16 / 6, ("carol", "memory", "", "ContainerCreating"): 64 / 6,
         ("carol", "gpu", H100, "ContainerCreating"): 8 / 6,
         ("carol", "cpu", "", "ImagePullBackOff"): 16 * 35 / 6, ("carol", "memory", "", "ImagePullBackOff"): 64 * 35 / 6,
-        ("carol", "gpu", H100, "ImagePullBackOff"): 8 * 35 / 6}
+        ("carol", "gpu", H100, "ImagePullBackOff"): 8 * 35 / 6,
+        ("erin", "cpu", "", "ContainerCreating"): 4.0, ("erin", "memory", "", "ContainerCreating"): 8.0,
+        ("erin", "gpu", "", "ContainerCreating"): 2.0, ("erin", "gpu", H100, "ContainerCreating"): 2.0}
 RUNNING = {("alice", "cpu", ""): 28.0, ("alice", "memory", ""): 112.0, ("alice", "gpu", H100): 3.5,
-           ("bob", "cpu", ""): 4 * (18 - 1 / 3), ("bob", "memory", ""): 8 * (18 - 1 / 3)}
+           ("bob", "cpu", ""): 4 * (18 - 1 / 3), ("bob", "memory", ""): 8 * (18 - 1 / 3),
+           ("erin", "cpu", ""): 6.0, ("erin", "memory", ""): 12.0, ("erin", "gpu", H100): 6.0}
 
 
 def config(url: str, bound_pending: str) -> ClusterConfig:
@@ -159,19 +169,19 @@ def test_the_night_run_keeps_what_was_held_and_charges_it_where_the_cluster_says
 
     kept = ledger(database, "bound_pending")
     assert set(kept["charged"]) == {int(rule == "charge")}
-    assert set(kept["team"]) == {"robotics", "vision", "nlp"}  # alice's, bob's (half each) and carol's
+    assert set(kept["team"]) == {"robotics", "vision", "nlp", "unallocated"}  # alice's, bob's (half each), carol's, erin's
     assert_matches(kept.groupby(["namespace", "resource", "gpu_model", "reason"])["quantity"].sum().to_dict(), held)
     assert (kept["cost"] == kept["quantity"] * kept["unit_price"]).all()
     rows = ledger(database, "chargeback")
     assert_matches(rows.groupby(["namespace", "resource", "gpu_model"])["quantity"].sum().to_dict(), billed)
 
     # the night's log: GPUs held, their share of the cluster's bill, the reason that held most of them; by hand:
-    # alice's 0.5 H100-hours and carol's 8 x 365 minutes, 8 x 350 of them in ImagePullBackOff
-    gpus = 0.5 + 8 * 365 / 60
-    assert held[("carol", "gpu", H100, "ImagePullBackOff")] + held[("alice", "gpu", H100, "ContainerCreating")] + held[
-        ("carol", "gpu", H100, "ContainerCreating")] == pytest.approx(gpus)
+    # alice's 0.5 H100-hours, carol's 8 x 365 minutes (8 x 350 of them in ImagePullBackOff) and erin's 2 x 2 hours
+    gpus = 0.5 + 8 * 365 / 60 + 4
+    assert sum(hours for (_, resource, _, _), hours in held.items() if resource == "gpu") == pytest.approx(gpus)
     bill = sum(hours * unit_price(resource, model) for (_, resource, model), hours in billed.items())
-    share = f"{gpus * 2.40 / bill:.1%} of the bill" + ("" if rule == "charge" else " (shown, not charged)")
+    cost = (gpus - 2) * 2.40 + 2 * 1.10  # erin's first 2 GPU-h had no model
+    share = f"{cost / bill:.1%} of the bill" + ("" if rule == "charge" else " (shown, not charged)")
     said = (f"cluster jaguar: {gpus:,.2f} GPU-h held by pods bound to a node, not yet Running, {share}; "
             f"{8 * 350 / 60:,.2f} of them in ImagePullBackOff")
     assert said in [record.getMessage() for record in caplog.records]
@@ -204,15 +214,16 @@ def test_the_night_run_keeps_what_was_held_and_charges_it_where_the_cluster_says
 def test_check_says_what_pods_bound_to_a_node_held_before_they_ran(prometheus_server, write_config):
     # every 5 minutes on the backfilled store: alice's pod at 10:00 ... 10:25 (6 instants, 0.5 GPU-h) and carol's at
     # 02:00 ... 08:00 (73 instants, the last seeing 07:59's samples: 8 x 73 / 12 GPU-h), ContainerCreating at 02:00,
-    # 02:05 and 02:10, ImagePullBackOff the other 70 (8 x 70 / 12 = 46.67); Running pods requested 3.5 GPU-h (alice)
+    # 02:05 and 02:10, ImagePullBackOff the other 70 (8 x 70 / 12 = 46.67); erin's at 19:00 ... 20:55 (24 instants, 2 x
+    # 24 / 12 GPU-h); Running pods requested 3.5 GPU-h (alice) and 6 (erin)
     server = prometheus_server(WORLD)
     path = write_config(clusters=[{"name": "jaguar", "prometheus": {"url": server.url, "selector": 'cluster="jaguar"'},
                                    "prices": PRICES}], bound_pending="charge")
     result = CliRunner().invoke(main, ["check", "--date", "2026-11-20", "--config", str(path)])
     line = next(line for line in result.stdout.splitlines() if line[6:26].strip() == "held jaguar")
-    gpus = 0.5 + 8 * 73 / 12
+    gpus = 0.5 + 8 * 73 / 12 + 2 * 24 / 12
     assert line.startswith("ok    held jaguar           bound_pending: charge; on 2026-11-20: cpu "), line
-    assert (f"; gpu {gpus:,.2f} GPU-h held by pods bound to a node, not yet Running, {gpus / 3.5:.1%} of what Running "
+    assert (f"; gpu {gpus:,.2f} GPU-h held by pods bound to a node, not yet Running, {gpus / 9.5:.1%} of what Running "
             f"pods requested; {8 * 70 / 12:,.2f} of them in ImagePullBackOff; memory ") in line
     assert "ImagePullBackOff (sampled every 5 minutes) (" in line
 
