@@ -271,15 +271,21 @@ group by (uid) (
         self-audit's sample; the value: how many exporters reported the pod Running (its copies)."""
         return f"count by (uid) (max_over_time({self.running()}[{self.raw}]) == 1)"
 
-    def bound_pending(self) -> str:
+    def pending_on_nodes(self) -> str:
+        """The uids of pods Pending at some sample the chunk's instants can see and on a node at some (raw samples: as
+        cheap as a query gets): the only ones `bound_pending` is asked about."""
+        pending = f"group by (uid) (max_over_time({self.running(phase='Pending')}[{self.raw}]) == 1)"
+        return f"{pending} and on (uid) group by (uid) (max_over_time({self.pod_node()}[{self.raw}]))"
+
+    def bound_pending(self, pods: str) -> str:
         """Per pod (namespace, pod, uid), value 1 at each instant at which it is Pending and bound to a node (a
         kube_pod_info series of it with a node visible), its copies once: asked as a range query over the chunk, which
         the store answers for those pods and instants only (docs/spec.md "Rule 2: running")."""
-        pending = f"max by (namespace, pod, uid) ({self.ksm.plain(self.latest(self.running(phase='Pending')))}) == 1"
-        bound = f"group by (namespace, pod, uid) ({self.ksm.plain(self.latest(self.pod_node()))})"
+        pending = f"max by (namespace, pod, uid) ({self.ksm.plain(self.latest(self.running(pods, 'Pending')))}) == 1"
+        bound = f"group by (namespace, pod, uid) ({self.ksm.plain(self.latest(self.pod_node(pods)))})"
         return f"{pending} and on (namespace, pod, uid) {bound}"
 
-    def waiting(self, pods: str = "") -> str:
+    def waiting(self, pods: str) -> str:
         """Per pod (namespace, pod, uid) and `reason`, value 1 at each instant: INITIALISING while an init container
         other than a sidecar runs, and each reason an app container waits for (its copies once)."""
         ksm, latest, keys = self.ksm, self.latest, "namespace, pod, uid, container"
@@ -418,19 +424,18 @@ def _with_reason(row: tuple, reason: str) -> tuple:
 
 def _held(source: PrometheusSource, queries: UsageQueries, chunk: Chunk) -> dict[str, dict[int, str]]:
     """uid -> {instant: reason} of each pod Pending and bound to a node at some of the chunk's instants
-    (docs/spec.md "Rule 2: running"): when from one range query, why from another (INITIALISING where an init
-    container other than a sidecar ran, else the first by name of the reasons its app containers waited for, else
-    ''). The store answers both only for the pods and instants they hold, so the bill multiplies their requests as
-    it does the Running instants'."""
+    (docs/spec.md "Rule 2: running"): the pods that may be from raw samples, then when, from range queries of those
+    pods, and why (INITIALISING where an init container other than a sidecar ran, else the first by name of the
+    reasons its app containers waited for, else ''), of the pods that were. The bill multiplies their requests by
+    these instants as it does by the Running ones."""
     held: dict[str, dict[int, str]] = {}
-    for series in source.range(queries.bound_pending(), chunk.start, chunk.last, chunk.step):
-        held.setdefault(series["metric"].get("uid", ""), {}).update((int(t), "") for t, _ in series["values"])
-    if not held:
-        return held
+    for query in in_pieces(_uids(source.instant(queries.pending_on_nodes(), chunk.last)), queries.bound_pending):
+        for series in source.range(query, chunk.start, chunk.last, chunk.step):
+            held.setdefault(series["metric"].get("uid", ""), {}).update((int(t), "") for t, _ in series["values"])
     seen: dict[tuple[str, int], set[str]] = {}
-    for series in source.range(queries.waiting(), chunk.start, chunk.last, chunk.step):
-        uid, reason = series["metric"].get("uid", ""), series["metric"].get("reason", "")
-        if uid in held:
+    for query in in_pieces(held, queries.waiting):
+        for series in source.range(query, chunk.start, chunk.last, chunk.step):
+            uid, reason = series["metric"].get("uid", ""), series["metric"].get("reason", "")
             for t, _ in series["values"]:
                 seen.setdefault((uid, int(t)), set()).add(reason)
     for uid, instants in held.items():

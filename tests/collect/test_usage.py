@@ -53,11 +53,12 @@ class FakePrometheus:
     def __init__(self, pods=(), models=(), resized=(), on_nodes=(), exact=(), covered=360):
         self.covered, self.pods = covered, list(pods)
         self.answers = {"models": list(models), "resized": list(resized), "on_nodes": list(on_nodes),
-                        "exact": list(exact)}
+                        "exact": list(exact), "bound_pending": []}  # no pod Pending on a node
         self.asked: list[tuple[str, str]] = []
 
     def instant(self, query: str, at: float) -> list[dict]:
         kind = ("covered" if query.startswith("count_over_time(") else "resized" if "stddev_over_time(kube_pod_container" in query
+                else "bound_pending" if 'phase="Pending"' in query
                 else "models" if query.startswith("max by (node") else "on_nodes" if "node=~" in query
                 else "pods" if query.startswith("count by (uid)") else "hours" if query.startswith(RUNNING_INSTANTS)
                 else "pod_info" if query.startswith("group by (namespace, pod, uid, node") else "requested")
@@ -83,9 +84,6 @@ class FakePrometheus:
             return [{"metric": {"uid": p.uid, "namespace": p.namespace, "pod": p.uid},
                      "values": [[t, str(p.per_hour)] for t in range(int(start), int(end) + 1, int(step))]}
                     for p in self.pods]
-        if 'phase="Pending"' in query:  # no pod was Pending on a node
-            self.asked.append(("bound_pending", query))
-            return []
         self.asked.append(("exact", query))
         return self.answers["exact"] if start == DAY.start.timestamp() else []
 
@@ -119,7 +117,7 @@ def test_fast_path_turns_instants_into_hours_and_nodes_into_models():
     }
     assert result.pods == 1
     assert "exact" not in source.kinds()
-    # per chunk: models, Running pods, needs_exact, coverage, pods, requests, hours, bound Pending pods
+    # per chunk: models, Running pods, needs_exact, coverage, pods, requests, hours, pods Pending on a node
     assert result.queries == 4 * 8
     assert result.coverage == 1.0
     # what waste takes: every pod's Running instants in each of the day's 24 hours, and its CPU request
@@ -139,7 +137,7 @@ def test_a_store_that_moves_a_range_query_s_times_is_asked_for_running_instants_
     assert result.usage["quantity"].tolist() == [pytest.approx(24 * 30 * 2 / 60)]  # 2 cores, half of every hour
     assert source.kinds().count("hours") == 4 * (1 + 6)  # per chunk: the range query that moved, then its 6 hours
     # every question counts, the moved range query too: per chunk models, Running pods, needs_exact, coverage,
-    # the range query and its 6 hours, pods, requests, bound Pending pods
+    # the range query and its 6 hours, pods, requests, pods Pending on a node
     assert result.queries == len(source.asked) == 4 * (4 + 1 + 6 + 3)
     assert sorted(set(result.pod_hours["hour"])) == [hour.last for hour in hours_of(DAY, 60)]  # what waste looks up
 
