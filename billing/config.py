@@ -395,6 +395,8 @@ class LabelNames(_Section):
 
 
 RequestRule = Literal["pod", "containers"]
+# pods Pending but bound to a node (docs/spec.md "Rule 2: running"): measured and shown only, or billed as Running
+BoundPendingRule = Literal["show", "charge"]
 
 
 class ClusterConfig(_Section):
@@ -417,6 +419,8 @@ class ClusterConfig(_Section):
     # what a pod's request is (docs/spec.md rule 3): what the scheduler reserves for it (pod), or its app
     # containers' requests only (containers, the older rule); None: the top-level `requests`
     requests: RequestRule | None = None
+    # what pods Pending but bound to a node held: shown beside the bill, or charged as Running; None: the top level's
+    bound_pending: BoundPendingRule | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -774,6 +778,7 @@ class Config(_Section):
     gpu_resources: Annotated[GpuFractions, Field(validate_default=True)] = {"nvidia_com_gpu": 1.0}
     gpu_replicas_label: str = ""  # node label of time-slicing replicas, e.g. label_nvidia_com_gpu_replicas
     requests: RequestRule = "pod"  # what a pod's request is, unless a cluster says otherwise
+    bound_pending: BoundPendingRule = "show"  # what Pending pods bound to a node are, unless a cluster says otherwise
     directory: DirectoryConfig
     namespaces: NamespaceRules = NamespaceRules()
     email: EmailConfig = EmailConfig()
@@ -821,12 +826,14 @@ class Config(_Section):
 
     @model_validator(mode="after")
     def _cluster_defaults(self) -> Config:
-        """Each cluster reads the top-level replicas label and request rule unless it names its own."""
+        """Each cluster reads the top-level replicas label, request rule and bound_pending unless it names its own."""
         for cluster in self.clusters:
             if cluster.gpu_replicas_label is None:
                 cluster.gpu_replicas_label = self.gpu_replicas_label
             if cluster.requests is None:
                 cluster.requests = self.requests
+            if cluster.bound_pending is None:
+                cluster.bound_pending = self.bound_pending
         return self
 
     @model_validator(mode="after")

@@ -334,3 +334,25 @@ DROP TABLE deliveries;
 ALTER TABLE _alembic_tmp_deliveries RENAME TO deliveries;
 
 UPDATE alembic_version SET version_num='0012' WHERE alembic_version.version_num = '0011';
+
+-- Running upgrade 0012 -> 0013
+
+CREATE TABLE bound_pending (
+    day DATE NOT NULL,
+    cluster TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    team TEXT NOT NULL,
+    owner TEXT,
+    resource TEXT NOT NULL,
+    gpu_model TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    quantity DOUBLE NOT NULL,
+    unit_price DOUBLE NOT NULL,
+    cost DOUBLE NOT NULL,
+    list_cost DOUBLE NOT NULL,
+    currency TEXT NOT NULL,
+    charged INTEGER NOT NULL,
+    PRIMARY KEY (day, cluster, namespace, team, resource, gpu_model, reason)
+);
+
+UPDATE alembic_version SET version_num='0013' WHERE alembic_version.version_num = '0012';

@@ -39,6 +39,10 @@ POD_LABELS = ("namespace", "pod")  # what kube-state-metrics' pod-level series (
 APP_REQUESTS, INIT_REQUESTS = "kube_pod_container_resource_requests", "kube_pod_init_container_resource_requests"
 INIT_INFO, SIDECAR = "kube_pod_init_container_info", 'restart_policy="Always"'
 OVERHEAD = {"cpu": "kube_pod_overhead_cpu_cores", "memory": "kube_pod_overhead_memory_bytes"}
+# why a pod bound to a node is not Running yet (docs/spec.md "Rule 2: running"): an init container other than a sidecar
+# running, or the reason an app container waits (ContainerCreating, ImagePullBackOff, CreateContainerConfigError, ...)
+INIT_RUNNING, WAITING = "kube_pod_init_container_status_running", "kube_pod_container_status_waiting_reason"
+INITIALISING = "InitContainersRunning"  # the reason billing gives a pod whose init containers run
 # kube-scheduler's own figure (its /metrics/resources): what it reserves per pod, pod-level resources and the init
 # containers' declared order included, which kube-state-metrics cannot show; named by namespace and pod, no uid.
 # Read for the resources pod-level resources may set; GPUs are extended resources, only ever requested per container.
@@ -262,8 +266,9 @@ class Queries:
         """One request per container and resource, under plain label names: its copies (per node, per exporter) once."""
         return f"max by (namespace, pod, uid, container, resource) ({self.ksm.plain(requests, (*POD_LABELS, 'container'))})"
 
-    def running(self, pods: str = "") -> str:
-        return self.series("kube_pod_status_phase", 'phase="Running"', pods)
+    def running(self, pods: str = "", phase: str = "Running") -> str:
+        """The pods' series of one phase (Running unless said otherwise)."""
+        return self.series("kube_pod_status_phase", f"phase={quote(phase)}", pods)
 
     def running_instants(self, seconds: int, copies: bool) -> str:
         """Per pod (namespace, pod, uid): at how many of the instants in the `seconds` that end at the time asked it

@@ -66,6 +66,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -82,11 +83,16 @@ from billing.collect.promql import (
     APP_REQUESTS,
     DRA_HELD,
     GPU_UTILISATION,
+    INIT_INFO,
     INIT_REQUESTS,
+    INIT_RUNNING,
+    INITIALISING,
     POD_LABELS,
     QUERY_BYTES,
     SCHEDULED,
     SCHEDULER_REQUESTS,
+    SIDECAR,
+    WAITING,
     WHOLE_GPU,
     GpuResources,
     Queries,
@@ -136,11 +142,14 @@ class ClusterUsage:
     copies: bool = False  # some pod was reported by several exporters (kube-state-metrics replaced, HA, resharded)
     # per pod and hour: Running instants and CPU request, which waste takes rather than asking again
     pod_hours: pd.DataFrame = field(default_factory=frames.POD_HOURS.empty)
+    # what pods bound to a node held while Pending, per reason: billed in `usage` too where the cluster charges it
+    bound_pending: pd.DataFrame = field(default_factory=frames.BOUND_PENDING.empty)
 
     def __post_init__(self) -> None:
         frames.USAGE.check(self.usage, f"usage of cluster {self.cluster}")
         frames.POD_HOURS.check(self.pod_hours, f"Running pod-hours of cluster {self.cluster}")
         frames.GPU_HELD.check(self.holdings, f"GPU holdings of cluster {self.cluster}")
+        frames.BOUND_PENDING.check(self.bound_pending, f"bound Pending usage of cluster {self.cluster}")
         if self.workloads is not None:
             frames.WORKLOAD_USAGE.check(self.workloads, f"workload usage of cluster {self.cluster}")
 
@@ -262,16 +271,42 @@ group by (uid) (
         self-audit's sample; the value: how many exporters reported the pod Running (its copies)."""
         return f"count by (uid) (max_over_time({self.running()}[{self.raw}]) == 1)"
 
-    def exact(self, pods: str, relabelled: list[str], by_pod: bool = False) -> str:
+    def pending_on_nodes(self) -> str:
+        """The uids of pods Pending at some sample the chunk's instants can see and on a node at some (raw samples: as
+        cheap as a query gets): the only ones `bound_pending` is asked about."""
+        pending = f"group by (uid) (max_over_time({self.running(phase='Pending')}[{self.raw}]) == 1)"
+        return f"{pending} and on (uid) group by (uid) (max_over_time({self.pod_node()}[{self.raw}]))"
+
+    def bound_pending(self, pods: str) -> str:
+        """Per pod (namespace, pod, uid), value 1 at each instant at which it is Pending and bound to a node (a
+        kube_pod_info series of it with a node visible), its copies once: asked as a range query over the chunk, which
+        the store answers for those pods and instants only (docs/spec.md "Rule 2: running")."""
+        pending = f"max by (namespace, pod, uid) ({self.ksm.plain(self.latest(self.running(pods, 'Pending')))}) == 1"
+        bound = f"group by (namespace, pod, uid) ({self.ksm.plain(self.latest(self.pod_node(pods)))})"
+        return f"{pending} and on (namespace, pod, uid) {bound}"
+
+    def waiting(self, pods: str) -> str:
+        """Per pod (namespace, pod, uid) and `reason`, value 1 at each instant: INITIALISING while an init container
+        other than a sidecar runs, and each reason an app container waits for (its copies once)."""
+        ksm, latest, keys = self.ksm, self.latest, "namespace, pod, uid, container"
+
+        def per_container(metric: str, *matchers: str, by: str = "") -> str:
+            return f"max by ({keys}{by}) ({ksm.plain(latest(self.series(metric, *matchers, pods)), (*POD_LABELS, 'container'))})"
+        init = f"({per_container(INIT_RUNNING)} == 1) unless on ({keys}) {per_container(INIT_INFO, SIDECAR)}"
+        initialising = f'label_replace(group by (namespace, pod, uid) ({init}), "reason", "{INITIALISING}", "", "")'
+        return f"{initialising} or group by (namespace, pod, uid, reason) ({per_container(WAITING, by=', reason')} == 1)"
+
+    def exact(self, pods: str, relabelled: list[str], by_pod: bool = False, phase: str = "Running") -> str:
         """The literal per-instant product, for range queries. Node labels (GPU model, pool) are
         read at every instant only for relabelled nodes (a node's newest label set wins; "" without
-        one); on other nodes they are constant, and the caller maps the node to them."""
+        one); on other nodes they are constant, and the caller maps the node to them. `phase` Pending: what
+        pods bound to a node (kube_pod_info's node) held while Pending (docs/spec.md "Rule 2: running")."""
         ksm, latest = self.ksm, self.latest
         return f"""
 sum by (namespace, node, resource, priority_class, {self.node_keys}{", " + POD if by_pod else ""}) (
     {self.effective(latest, pods)}
   * on (namespace, pod, uid) group_left (node, priority_class) (
-        max by (namespace, pod, uid) ({ksm.plain(latest(self.running(pods)))} == 1)
+        max by (namespace, pod, uid) ({ksm.plain(latest(self.running(pods, phase)))} == 1)
       * on (namespace, pod, uid) group_left (node, priority_class)
         max by (namespace, pod, uid, node, priority_class) ({ksm.plain(latest(self.pod_node(pods)))})
     )
@@ -290,6 +325,7 @@ class _ChunkResult:
     tops: TopControllers | None  # with a breakdown
     copies: bool  # some pod was reported by several exporters
     pod_hours: pd.DataFrame  # frames.POD_HOURS.columns: for waste
+    pending: pd.DataFrame  # as `usage`, with the reason before the quantity: what pods bound to a node held while Pending
 
 
 def _uids(answer: list[dict]) -> frozenset[str]:
@@ -336,40 +372,118 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
     pods = {series["metric"].get("uid", ""): series["metric"] for series in source.instant(info, at)}
     requests = source.instant(queries.requested(), at)
     running_instants = pod_hours.groupby("uid", sort=False)["instants"].sum().to_dict()  # per uid, over the chunk
-    rows, cpu = [], {}
-    for series in requests:  # request x Running instants, per pod the factoring is right for
+    held = _held(source, queries, chunk)
+    rows, cpu, pending = [], {}, []
+    for series in requests:  # request x Running (and bound Pending) instants, per pod the factoring is right for
         labels = series["metric"]
         uid, request = labels.get("uid", ""), float(series["value"][1])
         if labels.get("resource") == "cpu":
             cpu[uid] = request
-        if uid in pods and uid not in exact_pods and running_instants.get(uid):
-            rows.append(row({**pods[uid], "resource": labels.get("resource", "")}, request * running_instants[uid]))
+        if uid not in pods or uid in exact_pods:
+            continue
+        kept = {**pods[uid], "resource": labels.get("resource", "")}
+        if running_instants.get(uid):
+            rows.append(row(kept, request * running_instants[uid]))
+        for reason, instants in Counter(held.get(uid, {}).values()).items():
+            pending.append(_with_reason(row(kept, request * instants), reason))
     del requests, pods
 
     if exact_pods:
         log.info("%d pods resized, on relabelled nodes (%s) or with odd Running values: evaluated instant by instant",
                  len(exact_pods), ", ".join(relabelled[:3]) or "none")
-        below: dict[str, dict[str, str]] = {}  # uid -> its workload and labels, with a breakdown
-        if queries.breakdown_keys:
-            for query in in_pieces(exact_pods, queries.breakdown):
-                below.update((s["metric"].get("uid", ""), s["metric"]) for s in source.instant(query, at))
-        by_uid = by_pod or bool(queries.breakdown_keys)
-        for exact in in_pieces(exact_pods, lambda pods: queries.exact(pods, relabelled, by_uid)):
-            for series in source.range(exact, chunk.start, at, chunk.step):
-                labels = series["metric"]
-                if queries.breakdown_keys:  # (every billed pod has kube_pod_info, so a breakdown)
-                    found = below.get(labels.get("uid", ""), {"workload": f"Pod/{labels.get('pod', '')}"})
-                    labels = {**found, **labels}
-                rows.append(row(labels, sum(float(v) for _, v in series["values"])))
+        for labels, values in _exact(source, queries, chunk, exact_pods, relabelled, by_pod):
+            rows.append(row(labels, sum(float(v) for _, v in values)))
+        if exact_held := exact_pods & held.keys():
+            for labels, values in _exact(source, queries, chunk, frozenset(exact_held), relabelled, True, "Pending"):
+                reasons = held[labels.get("uid", "")]
+                by_reason: dict[str, float] = {}
+                for t, value in values:
+                    reason = reasons.get(int(t), "")
+                    by_reason[reason] = by_reason.get(reason, 0.0) + float(value)
+                pending += [_with_reason(row(labels, instants), reason) for reason, instants in by_reason.items()]
     instants = (chunk.end - chunk.start) // chunk.step
     columns = [*POD_COLUMNS, *frames.USAGE.columns] if by_pod else frames.USAGE.columns
     if queries.breakdown_keys:
         at = columns.index("resource")  # workload and labels follow the namespace, as in frames.WORKLOAD_USAGE.columns
         columns = [*columns[:at], "workload", "labels", *columns[at:]]
-    usage = _hours(rows, chunk.step, columns)
+    usage, held_pending = _hours(rows, chunk.step, columns), _hours(pending, chunk.step, [*columns[:-1], *PENDING_KEYS])
     _refuse_impossible_values(usage, queries.cluster)  # before the rows are summed, so that no row hides another
+    _refuse_impossible_values(held_pending, queries.cluster)
     return _ChunkResult(_per_key(usage, columns), running, exact_pods, covered, instants, tops, copies,
-                        pod_hours.assign(cpu=pod_hours["uid"].map(cpu)))
+                        pod_hours.assign(cpu=pod_hours["uid"].map(cpu)),
+                        _per_key(held_pending, [*columns[:-1], *PENDING_KEYS]))
+
+
+PENDING_KEYS = ["reason", "quantity"]  # what a row of bound-Pending usage has where a usage row has its quantity
+
+
+def _with_reason(row: tuple, reason: str) -> tuple:
+    """A usage row (its quantity and hours in the resource's units last) with the reason before those two."""
+    return (*row[:-2], reason, *row[-2:])
+
+
+def _held(source: PrometheusSource, queries: UsageQueries, chunk: Chunk) -> dict[str, dict[int, str]]:
+    """uid -> {instant: reason} of each pod Pending and bound to a node at some of the chunk's instants
+    (docs/spec.md "Rule 2: running"): the pods that may be from raw samples, then when, from range queries of those
+    pods, and why (INITIALISING where an init container other than a sidecar ran, else the first by name of the
+    reasons its app containers waited for, else ''), of the pods that were. The bill multiplies their requests by
+    these instants as it does by the Running ones."""
+    held: dict[str, dict[int, str]] = {}
+    for query in in_pieces(_uids(source.instant(queries.pending_on_nodes(), chunk.last)), queries.bound_pending):
+        for series in source.range(query, chunk.start, chunk.last, chunk.step):
+            held.setdefault(series["metric"].get("uid", ""), {}).update((int(t), "") for t, _ in series["values"])
+    seen: dict[tuple[str, int], set[str]] = {}
+    for query in in_pieces(held, queries.waiting):
+        for series in source.range(query, chunk.start, chunk.last, chunk.step):
+            uid, reason = series["metric"].get("uid", ""), series["metric"].get("reason", "")
+            for t, _ in series["values"]:
+                seen.setdefault((uid, int(t)), set()).add(reason)
+    for uid, instants in held.items():
+        for t in instants:
+            reasons = seen.get((uid, t), set())
+            instants[t] = INITIALISING if INITIALISING in reasons else min(reasons, default="")
+    return held
+
+
+def bound_pending_hours(source: PrometheusSource, queries: UsageQueries, chunk: Chunk) -> pd.DataFrame:
+    """Resource-hours in billing units (resource, reason, quantity) that pods bound to a node held while Pending in
+    one chunk, and (reason None) what Running pods requested, as the bill measures them: `billing check` asks the
+    whole day as one chunk at a coarser step."""
+    result = _chunk_usage(source, queries, chunk)
+    frame = pd.concat([result.pending, result.usage.assign(reason=None)], ignore_index=True)
+    return billing_units(frame, queries.fractions).groupby(["resource", "reason"], as_index=False, dropna=False)[["quantity"]].sum()
+
+
+def _exact(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, uids: frozenset[str], relabelled: list[str],
+           by_pod: bool, phase: str = "Running") -> list[tuple[dict[str, str], list]]:
+    """The exact path's answer for these pods (labels, [time, value] at each instant), asked in pieces; with a
+    breakdown, each pod's labels also hold its workload and cost labels."""
+    below: dict[str, dict[str, str]] = {}  # uid -> its workload and labels, with a breakdown
+    if queries.breakdown_keys:
+        for query in in_pieces(uids, queries.breakdown):
+            below.update((s["metric"].get("uid", ""), s["metric"]) for s in source.instant(query, chunk.last))
+    by_uid = by_pod or bool(queries.breakdown_keys)
+    answer = []
+    for exact in in_pieces(uids, lambda pods: queries.exact(pods, relabelled, by_uid, phase)):
+        for series in source.range(exact, chunk.start, chunk.last, chunk.step):
+            labels = series["metric"]
+            if queries.breakdown_keys:  # (every billed pod has kube_pod_info, so a breakdown)
+                found = below.get(labels.get("uid", ""), {"workload": f"Pod/{labels.get('pod', '')}"})
+                labels = {**found, **labels}
+            answer.append((labels, series["values"]))
+    return answer
+
+
+def _reasons(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, uids: frozenset[str]) -> dict[tuple[str, int], str]:
+    """(uid, instant) -> why the pod was not Running then (docs/spec.md "Rule 2: running"): INITIALISING where an
+    init container other than a sidecar ran, else the first by name of the reasons its app containers waited for."""
+    seen: dict[tuple[str, int], set[str]] = {}
+    for query in in_pieces(uids, queries.waiting):
+        for series in source.range(query, chunk.start, chunk.last, chunk.step):
+            uid, reason = series["metric"].get("uid", ""), series["metric"].get("reason", "")
+            for t, _ in series["values"]:
+                seen.setdefault((uid, int(t)), set()).add(reason)
+    return {key: INITIALISING if INITIALISING in reasons else min(reasons) for key, reasons in seen.items()}
 
 
 def _running_hours(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, copies: bool) -> pd.DataFrame:
@@ -429,7 +543,10 @@ def collect_cluster(context: ClusterDay, cost_labels: Sequence[str] | None = Non
     results = map_chunks(lambda c: _chunk_usage(context.source, UsageQueries(cluster, gpu_resources, c, store,
                                                                              cost_labels), c),
                          day_chunks)
+    pending = pd.concat([r.pending for r in results], ignore_index=True)
     raw = pd.concat([r.usage for r in results], ignore_index=True)
+    if cluster.bound_pending == "charge":  # billed as the Running instants are (docs/spec.md "Rule 2: running")
+        raw = pd.concat([raw, _per_key(pending.drop(columns="reason"), list(raw.columns[:-1]))], ignore_index=True)
     running = frozenset().union(*(r.pods for r in results))
     usage = _normalise(raw, gpu_resources)
     _refuse_impossible_values(usage, cluster.name, highest=HIGHEST_QUANTITY)
@@ -446,6 +563,7 @@ def collect_cluster(context: ClusterDay, cost_labels: Sequence[str] | None = Non
         controllers=tuple(r.tops for r in results if r.tops),
         copies=any(r.copies for r in results),
         pod_hours=pd.concat([r.pod_hours for r in results], ignore_index=True),
+        bound_pending=_normalise(pending, gpu_resources, frames.BOUND_PENDING.columns),
     )
 
 
@@ -503,11 +621,8 @@ def billing_units(raw: pd.DataFrame, gpu_resources: GpuResources) -> pd.DataFram
     return frame[frame["quantity"] != 0]
 
 
-def _normalise(raw: pd.DataFrame, gpu_resources: GpuResources) -> pd.DataFrame:
-    """Resource-hours in billing units, one row per namespace, resource, GPU model, priority class and pool."""
+def _normalise(raw: pd.DataFrame, gpu_resources: GpuResources, columns: list[str] = frames.USAGE.columns) -> pd.DataFrame:
+    """Resource-hours in billing units, one row per namespace, resource, GPU model, priority class and pool (the
+    key `columns` names, less the quantity)."""
     frame = billing_units(raw, gpu_resources)
-    return (
-        frame.groupby(frames.USAGE.columns[:-1], as_index=False, sort=True)[["quantity"]]
-        .sum()
-        .reindex(columns=frames.USAGE.columns)
-    )
+    return frame.groupby(columns[:-1], as_index=False, sort=True)[["quantity"]].sum().reindex(columns=columns)

@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from datetime import date
 from functools import partial
 from pathlib import Path
+from typing import Any
 
+from billing.charge.bound_pending import held_sentence
 from billing.collect.chunks import Chunk
 from billing.collect.context import ClusterDay, cluster_day
 from billing.collect.kueue import NOMINAL
@@ -40,6 +42,7 @@ from billing.collect.promql import (
     one_of,
 )
 from billing.collect.replay import cluster_recording, prometheus_source
+from billing.collect.usage import UsageQueries, bound_pending_hours
 from billing.config import (
     DRA_GPU,
     ClusterConfig,
@@ -224,6 +227,29 @@ def _added_by_rule(queries: Queries, source: PrometheusSource, at: int) -> list[
     return lines
 
 
+def bound_pending(context: ClusterDay) -> str:
+    """What pods bound to a node held on the day before they ran (docs/spec.md "Rule 2: running"), per resource: how
+    much, its share of what Running pods requested, the reason that held most; and whether the cluster charges it."""
+    cluster, day = context.cluster, context.day
+    if cluster.prometheus.replay:
+        return "recorded answers: not checked"
+    chunk = Chunk(int(day.start.timestamp()), int(day.end.timestamp()), ESTIMATE_STEP)
+    hours = bound_pending_hours(context.source, UsageQueries(cluster, context.gpu_resources, chunk, context.store),
+                                chunk)
+    said = f"bound_pending: {cluster.bound_pending or 'show'}; on {day.date}: "
+    sampled = f" (sampled every {ESTIMATE_STEP // 60} minutes)"
+    held, running = hours[hours["reason"].notna()], hours[hours["reason"].isna()].groupby("resource")["quantity"].sum()
+    if held.empty:
+        return said + "no pod bound to a node was Pending" + sampled
+    lines = []
+    resource: Any  # a group key (pandas-stubs types it as Hashable)
+    for resource, by_reason in held.groupby("resource"):
+        ran = float(running.get(resource, 0.0))
+        share = f"{by_reason['quantity'].sum() / ran:.1%} of what Running pods requested" if ran else ""
+        lines.append(f"{resource} {held_sentence(resource, by_reason, share)}")
+    return said + "; ".join(lines) + sampled
+
+
 def _unbillable_requests(queries: Queries, source: PrometheusSource, at: int, day: str) -> list[str]:
     """Sentences about Running pods whose requests kube-state-metrics leaves billing blind to."""
     running = f'({queries.running()} == 1)'
@@ -406,6 +432,7 @@ def check_all(config: Config, day: date | None = None) -> Iterator[Probe]:
             yield _timed(f"selector {cluster.name}", partial(selector, context))
         yield _timed(f"series {cluster.name}", partial(bill_series, context, config.workloads.enabled))
         yield _timed(f"requests {cluster.name}", partial(request_rule, context))
+        yield _timed(f"held {cluster.name}", partial(bound_pending, context))
         if cluster.kueue is not None and not cluster.prometheus.replay:
             yield _timed(f"kueue {cluster.name}", partial(kueue_queues, context))
         if config.workloads.enabled:

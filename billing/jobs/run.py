@@ -14,6 +14,7 @@ from sqlalchemy import Engine
 
 from billing import frames
 from billing.charge.bill import DayBill
+from billing.charge.bound_pending import held_sentence
 from billing.charge.ownership import assign_owners
 from billing.charge.pricing import price, price_holdings, reserve_pools, share_unrequested, unrequested_capacity
 from billing.charge.quotas import quota_hours, quota_rows
@@ -236,7 +237,9 @@ def _bill(config: Config, ledger: Engine, day: date, prices: dict[str, Prices], 
     capacity = pd.concat([c.capacity for c in collected], ignore_index=True)
     wasted = pd.concat([c.wasted for c in collected], ignore_index=True)
     workload_wasted = pd.concat([c.workload_wasted for c in collected], ignore_index=True)
-    ownership = assign_owners(pd.concat([usage["namespace"], wasted["namespace"]]), directory, config.namespaces)
+    pending = pd.concat([c.usage.bound_pending.assign(cluster=c.usage.cluster) for c in collected], ignore_index=True)
+    ownership = assign_owners(pd.concat([usage["namespace"], wasted["namespace"], pending["namespace"]]), directory,
+                              config.namespaces)
     # what namespaces requested; reserved pools' capacity and credits; unrequested shared where a cluster says so
     rows = price(usage, ownership, prices)
     holdings = pd.concat([c.usage.holdings.assign(cluster=c.usage.cluster) for c in collected], ignore_index=True)
@@ -247,10 +250,14 @@ def _bill(config: Config, ledger: Engine, day: date, prices: dict[str, Prices], 
     shared_rows = share_unrequested(capacity[capacity["cluster"].isin(sharing)], rows, config.namespaces.unallocated_team)
     rows = pd.concat([rows, pool_rows, shared_rows], ignore_index=True)
     workloads = _workload_rows(config, prices, collected, ownership, rows)
+    charging = [c.name for c in config.clusters if c.bound_pending == "charge"]
+    bound_pending = price(pending, ownership, prices, below=["reason"])
+    bound_pending = bound_pending.assign(charged=bound_pending["cluster"].isin(charging))
+    _log_bound_pending(bound_pending, rows)
 
     bill = DayBill(rows, capacity, attribute_waste(wasted, ownership), held, workloads,
                    attribute_waste(workload_wasted, ownership) if workloads is not None else None,
-                   {c.usage.cluster: c.usage.coverage for c in collected})
+                   {c.usage.cluster: c.usage.coverage for c in collected}, bound_pending=bound_pending)
     written = replace_day(
         ledger, day, bill, config.currency,
         snapshot=None if directory_warning else directory_to_json(directory), directory_note=directory_warning,
@@ -274,6 +281,20 @@ def _quota_rows(config: Config, prices: dict[str, Prices], collected: list[_Coll
             hours, lent = quota_hours(found.quotas, int(config.step), cluster.kueue, fractions)
             billed.append(quota_rows(hours, lent, rows, cluster, prices[cluster.name]))
     return billed
+
+
+def _log_bound_pending(bound_pending: pd.DataFrame, rows: pd.DataFrame) -> None:
+    """Per cluster and resource: what pods bound to a node held before they ran, its share of the cluster's bill
+    (the charged part of it, or what it would add) and the reason that held most of it."""
+    bills = rows.groupby("cluster")["cost"].sum()
+    cluster: Any  # the group keys (pandas-stubs types them as Hashable)
+    resource: Any
+    for (cluster, resource), held in bound_pending.groupby(["cluster", "resource"]):
+        bill = float(bills.get(cluster, 0.0))
+        share = f"{held['cost'].sum() / bill:.1%} of the bill" if bill else ""
+        if share and not held["charged"].all():
+            share += " (shown, not charged)"
+        log.info("cluster %s: %s", cluster, held_sentence(resource, held, share))
 
 
 def _workload_rows(config: Config, prices: dict[str, Prices], collected: list[_Collected], ownership: pd.DataFrame,

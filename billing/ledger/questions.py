@@ -13,7 +13,7 @@ from sqlalchemy import Engine, Select, Table, Text, case, exists, func, literal,
 
 from billing.ledger.database import fetch
 from billing.ledger.read import money_sum
-from billing.ledger.tables import chargeback, gpu_holdings, workload_costs
+from billing.ledger.tables import bound_pending, chargeback, gpu_holdings, workload_costs
 from billing.resources import CPU, GPU, MEMORY, RESOURCES, UNREQUESTED
 
 # the workload (or label value) of ledger rows that no workload row breaks down; no Kubernetes name looks like it
@@ -141,6 +141,20 @@ def held_by_namespace(engine: Engine, subject: Subject, first: date, last: date)
     for row in fetch(engine, query):
         found.setdefault(row.pop("namespace"), []).append(row)
     return found
+
+
+def held_before_running(engine: Engine, subject: Subject, first: date, last: date) -> list[dict]:
+    """What the subject's pods bound to a node held before they ran (docs/spec.md "Rule 2: running"), per resource and
+    reason, with its cost and whether any of it was charged; none for days billed before revision 0013."""
+    held = bound_pending
+    query = (
+        select(held.c.resource, held.c.reason, func.sum(held.c.quantity).label("quantity"),
+               money_sum(held.c.cost).label("cost"), func.max(held.c.charged).label("charged"))
+        .where(*_where(subject, first, last, held))
+        .group_by(held.c.resource, held.c.reason)
+        .order_by(held.c.resource, held.c.reason)
+    )
+    return fetch(engine, query)
 
 
 def _not_broken_down(subject: Subject, first: date, last: date) -> list:

@@ -22,6 +22,7 @@ from billing.directory.people import Directory, directory_from_json
 from billing.ledger.database import fetch_rows, frame_of, read_frame
 from billing.ledger.tables import (
     LEDGER_COLUMNS,
+    bound_pending,
     chargeback,
     cluster_capacity,
     cluster_days,
@@ -158,6 +159,14 @@ def read_waste(engine: Engine, day: date) -> pd.DataFrame:
     query = select(waste).where(waste.c.day == day).order_by(waste.c.team, waste.c.owner, waste.c.namespace)
     rows = read_frame(engine, query, "waste", ["day", *frames.CHARGED_WASTE.columns])[frames.CHARGED_WASTE.columns]
     return rows.astype({"idle_gpu_hours": float, "unused_cpu_core_hours": float})
+
+
+def read_bound_pending(engine: Engine, day: date) -> pd.DataFrame:
+    """What pods bound to a node held while Pending on a day, per team and reason (frames.BOUND_PENDING_COSTS.columns);
+    none for days billed before revision 0013."""
+    query = select(bound_pending).where(bound_pending.c.day == day)
+    columns = [c.name for c in bound_pending.columns]
+    return read_frame(engine, query, "bound Pending usage", columns)[frames.BOUND_PENDING_COSTS.columns]
 
 
 def read_holdings(engine: Engine, day: date) -> pd.DataFrame:

@@ -119,6 +119,23 @@ gpu_holdings = Table(  # what each `gpu` row held: whole GPUs, MIG slices, time-
 )
 
 
+bound_pending = Table(  # what pods bound to a node held while Pending (docs/spec.md "Rule 2: running"), priced as usage
+    "bound_pending",
+    metadata,
+    *_charged(),
+    Column("resource", Text, primary_key=True),  # cpu, memory or gpu
+    Column("gpu_model", Text, primary_key=True),
+    # why the pods were not Running: InitContainersRunning, an app container's waiting reason, '' where unknown
+    Column("reason", Text, primary_key=True),
+    Column("quantity", Double, nullable=False),
+    Column("unit_price", Double, nullable=False),
+    Column("cost", Double, nullable=False),  # what it costs as Running usage would, priority-class discounts included
+    Column("list_cost", Double, nullable=False),
+    Column("currency", Text, nullable=False),
+    Column("charged", Integer, nullable=False),  # 1: in the chargeback rows too (bound_pending: charge); 0: shown only
+)
+
+
 workload_costs = Table(
     "workload_costs",
     metadata,

@@ -36,6 +36,7 @@ from billing.ledger.recovery import resplit
 from billing.ledger.tables import (
     LEDGER_COLUMNS,
     NAME_COLUMNS,
+    bound_pending,
     chargeback,
     closed_months,
     cluster_capacity,
@@ -140,6 +141,10 @@ def replace_day(
             conn.execute(delete(gpu_holdings).where(gpu_holdings.c.day == day))
             if len(held):
                 _insert(conn, gpu_holdings, held[frames.HOLDINGS.columns].assign(day=day, currency=currency))
+            conn.execute(delete(bound_pending).where(bound_pending.c.day == day))
+            if len(bill.bound_pending):
+                pending = bill.bound_pending[frames.BOUND_PENDING_COSTS.columns]
+                _insert(conn, bound_pending, pending.assign(day=day, currency=currency, charged=pending["charged"].astype(int)))
             conn.execute(delete(workload_costs).where(workload_costs.c.day == day))
             kept = workloads_since is None or day >= workloads_since
             if workloads_since is not None:

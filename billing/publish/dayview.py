@@ -22,6 +22,7 @@ from billing.ledger.read import (
     daily_costs,
     directory_note,
     incomplete,
+    read_bound_pending,
     read_capacity,
     read_holdings,
     read_rows,
@@ -110,6 +111,8 @@ class TeamReport:
     by_namespace: list[dict]  # cluster, namespace, owner, cost
     by_usage: list[dict]  # cluster, resource, gpu_model, quantity, cost, discount
     waste: tuple[dict, ...] = ()  # owner, idle_gpu_hours, unused_cpu_core_hours (None: not measured)
+    # owner, cluster, resource, gpu_model, quantity, cost, reason (the one that held most), charged
+    held_before_running: tuple[dict, ...] = ()
     budget: BudgetStatus | None = None  # the month against the team's budget and its forecast; None: no budget
     leads: tuple[str, ...] = ()  # uids of the team's leads in the stored directory (see `with_directory`)
     changes: Changes | None = None
@@ -143,6 +146,7 @@ class DayReport:
     # unrequested_cost, unrequested_charged_to
     capacity: tuple[dict, ...] = ()
     waste: tuple[dict, ...] = ()  # team, idle_gpu_hours, unused_cpu_core_hours (None: not measured)
+    held_before_running: tuple[dict, ...] = ()  # team, cluster, resource, gpu_model, quantity, cost, reason, charged
     people: dict[str, str] = field(default_factory=dict)  # uid -> display name (cn) from the stored directory
     changes: Changes | None = None
     archive: tuple[ArchiveMonth, ...] = ()  # every day ever run, by month, newest first
@@ -170,10 +174,13 @@ def read_report(engine: Engine, day: date, currency: str, unallocated_team: str)
     capacity = _capacity(read_capacity(engine, day), rows[rows["day"] == day])
     wasted = read_waste(engine, day).assign(owner=lambda f: f["owner"].fillna(""))
     held = read_holdings(engine, day)
+    pending = read_bound_pending(engine, day).assign(owner=lambda f: f["owner"].fillna(""))
     teams = [replace(t, waste=_waste(wasted[wasted["team"] == t.team], "owner"),
-                     by_usage=_with_held(t.by_usage, held[held["team"] == t.team])) for t in report.teams]
+                     by_usage=_with_held(t.by_usage, held[held["team"] == t.team]),
+                     held_before_running=_held_before_running(pending[pending["team"] == t.team], "owner"))
+             for t in report.teams]
     report = replace(report, directory_note=directory_note(engine, day), incomplete=gaps, capacity=capacity,
-                     teams=teams, waste=_waste(wasted, "team"))
+                     teams=teams, waste=_waste(wasted, "team"), held_before_running=_held_before_running(pending, "team"))
     report = with_workloads(report, read_workload_totals(engine, day - timedelta(days=1), day))
     return replace(report, archive=read_archive(engine))
 
@@ -264,6 +271,20 @@ def _waste(wasted: pd.DataFrame, key: str) -> tuple[dict, ...]:
     sums = wasted.groupby(key, as_index=False)[measures].sum(min_count=1)
     sums = sums.sort_values([*measures, key], ascending=[False, False, True], na_position="last")
     return tuple({k: None if pd.isna(v) else v for k, v in row.items()} for row in sums.to_dict("records"))
+
+
+def _held_before_running(pending: pd.DataFrame, key: str) -> tuple[dict, ...]:
+    """What pods bound to a node held before they ran, per `key` (team or owner), cluster, resource and GPU model,
+    most costly first: quantity, cost, the reason that held the most resource-hours, and whether it was charged."""
+    keys = [key, "cluster", "resource", "gpu_model"]
+    if pending.empty:
+        return ()
+    by_reason = pending.groupby([*keys, "reason"], as_index=False)[["quantity"]].sum()
+    dominant = by_reason.sort_values(["quantity", "reason"], ascending=[False, True]).drop_duplicates(keys)
+    sums = pending.groupby(keys, as_index=False).agg(quantity=("quantity", "sum"), cost=("cost", "sum"),
+                                                     charged=("charged", "max"))
+    rows = sums.merge(dominant[[*keys, "reason"]], on=keys).sort_values(["cost", *keys], ascending=[False, *[True] * 4])
+    return tuple({**row, "charged": bool(row["charged"])} for row in rows.to_dict("records"))
 
 
 def _capacity(capacity: pd.DataFrame, today: pd.DataFrame) -> tuple[dict, ...]:

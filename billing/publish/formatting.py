@@ -53,6 +53,12 @@ HELD_UNUSED_RULE = (
     "GPUs that pods requested but left nearly unused (DCGM utilisation below the configured threshold) and CPU "
     "requested beyond what was used (cAdvisor); measured, not an extra charge: it is part of the cost above"
 )
+HELD_BEFORE_RUNNING = "Held before running"
+HELD_BEFORE_RUNNING_RULE = (
+    "what pods bound to a node held while they did not run yet (image pulls, init containers, ImagePullBackOff): "
+    "the scheduler kept it from everyone else all along; charged as running where the cluster says bound_pending: "
+    "charge (then part of the cost above), else shown at what it would cost"
+)
 ROUNDING = "Rounding"  # the row of a table that makes its rounded rows add up to its rounded total
 ROUNDING_NOTE = (
     "Each amount is its exact sum rounded once to the cent, the same wherever it is shown; a Rounding row is "

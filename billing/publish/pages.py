@@ -33,6 +33,8 @@ from billing.publish.dayview import DayReport, RenderError, TrendDay
 from billing.publish.formatting import (
     COST_RECOVERY,
     COST_RECOVERY_RULE,
+    HELD_BEFORE_RUNNING,
+    HELD_BEFORE_RUNNING_RULE,
     HELD_UNUSED,
     HELD_UNUSED_RULE,
     KUEUE_QUOTAS,
@@ -153,6 +155,7 @@ def _environment() -> Environment:
                        unrequested_share=UNREQUESTED_SHARE, unrequested_share_rule=UNREQUESTED_SHARE_RULE,
                        held_unused=HELD_UNUSED, held_unused_rule=HELD_UNUSED_RULE, team_namespaces=TEAM_NAMESPACES,
                        kueue_quotas=KUEUE_QUOTAS, kueue_quotas_rule=KUEUE_QUOTAS_RULE,
+                       held_before_running=HELD_BEFORE_RUNNING, held_before_running_rule=HELD_BEFORE_RUNNING_RULE,
                        team_namespaces_rule=TEAM_NAMESPACES_RULE, no_workload=UNATTRIBUTED, no_workload_rule=NO_WORKLOAD_RULE,
                        cost_recovery=COST_RECOVERY, cost_recovery_rule=COST_RECOVERY_RULE, price_change_note=price_change_note)
     env.globals.update(

@@ -35,6 +35,7 @@ from billing.ledger.questions import (
     Subject,
     days_not_broken_down,
     has_rows,
+    held_before_running,
     held_by_namespace,
     known_names,
     label_sets,
@@ -91,6 +92,9 @@ class Report:
     # (cluster, day): another price set came into force inside the range (docs/spec.md "Prices over time and cost
     # recovery"); from the config, see `price_changes`
     price_changes: list[tuple[str, date]] = field(default_factory=list)
+    # per resource, what pods bound to a node held before they ran: quantity, cost, charged (any of it), reason (the
+    # one that held most); in the rows' costs only where charged (docs/spec.md "Rule 2: running")
+    held_before_running: list[dict] = field(default_factory=list)
 
     @property
     def total_cost(self) -> float:
@@ -199,7 +203,22 @@ def build_report(
     money = _currency(rows, subject, first, last, currency)
     people, leads = _who(engine, subject, rows)
     return Report(subject, first, last, money, by, columns, rows, missing, incomplete(engine, first, last),
-                  people=people, leads=leads, without_breakdown=without_breakdown)
+                  people=people, leads=leads, without_breakdown=without_breakdown,
+                  held_before_running=_per_resource(held_before_running(engine, subject, first, last)))
+
+
+def _per_resource(held: list[dict]) -> list[dict]:
+    """Rows per resource and reason as one per resource: the sums, and the reason with the most resource-hours."""
+    found: dict[str, dict] = {}
+    for row in held:
+        kept = found.setdefault(row["resource"], {"resource": row["resource"], "quantity": 0.0, "cost": 0.0,
+                                                   "charged": False, "reason": row["reason"], "most": 0.0})
+        kept["quantity"] += row["quantity"]
+        kept["cost"] += row["cost"]
+        kept["charged"] = kept["charged"] or bool(row["charged"])
+        if row["quantity"] > kept["most"]:
+            kept.update(reason=row["reason"], most=row["quantity"])
+    return [{k: v for k, v in row.items() if k != "most"} for row in found.values()]
 
 
 def _ledger_rows(engine: Engine, subject: Subject, first: date, last: date, by: str | None

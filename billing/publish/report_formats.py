@@ -40,6 +40,7 @@ from billing.publish.formatting import (
     person,
     plain_number,
     price_change_note,
+    quantity,
     rounding,
     total,
 )
@@ -205,8 +206,16 @@ def table(report: Report) -> str:
         ]
         out.append("  ".join(cells).rstrip())
     out += budget_lines(report)
+    out += [line for sentence in held_lines(report) for line in textwrap.wrap(_printable(sentence), WIDTH)]
     out += [line for sentence in explanations(report) for line in textwrap.wrap(sentence, WIDTH)]
     return "\n".join(out) + "\n"
+
+
+def held_lines(report: Report) -> list[str]:
+    """Per resource, what pods bound to a node held before they ran, and whether the rows above include it."""
+    return [f"held before running: {quantity(row['quantity'], row['resource'])}, {money(row['cost'], report.currency)}"
+            f", {'charged (in the rows above)' if row['charged'] else 'shown, not charged'}"
+            + (f"; mostly {row['reason']}" if row["reason"] else "") for row in report.held_before_running]
 
 
 def budget_lines(report: Report) -> list[str]:
@@ -268,6 +277,8 @@ def json_text(report: Report) -> str:
                      "budget_month": f"{report.budget.as_of:%Y-%m}", "month_to_date": report.budget.month_to_date}
     if report.price_changes:
         document["price_changes"] = [{"cluster": cluster, "from": day.isoformat()} for cluster, day in report.price_changes]
+    if report.held_before_running:
+        document["held_before_running"] = report.held_before_running
     if report.by:
         document["by"] = report.by
     if report.without_breakdown is not None:

@@ -53,11 +53,12 @@ class FakePrometheus:
     def __init__(self, pods=(), models=(), resized=(), on_nodes=(), exact=(), covered=360):
         self.covered, self.pods = covered, list(pods)
         self.answers = {"models": list(models), "resized": list(resized), "on_nodes": list(on_nodes),
-                        "exact": list(exact)}
+                        "exact": list(exact), "bound_pending": []}  # no pod Pending on a node
         self.asked: list[tuple[str, str]] = []
 
     def instant(self, query: str, at: float) -> list[dict]:
         kind = ("covered" if query.startswith("count_over_time(") else "resized" if "stddev_over_time(kube_pod_container" in query
+                else "bound_pending" if 'phase="Pending"' in query
                 else "models" if query.startswith("max by (node") else "on_nodes" if "node=~" in query
                 else "pods" if query.startswith("count by (uid)") else "hours" if query.startswith(RUNNING_INSTANTS)
                 else "pod_info" if query.startswith("group by (namespace, pod, uid, node") else "requested")
@@ -116,7 +117,8 @@ def test_fast_path_turns_instants_into_hours_and_nodes_into_models():
     }
     assert result.pods == 1
     assert "exact" not in source.kinds()
-    assert result.queries == 4 * 7  # per chunk: models, Running pods, needs_exact, coverage, pods, requests, hours
+    # per chunk: models, Running pods, needs_exact, coverage, pods, requests, hours, pods Pending on a node
+    assert result.queries == 4 * 8
     assert result.coverage == 1.0
     # what waste takes: every pod's Running instants in each of the day's 24 hours, and its CPU request
     hours = result.pod_hours.groupby("uid").agg(hours=("hour", "nunique"), instants=("instants", "sum"), cpu=("cpu", "max"))
@@ -135,8 +137,8 @@ def test_a_store_that_moves_a_range_query_s_times_is_asked_for_running_instants_
     assert result.usage["quantity"].tolist() == [pytest.approx(24 * 30 * 2 / 60)]  # 2 cores, half of every hour
     assert source.kinds().count("hours") == 4 * (1 + 6)  # per chunk: the range query that moved, then its 6 hours
     # every question counts, the moved range query too: per chunk models, Running pods, needs_exact, coverage,
-    # the range query and its 6 hours, pods, requests
-    assert result.queries == len(source.asked) == 4 * (4 + 1 + 6 + 2)
+    # the range query and its 6 hours, pods, requests, pods Pending on a node
+    assert result.queries == len(source.asked) == 4 * (4 + 1 + 6 + 3)
     assert sorted(set(result.pod_hours["hour"])) == [hour.last for hour in hours_of(DAY, 60)]  # what waste looks up
 
 
@@ -246,7 +248,8 @@ def test_a_chunk_with_copies_merges_them_at_each_instant():
     assert result.copies and result.pods == 1
     merged = "sum_over_time(max by (namespace, pod, uid) (kube_pod_status_phase"
     assert [merged in query for query in source.queries("hours")] == [True, False, False, False]  # the first chunk only
-    exact = [query for _, query in source.asked if query.lstrip().startswith("group by (uid)")]  # needs_exact
+    exact = [query for kind, query in source.asked  # needs_exact
+             if kind != "bound_pending" and query.lstrip().startswith("group by (uid)")]
     assert ["max by (uid, container, resource)" in query for query in exact] == [True, False, False, False]
 
 

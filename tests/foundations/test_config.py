@@ -340,3 +340,12 @@ def test_cost_labels_are_kubernetes_label_keys(write_config):
     config = load_config(write_config(cost_labels=["experiment", "example.com/project", "team.example.org/grant-id"]))
     assert config.cost_labels == ["experiment", "example.com/project", "team.example.org/grant-id"]
     assert config.workloads.enabled and config.workloads.keep_days is None
+
+
+def test_bound_pending_is_shown_unless_a_cluster_or_the_top_level_says_charge(write_config):
+    assert [c.bound_pending for c in load_config(write_config(clusters=[cluster()])).clusters] == ["show"]
+    config = load_config(write_config(bound_pending="charge",
+                                      clusters=[cluster(), cluster(name="ibis", bound_pending="show")]))
+    assert [c.bound_pending for c in config.clusters] == ["charge", "show"]
+    with pytest.raises(ConfigError, match=r"clusters\[0\]\.bound_pending.*'show' or 'charge'"):
+        load_config(write_config(clusters=[cluster(bound_pending="bill")]))

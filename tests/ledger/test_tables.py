@@ -12,6 +12,7 @@ from billing.charge.bill import DayBill
 from billing.ledger.database import LedgerError, open_ledger
 from billing.ledger.read import completed, read_rows, read_workload_costs, read_workload_totals
 from billing.ledger.tables import (
+    bound_pending,
     chargeback,
     cluster_capacity,
     gpu_holdings,
@@ -179,6 +180,7 @@ def test_workload_rows_older_than_keep_days_go_in_the_same_transaction(tmp_path)
     (cluster_capacity, frames.CAPACITY, ("day",)),
     (waste, frames.CHARGED_WASTE, ("day",)),
     (gpu_holdings, frames.HOLDINGS, ("day", "currency")),
+    (bound_pending, frames.BOUND_PENDING_COSTS, ("day", "currency")),
     (workload_costs, frames.WORKLOAD_COSTS, ("day", "currency")),
     (workload_waste, frames.CHARGED_WORKLOAD_WASTE, ("day",)),
 ])
