@@ -161,10 +161,10 @@ def read_waste(engine: Engine, day: date) -> pd.DataFrame:
     return rows.astype({"idle_gpu_hours": float, "unused_cpu_core_hours": float})
 
 
-def read_bound_pending(engine: Engine, day: date) -> pd.DataFrame:
-    """What pods bound to a node held while Pending on a day, per team and reason (frames.BOUND_PENDING_COSTS.columns);
-    none for days billed before revision 0013."""
-    query = select(bound_pending).where(bound_pending.c.day == day)
+def read_bound_pending(engine: Engine, first: date, last: date) -> pd.DataFrame:
+    """What pods bound to a node held while Pending from first to last, per team and reason
+    (frames.BOUND_PENDING_COSTS.columns); none for days billed before revision 0013."""
+    query = select(bound_pending).where(bound_pending.c.day.between(first, last))
     columns = [c.name for c in bound_pending.columns]
     return read_frame(engine, query, "bound Pending usage", columns)[frames.BOUND_PENDING_COSTS.columns]
 

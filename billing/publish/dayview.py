@@ -174,13 +174,13 @@ def read_report(engine: Engine, day: date, currency: str, unallocated_team: str)
     capacity = _capacity(read_capacity(engine, day), rows[rows["day"] == day])
     wasted = read_waste(engine, day).assign(owner=lambda f: f["owner"].fillna(""))
     held = read_holdings(engine, day)
-    pending = read_bound_pending(engine, day).assign(owner=lambda f: f["owner"].fillna(""))
+    pending = read_bound_pending(engine, day, day).assign(owner=lambda f: f["owner"].fillna(""))
     teams = [replace(t, waste=_waste(wasted[wasted["team"] == t.team], "owner"),
                      by_usage=_with_held(t.by_usage, held[held["team"] == t.team]),
-                     held_before_running=_held_before_running(pending[pending["team"] == t.team], "owner"))
+                     held_before_running=held_rows(pending[pending["team"] == t.team], "owner"))
              for t in report.teams]
     report = replace(report, directory_note=directory_note(engine, day), incomplete=gaps, capacity=capacity,
-                     teams=teams, waste=_waste(wasted, "team"), held_before_running=_held_before_running(pending, "team"))
+                     teams=teams, waste=_waste(wasted, "team"), held_before_running=held_rows(pending, "team"))
     report = with_workloads(report, read_workload_totals(engine, day - timedelta(days=1), day))
     return replace(report, archive=read_archive(engine))
 
@@ -273,7 +273,7 @@ def _waste(wasted: pd.DataFrame, key: str) -> tuple[dict, ...]:
     return tuple({k: None if pd.isna(v) else v for k, v in row.items()} for row in sums.to_dict("records"))
 
 
-def _held_before_running(pending: pd.DataFrame, key: str) -> tuple[dict, ...]:
+def held_rows(pending: pd.DataFrame, key: str) -> tuple[dict, ...]:
     """What pods bound to a node held before they ran, per `key` (team or owner), cluster, resource and GPU model,
     most costly first: quantity, cost, the reason that held the most resource-hours, and whether it was charged."""
     keys = [key, "cluster", "resource", "gpu_model"]

@@ -3,8 +3,9 @@
 `digest_period` says which days a run's digest covers (every run's day, or
 the week ending on a Sunday's run); `read_digests` reads those days from the
 ledger into one `PersonalDigest` per person with costs, their share of each
-namespace as in `billing report --person`, and their most expensive workloads
-where the days were broken down by workload. The letter is `billing.notify.letters.person_letter`.
+namespace as in `billing report --person`, their most expensive workloads
+where the days were broken down by workload, and what their pods bound to a
+node held before they ran. The letter is `billing.notify.letters.person_letter`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from billing.days import days_between
-from billing.ledger.read import completed, read_rows, read_workload_costs, waste_sums
+from billing.ledger.read import completed, read_bound_pending, read_rows, read_workload_costs, waste_sums
+from billing.publish.dayview import held_rows
 from billing.publish.formatting import money_sums, total
 
 SUNDAY = 6  # date.weekday()
@@ -39,6 +41,8 @@ class PersonalDigest:
     reports_url: str
     # cluster, namespace, workload, cost: the TOP_WORKLOADS most expensive, their share; empty without workload rows
     top_workloads: list[dict] = field(default_factory=list)
+    # what their pods bound to a node held before they ran, as on their team's page (dayview.held_rows); empty: nothing
+    held_before_running: tuple[dict, ...] = ()
 
 
 def digest_period(day: date, personal: str) -> tuple[date, date] | None:
@@ -58,6 +62,7 @@ def read_digests(engine: Engine, first: date, last: date, currency: str, reports
     period = rows[rows["day"] >= first]
     waste = waste_sums(engine, first, last, "owner").dropna(subset=["owner"]).set_index("owner")
     workloads = top_workloads(engine, first, last)
+    pending = read_bound_pending(engine, first, last)
     runs = completed(engine, first, last)
     missing = [day for day in days_between(first, last) if day not in runs]
     digests = []
@@ -76,6 +81,7 @@ def read_digests(engine: Engine, first: date, last: date, currency: str, reports
             idle_gpu_hours=None if pd.isna(idle["idle_gpu_hours"]) else float(idle["idle_gpu_hours"]),
             unused_cpu_core_hours=None if pd.isna(idle["unused_cpu_core_hours"]) else float(idle["unused_cpu_core_hours"]),
             missing_days=missing, reports_url=reports_url, top_workloads=workloads.get(uid, []),
+            held_before_running=held_rows(pending[pending["owner"] == uid], "owner"),
         ))
     return digests
 

@@ -74,3 +74,29 @@ def fill_ledger(url: str, rows: dict = ROWS) -> str:
         replace_day(engine, day, DayBill(frame(day_rows)), "USD")
     engine.dispose()
     return url
+
+
+# What pods bound to a node held on DAY before they ran: the pods of tests/integration/test_bound_pending_prometheus.py,
+# shown, not charged (bound_pending: show), priced as jaguar's rows above
+#        cluster   namespace team        owner    resource gpu_model reason                  quantity unit_price cost
+HELD = [
+    # the image pull: 30 minutes of 1 GPU and 8 cores
+    ("jaguar", "alice", "robotics", "alice", "gpu", H100, "ContainerCreating", 0.5, 2.40, 1.20),
+    ("jaguar", "alice", "robotics", "alice", "cpu", "", "ContainerCreating", 4.0, 0.012, 0.048),
+    # the stage-dataset init container: 20 minutes of 4 cores, bob's namespace split between his two teams
+    ("jaguar", "bob", "robotics", "bob", "cpu", "", "InitContainersRunning", 2 / 3, 0.012, 0.008),
+    ("jaguar", "bob", "vision", "bob", "cpu", "", "InitContainersRunning", 2 / 3, 0.012, 0.008),
+    # 8 GPUs bound for 6 hours: ContainerCreating for 10 minutes, then ImagePullBackOff
+    ("jaguar", "carol", "nlp", "carol", "gpu", H100, "ContainerCreating", 8 / 6, 2.40, 3.20),
+    ("jaguar", "carol", "nlp", "carol", "gpu", H100, "ImagePullBackOff", 8 * 35 / 6, 2.40, 112.00),
+]
+
+
+def write_held_ledger(path: Path) -> str:
+    """The ledger of `write_ledger` with HELD on DAY; returns its URL."""
+    url = write_ledger(path)
+    held = pd.DataFrame([(*row, row[-1], False) for row in HELD], columns=frames.BOUND_PENDING_COSTS.columns)
+    engine = new_ledger(url)
+    replace_day(engine, DAY, DayBill(frame(ROWS[DAY]), bound_pending=held), "USD")
+    engine.dispose()
+    return url

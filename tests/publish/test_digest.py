@@ -17,7 +17,8 @@ from billing.ledger.database import open_ledger
 from billing.ledger.write import replace_day
 from billing.notify.letters import person_letter
 from billing.publish.digest import digest_period, read_digests
-from tests.helpers.report_ledger import DAY, ROWS, frame, write_ledger
+from billing.publish.formatting import HELD_BEFORE_RUNNING_RULE
+from tests.helpers.report_ledger import DAY, H100, ROWS, frame, write_held_ledger, write_ledger
 from tests.helpers.workload_ledger import FIRST, LAST, fill
 
 URL = "https://billing.example.org/me"
@@ -89,3 +90,25 @@ def test_a_person_without_workload_rows_gets_no_workload_table(ledger):
     assert alice.top_workloads == []
     letter = person_letter(alice)
     assert "WORKLOADS" not in letter.text and "workloads" not in letter.html
+
+
+def test_the_letter_says_what_the_person_held_before_running_where_they_did(ledger, tmp_path):
+    (before,) = [d for d in read_digests(ledger, DAY, DAY, "USD", URL) if d.uid == "alice"]
+    assert "Held before running" not in person_letter(before).text + person_letter(before).html
+    digests = {d.uid: d for d in read_digests(open_ledger(write_held_ledger(tmp_path / "held.db")), DAY, DAY, "USD", URL)}
+    # by hand from HELD: alice's image pull; bob's init container, both his teams' halves (carol has no costs: no digest)
+    assert [(r["cluster"], r["resource"], r["gpu_model"], r["quantity"], r["cost"], r["reason"], r["charged"])
+            for r in digests["alice"].held_before_running] == [
+        ("jaguar", "gpu", H100, 0.5, pytest.approx(1.20), "ContainerCreating", False),
+        ("jaguar", "cpu", "", 4.0, pytest.approx(0.048), "ContainerCreating", False)]
+    assert [(r["resource"], r["quantity"], r["cost"], r["reason"]) for r in digests["bob"].held_before_running] == [
+        ("cpu", pytest.approx(4 / 3), pytest.approx(0.016), "InitContainersRunning")]
+    letter = person_letter(digests["bob"])
+    text = [" ".join(line.split()) for line in letter.text.splitlines()]
+    start = text.index("HELD BEFORE RUNNING")
+    assert text[start + 1:start + 4] == [f"Held before running: {HELD_BEFORE_RUNNING_RULE}.",
+                                         "Cluster Resource Held Cost Mostly Charged",
+                                         "jaguar CPU 1.33 core-h 0.02 USD InitContainersRunning no, shown"]
+    html = re.sub(r' (style|class)="[^"]*"', "", letter.html)  # the letter's CSS is inlined
+    assert ("<tr><td>jaguar</td><td>CPU</td><td>1.33 core-h</td><td>0.02 USD</td><td>InitContainersRunning</td>"
+            "<td>no, shown</td></tr>") in html

@@ -12,6 +12,7 @@ from billing.ledger.database import open_ledger
 from billing.ledger.write import replace_day
 from billing.notify.letters import admin_letter, team_letter
 from billing.publish.dayview import TrendDay, read_report, slug
+from billing.publish.formatting import HELD_BEFORE_RUNNING_RULE
 from billing.publish.pages import (
     RenderError,
     _write,
@@ -35,6 +36,7 @@ from tests.helpers.report_ledger import (
     TEAM_COST,
     TEAM_MONTH,
     frame,
+    write_held_ledger,
     write_ledger,
 )
 
@@ -143,6 +145,27 @@ def test_letters_name_day_team_and_total_and_contain_no_svg(report):
         # the CSS was inlined: only the phone-size rule is left in a style element
         assert [s.split("{")[0].strip() for s in re.findall(r"<style>(.*?)</style>", letter.html, re.S)] == ["@media (max-width: 480px)"]
         assert '<td class="num" style="' in letter.html
+
+
+def test_the_admins_letter_says_what_each_team_held_before_running_where_anything_was(report, tmp_path):
+    assert "Held before running" not in admin_letter(report).text + admin_letter(report).html
+    held = admin_letter(read_report(open_ledger(write_held_ledger(tmp_path / "ledger.db")), DAY, "USD", "unallocated"))
+    # by hand from HELD, per team, cluster, resource and GPU model, most costly first: carol's 8/6 + 8 x 35/6 = 48 H100
+    # hours (3.20 + 112.00 USD, mostly ImagePullBackOff); alice's image pull; robotics' 4 + 2/3 core-h (0.048 + 0.008)
+    text = [" ".join(line.split()) for line in held.text.splitlines()]
+    start = text.index("HELD BEFORE RUNNING")
+    assert text[start + 1] == f"Held before running: {HELD_BEFORE_RUNNING_RULE}."
+    assert text[start + 2:start + 7] == [
+        "Team Cluster Resource Held Cost Mostly Charged",
+        f"nlp jaguar GPU {H100} 48.00 GPU-h 115.20 USD ImagePullBackOff no, shown",
+        f"robotics jaguar GPU {H100} 0.50 GPU-h 1.20 USD ContainerCreating no, shown",
+        "robotics jaguar CPU 4.67 core-h 0.06 USD ContainerCreating no, shown",
+        "vision jaguar CPU 0.67 core-h 0.01 USD InitContainersRunning no, shown",
+    ]
+    html = re.sub(r' (style|class)="[^"]*"', "", held.html)  # the letter's CSS is inlined
+    assert "<h2>Held before running</h2>" in html
+    assert (f"<tr><td>nlp</td><td>jaguar</td><td>GPU <span>{H100}</span></td><td>48.00 GPU-h</td><td>115.20 USD</td>"
+            "<td>ImagePullBackOff</td><td>no, shown</td></tr>") in html
 
 
 def test_subject_stays_one_line_whatever_the_team_name(tmp_path):
