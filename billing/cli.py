@@ -429,7 +429,7 @@ def report(
     from billing.ledger.database import open_ledger
     from billing.publish import answers
     from billing.publish.report import breakdown, report_range
-    from billing.publish.report_formats import FORMATS, notices
+    from billing.publish.report_formats import FORMATS, held_lines, notices
 
     subject = _subject(team, person, all_teams)
     config = _config()
@@ -438,8 +438,8 @@ def report(
     if by is None and form in ("table", "html"):
         by = "team" if subject.kind == "all" else "namespace"
     answer = answers.report(open_ledger(config.database), config, subject, first, last, by)
-    if form != "json":
-        for notice in notices(answer):
+    if form != "json":  # csv's lines are only the rows, which add up to the bill: what was held goes with the notices
+        for notice in notices(answer) + (held_lines(answer) if form == "csv" else []):
             click.echo(f"billing: {notice}", err=True)
     _write_output(output, FORMATS[form](answer))
 

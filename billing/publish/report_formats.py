@@ -319,6 +319,7 @@ def html_table(report: Report) -> dict:
         missing=day_ranges(report.missing_days),
         gaps=gaps(report),
         budget=budget_lines(report),
+        held=held_lines(report),
         without_breakdown=breakdown_notice(report),
     )
 

@@ -1,7 +1,10 @@
 """Exit statuses and messages of the command line (docs/spec.md "Command line": 0 ok, 1 run failed, 2 usage/config)."""
 
+import csv
+import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +15,7 @@ from click.testing import CliRunner
 from billing.cli import main
 from fixtures.servers import free_port
 from tests.helpers.config import MINIMAL_CONFIG
-from tests.helpers.report_ledger import write_ledger
+from tests.helpers.report_ledger import write_held_ledger, write_ledger
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -157,6 +160,33 @@ def test_reading_the_ledger_needs_no_secret_a_run_needs_every_one(write_config, 
         "directory: bind_password_env names the environment variable NO_LDAP_PASSWORD, which is not set; "
         "email: password_env names the environment variable NO_SMTP_PASSWORD, which is not set\n")
     assert (tmp_path / "ledger.db").read_bytes() == ledger
+
+
+# robotics' rows of HELD by hand: alice's 0.5 H100-hours at 2.40, and her 4 core-h with bob's robotics half of 4/3 (0.048 +
+# 0.008 USD), mostly ContainerCreating; in the order the table gives them (per resource, by name)
+HELD_LINES = ["held before running: 4.67 core-h, 0.06 USD, shown, not charged; mostly ContainerCreating",
+              "held before running: 0.50 GPU-h, 1.20 USD, shown, not charged; mostly ContainerCreating"]
+
+
+def test_csv_keeps_its_rows_adding_up_and_says_what_was_held_on_stderr(write_config, tmp_path):
+    path = str(write_config(database=write_held_ledger(tmp_path / "ledger.db"), currency="USD"))
+    result = invoke("report", "--team", "robotics", "--from", "2026-11-20", "--to", "2026-11-20", "--format", "csv",
+                    "--config", path)
+    assert result.exit_code == 0, result.output
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert sum(float(row["cost"]) for row in rows) == pytest.approx(32.60)  # the team's day, held not added: not charged
+    assert result.stderr.splitlines() == [f"billing: {line}" for line in HELD_LINES]
+
+
+def test_html_says_what_was_held_as_the_table_does(write_config, tmp_path):
+    path = str(write_config(database=write_held_ledger(tmp_path / "ledger.db"), currency="USD"))
+    asked = ["report", "--team", "robotics", "--from", "2026-11-20", "--to", "2026-11-20", "--config", path]
+    table = " ".join(invoke(*asked).stdout.split())  # its lines wrapped at 80 columns
+    assert all(line in table for line in HELD_LINES)
+    page = invoke(*asked, "--format", "html")
+    assert page.exit_code == 0 and page.stderr == "", page.output
+    said = re.search(r'<p class="note" id="held-before-running">(.*?)</p>', page.stdout, re.S)
+    assert said and said[1].split("<br>") == [f"H{line[1:]}." for line in HELD_LINES]
 
 
 @pytest.mark.parametrize("form", ["table", "csv", "json", "html"])
