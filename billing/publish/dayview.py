@@ -156,6 +156,11 @@ class DayReport:
     def team(self, name: str) -> TeamReport:
         return next(t for t in self.teams if t.team == name)
 
+    @property
+    def quotas(self) -> tuple[dict, ...]:
+        """Every team's Kueue quotas (`TeamReport.quotas` with its `team`), by team name: the admins' table."""
+        return tuple({"team": t.team, **row} for t in sorted(self.teams, key=lambda t: t.team) for row in t.quotas)
+
 
 def window_start(day: date) -> date:
     """First day a report needs: the trend's first day or the month's, whichever is earlier."""

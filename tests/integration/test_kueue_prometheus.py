@@ -178,7 +178,7 @@ def test_a_kueue_cluster_whose_store_has_no_quotas_is_refused(prometheus_server,
     assert next(line for line in checked.output.splitlines() if "kueue jaguar" in line).startswith("FAIL")
 
 
-def test_the_team_pages_show_quota_use_within_it_borrowed_and_lent(prometheus_server, tmp_path):
+def test_the_team_pages_and_the_admins_page_show_quota_use_within_it_borrowed_and_lent(prometheus_server, tmp_path):
     config = kueue_config(tmp_path, prometheus_server(WORLD).url)
     result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])
     assert result.exit_code == 0, result.output
@@ -198,6 +198,17 @@ def test_the_team_pages_show_quota_use_within_it_borrowed_and_lent(prometheus_se
     assert ["jaguar", f"Kueue quota, GPU {H100}", "288.00 GPU-h", "691.20 USD"] in robotics.tables["team-usage"]
     assert ["jaguar", f"Quota lent, credited, GPU {H100}", "-20.00 GPU-h", "-48.00 USD"] in nlp.tables["team-usage"]
     assert "<strong>Kueue quotas</strong>: each ClusterQueue&#39;s nominal quota is charged to its team" in vision_html
+
+    # the admins' page: every team's rows as on its page, by team (robotics' 192 GPU-h within its quota: of its
+    # 194 Running, the 2 beyond what Kueue admitted are charged by requests)
+    index_html = (tmp_path / "reports" / "2026-11-20" / "index.html").read_text()
+    assert read_page(index_html).tables["quotas"][1:] == [
+        ["nlp", *nlp.tables["team-quotas"][1]], ["nlp", *nlp.tables["team-quotas"][2]],
+        ["robotics", "jaguar", "CPU", "1,536.00 core-h", "0.00 core-h", "0.00 core-h", "0.00 core-h"],
+        ["robotics", "jaguar", f"GPU {H100}", "288.00 GPU-h", "192.00 GPU-h", "0.00 GPU-h", "0.00 GPU-h"],
+        ["robotics", "jaguar", "Memory", "12,288.00 GiB-h", "0.00 GiB-h", "0.00 GiB-h", "0.00 GiB-h"],
+        ["vision", "jaguar", f"GPU {H100}", "192.00 GPU-h", "40.00 GPU-h", "20.00 GPU-h", "0.00 GPU-h"]]
+    assert "<strong>Kueue quotas</strong>: each ClusterQueue&#39;s nominal quota is charged to its team" in index_html
 
 
 def test_report_by_resource_lists_quota_credits_and_lending_and_says_what_they_are(prometheus_server, tmp_path):
