@@ -211,6 +211,37 @@ def test_the_team_pages_and_the_admins_page_show_quota_use_within_it_borrowed_an
     assert "<strong>Kueue quotas</strong>: each ClusterQueue&#39;s nominal quota is charged to its team" in index_html
 
 
+def test_borrowing_no_queue_could_lend_is_shown_where_the_pages_show_borrowing(prometheus_server, tmp_path):
+    """nlp lends at most 1 H100 (lending_limit): of the 4 vision borrows until 06:00 it lends 1, nobody the other 3.
+    So of vision's 72 admitted GPU-h, 24 borrowed, 6 lent by nlp; of its 60 Running GPU-h (a = 1), 40 within its
+    quota, 60 x 6/72 = 5 lent by nlp and 60 x 18/72 = 15 borrowed beyond what the cohort could lend (36.00 at 2.40,
+    which vision pays and nobody is credited)."""
+    robotics, vision, nlp = QUEUES
+    stingy = replace(nlp, quotas=(replace(nlp.quotas[0], lending_limit=1.0), nlp.quotas[1]))
+    world = replace(WORLD, clusters=(replace(WORLD.clusters[0], kueue=(robotics, vision, stingy)),))
+    config = with_email(tmp_path, kueue_config(tmp_path, prometheus_server(world).url))
+    result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])
+    assert result.exit_code == 0, result.output
+    ledger = ledger_of(tmp_path)
+    assert ledger.loc[ledger["team"] == "vision", "cost"].sum() == pytest.approx(508.8)  # as when nlp lent all 4
+    lent = ledger[ledger["resource"] == "lent-gpu"]
+    assert lent[["namespace", "team"]].values.tolist() == [["team-vision", "nlp"]]
+    assert lent["cost"].tolist() == pytest.approx([-12.0])
+    day = tmp_path / "reports" / "2026-11-20"
+    vision_page = read_page((day / "teams" / "vision.html").read_text())
+    assert vision_page.tables["team-quotas"] == [
+        ["Cluster", "Resource", "Quota", "Used within it", "Borrowed", "Borrowed beyond what the cohort could lend", "Lent"],
+        ["jaguar", f"GPU {H100}", "192.00 GPU-h", "40.00 GPU-h", "5.00 GPU-h", "15.00 GPU-h", "0.00 GPU-h"]]
+    index = read_page((day / "index.html").read_text()).tables["quotas"]
+    assert ["vision", "jaguar", f"GPU {H100}", "192.00 GPU-h", "40.00 GPU-h", "5.00 GPU-h", "15.00 GPU-h",
+            "0.00 GPU-h"] in index
+    assert ["nlp", "jaguar", f"GPU {H100}", "192.00 GPU-h", "0.00 GPU-h", "0.00 GPU-h", "0.00 GPU-h",
+            "5.00 GPU-h"] in index
+    lines = vision_leads_email(tmp_path)
+    assert "Cluster Resource Quota Used within it Borrowed Borrowed beyond what the cohort could lend Lent" in lines
+    assert f"jaguar GPU {H100} 192.00 GPU-h 40.00 GPU-h 5.00 GPU-h 15.00 GPU-h 0.00 GPU-h" in lines
+
+
 def test_report_by_resource_lists_quota_credits_and_lending_and_says_what_they_are(prometheus_server, tmp_path):
     config = kueue_config(tmp_path, prometheus_server(WORLD).url)
     assert CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config]).exit_code == 0
@@ -244,19 +275,29 @@ def test_the_focus_export_names_quotas_and_books_lending_as_credit(prometheus_se
     assert focus["BilledCost"].sum() == pytest.approx(1766.4 + 36.864 + 12.0 + 4.8)
 
 
-def test_the_team_leads_email_shows_the_quotas(prometheus_server, tmp_path):
-    config = kueue_config(tmp_path, prometheus_server(WORLD).url)
+def with_email(tmp_path: Path, config: str) -> str:
+    """The config with emails to the outbox, and a directory in which bob leads vision."""
     settings = yaml.safe_load(Path(config).read_text())
     settings["email"] = {"enabled": True, "outbox_dir": str(tmp_path / "outbox"), "admins": ["infra@example.org"]}
     Path(config).write_text(yaml.safe_dump(settings))
     (tmp_path / "directory.ldif").write_text(directory_ldif(["alice", "bob", "carol"], {"vision": ["bob"]},
                                                             leads={"vision": ["bob"]}))
-    result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])
-    assert result.exit_code == 0, result.output
+    return config
+
+
+def vision_leads_email(tmp_path: Path) -> list[str]:
+    """The plain text of bob's email, each line's spaces collapsed."""
     letters = [message_from_bytes(path.read_bytes()) for path in (tmp_path / "outbox").rglob("*.eml")]
     to_bob = next(letter for letter in letters if letter["To"] == "bob@example.org")
     text = next(part for part in to_bob.walk() if part.get_content_type() == "text/plain").get_payload(decode=True)
-    lines = [" ".join(line.split()) for line in text.decode().splitlines()]
+    return [" ".join(line.split()) for line in text.decode().splitlines()]
+
+
+def test_the_team_leads_email_shows_the_quotas(prometheus_server, tmp_path):
+    config = with_email(tmp_path, kueue_config(tmp_path, prometheus_server(WORLD).url))
+    result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])
+    assert result.exit_code == 0, result.output
+    lines = vision_leads_email(tmp_path)
     assert "KUEUE QUOTAS" in lines
     assert f"jaguar GPU {H100} 192.00 GPU-h 40.00 GPU-h 20.00 GPU-h 0.00 GPU-h" in lines
 
