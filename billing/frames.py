@@ -97,6 +97,9 @@ HOLDINGS = schema("GPU holdings per team", "cluster", "namespace", "team", "owne
 # what pods bound to a node held while Pending, priced as the rows; charged: whether the rows include it
 BOUND_PENDING_COSTS = schema("bound Pending costs", "cluster", "namespace", "team", "owner", "resource", "gpu_model",
                              "reason", "quantity", "unit_price", "cost", "list_cost", "charged")
+# what the rows of Kueue queues' namespaces include of borrowing that no team lent (shown, not charged again)
+UNLENT = schema("borrowing no team lent", "cluster", "namespace", "team", "owner", "resource", "gpu_model", "quantity",
+                "cost")
 WORKLOAD_COSTS = schema("workload costs", "cluster", "namespace", "team", "owner", "workload", "labels", "resource",
                         "gpu_model", "quantity", "cost", "list_cost")
 CHARGED_WORKLOAD_WASTE = schema("waste per workload and team", "cluster", "namespace", "team", "owner", "workload",

@@ -323,4 +323,22 @@ CREATE TABLE bound_pending (
 
 UPDATE alembic_version SET version_num='0013' WHERE alembic_version.version_num = '0012';
 
+-- Running upgrade 0013 -> 0014
+
+CREATE TABLE kueue_unlent (
+    day DATE NOT NULL,
+    cluster TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    team TEXT NOT NULL,
+    owner TEXT,
+    resource TEXT NOT NULL,
+    gpu_model TEXT NOT NULL,
+    quantity DOUBLE PRECISION NOT NULL,
+    cost DOUBLE PRECISION NOT NULL,
+    currency TEXT NOT NULL,
+    PRIMARY KEY (day, cluster, namespace, team, resource, gpu_model)
+);
+
+UPDATE alembic_version SET version_num='0014' WHERE alembic_version.version_num = '0013';
+
 COMMIT;

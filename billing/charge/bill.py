@@ -28,6 +28,7 @@ class DayBill:
     coverage: dict[str, float] = field(default_factory=dict)  # each cluster's share of the day with data
     # what pods bound to a node held while Pending: in `rows` too where its cluster charges it
     bound_pending: pd.DataFrame = field(default_factory=frames.BOUND_PENDING_COSTS.empty)
+    unlent: pd.DataFrame = field(default_factory=frames.UNLENT.empty)  # Kueue borrowing no team lent: shown only
 
     def __post_init__(self) -> None:
         frames.ROWS.check(self.rows, "the day's ledger rows")
@@ -35,6 +36,7 @@ class DayBill:
         frames.CHARGED_WASTE.check(self.wasted)
         frames.HOLDINGS.check(self.held)
         frames.BOUND_PENDING_COSTS.check(self.bound_pending)
+        frames.UNLENT.check(self.unlent)
         if self.workloads is not None:
             frames.WORKLOAD_COSTS.check(self.workloads)
         if self.workload_wasted is not None:

@@ -7,6 +7,8 @@ to what each could lend then, never more), integrated over the day. The ledger t
 * `quota-<resource>`: the nominal quota's hours at the day's price, under the namespace `quota:<queue>`;
 * `credit-<resource>`: negative, the part of its namespaces' charged use that was within the quota, to its team;
 * `lent-<resource>`: negative, the part that was borrowed, to the teams of the queues that lent it.
+
+What was borrowed and lent by no team stays in the borrower's rows; `unlent_borrowing` says how much, for the pages.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from billing.resources import CPU, CREDIT, GPU, LENT, MEMORY, QUOTA, QUOTA_PREFI
 
 GIB = 2**30
 KEY = ["resource", "gpu_model"]  # what a price is per (docs/spec.md "Rule 6: price")
+UNLENT = "unlent"  # `_shares`' kind of a borrowed part no team lent (no ledger row: the borrower keeps paying it)
 HOURS = ["cluster_queue", *KEY, "nominal", "used", "borrowed"]  # quota_hours' first frame
 LENT_HOURS = ["lender", "cluster_queue", *KEY, "lent"]  # its second
 
@@ -100,21 +103,8 @@ def quota_rows(hours: pd.DataFrame, lent: pd.DataFrame, rows: pd.DataFrame, clus
     quota["unit_price"] = [unit_price(prices, r.removeprefix(QUOTA), m) for r, m in zip(quota["resource"], quota["gpu_model"])]
     quota["cost"] = quota["list_cost"] = quota["quantity"] * quota["unit_price"]
 
-    # what share of each queue's charged use, per key, goes back to whom: of what Kueue admitted (use beyond its
-    # figures, work it did not admit, stays charged by requests), the part within the quota and each lender's part
-    queue_of = kueue.queue_of()
-    charged = rows[(rows["cluster"] == cluster.name) & rows["namespace"].isin(queue_of)]
-    charged = charged.assign(cluster_queue=charged["namespace"].map(queue_of))
-    measured = charged.groupby(["cluster_queue", *KEY])["quantity"].sum().rename("measured")
-    listed = listed.merge(measured.reset_index(), on=["cluster_queue", *KEY])
-    admitted = (listed["used"] / listed["measured"]).clip(upper=1.0).where(listed["used"] > 0, 0.0)
-    within = listed.assign(share=admitted * (1 - listed["borrowed"] / listed["used"]).where(listed["used"] > 0, 0.0),
-                           to=listed["cluster_queue"].map(teams), kind=CREDIT)
-    lending = lent[lent["lender"].isin(teams)].merge(listed.assign(admitted=admitted), on=["cluster_queue", *KEY])
-    lending = lending.assign(share=lending["admitted"] * lending["lent"] / lending["used"],
-                             to=lending["lender"].map(teams), kind=LENT)
-    shares = pd.concat([within, lending], ignore_index=True).query("share > 0")[["cluster_queue", *KEY, "share", "to", "kind"]]
-    charged = charged.merge(shares, on=["cluster_queue", *KEY])
+    charged = _shares(hours, lent, rows, cluster)
+    charged = charged[charged["kind"] != UNLENT]
     credits = charged.assign(team=charged["to"], resource=charged["kind"] + charged["resource"],
                              quantity=-charged["quantity"] * charged["share"], cost=-charged["cost"] * charged["share"])
     credits["list_cost"] = credits["cost"]
@@ -124,3 +114,47 @@ def quota_rows(hours: pd.DataFrame, lent: pd.DataFrame, rows: pd.DataFrame, clus
     if not parts:
         return pd.DataFrame(columns=frames.ROWS.columns)
     return pd.concat(parts, ignore_index=True).sort_values(frames.ROWS.columns[:6], ignore_index=True)
+
+
+def unlent_borrowing(hours: pd.DataFrame, lent: pd.DataFrame, rows: pd.DataFrame, cluster: ClusterConfig) -> pd.DataFrame:
+    """The part of the queues' namespaces' charged rows (`rows`) that was borrowed and lent by no team: beyond what the
+    cohort could lend, or lent by a queue the config does not list. The borrower pays it and nobody is credited, so
+    the ledger's chargeback rows do not tell it apart; the pages show it (frames.UNLENT, per namespace and key)."""
+    if cluster.kueue is None or hours.empty:
+        return frames.UNLENT.empty()
+    charged = _shares(hours, lent, rows, cluster)
+    charged = charged[charged["kind"] == UNLENT]
+    charged = charged.assign(quantity=charged["quantity"] * charged["share"], cost=charged["cost"] * charged["share"])
+    keys: Any = frames.UNLENT.columns[:6]  # a namespace's rows at several prices (priority classes): one row
+    return charged.groupby(keys, dropna=False, as_index=False)[["quantity", "cost"]].sum()[frames.UNLENT.columns]
+
+
+def _shares(hours: pd.DataFrame, lent: pd.DataFrame, rows: pd.DataFrame, cluster: ClusterConfig) -> pd.DataFrame:
+    """The queues' namespaces' charged rows, each once per part of it that goes back to someone (`share` of it, `to`
+    which team, `kind`: CREDIT within the quota, LENT to a lender's team) or that was borrowed and lent by no team
+    (UNLENT, `to` None: the row's own team keeps paying it). Of what Kueue admitted only: use beyond its figures, work it did not admit,
+    stays charged by requests."""
+    assert cluster.kueue is not None
+    teams = {queue: q.team for queue, q in cluster.kueue.queues.items()}
+    queue_of = cluster.kueue.queue_of()
+    charged = rows[(rows["cluster"] == cluster.name) & rows["namespace"].isin(queue_of)]
+    charged = charged.assign(cluster_queue=charged["namespace"].map(queue_of))
+    measured = charged.groupby(["cluster_queue", *KEY])["quantity"].sum().rename("measured")
+    listed = hours[hours["cluster_queue"].isin(teams)].merge(measured.reset_index(), on=["cluster_queue", *KEY])
+    used = listed["used"].where(listed["used"] > 0)  # NaN where Kueue saw no use: no share at all
+    admitted = (listed["used"] / listed["measured"]).clip(upper=1.0)
+    within = listed.assign(share=(admitted * (1 - listed["borrowed"] / used)).fillna(0.0),
+                           to=listed["cluster_queue"].map(teams), kind=CREDIT)
+    lending = lent[lent["lender"].isin(teams)].merge(listed.assign(admitted=admitted, used=used),
+                                                     on=["cluster_queue", *KEY])
+    lending = lending.assign(share=(lending["admitted"] * lending["lent"] / lending["used"]).fillna(0.0),
+                             to=lending["lender"].map(teams), kind=LENT)
+    credited = lending.groupby(["cluster_queue", *KEY])["lent"].sum().rename("credited")
+    unlent = listed.merge(credited.reset_index(), on=["cluster_queue", *KEY], how="left").fillna({"credited": 0.0})
+    unlent = unlent.assign(share=(admitted * (unlent["borrowed"] - unlent["credited"]) / used).fillna(0.0), to=None,
+                           kind=UNLENT)
+    shares = pd.concat([within, lending, unlent], ignore_index=True)
+    # what rounding leaves of fully lent borrowing is no part
+    shares = shares[(shares["share"] > 0) & ((shares["kind"] != UNLENT) | (shares["share"] > 1e-12))]
+    shares = shares[["cluster_queue", *KEY, "share", "to", "kind"]]
+    return charged.merge(shares, on=["cluster_queue", *KEY])

@@ -17,7 +17,7 @@ from billing.charge.bill import DayBill
 from billing.charge.bound_pending import held_sentence
 from billing.charge.ownership import assign_owners
 from billing.charge.pricing import price, price_holdings, reserve_pools, share_unrequested, unrequested_capacity
-from billing.charge.quotas import quota_hours, quota_rows
+from billing.charge.quotas import quota_hours, quota_rows, unlent_borrowing
 from billing.charge.workloads import kept_since, workload_costs
 from billing.collect.audit import audit_cluster
 from billing.collect.capacity import collect_allocatable
@@ -245,7 +245,8 @@ def _bill(config: Config, ledger: Engine, day: date, prices: dict[str, Prices], 
     holdings = pd.concat([c.usage.holdings.assign(cluster=c.usage.cluster) for c in collected], ignore_index=True)
     held = price_holdings(holdings, ownership, rows)
     pool_rows = reserve_pools(capacity, usage, ownership, config.clusters, prices)
-    pool_rows = pd.concat([pool_rows, *_quota_rows(config, prices, collected, rows)], ignore_index=True)
+    quota_rows, unlent = _quota_rows(config, prices, collected, rows)
+    pool_rows = pd.concat([pool_rows, quota_rows], ignore_index=True)
     sharing = [c.name for c in config.clusters if c.unrequested == "share"]
     shared_rows = share_unrequested(capacity[capacity["cluster"].isin(sharing)], rows, config.namespaces.unallocated_team)
     rows = pd.concat([rows, pool_rows, shared_rows], ignore_index=True)
@@ -257,7 +258,7 @@ def _bill(config: Config, ledger: Engine, day: date, prices: dict[str, Prices], 
 
     bill = DayBill(rows, capacity, attribute_waste(wasted, ownership), held, workloads,
                    attribute_waste(workload_wasted, ownership) if workloads is not None else None,
-                   {c.usage.cluster: c.usage.coverage for c in collected}, bound_pending=bound_pending)
+                   {c.usage.cluster: c.usage.coverage for c in collected}, bound_pending=bound_pending, unlent=unlent)
     written = replace_day(
         ledger, day, bill, config.currency,
         snapshot=None if directory_warning else directory_to_json(directory), directory_note=directory_warning,
@@ -272,15 +273,19 @@ def _bill(config: Config, ledger: Engine, day: date, prices: dict[str, Prices], 
 
 
 def _quota_rows(config: Config, prices: dict[str, Prices], collected: list[_Collected],
-                rows: pd.DataFrame) -> list[pd.DataFrame]:
-    """Each Kueue cluster's quota rows and credits (docs/spec.md "Kueue quotas"), from its quotas at each instant."""
+                rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Each Kueue cluster's quota rows and credits (docs/spec.md "Kueue quotas"), from its quotas at each instant;
+    and what its queues' namespaces borrowed that no team lent (frames.UNLENT, shown on the pages)."""
     fractions = gpu_fractions(config.gpu_resources)
-    billed = []
+    billed, unlent = [], []
     for cluster, found in zip(config.clusters, collected):
         if cluster.kueue is not None:
             hours, lent = quota_hours(found.quotas, int(config.step), cluster.kueue, fractions)
             billed.append(quota_rows(hours, lent, rows, cluster, prices[cluster.name]))
-    return billed
+            unlent.append(unlent_borrowing(hours, lent, rows, cluster))
+    billed, unlent = [f for f in billed if len(f)], [f for f in unlent if len(f)]
+    return (pd.concat(billed, ignore_index=True) if billed else frames.ROWS.empty(),
+            pd.concat(unlent, ignore_index=True) if unlent else frames.UNLENT.empty())
 
 
 def _log_bound_pending(bound_pending: pd.DataFrame, rows: pd.DataFrame) -> None:

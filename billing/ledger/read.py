@@ -30,6 +30,7 @@ from billing.ledger.tables import (
     corrections,
     directory_snapshots,
     gpu_holdings,
+    kueue_unlent,
     statement_lines,
     waste,
     workload_costs,
@@ -167,6 +168,14 @@ def read_bound_pending(engine: Engine, first: date, last: date) -> pd.DataFrame:
     query = select(bound_pending).where(bound_pending.c.day.between(first, last))
     columns = [c.name for c in bound_pending.columns]
     return read_frame(engine, query, "bound Pending usage", columns)[frames.BOUND_PENDING_COSTS.columns]
+
+
+def read_unlent(engine: Engine, day: date) -> pd.DataFrame:
+    """What Kueue queues' namespaces borrowed on a day that no team lent (frames.UNLENT.columns); none for days billed
+    before revision 0014."""
+    query = select(kueue_unlent).where(kueue_unlent.c.day == day)
+    columns = [c.name for c in kueue_unlent.columns]
+    return read_frame(engine, query, "Kueue borrowing no team lent", columns)[frames.UNLENT.columns]
 
 
 def read_holdings(engine: Engine, day: date) -> pd.DataFrame:

@@ -136,6 +136,18 @@ bound_pending = Table(  # what pods bound to a node held while Pending (docs/spe
 )
 
 
+kueue_unlent = Table(  # what Kueue queues' namespaces borrowed that no team lent (docs/spec.md "Kueue quotas"): shown
+    "kueue_unlent",
+    metadata,
+    *_charged(),
+    Column("resource", Text, primary_key=True),  # cpu, memory or gpu
+    Column("gpu_model", Text, primary_key=True),
+    Column("quantity", Double, nullable=False),  # resource-hours of the namespace's chargeback rows
+    Column("cost", Double, nullable=False),  # their part of those rows' cost, which the borrower pays
+    Column("currency", Text, nullable=False),
+)
+
+
 workload_costs = Table(
     "workload_costs",
     metadata,

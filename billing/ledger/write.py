@@ -46,6 +46,7 @@ from billing.ledger.tables import (
     directory_snapshots,
     gpu_holdings,
     invoices,
+    kueue_unlent,
     waste,
     workload_costs,
     workload_waste,
@@ -145,6 +146,9 @@ def replace_day(
             if len(bill.bound_pending):
                 pending = bill.bound_pending[frames.BOUND_PENDING_COSTS.columns]
                 _insert(conn, bound_pending, pending.assign(day=day, currency=currency, charged=pending["charged"].astype(int)))
+            conn.execute(delete(kueue_unlent).where(kueue_unlent.c.day == day))
+            if len(bill.unlent):
+                _insert(conn, kueue_unlent, bill.unlent[frames.UNLENT.columns].assign(day=day, currency=currency))
             conn.execute(delete(workload_costs).where(workload_costs.c.day == day))
             kept = workloads_since is None or day >= workloads_since
             if workloads_since is not None:

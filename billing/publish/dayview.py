@@ -13,6 +13,7 @@ from datetime import date, timedelta
 import pandas as pd
 from sqlalchemy import Engine
 
+from billing import frames
 from billing.charge.ownership import unallocated_reason
 from billing.config import NamespaceRules
 from billing.directory.people import Directory
@@ -26,6 +27,7 @@ from billing.ledger.read import (
     read_capacity,
     read_holdings,
     read_rows,
+    read_unlent,
     read_waste,
     read_workload_totals,
     run_notes,
@@ -118,7 +120,8 @@ class TeamReport:
     changes: Changes | None = None
     top_workloads: tuple[dict, ...] = ()  # cluster, namespace, workload, owner, cost; none without workload costs
     owner_workloads: dict[str, tuple[dict, ...]] = field(default_factory=dict)  # owner ('' team) -> its top ones
-    # Kueue quotas per cluster, resource and GPU model: quota, within, borrowed, lent (resource-hours; docs/spec.md)
+    # Kueue quotas per cluster, resource and GPU model: quota, within, borrowed (lent by a team), beyond (borrowed
+    # that no team lent) and lent (resource-hours; docs/spec.md)
     quotas: tuple[dict, ...] = ()
 
 
@@ -156,6 +159,11 @@ class DayReport:
     def team(self, name: str) -> TeamReport:
         return next(t for t in self.teams if t.team == name)
 
+    @property
+    def quotas(self) -> tuple[dict, ...]:
+        """Every team's Kueue quotas (`TeamReport.quotas` with its `team`), by team name: the admins' table."""
+        return tuple({"team": t.team, **row} for t in sorted(self.teams, key=lambda t: t.team) for row in t.quotas)
+
 
 def window_start(day: date) -> date:
     """First day a report needs: the trend's first day or the month's, whichever is earlier."""
@@ -169,7 +177,7 @@ def read_report(engine: Engine, day: date, currency: str, unallocated_team: str)
     if day not in runs:
         raise RenderError(f"the ledger records no run of {day}; run `billing run --date {day}` first")
     rows = read_rows(engine, first, day)
-    report = summarize(rows, runs, day, currency, unallocated_team)
+    report = summarize(rows, runs, day, currency, unallocated_team, read_unlent(engine, day))
     gaps = tuple((cluster, coverage) for _, cluster, coverage in incomplete(engine, day, day))
     capacity = _capacity(read_capacity(engine, day), rows[rows["day"] == day])
     wasted = read_waste(engine, day).assign(owner=lambda f: f["owner"].fillna(""))
@@ -362,11 +370,11 @@ def _team_report(team: str, rows: pd.DataFrame, runs: set[date], day: date) -> T
     )
 
 
-def _quotas(today: pd.DataFrame) -> dict[str, tuple[dict, ...]]:
+def _quotas(today: pd.DataFrame, unlent: pd.DataFrame) -> dict[str, tuple[dict, ...]]:
     """Per team, its Kueue quotas of the day from the ledger's rows (docs/spec.md "Kueue quotas"), per cluster,
     resource and GPU model in resource-hours: `quota` (its quota- rows), `within` (its credit- rows on a cluster with
-    quotas), `lent` (its lent- rows) and `borrowed` (the lent- rows of the namespaces it is charged for, by its share
-    of their use)."""
+    quotas), `lent` (its lent- rows), `borrowed` (the lent- rows of the namespaces it is charged for, by its share
+    of their use) and `beyond` (borrowed that no team lent, from `unlent`, frames.UNLENT)."""
     kind = today["resource"].str.extract(r"^(?:(quota|credit|lent)-)?(\w+)$")
     rows = today.assign(kind=kind[0].fillna(""), base=kind[1])
     kueue_clusters = set(rows.loc[rows["kind"] == "quota", "cluster"])
@@ -381,10 +389,12 @@ def _quotas(today: pd.DataFrame) -> dict[str, tuple[dict, ...]]:
     lent = rows[rows["kind"] == "lent"].groupby(["cluster", "namespace", "base", "gpu_model"], as_index=False)["quantity"].sum()
     borrowed = used.merge(lent, on=["cluster", "namespace", "base", "gpu_model"], suffixes=("", "_lent"))
     borrowed["borrowed"] = -borrowed["quantity_lent"] * borrowed["share"]
-    table = own.merge(borrowed.groupby(keys, as_index=False)["borrowed"].sum(), on=keys, how="outer")
-    table = table.reindex(columns=[*keys, "quota", "credit", "lent", "borrowed"]).fillna(0.0)
+    beyond = unlent.rename(columns={"resource": "base", "quantity": "beyond"}).groupby(keys, as_index=False)["beyond"].sum()
+    table = own.merge(borrowed.groupby(keys, as_index=False)["borrowed"].sum(), on=keys, how="outer").merge(
+        beyond, on=keys, how="outer")
+    table = table.reindex(columns=[*keys, "quota", "credit", "lent", "borrowed", "beyond"]).fillna(0.0)
     table = table.assign(within=-table["credit"], lent=-table["lent"], resource=table["base"])
-    columns = ["cluster", "resource", "gpu_model", "quota", "within", "borrowed", "lent"]
+    columns = ["cluster", "resource", "gpu_model", "quota", "within", "borrowed", "beyond", "lent"]
     return {str(team): tuple(group.sort_values(columns[:3])[columns].to_dict("records"))
             for team, group in table.groupby("team")}
 
@@ -393,8 +403,10 @@ def _with_discount(rows: pd.DataFrame) -> pd.DataFrame:
     return rows.assign(discount=rows["list_cost"] - rows["cost"])
 
 
-def summarize(rows: pd.DataFrame, runs: set[date], day: date, currency: str, unallocated_team: str) -> DayReport:
-    """Ledger rows of the report window (see `window_start`) as the day's numbers."""
+def summarize(rows: pd.DataFrame, runs: set[date], day: date, currency: str, unallocated_team: str,
+              unlent: pd.DataFrame | None = None) -> DayReport:
+    """Ledger rows of the report window (see `window_start`) as the day's numbers; `unlent`: the day's Kueue
+    borrowing no team lent (frames.UNLENT), none unless given."""
     others = sorted(set(rows["currency"]) - {currency})
     if others:
         raise RenderError(
@@ -402,7 +414,7 @@ def summarize(rows: pd.DataFrame, runs: set[date], day: date, currency: str, una
             f"but the configured currency is {currency}; reports do not add up different currencies"
         )
     today = rows[rows["day"] == day]
-    quotas = _quotas(today)
+    quotas = _quotas(today, frames.UNLENT.empty() if unlent is None else unlent)
     teams = [replace(_team_report(str(team), team_rows, runs, day), quotas=quotas.get(str(team), ()))
              for team, team_rows in rows.groupby("team")]
     teams.sort(key=lambda t: (-t.cost, -t.month_to_date, t.team))

@@ -46,8 +46,10 @@ KUEUE_QUOTAS = "Kueue quotas"
 KUEUE_QUOTAS_RULE = (
     "each ClusterQueue's nominal quota is charged to its team whether used or not; its namespaces' use within the "
     "quota is credited back (covered by the quota), use above it was borrowed from the cohort and is paid at the "
-    "normal price to the queues that lent it, whose teams are credited what they lent; in resource-hours"
+    "normal price to the queues that lent it, whose teams are credited what they lent; borrowing beyond what the "
+    "cohort could lend is paid at the normal price too, and nobody is credited for it; in resource-hours"
 )
+BORROWED_BEYOND = "Borrowed beyond what the cohort could lend"
 HELD_UNUSED = "Held but unused"
 HELD_UNUSED_RULE = (
     "GPUs that pods requested but left nearly unused (DCGM utilisation below the configured threshold) and CPU "

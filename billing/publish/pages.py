@@ -31,6 +31,7 @@ from billing.private import REPORT_DIRECTORY_MODE, REPORT_FILE_MODE, private_dir
 from billing.publish.budgets import FORECAST_METHOD
 from billing.publish.dayview import DayReport, RenderError, TrendDay
 from billing.publish.formatting import (
+    BORROWED_BEYOND,
     COST_RECOVERY,
     COST_RECOVERY_RULE,
     HELD_BEFORE_RUNNING,
@@ -154,7 +155,7 @@ def _environment() -> Environment:
                        rounding_label=ROUNDING,
                        unrequested_share=UNREQUESTED_SHARE, unrequested_share_rule=UNREQUESTED_SHARE_RULE,
                        held_unused=HELD_UNUSED, held_unused_rule=HELD_UNUSED_RULE, team_namespaces=TEAM_NAMESPACES,
-                       kueue_quotas=KUEUE_QUOTAS, kueue_quotas_rule=KUEUE_QUOTAS_RULE,
+                       kueue_quotas=KUEUE_QUOTAS, kueue_quotas_rule=KUEUE_QUOTAS_RULE, borrowed_beyond=BORROWED_BEYOND,
                        held_before_running=HELD_BEFORE_RUNNING, held_before_running_rule=HELD_BEFORE_RUNNING_RULE,
                        team_namespaces_rule=TEAM_NAMESPACES_RULE, no_workload=UNATTRIBUTED, no_workload_rule=NO_WORKLOAD_RULE,
                        cost_recovery=COST_RECOVERY, cost_recovery_rule=COST_RECOVERY_RULE, price_change_note=price_change_note)

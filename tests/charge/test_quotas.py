@@ -5,7 +5,7 @@ from datetime import date
 import pandas as pd
 import pytest
 
-from billing.charge.quotas import quota_hours, quota_rows
+from billing.charge.quotas import quota_hours, quota_rows, unlent_borrowing
 from billing.collect.kueue import LENDING_LIMIT, NOMINAL, SAMPLES, USAGE
 from billing.config import ClusterConfig
 from fixtures.ksm import A100, H100
@@ -124,3 +124,20 @@ def test_a_namespace_whose_queue_kueue_saw_no_use_of_is_charged_by_requests():
     hours, lent = quota_hours(frame, HOURLY, JAGUAR.kueue, {"nvidia_com_gpu": 1.0})
     rows = quota_rows(hours, lent, ROWS, JAGUAR, JAGUAR.prices_on(date(2026, 11, 20)))
     assert set(rows["resource"]) == {"quota-gpu"}
+
+
+def test_borrowing_no_queue_could_lend_stays_with_the_borrower_and_is_shown():
+    """vision borrows 6 for an hour, nlp lends the 2 it has idle: of vision's 14 admitted GPU-h, 8 within its quota,
+    2 lent by nlp, 4 lent by nobody. Its 7 Running GPU-h (a = 1): 4 within, 1 lent, 2 borrowed beyond what the cohort
+    could lend, which it keeps paying at 2.40 (4.80) and nobody is credited."""
+    frame = pd.DataFrame(
+        samples(NOMINAL, "vision-cq", "h100", [8]) + samples(USAGE, "vision-cq", "h100", [14])
+        + samples(NOMINAL, "nlp-cq", "h100", [8]) + samples(USAGE, "nlp-cq", "h100", [6]), columns=SAMPLES)
+    hours, lent = quota_hours(frame, HOURLY, JAGUAR.kueue, {"nvidia_com_gpu": 1.0})
+    used = pd.DataFrame([charged("team-vision", "vision", H100, 7, 2.4)], columns=ROWS.columns)
+    rows = quota_rows(hours, lent, used, JAGUAR, JAGUAR.prices_on(date(2026, 11, 20))).set_index("resource")
+    assert rows.loc["credit-gpu", "quantity"] == pytest.approx(-4.0) and rows.loc["lent-gpu", "quantity"] == pytest.approx(-1.0)
+    unlent = unlent_borrowing(hours, lent, used, JAGUAR)
+    assert unlent[["namespace", "team", "gpu_model"]].values.tolist() == [["team-vision", "vision", H100]]
+    assert unlent["quantity"].tolist() == pytest.approx([2.0]) and unlent["cost"].tolist() == pytest.approx([4.8])
+    assert unlent_borrowing(*quota_hours(example(), HOURLY, JAGUAR.kueue, {"nvidia_com_gpu": 1.0}), ROWS, JAGUAR).empty

@@ -178,7 +178,7 @@ def test_a_kueue_cluster_whose_store_has_no_quotas_is_refused(prometheus_server,
     assert next(line for line in checked.output.splitlines() if "kueue jaguar" in line).startswith("FAIL")
 
 
-def test_the_team_pages_show_quota_use_within_it_borrowed_and_lent(prometheus_server, tmp_path):
+def test_the_team_pages_and_the_admins_page_show_quota_use_within_it_borrowed_and_lent(prometheus_server, tmp_path):
     config = kueue_config(tmp_path, prometheus_server(WORLD).url)
     result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])
     assert result.exit_code == 0, result.output
@@ -198,6 +198,48 @@ def test_the_team_pages_show_quota_use_within_it_borrowed_and_lent(prometheus_se
     assert ["jaguar", f"Kueue quota, GPU {H100}", "288.00 GPU-h", "691.20 USD"] in robotics.tables["team-usage"]
     assert ["jaguar", f"Quota lent, credited, GPU {H100}", "-20.00 GPU-h", "-48.00 USD"] in nlp.tables["team-usage"]
     assert "<strong>Kueue quotas</strong>: each ClusterQueue&#39;s nominal quota is charged to its team" in vision_html
+
+    # the admins' page: every team's rows as on its page, by team (robotics' 192 GPU-h within its quota: of its
+    # 194 Running, the 2 beyond what Kueue admitted are charged by requests)
+    index_html = (tmp_path / "reports" / "2026-11-20" / "index.html").read_text()
+    assert read_page(index_html).tables["quotas"][1:] == [
+        ["nlp", *nlp.tables["team-quotas"][1]], ["nlp", *nlp.tables["team-quotas"][2]],
+        ["robotics", "jaguar", "CPU", "1,536.00 core-h", "0.00 core-h", "0.00 core-h", "0.00 core-h"],
+        ["robotics", "jaguar", f"GPU {H100}", "288.00 GPU-h", "192.00 GPU-h", "0.00 GPU-h", "0.00 GPU-h"],
+        ["robotics", "jaguar", "Memory", "12,288.00 GiB-h", "0.00 GiB-h", "0.00 GiB-h", "0.00 GiB-h"],
+        ["vision", "jaguar", f"GPU {H100}", "192.00 GPU-h", "40.00 GPU-h", "20.00 GPU-h", "0.00 GPU-h"]]
+    assert "<strong>Kueue quotas</strong>: each ClusterQueue&#39;s nominal quota is charged to its team" in index_html
+
+
+def test_borrowing_no_queue_could_lend_is_shown_where_the_pages_show_borrowing(prometheus_server, tmp_path):
+    """nlp lends at most 1 H100 (lending_limit): of the 4 vision borrows until 06:00 it lends 1, nobody the other 3.
+    So of vision's 72 admitted GPU-h, 24 borrowed, 6 lent by nlp; of its 60 Running GPU-h (a = 1), 40 within its
+    quota, 60 x 6/72 = 5 lent by nlp and 60 x 18/72 = 15 borrowed beyond what the cohort could lend (36.00 at 2.40,
+    which vision pays and nobody is credited)."""
+    robotics, vision, nlp = QUEUES
+    stingy = replace(nlp, quotas=(replace(nlp.quotas[0], lending_limit=1.0), nlp.quotas[1]))
+    world = replace(WORLD, clusters=(replace(WORLD.clusters[0], kueue=(robotics, vision, stingy)),))
+    config = with_email(tmp_path, kueue_config(tmp_path, prometheus_server(world).url))
+    result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])
+    assert result.exit_code == 0, result.output
+    ledger = ledger_of(tmp_path)
+    assert ledger.loc[ledger["team"] == "vision", "cost"].sum() == pytest.approx(508.8)  # as when nlp lent all 4
+    lent = ledger[ledger["resource"] == "lent-gpu"]
+    assert lent[["namespace", "team"]].values.tolist() == [["team-vision", "nlp"]]
+    assert lent["cost"].tolist() == pytest.approx([-12.0])
+    day = tmp_path / "reports" / "2026-11-20"
+    vision_page = read_page((day / "teams" / "vision.html").read_text())
+    assert vision_page.tables["team-quotas"] == [
+        ["Cluster", "Resource", "Quota", "Used within it", "Borrowed", "Borrowed beyond what the cohort could lend", "Lent"],
+        ["jaguar", f"GPU {H100}", "192.00 GPU-h", "40.00 GPU-h", "5.00 GPU-h", "15.00 GPU-h", "0.00 GPU-h"]]
+    index = read_page((day / "index.html").read_text()).tables["quotas"]
+    assert ["vision", "jaguar", f"GPU {H100}", "192.00 GPU-h", "40.00 GPU-h", "5.00 GPU-h", "15.00 GPU-h",
+            "0.00 GPU-h"] in index
+    assert ["nlp", "jaguar", f"GPU {H100}", "192.00 GPU-h", "0.00 GPU-h", "0.00 GPU-h", "0.00 GPU-h",
+            "5.00 GPU-h"] in index
+    lines = vision_leads_email(tmp_path)
+    assert "Cluster Resource Quota Used within it Borrowed Borrowed beyond what the cohort could lend Lent" in lines
+    assert f"jaguar GPU {H100} 192.00 GPU-h 40.00 GPU-h 5.00 GPU-h 15.00 GPU-h 0.00 GPU-h" in lines
 
 
 def test_report_by_resource_lists_quota_credits_and_lending_and_says_what_they_are(prometheus_server, tmp_path):
@@ -233,19 +275,29 @@ def test_the_focus_export_names_quotas_and_books_lending_as_credit(prometheus_se
     assert focus["BilledCost"].sum() == pytest.approx(1766.4 + 36.864 + 12.0 + 4.8)
 
 
-def test_the_team_leads_email_shows_the_quotas(prometheus_server, tmp_path):
-    config = kueue_config(tmp_path, prometheus_server(WORLD).url)
+def with_email(tmp_path: Path, config: str) -> str:
+    """The config with emails to the outbox, and a directory in which bob leads vision."""
     settings = yaml.safe_load(Path(config).read_text())
     settings["email"] = {"enabled": True, "outbox_dir": str(tmp_path / "outbox"), "admins": ["infra@example.org"]}
     Path(config).write_text(yaml.safe_dump(settings))
     (tmp_path / "directory.ldif").write_text(directory_ldif(["alice", "bob", "carol"], {"vision": ["bob"]},
                                                             leads={"vision": ["bob"]}))
-    result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])
-    assert result.exit_code == 0, result.output
+    return config
+
+
+def vision_leads_email(tmp_path: Path) -> list[str]:
+    """The plain text of bob's email, each line's spaces collapsed."""
     letters = [message_from_bytes(path.read_bytes()) for path in (tmp_path / "outbox").rglob("*.eml")]
     to_bob = next(letter for letter in letters if letter["To"] == "bob@example.org")
     text = next(part for part in to_bob.walk() if part.get_content_type() == "text/plain").get_payload(decode=True)
-    lines = [" ".join(line.split()) for line in text.decode().splitlines()]
+    return [" ".join(line.split()) for line in text.decode().splitlines()]
+
+
+def test_the_team_leads_email_shows_the_quotas(prometheus_server, tmp_path):
+    config = with_email(tmp_path, kueue_config(tmp_path, prometheus_server(WORLD).url))
+    result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])
+    assert result.exit_code == 0, result.output
+    lines = vision_leads_email(tmp_path)
     assert "KUEUE QUOTAS" in lines
     assert f"jaguar GPU {H100} 192.00 GPU-h 40.00 GPU-h 20.00 GPU-h 0.00 GPU-h" in lines
 
