@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import multiprocessing
+import multiprocessing.connection
 import multiprocessing.context
 import multiprocessing.forkserver
 import os
@@ -18,6 +19,7 @@ import runpy
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,11 +29,15 @@ PRELOAD = ["pandas", "sqlalchemy.dialects.sqlite", "sqlalchemy.dialects.postgres
            "alembic.command", "click", "billing.cli", "billing.config", "billing.jobs.run",
            "billing.jobs.backfill", "billing.jobs.metrics", "billing.ledger.database", "billing.ledger.write",
            "billing.notify.deliveries", "billing.publish.answers", "billing.collect.invoices", __name__]
+# The fork server sends a child's exit status once, and whichever reader comes first takes it: a start() polls every
+# child of the process, so one in another thread (test_schema_atomic starts four at a time) left the waiting reader
+# nothing, which multiprocessing then reports as 255. Starts and reads of a status take turns.
+_turns = threading.Lock()
 
 
 class Command:
-    """`python -m MODULE ARGS…` as subprocess.Popen runs it from the repository's root, with what the tests ask of a
-    Popen: pid, returncode, poll(), kill() and communicate(timeout)."""
+    """`python -m MODULE ARGS…` as subprocess.Popen runs it from the repository's root, in this process's environment,
+    with what the tests ask of a Popen: pid, returncode, poll(), kill() and communicate(timeout)."""
 
     def __init__(self, module: str, *args: str):
         self._module = module
@@ -39,14 +45,17 @@ class Command:
         self._out, self._err = Path(self._output.name, "out"), Path(self._output.name, "err")
         self._out.touch()
         self._err.touch()
-        self._process = _fork_server().Process(target=_main, args=(module, list(args), self._out, self._err))
-        self._process.start()
+        self._process = _fork_server().Process(target=_main, args=(module, list(args), dict(os.environ), self._out,
+                                                                   self._err))
+        with _turns:
+            self._process.start()
         self.pid = self._process.pid
 
     @property
     def returncode(self) -> int | None:
         """The exit status, -9 when killed by SIGKILL; None while it runs."""
-        return self._process.exitcode
+        with _turns:
+            return self._process.exitcode
 
     def poll(self) -> int | None:
         return self.returncode
@@ -56,10 +65,9 @@ class Command:
 
     def communicate(self, timeout: float) -> tuple[str, str]:
         """What it wrote on stdout and stderr, once it ended; killed, and subprocess.TimeoutExpired, after `timeout`."""
-        self._process.join(timeout)
-        if self._process.exitcode is None:
+        if not multiprocessing.connection.wait([self._process.sentinel], timeout):
             self._process.kill()
-            self._process.join()
+            multiprocessing.connection.wait([self._process.sentinel])
             raise subprocess.TimeoutExpired(f"python -m {self._module}", timeout)
         try:
             return self._out.read_text(), self._err.read_text()
@@ -85,9 +93,11 @@ def _fork_server() -> multiprocessing.context.ForkServerContext:
     return context
 
 
-def _main(module: str, args: list[str], out: Path, err: Path) -> None:
-    """In the forked process: stdout and stderr to the files, then the module as `python -m` runs it (its
-    SystemExit is the exit status)."""
+def _main(module: str, args: list[str], environment: dict[str, str], out: Path, err: Path) -> None:
+    """In the forked process: the caller's environment, stdout and stderr to the files, then the module as
+    `python -m` runs it (its SystemExit is the exit status)."""
+    os.environ.clear()
+    os.environ.update(environment)
     for fd, path in ((1, out), (2, err)):
         file = os.open(path, os.O_WRONLY)
         os.dup2(file, fd)

@@ -103,8 +103,8 @@ def assert_whole_after_next_run(url: str, model: dict) -> None:
     assert found.pop("alembic_version") and found == model
 
 
-def check_creation_killed_anywhere(new_url: Ledgers, model: dict) -> None:
-    urls = [new_url() for _ in range(points("open", new_url()))]
+def check_creation_killed_anywhere(ledgers: Ledgers, model: dict) -> None:
+    urls = [ledgers() for _ in range(points("open", ledgers()))]
     kill_at_every_point("open", urls)
     for kill_at, url in enumerate(urls, start=1):
         left = schema(url)
@@ -204,7 +204,8 @@ class PostgresDatabases:
     """Databases on the session's PostgreSQL, dropped at the end of the test (a kill test makes some seventy)."""
 
     def __init__(self, server: PostgresServer):
-        self.server, self.made = server, []
+        self.server = server
+        self.made: list[str] = []
 
     def __call__(self, template: str = "template1") -> str:
         self.made.append(self.server.create_database(template))
