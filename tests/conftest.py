@@ -49,13 +49,14 @@ def pytest_pyfunc_call(pyfuncitem):
         _missing(exc)
 
 
-# The longest test modules, longest first (--durations on 2 cores). pytest-xdist hands whole modules to its workers
-# in the order collected (--dist loadfile --no-loadscope-reorder in pyproject.toml): these first, then the other
-# integration modules, then the quick unit modules that even out the workers' ends, so that no worker starts a long
-# module while the other runs out of work. A module missing here or no longer slow costs time, never a result.
-LONGEST = ("test_schema_atomic.py", "test_demo_recordings.py", "test_live_scrape.py", "test_kills.py",
-           "test_live_stores.py", "test_collect_prometheus.py", "test_capacity_prometheus.py",
-           "test_concurrent_commands.py", "test_preflight_prometheus.py", "test_pages_in_chromium.py")
+# The longest test modules, longest first (--durations, one module at a time: 1 to 2 minutes each). pytest-xdist
+# hands whole modules to its workers in the order collected (--dist loadfile --no-loadscope-reorder in
+# pyproject.toml): these first, then the other integration modules, then the quick unit modules that even out the
+# workers' ends, so that no worker starts a long module while the other runs out of work. A module missing here or no
+# longer slow costs time, never a result.
+LONGEST = ("test_demo_recordings.py", "test_collect_prometheus.py", "test_live_stores.py", "test_capacity_prometheus.py",
+           "test_schema_atomic.py", "test_live_scrape.py", "test_kills.py", "test_pages_in_chromium.py",
+           "test_concurrent_commands.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
