@@ -45,8 +45,9 @@ class Command:
         self._out, self._err = Path(self._output.name, "out"), Path(self._output.name, "err")
         self._out.touch()
         self._err.touch()
+        # daemon: one a failed test left running is stopped when the tests end, not waited for
         self._process = _fork_server().Process(target=_main, args=(module, list(args), dict(os.environ), self._out,
-                                                                   self._err))
+                                                                   self._err), daemon=True)
         with _turns:
             self._process.start()
         self.pid = self._process.pid
