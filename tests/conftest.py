@@ -47,3 +47,22 @@ def pytest_pyfunc_call(pyfuncitem):
         return (yield)
     except MissingProgram as exc:
         _missing(exc)
+
+
+# The longest test modules, longest first (--durations, one module at a time: 1 to 2 minutes each). pytest-xdist
+# hands whole modules to its workers in the order collected (--dist loadfile --no-loadscope-reorder in
+# pyproject.toml): these first, then the other integration modules, then the quick unit modules that even out the
+# workers' ends, so that no worker starts a long module while the other runs out of work. A module missing here or no
+# longer slow costs time, never a result.
+LONGEST = ("test_demo_recordings.py", "test_collect_prometheus.py", "test_live_stores.py", "test_capacity_prometheus.py",
+           "test_schema_atomic.py", "test_live_scrape.py", "test_kills.py", "test_pages_in_chromium.py",
+           "test_concurrent_commands.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest modules first, then the other integration tests, then the unit tests (each module's in order)."""
+    def rank(item: pytest.Item) -> tuple[int, bool]:
+        name = item.path.name
+        return (LONGEST.index(name) if name in LONGEST else len(LONGEST), "integration" not in item.path.parts)
+
+    items.sort(key=rank)

@@ -1,4 +1,4 @@
-"""The demo's three days billed once per test session."""
+"""The demo's three days billed once per test session (per xdist worker): the three modules using them only read."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from billing.cli import main
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def demo_run(tmp_path_factory):
     """The demo's three days billed in a directory of their own; returns that directory."""
     tmp_path = tmp_path_factory.mktemp("demo")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import signal
-import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import date
@@ -28,6 +27,7 @@ from billing.ledger.tables import closed_months, invoices, month_closings, state
 from billing.ledger.write import replace_day
 from tests.collect.test_invoices import row, write_export
 from tests.helpers.locks import waiting
+from tests.helpers.processes import Command
 from tests.integration.test_faults import DAY, PREVIOUS, world  # noqa: F401 (fixture)
 from tests.integration.test_kills import billing, ledger, outbox, points, trial
 
@@ -101,7 +101,7 @@ def rows(url: str, query) -> list:
 IMPORT = ("invoice", "import", "--cluster", "jaguar", "--month", "2026-10", "--by", "finance")  # October's of jaguar
 
 
-def importing(config: str, file: Path, *flags: str, kill_at: int = 0) -> subprocess.Popen:
+def importing(config: str, file: Path, *flags: str, kill_at: int = 0) -> Command:
     """The import as a process of its own."""
     return billing(*IMPORT, *flags, str(file), "--config", config, kill_at=kill_at)
 
@@ -111,7 +111,7 @@ def in_process(config: str, file: Path, *flags: str):
     return CliRunner().invoke(main, [*IMPORT, *flags, str(file), "--config", config])
 
 
-def outcome(process: subprocess.Popen) -> tuple[int, str]:
+def outcome(process: Command) -> tuple[int, str]:
     """(exit status, what it said on stdout and stderr)."""
     out, err = process.communicate(timeout=300)
     return process.returncode, out + err
@@ -172,7 +172,7 @@ MONTH = ("close", "--month", "2026-10", "--by", "test")  # October's close, with
 CLOSE, REOPEN = ("--allow-missing",), ("--reopen",)
 
 
-def month_command(config: str, *flags: str) -> subprocess.Popen:
+def month_command(config: str, *flags: str) -> Command:
     return billing(*MONTH, *flags, "--config", config)
 
 

@@ -11,8 +11,6 @@ tests/integration/test_schema_atomic.py.
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 from collections import Counter
 from datetime import date, datetime
 from email import message_from_bytes, policy
@@ -26,20 +24,19 @@ from billing.cli import main
 from billing.ledger.database import open_ledger
 from billing.ledger.tables import deliveries, metadata
 from billing.ledger.write import replace_day
+from tests.helpers.processes import Command
 from tests.integration.test_faults import DAY, PREVIOUS, configure, database, wait_for, world  # noqa: F401 (fixtures)
 
-ROOT = Path(__file__).resolve().parents[2]
 ADMINS = [f"admin-{n}@example.org" for n in range(1, 7)]
 
 
-def billing(*args: str, kill_at: int = 0, lease: float | None = None) -> subprocess.Popen:
+def billing(*args: str, kill_at: int = 0, lease: float | None = None) -> Command:
     """`billing ARGS` as a process of its own, killed before write point `kill_at` (0: never)."""
     options = [f"--kill-at={kill_at}"] + ([f"--lease={lease}"] if lease is not None else [])
-    return subprocess.Popen([sys.executable, "-m", "tests.killed_command", *options, *args], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return Command("tests.killed_command", *options, *args)
 
 
-def finish(process: subprocess.Popen) -> tuple[int, str]:
+def finish(process: Command) -> tuple[int, str]:
     _, err = process.communicate(timeout=300)
     return process.returncode, err
 

@@ -35,8 +35,8 @@ from fixtures.reference import latest_sample
 from fixtures.servers import ManagedProcess, accepts_connections, free_port, start_prometheus
 
 STEP = 2  # seconds between billed instants
-WINDOW = 90  # seconds billed, from the origin
-REPLACED = (45, 51)  # the second exporter starts, the first is killed (seconds after the origin)
+WINDOW = 60  # seconds billed, from the origin: every event below is 4 s or more (4 scrapes) from the next
+REPLACED = (27, 33)  # the second exporter starts, the first is killed (seconds after the origin)
 LOOKBACK = 300_000  # ms: Prometheus 2.42 sees a sample this old, and no older
 GPUS = ["nvidia_com_gpu"]
 RUNNING = 'kube_pod_status_phase{phase="Running"}'
@@ -47,12 +47,12 @@ NODES = {"node-a": 16}
 PODS: list[dict[str, Any]] = [  # as the exporter's schedule has them
     {"namespace": "alice", "pod": "steady", "uid": "u-steady", "created": -60, "deleted": 1000,
      "phases": [[-60, "Running"]], "containers": [{"name": "main", "cpu": 2, "memory": GIB}]},
-    {"namespace": "bob", "pod": "deleted", "uid": "u-deleted", "created": -60, "deleted": 31,
+    {"namespace": "bob", "pod": "deleted", "uid": "u-deleted", "created": -60, "deleted": 21,
      "phases": [[-60, "Running"]], "containers": [{"name": "main", "cpu": 1, "memory": 512 * MIB}]},
-    {"namespace": "carol", "pod": "finished", "uid": "u-finished", "created": -60, "deleted": 81,
-     "phases": [[-60, "Running"], [61, "Succeeded"]], "containers": [{"name": "main", "cpu": 0.5, "memory": 256 * MIB}]},
-    {"namespace": "dave", "pod": "late", "uid": "u-late", "created": 21, "deleted": 1000,
-     "phases": [[21, "Pending"], [25, "Running"]],
+    {"namespace": "carol", "pod": "finished", "uid": "u-finished", "created": -60, "deleted": 51,
+     "phases": [[-60, "Running"], [41, "Succeeded"]], "containers": [{"name": "main", "cpu": 0.5, "memory": 256 * MIB}]},
+    {"namespace": "dave", "pod": "late", "uid": "u-late", "created": 11, "deleted": 1000,
+     "phases": [[11, "Pending"], [15, "Running"]],
      "containers": [{"name": "main", "cpu": 0.25, "memory": 256 * MIB}, {"name": "sidecar", "cpu": 0.125,
                                                                          "memory": 64 * MIB}]},
 ]
@@ -188,7 +188,7 @@ def test_a_live_scrape_with_a_replaced_exporter_bills_what_instant_queries_see(t
 
     scrapes = {s["metric"]["instance"]: [(ms(ts), v == "1") for ts, v in s["values"]]
                for s in source.instant('up{job="kube-state-metrics"}[10m]', read_at)}
-    assert sorted(scrapes) == sorted([old, new]) and not scrapes[old][-1][1]  # killed at 51 s
+    assert sorted(scrapes) == sorted([old, new]) and not scrapes[old][-1][1]  # killed at REPLACED[1]
     running = {copy: timeline(samples, scrapes[copy.instance]) for copy, samples in stored(RUNNING).items()}
     requests = {copy: timeline(samples, scrapes[copy.instance]) for copy, samples in stored(REQUESTS).items()}
     for copy, events in (running | requests).items():  # every sample came from a scrape of its own target
@@ -198,8 +198,9 @@ def test_a_live_scrape_with_a_replaced_exporter_bills_what_instant_queries_see(t
     def first_marker(copy: Copy) -> float:
         return next((at for at, value in running[copy] if math.isnan(value)), math.inf) / 1000 - origin
 
-    assert 31 <= first_marker(Copy(old, "bob", "u-deleted")) < 33
-    assert 81 <= first_marker(Copy(new, "carol", "u-finished")) < 83
+    deleted = {pod["uid"]: pod["deleted"] for pod in PODS}
+    assert deleted["u-deleted"] <= first_marker(Copy(old, "bob", "u-deleted")) < deleted["u-deleted"] + 2
+    assert deleted["u-finished"] <= first_marker(Copy(new, "carol", "u-finished")) < deleted["u-finished"] + 2
     assert REPLACED[1] <= first_marker(Copy(old, "alice", "u-steady")) < REPLACED[1] + 2
     assert Copy(new, "bob", "u-deleted") not in running
 
@@ -217,7 +218,7 @@ def test_a_live_scrape_with_a_replaced_exporter_bills_what_instant_queries_see(t
     day = BillingDay(start.date(), start, datetime.fromtimestamp(origin + WINDOW, timezone.utc))
     context = cluster_day(config, day, STEP, GPUS, source)
     usage = collect_cluster(context)
-    assert usage.copies  # both exporters reported the pods between 45 and 51 s
+    assert usage.copies  # both exporters reported the pods between REPLACED[0] and REPLACED[1]
     billed = {key: float(value) for key, value in usage.usage.groupby(["namespace", "resource"])["quantity"].sum().items()}
     try:
         audit_cluster(context, [pod["uid"] for pod in PODS], usage.exact, len(PODS))

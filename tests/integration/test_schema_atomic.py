@@ -8,14 +8,14 @@ never a part, and the next run must succeed.
 
 from __future__ import annotations
 
+import shutil
 import signal
-import subprocess
-import sys
 import time
-from collections.abc import Callable
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import date
 from pathlib import Path
+from typing import Protocol
 
 import pytest
 from alembic import command
@@ -25,20 +25,19 @@ from billing.ledger import migrate
 from billing.ledger.database import LedgerError, open_ledger, upgrade_schema
 from billing.ledger.read import read_rows
 from billing.ledger.tables import metadata
-from fixtures.servers import free_port
+from fixtures.servers import PostgresServer, free_port
 from tests.helpers.config import MINIMAL_CONFIG
+from tests.helpers.processes import Command
 from tests.helpers.schemas import describe
 
-ROOT = Path(__file__).resolve().parents[2]
 PARALLEL = 4  # killed processes at a time
 TRIALS = 7  # first runs at once, as often as the defect was seen to need
 HEAD = migrate.head_revision()
 
 
-def schema_change(action: str, url: str, kill_at: int) -> subprocess.Popen:
+def schema_change(action: str, url: str, kill_at: int) -> Command:
     """A process opening (`open`, as every run does) or upgrading the ledger at `url`, killed before point `kill_at`."""
-    return subprocess.Popen([sys.executable, "-m", "tests.killed_schema_change", action, url, str(kill_at)],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return Command("tests.killed_schema_change", action, url, str(kill_at))
 
 
 def points(action: str, url: str) -> int:
@@ -104,8 +103,8 @@ def assert_whole_after_next_run(url: str, model: dict) -> None:
     assert found.pop("alembic_version") and found == model
 
 
-def check_creation_killed_anywhere(new_url: Callable[[], str], model: dict) -> None:
-    urls = [new_url() for _ in range(points("open", new_url()))]
+def check_creation_killed_anywhere(ledgers: Ledgers, model: dict) -> None:
+    urls = [ledgers() for _ in range(points("open", ledgers()))]
     kill_at_every_point("open", urls)
     for kill_at, url in enumerate(urls, start=1):
         left = schema(url)
@@ -113,12 +112,10 @@ def check_creation_killed_anywhere(new_url: Callable[[], str], model: dict) -> N
         assert_whole_after_next_run(url, model)
 
 
-def check_upgrade_killed_anywhere(new_url: Callable[[], str], model: dict) -> None:
-    counted = new_url()
-    at_revision_0001(counted)
-    urls = [new_url() for _ in range(points("upgrade", counted))]
-    for url in urls:
-        at_revision_0001(url)
+def check_upgrade_killed_anywhere(ledgers: Ledgers, model: dict) -> None:
+    first = ledgers()
+    at_revision_0001(first)
+    urls = [ledgers.copy(first) for _ in range(points("upgrade", ledgers.copy(first)))]
     old = schema(urls[0])
     assert old["alembic_version"] == "0001"
     kill_at_every_point("upgrade", urls)
@@ -134,6 +131,14 @@ def check_upgrade_killed_anywhere(new_url: Callable[[], str], model: dict) -> No
         assert rows[["cost", "list_cost"]].values.tolist() == [[1.2, 1.2]]
 
 
+class Ledgers(Protocol):
+    """Makes the URLs of new ledger databases: empty (`ledgers()`), or a copy of one (`ledgers.copy(url)`)."""
+
+    def __call__(self) -> str: ...
+
+    def copy(self, url: str) -> str: ...
+
+
 class SqliteFiles:
     def __init__(self, directory: Path):
         self.directory, self.made = directory, 0
@@ -141,6 +146,11 @@ class SqliteFiles:
     def __call__(self) -> str:
         self.made += 1
         return f"sqlite:///{self.directory}/ledger-{self.made}.db"
+
+    def copy(self, url: str) -> str:
+        new = self()
+        shutil.copy(url.removeprefix("sqlite:///"), new.removeprefix("sqlite:///"))
+        return new
 
 
 def test_sqlite_schema_creation_killed_at_any_point(tmp_path):
@@ -178,43 +188,60 @@ def test_billing_run_killed_milliseconds_after_the_database_file_appears(tmp_pat
     for trial in range(10):
         database = tmp_path / f"run-{trial}" / "ledger.db"
         config = write_config(clusters=[cluster], database=f"sqlite:///{database}", output_dir=str(tmp_path / "out"))
-        process = subprocess.Popen([sys.executable, "-m", "billing", "run", "--date", "2026-11-20", "--config", str(config)],
-                                   cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        process = Command("billing", "run", "--date", "2026-11-20", "--config", str(config))
         deadline = time.monotonic() + 60
         while not database.exists() and process.poll() is None and time.monotonic() < deadline:
             time.sleep(0.001)
         time.sleep(trial * 0.005)
         process.kill()
-        process.wait(timeout=60)
+        process.communicate(timeout=60)
         left = schema(f"sqlite:///{database}")
         assert left == {} or left == {**model, "alembic_version": HEAD}, f"killed {trial * 5} ms in: {sorted(left)}"
         assert_whole_after_next_run(f"sqlite:///{database}", model)
 
 
-def postgres_databases(server) -> Callable[[], str]:
-    return lambda: server.url(server.create_database())
+class PostgresDatabases:
+    """Databases on the session's PostgreSQL, dropped at the end of the test (a kill test makes some seventy)."""
+
+    def __init__(self, server: PostgresServer):
+        self.server = server
+        self.made: list[str] = []
+
+    def __call__(self, template: str = "template1") -> str:
+        self.made.append(self.server.create_database(template))
+        return self.server.url(self.made[-1])
+
+    def copy(self, url: str) -> str:
+        return self(url.rsplit("/", 1)[1])  # no session may be connected to it: every engine is disposed
 
 
-def test_postgres_schema_creation_killed_at_any_point(postgres_server):
-    check_creation_killed_anywhere(postgres_databases(postgres_server), describe_model_on(postgres_server))
+@pytest.fixture
+def postgres_databases(postgres_server: PostgresServer) -> Iterator[PostgresDatabases]:
+    databases = PostgresDatabases(postgres_server)
+    yield databases
+    for name in databases.made:
+        postgres_server.drop_database(name)
 
 
-def test_postgres_upgrade_killed_at_any_point(postgres_server):
-    check_upgrade_killed_anywhere(postgres_databases(postgres_server), describe_model_on(postgres_server))
+def test_postgres_schema_creation_killed_at_any_point(postgres_databases):
+    check_creation_killed_anywhere(postgres_databases, describe_model_on(postgres_databases))
 
 
-def test_postgres_first_runs_at_once_both_succeed(postgres_server):
-    model = describe_model_on(postgres_server)
+def test_postgres_upgrade_killed_at_any_point(postgres_databases):
+    check_upgrade_killed_anywhere(postgres_databases, describe_model_on(postgres_databases))
+
+
+def test_postgres_first_runs_at_once_both_succeed(postgres_databases):
+    model = describe_model_on(postgres_databases)
     for _ in range(TRIALS):
-        url = postgres_databases(postgres_server)()
+        url = postgres_databases()
         first_runs_at_once(url)
         assert_whole_after_next_run(url, model)
 
 
-def describe_model_on(server) -> dict:
-    engine = create_engine(postgres_databases(server)())
+def describe_model_on(databases: PostgresDatabases) -> dict:
+    engine = create_engine(databases())
     metadata.create_all(engine)
     found = describe(engine)
     engine.dispose()
     return found
-
