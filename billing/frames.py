@@ -66,10 +66,10 @@ USAGE = schema("usage", "namespace", "resource", "gpu_model", "priority_class", 
 # the same below the namespace: per workload (Kind/name) and cost labels (a JSON object of every cost label)
 WORKLOAD_USAGE = schema("workload usage", "namespace", "workload", "labels", "resource", "gpu_model",
                         "priority_class", "pool", "quantity")
-# what pods bound to a node held while Pending (docs/spec.md "Rule 2: running"), as the usage, per reason: why the pod
-# was not Running yet ('' where the store does not say)
-BOUND_PENDING = schema("bound Pending usage", "namespace", "resource", "gpu_model", "priority_class", "pool", "reason",
-                       "quantity")
+# what pods bound to a node held while Pending (docs/spec.md "Rule 2: running"), as the usage, per workload ('' where
+# workloads are off) and reason: why the pod was not Running yet ('' where the store does not say)
+BOUND_PENDING = schema("bound Pending usage", "namespace", "workload", "resource", "gpu_model", "priority_class", "pool",
+                       "reason", "quantity")
 # what the usage's `gpu` rows held: resource as kube-state-metrics names it (nvidia_com_mig_1g_10gb),
 # held_hours in its own units (slice-hours, replica-hours), gpu_hours the physical GPU-hours billed for them
 GPU_HELD = schema("GPU holdings", "namespace", "resource", "gpu_model", "held_hours", "gpu_hours")
@@ -94,9 +94,10 @@ CAPACITY = schema("capacity", "cluster", "resource", "gpu_model", "pool", "alloc
 CHARGED_WASTE = schema("waste per team", "cluster", "namespace", "team", "owner", *WASTE_MEASURES)
 HOLDINGS = schema("GPU holdings per team", "cluster", "namespace", "team", "owner", "resource", "gpu_model",
                   "held_hours", "gpu_hours", "cost")
-# what pods bound to a node held while Pending, priced as the rows; charged: whether the rows include it
-BOUND_PENDING_COSTS = schema("bound Pending costs", "cluster", "namespace", "team", "owner", "resource", "gpu_model",
-                             "reason", "quantity", "unit_price", "cost", "list_cost", "charged")
+# what pods bound to a node held while Pending, priced as the rows, per workload as BOUND_PENDING has it; charged:
+# whether the rows include it
+BOUND_PENDING_COSTS = schema("bound Pending costs", "cluster", "namespace", "team", "owner", "workload", "resource",
+                             "gpu_model", "reason", "quantity", "unit_price", "cost", "list_cost", "charged")
 # what the rows of Kueue queues' namespaces include of borrowing that no team lent (shown, not charged again)
 UNLENT = schema("borrowing no team lent", "cluster", "namespace", "team", "owner", "resource", "gpu_model", "quantity",
                 "cost")

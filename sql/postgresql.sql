@@ -341,4 +341,35 @@ CREATE TABLE kueue_unlent (
 
 UPDATE alembic_version SET version_num='0014' WHERE alembic_version.version_num = '0013';
 
+-- Running upgrade 0014 -> 0015
+
+ALTER TABLE bound_pending RENAME TO bound_pending_0013;
+
+ALTER TABLE bound_pending_0013 RENAME CONSTRAINT bound_pending_pkey TO bound_pending_0013_pkey;
+
+CREATE TABLE bound_pending (
+    day DATE NOT NULL,
+    cluster TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    team TEXT NOT NULL,
+    owner TEXT,
+    workload TEXT NOT NULL,
+    resource TEXT NOT NULL,
+    gpu_model TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    quantity DOUBLE PRECISION NOT NULL,
+    unit_price DOUBLE PRECISION NOT NULL,
+    cost DOUBLE PRECISION NOT NULL,
+    list_cost DOUBLE PRECISION NOT NULL,
+    currency TEXT NOT NULL,
+    charged INTEGER NOT NULL,
+    PRIMARY KEY (day, cluster, namespace, team, workload, resource, gpu_model, reason)
+);
+
+INSERT INTO bound_pending (day, cluster, namespace, team, owner, resource, gpu_model, reason, quantity, unit_price, cost, list_cost, currency, charged, workload) SELECT day, cluster, namespace, team, owner, resource, gpu_model, reason, quantity, unit_price, cost, list_cost, currency, charged, '' FROM bound_pending_0013;
+
+DROP TABLE bound_pending_0013;
+
+UPDATE alembic_version SET version_num='0015' WHERE alembic_version.version_num = '0014';
+
 COMMIT;

@@ -142,7 +142,8 @@ class ClusterUsage:
     copies: bool = False  # some pod was reported by several exporters (kube-state-metrics replaced, HA, resharded)
     # per pod and hour: Running instants and CPU request, which waste takes rather than asking again
     pod_hours: pd.DataFrame = field(default_factory=frames.POD_HOURS.empty)
-    # what pods bound to a node held while Pending, per reason: billed in `usage` too where the cluster charges it
+    # what pods bound to a node held while Pending, per workload ('' when workloads were not collected) and reason:
+    # billed in `usage` too where the cluster charges it
     bound_pending: pd.DataFrame = field(default_factory=frames.BOUND_PENDING.empty)
 
     def __post_init__(self) -> None:
@@ -563,7 +564,8 @@ def collect_cluster(context: ClusterDay, cost_labels: Sequence[str] | None = Non
         controllers=tuple(r.tops for r in results if r.tops),
         copies=any(r.copies for r in results),
         pod_hours=pd.concat([r.pod_hours for r in results], ignore_index=True),
-        bound_pending=_normalise(pending, gpu_resources, frames.BOUND_PENDING.columns),
+        bound_pending=_normalise(pending if cost_labels is not None else pending.assign(workload=""), gpu_resources,
+                                 frames.BOUND_PENDING.columns),
     )
 
 

@@ -252,7 +252,7 @@ def _bill(config: Config, ledger: Engine, day: date, prices: dict[str, Prices], 
     rows = pd.concat([rows, pool_rows, shared_rows], ignore_index=True)
     workloads = _workload_rows(config, prices, collected, ownership, rows)
     charging = [c.name for c in config.clusters if c.bound_pending == "charge"]
-    bound_pending = price(pending, ownership, prices, below=["reason"])
+    bound_pending = price(pending, ownership, prices, below=["workload", "reason"])
     bound_pending = bound_pending.assign(charged=bound_pending["cluster"].isin(charging))
     _log_bound_pending(bound_pending, rows)
 

@@ -143,16 +143,19 @@ def held_by_namespace(engine: Engine, subject: Subject, first: date, last: date)
     return found
 
 
-def held_before_running(engine: Engine, subject: Subject, first: date, last: date) -> list[dict]:
+def held_before_running(engine: Engine, subject: Subject, first: date, last: date, per_workload: bool = False
+                        ) -> list[dict]:
     """What the subject's pods bound to a node held before they ran (docs/spec.md "Rule 2: running"), per resource and
-    reason, with its cost and whether any of it was charged; none for days billed before revision 0013."""
+    reason (and `per_workload`, per workload first: '' where workloads were off), with its cost and whether any of it
+    was charged; none for days billed before revision 0013."""
     held = bound_pending
+    keys = [*([held.c.workload] if per_workload else []), held.c.resource, held.c.reason]
     query = (
-        select(held.c.resource, held.c.reason, func.sum(held.c.quantity).label("quantity"),
+        select(*keys, func.sum(held.c.quantity).label("quantity"),
                money_sum(held.c.cost).label("cost"), func.max(held.c.charged).label("charged"))
         .where(*_where(subject, first, last, held))
-        .group_by(held.c.resource, held.c.reason)
-        .order_by(held.c.resource, held.c.reason)
+        .group_by(*keys)
+        .order_by(*keys)
     )
     return fetch(engine, query)
 

@@ -123,6 +123,8 @@ bound_pending = Table(  # what pods bound to a node held while Pending (docs/spe
     "bound_pending",
     metadata,
     *_charged(),
+    # the pods' workload as workload_costs names it where workloads are enabled; '' where they are not (revision 0015)
+    Column("workload", Text, primary_key=True),
     Column("resource", Text, primary_key=True),  # cpu, memory or gpu
     Column("gpu_model", Text, primary_key=True),
     # why the pods were not Running: InitContainersRunning, an app container's waiting reason, '' where unknown

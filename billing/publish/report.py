@@ -92,8 +92,9 @@ class Report:
     # (cluster, day): another price set came into force inside the range (docs/spec.md "Prices over time and cost
     # recovery"); from the config, see `price_changes`
     price_changes: list[tuple[str, date]] = field(default_factory=list)
-    # per resource, what pods bound to a node held before they ran: quantity, cost, charged (any of it), reason (the
-    # one that held most); in the rows' costs only where charged (docs/spec.md "Rule 2: running")
+    # per resource (by workload: per workload and resource), what pods bound to a node held before they ran: quantity,
+    # cost, charged (any of it), reason (the one that held most); in the rows' costs only where charged (docs/spec.md
+    # "Rule 2: running")
     held_before_running: list[dict] = field(default_factory=list)
 
     @property
@@ -204,15 +205,18 @@ def build_report(
     people, leads = _who(engine, subject, rows)
     return Report(subject, first, last, money, by, columns, rows, missing, incomplete(engine, first, last),
                   people=people, leads=leads, without_breakdown=without_breakdown,
-                  held_before_running=_per_resource(held_before_running(engine, subject, first, last)))
+                  held_before_running=_per_resource(held_before_running(engine, subject, first, last, by == WORKLOAD)))
 
 
 def _per_resource(held: list[dict]) -> list[dict]:
-    """Rows per resource and reason as one per resource: the sums, and the reason with the most resource-hours."""
-    found: dict[str, dict] = {}
+    """Rows per resource and reason (workload, resource and reason where asked per workload) as one per resource (per
+    workload and resource; NOT_BROKEN_DOWN for days billed with workloads off, as in the rows): the sums, and the
+    reason with the most resource-hours."""
+    found: dict[tuple, dict] = {}
     for row in held:
-        kept = found.setdefault(row["resource"], {"resource": row["resource"], "quantity": 0.0, "cost": 0.0,
-                                                   "charged": False, "reason": row["reason"], "most": 0.0})
+        key = ({"workload": row["workload"] or NOT_BROKEN_DOWN} if "workload" in row else {}) | {"resource": row["resource"]}
+        kept = found.setdefault(tuple(key.values()), {**key, "quantity": 0.0, "cost": 0.0, "charged": False,
+                                                      "reason": row["reason"], "most": 0.0})
         kept["quantity"] += row["quantity"]
         kept["cost"] += row["cost"]
         kept["charged"] = kept["charged"] or bool(row["charged"])

@@ -212,8 +212,10 @@ def table(report: Report) -> str:
 
 
 def held_lines(report: Report) -> list[str]:
-    """Per resource, what pods bound to a node held before they ran, and whether the rows above include it."""
-    return [f"held before running: {quantity(row['quantity'], row['resource'])}, {money(row['cost'], report.currency)}"
+    """Per resource (and workload where asked by workload), what pods bound to a node held before they ran, and
+    whether the rows above include it."""
+    return [(f"{row['workload']}: " if "workload" in row else "")
+            + f"held before running: {quantity(row['quantity'], row['resource'])}, {money(row['cost'], report.currency)}"
             f", {'charged (in the rows above)' if row['charged'] else 'shown, not charged'}"
             + (f"; mostly {row['reason']}" if row["reason"] else "") for row in report.held_before_running]
 

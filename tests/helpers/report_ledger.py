@@ -95,7 +95,8 @@ HELD = [
 def write_held_ledger(path: Path) -> str:
     """The ledger of `write_ledger` with HELD on DAY; returns its URL."""
     url = write_ledger(path)
-    held = pd.DataFrame([(*row, row[-1], False) for row in HELD], columns=frames.BOUND_PENDING_COSTS.columns)
+    columns = [column for column in frames.BOUND_PENDING_COSTS.columns if column != "workload"]
+    held = pd.DataFrame([(*row, row[-1], False) for row in HELD], columns=columns).assign(workload="")  # workloads off
     engine = new_ledger(url)
     replace_day(engine, DAY, DayBill(frame(ROWS[DAY]), bound_pending=held), "USD")
     engine.dispose()

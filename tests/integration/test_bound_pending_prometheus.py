@@ -28,7 +28,7 @@ from billing.collect.usage import collect_cluster
 from billing.config import ClusterConfig
 from billing.days import billing_day
 from billing.web.app import create_app
-from fixtures.ksm import GPU_PRODUCT_LABEL, H100, Cluster, Container, Node, Pod, World, replaced_exporter
+from fixtures.ksm import GPU_PRODUCT_LABEL, H100, Cluster, Container, Controller, Node, Pod, World, replaced_exporter
 from fixtures.reference import reference_usage
 from tests.helpers.prometheus_jobs import PRICES as PRICES_OF_JOBS
 from tests.helpers.prometheus_jobs import run, write_config
@@ -47,10 +47,11 @@ def at(hour: float) -> float:
 PODS = (
     # an image pull: created unscheduled at 09:50, bound at 10:00, ContainerCreating until Running at 10:30, done at
     # 14:00. Held 0.5 h of 8 cores, 32 GiB, 1 GPU: 4 core-h, 16 GiB-h, 0.5 GPU-h (ContainerCreating); Running 3.5 h.
+    # Workload Deployment/pull.
     Pod("alice", "pull", "uid-pull", "gpu-1", at(9 + 50 / 60),
         ((at(9 + 50 / 60), "Pending"), (at(10.5), "Running"), (at(14), "Succeeded")), at(14) + 600,
-        (Container("main", 8.0, 32 * GIB, 1.0),), scheduled=at(10),
-        waiting=((at(9 + 50 / 60), "ContainerCreating"), (at(10.5), ""))),
+        (Container("main", 8.0, 32 * GIB, 1.0),), scheduled=at(10), created_by_kind="ReplicaSet",
+        created_by_name="pull-7f9c", waiting=((at(9 + 50 / 60), "ContainerCreating"), (at(10.5), ""))),
     # a stage-dataset init container of 4 cores, 8 GiB for 20 minutes from 06:00, then Running all day on 1 core,
     # 2 GiB. Rule 3 reserves max(4, 1) = 4 cores and max(8, 2) = 8 GiB for the pod's whole life: held 1/3 h, 4/3
     # core-h, 8/3 GiB-h (InitContainersRunning); Running 17 2/3 h.
@@ -61,14 +62,16 @@ PODS = (
     # while Pending at 08:00: 6 h held, 48 GPU-h, 96 core-h, 384 GiB-h; 46 2/3 GPU-h of them in ImagePullBackOff.
     # (Where the store keeps no staleness markers, the deleted pod's series stay visible for the 5-minute lookback,
     # as a deleted Running pod's do, and the ended ContainerCreating series with them; the reference knows both.)
+    # Workload CronJob/fetch-weights.
     Pod("carol", "stuck", "uid-stuck", "gpu-1", at(2), ((at(2), "Pending"),), at(8),
-        (Container("main", 16.0, 64 * GIB, 8.0),),
+        (Container("main", 16.0, 64 * GIB, 8.0),), created_by_kind="Job", created_by_name="fetch-weights-29",
         waiting=((at(2), "ContainerCreating"), (at(2 + 10 / 60), "ImagePullBackOff"))),
     # 2 cores, 4 GiB, 2 GPUs bound at 19:00 to a node that gets its GPU model label at 20:00 (so evaluated instant by
     # instant), ContainerCreating until Running at 21:00: held 4 core-h, 8 GiB-h, 2 GPU-h without a model and 2 H100;
-    # Running 3 h: 6 core-h, 12 GiB-h, 6 H100-hours
+    # Running 3 h: 6 core-h, 12 GiB-h, 6 H100-hours. Workload Job/warmup, a Job of no CronJob.
     Pod("erin", "relabelled", "uid-relabelled", "gpu-2", at(19), ((at(19), "Pending"), (at(21), "Running")), at(48),
-        (Container("main", 2.0, 4 * GIB, 2.0),), waiting=((at(19), "ContainerCreating"), (at(21), ""))),
+        (Container("main", 2.0, 4 * GIB, 2.0),), created_by_kind="Job", created_by_name="warmup",
+        waiting=((at(19), "ContainerCreating"), (at(21), ""))),
     # never scheduled (no node), Pending all day with 4 GPUs: holds nothing
     Pod("dave", "unschedulable", "uid-unschedulable", "gpu-1", at(-24), ((at(-24), "Pending"),), at(48),
         (Container("main", 4.0, 16 * GIB, 4.0),), scheduled=math.inf),
@@ -77,7 +80,10 @@ NODES = (Node("gpu-1", ((D - 30 * 86400, {GPU_PRODUCT_LABEL: H100}),),
               {"cpu": 96.0, "memory": 1024.0 * GIB, "nvidia_com_gpu": 16.0}),
          Node("gpu-2", ((D - 30 * 86400, {}), (at(20), {GPU_PRODUCT_LABEL: H100})),
               {"cpu": 96.0, "memory": 1024.0 * GIB, "nvidia_com_gpu": 8.0}))
-WORLD = World((Cluster("jaguar", NODES, PODS, {"cluster": "jaguar"}),), D - 86400, D + 2 * 86400)
+CONTROLLERS = (Controller("ReplicaSet", "alice", "pull-7f9c", "Deployment", "pull"),
+               Controller("Job", "carol", "fetch-weights-29", "CronJob", "fetch-weights"),
+               Controller("Job", "erin", "warmup", "<none>", "<none>"))
+WORLD = World((Cluster("jaguar", NODES, PODS, {"cluster": "jaguar"}, CONTROLLERS),), D - 86400, D + 2 * 86400)
 
 # by hand, as the comments above say, on a store with staleness markers
 HELD = {("alice", "cpu", "", "ContainerCreating"): 4.0, ("alice", "memory", "", "ContainerCreating"): 16.0,
@@ -142,6 +148,16 @@ def test_a_backfilled_store_agrees_with_the_reference(store_server):
     check(store_server(WORLD).url, WORLD)
 
 
+def night_config(tmp_path: Path, database: str, url: str, rule: str, **keys: object) -> str:
+    """The night run's config of tests.helpers.prometheus_jobs for jaguar at `url`, with bound_pending `rule` and the
+    top-level `keys`."""
+    path = write_config(tmp_path, database, {"jaguar": url})
+    written = yaml.safe_load(Path(path).read_text())
+    written["clusters"][0]["bound_pending"] = rule
+    Path(path).write_text(yaml.safe_dump({**written, **keys}))
+    return path
+
+
 def ledger(database: str, table: str) -> pd.DataFrame:
     with create_engine(database).connect() as conn:
         return pd.read_sql(f"select * from {table}", conn)  # noqa: S608 (a table name of this test)
@@ -151,10 +167,7 @@ def ledger(database: str, table: str) -> pd.DataFrame:
 def test_the_night_run_keeps_what_was_held_and_charges_it_where_the_cluster_says_so(prometheus_server, tmp_path,
                                                                                    caplog, rule):
     database = f"sqlite:///{tmp_path / 'ledger.db'}"
-    path = write_config(tmp_path, database, {"jaguar": prometheus_server(WORLD).url})
-    written = yaml.safe_load(Path(path).read_text())
-    written["clusters"][0]["bound_pending"] = rule
-    Path(path).write_text(yaml.safe_dump(written))
+    path = night_config(tmp_path, database, prometheus_server(WORLD).url, rule)
     with caplog.at_level("INFO", logger="billing.jobs.run"):
         result = run(path)
     assert result.exit_code == 0, result.output
@@ -209,6 +222,48 @@ def test_the_night_run_keeps_what_was_held_and_charges_it_where_the_cluster_says
     served = get(create_app(web_config(database)).test_client(), "/teams/robotics?from=2026-11-20&to=2026-11-20",
                  "root").text
     assert 'id="held-before-running"' in served and "<td>ContainerCreating</td>" in served and charged in served
+
+
+def test_with_workloads_on_the_ledger_keeps_what_each_workload_held_and_the_report_by_workload_shows_it(
+        prometheus_server, tmp_path):
+    database = f"sqlite:///{tmp_path / 'ledger.db'}"
+    path = night_config(tmp_path, database, prometheus_server(WORLD).url, "charge", workloads={"enabled": True})
+    result = run(path)
+    assert result.exit_code == 0, result.output
+
+    # by hand, as the pods' comments say, on this backfilled store: carol's pod held until 08:04, ContainerCreating
+    # until 02:14 (15 minutes), ImagePullBackOff for 350; bob's pod has no controller: its workload is the pod
+    held = {("alice", "Deployment/pull", "cpu", "", "ContainerCreating"): 4.0,
+            ("alice", "Deployment/pull", "memory", "", "ContainerCreating"): 16.0,
+            ("alice", "Deployment/pull", "gpu", H100, "ContainerCreating"): 0.5,
+            ("bob", "Pod/stage", "cpu", "", "InitContainersRunning"): 4 / 3,
+            ("bob", "Pod/stage", "memory", "", "InitContainersRunning"): 8 / 3,
+            ("carol", "CronJob/fetch-weights", "cpu", "", "ContainerCreating"): 16 * 15 / 60,
+            ("carol", "CronJob/fetch-weights", "memory", "", "ContainerCreating"): 64 * 15 / 60,
+            ("carol", "CronJob/fetch-weights", "gpu", H100, "ContainerCreating"): 8 * 15 / 60,
+            ("carol", "CronJob/fetch-weights", "cpu", "", "ImagePullBackOff"): 16 * 350 / 60,
+            ("carol", "CronJob/fetch-weights", "memory", "", "ImagePullBackOff"): 64 * 350 / 60,
+            ("carol", "CronJob/fetch-weights", "gpu", H100, "ImagePullBackOff"): 8 * 350 / 60,
+            ("erin", "Job/warmup", "cpu", "", "ContainerCreating"): 4.0,
+            ("erin", "Job/warmup", "memory", "", "ContainerCreating"): 8.0,
+            ("erin", "Job/warmup", "gpu", "", "ContainerCreating"): 2.0,
+            ("erin", "Job/warmup", "gpu", H100, "ContainerCreating"): 2.0}
+    kept = ledger(database, "bound_pending")
+    assert_matches(kept.groupby(["namespace", "workload", "resource", "gpu_model", "reason"])["quantity"].sum().to_dict(),
+                   held)
+    # charged, so in the workload rows too: carol's workload's GPU-hours are all held ones
+    workloads = ledger(database, "workload_costs")
+    fetching = workloads[(workloads["workload"] == "CronJob/fetch-weights") & (workloads["resource"] == "gpu")]
+    assert fetching["quantity"].sum() == pytest.approx(8 * 365 / 60)
+
+    # billing report by workload: nlp is carol's team; 8 x 365 / 60 H100-hours at 2.40, mostly ImagePullBackOff
+    asked = ["report", "--team", "nlp", "--by", "workload", "--from", "2026-11-20", "--to", "2026-11-20", "--config", path]
+    table = " ".join(CliRunner().invoke(main, asked).stdout.split())
+    assert (f"CronJob/fetch-weights: held before running: {8 * 365 / 60:,.2f} GPU-h, {8 * 365 / 60 * 2.40:,.2f} USD, "
+            "charged (in the rows above); mostly ImagePullBackOff") in table
+    document = json.loads(CliRunner().invoke(main, [*asked, "--format", "json"]).stdout)
+    gpu = next(row for row in document["held_before_running"] if row["resource"] == "gpu")
+    assert gpu["workload"] == "CronJob/fetch-weights" and gpu["quantity"] == pytest.approx(8 * 365 / 60)
 
 
 def test_check_says_what_pods_bound_to_a_node_held_before_they_ran(prometheus_server, write_config):

@@ -44,7 +44,7 @@ def test_an_older_schema_stops_the_run_until_db_upgrade(tmp_path, write_config):
     with engine.begin() as conn:  # as if written by the release before migrations: tables, no revision
         conn.execute(text("DROP TABLE alembic_version"))
         conn.execute(text("DROP TABLE cluster_days"))
-    with pytest.raises(LedgerError, match=r"schema revision none, this billing needs 0014: run `billing db upgrade`"):
+    with pytest.raises(LedgerError, match=r"schema revision none, this billing needs 0015: run `billing db upgrade`"):
         open_ledger(url)
 
     config = str(write_config(database=url))
@@ -56,9 +56,9 @@ def test_db_upgrade_on_an_empty_database_and_again(tmp_path, write_config):
     config = str(write_config(database=f"sqlite:///{tmp_path}/ledger.db"))
     first = CliRunner().invoke(main, ["db", "upgrade", "--config", config])
     assert first.exit_code == 0, first.output
-    assert "from revision none to 0014" in first.output
+    assert "from revision none to 0015" in first.output
     again = CliRunner().invoke(main, ["db", "upgrade", "--config", config])
-    assert again.exit_code == 0 and "already at revision 0014" in again.output
+    assert again.exit_code == 0 and "already at revision 0015" in again.output
 
 
 def test_upgrading_a_ledger_of_revision_0001_keeps_its_rows_at_list_price(tmp_path, write_config):
@@ -68,7 +68,7 @@ def test_upgrading_a_ledger_of_revision_0001_keeps_its_rows_at_list_price(tmp_pa
         conn.execute(text("INSERT INTO chargeback VALUES ('2026-11-19', 'jaguar', 'alice', 'robotics', 'alice', "
                           "'cpu', '', 100.0, 0.012, 1.2, 'USD', '2026-11-20 01:00:00')"))
     result = CliRunner().invoke(main, ["db", "upgrade", "--config", str(write_config(database=url))])
-    assert result.exit_code == 0 and "from revision 0001 to 0014" in result.output
+    assert result.exit_code == 0 and "from revision 0001 to 0015" in result.output
     engine = open_ledger(url)
     rows = read_rows(engine, date(2026, 11, 19), date(2026, 11, 19))
     assert rows[["cost", "list_cost"]].values.tolist() == [[1.2, 1.2]]  # no discounts before 0002
@@ -110,6 +110,25 @@ def test_upgrading_to_0009_keeps_each_invoice_as_the_months_first_file(tmp_path,
     with engine.connect() as conn:
         kept = conn.execute(text("SELECT month, cluster, sha256, billed_cost, file_name, imported_by FROM invoices")).all()
     assert [tuple(row) for row in kept] == [("2026-10-01", "ibis", "ab" * 32, 60.0, "october.csv", "finance")]
+    schema = describe(engine)
+    assert schema.pop("alembic_version")
+    model = create_engine(f"sqlite:///{tmp_path}/model.db")
+    metadata.create_all(model)
+    assert schema == describe(model)
+
+
+def test_upgrading_to_0015_keeps_what_was_held_before_running_under_no_workload(tmp_path, write_config):
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    with create_engine(url).begin() as conn:
+        command.upgrade(migrate._alembic(conn), "0014")
+        conn.execute(text("INSERT INTO bound_pending VALUES ('2026-11-19', 'jaguar', 'carol', 'nlp', 'carol', 'gpu', "
+                          "'NVIDIA-H100-80GB-HBM3', 'ImagePullBackOff', 46.5, 2.4, 111.6, 111.6, 'USD', 0)"))
+    result = CliRunner().invoke(main, ["db", "upgrade", "--config", str(write_config(database=url))])
+    assert result.exit_code == 0, result.output
+    engine = open_ledger(url)
+    with engine.connect() as conn:
+        kept = conn.execute(text("SELECT namespace, workload, reason, quantity, cost, charged FROM bound_pending")).all()
+    assert [tuple(row) for row in kept] == [("carol", "", "ImagePullBackOff", 46.5, 111.6, 0)]
     schema = describe(engine)
     assert schema.pop("alembic_version")
     model = create_engine(f"sqlite:///{tmp_path}/model.db")
