@@ -27,8 +27,8 @@ if TYPE_CHECKING:  # only money_sums takes a frame: a report's rows are plain, a
 RESOURCE_NAMES = {
     "gpu": "GPU", "cpu": "CPU", "memory": "Memory",
     "reserved-gpu": "Reserved pool, GPU", "reserved-cpu": "Reserved pool, CPU", "reserved-memory": "Reserved pool, memory",
-    "credit-gpu": "Pool use credited, GPU", "credit-cpu": "Pool use credited, CPU",
-    "credit-memory": "Pool use credited, memory",
+    "credit-gpu": "Pool or quota use credited, GPU", "credit-cpu": "Pool or quota use credited, CPU",
+    "credit-memory": "Pool or quota use credited, memory",
     "unrequested-gpu": "Unrequested capacity (shared), GPU", "unrequested-cpu": "Unrequested capacity (shared), CPU",
     "unrequested-memory": "Unrequested capacity (shared), memory",
     "quota-gpu": "Kueue quota, GPU", "quota-cpu": "Kueue quota, CPU", "quota-memory": "Kueue quota, memory",

@@ -88,4 +88,4 @@ def test_the_pool_team_pays_the_pool_once_and_the_other_team_its_use(store_serve
     # the owning team's page shows the pool and the credits
     page = read_page((tmp_path / "reports" / "2026-11-20" / "teams" / "robotics.html").read_text())
     assert ["jaguar", f"Reserved pool, GPU {H100}", "96.00 GPU-h", "230.40 USD"] in page.tables["team-usage"]
-    assert ["jaguar", f"Pool use credited, GPU {H100}", "-16.00 GPU-h", "-38.40 USD"] in page.tables["team-usage"]
+    assert ["jaguar", f"Pool or quota use credited, GPU {H100}", "-16.00 GPU-h", "-38.40 USD"] in page.tables["team-usage"]
