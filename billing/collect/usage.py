@@ -433,17 +433,8 @@ def _held(source: PrometheusSource, queries: UsageQueries, chunk: Chunk) -> dict
     for query in in_pieces(_uids(source.instant(queries.pending_on_nodes(), chunk.last)), queries.bound_pending):
         for series in source.range(query, chunk.start, chunk.last, chunk.step):
             held.setdefault(series["metric"].get("uid", ""), {}).update((int(t), "") for t, _ in series["values"])
-    seen: dict[tuple[str, int], set[str]] = {}
-    for query in in_pieces(held, queries.waiting):
-        for series in source.range(query, chunk.start, chunk.last, chunk.step):
-            uid, reason = series["metric"].get("uid", ""), series["metric"].get("reason", "")
-            for t, _ in series["values"]:
-                seen.setdefault((uid, int(t)), set()).add(reason)
-    for uid, instants in held.items():
-        for t in instants:
-            reasons = seen.get((uid, t), set())
-            instants[t] = INITIALISING if INITIALISING in reasons else min(reasons, default="")
-    return held
+    reasons = _reasons(source, queries, chunk, frozenset(held))
+    return {uid: {t: reasons.get((uid, t), "") for t in instants} for uid, instants in held.items()}
 
 
 def bound_pending_hours(source: PrometheusSource, queries: UsageQueries, chunk: Chunk) -> pd.DataFrame:
