@@ -1,0 +1,150 @@
+"""billing/web/bearer.py: the issuer's keys as they are kept and fetched again, and what tells an assistant where to
+sign in (the protected resource metadata, the challenge of a 401) in each sign-in mode. Tokens of a real provider
+checked by a real `billing mcp --http`: tests/integration/test_mcp_oauth.py."""
+
+from __future__ import annotations
+
+import anyio
+import httpx2
+import jwt
+import pytest
+import responses
+from cryptography.hazmat.primitives.asymmetric import rsa
+from pydantic import ValidationError
+
+from billing.config import Config
+from billing.web.bearer import KEYS_LIFETIME, REFETCH_AFTER, BearerSignIn, IssuerKeys
+from billing.web.mcp_server import PATH, SignIn
+from billing.web.security import Guard, Refused
+from tests.helpers.config import MINIMAL_CONFIG
+from tests.web.test_mcp import uid_app
+
+ISSUER = "https://sso.example.org/realms/lab"
+DISCOVERY = f"{ISSUER}/.well-known/openid-configuration"
+JWKS = f"{ISSUER}/protocol/openid-connect/certs"
+RESOURCE = "https://billing.example.org/mcp"
+METADATA = "https://billing.example.org/.well-known/oauth-protected-resource/mcp"
+
+
+def _jwk(kid: str) -> dict:
+    public = rsa.generate_private_key(public_exponent=65537, key_size=2048).public_key()
+    return {**jwt.algorithms.RSAAlgorithm.to_jwk(public, as_dict=True), "kid": kid, "alg": "RS256", "use": "sig"}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _published(keys: list[dict], issuer: str = ISSUER) -> None:
+    responses.get(DISCOVERY, json={"issuer": issuer, "jwks_uri": JWKS})
+    responses.get(JWKS, json={"keys": keys})
+
+
+def _fetches() -> int:
+    return sum(call.request.url == JWKS for call in responses.calls)
+
+
+@responses.activate
+def test_keys_are_kept_and_fetched_again_for_an_unknown_key_id_at_most_every_half_minute():
+    clock = Clock()
+    keys = IssuerKeys(ISSUER, clock)
+    _published([_jwk("k1")])
+    assert keys.key("k1").key_id == "k1" and _fetches() == 1
+    clock.now += REFETCH_AFTER - 1
+    with pytest.raises(Refused) as refused:  # too soon after the last fetch to ask again
+        keys.key("k2")
+    assert (refused.value.status, str(refused.value)) == (
+        401, f"the token is signed with key id 'k2', which the issuer {ISSUER} does not publish")
+    assert _fetches() == 1
+    responses.replace(responses.GET, JWKS, json={"keys": [_jwk("k1"), _jwk("k2")]})  # the issuer rotates
+    clock.now += 1
+    assert keys.key("k2").key_id == "k2" and _fetches() == 2
+    assert keys.key("k1").key_id == "k1" and _fetches() == 2
+    clock.now += KEYS_LIFETIME
+    keys.key("k1")
+    assert _fetches() == 3
+
+
+@responses.activate
+def test_one_published_key_checks_a_token_without_a_key_id():
+    _published([_jwk("only")])
+    assert IssuerKeys(ISSUER).key(None).key_id == "only"
+
+
+@responses.activate
+def test_an_issuer_that_cannot_say_its_keys_is_503_with_one_sentence():
+    _published([_jwk("k1")], issuer="https://sso.example.org/realms/other")
+    with pytest.raises(Refused) as refused:
+        IssuerKeys(ISSUER).key("k1")
+    assert (refused.value.status, str(refused.value)) == (
+        503, f"the authorization server's discovery document names another issuer than {ISSUER} (mcp.issuer); "
+             "no token can be checked until they agree")
+    responses.replace(responses.GET, DISCOVERY, status=502)
+    with pytest.raises(Refused) as refused:
+        IssuerKeys(ISSUER).key("k1")
+    assert (refused.value.status, str(refused.value)) == (
+        503, f"the authorization server {ISSUER} cannot be asked for its signing keys at the moment; try again later")
+
+
+def _config(web: dict, mcp: dict) -> Config:
+    return Config.model_validate({**MINIMAL_CONFIG, "web": web, "mcp": mcp})
+
+
+def _asked(config: Config, method: str, path: str, headers: dict[str, str]) -> httpx2.Response:
+    bearer = BearerSignIn(config.mcp) if config.mcp.issuer else None
+    app = SignIn(uid_app, config, Guard(config.web), bearer)
+
+    async def ask() -> httpx2.Response:
+        transport = httpx2.ASGITransport(app=app, client=("127.0.0.1", 4000))
+        async with httpx2.AsyncClient(transport=transport, base_url="https://billing.example.org") as http:
+            return await http.request(method, path, headers=headers)
+
+    return anyio.run(ask)
+
+
+NAMED = {"issuer": ISSUER, "resource": RESOURCE}
+LDAP = {"auth": "ldap", "session_key_env": "BILLING_SESSION_KEY"}
+
+
+@pytest.mark.parametrize(("web", "challenges"), [
+    ({}, [f'Bearer resource_metadata="{METADATA}"']),
+    (LDAP, ['Basic realm="billing", charset="UTF-8"', f'Bearer resource_metadata="{METADATA}"']),
+])
+def test_with_an_issuer_named_header_and_ldap_sign_in_point_assistants_to_it(web, challenges):
+    """serve's sign-in stays; the 401 names the metadata too, which anyone may read (a proxy takes the tokens)."""
+    config = _config(web, NAMED)
+    refused = _asked(config, "POST", PATH, {})
+    assert refused.status_code == 401 and refused.headers.get_list("www-authenticate") == challenges
+    for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"):
+        metadata = _asked(config, "GET", path, {})
+        assert (metadata.status_code, metadata.json()) == (200, {
+            "resource": RESOURCE, "authorization_servers": [ISSUER], "resource_name": "billing",
+            "bearer_methods_supported": ["header"]})
+
+
+def test_with_an_issuer_named_the_proxys_header_still_signs_in():
+    answer = _asked(_config({}, NAMED), "POST", PATH, {"X-Forwarded-User": "alice"})
+    assert (answer.status_code, answer.text) == (200, "alice")
+
+
+def test_without_an_issuer_there_is_no_challenge_and_no_metadata_to_sign_in_for():
+    config = _config({}, {})
+    assert _asked(config, "POST", PATH, {}).headers.get_list("www-authenticate") == []
+    missing = _asked(config, "GET", "/.well-known/oauth-protected-resource/mcp", {})
+    assert (missing.status_code, missing.json()) == (404, {
+        "error": "this server names no authorization server (mcp.issuer is not set); sign in as its web.auth says"})
+
+
+@pytest.mark.parametrize(("mcp", "sentence"), [
+    ({"issuer": ISSUER}, "set both issuer and resource"),
+    ({"auth": "oauth"}, "auth oauth needs issuer"),
+    ({**NAMED, "issuer": "http://sso.example.org"}, "must be https://"),
+    ({**NAMED, "resource": f"{RESOURCE}#part"}, "has a fragment"),
+])
+def test_an_oauth_sign_in_named_by_half_is_a_configuration_error(mcp, sentence):
+    with pytest.raises(ValidationError, match=sentence):
+        _config({}, mcp)
