@@ -78,7 +78,8 @@ class IssuerKeys:
             log.error("the authorization server's %s: %s", jwks_uri, exc)
             raise Refused(503, f"the authorization server {self.issuer} publishes no signing key billing can "
                                f"use; no token can be checked") from None
-        usable = [key for key in keys if key.algorithm_name in SIGNING_ALGORITHMS]
+        usable = [key for key in keys  # keys for encryption (use: enc) sign nothing
+                  if key.algorithm_name in SIGNING_ALGORITHMS and key.public_key_use in (None, "sig")]
         log.info("fetched %d signing key(s) of %s", len(usable), self.issuer)
         keys_by_id: dict[str | None, jwt.PyJWK] = {key.key_id: key for key in usable if key.key_id}
         if len(usable) == 1:  # a token without a key id, of an issuer with one key

@@ -70,9 +70,13 @@ def test_keys_are_kept_and_fetched_again_for_an_unknown_key_id_at_most_every_hal
 
 
 @responses.activate
-def test_one_published_key_checks_a_token_without_a_key_id():
-    _published([_jwk("only")])
-    assert IssuerKeys(ISSUER).key(None).key_id == "only"
+def test_the_one_signing_key_checks_a_token_without_a_key_id_and_an_encryption_key_none():
+    _published([_jwk("only"), {**_jwk("wrap"), "use": "enc", "alg": "RSA-OAEP"}, {**_jwk("enc"), "use": "enc"}])
+    keys = IssuerKeys(ISSUER)
+    assert keys.key(None).key_id == "only"
+    for kid in ("wrap", "enc"):
+        with pytest.raises(Refused, match=f"signed with key id '{kid}', which the issuer"):
+            keys.key(kid)
 
 
 @responses.activate
