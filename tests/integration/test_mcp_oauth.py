@@ -19,7 +19,8 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from fixtures.servers import ManagedProcess, accepts_connections, free_port
+from fixtures.servers import ManagedProcess, MissingProgram, accepts_connections, free_port
+from tests.conftest import missing_program
 from tests.helpers.oidc import Client, OidcProvider, start_oidc_provider
 from tests.helpers.serve import REPOSITORY, serve_config
 from tests.integration.test_mcp_process import REPORT, ROBOTICS, command_json, over_http
@@ -43,7 +44,10 @@ class Oauth:
 @pytest.fixture(scope="module")
 def oauth(tmp_path_factory):
     directory = tmp_path_factory.mktemp("mcp-oauth")
-    provider = start_oidc_provider(directory, CLIENTS)
+    try:
+        provider = start_oidc_provider(directory, CLIENTS)
+    except MissingProgram as exc:
+        missing_program(exc)
     port = free_port()
     config = serve_config(directory, changes={"mcp": {
         "auth": "oauth", "issuer": provider.issuer, "resource": f"http://127.0.0.1:{port}/mcp", "uid_claim": "uid"}})
