@@ -276,7 +276,8 @@ def serve_http(config: Config, host: str, port: int) -> None:
     """Run the HTTP server on uvicorn until SIGTERM or Ctrl-C; OSError when the port cannot be had."""
     _quiet_sdk()
     ledger = _read_only_ledger(config)
-    log.info("billing mcp listening on http://%s:%d%s (web.auth %s)", host, port, PATH, config.web.auth)
+    sign_in = f"tokens of {config.mcp.issuer}" if config.mcp.auth == "oauth" else f"web.auth {config.web.auth}"
+    log.info("billing mcp listening on http://%s:%d%s (%s)", host, port, PATH, sign_in)
     uvicorn.run(http_app(config, ledger), host=host, port=port, log_level="warning", access_log=False)
     log.info("billing mcp stopped")
 
