@@ -15,9 +15,15 @@ import urllib.error
 import urllib.request
 from datetime import UTC, datetime
 
+import anyio
+import httpx2
 import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
+from mcp import ClientSession
+from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from fixtures.servers import ManagedProcess, MissingProgram, accepts_connections, free_port
 from tests.conftest import missing_program
@@ -146,3 +152,44 @@ def test_a_token_that_names_nobody_here_is_refused_with_one_sentence(oauth):
     for token, sentence in expected.items():
         assert refused(oauth, token) == (401, [f'Bearer error="invalid_token", resource_metadata='
                                                f'"{oauth.metadata_url}"'], sentence)
+
+
+class Kept:
+    """The tokens and client of one assistant, kept in memory (the SDK's TokenStorage)."""
+
+    def __init__(self) -> None:
+        self.tokens: OAuthToken | None = None
+        self.client: OAuthClientInformationFull | None = None
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.client
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.client = client_info
+
+
+def test_the_sdks_oauth_client_given_only_the_url_finds_the_issuer_and_signs_in(oauth):
+    """The MCP SDK's own OAuth client, as an assistant signs in: refused, it reads the challenge's metadata, the
+    issuer's metadata, gets a token for billing's URL and asks again."""
+    carol = oauth.provider.clients["carol"]
+    kept = Kept()
+    sign_in = ClientCredentialsOAuthProvider(server_url=oauth.resource, storage=kept, client_id="carol",
+                                             client_secret=carol.secret, scope="billing", issuer=oauth.provider.issuer)
+
+    async def session() -> list:
+        async with (httpx2.AsyncClient(auth=sign_in, timeout=30) as http,
+                    streamable_http_client(oauth.resource, http_client=http) as (read, write),
+                    ClientSession(read, write) as client):
+            await client.initialize()
+            return [await client.call_tool("costs", ROBOTICS), await client.call_tool("costs", {"team": "vision"})]
+
+    robotics, vision = anyio.run(session)
+    assert json.loads(robotics.content[0].text) == command_json(oauth.config, *REPORT)
+    assert vision.is_error and vision.content[0].text.startswith("carol is not a lead of team 'vision'")
+    assert kept.tokens is not None and _claims(kept.tokens.access_token)["aud"] == oauth.resource
