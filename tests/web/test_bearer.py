@@ -4,6 +4,8 @@ checked by a real `billing mcp --http`: tests/integration/test_mcp_oauth.py."""
 
 from __future__ import annotations
 
+import time
+
 import anyio
 import httpx2
 import jwt
@@ -152,3 +154,45 @@ def test_without_an_issuer_there_is_no_challenge_and_no_metadata_to_sign_in_for(
 def test_an_oauth_sign_in_named_by_half_is_a_configuration_error(mcp, sentence):
     with pytest.raises(ValidationError, match=sentence):
         _config({}, mcp)
+
+
+class LocalKeys(IssuerKeys):
+    """The issuer's keys as one made here, so that tests sign tokens the real provider would not mint."""
+
+    def __init__(self, private: rsa.RSAPrivateKey) -> None:
+        super().__init__(ISSUER)
+        self.public = {**jwt.algorithms.RSAAlgorithm.to_jwk(private.public_key(), as_dict=True), "kid": "k1",
+                       "alg": "RS256"}
+
+    def _fetch(self) -> dict[str | None, jwt.PyJWK]:
+        return {"k1": jwt.PyJWK(self.public)}
+
+
+def test_claims_the_provider_gets_right_are_checked_too():
+    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    sign_in = BearerSignIn(_config({}, {**NAMED, "auth": "oauth", "uid_claim": "preferred_username"}).mcp,
+                           LocalKeys(private))
+    now = int(time.time())
+    claims = {"iss": ISSUER, "aud": RESOURCE, "exp": now + 60, "preferred_username": "alice"}
+
+    def uid_of(**changes) -> str:
+        token = jwt.encode({key: value for key, value in {**claims, **changes}.items() if value is not None},
+                           private, algorithm="RS256", headers={"kid": "k1"})
+        try:
+            return sign_in.uid(f"Bearer {token}")
+        except Refused as refused:
+            return str(refused)
+
+    assert uid_of() == "alice"
+    assert uid_of(aud=["https://other.example.org", RESOURCE]) == "alice"  # one of its audiences is billing
+    assert uid_of(iss="https://sso.example.org/realms/other") == (
+        f'the token was issued by "https://sso.example.org/realms/other", not by {ISSUER}')
+    assert uid_of(aud=f"{RESOURCE}/") == (f'the token is for "{RESOURCE}/", not for this server ({RESOURCE}); '
+                                          f"ask {ISSUER} for a token for {RESOURCE}")
+    assert uid_of(exp=None) == "the token has no 'exp' claim"
+    assert uid_of(nbf=now + 60) == "the token is not valid yet (its nbf or iat lies ahead)"
+    assert uid_of(preferred_username=None) == (
+        "the token has no 'preferred_username' claim naming the person (mcp.uid_claim)")
+    assert uid_of(preferred_username=["alice"]) == "the token's 'preferred_username' claim holds no usable user id"
+    with pytest.raises(Refused, match="sign in first: send an access token of"):
+        sign_in.uid("Basic YWxpY2U6cHc=")
