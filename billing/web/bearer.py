@@ -114,6 +114,11 @@ class BearerSignIn:
         error = 'error="invalid_token", ' if token_refused else ""
         return f'Bearer {error}resource_metadata="{self.metadata_url}"'
 
+    def elsewhere(self) -> str:
+        """What a request for other metadata of this server is told (an assistant looking for the authorization
+        server's at billing's address, as before the 2025-06-18 specification)."""
+        return f"billing is no authorization server: its authorization server is {self.mcp.issuer} ({self.metadata_url})"
+
     def metadata(self) -> tuple[list[str], ASGIApp]:
         """The paths of the protected resource metadata (RFC 9728 3.1's, after the host, and the bare one an
         assistant tries next) and the application answering them, to anyone: it is how an assistant finds where

@@ -194,9 +194,10 @@ class SignIn:
         if self.metadata is not None and scope["path"] in self.metadata_paths:  # where to sign in: open to all
             await self.metadata(scope, receive, send)
             return
-        if scope["path"].startswith("/.well-known/"):  # an assistant looking for an authorization server learns
-            await _refuse(send, Refused(404, "this server names no authorization server (mcp.issuer is not set); "
-                                             "sign in as its web.auth says"), [])  # there is none, not to sign in
+        if scope["path"].startswith("/.well-known/"):  # nothing else to find there: 404, not a 401 to sign in for
+            await _refuse(send, Refused(404, self.bearer.elsewhere() if self.bearer is not None else
+                                        "this server names no authorization server (mcp.issuer is not set); "
+                                        "sign in as its web.auth says"), [])
             return
         headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
         peer = (scope.get("client") or ("", 0))[0]

@@ -130,6 +130,9 @@ def test_with_an_issuer_named_header_and_ldap_sign_in_point_assistants_to_it(web
         assert (metadata.status_code, metadata.json()) == (200, {
             "resource": RESOURCE, "authorization_servers": [ISSUER], "resource_name": "billing",
             "bearer_methods_supported": ["header"]})
+    elsewhere = _asked(config, "GET", "/.well-known/oauth-authorization-server", {})
+    assert (elsewhere.status_code, elsewhere.json()) == (404, {
+        "error": f"billing is no authorization server: its authorization server is {ISSUER} ({METADATA})"})
 
 
 def test_with_an_issuer_named_the_proxys_header_still_signs_in():
