@@ -760,6 +760,43 @@ class WebConfig(_Section):
         return key
 
 
+LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")  # where an issuer may answer over plain http (a test's)
+
+
+class McpConfig(_Section):
+    """`billing mcp --http`'s sign-in as the MCP authorization specification describes: the assistant finds the
+    lab's authorization server in this server's protected resource metadata (RFC 9728) and sends its tokens."""
+
+    auth: Literal["web", "oauth"] = "web"  # web: serve's sign-in (web.auth); oauth: the issuer's bearer tokens
+    resource: WebAddress = ""  # this server's URL as assistants reach it, e.g. https://billing.example.org/mcp
+    issuer: WebAddress = ""  # the lab's authorization server (OpenID Connect issuer) that signs the tokens
+    uid_claim: Annotated[str, Field(min_length=1)] = "sub"  # the token's claim holding the person's uid
+
+    @field_validator("resource")
+    @classmethod
+    def _resource(cls, value: str) -> str:
+        if "#" in value:  # RFC 8707: a resource indicator has no fragment
+            raise ValueError(f"{value!r} has a fragment (#...); give the URL assistants reach this server at")
+        return value
+
+    @field_validator("issuer")
+    @classmethod
+    def _issuer(cls, value: str) -> str:
+        """Over plain http anyone on the way could hand billing their own signing keys."""
+        if value.startswith("http://") and urlsplit(value).hostname not in LOOPBACK_HOSTS:
+            raise ValueError(f"the issuer {value!r} must be https:// (its signing keys are fetched from it)")
+        return value
+
+    @model_validator(mode="after")
+    def _both_named(self) -> McpConfig:
+        if bool(self.issuer) != bool(self.resource):
+            raise ValueError("set both issuer and resource (the authorization server and this server's URL), "
+                             "or neither")
+        if self.auth == "oauth" and not self.issuer:
+            raise ValueError("auth oauth needs issuer (the authorization server) and resource (this server's URL)")
+        return self
+
+
 class AuditConfig(_Section):
     """The self-audit of every run (billing/collect/audit.py)."""
 
@@ -789,6 +826,7 @@ class Config(_Section):
     cost_labels: Annotated[list[str], AfterValidator(_cost_labels)] = []
     budgets: BudgetsConfig = BudgetsConfig()
     web: WebConfig = WebConfig()
+    mcp: McpConfig = McpConfig()
     reports_url: WebAddress = ""  # where people reach the reports or `billing serve`; emails link there
     audit: AuditConfig = AuditConfig()
 

@@ -25,7 +25,9 @@ def write_config(tmp_path: Path):
     return write
 
 
-def _missing(exc: MissingProgram) -> None:
+def missing_program(exc: MissingProgram) -> None:
+    """Skip the test (fail it under CI=true) for a missing program; a module-scoped fixture calls it itself, so that
+    every test of the module is skipped, not only the first (pytest keeps the fixture's exception for the others)."""
     if os.environ.get("CI") == "true":
         pytest.fail(f"{exc}; CI=true requires every integration server to be installed", pytrace=False)
     pytest.skip(str(exc))
@@ -37,7 +39,7 @@ def pytest_fixture_setup(fixturedef, request):
     try:
         return (yield)
     except MissingProgram as exc:
-        _missing(exc)
+        missing_program(exc)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -46,7 +48,7 @@ def pytest_pyfunc_call(pyfuncitem):
     try:
         return (yield)
     except MissingProgram as exc:
-        _missing(exc)
+        missing_program(exc)
 
 
 # The longest test modules, longest first (--durations, one module at a time: 1 to 2 minutes each). pytest-xdist

@@ -6,7 +6,9 @@ with the ledger's credentials: it trusts the caller, as `billing report` does; t
 person's figures but are no barrier against the person (docs/mcp.md). Over streamable HTTP (`--http`), run beside `billing serve`
 behind the same proxy, the viewer is whom serve's sign-in names: the trusted proxy's header (`web.auth: header`), or
 for `web.auth: ldap` an HTTP Basic user name and password checked by an LDAP bind as the person, counted by serve's
-login throttle. A request without a viewer is refused before it reaches a tool.
+login throttle; with `mcp.auth: oauth`, the person an access token of the lab's authorization server names
+(billing/web/bearer.py). A request without a viewer is refused before it reaches a tool, with a challenge that
+points an assistant to the protected resource metadata where `mcp.issuer` is set.
 
 Errors a tool meets (no such team, a day that is no day, a range too long, a team the viewer does not lead) come
 back as tool errors of one sentence; an unknown team or person is named without the closest names, which would tell
@@ -39,6 +41,7 @@ from billing.errors import BillingError
 from billing.ledger.database import open_ledger
 from billing.publish.report import UnknownSubject
 from billing.web.access import Forbidden, Viewer, viewer
+from billing.web.bearer import BearerSignIn
 from billing.web.security import Guard, Refused
 from billing.web.tools import Tools
 
@@ -173,30 +176,59 @@ def run_stdio(config: Config, uid: str) -> None:
 
 
 class SignIn:
-    """ASGI middleware: the viewer's uid by serve's sign-in, into the scope for the tools; else 401 (429 for a
-    locked-out login, 503 without a directory) and one sentence as JSON, before any tool is listed or called."""
+    """ASGI middleware: the viewer's uid by serve's sign-in or a bearer token, into the scope for the tools; else
+    401 (429 for a locked-out login, 503 without a directory or authorization server) and one sentence as JSON,
+    before any tool is listed or called. The protected resource metadata is answered to anyone."""
 
-    def __init__(self, app: ASGIApp, config: Config, guard: Guard) -> None:
-        self.app, self.config, self.guard = app, config, guard
+    def __init__(self, app: ASGIApp, config: Config, guard: Guard, bearer: BearerSignIn | None = None) -> None:
+        self.app, self.config, self.guard, self.bearer = app, config, guard, bearer
+        self.metadata_paths: list[str] = []
+        self.metadata: ASGIApp | None = None
+        if bearer is not None:
+            self.metadata_paths, self.metadata = bearer.metadata()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if self.metadata is not None and scope["path"] in self.metadata_paths:  # where to sign in: open to all
+            await self.metadata(scope, receive, send)
+            return
+        if scope["path"].startswith("/.well-known/"):  # nothing else to find there: 404, not a 401 to sign in for
+            await _refuse(send, Refused(404, self.bearer.elsewhere() if self.bearer is not None else
+                                        "this server names no authorization server (mcp.issuer is not set); "
+                                        "sign in as its web.auth says"), [])
+            return
         headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
         peer = (scope.get("client") or ("", 0))[0]
         client = self.guard.client_of(peer, headers.get("x-forwarded-for", ""))
         try:
-            uid = (await self._password_user(headers.get("authorization", ""), client)
-                   if self.config.web.auth == "ldap"
-                   else self.guard.proxy_user(headers.get(self.config.web.user_header.lower()), peer))
+            uid = await self._uid(headers, peer, client)
         except Refused as exc:
             log.info("%s %s %d", scope.get("method"), scope.get("path"), exc.status,
                      extra={"path": scope.get("path"), "status": exc.status, "remote_addr": client})
-            await _refuse(send, exc, self.config.web.auth == "ldap")
+            await _refuse(send, exc, self._challenges(exc, headers.get("authorization", "")))
             return
         scope.setdefault("state", {})[UID_KEY] = uid
         await self.app(scope, receive, send)
+
+    async def _uid(self, headers: dict[str, str], peer: str, client: str) -> str:
+        if self.bearer is not None and self.config.mcp.auth == "oauth":  # fetching the issuer's keys blocks
+            return await anyio.to_thread.run_sync(self.bearer.uid, headers.get("authorization", ""))
+        if self.config.web.auth == "ldap":
+            return await self._password_user(headers.get("authorization", ""), client)
+        return self.guard.proxy_user(headers.get(self.config.web.user_header.lower()), peer)
+
+    def _challenges(self, refused: Refused, authorization: str) -> list[str]:
+        """The WWW-Authenticate values of a 401: HTTP Basic where passwords sign in, and the bearer challenge naming
+        the protected resource metadata wherever `mcp.issuer` is set (behind a proxy that takes the issuer's tokens
+        too), so that an assistant finds where to sign in; `invalid_token` for a token billing itself refused."""
+        if refused.status != 401:
+            return []
+        oauth = self.config.mcp.auth == "oauth"
+        basic = ['Basic realm="billing", charset="UTF-8"'] if self.config.web.auth == "ldap" and not oauth else []
+        token_refused = oauth and authorization.lower().startswith("bearer ")
+        return basic + ([self.bearer.challenge(token_refused)] if self.bearer is not None else [])
 
     async def _password_user(self, authorization: str, client: str) -> str:
         """The uid of HTTP Basic credentials that bind to the directory as the person (a bind per request), counted
@@ -217,11 +249,10 @@ class SignIn:
             raise Refused(401, "wrong user name or password") from None
 
 
-async def _refuse(send: Send, refused: Refused, basic: bool) -> None:
+async def _refuse(send: Send, refused: Refused, challenges: list[str]) -> None:
     body = json.dumps({"error": str(refused)}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    if basic and refused.status == 401:
-        headers.append((b"www-authenticate", b'Basic realm="billing", charset="UTF-8"'))
+    headers += [(b"www-authenticate", challenge.encode()) for challenge in challenges]
     await send({"type": "http.response.start", "status": refused.status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
@@ -239,14 +270,15 @@ def http_app(config: Config, ledger: Engine) -> ASGIApp:
     # name, and every request is signed in
     app = server.streamable_http_app(streamable_http_path=PATH, stateless_http=True, json_response=True,
                                      host="0.0.0.0")
-    return SignIn(app, config, Guard(config.web))
+    return SignIn(app, config, Guard(config.web), BearerSignIn(config.mcp) if config.mcp.issuer else None)
 
 
 def serve_http(config: Config, host: str, port: int) -> None:
     """Run the HTTP server on uvicorn until SIGTERM or Ctrl-C; OSError when the port cannot be had."""
     _quiet_sdk()
     ledger = _read_only_ledger(config)
-    log.info("billing mcp listening on http://%s:%d%s (web.auth %s)", host, port, PATH, config.web.auth)
+    sign_in = f"tokens of {config.mcp.issuer}" if config.mcp.auth == "oauth" else f"web.auth {config.web.auth}"
+    log.info("billing mcp listening on http://%s:%d%s (%s)", host, port, PATH, sign_in)
     uvicorn.run(http_app(config, ledger), host=host, port=port, log_level="warning", access_log=False)
     log.info("billing mcp stopped")
 
