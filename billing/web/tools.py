@@ -242,11 +242,11 @@ def answer_schemas(currency: str) -> dict[str, dict]:
     """Each tool's answer as a JSON Schema, with the unit of every figure: money in `currency`, unrounded as the
     ledger holds it; quantities in resource-hours."""
     money = {"type": "number", "description": f"{currency}, unrounded as the ledger holds it (round to cents)"}
-    optional_money = {"type": ["number", "null"], "description": f"{currency}, unrounded; null: none"}
+    optional_money = _nullable("number", f"{currency}, unrounded; null: none")
     iso_day = {"type": "string", "format": "date"}
     days = {"type": "array", "items": iso_day, "description": "days never billed (left out of the sums, never zero)"}
-    share = {"type": ["number", "null"], "description": "a fraction (0.5 is 50 %); null without a budget"}
-    named = {"type": ["string", "null"]}
+    share = _nullable("number", "a fraction (0.5 is 50 %); null without a budget")
+    named = _nullable("string", "the team; null for a person or everyone")
     row = {"type": "object", "description": (
         f"one row: its key (the `by` word; day, cluster, namespace, owner, resource, gpu_model for the ledger's "
         f"rows), cost and list_cost in {currency} unrounded, unit_price in {currency} per resource-hour, quantity "
@@ -294,7 +294,7 @@ def answer_schemas(currency: str) -> dict[str, dict]:
                                 **days, "description": "the month's days to as_of never billed: not in month_to_date"}},
                            "team", "currency", "as_of", "month_to_date", "forecast", "missing_days"),
         "statement": document({"month": {"type": "string"}, "currency": report["currency"],
-                               "closed": {"type": ["object", "null"]}, "missing_days": days, "total": money,
+                               "closed": _nullable("object", "when and by whom the month was closed; null: open"), "missing_days": days, "total": money,
                                "clusters": {"type": "array", "items": {"type": "object"},
                                             "description": f"per cluster: charged, recovered, corrected, total in {currency}"},
                                "teams": {"type": "array", "items": {"type": "object"}, "description": (
@@ -303,8 +303,14 @@ def answer_schemas(currency: str) -> dict[str, dict]:
         "figure_source": document({**report, "prices": {"type": "object", "description": (
                                        f"per cluster the unit prices in force, in {currency} per resource-hour")},
                                    "rules": {"type": "array", "items": {"type": "string"}},
-                                   "run": {"type": ["object", "null"]},
+                                   "run": _nullable("object", "the run that wrote the day; null: never run"),
                                    "data_coverage": {"type": "array", "items": {"type": "object"}},
                                    "audit": {"type": "string"}},
                                   "from", "to", "currency", "rows", "prices", "rules"),
     }
+
+
+def _nullable(kind: str, description: str) -> dict:
+    """A value of JSON type `kind` or null, as one `type` per branch (a `type` list is less portable: clients that
+    map tool schemas onto a dialect of single types reject it)."""
+    return {"anyOf": [{"type": kind}, {"type": "null"}], "description": description}
