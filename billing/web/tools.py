@@ -184,18 +184,21 @@ def _checked(tool: str, schema: dict, arguments: dict[str, object]) -> dict[str,
     unknown = [name for name in arguments if name not in properties]
     if unknown:
         raise ReportError(f"{tool} takes no argument {unknown[0]!r}: it takes {_listed(list(properties))}")
-    given = {name: value for name, value in arguments.items() if value is not None}
-    missing = [name for name in schema.get("required", ()) if name not in given]
+    missing = [name for name in schema.get("required", ()) if arguments.get(name) is None]
     if missing:
         raise ReportError(f"{tool} needs {missing[0]} ({properties[missing[0]]['description']})")
-    for name, value in given.items():
+    given: dict[str, str] = {}
+    for name, value in arguments.items():
+        if value is None:
+            continue
         if not isinstance(value, str):
             raise ReportError(f"{name}={json.dumps(value)} is not a string: give it in quotes, "
                               f"{properties[name]['description']}")
         words = properties[name].get("enum")
         if words is not None and value not in words:
             raise ReportError(f"{name}={value!r} is not one of {_listed(words)}")
-    return given  # type: ignore[return-value]  # every value checked to be a string
+        given[name] = value
+    return given
 
 
 def _listed(words: list[str]) -> str:
