@@ -259,7 +259,9 @@ def answer_schemas(currency: str) -> dict[str, dict]:
         "cluster": {"type": "string"}, "from": iso_day}}, "description": "price sets that came into force"}
     report = {
         "team": named, "person": {"type": "string"}, "from": iso_day, "to": iso_day,
-        "currency": {"type": "string", "const": currency}, "total_cost": money, "missing_days": days,
+        "currency": {"type": "string", "description": (f"the money of every figure: {currency} as configured, unless "
+                                                        "the ledger's rows hold another")},
+        "total_cost": money, "missing_days": days,
         "incomplete_days": {"type": "array", "items": {"type": "object"},
                             "description": "days with a cluster's data partly missing: coverage a fraction"},
         "budget": optional_money, "forecast": money, "budget_month": {"type": "string"}, "month_to_date": money,

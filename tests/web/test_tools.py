@@ -79,6 +79,8 @@ def test_costs_without_by_are_summed_per_namespace_or_per_team_for_everyone(tool
     assert {row["namespace"]: round(row["cost"], 2) for row in team["rows"]} == {
         "alice": 44.40, "team-robotics": 13.50, "bob": 5.90}
     assert {row["namespace"]: round(row["cost"], 2) for row in own["rows"]} == {"alice": 44.40}
+    # an assistant that sends null for an argument it leaves out
+    assert ask(tools, "alice", "costs", first_day="2026-11-01", last_day="2026-11-20", by=None, team=None) == own
     # every team: robotics 63.80; vision 2.95 + 5.90; unallocated 1.70; platform 0.12
     assert {row["team"]: round(row["cost"], 2) for row in everyone["rows"]} == {
         "robotics": 63.80, "vision": 8.85, "unallocated": 1.70, "platform": 0.12}
