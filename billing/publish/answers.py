@@ -36,7 +36,6 @@ from billing.ledger.read import (
 from billing.publish.budgets import FORECAST_METHOD as FORECAST_METHOD  # said beside a forecast by the interfaces
 from billing.publish.budgets import BudgetStatus, read_budget_status, team_budgets
 from billing.publish.report import (
-    HOURS_COLUMNS,
     Report,
     ReportError,
     Subject,
@@ -236,32 +235,42 @@ class Changes:
     price_changes: list[tuple[str, date]]
 
     def differences(self, by: str) -> list[dict]:
-        """The groups of a breakdown (namespace; namespace and workload; resource) with cost, hours and cost per
-        hour before and after, the largest change in cost first; a group absent from a range counts 0 there."""
-        keys = [c for c in self.after[by].columns if c in ("namespace", "workload", "resource")]
-        sides = {side: {tuple(row[k] for k in keys): row for row in report.rows}
-                 for side, report in (("before", self.before[by]), ("after", self.after[by]))}
+        """The groups of a breakdown (namespace; namespace and workload; the ledger's resource) with cost, hours and
+        cost per hour before and after, the largest change in cost first; a group absent from a range counts 0 there."""
+        keys = ["resource"] if by == "resource" else [c for c in self.after[by].columns if c in ("namespace", "workload")]
+        sides = {side: _measured(report, keys) for side, report in (("before", self.before[by]), ("after", self.after[by]))}
         found = []
         for key in sorted(set(sides["before"]) | set(sides["after"]), key=str):
             row = dict(zip(keys, key))
-            for side, rows in sides.items():
-                measured = rows.get(key, {})
-                row[f"cost_{side}"] = measured.get("cost", 0.0)
+            for side, groups in sides.items():
+                cost, hours = groups.get(key, (0.0, 0.0))
+                row[f"cost_{side}"] = cost
                 if by == "resource":
-                    hours = sum(measured.get(column, 0.0) for column in HOURS_COLUMNS.values())
                     row[f"hours_{side}"] = hours
-                    row[f"cost_per_hour_{side}"] = measured["cost"] / hours if hours else None
+                    row[f"cost_per_hour_{side}"] = cost / hours if hours else None
             row["change"] = row["cost_after"] - row["cost_before"]
             found.append(row)
         return sorted(found, key=lambda row: -abs(row["change"]))
 
 
+def _measured(report: Report, keys: list[str]) -> dict[tuple, tuple[float, float]]:
+    """Cost and resource-hours per group of `keys`, summed over the report's rows (by resource: the ledger's own
+    rows, whose quantity is in the hours of their resource, `unrequested-gpu` as `gpu`)."""
+    found: dict[tuple, tuple[float, float]] = {}
+    for row in report.rows:
+        key = tuple(row[k] for k in keys)
+        cost, hours = found.get(key, (0.0, 0.0))
+        found[key] = (cost + row["cost"], hours + row.get("quantity", 0.0))
+    return found
+
+
 def changes(ledger: Engine, config: Config, subject: Subject, before: tuple[date, date],
             after: tuple[date, date]) -> Changes:
-    """What changed between two ranges of a subject, per namespace, workload and resource, and the prices that
-    changed from the first's start to the second's end; NeverRun when no day of either range was ever run."""
-    sides = [{by: report(ledger, config, subject, first, last, by) for by in CHANGE_BREAKDOWNS}
-             for first, last in (before, after)]
+    """What changed between two ranges of a subject, per namespace, workload and resource (the ledger's resource
+    names, from its rows: `billing report --by resource` holds GPUs apart by their Kubernetes resources), and the
+    prices that changed from the first's start to the second's end; NeverRun when no day of either range was run."""
+    sides = [{by: report(ledger, config, subject, first, last, None if by == "resource" else by)
+              for by in CHANGE_BREAKDOWNS} for first, last in (before, after)]
     start, end = min(before[0], after[0]), max(before[1], after[1])
     return Changes(subject, sides[0], sides[1], price_changes(config.clusters, start, end))
 

@@ -10,27 +10,37 @@ login throttle; with `mcp.auth: oauth`, the person an access token of the lab's 
 (billing/web/bearer.py). A request without a viewer is refused before it reaches a tool, with a challenge that
 points an assistant to the protected resource metadata where `mcp.issuer` is set.
 
-Errors a tool meets (no such team, a day that is no day, a range too long, a team the viewer does not lead) come
-back as tool errors of one sentence; an unknown team or person is named without the closest names, which would tell
-who else has costs.
+Each tool declares its arguments and its answer as JSON Schemas (billing/web/tools.py) and answers with the document
+both as structured content and as its JSON text. Errors a tool meets (an argument it does not take or of the wrong
+kind, no such team, a day that is no day, a range too long, a team the viewer does not lead) come back as tool errors
+of one sentence; an unknown team or person is named without the closest names, which would tell who else has costs.
+The server is the SDK's low-level one with tools alone registered, so it advertises tools and nothing else.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import functools
 import json
 import logging
 from collections.abc import Callable
 from importlib.metadata import version
-from typing import Annotated, Any
 
 import anyio.to_thread
 import uvicorn
-from mcp.server.mcpserver import Context, MCPServer
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from mcp.server import Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INVALID_PARAMS,
+    CallToolRequestParams,
+    CallToolResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    TextContent,
+    Tool,
+    ToolAnnotations,
+)
 from sqlalchemy import Engine
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -40,25 +50,16 @@ from billing.directory.ldap import WrongPassword
 from billing.errors import BillingError
 from billing.ledger.database import open_ledger
 from billing.publish.report import UnknownSubject
-from billing.web.access import Forbidden, Viewer, viewer
+from billing.web.access import Forbidden, viewer
 from billing.web.bearer import BearerSignIn
 from billing.web.security import Guard, Refused
-from billing.web.tools import Tools
+from billing.web.tools import NAMES, Tools
+from billing.web.tools import answer_schemas as tool_answers
 
 log = logging.getLogger(__name__)
 
 PATH = "/mcp"  # where the HTTP server answers
 UID_KEY = "billing_uid"  # the signed-in uid, in the ASGI scope's state, for the tools
-
-Team = Annotated[str | None, Field(description="A team's name (a lead sees their teams, admins all).")]
-Person = Annotated[str | None, Field(description="A person's uid (people see only themselves, admins all).")]
-First = Annotated[str | None, Field(description="First day, YYYY-MM-DD (default: the first of the month of the last).")]
-Last = Annotated[str | None, Field(description="Last day, YYYY-MM-DD, inclusive (default: yesterday).")]
-Day = Annotated[str, Field(description="A day, YYYY-MM-DD.")]
-Month = Annotated[str, Field(description="A month, YYYY-MM.")]
-By = Annotated[str | None, Field(description="Sum per team, person, namespace, cluster, resource, gpu_model or day; "
-                                             "below the namespace per workload or label:NAME of a cost label; "
-                                             "none: the ledger's rows.")]
 
 WHOSE = "Give team or person, or neither for your own costs (an admin: every team). "
 
@@ -68,9 +69,10 @@ def descriptions(currency: str) -> dict[str, str]:
     money = f"Money is in {currency}, unrounded as the ledger holds it (round to cents to quote it)"
     hours = "quantities in resource-hours: gpu_hours in GPU-hours, cpu_core_hours in core-hours, memory_gib_hours in GiB-hours"
     return {
-        "costs": f"What a person, a team or every team spent over a range of days, optionally summed per team, person, "
-                 f"namespace, cluster, resource, GPU model, day, workload or cost label; the same document as "
-                 f"`billing report --format json`, with a team's budget and the range's price changes. {WHOSE}"
+        "costs": f"What a person, a team or every team spent over a range of days, summed per namespace (per team "
+                 f"for everyone) or per the `by` asked (team, person, namespace, cluster, resource, GPU model, day, "
+                 f"workload or cost label; `rows`: the ledger's own rows, long); the same document as "
+                 f"`billing report --by BY --format json`, with a team's budget and the range's price changes. {WHOSE}"
                  f"{money}; {hours}.",
         "changes": f"What changed between two ranges of days and why: cost before and after per namespace, per "
                    f"workload and per resource (with hours and cost per hour, so that more hours tell apart from "
@@ -80,8 +82,9 @@ def descriptions(currency: str) -> dict[str, str]:
                  f"core-hours, per namespace for a person, per owner for a team, per team for everyone; null where no "
                  f"day measured it. {WHOSE}Quantities in GPU-hours and core-hours, no money.",
         "budget": f"A team's month against its budget: budget, month to date, the month's forecast (and how it is "
-                  f"made), shares used, days not billed yet; as of a day (default yesterday). For the team's leads "
-                  f"and admins. {money}; shares as fractions (0.5 is 50 %).",
+                  f"made), shares used, days not billed yet, and the month's days never billed (which month to date "
+                  f"leaves out); as of a day (default yesterday). For the team's leads and admins. {money}; shares "
+                  f"as fractions (0.5 is 50 %).",
         "statement": f"A month's statement for finance, as `billing statement --format json`: per team its lines "
                      f"(list price, discounts, credits, unrequested shares, corrections, cost recovery) and total; "
                      f"a closed month as it was closed. A team's for its leads, every team's for admins. {money}.",
@@ -92,68 +95,46 @@ def descriptions(currency: str) -> dict[str, str]:
     }
 
 
-def build_server(config: Config, ledger: Engine, uid_of: Callable[[Context], str]) -> MCPServer:
-    """The MCP server of the tools, each answering for the viewer of `uid_of(ctx)` under serve's rules."""
+def build_server(config: Config, ledger: Engine, uid_of: Callable[[ServerRequestContext], str]) -> Server:
+    """The MCP server of the tools, each answering for the viewer of `uid_of(ctx)` under serve's rules. It offers
+    tools only, so it advertises no other capability: a request for prompts or resources is "method not found"."""
     tools = Tools(ledger, config)
     said = descriptions(config.currency)
-    server = MCPServer("billing", version=version("billing"), log_level="WARNING",
-                       instructions="GPU/CPU chargeback from the billing ledger: read-only; each person sees their "
-                                    "own costs, a team lead their teams', admins everything.")
-
-    def who(ctx: Context) -> Viewer:
-        return viewer(ledger, uid_of(ctx), config.web.admins)
-
-    def one_sentence(tool: Callable[..., dict]) -> Callable[..., dict | CallToolResult]:
-        """The tool, logged with who asked; its refusals and unanswerable questions tool errors of one sentence as
-        the assistant reads them (a ToolError would come back prefixed with the SDK's "Error executing tool")."""
-
-        @functools.wraps(tool)
-        def answered(ctx: Context, **arguments: Any) -> dict | CallToolResult:
-            uid, name = uid_of(ctx), tool.__name__
-            try:
-                found = tool(ctx, **arguments)
-            except UnknownSubject as exc:  # without the closest names, which would tell who else has costs
-                sentence = exc.plain
-            except (BillingError, Forbidden, NotADay) as exc:
-                sentence = str(exc)
-            else:
-                log.info("%s asked %s", uid, name, extra={"uid": uid, "tool": name})
-                return found
-            log.info("%s asked %s: %s", uid, name, sentence, extra={"uid": uid, "tool": name})
-            return CallToolResult(content=[TextContent(type="text", text=sentence)], is_error=True)
-
-        return answered
-
-    def costs(ctx: Context, team: Team = None, person: Person = None, first_day: First = None,
-              last_day: Last = None, by: By = None) -> dict:
-        return tools.costs(who(ctx), team, person, first_day, last_day, by)
-
-    def changes(ctx: Context, before_first_day: Day, before_last_day: Day, after_first_day: Day,
-                after_last_day: Day, team: Team = None, person: Person = None) -> dict:
-        return tools.changes(who(ctx), before_first_day, before_last_day, after_first_day, after_last_day,
-                             team, person)
-
-    def waste(ctx: Context, team: Team = None, person: Person = None, first_day: First = None,
-              last_day: Last = None) -> dict:
-        return tools.waste(who(ctx), team, person, first_day, last_day)
-
-    def budget(ctx: Context, team: Annotated[str, Field(description="The team's name.")],
-               as_of: Annotated[str | None, Field(description="The day, YYYY-MM-DD (default: yesterday).")] = None
-               ) -> dict:
-        return tools.budget(who(ctx), team, as_of)
-
-    def statement(ctx: Context, month: Month, team: Team = None) -> dict:
-        return tools.statement(who(ctx), month, team)
-
-    def figure_source(ctx: Context, day: Day, team: Team = None, person: Person = None) -> dict:
-        return tools.figure_source(who(ctx), day, team, person)
-
+    answer_schemas = tool_answers(config.currency)
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                                 open_world_hint=False)
-    for tool in (costs, changes, waste, budget, statement, figure_source):
-        server.add_tool(one_sentence(tool), name=tool.__name__, description=said[tool.__name__],
-                        annotations=read_only, structured_output=False)
-    return server
+    listed = ListToolsResult(tools=[
+        Tool(name=name, description=said[name], input_schema=tools.arguments[name],
+             output_schema=answer_schemas[name], annotations=read_only)
+        for name in NAMES])
+
+    async def list_tools(ctx: ServerRequestContext, params: PaginatedRequestParams | None) -> ListToolsResult:
+        return listed
+
+    async def call_tool(ctx: ServerRequestContext, params: CallToolRequestParams) -> CallToolResult:
+        """The tool's document as structured content and as its JSON text; a question it cannot answer a tool
+        error of one sentence, logged with who asked; a tool it does not have the protocol's invalid params."""
+        if params.name not in NAMES:
+            raise MCPError(code=INVALID_PARAMS, message=f"no tool named {params.name!r}: the tools are "
+                                                        f"{', '.join(NAMES)}")
+        uid, name = uid_of(ctx), params.name
+        try:
+            found = await anyio.to_thread.run_sync(
+                tools.answer, viewer(ledger, uid, config.web.admins), name, params.arguments or {})
+        except UnknownSubject as exc:  # without the closest names, which would tell who else has costs
+            sentence = exc.plain
+        except (BillingError, Forbidden, NotADay) as exc:
+            sentence = str(exc)
+        else:
+            log.info("%s asked %s", uid, name, extra={"uid": uid, "tool": name})
+            return CallToolResult(content=[TextContent(type="text", text=json.dumps(found, indent=1))],
+                                  structured_content=found)
+        log.info("%s asked %s: %s", uid, name, sentence, extra={"uid": uid, "tool": name})
+        return CallToolResult(content=[TextContent(type="text", text=sentence)], is_error=True)
+
+    return Server("billing", version=version("billing"), on_list_tools=list_tools, on_call_tool=call_tool,
+                  instructions="GPU/CPU chargeback from the billing ledger: read-only; each person sees their own "
+                               "costs, a team lead their teams', admins everything.")
 
 
 def _quiet_sdk() -> None:
@@ -172,7 +153,13 @@ def run_stdio(config: Config, uid: str) -> None:
     _quiet_sdk()
     ledger = _read_only_ledger(config)
     log.info("billing mcp on stdio for %s", uid)
-    build_server(config, ledger, lambda ctx: uid).run("stdio")
+    server = build_server(config, ledger, lambda ctx: uid)
+
+    async def answer() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(answer)
 
 
 class SignIn:
@@ -260,8 +247,8 @@ async def _refuse(send: Send, refused: Refused, challenges: list[str]) -> None:
 def http_app(config: Config, ledger: Engine) -> ASGIApp:
     """The streamable HTTP application at PATH behind serve's sign-in; stateless, so replicas need share nothing."""
 
-    def uid_of(ctx: Context) -> str:
-        request = ctx.request_context.request
+    def uid_of(ctx: ServerRequestContext) -> str:
+        request = ctx.request
         assert request is not None, "every HTTP request carries its Starlette request"
         return request.scope["state"][UID_KEY]
 

@@ -20,7 +20,8 @@ from sqlalchemy import Engine
 from billing.config import Config
 from billing.days import FIRST_DAY, LAST_DAY, NotADay, parse_day, yesterday
 from billing.publish import answers
-from billing.publish.report import Report, ReportError, Subject, breakdown, report_range
+from billing.publish.choices import GROUPINGS, LABEL_PREFIX, WORKLOAD
+from billing.publish.report import Report, ReportError, Subject, UnknownSubject, breakdown, known_names, report_range
 from billing.publish.report_formats import json_text
 from billing.publish.statement_formats import json_text as statement_json
 from billing.web.access import Viewer, spelled
@@ -37,11 +38,23 @@ AUDIT = ("a day is written only when its self-audit agreed (audit.enabled; a sam
          "instant), so every day the ledger holds passed it, or was run with audit.enabled false")
 
 
+ROWS = "rows"  # costs' `by` for the ledger's own rows
+NAMES = ("costs", "changes", "waste", "budget", "statement", "figure_source")  # the tools, in the order listed
+DEFAULT_BY = {"person": "namespace", "team": "namespace", "all": "team"}  # costs without `by`: one row a group
+
+
 class Tools:
     """The tools over one ledger and configuration; each takes the viewer it answers for."""
 
     def __init__(self, ledger: Engine, config: Config) -> None:
         self.ledger, self.config = ledger, config
+        self.arguments = argument_schemas(config.cost_labels)
+
+    def answer(self, viewer: Viewer, name: str, arguments: dict[str, object]) -> dict:
+        """Tool `name` (one of NAMES) asked with `arguments` as an assistant sent them, checked against the tool's
+        argument schema first: ReportError of one sentence for an argument it does not take or of the wrong kind."""
+        given = _checked(name, self.arguments[name], arguments)
+        return getattr(self, name)(viewer, **given)
 
     def subject(self, viewer: Viewer, team: str | None, person: str | None) -> Subject:
         """A team, a person, or by default everything for an admin and one's own costs for anyone else, as serve's
@@ -49,6 +62,9 @@ class Tools:
         if team and person:
             raise ReportError("give team or person, not both")
         if team:
+            if team.casefold() not in {known.casefold() for known in known_names(self.ledger, "team")}:
+                # said to leads as to admins (docs/mcp.md); a person's existence is not told to others
+                raise UnknownSubject(f"no team named {team!r} in the ledger")
             subject = viewer.team(team)
         elif person:
             subject = viewer.person(person)
@@ -65,21 +81,23 @@ class Tools:
             raise ReportError(f"the range {begin} to {end} is longer than {LONGEST_RANGE} days; ask for a shorter one")
         return begin, end
 
-    def costs(self, viewer: Viewer, team: str | None = None, person: str | None = None, first: str | None = None,
-              last: str | None = None, by: str | None = None) -> dict:
-        """`billing report --format json` of the subject and range."""
+    def costs(self, viewer: Viewer, team: str | None = None, person: str | None = None, first_day: str | None = None,
+              last_day: str | None = None, by: str | None = None) -> dict:
+        """`billing report --by BY --format json` of the subject and range; without `by` summed per namespace (per
+        team for everyone), which a person reads, where the ledger's rows (`by: rows`) of a team's three days run
+        to thousands."""
         subject = self.subject(viewer, team, person)
-        begin, end = self.range(first, last)
-        return _json(answers.report(self.ledger, self.config, subject, begin, end,
-                                    breakdown(by, self.config.cost_labels)))
+        begin, end = self.range(first_day, last_day)
+        grouping = None if by == ROWS else breakdown(by or DEFAULT_BY[subject.kind], self.config.cost_labels)
+        return _json(answers.report(self.ledger, self.config, subject, begin, end, grouping))
 
-    def changes(self, viewer: Viewer, before_from: str, before_to: str, after_from: str, after_to: str,
-                team: str | None = None, person: str | None = None) -> dict:
+    def changes(self, viewer: Viewer, before_first_day: str, before_last_day: str, after_first_day: str,
+                after_last_day: str, team: str | None = None, person: str | None = None) -> dict:
         """Each breakdown's groups with cost before, after and the change, and the price sets in force between."""
         subject = self.subject(viewer, team, person)
         found = answers.changes(self.ledger, self.config, subject,
-                                self.range(before_from, before_to, ("before_first_day", "before_last_day")),
-                                self.range(after_from, after_to, ("after_first_day", "after_last_day")))
+                                self.range(before_first_day, before_last_day, ("before_first_day", "before_last_day")),
+                                self.range(after_first_day, after_last_day, ("after_first_day", "after_last_day")))
         before, after = found.before["namespace"], found.after["namespace"]
         return {
             **_whose(subject), "currency": after.currency,
@@ -92,19 +110,20 @@ class Tools:
             "price_changes": [{"cluster": cluster, "from": day.isoformat()} for cluster, day in found.price_changes],
         }
 
-    def waste(self, viewer: Viewer, team: str | None = None, person: str | None = None, first: str | None = None,
-              last: str | None = None) -> dict:
+    def waste(self, viewer: Viewer, team: str | None = None, person: str | None = None, first_day: str | None = None,
+              last_day: str | None = None) -> dict:
         """Idle GPU-hours and unused CPU core-hours over the range, as serve's pages show them."""
         subject = self.subject(viewer, team, person)
-        begin, end = self.range(first, last)
+        begin, end = self.range(first_day, last_day)
         frame = answers.waste(self.ledger, subject, begin, end)
         return {**_whose(subject), "from": begin.isoformat(), "to": end.isoformat(),
                 "per": answers.WASTE_KEYS[subject.kind], "rows": _records(frame)}
 
     def budget(self, viewer: Viewer, team: str, as_of: str | None = None) -> dict:
         """The team's month of `as_of` (default yesterday) against its budget, and the month's forecast: the
-        figures `billing report --team TEAM --to AS_OF --format json` carries."""
-        subject = spelled(self.ledger, viewer.team(team))
+        figures `billing report --team TEAM --to AS_OF --format json` carries, with the month's days never billed,
+        which month to date leaves out."""
+        subject = self.subject(viewer, team, None)
         day = _day("as_of", as_of) or yesterday(self.config.zone)
         answer = answers.report(self.ledger, self.config, subject, day.replace(day=1), day, "namespace")
         status = answer.budget
@@ -112,13 +131,14 @@ class Tools:
         return {"team": subject.name, "currency": answer.currency, "budget_month": f"{day:%Y-%m}",
                 "as_of": day.isoformat(), "budget": status.budget, "month_to_date": status.month_to_date,
                 "forecast": status.forecast, "used": status.used, "forecast_share": status.forecast_share,
-                "days_left": status.days_left, "forecast_method": answers.FORECAST_METHOD}
+                "days_left": status.days_left, "forecast_method": answers.FORECAST_METHOD,
+                "missing_days": [missing.isoformat() for missing in answer.missing_days]}
 
     def statement(self, viewer: Viewer, month: str, team: str | None = None) -> dict:
         """`billing statement --month MONTH [--team TEAM] --format json`: a team's for its leads, all for admins."""
         if not re.fullmatch(r"[0-9]{4}-(0[1-9]|1[0-2])", month) or not FIRST_DAY.year <= int(month[:4]) <= LAST_DAY.year:
             raise ReportError(f"month={month!r} is not a month like 2026-11")
-        subject = spelled(self.ledger, viewer.team(team)) if team else viewer.everything()
+        subject = self.subject(viewer, team, None) if team else viewer.everything()
         first = date(int(month[:4]), int(month[5:]), 1)
         return json.loads(statement_json(answers.statement(self.ledger, self.config, first, subject.name)))
 
@@ -154,3 +174,148 @@ def _whose(subject: Subject) -> dict:
 def _records(frame: pd.DataFrame) -> list[dict]:
     """Rows with None where a measure is NaN (no day of the group measured it)."""
     return [{k: None if pd.isna(v) else v for k, v in row.items()} for row in frame.to_dict("records")]
+
+
+def _checked(tool: str, schema: dict, arguments: dict[str, object]) -> dict[str, str]:
+    """The arguments a tool was sent, as its schema (`argument_schemas`) takes them, JSON null as left out;
+    ReportError of one sentence for the first that it does not take, lacks, or that is no string or no word of its
+    enumeration. What a string must hold (a day, a month, a team) the tool says itself."""
+    properties = schema["properties"]
+    unknown = [name for name in arguments if name not in properties]
+    if unknown:
+        raise ReportError(f"{tool} takes no argument {unknown[0]!r}: it takes {_listed(list(properties))}")
+    missing = [name for name in schema.get("required", ()) if arguments.get(name) is None]
+    if missing:
+        raise ReportError(f"{tool} needs {missing[0]} ({properties[missing[0]]['description']})")
+    given: dict[str, str] = {}
+    for name, value in arguments.items():
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise ReportError(f"{name}={json.dumps(value)} is not a string: give it in quotes, "
+                              f"{properties[name]['description']}")
+        words = properties[name].get("enum")
+        if words is not None and value not in words:
+            raise ReportError(f"{name}={value!r} is not one of {_listed(words)}")
+        given[name] = value
+    return given
+
+
+def _listed(words: list[str]) -> str:
+    return f"{', '.join(words[:-1])} or {words[-1]}" if len(words) > 1 else words[0]
+
+
+def argument_schemas(cost_labels: list[str]) -> dict[str, dict]:
+    """Each tool's arguments as a JSON Schema: strings, days with `format: date`, `by` an enumeration (with
+    `label:NAME` of each configured cost label), no other argument."""
+    team = {"type": "string", "description": "a team's name (a lead sees their teams, admins all)"}
+    person = {"type": "string", "description": "a person's uid (people see only themselves, admins all)"}
+    whose = {"team": team, "person": person}
+
+    def day(what: str) -> dict:
+        return {"type": "string", "format": "date", "description": f"{what}, YYYY-MM-DD"}
+
+    days = {"first_day": day("the first day (default: the first of the month of the last day)"),
+            "last_day": day("the last day, inclusive (default: yesterday)")}
+    by = {"type": "string", "enum": [*GROUPINGS, WORKLOAD, *(LABEL_PREFIX + name for name in cost_labels), ROWS],
+          "description": "sum per team, person, namespace, cluster, resource, gpu_model or day; below the namespace "
+                         "per workload or label:NAME of a cost label; rows: the ledger's own rows; default namespace "
+                         "(team for everyone)"}
+    ranges = {f"{side}_{end}_day": day(f"the {end} day of the range {'compared' if side == 'before' else 'asked'}")
+              for side in ("before", "after") for end in ("first", "last")}
+
+    def arguments(properties: dict, *required: str) -> dict:
+        return {"type": "object", "properties": properties, "required": list(required), "additionalProperties": False}
+
+    return {
+        "costs": arguments({**whose, **days, "by": by}),
+        "changes": arguments({**ranges, **whose}, *ranges),
+        "waste": arguments({**whose, **days}),
+        "budget": arguments({"team": {**team, "description": "the team's name"},
+                             "as_of": day("the day the month runs to (default: yesterday)")}, "team"),
+        "statement": arguments({"month": {"type": "string", "pattern": "^[0-9]{4}-(0[1-9]|1[0-2])$",
+                                          "description": "the month, YYYY-MM"},
+                                "team": {**team, "description": "a team's name (default: every team, for admins)"}},
+                               "month"),
+        "figure_source": arguments({"day": day("the day"), **whose}, "day"),
+    }
+
+
+def answer_schemas(currency: str) -> dict[str, dict]:
+    """Each tool's answer as a JSON Schema, with the unit of every figure: money in `currency`, unrounded as the
+    ledger holds it; quantities in resource-hours."""
+    money = {"type": "number", "description": f"{currency}, unrounded as the ledger holds it (round to cents)"}
+    optional_money = _nullable("number", f"{currency}, unrounded; null: none")
+    iso_day = {"type": "string", "format": "date"}
+    days = {"type": "array", "items": iso_day, "description": "days never billed (left out of the sums, never zero)"}
+    share = _nullable("number", "a fraction (0.5 is 50 %); null without a budget")
+    named = _nullable("string", "the team; null for a person or everyone")
+    row = {"type": "object", "description": (
+        f"one row: its key (the `by` word; day, cluster, namespace, owner, resource, gpu_model for the ledger's "
+        f"rows), cost and list_cost in {currency} unrounded, unit_price in {currency} per resource-hour, quantity "
+        f"in resource-hours of its resource (GPU-hours, CPU core-hours, memory GiB-hours), gpu_hours in GPU-hours, "
+        f"cpu_core_hours in core-hours, memory_gib_hours in GiB-hours")}
+    price_changes = {"type": "array", "items": {"type": "object", "properties": {
+        "cluster": {"type": "string"}, "from": iso_day}}, "description": "price sets that came into force"}
+    report = {
+        "team": named, "person": {"type": "string"}, "from": iso_day, "to": iso_day,
+        "currency": {"type": "string", "description": (f"the money of every figure: {currency} as configured, unless "
+                                                        "the ledger's rows hold another")},
+        "total_cost": money, "missing_days": days,
+        "incomplete_days": {"type": "array", "items": {"type": "object"},
+                            "description": "days with a cluster's data partly missing: coverage a fraction"},
+        "budget": optional_money, "forecast": money, "budget_month": {"type": "string"}, "month_to_date": money,
+        "price_changes": price_changes, "by": {"type": "string"},
+        "held_before_running": {"type": "array", "items": {"type": "object"}, "description": (
+            f"what pods bound to a node held before they ran, per resource: quantity in resource-hours, cost in "
+            f"{currency}, charged or shown only")},
+        "days_without_breakdown": days, "leads": {"type": "array", "items": {"type": "object"}},
+        "rows": {"type": "array", "items": row},
+    }
+
+    def document(properties: dict, *required: str) -> dict:
+        return {"type": "object", "properties": properties, "required": list(required)}
+
+    side = document({"from": iso_day, "to": iso_day, "total_cost": money, "missing_days": days},
+                    "from", "to", "total_cost", "missing_days")
+    compared = {"type": "array", "items": {"type": "object", "description": (
+        f"a group: cost_before, cost_after and change in {currency}; by resource also hours_before and "
+        f"hours_after in resource-hours and cost_per_hour_before and _after in {currency} per resource-hour")}}
+    return {
+        "costs": document(report, "from", "to", "currency", "total_cost", "missing_days", "rows"),
+        "changes": document({"team": named, "person": {"type": "string"}, "currency": report["currency"],
+                             "before": side, "after": side, "change": money, "by_namespace": compared,
+                             "by_workload": compared, "by_resource": compared, "price_changes": price_changes},
+                            "currency", "before", "after", "change", "by_namespace", "by_workload", "by_resource"),
+        "waste": document({"team": named, "person": {"type": "string"}, "from": iso_day, "to": iso_day,
+                           "per": {"type": "string"}, "rows": {"type": "array", "items": {"type": "object"},
+                           "description": "idle_gpu_hours in GPU-hours, unused_cpu_core_hours in core-hours; null "
+                                          "where no day measured it; no money"}}, "from", "to", "per", "rows"),
+        "budget": document({"team": {"type": "string"}, "currency": report["currency"],
+                            "budget_month": {"type": "string"}, "as_of": iso_day, "budget": optional_money,
+                            "month_to_date": money, "forecast": money, "used": share, "forecast_share": share,
+                            "days_left": {"type": "integer", "description": "the month's days not billed yet"},
+                            "forecast_method": {"type": "string"}, "missing_days": {
+                                **days, "description": "the month's days to as_of never billed: not in month_to_date"}},
+                           "team", "currency", "as_of", "month_to_date", "forecast", "missing_days"),
+        "statement": document({"month": {"type": "string"}, "currency": report["currency"],
+                               "closed": _nullable("object", "when and by whom the month was closed; null: open"), "missing_days": days, "total": money,
+                               "clusters": {"type": "array", "items": {"type": "object"},
+                                            "description": f"per cluster: charged, recovered, corrected, total in {currency}"},
+                               "teams": {"type": "array", "items": {"type": "object"}, "description": (
+                                   f"per team: total and lines (quantity in resource-hours, amount in {currency})")}},
+                              "month", "currency", "total", "teams"),
+        "figure_source": document({**report, "prices": {"type": "object", "description": (
+                                       f"per cluster the unit prices in force, in {currency} per resource-hour")},
+                                   "rules": {"type": "array", "items": {"type": "string"}},
+                                   "run": _nullable("object", "the run that wrote the day; null: never run"),
+                                   "data_coverage": {"type": "array", "items": {"type": "object"}},
+                                   "audit": {"type": "string"}},
+                                  "from", "to", "currency", "rows", "prices", "rules"),
+    }
+
+
+def _nullable(kind: str, description: str) -> dict:
+    """A value of JSON type `kind` or null, as one `type` per branch (a `type` list is less portable: clients that
+    map tool schemas onto a dialect of single types reject it)."""
+    return {"anyOf": [{"type": kind}, {"type": "null"}], "description": description}

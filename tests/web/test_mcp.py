@@ -20,6 +20,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 
 from billing.cli import main
 from billing.config import WebConfig, load_config
@@ -57,8 +58,11 @@ def ask(config_path: Path, uid: str, calls: list[tuple[str, dict]]) -> list:
 
 
 def answer(result) -> dict:
+    """The tool's document: its structured content, which is its text read as JSON (the SDK's client has checked
+    it against the tool's output schema)."""
     assert not result.is_error, result.content[0].text
-    return json.loads(result.content[0].text)
+    assert result.structured_content == json.loads(result.content[0].text)
+    return result.structured_content
 
 
 def command_json(config_path: Path, *args: str) -> dict:
@@ -127,6 +131,86 @@ def test_a_refusal_says_why_in_one_sentence(config_path):
     assert person.content[0].text == "alice may see only their own costs, not those of 'bob'"
 
 
+def test_a_lead_asking_for_a_team_the_ledger_does_not_know_is_told_so(config_path):
+    """As docs/mcp.md promises, for leads as for admins; a person that may not be seen is not told whether the
+    ledger knows them."""
+    [team, person] = ask(config_path, "carol", [("costs", {"team": "robotix"}), ("costs", {"person": "nobody"})])
+    assert (team.is_error, team.content[0].text) == (True, "no team named 'robotix' in the ledger")
+    assert (person.is_error, person.content[0].text) == (True, "carol may see only their own costs, not those of 'nobody'")
+
+
+def listing(config_path: Path) -> tuple[object, dict]:
+    """The server's capabilities and its tools by name, as the SDK's client sees them after initialize."""
+    config = load_config(config_path)
+    server = build_server(config, open_ledger(config.database), lambda ctx: "root")
+
+    async def listed():
+        async with Client(server) as client:
+            return client.server_capabilities, (await client.list_tools()).tools
+
+    capabilities, tools = anyio.run(listed)
+    return capabilities, {tool.name: tool for tool in tools}
+
+
+def test_every_tool_declares_typed_arguments_and_refuses_others(config_path):
+    _, tools = listing(config_path)
+    for name, tool in tools.items():
+        schema = tool.input_schema
+        assert schema["additionalProperties"] is False, name
+        assert all(spec["type"] == "string" and spec["description"] for spec in schema["properties"].values()), name
+    dates = {name: sorted(arg for arg, spec in tool.input_schema["properties"].items() if spec.get("format") == "date")
+             for name, tool in tools.items()}
+    assert dates == {"costs": ["first_day", "last_day"], "waste": ["first_day", "last_day"], "budget": ["as_of"],
+                     "changes": sorted(BEFORE_AFTER), "statement": [], "figure_source": ["day"]}
+    assert tools["costs"].input_schema["properties"]["by"]["enum"] == [
+        "team", "person", "namespace", "cluster", "resource", "gpu_model", "day", "workload", "rows"]
+    assert {name: tool.input_schema["required"] for name, tool in tools.items()} == {
+        "costs": [], "waste": [], "changes": list(BEFORE_AFTER), "budget": ["team"], "statement": ["month"],
+        "figure_source": ["day"]}
+
+
+def test_a_cost_label_is_a_word_of_by(tmp_path):
+    config_path = serve_config(tmp_path, changes={**BUDGETS, "cost_labels": ["experiment"]})
+    _, tools = listing(config_path)
+    assert tools["costs"].input_schema["properties"]["by"]["enum"][-2:] == ["label:experiment", "rows"]
+
+
+def test_every_tool_declares_its_answer_with_units_and_currency(config_path):
+    _, tools = listing(config_path)
+    for name, tool in tools.items():
+        schema = tool.output_schema
+        assert schema["type"] == "object" and schema["required"], name
+        assert schema["properties"]["currency" if name != "waste" else "rows"], name
+    costs = tools["costs"].output_schema["properties"]
+    assert costs["total_cost"]["description"].startswith("USD, unrounded")
+    assert "gpu_hours in GPU-hours" in costs["rows"]["items"]["description"]
+    assert "hours_before and hours_after in resource-hours" in tools["changes"].output_schema[
+        "properties"]["by_resource"]["items"]["description"]
+    assert "no money" in tools["waste"].output_schema["properties"]["rows"]["description"]
+
+
+def test_the_server_offers_tools_only_and_answers_other_methods_as_json_rpc_says(config_path):
+    """No capability advertised without something behind it; a method not offered is -32601 (method not found),
+    a tool it does not have -32602 (invalid params), as the MCP specification's tools page gives it."""
+    capabilities, _ = listing(config_path)
+    offered = {name for name, value in capabilities.model_dump(exclude_none=True).items() if value}
+    assert offered == {"tools"}
+    config = load_config(config_path)
+    server = build_server(config, open_ledger(config.database), lambda ctx: "root")
+
+    async def errors() -> list[tuple[int, str]]:
+        found = []
+        async with Client(server) as client:
+            for call in (client.get_prompt("robotics"), client.list_resources(), client.call_tool("invoices", {})):
+                with pytest.raises(MCPError) as raised:
+                    await call
+                found.append((raised.value.error.code, raised.value.error.message))
+        return found
+
+    assert anyio.run(errors) == [(-32601, "Method not found"), (-32601, "Method not found"), (
+        -32602, "no tool named 'invoices': the tools are costs, changes, waste, budget, statement, figure_source")]
+
+
 BAD = [  # arguments -> the one sentence the admin's assistant reads
     (("costs", {"team": "robotix"}), "no team named 'robotix' in the ledger"),  # no closest names: they tell who has costs
     (("costs", {"person": "nobody"}), "no person named 'nobody' in the ledger"),
@@ -136,8 +220,14 @@ BAD = [  # arguments -> the one sentence the admin's assistant reads
      "the range 2025-01-01 to 2026-11-20 is longer than 366 days; ask for a shorter one"),
     (("costs", {"first_day": "2026-11-20", "last_day": "2026-11-01"}), "the range ends (2026-11-01) before it starts (2026-11-20)"),
     (("costs", {"team": "robotics", "person": "alice"}), "give team or person, not both"),
-    (("costs", {"by": "colour"}), "cannot group by 'colour': give one of team, person, namespace, cluster, resource, "
-                                  "gpu_model, day, workload or label:NAME"),
+    (("costs", {"by": "colour"}), "by='colour' is not one of team, person, namespace, cluster, resource, gpu_model, "
+                                  "day, workload or rows"),
+    (("costs", {"teem": "robotics"}), "costs takes no argument 'teem': it takes team, person, first_day, last_day or by"),
+    (("costs", {"team": 5}),
+     "team=5 is not a string: give it in quotes, a team's name (a lead sees their teams, admins all)"),
+    (("changes", {**BEFORE_AFTER, "after_first_day": ["2026-11-20"]}),
+     'after_first_day=["2026-11-20"] is not a string: give it in quotes, the first day of the range asked, YYYY-MM-DD'),
+    (("budget", {"as_of": "2026-11-20"}), "budget needs team (the team's name)"),
     (("costs", {"first_day": "2026-11-02", "last_day": "2026-11-09"}),
      "no day in this range was ever run (2026-11-02 to 2026-11-09): run them with billing run or billing backfill first"),
     (("budget", {"team": "robotics", "as_of": "tomorrow"}), "as_of='tomorrow' is not a date like 2026-11-20"),
@@ -156,7 +246,13 @@ def test_bad_arguments_are_tool_errors_of_one_sentence(config_path):
 SAME_QUESTION = [
     (("costs", {"team": "robotics", "by": "person", **NOVEMBER}),
      ["report", "--team", "robotics", "--by", "person", "--from", "2026-11-01", "--to", "2026-11-20"]),
-    (("costs", {"person": "alice", **NOVEMBER}), ["report", "--person", "alice", "--from", "2026-11-01", "--to", "2026-11-20"]),
+    (("costs", {"person": "alice", "by": "rows", **NOVEMBER}),
+     ["report", "--person", "alice", "--from", "2026-11-01", "--to", "2026-11-20"]),
+    (("costs", {"person": "alice", **NOVEMBER}),  # by default a person's or a team's costs per namespace
+     ["report", "--person", "alice", "--by", "namespace", "--from", "2026-11-01", "--to", "2026-11-20"]),
+    (("costs", {"team": "robotics", **NOVEMBER}),
+     ["report", "--team", "robotics", "--by", "namespace", "--from", "2026-11-01", "--to", "2026-11-20"]),
+    (("costs", NOVEMBER), ["report", "--all-teams", "--by", "team", "--from", "2026-11-01", "--to", "2026-11-20"]),
     (("costs", {"by": "cluster", **NOVEMBER}),
      ["report", "--all-teams", "--by", "cluster", "--from", "2026-11-01", "--to", "2026-11-20"]),
     (("costs", {"team": "vision", "by": "workload", **NOVEMBER}),
