@@ -391,7 +391,8 @@ def serve(config: Config, host: str, port: int) -> None:
     waitress reads requests without a thread per connection, but by default takes only 100 connections
     (and select() none past descriptor 1,024): 110 clients that never finish their headers stopped it. So it
     may hold as many connections as the process may open files (raised to its hard limit), polls them, drops
-    a silent one after CHANNEL_TIMEOUT, and takes no body larger than a login form needs."""
+    a silent one after CHANNEL_TIMEOUT, and takes no body larger than a login form needs. The peer it hands on is
+    the TCP peer, and the proxy headers are left as they came, for Guard to judge."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -399,7 +400,10 @@ def serve(config: Config, host: str, port: int) -> None:
     server = waitress.create_server(
         create_app(config), host=host, port=port, ident="billing", asyncore_use_poll=True,
         connection_limit=max(100, min(soft, MOST_CONNECTIONS) - 64), channel_timeout=CHANNEL_TIMEOUT,
-        max_request_body_size=LARGEST_BODY)
+        max_request_body_size=LARGEST_BODY,
+        # the forwarded headers reach billing as sent: security.Guard believes them from web.trusted_proxies only
+        # (waitress' default dropped X-Forwarded-For and -Proto from every peer, proxies included)
+        trusted_proxy=None, clear_untrusted_proxy_headers=False)
     log.info("billing serve listening on http://%s:%d (web.auth %s)", host, port, config.web.auth)
     server.run()  # returns on KeyboardInterrupt, which SIGTERM raises (billing.cli)
     log.info("billing serve stopped")

@@ -247,6 +247,9 @@ def serve_http(config: Config, host: str, port: int) -> None:
     _quiet_sdk()
     ledger = _read_only_ledger(config)
     log.info("billing mcp listening on http://%s:%d%s (web.auth %s)", host, port, PATH, config.web.auth)
-    uvicorn.run(http_app(config, ledger), host=host, port=port, log_level="warning", access_log=False)
+    # proxy_headers off: the peer billing judges (security.Guard, web.trusted_proxies) is the TCP peer; uvicorn's
+    # default took X-Forwarded-For from 127.0.0.1 as the peer, before billing could judge it
+    uvicorn.run(http_app(config, ledger), host=host, port=port, log_level="warning", access_log=False,
+                proxy_headers=False, server_header=False)
     log.info("billing mcp stopped")
 

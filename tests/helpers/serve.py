@@ -119,3 +119,12 @@ def start_serve(tmp_path: Path, database: str = "", currency: str = "USD", chang
     process = ManagedProcess(serve_command(config, port), tmp_path / "serve.log", cwd=REPOSITORY)
     process.wait_until(accepts_connections(port), "billing serve", timeout=30)
     return port, process
+
+
+def start_mcp(tmp_path: Path, config: Path) -> tuple[int, ManagedProcess]:
+    """A real `billing mcp --http` process (uvicorn; JSON log in tmp_path/mcp.log) of `config`."""
+    port = free_port()
+    process = ManagedProcess([sys.executable, "-m", "billing", "--log-format", "json", "mcp", "--http", "--port", port,
+                              "--config", config], tmp_path / "mcp.log", cwd=REPOSITORY)
+    process.wait_until(accepts_connections(port), "billing mcp --http", timeout=30)
+    return port, process

@@ -25,8 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from billing.cli import main
 from fixtures.directory import BASE, directory_ldif
-from fixtures.servers import ManagedProcess, accepts_connections, free_port
-from tests.helpers.serve import REPOSITORY, serve_config
+from tests.helpers.serve import REPOSITORY, serve_config, start_mcp
 
 ROBOTICS = {"team": "robotics", "by": "person", "first_day": "2026-11-01", "last_day": "2026-11-20"}
 REPORT = ["report", "--team", "robotics", "--by", "person", "--from", "2026-11-01", "--to", "2026-11-20"]
@@ -82,14 +81,6 @@ def refused(port: int, headers: dict[str, str]) -> tuple[int, dict]:
             return answer.status, {}
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read())
-
-
-def start_mcp(tmp_path: Path, config: Path) -> tuple[int, ManagedProcess]:
-    port = free_port()
-    process = ManagedProcess([sys.executable, "-m", "billing", "--log-format", "json", "mcp", "--http", "--port", port,
-                              "--config", config], tmp_path / "mcp.log", cwd=REPOSITORY)
-    process.wait_until(accepts_connections(port), "billing mcp --http", timeout=30)
-    return port, process
 
 
 @pytest.fixture(scope="module")

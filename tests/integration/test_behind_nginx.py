@@ -1,0 +1,107 @@
+"""Real `billing serve` (waitress) and `billing mcp --http` (uvicorn) processes behind a real nginx.
+
+billing decides whom to believe from the TCP peer and `web.trusted_proxies` alone. nginx stands in for the
+authenticating proxy: it sets X-Forwarded-User and appends the client's address to X-Forwarded-For, and connects
+to billing from 127.0.0.1. Clients connect from other loopback addresses (127.0.0.2), which Linux routes to the
+same interface, so that a client and a proxy have addresses of their own.
+
+uvicorn by default took X-Forwarded-For from 127.0.0.1 as the peer: a person behind nginx was refused as if they
+had connected from 127.0.0.2 themselves, and with trusted_proxies 10.0.0.0/8 a local process writing
+X-Forwarded-For: 10.0.0.5 was believed to be that proxy.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+from pathlib import Path
+
+import pytest
+
+from fixtures.servers import ManagedProcess, free_port, start_nginx
+from tests.helpers.serve import RANGE, serve_config, start_mcp, start_serve
+
+CLIENT = "127.0.0.2"  # a person's machine, in front of nginx
+INITIALIZE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}})
+
+
+def ask(port: int, server: str, headers: dict[str, str], source: str = CLIENT) -> tuple[int, dict]:
+    """Status and JSON body of serve's costs API or mcp's initialize, asked from the address `source`."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10, source_address=(source, 0))
+    try:
+        if server == "mcp":
+            connection.request("POST", "/mcp", INITIALIZE, {
+                "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers})
+        else:
+            connection.request("GET", f"/api/v1/costs?{RANGE}", headers=headers)
+        answer = connection.getresponse()
+        return answer.status, json.loads(answer.read() or b"{}")
+    finally:
+        connection.close()
+
+
+def started(tmp_path: Path, **web) -> dict[str, tuple[int, ManagedProcess]]:
+    """serve and mcp over one configuration."""
+    (tmp_path / "serve").mkdir()
+    (tmp_path / "mcp").mkdir()
+    return {"serve": start_serve(tmp_path / "serve", **web),
+            "mcp": start_mcp(tmp_path / "mcp", serve_config(tmp_path / "mcp", **web))}
+
+
+@pytest.fixture(scope="module")
+def behind_nginx(tmp_path_factory):
+    """serve and mcp trusting loopback (the default), each behind an nginx port that signs in alice."""
+    tmp_path = tmp_path_factory.mktemp("behind-nginx")
+    servers = started(tmp_path)
+    proxied = {name: free_port() for name in servers}
+    sites = "\n".join(f"""
+        server {{
+            listen 127.0.0.1:{proxied[name]};
+            location / {{
+                proxy_pass http://127.0.0.1:{port};
+                proxy_set_header X-Forwarded-User alice;
+                proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+            }}
+        }}""" for name, (port, _) in servers.items())
+    nginx = start_nginx(tmp_path, sites, list(proxied.values()))
+    yield {name: (port, proxied[name], process) for name, (port, process) in servers.items()}
+    nginx.stop()
+    for _, process in servers.values():
+        process.stop()
+
+
+@pytest.fixture(scope="module")
+def trusting_ten(tmp_path_factory):
+    """serve and mcp whose only trusted proxies are 10.0.0.0/8, as in a cluster whose Ingress has those."""
+    servers = started(tmp_path_factory.mktemp("trusting-ten"), trusted_proxies=["10.0.0.0/8"])
+    yield {name: port for name, (port, _) in servers.items()}
+    for _, process in servers.values():
+        process.stop()
+
+
+@pytest.mark.parametrize("server", ["serve", "mcp"])
+def test_a_person_behind_a_trusted_proxy_is_signed_in_and_logged_with_their_address(behind_nginx, server):
+    _, proxied, process = behind_nginx[server]
+    status, body = ask(proxied, server, {})
+    assert status == 200, body
+    if server == "serve":
+        assert body["person"] == "alice"
+        logged = [json.loads(line) for line in process.log_path.read_text().splitlines() if line.startswith("{")]
+        assert {"path": "/api/v1/costs", "uid": "alice", "remote_addr": CLIENT}.items() <= logged[-1].items()
+
+
+@pytest.mark.parametrize("server", ["serve", "mcp"])
+def test_a_user_header_straight_from_an_untrusted_peer_is_refused_naming_it(behind_nginx, server):
+    port, _, _ = behind_nginx[server]
+    status, body = ask(port, server, {"X-Forwarded-User": "root", "X-Forwarded-For": "127.0.0.1"})
+    assert (status, body) == (401, {"error": "the X-Forwarded-User header is trusted only from "
+                                             f"web.trusted_proxies, not from {CLIENT}"})
+
+
+@pytest.mark.parametrize("server", ["serve", "mcp"])
+def test_a_forwarded_for_naming_a_trusted_proxy_makes_no_peer_one(trusting_ten, server):
+    status, body = ask(trusting_ten[server], server, {"X-Forwarded-User": "root", "X-Forwarded-For": "10.0.0.5"},
+                       source="127.0.0.1")
+    assert (status, body) == (401, {"error": "the X-Forwarded-User header is trusted only from "
+                                             "web.trusted_proxies, not from 127.0.0.1"})
