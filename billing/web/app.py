@@ -104,7 +104,7 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
     """The application over the configured ledger: its routes, each answered by `Site`."""
     web = config.web
     ledger = engine or open_ledger(web.database or config.database, key="web.database" if web.database else "database")
-    guard = Guard(web, throttle)
+    guard = Guard(web, config.reports_url, throttle)
     if web.metrics_token is not None:  # read now: a variable unset or empty, a file missing, is refused at start
         log.info("/metrics answers a scraper sending the token of %s", web.metrics_token_key)
     app = Flask(__name__)
@@ -112,6 +112,13 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
     site = Site(config, ledger, guard)
     _error_pages(app, config)
     app.after_request(site.logged)
+
+    @app.before_request
+    def named_host():
+        """Before anyone is signed in: a host billing answers to, from no other site's page. The probe, the
+        scraper (its token is no browser's to send) and the icon name the pod's address, not a host."""
+        if request.path not in ("/healthz", "/metrics", "/favicon.ico"):
+            guard.check_host(request.headers.get("Host"), request.headers.get("Origin"))
 
     @app.get("/healthz")
     def health():

@@ -174,7 +174,9 @@ def run_stdio(config: Config, uid: str) -> None:
 
 class SignIn:
     """ASGI middleware: the viewer's uid by serve's sign-in, into the scope for the tools; else 401 (429 for a
-    locked-out login, 503 without a directory) and one sentence as JSON, before any tool is listed or called."""
+    locked-out login, 503 without a directory) and one sentence as JSON, before any tool is listed or called.
+    Before the sign-in, as serve: 403 for a host or origin billing does not answer to, and 405 for anything but
+    POST."""
 
     def __init__(self, app: ASGIApp, config: Config, guard: Guard) -> None:
         self.app, self.config, self.guard = app, config, guard
@@ -183,13 +185,16 @@ class SignIn:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
         peer = (scope.get("client") or ("", 0))[0]
-        client = self.guard.client_of(peer, headers.get("x-forwarded-for", ""))
+        client = self.guard.client_of(peer, ", ".join(_text(scope, "x-forwarded-for")))  # each proxy's line, in order
         try:
-            uid = (await self._password_user(headers.get("authorization", ""), client)
+            self.guard.check_host(next(iter(_text(scope, "host")), None), next(iter(_text(scope, "origin")), None))
+            if scope["method"] != "POST":  # the SDK's stateless transport would hold a GET's event stream open
+                raise Refused(405, f"billing mcp answers POST only: it is stateless, with no event stream to open "
+                                   f"and no session to end ({scope['method']})")
+            uid = (await self._password_user(next(iter(_text(scope, "authorization")), ""), client)
                    if self.config.web.auth == "ldap"
-                   else self.guard.proxy_user(headers.get(self.config.web.user_header.lower()), peer))
+                   else self.guard.proxy_user(_lines(scope, self.config.web.user_header), peer))
         except Refused as exc:
             log.info("%s %s %d", scope.get("method"), scope.get("path"), exc.status,
                      extra={"path": scope.get("path"), "status": exc.status, "remote_addr": client})
@@ -217,11 +222,22 @@ class SignIn:
             raise Refused(401, "wrong user name or password") from None
 
 
+def _lines(scope: Scope, name: str) -> list[bytes]:
+    """The value of each line of the header `name` (any case) as sent."""
+    return [value for key, value in scope["headers"] if key.lower() == name.lower().encode()]
+
+
+def _text(scope: Scope, name: str) -> list[str]:
+    return [value.decode("latin-1") for value in _lines(scope, name)]
+
+
 async def _refuse(send: Send, refused: Refused, basic: bool) -> None:
     body = json.dumps({"error": str(refused)}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if basic and refused.status == 401:
         headers.append((b"www-authenticate", b'Basic realm="billing", charset="UTF-8"'))
+    if refused.status == 405:
+        headers.append((b"allow", b"POST"))
     await send({"type": "http.response.start", "status": refused.status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
@@ -235,11 +251,11 @@ def http_app(config: Config, ledger: Engine) -> ASGIApp:
         return request.scope["state"][UID_KEY]
 
     server = build_server(config, ledger, uid_of)
-    # no DNS-rebinding check by Host header (the SDK's for 127.0.0.1): behind a proxy the Host is the public
-    # name, and every request is signed in
+    # the SDK's own Host check off (host 0.0.0.0): SignIn checks Host and Origin against web.allowed_hosts as
+    # serve does, answering 403 and one sentence
     app = server.streamable_http_app(streamable_http_path=PATH, stateless_http=True, json_response=True,
                                      host="0.0.0.0")
-    return SignIn(app, config, Guard(config.web))
+    return SignIn(app, config, Guard(config.web, config.reports_url))
 
 
 def serve_http(config: Config, host: str, port: int) -> None:

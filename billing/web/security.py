@@ -14,17 +14,20 @@ import logging
 import math
 import re
 import secrets
+import sqlite3
 import threading
 import time
 import unicodedata
-from collections import deque
 from datetime import timedelta
+from pathlib import Path
+from urllib.parse import urlsplit
 
 from flask import Flask, Response, request, session
 
-from billing.config import DirectoryConfig, WebConfig
+from billing.config import ConfigError, DirectoryConfig, WebConfig
 from billing.directory.ldap import WrongPassword, authenticate
 from billing.directory.people import DirectoryError
+from billing.private import create_private_file
 
 log = logging.getLogger(__name__)
 
@@ -37,44 +40,48 @@ UID = re.compile(r"[^\x00-\x1f\x7f]{1,253}")  # a user id: any printable text a 
 class LoginThrottle:
     """Failed logins per user and per address; after `attempts` within `window` seconds both are locked out.
 
-    Kept in the process: `billing serve` runs as one replica (cronjob/serve.yaml). Bounded: a key keeps its last
-    `attempts` failures only, and keys whose failures all left the window are dropped as the table grows.
+    Kept in an SQLite database: a file (web.login_throttle_file) that `billing serve` and `billing mcp --http` beside
+    it both open, so that serve's login form and mcp's HTTP Basic count in one throttle; else in the process's
+    memory. Not in the ledger: serve and mcp read it as a read-only role (web.database). Times are the wall clock's,
+    which both processes share. Bounded: a key keeps its last `attempts` failures only, and failures that left the
+    window are dropped at each new one.
     """
 
-    def __init__(self, attempts: int, window: float, clock=time.monotonic) -> None:
+    def __init__(self, attempts: int, window: float, path: str = "", clock=time.time) -> None:
         self.attempts, self.window, self.clock = attempts, window, clock
-        self._failures: dict[str, deque[float]] = {}
-        self._lock = threading.Lock()
-        self._sweep_at = SWEEP_KEYS
+        self._lock = threading.Lock()  # one connection, shared by the server's threads
+        try:
+            if path:
+                create_private_file(Path(path))  # user names and addresses: billing's user's only
+            self._db = sqlite3.connect(path or ":memory:", timeout=10, check_same_thread=False, isolation_level=None)
+            self._db.execute("CREATE TABLE IF NOT EXISTS failures (key TEXT NOT NULL, at REAL NOT NULL)")
+            self._db.execute("CREATE INDEX IF NOT EXISTS failures_key ON failures (key, at)")
+        except (OSError, sqlite3.Error) as exc:
+            raise ConfigError(f"web.login_throttle_file {path} cannot be opened: "
+                              f"{getattr(exc, 'strerror', None) or exc}") from None
 
     def __len__(self) -> int:
-        return len(self._failures)
+        with self._lock:
+            return self._db.execute("SELECT count(DISTINCT key) FROM failures").fetchone()[0]
 
     def wait(self, keys: list[str]) -> float:
         """Seconds until these keys may try again; 0 if they may now."""
         now = self.clock()
         with self._lock:
-            waits = []
-            for key in keys:
-                failures = self._failures.get(key, deque())
-                while failures and failures[0] <= now - self.window:
-                    failures.popleft()
-                if len(failures) >= self.attempts:
-                    waits.append(failures[0] + self.window - now)
-            return max(waits, default=0.0)
+            oldest = [self._db.execute(
+                "SELECT min(at), count(*) FROM (SELECT at FROM failures WHERE key = ? AND at > ? "
+                "ORDER BY at DESC LIMIT ?)", (key, now - self.window, self.attempts)).fetchone() for key in keys]
+        return max((at + self.window - now for at, count in oldest if count >= self.attempts), default=0.0)
 
     def failed(self, keys: list[str]) -> None:
         now = self.clock()
-        with self._lock:
+        with self._lock, self._db:  # one transaction: the other process sees all of it or none
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.execute("DELETE FROM failures WHERE at <= ?", (now - self.window,))
             for key in keys:
-                self._failures.setdefault(key, deque(maxlen=self.attempts)).append(now)
-            if len(self._failures) >= self._sweep_at:
-                self._failures = {key: failures for key, failures in self._failures.items()
-                                  if failures[-1] > now - self.window}
-                self._sweep_at = max(SWEEP_KEYS, 2 * len(self._failures))
-
-
-SWEEP_KEYS = 1024  # the throttle forgets expired keys whenever it holds this many (or twice what it kept last)
+                self._db.execute("INSERT INTO failures VALUES (?, ?)", (key, now))
+                self._db.execute("DELETE FROM failures WHERE key = ? AND rowid NOT IN (SELECT rowid FROM failures "
+                                 "WHERE key = ? ORDER BY at DESC LIMIT ?)", (key, key, self.attempts))
 
 
 class Sessions:
@@ -116,6 +123,20 @@ def shown_uid(uid: str) -> str:
     return uid if len(uid) <= 64 else uid[:64] + f"... ({len(uid)} characters)"
 
 
+def _host_of(authority: str) -> str | None:
+    """The host name of a Host header or an origin's authority (`[::1]:8090` is ::1), lower case; None if none."""
+    try:
+        return urlsplit(f"//{authority}").hostname
+    except ValueError:  # an unclosed [ and the like
+        return None
+
+
+def _origin_host(origin: str) -> str | None:
+    """The host of an Origin header (`https://billing.example.org`); None for `null` and anything not http(s)."""
+    scheme, _, authority = origin.partition("://")
+    return _host_of(authority) if scheme.lower() in ("http", "https") and "/" not in authority else None
+
+
 class Refused(Exception):
     """A request answered with an error status and one sentence."""
 
@@ -127,10 +148,11 @@ class Refused(Exception):
 class Guard:
     """The security of one application: trusted proxies, sessions, the login throttle and the answers' headers."""
 
-    def __init__(self, web: WebConfig, throttle: LoginThrottle | None = None) -> None:
+    def __init__(self, web: WebConfig, public_url: str = "", throttle: LoginThrottle | None = None) -> None:
         self.web = web
+        self.hosts = {*web.allowed_hosts, *filter(None, [urlsplit(public_url).hostname])}
         self.trusted = [ipaddress.ip_network(n, strict=False) for n in web.trusted_proxies]
-        self.throttle = throttle or LoginThrottle(web.login_attempts, web.login_window)
+        self.throttle = throttle or LoginThrottle(web.login_attempts, web.login_window, web.login_throttle_file)
         self.sessions = Sessions(web.session_lifetime)
 
     def protect(self, app: Flask) -> None:
@@ -200,19 +222,44 @@ class Guard:
             if "uid" not in session or not self.sessions.alive(session.get("id", "")):
                 raise Refused(401, "sign in first")
             return session["uid"]
-        return self.proxy_user(request.headers.get(web.user_header), request.remote_addr or "")
+        value = request.headers.get(web.user_header)  # as WSGI reads bytes: one character per byte
+        return self.proxy_user([] if value is None else [value.encode("latin-1")], request.remote_addr or "")
 
-    def proxy_user(self, value: str | None, peer: str) -> str:
-        """The uid in the proxy's header `value` of a request from `peer`, or Refused(401) saying why there is none
-        (`billing mcp` asks this too, outside Flask)."""
+    def proxy_user(self, values: list[bytes], peer: str) -> str:
+        """The uid in the proxy's header of a request from `peer`, given as the bytes of each line of it (serve and
+        `billing mcp` alike); Refused(401) saying why there is none, Refused(400) for a header the proxy cannot have
+        meant: given twice, or not UTF-8.
+
+        A comma counts as a second line: waitress joins repeated lines with one (RFC 9110 allows it), so serve
+        could not tell "alice, root" from two lines, and the header holds one uid."""
         header = self.web.user_header
-        if value is None:
+        if not values:
             raise Refused(401, f"no user: the request has no {header} header from the authenticating proxy")
         if not self.is_trusted(peer):
             raise Refused(401, f"the {header} header is trusted only from web.trusted_proxies, not from {peer}")
-        if not UID.fullmatch(value.strip()):
+        if len(values) > 1 or b"," in values[0]:
+            raise Refused(400, f"the {header} header is given more than once (or holds a comma); the proxy must "
+                               "send one user id")
+        try:
+            uid = values[0].decode().strip()
+        except UnicodeDecodeError:
+            raise Refused(400, f"the {header} header is not UTF-8; the proxy must send the user id as UTF-8") from None
+        if not UID.fullmatch(uid):
             raise Refused(401, f"the {header} header holds no usable user id")
-        return value.strip()
+        return uid
+
+    def check_host(self, host: str | None, origin: str | None) -> None:
+        """Refused(403) unless the request names a host billing answers to (web.allowed_hosts, reports_url's) and
+        comes from no other site's page: a page elsewhere whose name was pointed at billing's address (DNS
+        rebinding: a local server, a `kubectl port-forward`) would otherwise ask with the browser's own access.
+        A request without Origin comes from no browser's page elsewhere (assistants, curl, a proxy's probes)."""
+        name = _host_of(host or "")
+        if name not in self.hosts:
+            raise Refused(403, f"billing does not answer to the host {host or ''!r}; its names are in "
+                               "web.allowed_hosts")
+        if origin is not None and origin.lower() not in self.web.allowed_origins and _origin_host(origin) not in self.hosts:
+            raise Refused(403, f"billing does not answer pages of the origin {origin!r}; allow it in "
+                               "web.allowed_origins")
 
     def add_headers(self, response: Response) -> None:
         """What every answer tells the browser: no scripts, no framing, no caching; TLS kept to once seen."""

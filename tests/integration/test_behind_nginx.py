@@ -26,15 +26,23 @@ INITIALIZE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "par
     "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}})
 
 
-def ask(port: int, server: str, headers: dict[str, str], source: str = CLIENT) -> tuple[int, dict]:
-    """Status and JSON body of serve's costs API or mcp's initialize, asked from the address `source`."""
+def ask(port: int, server: str, headers: dict[str, str] | list[tuple[str, bytes]], source: str = CLIENT,
+        body: str = INITIALIZE, method: str = "") -> tuple[int, dict]:
+    """Status and JSON body of serve's costs API or mcp's initialize (or `body`), asked from the address `source`
+    with `headers` (a list of lines sends a header twice, and bytes as they are)."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10, source_address=(source, 0))
+    lines = list(headers.items()) if isinstance(headers, dict) else headers
+    named = {"skip_host": any(name == "Host" for name, _ in lines)}
     try:
         if server == "mcp":
-            connection.request("POST", "/mcp", INITIALIZE, {
-                "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers})
+            connection.putrequest(method or "POST", "/mcp", **named)
+            lines = [("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream"),
+                     ("Content-Length", str(len(body))), *lines]
         else:
-            connection.request("GET", f"/api/v1/costs?{RANGE}", headers=headers)
+            connection.putrequest(method or "GET", f"/api/v1/costs?{RANGE}", **named)
+        for name, value in lines:
+            connection.putheader(name, value)
+        connection.endheaders(body.encode() if server == "mcp" else None)
         answer = connection.getresponse()
         return answer.status, json.loads(answer.read() or b"{}")
     finally:
@@ -105,3 +113,46 @@ def test_a_forwarded_for_naming_a_trusted_proxy_makes_no_peer_one(trusting_ten, 
                        source="127.0.0.1")
     assert (status, body) == (401, {"error": "the X-Forwarded-User header is trusted only from "
                                              "web.trusted_proxies, not from 127.0.0.1"})
+
+
+@pytest.mark.parametrize("server", ["serve", "mcp"])
+@pytest.mark.parametrize("header, value, sentence", [
+    ("Host", "attacker.example:8080", "billing does not answer to the host 'attacker.example:8080'; its names are in "
+                                      "web.allowed_hosts"),
+    ("Origin", "http://attacker.example", "billing does not answer pages of the origin 'http://attacker.example'; "
+                                          "allow it in web.allowed_origins"),
+])
+def test_a_page_elsewhere_whose_name_points_at_billing_is_refused_before_sign_in(behind_nginx, server, header,
+                                                                                   value, sentence):
+    """DNS rebinding: a browser on the proxy's own machine, sent to billing by a page of attacker.example whose
+    name now resolves to 127.0.0.1, with a user header it wrote itself."""
+    port, _, _ = behind_nginx[server]
+    lines = [("X-Forwarded-User", "root"), *([("Host", "127.0.0.1")] if header == "Origin" else []), (header, value)]
+    assert ask(port, server, lines, source="127.0.0.1") == (403, {"error": sentence})
+
+
+def test_mcp_is_stateless_and_holds_no_event_stream_open(behind_nginx):
+    _, proxied, _ = behind_nginx["mcp"]
+    assert ask(proxied, "mcp", {"Accept": "text/event-stream"}, body="", method="GET") == (405, {
+        "error": "billing mcp answers POST only: it is stateless, with no event stream to open and no session to "
+                 "end (GET)"})
+
+
+@pytest.mark.parametrize("server", ["serve", "mcp"])
+def test_a_user_header_given_twice_is_refused(behind_nginx, server):
+    port, _, _ = behind_nginx[server]
+    assert ask(port, server, [("X-Forwarded-User", b"alice"), ("X-Forwarded-User", b"root")], source="127.0.0.1") == (
+        400, {"error": "the X-Forwarded-User header is given more than once (or holds a comma); the proxy must send "
+                       "one user id"})
+
+
+COSTS = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "costs", "arguments": {}}})
+
+
+@pytest.mark.parametrize("server", ["serve", "mcp"])
+def test_a_uid_in_utf8_is_read_as_utf8(behind_nginx, server):
+    """jörg has no costs: the refusal names him as the header spelled him."""
+    port, _, _ = behind_nginx[server]
+    status, body = ask(port, server, [("X-Forwarded-User", "jörg".encode())], source="127.0.0.1", body=COSTS)
+    said = body["error"] if server == "serve" else body["result"]["content"][0]["text"]
+    assert said == "no person named 'jörg' in the ledger"

@@ -247,7 +247,7 @@ def test_a_proxy_header_from_an_untrusted_address_is_refused_before_any_tool(con
 
     async def post() -> httpx2.Response:
         transport = httpx2.ASGITransport(app=app, client=(UNTRUSTED, 4000))
-        async with httpx2.AsyncClient(transport=transport, base_url="http://billing") as http:
+        async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
             return await http.post(PATH, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
                                    headers={"X-Forwarded-User": "root"})
 
@@ -270,7 +270,7 @@ def signed_in_as(app: SignIn, requests: list[tuple[str, dict[str, str]]]) -> lis
         answers = []
         for peer, headers in requests:
             transport = httpx2.ASGITransport(app=app, client=(peer, 4000))
-            async with httpx2.AsyncClient(transport=transport, base_url="http://billing") as http:
+            async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
                 answer = await http.post(PATH, headers=headers)
             answers.append((answer.status_code, answer.text))
         return answers
