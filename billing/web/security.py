@@ -64,24 +64,31 @@ class LoginThrottle:
         with self._lock:
             return self._db.execute("SELECT count(DISTINCT key) FROM failures").fetchone()[0]
 
-    def wait(self, keys: list[str]) -> float:
-        """Seconds until these keys may try again; 0 if they may now."""
-        now = self.clock()
-        with self._lock:
-            oldest = [self._db.execute(
-                "SELECT min(at), count(*) FROM (SELECT at FROM failures WHERE key = ? AND at > ? "
-                "ORDER BY at DESC LIMIT ?)", (key, now - self.window, self.attempts)).fetchone() for key in keys]
-        return max((at + self.window - now for at, count in oldest if count >= self.attempts), default=0.0)
-
-    def failed(self, keys: list[str]) -> None:
+    def claim(self, keys: list[str]) -> tuple[float, list[int]]:
+        """An attempt to sign in: (seconds to wait, []) while any key is locked out; else (0, the rows that count
+        the attempt as failed until `forgive` takes them back). Counted before the directory answers, in one
+        transaction with the check, so that guesses sent at once (or to serve and mcp at once) are counted too."""
         now = self.clock()
         with self._lock, self._db:  # one transaction: the other process sees all of it or none
             self._db.execute("BEGIN IMMEDIATE")
             self._db.execute("DELETE FROM failures WHERE at <= ?", (now - self.window,))
+            oldest = [self._db.execute(
+                "SELECT min(at), count(*) FROM (SELECT at FROM failures WHERE key = ? ORDER BY at DESC LIMIT ?)",
+                (key, self.attempts)).fetchone() for key in keys]
+            wait = max((at + self.window - now for at, count in oldest if count >= self.attempts), default=0.0)
+            if wait > 0:
+                return wait, []
+            rows: list[int] = []
             for key in keys:
-                self._db.execute("INSERT INTO failures VALUES (?, ?)", (key, now))
+                rows.append(self._db.execute("INSERT INTO failures VALUES (?, ?) RETURNING rowid", (key, now)).fetchone()[0])
                 self._db.execute("DELETE FROM failures WHERE key = ? AND rowid NOT IN (SELECT rowid FROM failures "
                                  "WHERE key = ? ORDER BY at DESC LIMIT ?)", (key, key, self.attempts))
+            return 0.0, rows
+
+    def forgive(self, rows: list[int]) -> None:
+        """An attempt that was no wrong password (the right one, or a directory that could not say) counts not."""
+        with self._lock, self._db:
+            self._db.executemany("DELETE FROM failures WHERE rowid = ?", [(row,) for row in rows])
 
 
 class Sessions:
@@ -194,7 +201,7 @@ class Guard:
         directory cannot say. serve's login form and `billing mcp`'s HTTP Basic both sign in here."""
         shown = shown_uid(uid)
         keys = [f"user:{login_key(shown)}", f"address:{client}"]
-        wait = self.throttle.wait(keys)
+        wait, claimed = self.throttle.claim(keys)
         if wait > 0:
             log.warning("login of %r from %s refused: locked out", shown, client,
                         extra={"uid": shown, "remote_addr": client})
@@ -204,14 +211,15 @@ class Guard:
             if not UID.fullmatch(uid):  # no directory holds it: not worth asking, nor logging whole
                 raise WrongPassword(f"no user id has {len(uid)} characters or control characters")
             canonical = authenticate(directory, uid, password)
-        except WrongPassword as exc:
-            self.throttle.failed(keys)
+        except WrongPassword as exc:  # the claimed rows stay: a failure
             log.warning("login of %r from %s failed: %s", shown, client, shown_uid(str(exc)),
                         extra={"uid": shown, "remote_addr": client})
             raise
         except DirectoryError as exc:
+            self.throttle.forgive(claimed)
             log.error("login: %s", exc)
             raise Refused(503, "the directory cannot check passwords at the moment; try again later") from None
+        self.throttle.forgive(claimed)
         log.info("login of %s from %s", canonical, client, extra={"uid": canonical, "remote_addr": client})
         return canonical
 

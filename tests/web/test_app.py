@@ -376,35 +376,42 @@ def test_login_throttle_locks_out_and_forgets():
     now = [0.0]
     throttle = LoginThrottle(attempts=3, window=60, clock=lambda: now[0])
     for _ in range(3):
-        assert throttle.wait(["user:alice"]) == 0
-        throttle.failed(["user:alice"])
-    assert throttle.wait(["user:alice"]) == 60
-    assert throttle.wait(["user:bob"]) == 0
+        assert throttle.claim(["user:alice"])[0] == 0  # each a wrong password: never forgiven
+    assert throttle.claim(["user:alice"]) == (60, [])
+    assert throttle.claim(["user:bob"])[0] == 0
     now[0] = 60.0
-    assert throttle.wait(["user:alice"]) == 0
+    assert throttle.claim(["user:alice"])[0] == 0
+
+
+def test_guesses_sent_at_once_are_counted_before_the_directory_answers():
+    """Counted only once the directory had said "wrong", ten guesses sent together all passed a throttle of 3."""
+    throttle = LoginThrottle(attempts=3, window=60, clock=lambda: 0.0)
+    at_once = [throttle.claim(["user:carol", "address:198.51.100.7"]) for _ in range(10)]
+    assert [wait for wait, _ in at_once] == [0, 0, 0, *[60] * 7]
+    throttle.forgive(at_once[0][1])  # the first was the right password: it counts not
+    assert throttle.claim(["user:carol"])[0] == 0 and throttle.claim(["user:carol"])[0] == 60
 
 
 def test_the_throttle_forgets_what_left_its_window_and_keeps_a_few_failures_per_key():
-    """Bounded: memory for ten failures of each of 200 addresses holds three of each, and nothing once they left."""
+    """Bounded: ten failures of each of 200 addresses are held as three of each, and none once they left."""
     now = [0.0]
     throttle = LoginThrottle(attempts=3, window=60, clock=lambda: now[0])
     for address in range(200):
-        throttle.failed([f"address:{address}"] * 10)  # ten failures each, of which the last three are kept
-    assert len(throttle) == 200 and throttle.wait(["address:7"]) == 60
+        throttle.claim([f"address:{address}"] * 10)  # ten failures each, of which the last three are kept
+    assert len(throttle) == 200 and throttle.claim(["address:7"])[0] == 60
     assert throttle._db.execute("SELECT count(*) FROM failures").fetchone()[0] == 600
     now[0] = 61
-    throttle.failed(["address:x"])
-    assert len(throttle) == 1 and throttle.wait(["address:7"]) == 0
+    throttle.claim(["address:x"])
+    assert len(throttle) == 1 and throttle.claim(["address:7"])[0] == 0
 
 
 def test_serve_and_mcp_beside_it_count_in_one_throttle_file(tmp_path):
     """Two throttles on one file, as the two processes of the pod: failures counted by either lock out both."""
     path = str(tmp_path / "logins.sqlite")
     serve, mcp = LoginThrottle(3, 60, path), LoginThrottle(3, 60, path)
-    serve.failed(["user:carol"])
-    mcp.failed(["user:carol"])
-    serve.failed(["user:carol"])
-    assert 59 < mcp.wait(["user:carol"]) <= 60 and serve.wait(["user:dave"]) == 0
+    for throttle in (serve, mcp, serve):
+        assert throttle.claim(["user:carol"])[0] == 0
+    assert 59 < mcp.claim(["user:carol"])[0] <= 60 and serve.claim(["user:dave"])[0] == 0
     assert (tmp_path / "logins.sqlite").stat().st_mode & 0o777 == 0o600  # user names and addresses
 
 
