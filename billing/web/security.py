@@ -1,9 +1,10 @@
 """`billing serve`'s HTTP security: who is asking, and what guards the asking.
 
 A trusted proxy's header (`web.auth: header`) or a signed-in session (`web.auth: ldap`) says who is asking;
-`Guard` believes forwarded headers only from `web.trusted_proxies`, signs a person in by an LDAP bind (serve's login
-form and `billing mcp`'s HTTP Basic alike), keeps the sessions a logout ends and the login throttle, and puts the
-security headers on every answer; the forms carry CSRF tokens. The pages and the API
+`Guard` answers only requests naming a host it answers to from no other site's page, believes forwarded headers only
+from `web.trusted_proxies` (judged by the TCP peer), signs a person in by an LDAP bind (serve's login form and
+`billing mcp`'s HTTP Basic alike), keeps the sessions a logout ends and the login throttle (one SQLite file serve
+and mcp may share), and puts the security headers on every answer; the forms carry CSRF tokens. The pages and the API
 (billing/web/app.py) ask `Guard.identity()` and know nothing of how it is checked.
 """
 
@@ -93,7 +94,7 @@ class LoginThrottle:
 
 class Sessions:
     """The signed-in sessions this process issued, so that a logout ends the session itself, not only the
-    browser's copy of its cookie; kept in the process like LoginThrottle, so a restart signs everyone out.
+    browser's copy of its cookie; kept in the process, so a restart signs everyone out.
     Bounded: expired sessions are dropped, and beyond `most` the oldest."""
 
     def __init__(self, lifetime: float, clock=time.monotonic, most: int = 100_000) -> None:

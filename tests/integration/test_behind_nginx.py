@@ -27,7 +27,7 @@ INITIALIZE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "par
 
 
 def ask(port: int, server: str, headers: dict[str, str] | list[tuple[str, bytes]], source: str = CLIENT,
-        body: str = INITIALIZE, method: str = "") -> tuple[int, dict]:
+        body: str = INITIALIZE, method: str = "", answered: dict | None = None) -> tuple[int, dict]:
     """Status and JSON body of serve's costs API or mcp's initialize (or `body`), asked from the address `source`
     with `headers` (a list of lines sends a header twice, and bytes as they are)."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10, source_address=(source, 0))
@@ -44,6 +44,8 @@ def ask(port: int, server: str, headers: dict[str, str] | list[tuple[str, bytes]
             connection.putheader(name, value)
         connection.endheaders(body.encode() if server == "mcp" else None)
         answer = connection.getresponse()
+        if answered is not None:
+            answered.update(answer.headers)
         return answer.status, json.loads(answer.read() or b"{}")
     finally:
         connection.close()
@@ -70,6 +72,7 @@ def behind_nginx(tmp_path_factory):
                 proxy_pass http://127.0.0.1:{port};
                 proxy_set_header X-Forwarded-User alice;
                 proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+                proxy_set_header X-Forwarded-Proto https;  # as a proxy that terminated TLS says
             }}
         }}""" for name, (port, _) in servers.items())
     nginx = start_nginx(tmp_path, sites, list(proxied.values()))
@@ -91,10 +94,11 @@ def trusting_ten(tmp_path_factory):
 @pytest.mark.parametrize("server", ["serve", "mcp"])
 def test_a_person_behind_a_trusted_proxy_is_signed_in_and_logged_with_their_address(behind_nginx, server):
     _, proxied, process = behind_nginx[server]
-    status, body = ask(proxied, server, {})
+    headers: dict[str, str] = {}
+    status, body = ask(proxied, server, {}, answered=headers)
     assert status == 200, body
-    if server == "serve":
-        assert body["person"] == "alice"
+    if server == "serve":  # waitress dropped X-Forwarded-For and -Proto from every peer, the proxy's too
+        assert body["person"] == "alice" and headers["Strict-Transport-Security"] == "max-age=31536000"
         logged = [json.loads(line) for line in process.log_path.read_text().splitlines() if line.startswith("{")]
         assert {"path": "/api/v1/costs", "uid": "alice", "remote_addr": CLIENT}.items() <= logged[-1].items()
 
