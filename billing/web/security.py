@@ -13,6 +13,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import math
+import os
 import re
 import secrets
 import sqlite3
@@ -54,6 +55,9 @@ class LoginThrottle:
         try:
             if path:
                 create_private_file(Path(path))  # user names and addresses: billing's user's only
+                if Path(path).stat().st_uid != os.geteuid():  # another user's could forget failures at will
+                    raise ConfigError(f"web.login_throttle_file {path} belongs to another user; name a file in a "
+                                      "directory only billing's user writes")
             self._db = sqlite3.connect(path or ":memory:", timeout=10, check_same_thread=False, isolation_level=None)
             self._db.execute("CREATE TABLE IF NOT EXISTS failures (key TEXT NOT NULL, at REAL NOT NULL)")
             self._db.execute("CREATE INDEX IF NOT EXISTS failures_key ON failures (key, at)")
@@ -202,7 +206,11 @@ class Guard:
         directory cannot say. serve's login form and `billing mcp`'s HTTP Basic both sign in here."""
         shown = shown_uid(uid)
         keys = [f"user:{login_key(shown)}", f"address:{client}"]
-        wait, claimed = self.throttle.claim(keys)
+        try:
+            wait, claimed = self.throttle.claim(keys)
+        except sqlite3.Error as exc:  # no count, no guess: a throttle that cannot count refuses
+            log.error("login: the login throttle cannot count: %s", exc)
+            raise Refused(503, "logins cannot be counted at the moment; try again later") from None
         if wait > 0:
             log.warning("login of %r from %s refused: locked out", shown, client,
                         extra={"uid": shown, "remote_addr": client})

@@ -14,6 +14,7 @@ import io
 import json
 import re
 import socket
+import sqlite3
 from datetime import date
 
 import pytest
@@ -28,7 +29,7 @@ from billing.ledger.database import open_ledger
 from billing.ledger.write import replace_day
 from billing.publish.budgets import read_budget_status
 from billing.web.app import create_app
-from billing.web.security import LoginThrottle, Sessions, login_key
+from billing.web.security import Guard, LoginThrottle, Refused, Sessions, login_key
 from tests.helpers.config import MINIMAL_CONFIG
 from tests.helpers.html_tables import read_page
 from tests.helpers.report_ledger import DAY, ROWS, TEAM_MONTH, frame, write_ledger
@@ -413,6 +414,27 @@ def test_serve_and_mcp_beside_it_count_in_one_throttle_file(tmp_path):
         assert throttle.claim(["user:carol"])[0] == 0
     assert 59 < mcp.claim(["user:carol"])[0] <= 60 and serve.claim(["user:dave"])[0] == 0
     assert (tmp_path / "logins.sqlite").stat().st_mode & 0o777 == 0o600  # user names and addresses
+
+
+def test_a_throttle_that_cannot_count_refuses_the_login(ledger_url, monkeypatch):
+    config = web_config(ledger_url)
+    guard = Guard(config.web)
+
+    def locked(keys):
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(guard.throttle, "claim", locked)
+    with pytest.raises(Refused, match="^logins cannot be counted at the moment; try again later$"):
+        guard.sign_in(config.directory, "alice", "right", "127.0.0.1")
+
+
+def test_a_throttle_file_of_another_user_is_refused(tmp_path, monkeypatch):
+    """Whoever may write the file may forget failures: it must be billing's user's own."""
+    (tmp_path / "logins.sqlite").touch()
+    monkeypatch.setattr("os.geteuid", lambda: 4242)
+    with pytest.raises(ConfigError, match=f"^web.login_throttle_file {tmp_path}/logins.sqlite belongs to another "
+                                          "user; name a file in a directory only billing's user writes$"):
+        LoginThrottle(3, 60, str(tmp_path / "logins.sqlite"))
 
 
 def test_a_throttle_file_that_cannot_be_opened_is_one_sentence(tmp_path):
