@@ -768,7 +768,7 @@ class WebConfig(_Section):
         around it are no part of it: a header's value cannot carry them, so no scraper could send them."""
         token = self.secret("metrics_token")
         if token is None or token.strip():
-            return token and token.strip()
+            return None if token is None else token.strip()
         if self.metrics_token_env:
             raise ConfigError(f"{self._place}: metrics_token_env names the environment variable "
                               f"{self.metrics_token_env}, which is empty or only spaces")

@@ -85,7 +85,8 @@ class LoginThrottle:
                 return wait, []
             rows: list[int] = []
             for key in keys:
-                rows.append(self._db.execute("INSERT INTO failures VALUES (?, ?) RETURNING rowid", (key, now)).fetchone()[0])
+                inserted = self._db.execute("INSERT INTO failures VALUES (?, ?) RETURNING rowid", (key, now))
+                rows.append(inserted.fetchone()[0])
                 self._db.execute("DELETE FROM failures WHERE key = ? AND rowid NOT IN (SELECT rowid FROM failures "
                                  "WHERE key = ? ORDER BY at DESC LIMIT ?)", (key, key, self.attempts))
             return 0.0, rows
