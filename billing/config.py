@@ -103,6 +103,15 @@ def _web_address(value: str) -> str:
 
 
 WebAddress = Annotated[str, AfterValidator(_web_address)]  # '' or an http(s) URL
+HOST_NAME = re.compile(r"(?i)[a-z0-9]([a-z0-9.-]*[a-z0-9])?")  # a DNS name as a Host header gives it, no port
+
+
+def _is_address(value: str) -> bool:
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return True
 
 CONFIG_DIR = "config_dir"  # the validation context's key: the directory relative paths in the file start from
 
@@ -714,6 +723,11 @@ class WebConfig(_Section):
     session_lifetime: Duration = 8 * 3600.0  # a login lasts this long
     login_attempts: Annotated[int, Field(ge=1)] = 5  # failed logins per user and per address ...
     login_window: Duration = 900.0  # ... within this time lock that user or address out for it
+    # the failed logins, in an SQLite file that serve and mcp beside it both name; '' = kept in the process
+    login_throttle_file: ConfigPath = ""
+    # the names a request's Host may give (and an Origin's host), besides reports_url's: no DNS rebinding
+    allowed_hosts: list[str] = ["localhost", "127.0.0.1", "::1"]
+    allowed_origins: list[str] = []  # further origins a browser may call from, like https://assistant.example.org
     # /metrics: teams' costs for Prometheus, to a scraper sending this as a bearer token; unset: no /metrics
     metrics_token_env: str = ""
     metrics_token_file: ConfigPath = ""
@@ -729,16 +743,36 @@ class WebConfig(_Section):
                 raise ValueError(f"{value!r} is not an address or network like 127.0.0.1/32 or 10.0.0.0/8") from None
         return values
 
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _host_names(cls, values: list[str]) -> list[str]:
+        for value in values:
+            if not (_is_address(value) or HOST_NAME.fullmatch(value)):
+                raise ValueError(f"{value!r} is not a host name or address like billing.example.org or 127.0.0.1 "
+                                 "(no scheme, port or path)")
+        return [value.lower() for value in values]
+
+    @field_validator("allowed_origins")
+    @classmethod
+    def _origins(cls, values: list[str]) -> list[str]:
+        for value in values:
+            parts = urlsplit(value)
+            if parts.scheme not in ("http", "https") or not parts.hostname or parts.path or parts.query:
+                raise ValueError(f"{value!r} is not an origin like https://assistant.example.org (a scheme, a host, "
+                                 "perhaps a port, no path)")
+        return [value.lower() for value in values]
+
     @property
     def metrics_token(self) -> str | None:
-        """The token a scraper of /metrics must send; an empty one would let `Authorization: Bearer ` in."""
+        """The token a scraper of /metrics must send; an empty one would let `Authorization: Bearer ` in. Spaces
+        around it are no part of it: a header's value cannot carry them, so no scraper could send them."""
         token = self.secret("metrics_token")
-        if token == "" and self.metrics_token_env:
+        if token is None or token.strip():
+            return None if token is None else token.strip()
+        if self.metrics_token_env:
             raise ConfigError(f"{self._place}: metrics_token_env names the environment variable "
-                              f"{self.metrics_token_env}, which is empty")
-        if token == "":
-            raise ConfigError(f"{self._place}: metrics_token_file {self.metrics_token_file} is empty")
-        return token
+                              f"{self.metrics_token_env}, which is empty or only spaces")
+        raise ConfigError(f"{self._place}: metrics_token_file {self.metrics_token_file} is empty")
 
     @property
     def metrics_token_key(self) -> str:

@@ -104,7 +104,7 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
     """The application over the configured ledger: its routes, each answered by `Site`."""
     web = config.web
     ledger = engine or open_ledger(web.database or config.database, key="web.database" if web.database else "database")
-    guard = Guard(web, throttle)
+    guard = Guard(web, (config.reports_url,), throttle)
     if web.metrics_token is not None:  # read now: a variable unset or empty, a file missing, is refused at start
         log.info("/metrics answers a scraper sending the token of %s", web.metrics_token_key)
     app = Flask(__name__)
@@ -112,6 +112,13 @@ def create_app(config: Config, engine: Engine | None = None, throttle: LoginThro
     site = Site(config, ledger, guard)
     _error_pages(app, config)
     app.after_request(site.logged)
+
+    @app.before_request
+    def named_host():
+        """Before anyone is signed in: a host billing answers to, from no other site's page. The probe, the
+        scraper (its token is no browser's to send) and the icon name the pod's address, not a host."""
+        if request.path not in ("/healthz", "/metrics", "/favicon.ico"):
+            guard.check_host(request.headers.get("Host"), request.headers.get("Origin"))
 
     @app.get("/healthz")
     def health():
@@ -391,7 +398,8 @@ def serve(config: Config, host: str, port: int) -> None:
     waitress reads requests without a thread per connection, but by default takes only 100 connections
     (and select() none past descriptor 1,024): 110 clients that never finish their headers stopped it. So it
     may hold as many connections as the process may open files (raised to its hard limit), polls them, drops
-    a silent one after CHANNEL_TIMEOUT, and takes no body larger than a login form needs."""
+    a silent one after CHANNEL_TIMEOUT, and takes no body larger than a login form needs. The peer it hands on is
+    the TCP peer, and the proxy headers are left as they came, for Guard to judge."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -399,7 +407,10 @@ def serve(config: Config, host: str, port: int) -> None:
     server = waitress.create_server(
         create_app(config), host=host, port=port, ident="billing", asyncore_use_poll=True,
         connection_limit=max(100, min(soft, MOST_CONNECTIONS) - 64), channel_timeout=CHANNEL_TIMEOUT,
-        max_request_body_size=LARGEST_BODY)
+        max_request_body_size=LARGEST_BODY,
+        # the forwarded headers reach billing as sent: security.Guard believes them from web.trusted_proxies only
+        # (waitress' default dropped X-Forwarded-For and -Proto from every peer, proxies included)
+        trusted_proxy=None, clear_untrusted_proxy_headers=False)
     log.info("billing serve listening on http://%s:%d (web.auth %s)", host, port, config.web.auth)
     server.run()  # returns on KeyboardInterrupt, which SIGTERM raises (billing.cli)
     log.info("billing serve stopped")

@@ -165,7 +165,8 @@ def run_stdio(config: Config, uid: str) -> None:
 class SignIn:
     """ASGI middleware: the viewer's uid by serve's sign-in or a bearer token, into the scope for the tools; else
     401 (429 for a locked-out login, 503 without a directory or authorization server) and one sentence as JSON,
-    before any tool is listed or called. The protected resource metadata is answered to anyone."""
+    before any tool is listed or called. Before the sign-in, as serve: 403 for a host or origin billing does not
+    answer to; then the protected resource metadata, answered to anyone; then 405 for anything but POST."""
 
     def __init__(self, app: ASGIApp, config: Config, guard: Guard, bearer: BearerSignIn | None = None) -> None:
         self.app, self.config, self.guard, self.bearer = app, config, guard, bearer
@@ -178,33 +179,36 @@ class SignIn:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        if self.metadata is not None and scope["path"] in self.metadata_paths:  # where to sign in: open to all
-            await self.metadata(scope, receive, send)
-            return
-        if scope["path"].startswith("/.well-known/"):  # nothing else to find there: 404, not a 401 to sign in for
-            await _refuse(send, Refused(404, self.bearer.elsewhere() if self.bearer is not None else
-                                        "this server names no authorization server (mcp.issuer is not set); "
-                                        "sign in as its web.auth says"), [])
-            return
-        headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
         peer = (scope.get("client") or ("", 0))[0]
-        client = self.guard.client_of(peer, headers.get("x-forwarded-for", ""))
+        client = self.guard.client_of(peer, ", ".join(_text(scope, "x-forwarded-for")))  # each proxy's line, in order
+        authorization = next(iter(_text(scope, "authorization")), "")
         try:
-            uid = await self._uid(headers, peer, client)
+            self.guard.check_host(next(iter(_text(scope, "host")), None), next(iter(_text(scope, "origin")), None))
+            if self.metadata is not None and scope["path"] in self.metadata_paths:  # where to sign in: open to all
+                await self.metadata(scope, receive, send)
+                return
+            if scope["path"].startswith("/.well-known/"):  # nothing else to find there: 404, not a 401 to sign in for
+                raise Refused(404, self.bearer.elsewhere() if self.bearer is not None else
+                              "this server names no authorization server (mcp.issuer is not set); "
+                              "sign in as its web.auth says")
+            if scope["method"] != "POST":  # the SDK's stateless transport would hold a GET's event stream open
+                raise Refused(405, f"billing mcp answers POST only: it is stateless, with no event stream to open "
+                                   f"and no session to end ({scope['method']})")
+            uid = await self._uid(scope, peer, client, authorization)
         except Refused as exc:
             log.info("%s %s %d", scope.get("method"), scope.get("path"), exc.status,
                      extra={"path": scope.get("path"), "status": exc.status, "remote_addr": client})
-            await _refuse(send, exc, self._challenges(exc, headers.get("authorization", "")))
+            await _refuse(send, exc, self._challenges(exc, authorization))
             return
         scope.setdefault("state", {})[UID_KEY] = uid
         await self.app(scope, receive, send)
 
-    async def _uid(self, headers: dict[str, str], peer: str, client: str) -> str:
+    async def _uid(self, scope: Scope, peer: str, client: str, authorization: str) -> str:
         if self.bearer is not None and self.config.mcp.auth == "oauth":  # fetching the issuer's keys blocks
-            return await anyio.to_thread.run_sync(self.bearer.uid, headers.get("authorization", ""))
+            return await anyio.to_thread.run_sync(self.bearer.uid, authorization)
         if self.config.web.auth == "ldap":
-            return await self._password_user(headers.get("authorization", ""), client)
-        return self.guard.proxy_user(headers.get(self.config.web.user_header.lower()), peer)
+            return await self._password_user(authorization, client)
+        return self.guard.proxy_user(_lines(scope, self.config.web.user_header), peer)
 
     def _challenges(self, refused: Refused, authorization: str) -> list[str]:
         """The WWW-Authenticate values of a 401: HTTP Basic where passwords sign in, and the bearer challenge naming
@@ -236,10 +240,21 @@ class SignIn:
             raise Refused(401, "wrong user name or password") from None
 
 
+def _lines(scope: Scope, name: str) -> list[bytes]:
+    """The value of each line of the header `name` (any case) as sent."""
+    return [value for key, value in scope["headers"] if key.lower() == name.lower().encode()]
+
+
+def _text(scope: Scope, name: str) -> list[str]:
+    return [value.decode("latin-1") for value in _lines(scope, name)]
+
+
 async def _refuse(send: Send, refused: Refused, challenges: list[str]) -> None:
     body = json.dumps({"error": str(refused)}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     headers += [(b"www-authenticate", challenge.encode()) for challenge in challenges]
+    if refused.status == 405:
+        headers.append((b"allow", b"POST"))
     await send({"type": "http.response.start", "status": refused.status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
@@ -253,11 +268,18 @@ def http_app(config: Config, ledger: Engine) -> ASGIApp:
         return request.scope["state"][UID_KEY]
 
     server = build_server(config, ledger, uid_of)
-    # no DNS-rebinding check by Host header (the SDK's for 127.0.0.1): behind a proxy the Host is the public
-    # name, and every request is signed in
+    # the SDK's own Host check off (host 0.0.0.0): SignIn checks Host and Origin against web.allowed_hosts as
+    # serve does, answering 403 and one sentence
     app = server.streamable_http_app(streamable_http_path=PATH, stateless_http=True, json_response=True,
                                      host="0.0.0.0")
-    return SignIn(app, config, Guard(config.web), BearerSignIn(config.mcp) if config.mcp.issuer else None)
+    return signed_in(app, config)
+
+
+def signed_in(app: ASGIApp, config: Config) -> SignIn:
+    """`app` behind billing mcp's sign-in as configured: it answers to the hosts of web.allowed_hosts and of its
+    public URLs (reports_url, mcp.resource), and takes the issuer's tokens where mcp.issuer is set."""
+    return SignIn(app, config, Guard(config.web, (config.reports_url, config.mcp.resource)),
+                  BearerSignIn(config.mcp) if config.mcp.issuer else None)
 
 
 def serve_http(config: Config, host: str, port: int) -> None:
@@ -266,6 +288,9 @@ def serve_http(config: Config, host: str, port: int) -> None:
     ledger = _read_only_ledger(config)
     sign_in = f"tokens of {config.mcp.issuer}" if config.mcp.auth == "oauth" else f"web.auth {config.web.auth}"
     log.info("billing mcp listening on http://%s:%d%s (%s)", host, port, PATH, sign_in)
-    uvicorn.run(http_app(config, ledger), host=host, port=port, log_level="warning", access_log=False)
+    # proxy_headers off: the peer billing judges (security.Guard, web.trusted_proxies) is the TCP peer; uvicorn's
+    # default took X-Forwarded-For from 127.0.0.1 as the peer, before billing could judge it
+    uvicorn.run(http_app(config, ledger), host=host, port=port, log_level="warning", access_log=False,
+                proxy_headers=False, server_header=False)
     log.info("billing mcp stopped")
 

@@ -114,8 +114,21 @@ def serve_command(config: Path, port: int) -> list:
 def start_serve(tmp_path: Path, database: str = "", currency: str = "USD", changes: dict | None = None,
                 **web) -> tuple[int, ManagedProcess]:
     """A real `billing serve` process (JSON log in tmp_path/serve.log) of `serve_config`."""
-    config = serve_config(tmp_path, database, currency, changes, **web)
+    return serve_of(serve_config(tmp_path, database, currency, changes, **web), tmp_path)
+
+
+def serve_of(config: Path, tmp_path: Path) -> tuple[int, ManagedProcess]:
+    """A real `billing serve` process of the configuration file `config` (JSON log in tmp_path/serve.log)."""
     port = free_port()
     process = ManagedProcess(serve_command(config, port), tmp_path / "serve.log", cwd=REPOSITORY)
     process.wait_until(accepts_connections(port), "billing serve", timeout=30)
+    return port, process
+
+
+def start_mcp(tmp_path: Path, config: Path) -> tuple[int, ManagedProcess]:
+    """A real `billing mcp --http` process (uvicorn; JSON log in tmp_path/mcp.log) of `config`."""
+    port = free_port()
+    process = ManagedProcess([sys.executable, "-m", "billing", "--log-format", "json", "mcp", "--http", "--port", port,
+                              "--config", config], tmp_path / "mcp.log", cwd=REPOSITORY)
+    process.wait_until(accepts_connections(port), "billing mcp --http", timeout=30)
     return port, process

@@ -10,9 +10,11 @@ for each visitor is tests/web/test_mcp.py; here, that the transports carry it an
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -25,8 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from billing.cli import main
 from fixtures.directory import BASE, directory_ldif
-from fixtures.servers import ManagedProcess, accepts_connections, free_port
-from tests.helpers.serve import REPOSITORY, serve_config
+from tests.helpers.serve import REPOSITORY, serve_config, serve_of, start_mcp
 
 ROBOTICS = {"team": "robotics", "by": "person", "first_day": "2026-11-01", "last_day": "2026-11-20"}
 REPORT = ["report", "--team", "robotics", "--by", "person", "--from", "2026-11-01", "--to", "2026-11-20"]
@@ -84,14 +85,6 @@ def refused(port: int, headers: dict[str, str]) -> tuple[int, dict]:
         return error.code, json.loads(error.read())
 
 
-def start_mcp(tmp_path: Path, config: Path) -> tuple[int, ManagedProcess]:
-    port = free_port()
-    process = ManagedProcess([sys.executable, "-m", "billing", "--log-format", "json", "mcp", "--http", "--port", port,
-                              "--config", config], tmp_path / "mcp.log", cwd=REPOSITORY)
-    process.wait_until(accepts_connections(port), "billing mcp --http", timeout=30)
-    return port, process
-
-
 @pytest.fixture(scope="module")
 def config(tmp_path_factory) -> Path:
     return serve_config(tmp_path_factory.mktemp("mcp"))
@@ -145,22 +138,44 @@ def test_over_http_with_ldap_a_person_signs_in_with_their_password(tmp_path, mon
     directory = slapd_server(ldif, tls=test_ca)
     monkeypatch.setenv("BILLING_SESSION_KEY", SESSION_KEY)
     monkeypatch.setenv("BILLING_BIND_PASSWORD", BIND_PASSWORD)
-    config = serve_config(tmp_path, auth="ldap", session_key_env="BILLING_SESSION_KEY", login_attempts=3, changes={
+    config = serve_config(tmp_path, auth="ldap", session_key_env="BILLING_SESSION_KEY", login_attempts=3,
+                          login_throttle_file=str(tmp_path / "logins.sqlite"), changes={
         "directory": {"url": directory.ldaps_url, "ca_file": str(test_ca.ca_cert),
                       "bind_dn": f"uid=billing,ou=people,{BASE}", "bind_password_env": "BILLING_BIND_PASSWORD",
                       "people": {"base": f"ou=people,{BASE}"}}})
     port, process = start_mcp(tmp_path, config)
+    serve_port, serve = serve_of(config, tmp_path)  # beside it, counting failed logins in the same file
     try:
         _, [own, team] = over_http(port, _basic("alice", PASSWORDS["alice"]), [("costs", {}), ("costs", ROBOTICS)])
         assert not own.is_error and json.loads(own.content[0].text)["person"] == "alice"
         assert team.is_error  # alice leads no team
         assert refused(port, {}) == (401, {"error": "sign in first: send your user name and password (HTTP Basic)"})
-        for _ in range(3):
-            assert refused(port, _basic("carol", "wrong")) == (401, {"error": "wrong user name or password"})
-        status, body = refused(port, _basic("carol", PASSWORDS["carol"]))  # locked out, as serve's login is
+        assert refused(port, _basic("carol", "wrong")) == (401, {"error": "wrong user name or password"})
+        assert serve_login(serve_port, "carol", "wrong") == 401
+        assert refused(port, _basic("carol", "wrong")) == (401, {"error": "wrong user name or password"})
+        status, body = refused(port, _basic("carol", PASSWORDS["carol"]))  # three failures in all: locked out
         assert status == 429 and body["error"].startswith("too many failed logins")
+        assert serve_login(serve_port, "carol", PASSWORDS["carol"]) == 429  # on serve's login form too
     finally:
+        serve.stop()
         process.stop()
+
+
+def serve_login(port: int, uid: str, password: str) -> int:
+    """The status of serve's login form, filled in as a browser would (its session cookie and form token)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request("GET", "/login")
+        answer = connection.getresponse()
+        token = answer.read().decode().split('name="csrf" value="')[1].split('"')[0]
+        cookie = answer.headers["Set-Cookie"].split(";")[0]
+        connection.request("POST", "/login", urllib.parse.urlencode({"uid": uid, "password": password, "csrf": token}),
+                           {"Cookie": cookie, "Content-Type": "application/x-www-form-urlencoded"})
+        answer = connection.getresponse()
+        answer.read()
+        return answer.status
+    finally:
+        connection.close()
 
 
 def _basic(uid: str, password: str) -> dict[str, str]:

@@ -31,10 +31,8 @@ ROBOTICS = ["team=robotics", "first_day=2026-11-01", "last_day=2026-11-20"]
 REPORT = ["report", "--team", "robotics", "--by", "namespace", "--from", "2026-11-01", "--to", "2026-11-20"]
 TOOLS = ["costs", "changes", "waste", "budget", "statement", "figure_source"]
 
-APPLICABLE = ["server-initialize", "ping", "tools-list", "server-sse-polling", "server-sse-multiple-streams"]
-PENDING = {  # scenario -> what it waits for
-    "dns-rebinding-protection": "Host and Origin validated before sign-in, built at the same time as these tests",
-}
+APPLICABLE = ["server-initialize", "ping", "tools-list", "server-sse-polling", "server-sse-multiple-streams",
+              "dns-rebinding-protection"]
 METHOD_NOT_FOUND = "MCP error -32601: Method not found"  # what billing answers a method it does not offer
 NO_SUCH_TOOL = "MCP error -32602: no tool named 'test_"  # and a tool of the reference server
 NOT_APPLICABLE = {  # scenario -> the error that shows it asks for what billing does not offer
@@ -102,7 +100,7 @@ def run(node: dict[str, str], *args: str | Path) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def scenarios(node, url, tmp_path_factory) -> dict[str, list[dict]]:
-    """Every server scenario of the suite (all, pending ones too) run once: scenario -> its checks."""
+    """Every server scenario of the suite run once: scenario -> its checks."""
     results = tmp_path_factory.mktemp("conformance")
     run(node, BIN / "conformance", "server", "--url", url, "--suite", "all", "-o", results)
     found = {re.sub(r"^server-|-\d{4}-\d\d-\d\dT.*$", "", folder.name): json.loads((folder / "checks.json").read_text())
@@ -115,11 +113,11 @@ def failures(checks: list[dict]) -> list[str]:
     return [f"{check['id']}: {check.get('errorMessage')}" for check in checks if check["status"] == "FAILURE"]
 
 
-def test_every_scenario_applies_or_is_pending_or_said_why_not(scenarios):
-    """A scenario a later suite adds is seen here first; docs/mcp.md names each that does not apply or waits."""
-    assert sorted(scenarios) == sorted([*APPLICABLE, *PENDING, *NOT_APPLICABLE])
+def test_every_scenario_applies_or_is_said_why_not(scenarios):
+    """A scenario a later suite adds is seen here first; docs/mcp.md names each that does not apply."""
+    assert sorted(scenarios) == sorted([*APPLICABLE, *NOT_APPLICABLE])
     docs = (REPOSITORY / "docs" / "mcp.md").read_text()
-    assert [scenario for scenario in [*PENDING, *NOT_APPLICABLE] if f"`{scenario}`" not in docs] == []
+    assert [scenario for scenario in NOT_APPLICABLE if f"`{scenario}`" not in docs] == []
 
 
 @pytest.mark.parametrize("scenario", APPLICABLE)
@@ -131,12 +129,6 @@ def test_a_scenario_that_applies_passes(scenarios, scenario):
 def test_a_scenario_that_does_not_apply_fails_only_for_asking_what_billing_does_not_offer(scenarios, scenario):
     found = failures(scenarios[scenario])
     assert found and all(NOT_APPLICABLE[scenario] in failure for failure in found), found
-
-
-@pytest.mark.parametrize("scenario", [pytest.param(name, marks=pytest.mark.xfail(reason=why, strict=False))
-                                      for name, why in PENDING.items()])
-def test_a_pending_scenario(scenarios, scenario):
-    assert failures(scenarios[scenario]) == []
 
 
 def inspector(node: dict[str, str], target: str | tuple[str, Path], *options: str, status: int = 0) -> dict:

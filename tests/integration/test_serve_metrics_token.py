@@ -23,7 +23,8 @@ def scrape(port: int, token: str) -> int:
         return refused.code
 
 
-@pytest.mark.parametrize("value, cause", [(None, "which is not set"), ("", "which is empty")])
+@pytest.mark.parametrize("value, cause", [(None, "which is not set"), ("", "which is empty or only spaces"),
+                                          ("   ", "which is empty or only spaces")])
 def test_serve_with_the_token_variable_unset_or_empty_does_not_start(tmp_path, monkeypatch, value, cause):
     monkeypatch.delenv("BILLING_METRICS_TOKEN", raising=False)
     if value is not None:

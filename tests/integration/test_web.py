@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import statistics
 import time
 from pathlib import Path
 
@@ -18,7 +19,8 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from billing.charge.bill import DayBill
-from billing.config import Config
+from billing.config import Config, DirectoryConfig
+from billing.directory.ldap import WrongPassword, authenticate
 from billing.ledger.database import LedgerError, open_ledger
 from billing.ledger.write import replace_day
 from billing.web.app import create_app
@@ -243,3 +245,22 @@ def test_an_untrusted_certificate_or_a_dead_directory_is_503_not_a_wrong_passwor
     directory.stop()
     gone = ldap_app(tmp_path, monkeypatch, directory.ldaps_url, str(test_ca.ca_cert))
     assert login(gone, "alice", PASSWORDS["alice"]).status_code == 503
+
+
+def test_an_unknown_user_is_answered_as_slowly_as_a_known_one_with_a_wrong_password(directory, test_ca, monkeypatch):
+    """A known user's wrong password costs two binds (the bind account's search, then the person's); an unknown
+    user's was answered after the first, in half the time, which told who has an account. Interleaved, so that
+    the machine's load weighs on both alike."""
+    monkeypatch.setenv("BILLING_BIND_PASSWORD", BIND_PASSWORD)
+    config = DirectoryConfig.model_validate({
+        "url": directory.ldaps_url, "ca_file": str(test_ca.ca_cert), "bind_dn": f"uid=billing,ou=people,{BASE}",
+        "bind_password_env": "BILLING_BIND_PASSWORD", "people": {"base": f"ou=people,{BASE}"}})
+    took: dict[str, list[float]] = {"alice": [], "nobody-here": []}
+    for _ in range(7):
+        for uid, times in took.items():
+            started = time.perf_counter()
+            with pytest.raises(WrongPassword):
+                authenticate(config, uid, "wrong")
+            times.append(time.perf_counter() - started)
+    known, unknown = (statistics.median(times) for times in took.values())
+    assert unknown > 0.75 * known, (known, unknown)

@@ -14,6 +14,7 @@ import io
 import json
 import re
 import socket
+import sqlite3
 from datetime import date
 
 import pytest
@@ -23,12 +24,12 @@ from sqlalchemy import create_engine
 
 from billing.charge.bill import DayBill
 from billing.cli import main
-from billing.config import Config
+from billing.config import Config, ConfigError
 from billing.ledger.database import open_ledger
 from billing.ledger.write import replace_day
 from billing.publish.budgets import read_budget_status
 from billing.web.app import create_app
-from billing.web.security import LoginThrottle, Sessions, login_key
+from billing.web.security import Guard, LoginThrottle, Refused, Sessions, login_key
 from tests.helpers.config import MINIMAL_CONFIG
 from tests.helpers.html_tables import read_page
 from tests.helpers.report_ledger import DAY, ROWS, TEAM_MONTH, frame, write_ledger
@@ -77,6 +78,54 @@ def test_trusted_proxies_are_configurable(ledger_url):
     app = create_app(web_config(ledger_url, trusted_proxies=["10.0.0.0/8"])).test_client()
     assert get(app, "/me", "alice", address=UNTRUSTED).status_code == 200
     assert get(app, "/me", "alice", address=TRUSTED).status_code == 401  # loopback no longer trusted
+
+
+@pytest.mark.parametrize("host, origin, status", [
+    ("localhost:8080", None, 200),  # the defaults: loopback by name and address
+    ("127.0.0.1", None, 200),
+    ("[::1]:8080", "http://[::1]:8080", 200),
+    ("BILLING.example.org", "https://billing.example.org", 200),  # reports_url's host, in any case
+    ("billing.example.org", "https://assistant.example.net", 200),  # in web.allowed_origins
+    ("billing.example.org", "https://assistant.example.net:8443", 403),  # another origin
+    ("billing.example.org", "null", 403),  # a sandboxed page's
+    ("attacker.example", None, 403),
+    ("localhost", "http://attacker.example", 403),
+    ("", None, 403),
+])
+def test_a_request_names_a_host_billing_answers_to_from_no_other_sites_page(ledger_url, host, origin, status):
+    config = web_config(ledger_url, allowed_origins=["https://assistant.example.net"]).model_copy(
+        update={"reports_url": "https://billing.example.org/"})
+    client = create_app(config).test_client()
+    headers = {"Host": host, "X-Forwarded-User": "alice", **({"Origin": origin} if origin else {})}
+    answer = client.get(f"/me?{RANGE}", headers=headers, environ_base={"REMOTE_ADDR": TRUSTED})
+    assert answer.status_code == status
+    assert client.get("/healthz", headers={"Host": "10.2.3.4:8080"}).status_code == 200  # the kubelet's probe
+
+
+@pytest.mark.parametrize("key, value, says", [
+    ("allowed_hosts", ["billing.example.org:443"], "'billing.example.org:443' is not a host name or address"),
+    ("allowed_hosts", ["https://billing.example.org"], "is not a host name or address"),
+    ("allowed_origins", ["https://assistant.example.net/chat"], "is not an origin like https://"),
+    ("allowed_origins", ["assistant.example.net"], "is not an origin like https://"),
+])
+def test_allowed_hosts_and_origins_are_names_and_origins(ledger_url, key, value, says):
+    with pytest.raises(ValueError, match=re.escape(says)):
+        web_config(ledger_url, **{key: value})
+
+
+@pytest.mark.parametrize("lines, status, says", [
+    ([b"j\xc3\xb6rg"], 200, "jörg"),  # UTF-8, as every proxy sends it
+    ([b"j\xf6rg"], 400, "the X-Forwarded-User header is not UTF-8; the proxy must send the user id as UTF-8"),
+    ([b"alice, root"], 400, "the X-Forwarded-User header is given more than once (or holds a comma); the proxy "
+                            "must send one user id"),
+])
+def test_the_user_header_is_one_uid_in_utf8(client, lines, status, says):
+    """WSGI hands serve each byte as one character: b"j\xc3\xb6rg" would read "jÃ¶rg"; waitress joins two lines
+    of the header with a comma."""
+    answer = client.get(f"/me?{RANGE}", headers={"X-Forwarded-User": lines[0].decode("latin-1")},
+                        environ_base={"REMOTE_ADDR": TRUSTED})
+    assert answer.status_code == status
+    assert says in html.unescape(answer.get_data(as_text=True))
 
 
 def test_a_persons_page_shows_their_share_only(client):
@@ -328,27 +377,70 @@ def test_login_throttle_locks_out_and_forgets():
     now = [0.0]
     throttle = LoginThrottle(attempts=3, window=60, clock=lambda: now[0])
     for _ in range(3):
-        assert throttle.wait(["user:alice"]) == 0
-        throttle.failed(["user:alice"])
-    assert throttle.wait(["user:alice"]) == 60
-    assert throttle.wait(["user:bob"]) == 0
+        assert throttle.claim(["user:alice"])[0] == 0  # each a wrong password: never forgiven
+    assert throttle.claim(["user:alice"]) == (60, [])
+    assert throttle.claim(["user:bob"])[0] == 0
     now[0] = 60.0
-    assert throttle.wait(["user:alice"]) == 0
+    assert throttle.claim(["user:alice"])[0] == 0
+
+
+def test_guesses_sent_at_once_are_counted_before_the_directory_answers():
+    """Counted only once the directory had said "wrong", ten guesses sent together all passed a throttle of 3."""
+    throttle = LoginThrottle(attempts=3, window=60, clock=lambda: 0.0)
+    at_once = [throttle.claim(["user:carol", "address:198.51.100.7"]) for _ in range(10)]
+    assert [wait for wait, _ in at_once] == [0, 0, 0, *[60] * 7]
+    throttle.forgive(at_once[0][1])  # the first was the right password: it counts not
+    assert throttle.claim(["user:carol"])[0] == 0 and throttle.claim(["user:carol"])[0] == 60
 
 
 def test_the_throttle_forgets_what_left_its_window_and_keeps_a_few_failures_per_key():
-    """It never forgot: 60 addresses guessing with huge user names took 45 MB that were never returned."""
+    """Bounded: ten failures of each of 200 addresses are held as three of each, and none once they left."""
     now = [0.0]
     throttle = LoginThrottle(attempts=3, window=60, clock=lambda: now[0])
-    for address in range(5000):
-        throttle.failed([f"address:{address}"] * 10)  # ten failures each, of which the last three are kept
-    assert all(len(failures) == 3 for failures in throttle._failures.values())
-    # swept at 1,024, 2,048 and 4,096 keys, all of them in the window: the next sweep comes at 8,192
-    now[0] = 61.0  # the 5,000 out of the window
-    for address in range(5000, 8192):
-        throttle.failed([f"address:{address}"])
-    assert len(throttle) == 8192 - 5000  # swept: at most twice the keys in the window (or 1,024) are held
-    assert throttle.wait(["address:8191"]) == 0 and throttle.wait(["address:1"]) == 0
+    for address in range(200):
+        throttle.claim([f"address:{address}"] * 10)  # ten failures each, of which the last three are kept
+    assert len(throttle) == 200 and throttle.claim(["address:7"])[0] == 60
+    assert throttle._db.execute("SELECT count(*) FROM failures").fetchone()[0] == 600
+    now[0] = 61
+    throttle.claim(["address:x"])
+    assert len(throttle) == 1 and throttle.claim(["address:7"])[0] == 0
+
+
+def test_serve_and_mcp_beside_it_count_in_one_throttle_file(tmp_path):
+    """Two throttles on one file, as the two processes of the pod: failures counted by either lock out both."""
+    path = str(tmp_path / "logins.sqlite")
+    serve, mcp = LoginThrottle(3, 60, path), LoginThrottle(3, 60, path)
+    for throttle in (serve, mcp, serve):
+        assert throttle.claim(["user:carol"])[0] == 0
+    assert 59 < mcp.claim(["user:carol"])[0] <= 60 and serve.claim(["user:dave"])[0] == 0
+    assert (tmp_path / "logins.sqlite").stat().st_mode & 0o777 == 0o600  # user names and addresses
+
+
+def test_a_throttle_that_cannot_count_refuses_the_login(ledger_url, monkeypatch):
+    config = web_config(ledger_url)
+    guard = Guard(config.web)
+
+    def locked(keys):
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(guard.throttle, "claim", locked)
+    with pytest.raises(Refused, match="^logins cannot be counted at the moment; try again later$"):
+        guard.sign_in(config.directory, "alice", "right", "127.0.0.1")
+
+
+def test_a_throttle_file_of_another_user_is_refused(tmp_path, monkeypatch):
+    """Whoever may write the file may forget failures: it must be billing's user's own."""
+    (tmp_path / "logins.sqlite").touch()
+    monkeypatch.setattr("os.geteuid", lambda: 4242)
+    with pytest.raises(ConfigError, match=f"^web.login_throttle_file {tmp_path}/logins.sqlite belongs to another "
+                                          "user; name a file in a directory only billing's user writes$"):
+        LoginThrottle(3, 60, str(tmp_path / "logins.sqlite"))
+
+
+def test_a_throttle_file_that_cannot_be_opened_is_one_sentence(tmp_path):
+    with pytest.raises(ConfigError, match=f"^web.login_throttle_file {tmp_path}/no/logins.sqlite cannot be opened: "
+                                          "No such file or directory$"):
+        LoginThrottle(3, 60, str(tmp_path / "no" / "logins.sqlite"))
 
 
 def test_sessions_end_expire_and_stay_bounded():

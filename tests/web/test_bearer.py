@@ -5,6 +5,7 @@ checked by a real `billing mcp --http`: tests/integration/test_mcp_oauth.py."""
 from __future__ import annotations
 
 import time
+from urllib.parse import urlsplit
 
 import anyio
 import httpx2
@@ -16,8 +17,8 @@ from pydantic import ValidationError
 
 from billing.config import Config
 from billing.web.bearer import KEYS_LIFETIME, REFETCH_AFTER, BearerSignIn, IssuerKeys
-from billing.web.mcp_server import PATH, SignIn
-from billing.web.security import Guard, Refused
+from billing.web.mcp_server import PATH, signed_in
+from billing.web.security import Refused
 from tests.helpers.config import MINIMAL_CONFIG
 from tests.web.test_mcp import uid_app
 
@@ -100,13 +101,13 @@ def _config(web: dict, mcp: dict) -> Config:
     return Config.model_validate({**MINIMAL_CONFIG, "web": web, "mcp": mcp})
 
 
-def _asked(config: Config, method: str, path: str, headers: dict[str, str]) -> httpx2.Response:
-    bearer = BearerSignIn(config.mcp) if config.mcp.issuer else None
-    app = SignIn(uid_app, config, Guard(config.web), bearer)
+def _asked(config: Config, method: str, path: str, headers: dict[str, str],
+           base_url: str = "http://localhost") -> httpx2.Response:
+    app = signed_in(uid_app, config)
 
     async def ask() -> httpx2.Response:
         transport = httpx2.ASGITransport(app=app, client=("127.0.0.1", 4000))
-        async with httpx2.AsyncClient(transport=transport, base_url="https://billing.example.org") as http:
+        async with httpx2.AsyncClient(transport=transport, base_url=base_url) as http:
             return await http.request(method, path, headers=headers)
 
     return anyio.run(ask)
@@ -138,6 +139,15 @@ def test_with_an_issuer_named_header_and_ldap_sign_in_point_assistants_to_it(web
 def test_with_an_issuer_named_the_proxys_header_still_signs_in():
     answer = _asked(_config({}, NAMED), "POST", PATH, {"X-Forwarded-User": "alice"})
     assert (answer.status_code, answer.text) == (200, "alice")
+
+
+def test_the_host_of_mcp_resource_is_answered_and_another_refused_before_sign_in():
+    """mcp.resource is the address assistants are told to use, so its host is one billing answers to."""
+    config = _config({}, NAMED)
+    answer = _asked(config, "POST", PATH, {"X-Forwarded-User": "alice"}, base_url=f"https://{urlsplit(RESOURCE).netloc}")
+    assert (answer.status_code, answer.text) == (200, "alice")
+    refused = _asked(config, "POST", PATH, {"X-Forwarded-User": "alice"}, base_url="https://billing.evil.example")
+    assert refused.status_code == 403 and "web.allowed_hosts" in refused.json()["error"]
 
 
 def test_without_an_issuer_there_is_no_challenge_and_no_metadata_to_sign_in_for():

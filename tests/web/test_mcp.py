@@ -343,7 +343,7 @@ def test_a_proxy_header_from_an_untrusted_address_is_refused_before_any_tool(con
 
     async def post() -> httpx2.Response:
         transport = httpx2.ASGITransport(app=app, client=(UNTRUSTED, 4000))
-        async with httpx2.AsyncClient(transport=transport, base_url="http://billing") as http:
+        async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
             return await http.post(PATH, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
                                    headers={"X-Forwarded-User": "root"})
 
@@ -366,7 +366,7 @@ def signed_in_as(app: SignIn, requests: list[tuple[str, dict[str, str]]]) -> lis
         answers = []
         for peer, headers in requests:
             transport = httpx2.ASGITransport(app=app, client=(peer, 4000))
-            async with httpx2.AsyncClient(transport=transport, base_url="http://billing") as http:
+            async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
                 answer = await http.post(PATH, headers=headers)
             answers.append((answer.status_code, answer.text))
         return answers
@@ -432,3 +432,26 @@ def test_a_ledger_that_fails_is_a_tool_error_and_the_next_call_is_answered(confi
     assert (failed.is_error, failed.content[0].text) == (
         True, "database sqlite:///ledger.db: reading the ledger failed; the server is down")
     assert round(answer(answered)["total_cost"], 2) == 37.20  # 12.00 + 24.00 + 1.20 (tests/web/test_app.py)
+
+
+@pytest.mark.parametrize("method, headers, status, said", [
+    ("DELETE", {"X-Forwarded-User": "alice"}, 405, "billing mcp answers POST only: it is stateless, with no event "
+                                                   "stream to open and no session to end (DELETE)"),
+    ("POST", {"X-Forwarded-User": "alice", "Origin": "null"}, 403, "billing does not answer pages of the origin "
+                                                                     "'null'; allow it in web.allowed_origins"),
+    ("POST", {"X-Forwarded-User": "alice", "Origin": "http://localhost:6274"}, 200, "alice"),  # a local page
+    ("POST", {"X-Forwarded-User": "j\u00f6rg"}, 200, "j\u00f6rg"),  # sent as UTF-8
+])
+def test_before_the_sign_in_the_method_host_and_origin_are_checked(config_path, method, headers, status, said):
+    config = load_config(config_path)
+    app = SignIn(uid_app, config, Guard(config.web))
+
+    async def asked() -> httpx2.Response:
+        transport = httpx2.ASGITransport(app=app, client=("127.0.0.1", 4000))
+        async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1:8090") as http:
+            return await http.request(method, PATH, headers={k: v.encode() for k, v in headers.items()})
+
+    answer = anyio.run(asked)
+    assert answer.status_code == status
+    assert (answer.text if status == 200 else answer.json()["error"]) == said
+    assert answer.headers.get("Allow") == ("POST" if status == 405 else None)

@@ -20,7 +20,7 @@ def ledger(tmp_path) -> str:
 
 @pytest.mark.parametrize("key", ["metrics_token_env", "metrics_token_file"])
 def test_a_scraper_without_the_token_is_told_the_key_that_holds_it(ledger, tmp_path, monkeypatch, key):
-    monkeypatch.setenv("BILLING_METRICS_TOKEN", "scrape-me")
+    monkeypatch.setenv("BILLING_METRICS_TOKEN", "scrape-me\n")  # a Secret's value often ends in a newline
     (tmp_path / "token").write_text("scrape-me\n")
     source = {"metrics_token_env": "BILLING_METRICS_TOKEN", "metrics_token_file": str(tmp_path / "token")}[key]
     client = create_app(web_config(ledger, **{key: source})).test_client()
@@ -32,7 +32,9 @@ def test_a_scraper_without_the_token_is_told_the_key_that_holds_it(ledger, tmp_p
 
 @pytest.mark.parametrize("value, words", [
     (None, "web: metrics_token_env names the environment variable BILLING_METRICS_TOKEN, which is not set"),
-    ("", "web: metrics_token_env names the environment variable BILLING_METRICS_TOKEN, which is empty"),
+    ("", "web: metrics_token_env names the environment variable BILLING_METRICS_TOKEN, which is empty or only spaces"),
+    (" \t ", "web: metrics_token_env names the environment variable BILLING_METRICS_TOKEN, which is empty or only "
+              "spaces"),  # no scraper can send it: a header's value loses the spaces around it
 ])
 def test_serve_refuses_to_start_with_a_token_variable_unset_or_empty(ledger, monkeypatch, value, words):
     """An empty token would let `Authorization: Bearer ` in; an unset one answered every scrape with a 500."""
