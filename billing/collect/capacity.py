@@ -21,7 +21,8 @@ import pandas as pd
 from billing.collect.asking import NodeKinds, map_chunks
 from billing.collect.chunks import Chunk
 from billing.collect.context import ClusterDay
-from billing.collect.prometheus import PrometheusError, PrometheusSource, measured
+from billing.collect.figures import ALLOCATABLE, NODES, figure
+from billing.collect.prometheus import PrometheusError, PrometheusSource
 from billing.collect.promql import GPU_UTILISATION, WHOLE_GPU, Queries, node_matcher, one_of, quote
 from billing.collect.usage import HIGHEST_QUANTITY, billing_units
 from billing.config import DRA_GPU
@@ -84,14 +85,16 @@ class CapacityQueries(Queries):
 
 def _chunk_allocatable(source: PrometheusSource, queries: CapacityQueries, chunk: Chunk, cluster: str) -> list[tuple]:
     nodes = NodeKinds(source, queries, chunk.last)
-    copies = any(float(series["value"][1]) for series in source.instant(queries.copies(), chunk.last))
+    copies = any(figure(series["value"][1], NODES, series["metric"], cluster)
+                 for series in source.instant(queries.copies(), chunk.last))
     answer = source.instant(queries.allocatable(nodes.relabelled, copies), chunk.last)
     rows = []
     for series in answer:
         labels = series["metric"]
         model, pool, gpus_per_unit = nodes.priced(labels)
         resource = labels.get("resource", "")
-        offered = measured(series["value"][1], cluster, f"allocatable {resource} of node {labels.get('node', '')!r}")
+        # summed over the chunk's instants
+        offered = figure(series["value"][1], ALLOCATABLE, labels, cluster, (chunk.end - chunk.start) / chunk.step)
         rows.append((resource, model, pool, offered * gpus_per_unit * chunk.step / 3600))
     return rows
 

@@ -22,6 +22,7 @@ from billing.charge.workloads import kept_since, workload_costs
 from billing.collect.audit import audit_cluster
 from billing.collect.capacity import collect_allocatable
 from billing.collect.context import ClusterDay, cluster_day
+from billing.collect.figures import ImpossibleFigure
 from billing.collect.kueue import collect_quotas
 from billing.collect.preflight import preflight, refuse_missing
 from billing.collect.prometheus import PrometheusSource
@@ -194,8 +195,15 @@ def _collect_cluster(config: Config, cluster: ClusterConfig, period: BillingDay)
 
 def collect_from(config: Config, cluster: ClusterConfig, period: BillingDay, source: PrometheusSource) -> _Collected:
     """One cluster-day from its store; refused when a family the bill needs has no sample (`billing check`'s
-    preflight), when the store holds no data or when it fails its self-audit. (The demo's recorder asks the same
-    questions through a recording source.)"""
+    preflight), when the store holds no data, when a figure is impossible (collect/figures.py) or when it fails its
+    self-audit. (The demo's recorder asks the same questions through a recording source.)"""
+    try:
+        return _collected(config, cluster, period, source)
+    except ImpossibleFigure as refused:
+        raise refused.on(period.date) from None
+
+
+def _collected(config: Config, cluster: ClusterConfig, period: BillingDay, source: PrometheusSource) -> _Collected:
     context = cluster_day(cluster, period, int(config.step), config.gpu_resources, source)  # the store asked once
     refuse_missing(preflight(context, config.workloads.enabled))
     cost_labels = config.cost_labels if config.workloads.enabled else None

@@ -1,0 +1,176 @@
+"""Every figure a collector reads from the store passes one gate (billing/collect/figures.py, docs/spec.md "Figures
+from the store"), fed NaN, +Inf, -Inf, a negative and an absurd value per family through a real Prometheus.
+
+One Prometheus serves the whole module: each case is a cluster of its own in one world (selector cluster="<case>"),
+one node of 8 H100s, one pod of team-robotics holding a GPU all day, and the case's one impossible figure. A figure
+the bill needs refuses the day, naming the cluster, the day, the series, its labels, the value and the fix, and
+nothing is written; Kueue's +Inf lending limit is how Kueue writes "unset" and bills; an impossible allocatable
+figure where the bill needs no capacity (no pool, quota or unrequested share) bills the day, and says the capacity
+is unknown and why.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import date
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pandas as pd
+import pytest
+import yaml
+from click.testing import CliRunner
+from sqlalchemy import create_engine
+
+from billing.cli import main
+from billing.days import billing_day
+from fixtures.ksm import GPU_PRODUCT_LABEL, H100, Cluster, ClusterQueue, Container, Node, Pod, Quota, World
+from fixtures.servers import require_program, start_prometheus, world_blocks
+from tests.helpers.prometheus_jobs import write_config
+
+DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
+D = DAY.start.timestamp()
+BEFORE, AFTER = D - 3600, D + 25 * 3600
+GIB = 2**30
+# the five impossible values, as the sentence shows them
+VALUES = {"nan": (math.nan, "NaN"), "inf": (math.inf, "+Inf"), "minus-inf": (-math.inf, "-Inf"),
+          "negative": (-1.0, "-1"), "absurd": (1e13, "1e+13")}
+
+
+def pod(name: str, gpus: float = 1.0, phase: str = "Running", init: tuple[Container, ...] = ()) -> Pod:
+    return Pod("team-robotics", name, f"uid-{name}", "h100-1", BEFORE, ((BEFORE, phase),), AFTER,
+               (*init, Container("main", 1.0, GIB, gpus)))
+
+
+def quotas(nominal: float = 8.0, usage: float = 1.0, lending_limit: float | None = None, role: str = "standalone",
+           instance: str = "") -> tuple[ClusterQueue, ...]:
+    return (ClusterQueue("robotics-cq", "research", (
+        Quota("h100", "nvidia.com/gpu", ((BEFORE, nominal),), ((BEFORE, usage),), lending_limit),), role, instance),)
+
+
+# two kueue-controller-manager replicas: the leader's 8 GPUs and a stale follower's 100; the same without replica_role
+REPLICAS = (*quotas(role="leader", instance="10.244.2.9:8443"),
+            *quotas(nominal=100.0, role="follower", instance="10.244.3.4:8443"))
+NO_ROLES = (*quotas(role="", instance="10.244.2.9:8443"), *quotas(nominal=100.0, role="", instance="10.244.3.4:8443"))
+
+
+def cluster(name: str, gpus: float = 8.0, pods: tuple[Pod, ...] = (), queues: tuple[ClusterQueue, ...] = ()) -> Cluster:
+    node = Node("h100-1", ((D - 86400, {GPU_PRODUCT_LABEL: H100}),), {"cpu": 64.0, "memory": 512.0 * GIB,
+                                                                        "nvidia_com_gpu": gpus})
+    return Cluster(name, (node,), (pod("train"), *pods), {"cluster": name}, kueue=queues)
+
+
+# family -> how a cluster holds the impossible value `v`
+FAMILIES = {
+    "request": lambda name, v: cluster(name, pods=(pod("odd", gpus=v),)),
+    "init": lambda name, v: cluster(name, pods=(pod("odd", init=(Container("stage", v, GIB, init=True),)),)),
+    "pending": lambda name, v: cluster(name, pods=(pod("odd", gpus=v, phase="Pending"),)),
+    "allocatable": lambda name, v: cluster(name, gpus=v),
+    "nominal": lambda name, v: cluster(name, queues=quotas(nominal=v)),
+    "usage": lambda name, v: cluster(name, queues=quotas(usage=v)),
+    "lending": lambda name, v: cluster(name, queues=quotas(lending_limit=v)),
+}
+CASES = [(family, case) for family in FAMILIES for case in VALUES]
+WORLD = World(tuple(FAMILIES[family](f"{family}-{case}", VALUES[case][0]) for family, case in CASES)
+              + (cluster("replicas", queues=REPLICAS), cluster("no-roles", queues=NO_ROLES)), BEFORE, AFTER)
+KUEUE = {"queues": {"robotics-cq": {"team": "robotics", "namespaces": ["team-robotics"]}}, "flavors": {"h100": H100}}
+# what each family's sentence names: the series and labels the figure came with
+SERIES = {
+    "request": ("kube_pod_container_resource_requests", 'pod="odd"', 'resource="nvidia_com_gpu"'),
+    "init": ("kube_pod_container_resource_requests", 'pod="odd"', 'resource="cpu"'),
+    "pending": ("kube_pod_container_resource_requests", 'pod="odd"', 'resource="nvidia_com_gpu"'),
+    "allocatable": ("kube_node_status_allocatable", 'node="h100-1"', 'resource="nvidia_com_gpu"'),
+    "nominal": ("kueue_cluster_queue_nominal_quota", 'cluster_queue="robotics-cq"', 'resource="nvidia.com/gpu"'),
+    "usage": ("kueue_cluster_queue_resource_usage", 'cluster_queue="robotics-cq"', 'resource="nvidia.com/gpu"'),
+    "lending": ("kueue_cluster_queue_lending_limit", 'cluster_queue="robotics-cq"', 'resource="nvidia.com/gpu"'),
+}
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory):
+    require_program("prometheus")
+    require_program("promtool")
+    blocks = world_blocks(WORLD, tmp_path_factory.mktemp("blocks"))
+    server = start_prometheus(blocks, tmp_path_factory.mktemp("prometheus"))
+    yield server
+    server.stop()
+
+
+def night(tmp_path: Path, url: str, name: str, **keys: object) -> str:
+    """The config of one case's cluster (prices of tests/helpers/prometheus_jobs.py's jaguar), with `keys` on it."""
+    path = write_config(tmp_path, f"sqlite:///{tmp_path / 'ledger.db'}", {"jaguar": url})
+    settings = yaml.safe_load(Path(path).read_text())
+    settings["clusters"][0].update(name=name, **keys)
+    settings["clusters"][0]["prometheus"]["selector"] = f'cluster="{name}"'
+    Path(path).write_text(yaml.safe_dump(settings))
+    return path
+
+
+def ledger(tmp_path: Path, table: str = "chargeback") -> pd.DataFrame:
+    with create_engine(f"sqlite:///{tmp_path / 'ledger.db'}").connect() as conn:
+        return pd.read_sql(f"select * from {table}", conn)  # noqa: S608 (a table of this test)
+
+
+def keys_of(family: str) -> dict[str, object]:
+    """What the case's cluster bills: Kueue's quotas, shared unrequested capacity (so that the bill needs the
+    allocatable figures), or bound Pending pods shown."""
+    if family in ("nominal", "usage", "lending"):
+        return {"kueue": KUEUE}
+    return {"allocatable": {"unrequested": "share"}, "pending": {"bound_pending": "show"}}.get(family, {})
+
+
+# Kueue's +Inf lending limit is its "unset"; a NaN, negative or -Inf init container's request is not seen: rule 3's
+# max(app containers, largest init container) is the app containers' request, which is billed (docs/spec.md)
+REFUSED = [c for c in CASES if c != ("lending", "inf") and c not in [("init", "nan"), ("init", "minus-inf"),
+                                                                     ("init", "negative")]]
+
+
+@pytest.mark.parametrize(("family", "case"), REFUSED)
+def test_an_impossible_figure_refuses_the_day_and_writes_nothing(store, tmp_path, family, case):
+    name = f"{family}-{case}"
+    result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", night(tmp_path, store.url, name,
+                                                                                       **keys_of(family))])
+    assert result.exit_code == 1, result.output
+    said = " ".join(result.output.split())
+    series, *labels = SERIES[family]
+    assert f"cluster {name} on 2026-11-20: {series}{{" in said
+    assert all(label in said for label in labels), said
+    value, shown = VALUES[case]
+    if family == "allocatable":  # summed over the 360 instants of a 6-hour chunk
+        shown = f"{shown if math.isinf(value) or math.isnan(value) else f'{value * 360:g}'} summed over 360 instants"
+    assert f"}} is {shown}, " in said
+    assert "then run the day again; nothing was billed" in said
+    assert not (tmp_path / "ledger.db").exists() or ledger(tmp_path).empty
+
+
+def test_kueues_infinite_lending_limit_is_unset_and_bills(store, tmp_path):
+    """Kueue writes an unset lending limit as +Inf (pkg/cache: math.Inf(1) where LendingLimit is nil): robotics
+    pays its 8 GPUs' quota all day (8 x 24 x 2.40 = 460.80) and is credited its 1 GPU used within it (24 x 2.40)."""
+    result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config",
+                                       night(tmp_path, store.url, "lending-inf", kueue=KUEUE)])
+    assert result.exit_code == 0, result.output
+    rows = ledger(tmp_path)
+    assert rows.groupby("resource")["cost"].sum().to_dict() == pytest.approx(
+        {"quota-gpu": 460.8, "gpu": 57.6, "credit-gpu": -57.6, "cpu": 24 * 0.012, "memory": 24 * 0.0015})
+
+
+def test_of_kueue_replicas_the_leaders_figures_are_billed(store, tmp_path):
+    """A stale follower reports 100 GPUs of quota: the leader's 8 are billed, 8 x 24 x 2.40 = 460.80 (the larger, as
+    billed before, would be 100 x 24 x 2.40 = 5,760.00)."""
+    result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config",
+                                       night(tmp_path, store.url, "replicas", kueue=KUEUE)])
+    assert result.exit_code == 0, result.output
+    rows = ledger(tmp_path)
+    assert rows.loc[rows["resource"] == "quota-gpu", "cost"].sum() == pytest.approx(460.8)
+
+
+def test_kueue_replicas_that_disagree_without_a_role_refuse_the_day_with_both_figures(store, tmp_path):
+    config = night(tmp_path, store.url, "no-roles", kueue=KUEUE)
+    result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])
+    assert result.exit_code == 1, result.output
+    said = " ".join(result.output.split())
+    assert ('cluster no-roles: kueue-controller-manager replicas disagree on kueue_cluster_queue_nominal_quota'
+            '{cohort="research", cluster_queue="robotics-cq", flavor="h100", resource="nvidia.com/gpu"} at '
+            '2026-11-20T00:00:00+00:00: 8 from 10.244.2.9:8443 (no replica_role) and 100 from 10.244.3.4:8443 (no '
+            "replica_role), and no replica_role says which is the leader's") in said
+    assert not (tmp_path / "ledger.db").exists() or ledger(tmp_path).empty
