@@ -25,7 +25,7 @@ from billing.collect.figures import ALLOCATABLE, NODES, figure
 from billing.collect.prometheus import PrometheusError, PrometheusSource
 from billing.collect.promql import GPU_UTILISATION, WHOLE_GPU, Queries, node_matcher, one_of, quote
 from billing.collect.usage import HIGHEST_QUANTITY, billing_units
-from billing.config import DRA_GPU
+from billing.config import DRA_GPU, ClusterConfig
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +97,13 @@ def _chunk_allocatable(source: PrometheusSource, queries: CapacityQueries, chunk
         offered = figure(series["value"][1], ALLOCATABLE, labels, cluster, (chunk.end - chunk.start) / chunk.step)
         rows.append((resource, model, pool, offered * gpus_per_unit * chunk.step / 3600))
     return rows
+
+
+def bills_capacity(cluster: ClusterConfig) -> bool:
+    """Whether the cluster's bill needs its allocatable capacity: a reserved pool's, a Kueue quota's cluster or shared
+    unrequested capacity. Elsewhere capacity is only shown, and an impossible allocatable figure leaves it unknown
+    rather than refusing the day (docs/spec.md "Figures from the store")."""
+    return cluster.reserved_pools is not None or cluster.kueue is not None or cluster.unrequested == "share"
 
 
 def collect_allocatable(context: ClusterDay) -> pd.DataFrame:

@@ -87,10 +87,10 @@ class ImpossibleFigure(RunFailed):
         shown = ", ".join(f'{name}="{text}"' for name, text in sorted(labels.items()) if name != "__name__")
         where = f"cluster {cluster}" + (f" on {day}" if day else "")
         summed = f" summed over {times:g} instants" if times != 1 else ""
-        super().__init__(
-            f"{where}: {family.series}{{{shown}}} is {written(value)}{summed}, which {family.what} cannot be (a "
-            f"finite number from 0 to {family.bound(labels, times):g}); {family.fix}, then run the day again; "
-            "nothing was billed")
+        # what is wrong and its fix, without the refusal: where a figure is shown only, what the pages say
+        self.reason = (f"{family.series}{{{shown}}} is {written(value)}{summed}, which {family.what} cannot be (a "
+                       f"finite number from 0 to {family.bound(labels, times):g}); {family.fix}")
+        super().__init__(f"{where}: {self.reason}, then run the day again; nothing was billed")
 
     def on(self, day: date) -> ImpossibleFigure:
         """The same refusal, naming the day (the collectors ask per chunk, the jobs know the day)."""

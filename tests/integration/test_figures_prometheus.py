@@ -11,6 +11,7 @@ is unknown and why.
 
 from __future__ import annotations
 
+import html
 import math
 from datetime import date
 from pathlib import Path
@@ -174,3 +175,23 @@ def test_kueue_replicas_that_disagree_without_a_role_refuse_the_day_with_both_fi
             '2026-11-20T00:00:00+00:00: 8 from 10.244.2.9:8443 (no replica_role) and 100 from 10.244.3.4:8443 (no '
             "replica_role), and no replica_role says which is the leader's") in said
     assert not (tmp_path / "ledger.db").exists() or ledger(tmp_path).empty
+
+
+@pytest.mark.parametrize("case", list(VALUES))
+def test_an_impossible_allocatable_figure_the_bill_does_not_need_leaves_the_capacity_unknown(store, tmp_path, case,
+                                                                                          caplog):
+    """No pool, quota or shared unrequested capacity: the night bills (1 H100, 1 core, 1 GiB all day, at jaguar's
+    2.40, 0.012 and 0.0015), writes no capacity for the cluster, and its log and the admins' page say why."""
+    name = f"allocatable-{case}"
+    with caplog.at_level("WARNING", logger="billing.jobs.run"):
+        result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", night(tmp_path, store.url, name)])
+    assert result.exit_code == 0, result.output
+    assert ledger(tmp_path)["cost"].sum() == pytest.approx(24 * (2.40 + 0.012 + 0.0015))
+    assert ledger(tmp_path, "cluster_capacity").empty
+    why = ledger(tmp_path, "cluster_days")["capacity_unknown"].tolist()
+    assert len(why) == 1 and why[0].startswith('kube_node_status_allocatable{node="h100-1", resource="nvidia_com_gpu"} is ')
+    assert why[0].endswith("; correct the node's status.allocatable or kube-state-metrics' export of it")
+    assert any(f"cluster {name}: its capacity on 2026-11-20 is unknown: {why[0]}; its bill needs none" in record.getMessage()
+               for record in caplog.records)
+    page = html.unescape((tmp_path / "reports" / "2026-11-20" / "index.html").read_text())
+    assert f"Capacity of cluster {name} unknown: {why[0]}" in page
