@@ -195,3 +195,33 @@ def test_an_impossible_allocatable_figure_the_bill_does_not_need_leaves_the_capa
                for record in caplog.records)
     page = html.unescape((tmp_path / "reports" / "2026-11-20" / "index.html").read_text())
     assert f"Capacity of cluster {name} unknown: {why[0]}" in page
+
+
+def figures_line(tmp_path: Path, url: str, name: str, **keys: object) -> str:
+    result = CliRunner().invoke(main, ["check", "--date", "2026-11-20", "--config", night(tmp_path, url, name, **keys)])
+    return next(said for said in (" ".join(line.split()) for line in result.stdout.splitlines())
+                if said.split()[1:3] == ["figures", name])
+
+
+def test_check_fails_an_impossible_figure_the_bill_needs_and_warns_of_one_only_the_pages_show(store, tmp_path):
+    needed = figures_line(tmp_path, store.url, "allocatable-nan", unrequested="share")
+    assert needed.startswith('FAIL figures allocatable-nan cluster allocatable-nan on 2026-11-20: '
+                             'kube_node_status_allocatable{node="h100-1", resource="nvidia_com_gpu"} is NaN '), needed
+    shown = figures_line(tmp_path, store.url, "allocatable-nan")
+    assert shown.startswith('WARN figures allocatable-nan on 2026-11-20 the capacity is unknown: '
+                            'kube_node_status_allocatable{node="h100-1", resource="nvidia_com_gpu"} is NaN '), shown
+    assert "the run bills the day without it" in shown
+    quota = figures_line(tmp_path, store.url, "nominal-negative", kueue=KUEUE)
+    assert quota.startswith('FAIL figures nominal-negative cluster nominal-negative on 2026-11-20: '
+                            'kueue_cluster_queue_nominal_quota{'), quota
+    # nominal quota, usage and the (unset) lending limit at each of the day's 1,440 instants: 4,320 figures
+    good = figures_line(tmp_path, store.url, "replicas", kueue=KUEUE)
+    assert good.startswith("ok figures replicas allocatable capacity and Kueue's quotas (4320 figures, one "
+                           "replica's each) on 2026-11-20: every figure possible"), good
+
+
+def test_check_names_both_figures_of_kueue_replicas_that_disagree(store, tmp_path):
+    line = figures_line(tmp_path, store.url, "no-roles", kueue=KUEUE)
+    assert line.startswith("FAIL figures no-roles cluster no-roles: kueue-controller-manager replicas disagree on "
+                           "kueue_cluster_queue_nominal_quota{"), line
+    assert "8 from 10.244.2.9:8443 (no replica_role) and 100 from 10.244.3.4:8443 (no replica_role)" in line
