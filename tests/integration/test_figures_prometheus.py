@@ -38,9 +38,10 @@ VALUES = {"nan": (math.nan, "NaN"), "inf": (math.inf, "+Inf"), "minus-inf": (-ma
           "negative": (-1.0, "-1"), "absurd": (1e13, "1e+13")}
 
 
-def pod(name: str, gpus: float = 1.0, phase: str = "Running", init: tuple[Container, ...] = ()) -> Pod:
+def pod(name: str, gpus: float = 1.0, phase: str = "Running", init: tuple[Container, ...] = (), cpu: float = 1.0,
+        **more: object) -> Pod:
     return Pod("team-robotics", name, f"uid-{name}", "h100-1", BEFORE, ((BEFORE, phase),), AFTER,
-               (*init, Container("main", 1.0, GIB, gpus)))
+               (*init, Container("main", cpu, GIB, gpus)), **more)  # type: ignore[arg-type]
 
 
 def quotas(nominal: float = 8.0, usage: float = 1.0, lending_limit: float | None = None, role: str = "standalone",
@@ -55,10 +56,11 @@ REPLICAS = (*quotas(role="leader", instance="10.244.2.9:8443"),
 NO_ROLES = (*quotas(role="", instance="10.244.2.9:8443"), *quotas(nominal=100.0, role="", instance="10.244.3.4:8443"))
 
 
-def cluster(name: str, gpus: float = 8.0, pods: tuple[Pod, ...] = (), queues: tuple[ClusterQueue, ...] = ()) -> Cluster:
+def cluster(name: str, gpus: float = 8.0, pods: tuple[Pod, ...] = (), queues: tuple[ClusterQueue, ...] = (),
+            scheduler: bool = False) -> Cluster:
     node = Node("h100-1", ((D - 86400, {GPU_PRODUCT_LABEL: H100}),), {"cpu": 64.0, "memory": 512.0 * GIB,
                                                                         "nvidia_com_gpu": gpus})
-    return Cluster(name, (node,), (pod("train"), *pods), {"cluster": name}, kueue=queues)
+    return Cluster(name, (node,), (pod("train"), *pods), {"cluster": name}, kueue=queues, scheduler=scheduler)
 
 
 # family -> how a cluster holds the impossible value `v`
@@ -66,6 +68,10 @@ FAMILIES = {
     "request": lambda name, v: cluster(name, pods=(pod("odd", gpus=v),)),
     "init": lambda name, v: cluster(name, pods=(pod("odd", init=(Container("stage", v, GIB, init=True),)),)),
     "pending": lambda name, v: cluster(name, pods=(pod("odd", gpus=v, phase="Pending"),)),
+    # RuntimeClass overhead of a pod whose containers request no cpu: its request is the overhead
+    "overhead": lambda name, v: cluster(name, pods=(pod("odd", cpu=0.0, overhead=(v, 0.0)),)),
+    # kube-scheduler's figure of a pod with pod-level resources, which kube-state-metrics does not export
+    "scheduler": lambda name, v: cluster(name, pods=(pod("odd", pod_resources=(v, GIB)),), scheduler=True),
     "allocatable": lambda name, v: cluster(name, gpus=v),
     "nominal": lambda name, v: cluster(name, queues=quotas(nominal=v)),
     "usage": lambda name, v: cluster(name, queues=quotas(usage=v)),
@@ -80,6 +86,10 @@ SERIES = {
     "request": ("kube_pod_container_resource_requests", 'pod="odd"', 'resource="nvidia_com_gpu"'),
     "init": ("kube_pod_container_resource_requests", 'pod="odd"', 'resource="cpu"'),
     "pending": ("kube_pod_container_resource_requests", 'pod="odd"', 'resource="nvidia_com_gpu"'),
+    "overhead": ("kube_pod_container_resource_requests", 'pod="odd"', 'resource="cpu"'),
+    # read per namespace and node at each instant (the pod is evaluated instant by instant)
+    "scheduler": ("kube_pod_container_resource_requests", 'namespace="team-robotics"', 'node="h100-1"',
+                  'resource="cpu"'),
     "allocatable": ("kube_node_status_allocatable", 'node="h100-1"', 'resource="nvidia_com_gpu"'),
     "nominal": ("kueue_cluster_queue_nominal_quota", 'cluster_queue="robotics-cq"', 'resource="nvidia.com/gpu"'),
     "usage": ("kueue_cluster_queue_resource_usage", 'cluster_queue="robotics-cq"', 'resource="nvidia.com/gpu"'),
