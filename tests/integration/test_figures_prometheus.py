@@ -98,10 +98,11 @@ SERIES = {
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory):
+def store(tmp_path_factory: pytest.TempPathFactory, tsdb_cache: Path):
+    """One Prometheus for the module: every case reads its own cluster of it."""
     require_program("prometheus")
     require_program("promtool")
-    blocks = world_blocks(WORLD, tmp_path_factory.mktemp("blocks"))
+    blocks = world_blocks(WORLD, tsdb_cache)
     server = start_prometheus(blocks, tmp_path_factory.mktemp("prometheus"))
     yield server
     server.stop()
