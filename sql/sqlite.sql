@@ -403,3 +403,9 @@ INSERT INTO bound_pending (day, cluster, namespace, team, owner, resource, gpu_m
 DROP TABLE bound_pending_0013;
 
 UPDATE alembic_version SET version_num='0015' WHERE alembic_version.version_num = '0014';
+
+-- Running upgrade 0015 -> 0016
+
+ALTER TABLE cluster_days ADD COLUMN capacity_unknown TEXT DEFAULT '' NOT NULL;
+
+UPDATE alembic_version SET version_num='0016' WHERE alembic_version.version_num = '0015';

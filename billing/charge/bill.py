@@ -26,6 +26,8 @@ class DayBill:
     workloads: pd.DataFrame | None = None
     workload_wasted: pd.DataFrame | None = None
     coverage: dict[str, float] = field(default_factory=dict)  # each cluster's share of the day with data
+    # why a cluster's capacity is unknown (it has no `capacity` rows), for the clusters whose capacity is
+    capacity_unknown: dict[str, str] = field(default_factory=dict)
     # what pods bound to a node held while Pending: in `rows` too where its cluster charges it
     bound_pending: pd.DataFrame = field(default_factory=frames.BOUND_PENDING_COSTS.empty)
     unlent: pd.DataFrame = field(default_factory=frames.UNLENT.empty)  # Kueue borrowing no team lent: shown only

@@ -38,6 +38,7 @@ import pandas as pd
 
 from billing.collect.chunks import HOUR, Chunk, chunks
 from billing.collect.context import ClusterDay
+from billing.collect.figures import SAMPLE, figure
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.promql import (
     APP_REQUESTS,
@@ -223,7 +224,7 @@ def _reserved(parts: dict[tuple[str, str], list[np.ndarray]], sidecars: dict[str
 
 
 def _instant_answers(source: PrometheusSource, queries: Queries, day: BillingDay, step: int, uids: list[str],
-                     store: Store) -> list[Series]:
+                     store: Store, cluster: str) -> list[Series]:
     """What an instant query at each of the day's instants answers for every series the bill reads of these
     pods (and of their nodes' labels): per chunk, a range query of the series' value at an instant as the store's
     engine writes it (stores.Engine.latest), and of its sample's timestamp where the newest series decides.
@@ -234,7 +235,8 @@ def _instant_answers(source: PrometheusSource, queries: Queries, day: BillingDay
 
     def fetch(name: str, expression: str, chunk: Chunk, labels: FamilyLabels = ksm) -> list[Series]:
         answer = source.range(expression, chunk.start, chunk.last, step)
-        return [(name, labels.plain_labels(s["metric"]), [(float(t), float(v)) for t, v in s["values"]]) for s in answer]
+        return [(name, labels.plain_labels(s["metric"]), [(float(t), figure(v, SAMPLE, s["metric"], cluster))
+                                                            for t, v in s["values"]]) for s in answer]
 
     found: list[Series] = []
     for chunk in chunks(day, step):
@@ -311,7 +313,7 @@ def audit_cluster(context: ClusterDay, running: Iterable[str], exact: Iterable[s
         return Audit(0, 0, time.monotonic() - started)
     start, end = int(day.start.timestamp()), int(day.end.timestamp())
     whole_day = Queries(cluster, gpu_resources, Chunk(start, end, step), store)
-    samples = _instant_answers(counted, whole_day, day, step, uids, store)
+    samples = _instant_answers(counted, whole_day, day, step, uids, store, cluster.name)
     raw = recompute(samples, list(range(start, end, step)), step, gpu_resources,
                     lambda labels: whole_day.node_kind(labels).model, whole_day.rule)
     first = chunks(day, step)[0]

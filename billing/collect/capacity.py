@@ -21,10 +21,11 @@ import pandas as pd
 from billing.collect.asking import NodeKinds, map_chunks
 from billing.collect.chunks import Chunk
 from billing.collect.context import ClusterDay
-from billing.collect.prometheus import PrometheusError, PrometheusSource, measured
+from billing.collect.figures import ALLOCATABLE, NODES, figure
+from billing.collect.prometheus import PrometheusError, PrometheusSource
 from billing.collect.promql import GPU_UTILISATION, WHOLE_GPU, Queries, node_matcher, one_of, quote
 from billing.collect.usage import HIGHEST_QUANTITY, billing_units
-from billing.config import DRA_GPU
+from billing.config import DRA_GPU, ClusterConfig
 
 log = logging.getLogger(__name__)
 
@@ -84,16 +85,25 @@ class CapacityQueries(Queries):
 
 def _chunk_allocatable(source: PrometheusSource, queries: CapacityQueries, chunk: Chunk, cluster: str) -> list[tuple]:
     nodes = NodeKinds(source, queries, chunk.last)
-    copies = any(float(series["value"][1]) for series in source.instant(queries.copies(), chunk.last))
+    copies = any(figure(series["value"][1], NODES, series["metric"], cluster)
+                 for series in source.instant(queries.copies(), chunk.last))
     answer = source.instant(queries.allocatable(nodes.relabelled, copies), chunk.last)
     rows = []
     for series in answer:
         labels = series["metric"]
         model, pool, gpus_per_unit = nodes.priced(labels)
         resource = labels.get("resource", "")
-        offered = measured(series["value"][1], cluster, f"allocatable {resource} of node {labels.get('node', '')!r}")
+        # summed over the chunk's instants
+        offered = figure(series["value"][1], ALLOCATABLE, labels, cluster, (chunk.end - chunk.start) / chunk.step)
         rows.append((resource, model, pool, offered * gpus_per_unit * chunk.step / 3600))
     return rows
+
+
+def bills_capacity(cluster: ClusterConfig) -> bool:
+    """Whether the cluster's bill needs its allocatable capacity: a reserved pool's, a Kueue quota's cluster or shared
+    unrequested capacity. Elsewhere capacity is only shown, and an impossible allocatable figure leaves it unknown
+    rather than refusing the day (docs/spec.md "Figures from the store")."""
+    return cluster.reserved_pools is not None or cluster.kueue is not None or cluster.unrequested == "share"
 
 
 def collect_allocatable(context: ClusterDay) -> pd.DataFrame:

@@ -23,7 +23,6 @@ give one at all (`partial_response=false`).
 from __future__ import annotations
 
 import logging
-import math
 import os
 import re
 import sys
@@ -52,16 +51,6 @@ COMPLETE_ANSWERS = {"partial_response": "false", "dedup": "true"}
 
 class PrometheusError(RunFailed):
     """A query could not be answered; the message names cluster, URL and cause."""
-
-
-def measured(value: str | float, cluster: str, what: str) -> float:
-    """A sample value that a bill, or what it shows beside it, counts: finite and not negative. A NaN or infinite
-    sample (an exporter's broken series, a store's fault) summed in would make a silently wrong ledger."""
-    number = float(value)
-    if not math.isfinite(number) or number < 0:
-        raise PrometheusError(f"Prometheus of cluster {cluster} returned an impossible {what} ({number}); "
-                              "refusing to bill it")
-    return number
 
 
 class _PartialAnswer(Exception):

@@ -130,13 +130,13 @@ class NodeKind(NamedTuple):
 
 
 @functools.cache  # warns once per odd value, not once per series and chunk
-def _replicas(value: str) -> float:
+def _replicas(label: str) -> float:
     """A replicas label's value; one that is no positive whole number bills each replica as a whole GPU."""
-    if value.isdigit() and int(value) > 0:
-        return float(value)
-    if value:
+    if label.isdigit() and int(label) > 0:
+        return float(label)
+    if label:
         log.warning("GPU replicas label value %r is no positive whole number: each replica billed as a whole GPU",
-                    value)
+                    label)
     return 1.0
 
 

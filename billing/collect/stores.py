@@ -18,6 +18,7 @@ import logging
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
+from billing.collect.figures import PODS, figure
 from billing.collect.prometheus import PrometheusSource
 from billing.config import DRA_GPU, ClusterConfig
 from billing.days import BillingDay
@@ -225,7 +226,7 @@ def store_of(source: PrometheusSource, cluster: ClusterConfig, day: BillingDay) 
             log.info("cluster %s: %s labels read from %s (%s)", cluster.name, family,
                      ", ".join(renamed.values()), "clusters[].label_names" if override is not None
                      else "a scrape with honor_labels: false renamed them")
-    busiest = max((float(value) for series in found if series["metric"].get("found") == PODS_FOUND
+    busiest = max((figure(value, PODS, series["metric"], cluster.name) for series in found if series["metric"].get("found") == PODS_FOUND
                    for _, value in series["values"]), default=0.0)
     return Store(engine, labels, SCHEDULER_FOUND in present, DRA_FOUND in present, int(busiest))
 

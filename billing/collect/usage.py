@@ -71,13 +71,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-import numpy as np
 import pandas as pd
 
 from billing import frames
 from billing.collect.asking import NodeKinds, TopControllers, at_times, map_chunks
 from billing.collect.chunks import HOUR, Chunk, chunks, hour_groups
 from billing.collect.context import ClusterDay
+from billing.collect.figures import EXPORTERS, INSTANTS, REQUESTS, RUNNING_INSTANTS, figure
 from billing.collect.prometheus import PrometheusError, PrometheusSource
 from billing.collect.promql import (
     APP_REQUESTS,
@@ -341,7 +341,7 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
     at = chunk.last
     nodes = NodeKinds(source, queries, at)
     relabelled = nodes.relabelled
-    copies_of = {series["metric"].get("uid", ""): float(series["value"][1])
+    copies_of = {series["metric"].get("uid", ""): figure(series["value"][1], EXPORTERS, series["metric"], queries.cluster)
                  for series in source.instant(queries.running_pods(), at)}
     running = frozenset(copies_of)
     copies = any(count > 1 for count in copies_of.values())
@@ -350,7 +350,8 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
                  "replaced, an HA pair or a reshard): each counted once per instant", queries.cluster,
                  datetime.fromtimestamp(chunk.end, timezone.utc).isoformat())
     exact_pods = _uids(source.instant(queries.needs_exact(copies), at))
-    covered = sum(int(float(series["value"][1])) for series in source.instant(queries.covered_instants(), at))
+    covered = sum(int(figure(series["value"][1], INSTANTS, series["metric"], queries.cluster))
+                  for series in source.instant(queries.covered_instants(), at))
     if relabelled:
         exact_pods |= _uids(source.instant(queries.pods_on(relabelled), at))
     tops = TopControllers(source, queries, at) if queries.breakdown_keys else None
@@ -377,7 +378,7 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
     rows, cpu, pending = [], {}, []
     for series in requests:  # request x Running (and bound Pending) instants, per pod the factoring is right for
         labels = series["metric"]
-        uid, request = labels.get("uid", ""), float(series["value"][1])
+        uid, request = labels.get("uid", ""), figure(series["value"][1], REQUESTS, labels, queries.cluster)
         if labels.get("resource") == "cpu":
             cpu[uid] = request
         if uid not in pods or uid in exact_pods:
@@ -393,14 +394,14 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
         log.info("%d pods resized, on relabelled nodes (%s) or with odd Running values: evaluated instant by instant",
                  len(exact_pods), ", ".join(relabelled[:3]) or "none")
         for labels, values in _exact(source, queries, chunk, exact_pods, relabelled, by_pod):
-            rows.append(row(labels, sum(float(v) for _, v in values)))
+            rows.append(row(labels, sum(figure(v, REQUESTS, labels, queries.cluster) for _, v in values)))
         if exact_held := exact_pods & held.keys():
             for labels, values in _exact(source, queries, chunk, frozenset(exact_held), relabelled, True, "Pending"):
                 reasons = held[labels.get("uid", "")]
                 by_reason: dict[str, float] = {}
                 for t, value in values:
                     reason = reasons.get(int(t), "")
-                    by_reason[reason] = by_reason.get(reason, 0.0) + float(value)
+                    by_reason[reason] = by_reason.get(reason, 0.0) + figure(value, REQUESTS, labels, queries.cluster)
                 pending += [_with_reason(row(labels, instants), reason) for reason, instants in by_reason.items()]
     instants = (chunk.end - chunk.start) // chunk.step
     columns = [*POD_COLUMNS, *frames.USAGE.columns] if by_pod else frames.USAGE.columns
@@ -408,8 +409,6 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
         at = columns.index("resource")  # workload and labels follow the namespace, as in frames.WORKLOAD_USAGE.columns
         columns = [*columns[:at], "workload", "labels", *columns[at:]]
     usage, held_pending = _hours(rows, chunk.step, columns), _hours(pending, chunk.step, [*columns[:-1], *PENDING_KEYS])
-    _refuse_impossible_values(usage, queries.cluster)  # before the rows are summed, so that no row hides another
-    _refuse_impossible_values(held_pending, queries.cluster)
     return _ChunkResult(_per_key(usage, columns), running, exact_pods, covered, instants, tops, copies,
                         pod_hours.assign(cpu=pod_hours["uid"].map(cpu)),
                         _per_key(held_pending, [*columns[:-1], *PENDING_KEYS]))
@@ -490,7 +489,7 @@ def _running_hours(source: PrometheusSource, queries: UsageQueries, chunk: Chunk
         for labels, values in answer:
             pod = (labels.get("uid", ""), labels.get("namespace", ""), labels.get("pod", ""))
             for t, value in values:
-                if instants := float(value):
+                if instants := figure(value, RUNNING_INSTANTS, labels, queries.cluster):
                     rows.append((*pod, int(t), instants))
     # names as Python objects: a row points at its pod's one string (prometheus.py shares them), where pandas' own
     # strings would copy them into every row, 1.1 M rows on a 250,000-pod day
@@ -541,7 +540,7 @@ def collect_cluster(context: ClusterDay, cost_labels: Sequence[str] | None = Non
         raw = pd.concat([raw, _per_key(pending.drop(columns="reason"), list(raw.columns[:-1]))], ignore_index=True)
     running = frozenset().union(*(r.pods for r in results))
     usage = _normalise(raw, gpu_resources)
-    _refuse_impossible_values(usage, cluster.name, highest=HIGHEST_QUANTITY)
+    _refuse_more_than_any_cluster(usage, cluster.name)
     return ClusterUsage(
         cluster=cluster.name,
         usage=usage,
@@ -593,15 +592,16 @@ def pod_usage(queries: Callable[[Chunk], UsageQueries], day: BillingDay, step: i
     return frame.groupby(keys, as_index=False, sort=True)[["quantity"]].sum()
 
 
-def _refuse_impossible_values(raw: pd.DataFrame, cluster: str, highest: float = np.inf) -> None:
-    """A NaN, infinite, negative (or, in billing units, absurdly high) request would make a silently wrong bill."""
-    bad = raw[~np.isfinite(raw["quantity"]) | (raw["quantity"] < 0) | (raw["quantity"] > highest)]
-    if len(bad):
-        first = bad.iloc[0]
+def _refuse_more_than_any_cluster(usage: pd.DataFrame, cluster: str) -> None:
+    """Resource-hours of one namespace-day beyond HIGHEST_QUANTITY: each figure passed the gate (collect/figures.py),
+    but enough of them summed would be more than any cluster has, and more money than reports can show."""
+    huge = usage[usage["quantity"] > HIGHEST_QUANTITY]
+    if len(huge):
+        first = huge.iloc[0]
         raise PrometheusError(
-            f"Prometheus of cluster {cluster} returned an impossible {first['resource']} request or Running value "
-            f"({first['quantity']}) for namespace {first['namespace']!r}; refusing to bill it"
-        )
+            f"Prometheus of cluster {cluster} returned {first['quantity']:g} {first['resource']} resource-hours for "
+            f"namespace {first['namespace']!r} in one day, more than the {HIGHEST_QUANTITY:g} of any cluster; "
+            "refusing to bill it")
 
 
 def billing_units(raw: pd.DataFrame, gpu_resources: GpuResources) -> pd.DataFrame:

@@ -85,7 +85,8 @@ from billing import frames
 from billing.collect.asking import Sampled, TopControllers, at_times, map_chunks
 from billing.collect.chunks import Chunk, hour_groups, hours_of, whole_hours
 from billing.collect.context import ClusterDay
-from billing.collect.prometheus import PrometheusSource, measured
+from billing.collect.figures import CPU_SECONDS, IDLE_GPUS, REQUESTS, figure
+from billing.collect.prometheus import PrometheusSource
 from billing.collect.promql import (
     CONTROLLED,
     DRA_HELD,
@@ -240,7 +241,7 @@ def _group_waste(queries: WasteQueries, hours: list[Chunk], answer: Sampled, use
         weight = queries.gpus_per_instance(labels) if part == IDLE_GPU_INSTANCE else 1.0
         namespace, pod = labels.get("namespace", ""), labels.get("pod", "")
         for t, value in values:
-            instants = measured(value, queries.cluster, f"{PARTS[part]} sample for pod {namespace}/{pod}")
+            instants = figure(value, IDLE_GPUS, labels, queries.cluster)
             add(PARTS[part], at[t], namespace, pod, instants * weight)
     if any(hour is not None for hour in used):
         measures["unused_cpu_core_hours"] = {}
@@ -282,8 +283,7 @@ def _resized_requests(source: PrometheusSource, queries: WasteQueries, resized: 
     for query in in_pieces(resized, queries.cpu_requests):
         for labels, values in at_times(source, query, ends, ranged)[0]:
             for t, value in values:
-                hourly[at[t]][labels.get("uid", "")] = measured(value, queries.cluster,
-                                                                f"cpu request of pod uid {labels.get('uid', '')}")
+                hourly[at[t]][labels.get("uid", "")] = figure(value, REQUESTS, labels, queries.cluster)
     return hourly
 
 
@@ -306,8 +306,7 @@ def _cpu_used(counters: Sampled, times: list[float], cluster: str) -> list[PodSe
         if not labels:  # the series that answers at every time
             continue
         pod = (labels.get("namespace", ""), labels.get("pod", ""))
-        what = f"{CPU_USAGE} sample of pod {pod[0]}/{pod[1]}"
-        last: dict[int, float] = {at[t]: measured(value, cluster, what) for t, value in values}
+        last: dict[int, float] = {at[t]: figure(value, CPU_SECONDS, labels, cluster) for t, value in values}
         for j, value in last.items():
             if j == 0:
                 continue

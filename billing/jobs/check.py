@@ -26,9 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from billing.charge.bound_pending import held_sentence
+from billing.collect.capacity import bills_capacity, collect_allocatable
 from billing.collect.chunks import Chunk
 from billing.collect.context import ClusterDay, cluster_day
-from billing.collect.kueue import NOMINAL
+from billing.collect.figures import ALLOCATABLE, ImpossibleFigure
+from billing.collect.kueue import NOMINAL, collect_quotas
 from billing.collect.preflight import day_queries, no_samples, preflight, window_of
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.promql import (
@@ -310,6 +312,23 @@ def workload_series(context: ClusterDay, cost_labels: list[str]) -> str:
     return f"pods' controllers{labels} have samples on {day.date}"
 
 
+def store_figures(context: ClusterDay) -> str:
+    """Whether the day's allocatable figures, and Kueue's, pass the gate as the run reads them (docs/spec.md "Figures
+    from the store"): an impossible one fails where the bill needs it and warns where capacity is only shown; Kueue
+    replicas that disagree without a role fail, naming both figures."""
+    cluster, day = context.cluster, context.day.date
+    try:
+        collect_allocatable(context)
+        quotas = collect_quotas(context)
+    except ImpossibleFigure as refused:
+        if bills_capacity(cluster) or refused.family.series != ALLOCATABLE.series:
+            raise refused.on(day) from None
+        raise CheckWarning(f"on {day} the capacity is unknown: {refused.reason}; the run bills the day without it, "
+                           "as no reserved pool, Kueue quota or shared unrequested capacity needs it") from None
+    kueue = f" and Kueue's quotas ({len(quotas)} figures, one replica's each)" if cluster.kueue is not None else ""
+    return f"allocatable capacity{kueue} on {day}: every figure possible"
+
+
 def kueue_queues(context: ClusterDay) -> str:
     """Which ClusterQueues Kueue's quota series name on the day, and the teams they map to (docs/spec.md "Kueue
     quotas"); warnings for a queue that maps to no team (its quota is billed to nobody), a listed queue the store
@@ -437,6 +456,7 @@ def check_all(config: Config, day: date | None = None) -> Iterator[Probe]:
             yield _timed(f"kueue {cluster.name}", partial(kueue_queues, context))
         if config.workloads.enabled:
             yield _timed(f"workloads {cluster.name}", partial(workload_series, context, config.cost_labels))
+        yield _timed(f"figures {cluster.name}", partial(store_figures, context))
     yield _timed("directory", lambda: check_directory(config.directory))
     yield _timed("database", lambda: database(config.database))
     if config.email.enabled:

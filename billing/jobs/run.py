@@ -20,8 +20,9 @@ from billing.charge.pricing import price, price_holdings, reserve_pools, share_u
 from billing.charge.quotas import quota_hours, quota_rows, unlent_borrowing
 from billing.charge.workloads import kept_since, workload_costs
 from billing.collect.audit import audit_cluster
-from billing.collect.capacity import collect_allocatable
+from billing.collect.capacity import bills_capacity, collect_allocatable
 from billing.collect.context import ClusterDay, cluster_day
+from billing.collect.figures import ImpossibleFigure
 from billing.collect.kueue import collect_quotas
 from billing.collect.preflight import preflight, refuse_missing
 from billing.collect.prometheus import PrometheusSource
@@ -186,6 +187,7 @@ class _Collected:
     wasted: pd.DataFrame  # frames.WASTE and cluster
     workload_wasted: pd.DataFrame  # waste.WORKLOAD_WASTE_KEYS, MEASURES and cluster; no rows with workloads off
     quotas: pd.DataFrame  # collect/kueue.SAMPLES; none without `kueue`
+    capacity_unknown: str = ""  # why `capacity` has no rows, where an impossible figure left it unknown
 
 
 def _collect_cluster(config: Config, cluster: ClusterConfig, period: BillingDay) -> _Collected:
@@ -194,8 +196,15 @@ def _collect_cluster(config: Config, cluster: ClusterConfig, period: BillingDay)
 
 def collect_from(config: Config, cluster: ClusterConfig, period: BillingDay, source: PrometheusSource) -> _Collected:
     """One cluster-day from its store; refused when a family the bill needs has no sample (`billing check`'s
-    preflight), when the store holds no data or when it fails its self-audit. (The demo's recorder asks the same
-    questions through a recording source.)"""
+    preflight), when the store holds no data, when a figure is impossible (collect/figures.py) or when it fails its
+    self-audit. (The demo's recorder asks the same questions through a recording source.)"""
+    try:
+        return _collected(config, cluster, period, source)
+    except ImpossibleFigure as refused:
+        raise refused.on(period.date) from None
+
+
+def _collected(config: Config, cluster: ClusterConfig, period: BillingDay, source: PrometheusSource) -> _Collected:
     context = cluster_day(cluster, period, int(config.step), config.gpu_resources, source)  # the store asked once
     refuse_missing(preflight(context, config.workloads.enabled))
     cost_labels = config.cost_labels if config.workloads.enabled else None
@@ -207,15 +216,30 @@ def collect_from(config: Config, cluster: ClusterConfig, period: BillingDay, sou
         audit = audit_cluster(context, usage.running, usage.exact, config.audit.pods)
         log.info("cluster %s: self-audit of %d pods instant by instant agrees (%d queries, %.2f s)", cluster.name,
                  audit.pods, audit.queries, audit.seconds)
-    allocatable = collect_allocatable(context)
+    allocatable, capacity_unknown = _allocatable(context)
     wasted, workload_wasted = _collect_waste(config, context, usage)
-    capacity = unrequested_capacity(allocatable, usage.usage, cluster.prices_on(period.date), cluster.name)
+    capacity = (frames.CAPACITY.empty() if allocatable is None
+                else unrequested_capacity(allocatable, usage.usage, cluster.prices_on(period.date), cluster.name))
     quotas = collect_quotas(context)
     _log_cluster(usage)
     _log_capacity(cluster.name, capacity)
     billed = replace(usage, pod_hours=frames.POD_HOURS.empty())  # waste's alone: not held through the bill
     return _Collected(billed, capacity, wasted.assign(cluster=cluster.name),
-                      workload_wasted.assign(cluster=cluster.name), quotas)
+                      workload_wasted.assign(cluster=cluster.name), quotas, capacity_unknown)
+
+
+def _allocatable(context: ClusterDay) -> tuple[pd.DataFrame | None, str]:
+    """The cluster's allocatable capacity, and ''; or where its bill needs none (capacity.bills_capacity) and a
+    figure of it is impossible, None and why, which the night's log says and the pages show."""
+    try:
+        return collect_allocatable(context), ""
+    except ImpossibleFigure as refused:
+        if bills_capacity(context.cluster):
+            raise
+        log.warning("cluster %s: its capacity on %s is unknown: %s; its bill needs none (no reserved pool, Kueue quota "
+                    "or shared unrequested capacity), so the day is billed", context.cluster.name, context.day.date,
+                    refused.reason)
+        return None, refused.reason
 
 
 def _collect_waste(config: Config, context: ClusterDay, usage: ClusterUsage) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -258,7 +282,8 @@ def _bill(config: Config, ledger: Engine, day: date, prices: dict[str, Prices], 
 
     bill = DayBill(rows, capacity, attribute_waste(wasted, ownership), held, workloads,
                    attribute_waste(workload_wasted, ownership) if workloads is not None else None,
-                   {c.usage.cluster: c.usage.coverage for c in collected}, bound_pending=bound_pending, unlent=unlent)
+                   {c.usage.cluster: c.usage.coverage for c in collected}, bound_pending=bound_pending, unlent=unlent,
+                   capacity_unknown={c.usage.cluster: c.capacity_unknown for c in collected if c.capacity_unknown})
     written = replace_day(
         ledger, day, bill, config.currency,
         snapshot=None if directory_warning else directory_to_json(directory), directory_note=directory_warning,

@@ -148,6 +148,14 @@ def incomplete(engine: Engine, first: date, last: date) -> list[tuple[date, str,
     return [(row.day, row.cluster, row.coverage) for row in fetch_rows(engine, query, "data coverage")]
 
 
+def unknown_capacity(engine: Engine, day: date) -> list[tuple[str, str]]:
+    """(cluster, why) of every cluster whose capacity of the day is unknown."""
+    query = (select(cluster_days.c.cluster, cluster_days.c.capacity_unknown)
+             .where(cluster_days.c.day == day, cluster_days.c.capacity_unknown != "")
+             .order_by(cluster_days.c.cluster))
+    return [(row.cluster, row.capacity_unknown) for row in fetch_rows(engine, query, "capacity unknown")]
+
+
 def read_capacity(engine: Engine, day: date) -> pd.DataFrame:
     """Each cluster's capacity of a day (frames.CAPACITY.columns); no rows for a day run before capacity was kept."""
     query = select(cluster_capacity).where(cluster_capacity.c.day == day).order_by(

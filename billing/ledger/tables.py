@@ -78,6 +78,9 @@ cluster_days = Table(  # how complete each cluster's data of a day was (data gap
     Column("cluster", Text, primary_key=True),
     # share of the day's instants at which kube-state-metrics data was there; below 1 the day is incomplete
     Column("coverage", Double, nullable=False),
+    # why the cluster's capacity of the day is unknown (an impossible allocatable figure it did not need to bill);
+    # '' where it is known
+    Column("capacity_unknown", Text, nullable=False, server_default=""),
 )
 
 

@@ -132,7 +132,9 @@ def replace_day(
             )
             conn.execute(delete(cluster_days).where(cluster_days.c.day == day))
             if coverage:
-                conn.execute(insert(cluster_days), [{"day": day, "cluster": c, "coverage": v} for c, v in coverage.items()])
+                conn.execute(insert(cluster_days), [{"day": day, "cluster": c, "coverage": v,
+                                                     "capacity_unknown": bill.capacity_unknown.get(c, "")}
+                                                    for c, v in coverage.items()])
             conn.execute(delete(cluster_capacity).where(cluster_capacity.c.day == day))
             if len(capacity):
                 _insert(conn, cluster_capacity, capacity[frames.CAPACITY.columns].assign(day=day))

@@ -31,6 +31,7 @@ from billing.ledger.read import (
     read_waste,
     read_workload_totals,
     run_notes,
+    unknown_capacity,
 )
 from billing.publish.budgets import BudgetStatus
 from billing.publish.formatting import cents, held_gpus, money_sums, quantity, total
@@ -148,6 +149,7 @@ class DayReport:
     # cluster, resource, gpu_model, pool, allocatable, requested, requested_share, unrequested,
     # unrequested_cost, unrequested_charged_to
     capacity: tuple[dict, ...] = ()
+    capacity_unknown: tuple[tuple[str, str], ...] = ()  # (cluster, why) whose capacity the run could not read
     waste: tuple[dict, ...] = ()  # team, idle_gpu_hours, unused_cpu_core_hours (None: not measured)
     held_before_running: tuple[dict, ...] = ()  # team, cluster, resource, gpu_model, quantity, cost, reason, charged
     people: dict[str, str] = field(default_factory=dict)  # uid -> display name (cn) from the stored directory
@@ -188,6 +190,7 @@ def read_report(engine: Engine, day: date, currency: str, unallocated_team: str)
                      held_before_running=held_rows(pending[pending["team"] == t.team], "owner"))
              for t in report.teams]
     report = replace(report, directory_note=directory_note(engine, day), incomplete=gaps, capacity=capacity,
+                     capacity_unknown=tuple(unknown_capacity(engine, day)),
                      teams=teams, waste=_waste(wasted, "team"), held_before_running=held_rows(pending, "team"))
     report = with_workloads(report, read_workload_totals(engine, day - timedelta(days=1), day))
     return replace(report, archive=read_archive(engine))

@@ -1,3 +1,4 @@
+import re
 from datetime import date
 from typing import NamedTuple
 from zoneinfo import ZoneInfo
@@ -6,6 +7,7 @@ import pytest
 
 from billing.collect.chunks import chunks, hours_of
 from billing.collect.context import cluster_day
+from billing.collect.figures import ImpossibleFigure
 from billing.collect.prometheus import PrometheusError
 from billing.collect.promql import quote
 from billing.collect.stores import DEFAULT_STORE
@@ -208,7 +210,8 @@ def test_exact_results_take_the_model_per_instant_on_relabelled_nodes_and_the_no
 @pytest.mark.parametrize("value", ["NaN", "+Inf", "-1"])
 def test_impossible_values_are_refused(value):
     source = FakePrometheus(pods=[Pod("u-1", "alice", "n", {"cpu": value}, per_hour=1)])
-    with pytest.raises(PrometheusError, match="impossible cpu request .* namespace 'alice'"):
+    with pytest.raises(ImpossibleFigure, match=rf'cluster jaguar: kube_pod_container_resource_requests{{namespace="alice", '
+                                               rf'pod="u-1", resource="cpu", uid="u-1"}} is {re.escape(value)}, which a pod'):
         collect_cluster(cluster_day(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE))
 
 

@@ -1,5 +1,6 @@
 """billing.collect.waste without a server: which measures a day has, and how they are split over teams."""
 
+import re
 from datetime import date
 from zoneinfo import ZoneInfo
 
@@ -9,7 +10,7 @@ import pytest
 from billing import frames
 from billing.collect.chunks import hours_of
 from billing.collect.context import cluster_day
-from billing.collect.prometheus import PrometheusError
+from billing.collect.figures import ImpossibleFigure
 from billing.collect.stores import DEFAULT_STORE
 from billing.collect.waste import MEASURES, _cpu_used, _requested, attribute_waste, collect_waste, waste_by_namespace
 from billing.config import ClusterConfig
@@ -131,8 +132,8 @@ class ImpossibleIdleGpus(Answers):
 
 @pytest.mark.parametrize("value", ["NaN", "+Inf", "-10"])
 def test_an_impossible_idle_gpu_sample_is_refused(value):
-    with pytest.raises(PrometheusError, match=rf"Prometheus of cluster jaguar returned an impossible idle_gpu_hours "
-                                              rf"sample for pod alice/ \({float(value)}\); refusing to bill it"):
+    with pytest.raises(ImpossibleFigure, match=rf'cluster jaguar: DCGM_FI_DEV_GPU_UTIL{{measure="idle_gpu", '
+                                               rf'namespace="alice"}} is {re.escape(value)}, which a count of instants'):
         collect_waste(cluster_day(CLUSTER, DAY, 60, ["nvidia_com_gpu"], ImpossibleIdleGpus(value), DEFAULT_STORE), 5.0)
 
 
@@ -141,5 +142,6 @@ def test_an_impossible_cpu_counter_is_refused(value):
     # by hand, a good counter: 50 core-seconds by the first hour's end, 80 by the second's: 30 used in the second
     run = {"namespace": "alice", "pod": "a", "container": "main", "id": "1", "cpu": "total"}
     assert _cpu_used([(run, [(0.0, "50"), (3600.0, "80")])], [0.0, 3600.0], "jaguar") == [{("alice", "a"): 30.0}]
-    with pytest.raises(PrometheusError, match=r"impossible container_cpu_usage_seconds_total sample of pod alice/a"):
+    with pytest.raises(ImpossibleFigure, match=r'container_cpu_usage_seconds_total{container="main", cpu="total", '
+                                               r'id="1", namespace="alice", pod="a"} is [-+NI]'):
         _cpu_used([(run, [(0.0, "50"), (3600.0, value)])], [0.0, 3600.0], "jaguar")

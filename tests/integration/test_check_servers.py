@@ -63,7 +63,7 @@ def test_one_prometheus_up_and_one_down(prometheus_server, config):
     assert result.exit_code == 1
     assert status(result.stdout) == {
         "config": "ok", "prices jaguar": "ok", "prometheus jaguar": "ok", "series jaguar": "FAIL",
-        "requests jaguar": "ok", "held jaguar": "ok", "workloads jaguar": "WARN",
+        "requests jaguar": "ok", "held jaguar": "ok", "workloads jaguar": "WARN", "figures jaguar": "ok",
         "prices ibis": "ok", "prometheus ibis": "FAIL",
         "directory": "ok", "database": "WARN", "email": "ok",  # WARN: no ledger yet, and a check makes none
     }

@@ -1,0 +1,118 @@
+"""The one gate every figure read from a store passes (docs/spec.md "Figures from the store").
+
+A collector never turns a sample value of an answer into a number itself: it asks `figure`, naming the family
+the value belongs to. A family knows what is possible for its figures: finite, not negative, and not beyond a
+bound far above any real cluster (a pod holding 1e13 GPUs is an exporter's fault, not a bill). Kueue writes a
+lending limit it was not given as +Inf, which its family reads as "unset". A figure outside that refuses the
+cluster-day: a NaN or infinite figure summed into a bill makes a silently wrong ledger, and a negative one
+quietly drops rows. tests/collect/test_figures.py fails on a collector that reads a value any other way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date
+
+from billing.errors import RunFailed
+
+CORES, BYTES, DEVICES = "cores", "bytes", "devices"
+
+
+def unit_of(resource: str) -> str:
+    """What a resource is counted in: kube-state-metrics' and Kueue's names alike (memory and ephemeral storage in
+    bytes, GPUs, slices and other devices one by one)."""
+    if resource == "cpu":
+        return CORES
+    return BYTES if resource in ("memory", "ephemeral-storage", "ephemeral_storage") else DEVICES
+
+
+# Bounds far above any real figure: no node has 100,000 cores, a PiB of memory or 100,000 GPUs, and no cluster
+# 100 times as many. A figure beyond them is an exporter's or a store's fault.
+NODE = {CORES: 1e5, BYTES: float(2**50), DEVICES: 1e5}
+CLUSTER = {unit: 100 * highest for unit, highest in NODE.items()}
+COUNT = 1e9  # instants, exporters, pods, nodes: counted by the store
+
+
+@dataclass(frozen=True)
+class Family:
+    """The figures of one kind a collector reads: `series` as the sentence names them, `what` one of them is, the
+    highest per unit (`highest`, resource from the `resource` label; None: only a count's bound) and the fix."""
+
+    series: str
+    what: str
+    fix: str
+    highest: Mapping[str, float] = field(default_factory=lambda: {DEVICES: COUNT})
+    infinite_is_unset: bool = False  # +Inf means "no limit" (Kueue's lending limit)
+
+    def bound(self, labels: Mapping[str, str], times: float) -> float:
+        """The highest possible figure of a series with these labels, summed over `times` instants."""
+        return self.highest.get(unit_of(labels.get("resource", "")), max(self.highest.values())) * times
+
+
+_KSM_FIX = "correct the pod's spec or kube-state-metrics' export of it"
+REQUESTS = Family("kube_pod_container_resource_requests", "a pod's request (docs/spec.md rule 3: its containers', "
+                  "init containers', overhead or kube-scheduler's figure)", _KSM_FIX, NODE)
+ALLOCATABLE = Family("kube_node_status_allocatable", "a node's allocatable capacity",
+                     "correct the node's status.allocatable or kube-state-metrics' export of it", NODE)
+_KUEUE_FIX = "correct the ClusterQueue or the kueue-controller-manager scrape that reports it"
+NOMINAL_QUOTA = Family("kueue_cluster_queue_nominal_quota", "a ClusterQueue's nominal quota", _KUEUE_FIX, CLUSTER)
+QUEUE_USAGE = Family("kueue_cluster_queue_resource_usage", "a ClusterQueue's admitted usage", _KUEUE_FIX, CLUSTER)
+LENDING_LIMIT = Family("kueue_cluster_queue_lending_limit", "a ClusterQueue's lending limit", _KUEUE_FIX, CLUSTER,
+                       infinite_is_unset=True)
+RUNNING_INSTANTS = Family("kube_pod_status_phase", "a count of the instants a pod was Running or Pending",
+                          "correct kube-state-metrics' kube_pod_status_phase")
+EXPORTERS = Family("kube_pod_status_phase", "a count of the exporters that reported a pod",
+                   "correct the kube-state-metrics scrapes")
+INSTANTS = Family("kube_node_labels", "a count of the instants with kube-state-metrics data",
+                  "correct the kube-state-metrics scrapes")
+NODES = Family("kube_node_status_allocatable", "a count of nodes", "correct the kube-state-metrics scrapes")
+PODS = Family("kube_pod_info", "a count of pods", "correct the kube-state-metrics scrapes")
+IDLE_GPUS = Family("DCGM_FI_DEV_GPU_UTIL", "a count of instants a GPU was idle",
+                   "correct dcgm-exporter or its scrape")
+# a counter since the container started: years of many cores are possible
+CPU_SECONDS = Family("container_cpu_usage_seconds_total", "a container's CPU seconds used",
+                     "correct the kubelet's cAdvisor scrape", {DEVICES: math.inf})
+# the self-audit reads every series of its pods again, their samples' timestamps among them
+SAMPLE = Family("kube-state-metrics", "a sample the self-audit reads again", _KSM_FIX, {DEVICES: math.inf})
+
+
+class ImpossibleFigure(RunFailed):
+    """A store answered a figure its family cannot hold; the day is refused before anything is written."""
+
+    def __init__(self, cluster: str, family: Family, labels: Mapping[str, str], value: float, times: float,
+                 day: date | None = None):
+        self.cluster, self.family, self.labels, self.value, self.times = cluster, family, labels, value, times
+        shown = ", ".join(f'{name}="{text}"' for name, text in sorted(labels.items()) if name != "__name__")
+        where = f"cluster {cluster}" + (f" on {day}" if day else "")
+        summed = f" summed over {times:g} instants" if times != 1 else ""
+        # what is wrong and its fix, without the refusal: where a figure is shown only, what the pages say
+        self.reason = (f"{family.series}{{{shown}}} is {written(value)}{summed}, which {family.what} cannot be (a "
+                       f"finite number from 0 to {family.bound(labels, times):g}); {family.fix}")
+        super().__init__(f"{where}: {self.reason}, then run the day again; nothing was billed")
+
+    def on(self, day: date) -> ImpossibleFigure:
+        """The same refusal, naming the day (the collectors ask per chunk, the jobs know the day)."""
+        return ImpossibleFigure(self.cluster, self.family, self.labels, self.value, self.times, day)
+
+
+def written(value: float) -> str:
+    """A figure as Prometheus writes it: NaN, +Inf, -Inf, 1e+13."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return f"{value:g}"
+
+
+def figure(value: str | float, family: Family, labels: Mapping[str, str], cluster: str, times: float = 1.0) -> float:
+    """A sample value of an answer as a number, or ImpossibleFigure: finite, at least 0 and at most the family's
+    bound for the series' resource (`times`: instants the store summed it over). A family whose +Inf means unset
+    gives math.inf for it."""
+    number = float(value)
+    if family.infinite_is_unset and number == math.inf:
+        return number
+    if not (math.isfinite(number) and 0 <= number <= family.bound(labels, times)):
+        raise ImpossibleFigure(cluster, family, labels, number, times)
+    return number
