@@ -635,7 +635,8 @@ def check(day: date | None) -> None:
     Per cluster: the store and its version, then whether the day's samples
     hold every series the bill needs (with the fix for each missing one).
     WARN lines (e.g. GPU resources that gpu_resources does not list) do not
-    fail. Exit status 1 if any dependency fails, 2 if the config is invalid. Example:
+    fail. Exit status 1 if any dependency fails, 2 if the config is invalid
+    (also where it names a team or person the directory does not hold). Example:
 
     \b
         billing check --config /etc/billing/billing.yaml
@@ -645,12 +646,12 @@ def check(day: date | None) -> None:
 
     config, probe = check_config(_config_path())
     click.echo(redact(probe.line()))
-    failures = 0
+    status = 0
     for probe in check_all(config, day):
         click.echo(redact(probe.line()))
-        failures += not probe.ok
-    if failures:
-        sys.exit(1)
+        status = status if probe.ok else max(status, probe.exit_status)
+    if status:
+        sys.exit(status)
 
 
 @main.command()
