@@ -5,8 +5,10 @@ import re
 import stat
 from decimal import Decimal
 from email import message_from_bytes, policy
+from pathlib import Path
 
 import pandas as pd
+import yaml
 from click.testing import CliRunner
 from sqlalchemy import create_engine
 
@@ -211,3 +213,42 @@ def test_the_demos_newest_cluster_bills_kueue_quotas(demo_run):
     assert quota.to_dict() == {"vision": 4 * 36 + 6 * 36, "nlp": 4 * 72, "speech": 2 * 72}  # GPU-hours over 3 days
     lent = ledger[ledger["resource"] == "lent-gpu"]
     assert set(lent["team"]) == {"nlp"} and set(lent["namespace"]) == {"team-vision"} and (lent["cost"] < 0).all()
+
+
+DEMO_CONFIG = Path(__file__).resolve().parents[2] / "fixtures" / "demo" / "billing.yaml"
+
+
+def test_the_demos_check_has_its_kueue_line_from_the_recorded_answers():
+    """jaguar's three ClusterQueues of the cohort research (fixtures/demo/world.py `with_kueue`), each to its team
+    (fixtures/demo/billing.yaml), asked as the run asks them: the recordings answer it."""
+    result = CliRunner().invoke(main, ["check", "--date", "2026-11-17", "--config", str(DEMO_CONFIG)])
+    [line] = [line for line in result.stdout.splitlines() if line[6:26].strip() == "kueue jaguar"]
+    assert line.rsplit(" (", 1)[0] == ("ok    kueue jaguar          ClusterQueues on 2026-11-17: nlp-gpu (cohort research) "
+                                       "-> nlp; speech-gpu (cohort research) -> speech; vision-gpu (cohort research) "
+                                       "-> vision")
+
+
+def test_the_demo_without_its_flavor_refuses_the_day_instead_of_billing_its_quotas_twice(tmp_path):
+    """Without `h100: NVIDIA-H100-80GB-HBM3` the day was billed 12,319.96 instead of 12,579.16: the quotas at gpu_hour
+    under no model, the queues' H100 use no longer credited. Now run and check name flavor, queues and key."""
+    settings = yaml.safe_load(DEMO_CONFIG.read_text())
+    for cluster in settings["clusters"]:
+        cluster["prometheus"]["replay"] = str(DEMO_CONFIG.parent / cluster["prometheus"]["replay"])
+    del settings["clusters"][0]["kueue"]["flavors"]
+    settings.update(database=f"sqlite:///{tmp_path / 'ledger.db'}", output_dir=str(tmp_path / "reports"),
+                    directory={**settings["directory"], "ldif": str(DEMO_CONFIG.parent / "directory.ldif")},
+                    email={"enabled": False})
+    path = tmp_path / "billing.yaml"
+    path.write_text(yaml.safe_dump(settings, sort_keys=False))  # gpu_resources in order: the recorded questions'
+    sentence = ("ClusterQueues nlp-gpu, speech-gpu and vision-gpu hold GPUs of flavor h100, which "
+                "clusters[0].kueue.flavors does not name: add h100 with the GPU model its nodes have")
+
+    run = CliRunner().invoke(main, ["run", "--date", "2026-11-17", "--config", str(path)])
+    checked = CliRunner().invoke(main, ["check", "--date", "2026-11-17", "--config", str(path)])
+
+    assert run.exit_code == 1 and run.stderr.splitlines()[-1] == (
+        f"billing: cluster jaguar on 2026-11-17: {sentence}; nothing was billed and the day stays missing")
+    assert not (tmp_path / "ledger.db").exists() or pd.read_sql(
+        "select * from chargeback", create_engine(f"sqlite:///{tmp_path / 'ledger.db'}")).empty
+    [line] = [line for line in checked.stdout.splitlines() if line[6:26].strip() == "kueue jaguar"]
+    assert checked.exit_code == 1 and line.startswith("FAIL") and sentence in line

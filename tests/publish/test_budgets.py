@@ -119,6 +119,8 @@ def test_teams_without_a_budget_show_no_budget(budget_job, tmp_path):
     settings = yaml.safe_load(Path(config).read_text())
     settings["budgets"] = {"monthly": {"vision": 10}}
     Path(config).write_text(yaml.safe_dump(settings))
+    with (tmp_path / "directory.ldif").open("a") as directory:  # a budget names a team of the directory
+        directory.write("\ndn: cn=vision,ou=teams,dc=example,dc=org\nobjectClass: groupOfNames\ncn: vision\n")
     run(config, "run", "--date", "2026-11-02")
     assert "budget" not in (tmp_path / "reports" / "2026-11-02" / "teams" / "robotics.html").read_text().lower()
     assert "Budgets for" not in (tmp_path / "reports" / "2026-11-02" / "index.html").read_text()
