@@ -92,8 +92,9 @@ def shown_amounts(statement: Statement) -> dict[StatementLine, Decimal]:
     are on: a recovered cluster's lines add up to its cost. A team's page then shows a Rounding row where its
     lines do not add up to its own total, rounded once (docs/spec.md "Rounding: one figure everywhere")."""
     shown: dict[StatementLine, Decimal] = {}
+    every = statement.whole or statement.lines  # a team's statement: its lines rounded among every team's
     for cluster in {line.cluster for line in statement.lines}:
-        lines = [line for line in statement.lines if line.cluster == cluster]
+        lines = [line for line in every if line.cluster == cluster]
         shown.update(zip(lines, to_the_cent([line.amount for line in lines])))
     return shown
 

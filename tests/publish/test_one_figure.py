@@ -98,12 +98,43 @@ def test_a_recovered_clusters_lines_on_the_statement_add_up_to_its_cost(tmp_path
         ["1.00 USD", "2.33 USD", "3.33 USD"],
         ["1.01 USD", "2.33 USD", "-0.01 USD", "3.33 USD"],
     ]
+    # the summary's subtotals are each their lines' exact sum rounded once (issue 52): usage 1.005 reads 1.01 on
+    # every team's page, recovery 2.33, and a Rounding row of -0.01 to the team's 3.33
     summaries = [page.tables[f"summary-{n}"] for n in (1, 2, 3)]
     assert [[row[1] for row in summary] for summary in summaries] == [
-        ["1.00 USD", "2.33 USD", "3.33 USD"],
-        ["1.00 USD", "2.33 USD", "3.33 USD"],
-        ["1.01 USD", "2.33 USD", "-0.01 USD", "3.33 USD"],
-    ]
+        ["1.01 USD", "2.33 USD", "-0.01 USD", "3.33 USD"]] * 3
+
+
+def test_a_teams_statement_lines_are_the_same_with_and_without_team(tmp_path):
+    """Issue 52: heron's A100 line read 17.12 on the whole statement and 17.11 with --team, and a Rounding row was
+    on one only: with --team, the cluster's lines were rounded among the team's lines alone. By hand: teams a and
+    b each pay 1.005 on heron in October; heron's 2.01 takes one cent off the two lines' 1.01 + 1.01, from the
+    earlier tie, a's: a reads 1.00 and b 1.01 on the whole statement, and on its own (a: 1.00 and a Rounding row
+    of +0.01 to its 1.01)."""
+    engine = open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
+    write_month(engine, OCT, {date(2026, 10, 5): [("heron", f"ns-{t}", t, None, "cpu", "", 1.0, 1.005, 1.005)
+                                                    for t in ("a", "b")]})
+    whole = read_page(statement_html(build_statement(engine, OCT, "USD", {})))
+    assert [row[3] for row in whole.tables["lines-1"][1:]] == ["1.00 USD", "0.01 USD", "1.01 USD"]
+    assert [row[3] for row in whole.tables["lines-2"][1:]] == ["1.01 USD", "1.01 USD"]
+    for number, team in ((1, "a"), (2, "b")):
+        alone = read_page(statement_html(build_statement(engine, OCT, "USD", {}, team)))
+        assert alone.tables["lines-1"] == whole.tables[f"lines-{number}"]
+        assert alone.tables["summary-1"] == whole.tables[f"summary-{number}"]
+
+
+def test_a_statements_subtotals_are_their_lines_exact_sums_rounded_once(tmp_path):
+    """Issue 52: the statement's "Usage at list price" read a cent off `billing report`'s list cost: it added the
+    lines as moved to make their cluster add up. By hand: team a pays 1.005 for CPU and 1.005 of unrequested
+    capacity on ibis; ibis' 2.01 takes a cent off the earlier line (CPU 1.00, unrequested 1.01), but usage at list
+    price is 1.005 and reads 1.01, as unrequested does, and a Rounding row of -0.01 makes the team's 2.01."""
+    engine = open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
+    write_month(engine, OCT, {date(2026, 10, 5): [("ibis", "ns-a", "a", None, resource, "", 1.0, 1.005, 1.005)
+                                                    for resource in ("cpu", "unrequested-cpu")]})
+    page = read_page(statement_html(build_statement(engine, OCT, "USD", {})))
+    assert [row[3] for row in page.tables["lines-1"][1:]] == ["1.00 USD", "1.01 USD", "2.01 USD"]
+    assert page.tables["summary-1"] == [["Usage at list price", "1.01 USD"], ["Unrequested capacity (shared)", "1.01 USD"],
+                                        ["Rounding", "-0.01 USD"], ["Total", "2.01 USD"]]
 
 
 
