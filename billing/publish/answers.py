@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from billing.publish.dayview import DayReport, TrendDay
+    from billing.publish.digest import PersonalDigest
     from billing.publish.statement import Statement
 
 LISTED_RANGES = 10  # runs of missing days a sentence names; the rest are counted
@@ -75,6 +76,20 @@ def team_budget(ledger: Engine, config: Config, team: str, as_of: date) -> Budge
     """A team's month of `as_of` against its budget (the config's, else the directory's; None if it has none)."""
     budget = team_budgets(config.budgets, stored_directory(ledger)).get(team)
     return read_budget_status(ledger, team, as_of, budget)
+
+
+def budget_statuses(ledger: Engine, budgets: dict[str, float], day: date) -> dict[str, BudgetStatus]:
+    """Each budgeted team's month as of `day`, as its page, email and `billing report` show it: what a budget alert
+    compares with its thresholds, so that an alert's figure is the page's."""
+    return {team: read_budget_status(ledger, team, day, budget) for team, budget in sorted(budgets.items())}
+
+
+def digests(ledger: Engine, config: Config, day: date) -> list[PersonalDigest]:
+    """Each person's own summary that the run of `day` sends (`email.personal`): none on a day without one."""
+    from billing.publish.digest import digest_period, read_digests  # when asked: see the module's docstring
+
+    period = digest_period(day, config.email.personal)
+    return read_digests(ledger, *period, config.currency, config.reports_url) if period else []
 
 
 def day_report(ledger: Engine, config: Config, day: date) -> DayReport:
