@@ -23,7 +23,7 @@ from sqlalchemy import Engine
 from billing.config import EmailConfig
 from billing.directory.people import Directory
 from billing.ledger import messages
-from billing.ledger.months import month_closed
+from billing.ledger.read import month_closed
 from billing.notify.deliveries import deliver_once
 from billing.notify.mail import Envelope, Letter, MailError, build_message
 from billing.publish.answers import budget_statuses

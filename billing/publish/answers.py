@@ -29,12 +29,14 @@ from billing.ledger.read import (
     read_recovery,
     read_rows,
     read_workload_costs,
+    recovered,
     run_record,
     stored_directory,
     waste_sums,
 )
 from billing.publish.budgets import FORECAST_METHOD as FORECAST_METHOD  # said beside a forecast by the interfaces
 from billing.publish.budgets import BudgetStatus, read_budget_status, team_budgets
+from billing.publish.formatting import total
 from billing.publish.report import (
     HOURS_COLUMNS,
     Report,
@@ -178,6 +180,9 @@ def page(ledger: Engine, config: Config, subject: Subject, first: date, last: da
     figures = Headline(last, currencies[0] if currencies else config.currency,  # the range's own note
                        missing_in_month=[] if first == month[0] else [d for d in month if d not in runs and d != last],
                        **headline(day_costs, runs, last))
+    if subject.kind != "person":  # a closed month's cost recovery, as the tables and the statement have it
+        months = recovered(ledger, month[0], last, subject.name)
+        figures = replace(figures, month_to_date=total([figures.month_to_date, *(line["amount"] for line in months)]))
     waste = waste_sums(ledger, first, last, waste_key, **_filter(subject))
     waste = waste.dropna(subset=["idle_gpu_hours", "unused_cpu_core_hours"], how="all")
     budget = None

@@ -12,13 +12,12 @@ they add up to the cluster's total (largest remainder).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from datetime import date
 from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING
 
-from billing.ledger.read import BILLIONTHS
+from billing.ledger.read import BILLIONTHS, in_billionths
 from billing.resources import MIG_RESOURCE_PREFIX, UNITS
 
 if TYPE_CHECKING:  # only money_sums takes a frame: a report's rows are plain, and it starts without pandas
@@ -34,6 +33,7 @@ RESOURCE_NAMES = {
     "quota-gpu": "Kueue quota, GPU", "quota-cpu": "Kueue quota, CPU", "quota-memory": "Kueue quota, memory",
     "lent-gpu": "Quota lent, credited, GPU", "lent-cpu": "Quota lent, credited, CPU",
     "lent-memory": "Quota lent, credited, memory",
+    "recovery": "Cost recovery",  # a closed month's, in a report (billing/publish/report.py)
 }
 
 # Two different things, two different words, each with the sentence that explains it wherever it is shown.
@@ -91,7 +91,7 @@ def price_change_note(cluster: str, day: date) -> str:
 def exact(value: float) -> Decimal:
     """A ledger value as a decimal to the billionth, as sums count it: 15.315, not 15.3149999…, and a row shown on
     its own rounds as its total does."""
-    return Decimal(_in_billionths(float(value))) / BILLIONTHS
+    return Decimal(in_billionths(float(value))) / BILLIONTHS
 
 
 def cents(value: float) -> Decimal:
@@ -102,7 +102,7 @@ def cents(value: float) -> Decimal:
 def total(values: Iterable[float]) -> float:
     """The sum of ledger values as the database sums them (ledger.read.money_sum): each to the billionth, then
     exactly, so that 15.3 + 0.015 is 15.315 and rounds to 15.32, on a page as in `billing report`."""
-    return sum(map(_in_billionths, values)) / BILLIONTHS
+    return sum(map(in_billionths, values)) / BILLIONTHS
 
 
 def money_sums(frame: pd.DataFrame, keys: list[str], columns: list[str]) -> pd.DataFrame:
@@ -110,16 +110,11 @@ def money_sums(frame: pd.DataFrame, keys: list[str], columns: list[str]) -> pd.D
     an email and in `billing report`, which sums in the database."""
     import numpy as np  # the frame brought pandas, and numpy with it
 
-    # each value in whole billionths as _in_billionths takes it, a column at once
+    # each value in whole billionths as in_billionths takes it, a column at once
     scaled = frame[keys].assign(**{column: (np.sign(frame[column]) * np.floor(np.abs(frame[column]) * BILLIONTHS + 0.5))
                                    .astype("int64") for column in columns})
     sums = scaled.groupby(keys, as_index=False, dropna=False, sort=True)[columns].sum()
     return sums.assign(**{column: sums[column] / BILLIONTHS for column in columns})
-
-
-def _in_billionths(value: float) -> int:
-    """A value in whole billionths, rounded half away from zero as SQL's round() does."""
-    return int(math.copysign(math.floor(abs(value) * BILLIONTHS + 0.5), value))
 
 
 def rounding(values: Iterable[float], of: float | None = None) -> Decimal:

@@ -29,6 +29,7 @@ from billing.directory.people import directory_from_json
 from billing.errors import UsageError
 from billing.ledger.questions import (
     HOURS_COLUMNS,
+    LIST_COST,
     NOT_BROKEN_DOWN,
     REQUESTED_COST,
     UNREQUESTED_SHARE,
@@ -42,10 +43,11 @@ from billing.ledger.questions import (
     ledger_rows,
     workload_rows,
 )
-from billing.ledger.read import completed, incomplete, latest_directory
+from billing.ledger.read import completed, incomplete, latest_directory, recovered
 from billing.publish.budgets import BudgetStatus
 from billing.publish.choices import GROUPINGS, LABEL_PREFIX, WORKLOAD
-from billing.publish.formatting import total
+from billing.publish.formatting import COST_RECOVERY, total
+from billing.resources import RECOVERY
 
 # per namespace: the shared GPU resources held (MIG slices, time-sliced replicas), as
 # [{"resource", "held_hours", "gpu_hours"}]; only in reports by namespace whose range has some
@@ -96,6 +98,8 @@ class Report:
     # cost, charged (any of it), reason (the one that held most); in the rows' costs only where charged (docs/spec.md
     # "Rule 2: running")
     held_before_running: list[dict] = field(default_factory=list)
+    # the cost recovery in the rows: per closed month the range holds whole, team and cluster (ledger.read.recovered)
+    recovered: list[dict] = field(default_factory=list)
 
     @property
     def total_cost(self) -> float:
@@ -199,13 +203,47 @@ def build_report(
         without_breakdown = _days_without_breakdown(engine, subject, first, last, label)
     else:
         rows, columns = _ledger_rows(engine, subject, first, last, by)
+    months = recovered(engine, first, last, subject.name) if subject.kind == "team" else \
+        recovered(engine, first, last) if subject.kind == "all" else []
+    rows = _with_recovery(rows, columns, by, months)
     done = completed(engine, first, last)
     missing = [day for day in days_between(first, last) if day not in done]
     money = _currency(rows, subject, first, last, currency)
     people, leads = _who(engine, subject, rows)
     return Report(subject, first, last, money, by, columns, rows, missing, incomplete(engine, first, last),
                   people=people, leads=leads, without_breakdown=without_breakdown,
-                  held_before_running=_per_resource(held_before_running(engine, subject, first, last, by == WORKLOAD)))
+                  held_before_running=_per_resource(held_before_running(engine, subject, first, last, by == WORKLOAD)),
+                  recovered=months)
+
+
+RECOVERED_INTO = ("team", "cluster")  # groupings whose rows take a closed month's cost recovery in; others show it apart
+MONEY_SUMS = {"cost", REQUESTED_COST, LIST_COST}  # a cost recovery line adds to these: it is cost, at no other price
+
+
+def _with_recovery(rows: list[dict], columns: list[str], by: str | None, months: list[dict]) -> list[dict]:
+    """The rows with the cost recovery of the closed months the range holds whole (ledger.read.recovered), so that
+    a team's, a cluster's and the range's figures are their statements' and `billing export`'s: by team or
+    cluster in the team's or cluster's row, else as a row of its own per month and cluster, named COST_RECOVERY
+    (resource `recovery`), with no hours."""
+    for line in months:
+        into = next((row for row in rows if by in RECOVERED_INTO and row[by] == line[by]), None)
+        if into is None:
+            into = {column: _recovery_key(column, line) for column in columns} | {"currency": line["currency"]}
+            rows.append(into)
+        for column in MONEY_SUMS & into.keys():
+            into[column] += line["amount"]
+    return rows
+
+
+def _recovery_key(column: str, line: dict) -> object:
+    """A cost recovery row's cell: its cluster and team, resource `recovery`, no hours, and its name elsewhere."""
+    if column in ("cluster", "team"):
+        return line[column]
+    if column == "resource":
+        return RECOVERY
+    if column in (*SUMS, "quantity", "unit_price", REQUESTED_COST, UNREQUESTED_SHARE, LIST_COST):
+        return 0.0
+    return [] if column == HELD_COLUMN else f"{COST_RECOVERY} {line['month']:%Y-%m}"
 
 
 def _per_resource(held: list[dict]) -> list[dict]:

@@ -26,6 +26,8 @@ from billing.days import day_runs, days_in_month
 from billing.ledger.questions import LIST_COST
 from billing.publish.choices import LABEL_PREFIX, REPORT_FORMATS, WORKLOAD
 from billing.publish.formatting import (
+    COST_RECOVERY,
+    COST_RECOVERY_RULE,
     KUEUE_QUOTAS,
     KUEUE_QUOTAS_RULE,
     NO_WORKLOAD_RULE,
@@ -146,10 +148,19 @@ def explanations(report: Report) -> list[str]:
     if any(str(row.get("resource", "")).startswith((QUOTA, LENT)) or str(row.get("namespace", "")).startswith(QUOTA_PREFIX)
            for row in report.rows):
         found.append(f"{KUEUE_QUOTAS}: {KUEUE_QUOTAS_RULE}.")
+    if report.recovered:
+        found.append(recovery_note(report.recovered))
     sums, rounded = _rounded(report)
     if any(rounding(values, sums[c]) for c, values in rounded.items() if c not in FOR_MACHINES):
         found.append(ROUNDING_NOTE)
     return found
+
+
+def recovery_note(recovered: list[dict]) -> str:
+    """What a figure holding closed months' cost recovery (ledger.read.recovered) says of it."""
+    months = ", ".join(sorted({f"{line['month']:%Y-%m}" for line in recovered}))
+    return (f"{COST_RECOVERY} ({months}) is in these figures: {COST_RECOVERY_RULE}; as the month's statement and "
+            f"billing export have it.")
 
 
 def _printable(text: str) -> str:
@@ -226,6 +237,9 @@ def budget_lines(report: Report) -> list[str]:
     if status is None or not status.budget:
         return []
     currency = report.currency
+    if status.closed:  # nothing to forecast: the month's figure is its statement's
+        return [f"budget {status.as_of:%B %Y} (closed): {money(status.budget, currency)}, "
+                f"{money(status.month_to_date, currency)} ({status.used:.1%}) spent, cost recovery included"]
     return [f"budget {status.as_of:%B %Y}: {money(status.budget, currency)}, {money(status.month_to_date, currency)} "
             f"({status.used:.1%}) spent to {status.as_of}",
             f"forecast for {status.as_of:%B} {days_in_month(status.as_of)}: {money(status.forecast, currency)} "
@@ -275,8 +289,10 @@ def json_text(report: Report) -> str:
         ],
     }
     if report.budget is not None:  # team reports: the month that `to` falls in
-        document |= {"budget": report.budget.budget, "forecast": report.budget.forecast,
-                     "budget_month": f"{report.budget.as_of:%Y-%m}", "month_to_date": report.budget.month_to_date}
+        closed = report.budget.closed  # the month's figure is its statement's; nothing to forecast
+        document |= {"budget": report.budget.budget, "forecast": None if closed else report.budget.forecast,
+                     "budget_month": f"{report.budget.as_of:%Y-%m}", "month_to_date": report.budget.month_to_date,
+                     "month_closed": closed}
     if report.price_changes:
         document["price_changes"] = [{"cluster": cluster, "from": day.isoformat()} for cluster, day in report.price_changes]
     if report.held_before_running:

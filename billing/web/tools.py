@@ -111,8 +111,9 @@ class Tools:
         assert status is not None  # a team's report always carries its budget status
         return {"team": subject.name, "currency": answer.currency, "budget_month": f"{day:%Y-%m}",
                 "as_of": day.isoformat(), "budget": status.budget, "month_to_date": status.month_to_date,
-                "forecast": status.forecast, "used": status.used, "forecast_share": status.forecast_share,
-                "days_left": status.days_left, "forecast_method": answers.FORECAST_METHOD}
+                "forecast": None if status.closed else status.forecast, "used": status.used,
+                "forecast_share": None if status.closed else status.forecast_share, "days_left": status.days_left,
+                "forecast_method": answers.FORECAST_METHOD, "month_closed": status.closed}
 
     def statement(self, viewer: Viewer, month: str, team: str | None = None) -> dict:
         """`billing statement --month MONTH [--team TEAM] --format json`: a team's for its leads, all for admins."""

@@ -138,6 +138,72 @@ def test_a_statements_subtotals_are_their_lines_exact_sums_rounded_once(tmp_path
 
 
 
+def closed_with_recovery(tmp_path: Path) -> str:
+    """October by hand: robotics and vision each pay 1.005 for CPU on ibis on October 5; ibis costs 10.00 a month,
+    so closing recovers 10.00 - 2.01 = 7.99, 3.995 a team: each team's October is 5.00, ibis' 10.00."""
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    engine = open_ledger(url)
+    write_month(engine, OCT, {date(2026, 10, 5): [("ibis", f"ns-{t}", t, None, "cpu", "", 1.0, 1.005, 1.005)
+                                                    for t in ("robotics", "vision")]})
+    close_month(engine, OCT, "finance", TODAY_DONE, "USD", {}, recover={"ibis": CostRecovery(monthly_cost=10.00)})
+    return url
+
+
+def test_a_closed_month_with_cost_recovery_reads_as_its_statement_everywhere(tmp_path):
+    """Issue 52: after a close with cost recovery robotics' November read 4,752.99 in the statement and FOCUS and
+    4,595.95 in `billing report`, serve, MCP and the budget ("91.9% spent", and a forecast for a month that had
+    ended). By hand (closed_with_recovery): robotics' October is 5.00 everywhere, and says cost recovery is in it."""
+    url = closed_with_recovery(tmp_path)
+    engine = open_ledger(url)
+    statement = json.loads(statement_json(build_statement(engine, OCT, "USD", {}, "robotics")))
+    assert f"{cents(statement['total']):,.2f}" == "5.00"
+    october = (OCT, date(2026, 10, 31))
+    answer = build_report(engine, Subject("team", "robotics"), *october, "namespace", "USD")
+    assert f"{cents(answer.total_cost):,.2f}" == "5.00"
+    assert f"{cents(json.loads(json_text(answer))['total_cost']):,.2f}" == "5.00"
+    lines = table(answer).splitlines()
+    assert [line.split()[-1] for line in lines if line.startswith(("ns-robotics", "Cost recovery 2026-10", "Rounding",
+                                                                    "total "))] == [
+        "1.01", "4.00", "-0.01", "5.00"]  # 1.005 and 3.995 each rounded once, and their 5.00 with a Rounding row
+    assert any(line.startswith("Cost recovery (2026-10) is in these figures") for line in lines)
+    assert sum(Decimal(row["cost"]) for row in csv.DictReader(io.StringIO(csv_text(answer)))) == Decimal("5")
+    everyone = build_report(engine, Subject("all"), *october, "team", "USD")
+    assert {row["team"]: f"{cents(row['cost']):,.2f}" for row in everyone.rows} == {"robotics": "5.00", "vision": "5.00"}
+    by_cluster = build_report(engine, Subject("all"), *october, "cluster", "USD")
+    assert [(row["cluster"], f"{cents(row['cost']):,.2f}") for row in by_cluster.rows] == [("ibis", "10.00")]
+    status = read_budget_status(engine, "robotics", date(2026, 10, 20), 8.0)
+    assert (status.closed, f"{cents(status.month_to_date):,.2f}", status.days_left) == (True, "5.00", 0)
+    # serve: the team's page of October and the API
+    client = create_app(web_config(url, )).test_client()
+    page = read_page(get(client, "/teams/robotics?from=2026-10-01&to=2026-10-31", "root").text)
+    assert page.texts["range-total"] == page.texts["month-total"] == "5.00 USD"
+    api = get(client, "/api/v1/costs?from=2026-10-01&to=2026-10-31&by=team", "root").json
+    assert {row["team"]: f"{cents(row['cost']):,.2f}" for row in api["rows"]} == {"robotics": "5.00", "vision": "5.00"}
+    # /metrics: the month of the latest billed day, October 31, is closed: each team's month is its statement's
+    figures = read_cost_figures(engine, web_config(url))
+    assert figures is not None and {t: f"{cents(c):,.2f}" for t, c in figures.month_to_date.items()} == {
+        "robotics": "5.00", "vision": "5.00"}
+    # FOCUS says the same
+    rows = focus_rows(broken_down(read_rows(engine, *october), read_workload_costs(engine, *october)),
+                      ZoneInfo("UTC"), read_recovery(engine, *october))
+    assert f"{cents(total(rows.loc[rows['BillingAccountId'] == 'robotics', 'BilledCost'])):,.2f}" == "5.00"
+
+
+def test_a_budget_of_a_closed_month_says_it_is_closed(tmp_path):
+    """No "62.5 % spent" and forecast for a month that has ended: robotics' closed October is 5.00 of 8.00 with its
+    cost recovery, in the report's table, its JSON and its HTML."""
+    engine = open_ledger(closed_with_recovery(tmp_path))
+    answer = build_report(engine, Subject("team", "robotics"), OCT, date(2026, 10, 20), None, "USD")
+    answer = replace(answer, budget=read_budget_status(engine, "robotics", date(2026, 10, 20), 8.0))
+    text = table(answer)
+    assert "budget October 2026 (closed): 8.00 USD, 5.00 USD (62.5%) spent, cost recovery included" in text
+    assert "forecast" not in text
+    document = json.loads(json_text(answer))
+    assert (document["month_closed"], document["month_to_date"], document["forecast"]) == (True, 5.0, None)
+    assert "forecast" not in report_html(answer).lower()
+
+
+
 # --- the invariant, tested generatively ---------------------------------------------------------------------------
 
 # 20 examples keep the unit tier fast (CI and `make unit`); BILLING_HYPOTHESIS=thorough runs 200 when hunting
