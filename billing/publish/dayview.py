@@ -289,8 +289,8 @@ def held_rows(pending: pd.DataFrame, key: str) -> tuple[dict, ...]:
         return ()
     by_reason = pending.groupby([*keys, "reason"], as_index=False)[["quantity"]].sum()
     dominant = by_reason.sort_values(["quantity", "reason"], ascending=[False, True]).drop_duplicates(keys)
-    sums = pending.groupby(keys, as_index=False).agg(quantity=("quantity", "sum"), cost=("cost", "sum"),
-                                                     charged=("charged", "max"))
+    sums = pending.groupby(keys, as_index=False).agg(quantity=("quantity", "sum"), charged=("charged", "max")).merge(
+        money_sums(pending, keys, ["cost"]), on=keys)  # money, summed as every figure is
     rows = sums.merge(dominant[[*keys, "reason"]], on=keys).sort_values(["cost", *keys], ascending=[False, *[True] * 4])
     return tuple({**row, "charged": bool(row["charged"])} for row in rows.to_dict("records"))
 

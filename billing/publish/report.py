@@ -217,7 +217,7 @@ def build_report(
 
 
 RECOVERED_INTO = ("team", "cluster")  # groupings whose rows take a closed month's cost recovery in; others show it apart
-MONEY_SUMS = {"cost", REQUESTED_COST, LIST_COST}  # a cost recovery line adds to these: it is cost, at no other price
+MONEY_SUMS = {"cost", LIST_COST}  # a cost recovery line adds to these: cost at no other price, no requested hours
 
 
 def _with_recovery(rows: list[dict], columns: list[str], by: str | None, months: list[dict]) -> list[dict]:
@@ -256,7 +256,7 @@ def _per_resource(held: list[dict]) -> list[dict]:
         kept = found.setdefault(tuple(key.values()), {**key, "quantity": 0.0, "cost": 0.0, "charged": False,
                                                       "reason": row["reason"], "most": 0.0})
         kept["quantity"] += row["quantity"]
-        kept["cost"] += row["cost"]
+        kept["cost"] = total([kept["cost"], row["cost"]])  # money, summed as every figure is
         kept["charged"] = kept["charged"] or bool(row["charged"])
         if row["quantity"] > kept["most"]:
             kept.update(reason=row["reason"], most=row["quantity"])

@@ -126,22 +126,20 @@ def _shown(report: Report, names: bool) -> tuple[list[str], list[list[str]], lis
 
 
 def _rounded(report: Report) -> tuple[dict[str, float], dict[str, list]]:
-    """The totals of the summed columns, and each money column's rows as shown: each rounded on its own, but
-    requested as the rounded cost less the rounded unrequested share, so that a row adds up across (280.655
-    requested and 0 unrequested showed 280.66 beside a cost of 280.65)."""
-    sums = totals(report)
-    rounded: dict[str, list] = {c: [cents(row[c]) for row in report.rows] for c in report.columns if c in MONEY}
-    if REQUESTED_COST in rounded:
-        rounded[REQUESTED_COST] = [cost - share for cost, share in zip(rounded["cost"], rounded[UNREQUESTED_SHARE])]
-        sums[REQUESTED_COST] = float(cents(sums["cost"]) - cents(sums[UNREQUESTED_SHARE]))
-    return sums, rounded
+    """The totals of the summed columns, and each money column's rows as shown: each its exact sum rounded once,
+    requested and unrequested too (docs/spec.md "Rounding: one figure everywhere"), so that a group's requested cost
+    reads the same in the table, its JSON and on serve's pages, and the total is the rows' exact sum rounded once
+    (a requested 280.655 beside 10.00 read 290.65, cost less unrequested, where its sum is 290.66)."""
+    return totals(report), {c: [cents(row[c]) for row in report.rows] for c in report.columns if c in MONEY}
 
 
 def explanations(report: Report) -> list[str]:
     """The sentences a reader of the table needs: what the unrequested share and the part of no workload are,
     and, where a table has a Rounding row, what it is."""
     found = ([f"{SHARE_LABEL} {report.currency} = {UNREQUESTED_SHARE_NAME}: {UNREQUESTED_SHARE_RULE}; "
-              f"requested {report.currency} is what the requested hours cost."]
+              f"requested {report.currency} is what the requested hours cost. Each is its exact sum rounded once: "
+              f"beside reserved pools, quotas and their credits (in the cost, in neither), or by a cent of rounding, "
+              f"they need not add up to the cost."]
              if UNREQUESTED_SHARE in report.columns else [])
     if any(row.get("workload") == UNATTRIBUTED for row in report.rows):
         found.append(f"{UNATTRIBUTED} is {NO_WORKLOAD_RULE}.")
