@@ -138,11 +138,14 @@ def team_costs(engine: Engine, first: date, last: date, teams: list[str] | None 
     return {row.team: float(row.cost) for row in fetch_rows(engine, query.group_by(chargeback.c.team), "the ledger")}
 
 
-def team_month_costs(engine: Engine, first: date, last: date, teams: list[str] | None = None) -> dict[str, float]:
-    """`team_costs` with the cost recovery of the closed months the range holds whole (`recovered`): each team's
-    figure as its statements and the FOCUS export have it, summed as money is."""
-    costs = {team: in_billionths(cost) for team, cost in team_costs(engine, first, last, teams).items()}
-    for line in recovered(engine, first, last):
+def month_to_date_costs(engine: Engine, day: date, teams: list[str] | None = None) -> dict[str, float]:
+    """Each team's cost of the month of `day` through `day` (optionally of the `teams` only); of a closed month, the
+    whole month with its cost recovery (`recovered`), as its statement and the FOCUS export have it: a closed
+    month is over, and its figure is the statement's. Summed as money is."""
+    month = day.replace(day=1)
+    last = month.replace(day=days_in_month(month)) if month_closed(engine, month) else day
+    costs = {team: in_billionths(cost) for team, cost in team_costs(engine, month, last, teams).items()}
+    for line in recovered(engine, month, last):
         if teams is None or line["team"] in teams:
             costs[line["team"]] = costs.get(line["team"], 0) + in_billionths(line["amount"])
     return {team: amount / BILLIONTHS for team, amount in costs.items()}

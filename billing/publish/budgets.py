@@ -26,7 +26,7 @@ from sqlalchemy import Engine
 from billing.config import BudgetsConfig
 from billing.days import days_in_month
 from billing.directory.people import Directory
-from billing.ledger.read import completed, first_run, month_closed, team_daily_costs, team_month_costs
+from billing.ledger.read import completed, first_run, month_closed, month_to_date_costs, team_daily_costs
 
 FORECAST_DAYS = 7
 FORECAST_METHOD = (
@@ -87,8 +87,7 @@ def read_budget_status(engine: Engine, team: str, as_of: date, budget: float | N
     export has it), whichever day it is asked as of."""
     month = as_of.replace(day=1)
     if month_closed(engine, month):
-        end = month.replace(day=days_in_month(month))
-        spent = team_month_costs(engine, month, end, [team]).get(team, 0.0)
+        spent = month_to_date_costs(engine, as_of, [team]).get(team, 0.0)
         return BudgetStatus(team, as_of, budget, spent, spent, 0, closed=True)
     first = min(month, as_of - timedelta(days=FORECAST_LOOKBACK))
     daily = team_daily_costs(engine, team, first, as_of)

@@ -116,8 +116,7 @@ def _shown(report: Report, names: bool) -> tuple[list[str], list[list[str]], lis
     columns = [c for c in report.columns if c not in FOR_MACHINES]
     sums, rounded = _rounded(report)
     people = report.people if names else None
-    rows = [[_cell(c, rounded[c][i] if c in rounded else row[c], people) for c in columns]
-            for i, row in enumerate(report.rows)]
+    rows = [[_cell(c, row[c], people) for c in columns] for row in report.rows]  # a fraction of a cent reads 0.00
     differences = {c: rounding(values, sums[c]) for c, values in rounded.items() if c in columns}
     if any(differences.values()):
         rows.append([ROUNDING if i == 0 else _cell(c, differences[c]) if c in differences else ""
