@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import date
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy import Engine
 
@@ -51,7 +51,7 @@ from billing.publish.report_formats import day_ranges
 if TYPE_CHECKING:
     import pandas as pd
 
-    from billing.publish.dayview import DayReport, TrendDay
+    from billing.publish.dayview import DayReport, TeamReport, TrendDay
     from billing.publish.digest import PersonalDigest
     from billing.publish.statement import Statement
 
@@ -103,9 +103,24 @@ def day_report(ledger: Engine, config: Config, day: date) -> DayReport:
     directory = stored_directory(ledger)
     report = with_directory(report, directory, config.namespaces)
     budgets = team_budgets(config.budgets, directory)
-    teams = [replace(team, budget=read_budget_status(ledger, team.team, day, budgets[team.team]))
-             if team.team in budgets else team for team in report.teams]
-    return replace(report, teams=teams, price_changes=tuple(price_changes(config.clusters, day.replace(day=1), day)))
+    months = recovered(ledger, day.replace(day=1), day)  # a closed month's cost recovery, through its last day
+    teams = [with_recovery(replace(team, budget=read_budget_status(ledger, team.team, day, budgets[team.team]))
+                           if team.team in budgets else team, [line for line in months if line["team"] == team.team])
+             for team in report.teams]
+    report = replace(report, teams=teams, price_changes=tuple(price_changes(config.clusters, day.replace(day=1), day)))
+    return with_recovery(report, months)
+
+
+Figures = TypeVar("Figures", "DayReport", "TeamReport", "Headline")
+
+
+def with_recovery(figures: Figures, months: list[dict]) -> Figures:
+    """Figures whose month to date holds the cost recovery of a closed month (ledger.read.recovered: only through
+    its last day, `months`), as its statement has it."""
+    if not months:
+        return figures
+    recovery = total(line["amount"] for line in months)
+    return replace(figures, month_to_date=total([figures.month_to_date, recovery]), recovery=recovery)
 
 
 def costs(ledger: Engine, config: Config, subject: Subject, first: date, last: date, by: str | None) -> Report:
@@ -141,6 +156,7 @@ class Headline:
     incomplete: tuple = ()  # the range's data gaps are listed under the tables instead
     price_changes: tuple = ()  # the range's price changes likewise
     directory_note: str = ""
+    recovery: float = 0.0  # a closed month's cost recovery, in month_to_date (`with_recovery`)
 
 
 @dataclass(frozen=True)
@@ -181,8 +197,7 @@ def page(ledger: Engine, config: Config, subject: Subject, first: date, last: da
                        missing_in_month=[] if first == month[0] else [d for d in month if d not in runs and d != last],
                        **headline(day_costs, runs, last))
     if subject.kind != "person":  # a closed month's cost recovery, as the tables and the statement have it
-        months = recovered(ledger, month[0], last, subject.name)
-        figures = replace(figures, month_to_date=total([figures.month_to_date, *(line["amount"] for line in months)]))
+        figures = with_recovery(figures, recovered(ledger, month[0], last, subject.name))
     waste = waste_sums(ledger, first, last, waste_key, **_filter(subject))
     waste = waste.dropna(subset=["idle_gpu_hours", "unused_cpu_core_hours"], how="all")
     budget = None

@@ -123,6 +123,7 @@ class TeamReport:
     # Kueue quotas per cluster, resource and GPU model: quota, within, borrowed (lent by a team), beyond (borrowed
     # that no team lent) and lent (resource-hours; docs/spec.md)
     quotas: tuple[dict, ...] = ()
+    recovery: float = 0.0  # a closed month's cost recovery, in month_to_date (publish/answers.py `day_report`)
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,7 @@ class DayReport:
     archive: tuple[ArchiveMonth, ...] = ()  # every day ever run, by month, newest first
     # (cluster, day): another price set came into force in the month to date (report.price_changes)
     price_changes: tuple[tuple[str, date], ...] = ()
+    recovery: float = 0.0  # a closed month's cost recovery, in month_to_date (publish/answers.py `day_report`)
 
     def team(self, name: str) -> TeamReport:
         return next(t for t in self.teams if t.team == name)

@@ -139,9 +139,12 @@ def to_the_cent(values: list[float], of: float | None = None) -> list[Decimal]:
 
 
 def plain_number(value: float) -> str:
-    """A number for a machine (CSV) without float noise: 12 significant digits, no exponent, no trailing
-    zeros (67.85000000000001 -> 67.85, 0.000123456 stays)."""
-    text = format(Decimal(f"{float(value):.12g}") + 0, "f")
+    """A number for a machine (CSV) without float noise: 12 significant digits, but never less than the billionth
+    that sums count (`exact`), so that the rows of a CSV sum to the total a table shows; no exponent, no trailing
+    zeros (67.85000000000001 -> 67.85, 1000.004999996 stays, and so does 0.000123456789)."""
+    significant = Decimal(f"{float(value):.12g}")
+    number = significant if -significant.as_tuple().exponent >= 9 else exact(value)  # type: ignore[operator]
+    text = format(number + 0, "f")
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 

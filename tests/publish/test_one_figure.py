@@ -26,6 +26,7 @@ from billing.config import CostRecovery
 from billing.ledger.database import open_ledger
 from billing.ledger.read import read_recovery, read_rows, read_workload_costs
 from billing.notify.letters import admin_letter, team_letter
+from billing.publish.answers import day_report
 from billing.publish.budgets import read_budget_status
 from billing.publish.cost_metrics import read_cost_figures
 from billing.publish.dayview import read_report
@@ -33,7 +34,7 @@ from billing.publish.focus import broken_down, focus_rows
 from billing.publish.formatting import cents, total
 from billing.publish.links import slug
 from billing.publish.pages import write_pages
-from billing.publish.report import Subject, build_report
+from billing.publish.report import Report, Subject, build_report
 from billing.publish.report_formats import csv_text, json_text, table
 from billing.publish.report_formats import html as report_html
 from billing.publish.statement import StatementLine, build_statement, close_month, recovery_lines
@@ -204,6 +205,24 @@ def test_a_budget_of_a_closed_month_says_it_is_closed(tmp_path):
 
 
 
+def test_the_day_pages_and_emails_of_a_closed_months_last_day_show_its_month_with_cost_recovery(tmp_path):
+    """The pages and emails of October 31 (written again by a re-run after the close): robotics' month to date is
+    its statement's 5.00 and ibis' October its 10.00 (closed_with_recovery by hand), and they say cost recovery
+    is in it; the serve page's month to date says so too."""
+    url = closed_with_recovery(tmp_path)
+    report = day_report(open_ledger(url), web_config(url), date(2026, 10, 31))
+    write_pages(report, tmp_path / "out")
+    admin = read_page((tmp_path / "out" / "2026-10-31" / "index.html").read_text())
+    team = read_page((tmp_path / "out" / "2026-10-31" / "teams" / "robotics.html").read_text())
+    assert (admin.texts["month-total"], team.texts["month-total"]) == ("10.00 USD", "5.00 USD")
+    assert "with cost recovery" in (tmp_path / "out" / "2026-10-31" / "teams" / "robotics.html").read_text()
+    letter = team_letter(report, "robotics")
+    assert "Month to date:  5.00 USD (with cost recovery)" in letter.text and "with cost recovery" in letter.html
+    client = create_app(web_config(url)).test_client()
+    page = get(client, "/teams/robotics?from=2026-10-01&to=2026-10-31", "root").text
+    assert read_page(page).texts["month-total"] == "5.00 USD" and "with cost recovery" in page
+
+
 def test_a_fraction_of_a_cent_reads_the_same_in_its_row_and_its_total(tmp_path):
     """Found by Hypothesis (issue 52): a namespace's unrequested share of 0.0005 read "-" (nothing) in its row and
     0.00 in the total below it. By hand: 0.0005 rounds to 0.00 and is no nothing: 0.00 in both."""
@@ -229,6 +248,19 @@ def test_the_metrics_month_of_a_closed_month_is_its_statements_whatever_its_last
     assert early is not None and early.day == date(2026, 10, 5)
     assert {team: f"{cents(cost):,.2f}" for team, cost in early.month_to_date.items()} == {
         "robotics": "5.00", "vision": "5.00"}
+
+
+def test_a_csvs_amounts_sum_to_the_total_the_table_shows(tmp_path):
+    """Found by Hypothesis (issue 52): with a closed month's cost recovery in a team's row (an amount to the
+    billionth), `billing report --format csv` wrote 12 significant digits, and its rows summed to -2,398.14 where
+    the total is -2,398.15. By hand: rows of 1,000.004999996 and 1,000.000000003 are 2,000.004999999, 2,000.00; at
+    12 digits they read 1000.005 and 1000, which sum to 2,000.01. Each amount is written to the billionth."""
+    columns = ["team", "cost"]
+    rows = [{"team": "robotics", "cost": 1000.004999996}, {"team": "vision", "cost": 1000.000000003}]
+    report = Report(Subject("all"), OCT, date(2026, 10, 31), "USD", "team", columns, rows, [])
+    written_rows = list(csv.DictReader(io.StringIO(csv_text(report))))
+    assert [row["cost"] for row in written_rows] == ["1000.004999996", "1000.000000003"]
+    assert cents(float(sum(Decimal(row["cost"]) for row in written_rows))) == cents(report.total_cost) == Decimal("2000.00")
 
 
 # --- the invariant, tested generatively ---------------------------------------------------------------------------
