@@ -275,14 +275,15 @@ DAYS = [date(2026, 10, 31), date(2026, 11, 18), date(2026, 11, 19), DAY]  # last
 TEAMS = ["robotics", "Vision Ω", "r&d <lab>", "ops/ml", "équipe 'x'"]
 NAMESPACES = ["alice", "team-a", "ns \"q\"", "pool:p1"]
 OWNERS = [None, "alice", "bob"]
-RESOURCES = ["cpu", "memory", "gpu", "unrequested-cpu"]
+RESOURCES = ["cpu", "memory", "gpu", "unrequested-cpu", "quota-gpu", "credit-gpu", "lent-gpu"]  # Kueue rows too
 HALF_CENT = Decimal("0.0005")  # amounts on a grid of half a tenth of a cent: ties to round are frequent
 
 
 @st.composite
 def ledgers(draw) -> dict[date, list[tuple]]:
     """A few days of ledger rows: up to three of the teams (each one's pages, emails and reports cost time; three
-    are enough for a table's rounded rows to miss its total), any namespace, owner and resource on two clusters,
+    are enough for a table's rounded rows to miss its total), any namespace, owner and resource (Kueue's quota rows
+    and their credits, negative as the ledger writes them, among them) on two clusters,
     costs on a grid that makes halves frequent, some rows with a priority-class discount; the report day always
     run."""
     days = [DAY, *draw(st.lists(st.sampled_from(DAYS[:-1]), unique=True))]
@@ -294,7 +295,7 @@ def ledgers(draw) -> dict[date, list[tuple]]:
                              unique=True, max_size=12))
         rows = []
         for cluster, namespace, team, resource in keys:
-            cost = draw(st.integers(0, 40_000_000)) * HALF_CENT
+            cost = draw(st.integers(0, 40_000_000)) * HALF_CENT * (-1 if resource.startswith(("credit", "lent")) else 1)
             discount = draw(st.sampled_from([0, 0, draw(st.integers(0, 2_000_000))])) * HALF_CENT
             rows.append((cluster, namespace, team, draw(st.sampled_from(OWNERS)), resource, "", 1.0, float(cost),
                          float(cost), float(cost + discount)))
