@@ -22,7 +22,7 @@ from zoneinfo import ZoneInfo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from billing.config import CostRecovery
+from billing.config import BudgetsConfig, CostRecovery
 from billing.ledger.database import open_ledger
 from billing.ledger.read import read_recovery, read_rows, read_workload_costs
 from billing.notify.letters import admin_letter, team_letter
@@ -210,7 +210,8 @@ def test_the_day_pages_and_emails_of_a_closed_months_last_day_show_its_month_wit
     its statement's 5.00 and ibis' October its 10.00 (closed_with_recovery by hand), and they say cost recovery
     is in it; the serve page's month to date says so too."""
     url = closed_with_recovery(tmp_path)
-    report = day_report(open_ledger(url), web_config(url), date(2026, 10, 31))
+    config = web_config(url).model_copy(update={"budgets": BudgetsConfig(monthly={"robotics": 8.0})})
+    report = day_report(open_ledger(url), config, date(2026, 10, 31))
     write_pages(report, tmp_path / "out")
     admin = read_page((tmp_path / "out" / "2026-10-31" / "index.html").read_text())
     team = read_page((tmp_path / "out" / "2026-10-31" / "teams" / "robotics.html").read_text())
@@ -218,6 +219,11 @@ def test_the_day_pages_and_emails_of_a_closed_months_last_day_show_its_month_wit
     assert "with cost recovery" in (tmp_path / "out" / "2026-10-31" / "teams" / "robotics.html").read_text()
     letter = team_letter(report, "robotics")
     assert "Month to date:  5.00 USD (with cost recovery)" in letter.text and "with cost recovery" in letter.html
+    # its budget: 5.00 of 8.00, the month closed, no forecast
+    assert (team.texts["budget-spent"], "budget-forecast" in team.texts) == ("5.00 USD", False)
+    assert team.texts["budget-closed"] == "October 2026 is closed: its figure is its statement's, cost recovery included."
+    assert "Budget October 2026 (closed): 8.00 USD, 62.5 % spent" in letter.text and "Forecast" not in letter.text
+    assert "month closed" in (tmp_path / "out" / "2026-10-31" / "index.html").read_text()
     client = create_app(web_config(url)).test_client()
     page = get(client, "/teams/robotics?from=2026-10-01&to=2026-10-31", "root").text
     assert read_page(page).texts["month-total"] == "5.00 USD" and "with cost recovery" in page
