@@ -18,7 +18,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING
 
 from billing.ledger.read import BILLIONTHS, in_billionths
-from billing.resources import MIG_RESOURCE_PREFIX, UNITS
+from billing.resources import MIG_RESOURCE_PREFIX, RECOVERY, UNITS
 
 if TYPE_CHECKING:  # only money_sums takes a frame: a report's rows are plain, and it starts without pandas
     import pandas as pd
@@ -33,7 +33,6 @@ RESOURCE_NAMES = {
     "quota-gpu": "Kueue quota, GPU", "quota-cpu": "Kueue quota, CPU", "quota-memory": "Kueue quota, memory",
     "lent-gpu": "Quota lent, credited, GPU", "lent-cpu": "Quota lent, credited, CPU",
     "lent-memory": "Quota lent, credited, memory",
-    "recovery": "Cost recovery",  # a closed month's, in a report (billing/publish/report.py)
 }
 
 # Two different things, two different words, each with the sentence that explains it wherever it is shown.
@@ -81,6 +80,11 @@ NO_WORKLOAD_RULE = (
 )
 
 _CENT = Decimal("0.01")
+
+
+def resource_name(resource: str) -> str:
+    """A ledger resource, or a closed month's cost recovery (statements, reports), as people read it."""
+    return COST_RECOVERY if resource == RECOVERY else RESOURCE_NAMES.get(resource, resource)
 
 
 def price_change_note(cluster: str, day: date) -> str:

@@ -235,15 +235,18 @@ def _with_recovery(rows: list[dict], columns: list[str], by: str | None, months:
     return rows
 
 
+KEY_COLUMNS = {*GROUPINGS, *GROUPINGS.values(), WORKLOAD}  # a row's key; the other columns are figures
+
+
 def _recovery_key(column: str, line: dict) -> object:
-    """A cost recovery row's cell: its cluster and team, resource `recovery`, no hours, and its name elsewhere."""
+    """A cost recovery row's cell: its cluster and team, resource `recovery`, its name in the other keys, no hours."""
     if column in ("cluster", "team"):
         return line[column]
     if column == "resource":
         return RECOVERY
-    if column in (*SUMS, "quantity", "unit_price", REQUESTED_COST, UNREQUESTED_SHARE, LIST_COST):
-        return 0.0
-    return [] if column == HELD_COLUMN else f"{COST_RECOVERY} {line['month']:%Y-%m}"
+    if column in KEY_COLUMNS or column.startswith("label_"):
+        return f"{COST_RECOVERY} {line['month']:%Y-%m}"
+    return [] if column == HELD_COLUMN else 0.0
 
 
 def _per_resource(held: list[dict]) -> list[dict]:

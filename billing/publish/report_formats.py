@@ -31,7 +31,6 @@ from billing.publish.formatting import (
     KUEUE_QUOTAS,
     KUEUE_QUOTAS_RULE,
     NO_WORKLOAD_RULE,
-    RESOURCE_NAMES,
     ROUNDING,
     ROUNDING_NOTE,
     TEAM_NAMESPACES,
@@ -43,6 +42,7 @@ from billing.publish.formatting import (
     plain_number,
     price_change_note,
     quantity,
+    resource_name,
     rounding,
     total,
 )
@@ -105,8 +105,8 @@ def _number(column: str, value: float) -> str:
 def _cell(column: str, value: Any, people: dict[str, str] | None = None) -> str:
     if column in ("person", "owner") and value and people:
         return person(value, people)  # `Alice Example (alice)`
-    if column == "resource" and value in RESOURCE_NAMES and value not in NAMED_AS_THEY_ARE:
-        return RESOURCE_NAMES[value]  # `Unrequested capacity (shared), GPU` for the ledger's unrequested-gpu
+    if column == "resource" and value not in NAMED_AS_THEY_ARE:
+        return resource_name(value)  # `Unrequested capacity (shared), GPU` for the ledger's unrequested-gpu
     return _number(column, value) if column in NUMERIC else _text(column, value)
 
 
