@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import Engine
 
 from billing.config import ClusterConfig
-from billing.days import days_between, yesterday
+from billing.days import days_between, days_in_month, yesterday
 from billing.directory.people import directory_from_json
 from billing.errors import UsageError
 from billing.ledger.questions import (
@@ -100,6 +100,9 @@ class Report:
     held_before_running: list[dict] = field(default_factory=list)
     # the cost recovery in the rows: per closed month the range holds whole, team and cluster (ledger.read.recovered)
     recovered: list[dict] = field(default_factory=list)
+    # closed months with cost recovery that the range holds only part of: their recovery, booked on the whole month,
+    # is not in the rows
+    recovery_apart: list[date] = field(default_factory=list)
 
     @property
     def total_cost(self) -> float:
@@ -203,8 +206,10 @@ def build_report(
         without_breakdown = _days_without_breakdown(engine, subject, first, last, label)
     else:
         rows, columns = _ledger_rows(engine, subject, first, last, by)
-    months = recovered(engine, first, last, subject.name) if subject.kind == "team" else \
-        recovered(engine, first, last) if subject.kind == "all" else []
+    whole = (first.replace(day=1), last.replace(day=days_in_month(last)))  # the months the range touches
+    touched = recovered(engine, *whole, subject.name) if subject.kind == "team" else \
+        recovered(engine, *whole) if subject.kind == "all" else []
+    months = [line for line in touched if first <= line["month"] and _month_end(line["month"]) <= last]
     rows = _with_recovery(rows, columns, by, months)
     done = completed(engine, first, last)
     missing = [day for day in days_between(first, last) if day not in done]
@@ -213,7 +218,11 @@ def build_report(
     return Report(subject, first, last, money, by, columns, rows, missing, incomplete(engine, first, last),
                   people=people, leads=leads, without_breakdown=without_breakdown,
                   held_before_running=_per_resource(held_before_running(engine, subject, first, last, by == WORKLOAD)),
-                  recovered=months)
+                  recovered=months, recovery_apart=sorted({line["month"] for line in touched} - {line["month"] for line in months}))
+
+
+def _month_end(month: date) -> date:
+    return month.replace(day=days_in_month(month))
 
 
 RECOVERED_INTO = ("team", "cluster")  # groupings whose rows take a closed month's cost recovery in; others show it apart

@@ -147,6 +147,8 @@ def explanations(report: Report) -> list[str]:
         found.append(f"{KUEUE_QUOTAS}: {KUEUE_QUOTAS_RULE}.")
     if report.recovered:
         found.append(recovery_note(report.recovered))
+    if report.recovery_apart:
+        found.append(recovery_apart_note(report.recovery_apart))
     sums, rounded = _rounded(report)
     if any(rounding(values, sums[c]) for c, values in rounded.items() if c not in FOR_MACHINES):
         found.append(ROUNDING_NOTE)
@@ -158,6 +160,13 @@ def recovery_note(recovered: list[dict]) -> str:
     months = ", ".join(sorted({f"{line['month']:%Y-%m}" for line in recovered}))
     return (f"{COST_RECOVERY} ({months}) is in these figures: {COST_RECOVERY_RULE}; as the month's statement and "
             f"billing export have it.")
+
+
+def recovery_apart_note(months: list[date]) -> str:
+    """What a range holding part of a closed month with cost recovery says: the figures are without it."""
+    named = ", ".join(f"{month:%Y-%m}" for month in months)
+    return (f"{COST_RECOVERY} of {named} is booked on the whole closed month, which this range holds part of: "
+            f"these figures are without it; ask for the whole month to see it.")
 
 
 def _printable(text: str) -> str:

@@ -192,12 +192,16 @@ def test_a_closed_month_with_cost_recovery_reads_as_its_statement_everywhere(tmp
 
 def test_a_budget_of_a_closed_month_says_it_is_closed(tmp_path):
     """No "62.5 % spent" and forecast for a month that has ended: robotics' closed October is 5.00 of 8.00 with its
-    cost recovery, in the report's table, its JSON and its HTML."""
+    cost recovery, in the report's table, its JSON and its HTML, whichever day of it the report ends on."""
     engine = open_ledger(closed_with_recovery(tmp_path))
     answer = build_report(engine, Subject("team", "robotics"), OCT, date(2026, 10, 20), None, "USD")
     answer = replace(answer, budget=read_budget_status(engine, "robotics", date(2026, 10, 20), 8.0))
     text = table(answer)
     assert "budget October 2026 (closed): 8.00 USD, 5.00 USD (62.5%) spent, cost recovery included" in text
+    # the range holds part of October: its 1.01 is without the recovery, booked on the whole month, and says so
+    assert f"{cents(answer.total_cost):,.2f}" == "1.01"
+    assert "Cost recovery of 2026-10 is booked on the whole closed month, which this range holds part of" in \
+        " ".join(text.split())
     assert "forecast" not in text
     document = json.loads(json_text(answer))
     assert (document["month_closed"], document["month_to_date"], document["forecast"]) == (True, 5.0, None)
