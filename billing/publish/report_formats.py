@@ -299,6 +299,8 @@ def json_text(report: Report) -> str:
         document |= {"budget": report.budget.budget, "forecast": None if closed else report.budget.forecast,
                      "budget_month": f"{report.budget.as_of:%Y-%m}", "month_to_date": report.budget.month_to_date,
                      "month_closed": closed}
+    if report.recovered:  # in the rows and the total: say so, per closed month, team and cluster
+        document["cost_recovery"] = [{**line, "month": f"{line['month']:%Y-%m}"} for line in report.recovered]
     if report.price_changes:
         document["price_changes"] = [{"cluster": cluster, "from": day.isoformat()} for cluster, day in report.price_changes]
     if report.held_before_running:

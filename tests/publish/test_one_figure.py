@@ -162,6 +162,8 @@ def test_a_closed_month_with_cost_recovery_reads_as_its_statement_everywhere(tmp
     answer = build_report(engine, Subject("team", "robotics"), *october, "namespace", "USD")
     assert f"{cents(answer.total_cost):,.2f}" == "5.00"
     assert f"{cents(json.loads(json_text(answer))['total_cost']):,.2f}" == "5.00"
+    assert [(line["month"], line["team"], line["cluster"], f"{cents(line['amount']):,.2f}")
+            for line in json.loads(json_text(answer))["cost_recovery"]] == [("2026-10", "robotics", "ibis", "4.00")]
     lines = table(answer).splitlines()
     assert [line.split()[-1] for line in lines if line.startswith(("ns-robotics", "Cost recovery 2026-10", "Rounding",
                                                                     "total "))] == [
