@@ -48,10 +48,9 @@ from billing.ledger.write import replace_day
 from billing.notify.budget_alerts import send_alerts
 from billing.notify.deliveries import deliver_once
 from billing.notify.summaries import summary_envelopes
-from billing.publish.answers import day_report
+from billing.publish.answers import day_report, digests
 from billing.publish.budgets import team_budgets
 from billing.publish.dayview import DayReport
-from billing.publish.digest import digest_period, read_digests
 from billing.publish.pages import check_output_dir, write_pages
 from billing.redact import redact
 from billing.resources import CPU, GPU, MEMORY
@@ -362,9 +361,8 @@ def _publish(config: Config, ledger: Engine, day: date, directory: Directory, su
     report = render_day(config, day)
     undelivered: list[str] = []
     if config.email.enabled and summaries not in WHY_NONE:
-        digest_days = digest_period(day, config.email.personal)
-        digests = read_digests(ledger, *digest_days, config.currency, config.reports_url) if digest_days else []
-        envelopes, undelivered = summary_envelopes(report, directory, config.email, digests, config.reports_url)
+        envelopes, undelivered = summary_envelopes(report, directory, config.email, digests(ledger, config, day),
+                                                   config.reports_url)
         undelivered += deliver_once(envelopes, config.email, ledger, day, resend=summaries == "resend")
     elif config.email.enabled:
         log.info("email: no daily summaries for %s (%s)", day, WHY_NONE[summaries])

@@ -124,6 +124,7 @@ class TeamReport:
     # Kueue quotas per cluster, resource and GPU model: quota, within, borrowed (lent by a team), beyond (borrowed
     # that no team lent) and lent (resource-hours; docs/spec.md)
     quotas: tuple[dict, ...] = ()
+    recovery: float = 0.0  # a closed month's cost recovery, in month_to_date (publish/answers.py `day_report`)
 
 
 @dataclass(frozen=True)
@@ -157,6 +158,7 @@ class DayReport:
     archive: tuple[ArchiveMonth, ...] = ()  # every day ever run, by month, newest first
     # (cluster, day): another price set came into force in the month to date (report.price_changes)
     price_changes: tuple[tuple[str, date], ...] = ()
+    recovery: float = 0.0  # a closed month's cost recovery, in month_to_date (publish/answers.py `day_report`)
 
     def team(self, name: str) -> TeamReport:
         return next(t for t in self.teams if t.team == name)
@@ -292,8 +294,8 @@ def held_rows(pending: pd.DataFrame, key: str) -> tuple[dict, ...]:
         return ()
     by_reason = pending.groupby([*keys, "reason"], as_index=False)[["quantity"]].sum()
     dominant = by_reason.sort_values(["quantity", "reason"], ascending=[False, True]).drop_duplicates(keys)
-    sums = pending.groupby(keys, as_index=False).agg(quantity=("quantity", "sum"), cost=("cost", "sum"),
-                                                     charged=("charged", "max"))
+    sums = pending.groupby(keys, as_index=False).agg(quantity=("quantity", "sum"), charged=("charged", "max")).merge(
+        money_sums(pending, keys, ["cost"]), on=keys)  # money, summed as every figure is
     rows = sums.merge(dominant[[*keys, "reason"]], on=keys).sort_values(["cost", *keys], ascending=[False, *[True] * 4])
     return tuple({**row, "charged": bool(row["charged"])} for row in rows.to_dict("records"))
 

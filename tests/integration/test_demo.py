@@ -1,8 +1,11 @@
 """The README's first command: the demo runs with no servers at all; and what its pages and emails show."""
 
 import io
+import json
 import re
+import shutil
 import stat
+from datetime import date
 from decimal import Decimal
 from email import message_from_bytes, policy
 from pathlib import Path
@@ -13,10 +16,17 @@ from click.testing import CliRunner
 from sqlalchemy import create_engine
 
 from billing.cli import main
+from billing.config import CostRecovery, load_config
+from billing.ledger.database import open_ledger
+from billing.publish.statement import close_month
+from billing.web.access import Viewer
+from billing.web.app import create_app
+from billing.web.tools import Tools
 from fixtures.demo import world as demo
 from tests.helpers.demo import demo_run  # noqa: F401 (pytest fixtures)
 from tests.helpers.focus13 import check_focus_13, ratio
 from tests.helpers.html_tables import read_page
+from tests.helpers.serve import get
 
 MONEY = re.compile(r"^([+-]?[\d,]+\.\d\d) CHF$")
 
@@ -252,3 +262,42 @@ def test_the_demo_without_its_flavor_refuses_the_day_instead_of_billing_its_quot
         "select * from chargeback", create_engine(f"sqlite:///{tmp_path / 'ledger.db'}")).empty
     [line] = [line for line in checked.stdout.splitlines() if line[6:26].strip() == "kueue jaguar"]
     assert checked.exit_code == 1 and line.startswith("FAIL") and sentence in line
+
+
+def test_a_closed_november_with_cost_recovery_reads_as_its_statement_everywhere(demo_run, tmp_path):
+    """Issue 52, on the demo's ledger: November closed with jaguar recovering 20,000.00 CHF, robotics' November read
+    one figure in the statement and FOCUS and another in `billing report`, serve, MCP and its budget ("91.9% spent",
+    and a forecast for a month that had ended). Now each is the statement's, and says cost recovery is in it."""
+    shutil.copy(demo_run / "demo-out" / "billing.db", tmp_path / "billing.db")
+    settings = yaml.safe_load((demo_run / "fixtures" / "demo" / "billing.yaml").read_text())
+    settings |= {"database": f"sqlite:///{tmp_path / 'billing.db'}", "output_dir": str(tmp_path / "reports"),
+                 "web": {"admins": ["root"]}}
+    settings["directory"]["ldif"] = str(demo_run / "fixtures" / "demo" / "directory.ldif")
+    for cluster in settings["clusters"]:
+        cluster["prometheus"]["replay"] = str(demo_run / "fixtures" / "demo" / cluster["prometheus"]["replay"])
+    (tmp_path / "billing.yaml").write_text(yaml.safe_dump(settings))
+    config = load_config(tmp_path / "billing.yaml")
+    close_month(open_ledger(config.database), date(2026, 11, 1), "finance", date(2026, 12, 20), "CHF", {},
+                allow_missing=True, recover={"jaguar": CostRecovery(monthly_cost=20000)})
+
+    def cli(*args: str) -> str:
+        result = CliRunner().invoke(main, [*args, "--config", str(tmp_path / "billing.yaml")])
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    november = ["--from", "2026-11-01", "--to", "2026-11-30"]
+    statement = json.loads(cli("statement", "--month", "2026-11", "--team", "robotics", "--format", "json"))
+    figure = f"{Decimal(repr(statement['total'])).quantize(Decimal('0.01')):,.2f}"
+    focus = pd.read_csv(io.StringIO(cli("export", *november, "--format", "focus")))
+    assert f"{focus.loc[focus['BillingAccountId'] == 'robotics', 'BilledCost'].sum():,.2f}" == figure
+    report = json.loads(cli("report", "--team", "robotics", *november, "--format", "json"))
+    assert f"{report['total_cost']:,.2f}" == f"{report['month_to_date']:,.2f}" == figure
+    assert report["month_closed"] is True and report["forecast"] is None
+    table = cli("report", "--team", "robotics", *november)
+    assert "cost recovery included" in table and "Cost recovery (2026-11) is in these figures" in table
+    client = create_app(config).test_client()
+    api = get(client, "/api/v1/costs?from=2026-11-01&to=2026-11-30&team=robotics", "root").json
+    page = read_page(get(client, "/teams/robotics?from=2026-11-01&to=2026-11-30", "root").text)
+    assert f"{api['total_cost']:,.2f}" == page.texts["range-total"].split()[0] == figure
+    budget = Tools(open_ledger(config.database), config).budget(Viewer("root", True, ()), "robotics", "2026-11-30")
+    assert (f"{budget['month_to_date']:,.2f}", budget["month_closed"], budget["forecast"]) == (figure, True, None)
