@@ -80,11 +80,11 @@ function measure(doc, width) {
       if (text.width > 0 && (text.left < a.left - 1 || text.right > a.right + 1)) out.overlaps.push('past its cell: ' + cells[i].textContent.trim().slice(0, 30));
     }
   }
-  // words (runs of letters, digits and the . , of figures; dates) that a line break splits: "Exampl|e",
-  // "1,79|4.95", "2026-10-|20"; a name may break after a hyphen ("team-|robotics", "NVIDIA-H100-|80GB")
+  // words (runs of letters, digits and the . , of figures; dates; units) that a line break splits: "Exampl|e",
+  // "1,79|4.95", "2026-10-|20", "GPU-|h"; a name may break after a hyphen ("team-|robotics", "NVIDIA-H100-|80GB")
   const walker = doc.createTreeWalker(doc.body, NodeFilter.SHOW_TEXT);
   for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-    for (const word of node.data.matchAll(/\d{4}-\d\d-\d\d|[\p{L}\p{N}][\p{L}\p{N}.,_]*/gu)) {
+    for (const word of node.data.matchAll(/\d{4}-\d\d-\d\d|\p{L}+-h\b|[\p{L}\p{N}][\p{L}\p{N}.,_]*/gu)) {
       const range = doc.createRange(); range.setStart(node, word.index); range.setEnd(node, word.index + word[0].length);
       const tops = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
       if (tops.size > 1) out.split.push(word[0] + ' in ' + node.parentElement.tagName + ' ' + node.data.trim().slice(0, 40));
