@@ -7,6 +7,7 @@ numbers that billing/publish/pages.py lays out. Nothing here sees collection dat
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 
@@ -34,7 +35,7 @@ from billing.ledger.read import (
     unknown_capacity,
 )
 from billing.publish.budgets import BudgetStatus
-from billing.publish.formatting import cents, held_gpus, money_sums, quantity, total
+from billing.publish.formatting import cents, held_gpus, held_reason, money_sums, quantity, total
 from billing.publish.links import slug
 from billing.resources import GPU, POOL_PREFIX, RESERVED, UNREQUESTED
 
@@ -298,6 +299,31 @@ def held_rows(pending: pd.DataFrame, key: str) -> tuple[dict, ...]:
         money_sums(pending, keys, ["cost"]), on=keys)  # money, summed as every figure is
     rows = sums.merge(dominant[[*keys, "reason"]], on=keys).sort_values(["cost", *keys], ascending=[False, *[True] * 4])
     return tuple({**row, "charged": bool(row["charged"])} for row in rows.to_dict("records"))
+
+
+@dataclass(frozen=True)
+class HeldTable:
+    """A held-before-running table as a person reads it (held_rows, or a range's rows per resource): the rows that
+    cost at least a cent, with the reason in words; the total of every row, those under half a cent too (a
+    Rounding row makes up the difference); `charged` True or False where all rows agree, and said once above the
+    table then, None where some were charged and some only shown (a column then, and what was charged)."""
+
+    rows: tuple[dict, ...]
+    total: float
+    charged: bool | None
+    charged_total: float
+
+
+def held_table(rows: Iterable[dict]) -> HeldTable:
+    every = list(rows)
+    statuses = {bool(row["charged"]) for row in every}
+    return HeldTable(
+        rows=tuple({**row, "reason": held_reason(row["reason"]), "kubernetes_reason": row["reason"]}
+                   for row in every if cents(row["cost"])),
+        total=total(row["cost"] for row in every),
+        charged=statuses.pop() if len(statuses) == 1 else None,
+        charged_total=total(row["cost"] for row in every if row["charged"]),
+    )
 
 
 def _capacity(capacity: pd.DataFrame, today: pd.DataFrame) -> tuple[dict, ...]:

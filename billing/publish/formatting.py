@@ -12,6 +12,7 @@ they add up to the cluster's total (largest remainder).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from datetime import date
 from decimal import ROUND_HALF_UP, Decimal
@@ -60,6 +61,25 @@ HELD_BEFORE_RUNNING_RULE = (
     "the scheduler kept it from everyone else all along; charged as running where the cluster says bound_pending: "
     "charge (then part of the cost above), else shown at what it would cost"
 )
+# Kubernetes' reasons a bound pod was not Running yet, in words a reader of a bill follows; others are split where a
+# capital starts a word ("SomeNewReason": "some new reason"), and '' (no reason exported) is "not known"
+HELD_REASONS = {
+    "InitContainersRunning": "init containers running",
+    "PodInitializing": "init containers done, starting",
+    "ContainerCreating": "creating containers",
+    "ErrImagePull": "image pull failed",
+    "ImagePullBackOff": "image pull failing, retrying",
+    "ErrImageNeverPull": "image not on the node",
+    "InvalidImageName": "invalid image name",
+    "CreateContainerConfigError": "container config missing",
+    "CreateContainerError": "container could not be created",
+    "CrashLoopBackOff": "crashing, restarting",
+}
+REASON_NOT_KNOWN = "not known"
+HELD_CHARGED = {  # said once above a held-before-running table whose rows were all charged, or all only shown
+    True: "All of it was charged as running (bound_pending: charge): it is part of the cost above.",
+    False: "None of it was charged (bound_pending: show): the costs are what it would have cost.",
+}
 ROUNDING = "Rounding"  # the row of a table that makes its rounded rows add up to its rounded total
 ROUNDING_NOTE = (
     "Each amount is its exact sum rounded once to the cent, the same wherever it is shown; a Rounding row is "
@@ -168,6 +188,13 @@ def money(value: float, currency: str, signed: bool = False) -> str:
 def quantity(value: float, resource: str) -> str:
     """`24.00 GPU-h`, `1,536.25 core-h`, `12.00 GiB-h` for a ledger resource."""
     return f"{cents(value):,.2f} {UNITS[resource]}"
+
+
+def held_reason(reason: str) -> str:
+    """Why a pod held resources before it ran, in words (HELD_REASONS), never a bare dash."""
+    if not reason:
+        return REASON_NOT_KNOWN
+    return HELD_REASONS.get(reason) or re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", reason).lower()
 
 
 def held_gpus(held: list[dict]) -> str:
