@@ -77,7 +77,7 @@ from billing import frames
 from billing.collect.asking import NodeKinds, TopControllers, at_times, map_chunks
 from billing.collect.chunks import HOUR, Chunk, chunks, hour_groups
 from billing.collect.context import ClusterDay
-from billing.collect.figures import EXPORTERS, INSTANTS, REQUESTS, RUNNING_INSTANTS, figure
+from billing.collect.figures import EXPORTERS, INSTANTS, REQUESTS, RUNNING_INSTANTS, ImpossibleFigure, figure
 from billing.collect.prometheus import PrometheusError, PrometheusSource
 from billing.collect.promql import (
     APP_REQUESTS,
@@ -370,7 +370,7 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
                               f"is longer than the {QUERY_BYTES} bytes every store accepts; list fewer cost_labels")
     # one answer at a time, each made small before the next: the requests are the largest (165,000 series a chunk at
     # 250,000 pods), and two chunks are asked at once
-    pod_hours = _running_hours(source, queries, chunk, copies)
+    pod_hours = _running_hours(source, queries, chunk, copies, exact_pods)
     pods = {series["metric"].get("uid", ""): series["metric"] for series in source.instant(info, at)}
     requests = source.instant(queries.requested(), at)
     running_instants = pod_hours.groupby("uid", sort=False)["instants"].sum().to_dict()  # per uid, over the chunk
@@ -477,10 +477,13 @@ def _reasons(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, uids
     return {key: INITIALISING if INITIALISING in reasons else min(reasons) for key, reasons in seen.items()}
 
 
-def _running_hours(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, copies: bool) -> pd.DataFrame:
+def _running_hours(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, copies: bool,
+                   exact_pods: frozenset[str]) -> pd.DataFrame:
     """Per pod and hour of the chunk, the instants at which it was Running (frames.POD_HOURS without `cpu`): one range
     query per run of hours of one length, hour by hour where the store moves a range's times. The bill sums them per
-    chunk and waste uses them per hour, so the Running series is read once for both."""
+    chunk and waste uses them per hour, so the Running series is read once for both. A pod of `exact_pods` whose
+    Running series holds values other than 1 sums to no count of instants (docs/spec.md counts an instant only where
+    the series is 1): the exact path bills it, and its hour is left out here rather than refused."""
     hours = [Chunk(t, min(t + HOUR, chunk.end), chunk.step) for t in range(chunk.start, chunk.end, HOUR)]
     rows, ranged = [], True
     for group in hour_groups(hours, len(hours)):
@@ -489,12 +492,22 @@ def _running_hours(source: PrometheusSource, queries: UsageQueries, chunk: Chunk
         for labels, values in answer:
             pod = (labels.get("uid", ""), labels.get("namespace", ""), labels.get("pod", ""))
             for t, value in values:
-                if instants := figure(value, RUNNING_INSTANTS, labels, queries.cluster):
+                if instants := _instants(value, labels, queries.cluster, pod[0] in exact_pods):
                     rows.append((*pod, int(t), instants))
     # names as Python objects: a row points at its pod's one string (prometheus.py shares them), where pandas' own
     # strings would copy them into every row, 1.1 M rows on a 250,000-pod day
     frame = pd.DataFrame(rows, columns=frames.POD_HOURS.columns[:-1], dtype=object)
     return frame.astype({"hour": "int64", "instants": "float64"})
+
+
+def _instants(value: str, labels: dict[str, str], cluster: str, exact: bool) -> float:
+    """A pod's Running instants in an hour, through the gate; 0 for an exact-path pod whose sum is no count."""
+    try:
+        return figure(value, RUNNING_INSTANTS, labels, cluster)
+    except ImpossibleFigure:
+        if exact:
+            return 0.0
+        raise
 
 
 def _per_key(usage: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
