@@ -78,6 +78,7 @@ from billing.collect.asking import NodeKinds, TopControllers, at_times, map_chun
 from billing.collect.chunks import HOUR, Chunk, chunks, hour_groups
 from billing.collect.context import ClusterDay
 from billing.collect.figures import EXPORTERS, INSTANTS, REQUESTS, RUNNING_INSTANTS, ImpossibleFigure, figure
+from billing.collect.preflight import KIND_PODS, Seen
 from billing.collect.prometheus import PrometheusError, PrometheusSource
 from billing.collect.promql import (
     APP_REQUESTS,
@@ -145,6 +146,7 @@ class ClusterUsage:
     # what pods bound to a node held while Pending, per workload ('' when workloads were not collected) and reason:
     # billed in `usage` too where the cluster charges it
     bound_pending: pd.DataFrame = field(default_factory=frames.BOUND_PENDING.empty)
+    seen: Seen = Seen()  # what the answers showed of the families the preflight asks about: not asked again
 
     def __post_init__(self) -> None:
         frames.USAGE.check(self.usage, f"usage of cluster {self.cluster}")
@@ -327,6 +329,7 @@ class _ChunkResult:
     copies: bool  # some pod was reported by several exporters
     pod_hours: pd.DataFrame  # frames.POD_HOURS.columns: for waste
     pending: pd.DataFrame  # as `usage`, with the reason before the quantity: what pods bound to a node held while Pending
+    seen: Seen
 
 
 def _uids(answer: list[dict]) -> frozenset[str]:
@@ -373,6 +376,7 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
     pod_hours = _running_hours(source, queries, chunk, copies, exact_pods)
     pods = {series["metric"].get("uid", ""): series["metric"] for series in source.instant(info, at)}
     requests = source.instant(queries.requested(), at)
+    seen = _seen(queries, running, pods, requests)
     running_instants = pod_hours.groupby("uid", sort=False)["instants"].sum().to_dict()  # per uid, over the chunk
     held = _held(source, queries, chunk)
     rows, cpu, pending = [], {}, []
@@ -411,7 +415,7 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
     usage, held_pending = _hours(rows, chunk.step, columns), _hours(pending, chunk.step, [*columns[:-1], *PENDING_KEYS])
     return _ChunkResult(_per_key(usage, columns), running, exact_pods, covered, instants, tops, copies,
                         pod_hours.assign(cpu=pod_hours["uid"].map(cpu)),
-                        _per_key(held_pending, [*columns[:-1], *PENDING_KEYS]))
+                        _per_key(held_pending, [*columns[:-1], *PENDING_KEYS]), seen)
 
 
 PENDING_KEYS = ["reason", "quantity"]  # what a row of bound-Pending usage has where a usage row has its quantity
@@ -420,6 +424,20 @@ PENDING_KEYS = ["reason", "quantity"]  # what a row of bound-Pending usage has w
 def _with_reason(row: tuple, reason: str) -> tuple:
     """A usage row (its quantity and hours in the resource's units last) with the reason before those two."""
     return (*row[:-2], reason, *row[-2:])
+
+
+def _seen(queries: UsageQueries, running: frozenset[str], pods: dict[str, dict[str, str]], requests: list[dict]) -> Seen:
+    """What the chunk's answers show of the families the preflight asks about (preflight.presence_query's branch
+    names): a pod Running (so the phase series with uids), a pod on a node (with a breakdown, of which controllers),
+    and with `requests: containers` the requests, which are then the app containers' alone."""
+    found = {"phase", "ran"} if running - {""} else set()
+    if pods.keys() - {""}:
+        kinds = {workload.split("/")[0] for labels in pods.values() if (workload := labels.get("workload"))}
+        found |= {"pod_info", "pod_node"} | {KIND_PODS[kind] for kind in kinds & KIND_PODS.keys()}
+    resources = frozenset(series["metric"].get("resource", "") for series in requests) - {""}
+    if resources and queries.rule == "containers":
+        found.add("requests")
+    return Seen(frozenset(found), resources)
 
 
 def _held(source: PrometheusSource, queries: UsageQueries, chunk: Chunk) -> dict[str, dict[int, str]]:
@@ -569,6 +587,7 @@ def collect_cluster(context: ClusterDay, cost_labels: Sequence[str] | None = Non
         pod_hours=pd.concat([r.pod_hours for r in results], ignore_index=True),
         bound_pending=_normalise(pending if cost_labels is not None else pending.assign(workload=""), gpu_resources,
                                  frames.BOUND_PENDING.columns),
+        seen=Seen(frozenset().union(*(r.seen.found for r in results)), frozenset().union(*(r.seen.resources for r in results))),
     )
 
 

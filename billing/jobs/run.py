@@ -207,9 +207,10 @@ def collect_from(config: Config, cluster: ClusterConfig, period: BillingDay, sou
 
 def _collected(config: Config, cluster: ClusterConfig, period: BillingDay, source: PrometheusSource) -> _Collected:
     context = cluster_day(cluster, period, int(config.step), config.gpu_resources, source)  # the store asked once
-    refuse_missing(preflight(context, config.workloads.enabled))
     cost_labels = config.cost_labels if config.workloads.enabled else None
     usage = collect_cluster(context, cost_labels)
+    # after the usage, whose answers show most families present: the preflight asks only what they did not show
+    refuse_missing(preflight(context, config.workloads.enabled, usage.seen))
     _refuse_no_data(usage, cluster, period.date)
     if config.audit.enabled:
         # the audit asks the queries without the breakdown: with it, each audited group of pods evaluates every
