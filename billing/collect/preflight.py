@@ -21,7 +21,8 @@ Reading a family over the day costs the store as much as the bill's own
 reading of it (the 20,000-pod day: 4.3 s of Prometheus' CPU, half the bill's
 floor), so `billing run` asks the preflight after the usage and leaves out
 what the usage's answers have shown already (`Seen`): a pod Running, a pod on
-a node, and with `requests: containers` the requests. The judgement is the
+a node, the owners of ReplicaSets and Jobs, and with `requests: containers`
+the requests. The judgement is the
 same either way: a family the usage's answers hold has a sample in the day,
 and the rest are asked as `billing check` asks them.
 """
@@ -223,6 +224,7 @@ def found_on(answer: list[dict], gpu_resources: GpuResources, seen: Seen = Seen(
 
 
 KIND_PODS = {"ReplicaSet": "replicaset_pods", "Job": "job_pods"}  # pods whose controller's owner a workload reads
+OWNERS = {"ReplicaSet": "replicaset_owner", "Job": "job_owner"}  # the branches of those owners' families
 
 
 def preflight(context: ClusterDay, workloads: bool, seen: Seen = Seen()) -> Findings:

@@ -78,7 +78,7 @@ from billing.collect.asking import NodeKinds, TopControllers, at_times, map_chun
 from billing.collect.chunks import HOUR, Chunk, chunks, hour_groups
 from billing.collect.context import ClusterDay
 from billing.collect.figures import EXPORTERS, INSTANTS, REQUESTS, RUNNING_INSTANTS, ImpossibleFigure, figure
-from billing.collect.preflight import KIND_PODS, Seen
+from billing.collect.preflight import KIND_PODS, OWNERS, Seen
 from billing.collect.prometheus import PrometheusError, PrometheusSource
 from billing.collect.promql import (
     APP_REQUESTS,
@@ -376,7 +376,7 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
     pod_hours = _running_hours(source, queries, chunk, copies, exact_pods)
     pods = {series["metric"].get("uid", ""): series["metric"] for series in source.instant(info, at)}
     requests = source.instant(queries.requested(), at)
-    seen = _seen(queries, running, pods, requests)
+    seen = _seen(queries, running, pods, requests, tops)
     running_instants = pod_hours.groupby("uid", sort=False)["instants"].sum().to_dict()  # per uid, over the chunk
     held = _held(source, queries, chunk)
     rows, cpu, pending = [], {}, []
@@ -426,14 +426,18 @@ def _with_reason(row: tuple, reason: str) -> tuple:
     return (*row[:-2], reason, *row[-2:])
 
 
-def _seen(queries: UsageQueries, running: frozenset[str], pods: dict[str, dict[str, str]], requests: list[dict]) -> Seen:
+def _seen(queries: UsageQueries, running: frozenset[str], pods: dict[str, dict[str, str]], requests: list[dict],
+          tops: TopControllers | None) -> Seen:
     """What the chunk's answers show of the families the preflight asks about (preflight.presence_query's branch
-    names): a pod Running (so the phase series with uids), a pod on a node (with a breakdown, of which controllers),
-    and with `requests: containers` the requests, which are then the app containers' alone."""
+    names): a pod Running (so the phase series with uids), a pod on a node (with a breakdown, of which controllers,
+    and the owners of ReplicaSets and Jobs that have one), and with `requests: containers` the requests, which are
+    then the app containers' alone."""
     found = {"phase", "ran"} if running - {""} else set()
     if pods.keys() - {""}:
         kinds = {workload.split("/")[0] for labels in pods.values() if (workload := labels.get("workload"))}
         found |= {"pod_info", "pod_node"} | {KIND_PODS[kind] for kind in kinds & KIND_PODS.keys()}
+    owned = {workload.split("/")[0] for _, workload in tops.tops} if tops else set()
+    found |= {OWNERS[kind] for kind in owned & OWNERS.keys()}
     resources = frozenset(series["metric"].get("resource", "") for series in requests) - {""}
     if resources and queries.rule == "containers":
         found.add("requests")

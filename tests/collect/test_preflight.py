@@ -160,6 +160,7 @@ def usage_seen(has: set[str], rule: str) -> Seen:
     found = {"phase", "ran"} if {"phase", "ran"} <= has else set()
     kinds = {"pod_info", "replicaset_pods", "job_pods"} & has  # kube_pod_info's series, by their controller
     found |= {"pod_info", "pod_node", *kinds} if kinds and "pod_node" in has else set()
+    found |= {"replicaset_owner", "job_owner"} & has  # a ReplicaSet or Job with a controller of its own
     resources = {"cpu", *(["nvidia_com_gpu"] if "gpus_requested" in has else [])} if "requests" in has else set()
     found |= {"requests"} if resources and rule == "containers" else set()
     return Seen(frozenset(found), frozenset(resources))
