@@ -30,6 +30,7 @@ and the rest are asked as `billing check` asks them.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import date
 from typing import Literal
@@ -168,35 +169,48 @@ class Seen:
 
     found: frozenset[str] = frozenset()
     resources: frozenset[str] = frozenset()
+    pods: tuple[str, ...] = ()  # uids of a few pods the usage read requests of: see PROBED
 
 
-def presence_query(queries: Queries, window: str, workloads: bool, seen: Seen = Seen()) -> str:
+# Branches the usage's answers cannot show (with `requests: pod` its requests are app and init containers' summed),
+# asked first of the few pods `Seen.pods` only: found there, the family is present, at the cost of an index lookup;
+# else the branch is asked of every pod, as `billing check` asks it
+PROBED = ("requests", "init_requests", "init_info")
+PROBE_PODS = 50
+
+
+def presence_query(queries: Queries, window: str, workloads: bool, seen: Seen = Seen(),
+                   branches: Collection[str] | None = None) -> str:
     """One query answering a series {found="<family>"} for each family with a sample in the window. Each large family
     is read once, grouped by what tells the day's needs apart: the Running series by its values (`ran`="1" where a
     pod ran), the requests by `resource`, kube_pod_info by `created_by_kind` and whether it names a node
     (`scheduled`), kube_node_labels by whether it has the GPU model label (`model`). A branch whose family `seen`
-    holds is left out; where that is the requests', GPU-like resources the GPU resources do not list are asked
-    alone (`unlisted`: the usage reads only the listed ones)."""
+    holds is left out, and PROBED ones are asked of `seen.pods` alone where it names some; where the requests are
+    not asked of every pod, GPU-like resources the GPU resources do not list are asked alone (`unlisted`: the
+    usage reads only the listed ones). `branches`: only these, of every pod."""
     q = queries
+    pods = f"uid=~{quote(one_of(seen.pods))}" if seen.pods and branches is None else ""
     running = q.running('uid!=""')  # one series per pod, whatever its phase: every pod's, read once
     scheduled = f'label_replace(last_over_time({q.series("kube_pod_info")}[{window}]), "scheduled", "yes", "{q.ksm.node}", ".+")'
     model = f'label_replace(last_over_time({q.node_labels()}[{window}]), "model", "yes", "{q.model_labels[0]}", ".+")'
     read = {
         "phase": f'count_values("ran", max_over_time({running}[{window}]))',
-        "requests": f"count by (resource) (last_over_time({q.series(APP_REQUESTS)}[{window}]))",
+        "requests": f"count by (resource) (last_over_time({q.series(APP_REQUESTS, pods)}[{window}]))",
         "pod_info": f"count by (created_by_kind, scheduled) ({scheduled})",
         "node_labels": f"count by (model) ({model})",
     }
     small = {"init_requests": INIT_REQUESTS, "init_info": INIT_INFO, "allocatable": "kube_node_status_allocatable",
              "claims": "kube_pod_resourceclaim_info",
              **({"replicaset_owner": "kube_replicaset_owner", "job_owner": "kube_job_owner"} if workloads else {})}
-    read |= {branch: f"count(last_over_time({q.series(metric)}[{window}]))" for branch, metric in small.items()}
+    read |= {branch: f"count(last_over_time({q.series(metric, pods if branch in PROBED else '')}[{window}]))"
+             for branch, metric in small.items()}
     read["dra"] = f"count(last_over_time({q.series(GPU_UTILISATION, DRA_HELD)}[{window}]))"
-    if "requests" in seen.found:
+    if "requests" in seen.found or pods:
         listed = f"resource!~{quote(one_of(q.fractions))}" if q.fractions else ""
         unlisted = q.series(APP_REQUESTS, f"resource=~{quote('|'.join(GPU_LIKE))}", listed)
         read["unlisted"] = f"count by (resource) (last_over_time({unlisted}[{window}]))"
-    read = {branch: count for branch, count in read.items() if branch not in seen.found}
+    read = {branch: count for branch, count in read.items()
+            if branch not in seen.found and (branches is None or branch in branches)}
     return "\nor ".join(f'label_replace({count}, "found", "{branch}", "", "")' for branch, count in read.items())
 
 
@@ -235,6 +249,9 @@ def preflight(context: ClusterDay, workloads: bool, seen: Seen = Seen()) -> Find
     cluster, gpu_resources, day = context.cluster, context.gpu_resources, context.day
     queries, (window, end) = day_queries(context), window_of(day)
     answer = context.source.instant(presence_query(queries, window, workloads, seen), end)
+    unproven = [branch for branch in PROBED if seen.pods and branch not in seen.found | found_on(answer, gpu_resources)[0]]
+    if unproven:  # not among the few pods: asked of every pod
+        answer += context.source.instant(presence_query(queries, window, workloads, seen, unproven), end)
     found, gpu_like = found_on(answer, gpu_resources, seen)
     if not found & set(NODES):
         sentence = no_samples(context)

@@ -4,6 +4,7 @@ A real Prometheus deleting each family: tests/integration/test_preflight_prometh
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import date
 from zoneinfo import ZoneInfo
 
@@ -27,16 +28,21 @@ class Answers:
     Prometheus would: a series per family read, labelled by what tells needs apart; and whose kube_pod_info
     without the selector has `unselected`."""
 
-    def __init__(self, found: set[str], unselected: list[dict] | None = None, gpu_like: tuple[str, ...] = ()):
+    def __init__(self, found: set[str], unselected: list[dict] | None = None, gpu_like: tuple[str, ...] = (),
+                 of_few: set[str] | None = None):
         self.found, self.unselected, self.gpu_like, self.asked = found, unselected or [], gpu_like, []
+        self.of_few = found if of_few is None else of_few  # what a branch asked of a few pods (uid=~) finds
 
     def instant(self, query: str, at: float) -> list[dict]:
         self.asked.append((query, at))
         branches = re.findall(r'"found", "(\w+)"', query)
         if not branches:
             return self.unselected
+        few = {branch for part in query.split("\nor ") if "uid=~" in part
+               for branch in re.findall(r'"found", "(\w+)"', part)}
         return [{"metric": {"found": branch, **labels}, "value": [at, "1"]}
-                for branch in branches for labels in self.series(branch)]
+                for branch in branches if branch not in few or branch in self.of_few
+                for labels in self.series(branch)]
 
     def series(self, branch: str) -> list[dict[str, str]]:
         """The label sets (besides `found`) the family's count has, grouped as the query groups it."""
@@ -184,3 +190,19 @@ def test_what_the_usage_showed_is_not_asked_again_and_the_findings_are_the_same(
     assert not asked & seen.found  # a family the usage showed is not read again
     assert ("requests" in asked) == ("requests" not in seen.found)
     assert ("unlisted" in asked) == ("requests" in seen.found)  # GPU-like resources the usage does not read
+
+
+@pytest.mark.parametrize("of_few", [{"requests", "init_requests", "init_info"}, {"requests"}, set()],
+                         ids=["found-among-them", "no-init-container-among-them", "none-among-them"])
+def test_what_the_usage_cannot_show_is_asked_of_a_few_of_its_pods_first_then_of_every_pod(of_few):
+    gpu_like = ("nvidia_com_gpu", "amd_com_gpu")
+    for has in (EVERYTHING, EVERYTHING - {"init_requests"}, EVERYTHING - {"requests", "gpus_requested"}):
+        whole = preflight(asking(Answers(has, gpu_like=gpu_like)), True)
+        answers = Answers(has, gpu_like=gpu_like, of_few=of_few & has)
+        seen = replace(usage_seen(has, "pod"), pods=("3f1c", "9a0b"))
+        assert preflight(asking(answers), True, seen) == whole
+        assert 'uid=~"3f1c|9a0b"' in answers.asked[0][0]
+        unproven = {"requests", "init_requests", "init_info"} - (of_few & has)  # then asked of every pod
+        asked_again = [set(re.findall(r'"found", "(\w+)"', query)) for query, _ in answers.asked[1:]]
+        assert asked_again == ([unproven] if unproven else [])
+        assert all("uid=~" not in query for query, _ in answers.asked[1:])
