@@ -260,3 +260,39 @@ def test_too_many_cost_labels_for_any_store_s_query_length_fail_the_run_saying_s
     labels = [f"example.com/cost-label-number-{n}" for n in range(200)]
     with pytest.raises(PrometheusError, match="with 200 cost labels is longer than the 12288 bytes .* list fewer cost_labels"):
         collect_cluster(cluster_day(CLUSTER, DAY, 60, ["nvidia_com_gpu"], FakePrometheus(), DEFAULT_STORE), cost_labels=labels)
+
+
+def test_held_instants_come_from_the_running_pass_and_reasons_are_asked_per_hour_held():
+    """A pod on a node, on no node at no sample, Pending 10 instants in the first hour of the first chunk and 5 in
+    its second, ContainerCreating at 3 of them: held 3 instants for that reason and 12 for none. Not asked when it
+    was bound (its Pending instants are those), its reasons asked in those two hours only."""
+    start = int(DAY.start.timestamp())
+
+    class Pending(FakePrometheus):
+        def instant(self, query: str, at: float) -> list[dict]:
+            if query.startswith("group by (uid) (max_over_time(kube_pod_info{node=\"\""):
+                self.asked.append(("unbound", query))
+                return []
+            return super().instant(query, at)
+
+        def range(self, query: str, start_: float, end: float, step: float) -> list[dict]:
+            if query.startswith(RUNNING_INSTANTS):
+                answer = super().range(query, start_, end, step)
+                if start_ == start + 3600 - 60:  # the first chunk's hours: Pending in its first two
+                    answer.append({"metric": {"uid": "u-a", "namespace": "alice", "pod": "u-a", "phase": "Pending"},
+                                   "values": [[start_, "10"], [start_ + 3600, "5"]]})
+                return answer
+            if "kube_pod_container_status_waiting_reason" in query:
+                self.asked.append(("reasons", query))
+                labels = {"uid": "u-a", "namespace": "alice", "pod": "u-a", "reason": "ContainerCreating"}
+                return [{"metric": labels, "values": [[t, "1"] for t in (start_, start_ + 60, start_ + 120)]}] \
+                    if start_ == start else []
+            return super().range(query, start_, end, step)
+
+    source = Pending(pods=[Pod("u-a", "alice", "n", {"cpu": 2}, per_hour=45)])
+    result = collect_cluster(cluster_day(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE))
+    held = result.bound_pending.groupby("reason")["quantity"].sum().to_dict()
+    assert held == {"": pytest.approx(2 * 12 / 60), "ContainerCreating": pytest.approx(2 * 3 / 60)}
+    assert source.kinds().count("unbound") == 1  # the first chunk's: no other had a pod Pending
+    assert len(source.queries("reasons")) == 2 and "exact" not in source.kinds()
+    assert all('kube_pod_status_phase{phase="Pending"' in query for query in source.queries("reasons"))
