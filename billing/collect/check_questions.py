@@ -1,4 +1,5 @@
-"""What `billing check` asks the store beyond what a run asks: the PromQL of its questions, answered as counts.
+"""What `billing check` asks the store beyond what a run asks: the PromQL of its questions, answered as counts and
+flags.
 
 billing/jobs/check.py turns the counts into sentences; the query text lives here, beside the collectors, so that
 jobs/ holds none.
@@ -8,8 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from billing.collect.context import ClusterDay
+from billing.collect.preflight import day_queries, window_of
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.promql import APP_REQUESTS, INIT_INFO, INIT_REQUESTS, Queries
+from billing.config import kube_label
 
 
 @dataclass(frozen=True)
@@ -42,3 +46,15 @@ def unbillable_pods(queries: Queries, source: PrometheusSource, at: int, day: st
     if pod_level and queries.scheduled:
         pod_level = pods(f"({pod_level_pods}) unless on (uid) {queries.scheduler_requests(lambda selector: selector)}")
     return UnbillablePods(sidecars, bool(labelled), pod_level)
+
+
+def workload_labels_seen(context: ClusterDay, cost_labels: list[str]) -> tuple[bool, list[str]]:
+    """Whether some pod's kube_pod_info carries created_by_kind on the day, and which of `cost_labels` no pod's
+    kube_pod_labels carries: what the breakdown by workload and cost label reads besides the owners."""
+    queries, (window, at) = day_queries(context), window_of(context.day)
+
+    def seen(series: str) -> bool:
+        return bool(context.source.instant(f"count(last_over_time({series}[{window}]))", at))
+
+    controllers = seen(queries.series("kube_pod_info", 'created_by_kind!=""'))
+    return controllers, [name for name in cost_labels if not seen(queries.series("kube_pod_labels", f'{kube_label(name)}!=""'))]

@@ -28,12 +28,12 @@ from typing import Any
 from billing.charge.bound_pending import held_sentence
 from billing.charge.quotas import queue_remarks, unpriced_flavors
 from billing.collect.capacity import bills_capacity, collect_allocatable
-from billing.collect.check_questions import unbillable_pods
+from billing.collect.check_questions import unbillable_pods, workload_labels_seen
 from billing.collect.chunks import Chunk
 from billing.collect.context import ClusterDay, cluster_day
 from billing.collect.figures import ALLOCATABLE, ImpossibleFigure
 from billing.collect.kueue import NOMINAL, collect_quotas
-from billing.collect.preflight import day_queries, no_samples, preflight, window_of
+from billing.collect.preflight import no_samples, preflight, window_of
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.promql import (
     POD_LABELS,
@@ -280,15 +280,10 @@ def workload_series(context: ClusterDay, cost_labels: list[str]) -> str:
     day = context.day
     if context.cluster.prometheus.replay:
         return "recorded answers: not checked"
-    queries, (window, at) = day_queries(context), window_of(day)
-
-    def seen(series: str) -> bool:
-        return bool(context.source.instant(f"count(last_over_time({series}[{window}]))", at))
-
-    remarks = [] if seen(queries.series("kube_pod_info", 'created_by_kind!=""')) else [
+    controllers, unlabelled = workload_labels_seen(context, cost_labels)
+    remarks = [] if controllers else [
         "no pod's kube_pod_info carries created_by_kind, so every pod is its own workload (Pod/<name>); "
         "kube-state-metrics sets it on every pod: a metric relabelling must not drop it"]
-    unlabelled = [name for name in cost_labels if not seen(queries.series("kube_pod_labels", f'{kube_label(name)}!=""'))]
     if unlabelled:
         remarks.append(f"no pod's kube_pod_labels carries {', '.join(kube_label(name) for name in unlabelled)}, so "
                        "every pod's is ''; kube-state-metrics exports pod labels only when allowlisted: run it with "
