@@ -58,3 +58,14 @@ def workload_labels_seen(context: ClusterDay, cost_labels: list[str]) -> tuple[b
 
     controllers = seen(queries.series("kube_pod_info", 'created_by_kind!=""'))
     return controllers, [name for name in cost_labels if not seen(queries.series("kube_pod_labels", f'{kube_label(name)}!=""'))]
+
+
+def selected_nodes(context: ClusterDay) -> int | None:
+    """How many nodes of kube-state-metrics the cluster's selector matches on the day, None if the store has no
+    sample of kube_node_labels under it at all."""
+    window, at = window_of(context.day)
+    # exported_node: where a honor_labels: false scrape put the node's name (`node` is then kube-state-metrics' own)
+    query = (f"count(group by (node, exported_node) "
+             f"(last_over_time(kube_node_labels{{{context.cluster.prometheus.selector}}}[{window}])))")
+    answer = context.source.instant(query, at)
+    return round(float(answer[0]["value"][1])) if answer else None

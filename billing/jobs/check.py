@@ -28,12 +28,12 @@ from typing import Any
 from billing.charge.bound_pending import held_sentence
 from billing.charge.quotas import queue_remarks, unpriced_flavors
 from billing.collect.capacity import bills_capacity, collect_allocatable
-from billing.collect.check_questions import unbillable_pods, workload_labels_seen
+from billing.collect.check_questions import selected_nodes, unbillable_pods, workload_labels_seen
 from billing.collect.chunks import Chunk
 from billing.collect.context import ClusterDay, cluster_day
 from billing.collect.figures import ALLOCATABLE, ImpossibleFigure
 from billing.collect.kueue import NOMINAL, collect_quotas
-from billing.collect.preflight import no_samples, preflight, window_of
+from billing.collect.preflight import no_samples, preflight
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.promql import (
     POD_LABELS,
@@ -339,14 +339,10 @@ def selector(context: ClusterDay) -> str:
     every run refuse its day for want of data; a day without any sample says so first, the selector not being
     to blame."""
     config, day = context.cluster.prometheus, context.day
-    window, at = window_of(day)
-    # exported_node: where a honor_labels: false scrape put the node's name (`node` is then kube-state-metrics' own)
-    query = f"count(group by (node, exported_node) (last_over_time(kube_node_labels{{{config.selector}}}[{window}])))"
-    answer = context.source.instant(query, at)
-    if not answer:
+    nodes = selected_nodes(context)
+    if nodes is None:
         raise CheckFailure(f"on {day.date}: {no_samples(context)}")
-    nodes = float(answer[0]["value"][1])
-    return f"{config.selector} matches kube-state-metrics series of {nodes:.0f} nodes on {day.date}"
+    return f"{config.selector} matches kube-state-metrics series of {nodes} nodes on {day.date}"
 
 
 def database(url: str) -> str:
