@@ -28,16 +28,14 @@ from typing import Any
 from billing.charge.bound_pending import held_sentence
 from billing.charge.quotas import queue_remarks, unpriced_flavors
 from billing.collect.capacity import bills_capacity, collect_allocatable
+from billing.collect.check_questions import selected_nodes, unbillable_pods, workload_labels_seen
 from billing.collect.chunks import Chunk
 from billing.collect.context import ClusterDay, cluster_day
 from billing.collect.figures import ALLOCATABLE, ImpossibleFigure
 from billing.collect.kueue import NOMINAL, collect_quotas
-from billing.collect.preflight import day_queries, no_samples, preflight, window_of
+from billing.collect.preflight import no_samples, preflight
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.promql import (
-    APP_REQUESTS,
-    INIT_INFO,
-    INIT_REQUESTS,
     POD_LABELS,
     SCHEDULED,
     GpuResources,
@@ -258,31 +256,16 @@ def bound_pending(context: ClusterDay) -> str:
 
 def _unbillable_requests(queries: Queries, source: PrometheusSource, at: int, day: str) -> list[str]:
     """Sentences about Running pods whose requests kube-state-metrics leaves billing blind to."""
-    running = f'({queries.running()} == 1)'
+    counted = unbillable_pods(queries, source, at, day)
     remarks = []
-
-    def pods(during_running: str) -> int:
-        """How many pods the expression (per uid, joined with Running) has at some sampled instant of the day."""
-        answer = source.instant(f"count(max_over_time(({during_running} and on (uid) {running})[{day}:{queries.step}]))", at)
-        return int(float(answer[0]["value"][1])) if answer else 0
-
-    told_apart = queries.series(INIT_INFO, 'restart_policy!=""')  # v2.11 and later label sidecars
-    labelled = source.instant(f"count(last_over_time({told_apart}[{day}]))", at)
-    sidecars = pods(f"group by (uid) ({queries.series('kube_pod_init_container_status_running')} == 1)")
-    if sidecars and not labelled:
-        remarks.append(f"{sidecars} Running pods had init containers running (native sidecars) but no "
+    if counted.sidecars and not counted.sidecars_told_apart:
+        remarks.append(f"{counted.sidecars} Running pods had init containers running (native sidecars) but no "
                        "kube_pod_init_container_info carries restart_policy: kube-state-metrics is older than v2.11.0, so "
                        "their sidecars are billed as init containers (only the largest counts, not their sum); upgrade it")
-    requested = 'resource=~"cpu|memory"'
-    requesting = queries.series("kube_pod_status_qos_class", 'qos_class!="BestEffort"')
-    pod_level_pods = (f"group by (uid) ({requesting} == 1) unless on (uid) {queries.series(APP_REQUESTS, requested)} "
-                      f"unless on (uid) {queries.series(INIT_REQUESTS, requested)}")
-    pod_level = pods(pod_level_pods)
-    if pod_level and queries.scheduled:
-        pod_level = pods(f"({pod_level_pods}) unless on (uid) {queries.scheduler_requests(lambda selector: selector)}")
-    if pod_level:
-        remarks.append(f"{pod_level} Running pods are Burstable or Guaranteed without any container requesting cpu or "
-                       "memory: they set pod-level resources (spec.resources), which kube-state-metrics does not export, "
+    if counted.pod_level:
+        remarks.append(f"{counted.pod_level} Running pods are Burstable or Guaranteed without any container requesting "
+                       "cpu or memory: they set pod-level resources (spec.resources), which kube-state-metrics does not "
+                       "export, "
                        + ("and kube-scheduler's kube_pod_resource_request had no figure for them (is every scheduler "
                           "scraped?), so they are billed no cpu or memory" if queries.scheduled else
                           "so they are billed no cpu or memory; scrape kube-scheduler's /metrics/resources "
@@ -297,15 +280,10 @@ def workload_series(context: ClusterDay, cost_labels: list[str]) -> str:
     day = context.day
     if context.cluster.prometheus.replay:
         return "recorded answers: not checked"
-    queries, (window, at) = day_queries(context), window_of(day)
-
-    def seen(series: str) -> bool:
-        return bool(context.source.instant(f"count(last_over_time({series}[{window}]))", at))
-
-    remarks = [] if seen(queries.series("kube_pod_info", 'created_by_kind!=""')) else [
+    controllers, unlabelled = workload_labels_seen(context, cost_labels)
+    remarks = [] if controllers else [
         "no pod's kube_pod_info carries created_by_kind, so every pod is its own workload (Pod/<name>); "
         "kube-state-metrics sets it on every pod: a metric relabelling must not drop it"]
-    unlabelled = [name for name in cost_labels if not seen(queries.series("kube_pod_labels", f'{kube_label(name)}!=""'))]
     if unlabelled:
         remarks.append(f"no pod's kube_pod_labels carries {', '.join(kube_label(name) for name in unlabelled)}, so "
                        "every pod's is ''; kube-state-metrics exports pod labels only when allowlisted: run it with "
@@ -361,14 +339,10 @@ def selector(context: ClusterDay) -> str:
     every run refuse its day for want of data; a day without any sample says so first, the selector not being
     to blame."""
     config, day = context.cluster.prometheus, context.day
-    window, at = window_of(day)
-    # exported_node: where a honor_labels: false scrape put the node's name (`node` is then kube-state-metrics' own)
-    query = f"count(group by (node, exported_node) (last_over_time(kube_node_labels{{{config.selector}}}[{window}])))"
-    answer = context.source.instant(query, at)
-    if not answer:
+    nodes = selected_nodes(context)
+    if nodes is None:
         raise CheckFailure(f"on {day.date}: {no_samples(context)}")
-    nodes = float(answer[0]["value"][1])
-    return f"{config.selector} matches kube-state-metrics series of {nodes:.0f} nodes on {day.date}"
+    return f"{config.selector} matches kube-state-metrics series of {nodes} nodes on {day.date}"
 
 
 def database(url: str) -> str:

@@ -17,6 +17,8 @@ from billing.directory.people import directory_from_json
 from billing.ledger.read import latest_directory
 from billing.publish.report import Subject, known_names
 
+LONGEST_RANGE = 366  # days one question may span, in billing serve and billing mcp alike
+
 
 class Forbidden(Exception):
     """The viewer may not see what was asked for; the message says what and why."""

@@ -50,13 +50,12 @@ from billing.publish.report import (
     report_range,
 )
 from billing.publish.report_formats import csv_text, html_table, json_text
-from billing.web.access import Forbidden, Viewer, viewer
+from billing.web.access import LONGEST_RANGE, Forbidden, Viewer, viewer
 from billing.web.access import spelled as spelled_in
 from billing.web.security import Guard, LoginThrottle, Refused, check_csrf, csrf_token, shown_uid
 
 log = logging.getLogger(__name__)
 
-LONGEST_RANGE = 366  # days one question may span
 MOST_CONNECTIONS = 20_000  # connections waitress may hold open (fewer where the process may open fewer files)
 CHANNEL_TIMEOUT = 30  # seconds a connection may stay silent
 LARGEST_BODY = 64 * 1024  # bytes of a request body: only the login and logout forms are posted

@@ -22,9 +22,11 @@ import time
 import unicodedata
 from datetime import timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from flask import Flask, Response, request, session
+if TYPE_CHECKING:  # Flask itself only where serve answers a request: billing mcp's HTTP Basic needs none of it
+    from flask import Flask, Response
 
 from billing.config import ConfigError, DirectoryConfig, WebConfig
 from billing.directory.ldap import WrongPassword, authenticate
@@ -189,10 +191,12 @@ class Guard:
         return any(parsed in network for network in self.trusted)
 
     def from_trusted_proxy(self) -> bool:
+        from flask import request
         return self.is_trusted(request.remote_addr or "")
 
     def client_address(self) -> str:
         """Who is asking, of the Flask request being answered (see `client_of`)."""
+        from flask import request
         return self.client_of(request.remote_addr or "", request.headers.get("X-Forwarded-For", ""))
 
     def client_of(self, peer: str, forwarded_for: str) -> str:
@@ -237,6 +241,7 @@ class Guard:
 
     def identity(self) -> str:
         """The signed-in uid, or Refused(401) saying why there is none."""
+        from flask import request, session
         web = self.web
         if web.auth == "ldap":
             if "uid" not in session or not self.sessions.alive(session.get("id", "")):
@@ -283,6 +288,7 @@ class Guard:
 
     def add_headers(self, response: Response) -> None:
         """What every answer tells the browser: no scripts, no framing, no caching; TLS kept to once seen."""
+        from flask import request
         response.headers["Content-Security-Policy"] = CSP
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Referrer-Policy"] = "no-referrer"
@@ -293,6 +299,7 @@ class Guard:
 
 def csrf_token() -> str:
     """A token of this browser session for the login and logout forms."""
+    from flask import session
     if "csrf" not in session:
         session["csrf"] = secrets.token_urlsafe(24)
     return session["csrf"]
@@ -300,6 +307,7 @@ def csrf_token() -> str:
 
 def check_csrf() -> None:
     """The form's token is the session's; a request with no session has none to match (login CSRF)."""
+    from flask import request, session
     expected = session.get("csrf", "")
     if not expected or not secrets.compare_digest(request.form.get("csrf", ""), expected):
         raise Refused(400, "the form has expired; load the page again")

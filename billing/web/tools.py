@@ -24,8 +24,7 @@ from billing.publish.choices import GROUPINGS, LABEL_PREFIX, WORKLOAD
 from billing.publish.report import Report, ReportError, Subject, UnknownSubject, breakdown, known_names, report_range
 from billing.publish.report_formats import json_text
 from billing.publish.statement_formats import json_text as statement_json
-from billing.web.access import Viewer, spelled
-from billing.web.app import LONGEST_RANGE
+from billing.web.access import LONGEST_RANGE, Viewer, spelled
 
 RULES = [  # how a ledger row's figures are made (docs/spec.md "Billing arithmetic")
     "quantity: resource-hours the pod requested while Running, sampled every step (docs/spec.md Rule 4)",

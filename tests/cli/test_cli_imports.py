@@ -59,3 +59,14 @@ def test_a_report_imports_neither_the_collectors_nor_pandas_nor_the_pages(tmp_pa
     config = write_config(database=write_ledger(tmp_path / "ledger.db"), currency="USD")
     args = ["report", "--team", "robotics", "--from", "2026-11-19", "--to", "2026-11-20", "--config", str(config)]
     assert imported(NOT_FOR_A_REPORT, *args) == []
+
+
+def test_billing_mcp_imports_neither_flask_nor_waitress_nor_prometheus_client():
+    """billing mcp answers over the MCP SDK: serve's web server and its metrics are not its to load."""
+    code = "import sys, billing.web.mcp_server; print(*sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=WORKTREE,
+                            env={**os.environ, "PYTHONPATH": str(WORKTREE)}, timeout=120)
+    assert result.returncode == 0, result.stderr
+    watched = ("flask", "waitress", "prometheus_client", "billing.web.app")
+    assert sorted(name for name in result.stdout.split()
+                  if any(name == module or name.startswith(module + ".") for module in watched)) == []
