@@ -136,15 +136,27 @@ def check_focus_13(focus: pd.DataFrame) -> None:
     check_allocations(focus)
 
 
+# Cost and Usage metrics (Column type Metric) that add up over an origin's allocated charges; the others (unit
+# prices) and every dimension are the origin's on each of them
+SUMMABLE = ["BilledCost", "ContractedCost", "EffectiveCost", "ListCost", "PricingQuantity", "ConsumedQuantity"]
+
+
 def check_allocations(focus: pd.DataFrame) -> None:
-    """The split cost allocation columns: null together off a split; on an allocated charge the method, what the
-    cost is allocated to (id and name), AllocatedMethodDetails as {"Elements": [{"AllocatedRatio": ...}]} and
-    AllocatedTags that repeat no key of Tags; the ratios of one origin charge add up to 1."""
+    """The split cost allocation columns (AllocatedMethodId, AllocatedResourceId, AllocatedResourceName,
+    AllocatedMethodDetails, AllocatedTags) and Data Generator-Calculated Split Cost Allocation Handling.
+
+    Off a split all are null. On an allocated charge the method and AllocatedMethodDetails are set; the
+    AllocatedResourceId is null exactly on the unallocated portion, and locally unique within a ResourceId and
+    ChargePeriod. The allocated charges of one origin charge match it in every dimension and unit price (so an
+    origin is a group of allocated rows equal in all of them), and add up to it in every summable metric: the
+    ratios add up to 1 and each row's metrics are the origin's at its ratio."""
     split = ~null(focus, "AllocatedMethodId")
     for column in ("AllocatedMethodDetails", "AllocatedResourceId", "AllocatedResourceName", "AllocatedTags"):
         assert null(focus, column)[~split].all(), column
-    assert not focus.loc[split, ["AllocatedResourceId", "AllocatedResourceName", "AllocatedMethodDetails"]].isna().any().any()
     allocated = focus[split]
+    assert not null(allocated, "AllocatedMethodDetails").any()
+    assert (null(allocated, "AllocatedResourceId") == null(allocated, "AllocatedResourceName")).all()
+    assert null(allocated, "AllocatedTags")[null(allocated, "AllocatedResourceId")].all()
     for details in allocated["AllocatedMethodDetails"].map(json_object):
         assert isinstance(details["Elements"], list) and details["Elements"]
         for element in details["Elements"]:
@@ -154,10 +166,21 @@ def check_allocations(focus: pd.DataFrame) -> None:
     for tags, allocated_tags in zip(allocated["Tags"], allocated["AllocatedTags"]):
         if isinstance(allocated_tags, str):
             assert not set(json_object(allocated_tags)) & set(json_object(tags))
-    # an origin charge's allocated charges share its dimensions of what is charged and its tags
-    origin = allocated.assign(ratio=allocated["AllocatedMethodDetails"].map(ratio)).groupby(
-        ["AllocatedMethodId", "ResourceId", "ChargePeriodStart", "ServiceName", "Tags"])["ratio"].sum()
-    assert origin.to_numpy() == pytest.approx([1.0] * len(origin))
+    named = allocated.dropna(subset=["AllocatedResourceId"])
+    assert not named.duplicated(["ResourceId", "ChargePeriodStart", "ChargePeriodEnd", "AllocatedResourceId"]).any()
+    for rows in origins(allocated):
+        parts = rows["AllocatedMethodDetails"].map(ratio)
+        assert parts.sum() == pytest.approx(1.0), rows
+        for column in SUMMABLE:
+            if column in rows and not rows[column].isna().all():
+                assert rows[column].to_numpy() == pytest.approx((rows[column].sum() * parts).to_numpy()), column
+
+
+def origins(allocated: pd.DataFrame) -> list[pd.DataFrame]:
+    """Allocated charges grouped by their origin charge: the rows equal in every dimension and unit price."""
+    origin = [column for column in allocated.columns
+              if column not in SUMMABLE and not column.startswith("Allocated")]
+    return [rows for _, rows in allocated.groupby(origin, dropna=False, sort=False)]
 
 
 def ratio(details: str) -> float:

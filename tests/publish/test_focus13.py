@@ -30,10 +30,31 @@ def export(config: str, first: str, last: str, *args: str) -> pd.DataFrame:
     return csv_of(CliRunner().invoke(main, ["export", "--config", config, "--from", first, "--to", last, *args]))
 
 
-def allocated_to(focus: pd.DataFrame, method: str) -> dict[tuple[str, str], float]:
+def split(focus: pd.DataFrame, method: str) -> dict[tuple[str, str | None], tuple[float, float, float]]:
+    """(ResourceId, AllocatedResourceId or None for the unallocated part) -> (ratio, PricingQuantity, BilledCost)
+    of the allocated charges of a method."""
     rows = focus[focus["AllocatedMethodId"] == method]
-    return {(resource, account): ratio(details) for resource, account, details in
-            zip(rows["AllocatedResourceId"], rows["BillingAccountId"], rows["AllocatedMethodDetails"])}
+    return {(resource, None if pd.isna(allocated) else allocated): (ratio(details), quantity, cost)
+            for resource, allocated, details, quantity, cost in
+            zip(rows["ResourceId"], rows["AllocatedResourceId"], rows["AllocatedMethodDetails"],
+                rows["PricingQuantity"], rows["BilledCost"])}
+
+
+def assert_split(actual: dict, expected: dict) -> None:
+    assert actual.keys() == expected.keys()
+    for key, values in expected.items():
+        assert actual[key] == pytest.approx(values), key
+
+
+def by_account(focus: pd.DataFrame) -> dict[str, float]:
+    """FOCUS's use case "cost by billing account": BilledCost summed per BillingAccountId."""
+    return focus.groupby("BillingAccountId")["BilledCost"].sum().to_dict()
+
+
+def by_allocated_resource(focus: pd.DataFrame) -> dict[str, float]:
+    """Cost by allocated resource, as FOCUS's split cost allocation examples query it: the allocated charges'
+    EffectiveCost per AllocatedResourceId (the unallocated parts, with none, left out)."""
+    return focus.dropna(subset=["AllocatedResourceId"]).groupby("AllocatedResourceId")["EffectiveCost"].sum().to_dict()
 
 
 @pytest.fixture
@@ -52,33 +73,39 @@ def test_an_export_with_reserved_pools_unrequested_capacity_and_cost_recovery_pa
     focus = export(october, "2026-10-01", "2026-10-31")
     check_focus_13(focus)
     assert focus["BilledCost"].sum() == pytest.approx(160.00)  # the closed month recovered what both clusters cost
-    # heron's pool p1: 24 GPU-h, carol (vision) used 5 of them: 5/24 to carol, the 19/24 no pod requested stays
-    # robotics' (the pool's row); both rows have the pool as their resource
-    assert allocated_to(focus, "billing/reserved-pool") == pytest.approx({
-        ("heron/carol", "robotics"): 5 / 24, ("heron/pool:p1", "robotics"): 19 / 24})
+    # heron's pool p1: 24 GPU-h at 2.00 (48.00), carol used 5 of them: 5/24 of its hours and cost allocated to
+    # heron/carol, the 19/24 no pod requested its unallocated part; both robotics' Usage, the pool as resource
+    assert_split(split(focus, "billing/reserved-pool"), {
+        ("heron/pool:p1/gpu", "heron/carol"): (5 / 24, 5.0, 10.00), ("heron/pool:p1/gpu", None): (19 / 24, 19.0, 38.00)})
     pool = focus[focus["AllocatedMethodId"] == "billing/reserved-pool"]
-    assert set(pool["ResourceId"]) == {"heron/pool:p1"} and set(pool["ChargeCategory"]) == {"Usage", "Credit"}
-    # jaguar's unrequested CPU, all of it to team-robotics
-    assert allocated_to(focus, "billing/unrequested-share") == {("jaguar/team-robotics", "robotics"): 1.0}
+    assert set(pool["ChargeCategory"]) == {"Usage"} and set(pool["BillingAccountId"]) == {"robotics"}
+    # the credit robotics gets for carol's use is a charge of its own, on carol's namespace
+    credit = focus[focus["ChargeCategory"] == "Credit"]
+    assert credit[["BillingAccountId", "ResourceId", "BilledCost"]].values.tolist() == [["robotics", "heron/carol", -10.00]]
+    assert credit["AllocatedMethodId"].isna().all()
+    # robotics' share of jaguar's unrequested CPU, all team-robotics'
+    assert_split(split(focus, "billing/unrequested-share"), {
+        ("jaguar/unrequested/cpu", "jaguar/team-robotics"): (1.0, 50.0, 0.60)})
     # cost recovery (tests/helpers/statements.py by hand): jaguar 62.80 all robotics'; heron 12.00 split 38 : 10
-    # as robotics and vision were charged 38.00 and 10.00 there
-    assert allocated_to(focus, "billing/cost-recovery") == pytest.approx({
-        ("jaguar/team:robotics", "robotics"): 1.0, ("heron/team:robotics", "robotics"): 38 / 48,
-        ("heron/team:vision", "vision"): 10 / 48})
-    recovery = focus[focus["ChargeCategory"] == "Adjustment"].set_index("AllocatedResourceId")
-    assert recovery.loc["heron/team:vision", "BilledCost"] == pytest.approx(2.50)
-    assert json.loads(recovery.loc["heron/team:vision", "Tags"]) == {"billing/cluster": "heron", "billing/kind": "recovery"}
-    assert json.loads(recovery.loc["heron/team:vision", "AllocatedTags"]) == {"billing/team": "vision"}
-    assert recovery.loc["heron/team:vision", "ResourceId"] == "heron"
+    # as robotics and vision were charged 38.00 and 10.00 there; each line its team's Adjustment, no split
+    recovery = focus[focus["ChargeCategory"] == "Adjustment"].set_index(["ResourceId", "BillingAccountId"])
+    assert recovery["BilledCost"].to_dict() == pytest.approx({
+        ("jaguar", "robotics"): 62.80, ("heron", "robotics"): 9.50, ("heron", "vision"): 2.50})
+    assert recovery["AllocatedMethodId"].isna().all()
+    assert json.loads(recovery.loc[("heron", "vision"), "Tags"]) == {
+        "billing/cluster": "heron", "billing/kind": "recovery", "billing/team": "vision"}
+    # the teams' October: vision 10.00 on heron + 2.50 recovery; robotics the rest of the 160.00
+    assert by_account(focus) == pytest.approx({"vision": 12.50, "robotics": 147.50})
 
 
 def test_shares_of_unrequested_capacity_and_several_pools_of_a_team(tmp_path, write_config):
     rows = {DAY: [
-        # ibis' 40 unrequested core-hours, split 30 : 10 by what x and y paid there
+        # ibis' unrequested core-hours: vision's 40 (x 30, z 10), nlp's 10 (y)
         ("ibis", "x", "vision", None, "unrequested-cpu", "", 30.0, 0.01, 0.30),
+        ("ibis", "z", "vision", None, "unrequested-cpu", "", 10.0, 0.01, 0.10),
         ("ibis", "y", "nlp", None, "unrequested-cpu", "", 10.0, 0.01, 0.10),
-        # robotics holds 24 H100-hours in two pools, carol (nlp) used 6: 6/24 to carol; of the 18 unrequested,
-        # pool a (16 of 24 h) keeps 16/24 x 18/24 = 1/2, pool b 8/24 x 18/24 = 1/4
+        # robotics holds 24 H100-hours in two pools, carol (nlp) used 6: 6/24 of each pool to carol (a: 4 h,
+        # b: 2 h), the 18/24 no pod requested unallocated
         ("jaguar", "pool:a", "robotics", None, "reserved-gpu", H100, 16.0, 2.40, 38.40),
         ("jaguar", "pool:b", "robotics", None, "reserved-gpu", H100, 8.0, 2.40, 19.20),
         ("jaguar", "carol", "nlp", "carol", "gpu", H100, 6.0, 2.40, 14.40),
@@ -87,21 +114,30 @@ def test_shares_of_unrequested_capacity_and_several_pools_of_a_team(tmp_path, wr
     config = str(write_config(database=write_ledger(tmp_path / "shares.db", rows), currency="USD"))
     focus = export(config, str(DAY), str(DAY))
     check_focus_13(focus)
-    assert allocated_to(focus, "billing/unrequested-share") == pytest.approx({
-        ("ibis/x", "vision"): 0.75, ("ibis/y", "nlp"): 0.25})
-    assert allocated_to(focus, "billing/reserved-pool") == pytest.approx({
-        ("jaguar/carol", "robotics"): 0.25, ("jaguar/pool:a", "robotics"): 0.5, ("jaguar/pool:b", "robotics"): 0.25})
+    assert_split(split(focus, "billing/unrequested-share"), {
+        ("ibis/unrequested/cpu", "ibis/x"): (0.75, 30.0, 0.30), ("ibis/unrequested/cpu", "ibis/z"): (0.25, 10.0, 0.10),
+        ("ibis/unrequested/cpu", "ibis/y"): (1.0, 10.0, 0.10)})
+    a, b = f"jaguar/pool:a/gpu/{H100}", f"jaguar/pool:b/gpu/{H100}"
+    assert_split(split(focus, "billing/reserved-pool"), {
+        (a, "jaguar/carol"): (0.25, 4.0, 9.60), (a, None): (0.75, 12.0, 28.80),
+        (b, "jaguar/carol"): (0.25, 2.0, 4.80), (b, None): (0.75, 6.0, 14.40)})
     share = focus[focus["AllocatedResourceId"] == "ibis/x"].iloc[0]
-    assert (share["ResourceId"], share["ResourceType"], share["AllocatedResourceName"]) == ("ibis", "Cluster", "x")
-    assert json.loads(share["Tags"]) == {"billing/cluster": "ibis", "billing/resource": "cpu"}
-    assert json.loads(share["AllocatedTags"]) == {"billing/namespace": "x", "billing/team": "vision"}
-    assert set(focus.loc[focus["AllocatedMethodId"] == "billing/reserved-pool", "ResourceId"]) == {"jaguar/pool:a+pool:b"}
+    assert (share["ResourceType"], share["AllocatedResourceName"], share["BillingAccountId"]) == (
+        "Unrequested capacity", "x", "vision")
+    assert json.loads(share["Tags"]) == {"billing/cluster": "ibis", "billing/resource": "unrequested-cpu",
+                                         "billing/team": "vision"}
+    assert json.loads(share["AllocatedTags"]) == {"billing/namespace": "x"}
     # carol's own use is hers, not a split: no allocation, the namespace its resource
     own = focus[(focus["BillingAccountId"] == "nlp") & (focus["PricingUnit"] == "GPU-Hours")].iloc[0]
     assert pd.isna(own["AllocatedMethodId"]) and own["ResourceId"] == "jaguar/carol"
     assert own["SkuPriceId"] == own["SkuId"] == f"gpu/{H100}" and own["SkuMeter"] == "GPU-hours"
     assert own["ServiceProviderName"] == own["HostProviderName"] == own["ProviderName"] == "jaguar"
-    assert focus["BilledCost"].sum() == pytest.approx(0.40 + 38.40 + 19.20)  # as the ledger
+    # the money as the ledger's teams have it: robotics 38.40 + 19.20 - 14.40, nlp 14.40 + 0.10, vision 0.40;
+    # credits -14.40; carol's 6 h of robotics' pools at their price 9.60 + 4.80
+    assert by_account(focus) == pytest.approx({"robotics": 43.20, "nlp": 14.50, "vision": 0.40})
+    assert focus.loc[focus["ChargeCategory"] == "Credit", "BilledCost"].sum() == pytest.approx(-14.40)
+    assert by_allocated_resource(focus) == pytest.approx({
+        "jaguar/carol": 14.40, "ibis/x": 0.30, "ibis/z": 0.10, "ibis/y": 0.10})
 
 
 def test_kueue_quotas_are_split_as_the_quota_method_and_their_credits_keep_list_cost_at_list_price(tmp_path, write_config):
@@ -125,21 +161,34 @@ def test_kueue_quotas_are_split_as_the_quota_method_and_their_credits_keep_list_
     config = str(write_config(database=write_ledger(tmp_path / "kueue.db", rows), currency="USD"))
     focus = export(config, str(DAY), str(DAY))
     check_focus_13(focus)
-    # vision's 24 quota hours: 18 used within (18/24), 6 unused stay the quota's (6/24); nlp's 48: 24 its own use
-    # (24/48), 12 lent to team-vision (12/48), 12 unused (12/48)
-    assert allocated_to(focus, "billing/kueue-quota") == pytest.approx({
-        ("jaguar/team-vision", "vision"): 0.75, ("jaguar/quota:vision-q", "vision"): 0.25,
-        ("jaguar/team-nlp", "nlp"): 0.5, ("jaguar/team-vision", "nlp"): 0.25, ("jaguar/quota:nlp-q", "nlp"): 0.25})
-    assert allocated_to(focus, "billing/reserved-pool") == pytest.approx({
-        ("heron/carol", "robotics"): 0.25, ("heron/pool:p1", "robotics"): 0.75})
+    # vision's 24 quota hours: 18 used within (18/24), 6 unused (6/24); nlp's 48: 24 its own use (24/48), 12 lent
+    # to team-vision (12/48), 12 unused (12/48); each part of the quota's 2.40 an hour
+    vision_q, nlp_q = f"jaguar/quota:vision-q/gpu/{H100}", f"jaguar/quota:nlp-q/gpu/{H100}"
+    assert_split(split(focus, "billing/kueue-quota"), {
+        (vision_q, "jaguar/team-vision"): (0.75, 18.0, 43.20), (vision_q, None): (0.25, 6.0, 14.40),
+        (nlp_q, "jaguar/team-nlp"): (0.5, 24.0, 57.60), (nlp_q, "jaguar/team-vision"): (0.25, 12.0, 28.80),
+        (nlp_q, None): (0.25, 12.0, 28.80)})
+    assert_split(split(focus, "billing/reserved-pool"), {
+        (f"heron/pool:p1/gpu/{H100}", "heron/carol"): (0.25, 6.0, 14.40),
+        (f"heron/pool:p1/gpu/{H100}", None): (0.75, 18.0, 43.20)})
     quota = focus[focus["AllocatedMethodId"] == "billing/kueue-quota"]
-    assert set(zip(quota["BillingAccountId"], quota["ResourceId"], quota["ResourceType"])) == {
-        ("vision", "jaguar/quota:vision-q", "Kueue quota"), ("nlp", "jaguar/quota:nlp-q", "Kueue quota")}
+    assert set(zip(quota["BillingAccountId"], quota["ResourceType"], quota["ChargeCategory"])) == {
+        ("vision", "Kueue quota", "Usage"), ("nlp", "Kueue quota", "Usage")}
     # a credit gives back what was paid, and is worth its hours at list price: -18 x 2.40 and -12 x 2.40
-    credits = quota[quota["ChargeCategory"] == "Credit"].set_index("BillingAccountId")
-    assert credits.loc["vision", ["BilledCost", "ListCost"]].tolist() == pytest.approx([-32.40, -43.20])
-    assert credits.loc["nlp"].set_index("AllocatedResourceId").loc["jaguar/team-vision", ["BilledCost", "ListCost"]] \
-        .tolist() == pytest.approx([-21.60, -28.80])
+    credits = focus[focus["ChargeCategory"] == "Credit"].set_index(["BillingAccountId", "SkuId"])
+    assert credits.loc[("vision", f"credit-gpu/{H100}"), ["BilledCost", "ListCost"]].tolist() == pytest.approx(
+        [-32.40, -43.20])
+    assert credits.loc[("nlp", f"lent-gpu/{H100}"), ["BilledCost", "ListCost"]].tolist() == pytest.approx(
+        [-21.60, -28.80])
+    assert credits["AllocatedMethodId"].isna().all()
+    # the money as the ledger's teams have it: vision 57.60 + 54.00 - 32.40; nlp 115.20 + 57.60 - 21.60 - 57.60
+    # + 14.40; robotics 57.60 - 14.40; the credits what the ledger credits
+    assert by_account(focus) == pytest.approx({"vision": 79.20, "nlp": 108.00, "robotics": 43.20})
+    assert credits["BilledCost"].sum() == pytest.approx(-32.40 - 21.60 - 57.60 - 14.40)
+    # by allocated resource, each namespace's hours of the quotas and pools at their price: team-vision's 30 h
+    # 72.00 (it paid 54.00 after its discount), team-nlp's 24 h 57.60, carol's 6 h 14.40
+    assert by_allocated_resource(focus) == pytest.approx({
+        "jaguar/team-vision": 72.00, "jaguar/team-nlp": 57.60, "heron/carol": 14.40})
     assert focus["BilledCost"].sum() == pytest.approx(57.60 + 115.20 + 57.60)  # as the ledger: quotas and pool
     older = export(config, str(DAY), str(DAY), "--focus-version", "1.2")  # FOCUS 1.2 asks the same of ListCost
     assert older["ListCost"].to_numpy() == pytest.approx((older["ListUnitPrice"] * older["PricingQuantity"]).to_numpy())
