@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import IO
 from zoneinfo import ZoneInfo
 
+import numpy as np
 import pandas as pd
 
 from billing.days import billing_day
@@ -448,19 +449,39 @@ def recovery_rows(recovered: pd.DataFrame, zone: ZoneInfo, version: str = DEFAUL
     return focus[FOCUS_COLUMNS[version]].reset_index(drop=True)
 
 
+NUMBERS = ["BilledCost", "ConsumedQuantity", "ContractedCost", "EffectiveCost", "ListCost", "ListUnitPrice",
+           "PricingQuantity"]  # FOCUS's Decimal columns billing writes
+DATE_TIMES = ["BillingPeriodEnd", "BillingPeriodStart", "ChargePeriodEnd", "ChargePeriodStart"]
+
+
+def typed(focus: pd.DataFrame) -> pd.DataFrame:
+    """FOCUS rows with each column of its FOCUS data type whatever its values: Decimal columns doubles (without
+    a negative zero), Date/Time UTC timestamps, the others text, also where every row is null (a column of
+    Parquet type null is no String)."""
+    text = [column for column in focus.columns if column not in NUMBERS and column not in DATE_TIMES]
+    return focus.astype({column: float for column in NUMBERS} | {column: "string" for column in text}) \
+        .assign(**{column: lambda rows, column=column: rows[column] + 0.0 for column in NUMBERS})
+
+
+def _decimal(number: object) -> str:
+    """A double as the Numeric Format has it: digits and a decimal point, no exponent (9.166666666666667e-05
+    is 0.00009166666666666667), as many digits as tell the double apart."""
+    return np.format_float_positional(float(number), trim="-")  # type: ignore[arg-type]  # a double: to_csv's floats
+
+
 def write_focus(focus: pd.DataFrame, output: Path | None, stdout: IO[str]) -> None:
     """Parquet to a `.parquet` file, else CSV (to stdout without a file).
 
-    CSV writes date/times in FOCUS's UTC format and null as an empty field, and a text cell that starts like a
-    formula (= + - @) with a leading quote, as the reports do; Parquet keeps the types and the text as it is:
-    decimals as doubles, date/times as UTC timestamps.
+    CSV writes numbers as plain decimals, date/times in FOCUS's UTC format and null as an empty field, and a
+    text cell that starts like a formula (= + - @) with a leading quote, as the reports do; Parquet keeps the
+    types and the text as it is: decimals as doubles, date/times as UTC timestamps, the rest strings.
     """
+    focus = typed(focus)
     if output is not None and output.suffix.lower() == ".parquet":
         if find_spec("pyarrow") is None:  # pandas writes Parquet with it
             raise ParquetUnavailable("Parquet output needs pyarrow: pip install 'billing[parquet]', or write CSV")
         focus.to_parquet(output, index=False)
     else:  # text a spreadsheet would run as a formula (a team named =HYPERLINK(...)) stays text
-        text = [column for column in focus.columns if not (pd.api.types.is_numeric_dtype(focus[column])
-                                                           or pd.api.types.is_datetime64_any_dtype(focus[column]))]
-        safe = focus.assign(**{column: focus[column].map(spreadsheet_safe) for column in text})
-        safe.to_csv(output or stdout, index=False, date_format=TIME_FORMAT)
+        text = [column for column in focus.columns if column not in NUMBERS and column not in DATE_TIMES]
+        safe = focus.assign(**{column: focus[column].map(spreadsheet_safe, na_action="ignore") for column in text})
+        safe.to_csv(output or stdout, index=False, date_format=TIME_FORMAT, float_format=_decimal)

@@ -7,6 +7,7 @@ import json
 import re
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 # FOCUS 1.3 Cost and Usage columns: feature level, allows nulls
@@ -51,6 +52,13 @@ EXPECTED_CONDITIONAL = {
     "ConsumedQuantity", "ConsumedUnit", "ListUnitPrice", "ResourceId", "ResourceName", "ResourceType", "SkuId",
     "SkuMeter", "SkuPriceId", "Tags", "PricingCategory", "ChargeFrequency", "ServiceSubcategory",
 }
+# the Data type of each column the export may hold that is no String (nor JSON text: Tags, AllocatedMethodDetails)
+DECIMAL = {"BilledCost", "ConsumedQuantity", "ContractedCost", "ContractedUnitPrice", "EffectiveCost", "ListCost",
+           "ListUnitPrice", "PricingQuantity"}
+DATE_TIME = {"BillingPeriodEnd", "BillingPeriodStart", "ChargePeriodEnd", "ChargePeriodStart"}
+# Numeric Format (1.3): an integer, a decimal, or E notation "mEn" whose exponent has a sign only when negative;
+# no positive sign, no thousands separators (1.2 allowed no exponent at all: billing writes plain decimals)
+NUMERIC = re.compile(r"-?\d+(\.\d+)?(E-?\d+)?")
 DATETIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")  # Date/Time Format: ISO 8601, UTC, "Z"
 CHARGE_CATEGORIES = {"Usage", "Purchase", "Tax", "Credit", "Adjustment"}
 CHARGE_FREQUENCIES = {"One-Time", "Recurring", "Usage-Based"}
@@ -94,9 +102,8 @@ def check_focus_13(focus: pd.DataFrame) -> None:
     assert (focus["BillingPeriodStart"] < focus["BillingPeriodEnd"]).all()
     assert (focus["ChargePeriodStart"] < focus["ChargePeriodEnd"]).all()
     assert focus["BillingCurrency"].map(lambda text: bool(re.fullmatch(r"[A-Z]{3}", text))).all()
-    for column in ("BilledCost", "ContractedCost", "EffectiveCost", "ListCost", "ListUnitPrice", "PricingQuantity",
-                   "ConsumedQuantity"):
-        assert pd.api.types.is_float_dtype(focus[column]) or focus[column].isna().all(), column
+    for column in DECIMAL & set(focus.columns):  # read back as numbers (an integer is a decimal too)
+        assert pd.api.types.is_numeric_dtype(focus[column]) or focus[column].isna().all(), column
 
     usage = focus["ChargeCategory"].isin(["Usage", "Purchase"]) & null(focus, "ChargeClass")
     # SKU and price: SkuPriceId of every usage row, with one parent SkuId; ListUnitPrice, PricingQuantity,
@@ -181,6 +188,25 @@ def origins(allocated: pd.DataFrame) -> list[pd.DataFrame]:
     origin = [column for column in allocated.columns
               if column not in SUMMABLE and not column.startswith("Allocated")]
     return [rows for _, rows in allocated.groupby(origin, dropna=False, sort=False)]
+
+
+def check_numeric_text(focus: pd.DataFrame) -> None:
+    """The export's numbers as written (a CSV read as text) follow the Numeric Format."""
+    for column in DECIMAL & set(focus.columns):
+        bad = focus[column].dropna().map(lambda text: not NUMERIC.fullmatch(text))
+        assert not bad.any(), (column, focus.loc[bad[bad].index, column].tolist())
+
+
+def check_parquet_types(schema: pa.Schema) -> None:
+    """A Parquet export's column types are their FOCUS data types: Decimal a floating point or decimal number,
+    Date/Time a UTC timestamp, String and JSON text; a column null on every row too."""
+    for field in schema:
+        if field.name in DECIMAL:
+            assert pa.types.is_floating(field.type) or pa.types.is_decimal(field.type), field
+        elif field.name in DATE_TIME:
+            assert pa.types.is_timestamp(field.type) and field.type.tz in ("UTC", "+00:00"), field
+        else:
+            assert pa.types.is_string(field.type) or pa.types.is_large_string(field.type), field
 
 
 def ratio(details: str) -> float:

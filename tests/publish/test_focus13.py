@@ -8,6 +8,7 @@ import json
 from datetime import date
 
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
@@ -15,7 +16,7 @@ from billing.cli import main
 from billing.config import CostRecovery
 from billing.ledger.database import open_ledger
 from billing.publish.statement import close_month
-from tests.helpers.focus13 import check_focus_13, ratio
+from tests.helpers.focus13 import check_focus_13, check_numeric_text, check_parquet_types, ratio
 from tests.helpers.report_ledger import DAY, H100, write_ledger
 from tests.helpers.statements import OCT, OCT_5, OCT_6, TODAY_DONE, write_month
 from tests.helpers.workload_ledger import fill
@@ -211,3 +212,22 @@ def test_the_1_2_option_writes_the_1_2_columns(october):
     focus = export(october, "2026-10-01", "2026-10-31", "--focus-version", "1.2")
     assert not {"ServiceProviderName", "HostProviderName", "AllocatedMethodId", "SkuPriceId"} & set(focus.columns)
     assert len(focus.columns) == 32 and focus["BilledCost"].sum() == pytest.approx(160.00)
+
+
+def test_numbers_are_plain_decimals_and_text_columns_are_strings_in_parquet(tmp_path, write_config):
+    """A cost of 1/10,909 of a cent came out as `9.166666666666667e-05`; ChargeClass, null on every row, was a
+    Parquet column of type null."""
+    rows = {DAY: [("jaguar", "x", "robotics", None, "cpu", "", 0.011, 1 / 120, 0.011 / 120),
+                  ("jaguar", "x", "robotics", None, "memory", "", 2.5, 0.0015, 0.00375)]}
+    config = str(write_config(database=write_ledger(tmp_path / "small.db", rows), currency="USD"))
+    for version in ("1.3", "1.2"):
+        result = CliRunner().invoke(main, ["export", "--config", config, "--from", str(DAY), "--to", str(DAY),
+                                           "--focus-version", version])
+        text = pd.read_csv(io.StringIO(result.stdout), dtype=str, keep_default_na=False, na_values=[""])
+        check_numeric_text(text)
+        assert set(text["BilledCost"]) == {"0.00009166666666666667", "0.00375"}
+    target = tmp_path / "small.parquet"
+    result = CliRunner().invoke(main, ["export", "--config", config, "--from", str(DAY), "--to", str(DAY),
+                                       "--output", str(target)])
+    assert result.exit_code == 0, result.output
+    check_parquet_types(pq.read_schema(target))
