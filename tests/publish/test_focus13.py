@@ -7,6 +7,7 @@ import io
 import json
 from datetime import date
 
+import duckdb
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
@@ -141,25 +142,28 @@ def test_shares_of_unrequested_capacity_and_several_pools_of_a_team(tmp_path, wr
         "jaguar/carol": 14.40, "ibis/x": 0.30, "ibis/z": 0.10, "ibis/y": 0.10})
 
 
+# a Kueue-managed cluster and a reserved pool on one day (the allocations and money worked out by hand below)
+KUEUE_DAY = {DAY: [
+    # jaguar is Kueue-managed: vision's ClusterQueue holds 24 H100-hours, nlp's 48 (2.40 a GPU-hour)
+    ("jaguar", "quota:vision-q", "vision", None, "quota-gpu", H100, 24.0, 2.40, 57.60),
+    ("jaguar", "quota:nlp-q", "nlp", None, "quota-gpu", H100, 48.0, 2.40, 115.20),
+    # team-vision ran 30 GPU-hours, half at a 50 % priority-class discount (list 72.00, paid 54.00): 18 within
+    # vision's quota, 12 borrowed from nlp's; its credits are those parts of what it paid
+    ("jaguar", "team-vision", "vision", None, "gpu", H100, 30.0, 2.40, 54.00, 72.00),
+    ("jaguar", "team-vision", "vision", None, "credit-gpu", H100, -18.0, 2.40, -32.40),
+    ("jaguar", "team-vision", "nlp", None, "lent-gpu", H100, -12.0, 2.40, -21.60),
+    # team-nlp ran 24 GPU-hours within nlp's quota
+    ("jaguar", "team-nlp", "nlp", None, "gpu", H100, 24.0, 2.40, 57.60),
+    ("jaguar", "team-nlp", "nlp", None, "credit-gpu", H100, -24.0, 2.40, -57.60),
+    # heron has a reserved pool: its credit stays the pool's
+    ("heron", "pool:p1", "robotics", None, "reserved-gpu", H100, 24.0, 2.40, 57.60),
+    ("heron", "carol", "nlp", "carol", "gpu", H100, 6.0, 2.40, 14.40),
+    ("heron", "carol", "robotics", "carol", "credit-gpu", H100, -6.0, 2.40, -14.40),
+]}
+
+
 def test_kueue_quotas_are_split_as_the_quota_method_and_their_credits_keep_list_cost_at_list_price(tmp_path, write_config):
-    rows = {DAY: [
-        # jaguar is Kueue-managed: vision's ClusterQueue holds 24 H100-hours, nlp's 48 (2.40 a GPU-hour)
-        ("jaguar", "quota:vision-q", "vision", None, "quota-gpu", H100, 24.0, 2.40, 57.60),
-        ("jaguar", "quota:nlp-q", "nlp", None, "quota-gpu", H100, 48.0, 2.40, 115.20),
-        # team-vision ran 30 GPU-hours, half at a 50 % priority-class discount (list 72.00, paid 54.00): 18 within
-        # vision's quota, 12 borrowed from nlp's; its credits are those parts of what it paid
-        ("jaguar", "team-vision", "vision", None, "gpu", H100, 30.0, 2.40, 54.00, 72.00),
-        ("jaguar", "team-vision", "vision", None, "credit-gpu", H100, -18.0, 2.40, -32.40),
-        ("jaguar", "team-vision", "nlp", None, "lent-gpu", H100, -12.0, 2.40, -21.60),
-        # team-nlp ran 24 GPU-hours within nlp's quota
-        ("jaguar", "team-nlp", "nlp", None, "gpu", H100, 24.0, 2.40, 57.60),
-        ("jaguar", "team-nlp", "nlp", None, "credit-gpu", H100, -24.0, 2.40, -57.60),
-        # heron has a reserved pool: its credit stays the pool's
-        ("heron", "pool:p1", "robotics", None, "reserved-gpu", H100, 24.0, 2.40, 57.60),
-        ("heron", "carol", "nlp", "carol", "gpu", H100, 6.0, 2.40, 14.40),
-        ("heron", "carol", "robotics", "carol", "credit-gpu", H100, -6.0, 2.40, -14.40),
-    ]}
-    config = str(write_config(database=write_ledger(tmp_path / "kueue.db", rows), currency="USD"))
+    config = str(write_config(database=write_ledger(tmp_path / "kueue.db", KUEUE_DAY), currency="USD"))
     focus = export(config, str(DAY), str(DAY))
     check_focus_13(focus)
     # vision's 24 quota hours: 18 used within (18/24), 6 unused (6/24); nlp's 48: 24 its own use (24/48), 12 lent
@@ -231,3 +235,50 @@ def test_numbers_are_plain_decimals_and_text_columns_are_strings_in_parquet(tmp_
                                        "--output", str(target)])
     assert result.exit_code == 0, result.output
     check_parquet_types(pq.read_schema(target))
+
+
+# FOCUS's published use-case queries, as published but for the table's name and the period's bounds filled in:
+# "Verify service charges" (the FinOps Foundation's use case library), and the split cost allocation examples'
+# "Total cost by consumer resource" and "Unallocated remainder by resource" (the FOCUS specification's appendix)
+VERIFY_SERVICE_CHARGES = """
+SELECT ProviderName, BillingAccountId, BillingAccountName, BillingCurrency, ServiceName,
+       SUM(BilledCost) AS TotalBilledCost
+FROM focus_data_table WHERE BillingPeriodStart >= ? AND BillingPeriodEnd < ?
+GROUP BY ProviderName, BillingAccountName, BillingAccountId, BillingCurrency, ServiceName"""
+COST_BY_CONSUMER_RESOURCE = """
+SELECT AllocatedResourceId, SUM(EffectiveCost) AS TotalEffectiveCost
+FROM focus_data WHERE AllocatedResourceId IS NOT NULL GROUP BY AllocatedResourceId"""
+UNALLOCATED_REMAINDER = """
+SELECT ResourceId, SUM(EffectiveCost) AS UnallocatedEffectiveCost
+FROM focus_data WHERE AllocatedMethodId IS NOT NULL AND AllocatedResourceId IS NULL GROUP BY ResourceId"""
+CREDITS = """
+SELECT BillingAccountId, SUM(BilledCost) AS Credits FROM focus_data WHERE ChargeCategory = 'Credit'
+GROUP BY BillingAccountId"""  # no published query: the credits per account, as the ledger's credit rows
+
+
+def test_duckdb_answers_focus_use_cases_on_the_parquet_export_with_the_ledgers_figures(tmp_path, write_config):
+    config = str(write_config(database=write_ledger(tmp_path / "kueue.db", KUEUE_DAY), currency="USD"))
+    target = tmp_path / "day.parquet"
+    result = CliRunner().invoke(main, ["export", "--config", config, "--from", str(DAY), "--to", str(DAY),
+                                       "--output", str(target)])
+    assert result.exit_code == 0, result.output
+    db = duckdb.connect()
+    db.execute(f"CREATE VIEW focus_data AS SELECT * FROM read_parquet('{target}')")
+    db.execute("CREATE VIEW focus_data_table AS SELECT * FROM focus_data")
+
+    def answer(query: str, *bounds: str) -> dict:
+        rows = db.execute(query, list(bounds)).fetchall()
+        return {tuple(row[:-1]) if len(row) > 2 else row[0]: round(row[-1], 2) for row in rows}
+
+    # by account, as the ledger's teams (test_kueue_quotas_... works them out): vision 79.20, nlp 93.60 on jaguar
+    # and 14.40 on heron, robotics 43.20 on heron
+    assert answer(VERIFY_SERVICE_CHARGES, "2026-11-01", "2026-12-02") == {
+        ("jaguar", "vision", "vision", "USD", "Kubernetes"): 79.20, ("jaguar", "nlp", "nlp", "USD", "Kubernetes"): 93.60,
+        ("heron", "nlp", "nlp", "USD", "Kubernetes"): 14.40, ("heron", "robotics", "robotics", "USD", "Kubernetes"): 43.20}
+    # each namespace's hours of the quotas and the pool at their price
+    assert answer(COST_BY_CONSUMER_RESOURCE) == {"jaguar/team-vision": 72.00, "jaguar/team-nlp": 57.60,
+                                                 "heron/carol": 14.40}
+    # what no one used: 6 h of vision's quota, 12 of nlp's, 18 of the pool
+    assert answer(UNALLOCATED_REMAINDER) == {f"jaguar/quota:vision-q/gpu/{H100}": 14.40,
+                                             f"jaguar/quota:nlp-q/gpu/{H100}": 28.80, f"heron/pool:p1/gpu/{H100}": 43.20}
+    assert answer(CREDITS) == {"vision": -32.40, "nlp": -79.20, "robotics": -14.40}
