@@ -48,6 +48,7 @@ FOCUS 1.3 adds (docs/reports.md lists them):
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from datetime import date
 from importlib.util import find_spec
 from pathlib import Path
@@ -82,9 +83,11 @@ PROVIDER_COLUMNS = ["HostProviderName", "ServiceProviderName"]  # mandatory sinc
 ALLOCATION_COLUMNS = ["AllocatedMethodDetails", "AllocatedMethodId", "AllocatedResourceId", "AllocatedResourceName",
                       "AllocatedTags"]
 SKU_PRICE_COLUMNS = ["SkuMeter", "SkuPriceId"]
+INVOICE = "InvoiceId"  # recommended since FOCUS 1.2
 FOCUS_COLUMNS = {
-    "1.2": sorted(MANDATORY_COLUMNS + CONDITIONAL_COLUMNS),
-    "1.3": sorted(MANDATORY_COLUMNS + PROVIDER_COLUMNS + CONDITIONAL_COLUMNS + ALLOCATION_COLUMNS + SKU_PRICE_COLUMNS),
+    "1.2": sorted([*MANDATORY_COLUMNS, *CONDITIONAL_COLUMNS, INVOICE]),
+    "1.3": sorted(MANDATORY_COLUMNS + PROVIDER_COLUMNS + CONDITIONAL_COLUMNS + ALLOCATION_COLUMNS + SKU_PRICE_COLUMNS
+                  + [INVOICE]),
 }
 DEFAULT_VERSION = "1.3"
 
@@ -183,9 +186,10 @@ def _resource_type(resource: str) -> str:
 
 
 def focus_rows(ledger: pd.DataFrame, zone: ZoneInfo, recovered: pd.DataFrame | None = None,
-               version: str = DEFAULT_VERSION) -> pd.DataFrame:
+               version: str = DEFAULT_VERSION, closed: Collection[date] = ()) -> pd.DataFrame:
     """Rows of `broken_down` as FOCUS rows of the version, in its FOCUS_COLUMNS order; then closed months' cost
-    recovery lines (`recovery_rows`), each a row of its own.
+    recovery lines (`recovery_rows`), each a row of its own. The rows of the `closed` months (first days) are on
+    their statements (`invoice_ids`).
 
     FOCUS 1.2 gets one row per row. FOCUS 1.3 gets the rows a namespace pays for itself and the credits one for
     one too, but each origin charge (a pool's or quota's capacity row, a team's share of a cluster's unrequested
@@ -200,10 +204,19 @@ def focus_rows(ledger: pd.DataFrame, zone: ZoneInfo, recovered: pd.DataFrame | N
         allocated = allocated_rows(ledger)
         rows = pd.concat([own, *([_allocated_charges(allocated)] if len(allocated) else [])], ignore_index=True)
         ledger = pd.concat([ledger[~split], allocated], ignore_index=True)
-    rows = rows.join(_periods(ledger["day"], zone))[FOCUS_COLUMNS[version]].reset_index(drop=True)
+    rows = rows.join(_periods(ledger["day"], zone)).assign(
+        InvoiceId=invoice_ids(ledger["cluster"], ledger["day"], ledger["team"], closed))
+    rows = rows[FOCUS_COLUMNS[version]].reset_index(drop=True)
     if recovered is None or recovered.empty:
         return rows
     return pd.concat([rows, recovery_rows(recovered, zone, version)], ignore_index=True)
+
+
+def invoice_ids(cluster: pd.Series, day: pd.Series, team: pd.Series, closed: Collection[date]) -> pd.Series:
+    """InvoiceId: on a closed month's row, its team's statement's lines of its cluster, the cluster being the
+    invoice issuer (`<cluster>/<YYYY-MM>/<team>`); null on an open month's, which no invoice holds yet."""
+    month = day.map(lambda first: first.replace(day=1))
+    return (cluster + "/" + month.map(lambda first: f"{first:%Y-%m}") + "/" + team).where(month.isin(list(closed)), None)
 
 
 def _charges(ledger: pd.DataFrame) -> pd.DataFrame:
@@ -445,7 +458,8 @@ def recovery_rows(recovered: pd.DataFrame, zone: ZoneInfo, version: str = DEFAUL
                              SkuPriceId=None, SkuMeter="cost recovery", **{column: None for column in ALLOCATION_COLUMNS})
     # the charge period is the month: from its first day's start to the next month's
     focus = focus.join(periods.assign(ChargePeriodStart=periods["BillingPeriodStart"],
-                                      ChargePeriodEnd=periods["BillingPeriodEnd"]))
+                                      ChargePeriodEnd=periods["BillingPeriodEnd"])).assign(
+        InvoiceId=invoice_ids(recovered["cluster"], recovered["month"], recovered["team"], set(recovered["month"])))
     return focus[FOCUS_COLUMNS[version]].reset_index(drop=True)
 
 
@@ -465,8 +479,9 @@ def typed(focus: pd.DataFrame) -> pd.DataFrame:
 
 def _decimal(number: object) -> str:
     """A double as the Numeric Format has it: digits and a decimal point, no exponent (9.166666666666667e-05
-    is 0.00009166666666666667), as many digits as tell the double apart."""
-    return np.format_float_positional(float(number), trim="-")  # type: ignore[arg-type]  # a double: to_csv's floats
+    is 0.00009166666666666667), as many digits as tell the double apart; a whole number with its `.0`, so that a
+    reader guessing types (the FOCUS validator's) sees a decimal column, not an integer one."""
+    return np.format_float_positional(float(number), trim="0")  # type: ignore[arg-type]  # a double: to_csv's floats
 
 
 def write_focus(focus: pd.DataFrame, output: Path | None, stdout: IO[str]) -> None:

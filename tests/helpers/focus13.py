@@ -50,7 +50,7 @@ COLUMNS = {
 EXPECTED_CONDITIONAL = {
     "AllocatedMethodDetails", "AllocatedMethodId", "AllocatedResourceId", "AllocatedResourceName", "AllocatedTags",
     "ConsumedQuantity", "ConsumedUnit", "ListUnitPrice", "ResourceId", "ResourceName", "ResourceType", "SkuId",
-    "SkuMeter", "SkuPriceId", "Tags", "PricingCategory", "ChargeFrequency", "ServiceSubcategory",
+    "SkuMeter", "SkuPriceId", "Tags", "PricingCategory", "ChargeFrequency", "ServiceSubcategory", "InvoiceId",
 }
 # the Data type of each column the export may hold that is no String (nor JSON text: Tags, AllocatedMethodDetails)
 DECIMAL = {"BilledCost", "ConsumedQuantity", "ContractedCost", "ContractedUnitPrice", "EffectiveCost", "ListCost",

@@ -98,6 +98,10 @@ def test_an_export_with_reserved_pools_unrequested_capacity_and_cost_recovery_pa
         "billing/cluster": "heron", "billing/kind": "recovery", "billing/team": "vision"}
     # the teams' October: vision 10.00 on heron + 2.50 recovery; robotics the rest of the 160.00
     assert by_account(focus) == pytest.approx({"vision": 12.50, "robotics": 147.50})
+    # October is closed: each row is on its team's statement's lines of its cluster, which add up to the
+    # cluster's cost recovered: jaguar's 100.00 all robotics', heron's 60.00 as 47.50 and 12.50
+    assert focus.groupby("InvoiceId")["BilledCost"].sum().to_dict() == pytest.approx({
+        "jaguar/2026-10/robotics": 100.00, "heron/2026-10/robotics": 47.50, "heron/2026-10/vision": 12.50})
 
 
 def test_shares_of_unrequested_capacity_and_several_pools_of_a_team(tmp_path, write_config):
@@ -208,6 +212,7 @@ def test_workload_rows_pass_the_focus_13_checks_and_are_no_split(tmp_path, write
     focus = export(config, "2026-11-01", "2026-11-03")
     check_focus_13(focus)
     assert focus["AllocatedMethodId"].isna().all()
+    assert focus["InvoiceId"].isna().all()  # November is open: no statement yet
     train = focus[focus["ResourceId"] == "jaguar/alice/Job/train-a"].iloc[0]
     assert json.loads(train["Tags"])["experiment"] == "exp-1"  # measured per workload: its tags all in Tags
 
@@ -215,7 +220,7 @@ def test_workload_rows_pass_the_focus_13_checks_and_are_no_split(tmp_path, write
 def test_the_1_2_option_writes_the_1_2_columns(october):
     focus = export(october, "2026-10-01", "2026-10-31", "--focus-version", "1.2")
     assert not {"ServiceProviderName", "HostProviderName", "AllocatedMethodId", "SkuPriceId"} & set(focus.columns)
-    assert len(focus.columns) == 32 and focus["BilledCost"].sum() == pytest.approx(160.00)
+    assert len(focus.columns) == 33 and "InvoiceId" in focus and focus["BilledCost"].sum() == pytest.approx(160.00)
 
 
 def test_numbers_are_plain_decimals_and_text_columns_are_strings_in_parquet(tmp_path, write_config):
@@ -230,6 +235,8 @@ def test_numbers_are_plain_decimals_and_text_columns_are_strings_in_parquet(tmp_
         text = pd.read_csv(io.StringIO(result.stdout), dtype=str, keep_default_na=False, na_values=[""])
         check_numeric_text(text)
         assert set(text["BilledCost"]) == {"0.00009166666666666667", "0.00375"}
+        assert set(text["PricingQuantity"]) == {"0.011", "2.5"} and set(text["ListUnitPrice"]) == {
+            "0.008333333333333333", "0.0015"}
     target = tmp_path / "small.parquet"
     result = CliRunner().invoke(main, ["export", "--config", config, "--from", str(DAY), "--to", str(DAY),
                                        "--output", str(target)])
