@@ -30,12 +30,6 @@ def month_closed(engine: Engine, month: date) -> bool:
     return bool(fetch_rows(engine, query, "the ledger"))
 
 
-def closed_between(engine: Engine, first: date, last: date) -> set[date]:
-    """The closed months (their first days) among those of first..last."""
-    query = select(closed_months.c.month).where(closed_months.c.month.between(first.replace(day=1), last))
-    return {row.month for row in fetch_rows(engine, query, "the ledger")}
-
-
 def closing_of(conn: Connection, month: date) -> tuple[datetime, str, tuple[date, ...]] | None:
     """(closed_at in UTC, closed_by, the days never run when it was closed) of a closed month; None if open."""
     row = conn.execute(select(closed_months).where(closed_months.c.month == month)).first()

@@ -23,7 +23,6 @@ from sqlalchemy import Engine
 from billing.config import Config
 from billing.days import days_between, yesterday
 from billing.errors import RunFailed
-from billing.ledger.months import closed_between
 from billing.ledger.read import (
     completed,
     daily_costs,
@@ -191,7 +190,7 @@ def export(ledger: Engine, config: Config, first: date, last: date, version: str
     from billing.publish.focus import broken_down, focus_rows  # when asked: see the module's docstring
 
     focus = focus_rows(broken_down(read_rows(ledger, first, last), read_workload_costs(ledger, first, last)),
-                       config.zone, read_recovery(ledger, first, last), version, closed_between(ledger, first, last))
+                       config.zone, read_recovery(ledger, first, last), version)
     missing = sorted(set(days_between(first, min(last, yesterday(config.zone)))) - completed(ledger, first, last))
     _refuse_never_run(first, last, missing)
     return Export(focus, missing)

@@ -48,7 +48,6 @@ FOCUS 1.3 adds (docs/reports.md lists them):
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
 from datetime import date
 from importlib.util import find_spec
 from pathlib import Path
@@ -186,10 +185,9 @@ def _resource_type(resource: str) -> str:
 
 
 def focus_rows(ledger: pd.DataFrame, zone: ZoneInfo, recovered: pd.DataFrame | None = None,
-               version: str = DEFAULT_VERSION, closed: Collection[date] = ()) -> pd.DataFrame:
+               version: str = DEFAULT_VERSION) -> pd.DataFrame:
     """Rows of `broken_down` as FOCUS rows of the version, in its FOCUS_COLUMNS order; then closed months' cost
-    recovery lines (`recovery_rows`), each a row of its own. The rows of the `closed` months (first days) are on
-    their statements (`invoice_ids`).
+    recovery lines (`recovery_rows`), each a row of its own.
 
     FOCUS 1.2 gets one row per row. FOCUS 1.3 gets the rows a namespace pays for itself and the credits one for
     one too, but each origin charge (a pool's or quota's capacity row, a team's share of a cluster's unrequested
@@ -205,18 +203,18 @@ def focus_rows(ledger: pd.DataFrame, zone: ZoneInfo, recovered: pd.DataFrame | N
         rows = pd.concat([own, *([_allocated_charges(allocated)] if len(allocated) else [])], ignore_index=True)
         ledger = pd.concat([ledger[~split], allocated], ignore_index=True)
     rows = rows.join(_periods(ledger["day"], zone)).assign(
-        InvoiceId=invoice_ids(ledger["cluster"], ledger["day"], ledger["team"], closed))
+        InvoiceId=invoice_ids(ledger["cluster"], ledger["day"], ledger["team"]))
     rows = rows[FOCUS_COLUMNS[version]].reset_index(drop=True)
     if recovered is None or recovered.empty:
         return rows
     return pd.concat([rows, recovery_rows(recovered, zone, version)], ignore_index=True)
 
 
-def invoice_ids(cluster: pd.Series, day: pd.Series, team: pd.Series, closed: Collection[date]) -> pd.Series:
-    """InvoiceId: on a closed month's row, its team's statement's lines of its cluster, the cluster being the
-    invoice issuer (`<cluster>/<YYYY-MM>/<team>`); null on an open month's, which no invoice holds yet."""
-    month = day.map(lambda first: first.replace(day=1))
-    return (cluster + "/" + month.map(lambda first: f"{first:%Y-%m}") + "/" + team).where(month.isin(list(closed)), None)
+def invoice_ids(cluster: pd.Series, day: pd.Series, team: pd.Series) -> pd.Series:
+    """InvoiceId: the team's statement of the month, its lines of the cluster (the invoice issuer):
+    `<cluster>/<YYYY-MM>/<team>`. An open month's is the statement closing it will issue, which FOCUS allows
+    ("MAY be generated prior to an invoice being issued"): its rows add up to `billing statement` of the month."""
+    return cluster + "/" + day.map(lambda first: f"{first:%Y-%m}") + "/" + team
 
 
 def _charges(ledger: pd.DataFrame) -> pd.DataFrame:
@@ -459,7 +457,7 @@ def recovery_rows(recovered: pd.DataFrame, zone: ZoneInfo, version: str = DEFAUL
     # the charge period is the month: from its first day's start to the next month's
     focus = focus.join(periods.assign(ChargePeriodStart=periods["BillingPeriodStart"],
                                       ChargePeriodEnd=periods["BillingPeriodEnd"])).assign(
-        InvoiceId=invoice_ids(recovered["cluster"], recovered["month"], recovered["team"], set(recovered["month"])))
+        InvoiceId=invoice_ids(recovered["cluster"], recovered["month"], recovered["team"]))
     return focus[FOCUS_COLUMNS[version]].reset_index(drop=True)
 
 

@@ -98,7 +98,7 @@ def test_an_export_with_reserved_pools_unrequested_capacity_and_cost_recovery_pa
         "billing/cluster": "heron", "billing/kind": "recovery", "billing/team": "vision"}
     # the teams' October: vision 10.00 on heron + 2.50 recovery; robotics the rest of the 160.00
     assert by_account(focus) == pytest.approx({"vision": 12.50, "robotics": 147.50})
-    # October is closed: each row is on its team's statement's lines of its cluster, which add up to the
+    # each row is on its team's statement's lines of its cluster (October's, closed), which add up to the
     # cluster's cost recovered: jaguar's 100.00 all robotics', heron's 60.00 as 47.50 and 12.50
     assert focus.groupby("InvoiceId")["BilledCost"].sum().to_dict() == pytest.approx({
         "jaguar/2026-10/robotics": 100.00, "heron/2026-10/robotics": 47.50, "heron/2026-10/vision": 12.50})
@@ -212,7 +212,8 @@ def test_workload_rows_pass_the_focus_13_checks_and_are_no_split(tmp_path, write
     focus = export(config, "2026-11-01", "2026-11-03")
     check_focus_13(focus)
     assert focus["AllocatedMethodId"].isna().all()
-    assert focus["InvoiceId"].isna().all()  # November is open: no statement yet
+    # November is open: its rows are on the statements closing it will issue, by team and cluster
+    assert (focus["InvoiceId"] == focus["InvoiceIssuerName"] + "/2026-11/" + focus["BillingAccountId"]).all()
     train = focus[focus["ResourceId"] == "jaguar/alice/Job/train-a"].iloc[0]
     assert json.loads(train["Tags"])["experiment"] == "exp-1"  # measured per workload: its tags all in Tags
 
