@@ -5,7 +5,6 @@ hand from the ledgers' rows.
 
 import io
 import json
-from datetime import date
 
 import duckdb
 import pandas as pd
@@ -14,12 +13,10 @@ import pytest
 from click.testing import CliRunner
 
 from billing.cli import main
-from billing.config import CostRecovery
 from billing.ledger.database import open_ledger
-from billing.publish.statement import close_month
 from tests.helpers.focus13 import check_focus_13, check_numeric_text, check_parquet_types, ratio
 from tests.helpers.report_ledger import DAY, H100, write_ledger
-from tests.helpers.statements import OCT, OCT_5, OCT_6, TODAY_DONE, write_month
+from tests.helpers.statements import closed_october
 from tests.helpers.workload_ledger import fill
 
 
@@ -62,13 +59,7 @@ def by_allocated_resource(focus: pd.DataFrame) -> dict[str, float]:
 @pytest.fixture
 def october(tmp_path, write_config) -> str:
     """tests.helpers.statements' October, closed recovering each cluster's cost (jaguar 100.00, heron 60.00)."""
-    url = f"sqlite:///{tmp_path / 'october.db'}"
-    engine = open_ledger(url)
-    write_month(engine, OCT, {date(2026, 10, 5): OCT_5, date(2026, 10, 6): OCT_6})
-    close_month(engine, OCT, "finance", TODAY_DONE, "USD", {},
-                recover={"jaguar": CostRecovery(monthly_cost=100.00), "heron": CostRecovery(monthly_cost=60.00)})
-    engine.dispose()
-    return str(write_config(database=url, currency="USD"))
+    return str(write_config(database=closed_october(f"sqlite:///{tmp_path / 'october.db'}"), currency="USD"))
 
 
 def test_an_export_with_reserved_pools_unrequested_capacity_and_cost_recovery_passes_the_focus_13_checks(october):
