@@ -348,7 +348,7 @@ def billing_config(workdir: Path, prometheus_url: str, settings: dict | None = N
         }],
         "directory": {"ldif": str(workdir / "directory.ldif"),
                       "people": {"base": "ou=people,dc=example,dc=org"}, "teams": {"base": "ou=teams,dc=example,dc=org"}},
-        "namespaces": {"overrides": {"kube-system": "platform", "monitoring": "platform"}},
+        "namespaces": {"overrides": {"kube-system": "infra", "monitoring": "infra"}},  # a team of the directory
         "email": {"enabled": False},
         **(settings or {}),
     }

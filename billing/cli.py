@@ -20,6 +20,8 @@ import re
 import signal
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -444,13 +446,25 @@ def report(
     _write_output(output, FORMATS[form](answer))
 
 
-def _write_output(output: str | None, text: str) -> None:
-    """To --output, or stdout without it; an unwritable file is a usage error naming it."""
+@contextmanager
+def _writing(output: str | Path | None) -> Iterator[None]:
+    """Around writing an answer to --output, or stdout without it. An unwritable file is a usage error naming it.
+    A reader that stopped early (`billing export ... | head -1`) closed the pipe: that is its choice, not a
+    failure, so the command ends quietly with status 0; what it could not write goes to /dev/null, so that Python's
+    own flush at exit does not fail again."""
     try:
-        with click.open_file(output or "-", "w", encoding="utf-8") as stream:
-            stream.write(text)
+        yield
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)
     except OSError as exc:
-        raise click.BadParameter(f"cannot write {output}: {exc.strerror}", param_hint="--output") from None
+        raise click.BadParameter(f"cannot write {output}: {exc.strerror or exc}", param_hint="--output") from None
+
+
+def _write_output(output: str | None, text: str) -> None:
+    """To --output, or stdout without it."""
+    with _writing(output), click.open_file(output or "-", "w", encoding="utf-8") as stream:
+        stream.write(text)
 
 
 def _month(ctx, param, value: str | None) -> date | None:
@@ -621,7 +635,8 @@ def check(day: date | None) -> None:
     Per cluster: the store and its version, then whether the day's samples
     hold every series the bill needs (with the fix for each missing one).
     WARN lines (e.g. GPU resources that gpu_resources does not list) do not
-    fail. Exit status 1 if any dependency fails, 2 if the config is invalid. Example:
+    fail. Exit status 1 if any dependency fails, 2 if the config is invalid
+    (also where it names a team or person the directory does not hold). Example:
 
     \b
         billing check --config /etc/billing/billing.yaml
@@ -631,12 +646,12 @@ def check(day: date | None) -> None:
 
     config, probe = check_config(_config_path())
     click.echo(redact(probe.line()))
-    failures = 0
+    status = 0
     for probe in check_all(config, day):
         click.echo(redact(probe.line()))
-        failures += not probe.ok
-    if failures:
-        sys.exit(1)
+        status = status if probe.ok else max(status, probe.exit_status)
+    if status:
+        sys.exit(status)
 
 
 @main.command()
@@ -670,8 +685,7 @@ def export(first: date, last: date, version: str, output: Path | None) -> None:
         click.echo(f"billing: {len(answer.missing_days):,} day(s) never run, so not in the export: "
                    f"{', '.join(answers.listed_ranges(answer.missing_days))}", err=True)
     try:
-        write_focus(answer.rows, output, sys.stdout)
+        with _writing(output):
+            write_focus(answer.rows, output, sys.stdout)
     except ParquetUnavailable as exc:
         raise click.UsageError(str(exc)) from None
-    except OSError as exc:
-        raise click.BadParameter(f"cannot write {output}: {exc.strerror or exc}", param_hint="--output") from None

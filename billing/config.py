@@ -21,6 +21,7 @@ import math
 import os
 import re
 import ssl
+from dataclasses import dataclass
 from datetime import date, datetime
 from fractions import Fraction
 from pathlib import Path
@@ -379,7 +380,16 @@ class Kueue(_Section):
     """Kueue ClusterQueues whose nominal quotas are billed as reserved capacity (docs/spec.md "Kueue quotas")."""
 
     queues: dict[str, KueueQueue]  # ClusterQueue name -> its team and namespaces
-    flavors: dict[str, str] = {}  # ResourceFlavor name -> the GPU model its nodeLabels select (its price)
+    # ResourceFlavor name -> the GPU model its nodeLabels select (its price in prices.gpu_models)
+    flavors: dict[str, Annotated[str, Field(min_length=1)]] = {}
+
+    @field_validator("queues")
+    @classmethod
+    def _some_queue(cls, queues: dict[str, KueueQueue]) -> dict[str, KueueQueue]:
+        if not queues:
+            raise ValueError("lists no ClusterQueue, so no quota would be billed: list the queues and their teams, "
+                             "or remove kueue")
+        return queues
 
     def queue_of(self) -> dict[str, str]:
         """namespace -> its ClusterQueue; a namespace listed under two belongs to the first in name order."""
@@ -838,6 +848,15 @@ class AuditConfig(_Section):
     pods: Annotated[int, Field(ge=1)] = 20  # running pods recomputed instant by instant per cluster-day
 
 
+@dataclass(frozen=True)
+class DirectoryName:
+    """A team or person the config names, and the key that names it."""
+
+    key: str  # budgets.monthly.robotics
+    kind: Literal["team", "person"]
+    name: str
+
+
 class Config(_Section):
     timezone: str = "UTC"
     currency: str = "USD"
@@ -920,6 +939,21 @@ class Config(_Section):
     @property
     def zone(self) -> ZoneInfo:
         return ZoneInfo(self.timezone)
+
+    def directory_names(self) -> list[DirectoryName]:
+        """Every team and person the config names, each with its key: the directory must hold them as spelled
+        (billing/directory/names.py). `namespaces.unallocated_team` is billing's own team, in no directory."""
+        names = [DirectoryName(f"clusters[{number}].kueue.queues.{queue}.team", "team", settings.team)
+                 for number, cluster in enumerate(self.clusters) if cluster.kueue
+                 for queue, settings in cluster.kueue.queues.items()]
+        names += [DirectoryName(f"clusters[{number}].reserved_pools.teams.{pool}", "team", team)
+                  for number, cluster in enumerate(self.clusters) if cluster.reserved_pools
+                  for pool, team in cluster.reserved_pools.teams.items()]
+        names += [DirectoryName(f"namespaces.overrides.{namespace}", "team", team)
+                  for namespace, team in self.namespaces.overrides.items()]
+        names += [DirectoryName(f"budgets.monthly.{team}", "team", team) for team in self.budgets.monthly]
+        names += [DirectoryName(f"web.admins[{number}]", "person", uid) for number, uid in enumerate(self.web.admins)]
+        return [name for name in names if not (name.kind == "team" and name.name == self.namespaces.unallocated_team)]
 
     def run_secrets(self) -> None:
         """Read every secret `billing run` uses (live stores, an LDAP directory, SMTP), before it asks anyone."""

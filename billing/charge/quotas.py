@@ -13,6 +13,7 @@ What was borrowed and lent by no team stays in the borrower's rows; `unlent_borr
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -43,6 +44,49 @@ def billed_as(resource: str, flavor: str, kueue: Kueue, gpu_fractions: dict[str,
     if name in gpu_fractions:
         return GPU, kueue.flavors.get(flavor, ""), gpu_fractions[name]
     return None
+
+
+def queue_remarks(kueue: Kueue, found: Iterable[str]) -> list[str]:
+    """What would surprise in the ClusterQueues the store reports (`found`) against those the config lists: a queue
+    billed to nobody, a listed queue without a series, a namespace under two queues. `billing check` says them, and
+    the night's log as warnings."""
+    found = set(found)
+    remarks = [f"ClusterQueue {queue} maps to no team: its quota is billed to nobody (list it in clusters[].kueue.queues)"
+               for queue in sorted(found - set(kueue.queues))]
+    remarks += [f"ClusterQueue {queue} of clusters[].kueue.queues has no quota series" for queue in sorted(set(kueue.queues) - found)]
+    listed: dict[str, list[str]] = {}
+    for queue in sorted(kueue.queues):
+        for namespace in kueue.queues[queue].namespaces:
+            listed.setdefault(namespace, []).append(queue)
+    return remarks + [f"namespace {namespace} is listed under {' and '.join(queues)}: it counts as {queues[0]}'s"
+                      for namespace, queues in sorted(listed.items()) if len(queues) > 1]
+
+
+def unpriced_flavors(samples: pd.DataFrame, cluster: ClusterConfig, prices: Prices,
+                     gpu_fractions: dict[str, float]) -> list[str]:
+    """One sentence per flavor in which a listed queue holds GPUs (samples: collect/kueue.SAMPLES) that
+    `kueue.flavors` gives no GPU model that `prices.gpu_models` prices. Its quota would be priced at `gpu_hour` under
+    another model than its queues' use, which then is not credited against it: the team pays quota and use twice."""
+    kueue = cluster.kueue
+    assert kueue is not None  # asked only for a cluster with `kueue`
+    held = samples[samples["cluster_queue"].isin(kueue.queues) & (samples["value"] > 0)]
+    queues: dict[str, set[str]] = {}
+    for queue, flavor, resource in zip(held["cluster_queue"], held["flavor"], held["resource"]):
+        if (billed_as(resource, flavor, kueue, gpu_fractions) or ("",))[0] == GPU:
+            queues.setdefault(flavor, set()).add(queue)
+    key = cluster.key("kueue.flavors")
+    sentences = []
+    for flavor, holding in sorted(queues.items()):
+        queue = sorted(holding)
+        named = (f"ClusterQueue {queue[0]} holds" if len(queue) == 1 else
+                 f"ClusterQueues {', '.join(queue[:-1])} and {queue[-1]} hold") + f" GPUs of flavor {flavor}"
+        model = kueue.flavors.get(flavor, "")
+        if not model:
+            sentences.append(f"{named}, which {key} does not name: add {flavor} with the GPU model its nodes have")
+        elif model not in prices.gpu_models:
+            sentences.append(f"{named}, whose model {model} ({key}.{flavor}) the cluster's prices do not list in "
+                             f"gpu_models: price it there, or name the model its nodes have")
+    return sentences
 
 
 def quota_hours(samples: pd.DataFrame, step: int, kueue: Kueue,

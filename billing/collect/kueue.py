@@ -34,12 +34,13 @@ class ReplicasDisagree(RunFailed):
     """Two kueue-controller-manager replicas of one role report different figures for one queue at one instant."""
 
 
-def quota_query(context: ClusterDay, family: str) -> str:
-    """The family's value at each instant (rule 1's lookback, as the store's engine writes it) per queue, flavor,
-    resource and replica, under the cluster's selector."""
+def quota_query(context: ClusterDay) -> str:
+    """Each family's value at each instant (rule 1's lookback, as the store's engine writes it) per queue, flavor,
+    resource and replica, under the cluster's selector, its name in `family`: one query per chunk, for a few series."""
     selector = context.cluster.prometheus.selector.strip()
     by = ", ".join([*QUEUE_LABELS, *REPLICA_LABELS])
-    return f"max by ({by}) ({context.store.engine.latest(f'{family}{{{selector}}}')})"
+    return "\nor ".join(f'label_replace(max by ({by}) ({context.store.engine.latest(f"{name}{{{selector}}}")}), '
+                        f'"family", "{name}", "", "")' for name in FAMILIES)
 
 
 def collect_quotas(context: ClusterDay) -> pd.DataFrame:
@@ -52,11 +53,11 @@ def collect_quotas(context: ClusterDay) -> pd.DataFrame:
     cluster = context.cluster.name
     rows = []
     for chunk in context.chunks():
-        for name, family in FAMILIES.items():
-            for series in context.source.range(quota_query(context, name), chunk.start, chunk.last, context.step):
-                labels = series["metric"]
-                rows += [(name, *(labels.get(label, "") for label in [*QUEUE_LABELS, *REPLICA_LABELS]), float(t),
-                          figure(v, family, labels, cluster)) for t, v in series["values"]]
+        for series in context.source.range(quota_query(context), chunk.start, chunk.last, context.step):
+            labels = series["metric"]
+            name = labels.get("family", "")
+            rows += [(name, *(labels.get(label, "") for label in [*QUEUE_LABELS, *REPLICA_LABELS]), float(t),
+                      figure(v, FAMILIES[name], labels, cluster)) for t, v in series["values"]]
     if not any(family == NOMINAL for family, *_ in rows):
         raise RunFailed(
             f"cluster {cluster}: the store holds no {NOMINAL} sample on {context.day.date} under the "

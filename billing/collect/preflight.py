@@ -17,11 +17,20 @@ which kube-state-metrics listed nodes and no pod is billed as zero.
 Everything is asked in one instant query at the day's end (`presence_query`),
 each family as `last_over_time` over the day and the 5 minutes before it,
 which its first instants see (docs/spec.md "Rule 1: sampling instants").
+Reading a family over the day costs the store as much as the bill's own
+reading of it (the 20,000-pod day: 4.3 s of Prometheus' CPU, half the bill's
+floor), so `billing run` asks the preflight after the usage and leaves out
+what the usage's answers have shown already (`Seen`): a pod Running, a pod on
+a node, the owners of ReplicaSets and Jobs, and with `requests: containers`
+the requests. The judgement is the
+same either way: a family the usage's answers hold has a sample in the day,
+and the rest are asked as `billing check` asks them.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import date
 from typing import Literal
@@ -37,6 +46,8 @@ from billing.collect.promql import (
     LOOKBACK,
     GpuResources,
     Queries,
+    one_of,
+    quote,
 )
 from billing.config import ClusterConfig
 from billing.days import BillingDay
@@ -150,40 +161,70 @@ def needs(cluster: ClusterConfig, queries: Queries, workloads: bool) -> list[Nee
     ]
 
 
-def presence_query(queries: Queries, window: str, workloads: bool) -> str:
+@dataclass(frozen=True)
+class Seen:
+    """What the usage's answers of a cluster-day showed of the families the preflight asks about (`needs`' names):
+    a branch of `presence_query` whose family is here is not asked again. `resources`: the requested resources the
+    usage read (its billed ones)."""
+
+    found: frozenset[str] = frozenset()
+    resources: frozenset[str] = frozenset()
+    pods: tuple[str, ...] = ()  # uids of a few pods the usage read requests of: see PROBED
+
+
+# Branches the usage's answers cannot show (with `requests: pod` its requests are app and init containers' summed),
+# asked first of the few pods `Seen.pods` only: found there, the family is present, at the cost of an index lookup;
+# else the branch is asked of every pod, as `billing check` asks it
+PROBED = ("requests", "init_requests", "init_info")
+PROBE_PODS = 50
+
+
+def presence_query(queries: Queries, window: str, workloads: bool, seen: Seen = Seen(),
+                   branches: Collection[str] | None = None) -> str:
     """One query answering a series {found="<family>"} for each family with a sample in the window. Each large family
     is read once, grouped by what tells the day's needs apart: the Running series by its values (`ran`="1" where a
     pod ran), the requests by `resource`, kube_pod_info by `created_by_kind` and whether it names a node
-    (`scheduled`), kube_node_labels by whether it has the GPU model label (`model`)."""
+    (`scheduled`), kube_node_labels by whether it has the GPU model label (`model`). A branch whose family `seen`
+    holds is left out, and PROBED ones are asked of `seen.pods` alone where it names some; where the requests are
+    not asked of every pod, GPU-like resources the GPU resources do not list are asked alone (`unlisted`: the
+    usage reads only the listed ones). `branches`: only these, of every pod."""
     q = queries
+    pods = f"uid=~{quote(one_of(seen.pods))}" if seen.pods and branches is None else ""
     running = q.running('uid!=""')  # one series per pod, whatever its phase: every pod's, read once
     scheduled = f'label_replace(last_over_time({q.series("kube_pod_info")}[{window}]), "scheduled", "yes", "{q.ksm.node}", ".+")'
     model = f'label_replace(last_over_time({q.node_labels()}[{window}]), "model", "yes", "{q.model_labels[0]}", ".+")'
     read = {
         "phase": f'count_values("ran", max_over_time({running}[{window}]))',
-        "requests": f"count by (resource) (last_over_time({q.series(APP_REQUESTS)}[{window}]))",
+        "requests": f"count by (resource) (last_over_time({q.series(APP_REQUESTS, pods)}[{window}]))",
         "pod_info": f"count by (created_by_kind, scheduled) ({scheduled})",
         "node_labels": f"count by (model) ({model})",
     }
     small = {"init_requests": INIT_REQUESTS, "init_info": INIT_INFO, "allocatable": "kube_node_status_allocatable",
              "claims": "kube_pod_resourceclaim_info",
              **({"replicaset_owner": "kube_replicaset_owner", "job_owner": "kube_job_owner"} if workloads else {})}
-    read |= {branch: f"count(last_over_time({q.series(metric)}[{window}]))" for branch, metric in small.items()}
+    read |= {branch: f"count(last_over_time({q.series(metric, pods if branch in PROBED else '')}[{window}]))"
+             for branch, metric in small.items()}
     read["dra"] = f"count(last_over_time({q.series(GPU_UTILISATION, DRA_HELD)}[{window}]))"
+    if "requests" in seen.found or pods:
+        listed = f"resource!~{quote(one_of(q.fractions))}" if q.fractions else ""
+        unlisted = q.series(APP_REQUESTS, f"resource=~{quote('|'.join(GPU_LIKE))}", listed)
+        read["unlisted"] = f"count by (resource) (last_over_time({unlisted}[{window}]))"
+    read = {branch: count for branch, count in read.items()
+            if branch not in seen.found and (branches is None or branch in branches)}
     return "\nor ".join(f'label_replace({count}, "found", "{branch}", "", "")' for branch, count in read.items())
 
 
-def found_on(answer: list[dict], gpu_resources: GpuResources) -> tuple[set[str], list[str]]:
-    """What the day holds, by the names `needs` uses, from the answer of `presence_query`; and the GPU-like resources
-    requested."""
-    found, requested = set(), set()
+def found_on(answer: list[dict], gpu_resources: GpuResources, seen: Seen = Seen()) -> tuple[set[str], list[str]]:
+    """What the day holds, by the names `needs` uses, from the answer of `presence_query` and what the usage's
+    answers showed; and the GPU-like resources requested."""
+    found, requested = set(seen.found), set(seen.resources)
     for series in answer:
         labels = series["metric"]
         branch = labels.get("found", "")
         found.add(branch)
         if branch == "phase" and float(labels.get("ran") or 0) > 0:
             found.add("ran")
-        elif branch == "requests" and labels.get("resource"):
+        elif branch in ("requests", "unlisted") and labels.get("resource"):
             requested.add(labels["resource"])
         elif branch == "pod_info":
             found |= {"pod_node"} if labels.get("scheduled") else set()
@@ -197,15 +238,21 @@ def found_on(answer: list[dict], gpu_resources: GpuResources) -> tuple[set[str],
 
 
 KIND_PODS = {"ReplicaSet": "replicaset_pods", "Job": "job_pods"}  # pods whose controller's owner a workload reads
+OWNERS = {"ReplicaSet": "replicaset_owner", "Job": "job_owner"}  # the branches of those owners' families
 
 
-def preflight(context: ClusterDay, workloads: bool) -> Findings:
+def preflight(context: ClusterDay, workloads: bool, seen: Seen = Seen()) -> Findings:
     """What the store holds of the families the bill reads on the cluster-day (`workloads`: broken down by workload,
     which reads the owners too): a FAIL per needed family without a sample, a WARN per GPU-like resource requested
-    that the context's GPU resources do not list (it would be billed nothing)."""
+    that the context's GPU resources do not list (it would be billed nothing). What the usage's answers have shown
+    (`seen`) is taken from them and not asked again."""
     cluster, gpu_resources, day = context.cluster, context.gpu_resources, context.day
     queries, (window, end) = day_queries(context), window_of(day)
-    found, gpu_like = found_on(context.source.instant(presence_query(queries, window, workloads), end), gpu_resources)
+    answer = context.source.instant(presence_query(queries, window, workloads, seen), end)
+    unproven = [branch for branch in PROBED if seen.pods and branch not in seen.found | found_on(answer, gpu_resources)[0]]
+    if unproven:  # not among the few pods: asked of every pod
+        answer += context.source.instant(presence_query(queries, window, workloads, seen, unproven), end)
+    found, gpu_like = found_on(answer, gpu_resources, seen)
     if not found & set(NODES):
         sentence = no_samples(context)
         return Findings(cluster.name, day.date, (Finding(KUBE_STATE_METRICS, cluster.name, "FAIL", sentence),))

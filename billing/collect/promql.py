@@ -271,12 +271,15 @@ class Queries:
         return self.series("kube_pod_status_phase", f"phase={quote(phase)}", pods)
 
     def running_instants(self, seconds: int, copies: bool) -> str:
-        """Per pod (namespace, pod, uid): at how many of the instants in the `seconds` that end at the time asked it
-        was Running. Asked at the end of each hour of a chunk (one range query), it gives what the bill counts per
-        chunk and waste per hour, from one read of the Running series (docs/performance.md)."""
-        running = self.instants_seen(self.latest(self.running()), "namespace, pod, uid", self.ksm, copies,
+        """Per pod (namespace, pod, uid) and `phase`, Running or Pending: at how many of the instants in the `seconds`
+        that end at the time asked it was in that phase, where it was at some (hours without leave no row). Asked at
+        the end of each hour of a chunk (one range query), it gives what the bill counts per chunk and waste per hour,
+        and the instants pods bound to a node held before running (docs/spec.md "Rule 2: running"), from one read of
+        the phase series (docs/performance.md). `!= 0` is outside the subquery, where it costs nothing."""
+        phases = self.series("kube_pod_status_phase", 'phase=~"Running|Pending"')
+        counted = self.instants_seen(self.latest(phases), "namespace, pod, uid, phase", self.ksm, copies,
                                      sum_values=True, seconds=seconds)
-        return f"max by (namespace, pod, uid) ({self.ksm.plain(running)})"
+        return f"max by (namespace, pod, uid, phase) ({self.ksm.plain(counted)}) != 0"
 
     def instants_seen(self, series: str, by: str, labels: FamilyLabels, copies: bool, sum_values: bool = False,
                       seconds: int = 0) -> str:

@@ -41,7 +41,13 @@ The queries of one chunk, in order: GPU models per node, Running pods (for
 the log, and whether exporters copied them), pods needing the exact path,
 instants with data (coverage), pods on relabelled nodes (only if there are
 such nodes), top-level controllers (with a breakdown), the fast path's
-three, exact (only if some pod needs it). Pods are listed in matchers as
+three (the Running instants' query counts each pod's Pending instants per
+hour too), then what pods bound to a node held before running (only if
+some pod on a node was Pending: `_held`): pods on no node at some sample,
+the instants at which those of them that were also on a node were Pending
+there, and why the held pods waited, per hour in which some were held;
+exact (only if some pod needs it, and its Pending instants where it held
+something). Pods are listed in matchers as
 plain alternatives (`one_of`) that Prometheus looks up in its index; the
 exact query is asked in pieces of the pod list that each stay within
 promql.QUERY_BYTES. The fast path names no pods: it asks for all of
@@ -64,10 +70,11 @@ docs/performance.md has the figures.
 from __future__ import annotations
 
 import functools
+import heapq
 import json
 import logging
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -77,7 +84,8 @@ from billing import frames
 from billing.collect.asking import NodeKinds, TopControllers, at_times, map_chunks
 from billing.collect.chunks import HOUR, Chunk, chunks, hour_groups
 from billing.collect.context import ClusterDay
-from billing.collect.figures import EXPORTERS, INSTANTS, REQUESTS, RUNNING_INSTANTS, figure
+from billing.collect.figures import EXPORTERS, INSTANTS, REQUESTS, RUNNING_INSTANTS, ImpossibleFigure, figure
+from billing.collect.preflight import KIND_PODS, OWNERS, PROBE_PODS, Seen
 from billing.collect.prometheus import PrometheusError, PrometheusSource
 from billing.collect.promql import (
     APP_REQUESTS,
@@ -145,6 +153,7 @@ class ClusterUsage:
     # what pods bound to a node held while Pending, per workload ('' when workloads were not collected) and reason:
     # billed in `usage` too where the cluster charges it
     bound_pending: pd.DataFrame = field(default_factory=frames.BOUND_PENDING.empty)
+    seen: Seen = Seen()  # what the answers showed of the families the preflight asks about: not asked again
 
     def __post_init__(self) -> None:
         frames.USAGE.check(self.usage, f"usage of cluster {self.cluster}")
@@ -272,30 +281,37 @@ group by (uid) (
         self-audit's sample; the value: how many exporters reported the pod Running (its copies)."""
         return f"count by (uid) (max_over_time({self.running()}[{self.raw}]) == 1)"
 
-    def pending_on_nodes(self) -> str:
-        """The uids of pods Pending at some sample the chunk's instants can see and on a node at some (raw samples: as
-        cheap as a query gets): the only ones `bound_pending` is asked about."""
-        pending = f"group by (uid) (max_over_time({self.running(phase='Pending')}[{self.raw}]) == 1)"
-        return f"{pending} and on (uid) group by (uid) (max_over_time({self.pod_node()}[{self.raw}]))"
+    def unbound(self) -> str:
+        """The uids of pods on no node at some sample the chunk's instants can see (a kube_pod_info series with an empty
+        node: not yet scheduled; raw samples, as cheap as a query gets). Of the pods with Pending instants, only those
+        that also were on a node are asked `bound_pending`: for every other pod on a node, its phase and kube_pod_info
+        series come from the same scrapes, so it was on its node at each instant it was Pending."""
+        unscheduled = self.series("kube_pod_info", f'{self.ksm.node}=""')
+        return f"group by (uid) (max_over_time({unscheduled}[{self.raw}]))"
+
+    def pending(self, pods: str) -> str:
+        """Per pod (namespace, pod, uid), value 1 at each instant at which it is Pending, its copies once."""
+        return f"max by (namespace, pod, uid) ({self.ksm.plain(self.latest(self.running(pods, 'Pending')))}) == 1"
 
     def bound_pending(self, pods: str) -> str:
         """Per pod (namespace, pod, uid), value 1 at each instant at which it is Pending and bound to a node (a
         kube_pod_info series of it with a node visible), its copies once: asked as a range query over the chunk, which
         the store answers for those pods and instants only (docs/spec.md "Rule 2: running")."""
-        pending = f"max by (namespace, pod, uid) ({self.ksm.plain(self.latest(self.running(pods, 'Pending')))}) == 1"
         bound = f"group by (namespace, pod, uid) ({self.ksm.plain(self.latest(self.pod_node(pods)))})"
-        return f"{pending} and on (namespace, pod, uid) {bound}"
+        return f"{self.pending(pods)} and on (namespace, pod, uid) {bound}"
 
     def waiting(self, pods: str) -> str:
-        """Per pod (namespace, pod, uid) and `reason`, value 1 at each instant: INITIALISING while an init container
-        other than a sidecar runs, and each reason an app container waits for (its copies once)."""
+        """Per pod (namespace, pod, uid) and `reason`, value 1 at each instant at which it is Pending: INITIALISING while
+        an init container other than a sidecar runs, and each reason an app container waits for (its copies once).
+        A Running pod's waiting containers (CrashLoopBackOff) are no reason of anything held before running."""
         ksm, latest, keys = self.ksm, self.latest, "namespace, pod, uid, container"
 
         def per_container(metric: str, *matchers: str, by: str = "") -> str:
             return f"max by ({keys}{by}) ({ksm.plain(latest(self.series(metric, *matchers, pods)), (*POD_LABELS, 'container'))})"
         init = f"({per_container(INIT_RUNNING)} == 1) unless on ({keys}) {per_container(INIT_INFO, SIDECAR)}"
         initialising = f'label_replace(group by (namespace, pod, uid) ({init}), "reason", "{INITIALISING}", "", "")'
-        return f"{initialising} or group by (namespace, pod, uid, reason) ({per_container(WAITING, by=', reason')} == 1)"
+        reasons = f"{initialising} or group by (namespace, pod, uid, reason) ({per_container(WAITING, by=', reason')} == 1)"
+        return f"({reasons}) and on (namespace, pod, uid) {self.pending(pods)}"
 
     def exact(self, pods: str, relabelled: list[str], by_pod: bool = False, phase: str = "Running") -> str:
         """The literal per-instant product, for range queries. Node labels (GPU model, pool) are
@@ -327,6 +343,7 @@ class _ChunkResult:
     copies: bool  # some pod was reported by several exporters
     pod_hours: pd.DataFrame  # frames.POD_HOURS.columns: for waste
     pending: pd.DataFrame  # as `usage`, with the reason before the quantity: what pods bound to a node held while Pending
+    seen: Seen
 
 
 def _uids(answer: list[dict]) -> frozenset[str]:
@@ -370,11 +387,13 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
                               f"is longer than the {QUERY_BYTES} bytes every store accepts; list fewer cost_labels")
     # one answer at a time, each made small before the next: the requests are the largest (165,000 series a chunk at
     # 250,000 pods), and two chunks are asked at once
-    pod_hours = _running_hours(source, queries, chunk, copies)
+    pod_hours, pending_hours = _running_hours(source, queries, chunk, copies, exact_pods)
     pods = {series["metric"].get("uid", ""): series["metric"] for series in source.instant(info, at)}
     requests = source.instant(queries.requested(), at)
+    seen = _seen(queries, running, pods, requests, tops)
     running_instants = pod_hours.groupby("uid", sort=False)["instants"].sum().to_dict()  # per uid, over the chunk
-    held = _held(source, queries, chunk)
+    held = _held(source, queries, chunk, pending_hours, frozenset(pods))
+    del pending_hours
     rows, cpu, pending = [], {}, []
     for series in requests:  # request x Running (and bound Pending) instants, per pod the factoring is right for
         labels = series["metric"]
@@ -386,7 +405,7 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
         kept = {**pods[uid], "resource": labels.get("resource", "")}
         if running_instants.get(uid):
             rows.append(row(kept, request * running_instants[uid]))
-        for reason, instants in Counter(held.get(uid, {}).values()).items():
+        for reason, instants in held.instants.get(uid, Counter()).items():
             pending.append(_with_reason(row(kept, request * instants), reason))
     del requests, pods
 
@@ -395,12 +414,12 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
                  len(exact_pods), ", ".join(relabelled[:3]) or "none")
         for labels, values in _exact(source, queries, chunk, exact_pods, relabelled, by_pod):
             rows.append(row(labels, sum(figure(v, REQUESTS, labels, queries.cluster) for _, v in values)))
-        if exact_held := exact_pods & held.keys():
+        if exact_held := exact_pods & held.instants.keys():
             for labels, values in _exact(source, queries, chunk, frozenset(exact_held), relabelled, True, "Pending"):
-                reasons = held[labels.get("uid", "")]
+                uid = labels.get("uid", "")
                 by_reason: dict[str, float] = {}
                 for t, value in values:
-                    reason = reasons.get(int(t), "")
+                    reason = held.reasons.get((uid, int(t)), "")
                     by_reason[reason] = by_reason.get(reason, 0.0) + figure(value, REQUESTS, labels, queries.cluster)
                 pending += [_with_reason(row(labels, instants), reason) for reason, instants in by_reason.items()]
     instants = (chunk.end - chunk.start) // chunk.step
@@ -411,7 +430,7 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
     usage, held_pending = _hours(rows, chunk.step, columns), _hours(pending, chunk.step, [*columns[:-1], *PENDING_KEYS])
     return _ChunkResult(_per_key(usage, columns), running, exact_pods, covered, instants, tops, copies,
                         pod_hours.assign(cpu=pod_hours["uid"].map(cpu)),
-                        _per_key(held_pending, [*columns[:-1], *PENDING_KEYS]))
+                        _per_key(held_pending, [*columns[:-1], *PENDING_KEYS]), seen)
 
 
 PENDING_KEYS = ["reason", "quantity"]  # what a row of bound-Pending usage has where a usage row has its quantity
@@ -422,18 +441,77 @@ def _with_reason(row: tuple, reason: str) -> tuple:
     return (*row[:-2], reason, *row[-2:])
 
 
-def _held(source: PrometheusSource, queries: UsageQueries, chunk: Chunk) -> dict[str, dict[int, str]]:
-    """uid -> {instant: reason} of each pod Pending and bound to a node at some of the chunk's instants
-    (docs/spec.md "Rule 2: running"): the pods that may be from raw samples, then when, from range queries of those
-    pods, and why (INITIALISING where an init container other than a sidecar ran, else the first by name of the
-    reasons its app containers waited for, else ''), of the pods that were. The bill multiplies their requests by
-    these instants as it does by the Running ones."""
-    held: dict[str, dict[int, str]] = {}
-    for query in in_pieces(_uids(source.instant(queries.pending_on_nodes(), chunk.last)), queries.bound_pending):
+def _seen(queries: UsageQueries, running: frozenset[str], pods: dict[str, dict[str, str]], requests: list[dict],
+          tops: TopControllers | None) -> Seen:
+    """What the chunk's answers show of the families the preflight asks about (preflight.presence_query's branch
+    names): a pod Running (so the phase series with uids), a pod on a node (with a breakdown, of which controllers,
+    and the owners of ReplicaSets and Jobs that have one), and with `requests: containers` the requests, which are
+    then the app containers' alone."""
+    found = {"phase", "ran"} if running - {""} else set()
+    if pods.keys() - {""}:
+        kinds = {workload.split("/")[0] for labels in pods.values() if (workload := labels.get("workload"))}
+        found |= {"pod_info", "pod_node"} | {KIND_PODS[kind] for kind in kinds & KIND_PODS.keys()}
+    owned = {workload.split("/")[0] for _, workload in tops.tops} if tops else set()
+    found |= {OWNERS[kind] for kind in owned & OWNERS.keys()}
+    resources = frozenset(series["metric"].get("resource", "") for series in requests) - {""}
+    if resources and queries.rule == "containers":
+        found.add("requests")
+    return Seen(frozenset(found), resources, _first_pods(series["metric"].get("uid", "") for series in requests))
+
+
+def _first_pods(uids: Iterable[str]) -> tuple[str, ...]:
+    """The first PROBE_PODS uids in sorted order: the pods the preflight asks PROBED families of first."""
+    return tuple(heapq.nsmallest(PROBE_PODS, set(uids) - {""}))
+
+
+@dataclass(frozen=True)
+class _Held:
+    """What pods bound to a node held before running in one chunk (docs/spec.md "Rule 2: running")."""
+
+    instants: dict[str, Counter[str]]  # uid -> reason -> instants, of each pod bound and Pending at some instant
+    reasons: dict[tuple[str, int], str]  # (uid, instant) -> its reason, where it had one: what the exact path looks up
+
+
+def _held(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, pending: dict[str, dict[int, float | None]],
+          on_nodes: frozenset[str]) -> _Held:
+    """Of the pods on a node in the chunk (`on_nodes`), those Pending at some instant (`pending`: per hour of the chunk,
+    from the Running pass) and why (INITIALISING where an init container other than a sidecar ran, else the first by
+    name of the reasons its app containers waited for, else ''). A pod on no node at some sample of the chunk (it
+    waited unscheduled, then was bound), or whose Pending instants are no count, is asked when it was Pending on its
+    node, instant by instant (`bound_pending`); every other one was on its node whenever it was Pending (the same
+    scrapes). Reasons are asked of those pods only, in the hours they held something. The bill multiplies their
+    requests by these instants as it does by the Running ones."""
+    candidates = on_nodes & pending.keys()
+    unbound = _uids(source.instant(queries.unbound(), chunk.last)) if candidates else frozenset()
+    instant_by_instant = frozenset(uid for uid in candidates if uid in unbound or None in pending[uid].values())
+    counted = {uid: pending[uid] for uid in candidates - instant_by_instant}
+    bound: dict[str, list[int]] = {}  # the instants of the pods asked instant by instant
+    for query in in_pieces(instant_by_instant, queries.bound_pending):
         for series in source.range(query, chunk.start, chunk.last, chunk.step):
-            held.setdefault(series["metric"].get("uid", ""), {}).update((int(t), "") for t, _ in series["values"])
-    reasons = _reasons(source, queries, chunk, frozenset(held))
-    return {uid: {t: reasons.get((uid, t), "") for t in instants} for uid, instants in held.items()}
+            bound.setdefault(series["metric"].get("uid", ""), []).extend(int(t) for t, _ in series["values"])
+    in_hour: dict[int, set[str]] = {}  # hour of the chunk -> the pods held in it
+    for uid, hours in counted.items():
+        for hour in (hour for hour, instants in hours.items() if instants):
+            in_hour.setdefault(hour, set()).add(uid)
+    for uid, instants in bound.items():
+        for t in instants:
+            in_hour.setdefault((t - chunk.start) // HOUR, set()).add(uid)
+    hours_of = _hours_of(chunk)
+    reasons = _reasons(source, queries, {hours_of[hour]: frozenset(uids) for hour, uids in sorted(in_hour.items())})
+    held: dict[str, Counter[str]] = {uid: Counter(reasons.get((uid, t), "") for t in instants) for uid, instants in bound.items()}
+    given: dict[str, Counter[str]] = {}
+    for (uid, _), reason in reasons.items():
+        if uid in counted:
+            given.setdefault(uid, Counter())[reason] += 1
+    for uid, hours in counted.items():  # instants Pending without a reason: ''
+        said = given.get(uid, Counter())
+        held[uid] = said + Counter({"": sum(n or 0 for n in hours.values()) - said.total()})
+    return _Held(held, reasons)
+
+
+def _hours_of(chunk: Chunk) -> list[Chunk]:
+    """The chunk's hours, in order (a day's last may be shorter)."""
+    return [Chunk(t, min(t + HOUR, chunk.end), chunk.step) for t in range(chunk.start, chunk.end, HOUR)]
 
 
 def bound_pending_hours(source: PrometheusSource, queries: UsageQueries, chunk: Chunk) -> pd.DataFrame:
@@ -465,36 +543,68 @@ def _exact(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, uids: 
     return answer
 
 
-def _reasons(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, uids: frozenset[str]) -> dict[tuple[str, int], str]:
-    """(uid, instant) -> why the pod was not Running then (docs/spec.md "Rule 2: running"): INITIALISING where an
-    init container other than a sidecar ran, else the first by name of the reasons its app containers waited for."""
+def _reasons(source: PrometheusSource, queries: UsageQueries, held: dict[Chunk, frozenset[str]]) -> dict[tuple[str, int], str]:
+    """(uid, instant) -> why the pod was Pending then (docs/spec.md "Rule 2: running"), where its containers said:
+    INITIALISING where an init container other than a sidecar ran, else the first by name of the reasons its app
+    containers waited for. `held`: the pods asked about in each hour, a range query per hour (in pieces)."""
     seen: dict[tuple[str, int], set[str]] = {}
-    for query in in_pieces(uids, queries.waiting):
-        for series in source.range(query, chunk.start, chunk.last, chunk.step):
-            uid, reason = series["metric"].get("uid", ""), series["metric"].get("reason", "")
-            for t, _ in series["values"]:
-                seen.setdefault((uid, int(t)), set()).add(reason)
+    for hour, uids in held.items():
+        for query in in_pieces(uids, queries.waiting):
+            for series in source.range(query, hour.start, hour.last, hour.step):
+                uid, reason = series["metric"].get("uid", ""), series["metric"].get("reason", "")
+                for t, _ in series["values"]:
+                    seen.setdefault((uid, int(t)), set()).add(reason)
     return {key: INITIALISING if INITIALISING in reasons else min(reasons) for key, reasons in seen.items()}
 
 
-def _running_hours(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, copies: bool) -> pd.DataFrame:
-    """Per pod and hour of the chunk, the instants at which it was Running (frames.POD_HOURS without `cpu`): one range
-    query per run of hours of one length, hour by hour where the store moves a range's times. The bill sums them per
-    chunk and waste uses them per hour, so the Running series is read once for both."""
-    hours = [Chunk(t, min(t + HOUR, chunk.end), chunk.step) for t in range(chunk.start, chunk.end, HOUR)]
+def _running_hours(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, copies: bool,
+                   exact_pods: frozenset[str]) -> tuple[pd.DataFrame, dict[str, dict[int, float | None]]]:
+    """Per pod and hour of the chunk, the instants at which it was Running (frames.POD_HOURS without `cpu`), and per
+    pod Pending at some instant, its Pending instants in each hour of the chunk (by index; None where they are no
+    count): one range query per run of hours of one length, hour by hour where the store moves a range's times. The
+    bill sums them per chunk and waste uses the Running ones per hour, so the phase series is read once for all. A
+    pod of `exact_pods` whose Running series holds values other than 1 sums to no count of instants (docs/spec.md
+    counts an instant only where the series is 1): the exact path bills it, and its hour is left out here rather
+    than refused."""
     rows, ranged = [], True
+    pending: dict[str, dict[int, float | None]] = {}
+    hours = _hours_of(chunk)
     for group in hour_groups(hours, len(hours)):
         ends = [float(hour.last) for hour in group]
         answer, ranged = at_times(source, queries.running_instants(group[0].end - group[0].start, copies), ends, ranged)
         for labels, values in answer:
             pod = (labels.get("uid", ""), labels.get("namespace", ""), labels.get("pod", ""))
+            if labels.get("phase") == "Pending":
+                pending.setdefault(pod[0], {}).update(((int(t) - chunk.start) // HOUR, _count(value, labels, queries.cluster))
+                                                      for t, value in values)
+                continue
             for t, value in values:
-                if instants := figure(value, RUNNING_INSTANTS, labels, queries.cluster):
+                if instants := _instants(value, labels, queries.cluster, pod[0] in exact_pods):
                     rows.append((*pod, int(t), instants))
     # names as Python objects: a row points at its pod's one string (prometheus.py shares them), where pandas' own
     # strings would copy them into every row, 1.1 M rows on a 250,000-pod day
     frame = pd.DataFrame(rows, columns=frames.POD_HOURS.columns[:-1], dtype=object)
-    return frame.astype({"hour": "int64", "instants": "float64"})
+    return frame.astype({"hour": "int64", "instants": "float64"}), pending
+
+
+def _instants(value: str, labels: dict[str, str], cluster: str, exact: bool) -> float:
+    """A pod's Running instants in an hour, through the gate; 0 for an exact-path pod whose sum is no count."""
+    try:
+        return figure(value, RUNNING_INSTANTS, labels, cluster)
+    except ImpossibleFigure:
+        if exact:
+            return 0.0
+        raise
+
+
+def _count(value: str, labels: dict[str, str], cluster: str) -> float | None:
+    """A pod's Pending instants in an hour, or None where the sum is no count (values other than 0 and 1): then they
+    are asked instant by instant, where only a 1 counts."""
+    try:
+        number = figure(value, RUNNING_INSTANTS, labels, cluster)
+    except ImpossibleFigure:
+        return None
+    return number if number.is_integer() else None
 
 
 def _per_key(usage: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
@@ -556,6 +666,8 @@ def collect_cluster(context: ClusterDay, cost_labels: Sequence[str] | None = Non
         pod_hours=pd.concat([r.pod_hours for r in results], ignore_index=True),
         bound_pending=_normalise(pending if cost_labels is not None else pending.assign(workload=""), gpu_resources,
                                  frames.BOUND_PENDING.columns),
+        seen=Seen(frozenset().union(*(r.seen.found for r in results)), frozenset().union(*(r.seen.resources for r in results)),
+                  _first_pods(uid for r in results for uid in r.seen.pods)),
     )
 
 

@@ -113,7 +113,7 @@ class Directory:
 
     def team(self, name: str) -> Team | None:
         """The team with this name, without regard to case; a name too long for the ledger finds its cut form."""
-        return self._teams_by_key.get(name_key(_cut(name)))
+        return self._teams_by_key.get(name_key(ledger_name(name)))
 
     def teams_of(self, uid: str) -> tuple[str, ...]:
         """The teams a person is on, sorted by name."""
@@ -185,7 +185,7 @@ def _under(dn: str, base: str) -> bool:
     return len(entry) >= len(above) and entry[len(entry) - len(above):] == above
 
 
-def _cut(name: str) -> str:
+def ledger_name(name: str) -> str:
     """A name of at most LONGEST_NAME characters; a longer one keeps its start and gets a hash of the
     whole name (without regard to case, like the name itself) so that two long names stay two."""
     if len(name) <= LONGEST_NAME:
@@ -195,7 +195,7 @@ def _cut(name: str) -> str:
 
 def storable(name: str) -> str:
     """A team name the ledger can store, with a warning when it had to be cut."""
-    short = _cut(name)
+    short = ledger_name(name)
     if short != name:
         log.warning("team %r… has %d characters, more than the %d the ledger stores: billed as %r",
                     name[:40], len(name), LONGEST_NAME, short)

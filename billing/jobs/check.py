@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from billing.charge.bound_pending import held_sentence
+from billing.charge.quotas import queue_remarks, unpriced_flavors
 from billing.collect.capacity import bills_capacity, collect_allocatable
 from billing.collect.chunks import Chunk
 from billing.collect.context import ClusterDay, cluster_day
@@ -41,6 +42,7 @@ from billing.collect.promql import (
     SCHEDULED,
     GpuResources,
     Queries,
+    gpu_fractions,
     one_of,
 )
 from billing.collect.replay import cluster_recording, prometheus_source
@@ -75,6 +77,7 @@ class Probe:
     detail: str  # what was reached, or why not
     seconds: float
     warning: bool = False  # usable, but something needs a look (the run does not fail)
+    exit_status: int = 1  # of a failure: 2 where the config is to blame (a team it names that the directory lacks)
 
     def line(self) -> str:
         took = f"{self.seconds * 1000:.0f} ms" if self.seconds < 1 else f"{self.seconds:.1f} s"
@@ -98,7 +101,8 @@ def _timed(dependency: str, probe: Callable[[], str]) -> Probe:
         return Probe(dependency, True, str(exc), time.monotonic() - start, warning=True)
     except Exception as exc:  # any failure, expected or not, is this dependency's line, not a crash
         reason = str(exc) if isinstance(exc, BillingError) else f"{type(exc).__name__}: {exc}"  # a sentence, or a bug
-        return Probe(dependency, False, reason, time.monotonic() - start)
+        status = exc.exit_status if isinstance(exc, BillingError) else 1
+        return Probe(dependency, False, reason, time.monotonic() - start, exit_status=status)
 
 
 def _source(cluster: ClusterConfig) -> PrometheusSource:
@@ -331,32 +335,22 @@ def store_figures(context: ClusterDay) -> str:
 
 def kueue_queues(context: ClusterDay) -> str:
     """Which ClusterQueues Kueue's quota series name on the day, and the teams they map to (docs/spec.md "Kueue
-    quotas"); warnings for a queue that maps to no team (its quota is billed to nobody), a listed queue the store
-    does not have, and a namespace listed under two queues. None found fails: the run would refuse the day."""
-    cluster, day = context.cluster, context.day
+    quotas"), asked as the run asks (so recorded answers answer it too); warnings for what the night's log warns of
+    (billing/charge/quotas.py `queue_remarks`). None found, or GPUs of a flavor without a priced model, fail: the
+    run would refuse the day."""
+    cluster = context.cluster
     kueue = cluster.kueue
     assert kueue is not None  # asked only for a cluster with `kueue`
-    window, at = window_of(day)
-    query = (f"count by (cohort, cluster_queue) (last_over_time({NOMINAL}{{{cluster.prometheus.selector.strip()}}}"
-             f"[{window}]))")
-    found = {series["metric"].get("cluster_queue", ""): series["metric"].get("cohort", "")
-             for series in context.source.instant(query, at)}
-    if not found:
-        raise CheckFailure(f"on {day.date}: no {NOMINAL} sample under the cluster's selector, so its quotas cannot be "
-                           "billed and the run refuses the day: scrape kueue-controller-manager's metrics "
-                           "(docs/deploy.md), or remove clusters[].kueue")
+    samples = collect_quotas(context)
+    unpriced = unpriced_flavors(samples, cluster, cluster.prices_on(context.day.date), gpu_fractions(context.gpu_resources))
+    if unpriced:
+        raise CheckFailure(f"on {context.day.date}: " + "; ".join(unpriced))
+    nominal = samples[samples["family"] == NOMINAL]
+    found = dict(zip(nominal["cluster_queue"], nominal["cohort"]))
     named = [f"{queue} ({f'cohort {cohort}' if cohort else 'no cohort'}) -> "
              f"{kueue.queues[queue].team if queue in kueue.queues else 'no team'}" for queue, cohort in sorted(found.items())]
-    remarks = [f"ClusterQueue {queue} maps to no team: its quota is billed to nobody (list it in clusters[].kueue.queues)"
-               for queue in sorted(set(found) - set(kueue.queues))]
-    remarks += [f"ClusterQueue {queue} of clusters[].kueue.queues has no quota series" for queue in sorted(set(kueue.queues) - set(found))]
-    listed: dict[str, list[str]] = {}
-    for queue in sorted(kueue.queues):
-        for namespace in kueue.queues[queue].namespaces:
-            listed.setdefault(namespace, []).append(queue)
-    remarks += [f"namespace {namespace} is listed under {' and '.join(queues)}: it counts as {queues[0]}'s"
-                for namespace, queues in sorted(listed.items()) if len(queues) > 1]
-    said = f"ClusterQueues on {day.date}: " + "; ".join(named)
+    said = f"ClusterQueues on {context.day.date}: " + "; ".join(named)
+    remarks = queue_remarks(kueue, found)
     if remarks:
         raise CheckWarning(said + "; " + "; ".join(remarks))
     return said
@@ -452,12 +446,12 @@ def check_all(config: Config, day: date | None = None) -> Iterator[Probe]:
         yield _timed(f"series {cluster.name}", partial(bill_series, context, config.workloads.enabled))
         yield _timed(f"requests {cluster.name}", partial(request_rule, context))
         yield _timed(f"held {cluster.name}", partial(bound_pending, context))
-        if cluster.kueue is not None and not cluster.prometheus.replay:
+        if cluster.kueue is not None:
             yield _timed(f"kueue {cluster.name}", partial(kueue_queues, context))
         if config.workloads.enabled:
             yield _timed(f"workloads {cluster.name}", partial(workload_series, context, config.cost_labels))
         yield _timed(f"figures {cluster.name}", partial(store_figures, context))
-    yield _timed("directory", lambda: check_directory(config.directory))
+    yield _timed("directory", lambda: check_directory(config))
     yield _timed("database", lambda: database(config.database))
     if config.email.enabled:
         yield _timed("email", lambda: delivery(config.email))

@@ -17,13 +17,13 @@ from billing.charge.bill import DayBill
 from billing.charge.bound_pending import held_sentence
 from billing.charge.ownership import assign_owners
 from billing.charge.pricing import price, price_holdings, reserve_pools, share_unrequested, unrequested_capacity
-from billing.charge.quotas import quota_hours, quota_rows, unlent_borrowing
+from billing.charge.quotas import queue_remarks, quota_hours, quota_rows, unlent_borrowing, unpriced_flavors
 from billing.charge.workloads import kept_since, workload_costs
 from billing.collect.audit import audit_cluster
 from billing.collect.capacity import bills_capacity, collect_allocatable
 from billing.collect.context import ClusterDay, cluster_day
 from billing.collect.figures import ImpossibleFigure
-from billing.collect.kueue import collect_quotas
+from billing.collect.kueue import NOMINAL, collect_quotas
 from billing.collect.preflight import preflight, refuse_missing
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.promql import gpu_fractions
@@ -32,6 +32,7 @@ from billing.collect.usage import ClusterUsage, collect_cluster
 from billing.collect.waste import MEASURES, WORKLOAD_WASTE_KEYS, attribute_waste, collect_waste, waste_by_namespace
 from billing.config import ClusterConfig, Config, Prices
 from billing.days import BillingDay, billing_day
+from billing.directory.names import check_names
 from billing.directory.people import (
     AmbiguousDirectoryError,
     Directory,
@@ -47,10 +48,9 @@ from billing.ledger.write import replace_day
 from billing.notify.budget_alerts import send_alerts
 from billing.notify.deliveries import deliver_once
 from billing.notify.summaries import summary_envelopes
-from billing.publish.answers import day_report
+from billing.publish.answers import day_report, digests
 from billing.publish.budgets import team_budgets
 from billing.publish.dayview import DayReport
-from billing.publish.digest import digest_period, read_digests
 from billing.publish.pages import check_output_dir, write_pages
 from billing.redact import redact
 from billing.resources import CPU, GPU, MEMORY
@@ -162,6 +162,7 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0,
     collected = [_collect_cluster(config, cluster, period) for cluster in config.clusters]
     _check_coverage([c.usage for c in collected], day, require_coverage)
     directory, directory_warning = _read_directory(config, ledger)
+    check_names(config, directory)  # a team or person the config names that it does not hold: exit 2, nothing written
     with turn or nullcontext():
         rows, written = _bill(config, ledger, day, prices, collected, directory, directory_warning)
         undelivered = _publish(config, ledger, day, directory, summaries)
@@ -206,9 +207,10 @@ def collect_from(config: Config, cluster: ClusterConfig, period: BillingDay, sou
 
 def _collected(config: Config, cluster: ClusterConfig, period: BillingDay, source: PrometheusSource) -> _Collected:
     context = cluster_day(cluster, period, int(config.step), config.gpu_resources, source)  # the store asked once
-    refuse_missing(preflight(context, config.workloads.enabled))
     cost_labels = config.cost_labels if config.workloads.enabled else None
     usage = collect_cluster(context, cost_labels)
+    # after the usage, whose answers show most families present: the preflight asks only what they did not show
+    refuse_missing(preflight(context, config.workloads.enabled, usage.seen))
     _refuse_no_data(usage, cluster, period.date)
     if config.audit.enabled:
         # the audit asks the queries without the breakdown: with it, each audited group of pods evaluates every
@@ -220,7 +222,7 @@ def _collected(config: Config, cluster: ClusterConfig, period: BillingDay, sourc
     wasted, workload_wasted = _collect_waste(config, context, usage)
     capacity = (frames.CAPACITY.empty() if allocatable is None
                 else unrequested_capacity(allocatable, usage.usage, cluster.prices_on(period.date), cluster.name))
-    quotas = collect_quotas(context)
+    quotas = _kueue_quotas(context, config)
     _log_cluster(usage)
     _log_capacity(cluster.name, capacity)
     billed = replace(usage, pod_hours=frames.POD_HOURS.empty())  # waste's alone: not held through the bill
@@ -240,6 +242,22 @@ def _allocatable(context: ClusterDay) -> tuple[pd.DataFrame | None, str]:
                     "or shared unrequested capacity), so the day is billed", context.cluster.name, context.day.date,
                     refused.reason)
         return None, refused.reason
+
+
+def _kueue_quotas(context: ClusterDay, config: Config) -> pd.DataFrame:
+    """Kueue's quotas of the cluster-day; refused where a listed queue holds GPUs of a flavor without a priced model
+    (its team would pay quota and use twice), with a warning for each queue billed to nobody or without a series."""
+    quotas = collect_quotas(context)
+    cluster, day = context.cluster, context.day.date
+    if cluster.kueue is None:
+        return quotas
+    unpriced = unpriced_flavors(quotas, cluster, cluster.prices_on(day), gpu_fractions(config.gpu_resources))
+    if unpriced:
+        raise RunFailed(f"cluster {cluster.name} on {day}: " + "; ".join(unpriced) + "; nothing was billed and the day "
+                        "stays missing")
+    for remark in queue_remarks(cluster.kueue, set(quotas.loc[quotas["family"] == NOMINAL, "cluster_queue"])):
+        log.warning("cluster %s: %s", cluster.name, remark)
+    return quotas
 
 
 def _collect_waste(config: Config, context: ClusterDay, usage: ClusterUsage) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -344,9 +362,8 @@ def _publish(config: Config, ledger: Engine, day: date, directory: Directory, su
     report = render_day(config, day)
     undelivered: list[str] = []
     if config.email.enabled and summaries not in WHY_NONE:
-        digest_days = digest_period(day, config.email.personal)
-        digests = read_digests(ledger, *digest_days, config.currency, config.reports_url) if digest_days else []
-        envelopes, undelivered = summary_envelopes(report, directory, config.email, digests, config.reports_url)
+        envelopes, undelivered = summary_envelopes(report, directory, config.email, digests(ledger, config, day),
+                                                   config.reports_url)
         undelivered += deliver_once(envelopes, config.email, ledger, day, resend=summaries == "resend")
     elif config.email.enabled:
         log.info("email: no daily summaries for %s (%s)", day, WHY_NONE[summaries])

@@ -8,9 +8,8 @@ from datetime import date, datetime, timezone
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import Connection, Engine, Row, delete, insert, select
+from sqlalchemy import Connection, Row, delete, insert, select
 
-from billing.ledger.database import fetch_rows
 from billing.ledger.tables import (
     LEDGER_COLUMNS,
     chargeback,
@@ -22,12 +21,6 @@ from billing.ledger.tables import (
     statement_lines,
 )
 from billing.ledger.write import month_after
-
-
-def month_closed(engine: Engine, month: date) -> bool:
-    """Whether the month (its first day) is closed."""
-    query = select(closed_months.c.month).where(closed_months.c.month == month)
-    return bool(fetch_rows(engine, query, "the ledger"))
 
 
 def closing_of(conn: Connection, month: date) -> tuple[datetime, str, tuple[date, ...]] | None:

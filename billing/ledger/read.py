@@ -6,6 +6,7 @@ Readers of frames make them through billing.ledger.database, which imports panda
 
 from __future__ import annotations
 
+import math
 from datetime import date, datetime, timezone
 from typing import TYPE_CHECKING
 
@@ -24,6 +25,7 @@ from billing.ledger.tables import (
     LEDGER_COLUMNS,
     bound_pending,
     chargeback,
+    closed_months,
     cluster_capacity,
     cluster_days,
     completed_days,
@@ -44,6 +46,12 @@ if TYPE_CHECKING:
 # sum is the same in the database and in Python and never a float's accident: 0.7 + 0.1 + 0.005 is 0.805, which
 # rounds to 0.81, where a float sum gives 0.8049999999999999 (0.80). Exact below 9 million in the currency.
 BILLIONTHS = 10**9
+
+
+def in_billionths(value: float) -> int:
+    """A value in whole billionths, rounded half away from zero as SQL's round() does: how every sum of money
+    takes each value (`money_sum` in the database, formatting.total in Python)."""
+    return int(math.copysign(math.floor(abs(value) * BILLIONTHS + 0.5), value))
 
 
 def money_sum(amount: ColumnElement) -> ColumnElement:
@@ -77,6 +85,12 @@ def completed(engine: Engine, first: date, last: date) -> set[date]:
     """The days in the range that a run completed."""
     query = select(completed_days.c.day).where(completed_days.c.day.between(first, last))
     return {row.day for row in fetch_rows(engine, query, "completed days")}
+
+
+def month_closed(engine: Engine, month: date) -> bool:
+    """Whether the month (its first day) is closed."""
+    query = select(closed_months.c.month).where(closed_months.c.month == month)
+    return bool(fetch_rows(engine, query, "the ledger"))
 
 
 def days_billed(engine: Engine) -> tuple[int, date | None]:
@@ -122,6 +136,19 @@ def team_costs(engine: Engine, first: date, last: date, teams: list[str] | None 
     if teams is not None:
         query = query.where(chargeback.c.team.in_(teams))
     return {row.team: float(row.cost) for row in fetch_rows(engine, query.group_by(chargeback.c.team), "the ledger")}
+
+
+def month_to_date_costs(engine: Engine, day: date, teams: list[str] | None = None) -> dict[str, float]:
+    """Each team's cost of the month of `day` through `day` (optionally of the `teams` only); of a closed month, the
+    whole month with its cost recovery (`recovered`), as its statement and the FOCUS export have it: a closed
+    month is over, and its figure is the statement's. Summed as money is."""
+    month = day.replace(day=1)
+    last = month.replace(day=days_in_month(month)) if month_closed(engine, month) else day
+    costs = {team: in_billionths(cost) for team, cost in team_costs(engine, month, last, teams).items()}
+    for line in recovered(engine, month, last):
+        if teams is None or line["team"] in teams:
+            costs[line["team"]] = costs.get(line["team"], 0) + in_billionths(line["amount"])
+    return {team: amount / BILLIONTHS for team, amount in costs.items()}
 
 
 def team_daily_costs(engine: Engine, team: str, first: date, last: date) -> dict[date, float]:
@@ -260,12 +287,13 @@ def directory_note(engine: Engine, day: date) -> str:
     return rows[0].directory_note if rows else ""
 
 
-def read_recovery(engine: Engine, first: date, last: date) -> pd.DataFrame:
-    """month, team, cluster, amount, currency: per team and cluster, the cost recovery of each closed month that
-    lies within first..last (a closed month's statement books it for the whole month), with what re-runs of the
-    month's days moved since (corrections of resource `recovery`), so that beside the ledger's rows as they are now
-    a recovered cluster's month still adds up to its cost."""
-    columns = ["month", "team", "cluster", "amount", "currency"]
+def recovered(engine: Engine, first: date, last: date, team: str | None = None) -> list[dict]:
+    """month, team, cluster, amount, currency: per team and cluster, the cost recovery of each closed month that lies
+    within first..last (a closed month's statement books it for the whole month, so a range holding part of the month
+    holds none of it), with what re-runs of the month's days moved since (corrections of resource `recovery`), so that
+    beside the ledger's rows as they are now a recovered cluster's month still adds up to its cost; optionally of one
+    team. Each amount is summed as money is (`money_sum`): what `billing export`, `billing report`, serve and the
+    budgets add to the ledger's rows of a closed month."""
     lines = (select(statement_lines.c.month, statement_lines.c.team, statement_lines.c.cluster,
                     statement_lines.c.amount, statement_lines.c.currency)
              .where(statement_lines.c.kind == RECOVERY, statement_lines.c.month.between(first, last))
@@ -274,10 +302,20 @@ def read_recovery(engine: Engine, first: date, last: date) -> pd.DataFrame:
                     corrections.c.currency)
              .where(corrections.c.resource == RECOVERY, corrections.c.corrects.between(first, last))
              .order_by(corrections.c.corrects, corrections.c.booked_at))
-    frame = frame_of([*fetch_rows(engine, lines, "cost recovery lines"),
-                      *fetch_rows(engine, moved, "cost recovery corrections")], columns, dates=["month"])
-    frame["month"] = frame["month"].map(lambda day: day.replace(day=1))
-    ends = frame["month"].map(lambda month: month.replace(day=days_in_month(month)))
-    whole = frame[((frame["month"] >= first) & (ends <= last)).astype(bool)]
-    return whole.groupby(["month", "team", "cluster", "currency"], as_index=False, sort=False).agg(
-        amount=("amount", "sum"))[columns]
+    if team is not None:
+        lines, moved = lines.where(statement_lines.c.team == team), moved.where(corrections.c.team == team)
+    sums: dict[tuple, int] = {}
+    for day, who, cluster, amount, currency in [*fetch_rows(engine, lines, "cost recovery lines"),
+                                                *fetch_rows(engine, moved, "cost recovery corrections")]:
+        month = day.replace(day=1)  # a line's month, a correction's day
+        if first <= month and month.replace(day=days_in_month(month)) <= last:
+            key = (month, who, cluster, currency)
+            sums[key] = sums.get(key, 0) + in_billionths(amount)
+    return [{"month": month, "team": who, "cluster": cluster, "amount": amount / BILLIONTHS, "currency": currency}
+            for (month, who, cluster, currency), amount in sums.items()]
+
+
+def read_recovery(engine: Engine, first: date, last: date) -> pd.DataFrame:
+    """`recovered` as a frame (month, team, cluster, amount, currency), for the FOCUS export."""
+    columns = ["month", "team", "cluster", "amount", "currency"]
+    return frame_of([tuple(row[c] for c in columns) for row in recovered(engine, first, last)], columns)

@@ -18,7 +18,7 @@ from sqlalchemy import Connection, func, select
 
 from billing.days import days_in_month
 from billing.errors import UsageError
-from billing.ledger.read import BILLIONTHS
+from billing.ledger.read import BILLIONTHS, in_billionths
 from billing.ledger.tables import chargeback, corrections, statement_lines
 from billing.resources import RECOVERY
 
@@ -66,10 +66,10 @@ def resplit(conn: Connection, day: date, new_costs: dict[tuple[str, str], float]
         due = {team: on_cluster[team] + share
                for team, share in shares(cost - charged, on_cluster).items()}
         teams = sorted(due.keys() | {team for team, where in billed if where == cluster})
-        moves = {team: _billionths(due.get(team, 0.0) - billed.get((team, cluster), 0.0)) for team in teams}
+        moves = {team: in_billionths(due.get(team, 0.0) - billed.get((team, cluster), 0.0)) for team in teams}
         moves[teams[-1]] -= sum(moves.values())  # the last takes what rounding to billionths left over
         for team, move in moves.items():
-            changed = sum(_billionths(amount) for (who, where, _), amount in changes.items()
+            changed = sum(in_billionths(amount) for (who, where, _), amount in changes.items()
                           if (who, where) == (team, cluster))
             if move != changed:
                 recovered[team, cluster] = (move - changed) / BILLIONTHS
@@ -110,8 +110,3 @@ def _charges_besides(conn: Connection, month: date, day: date) -> dict[tuple[str
              .where(chargeback.c.day.between(month, month.replace(day=days_in_month(month))), chargeback.c.day != day)
              .group_by(chargeback.c.team, chargeback.c.cluster))
     return {(team, cluster): cost for team, cluster, cost in conn.execute(query)}
-
-
-def _billionths(amount: float) -> int:
-    """An amount in whole billionths, rounded half away from zero as statements' sums round each value."""
-    return int(math.copysign(math.floor(abs(amount) * BILLIONTHS + 0.5), amount))

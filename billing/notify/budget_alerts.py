@@ -21,13 +21,12 @@ from html import escape
 from sqlalchemy import Engine
 
 from billing.config import EmailConfig
-from billing.days import days_in_month
 from billing.directory.people import Directory
 from billing.ledger import messages
-from billing.ledger.months import month_closed
-from billing.ledger.read import team_costs
+from billing.ledger.read import month_closed
 from billing.notify.deliveries import deliver_once
 from billing.notify.mail import Envelope, Letter, MailError, build_message
+from billing.publish.answers import budget_statuses
 from billing.publish.dayview import slug
 from billing.publish.formatting import money
 from billing.publish.links import page_url, team_page
@@ -48,20 +47,20 @@ class Alert:
 
 
 def crossed_thresholds(engine: Engine, day: date, budgets: dict[str, float], thresholds: list[float]) -> list[Alert]:
-    """The thresholds that the month of `day` has crossed by now and that no alert was recorded for.
+    """The thresholds that the month to date of `day` (as the day's pages show it: publish/answers.py) has crossed
+    and that no alert was recorded for.
 
     A closed month alerts no more: finance has booked it.
     """
     month = day.replace(day=1)
     if not budgets or month_closed(engine, month):
         return []
-    spent = team_costs(engine, month, month.replace(day=days_in_month(month)), sorted(budgets))
     sent = messages.alerted(engine, month)
     return [
-        Alert(team, month, threshold, day, spent[team], budget)
-        for team, budget in sorted(budgets.items()) if team in spent
+        Alert(team, month, threshold, day, status.month_to_date, budgets[team])
+        for team, status in budget_statuses(engine, budgets, day).items() if status.month_to_date > 0
         for threshold in thresholds
-        if spent[team] >= threshold * budget and (team, threshold) not in sent
+        if status.month_to_date >= threshold * budgets[team] and (team, threshold) not in sent
     ]
 
 
@@ -92,11 +91,12 @@ def alert_letter(alert: Alert, currency: str, reports_url: str = "") -> Letter:
     """Plain text and a minimal HTML body: an alert must read well anywhere; it links to the team's page
     of the day where `reports_url` publishes the reports."""
     month = f"{alert.month:%B %Y}"
-    subject = f"Budget alert: {alert.team} has spent {alert.spent / alert.budget:.0%} of its {month} budget"
+    spent = f"{alert.spent / alert.budget:.1%}"  # one figure: the subject's is the body's
+    subject = f"Budget alert: {alert.team} has spent {spent} of its {month} budget"
     subject = " ".join("".join(" " if ord(ch) < 32 or ord(ch) == 127 else ch for ch in subject).split())
     lines = [
         f"Team {alert.team} has spent {money(alert.spent, currency)} of its {month} budget of "
-        f"{money(alert.budget, currency)} ({alert.spent / alert.budget:.1%}), crossing {alert.threshold:.0%} "
+        f"{money(alert.budget, currency)} ({spent}), crossing {alert.threshold:.0%} "
         f"as the ledger stood after the run of {alert.day}.",
         f"This alert is sent once for {alert.threshold:.0%} of the budget this month.",
     ]

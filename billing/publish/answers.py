@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import date
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy import Engine
 
@@ -29,12 +29,14 @@ from billing.ledger.read import (
     read_recovery,
     read_rows,
     read_workload_costs,
+    recovered,
     run_record,
     stored_directory,
     waste_sums,
 )
 from billing.publish.budgets import FORECAST_METHOD as FORECAST_METHOD  # said beside a forecast by the interfaces
 from billing.publish.budgets import BudgetStatus, read_budget_status, team_budgets
+from billing.publish.formatting import total
 from billing.publish.report import (
     Report,
     ReportError,
@@ -48,7 +50,8 @@ from billing.publish.report_formats import day_ranges
 if TYPE_CHECKING:
     import pandas as pd
 
-    from billing.publish.dayview import DayReport, TrendDay
+    from billing.publish.dayview import DayReport, TeamReport, TrendDay
+    from billing.publish.digest import PersonalDigest
     from billing.publish.statement import Statement
 
 LISTED_RANGES = 10  # runs of missing days a sentence names; the rest are counted
@@ -76,6 +79,20 @@ def team_budget(ledger: Engine, config: Config, team: str, as_of: date) -> Budge
     return read_budget_status(ledger, team, as_of, budget)
 
 
+def budget_statuses(ledger: Engine, budgets: dict[str, float], day: date) -> dict[str, BudgetStatus]:
+    """Each budgeted team's month as of `day`, as its page, email and `billing report` show it: what a budget alert
+    compares with its thresholds, so that an alert's figure is the page's."""
+    return {team: read_budget_status(ledger, team, day, budget) for team, budget in sorted(budgets.items())}
+
+
+def digests(ledger: Engine, config: Config, day: date) -> list[PersonalDigest]:
+    """Each person's own summary that the run of `day` sends (`email.personal`): none on a day without one."""
+    from billing.publish.digest import digest_period, read_digests  # when asked: see the module's docstring
+
+    period = digest_period(day, config.email.personal)
+    return read_digests(ledger, *period, config.currency, config.reports_url) if period else []
+
+
 def day_report(ledger: Engine, config: Config, day: date) -> DayReport:
     """Every figure of a day's pages and emails: the teams with their leads, each budgeted team's status as of the
     day (as `billing report` reads it) and the month's price changes."""
@@ -85,9 +102,24 @@ def day_report(ledger: Engine, config: Config, day: date) -> DayReport:
     directory = stored_directory(ledger)
     report = with_directory(report, directory, config.namespaces)
     budgets = team_budgets(config.budgets, directory)
-    teams = [replace(team, budget=read_budget_status(ledger, team.team, day, budgets[team.team]))
-             if team.team in budgets else team for team in report.teams]
-    return replace(report, teams=teams, price_changes=tuple(price_changes(config.clusters, day.replace(day=1), day)))
+    months = recovered(ledger, day.replace(day=1), day)  # a closed month's cost recovery, through its last day
+    teams = [with_recovery(replace(team, budget=read_budget_status(ledger, team.team, day, budgets[team.team]))
+                           if team.team in budgets else team, [line for line in months if line["team"] == team.team])
+             for team in report.teams]
+    report = replace(report, teams=teams, price_changes=tuple(price_changes(config.clusters, day.replace(day=1), day)))
+    return with_recovery(report, months)
+
+
+Figures = TypeVar("Figures", "DayReport", "TeamReport", "Headline")
+
+
+def with_recovery(figures: Figures, months: list[dict]) -> Figures:
+    """Figures whose month to date holds the cost recovery of a closed month (ledger.read.recovered: only through
+    its last day, `months`), as its statement has it."""
+    if not months:
+        return figures
+    recovery = total(line["amount"] for line in months)
+    return replace(figures, month_to_date=total([figures.month_to_date, recovery]), recovery=recovery)
 
 
 def costs(ledger: Engine, config: Config, subject: Subject, first: date, last: date, by: str | None) -> Report:
@@ -123,6 +155,7 @@ class Headline:
     incomplete: tuple = ()  # the range's data gaps are listed under the tables instead
     price_changes: tuple = ()  # the range's price changes likewise
     directory_note: str = ""
+    recovery: float = 0.0  # a closed month's cost recovery, in month_to_date (`with_recovery`)
 
 
 @dataclass(frozen=True)
@@ -162,6 +195,8 @@ def page(ledger: Engine, config: Config, subject: Subject, first: date, last: da
     figures = Headline(last, currencies[0] if currencies else config.currency,  # the range's own note
                        missing_in_month=[] if first == month[0] else [d for d in month if d not in runs and d != last],
                        **headline(day_costs, runs, last))
+    if subject.kind != "person":  # a closed month's cost recovery, as the tables and the statement have it
+        figures = with_recovery(figures, recovered(ledger, month[0], last, subject.name))
     waste = waste_sums(ledger, first, last, waste_key, **_filter(subject))
     waste = waste.dropna(subset=["idle_gpu_hours", "unused_cpu_core_hours"], how="all")
     budget = None

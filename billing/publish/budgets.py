@@ -26,7 +26,7 @@ from sqlalchemy import Engine
 from billing.config import BudgetsConfig
 from billing.days import days_in_month
 from billing.directory.people import Directory
-from billing.ledger.read import completed, first_run, team_daily_costs
+from billing.ledger.read import completed, first_run, month_closed, month_to_date_costs, team_daily_costs
 
 FORECAST_DAYS = 7
 FORECAST_METHOD = (
@@ -45,6 +45,9 @@ class BudgetStatus:
     month_to_date: float
     forecast: float
     days_left: int  # the month's days not billed yet, which the forecast expects at the recent rate
+    # the month is closed: month_to_date is the whole month as its statement has it, cost recovery included, and
+    # there is nothing to forecast (forecast is the same figure, days_left 0)
+    closed: bool = False
 
     @property
     def used(self) -> float | None:
@@ -79,7 +82,13 @@ def budget_status(team: str, budget: float | None, as_of: date, daily: dict[date
 
 
 def read_budget_status(engine: Engine, team: str, as_of: date, budget: float | None) -> BudgetStatus:
-    """A team's status as of a day, from the ledger: the same for `billing report`, the pages and the emails."""
-    first = min(as_of.replace(day=1), as_of - timedelta(days=FORECAST_LOOKBACK))
+    """A team's status as of a day, from the ledger: the same for `billing report`, the pages and the emails. In a
+    closed month, the month's figure as its statement has it (the ledger's cost with its cost recovery, as the FOCUS
+    export has it), whichever day it is asked as of."""
+    month = as_of.replace(day=1)
+    if month_closed(engine, month):
+        spent = month_to_date_costs(engine, as_of, [team]).get(team, 0.0)
+        return BudgetStatus(team, as_of, budget, spent, spent, 0, closed=True)
+    first = min(month, as_of - timedelta(days=FORECAST_LOOKBACK))
     daily = team_daily_costs(engine, team, first, as_of)
     return budget_status(team, budget, as_of, daily, completed(engine, first, as_of), first_run(engine))

@@ -25,7 +25,7 @@ from sqlalchemy import Engine
 
 from billing.config import Config
 from billing.days import billing_day
-from billing.ledger.read import day_costs, days_billed, stored_directory, team_costs
+from billing.ledger.read import day_costs, days_billed, month_to_date_costs, stored_directory
 from billing.publish.budgets import team_budgets
 
 
@@ -35,7 +35,7 @@ class CostFigures:
     day_start: float  # its first instant, Unix time (it starts at midnight in the configured zone)
     currency: str
     costs: list[tuple[str, str, str, float]]  # (cluster, team, ledger resource, cost) of the day
-    month_to_date: dict[str, float]  # team -> the month to date through `day`
+    month_to_date: dict[str, float]  # team -> the month to date through `day`; a closed month's as its statement has it
     budgets: dict[str, float]  # team -> its monthly budget, where it has one
 
 
@@ -45,7 +45,7 @@ def read_cost_figures(engine: Engine, config: Config) -> CostFigures | None:
     if latest is None:
         return None
     return CostFigures(latest, billing_day(latest, config.zone).start.timestamp(), config.currency,
-                       day_costs(engine, latest), team_costs(engine, latest.replace(day=1), latest),
+                       day_costs(engine, latest), month_to_date_costs(engine, latest),
                        team_budgets(config.budgets, stored_directory(engine)))
 
 
@@ -58,7 +58,7 @@ def add_cost_metrics(registry: CollectorRegistry, figures: CostFigures) -> None:
                  ["cluster", "team", "resource", "currency"], registry=registry)
     for cluster, team, resource, amount in figures.costs:
         cost.labels(cluster, team, resource, figures.currency).set(amount)
-    month = Gauge("billing_month_to_date_cost", "Cost of the month to date through the latest billed day, per team.",
+    month = Gauge("billing_month_to_date_cost", "Cost of the month to date through the latest billed day, per team; of a closed month, the month as its statement has it, cost recovery included.",
                   ["team", "currency"], registry=registry)
     for team, amount in figures.month_to_date.items():
         month.labels(team, figures.currency).set(amount)

@@ -7,6 +7,7 @@ numbers that billing/publish/pages.py lays out. Nothing here sees collection dat
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 
@@ -34,7 +35,7 @@ from billing.ledger.read import (
     unknown_capacity,
 )
 from billing.publish.budgets import BudgetStatus
-from billing.publish.formatting import cents, held_gpus, money_sums, quantity, total
+from billing.publish.formatting import cents, held_gpus, held_reason, money_sums, quantity, total
 from billing.publish.links import slug
 from billing.resources import GPU, POOL_PREFIX, RESERVED, UNREQUESTED
 
@@ -124,6 +125,7 @@ class TeamReport:
     # Kueue quotas per cluster, resource and GPU model: quota, within, borrowed (lent by a team), beyond (borrowed
     # that no team lent) and lent (resource-hours; docs/spec.md)
     quotas: tuple[dict, ...] = ()
+    recovery: float = 0.0  # a closed month's cost recovery, in month_to_date (publish/answers.py `day_report`)
 
 
 @dataclass(frozen=True)
@@ -157,6 +159,7 @@ class DayReport:
     archive: tuple[ArchiveMonth, ...] = ()  # every day ever run, by month, newest first
     # (cluster, day): another price set came into force in the month to date (report.price_changes)
     price_changes: tuple[tuple[str, date], ...] = ()
+    recovery: float = 0.0  # a closed month's cost recovery, in month_to_date (publish/answers.py `day_report`)
 
     def team(self, name: str) -> TeamReport:
         return next(t for t in self.teams if t.team == name)
@@ -292,10 +295,35 @@ def held_rows(pending: pd.DataFrame, key: str) -> tuple[dict, ...]:
         return ()
     by_reason = pending.groupby([*keys, "reason"], as_index=False)[["quantity"]].sum()
     dominant = by_reason.sort_values(["quantity", "reason"], ascending=[False, True]).drop_duplicates(keys)
-    sums = pending.groupby(keys, as_index=False).agg(quantity=("quantity", "sum"), cost=("cost", "sum"),
-                                                     charged=("charged", "max"))
+    sums = pending.groupby(keys, as_index=False).agg(quantity=("quantity", "sum"), charged=("charged", "max")).merge(
+        money_sums(pending, keys, ["cost"]), on=keys)  # money, summed as every figure is
     rows = sums.merge(dominant[[*keys, "reason"]], on=keys).sort_values(["cost", *keys], ascending=[False, *[True] * 4])
     return tuple({**row, "charged": bool(row["charged"])} for row in rows.to_dict("records"))
+
+
+@dataclass(frozen=True)
+class HeldTable:
+    """A held-before-running table as a person reads it (held_rows, or a range's rows per resource): the rows that
+    cost at least a cent, with the reason in words; the total of every row, those under half a cent too (a
+    Rounding row makes up the difference); `charged` True or False where all rows agree, and said once above the
+    table then, None where some were charged and some only shown (a column then, and what was charged)."""
+
+    rows: tuple[dict, ...]
+    total: float
+    charged: bool | None
+    charged_total: float
+
+
+def held_table(rows: Iterable[dict]) -> HeldTable:
+    every = list(rows)
+    statuses = {bool(row["charged"]) for row in every}
+    return HeldTable(
+        rows=tuple({**row, "reason": held_reason(row["reason"]), "kubernetes_reason": row["reason"]}
+                   for row in every if cents(row["cost"])),
+        total=total(row["cost"] for row in every),
+        charged=statuses.pop() if len(statuses) == 1 else None,
+        charged_total=total(row["cost"] for row in every if row["charged"]),
+    )
 
 
 def _capacity(capacity: pd.DataFrame, today: pd.DataFrame) -> tuple[dict, ...]:

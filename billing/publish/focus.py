@@ -372,7 +372,7 @@ def _allocated_charges(allocated: pd.DataFrame) -> pd.DataFrame:
         Tags=[_origin_tags(row) for row in allocated.itertuples()],
         AllocatedMethodId=allocated["method"],
         AllocatedMethodDetails=[json.dumps({"Elements": [{"AllocatedRatio": ratio}]}) for ratio in allocated["ratio"]],
-        AllocatedResourceId=(allocated["cluster"] + "/" + allocated["allocated"]).where(named, None),
+        AllocatedResourceId=(allocated["cluster"] + "/" + allocated["allocated"].fillna("")).where(named, None),
         AllocatedResourceName=allocated["allocated"].where(named, None),
         AllocatedTags=pd.Series([_allocated_tags(row) for row in allocated.itertuples()], index=allocated.index,
                                 dtype=object),

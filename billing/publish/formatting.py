@@ -12,14 +12,14 @@ they add up to the cluster's total (largest remainder).
 
 from __future__ import annotations
 
-import math
+import re
 from collections.abc import Iterable
 from datetime import date
 from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING
 
-from billing.ledger.read import BILLIONTHS
-from billing.resources import MIG_RESOURCE_PREFIX, UNITS
+from billing.ledger.read import BILLIONTHS, in_billionths
+from billing.resources import MIG_RESOURCE_PREFIX, RECOVERY, UNITS
 
 if TYPE_CHECKING:  # only money_sums takes a frame: a report's rows are plain, and it starts without pandas
     import pandas as pd
@@ -61,6 +61,25 @@ HELD_BEFORE_RUNNING_RULE = (
     "the scheduler kept it from everyone else all along; charged as running where the cluster says bound_pending: "
     "charge (then part of the cost above), else shown at what it would cost"
 )
+# Kubernetes' reasons a bound pod was not Running yet, in words a reader of a bill follows; others are split where a
+# capital starts a word ("SomeNewReason": "some new reason"), and '' (no reason exported) is "not known"
+HELD_REASONS = {
+    "InitContainersRunning": "init containers running",
+    "PodInitializing": "init containers done, starting",
+    "ContainerCreating": "creating containers",
+    "ErrImagePull": "image pull failed",
+    "ImagePullBackOff": "image pull failing, retrying",
+    "ErrImageNeverPull": "image not on the node",
+    "InvalidImageName": "invalid image name",
+    "CreateContainerConfigError": "container config missing",
+    "CreateContainerError": "container could not be created",
+    "CrashLoopBackOff": "crashing, restarting",
+}
+REASON_NOT_KNOWN = "not known"
+HELD_CHARGED = {  # said once above a held-before-running table whose rows were all charged, or all only shown
+    True: "All of it was charged as running (bound_pending: charge): it is part of the cost above.",
+    False: "None of it was charged (bound_pending: show): the costs are what it would have cost.",
+}
 ROUNDING = "Rounding"  # the row of a table that makes its rounded rows add up to its rounded total
 ROUNDING_NOTE = (
     "Each amount is its exact sum rounded once to the cent, the same wherever it is shown; a Rounding row is "
@@ -83,6 +102,11 @@ NO_WORKLOAD_RULE = (
 _CENT = Decimal("0.01")
 
 
+def resource_name(resource: str) -> str:
+    """A ledger resource, or a closed month's cost recovery (statements, reports), as people read it."""
+    return COST_RECOVERY if resource == RECOVERY else RESOURCE_NAMES.get(resource, resource)
+
+
 def price_change_note(cluster: str, day: date) -> str:
     """Where a range shown holds a day on which a cluster's next price set came into force."""
     return f"the prices of cluster {cluster} changed on {day}: hours before and after it are priced differently"
@@ -91,7 +115,7 @@ def price_change_note(cluster: str, day: date) -> str:
 def exact(value: float) -> Decimal:
     """A ledger value as a decimal to the billionth, as sums count it: 15.315, not 15.3149999…, and a row shown on
     its own rounds as its total does."""
-    return Decimal(_in_billionths(float(value))) / BILLIONTHS
+    return Decimal(in_billionths(float(value))) / BILLIONTHS
 
 
 def cents(value: float) -> Decimal:
@@ -102,7 +126,7 @@ def cents(value: float) -> Decimal:
 def total(values: Iterable[float]) -> float:
     """The sum of ledger values as the database sums them (ledger.read.money_sum): each to the billionth, then
     exactly, so that 15.3 + 0.015 is 15.315 and rounds to 15.32, on a page as in `billing report`."""
-    return sum(map(_in_billionths, values)) / BILLIONTHS
+    return sum(map(in_billionths, values)) / BILLIONTHS
 
 
 def money_sums(frame: pd.DataFrame, keys: list[str], columns: list[str]) -> pd.DataFrame:
@@ -110,16 +134,11 @@ def money_sums(frame: pd.DataFrame, keys: list[str], columns: list[str]) -> pd.D
     an email and in `billing report`, which sums in the database."""
     import numpy as np  # the frame brought pandas, and numpy with it
 
-    # each value in whole billionths as _in_billionths takes it, a column at once
+    # each value in whole billionths as in_billionths takes it, a column at once
     scaled = frame[keys].assign(**{column: (np.sign(frame[column]) * np.floor(np.abs(frame[column]) * BILLIONTHS + 0.5))
                                    .astype("int64") for column in columns})
     sums = scaled.groupby(keys, as_index=False, dropna=False, sort=True)[columns].sum()
     return sums.assign(**{column: sums[column] / BILLIONTHS for column in columns})
-
-
-def _in_billionths(value: float) -> int:
-    """A value in whole billionths, rounded half away from zero as SQL's round() does."""
-    return int(math.copysign(math.floor(abs(value) * BILLIONTHS + 0.5), value))
 
 
 def rounding(values: Iterable[float], of: float | None = None) -> Decimal:
@@ -144,9 +163,12 @@ def to_the_cent(values: list[float], of: float | None = None) -> list[Decimal]:
 
 
 def plain_number(value: float) -> str:
-    """A number for a machine (CSV) without float noise: 12 significant digits, no exponent, no trailing
-    zeros (67.85000000000001 -> 67.85, 0.000123456 stays)."""
-    text = format(Decimal(f"{float(value):.12g}") + 0, "f")
+    """A number for a machine (CSV) without float noise: 12 significant digits, but never less than the billionth
+    that sums count (`exact`), so that the rows of a CSV sum to the total a table shows; no exponent, no trailing
+    zeros (67.85000000000001 -> 67.85, 1000.004999996 stays, and so does 0.000123456789)."""
+    significant = Decimal(f"{float(value):.12g}")
+    number = significant if -significant.as_tuple().exponent >= 9 else exact(value)  # type: ignore[operator]
+    text = format(number + 0, "f")
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
@@ -166,6 +188,13 @@ def money(value: float, currency: str, signed: bool = False) -> str:
 def quantity(value: float, resource: str) -> str:
     """`24.00 GPU-h`, `1,536.25 core-h`, `12.00 GiB-h` for a ledger resource."""
     return f"{cents(value):,.2f} {UNITS[resource]}"
+
+
+def held_reason(reason: str) -> str:
+    """Why a pod held resources before it ran, in words (HELD_REASONS), never a bare dash."""
+    if not reason:
+        return REASON_NOT_KNOWN
+    return HELD_REASONS.get(reason) or re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", reason).lower()
 
 
 def held_gpus(held: list[dict]) -> str:

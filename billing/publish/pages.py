@@ -24,18 +24,20 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
 
 from billing.charge.workload_names import UNATTRIBUTED
 from billing.days import day_runs, days_in_month
 from billing.private import REPORT_DIRECTORY_MODE, REPORT_FILE_MODE, private_directory, write_private_file
 from billing.publish.budgets import FORECAST_METHOD
-from billing.publish.dayview import DayReport, RenderError, TrendDay
+from billing.publish.dayview import DayReport, RenderError, TrendDay, held_table
 from billing.publish.formatting import (
     BORROWED_BEYOND,
     COST_RECOVERY,
     COST_RECOVERY_RULE,
     HELD_BEFORE_RUNNING,
     HELD_BEFORE_RUNNING_RULE,
+    HELD_CHARGED,
     HELD_UNUSED,
     HELD_UNUSED_RULE,
     KUEUE_QUOTAS,
@@ -133,6 +135,13 @@ def measured(value: float | None, resource: str) -> str:
     return "–" if value is None else quantity(value, resource)
 
 
+def whole_unit(figure: str) -> Markup:
+    """`48.00 GPU-h` with its unit in a span an email's CSS keeps on one line: where a phone's column is narrow,
+    the unit goes under the figure whole instead of breaking at its hyphen ("GPU-" / "h")."""
+    number, _, unit = figure.partition(" ")
+    return Markup('{} <span class="unit">{}</span>').format(number, unit) if unit else Markup.escape(figure)
+
+
 def template_dir() -> Path:
     """`reports/` of a checkout, or `billing/reports/` where pyproject installs it."""
     package = Path(__file__).parents[1]
@@ -150,19 +159,20 @@ def _environment() -> Environment:
         keep_trailing_newline=True,
     )
     env.filters.update(money=money, quantity=quantity, cents=cents, day_ranges=day_ranges, measured=measured)
-    env.filters.update(rounding=rounding, total=total, person=person)
+    env.filters.update(rounding=rounding, total=total, person=person, whole_unit=whole_unit)
     env.globals.update(axis_label=axis_label, trend_lines=trend_lines, text_table=text_table, rounding_note=ROUNDING_NOTE,
                        rounding_label=ROUNDING,
                        unrequested_share=UNREQUESTED_SHARE, unrequested_share_rule=UNREQUESTED_SHARE_RULE,
                        held_unused=HELD_UNUSED, held_unused_rule=HELD_UNUSED_RULE, team_namespaces=TEAM_NAMESPACES,
                        kueue_quotas=KUEUE_QUOTAS, kueue_quotas_rule=KUEUE_QUOTAS_RULE, borrowed_beyond=BORROWED_BEYOND,
                        held_before_running=HELD_BEFORE_RUNNING, held_before_running_rule=HELD_BEFORE_RUNNING_RULE,
+                       held_charged=HELD_CHARGED,
                        team_namespaces_rule=TEAM_NAMESPACES_RULE, no_workload=UNATTRIBUTED, no_workload_rule=NO_WORKLOAD_RULE,
                        cost_recovery=COST_RECOVERY, cost_recovery_rule=COST_RECOVERY_RULE, price_change_note=price_change_note)
     env.globals.update(
         resource_names=RESOURCE_NAMES, trend_chart=trend_chart, timedelta=timedelta, email_bar_px=EMAIL_BAR_PX
     )
-    env.globals.update(forecast_method=FORECAST_METHOD, days_in_month=days_in_month)
+    env.globals.update(forecast_method=FORECAST_METHOD, days_in_month=days_in_month, held_view=held_table)
     return env
 
 

@@ -24,11 +24,12 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import Engine
 
 from billing.config import ClusterConfig
-from billing.days import days_between, yesterday
+from billing.days import days_between, days_in_month, yesterday
 from billing.directory.people import directory_from_json
 from billing.errors import UsageError
 from billing.ledger.questions import (
     HOURS_COLUMNS,
+    LIST_COST,
     NOT_BROKEN_DOWN,
     REQUESTED_COST,
     UNREQUESTED_SHARE,
@@ -42,10 +43,11 @@ from billing.ledger.questions import (
     ledger_rows,
     workload_rows,
 )
-from billing.ledger.read import completed, incomplete, latest_directory
+from billing.ledger.read import completed, incomplete, latest_directory, recovered
 from billing.publish.budgets import BudgetStatus
 from billing.publish.choices import GROUPINGS, LABEL_PREFIX, WORKLOAD
-from billing.publish.formatting import total
+from billing.publish.formatting import COST_RECOVERY, total
+from billing.resources import RECOVERY
 
 # per namespace: the shared GPU resources held (MIG slices, time-sliced replicas), as
 # [{"resource", "held_hours", "gpu_hours"}]; only in reports by namespace whose range has some
@@ -96,6 +98,11 @@ class Report:
     # cost, charged (any of it), reason (the one that held most); in the rows' costs only where charged (docs/spec.md
     # "Rule 2: running")
     held_before_running: list[dict] = field(default_factory=list)
+    # the cost recovery in the rows: per closed month the range holds whole, team and cluster (ledger.read.recovered)
+    recovered: list[dict] = field(default_factory=list)
+    # closed months with cost recovery that the range holds only part of: their recovery, booked on the whole month,
+    # is not in the rows
+    recovery_apart: list[date] = field(default_factory=list)
 
     @property
     def total_cost(self) -> float:
@@ -199,13 +206,56 @@ def build_report(
         without_breakdown = _days_without_breakdown(engine, subject, first, last, label)
     else:
         rows, columns = _ledger_rows(engine, subject, first, last, by)
+    whole = (first.replace(day=1), last.replace(day=days_in_month(last)))  # the months the range touches
+    touched = recovered(engine, *whole, subject.name) if subject.kind == "team" else \
+        recovered(engine, *whole) if subject.kind == "all" else []
+    months = [line for line in touched if first <= line["month"] and _month_end(line["month"]) <= last]
+    rows = _with_recovery(rows, columns, by, months)
     done = completed(engine, first, last)
     missing = [day for day in days_between(first, last) if day not in done]
     money = _currency(rows, subject, first, last, currency)
     people, leads = _who(engine, subject, rows)
     return Report(subject, first, last, money, by, columns, rows, missing, incomplete(engine, first, last),
                   people=people, leads=leads, without_breakdown=without_breakdown,
-                  held_before_running=_per_resource(held_before_running(engine, subject, first, last, by == WORKLOAD)))
+                  held_before_running=_per_resource(held_before_running(engine, subject, first, last, by == WORKLOAD)),
+                  recovered=months, recovery_apart=sorted({line["month"] for line in touched} - {line["month"] for line in months}))
+
+
+def _month_end(month: date) -> date:
+    return month.replace(day=days_in_month(month))
+
+
+RECOVERED_INTO = ("team", "cluster")  # groupings whose rows take a closed month's cost recovery in; others show it apart
+MONEY_SUMS = {"cost", LIST_COST}  # a cost recovery line adds to these: cost at no other price, no requested hours
+
+
+def _with_recovery(rows: list[dict], columns: list[str], by: str | None, months: list[dict]) -> list[dict]:
+    """The rows with the cost recovery of the closed months the range holds whole (ledger.read.recovered), so that
+    a team's, a cluster's and the range's figures are their statements' and `billing export`'s: by team or
+    cluster in the team's or cluster's row, else as a row of its own per month and cluster, named COST_RECOVERY
+    (resource `recovery`), with no hours."""
+    for line in months:
+        into = next((row for row in rows if by in RECOVERED_INTO and row[by] == line[by]), None)
+        if into is None:
+            into = {column: _recovery_key(column, line) for column in columns} | {"currency": line["currency"]}
+            rows.append(into)
+        for column in MONEY_SUMS & into.keys():
+            into[column] += line["amount"]
+    return rows
+
+
+KEY_COLUMNS = {*GROUPINGS, *GROUPINGS.values(), WORKLOAD}  # a row's key; the other columns are figures
+
+
+def _recovery_key(column: str, line: dict) -> object:
+    """A cost recovery row's cell: its cluster and team, resource `recovery`, its name in the other keys, no hours."""
+    if column in ("cluster", "team"):
+        return line[column]
+    if column == "resource":
+        return RECOVERY
+    if column in KEY_COLUMNS or column.startswith("label_"):
+        return f"{COST_RECOVERY} {line['month']:%Y-%m}"
+    return [] if column == HELD_COLUMN else 0.0
 
 
 def _per_resource(held: list[dict]) -> list[dict]:
@@ -218,7 +268,7 @@ def _per_resource(held: list[dict]) -> list[dict]:
         kept = found.setdefault(tuple(key.values()), {**key, "quantity": 0.0, "cost": 0.0, "charged": False,
                                                       "reason": row["reason"], "most": 0.0})
         kept["quantity"] += row["quantity"]
-        kept["cost"] += row["cost"]
+        kept["cost"] = total([kept["cost"], row["cost"]])  # money, summed as every figure is
         kept["charged"] = kept["charged"] or bool(row["charged"])
         if row["quantity"] > kept["most"]:
             kept.update(reason=row["reason"], most=row["quantity"])

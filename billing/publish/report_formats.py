@@ -26,10 +26,11 @@ from billing.days import day_runs, days_in_month
 from billing.ledger.questions import LIST_COST
 from billing.publish.choices import LABEL_PREFIX, REPORT_FORMATS, WORKLOAD
 from billing.publish.formatting import (
+    COST_RECOVERY,
+    COST_RECOVERY_RULE,
     KUEUE_QUOTAS,
     KUEUE_QUOTAS_RULE,
     NO_WORKLOAD_RULE,
-    RESOURCE_NAMES,
     ROUNDING,
     ROUNDING_NOTE,
     TEAM_NAMESPACES,
@@ -41,6 +42,7 @@ from billing.publish.formatting import (
     plain_number,
     price_change_note,
     quantity,
+    resource_name,
     rounding,
     total,
 )
@@ -103,8 +105,8 @@ def _number(column: str, value: float) -> str:
 def _cell(column: str, value: Any, people: dict[str, str] | None = None) -> str:
     if column in ("person", "owner") and value and people:
         return person(value, people)  # `Alice Example (alice)`
-    if column == "resource" and value in RESOURCE_NAMES and value not in NAMED_AS_THEY_ARE:
-        return RESOURCE_NAMES[value]  # `Unrequested capacity (shared), GPU` for the ledger's unrequested-gpu
+    if column == "resource" and value not in NAMED_AS_THEY_ARE:
+        return resource_name(value)  # `Unrequested capacity (shared), GPU` for the ledger's unrequested-gpu
     return _number(column, value) if column in NUMERIC else _text(column, value)
 
 
@@ -114,8 +116,7 @@ def _shown(report: Report, names: bool) -> tuple[list[str], list[list[str]], lis
     columns = [c for c in report.columns if c not in FOR_MACHINES]
     sums, rounded = _rounded(report)
     people = report.people if names else None
-    rows = [[_cell(c, rounded[c][i] if c in rounded else row[c], people) for c in columns]
-            for i, row in enumerate(report.rows)]
+    rows = [[_cell(c, row[c], people) for c in columns] for row in report.rows]  # a fraction of a cent reads 0.00
     differences = {c: rounding(values, sums[c]) for c, values in rounded.items() if c in columns}
     if any(differences.values()):
         rows.append([ROUNDING if i == 0 else _cell(c, differences[c]) if c in differences else ""
@@ -124,32 +125,48 @@ def _shown(report: Report, names: bool) -> tuple[list[str], list[list[str]], lis
 
 
 def _rounded(report: Report) -> tuple[dict[str, float], dict[str, list]]:
-    """The totals of the summed columns, and each money column's rows as shown: each rounded on its own, but
-    requested as the rounded cost less the rounded unrequested share, so that a row adds up across (280.655
-    requested and 0 unrequested showed 280.66 beside a cost of 280.65)."""
-    sums = totals(report)
-    rounded: dict[str, list] = {c: [cents(row[c]) for row in report.rows] for c in report.columns if c in MONEY}
-    if REQUESTED_COST in rounded:
-        rounded[REQUESTED_COST] = [cost - share for cost, share in zip(rounded["cost"], rounded[UNREQUESTED_SHARE])]
-        sums[REQUESTED_COST] = float(cents(sums["cost"]) - cents(sums[UNREQUESTED_SHARE]))
-    return sums, rounded
+    """The totals of the summed columns, and each money column's rows as shown: each its exact sum rounded once,
+    requested and unrequested too (docs/spec.md "Rounding: one figure everywhere"), so that a group's requested cost
+    reads the same in the table, its JSON and on serve's pages, and the total is the rows' exact sum rounded once
+    (a requested 280.655 beside 10.00 read 290.65, cost less unrequested, where its sum is 290.66)."""
+    return totals(report), {c: [cents(row[c]) for row in report.rows] for c in report.columns if c in MONEY}
 
 
 def explanations(report: Report) -> list[str]:
     """The sentences a reader of the table needs: what the unrequested share and the part of no workload are,
     and, where a table has a Rounding row, what it is."""
     found = ([f"{SHARE_LABEL} {report.currency} = {UNREQUESTED_SHARE_NAME}: {UNREQUESTED_SHARE_RULE}; "
-              f"requested {report.currency} is what the requested hours cost."]
+              f"requested {report.currency} is what the requested hours cost. Each is its exact sum rounded once: "
+              f"beside reserved pools, quotas and their credits (in the cost, in neither), or by a cent of rounding, "
+              f"they need not add up to the cost."]
              if UNREQUESTED_SHARE in report.columns else [])
     if any(row.get("workload") == UNATTRIBUTED for row in report.rows):
         found.append(f"{UNATTRIBUTED} is {NO_WORKLOAD_RULE}.")
     if any(str(row.get("resource", "")).startswith((QUOTA, LENT)) or str(row.get("namespace", "")).startswith(QUOTA_PREFIX)
            for row in report.rows):
         found.append(f"{KUEUE_QUOTAS}: {KUEUE_QUOTAS_RULE}.")
+    if report.recovered:
+        found.append(recovery_note(report.recovered))
+    if report.recovery_apart:
+        found.append(recovery_apart_note(report.recovery_apart))
     sums, rounded = _rounded(report)
     if any(rounding(values, sums[c]) for c, values in rounded.items() if c not in FOR_MACHINES):
         found.append(ROUNDING_NOTE)
     return found
+
+
+def recovery_note(recovered: list[dict]) -> str:
+    """What a figure holding closed months' cost recovery (ledger.read.recovered) says of it."""
+    months = ", ".join(sorted({f"{line['month']:%Y-%m}" for line in recovered}))
+    return (f"{COST_RECOVERY} ({months}) is in these figures: {COST_RECOVERY_RULE}; as the month's statement and "
+            f"billing export have it.")
+
+
+def recovery_apart_note(months: list[date]) -> str:
+    """What a range holding part of a closed month with cost recovery says: the figures are without it."""
+    named = ", ".join(f"{month:%Y-%m}" for month in months)
+    return (f"{COST_RECOVERY} of {named} is booked on the whole closed month, which this range holds part of: "
+            f"these figures are without it; ask for the whole month to see it.")
 
 
 def _printable(text: str) -> str:
@@ -226,6 +243,9 @@ def budget_lines(report: Report) -> list[str]:
     if status is None or not status.budget:
         return []
     currency = report.currency
+    if status.closed:  # nothing to forecast: the month's figure is its statement's
+        return [f"budget {status.as_of:%B %Y} (closed): {money(status.budget, currency)}, "
+                f"{money(status.month_to_date, currency)} ({status.used:.1%}) spent, cost recovery included"]
     return [f"budget {status.as_of:%B %Y}: {money(status.budget, currency)}, {money(status.month_to_date, currency)} "
             f"({status.used:.1%}) spent to {status.as_of}",
             f"forecast for {status.as_of:%B} {days_in_month(status.as_of)}: {money(status.forecast, currency)} "
@@ -275,8 +295,12 @@ def json_text(report: Report) -> str:
         ],
     }
     if report.budget is not None:  # team reports: the month that `to` falls in
-        document |= {"budget": report.budget.budget, "forecast": report.budget.forecast,
-                     "budget_month": f"{report.budget.as_of:%Y-%m}", "month_to_date": report.budget.month_to_date}
+        closed = report.budget.closed  # the month's figure is its statement's; nothing to forecast
+        document |= {"budget": report.budget.budget, "forecast": None if closed else report.budget.forecast,
+                     "budget_month": f"{report.budget.as_of:%Y-%m}", "month_to_date": report.budget.month_to_date,
+                     "month_closed": closed}
+    if report.recovered:  # in the rows and the total: say so, per closed month, team and cluster
+        document["cost_recovery"] = [{**line, "month": f"{line['month']:%Y-%m}"} for line in report.recovered]
     if report.price_changes:
         document["price_changes"] = [{"cluster": cluster, "from": day.isoformat()} for cluster, day in report.price_changes]
     if report.held_before_running:

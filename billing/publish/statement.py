@@ -96,6 +96,10 @@ class Statement:
     lines: list[StatementLine]
     closing: Closing | None  # None: the month is open, its lines come from the ledger now
     missing_days: list[date]
+    # every team's lines of the month, where `lines` are one team's: a line is part of its cluster's month, and its
+    # cents are found among all of the cluster's lines, so that a team's lines read the same with and without --team
+    # (statement_formats.shown_amounts); empty: `lines` are the whole statement
+    whole: tuple[StatementLine, ...] = ()
 
     @property
     def total(self) -> float:
@@ -222,7 +226,8 @@ def build_statement(engine: Engine, month: date, currency: str, cost_centers: di
         closest = difflib.get_close_matches(team, names, n=3, cutoff=0.5)
         hint = f"; closest: {', '.join(closest)}" if closest else ""
         raise StatementError(f"no team named {team!r} on the statement of {month:%Y-%m}{hint}")
-    return Statement(statement.month, statement.currency, lines, statement.closing, statement.missing_days)
+    return Statement(statement.month, statement.currency, lines, statement.closing, statement.missing_days,
+                     tuple(statement.lines))
 
 
 def _log(conn: Connection, month: date, action: str, by: str, at: datetime) -> None:

@@ -12,7 +12,7 @@ import json
 from decimal import Decimal
 
 from billing.publish.choices import STATEMENT_FORMATS
-from billing.publish.formatting import COST_RECOVERY, RESOURCE_NAMES, UNITS, plain_number, to_the_cent, total
+from billing.publish.formatting import COST_RECOVERY, UNITS, plain_number, resource_name, to_the_cent, total
 from billing.publish.pages import render_template
 from billing.publish.report_formats import day_ranges, spreadsheet_safe
 from billing.publish.statement import CORRECTION, LINE_COLUMNS, RECOVERY, Statement, StatementLine
@@ -69,7 +69,7 @@ def _cell(value: object) -> object:
 def describe(line: StatementLine) -> str:
     """What a line is, for people: `GPU NVIDIA-H100`, `Discount, CPU`, `Correction of 2026-10-14, GPU`,
     `Correction of 2026-10-14, Cost recovery` (a recovered cluster's cost split again)."""
-    name = COST_RECOVERY if line.resource == RECOVERY else RESOURCE_NAMES.get(line.resource, line.resource)
+    name = resource_name(line.resource)
     model = f" {line.gpu_model}" if line.gpu_model else ""
     if line.kind == "discount":
         return f"Priority-class discount, {name}{model}"
@@ -92,8 +92,9 @@ def shown_amounts(statement: Statement) -> dict[StatementLine, Decimal]:
     are on: a recovered cluster's lines add up to its cost. A team's page then shows a Rounding row where its
     lines do not add up to its own total, rounded once (docs/spec.md "Rounding: one figure everywhere")."""
     shown: dict[StatementLine, Decimal] = {}
+    every = statement.whole or statement.lines  # a team's statement: its lines rounded among every team's
     for cluster in {line.cluster for line in statement.lines}:
-        lines = [line for line in statement.lines if line.cluster == cluster]
+        lines = [line for line in every if line.cluster == cluster]
         shown.update(zip(lines, to_the_cent([line.amount for line in lines])))
     return shown
 

@@ -130,8 +130,9 @@ class Tools:
         assert status is not None  # a team's report always carries its budget status
         return {"team": subject.name, "currency": answer.currency, "budget_month": f"{day:%Y-%m}",
                 "as_of": day.isoformat(), "budget": status.budget, "month_to_date": status.month_to_date,
-                "forecast": status.forecast, "used": status.used, "forecast_share": status.forecast_share,
-                "days_left": status.days_left, "forecast_method": answers.FORECAST_METHOD,
+                "forecast": None if status.closed else status.forecast, "used": status.used,
+                "forecast_share": None if status.closed else status.forecast_share, "days_left": status.days_left,
+                "forecast_method": answers.FORECAST_METHOD, "month_closed": status.closed,
                 "missing_days": [missing.isoformat() for missing in answer.missing_days]}
 
     def statement(self, viewer: Viewer, month: str, team: str | None = None) -> dict:
@@ -250,6 +251,9 @@ def answer_schemas(currency: str) -> dict[str, dict]:
     days = {"type": "array", "items": iso_day, "description": "days never billed (left out of the sums, never zero)"}
     share = _nullable("number", "a fraction (0.5 is 50 %); null without a budget")
     named = _nullable("string", "the team; null for a person or everyone")
+    forecast = _nullable("number", f"{currency}, unrounded: the month's end as forecast; null: the month is closed")
+    closed = {"type": "boolean", "description": "the month is closed: its figure is its statement's, with cost "
+                                                "recovery, and nothing is forecast"}
     row = {"type": "object", "description": (
         f"one row: its key (the `by` word; day, cluster, namespace, owner, resource, gpu_model for the ledger's "
         f"rows), cost and list_cost in {currency} unrounded, unit_price in {currency} per resource-hour, quantity "
@@ -264,7 +268,11 @@ def answer_schemas(currency: str) -> dict[str, dict]:
         "total_cost": money, "missing_days": days,
         "incomplete_days": {"type": "array", "items": {"type": "object"},
                             "description": "days with a cluster's data partly missing: coverage a fraction"},
-        "budget": optional_money, "forecast": money, "budget_month": {"type": "string"}, "month_to_date": money,
+        "budget": optional_money, "forecast": forecast, "budget_month": {"type": "string"}, "month_to_date": money,
+        "month_closed": closed,
+        "cost_recovery": {"type": "array", "items": {"type": "object"}, "description": (
+            f"the cost recovery of each closed month the range holds whole, in its rows and total: month, team, "
+            f"cluster and amount in {currency}")},
         "price_changes": price_changes, "by": {"type": "string"},
         "held_before_running": {"type": "array", "items": {"type": "object"}, "description": (
             f"what pods bound to a node held before they ran, per resource: quantity in resource-hours, cost in "
@@ -293,7 +301,8 @@ def answer_schemas(currency: str) -> dict[str, dict]:
                                           "where no day measured it; no money"}}, "from", "to", "per", "rows"),
         "budget": document({"team": {"type": "string"}, "currency": report["currency"],
                             "budget_month": {"type": "string"}, "as_of": iso_day, "budget": optional_money,
-                            "month_to_date": money, "forecast": money, "used": share, "forecast_share": share,
+                            "month_to_date": money, "forecast": forecast, "used": share, "forecast_share": share,
+                            "month_closed": closed,
                             "days_left": {"type": "integer", "description": "the month's days not billed yet"},
                             "forecast_method": {"type": "string"}, "missing_days": {
                                 **days, "description": "the month's days to as_of never billed: not in month_to_date"}},

@@ -226,3 +226,23 @@ def test_recorded_answers_are_found_beside_the_config_and_a_missing_directory_is
     assert list(elsewhere.iterdir()) == []  # the ledger and pages, too, are beside the config, not in the cwd
     check = invoke("check", "--config", str(path))
     assert check.exit_code == 1 and "the recorded answers directory" in check.stdout
+
+
+@pytest.mark.parametrize("command", [
+    ["report", "--team", "robotics", "--from", "2026-11-19", "--to", "2026-11-20", "--format", "csv"],
+    ["statement", "--month", "2026-11"],
+    ["export", "--from", "2026-11-19", "--to", "2026-11-20"],
+], ids=["report", "statement", "export"])
+def test_a_reader_that_stops_early_ends_the_command_quietly(write_config, tmp_path, command):
+    """`billing export ... | head -1`: the reader closed the pipe before the command wrote; that is the reader's
+    choice, not a failure: status 0, and nothing on stderr but what the command says anyway (no traceback, no
+    'cannot write')."""
+    path = report_config(write_config, tmp_path)
+    process = subprocess.Popen([sys.executable, "-m", "billing", *command, "--config", path], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert process.stdout is not None
+    process.stdout.close()  # before the command has started writing: every write finds the pipe closed
+    _, said = process.communicate(timeout=60)
+    assert process.returncode == 0, said
+    assert "Traceback" not in said and "Broken pipe" not in said and "cannot write" not in said, said

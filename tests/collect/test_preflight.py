@@ -4,13 +4,14 @@ A real Prometheus deleting each family: tests/integration/test_preflight_prometh
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import date
 from zoneinfo import ZoneInfo
 
 import pytest
 
 from billing.collect.context import ClusterDay, cluster_day
-from billing.collect.preflight import Findings, MissingSeries, preflight, refuse_missing
+from billing.collect.preflight import Findings, MissingSeries, Seen, preflight, refuse_missing
 from billing.collect.stores import DEFAULT_STORE
 from billing.config import ClusterConfig
 from billing.days import billing_day
@@ -27,16 +28,21 @@ class Answers:
     Prometheus would: a series per family read, labelled by what tells needs apart; and whose kube_pod_info
     without the selector has `unselected`."""
 
-    def __init__(self, found: set[str], unselected: list[dict] | None = None, gpu_like: tuple[str, ...] = ()):
+    def __init__(self, found: set[str], unselected: list[dict] | None = None, gpu_like: tuple[str, ...] = (),
+                 of_few: set[str] | None = None):
         self.found, self.unselected, self.gpu_like, self.asked = found, unselected or [], gpu_like, []
+        self.of_few = found if of_few is None else of_few  # what a branch asked of a few pods (uid=~) finds
 
     def instant(self, query: str, at: float) -> list[dict]:
         self.asked.append((query, at))
         branches = re.findall(r'"found", "(\w+)"', query)
         if not branches:
             return self.unselected
+        few = {branch for part in query.split("\nor ") if "uid=~" in part
+               for branch in re.findall(r'"found", "(\w+)"', part)}
         return [{"metric": {"found": branch, **labels}, "value": [at, "1"]}
-                for branch in branches for labels in self.series(branch)]
+                for branch in branches if branch not in few or branch in self.of_few
+                for labels in self.series(branch)]
 
     def series(self, branch: str) -> list[dict[str, str]]:
         """The label sets (besides `found`) the family's count has, grouped as the query groups it."""
@@ -46,6 +52,8 @@ class Answers:
         if branch == "requests":
             resources = ["cpu", *(["nvidia_com_gpu"] if "gpus_requested" in has else []), *self.gpu_like]
             return [{"resource": resource} for resource in resources] if "requests" in has else []
+        if branch == "unlisted":  # GPU-like resources outside gpu_resources (["nvidia_com_gpu"] here)
+            return [{"resource": r} for r in self.gpu_like if r != "nvidia_com_gpu"] if "requests" in has else []
         if branch == "pod_info":
             kinds = {"": "pod_info", "ReplicaSet": "replicaset_pods", "Job": "job_pods"}
             return [{"created_by_kind": kind, **({"scheduled": "yes"} if "pod_node" in has else {})}
@@ -150,3 +158,51 @@ def test_a_run_is_refused_naming_cluster_day_families_and_fixes_in_the_checks_wo
     assert findings.said("FAIL").startswith("on 2026-11-20: kube_pod_status_phase with the uid label is missing (")
     assert "; kube_node_status_allocatable is missing (kube-state-metrics must export nodes" in findings.said("FAIL")
     refuse_missing(Findings("jaguar", DAY.date, ()))  # nothing missing: no refusal
+
+
+def usage_seen(has: set[str], rule: str) -> Seen:
+    """What the usage's answers of a day holding the facts `has` show (usage._seen): a pod Running, pods on nodes
+    with their controllers, and with `requests: containers` the requests of the billed resources."""
+    found = {"phase", "ran"} if {"phase", "ran"} <= has else set()
+    kinds = {"pod_info", "replicaset_pods", "job_pods"} & has  # kube_pod_info's series, by their controller
+    found |= {"pod_info", "pod_node", *kinds} if kinds and "pod_node" in has else set()
+    found |= {"replicaset_owner", "job_owner"} & has  # a ReplicaSet or Job with a controller of its own
+    resources = {"cpu", *(["nvidia_com_gpu"] if "gpus_requested" in has else [])} if "requests" in has else set()
+    found |= {"requests"} if resources and rule == "containers" else set()
+    return Seen(frozenset(found), frozenset(resources))
+
+
+FACT_SETS = [EVERYTHING, *(EVERYTHING - {fact} for fact in sorted(EVERYTHING)), EVERYTHING - {"ran", "pod_node"},
+             EVERYTHING - {"phase", "ran"}, EVERYTHING - {"requests", "gpus_requested"}, set()]
+
+
+@pytest.mark.parametrize("rule", ["pod", "containers"])
+@pytest.mark.parametrize("has", FACT_SETS, ids=lambda has: ",".join(sorted(EVERYTHING - has)) or "everything")
+def test_what_the_usage_showed_is_not_asked_again_and_the_findings_are_the_same(has, rule):
+    gpu_like = ("nvidia_com_gpu", "amd_com_gpu")
+    whole = preflight(asking(Answers(has, gpu_like=gpu_like), rule=rule), True)
+    answers = Answers(has, gpu_like=gpu_like)
+    seen = usage_seen(has, rule)
+    folded = preflight(asking(answers, rule=rule), True, seen)
+    assert folded == whole
+    query = answers.asked[0][0]  # (a day without any sample asks a second time, why)
+    asked = set(re.findall(r'"found", "(\w+)"', query))
+    assert not asked & seen.found  # a family the usage showed is not read again
+    assert ("requests" in asked) == ("requests" not in seen.found)
+    assert ("unlisted" in asked) == ("requests" in seen.found)  # GPU-like resources the usage does not read
+
+
+@pytest.mark.parametrize("of_few", [{"requests", "init_requests", "init_info"}, {"requests"}, set()],
+                         ids=["found-among-them", "no-init-container-among-them", "none-among-them"])
+def test_what_the_usage_cannot_show_is_asked_of_a_few_of_its_pods_first_then_of_every_pod(of_few):
+    gpu_like = ("nvidia_com_gpu", "amd_com_gpu")
+    for has in (EVERYTHING, EVERYTHING - {"init_requests"}, EVERYTHING - {"requests", "gpus_requested"}):
+        whole = preflight(asking(Answers(has, gpu_like=gpu_like)), True)
+        answers = Answers(has, gpu_like=gpu_like, of_few=of_few & has)
+        seen = replace(usage_seen(has, "pod"), pods=("3f1c", "9a0b"))
+        assert preflight(asking(answers), True, seen) == whole
+        assert 'uid=~"3f1c|9a0b"' in answers.asked[0][0]
+        unproven = {"requests", "init_requests", "init_info"} - (of_few & has)  # then asked of every pod
+        asked_again = [set(re.findall(r'"found", "(\w+)"', query)) for query, _ in answers.asked[1:]]
+        assert asked_again == ([unproven] if unproven else [])
+        assert all("uid=~" not in query for query, _ in answers.asked[1:])

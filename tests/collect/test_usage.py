@@ -35,7 +35,7 @@ def test_queries_carry_the_cluster_selector_and_quote_values():
     assert "[21870000ms]" in queries.requested()
 
 
-RUNNING_INSTANTS = "max by (namespace, pod, uid) (sum_over_time("  # a pod's Running instants in each hour
+RUNNING_INSTANTS = "max by (namespace, pod, uid, phase) (sum_over_time("  # a pod's Running (Pending) instants in each hour
 
 
 class Pod(NamedTuple):
@@ -66,8 +66,8 @@ class FakePrometheus:
                 else "pod_info" if query.startswith("group by (namespace, pod, uid, node") else "requested")
         self.asked.append((kind, query))
         if kind == "hours":  # asked hour by hour
-            return [{"metric": {"uid": p.uid, "namespace": p.namespace, "pod": p.uid}, "value": [at, str(p.per_hour)]}
-                    for p in self.pods]
+            return [{"metric": {"uid": p.uid, "namespace": p.namespace, "pod": p.uid, "phase": "Running"},
+                     "value": [at, str(p.per_hour)]} for p in self.pods]
         if kind == "pods":
             return [{"metric": {"uid": "u1"}, "value": [at, "1"]}]
         if kind == "covered":
@@ -83,7 +83,7 @@ class FakePrometheus:
     def range(self, query: str, start: float, end: float, step: float) -> list[dict]:
         if query.startswith(RUNNING_INSTANTS):  # at the end of every hour asked
             self.asked.append(("hours", query))
-            return [{"metric": {"uid": p.uid, "namespace": p.namespace, "pod": p.uid},
+            return [{"metric": {"uid": p.uid, "namespace": p.namespace, "pod": p.uid, "phase": "Running"},
                      "values": [[t, str(p.per_hour)] for t in range(int(start), int(end) + 1, int(step))]}
                     for p in self.pods]
         self.asked.append(("exact", query))
@@ -119,8 +119,8 @@ def test_fast_path_turns_instants_into_hours_and_nodes_into_models():
     }
     assert result.pods == 1
     assert "exact" not in source.kinds()
-    # per chunk: models, Running pods, needs_exact, coverage, pods, requests, hours, pods Pending on a node
-    assert result.queries == 4 * 8
+    # per chunk: models, Running pods, needs_exact, coverage, pods, requests, hours (no pod was Pending: nothing more)
+    assert result.queries == 4 * 7
     assert result.coverage == 1.0
     # what waste takes: every pod's Running instants in each of the day's 24 hours, and its CPU request
     hours = result.pod_hours.groupby("uid").agg(hours=("hour", "nunique"), instants=("instants", "sum"), cpu=("cpu", "max"))
@@ -139,8 +139,8 @@ def test_a_store_that_moves_a_range_query_s_times_is_asked_for_running_instants_
     assert result.usage["quantity"].tolist() == [pytest.approx(24 * 30 * 2 / 60)]  # 2 cores, half of every hour
     assert source.kinds().count("hours") == 4 * (1 + 6)  # per chunk: the range query that moved, then its 6 hours
     # every question counts, the moved range query too: per chunk models, Running pods, needs_exact, coverage,
-    # the range query and its 6 hours, pods, requests, pods Pending on a node
-    assert result.queries == len(source.asked) == 4 * (4 + 1 + 6 + 3)
+    # the range query and its 6 hours, pods, requests
+    assert result.queries == len(source.asked) == 4 * (4 + 1 + 6 + 2)
     assert sorted(set(result.pod_hours["hour"])) == [hour.last for hour in hours_of(DAY, 60)]  # what waste looks up
 
 
@@ -249,7 +249,7 @@ def test_a_chunk_with_copies_merges_them_at_each_instant():
     source = Copied()
     result = collect_cluster(cluster_day(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE))
     assert result.copies and result.pods == 1
-    merged = "sum_over_time(max by (namespace, pod, uid) (kube_pod_status_phase"
+    merged = "sum_over_time(max by (namespace, pod, uid, phase) (kube_pod_status_phase"
     assert [merged in query for query in source.queries("hours")] == [True, False, False, False]  # the first chunk only
     exact = [query for kind, query in source.asked  # needs_exact
              if kind != "bound_pending" and query.lstrip().startswith("group by (uid)")]
@@ -260,3 +260,39 @@ def test_too_many_cost_labels_for_any_store_s_query_length_fail_the_run_saying_s
     labels = [f"example.com/cost-label-number-{n}" for n in range(200)]
     with pytest.raises(PrometheusError, match="with 200 cost labels is longer than the 12288 bytes .* list fewer cost_labels"):
         collect_cluster(cluster_day(CLUSTER, DAY, 60, ["nvidia_com_gpu"], FakePrometheus(), DEFAULT_STORE), cost_labels=labels)
+
+
+def test_held_instants_come_from_the_running_pass_and_reasons_are_asked_per_hour_held():
+    """A pod on a node, on no node at no sample, Pending 10 instants in the first hour of the first chunk and 5 in
+    its second, ContainerCreating at 3 of them: held 3 instants for that reason and 12 for none. Not asked when it
+    was bound (its Pending instants are those), its reasons asked in those two hours only."""
+    start = int(DAY.start.timestamp())
+
+    class Pending(FakePrometheus):
+        def instant(self, query: str, at: float) -> list[dict]:
+            if query.startswith("group by (uid) (max_over_time(kube_pod_info{node=\"\""):
+                self.asked.append(("unbound", query))
+                return []
+            return super().instant(query, at)
+
+        def range(self, query: str, start_: float, end: float, step: float) -> list[dict]:
+            if query.startswith(RUNNING_INSTANTS):
+                answer = super().range(query, start_, end, step)
+                if start_ == start + 3600 - 60:  # the first chunk's hours: Pending in its first two
+                    answer.append({"metric": {"uid": "u-a", "namespace": "alice", "pod": "u-a", "phase": "Pending"},
+                                   "values": [[start_, "10"], [start_ + 3600, "5"]]})
+                return answer
+            if "kube_pod_container_status_waiting_reason" in query:
+                self.asked.append(("reasons", query))
+                labels = {"uid": "u-a", "namespace": "alice", "pod": "u-a", "reason": "ContainerCreating"}
+                return [{"metric": labels, "values": [[t, "1"] for t in (start_, start_ + 60, start_ + 120)]}] \
+                    if start_ == start else []
+            return super().range(query, start_, end, step)
+
+    source = Pending(pods=[Pod("u-a", "alice", "n", {"cpu": 2}, per_hour=45)])
+    result = collect_cluster(cluster_day(CLUSTER, DAY, 60, ["nvidia_com_gpu"], source, DEFAULT_STORE))
+    held = result.bound_pending.groupby("reason")["quantity"].sum().to_dict()
+    assert held == {"": pytest.approx(2 * 12 / 60), "ContainerCreating": pytest.approx(2 * 3 / 60)}
+    assert source.kinds().count("unbound") == 1  # the first chunk's: no other had a pod Pending
+    assert len(source.queries("reasons")) == 2 and "exact" not in source.kinds()
+    assert all('kube_pod_status_phase{phase="Pending"' in query for query in source.queries("reasons"))

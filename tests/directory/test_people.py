@@ -4,7 +4,7 @@ import logging
 
 import pytest
 
-from billing.config import DirectoryConfig
+from billing.config import Config, DirectoryConfig
 from billing.directory.people import (
     AmbiguousDirectoryError,
     Directory,
@@ -16,6 +16,7 @@ from billing.directory.people import (
     normalise_dn,
 )
 from billing.directory.sources import check_directory, load_directory
+from tests.helpers.config import MINIMAL_CONFIG
 
 LDIF = """\
 version: 1
@@ -115,7 +116,10 @@ def test_a_snapshot_restores_people_teams_leads_and_memberships():
 def test_check_reads_the_whole_directory_and_counts_it(tmp_path):
     path = tmp_path / "directory.ldif"
     path.write_text(LDIF)
-    assert check_directory(config(path)) == f"directory file {path}: 2 people, 2 teams (1 with a lead)"
+    whole = Config.model_validate({**MINIMAL_CONFIG, "directory": config(path).model_dump(),
+                                   "budgets": {"monthly": {"vision": 10}}})
+    assert check_directory(whole) == (f"directory file {path}: 2 people, 2 teams (1 with a lead); the 1 teams and "
+                                      "people the config names are in it")
 
 
 # --- names compared as LDAP compares them; ambiguity refused

@@ -47,9 +47,9 @@ def assert_not_blank(png):
 # Measures a page inside iframes of each width (a window narrower than 500 px is not honoured by headless Chromium,
 # an iframe is): elements that end right of the viewport outside a box that scrolls sideways, each box that needs
 # to scroll, and where each breakdown table's last (cost) cell ends.
-_MEASURE = """<script>
+_MEASURE = r"""<script>
 function measure(doc, width) {
-  const out = {overflow: [], scrolls: [], cost: []};
+  const out = {overflow: [], scrolls: [], cost: [], overlaps: [], split: []};
   for (const el of doc.body.querySelectorAll('*')) {
     const box = el.getBoundingClientRect();
     if (box.width === 0 || box.right <= width + 1) continue;
@@ -62,6 +62,33 @@ function measure(doc, width) {
   }
   for (const el of doc.querySelectorAll('.scroll')) {
     if (el.scrollWidth > el.clientWidth + 1) out.scrolls.push((el.querySelector('table') || {}).id || '?');
+  }
+  // cells of one row whose boxes overlap (a sticky column pinned over another), and cells whose text ends outside
+  // their box (a figure run into its neighbour)
+  for (const row of doc.querySelectorAll('tr')) {
+    const cells = [...row.children].filter(c => c.getBoundingClientRect().width > 0);
+    for (let i = 0; i < cells.length; i++) {
+      const a = cells[i].getBoundingClientRect();
+      for (const other of cells.slice(i + 1)) {
+        const b = other.getBoundingClientRect();
+        if (Math.min(a.right, b.right) - Math.max(a.left, b.left) > 1 && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 1) {
+          out.overlaps.push(cells[i].textContent.trim().slice(0, 30) + ' | ' + other.textContent.trim().slice(0, 30));
+        }
+      }
+      const range = doc.createRange(); range.selectNodeContents(cells[i]);
+      const text = range.getBoundingClientRect();
+      if (text.width > 0 && (text.left < a.left - 1 || text.right > a.right + 1)) out.overlaps.push('past its cell: ' + cells[i].textContent.trim().slice(0, 30));
+    }
+  }
+  // words (runs of letters, digits and the . , of figures; dates; units) that a line break splits: "Exampl|e",
+  // "1,79|4.95", "2026-10-|20", "GPU-|h"; a name may break after a hyphen ("team-|robotics", "NVIDIA-H100-|80GB")
+  const walker = doc.createTreeWalker(doc.body, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    for (const word of node.data.matchAll(/\d{4}-\d\d-\d\d|\p{L}+-h\b|[\p{L}\p{N}][\p{L}\p{N}.,_]*/gu)) {
+      const range = doc.createRange(); range.setStart(node, word.index); range.setEnd(node, word.index + word[0].length);
+      const tops = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+      if (tops.size > 1) out.split.push(word[0] + ' in ' + node.parentElement.tagName + ' ' + node.data.trim().slice(0, 40));
+    }
   }
   for (const table of doc.querySelectorAll('table.breakdown')) {
     const cell = table.querySelector('tbody tr td:last-child');
@@ -82,7 +109,9 @@ window.addEventListener('load', () => {
 
 def layout(chromium: str, page, widths: tuple[int, ...], profile) -> dict[int, dict]:
     """Per width: {"overflow": [elements past the viewport's right edge, outside boxes that scroll], "scrolls":
-    [ids of tables whose box must scroll], "cost": [[breakdown table id, right edge of its first cost cell]]}."""
+    [ids of tables whose box must scroll], "cost": [[breakdown table id, right edge of its first cost cell]],
+    "overlaps": [cells of a row that overlap, cells whose text runs out of them], "split": [words a line break
+    splits]}."""
     harness = page.with_name(f"{page.stem}-layout.html")
     frames = "".join(f'<iframe src="{page.as_uri()}" width="{w}" height="2000"></iframe>' for w in widths)
     harness.write_text(f"<!DOCTYPE html><html><body>{_MEASURE}{frames}</body></html>")

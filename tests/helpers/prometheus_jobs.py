@@ -17,7 +17,7 @@ PRICES = {
 
 
 LDIF = directory_ldif(["alice", "bob", "carol", "dave"],
-                      {"robotics": ["alice", "bob"], "vision": ["bob"], "nlp": ["carol"]})
+                      {"robotics": ["alice", "bob"], "vision": ["bob"], "nlp": ["carol"], "platform": []})
 
 
 # Rule 7 for this directory, by hand: namespace -> [(team, share)]

@@ -27,8 +27,8 @@ def test_each_threshold_alerts_leads_and_admins_once(budget_job, smtp_server):  
     run(config, "run", "--date", "2026-11-02")
     run(config, "backfill", "--from", "2026-11-01", "--to", "2026-11-03")  # 63.00: 126 %
     run(config, "backfill", "--from", "2026-11-01", "--to", "2026-11-03")
-    half = "Budget alert: robotics has spent 84% of its November 2026 budget"
-    whole = "Budget alert: robotics has spent 126% of its November 2026 budget"
+    half = "Budget alert: robotics has spent 84.0% of its November 2026 budget"
+    whole = "Budget alert: robotics has spent 126.0% of its November 2026 budget"
     assert budget_alerts(smtp) == sorted([("alice@example.org", half), ("infra@example.org", half),
                                           ("alice@example.org", whole), ("infra@example.org", whole)])
 
@@ -39,7 +39,7 @@ def test_a_recipient_that_refused_an_alert_gets_it_from_the_next_run_and_no_one_
     config = budget_job(outbox_dir="", smtp_host=refusing.host, smtp_port=refusing.port, starttls=False)
     refused = CliRunner().invoke(main, ["backfill", "--from", "2026-11-01", "--to", "2026-11-02", "--config", config])
     assert refused.exit_code == 1 and "alice@example.org" in refused.output  # 42.00: 84 %, refused for alice
-    half = "Budget alert: robotics has spent 84% of its November 2026 budget"
+    half = "Budget alert: robotics has spent 84.0% of its November 2026 budget"
     assert budget_alerts(refusing) == [("infra@example.org", half)]
 
     accepting = smtp_server()

@@ -1,21 +1,33 @@
 """The README's first command: the demo runs with no servers at all; and what its pages and emails show."""
 
 import io
+import json
 import re
+import shutil
 import stat
+from datetime import date
 from decimal import Decimal
 from email import message_from_bytes, policy
+from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 from click.testing import CliRunner
 from sqlalchemy import create_engine
 
 from billing.cli import main
+from billing.config import CostRecovery, load_config
+from billing.ledger.database import open_ledger
+from billing.publish.statement import close_month
+from billing.web.access import Viewer
+from billing.web.app import create_app
+from billing.web.tools import Tools
 from fixtures.demo import world as demo
 from tests.helpers.demo import demo_run  # noqa: F401 (pytest fixtures)
 from tests.helpers.focus13 import check_focus_13, ratio
 from tests.helpers.html_tables import read_page
+from tests.helpers.serve import get
 
 MONEY = re.compile(r"^([+-]?[\d,]+\.\d\d) CHF$")
 
@@ -224,3 +236,81 @@ def test_the_demos_newest_cluster_bills_kueue_quotas(demo_run):
     assert quota.to_dict() == {"vision": 4 * 36 + 6 * 36, "nlp": 4 * 72, "speech": 2 * 72}  # GPU-hours over 3 days
     lent = ledger[ledger["resource"] == "lent-gpu"]
     assert set(lent["team"]) == {"nlp"} and set(lent["namespace"]) == {"team-vision"} and (lent["cost"] < 0).all()
+
+
+DEMO_CONFIG = Path(__file__).resolve().parents[2] / "fixtures" / "demo" / "billing.yaml"
+
+
+def test_the_demos_check_has_its_kueue_line_from_the_recorded_answers():
+    """jaguar's three ClusterQueues of the cohort research (fixtures/demo/world.py `with_kueue`), each to its team
+    (fixtures/demo/billing.yaml), asked as the run asks them: the recordings answer it."""
+    result = CliRunner().invoke(main, ["check", "--date", "2026-11-17", "--config", str(DEMO_CONFIG)])
+    [line] = [line for line in result.stdout.splitlines() if line[6:26].strip() == "kueue jaguar"]
+    assert line.rsplit(" (", 1)[0] == ("ok    kueue jaguar          ClusterQueues on 2026-11-17: nlp-gpu (cohort research) "
+                                       "-> nlp; speech-gpu (cohort research) -> speech; vision-gpu (cohort research) "
+                                       "-> vision")
+
+
+def test_the_demo_without_its_flavor_refuses_the_day_instead_of_billing_its_quotas_twice(tmp_path):
+    """Without `h100: NVIDIA-H100-80GB-HBM3` the day was billed 12,319.96 instead of 12,579.16: the quotas at gpu_hour
+    under no model, the queues' H100 use no longer credited. Now run and check name flavor, queues and key."""
+    settings = yaml.safe_load(DEMO_CONFIG.read_text())
+    for cluster in settings["clusters"]:
+        cluster["prometheus"]["replay"] = str(DEMO_CONFIG.parent / cluster["prometheus"]["replay"])
+    del settings["clusters"][0]["kueue"]["flavors"]
+    settings.update(database=f"sqlite:///{tmp_path / 'ledger.db'}", output_dir=str(tmp_path / "reports"),
+                    directory={**settings["directory"], "ldif": str(DEMO_CONFIG.parent / "directory.ldif")},
+                    email={"enabled": False})
+    path = tmp_path / "billing.yaml"
+    path.write_text(yaml.safe_dump(settings, sort_keys=False))  # gpu_resources in order: the recorded questions'
+    sentence = ("ClusterQueues nlp-gpu, speech-gpu and vision-gpu hold GPUs of flavor h100, which "
+                "clusters[0].kueue.flavors does not name: add h100 with the GPU model its nodes have")
+
+    run = CliRunner().invoke(main, ["run", "--date", "2026-11-17", "--config", str(path)])
+    checked = CliRunner().invoke(main, ["check", "--date", "2026-11-17", "--config", str(path)])
+
+    assert run.exit_code == 1 and run.stderr.splitlines()[-1] == (
+        f"billing: cluster jaguar on 2026-11-17: {sentence}; nothing was billed and the day stays missing")
+    assert not (tmp_path / "ledger.db").exists() or pd.read_sql(
+        "select * from chargeback", create_engine(f"sqlite:///{tmp_path / 'ledger.db'}")).empty
+    [line] = [line for line in checked.stdout.splitlines() if line[6:26].strip() == "kueue jaguar"]
+    assert checked.exit_code == 1 and line.startswith("FAIL") and sentence in line
+
+
+def test_a_closed_november_with_cost_recovery_reads_as_its_statement_everywhere(demo_run, tmp_path):
+    """Issue 52, on the demo's ledger: November closed with jaguar recovering 20,000.00 CHF, robotics' November read
+    one figure in the statement and FOCUS and another in `billing report`, serve, MCP and its budget ("91.9% spent",
+    and a forecast for a month that had ended). Now each is the statement's, and says cost recovery is in it."""
+    shutil.copy(demo_run / "demo-out" / "billing.db", tmp_path / "billing.db")
+    settings = yaml.safe_load((demo_run / "fixtures" / "demo" / "billing.yaml").read_text())
+    settings |= {"database": f"sqlite:///{tmp_path / 'billing.db'}", "output_dir": str(tmp_path / "reports"),
+                 "web": {"admins": ["root"]}}
+    settings["directory"]["ldif"] = str(demo_run / "fixtures" / "demo" / "directory.ldif")
+    for cluster in settings["clusters"]:
+        cluster["prometheus"]["replay"] = str(demo_run / "fixtures" / "demo" / cluster["prometheus"]["replay"])
+    (tmp_path / "billing.yaml").write_text(yaml.safe_dump(settings))
+    config = load_config(tmp_path / "billing.yaml")
+    close_month(open_ledger(config.database), date(2026, 11, 1), "finance", date(2026, 12, 20), "CHF", {},
+                allow_missing=True, recover={"jaguar": CostRecovery(monthly_cost=20000)})
+
+    def cli(*args: str) -> str:
+        result = CliRunner().invoke(main, [*args, "--config", str(tmp_path / "billing.yaml")])
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    november = ["--from", "2026-11-01", "--to", "2026-11-30"]
+    statement = json.loads(cli("statement", "--month", "2026-11", "--team", "robotics", "--format", "json"))
+    figure = f"{Decimal(repr(statement['total'])).quantize(Decimal('0.01')):,.2f}"
+    focus = pd.read_csv(io.StringIO(cli("export", *november, "--format", "focus")))
+    assert f"{focus.loc[focus['BillingAccountId'] == 'robotics', 'BilledCost'].sum():,.2f}" == figure
+    report = json.loads(cli("report", "--team", "robotics", *november, "--format", "json"))
+    assert f"{report['total_cost']:,.2f}" == f"{report['month_to_date']:,.2f}" == figure
+    assert report["month_closed"] is True and report["forecast"] is None
+    table = cli("report", "--team", "robotics", *november)
+    assert "cost recovery included" in table and "Cost recovery (2026-11) is in these figures" in table
+    client = create_app(config).test_client()
+    api = get(client, "/api/v1/costs?from=2026-11-01&to=2026-11-30&team=robotics", "root").json
+    page = read_page(get(client, "/teams/robotics?from=2026-11-01&to=2026-11-30", "root").text)
+    assert f"{api['total_cost']:,.2f}" == page.texts["range-total"].split()[0] == figure
+    budget = Tools(open_ledger(config.database), config).budget(Viewer("root", True, ()), "robotics", "2026-11-30")
+    assert (f"{budget['month_to_date']:,.2f}", budget["month_closed"], budget["forecast"]) == (figure, True, None)

@@ -543,6 +543,9 @@ NAMES_LDIF = "".join([
     *(ldif_entry(f"cn={dn_value(team)},ou=teams,dc=example,dc=org", objectClass="groupOfNames", cn=team,
                  member=person(lead), owner=person(lead))
       for team, lead in [(TEAM_SCRIPT, STAR), (TEAM_NEWLINE, STAR), (TEAM_UNICODE, UNICODE)]),
+    # the overrides' teams, without a lead: a team the config names is one of the directory's
+    *(ldif_entry(f"cn={dn_value(team)},ou=teams,dc=example,dc=org", objectClass="groupOfNames", cn=team)
+      for team in (TEAM_QUOTES, TEAM_BRACES)),
 ])
 
 

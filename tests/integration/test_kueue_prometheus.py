@@ -7,6 +7,7 @@ tests/helpers/prometheus_jobs.py: H100 2.40, A100 1.60 per GPU-hour, 0.012 per c
 """
 
 import json
+import logging
 from dataclasses import replace
 from datetime import date
 from email import message_from_bytes
@@ -280,8 +281,9 @@ def with_email(tmp_path: Path, config: str) -> str:
     settings = yaml.safe_load(Path(config).read_text())
     settings["email"] = {"enabled": True, "outbox_dir": str(tmp_path / "outbox"), "admins": ["infra@example.org"]}
     Path(config).write_text(yaml.safe_dump(settings))
-    (tmp_path / "directory.ldif").write_text(directory_ldif(["alice", "bob", "carol"], {"vision": ["bob"]},
-                                                            leads={"vision": ["bob"]}))
+    (tmp_path / "directory.ldif").write_text(directory_ldif(  # every team the config names is in it
+        ["alice", "bob", "carol"], {"vision": ["bob"], "robotics": [], "nlp": [], "platform": []},
+        leads={"vision": ["bob"]}))
     return config
 
 
@@ -324,3 +326,74 @@ def test_the_statement_books_quota_as_reserved_and_lending_as_credit(prometheus_
     assert amounts == pytest.approx({("reserved", "quota-gpu", H100): 460.8, ("reserved", "quota-gpu", A100): 153.6,
                                      ("charge", "gpu", A100): 76.8, ("credit", "credit-gpu", A100): -76.8,
                                      ("credit", "lent-gpu", H100): -48.0})
+
+
+def with_kueue(config: str, **kueue) -> str:
+    """The config with `kueue` changed (its keys replaced), for a case on the same store."""
+    settings = yaml.safe_load(Path(config).read_text())
+    settings["clusters"][0]["kueue"] = {**KUEUE, **kueue}
+    Path(config).write_text(yaml.safe_dump(settings))
+    return config
+
+
+def run_and_check(config: str):
+    run = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])
+    checked = CliRunner().invoke(main, ["check", "--date", "2026-11-20", "--config", config])
+    return run, checked
+
+
+def line_of(checked, dependency: str) -> str:
+    return next(line for line in checked.output.splitlines() if line[6:26].strip() == dependency)
+
+
+def test_a_queue_team_the_directory_spells_otherwise_or_lacks_is_refused(prometheus_server, tmp_path):
+    """`team: ROBOTICS` beside the directory's `robotics` split robotics in two; `team: visoin` billed vision's quota
+    to a team nobody leads. Both are configuration errors: exit 2 from run and check, nothing written."""
+    queues = {**KUEUE["queues"], "robotics-cq": {"team": "ROBOTICS", "namespaces": ["team-robotics"]},
+              "vision-cq": {"team": "visoin", "namespaces": ["team-vision"]}}
+    config = with_kueue(kueue_config(tmp_path, prometheus_server(WORLD).url), queues=queues)
+    run, checked = run_and_check(config)
+    sentence = ("clusters[0].kueue.queues.robotics-cq.team: the directory spells this team 'robotics', not 'ROBOTICS': "
+                "write it so, or its costs are kept apart from the rest of the team's; "
+                "clusters[0].kueue.queues.vision-cq.team: the directory has no team 'visoin' (the closest: vision)")
+    assert (run.exit_code, run.stderr.splitlines()[-1]) == (2, f"billing: {sentence}")
+    assert not (tmp_path / "ledger.db").exists() or ledger_of(tmp_path).empty
+    assert checked.exit_code == 2 and line_of(checked, "directory").startswith("FAIL") and sentence in checked.output
+
+
+def test_gpus_of_a_flavor_without_a_priced_model_refuse_the_day(prometheus_server, tmp_path):
+    """Without a model for h100 its quota was priced at gpu_hour under model '' and the queues' H100 use was not
+    credited against it: each team paid quota and use. Refused instead (exit 1), naming flavor, queues and key."""
+    config = kueue_config(tmp_path, prometheus_server(WORLD).url)
+    missing = ("ClusterQueues nlp-cq, robotics-cq and vision-cq hold GPUs of flavor h100, which "
+               "clusters[0].kueue.flavors does not name: add h100 with the GPU model its nodes have")
+    unpriced = ("ClusterQueue nlp-cq holds GPUs of flavor a100, whose model NVIDIA-A100-PCIE-40GB "
+                "(clusters[0].kueue.flavors.a100) the cluster's prices do not list in gpu_models: price it there, or "
+                "name the model its nodes have")
+    for flavors, sentences in (({"a100": A100}, [missing]), ({"h100": H100, "a100": "NVIDIA-A100-PCIE-40GB"}, [unpriced]),
+                               ({}, [unpriced.replace("whose model NVIDIA-A100-PCIE-40GB (clusters[0].kueue.flavors.a100) "
+                                                      "the cluster's prices do not list in gpu_models: price it there, or "
+                                                      "name the model its nodes have",
+                                                      "which clusters[0].kueue.flavors does not name: add a100 with the "
+                                                      "GPU model its nodes have"), missing])):
+        run, checked = run_and_check(with_kueue(config, flavors=flavors))
+        assert run.exit_code == 1, run.output
+        assert run.stderr.splitlines()[-1] == (f"billing: cluster jaguar on 2026-11-20: {'; '.join(sentences)}; "
+                                               "nothing was billed and the day stays missing")
+        assert not (tmp_path / "ledger.db").exists() or ledger_of(tmp_path).empty
+        assert checked.exit_code == 1
+        assert line_of(checked, "kueue jaguar") .startswith("FAIL") and "; ".join(sentences) in checked.output
+
+
+def test_the_nights_log_names_a_queue_billed_to_nobody_and_a_listed_queue_without_series(prometheus_server, tmp_path,
+                                                                                         caplog):
+    queues = {"robotics-cq": KUEUE["queues"]["robotics-cq"], "vision-cq": KUEUE["queues"]["vision-cq"],
+              "speech-cq": {"team": "nlp", "namespaces": ["team-speech"]}}  # nlp-cq left out, speech-cq has no series
+    config = with_kueue(kueue_config(tmp_path, prometheus_server(WORLD).url), queues=queues)
+    with caplog.at_level(logging.WARNING, logger="billing"):
+        run = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])
+    assert run.exit_code == 0, run.output
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "ClusterQueue" in r.getMessage()]
+    assert warnings == ["cluster jaguar: ClusterQueue nlp-cq maps to no team: its quota is billed to nobody (list it in "
+                        "clusters[].kueue.queues)",
+                        "cluster jaguar: ClusterQueue speech-cq of clusters[].kueue.queues has no quota series"]

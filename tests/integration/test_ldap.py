@@ -397,7 +397,8 @@ def carol_and_alice(monkeypatch):
     stub_node_metrics(monkeypatch)
 
 
-def small_config(tmp_path: Path, url: str, namespaces: dict | None = None, **directory) -> str:
+def small_config(tmp_path: Path, url: str, namespaces: dict | None = None, settings: dict | None = None,
+                 **directory) -> str:
     (tmp_path / "admin-password").write_text(ADMIN_PASSWORD)
     (tmp_path / "billing.yaml").write_text(yaml.safe_dump({
         "database": f"sqlite:///{tmp_path}/ledger.db", "output_dir": str(tmp_path / "reports"),
@@ -406,6 +407,7 @@ def small_config(tmp_path: Path, url: str, namespaces: dict | None = None, **dir
                       "people": {"base": f"ou=people,{BASE}"}, "teams": {"base": f"ou=teams,{BASE}"}, **directory},
         "email": {"enabled": True, "outbox_dir": str(tmp_path / "outbox"), "admins": []},
         "namespaces": namespaces or {},
+        **(settings or {}),
     }))
     return str(tmp_path / "billing.yaml")
 
@@ -508,3 +510,58 @@ def test_a_team_name_of_300_characters_is_cut_with_a_hash_not_a_failed_night(sla
     assert rows.groupby("team")["cost"].sum().to_dict() == {short: 17.0}
     assert "has 300 characters, more than the 253 the ledger stores" in caplog.text
     assert recipients(tmp_path) == ["alice@example.org"]
+
+
+# --- every team and person the config names, looked up in the real directory (robotics, vision; alice, bob, carol);
+# a queue's team: tests/integration/test_kueue_prometheus.py, on a real Prometheus
+
+JAGUAR = {"name": "jaguar", "prometheus": {"url": "http://prometheus.invalid:9090"}, "prices": PRICES}
+MISNAMED = {
+    "a budget's team in capitals": (
+        {"budgets": {"monthly": {"ROBOTICS": 100}}},
+        "budgets.monthly.ROBOTICS: the directory spells this team 'robotics', not 'ROBOTICS': write it so, or its "
+        "costs are kept apart from the rest of the team's"),
+    "an override to a team nobody has": (
+        {"namespaces": {"overrides": {"kube-system": "platform"}}},
+        "namespaces.overrides.kube-system: the directory has no team 'platform' (none is close)"),
+    "a pool's team": (
+        {"clusters": [{**JAGUAR, "reserved_pools": {"node_label": "label_pool", "teams": {"a": "Vision"}}}]},
+        "clusters[0].reserved_pools.teams.a: the directory spells this team 'vision', not 'Vision': write it so, or "
+        "its costs are kept apart from the rest of the team's"),
+    "an admin misspelt": (
+        {"web": {"admins": ["alcie", "bob"]}},
+        "web.admins[0]: the directory has no person 'alcie' (the closest: alice)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MISNAMED))
+def test_a_name_the_directory_does_not_hold_as_spelled_refuses_run_and_check(slapd_server, tmp_path,
+                                                                             carol_and_alice, case):
+    """`team: visoin` would bill a team nobody leads; `ROBOTICS` beside the directory's `robotics` two teams where
+    there is one. Both are configuration errors (exit 2), named before the ledger or any store is touched."""
+    server = slapd_server(SMALL)
+    assert run_cli(small_config(tmp_path, server.url)).exit_code == 0
+    ledger = f"sqlite:///{tmp_path}/ledger.db"
+    before = ledger_state(ledger)
+    settings, sentence = MISNAMED[case]
+    path = small_config(tmp_path, server.url, settings=settings)
+
+    refused = run_cli(path)
+    checked = run_cli(path, "check")
+
+    assert (refused.exit_code, refused.stderr) == (2, f"billing: {sentence}\n")
+    assert ledger_state(ledger) == before
+    assert checked.exit_code == 2, checked.output
+    [line] = [line for line in checked.stdout.splitlines() if line[6:26].strip() == "directory"]
+    assert line.startswith("FAIL") and sentence in line
+
+
+def test_the_unallocated_team_and_names_as_spelled_pass(slapd_server, tmp_path, carol_and_alice):
+    server = slapd_server(SMALL)
+    path = small_config(tmp_path, server.url, settings={
+        "namespaces": {"overrides": {"kube-system": "unallocated", "team-robotics": "vision"}},
+        "budgets": {"monthly": {"robotics": 100, "unallocated": 10}}, "web": {"admins": ["carol"]}})
+    assert run_cli(path).exit_code == 0
+    checked = run_cli(path, "check")
+    [line] = [line for line in checked.stdout.splitlines() if line[6:26].strip() == "directory"]
+    assert line.startswith("ok") and "the 3 teams and people the config names are in it" in line

@@ -209,7 +209,7 @@ def test_every_email_links_to_its_own_page_below_reports_url(budget_job, smtp_se
         "Cluster billing 2026-11-02: all teams 21.00 USD": [base + "2026-11-02/index.html"],
         "Cluster billing 2026-11-02: team robotics 21.00 USD": [base + "2026-11-02/teams/robotics.html"],
         "Your cluster costs 2026-11-02: 21.00 USD": [reports_url],
-        "Budget alert: robotics has spent 84% of its November 2026 budget": [base + "2026-11-02/teams/robotics.html"],
+        "Budget alert: robotics has spent 84.0% of its November 2026 budget": [base + "2026-11-02/teams/robotics.html"],
     }
     for found, text in links.values():
         assert found[0] in text  # the plain text part carries the same address

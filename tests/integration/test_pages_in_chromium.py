@@ -12,7 +12,9 @@ from email import message_from_bytes, policy
 from urllib.parse import urljoin
 
 import pytest
+from click.testing import CliRunner
 
+from billing.cli import main
 from billing.ledger.database import open_ledger
 from billing.notify.letters import admin_letter, team_letter
 from billing.publish.dayview import read_report
@@ -52,10 +54,12 @@ def test_the_demo_s_pages_and_emails_at_desktop_and_phone_width(chromium, demo_r
         png = tmp_path / f"demo-{page.stem}-{width}.png"
         assert screenshot(chromium, page, png, width, height, tmp_path / "profile") == [], page
         assert_not_blank(png)
-def test_nothing_runs_off_a_phone_or_a_desktop(chromium, demo_run, tmp_path):  # noqa: F811
+def test_nothing_runs_off_a_phone_or_a_desktop(chromium, demo_run, tmp_path, monkeypatch):  # noqa: F811
     """At 390 px the team email's paragraphs were cut (its tables pushed the card wider than the screen); at
-    1280 px the capacity table's last column needed scrolling. Measured in Chromium: no element ends right of the
-    viewport outside a box that scrolls, and at 1280 px no table of a page needs to scroll."""
+    1280 px the capacity table's last column needed scrolling; at 390 px the statement's amounts ran off the
+    screen, and the emails broke names and figures mid-word ("InitContai nersRunni ng", "12,579. 16"). Measured in
+    Chromium: no element ends right of the viewport outside a box that scrolls, no cell over another or its text
+    out of it, no word split by a line break, and at 1280 px no table of a page needs to scroll."""
     reports = demo_run / "demo-out" / "reports"
     pages = [reports / "index.html", reports / "2026-11-18" / "index.html",
              *(reports / "2026-11-18" / "teams" / f"{team}.html" for team in ("robotics", "speech"))]
@@ -63,9 +67,17 @@ def test_nothing_runs_off_a_phone_or_a_desktop(chromium, demo_run, tmp_path):  #
         eml = next((demo_run / "demo-out" / "outbox").glob(f"2026-11-18-{name}*.eml"))
         pages.append(tmp_path / f"email-{name}.html")
         pages[-1].write_text(message_from_bytes(eml.read_bytes(), policy=policy.default).get_body(("html",)).get_content())
+    monkeypatch.chdir(demo_run)
+    for team in ([], ["--team", "robotics"]):
+        pages.append(tmp_path / f"statement{len(team)}.html")
+        result = CliRunner().invoke(main, ["statement", "--config", "fixtures/demo/billing.yaml", "--month", "2026-11",
+                                           *team, "--format", "html", "--output", str(pages[-1])])
+        assert result.exit_code == 0, result.output
     for page in pages:
         measured = layout(chromium, page, (390, 1280), tmp_path / "profile")
-        assert measured[390]["overflow"] == measured[1280]["overflow"] == [], page
+        for width in (390, 1280):
+            assert {key: measured[width][key] for key in ("overflow", "overlaps", "split")} == {
+                "overflow": [], "overlaps": [], "split": []}, (page, width)
         assert measured[1280]["scrolls"] == [], page
 
 

@@ -64,7 +64,7 @@ def test_table_has_units_totals_and_lists_missing_days_on_stderr(config):
 def test_json_has_the_spec_shape_and_the_ledger_rows(config):
     document = report_json(config, "--team", "robotics", *RANGE)
     assert list(document) == ["team", "from", "to", "currency", "total_cost", "missing_days", "incomplete_days",
-                              "budget", "forecast", "budget_month", "month_to_date", "leads", "rows"]
+                              "budget", "forecast", "budget_month", "month_to_date", "month_closed", "leads", "rows"]
     assert (document["team"], document["from"], document["to"]) == ("robotics", "2026-11-01", "2026-11-05")
     assert document["currency"] == "USD"
     assert document["total_cost"] == pytest.approx(ROBOTICS_TOTAL)

@@ -66,9 +66,11 @@ def test_pages_open_without_console_messages_and_are_not_blank(browser, served, 
 
 
 def test_the_cost_column_stays_on_a_phone_screen(browser, demo_run, tmp_path):  # noqa: F811
-    """/me at 390 px had its cost column off screen, behind the hours of the demo's wide tables. Pages as the
-    browser gets them through the proxy, measured in Chromium: nothing past the viewport outside a box that
-    scrolls, and each breakdown's cost cell inside the phone's 390 px."""
+    """/me at 390 px had its cost column off screen, behind the hours of the demo's wide tables; then the cost
+    column, pinned to the right edge, covered the requested column ("1,79|4,595.95" in the total row) and names
+    broke mid-word ("Exampl e"). Pages as the browser gets them through the proxy, measured in Chromium: nothing
+    past the viewport outside a box that scrolls, each breakdown's cost cell inside the phone's 390 px, no cell
+    over another or its text out of it, and no word split by a line break."""
     port, serve = start_serve(tmp_path, f"sqlite:///{demo_run / 'demo-out' / 'billing.db'}", currency="CHF")
     ports, proxy = start_proxy(tmp_path, port)
     try:
@@ -78,7 +80,9 @@ def test_the_cost_column_stays_on_a_phone_screen(browser, demo_run, tmp_path):  
                 page = tmp_path / f"{path.strip('/').replace('/', '-')}.html"
                 page.write_text(answer.read().decode())
             measured = layout(browser, page, (390, 1280), tmp_path / "profile")
-            assert measured[390]["overflow"] == measured[1280]["overflow"] == [], path
+            for width in (390, 1280):
+                assert {key: measured[width][key] for key in ("overflow", "overlaps", "split")} == {
+                    "overflow": [], "overlaps": [], "split": []}, (path, width)
             costs = measured[390]["cost"]
             assert costs and all(right <= 390 for _, right in costs), (path, costs)
             assert measured[1280]["scrolls"] == [], path

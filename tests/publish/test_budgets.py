@@ -87,14 +87,30 @@ def test_a_threshold_alerts_once_across_reruns_and_a_backfill(budget_job, tmp_pa
     config, outbox = budget_job(), tmp_path / "outbox"
     write_ledger(tmp_path / "ledger.db", {date(2026, 11, 1): A_DAY})
     run(config, "run", "--date", "2026-11-02")  # 42.00: 84 %, only 50 % is crossed
-    half = "Budget alert: robotics has spent 84% of its November 2026 budget"
+    half = "Budget alert: robotics has spent 84.0% of its November 2026 budget"
     assert alerts_in(outbox) == [("alice@example.org", half), ("infra@example.org", half)]
     run(config, "run", "--date", "2026-11-02")
     assert alerts_in(outbox) == []
     run(config, "backfill", "--from", "2026-11-02", "--to", "2026-11-03")  # 63.00: 126 %, only 100 % is new
-    whole = "Budget alert: robotics has spent 126% of its November 2026 budget"
+    whole = "Budget alert: robotics has spent 126.0% of its November 2026 budget"
     assert alerts_in(outbox) == [("alice@example.org", whole), ("infra@example.org", whole)]
     assert recorded(tmp_path) == [("robotics", 0.5, date(2026, 11, 2), 42.0), ("robotics", 1.0, date(2026, 11, 3), 63.0)]
+
+
+def test_an_alert_compares_the_month_to_date_of_its_day_as_the_pages_show_it(budget_job, tmp_path):
+    """Issue 52: alerts summed the whole month themselves, so a re-run of November 2 with November 3 billed already
+    alerted at 126 % where the day's pages read 42.00 of 50.00 (84.0 %); and the subject said 84% where the body said
+    83.6%. By hand: November 1 and 3 billed (21.00 each), the run of November 2 bills 21.00: 42.00 to November 2,
+    84.0 % in the subject and the body alike, and only 50 % is crossed."""
+    config, outbox = budget_job(), tmp_path / "outbox"
+    write_ledger(tmp_path / "ledger.db", {date(2026, 11, 1): A_DAY, date(2026, 11, 3): A_DAY})
+    run(config, "run", "--date", "2026-11-02")
+    messages = [message_from_bytes(path.read_bytes(), policy=policy.default) for path in sorted(outbox.glob("*budget*"))]
+    assert {message["Subject"] for message in messages} == {
+        "Budget alert: robotics has spent 84.0% of its November 2026 budget"}
+    body = messages[0].get_body(("plain",)).get_content()
+    assert "has spent 42.00 USD of its November 2026 budget of 50.00 USD (84.0%), crossing 50%" in body
+    assert recorded(tmp_path) == [("robotics", 0.5, date(2026, 11, 2), 42.0)]
 
 
 def test_the_team_page_and_email_show_budget_and_forecast(budget_job, tmp_path):
@@ -119,6 +135,8 @@ def test_teams_without_a_budget_show_no_budget(budget_job, tmp_path):
     settings = yaml.safe_load(Path(config).read_text())
     settings["budgets"] = {"monthly": {"vision": 10}}
     Path(config).write_text(yaml.safe_dump(settings))
+    with (tmp_path / "directory.ldif").open("a") as directory:  # a budget names a team of the directory
+        directory.write("\ndn: cn=vision,ou=teams,dc=example,dc=org\nobjectClass: groupOfNames\ncn: vision\n")
     run(config, "run", "--date", "2026-11-02")
     assert "budget" not in (tmp_path / "reports" / "2026-11-02" / "teams" / "robotics.html").read_text().lower()
     assert "Budgets for" not in (tmp_path / "reports" / "2026-11-02" / "index.html").read_text()

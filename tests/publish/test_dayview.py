@@ -8,7 +8,7 @@ from billing.config import NamespaceRules
 from billing.directory.people import Directory, Person, Team
 from billing.ledger.database import open_ledger
 from billing.ledger.read import read_rows
-from billing.publish.dayview import RenderError, read_report, slug, summarize, with_directory
+from billing.publish.dayview import RenderError, held_table, read_report, slug, summarize, with_directory
 from tests.helpers.day_reports import ledger, report, with_workload_costs  # noqa: F401 (pytest fixtures)
 from tests.helpers.report_ledger import (
     DAY,
@@ -160,3 +160,24 @@ def test_workload_movers_need_workload_costs_on_both_days(ledger):
     assert report.changes.workloads == () and report.changes.namespaces  # not everything shown as new
     assert report.team("robotics").top_workloads  # the day itself has them
     assert read_report(ledger, date(2026, 11, 19), "USD", "unallocated").team("robotics").top_workloads == ()
+
+
+def held(resource, cost, reason, charged=False):
+    return {"team": "robotics", "cluster": "jaguar", "resource": resource, "gpu_model": "", "quantity": 1.0,
+            "cost": cost, "reason": reason, "charged": charged}
+
+
+def test_a_held_table_leaves_out_rows_under_a_cent_counts_them_in_its_total_and_spells_out_reasons():
+    """The pages listed "0.00" rows, had no total, and showed a bare dash for an empty reason."""
+    table = held_table([held("gpu", 2.404, "ImagePullBackOff"), held("cpu", 0.004, ""), held("cpu", 0.003, "Odd"),
+                        held("memory", 0.011, "")])
+    assert [(row["resource"], row["reason"], row["kubernetes_reason"]) for row in table.rows] == [
+        ("gpu", "image pull failing, retrying", "ImagePullBackOff"), ("memory", "not known", "")]
+    assert table.total == pytest.approx(2.422)  # 2.404 + 0.004 + 0.003 + 0.011: 2.42, the rows 2.40 + 0.01 (Rounding 0.01)
+    assert table.charged is False and table.charged_total == 0
+
+
+def test_a_held_table_says_what_was_charged_where_some_rows_were_and_some_not():
+    table = held_table([held("gpu", 3.0, "InitContainersRunning", charged=True), held("cpu", 1.0, "SomeNewReason")])
+    assert table.charged is None and table.charged_total == 3.0 and table.total == 4.0
+    assert [row["reason"] for row in table.rows] == ["init containers running", "some new reason"]

@@ -17,7 +17,7 @@ from billing.ledger.database import open_ledger
 from billing.ledger.write import replace_day
 from billing.notify.letters import person_letter
 from billing.publish.digest import digest_period, read_digests
-from billing.publish.formatting import HELD_BEFORE_RUNNING_RULE
+from billing.publish.formatting import HELD_BEFORE_RUNNING_RULE, HELD_CHARGED
 from tests.helpers.report_ledger import DAY, H100, ROWS, frame, write_held_ledger, write_ledger
 from tests.helpers.workload_ledger import FIRST, LAST, fill
 
@@ -106,9 +106,11 @@ def test_the_letter_says_what_the_person_held_before_running_where_they_did(ledg
     letter = person_letter(digests["bob"])
     text = [" ".join(line.split()) for line in letter.text.splitlines()]
     start = text.index("HELD BEFORE RUNNING")
-    assert text[start + 1:start + 4] == [f"Held before running: {HELD_BEFORE_RUNNING_RULE}.",
-                                         "Cluster Resource Held Cost Mostly Charged",
-                                         "jaguar CPU 1.33 core-h 0.02 USD InitContainersRunning no, shown"]
+    assert text[start + 1:start + 5] == [f"Held before running: {HELD_BEFORE_RUNNING_RULE}. {HELD_CHARGED[False]}",
+                                         "Cluster Resource Held Cost Mostly",
+                                         "jaguar CPU 1.33 core-h 0.02 USD init containers running",
+                                         "Total 0.02 USD"]
     html = re.sub(r' (style|class)="[^"]*"', "", letter.html)  # the letter's CSS is inlined
-    assert ("<tr><td>jaguar</td><td>CPU</td><td>1.33 core-h</td><td>0.02 USD</td><td>InitContainersRunning</td>"
-            "<td>no, shown</td></tr>") in html
+    assert ("<tr><td>jaguar</td><td>CPU</td><td>1.33 <span>core-h</span></td><td>0.02 USD</td><td>init containers running</td>"
+            "</tr>") in html
+    assert "<tr><td></td><td>Total</td><td></td><td>0.02 USD</td><td></td></tr>" in html

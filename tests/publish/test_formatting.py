@@ -80,7 +80,7 @@ def test_numbers_for_machines_have_no_float_noise():
     assert plain_number(0.1 + 0.2) == "0.3"
     assert plain_number(24.0) == "24" and plain_number(-0.0) == "0"
     assert plain_number(0.000123456789) == "0.000123456789"  # small prices keep their digits, no exponent
-    assert plain_number(241299.61234567891) == "241299.612346"
+    assert plain_number(241299.61234567891) == "241299.612345679"  # to the billionth, as sums count it
 
 
 def test_a_row_shown_alone_rounds_as_its_total():

@@ -12,7 +12,7 @@ from billing.ledger.database import open_ledger
 from billing.ledger.write import replace_day
 from billing.notify.letters import admin_letter, team_letter
 from billing.publish.dayview import TrendDay, read_report, slug
-from billing.publish.formatting import HELD_BEFORE_RUNNING_RULE
+from billing.publish.formatting import HELD_BEFORE_RUNNING_RULE, HELD_CHARGED
 from billing.publish.pages import (
     RenderError,
     _write,
@@ -154,18 +154,23 @@ def test_the_admins_letter_says_what_each_team_held_before_running_where_anythin
     # hours (3.20 + 112.00 USD, mostly ImagePullBackOff); alice's image pull; robotics' 4 + 2/3 core-h (0.048 + 0.008)
     text = [" ".join(line.split()) for line in held.text.splitlines()]
     start = text.index("HELD BEFORE RUNNING")
-    assert text[start + 1] == f"Held before running: {HELD_BEFORE_RUNNING_RULE}."
-    assert text[start + 2:start + 7] == [
-        "Team Cluster Resource Held Cost Mostly Charged",
-        f"nlp jaguar GPU {H100} 48.00 GPU-h 115.20 USD ImagePullBackOff no, shown",
-        f"robotics jaguar GPU {H100} 0.50 GPU-h 1.20 USD ContainerCreating no, shown",
-        "robotics jaguar CPU 4.67 core-h 0.06 USD ContainerCreating no, shown",
-        "vision jaguar CPU 0.67 core-h 0.01 USD InitContainersRunning no, shown",
+    # none of it charged, said once; the reasons in words; the total 115.20 + 1.20 + 0.056 + 0.008 = 116.464, the
+    # rounded rows 116.47: a Rounding row of -0.01
+    assert text[start + 1] == f"Held before running: {HELD_BEFORE_RUNNING_RULE}. {HELD_CHARGED[False]}"
+    assert text[start + 2:start + 9] == [
+        "Team Cluster Resource Held Cost Mostly",
+        f"nlp jaguar GPU {H100} 48.00 GPU-h 115.20 USD image pull failing, retrying",
+        f"robotics jaguar GPU {H100} 0.50 GPU-h 1.20 USD creating containers",
+        "robotics jaguar CPU 4.67 core-h 0.06 USD creating containers",
+        "vision jaguar CPU 0.67 core-h 0.01 USD init containers running",
+        "Rounding -0.01 USD",
+        "Total 116.46 USD",
     ]
     html = re.sub(r' (style|class)="[^"]*"', "", held.html)  # the letter's CSS is inlined
     assert "<h2>Held before running</h2>" in html
-    assert (f"<tr><td>nlp</td><td>jaguar</td><td>GPU <span>{H100}</span></td><td>48.00 GPU-h</td><td>115.20 USD</td>"
-            "<td>ImagePullBackOff</td><td>no, shown</td></tr>") in html
+    assert (f"<tr><td>nlp</td><td>jaguar</td><td>GPU <span>{H100}</span></td><td>48.00 <span>GPU-h</span></td><td>115.20 USD</td>"
+            "<td>image pull failing, retrying</td></tr>") in html
+    assert ("<tr><td>Total</td><td></td><td></td><td></td><td>116.46 USD</td><td></td></tr>") in html
 
 
 def test_subject_stays_one_line_whatever_the_team_name(tmp_path):

@@ -131,11 +131,13 @@ def test_other_groupings_are_refused_naming_the_cost_labels(by, cost_labels, say
         breakdown(by, cost_labels)
 
 
-def test_requested_and_unrequested_add_up_to_the_cost_on_every_row():
+def test_requested_and_unrequested_are_each_their_exact_sum_rounded_once():
     """--by cluster showed jaguar requested 280.66, unrequested -, cost 280.65: each column was rounded to its
     own total. By hand: costs 280.655 + 10.115 = 290.77; each rounded once, 280.66 + 10.12 is a cent over, which a
-    Rounding row gives back (-0.01); requested is the cost less the unrequested share on each row: 280.66 on jaguar,
-    10.00 + 0.12 = 10.12 on ibis, and 290.77 - 0.12 = 290.65 in all, so its Rounding is -0.01 too."""
+    Rounding row gives back (-0.01). Requested is its own exact sum rounded once (issue 52: it was the cost less the
+    unrequested share, 290.65, a cent off the 290.66 its rows sum to in JSON and on the pages): 280.66, 10.00 and
+    290.66 in all, which its rows add up to; the total row's 290.66 + 0.12 is a cent over its 290.77, as rounding
+    each figure once gives it."""
     columns = ["cluster", "gpu_hours", "cpu_core_hours", "memory_gib_hours", "requested_cost", "unrequested_share",
                "cost"]
     rows = [{"cluster": "jaguar", "gpu_hours": 1.0, "cpu_core_hours": 0.0, "memory_gib_hours": 0.0,
@@ -146,5 +148,5 @@ def test_requested_and_unrequested_add_up_to_the_cost_on_every_row():
                     rows, [], [])
     lines = {line.split()[0]: line.split()[-3:] for line in table(report).splitlines()[2:6]}
     assert lines == {"jaguar": ["280.66", "-", "280.66"], "ibis": ["10.00", "0.12", "10.12"],
-                     "Rounding": ["-0.01", "-", "-0.01"], "total": ["290.65", "0.12", "290.77"]}
+                     "Rounding": ["-", "-", "-0.01"], "total": ["290.66", "0.12", "290.77"]}
 

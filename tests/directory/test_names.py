@@ -1,0 +1,37 @@
+"""The teams and people the config names, looked up in a directory (billing/directory/names.py); the same against
+a real slapd, through `billing run` and `check`: tests/integration/test_ldap.py."""
+
+import pytest
+
+from billing.config import Config, ConfigError
+from billing.directory.names import check_names
+from billing.directory.people import Directory, Person, Team, ledger_name
+from tests.helpers.config import MINIMAL_CONFIG
+
+LONG = "robotics-" + "x" * 291  # longer than the ledger stores: the directory holds it cut, with a hash
+DIRECTORY = Directory.of([Person("alice", "Alice", ""), Person("Bob", "Bob", "")],
+                         [Team("robotics", (), ()), Team("vision", (), ()), Team(ledger_name(LONG), (), ())])
+
+
+def config(**settings) -> Config:
+    return Config.model_validate({**MINIMAL_CONFIG, **settings})
+
+
+def test_names_as_the_directory_spells_them_and_the_unallocated_team_pass():
+    named = config(namespaces={"overrides": {"a": "robotics", "b": LONG, "c": "unallocated"}},
+                   budgets={"monthly": {"vision": 10, "unallocated": 5}}, web={"admins": ["Bob"]})
+    assert check_names(named, DIRECTORY) == 4  # robotics, the long name, vision, Bob
+
+
+def test_every_mistake_is_named_with_its_key_in_one_error():
+    named = config(budgets={"monthly": {"Vision": 10, "robotic": 5}}, web={"admins": ["bob", "zed"]})
+    with pytest.raises(ConfigError) as refused:
+        check_names(named, DIRECTORY)
+    assert refused.value.exit_status == 2
+    assert str(refused.value) == (
+        "budgets.monthly.Vision: the directory spells this team 'vision', not 'Vision': write it so, or its costs are "
+        "kept apart from the rest of the team's; "
+        "budgets.monthly.robotic: the directory has no team 'robotic' (the closest: robotics); "
+        "web.admins[0]: the directory spells this person 'Bob', not 'bob': write it so, or its costs are kept apart "
+        "from the rest of the person's; "
+        "web.admins[1]: the directory has no person 'zed' (none is close)")
