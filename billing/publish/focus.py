@@ -36,12 +36,13 @@ FOCUS 1.3 adds (docs/reports.md lists them):
   PublisherName stay, as 1.3 still makes them mandatory, with the same value;
 * SkuPriceId (the SkuId: one price per SKU and day) and SkuMeter, as 1.3
   nulls ListUnitPrice, PricingQuantity and ConsumedQuantity without a SkuPriceId;
-* the split cost allocation columns on the rows that split a shared cost
-  (`ALLOCATIONS`, and cost recovery lines): such an allocated charge's
-  ResourceId and Tags are those of what was split (its origin charge), the
-  namespace or team it charges is the AllocatedResourceId, that one's tags the
-  AllocatedTags, and AllocatedMethodDetails holds the row's AllocatedRatio of
-  the origin; the ratios of one origin add up to 1.
+* split cost allocation: each origin charge (a reserved pool's or Kueue
+  quota's capacity row, a team's share of a cluster's unrequested capacity)
+  is written as its allocated charges, the origin's row at each namespace's
+  ratio of its hours (and the part no one used, with no
+  AllocatedResourceId), keeping all its dimensions; the credits of a pool's
+  or quota's use are charges of their own (docs/reports.md "Allocated
+  charges" maps each FOCUS question onto the ledger's figures).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from pathlib import Path
 from typing import IO
 from zoneinfo import ZoneInfo
 
+import numpy as np
 import pandas as pd
 
 from billing.days import billing_day
@@ -80,18 +82,19 @@ PROVIDER_COLUMNS = ["HostProviderName", "ServiceProviderName"]  # mandatory sinc
 ALLOCATION_COLUMNS = ["AllocatedMethodDetails", "AllocatedMethodId", "AllocatedResourceId", "AllocatedResourceName",
                       "AllocatedTags"]
 SKU_PRICE_COLUMNS = ["SkuMeter", "SkuPriceId"]
+INVOICE = "InvoiceId"  # recommended since FOCUS 1.2
 FOCUS_COLUMNS = {
-    "1.2": sorted(MANDATORY_COLUMNS + CONDITIONAL_COLUMNS),
-    "1.3": sorted(MANDATORY_COLUMNS + PROVIDER_COLUMNS + CONDITIONAL_COLUMNS + ALLOCATION_COLUMNS + SKU_PRICE_COLUMNS),
+    "1.2": sorted([*MANDATORY_COLUMNS, *CONDITIONAL_COLUMNS, INVOICE]),
+    "1.3": sorted(MANDATORY_COLUMNS + PROVIDER_COLUMNS + CONDITIONAL_COLUMNS + ALLOCATION_COLUMNS + SKU_PRICE_COLUMNS
+                  + [INVOICE]),
 }
 DEFAULT_VERSION = "1.3"
 
 # AllocatedMethodId of each kind of row that splits a shared cost (docs/reports.md documents each method)
-UNREQUESTED_SHARE, RESERVED_POOL, KUEUE_QUOTA, COST_RECOVERY = "billing/unrequested-share", "billing/reserved-pool", \
-    "billing/kueue-quota", "billing/cost-recovery"
-ALLOCATIONS = {UNREQUESTED: UNREQUESTED_SHARE, RESERVED: RESERVED_POOL, CREDIT: RESERVED_POOL, QUOTA: KUEUE_QUOTA,
-               LENT: KUEUE_QUOTA}  # a credit on a Kueue cluster is its quota's (`_methods`)
-CAPACITY = (RESERVED, QUOTA)  # the kinds of a team's capacity (a pool's, a quota's) that credits are split from
+UNREQUESTED_SHARE, RESERVED_POOL, KUEUE_QUOTA = "billing/unrequested-share", "billing/reserved-pool", \
+    "billing/kueue-quota"
+ALLOCATIONS = {UNREQUESTED: UNREQUESTED_SHARE, RESERVED: RESERVED_POOL, QUOTA: KUEUE_QUOTA}
+CAPACITY = (RESERVED, QUOTA)  # the kinds of a team's capacity (a pool's, a quota's) that its credits' use splits
 
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # FOCUS date/time format: ISO 8601 in UTC
 
@@ -143,21 +146,18 @@ def _prefixed(tags: dict[str, str]) -> dict[str, str]:
     return {TAG_PREFIX + key: value for key, value in tags.items()}
 
 
-def _tag_sets(row) -> tuple[dict[str, str], dict[str, str]]:
-    """The row's tags of what it charges (cluster, resource, GPU model) and of whom it charges (namespace, team,
-    owner, workload, the pod's cost labels): FOCUS 1.3 keeps the second apart, as AllocatedTags, where the row is
-    an allocated charge."""
-    origin = {"cluster": row.cluster, "resource": row.resource}
+def _tags(row) -> dict[str, str]:
+    """The row's tags: what it charges (cluster, resource, GPU model), whom (namespace, team, owner, workload)
+    and the pod's cost labels, left out where the pod had no such label."""
+    tags = {"cluster": row.cluster, "resource": row.resource, "namespace": row.namespace, "team": row.team}
     if row.gpu_model:
-        origin["gpu_model"] = row.gpu_model
-    charged = {"namespace": row.namespace, "team": row.team}
+        tags["gpu_model"] = row.gpu_model
     if isinstance(row.owner, str):
-        charged["owner"] = row.owner
-    if isinstance(row.workload, str):
-        charged["workload"] = row.workload
+        tags["owner"] = row.owner
+    if isinstance(row.workload, str) and row.workload:
+        tags["workload"] = row.workload
     labels = json.loads(row.labels) if isinstance(row.labels, str) else {}
-    user = {name: value for name, value in labels.items() if value != ""}  # a pod without the label has no tag
-    return _prefixed(origin), _prefixed(charged) | user
+    return _prefixed(tags) | {name: value for name, value in labels.items() if value != ""}
 
 
 def _json(tags: dict[str, str]) -> str:
@@ -186,8 +186,39 @@ def _resource_type(resource: str) -> str:
 
 def focus_rows(ledger: pd.DataFrame, zone: ZoneInfo, recovered: pd.DataFrame | None = None,
                version: str = DEFAULT_VERSION) -> pd.DataFrame:
-    """Rows of `broken_down` as FOCUS rows of the version, one for one, in its FOCUS_COLUMNS order; then closed
-    months' cost recovery lines (`recovery_rows`), each a row of its own.
+    """Rows of `broken_down` as FOCUS rows of the version, in its FOCUS_COLUMNS order; then closed months' cost
+    recovery lines (`recovery_rows`), each a row of its own.
+
+    FOCUS 1.2 gets one row per row. FOCUS 1.3 gets the rows a namespace pays for itself and the credits one for
+    one too, but each origin charge (a pool's or quota's capacity row, a team's share of a cluster's unrequested
+    capacity) as its allocated charges (`allocated_rows`).
+    """
+    if version == "1.2":
+        rows = _charges(ledger)
+    else:
+        split = ledger["resource"].map(_kind).isin([*CAPACITY, UNREQUESTED])
+        own = _charges(ledger[~split])
+        own = own.assign(**_columns_13(ledger[~split], own), **{column: None for column in ALLOCATION_COLUMNS})
+        allocated = allocated_rows(ledger)
+        rows = pd.concat([own, *([_allocated_charges(allocated)] if len(allocated) else [])], ignore_index=True)
+        ledger = pd.concat([ledger[~split], allocated], ignore_index=True)
+    rows = rows.join(_periods(ledger["day"], zone)).assign(
+        InvoiceId=invoice_ids(ledger["cluster"], ledger["day"], ledger["team"]))
+    rows = rows[FOCUS_COLUMNS[version]].reset_index(drop=True)
+    if recovered is None or recovered.empty:
+        return rows
+    return pd.concat([rows, recovery_rows(recovered, zone, version)], ignore_index=True)
+
+
+def invoice_ids(cluster: pd.Series, day: pd.Series, team: pd.Series) -> pd.Series:
+    """InvoiceId: the team's statement of the month, its lines of the cluster (the invoice issuer):
+    `<cluster>/<YYYY-MM>/<team>`. An open month's is the statement closing it will issue, which FOCUS allows
+    ("MAY be generated prior to an invoice being issued"): its rows add up to `billing statement` of the month."""
+    return cluster + "/" + day.map(lambda first: f"{first:%Y-%m}") + "/" + team
+
+
+def _charges(ledger: pd.DataFrame) -> pd.DataFrame:
+    """The FOCUS 1.2 columns of ledger rows, each its own charge, on the ledger's index.
 
     A credit's ListCost is its hours at list price, as FOCUS has ListCost = ListUnitPrice x PricingQuantity:
     the ledger's list_cost of a credit is what it gives back (its cost), so that statements show no discount on it.
@@ -196,8 +227,7 @@ def focus_rows(ledger: pd.DataFrame, zone: ZoneInfo, recovered: pd.DataFrame | N
     credit = ledger["resource"].str.startswith((CREDIT, LENT))
     workload = ledger["workload"].map(_is_workload).astype(bool)
     namespace_type = ledger["resource"].map(_resource_type)
-    tags = [_tag_sets(row) for row in ledger.itertuples()]
-    focus = pd.DataFrame(
+    return pd.DataFrame(
         {
             "BilledCost": ledger["cost"],
             "BillingAccountId": ledger["team"],
@@ -227,135 +257,166 @@ def focus_rows(ledger: pd.DataFrame, zone: ZoneInfo, recovered: pd.DataFrame | N
             "ServiceName": "Kubernetes",
             "ServiceSubcategory": "Containers",
             "SkuId": ledger["resource"].where(ledger["gpu_model"] == "", ledger["resource"] + "/" + ledger["gpu_model"]),
-            "Tags": [_json(origin | charged) for origin, charged in tags],
+            "Tags": [_json(_tags(row)) for row in ledger.itertuples()],
         },
         index=ledger.index,
     )
-    if version == "1.3":
-        focus = focus.assign(**_ledger_columns_13(ledger, focus, tags))
-    rows = focus.join(_periods(ledger["day"], zone))[FOCUS_COLUMNS[version]].reset_index(drop=True)
-    if recovered is None or recovered.empty:
-        return rows
-    return pd.concat([rows, recovery_rows(recovered, zone, version)], ignore_index=True)
 
 
-def _ledger_columns_13(ledger: pd.DataFrame, focus: pd.DataFrame,
-                       tags: list[tuple[dict[str, str], dict[str, str]]]) -> dict[str, pd.Series | list[str]]:
-    """What FOCUS 1.3 adds to or changes in the ledger rows' FOCUS columns.
+def _columns_13(ledger: pd.DataFrame, focus: pd.DataFrame) -> dict[str, pd.Series]:
+    """The columns FOCUS 1.3 adds to every ledger row's: the cluster as service and host provider; the SkuId as
+    SkuPriceId (one price per SKU and day) and what it meters."""
+    return {"HostProviderName": ledger["cluster"], "ServiceProviderName": ledger["cluster"],
+            "SkuPriceId": focus["SkuId"], "SkuMeter": ledger["resource"].map(base).map(RESOURCE_WORDS)}
 
-    The rows that split a shared cost (ALLOCATIONS) are allocated charges: their resource is the origin
-    charge's (a cluster's unrequested capacity, a team's reserved pools or Kueue quotas of a resource), their
-    Tags its tags (cluster, resource, GPU model), and the namespace they charge is the AllocatedResourceId, its
-    tags the AllocatedTags.
+
+# the origin charge's dimensions an allocated row keeps (ROW_KEY less the namespace, which a pool's row has)
+ORIGIN = ["day", "cluster", "team", "resource", "gpu_model"]
+AMOUNTS = ["quantity", "cost", "list_cost"]
+
+
+def allocated_rows(ledger: pd.DataFrame) -> pd.DataFrame:
+    """The origin charges of `broken_down` rows split into their allocated charges, as ledger rows (the origin's
+    ROW_KEY, unit price, currency and AMOUNTS' parts) with `method`, `ratio` and what each charges: the
+    `allocated` namespace and its `allocated_owner` (None for the part no one used).
+
+    A pool's or a quota's capacity row is split by the hours the namespaces its team credits used of it
+    (`_capacity_parts`); a team's unrequested rows of a resource on a cluster and day are its share of the
+    cluster's unrequested capacity, split over its namespaces as the ledger has it (`_unrequested_parts`).
     """
     kind = ledger["resource"].map(_kind)
-    method = _methods(ledger, kind)
-    allocated = method.notna()
-    origin = _origin_resources(ledger, kind, method)
-    return {
-        "HostProviderName": ledger["cluster"],
-        "ServiceProviderName": ledger["cluster"],
-        "SkuPriceId": focus["SkuId"],  # one price per SKU and day: the SKU is its price's id
-        "SkuMeter": ledger["resource"].map(base).map(RESOURCE_WORDS),
-        **{column: origin[column].where(allocated, focus[column]) for column in origin.columns},
-        "Tags": focus["Tags"].where(~allocated, [
-            _json(origin_tags | {TAG_PREFIX + "resource": base(resource)}) if split else None
-            for (origin_tags, _), split, resource in zip(tags, allocated, ledger["resource"])]),
-        **_allocation(method, _ledger_ratios(ledger, kind), ledger["cluster"], ledger["namespace"],
-                      ledger["team"], [_json(charged) if split else None for (_, charged), split in zip(tags, allocated)]),
-    }
+    rows = [parts for parts in (_capacity_parts(ledger[kind.isin(CAPACITY)], ledger[kind.isin([CREDIT, LENT])]),
+                                _unrequested_parts(ledger[kind == UNREQUESTED])) if len(parts)]
+    if not rows:
+        return pd.DataFrame(columns=ledger.columns)
+    return pd.concat(rows, ignore_index=True).sort_values([*ORIGIN, "namespace", "allocated"], na_position="last",
+                                                          ignore_index=True)
 
 
-def _methods(ledger: pd.DataFrame, kind: pd.Series) -> pd.Series:
-    """Each row's AllocatedMethodId (None where it splits nothing): a credit is a Kueue quota's on a cluster-day
-    with quota rows, else a reserved pool's (the config refuses a cluster with both)."""
-    method = kind.map(ALLOCATIONS)
-    day_cluster = pd.MultiIndex.from_arrays([ledger["day"], ledger["cluster"]])
-    kueue = day_cluster.isin(day_cluster[(kind == QUOTA).to_numpy()])
-    return method.mask((kind == CREDIT) & kueue, KUEUE_QUOTA)
+def _per_row(rows: pd.DataFrame) -> pd.DataFrame:
+    """Ledger rows summed over the workloads `broken_down` split them into: one per ROW_KEY."""
+    return rows.astype({amount: float for amount in AMOUNTS}).groupby(list(ROW_KEY), as_index=False, sort=True).agg(
+        **{amount: (amount, "sum") for amount in AMOUNTS}, unit_price=("unit_price", "first"),
+        currency=("currency", "first"), owner=("owner", "first"))
+
+
+def _capacity_parts(capacity: pd.DataFrame, credits: pd.DataFrame) -> pd.DataFrame:
+    """Each capacity row split by the hours used of its team's capacity of a resource (`_pool_key`): a
+    namespace's part is the hours its credits give back over the capacity's hours (billing credits a team's
+    pools or queues together, so a namespace's hours are spread over them by their capacity); the rest, the
+    hours no one used, is the unallocated part."""
+    if capacity.empty:
+        return pd.DataFrame()
+    origins = _per_row(capacity)
+    origins["method"] = origins["resource"].map(_kind).map(ALLOCATIONS)
+    held = origins.groupby(_pool_key(origins))["quantity"].transform("sum")
+    key = ["day", "cluster", "team", "base", "gpu_model"]
+    used = credits.assign(base=credits["resource"].map(base), hours=-credits["quantity"].astype(float)) \
+        .groupby([*key, "namespace"], as_index=False).agg(hours=("hours", "sum"), allocated_owner=("owner", "first"))
+    parts = origins.assign(base=origins["resource"].map(base), held=held).merge(
+        used.rename(columns={"namespace": "allocated"}), on=key, how="left")
+    total = parts.groupby(list(ROW_KEY))["hours"].transform("sum")
+    parts["ratio"] = (parts["hours"] / parts["held"].where(parts["held"] >= total, total)).fillna(0.0)
+    return _with_rest(parts[parts["allocated"].notna()], origins)
+
+
+def _unrequested_parts(unrequested: pd.DataFrame) -> pd.DataFrame:
+    """A team's share of a cluster's unrequested capacity of a resource and GPU model on a day, split over its
+    namespaces by their hours of it (the ledger's rows: billing shares the capacity by what each namespace paid
+    on the cluster that day)."""
+    if unrequested.empty:
+        return pd.DataFrame()
+    parts = _per_row(unrequested).rename(columns={"namespace": "allocated", "owner": "allocated_owner"})
+    groups = parts.groupby(ORIGIN, sort=False)
+    totals, count = groups[AMOUNTS].transform("sum"), groups["quantity"].transform("size")
+    parts["ratio"] = (parts["quantity"] / totals["quantity"].where(totals["quantity"] != 0)).fillna(1 / count)
+    parts[AMOUNTS] = totals[AMOUNTS]  # the origin's amounts, split again by the ratio below
+    origins = parts.drop_duplicates(ORIGIN).assign(namespace="", method=UNREQUESTED_SHARE)  # the cluster's
+    return _with_rest(parts.assign(namespace="", method=UNREQUESTED_SHARE), origins)
+
+
+def _with_rest(parts: pd.DataFrame, origins: pd.DataFrame) -> pd.DataFrame:
+    """The allocated parts of origin charges at their ratio of its AMOUNTS, and each origin's rest (its part no
+    one is allocated, the AMOUNTS less the parts' so that they add up exactly) where there is one."""
+    key = [*ORIGIN, "namespace"]
+    parts = parts.assign(**{amount: parts[amount] * parts["ratio"] for amount in AMOUNTS})
+    given = parts.groupby(key, as_index=False)[[*AMOUNTS, "ratio"]].sum()
+    rest = origins.drop(columns=["ratio"], errors="ignore").merge(given, on=key, how="left", suffixes=("", "_given"),
+                                                                  validate="one_to_one")
+    rest = rest.assign(**{amount: rest[amount] - rest[f"{amount}_given"].fillna(0.0) for amount in AMOUNTS},
+                       ratio=1.0 - rest["ratio"].fillna(0.0), allocated=None, allocated_owner=None)
+    rest = rest[rest["ratio"] > RATIO_EPSILON]
+    columns = [*ROW_KEY, *AMOUNTS, "unit_price", "currency", "method", "ratio", "allocated", "allocated_owner"]
+    return pd.concat([parts[columns], rest[columns]], ignore_index=True).assign(owner=None, workload="", labels=None)
+
+
+RATIO_EPSILON = 1e-12  # a rest below this is what floating point left of an origin used in full
+
+
+def _allocated_charges(allocated: pd.DataFrame) -> pd.DataFrame:
+    """`allocated_rows` as FOCUS 1.3 rows: the origin charge's columns (`_charges`) with the origin as resource
+    and its tags, and the split cost allocation columns."""
+    focus = _charges(allocated)
+    kind = allocated["resource"].map(_kind)
+    unrequested = kind == UNREQUESTED
+    model = ("/" + allocated["gpu_model"]).where(allocated["gpu_model"] != "", "")
+    what = allocated["namespace"].where(~unrequested, "unrequested") + "/" + allocated["resource"].map(base) + model
+    named = allocated["allocated"].notna()
+    return focus.assign(
+        **_columns_13(allocated, focus),
+        ChargeDescription=[_unrequested_description(row) if split else description for row, split, description
+                           in zip(allocated.itertuples(), unrequested, focus["ChargeDescription"])],
+        ResourceId=allocated["cluster"] + "/" + what,
+        ResourceName=what,
+        ResourceType=kind.map({RESERVED: "Reserved pool", QUOTA: "Kueue quota", UNREQUESTED: "Unrequested capacity"}),
+        Tags=[_origin_tags(row) for row in allocated.itertuples()],
+        AllocatedMethodId=allocated["method"],
+        AllocatedMethodDetails=[json.dumps({"Elements": [{"AllocatedRatio": ratio}]}) for ratio in allocated["ratio"]],
+        AllocatedResourceId=(allocated["cluster"] + "/" + allocated["allocated"].fillna("")).where(named, None),
+        AllocatedResourceName=allocated["allocated"].where(named, None),
+        AllocatedTags=pd.Series([_allocated_tags(row) for row in allocated.itertuples()], index=allocated.index,
+                                dtype=object),
+    )
+
+
+def _origin_tags(row) -> str:
+    """An allocated charge's Tags, its origin's: cluster, team, ledger resource, GPU model, the pool or quota."""
+    tags = {"cluster": row.cluster, "team": row.team, "resource": row.resource}
+    if row.gpu_model:
+        tags["gpu_model"] = row.gpu_model
+    if row.namespace:
+        tags["capacity"] = row.namespace
+    return _json(_prefixed(tags))
+
+
+def _allocated_tags(row) -> str | None:
+    """An allocated charge's AllocatedTags: the namespace it charges and its owner; none on the unallocated part."""
+    if not isinstance(row.allocated, str):
+        return None
+    owner = {"owner": row.allocated_owner} if isinstance(row.allocated_owner, str) else {}
+    return _json(_prefixed({"namespace": row.allocated} | owner))
+
+
+def _unrequested_description(row) -> str:
+    model = f" of {row.gpu_model}" if row.gpu_model else ""
+    return (f"team {row.team}'s share of the unrequested {RESOURCE_WORDS[base(row.resource)]}{model} capacity of "
+            f"cluster {row.cluster}")
 
 
 def _pool_key(ledger: pd.DataFrame) -> list[pd.Series]:
-    """The origin of a reserved pool's or a Kueue quota's rows: the team's capacity of a resource and GPU model on
-    a cluster and day (the credits of a namespace's use are one row per team, whichever of its pools or queues it
-    used; the lent credits are the lending team's)."""
+    """A team's capacity of a resource and GPU model on a cluster and day: the credits of a namespace's use are
+    one row per team, whichever of its pools or queues it used (the lent credits are the lending team's)."""
     return [ledger["day"], ledger["cluster"], ledger["team"], ledger["resource"].map(base), ledger["gpu_model"]]
-
-
-def _origin_resources(ledger: pd.DataFrame, kind: pd.Series, method: pd.Series) -> pd.DataFrame:
-    """ResourceId, ResourceName, ResourceType of each allocated charge's origin: the cluster for a share of its
-    unrequested capacity; the team's pools or quotas (`<cluster>/pool:a`, `<cluster>/quota:q`, or
-    `pool:a+pool:b` for several) for their capacity rows and their credits."""
-    origin = pd.DataFrame({"ResourceId": ledger["cluster"], "ResourceName": ledger["cluster"],
-                           "ResourceType": "Cluster"}, index=ledger.index)
-    pooled = kind.isin([*CAPACITY, CREDIT, LENT])
-    if not pooled.any():
-        return origin
-    rows = ledger[pooled]
-    capacity = rows["namespace"].where(kind[pooled].isin(CAPACITY))
-    names = capacity.groupby(_pool_key(rows)).transform(lambda names: "+".join(sorted(names.dropna().unique())))
-    names = names.where(names != "", rows["namespace"])  # no capacity row in the range: the row's own
-    origin.loc[pooled, "ResourceId"] = rows["cluster"] + "/" + names
-    origin.loc[pooled, "ResourceName"] = names
-    origin.loc[pooled, "ResourceType"] = method[pooled].map({RESERVED_POOL: "Reserved pool", KUEUE_QUOTA: "Kueue quota"})
-    return origin
-
-
-def _ratios(share: pd.Series, origin: list[pd.Series]) -> pd.Series:
-    """Each row's AllocatedRatio: its share over its origin's total (equal parts where the total is 0)."""
-    groups = share.groupby(origin)
-    total, count = groups.transform("sum"), groups.transform("size")
-    return (share / total).where(total != 0, 1 / count)
-
-
-def _ledger_ratios(ledger: pd.DataFrame, kind: pd.Series) -> pd.Series:
-    """The AllocatedRatio of the allocated ledger rows (NaN for the others)."""
-    pooled = kind.isin([*CAPACITY, CREDIT, LENT])
-    return pd.concat([_unrequested_ratios(ledger[kind == UNREQUESTED]),
-                      _pool_ratios(ledger[pooled], kind[pooled].isin(CAPACITY))]).reindex(ledger.index)
-
-
-def _unrequested_ratios(rows: pd.DataFrame) -> pd.Series:
-    """A share of a cluster's unrequested capacity of a resource and GPU model on a day: its part of the hours
-    (billing splits them by what each namespace paid on the cluster that day)."""
-    return _ratios(rows["quantity"], [rows["day"], rows["cluster"], rows["resource"], rows["gpu_model"]])
-
-
-def _pool_ratios(rows: pd.DataFrame, capacity: pd.Series) -> pd.Series:
-    """A team's reserved pools or Kueue quotas (`_pool_key`): each credit is the part of their hours a namespace
-    used (it pays them in its own rows; a lent credit, the part it borrowed), each capacity row its pool's or
-    quota's part of the hours no one used, which stay the team's; so the parts add up to 1."""
-    quantity = rows["quantity"].astype(float)
-    held = quantity.where(capacity, 0.0).groupby(_pool_key(rows)).transform("sum")
-    used = (-quantity).where(~capacity, 0.0).groupby(_pool_key(rows)).transform("sum")
-    kept = (1 - used / held.where(held != 0)).fillna(0.0)
-    return _ratios(quantity.abs().where(~capacity, quantity * kept), _pool_key(rows))
-
-
-def _allocation(method: pd.Series, ratio: pd.Series, cluster: pd.Series, namespace: pd.Series, team: pd.Series,
-                charged_tags: list[str | None]) -> dict[str, pd.Series]:
-    """FOCUS 1.3's split cost allocation columns, null where method is: what an allocated charge is split to is
-    its namespace on the cluster, or the team where it has none."""
-    allocated = method.notna()
-    named = namespace.fillna("") != ""
-    name = namespace.where(named, "team:" + team)
-    return {
-        "AllocatedMethodId": method.where(allocated, None),
-        "AllocatedMethodDetails": ratio[allocated].map(lambda part: json.dumps({"Elements": [{"AllocatedRatio": part}]}))
-                                                  .reindex(method.index),
-        "AllocatedResourceId": (cluster + "/" + name).where(allocated, None),
-        "AllocatedResourceName": name.where(allocated, None),
-        "AllocatedTags": pd.Series(charged_tags, index=method.index).where(allocated, None),
-    }
 
 
 def recovery_rows(recovered: pd.DataFrame, zone: ZoneInfo, version: str = DEFAULT_VERSION) -> pd.DataFrame:
     """Cost recovery lines of closed months, with what corrections of their days moved (ledger.read.read_recovery:
     month, team, cluster, amount, currency) as FOCUS rows of their own: ChargeCategory Adjustment over the whole
-    month, no quantity or price. In FOCUS 1.3 each is an allocated charge: its cluster's month split to its team."""
+    month, no quantity or price, on the team's account. No split in FOCUS 1.3 either: `billing close` splits a
+    cluster's month over teams, but FOCUS's allocated charges keep their origin's billing account."""
     periods = _periods(recovered["month"], zone)
-    origin_tags = [{TAG_PREFIX + "cluster": cluster, TAG_PREFIX + "kind": "recovery"} for cluster in recovered["cluster"]]
-    team_tags = [{TAG_PREFIX + "team": team} for team in recovered["team"]]
+    tags = [{TAG_PREFIX + "cluster": cluster, TAG_PREFIX + "kind": "recovery", TAG_PREFIX + "team": team}
+            for cluster, team in zip(recovered["cluster"], recovered["team"])]
     focus = pd.DataFrame(
         {
             "BilledCost": recovered["amount"],
@@ -386,37 +447,54 @@ def recovery_rows(recovered: pd.DataFrame, zone: ZoneInfo, version: str = DEFAUL
             "ServiceName": "Kubernetes",
             "ServiceSubcategory": "Containers",
             "SkuId": "recovery",
-            "Tags": [_json(origin | team) for origin, team in zip(origin_tags, team_tags)],
+            "Tags": [_json(pairs) for pairs in tags],
         },
         index=recovered.index,
     )
     if version == "1.3":
-        method = pd.Series(COST_RECOVERY, index=recovered.index)
-        focus = focus.assign(
-            HostProviderName=recovered["cluster"], ServiceProviderName=recovered["cluster"],
-            SkuPriceId=None, SkuMeter="cost recovery", Tags=[_json(origin) for origin in origin_tags],
-            **_allocation(method, _ratios(recovered["amount"], [recovered["month"], recovered["cluster"]]),
-                          recovered["cluster"], pd.Series(None, index=recovered.index, dtype=object),
-                          recovered["team"], [_json(team) for team in team_tags]))
+        focus = focus.assign(HostProviderName=recovered["cluster"], ServiceProviderName=recovered["cluster"],
+                             SkuPriceId=None, SkuMeter="cost recovery", **{column: None for column in ALLOCATION_COLUMNS})
     # the charge period is the month: from its first day's start to the next month's
     focus = focus.join(periods.assign(ChargePeriodStart=periods["BillingPeriodStart"],
-                                      ChargePeriodEnd=periods["BillingPeriodEnd"]))
+                                      ChargePeriodEnd=periods["BillingPeriodEnd"])).assign(
+        InvoiceId=invoice_ids(recovered["cluster"], recovered["month"], recovered["team"]))
     return focus[FOCUS_COLUMNS[version]].reset_index(drop=True)
+
+
+NUMBERS = ["BilledCost", "ConsumedQuantity", "ContractedCost", "EffectiveCost", "ListCost", "ListUnitPrice",
+           "PricingQuantity"]  # FOCUS's Decimal columns billing writes
+DATE_TIMES = ["BillingPeriodEnd", "BillingPeriodStart", "ChargePeriodEnd", "ChargePeriodStart"]
+
+
+def typed(focus: pd.DataFrame) -> pd.DataFrame:
+    """FOCUS rows with each column of its FOCUS data type whatever its values: Decimal columns doubles (without
+    a negative zero), Date/Time UTC timestamps, the others text, also where every row is null (a column of
+    Parquet type null is no String)."""
+    text = [column for column in focus.columns if column not in NUMBERS and column not in DATE_TIMES]
+    return focus.astype({column: float for column in NUMBERS} | {column: "string" for column in text}) \
+        .assign(**{column: lambda rows, column=column: rows[column] + 0.0 for column in NUMBERS})
+
+
+def _decimal(number: object) -> str:
+    """A double as the Numeric Format has it: digits and a decimal point, no exponent (9.166666666666667e-05
+    is 0.00009166666666666667), as many digits as tell the double apart; a whole number with its `.0`, so that a
+    reader guessing types (the FOCUS validator's) sees a decimal column, not an integer one."""
+    return np.format_float_positional(float(number), trim="0")  # type: ignore[arg-type]  # a double: to_csv's floats
 
 
 def write_focus(focus: pd.DataFrame, output: Path | None, stdout: IO[str]) -> None:
     """Parquet to a `.parquet` file, else CSV (to stdout without a file).
 
-    CSV writes date/times in FOCUS's UTC format and null as an empty field, and a text cell that starts like a
-    formula (= + - @) with a leading quote, as the reports do; Parquet keeps the types and the text as it is:
-    decimals as doubles, date/times as UTC timestamps.
+    CSV writes numbers as plain decimals, date/times in FOCUS's UTC format and null as an empty field, and a
+    text cell that starts like a formula (= + - @) with a leading quote, as the reports do; Parquet keeps the
+    types and the text as it is: decimals as doubles, date/times as UTC timestamps, the rest strings.
     """
+    focus = typed(focus)
     if output is not None and output.suffix.lower() == ".parquet":
         if find_spec("pyarrow") is None:  # pandas writes Parquet with it
             raise ParquetUnavailable("Parquet output needs pyarrow: pip install 'billing[parquet]', or write CSV")
         focus.to_parquet(output, index=False)
     else:  # text a spreadsheet would run as a formula (a team named =HYPERLINK(...)) stays text
-        text = [column for column in focus.columns if not (pd.api.types.is_numeric_dtype(focus[column])
-                                                           or pd.api.types.is_datetime64_any_dtype(focus[column]))]
-        safe = focus.assign(**{column: focus[column].map(spreadsheet_safe) for column in text})
-        safe.to_csv(output or stdout, index=False, date_format=TIME_FORMAT)
+        text = [column for column in focus.columns if column not in NUMBERS and column not in DATE_TIMES]
+        safe = focus.assign(**{column: focus[column].map(spreadsheet_safe, na_action="ignore") for column in text})
+        safe.to_csv(output or stdout, index=False, date_format=TIME_FORMAT, float_format=_decimal)

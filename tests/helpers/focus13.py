@@ -7,6 +7,7 @@ import json
 import re
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 # FOCUS 1.3 Cost and Usage columns: feature level, allows nulls
@@ -49,8 +50,15 @@ COLUMNS = {
 EXPECTED_CONDITIONAL = {
     "AllocatedMethodDetails", "AllocatedMethodId", "AllocatedResourceId", "AllocatedResourceName", "AllocatedTags",
     "ConsumedQuantity", "ConsumedUnit", "ListUnitPrice", "ResourceId", "ResourceName", "ResourceType", "SkuId",
-    "SkuMeter", "SkuPriceId", "Tags", "PricingCategory", "ChargeFrequency", "ServiceSubcategory",
+    "SkuMeter", "SkuPriceId", "Tags", "PricingCategory", "ChargeFrequency", "ServiceSubcategory", "InvoiceId",
 }
+# the Data type of each column the export may hold that is no String (nor JSON text: Tags, AllocatedMethodDetails)
+DECIMAL = {"BilledCost", "ConsumedQuantity", "ContractedCost", "ContractedUnitPrice", "EffectiveCost", "ListCost",
+           "ListUnitPrice", "PricingQuantity"}
+DATE_TIME = {"BillingPeriodEnd", "BillingPeriodStart", "ChargePeriodEnd", "ChargePeriodStart"}
+# Numeric Format (1.3): an integer, a decimal, or E notation "mEn" whose exponent has a sign only when negative;
+# no positive sign, no thousands separators (1.2 allowed no exponent at all: billing writes plain decimals)
+NUMERIC = re.compile(r"-?\d+(\.\d+)?(E-?\d+)?")
 DATETIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")  # Date/Time Format: ISO 8601, UTC, "Z"
 CHARGE_CATEGORIES = {"Usage", "Purchase", "Tax", "Credit", "Adjustment"}
 CHARGE_FREQUENCIES = {"One-Time", "Recurring", "Usage-Based"}
@@ -94,9 +102,8 @@ def check_focus_13(focus: pd.DataFrame) -> None:
     assert (focus["BillingPeriodStart"] < focus["BillingPeriodEnd"]).all()
     assert (focus["ChargePeriodStart"] < focus["ChargePeriodEnd"]).all()
     assert focus["BillingCurrency"].map(lambda text: bool(re.fullmatch(r"[A-Z]{3}", text))).all()
-    for column in ("BilledCost", "ContractedCost", "EffectiveCost", "ListCost", "ListUnitPrice", "PricingQuantity",
-                   "ConsumedQuantity"):
-        assert pd.api.types.is_float_dtype(focus[column]) or focus[column].isna().all(), column
+    for column in DECIMAL & set(focus.columns):  # read back as numbers (an integer is a decimal too)
+        assert pd.api.types.is_numeric_dtype(focus[column]) or focus[column].isna().all(), column
 
     usage = focus["ChargeCategory"].isin(["Usage", "Purchase"]) & null(focus, "ChargeClass")
     # SKU and price: SkuPriceId of every usage row, with one parent SkuId; ListUnitPrice, PricingQuantity,
@@ -136,15 +143,27 @@ def check_focus_13(focus: pd.DataFrame) -> None:
     check_allocations(focus)
 
 
+# Cost and Usage metrics (Column type Metric) that add up over an origin's allocated charges; the others (unit
+# prices) and every dimension are the origin's on each of them
+SUMMABLE = ["BilledCost", "ContractedCost", "EffectiveCost", "ListCost", "PricingQuantity", "ConsumedQuantity"]
+
+
 def check_allocations(focus: pd.DataFrame) -> None:
-    """The split cost allocation columns: null together off a split; on an allocated charge the method, what the
-    cost is allocated to (id and name), AllocatedMethodDetails as {"Elements": [{"AllocatedRatio": ...}]} and
-    AllocatedTags that repeat no key of Tags; the ratios of one origin charge add up to 1."""
+    """The split cost allocation columns (AllocatedMethodId, AllocatedResourceId, AllocatedResourceName,
+    AllocatedMethodDetails, AllocatedTags) and Data Generator-Calculated Split Cost Allocation Handling.
+
+    Off a split all are null. On an allocated charge the method and AllocatedMethodDetails are set; the
+    AllocatedResourceId is null exactly on the unallocated portion, and locally unique within a ResourceId and
+    ChargePeriod. The allocated charges of one origin charge match it in every dimension and unit price (so an
+    origin is a group of allocated rows equal in all of them), and add up to it in every summable metric: the
+    ratios add up to 1 and each row's metrics are the origin's at its ratio."""
     split = ~null(focus, "AllocatedMethodId")
     for column in ("AllocatedMethodDetails", "AllocatedResourceId", "AllocatedResourceName", "AllocatedTags"):
         assert null(focus, column)[~split].all(), column
-    assert not focus.loc[split, ["AllocatedResourceId", "AllocatedResourceName", "AllocatedMethodDetails"]].isna().any().any()
     allocated = focus[split]
+    assert not null(allocated, "AllocatedMethodDetails").any()
+    assert (null(allocated, "AllocatedResourceId") == null(allocated, "AllocatedResourceName")).all()
+    assert null(allocated, "AllocatedTags")[null(allocated, "AllocatedResourceId")].all()
     for details in allocated["AllocatedMethodDetails"].map(json_object):
         assert isinstance(details["Elements"], list) and details["Elements"]
         for element in details["Elements"]:
@@ -154,10 +173,40 @@ def check_allocations(focus: pd.DataFrame) -> None:
     for tags, allocated_tags in zip(allocated["Tags"], allocated["AllocatedTags"]):
         if isinstance(allocated_tags, str):
             assert not set(json_object(allocated_tags)) & set(json_object(tags))
-    # an origin charge's allocated charges share its dimensions of what is charged and its tags
-    origin = allocated.assign(ratio=allocated["AllocatedMethodDetails"].map(ratio)).groupby(
-        ["AllocatedMethodId", "ResourceId", "ChargePeriodStart", "ServiceName", "Tags"])["ratio"].sum()
-    assert origin.to_numpy() == pytest.approx([1.0] * len(origin))
+    named = allocated.dropna(subset=["AllocatedResourceId"])
+    assert not named.duplicated(["ResourceId", "ChargePeriodStart", "ChargePeriodEnd", "AllocatedResourceId"]).any()
+    for rows in origins(allocated):
+        parts = rows["AllocatedMethodDetails"].map(ratio)
+        assert parts.sum() == pytest.approx(1.0), rows
+        for column in SUMMABLE:
+            if column in rows and not rows[column].isna().all():
+                assert rows[column].to_numpy() == pytest.approx((rows[column].sum() * parts).to_numpy()), column
+
+
+def origins(allocated: pd.DataFrame) -> list[pd.DataFrame]:
+    """Allocated charges grouped by their origin charge: the rows equal in every dimension and unit price."""
+    origin = [column for column in allocated.columns
+              if column not in SUMMABLE and not column.startswith("Allocated")]
+    return [rows for _, rows in allocated.groupby(origin, dropna=False, sort=False)]
+
+
+def check_numeric_text(focus: pd.DataFrame) -> None:
+    """The export's numbers as written (a CSV read as text) follow the Numeric Format."""
+    for column in DECIMAL & set(focus.columns):
+        bad = focus[column].dropna().map(lambda text: not NUMERIC.fullmatch(text))
+        assert not bad.any(), (column, focus.loc[bad[bad].index, column].tolist())
+
+
+def check_parquet_types(schema: pa.Schema) -> None:
+    """A Parquet export's column types are their FOCUS data types: Decimal a floating point or decimal number,
+    Date/Time a UTC timestamp, String and JSON text; a column null on every row too."""
+    for field in schema:
+        if field.name in DECIMAL:
+            assert pa.types.is_floating(field.type) or pa.types.is_decimal(field.type), field
+        elif field.name in DATE_TIME:
+            assert pa.types.is_timestamp(field.type) and field.type.tz in ("UTC", "+00:00"), field
+        else:
+            assert pa.types.is_string(field.type) or pa.types.is_large_string(field.type), field
 
 
 def ratio(details: str) -> float:

@@ -111,6 +111,17 @@ def write_month(engine, month: date, days: dict[date, list[tuple]]) -> None:
         day += timedelta(days=1)
 
 
+def closed_october(url: str) -> str:
+    """The ledger at `url` holding October (OCT_5, OCT_6), closed recovering each cluster's cost (jaguar 100.00,
+    heron 60.00); returns the URL."""
+    engine = new_ledger(url)
+    write_month(engine, OCT, {date(2026, 10, 5): OCT_5, date(2026, 10, 6): OCT_6})
+    close_month(engine, OCT, "finance", TODAY_DONE, "USD", {},
+                recover={"jaguar": CostRecovery(monthly_cost=100.00), "heron": CostRecovery(monthly_cost=60.00)})
+    engine.dispose()
+    return url
+
+
 def all_formats(engine, month: date) -> dict[str, str]:
     statement = build_statement(engine, month, "USD", {"robotics": "CC-4711"})
     return {name: render(statement) for name, render in FORMATS.items()}

@@ -11,6 +11,7 @@ from email import message_from_bytes, policy
 from pathlib import Path
 
 import pandas as pd
+import pytest
 import yaml
 from click.testing import CliRunner
 from sqlalchemy import create_engine
@@ -211,7 +212,19 @@ def test_the_demos_focus_export_passes_the_focus_13_checks(demo_run, monkeypatch
     assert set(pool["BillingAccountId"]) == {"genomics"} and (pool["AllocatedMethodDetails"].map(ratio) > 0).all()
     quota = focus[focus["AllocatedMethodId"] == "billing/kueue-quota"]  # vision's, nlp's and speech's queues on jaguar
     assert set(quota["BillingAccountId"]) == {"vision", "nlp", "speech"} and set(quota["ProviderName"]) == {"jaguar"}
-    assert set(quota["ResourceType"]) == {"Kueue quota"} and set(quota["ChargeCategory"]) == {"Usage", "Credit"}
+    assert set(quota["ResourceType"]) == {"Kueue quota"} and set(quota["ChargeCategory"]) == {"Usage"}
+    # the same money as the ledger: per team, in credits, and each pool's and quota's capacity rows in its split
+    with create_engine(f"sqlite:///{demo_run / 'demo-out' / 'billing.db'}").connect() as conn:
+        ledger = pd.read_sql("select * from chargeback", conn)
+    assert focus.groupby("BillingAccountId")["BilledCost"].sum().to_dict() == pytest.approx(
+        ledger.groupby("team")["cost"].sum().to_dict())
+    credits = ledger["resource"].str.startswith(("credit-", "lent-"))
+    assert focus.loc[focus["ChargeCategory"] == "Credit", "BilledCost"].sum() == pytest.approx(
+        ledger.loc[credits, "cost"].sum())
+    capacity = ledger[ledger["resource"].str.startswith(("reserved-", "quota-"))]
+    split = pd.concat([pool, quota])
+    assert split.groupby("BillingAccountId")["BilledCost"].sum().to_dict() == pytest.approx(
+        capacity.groupby("team")["cost"].sum().to_dict())
 
 
 def test_the_demos_newest_cluster_bills_kueue_quotas(demo_run):
