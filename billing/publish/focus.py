@@ -362,18 +362,24 @@ def _allocated_charges(allocated: pd.DataFrame) -> pd.DataFrame:
     model = ("/" + allocated["gpu_model"]).where(allocated["gpu_model"] != "", "")
     what = allocated["namespace"].where(~unrequested, "unrequested") + "/" + allocated["resource"].map(base) + model
     named = allocated["allocated"].notna()
+    # a namespace whose owner is on k teams is charged to each of them (docs/spec.md): k allocated resources, told
+    # apart by the team, so that an AllocatedResourceId is unique within its origin's ResourceId and ChargePeriod
+    resource_id = allocated["cluster"] + "/" + what
+    shared = named & pd.DataFrame({"id": resource_id, "day": allocated["day"], "allocated": allocated["allocated"]}
+                                  ).duplicated(keep=False)
+    allocated_name = allocated["allocated"].where(~shared, allocated["allocated"].fillna("") + "/" + allocated["team"])
     return focus.assign(
         **_columns_13(allocated, focus),
         ChargeDescription=[_unrequested_description(row) if split else description for row, split, description
                            in zip(allocated.itertuples(), unrequested, focus["ChargeDescription"])],
-        ResourceId=allocated["cluster"] + "/" + what,
+        ResourceId=resource_id,
         ResourceName=what,
         ResourceType=kind.map({RESERVED: "Reserved pool", QUOTA: "Kueue quota", UNREQUESTED: "Unrequested capacity"}),
         Tags=[_origin_tags(row) for row in allocated.itertuples()],
         AllocatedMethodId=allocated["method"],
         AllocatedMethodDetails=[json.dumps({"Elements": [{"AllocatedRatio": ratio}]}) for ratio in allocated["ratio"]],
-        AllocatedResourceId=(allocated["cluster"] + "/" + allocated["allocated"].fillna("")).where(named, None),
-        AllocatedResourceName=allocated["allocated"].where(named, None),
+        AllocatedResourceId=(allocated["cluster"] + "/" + allocated_name.fillna("")).where(named, None),
+        AllocatedResourceName=allocated_name.where(named, None),
         AllocatedTags=pd.Series([_allocated_tags(row) for row in allocated.itertuples()], index=allocated.index,
                                 dtype=object),
     )
