@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from billing.collect.context import ClusterDay
+from billing.collect.figures import NODES, PODS, figure
 from billing.collect.preflight import day_queries, window_of
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.promql import APP_REQUESTS, INIT_INFO, INIT_REQUESTS, Queries
@@ -33,7 +34,7 @@ def unbillable_pods(queries: Queries, source: PrometheusSource, at: int, day: st
     def pods(during_running: str) -> int:
         """How many pods the expression (per uid, joined with Running) has at some sampled instant of the day."""
         answer = source.instant(f"count(max_over_time(({during_running} and on (uid) {running})[{day}:{queries.step}]))", at)
-        return int(float(answer[0]["value"][1])) if answer else 0
+        return int(figure(answer[0]["value"][1], PODS, answer[0]["metric"], "")) if answer else 0
 
     told_apart = queries.series(INIT_INFO, 'restart_policy!=""')  # v2.11 and later label sidecars
     labelled = source.instant(f"count(last_over_time({told_apart}[{day}]))", at)
@@ -68,4 +69,4 @@ def selected_nodes(context: ClusterDay) -> int | None:
     query = (f"count(group by (node, exported_node) "
              f"(last_over_time(kube_node_labels{{{context.cluster.prometheus.selector}}}[{window}])))")
     answer = context.source.instant(query, at)
-    return round(float(answer[0]["value"][1])) if answer else None
+    return round(figure(answer[0]["value"][1], NODES, answer[0]["metric"], context.cluster.name)) if answer else None
