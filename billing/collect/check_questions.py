@@ -34,7 +34,7 @@ def unbillable_pods(queries: Queries, source: PrometheusSource, at: int, day: st
     def pods(during_running: str) -> int:
         """How many pods the expression (per uid, joined with Running) has at some sampled instant of the day."""
         answer = source.instant(f"count(max_over_time(({during_running} and on (uid) {running})[{day}:{queries.step}]))", at)
-        return int(figure(answer[0]["value"][1], PODS, answer[0]["metric"], "")) if answer else 0
+        return int(figure(answer[0]["value"][1], PODS, answer[0]["metric"], queries.cluster)) if answer else 0
 
     told_apart = queries.series(INIT_INFO, 'restart_policy!=""')  # v2.11 and later label sidecars
     labelled = source.instant(f"count(last_over_time({told_apart}[{day}]))", at)

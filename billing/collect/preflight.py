@@ -29,8 +29,9 @@ and the rest are asked as `billing check` asks them.
 
 from __future__ import annotations
 
+import heapq
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import date
 from typing import Literal
@@ -171,12 +172,25 @@ class Seen:
     resources: frozenset[str] = frozenset()
     pods: tuple[str, ...] = ()  # uids of a few pods the usage read requests of: see PROBED
 
+    @staticmethod
+    def joined(seen: Iterable[Seen]) -> Seen:
+        """What several chunks' answers showed together, with the first PROBE_PODS of their pods."""
+        parts = list(seen)
+        return Seen(frozenset().union(*(part.found for part in parts)),
+                    frozenset().union(*(part.resources for part in parts)),
+                    first_pods(uid for part in parts for uid in part.pods))
+
 
 # Branches the usage's answers cannot show (with `requests: pod` its requests are app and init containers' summed),
 # asked first of the few pods `Seen.pods` only: found there, the family is present, at the cost of an index lookup;
 # else the branch is asked of every pod, as `billing check` asks it
 PROBED = ("requests", "init_requests", "init_info")
 PROBE_PODS = 50
+
+
+def first_pods(uids: Iterable[str]) -> tuple[str, ...]:
+    """The first PROBE_PODS uids in sorted order: the pods PROBED families are asked of first."""
+    return tuple(heapq.nsmallest(PROBE_PODS, set(uids) - {""}))
 
 
 def presence_query(queries: Queries, window: str, workloads: bool, seen: Seen = Seen(),

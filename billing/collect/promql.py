@@ -145,6 +145,7 @@ class Queries:
 
     def __init__(self, cluster: ClusterConfig, gpu_resources: GpuResources, chunk: Chunk,
                  store: Store = DEFAULT_STORE):
+        self.cluster = cluster.name  # for the sentence that refuses an impossible sample
         self.engine = store.engine
         self.latest = store.engine.latest  # a series' value at each instant, written for this engine
         # the label names of each metric family; `.plain(expression)` gives the plain names back

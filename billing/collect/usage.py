@@ -70,11 +70,10 @@ docs/performance.md has the figures.
 from __future__ import annotations
 
 import functools
-import heapq
 import json
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -85,7 +84,7 @@ from billing.collect.asking import NodeKinds, TopControllers, at_times, map_chun
 from billing.collect.chunks import HOUR, Chunk, chunks, hour_groups
 from billing.collect.context import ClusterDay
 from billing.collect.figures import EXPORTERS, INSTANTS, REQUESTS, RUNNING_INSTANTS, ImpossibleFigure, figure
-from billing.collect.preflight import KIND_PODS, OWNERS, PROBE_PODS, Seen
+from billing.collect.preflight import KIND_PODS, OWNERS, Seen, first_pods
 from billing.collect.prometheus import PrometheusError, PrometheusSource
 from billing.collect.promql import (
     APP_REQUESTS,
@@ -176,7 +175,6 @@ class UsageQueries(Queries):
     def __init__(self, cluster: ClusterConfig, gpu_resources: GpuResources, chunk: Chunk, store: Store = DEFAULT_STORE,
                  cost_labels: Sequence[str] | None = None):
         super().__init__(cluster, gpu_resources, chunk, store)
-        self.cluster = cluster.name
         self.cost_labels = None if cost_labels is None else list(cost_labels)
         self.label_keys = [kube_label(name) for name in self.cost_labels or []]
         # the labels a breakdown adds to every result
@@ -456,12 +454,7 @@ def _seen(queries: UsageQueries, running: frozenset[str], pods: dict[str, dict[s
     resources = frozenset(series["metric"].get("resource", "") for series in requests) - {""}
     if resources and queries.rule == "containers":
         found.add("requests")
-    return Seen(frozenset(found), resources, _first_pods(series["metric"].get("uid", "") for series in requests))
-
-
-def _first_pods(uids: Iterable[str]) -> tuple[str, ...]:
-    """The first PROBE_PODS uids in sorted order: the pods the preflight asks PROBED families of first."""
-    return tuple(heapq.nsmallest(PROBE_PODS, set(uids) - {""}))
+    return Seen(frozenset(found), resources, first_pods(series["metric"].get("uid", "") for series in requests))
 
 
 @dataclass(frozen=True)
@@ -666,8 +659,7 @@ def collect_cluster(context: ClusterDay, cost_labels: Sequence[str] | None = Non
         pod_hours=pd.concat([r.pod_hours for r in results], ignore_index=True),
         bound_pending=_normalise(pending if cost_labels is not None else pending.assign(workload=""), gpu_resources,
                                  frames.BOUND_PENDING.columns),
-        seen=Seen(frozenset().union(*(r.seen.found for r in results)), frozenset().union(*(r.seen.resources for r in results)),
-                  _first_pods(uid for r in results for uid in r.seen.pods)),
+        seen=Seen.joined(r.seen for r in results),
     )
 
 

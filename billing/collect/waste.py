@@ -123,7 +123,6 @@ class WasteQueries(Queries):
     def __init__(self, cluster: ClusterConfig, gpu_resources: GpuResources, chunk: Chunk, store: Store,
                  by_workload: bool = False, copies: bool = False):
         super().__init__(cluster, gpu_resources, chunk, store)
-        self.cluster = cluster.name  # for the sentence that refuses an impossible sample
         self.copies = copies  # some series came from several exporters: merged at each instant (as usage does)
         # nodes are aggregated away in every waste query: a renamed `node` label needs no renaming back
         self.ksm, self.dcgm, self.cadvisor = (replace(f, node="node") for f in (self.ksm, self.dcgm, self.cadvisor))
