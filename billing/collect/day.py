@@ -27,7 +27,7 @@ from billing.collect.waste import MEASURES, WORKLOAD_WASTE_KEYS, collect_waste, 
 from billing.config import ClusterConfig, Config
 from billing.days import BillingDay
 from billing.errors import RunFailed
-from billing.resources import CPU, GPU, MEMORY
+from billing.resources import CPU, GPU, MEMORY, RESOURCES
 
 log = logging.getLogger(__name__)
 
@@ -133,15 +133,22 @@ def _collect_waste(config: Config, context: ClusterDay, usage: ClusterUsage) -> 
     return (waste_by_namespace(wasted), wasted) if by_workload else (wasted, none)
 
 
+def hours_by_resource(usage: ClusterUsage) -> dict[str, float]:
+    """The cluster-day's resource-hours of each resource (0.0 of one no pod used), as the night's log and the pushed
+    run metrics say them."""
+    by_resource = usage.usage.groupby("resource")["quantity"].sum()
+    return {resource: float(by_resource.get(resource, 0.0)) for resource in RESOURCES}
+
+
 def _log_cluster(collected: ClusterUsage) -> None:
-    hours = collected.usage.groupby("resource")["quantity"].sum()
+    hours = hours_by_resource(collected)
     log.info(
         "cluster %s: %d namespaces, %d pods, %.2f GPU-h, %.2f core-h, %.2f GiB-h (%d queries)",
         collected.cluster,
         collected.usage["namespace"].nunique(),
         collected.pods,
-        hours.get(GPU, 0.0),
-        hours.get(CPU, 0.0),
-        hours.get(MEMORY, 0.0),
+        hours[GPU],
+        hours[CPU],
+        hours[MEMORY],
         collected.queries,
     )
