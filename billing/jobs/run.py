@@ -1,4 +1,5 @@
-"""The nightly run of one billing day: collect, own, price, write the ledger."""
+"""The nightly run of one billing day: collect every cluster (billing/collect/day.py), read the directory, bill
+(billing/charge/bill.py), write the ledger, publish; in that order, and nothing of what each stage does."""
 
 from __future__ import annotations
 
