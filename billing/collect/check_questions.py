@@ -16,7 +16,7 @@ import pandas as pd
 
 from billing.collect.chunks import Chunk
 from billing.collect.context import ClusterDay
-from billing.collect.figures import NODES, PODS, figure
+from billing.collect.figures import CLUSTER_REQUESTS, NODES, PODS, figure
 from billing.collect.preflight import day_queries, window_of
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.promql import APP_REQUESTS, INIT_INFO, INIT_REQUESTS, POD_LABELS, SCHEDULED, Queries, one_of
@@ -133,16 +133,23 @@ def _hours_by_term(queries: Queries, source: PrometheusSource, at: int) -> dict[
     labelled = " or ".join(f'label_replace({expression}, "term", "{term}", "", "")' for term, expression in terms.items())
     query = (f"sum by (resource, term) (({labelled}) * on (namespace, pod, uid) group_left () "
              f"max by (namespace, pod, uid) ({running}))")
+    chunk = queries.chunk
+    instants = (chunk.end - chunk.start) / chunk.step
+
+    def hours_of(series: dict[str, Any]) -> float:
+        """A sum over the day's instants as resource-hours, through the gate."""
+        value = figure(series["value"][1], CLUSTER_REQUESTS, series["metric"], queries.cluster, instants)
+        return value * chunk.step / 3600
+
     hours: dict[str, dict[str, float]] = {}
     for series in source.instant(query, at):
         labels = series["metric"]
-        resource_hours = hours.setdefault(labels.get("resource", ""), {})
-        resource_hours[labels.get("term", "")] = float(series["value"][1]) * ESTIMATE_STEP / 3600
+        hours.setdefault(labels.get("resource", ""), {})[labels.get("term", "")] = hours_of(series)
     if queries.dra:  # instant by instant: a shared GPU's shares change as pods come and go
         running_now = f"max by (namespace, pod, uid) ({queries.ksm.plain(queries.latest(queries.running()), POD_LABELS)} == 1)"
         held = f"sum({queries.dra_gpus(queries.latest)} * on (namespace, pod, uid) group_left () {running_now})"
         for series in source.instant(f"sum_over_time({held}[{queries.instants}:{queries.step}])", at):
-            hours.setdefault(DRA_GPU, {})["dra"] = float(series["value"][1]) * ESTIMATE_STEP / 3600
+            hours.setdefault(DRA_GPU, {})["dra"] = hours_of(series)
     added = {}
     for resource, by_term in sorted(hours.items()):
         app = by_term.get("app", 0.0)
