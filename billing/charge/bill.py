@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from billing import frames
-from billing.charge.bound_pending import held_sentence
+from billing.charge.bound_pending import bill_sentences
 from billing.charge.ownership import assign_owners
 from billing.charge.pricing import price, price_holdings, reserve_pools, share_unrequested, unrequested_capacity
 from billing.charge.quotas import queue_remarks, quota_hours, quota_rows, unlent_borrowing, unpriced_flavors
@@ -96,7 +96,8 @@ def bill_day(collected: Sequence[CollectedDay], prices: dict[str, Prices], direc
     charging = [c.name for c in config.clusters if c.bound_pending == "charge"]
     bound_pending = price(pending, ownership, prices, below=["workload", "reason"])
     bound_pending = bound_pending.assign(charged=bound_pending["cluster"].isin(charging))
-    _log_bound_pending(bound_pending, rows)
+    for cluster, sentence in bill_sentences(bound_pending, rows):
+        log.info("cluster %s: %s", cluster, sentence)
     return DayBill(rows, capacity, attribute_waste(wasted, ownership), held, workloads,
                    attribute_waste(workload_wasted, ownership) if workloads is not None else None,
                    {c.usage.cluster: c.usage.coverage for c in collected}, bound_pending=bound_pending, unlent=unlent,
@@ -148,20 +149,6 @@ def _quota_rows(config: Config, prices: dict[str, Prices], collected: Sequence[C
     billed, unlent = [f for f in billed if len(f)], [f for f in unlent if len(f)]
     return (pd.concat(billed, ignore_index=True) if billed else frames.ROWS.empty(),
             pd.concat(unlent, ignore_index=True) if unlent else frames.UNLENT.empty())
-
-
-def _log_bound_pending(bound_pending: pd.DataFrame, rows: pd.DataFrame) -> None:
-    """Per cluster and resource: what pods bound to a node held before they ran, its share of the cluster's bill
-    (the charged part of it, or what it would add) and the reason that held most of it."""
-    bills = rows.groupby("cluster")["cost"].sum()
-    cluster: Any  # the group keys (pandas-stubs types them as Hashable)
-    resource: Any
-    for (cluster, resource), held in bound_pending.groupby(["cluster", "resource"]):
-        bill = float(bills.get(cluster, 0.0))
-        share = f"{held['cost'].sum() / bill:.1%} of the bill" if bill else ""
-        if share and not held["charged"].all():
-            share += " (shown, not charged)"
-        log.info("cluster %s: %s", cluster, held_sentence(resource, held, share))
 
 
 def _workload_rows(config: Config, prices: dict[str, Prices], collected: Sequence[CollectedDay],

@@ -34,3 +34,19 @@ def held_by_resource(hours: pd.DataFrame) -> list[str]:
         share = f"{by_reason['quantity'].sum() / ran:.1%} of what Running pods requested" if ran else ""
         lines.append(f"{resource} {held_sentence(resource, by_reason, share)}")
     return lines
+
+
+def bill_sentences(bound_pending: pd.DataFrame, rows: pd.DataFrame) -> list[tuple[str, str]]:
+    """Per cluster and resource of the night's log: what pods bound to a node held before they ran, its share of the
+    cluster's bill (the charged part of it, or what it would add) and the reason that held most of it."""
+    bills = rows.groupby("cluster")["cost"].sum()
+    said = []
+    cluster: Any  # the group keys (pandas-stubs types them as Hashable)
+    resource: Any
+    for (cluster, resource), held in bound_pending.groupby(["cluster", "resource"]):
+        bill = float(bills.get(cluster, 0.0))
+        share = f"{held['cost'].sum() / bill:.1%} of the bill" if bill else ""
+        if share and not held["charged"].all():
+            share += " (shown, not charged)"
+        said.append((cluster, held_sentence(resource, held, share)))
+    return said
