@@ -4,7 +4,7 @@
 
 Loads the generated day of bench.collect_bench (from its TSDB cache, made
 there if missing), lets Prometheus compact it, and collects the day
-in-process as `billing run` does (billing.jobs.run.collect_from, the default
+in-process as `billing run` does (billing.collect.day.collect_day, the default
 config) in a process of its own, which does not hold the generated world
 (as the benchmark's does). After every answer it notes the process's peak resident size so far
 (VmHWM) and its resident size now (VmRSS), and prints the answers after which
@@ -27,9 +27,9 @@ import time
 from pathlib import Path
 
 from bench.collect_bench import PERIOD, billing_config, day_in_prometheus, resident_mb
+from billing.collect.day import collect_day
 from billing.collect.prometheus import LivePrometheus
 from billing.config import load_config
-from billing.jobs.run import collect_from
 
 
 class Noted:
@@ -61,7 +61,7 @@ def measure(url: str, pods: int, waste: bool) -> None:
         config = load_config(billing_config(Path(tmp), url, {"waste": {"enabled": waste}}))
         cluster = config.clusters[0]
         source = Noted(LivePrometheus(cluster.name, cluster.prometheus))
-        collect_from(config, cluster, PERIOD, source)
+        collect_day(config, cluster, PERIOD, source)
     print(f"{pods:,} pods, waste {'on' if waste else 'off'}: {len(source.notes)} answers, "
           f"peak RSS {resident_mb(os.getpid()):,.0f} MB")
     print("   after   peak MB    now MB   series  query")

@@ -6,7 +6,7 @@ Loads the generated day of bench.collect_bench (from its TSDB cache, made
 there if missing) and lets Prometheus compact it, or uses a Prometheus that
 holds it already (`--url`, `--pid`: its process, whose CPU time is read).
 It collects the day in-process as `billing run` does
-(billing.jobs.run.collect_from, the default config), noting every query with
+(billing.collect.day.collect_day, the default config), noting every query with
 the line of billing/collect that asked it. Then it asks each query again,
 one at a time, and adds up Prometheus' CPU time per asking line. Beside that
 it asks the bill's floor (bench.collect_bench) the same way, so each line's
@@ -28,9 +28,9 @@ from pathlib import Path
 
 from bench.collect_bench import PERIOD, billing_config, bills_floor, day_in_prometheus
 from bench.naive import cpu_seconds
+from billing.collect.day import collect_day
 from billing.collect.prometheus import LivePrometheus
 from billing.config import load_config
-from billing.jobs.run import collect_from
 
 COLLECT = str(Path(__file__).resolve().parent.parent / "billing" / "collect")
 PLUMBING = {"prometheus", "at_times", "_in_one_range", "instant", "range"}  # what only passes a query on
@@ -94,7 +94,7 @@ def measure(url: str, pid: int, pods: int, waste: bool) -> None:
         cluster = config.clusters[0]
         live = LivePrometheus(cluster.name, cluster.prometheus)
         noting = Noting(live)
-        collect_from(config, cluster, PERIOD, noting)
+        collect_day(config, cluster, PERIOD, noting)
     floor = [Query("floor", query, (at,)) for query, at in bills_floor()]
     floor_cpu = sum(ask_alone(live, pid, query) for query in floor)
     cpu: collections.Counter[str] = collections.Counter()

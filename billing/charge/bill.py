@@ -1,4 +1,8 @@
-"""A day's bill: every frame charging hands the ledger, in one value.
+"""A day's bill: the charging recipe (`bill_day`) and every frame it hands the ledger, in one value.
+
+`bill_day` takes what collect produced for each cluster-day (billing/collect/day.py) and charges it: who owns each
+namespace, what namespaces requested priced, reserved pools and Kueue quotas with their credits, unrequested capacity
+shared where a cluster says so, the split below the namespace, and what pods bound to a node held before they ran.
 
 The ledger writes a DayBill in one transaction (billing/ledger/write.py);
 each frame is checked against its schema here, where it crosses from charging
@@ -7,11 +11,29 @@ to the ledger, so a frame missing a column fails before anything is written.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
 
 import pandas as pd
 
 from billing import frames
+from billing.charge.bound_pending import bill_sentences
+from billing.charge.ownership import assign_owners
+from billing.charge.pricing import price, price_holdings, reserve_pools, share_unrequested, unrequested_capacity
+from billing.charge.quotas import queue_remarks, quota_hours, quota_rows, unlent_borrowing, unpriced_flavors
+from billing.charge.workloads import workload_costs
+from billing.collect.day import CollectedDay
+from billing.collect.kueue import NOMINAL
+from billing.collect.promql import gpu_fractions
+from billing.collect.waste import attribute_waste
+from billing.config import Config, Prices
+from billing.directory.people import Directory
+from billing.errors import RunFailed
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -43,3 +65,98 @@ class DayBill:
             frames.WORKLOAD_COSTS.check(self.workloads)
         if self.workload_wasted is not None:
             frames.CHARGED_WORKLOAD_WASTE.check(self.workload_wasted)
+
+    def cost(self, cluster: str | None = None) -> float:
+        """What the day's rows cost, of one cluster or of all."""
+        rows = self.rows if cluster is None else self.rows[self.rows["cluster"] == cluster]
+        return float(rows["cost"].sum())
+
+
+def bill_day(collected: Sequence[CollectedDay], prices: dict[str, Prices], directory: Directory,
+             config: Config) -> DayBill:
+    """Own and price (each cluster at the day's `prices`) what every cluster's store said about the day."""
+    usage = pd.concat([c.usage.usage.assign(cluster=c.usage.cluster) for c in collected], ignore_index=True)
+    capacity = pd.concat([_capacity(c, prices) for c in collected], ignore_index=True)
+    wasted = pd.concat([c.wasted for c in collected], ignore_index=True)
+    workload_wasted = pd.concat([c.workload_wasted for c in collected], ignore_index=True)
+    pending = pd.concat([c.usage.bound_pending.assign(cluster=c.usage.cluster) for c in collected], ignore_index=True)
+    ownership = assign_owners(pd.concat([usage["namespace"], wasted["namespace"], pending["namespace"]]), directory,
+                              config.namespaces)
+    # what namespaces requested; reserved pools' capacity and credits; unrequested shared where a cluster says so
+    rows = price(usage, ownership, prices)
+    holdings = pd.concat([c.usage.holdings.assign(cluster=c.usage.cluster) for c in collected], ignore_index=True)
+    held = price_holdings(holdings, ownership, rows)
+    pool_rows = reserve_pools(capacity, usage, ownership, config.clusters, prices)
+    kueue_rows, unlent = _quota_rows(config, prices, collected, rows)
+    pool_rows = pd.concat([pool_rows, kueue_rows], ignore_index=True)
+    sharing = [c.name for c in config.clusters if c.unrequested == "share"]
+    shared_rows = share_unrequested(capacity[capacity["cluster"].isin(sharing)], rows, config.namespaces.unallocated_team)
+    rows = pd.concat([rows, pool_rows, shared_rows], ignore_index=True)
+    workloads = _workload_rows(config, prices, collected, ownership, rows)
+    charging = [c.name for c in config.clusters if c.bound_pending == "charge"]
+    bound_pending = price(pending, ownership, prices, below=["workload", "reason"])
+    bound_pending = bound_pending.assign(charged=bound_pending["cluster"].isin(charging))
+    for cluster, sentence in bill_sentences(bound_pending, rows):
+        log.info("cluster %s: %s", cluster, sentence)
+    return DayBill(rows, capacity, attribute_waste(wasted, ownership), held, workloads,
+                   attribute_waste(workload_wasted, ownership) if workloads is not None else None,
+                   {c.usage.cluster: c.usage.coverage for c in collected}, bound_pending=bound_pending, unlent=unlent,
+                   capacity_unknown={c.usage.cluster: c.capacity_unknown for c in collected if c.capacity_unknown})
+
+
+def refuse_unpriced_quotas(collected: CollectedDay, day: date, prices: Prices, config: Config) -> None:
+    """Refuse a cluster-day where a listed Kueue queue holds GPUs of a flavor without a priced model (its team would
+    pay quota and use twice); warn of each queue billed to nobody or without a series. Asked as soon as the cluster
+    is collected, before the directory is read."""
+    cluster, quotas = collected.cluster, collected.quotas
+    if cluster.kueue is None:
+        return
+    unpriced = unpriced_flavors(quotas, cluster, prices, gpu_fractions(config.gpu_resources))
+    if unpriced:
+        raise RunFailed(f"cluster {cluster.name} on {day}: " + "; ".join(unpriced) + "; nothing was billed and the day "
+                        "stays missing")
+    for remark in queue_remarks(cluster.kueue, set(quotas.loc[quotas["family"] == NOMINAL, "cluster_queue"])):
+        log.warning("cluster %s: %s", cluster.name, remark)
+
+
+def _capacity(collected: CollectedDay, prices: dict[str, Prices]) -> pd.DataFrame:
+    """The cluster's capacity (frames.CAPACITY): what its nodes offered, what pods requested of it and the rest
+    priced; none where its allocatable capacity is unknown."""
+    name = collected.cluster.name
+    if collected.allocatable is None:
+        return frames.CAPACITY.empty()
+    capacity = unrequested_capacity(collected.allocatable, collected.usage.usage, prices[name], name)
+    row: Any  # a row of the frame's named columns (pandas-stubs types its fields as any scalar)
+    for row in capacity.groupby("resource")[["allocatable", "requested", "unrequested", "unrequested_cost"]].sum().itertuples():
+        log.info("cluster %s: %s %.1f%% requested, %.2f of %.2f resource-hours unrequested (%.2f at list price)", name,
+                 row.Index, 100 * row.requested / row.allocatable if row.allocatable else 0.0,
+                 row.unrequested, row.allocatable, row.unrequested_cost)
+    return capacity
+
+
+def _quota_rows(config: Config, prices: dict[str, Prices], collected: Sequence[CollectedDay],
+                rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Each Kueue cluster's quota rows and credits (docs/spec.md "Kueue quotas"), from its quotas at each instant;
+    and what its queues' namespaces borrowed that no team lent (frames.UNLENT, shown on the pages)."""
+    fractions = gpu_fractions(config.gpu_resources)
+    billed, unlent = [], []
+    for found in collected:
+        cluster = found.cluster
+        if cluster.kueue is not None:
+            hours, lent = quota_hours(found.quotas, int(config.step), cluster.kueue, fractions)
+            billed.append(quota_rows(hours, lent, rows, cluster, prices[cluster.name]))
+            unlent.append(unlent_borrowing(hours, lent, rows, cluster))
+    billed, unlent = [f for f in billed if len(f)], [f for f in unlent if len(f)]
+    return (pd.concat(billed, ignore_index=True) if billed else frames.ROWS.empty(),
+            pd.concat(unlent, ignore_index=True) if unlent else frames.UNLENT.empty())
+
+
+def _workload_rows(config: Config, prices: dict[str, Prices], collected: Sequence[CollectedDay],
+                   ownership: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame | None:
+    """The day's rows split over workloads and cost labels; None with workloads off."""
+    if not config.workloads.enabled:
+        return None
+    usage = pd.concat([c.usage.workloads.assign(cluster=c.usage.cluster) for c in collected
+                       if c.usage.workloads is not None] or [pd.DataFrame(columns=["cluster", *frames.WORKLOAD_USAGE.columns])],
+                      ignore_index=True)
+    return workload_costs(usage, ownership, prices, rows, config.cost_labels)

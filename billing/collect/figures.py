@@ -55,6 +55,9 @@ class Family:
 _KSM_FIX = "correct the pod's spec or kube-state-metrics' export of it"
 REQUESTS = Family("kube_pod_container_resource_requests", "a pod's request (docs/spec.md rule 3: its containers', "
                   "init containers', overhead or kube-scheduler's figure)", _KSM_FIX, NODE)
+# what all of a cluster's pods requested or held of a resource at an instant, summed (`billing check`'s estimates)
+CLUSTER_REQUESTS = Family("kube_pod_container_resource_requests", "a cluster's requests summed over its pods", _KSM_FIX,
+                          CLUSTER)
 ALLOCATABLE = Family("kube_node_status_allocatable", "a node's allocatable capacity",
                      "correct the node's status.allocatable or kube-state-metrics' export of it", NODE)
 _KUEUE_FIX = "correct the ClusterQueue or the kueue-controller-manager scrape that reports it"

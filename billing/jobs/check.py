@@ -23,28 +23,27 @@ from dataclasses import dataclass
 from datetime import date
 from functools import partial
 from pathlib import Path
-from typing import Any
 
-from billing.charge.bound_pending import held_sentence
+from billing.charge.bound_pending import held_by_resource
 from billing.charge.quotas import queue_remarks, unpriced_flavors
 from billing.collect.capacity import bills_capacity, collect_allocatable
-from billing.collect.check_questions import selected_nodes, unbillable_pods, workload_labels_seen
-from billing.collect.chunks import Chunk
+from billing.collect.check_questions import (
+    ESTIMATE_STEP,
+    RuleAdds,
+    UnbillablePods,
+    added_by_rule,
+    held_while_pending,
+    selected_nodes,
+    vector_one,
+    workload_labels_seen,
+)
 from billing.collect.context import ClusterDay, cluster_day
 from billing.collect.figures import ALLOCATABLE, ImpossibleFigure
 from billing.collect.kueue import NOMINAL, collect_quotas
 from billing.collect.preflight import no_samples, preflight
 from billing.collect.prometheus import PrometheusSource
-from billing.collect.promql import (
-    POD_LABELS,
-    SCHEDULED,
-    GpuResources,
-    Queries,
-    gpu_fractions,
-    one_of,
-)
+from billing.collect.promql import GpuResources, gpu_fractions
 from billing.collect.replay import cluster_recording, prometheus_source
-from billing.collect.usage import UsageQueries, bound_pending_hours
 from billing.config import (
     DRA_GPU,
     ClusterConfig,
@@ -122,8 +121,8 @@ def prometheus(cluster: ClusterConfig, day: BillingDay, step: int, gpu_resources
         reached = f"replay directory {config.replay}: {answers} recorded answers"
     else:
         config.check_files()
-        answer = source.instant("vector(1)", time.time())
-        if [sample["value"][1] for sample in answer] != ["1"]:
+        one, answer = vector_one(source)
+        if not one:
             raise CheckFailure(f"{config.url} answered vector(1) with {answer!r}, not 1")
         reached = f"{config.url} answered vector(1)"
     context = cluster_day(cluster, day, step, gpu_resources, source)
@@ -163,11 +162,7 @@ def bill_series(context: ClusterDay, workloads: bool) -> str:
     return f"every series the bill needs has samples on {day.date}{noted}"
 
 
-ESTIMATE_STEP = 300  # seconds between the instants `request_rule` samples the day at: a figure to announce, not a bill
-TERMS = {"containers": "init containers", "sidecars": "sidecars", "overhead-cpu": "overhead", "overhead-memory": "overhead",
-         "dra": "GPUs held through DRA"}
-SCHEDULER_TERM = "kube-scheduler's own figures"  # pod-level resources, init containers declared before a sidecar
-UNITS = {"cpu": ("core-h", 1.0), "memory": ("GiB-h", 2.0**-30), DRA_GPU: ("GPU-h", 1.0)}
+UNITS = {"cpu": ("core-h", 1.0), "memory": ("GiB-h", 2.0**-30), DRA_GPU: ("GPU-h", 1.0)}  # as people read them
 
 
 def request_rule(context: ClusterDay) -> str:
@@ -175,60 +170,30 @@ def request_rule(context: ClusterDay) -> str:
     per resource and term, so that an operator can announce it; and, as warnings, the pods whose requests
     kube-state-metrics cannot tell billing: native sidecars where it is too old to label them, and pods with pod-level
     resources. (GPUs held through Dynamic Resource Allocation without dcgm-exporter's DRA labels fail the preflight.)"""
-    cluster, day, store, source = context.cluster, context.day, context.store, context.source
+    cluster, day = context.cluster, context.day
     if cluster.prometheus.replay:
         return "recorded answers: not checked"
-    start, end = int(day.start.timestamp()), int(day.end.timestamp())
-    queries = Queries(cluster.model_copy(update={"requests": "pod"}), context.gpu_resources,
-                      Chunk(start, end, ESTIMATE_STEP), store)
-    added = _added_by_rule(queries, source, end - ESTIMATE_STEP)  # the day's last instant
+    asked = added_by_rule(context)
+    added = [line for resource, adds in asked.added.items() if (line := _added(resource, adds))]
     rule: str = cluster.requests or "pod"
     said = ("adds" if rule == "pod" else "would add (requests: pod)") + f" to app containers' requests on {day.date}: "
-    if store.scheduler and rule == "pod":
+    if context.store.scheduler and rule == "pod":
         rule += ", kube-scheduler's figures where seen"
     figures = said + ("nothing" if not added else "; ".join(added)) + f" (sampled every {ESTIMATE_STEP // 60} minutes)"
-    remarks = _unbillable_requests(queries, source, end, f"{end - start}s")
+    remarks = _unbillable_requests(asked.unbillable, asked.scheduled)
     if remarks:
         raise CheckWarning(f"requests: {rule}; {figures}; " + "; ".join(remarks))
     return f"requests: {rule}; {figures}"
 
 
-def _added_by_rule(queries: Queries, source: PrometheusSource, at: int) -> list[str]:
-    """Per resource: the hours rule 3 adds over app containers, and which terms add them."""
-    highest = queries.highest
-    running = queries.ksm.plain(f"sum_over_time({queries.latest(queries.running())}[{queries.instants}:{queries.step}])")
-    terms = {"app": queries.app_requests(highest), **queries.reserved_terms(highest),
-             **({"scheduler": queries.effective(highest, resources=one_of(SCHEDULED))} if queries.scheduled else {})}
-    labelled = " or ".join(f'label_replace({expression}, "term", "{term}", "", "")' for term, expression in terms.items())
-    query = (f"sum by (resource, term) (({labelled}) * on (namespace, pod, uid) group_left () "
-             f"max by (namespace, pod, uid) ({running}))")
-    hours: dict[str, dict[str, float]] = {}
-    for series in source.instant(query, at):
-        labels = series["metric"]
-        resource_hours = hours.setdefault(labels.get("resource", ""), {})
-        resource_hours[labels.get("term", "")] = float(series["value"][1]) * ESTIMATE_STEP / 3600
-    if queries.dra:  # instant by instant: a shared GPU's shares change as pods come and go
-        running_now = f"max by (namespace, pod, uid) ({queries.ksm.plain(queries.latest(queries.running()), POD_LABELS)} == 1)"
-        held = f"sum({queries.dra_gpus(queries.latest)} * on (namespace, pod, uid) group_left () {running_now})"
-        for series in source.instant(f"sum_over_time({held}[{queries.instants}:{queries.step}])", at):
-            hours.setdefault(DRA_GPU, {})["dra"] = float(series["value"][1]) * ESTIMATE_STEP / 3600
-    lines = []
-    for resource, by_term in sorted(hours.items()):
-        app = by_term.get("app", 0.0)
-        parts = {TERMS[term]: 0.0 for term in TERMS}
-        for term, value in by_term.items():
-            if term in TERMS:
-                parts[TERMS[term]] += value - (app if term == "containers" else 0.0)
-        if "scheduler" in by_term:  # the whole of what is billed: the part the scheduler's figures change is the rest
-            parts[SCHEDULER_TERM] = by_term["scheduler"] - app - sum(parts.values())
-        unit, scale = UNITS.get(resource, (f"{resource}-h", 1.0))
-        more = sum(parts.values())
-        if abs(more) * scale < 0.005:
-            continue
-        share = f" ({more / app:+.1%} of {app * scale:,.2f})" if app else ""
-        detail = ", ".join(f"{name} {value * scale:,.2f}" for name, value in parts.items() if value * scale >= 0.005)
-        lines.append(f"{resource} {more * scale:+,.2f} {unit}{share}: {detail}")
-    return lines
+def _added(resource: str, adds: RuleAdds) -> str:
+    """What the rule adds of one resource, as people read it: '' where it is less than half a hundredth."""
+    unit, scale = UNITS.get(resource, (f"{resource}-h", 1.0))
+    if abs(adds.more) * scale < 0.005:
+        return ""
+    share = f" ({adds.more / adds.app:+.1%} of {adds.app * scale:,.2f})" if adds.app else ""
+    detail = ", ".join(f"{name} {value * scale:,.2f}" for name, value in adds.parts.items() if value * scale >= 0.005)
+    return f"{resource} {adds.more * scale:+,.2f} {unit}{share}: {detail}"
 
 
 def bound_pending(context: ClusterDay) -> str:
@@ -237,26 +202,14 @@ def bound_pending(context: ClusterDay) -> str:
     cluster, day = context.cluster, context.day
     if cluster.prometheus.replay:
         return "recorded answers: not checked"
-    chunk = Chunk(int(day.start.timestamp()), int(day.end.timestamp()), ESTIMATE_STEP)
-    hours = bound_pending_hours(context.source, UsageQueries(cluster, context.gpu_resources, chunk, context.store),
-                                chunk)
+    lines = held_by_resource(held_while_pending(context))
     said = f"bound_pending: {cluster.bound_pending or 'show'}; on {day.date}: "
     sampled = f" (sampled every {ESTIMATE_STEP // 60} minutes)"
-    held, running = hours[hours["reason"].notna()], hours[hours["reason"].isna()].groupby("resource")["quantity"].sum()
-    if held.empty:
-        return said + "no pod bound to a node was Pending" + sampled
-    lines = []
-    resource: Any  # a group key (pandas-stubs types it as Hashable)
-    for resource, by_reason in held.groupby("resource"):
-        ran = float(running.get(resource, 0.0))
-        share = f"{by_reason['quantity'].sum() / ran:.1%} of what Running pods requested" if ran else ""
-        lines.append(f"{resource} {held_sentence(resource, by_reason, share)}")
-    return said + "; ".join(lines) + sampled
+    return said + ("; ".join(lines) if lines else "no pod bound to a node was Pending") + sampled
 
 
-def _unbillable_requests(queries: Queries, source: PrometheusSource, at: int, day: str) -> list[str]:
+def _unbillable_requests(counted: UnbillablePods, scheduled: bool) -> list[str]:
     """Sentences about Running pods whose requests kube-state-metrics leaves billing blind to."""
-    counted = unbillable_pods(queries, source, at, day)
     remarks = []
     if counted.sidecars and not counted.sidecars_told_apart:
         remarks.append(f"{counted.sidecars} Running pods had init containers running (native sidecars) but no "
@@ -267,7 +220,7 @@ def _unbillable_requests(queries: Queries, source: PrometheusSource, at: int, da
                        "cpu or memory: they set pod-level resources (spec.resources), which kube-state-metrics does not "
                        "export, "
                        + ("and kube-scheduler's kube_pod_resource_request had no figure for them (is every scheduler "
-                          "scraped?), so they are billed no cpu or memory" if queries.scheduled else
+                          "scraped?), so they are billed no cpu or memory" if scheduled else
                           "so they are billed no cpu or memory; scrape kube-scheduler's /metrics/resources "
                           "(docs/deploy.md), whose figures include them"))
     return remarks

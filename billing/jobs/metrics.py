@@ -30,9 +30,9 @@ from urllib.parse import unquote, urlsplit
 from prometheus_client import CollectorRegistry, Gauge, push_to_gateway
 from prometheus_client.exposition import basic_auth_handler, default_handler
 
+from billing.collect.day import hours_by_resource
 from billing.config import MetricsConfig
 from billing.jobs.run import RunSummary
-from billing.resources import RESOURCES
 
 log = logging.getLogger(__name__)
 
@@ -60,9 +60,8 @@ def run_metrics(summary: RunSummary, currency: str, duration: float, finished: f
         ["cluster", "resource"], registry=registry,
     )
     for collected in summary.clusters:
-        by_resource = collected.usage.groupby("resource")["quantity"].sum()
-        for resource in RESOURCES:
-            hours.labels(collected.cluster, resource).set(float(by_resource.get(resource, 0.0)))
+        for resource, resource_hours in hours_by_resource(collected).items():
+            hours.labels(collected.cluster, resource).set(resource_hours)
     return registry
 
 

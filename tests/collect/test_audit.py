@@ -11,7 +11,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-import billing.jobs.run
+import billing.collect.day
 from billing.cli import main
 from billing.collect.audit import EXACT_PODS, Audit, _disagreement, audited_pods, recompute
 from billing.config import ConfigError, load_config
@@ -145,7 +145,7 @@ def test_audit_pods_must_be_positive(write_config):
 @pytest.mark.parametrize("enabled", [True, False])
 def test_the_run_audits_each_cluster_unless_switched_off(config, monkeypatch, tmp_path, enabled):
     audited = []
-    monkeypatch.setattr(billing.jobs.run, "audit_cluster",
+    monkeypatch.setattr(billing.collect.day, "audit_cluster",
                         lambda context, *args: audited.append(context.cluster.name) or Audit(20, 26, 0.5))
     path = Path(config())
     path.write_text(yaml.safe_dump({**yaml.safe_load(path.read_text()), "audit": {"enabled": enabled}}))

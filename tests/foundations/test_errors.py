@@ -47,7 +47,7 @@ EXIT_STATUSES = {
     "billing.ledger.database.NoLedgerYet": 1,
     "billing.publish.dayview.RenderError": 1,
     "billing.notify.mail.MailError": 1,
-    "billing.jobs.run.IncompleteDayError": 1,
+    "billing.collect.day.IncompleteDayError": 1,
     "billing.jobs.check.CheckFailure": 1,
 }
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-import billing.jobs.run
+import billing.collect.day
 from billing.cli import main
 from billing.collect.usage import ClusterUsage
 from billing.days import days_in_month
@@ -26,7 +26,7 @@ A_DAY = [("jaguar", "alice", "robotics", "alice", "cpu", "", 100.0, 0.01, 1.00),
 @pytest.fixture
 def budget_job(tmp_path, monkeypatch):
     """write(**email) -> the path of a config billing 21.00 a day to robotics against a budget of 50.00."""
-    monkeypatch.setattr(billing.jobs.run, "collect_cluster",
+    monkeypatch.setattr(billing.collect.day, "collect_cluster",
                         lambda context, *args: ClusterUsage(context.cluster.name, USAGE, 1, 0, 1.0))
     stub_node_metrics(monkeypatch)
     (tmp_path / "directory.ldif").write_text(LDIF)

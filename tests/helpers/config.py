@@ -34,14 +34,14 @@ MINIMAL_CONFIG = {
 def stub_node_metrics(monkeypatch: pytest.MonkeyPatch) -> None:
     """For job tests that stub collect_cluster: no node capacity and no waste metrics either, a
     Prometheus 2 with plain labels, asked of no one, and a preflight that finds nothing missing."""
-    import billing.jobs.run
+    import billing.collect.day
     from billing import frames
     from billing.collect.context import cluster_day
     from billing.collect.preflight import Findings
     from billing.collect.stores import DEFAULT_STORE
 
-    monkeypatch.setattr(billing.jobs.run, "cluster_day", lambda *args: cluster_day(*args, store=DEFAULT_STORE))
-    monkeypatch.setattr(billing.jobs.run, "preflight", lambda context, *args: Findings(context.cluster.name, date.min, ()))
-    monkeypatch.setattr(billing.jobs.run, "collect_allocatable", lambda *args: frames.ALLOCATABLE.empty())
-    monkeypatch.setattr(billing.jobs.run, "collect_waste",  # per workload where the job asks so, as collect_waste does
+    monkeypatch.setattr(billing.collect.day, "cluster_day", lambda *args: cluster_day(*args, store=DEFAULT_STORE))
+    monkeypatch.setattr(billing.collect.day, "preflight", lambda context, *args: Findings(context.cluster.name, date.min, ()))
+    monkeypatch.setattr(billing.collect.day, "collect_allocatable", lambda *args: frames.ALLOCATABLE.empty())
+    monkeypatch.setattr(billing.collect.day, "collect_waste",  # per workload where the job asks so, as collect_waste does
                         lambda *args, by_workload=False, **kwargs: (frames.WORKLOAD_WASTE if by_workload else frames.WASTE).empty())

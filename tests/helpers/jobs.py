@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import yaml
 
-import billing.jobs.run
+import billing.collect.day
 from billing import frames
 from billing.collect.usage import ClusterUsage
 from tests.helpers.config import stub_node_metrics
@@ -33,7 +33,7 @@ USAGE = pd.DataFrame([("alice", "gpu", "", "", "", 10.0), ("alice", "cpu", "", "
 
 @pytest.fixture
 def config(tmp_path, monkeypatch):
-    monkeypatch.setattr(billing.jobs.run, "collect_cluster", lambda context, *args: ClusterUsage(context.cluster.name, USAGE, 1, 0, 1.0))
+    monkeypatch.setattr(billing.collect.day, "collect_cluster", lambda context, *args: ClusterUsage(context.cluster.name, USAGE, 1, 0, 1.0))
     stub_node_metrics(monkeypatch)
     (tmp_path / "directory.ldif").write_text(LDIF)
     settings = {

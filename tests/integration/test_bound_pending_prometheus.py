@@ -168,7 +168,7 @@ def test_the_night_run_keeps_what_was_held_and_charges_it_where_the_cluster_says
                                                                                    caplog, rule):
     database = f"sqlite:///{tmp_path / 'ledger.db'}"
     path = night_config(tmp_path, database, prometheus_server(WORLD).url, rule)
-    with caplog.at_level("INFO", logger="billing.jobs.run"):
+    with caplog.at_level("INFO", logger="billing.charge.bill"):
         result = run(path)
     assert result.exit_code == 0, result.output
 

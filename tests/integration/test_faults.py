@@ -31,8 +31,8 @@ from click.testing import CliRunner
 from sqlalchemy import text
 
 import billing.collect.asking
+import billing.collect.day
 import billing.collect.usage
-import billing.jobs.run
 from billing import frames
 from billing.charge.bill import DayBill
 from billing.cli import main
@@ -261,7 +261,7 @@ def outage(own_postgres, tmp_path, monkeypatch):
     name = own_postgres.create_database()
     ledger = own_postgres.url(name)
     config = configure(tmp_path, ledger, "http://127.0.0.1:9")
-    monkeypatch.setattr(billing.jobs.run, "collect_cluster", lambda context, *_: ClusterUsage(context.cluster.name, usage(3.0), 1, 1, 1.0))
+    monkeypatch.setattr(billing.collect.day, "collect_cluster", lambda context, *_: ClusterUsage(context.cluster.name, usage(3.0), 1, 1, 1.0))
     stub_node_metrics(monkeypatch)
     assert run(config).exit_code == 0
 
@@ -269,7 +269,7 @@ def outage(own_postgres, tmp_path, monkeypatch):
         def collect(context, *_):
             during(own_postgres)
             return ClusterUsage(context.cluster.name, usage(10.0), 1, 1, 1.0)
-        monkeypatch.setattr(billing.jobs.run, "collect_cluster", collect)
+        monkeypatch.setattr(billing.collect.day, "collect_cluster", collect)
 
     yield own_postgres, ledger, config, collect_with
     if not own_postgres.process.alive():

@@ -194,7 +194,7 @@ def test_an_impossible_allocatable_figure_the_bill_does_not_need_leaves_the_capa
     """No pool, quota or shared unrequested capacity: the night bills (1 H100, 1 core, 1 GiB all day, at jaguar's
     2.40, 0.012 and 0.0015), writes no capacity for the cluster, and its log and the admins' page say why."""
     name = f"allocatable-{case}"
-    with caplog.at_level("WARNING", logger="billing.jobs.run"):
+    with caplog.at_level("WARNING", logger="billing.collect.day"):
         result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", night(tmp_path, store.url, name)])
     assert result.exit_code == 0, result.output
     assert ledger(tmp_path)["cost"].sum() == pytest.approx(24 * (2.40 + 0.012 + 0.0015))

@@ -25,7 +25,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-import billing.jobs.run
+import billing.collect.day
 from billing.charge.ownership import assign_owners
 from billing.cli import main
 from billing.collect.usage import ClusterUsage
@@ -320,7 +320,7 @@ def fixed_usage(monkeypatch):
         {"namespace": ["alice", "team-vision"], "resource": ["cpu"] * 2, "gpu_model": [""] * 2,
          "priority_class": [""] * 2, "pool": [""] * 2, "quantity": [10.0] * 2}
     )
-    monkeypatch.setattr(billing.jobs.run, "collect_cluster", lambda context, *_: ClusterUsage(context.cluster.name, usage, 2, 1, 1.0))
+    monkeypatch.setattr(billing.collect.day, "collect_cluster", lambda context, *_: ClusterUsage(context.cluster.name, usage, 2, 1, 1.0))
     stub_node_metrics(monkeypatch)
 
 
@@ -393,7 +393,7 @@ def carol_and_alice(monkeypatch):
     usage = pd.DataFrame({"namespace": ["alice", "carol", "team-robotics"], "resource": ["cpu"] * 3,
                           "gpu_model": [""] * 3, "priority_class": [""] * 3, "pool": [""] * 3,
                           "quantity": [10.0, 20.0, 4.0]})
-    monkeypatch.setattr(billing.jobs.run, "collect_cluster", lambda context, *_: ClusterUsage(context.cluster.name, usage, 3, 1, 1.0))
+    monkeypatch.setattr(billing.collect.day, "collect_cluster", lambda context, *_: ClusterUsage(context.cluster.name, usage, 3, 1, 1.0))
     stub_node_metrics(monkeypatch)
 
 

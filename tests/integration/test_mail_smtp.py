@@ -12,7 +12,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-import billing.jobs.run
+import billing.collect.day
 from billing.cli import main
 from billing.collect.usage import ClusterUsage
 from billing.config import EmailConfig, load_config
@@ -230,7 +230,7 @@ def test_without_reports_url_no_email_has_a_link(budget_job, smtp_server):  # no
 def mailing_job(tmp_path, monkeypatch, smtp_server):
     """(config path, SMTP server): the job billing 21.00 a day to robotics (collection stubbed), mailing the
     admins infra@, finance@ and bounce@ (which the server refuses) and robotics' lead alice@ over real SMTP."""
-    monkeypatch.setattr(billing.jobs.run, "collect_cluster",
+    monkeypatch.setattr(billing.collect.day, "collect_cluster",
                         lambda context, *args: ClusterUsage(context.cluster.name, USAGE, 1, 0, 1.0))
     stub_node_metrics(monkeypatch)
     (tmp_path / "directory.ldif").write_text(LDIF)

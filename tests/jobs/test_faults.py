@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-import billing.jobs.run
+import billing.collect.day
 from billing import frames
 from billing.charge.bill import DayBill
 from billing.cli import main
@@ -76,7 +76,7 @@ def configure(write_config, tmp_path, ledger_url):
 @pytest.fixture
 def fixed_usage(monkeypatch):
     """Collection succeeds with USAGE, for faults that come after it."""
-    monkeypatch.setattr(billing.jobs.run, "collect_cluster", lambda context, *_: ClusterUsage(context.cluster.name, USAGE, 1, 1, 1.0))
+    monkeypatch.setattr(billing.collect.day, "collect_cluster", lambda context, *_: ClusterUsage(context.cluster.name, USAGE, 1, 1, 1.0))
     stub_node_metrics(monkeypatch)
 
 
@@ -265,7 +265,7 @@ def test_an_output_dir_that_cannot_be_written_fails_before_anything_is_collected
     before = ledger_state(ledger_url)
     (tmp_path / "a-file").write_text("not a directory")
     collected = []
-    monkeypatch.setattr(billing.jobs.run, "collect_cluster", lambda *args: collected.append(args))
+    monkeypatch.setattr(billing.collect.day, "collect_cluster", lambda *args: collected.append(args))
     result = run(configure(output_dir=str(tmp_path / "a-file" / "reports")))
     assert_failed_and_kept(
         result, ledger_url, before, f"cannot write the reports to output_dir {tmp_path / 'a-file' / 'reports'}",

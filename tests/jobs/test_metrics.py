@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 import billing.cli
+import billing.collect.day
 import billing.jobs.run
 from billing.collect.usage import ClusterUsage
 from billing.config import ConfigError, MetricsConfig, load_config
@@ -204,7 +205,7 @@ def test_run_day_reports_the_cost_of_every_configured_cluster(config_file, monke
     config = load_config(config_file(None, clusters=[jaguar, {**jaguar, "name": "ibis"}, {**jaguar, "name": "idle"}]))
     collected = {c.cluster: c for c in summary().clusters} | {"idle": ClusterUsage("idle", usage([]), 0, 8, 1.0)}
     monkeypatch.setattr(billing.jobs.run, "prometheus_source", lambda name, prometheus: name)
-    monkeypatch.setattr(billing.jobs.run, "collect_cluster", lambda context, *args: collected[context.cluster.name])
+    monkeypatch.setattr(billing.collect.day, "collect_cluster", lambda context, *args: collected[context.cluster.name])
     stub_node_metrics(monkeypatch)
     monkeypatch.setattr(billing.jobs.run, "load_directory", lambda directory: Directory({}, {}))
 

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import update
 
-import billing.jobs.run
+import billing.collect.day
 from billing.cli import main
 from billing.collect.usage import ClusterUsage
 from billing.config import Config
@@ -44,7 +44,7 @@ def fixed_usage(monkeypatch):
             "quantity": [10.0] * 3,
         }
     )
-    monkeypatch.setattr(billing.jobs.run, "collect_cluster", lambda context, *_: ClusterUsage(context.cluster.name, usage, 3, 1, 1.0))
+    monkeypatch.setattr(billing.collect.day, "collect_cluster", lambda context, *_: ClusterUsage(context.cluster.name, usage, 3, 1, 1.0))
     stub_node_metrics(monkeypatch)
 
 

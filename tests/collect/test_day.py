@@ -1,4 +1,4 @@
-"""The job's refusal of a cluster-day without data (docs/spec.md "Rule 10: no data is not zero"), case by case."""
+"""The collection's refusal of a cluster-day without data (docs/spec.md "Rule 10: no data is not zero"), case by case."""
 
 from datetime import date
 
@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 
 from billing import frames
+from billing.collect.day import IncompleteDayError, refuse_no_data
 from billing.collect.usage import ClusterUsage
 from billing.config import ClusterConfig
-from billing.jobs.run import IncompleteDayError, _refuse_no_data
 from tests.helpers.config import MINIMAL_CONFIG
 
 CLUSTER = ClusterConfig.model_validate(MINIMAL_CONFIG["clusters"][0])
@@ -22,10 +22,10 @@ NOTHING = pd.DataFrame(columns=frames.USAGE.columns)
     (0.0, 3, USED),  # no kube_node_labels at all (billing check says so), but pods were seen Running
 ])
 def test_a_day_with_some_sample_is_billed(coverage, pods, usage):
-    _refuse_no_data(ClusterUsage("jaguar", usage, pods, 8, coverage), CLUSTER, date(2026, 11, 20))
+    refuse_no_data(ClusterUsage("jaguar", usage, pods, 8, coverage), CLUSTER, date(2026, 11, 20))
 
 
 def test_a_day_without_any_sample_is_refused_naming_cluster_and_day():
     with pytest.raises(IncompleteDayError, match=r"^cluster jaguar: Prometheus holds no kube-state-metrics sample "
                                                  r"for 2026-11-20 at all \(a selector typo"):
-        _refuse_no_data(ClusterUsage("jaguar", NOTHING, 0, 8, 0.0), CLUSTER, date(2026, 11, 20))
+        refuse_no_data(ClusterUsage("jaguar", NOTHING, 0, 8, 0.0), CLUSTER, date(2026, 11, 20))
