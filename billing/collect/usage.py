@@ -83,7 +83,15 @@ from billing import frames
 from billing.collect.asking import NodeKinds, TopControllers, at_times, map_chunks
 from billing.collect.chunks import HOUR, Chunk, chunks, hour_groups
 from billing.collect.context import ClusterDay
-from billing.collect.figures import EXPORTERS, INSTANTS, REQUESTS, RUNNING_INSTANTS, ImpossibleFigure, figure
+from billing.collect.figures import (
+    EXPORTERS,
+    INSTANTS,
+    REASON_INSTANTS,
+    REQUESTS,
+    RUNNING_INSTANTS,
+    ImpossibleFigure,
+    figure,
+)
 from billing.collect.preflight import KIND_PODS, OWNERS, Seen, first_pods
 from billing.collect.prometheus import PrometheusError, PrometheusSource
 from billing.collect.promql import (
@@ -551,7 +559,7 @@ def _proven_reasons(source: PrometheusSource, queries: UsageQueries, chunk: Chun
                 if labels.get("reason") != INITIALISING or container in containers:
                     unproven.add(key)
                 containers.add(container)
-                initialising[key] += int(figure(value, RUNNING_INSTANTS, labels, queries.cluster))
+                initialising[key] += int(figure(value, REASON_INSTANTS, labels, queries.cluster))
     return {(uid, hour): Counter({INITIALISING: initialising[(uid, hour)]} if initialising[(uid, hour)] else {})
             for uid, hours in pending.items() for hour, instants in hours.items()
             if instants and (uid, hour) not in unproven and initialising[(uid, hour)] <= instants}
