@@ -67,6 +67,9 @@ LENDING_LIMIT = Family("kueue_cluster_queue_lending_limit", "a ClusterQueue's le
                        infinite_is_unset=True)
 RUNNING_INSTANTS = Family("kube_pod_status_phase", "a count of the instants a pod was Running or Pending",
                           "correct kube-state-metrics' kube_pod_status_phase")
+REASON_INSTANTS = Family("kube_pod_init_container_status_running", "a count of the instants a container of a pod "
+                         "bound to a node ran before it (or, kube_pod_container_status_waiting_reason, waited)",
+                         "correct kube-state-metrics' container status series")
 EXPORTERS = Family("kube_pod_status_phase", "a count of the exporters that reported a pod",
                    "correct the kube-state-metrics scrapes")
 INSTANTS = Family("kube_node_labels", "a count of the instants with kube-state-metrics data",

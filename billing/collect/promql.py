@@ -165,13 +165,10 @@ class Queries:
         # kube-scheduler's figures, where its /metrics/resources is scraped, take precedence (docs/spec.md rule 3)
         self.scheduled = store.scheduler and self.rule == "pod"
         self.dra = store.dra  # dcgm-exporter attributes GPUs held through DRA (docs/spec.md "GPUs through DRA")
-        length = chunk.end - chunk.start
-        # Half-step margins make Prometheus 2's closed and Prometheus 3's
-        # half-open ranges pick the same instants and samples.
-        self.instants = _window(length - chunk.step / 2)  # subquery: exactly the chunk's instants
-        self.raw = _window(length - chunk.step + LOOKBACK + chunk.step / 2)  # every sample they can see
-        self.step = _window(chunk.step)
         self.chunk = chunk
+        self.instants = self.instants_in(chunk.end - chunk.start)  # subquery: exactly the chunk's instants
+        self.raw = self.raw_in(chunk.end - chunk.start)  # every sample they can see
+        self.step = _window(chunk.step)
 
     def highest(self, selector: str) -> str:
         """The series' highest sample the chunk's instants can see: a `read` for figures that hold over the chunk."""
@@ -291,8 +288,17 @@ class Queries:
         evaluate the whole vector at every instant."""
         over = "sum_over_time" if sum_values else "count_over_time"
         once = f"max by ({by}) ({labels.plain(series)})" if copies else series
-        instants = _window(seconds - self.chunk.step / 2) if seconds else self.instants
+        instants = self.instants_in(seconds) if seconds else self.instants
         return f"{over}({once}[{instants}:{self.step}])"
+
+    def instants_in(self, seconds: int) -> str:
+        """A subquery's range holding exactly the chunk's instants in the `seconds` that end at the time asked (half-step
+        margins make Prometheus 2's closed and Prometheus 3's half-open ranges pick the same instants and samples)."""
+        return _window(seconds - self.chunk.step / 2)
+
+    def raw_in(self, seconds: int) -> str:
+        """A range holding every sample those instants can see."""
+        return _window(seconds - self.chunk.step + LOOKBACK + self.chunk.step / 2)
 
     def pod_node(self, pods: str = "", nodes: str = "") -> str:
         return self.series("kube_pod_info", f'{self.ksm.node}!=""', pods, nodes)

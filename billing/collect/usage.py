@@ -83,7 +83,15 @@ from billing import frames
 from billing.collect.asking import NodeKinds, TopControllers, at_times, map_chunks
 from billing.collect.chunks import HOUR, Chunk, chunks, hour_groups
 from billing.collect.context import ClusterDay
-from billing.collect.figures import EXPORTERS, INSTANTS, REQUESTS, RUNNING_INSTANTS, ImpossibleFigure, figure
+from billing.collect.figures import (
+    EXPORTERS,
+    INSTANTS,
+    REASON_INSTANTS,
+    REQUESTS,
+    RUNNING_INSTANTS,
+    ImpossibleFigure,
+    figure,
+)
 from billing.collect.preflight import KIND_PODS, OWNERS, Seen, first_pods
 from billing.collect.prometheus import PrometheusError, PrometheusSource
 from billing.collect.promql import (
@@ -311,6 +319,22 @@ group by (uid) (
         reasons = f"{initialising} or group by (namespace, pod, uid, reason) ({per_container(WAITING, by=', reason')} == 1)"
         return f"({reasons}) and on (namespace, pod, uid) {self.pending(pods)}"
 
+    def reason_signals(self, seconds: int) -> str:
+        """Per init container other than a sidecar (`reason` INITIALISING) and per app container and the reason it
+        waits for: at how many of the instants in the `seconds` that end at the time asked its series was 1, where it
+        was at some. Counted per hour in one read, as the Running pass counts the phases, with nothing but the
+        comparison inside the subquery (a join there costs the store a hash of every pod at every instant: twice
+        what asking the held pods' hours instant by instant costs); what the counts prove is in `_held`."""
+        keys, window = "namespace, pod, uid, container", f"[{self.instants_in(seconds)}:{self.step}]"
+
+        def counted(metric: str) -> str:
+            return self.ksm.plain(f"sum_over_time(({self.latest(self.series(metric))} == 1){window}) != 0",
+                                  (*POD_LABELS, "container"))
+        sidecars = self.ksm.plain(f"max_over_time({self.series(INIT_INFO, SIDECAR)}[{self.raw_in(seconds)}])",
+                                  (*POD_LABELS, "container"))
+        init = f"{counted(INIT_RUNNING)} unless on ({keys}) {sidecars}"
+        return f'label_replace({init}, "reason", "{INITIALISING}", "", "") or {counted(WAITING)}'
+
     def exact(self, pods: str, relabelled: list[str], by_pod: bool = False, phase: str = "Running") -> str:
         """The literal per-instant product, for range queries. Node labels (GPU model, pool) are
         read at every instant only for relabelled nodes (a node's newest label set wins; "" without
@@ -390,7 +414,7 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
     requests = source.instant(queries.requested(), at)
     seen = _seen(queries, running, pods, requests, tops)
     running_instants = pod_hours.groupby("uid", sort=False)["instants"].sum().to_dict()  # per uid, over the chunk
-    held = _held(source, queries, chunk, pending_hours, frozenset(pods))
+    held = _held(source, queries, chunk, pending_hours, frozenset(pods), exact_pods)
     del pending_hours
     rows, cpu, pending = [], {}, []
     for series in requests:  # request x Running (and bound Pending) instants, per pod the factoring is right for
@@ -466,25 +490,30 @@ class _Held:
 
 
 def _held(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, pending: dict[str, dict[int, float | None]],
-          on_nodes: frozenset[str]) -> _Held:
+          on_nodes: frozenset[str], exact: frozenset[str]) -> _Held:
     """Of the pods on a node in the chunk (`on_nodes`), those Pending at some instant (`pending`: per hour of the chunk,
     from the Running pass) and why (INITIALISING where an init container other than a sidecar ran, else the first by
     name of the reasons its app containers waited for, else ''). A pod on no node at some sample of the chunk (it
     waited unscheduled, then was bound), or whose Pending instants are no count, is asked when it was Pending on its
     node, instant by instant (`bound_pending`); every other one was on its node whenever it was Pending (the same
-    scrapes). Reasons are asked of those pods only, in the hours they held something. The bill multiplies their
-    requests by these instants as it does by the Running ones."""
+    scrapes). Why: from counts per hour (`_proven_reasons`) where they prove it, else asked instant by instant, as
+    for every hour of the pods the exact path evaluates (`exact`: it looks their instants up). The bill
+    multiplies their requests by these instants as it does by the Running ones."""
     candidates = on_nodes & pending.keys()
-    unbound = _uids(source.instant(queries.unbound(), chunk.last)) if candidates else frozenset()
-    instant_by_instant = frozenset(uid for uid in candidates if uid in unbound or None in pending[uid].values())
-    counted = {uid: pending[uid] for uid in candidates - instant_by_instant}
+    if not candidates:
+        return _Held({}, {})
+    unbound = _uids(source.instant(queries.unbound(), chunk.last))
+    bound_asked = frozenset(uid for uid in candidates if uid in unbound or None in pending[uid].values())
+    counted = {uid: pending[uid] for uid in candidates - bound_asked}
     bound: dict[str, list[int]] = {}  # the instants of the pods asked instant by instant
-    for query in in_pieces(instant_by_instant, queries.bound_pending):
+    for query in in_pieces(bound_asked, queries.bound_pending):
         for series in source.range(query, chunk.start, chunk.last, chunk.step):
             bound.setdefault(series["metric"].get("uid", ""), []).extend(int(t) for t, _ in series["values"])
-    in_hour: dict[int, set[str]] = {}  # hour of the chunk -> the pods held in it
+    proven = _proven_reasons(source, queries, chunk, {uid: hours for uid, hours in counted.items()
+                                                      if uid not in exact})
+    in_hour: dict[int, set[str]] = {}  # hour of the chunk -> the pods whose reasons in it are asked instant by instant
     for uid, hours in counted.items():
-        for hour in (hour for hour, instants in hours.items() if instants):
+        for hour in (hour for hour, instants in hours.items() if instants and (uid, hour) not in proven):
             in_hour.setdefault(hour, set()).add(uid)
     for uid, instants in bound.items():
         for t in instants:
@@ -496,10 +525,44 @@ def _held(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, pending
     for (uid, _), reason in reasons.items():
         if uid in counted:
             given.setdefault(uid, Counter())[reason] += 1
+    for (uid, _), reason_instants in proven.items():
+        given.setdefault(uid, Counter()).update(reason_instants)
     for uid, hours in counted.items():  # instants Pending without a reason: ''
         said = given.get(uid, Counter())
         held[uid] = said + Counter({"": sum(n or 0 for n in hours.values()) - said.total()})
     return _Held(held, reasons)
+
+
+def _proven_reasons(source: PrometheusSource, queries: UsageQueries, chunk: Chunk,
+                    pending: dict[str, dict[int, float | None]]) -> dict[tuple[str, int], Counter[str]]:
+    """(pod, hour of the chunk) -> instants per reason, for each hour in which the pod was Pending (`pending`) and the
+    counts of its containers' series in that hour (`UsageQueries.reason_signals`) prove why at each Pending
+    instant: no app container waited for anything (a wait may fall at an instant the pod ran: CrashLoopBackOff), and
+    its init containers other than sidecars ran at most as many instants as it was Pending. Kubernetes runs those one
+    at a time and only while the pod is Pending, so each such instant is an INITIALISING one and the pod's other
+    Pending instants have no reason. Every other hour is asked instant by instant, as is one in which a container
+    has several series (copies from several exporters, each counting its own instants)."""
+    if not pending:
+        return {}
+    initialising: Counter[tuple[str, int]] = Counter()
+    unproven: set[tuple[str, int]] = set()
+    containers: set[tuple[str, int, str]] = set()
+    ranged = True
+    hours = _hours_of(chunk)
+    for group in hour_groups(hours, len(hours)):
+        ends = [float(hour.last) for hour in group]
+        answer, ranged = at_times(source, queries.reason_signals(group[0].end - group[0].start), ends, ranged)
+        for labels, values in answer:
+            for t, value in values:
+                key = (labels.get("uid", ""), (int(t) - chunk.start) // HOUR)
+                container = (*key, labels.get("container", ""))
+                if labels.get("reason") != INITIALISING or container in containers:
+                    unproven.add(key)
+                containers.add(container)
+                initialising[key] += int(figure(value, REASON_INSTANTS, labels, queries.cluster))
+    return {(uid, hour): Counter({INITIALISING: initialising[(uid, hour)]} if initialising[(uid, hour)] else {})
+            for uid, hours in pending.items() for hour, instants in hours.items()
+            if instants and (uid, hour) not in unproven and initialising[(uid, hour)] <= instants}
 
 
 def _hours_of(chunk: Chunk) -> list[Chunk]:

@@ -36,6 +36,7 @@ def test_queries_carry_the_cluster_selector_and_quote_values():
 
 
 RUNNING_INSTANTS = "max by (namespace, pod, uid, phase) (sum_over_time("  # a pod's Running (Pending) instants in each hour
+REASON_SIGNALS = "label_replace(sum_over_time((kube_pod_init_container_status_running"  # counted per hour
 
 
 class Pod(NamedTuple):
@@ -262,10 +263,12 @@ def test_too_many_cost_labels_for_any_store_s_query_length_fail_the_run_saying_s
         collect_cluster(cluster_day(CLUSTER, DAY, 60, ["nvidia_com_gpu"], FakePrometheus(), DEFAULT_STORE), cost_labels=labels)
 
 
-def test_held_instants_come_from_the_running_pass_and_reasons_are_asked_per_hour_held():
+def test_held_instants_come_from_the_running_pass_and_reasons_are_asked_instant_by_instant_where_a_container_waited():
     """A pod on a node, on no node at no sample, Pending 10 instants in the first hour of the first chunk and 5 in
-    its second, ContainerCreating at 3 of them: held 3 instants for that reason and 12 for none. Not asked when it
-    was bound (its Pending instants are those), its reasons asked in those two hours only."""
+    its second, ContainerCreating at 3 of them in the first: held 3 instants for that reason and 12 for none. Not
+    asked when it was bound (its Pending instants are those); its reasons counted per hour in one query per chunk,
+    and asked instant by instant in the first hour only, where an app container waited (which may be at an instant
+    it was not Pending): the second hour's counts prove it had no reason."""
     start = int(DAY.start.timestamp())
 
     class Pending(FakePrometheus):
@@ -276,15 +279,19 @@ def test_held_instants_come_from_the_running_pass_and_reasons_are_asked_per_hour
             return super().instant(query, at)
 
         def range(self, query: str, start_: float, end: float, step: float) -> list[dict]:
+            labels = {"uid": "u-a", "namespace": "alice", "pod": "u-a", "reason": "ContainerCreating"}
             if query.startswith(RUNNING_INSTANTS):
                 answer = super().range(query, start_, end, step)
                 if start_ == start + 3600 - 60:  # the first chunk's hours: Pending in its first two
                     answer.append({"metric": {"uid": "u-a", "namespace": "alice", "pod": "u-a", "phase": "Pending"},
                                    "values": [[start_, "10"], [start_ + 3600, "5"]]})
                 return answer
+            if query.startswith(REASON_SIGNALS):
+                self.asked.append(("signals", query))
+                return [{"metric": {**labels, "container": "main"}, "values": [[start_, "3"]]}] \
+                    if start_ == start + 3600 - 60 else []
             if "kube_pod_container_status_waiting_reason" in query:
                 self.asked.append(("reasons", query))
-                labels = {"uid": "u-a", "namespace": "alice", "pod": "u-a", "reason": "ContainerCreating"}
                 return [{"metric": labels, "values": [[t, "1"] for t in (start_, start_ + 60, start_ + 120)]}] \
                     if start_ == start else []
             return super().range(query, start_, end, step)
@@ -294,5 +301,6 @@ def test_held_instants_come_from_the_running_pass_and_reasons_are_asked_per_hour
     held = result.bound_pending.groupby("reason")["quantity"].sum().to_dict()
     assert held == {"": pytest.approx(2 * 12 / 60), "ContainerCreating": pytest.approx(2 * 3 / 60)}
     assert source.kinds().count("unbound") == 1  # the first chunk's: no other had a pod Pending
-    assert len(source.queries("reasons")) == 2 and "exact" not in source.kinds()
+    assert source.kinds().count("signals") == 1
+    assert len(source.queries("reasons")) == 1 and "exact" not in source.kinds()
     assert all('kube_pod_status_phase{phase="Pending"' in query for query in source.queries("reasons"))
