@@ -36,7 +36,8 @@ USAGE = ["namespace", "resource", "gpu_model", "quantity"]
 
 
 class Prometheus:
-    """Asks with stats=all; counts the queries, the time spent waiting for answers and the largest peakSamples."""
+    """Asks with stats=all; counts the queries, the time spent waiting for answers, the samples touched and the largest
+    peakSamples."""
 
     def __init__(self, url: str):
         self.url = url.rstrip("/")
@@ -44,6 +45,7 @@ class Prometheus:
         self.queries = 0
         self.seconds = 0.0
         self.peak_samples = 0
+        self.samples = 0  # totalQueryableSamples of every answer
 
     def ask(self, path: str, **params: str | float) -> list[dict]:
         started = time.perf_counter()
@@ -53,6 +55,7 @@ class Prometheus:
         data = response.json()["data"]
         self.queries += 1
         self.peak_samples = max(self.peak_samples, data["stats"]["samples"]["peakSamples"])
+        self.samples += data["stats"]["samples"]["totalQueryableSamples"]
         return data["result"]
 
     def frame(self, query: str, start: float, end: float, step: float) -> pd.DataFrame:

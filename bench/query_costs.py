@@ -8,7 +8,8 @@ holds it already (`--url`, `--pid`: its process, whose CPU time is read).
 It collects the day in-process as `billing run` does
 (billing.collect.day.collect_day, the default config), noting every query with
 the line of billing/collect that asked it. Then it asks each query again,
-one at a time, and adds up Prometheus' CPU time per asking line. Beside that
+one at a time, and adds up Prometheus' CPU time and the samples it touched
+(its `totalQueryableSamples`) per asking line. Beside that
 it asks the bill's floor (bench.collect_bench) the same way, so each line's
 cost reads as a share of the floor: what docs/performance.md's "Where the
 rest goes" is made of. One at a time, so that no query's cost is another's;
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.collect_bench import PERIOD, billing_config, bills_floor, day_in_prometheus
-from bench.naive import cpu_seconds
+from bench.naive import Prometheus, cpu_seconds
 from billing.collect.day import collect_day
 from billing.collect.prometheus import LivePrometheus
 from billing.config import load_config
@@ -78,14 +79,15 @@ class Noting:
         return self.live.buildinfo()
 
 
-def ask_alone(live: LivePrometheus, pid: int, query: Query) -> float:
-    """Prometheus' CPU seconds for the query asked alone."""
-    before = cpu_seconds(pid)
+def ask_alone(prometheus: Prometheus, pid: int, query: Query) -> tuple[float, int]:
+    """Prometheus' CPU seconds for the query asked alone, and the samples it touched (its totalQueryableSamples)."""
+    before, touched = cpu_seconds(pid), prometheus.samples
     if len(query.times) == 1:
-        live.instant(query.query, query.times[0])
+        prometheus.ask("query", query=query.query, time=query.times[0])
     else:
-        live.range(query.query, *query.times)
-    return cpu_seconds(pid) - before
+        start, end, step = query.times
+        prometheus.ask("query_range", query=query.query, start=start, end=end, step=step)
+    return cpu_seconds(pid) - before, prometheus.samples - touched
 
 
 def measure(url: str, pid: int, pods: int, waste: bool) -> None:
@@ -95,20 +97,24 @@ def measure(url: str, pid: int, pods: int, waste: bool) -> None:
         live = LivePrometheus(cluster.name, cluster.prometheus)
         noting = Noting(live)
         collect_day(config, cluster, PERIOD, noting)
+    prometheus = Prometheus(url)
     floor = [Query("floor", query, (at,)) for query, at in bills_floor()]
-    floor_cpu = sum(ask_alone(live, pid, query) for query in floor)
+    floor_cpu = sum(ask_alone(prometheus, pid, query)[0] for query in floor)
     cpu: collections.Counter[str] = collections.Counter()
+    samples: collections.Counter[str] = collections.Counter()
     asked: collections.Counter[str] = collections.Counter()
     for query in noting.asked:
-        cpu[query.asker] += ask_alone(live, pid, query)
+        seconds, touched = ask_alone(prometheus, pid, query)
+        cpu[query.asker] += seconds
+        samples[query.asker] += touched
         asked[query.asker] += 1
     total = sum(cpu.values())
     print(f"{pods:,} pods, waste {'on' if waste else 'off'}: {len(noting.asked)} queries asked one at a time, "
           f"Prometheus CPU {total:.1f} s = {total / floor_cpu:.2f}× the bill's floor ({floor_cpu:.1f} s, "
-          f"{len(floor)} queries)")
-    print(" Prometheus CPU   ÷ floor  queries  asked by")
+          f"{len(floor)} queries), {sum(samples.values()) / 1e6:,.0f} M samples touched")
+    print(" Prometheus CPU   ÷ floor  samples  queries  asked by")
     for line, seconds in cpu.most_common():
-        print(f"{seconds:14.1f} s {seconds / floor_cpu:8.2f} {asked[line]:8d}  {line[:140]}")
+        print(f"{seconds:14.1f} s {seconds / floor_cpu:8.2f} {samples[line] / 1e6:6.1f} M {asked[line]:8d}  {line[:140]}")
 
 
 def main() -> None:
