@@ -504,45 +504,44 @@ def _held(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, pending
         return _Held({}, {})
     unbound = _uids(source.instant(queries.unbound(), chunk.last))
     bound_asked = frozenset(uid for uid in candidates if uid in unbound or None in pending[uid].values())
-    counted = {uid: pending[uid] for uid in candidates - bound_asked}
-    bound: dict[str, list[int]] = {}  # the instants of the pods asked instant by instant
+    bound: dict[str, list[int]] = {}  # the bound Pending instants of the pods asked instant by instant
     for query in in_pieces(bound_asked, queries.bound_pending):
         for series in source.range(query, chunk.start, chunk.last, chunk.step):
             bound.setdefault(series["metric"].get("uid", ""), []).extend(int(t) for t, _ in series["values"])
-    proven = _proven_reasons(source, queries, chunk, {uid: hours for uid, hours in counted.items()
-                                                      if uid not in exact})
+    # per pod, its held instants in each hour of the chunk (by index)
+    held_in: dict[str, dict[int, float]] = {uid: {hour: n or 0 for hour, n in pending[uid].items()}
+                                            for uid in candidates - bound_asked}
+    held_in |= {uid: dict(Counter((t - chunk.start) // HOUR for t in instants)) for uid, instants in bound.items()}
+    proven = _proven_reasons(source, queries, chunk, {uid: hours for uid, hours in held_in.items() if uid not in exact})
     in_hour: dict[int, set[str]] = {}  # hour of the chunk -> the pods whose reasons in it are asked instant by instant
-    for uid, hours in counted.items():
+    for uid, hours in held_in.items():
         for hour in (hour for hour, instants in hours.items() if instants and (uid, hour) not in proven):
             in_hour.setdefault(hour, set()).add(uid)
-    for uid, instants in bound.items():
-        for t in instants:
-            in_hour.setdefault((t - chunk.start) // HOUR, set()).add(uid)
     hours_of = _hours_of(chunk)
     reasons = _reasons(source, queries, {hours_of[hour]: frozenset(uids) for hour, uids in sorted(in_hour.items())})
-    held: dict[str, Counter[str]] = {uid: Counter(reasons.get((uid, t), "") for t in instants) for uid, instants in bound.items()}
-    given: dict[str, Counter[str]] = {}
-    for (uid, _), reason in reasons.items():
-        if uid in counted:
-            given.setdefault(uid, Counter())[reason] += 1
+    said: dict[str, Counter[str]] = {uid: Counter() for uid in held_in}
     for (uid, _), reason_instants in proven.items():
-        given.setdefault(uid, Counter()).update(reason_instants)
-    for uid, hours in counted.items():  # instants Pending without a reason: ''
-        said = given.get(uid, Counter())
-        held[uid] = said + Counter({"": sum(n or 0 for n in hours.values()) - said.total()})
+        said[uid].update(reason_instants)
+    for uid, instants in bound.items():  # asked at the pod's Pending instants: those it was bound at count
+        said[uid].update(reasons.get((uid, t), "") for t in instants if (uid, (t - chunk.start) // HOUR) not in proven)
+    for (uid, _), reason in reasons.items():  # every other pod was bound at each of its Pending instants
+        if uid not in bound:
+            said[uid][reason] += 1
+    held = {uid: said[uid] + Counter({"": int(sum(hours.values())) - said[uid].total()}) for uid, hours in held_in.items()}
     return _Held(held, reasons)
 
 
 def _proven_reasons(source: PrometheusSource, queries: UsageQueries, chunk: Chunk,
-                    pending: dict[str, dict[int, float | None]]) -> dict[tuple[str, int], Counter[str]]:
-    """(pod, hour of the chunk) -> instants per reason, for each hour in which the pod was Pending (`pending`) and the
-    counts of its containers' series in that hour (`UsageQueries.reason_signals`) prove why at each Pending
-    instant: no app container waited for anything (a wait may fall at an instant the pod ran: CrashLoopBackOff), and
-    its init containers other than sidecars ran at most as many instants as it was Pending. Kubernetes runs those one
-    at a time and only while the pod is Pending, so each such instant is an INITIALISING one and the pod's other
-    Pending instants have no reason. Every other hour is asked instant by instant, as is one in which a container
-    has several series (copies from several exporters, each counting its own instants)."""
-    if not pending:
+                    held: dict[str, dict[int, float]]) -> dict[tuple[str, int], Counter[str]]:
+    """(pod, hour of the chunk) -> instants per reason, for each hour in which the pod held something (`held`: its
+    instants Pending on its node) and the counts of its containers' series in that hour
+    (`UsageQueries.reason_signals`) prove why at each of them: no app container waited for anything (a wait may
+    fall at an instant the pod ran, CrashLoopBackOff, or was not yet bound), and its init containers other than
+    sidecars ran at most as many instants as it held. Kubernetes runs those one at a time, on the pod's node and
+    only while it is Pending, so each such instant is one it held, an INITIALISING one, and its other held instants
+    have no reason. Every other hour is asked instant by instant, as is one in which a container has several
+    series (copies from several exporters, each counting its own instants)."""
+    if not held:
         return {}
     initialising: Counter[tuple[str, int]] = Counter()
     unproven: set[tuple[str, int]] = set()
@@ -561,7 +560,7 @@ def _proven_reasons(source: PrometheusSource, queries: UsageQueries, chunk: Chun
                 containers.add(container)
                 initialising[key] += int(figure(value, REASON_INSTANTS, labels, queries.cluster))
     return {(uid, hour): Counter({INITIALISING: initialising[(uid, hour)]} if initialising[(uid, hour)] else {})
-            for uid, hours in pending.items() for hour, instants in hours.items()
+            for uid, hours in held.items() for hour, instants in hours.items()
             if instants and (uid, hour) not in unproven and initialising[(uid, hour)] <= instants}
 
 
