@@ -32,7 +32,7 @@ INTERNAL = {
 
 # The exit status of each error, as cli gave it before the errors had a common base
 EXIT_STATUSES = {
-    "billing.config.ConfigError": 2,
+    "billing.config.section.ConfigError": 2,
     "billing.publish.report.ReportError": 2,
     "billing.publish.report.UnknownSubject": 2,
     "billing.publish.statement.StatementError": 2,

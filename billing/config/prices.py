@@ -1,0 +1,101 @@
+"""Money in the configuration: price sets (one, or dated sets in force from a day on), a cluster's cost to
+recover per month, and teams' monthly budgets."""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import date, datetime
+from typing import Annotated
+
+from pydantic import BeforeValidator, Discriminator, Field, Tag, field_validator, model_validator
+
+from billing.config.section import Section
+
+
+def _finite_number(value: object) -> object:
+    """YAML's `true` is not a price of 1.0 (pydantic would take it as one), nor is .nan or .inf a price."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, got {str(value).lower()}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"expected a finite number, got {value}")
+    return value
+
+
+# money per unit: a price or a multiplier of one. A billion per resource-hour is no real price; far larger
+# values (1e25) overflow what reports can show as money and would fail after the day is committed.
+HIGHEST_PRICE = 1e9
+Price = Annotated[float, BeforeValidator(_finite_number), Field(ge=0, lt=HIGHEST_PRICE, allow_inf_nan=False)]
+# a month's budget: money, so bounded like prices; a trillion is beyond any research cluster's month
+HIGHEST_BUDGET = 1e12
+Budget = Annotated[float, BeforeValidator(_finite_number), Field(gt=0, lt=HIGHEST_BUDGET, allow_inf_nan=False)]
+
+
+class Prices(Section):
+    cpu_core_hour: Price
+    memory_gib_hour: Price
+    gpu_hour: Price
+    gpu_models: dict[str, Price] = {}
+    # price multiplier per pod priority class (kube_pod_info's priority_class), e.g. backfill: 0.0 runs free;
+    # other classes pay 1
+    priority_classes: dict[str, Price] = {}
+
+
+def _day(value: object) -> date:
+    """A day as the config writes it (2026-03-01): YAML's own date, or text of that form. A time of day or a number
+    (which pydantic would take as Unix seconds) is no day."""
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return value
+    if isinstance(value, str) and re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value):
+        try:
+            return date.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"{value} is no day of the calendar (expected a date like 2026-03-01)") from None
+    raise ValueError(f"expected a date like 2026-03-01, got {value}")
+
+
+Day = Annotated[date, BeforeValidator(_day)]  # every date key of the config
+
+
+class DatedPrices(Prices):
+    """A price set in force from a day on, until the next set's `from` (docs/spec.md "Prices over time and cost
+    recovery")."""
+
+    from_: Day = Field(alias="from")
+
+
+# `prices` is one set for every day, or a list of dated sets; the tags name the form in pydantic's error locations,
+# which config errors leave out (clusters[0].prices.gpu_hour, clusters[0].prices[1].from)
+PRICE_FORMS = ("one set", "dated sets")
+PriceSets = Annotated[
+    Annotated[Prices, Tag(PRICE_FORMS[0])] | Annotated[list[DatedPrices], Tag(PRICE_FORMS[1])],
+    Discriminator(lambda value: PRICE_FORMS[1] if isinstance(value, list) else PRICE_FORMS[0]),
+]
+
+
+class CostRecovery(Section):
+    """What a cluster cost per calendar month; `billing close` books cost recovery lines so that the month's
+    charges on it add up to that (docs/spec.md "Prices over time and cost recovery")."""
+
+    monthly_cost: Budget | None = None  # in the configured currency, e.g. an on-prem cluster's amortised cost
+    # the cloud bill instead: the rows of the provider's FOCUS export that are this cluster, column (or
+    # Tags.<key>) -> value; `billing invoice import` sums their BilledCost for a month
+    invoice_match: dict[Annotated[str, Field(min_length=1)], str] = {}
+
+    @model_validator(mode="after")
+    def _one_source(self) -> CostRecovery:
+        if (self.monthly_cost is None) == (not self.invoice_match):
+            raise ValueError("set exactly one of monthly_cost and invoice_match")
+        return self
+
+
+class BudgetsConfig(Section):
+    """What each team may spend per calendar month, and the shares of it that send an alert."""
+
+    monthly: dict[str, Budget] = {}  # team -> amount in the currency
+    alert_at: list[Annotated[float, Field(gt=0, allow_inf_nan=False)]] = [0.8, 1.0]
+
+    @field_validator("alert_at")
+    @classmethod
+    def _thresholds(cls, value: list[float]) -> list[float]:
+        return sorted(set(value))
