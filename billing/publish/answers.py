@@ -34,12 +34,12 @@ from billing.ledger.read import (
     stored_directory,
     waste_sums,
 )
+from billing.publish.asked import ReportError
 from billing.publish.budgets import FORECAST_METHOD as FORECAST_METHOD  # said beside a forecast by the interfaces
 from billing.publish.budgets import BudgetStatus, read_budget_status, team_budgets
 from billing.publish.formatting import total
 from billing.publish.report import (
     Report,
-    ReportError,
     Subject,
     UnknownSubject,
     build_report,
