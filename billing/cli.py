@@ -569,29 +569,11 @@ def import_invoice(cluster: str, month: date, replace: bool, add: bool, by: str 
 
         billing invoice import --cluster ibis --month 2026-11 november-focus.csv
     """
-    from billing.collect.invoices import read_invoice
-    from billing.ledger.database import open_ledger
-    from billing.ledger.write import record_invoice
-    from billing.publish.formatting import money
+    from billing.jobs.invoices import import_invoice as import_file
 
     if replace and add:
         raise click.UsageError("--replace and --add exclude each other: replace the month's files, or add one to them")
-    config = _config()
-    configured = next((c for c in config.clusters if c.name == cluster), None)
-    if configured is None:
-        raise click.BadParameter(f"no cluster named {cluster!r} in the config", param_hint="--cluster")
-    if configured.recover is None or not configured.recover.invoice_match:
-        raise click.BadParameter(f"cluster {cluster} has no recover.invoice_match in the config: nothing says which "
-                                 "rows of the bill are its", param_hint="--cluster")
-    bill = read_invoice(file, configured.recover.invoice_match, config.currency, month)
-    month_cost = record_invoice(open_ledger(config.database), month, cluster, bill, _operator(by), replace, add)
-    if month_cost is None:
-        click.echo(f"the invoice of cluster {cluster} for {month:%Y-%m} has {file.name} (sha256 {bill.sha256[:12]}…) "
-                   "imported already; nothing changed")
-        return
-    in_all = f"; the month's invoice is {money(month_cost, bill.currency)} in all" if add else ""
-    click.echo(f"imported the invoice of cluster {cluster} for {month:%Y-%m}: {money(float(bill.billed_cost), bill.currency)} "
-               f"from {bill.rows_matched:,} of {bill.rows_read:,} rows of {file.name} (sha256 {bill.sha256[:12]}…){in_all}")
+    click.echo(import_file(_config(), cluster, month, file, _operator(by), replace, add).line())
 
 
 @main.command()
