@@ -26,6 +26,7 @@ from billing.errors import RunFailed
 from billing.ledger.read import (
     completed,
     daily_costs,
+    month_closed,
     read_recovery,
     read_rows,
     read_workload_costs,
@@ -83,6 +84,12 @@ def budget_statuses(ledger: Engine, budgets: dict[str, float], day: date) -> dic
     """Each budgeted team's month as of `day`, as its page, email and `billing report` show it: what a budget alert
     compares with its thresholds, so that an alert's figure is the page's."""
     return {team: read_budget_status(ledger, team, day, budget) for team, budget in sorted(budgets.items())}
+
+
+def closed(ledger: Engine, month: date) -> bool:
+    """Whether finance closed the month (its first day): its figures are its statement's, booked, so nothing of it
+    is news any more (a budget alert is neither found nor sent again)."""
+    return month_closed(ledger, month)
 
 
 def digests(ledger: Engine, config: Config, day: date) -> list[PersonalDigest]:
