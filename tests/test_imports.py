@@ -113,3 +113,4 @@ def test_budget_alerts_and_personal_digests_ask_the_answer_layer():
     assert "billing.publish.answers" in imports_of(MODULES["billing.notify.budget_alerts"])
     assert imports_of(MODULES["billing.notify.budget_alerts"]) & ASSEMBLY == set()  # its own records: ledger.messages
     assert "billing.publish.digest" not in imports_of(MODULES["billing.jobs.run"])
+    assert "billing.ledger.read" not in imports_of(MODULES["billing.publish.digest"])  # answers.py reads its rows

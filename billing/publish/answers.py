@@ -27,6 +27,7 @@ from billing.ledger.read import (
     completed,
     daily_costs,
     month_closed,
+    read_bound_pending,
     read_recovery,
     read_rows,
     read_workload_costs,
@@ -94,10 +95,21 @@ def closed(ledger: Engine, month: date) -> bool:
 
 def digests(ledger: Engine, config: Config, day: date) -> list[PersonalDigest]:
     """Each person's own summary that the run of `day` sends (`email.personal`): none on a day without one."""
-    from billing.publish.digest import digest_period, read_digests  # when asked: see the module's docstring
+    from billing.publish.digest import digest_period  # when asked: see the module's docstring
 
     period = digest_period(day, config.email.personal)
-    return read_digests(ledger, *period, config.currency, config.reports_url) if period else []
+    return personal_digests(ledger, *period, config.currency, config.reports_url) if period else []
+
+
+def personal_digests(ledger: Engine, first: date, last: date, currency: str, reports_url: str
+                     ) -> list[PersonalDigest]:
+    """Each person's own summary of first to last, with their month to date to `last`."""
+    from billing.publish.digest import digests_of  # when asked: see the module's docstring
+
+    return digests_of(first, last, rows=read_rows(ledger, min(first, last.replace(day=1)), last),
+                      waste=waste_sums(ledger, first, last, "owner"), workloads=read_workload_costs(ledger, first, last),
+                      pending=read_bound_pending(ledger, first, last), runs=completed(ledger, first, last),
+                      currency=currency, reports_url=reports_url)
 
 
 def day_report(ledger: Engine, config: Config, day: date) -> DayReport:
