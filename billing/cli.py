@@ -16,7 +16,6 @@ import getpass
 import itertools
 import logging
 import os
-import re
 import signal
 import sys
 import time
@@ -28,10 +27,10 @@ from typing import TYPE_CHECKING
 
 import click
 
-from billing.days import FIRST_DAY, LAST_DAY, NotADay, days_between, parse_day, yesterday
+from billing.days import days_between, yesterday
 from billing.errors import BillingError
 from billing.logs import configure_logging
-from billing.publish import choices
+from billing.publish import asked, choices
 from billing.redact import redact
 
 if TYPE_CHECKING:
@@ -156,12 +155,10 @@ PARALLEL_DAYS = 2  # days a backfill collects at once by default (docs/cli.md ha
 
 
 def _date(ctx, param, value: str | None) -> date | None:
-    """A day option: billing.days.parse_day's, a usage error naming the value."""
-    if value is None:
-        return None
+    """A day option (billing/publish/asked.py), a usage error naming the value."""
     try:
-        return parse_day(value)
-    except NotADay as exc:
+        return asked.day(value)
+    except asked.ReportError as exc:
         raise click.BadParameter(str(exc)) from None
 
 
@@ -347,18 +344,11 @@ def render(day: date | None) -> None:
 
 
 def _subject(team: str | None, person: str | None, all_teams: bool) -> Subject:
-    from billing.publish.report import Subject
-
-    chosen = []
-    if team is not None:
-        chosen.append(Subject("team", team))
-    if person is not None:
-        chosen.append(Subject("person", person))
-    if all_teams:
-        chosen.append(Subject("all"))
-    if len(chosen) != 1:
+    """The one subject a report asks about (billing/publish/asked.py), a usage error when it names none."""
+    subject = asked.subject(team, person, all_teams, ("--team", "--person", "--all-teams"))
+    if subject is None:
         raise click.UsageError("give exactly one of --team, --person and --all-teams")
-    return chosen[0]
+    return subject
 
 
 def _complete_groupings(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
@@ -430,13 +420,12 @@ def report(
     """
     from billing.ledger.database import open_ledger
     from billing.publish import answers
-    from billing.publish.report import breakdown, report_range
     from billing.publish.report_formats import FORMATS, held_lines, notices
 
     subject = _subject(team, person, all_teams)
     config = _config()
-    by = breakdown(by, config.cost_labels)
-    first, last = report_range(config.zone, first, last)
+    by = asked.breakdown(by, config.cost_labels)
+    first, last = asked.report_range(config.zone, first, last)
     if by is None and form in ("table", "html"):
         by = "team" if subject.kind == "all" else "namespace"
     answer = answers.report(open_ledger(config.database), config, subject, first, last, by)
@@ -468,12 +457,13 @@ def _write_output(output: str | None, text: str) -> None:
 
 
 def _month(ctx, param, value: str | None) -> date | None:
-    """YYYY-MM, as the first day of that month."""
+    """YYYY-MM, as the first day of that month (billing/publish/asked.py), a usage error naming the value."""
     if value is None:
         return None
-    if not re.fullmatch(r"[0-9]{4}-(0[1-9]|1[0-2])", value) or not FIRST_DAY.year <= int(value[:4]) <= LAST_DAY.year:
-        raise click.BadParameter(f"{value!r} is not a month like 2026-11")
-    return date(int(value[:4]), int(value[5:]), 1)
+    try:
+        return asked.month(value)
+    except asked.ReportError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 @main.command()
@@ -579,29 +569,11 @@ def import_invoice(cluster: str, month: date, replace: bool, add: bool, by: str 
 
         billing invoice import --cluster ibis --month 2026-11 november-focus.csv
     """
-    from billing.collect.invoices import read_invoice
-    from billing.ledger.database import open_ledger
-    from billing.ledger.write import record_invoice
-    from billing.publish.formatting import money
+    from billing.jobs.invoices import import_invoice as import_file
 
     if replace and add:
         raise click.UsageError("--replace and --add exclude each other: replace the month's files, or add one to them")
-    config = _config()
-    configured = next((c for c in config.clusters if c.name == cluster), None)
-    if configured is None:
-        raise click.BadParameter(f"no cluster named {cluster!r} in the config", param_hint="--cluster")
-    if configured.recover is None or not configured.recover.invoice_match:
-        raise click.BadParameter(f"cluster {cluster} has no recover.invoice_match in the config: nothing says which "
-                                 "rows of the bill are its", param_hint="--cluster")
-    bill = read_invoice(file, configured.recover.invoice_match, config.currency, month)
-    month_cost = record_invoice(open_ledger(config.database), month, cluster, bill, _operator(by), replace, add)
-    if month_cost is None:
-        click.echo(f"the invoice of cluster {cluster} for {month:%Y-%m} has {file.name} (sha256 {bill.sha256[:12]}…) "
-                   "imported already; nothing changed")
-        return
-    in_all = f"; the month's invoice is {money(month_cost, bill.currency)} in all" if add else ""
-    click.echo(f"imported the invoice of cluster {cluster} for {month:%Y-%m}: {money(float(bill.billed_cost), bill.currency)} "
-               f"from {bill.rows_matched:,} of {bill.rows_read:,} rows of {file.name} (sha256 {bill.sha256[:12]}…){in_all}")
+    click.echo(import_file(_config(), cluster, month, file, _operator(by), replace, add).line())
 
 
 @main.command()

@@ -15,7 +15,7 @@ FIRST_DAY, LAST_DAY = date(1970, 1, 1), date(9999, 12, 30)
 
 
 class NotADay(ValueError):
-    """A day as a person typed it that is no billing day; the message says why, naming the value."""
+    """A day or month as a person typed it that is none of billing's; the message says why, naming the value."""
 
 
 def parse_day(value: str) -> date:
@@ -32,6 +32,13 @@ def parse_day(value: str) -> date:
     if not FIRST_DAY <= day <= LAST_DAY:
         raise NotADay(f"{value!r} is not a day between {FIRST_DAY} and {LAST_DAY}")
     return day
+
+
+def parse_month(value: str) -> date:
+    """YYYY-MM of a year between FIRST_DAY's and LAST_DAY's, as the month's first day."""
+    if not re.fullmatch(r"[0-9]{4}-(0[1-9]|1[0-2])", value) or not FIRST_DAY.year <= int(value[:4]) <= LAST_DAY.year:
+        raise NotADay(f"{value!r} is not a month like 2026-11")
+    return date(int(value[:4]), int(value[5:]), 1)
 
 
 @dataclass(frozen=True)

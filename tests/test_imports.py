@@ -111,5 +111,6 @@ def test_budget_alerts_and_personal_digests_ask_the_answer_layer():
     """An alert's month to date is the pages' (issue 52: alerts summed the month themselves, and said 84% where the
     team's page said 42.00 of 50.00); the night's digests are asked of the answer layer too."""
     assert "billing.publish.answers" in imports_of(MODULES["billing.notify.budget_alerts"])
-    assert "billing.publish.budgets" not in imports_of(MODULES["billing.notify.budget_alerts"])
+    assert imports_of(MODULES["billing.notify.budget_alerts"]) & ASSEMBLY == set()  # its own records: ledger.messages
     assert "billing.publish.digest" not in imports_of(MODULES["billing.jobs.run"])
+    assert "billing.ledger.read" not in imports_of(MODULES["billing.publish.digest"])  # answers.py reads its rows

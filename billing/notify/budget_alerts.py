@@ -23,13 +23,11 @@ from sqlalchemy import Engine
 from billing.config import EmailConfig
 from billing.directory.people import Directory
 from billing.ledger import messages
-from billing.ledger.read import month_closed
 from billing.notify.deliveries import deliver_once
 from billing.notify.mail import Envelope, Letter, MailError, build_message
-from billing.publish.answers import budget_statuses
-from billing.publish.dayview import slug
+from billing.publish.answers import budget_statuses, closed
 from billing.publish.formatting import money
-from billing.publish.links import page_url, team_page
+from billing.publish.links import page_url, slug, team_page
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +51,7 @@ def crossed_thresholds(engine: Engine, day: date, budgets: dict[str, float], thr
     A closed month alerts no more: finance has booked it.
     """
     month = day.replace(day=1)
-    if not budgets or month_closed(engine, month):
+    if not budgets or closed(engine, month):
         return []
     sent = messages.alerted(engine, month)
     return [
@@ -139,7 +137,7 @@ def send_alerts(engine: Engine, day: date, budgets: dict[str, float], thresholds
     alerts = crossed_thresholds(engine, day, budgets, thresholds)
     if alerts and not email.enabled:
         log.warning("budget: %d threshold(s) crossed, no alert sent (email is not enabled)", len(alerts))
-    if not email.enabled or month_closed(engine, day.replace(day=1)):
+    if not email.enabled or closed(engine, day.replace(day=1)):
         return []
     for alert in alerts:
         log.warning("budget: team %s crossed %.0f%% of its %s budget (%.2f of %.2f %s)", alert.team,

@@ -26,6 +26,8 @@ from billing.errors import RunFailed
 from billing.ledger.read import (
     completed,
     daily_costs,
+    month_closed,
+    read_bound_pending,
     read_recovery,
     read_rows,
     read_workload_costs,
@@ -34,12 +36,12 @@ from billing.ledger.read import (
     stored_directory,
     waste_sums,
 )
+from billing.publish.asked import ReportError
 from billing.publish.budgets import FORECAST_METHOD as FORECAST_METHOD  # said beside a forecast by the interfaces
 from billing.publish.budgets import BudgetStatus, read_budget_status, team_budgets
 from billing.publish.formatting import total
 from billing.publish.report import (
     Report,
-    ReportError,
     Subject,
     UnknownSubject,
     build_report,
@@ -85,12 +87,29 @@ def budget_statuses(ledger: Engine, budgets: dict[str, float], day: date) -> dic
     return {team: read_budget_status(ledger, team, day, budget) for team, budget in sorted(budgets.items())}
 
 
+def closed(ledger: Engine, month: date) -> bool:
+    """Whether finance closed the month (its first day): its figures are its statement's, booked, so nothing of it
+    is news any more (a budget alert is neither found nor sent again)."""
+    return month_closed(ledger, month)
+
+
 def digests(ledger: Engine, config: Config, day: date) -> list[PersonalDigest]:
     """Each person's own summary that the run of `day` sends (`email.personal`): none on a day without one."""
-    from billing.publish.digest import digest_period, read_digests  # when asked: see the module's docstring
+    from billing.publish.digest import digest_period  # when asked: see the module's docstring
 
     period = digest_period(day, config.email.personal)
-    return read_digests(ledger, *period, config.currency, config.reports_url) if period else []
+    return personal_digests(ledger, *period, config.currency, config.reports_url) if period else []
+
+
+def personal_digests(ledger: Engine, first: date, last: date, currency: str, reports_url: str
+                     ) -> list[PersonalDigest]:
+    """Each person's own summary of first to last, with their month to date to `last`."""
+    from billing.publish.digest import digests_of  # when asked: see the module's docstring
+
+    return digests_of(first, last, rows=read_rows(ledger, min(first, last.replace(day=1)), last),
+                      waste=waste_sums(ledger, first, last, "owner"), workloads=read_workload_costs(ledger, first, last),
+                      pending=read_bound_pending(ledger, first, last), runs=completed(ledger, first, last),
+                      currency=currency, reports_url=reports_url)
 
 
 def day_report(ledger: Engine, config: Config, day: date) -> DayReport:

@@ -1,8 +1,9 @@
 """Each person's own summary (`email.personal`): what their namespaces cost, and what they held idle.
 
 `digest_period` says which days a run's digest covers (every run's day, or
-the week ending on a Sunday's run); `read_digests` reads those days from the
-ledger into one `PersonalDigest` per person with costs, their share of each
+the week ending on a Sunday's run); `digests_of` makes the ledger's rows of
+those days, as billing/publish/answers.py reads them (`personal_digests`), into
+one `PersonalDigest` per person with costs, their share of each
 namespace as in `billing report --person`, their most expensive workloads
 where the days were broken down by workload, and what their pods bound to a
 node held before they ran. The letter is `billing.notify.letters.person_letter`.
@@ -15,10 +16,8 @@ from datetime import date, timedelta
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import Engine
 
 from billing.days import days_between
-from billing.ledger.read import completed, read_bound_pending, read_rows, read_workload_costs, waste_sums
 from billing.publish.dayview import held_rows
 from billing.publish.formatting import money_sums, total
 
@@ -54,16 +53,16 @@ def digest_period(day: date, personal: str) -> tuple[date, date] | None:
     return None
 
 
-def read_digests(engine: Engine, first: date, last: date, currency: str, reports_url: str) -> list[PersonalDigest]:
-    """One digest per person whose namespaces cost something from first to last, by uid."""
+def digests_of(first: date, last: date, *, rows: pd.DataFrame, waste: pd.DataFrame, workloads: pd.DataFrame,
+               pending: pd.DataFrame, runs: set[date], currency: str, reports_url: str) -> list[PersonalDigest]:
+    """One digest per person whose namespaces cost something from first to last, by uid: from the ledger's rows of
+    the month of `last` to it and of the period (`rows`), the period's waste per owner, workload costs, what pods
+    bound to a node held before they ran, and the days run."""
     month = last.replace(day=1)
-    rows = read_rows(engine, min(first, month), last)
     rows = rows[rows["owner"].notna()]
     period = rows[rows["day"] >= first]
-    waste = waste_sums(engine, first, last, "owner").dropna(subset=["owner"]).set_index("owner")
-    workloads = top_workloads(engine, first, last)
-    pending = read_bound_pending(engine, first, last)
-    runs = completed(engine, first, last)
+    waste = waste.dropna(subset=["owner"]).set_index("owner")
+    tops = top_workloads(workloads)
     missing = [day for day in days_between(first, last) if day not in runs]
     digests = []
     uid: Any  # a person's uid (pandas-stubs types group keys as any scalar)
@@ -80,16 +79,15 @@ def read_digests(engine: Engine, first: date, last: date, currency: str, reports
             .to_dict("records"),
             idle_gpu_hours=None if pd.isna(idle["idle_gpu_hours"]) else float(idle["idle_gpu_hours"]),
             unused_cpu_core_hours=None if pd.isna(idle["unused_cpu_core_hours"]) else float(idle["unused_cpu_core_hours"]),
-            missing_days=missing, reports_url=reports_url, top_workloads=workloads.get(uid, []),
+            missing_days=missing, reports_url=reports_url, top_workloads=tops.get(uid, []),
             held_before_running=held_rows(pending[pending["owner"] == uid], "owner"),
         ))
     return digests
 
 
-def top_workloads(engine: Engine, first: date, last: date) -> dict[str, list[dict]]:
-    """Per person: cluster, namespace, workload and cost of their TOP_WORKLOADS most expensive workloads
-    from first to last (their share of each, across their teams), most expensive first."""
-    rows = read_workload_costs(engine, first, last)
+def top_workloads(rows: pd.DataFrame) -> dict[str, list[dict]]:
+    """Per person: cluster, namespace, workload and cost of their TOP_WORKLOADS most expensive workloads among the
+    workload cost rows (their share of each, across their teams), most expensive first."""
     rows = rows[rows["owner"].notna()]
     sums = money_sums(rows, ["owner", "cluster", "namespace", "workload"], ["cost"])
     ordered = sums.sort_values(["cost", "cluster", "namespace", "workload"], ascending=[False, True, True, True])

@@ -18,15 +18,13 @@ from __future__ import annotations
 import difflib
 import json
 from dataclasses import dataclass, field
-from datetime import date, datetime
-from zoneinfo import ZoneInfo
+from datetime import date
 
 from sqlalchemy import Engine
 
 from billing.config import ClusterConfig
-from billing.days import days_between, days_in_month, yesterday
+from billing.days import days_between, days_in_month
 from billing.directory.people import directory_from_json
-from billing.errors import UsageError
 from billing.ledger.questions import (
     HOURS_COLUMNS,
     LIST_COST,
@@ -44,6 +42,7 @@ from billing.ledger.questions import (
     workload_rows,
 )
 from billing.ledger.read import completed, incomplete, latest_directory, recovered
+from billing.publish.asked import ReportError
 from billing.publish.budgets import BudgetStatus
 from billing.publish.choices import GROUPINGS, LABEL_PREFIX, WORKLOAD
 from billing.publish.formatting import COST_RECOVERY, total
@@ -53,10 +52,6 @@ from billing.resources import RECOVERY
 # [{"resource", "held_hours", "gpu_hours"}]; only in reports by namespace whose range has some
 HELD_COLUMN = "gpu_held"
 SUMS = [*HOURS_COLUMNS.values(), "cost"]  # what a group's row sums
-
-
-class ReportError(UsageError):
-    """The question cannot be answered as asked (an unknown team, mixed currencies)."""
 
 
 class UnknownSubject(ReportError):
@@ -113,35 +108,6 @@ def price_changes(clusters: list[ClusterConfig], first: date, last: date) -> lis
     """(cluster, day) for each day after `first`, up to `last`, on which a cluster's next price set came into force:
     a report over such a range adds up hours at different prices."""
     return [(cluster.name, day) for cluster in clusters for day in cluster.price_changes(first, last)]
-
-
-def report_range(
-    zone: ZoneInfo, first: date | None, last: date | None, now: datetime | None = None
-) -> tuple[date, date]:
-    """The days asked for; by default the month to date (on the 1st: all of last month).
-
-    Without --to the range ends yesterday; without --from it starts on the
-    first day of the month of its end.
-    """
-    last = last or yesterday(zone, now)
-    first = first or last.replace(day=1)
-    if last < first:
-        raise ReportError(f"the range ends ({last}) before it starts ({first})")
-    return first, last
-
-
-def breakdown(by: str | None, cost_labels: list[str]) -> str | None:
-    """`by` checked: a GROUPINGS word, `workload`, or `label:NAME` of a configured cost label (else ReportError)."""
-    if by is None or by in GROUPINGS or by == WORKLOAD:
-        return by
-    if by.startswith(LABEL_PREFIX):
-        name = by.removeprefix(LABEL_PREFIX)
-        if name in cost_labels:
-            return by
-        configured = f"names {', '.join(cost_labels)}" if cost_labels else "is empty"
-        raise ReportError(f"cannot break down by label {name!r}: it is not in the config key cost_labels, "
-                          f"which {configured}")
-    raise ReportError(f"cannot group by {by!r}: give one of {', '.join(GROUPINGS)}, {WORKLOAD} or {LABEL_PREFIX}NAME")
 
 
 def breakdown_column(by: str) -> str:

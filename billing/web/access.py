@@ -17,8 +17,6 @@ from billing.directory.people import directory_from_json
 from billing.ledger.read import latest_directory
 from billing.publish.report import Subject, known_names
 
-LONGEST_RANGE = 366  # days one question may span, in billing serve and billing mcp alike
-
 
 class Forbidden(Exception):
     """The viewer may not see what was asked for; the message says what and why."""
@@ -51,6 +49,15 @@ class Viewer:
         if not self.admin:
             raise Forbidden(f"{self.uid} is not in web.admins, so cannot see all teams")
         return Subject("all")
+
+    def asked(self, subject: Subject | None) -> Subject:
+        """The subject a question names (billing/publish/asked.py), if this viewer may see it; a question naming
+        none is about everything for an admin and about one's own costs for anyone else."""
+        if subject is None:
+            return self.everything() if self.admin else self.person(self.uid)
+        if subject.kind == "all" or subject.name is None:
+            return self.everything()
+        return self.team(subject.name) if subject.kind == "team" else self.person(subject.name)
 
 
 def viewer(engine: Engine, uid: str, admins: list[str]) -> Viewer:

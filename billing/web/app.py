@@ -31,7 +31,8 @@ from billing.days import NotADay, parse_day
 from billing.directory.ldap import WrongPassword
 from billing.ledger.database import LedgerError, open_ledger
 from billing.ledger.read import completed
-from billing.publish import answers
+from billing.publish import answers, asked
+from billing.publish.asked import ReportError
 from billing.publish.cost_metrics import add_cost_metrics, read_cost_figures
 from billing.publish.formatting import price_change_note
 from billing.publish.links import slug
@@ -42,15 +43,12 @@ from billing.publish.report import (
     SUMS,
     WORKLOAD,
     Report,
-    ReportError,
     Subject,
     UnknownSubject,
-    breakdown,
     known_names,
-    report_range,
 )
 from billing.publish.report_formats import csv_text, html_table, json_text
-from billing.web.access import LONGEST_RANGE, Forbidden, Viewer, viewer
+from billing.web.access import Forbidden, Viewer, viewer
 from billing.web.access import spelled as spelled_in
 from billing.web.security import Guard, LoginThrottle, Refused, check_csrf, csrf_token, shown_uid
 
@@ -66,17 +64,6 @@ PAGE_TABLES = {  # page -> the breakdowns it shows of the range, each also a CSV
     "team": ("person", "namespace", WORKLOAD),
     "all": ("team", "cluster"),
 }
-
-
-def _day(name: str) -> date | None:
-    """The query's day parameter `name`, None when absent; 400 naming it when it is no day."""
-    value = request.args.get(name)
-    if value is None or value == "":
-        return None
-    try:
-        return parse_day(value)
-    except NotADay as exc:
-        raise Refused(400, f"{name}={exc}") from None
 
 
 def _page_day(value: str) -> date:
@@ -206,14 +193,9 @@ class Site:
         return spelled_in(self.ledger, subject)
 
     def asked_range(self) -> tuple[date, date]:
-        """from= and to=, by default the month to yesterday as for `billing report`."""
-        try:
-            first, last = report_range(self.config.zone, _day("from"), _day("to"))
-        except ReportError as exc:
-            raise Refused(400, str(exc)) from None
-        if (last - first).days >= LONGEST_RANGE:
-            raise Refused(400, f"the range {first} to {last} is longer than {LONGEST_RANGE} days")
-        return first, last
+        """from= and to=, by default the month to yesterday as for `billing report`; ReportError (400) naming
+        them."""
+        return asked.bounded_range(self.config.zone, request.args.get("from"), request.args.get("to"), ("from", "to"))
 
     def page(self, name: str, subject: Subject, heading: str, waste_key: str, links: str | None = None) -> Response:
         """A page of a subject (the figures of the range's last day, the range's breakdowns and waste), or one of
@@ -249,15 +231,9 @@ class Site:
         by = request.args.get("by")
         if by is not None and by not in API_GROUPINGS and not by.startswith(LABEL_PREFIX):
             raise Refused(400, f"by={by!r} is not one of {', '.join(API_GROUPINGS)} or {LABEL_PREFIX}NAME")
-        by = breakdown(by, self.config.cost_labels)  # a label that is not a cost label: ReportError, 400
-        if "team" in request.args and "person" in request.args:
-            raise Refused(400, "give team= or person=, not both")
-        if "team" in request.args:
-            subject = who.team(request.args["team"])
-        elif "person" in request.args:
-            subject = who.person(request.args["person"])
-        else:
-            subject = who.everything() if who.admin else who.person(who.uid)
+        by = asked.breakdown(by, self.config.cost_labels)  # a label that is not a cost label: ReportError, 400
+        subject = who.asked(asked.subject(request.args.get("team"), request.args.get("person"),
+                                          names=("team=", "person=")))
         first, last = self.asked_range()
         answer = answers.costs(self.ledger, self.config, self.spelled(subject), first, last, by)
         return Response(json_text(answer), mimetype="application/json")

@@ -45,7 +45,6 @@ from sqlalchemy import Engine
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from billing.config import Config
-from billing.days import NotADay
 from billing.directory.ldap import WrongPassword
 from billing.errors import BillingError
 from billing.ledger.database import open_ledger
@@ -123,7 +122,7 @@ def build_server(config: Config, ledger: Engine, uid_of: Callable[[ServerRequest
                 tools.answer, viewer(ledger, uid, config.web.admins), name, params.arguments or {})
         except UnknownSubject as exc:  # without the closest names, which would tell who else has costs
             sentence = exc.plain
-        except (BillingError, Forbidden, NotADay) as exc:
+        except (BillingError, Forbidden) as exc:
             sentence = str(exc)
         else:
             log.info("%s asked %s", uid, name, extra={"uid": uid, "tool": name})

@@ -11,20 +11,20 @@ errors into one-sentence tool errors.
 from __future__ import annotations
 
 import json
-import re
 from datetime import date
 
 import pandas as pd
 from sqlalchemy import Engine
 
 from billing.config import Config
-from billing.days import FIRST_DAY, LAST_DAY, NotADay, parse_day, yesterday
-from billing.publish import answers
+from billing.days import yesterday
+from billing.publish import answers, asked
+from billing.publish.asked import ReportError
 from billing.publish.choices import GROUPINGS, LABEL_PREFIX, WORKLOAD
-from billing.publish.report import Report, ReportError, Subject, UnknownSubject, breakdown, known_names, report_range
+from billing.publish.report import Report, Subject, UnknownSubject, known_names
 from billing.publish.report_formats import json_text
 from billing.publish.statement_formats import json_text as statement_json
-from billing.web.access import LONGEST_RANGE, Viewer, spelled
+from billing.web.access import Viewer, spelled
 
 RULES = [  # how a ledger row's figures are made (docs/spec.md "Billing arithmetic")
     "quantity: resource-hours the pod requested while Running, sampled every step (docs/spec.md Rule 4)",
@@ -58,27 +58,17 @@ class Tools:
     def subject(self, viewer: Viewer, team: str | None, person: str | None) -> Subject:
         """A team, a person, or by default everything for an admin and one's own costs for anyone else, as serve's
         /api/v1/costs decides it; Forbidden when the viewer may not see it."""
-        if team and person:
-            raise ReportError("give team or person, not both")
-        if team:
-            if team.casefold() not in {known.casefold() for known in known_names(self.ledger, "team")}:
-                # said to leads as to admins (docs/mcp.md); a person's existence is not told to others
-                raise UnknownSubject(f"no team named {team!r} in the ledger")
-            subject = viewer.team(team)
-        elif person:
-            subject = viewer.person(person)
-        else:
-            subject = viewer.everything() if viewer.admin else viewer.person(viewer.uid)
-        return spelled(self.ledger, subject)
+        named = asked.subject(team or None, person or None)
+        if team and team.casefold() not in {known.casefold() for known in known_names(self.ledger, "team")}:
+            # said to leads as to admins (docs/mcp.md); a person's existence is not told to others
+            raise UnknownSubject(f"no team named {team!r} in the ledger")
+        return spelled(self.ledger, viewer.asked(named))
 
     def range(self, first: str | None, last: str | None, names: tuple[str, str] = ("first_day", "last_day")
               ) -> tuple[date, date]:
         """The first and last day (YYYY-MM-DD; errors name the arguments `names`), by default the month to
-        yesterday; at most LONGEST_RANGE days, as in serve."""
-        begin, end = report_range(self.config.zone, _day(names[0], first), _day(names[1], last))
-        if (end - begin).days >= LONGEST_RANGE:
-            raise ReportError(f"the range {begin} to {end} is longer than {LONGEST_RANGE} days; ask for a shorter one")
-        return begin, end
+        yesterday; at most asked.LONGEST_RANGE days, as in serve."""
+        return asked.bounded_range(self.config.zone, first, last, names)
 
     def costs(self, viewer: Viewer, team: str | None = None, person: str | None = None, first_day: str | None = None,
               last_day: str | None = None, by: str | None = None) -> dict:
@@ -87,7 +77,7 @@ class Tools:
         to thousands."""
         subject = self.subject(viewer, team, person)
         begin, end = self.range(first_day, last_day)
-        grouping = None if by == ROWS else breakdown(by or DEFAULT_BY[subject.kind], self.config.cost_labels)
+        grouping = None if by == ROWS else asked.breakdown(by or DEFAULT_BY[subject.kind], self.config.cost_labels)
         return _json(answers.report(self.ledger, self.config, subject, begin, end, grouping))
 
     def changes(self, viewer: Viewer, before_first_day: str, before_last_day: str, after_first_day: str,
@@ -123,7 +113,7 @@ class Tools:
         figures `billing report --team TEAM --to AS_OF --format json` carries, with the month's days never billed,
         which month to date leaves out."""
         subject = self.subject(viewer, team, None)
-        day = _day("as_of", as_of) or yesterday(self.config.zone)
+        day = asked.day(as_of or None, "as_of") or yesterday(self.config.zone)
         answer = answers.report(self.ledger, self.config, subject, day.replace(day=1), day, "namespace")
         status = answer.budget
         assert status is not None  # a team's report always carries its budget status
@@ -136,29 +126,18 @@ class Tools:
 
     def statement(self, viewer: Viewer, month: str, team: str | None = None) -> dict:
         """`billing statement --month MONTH [--team TEAM] --format json`: a team's for its leads, all for admins."""
-        if not re.fullmatch(r"[0-9]{4}-(0[1-9]|1[0-2])", month) or not FIRST_DAY.year <= int(month[:4]) <= LAST_DAY.year:
-            raise ReportError(f"month={month!r} is not a month like 2026-11")
+        first = asked.month(month, "month")
         subject = self.subject(viewer, team, None) if team else viewer.everything()
-        first = date(int(month[:4]), int(month[5:]), 1)
         return json.loads(statement_json(answers.statement(self.ledger, self.config, first, subject.name)))
 
     def figure_source(self, viewer: Viewer, day: str, team: str | None = None, person: str | None = None) -> dict:
         """Where a day's figures come from: its ledger rows, the prices in force, the rules, the run and its audit."""
         subject = self.subject(viewer, team, person)
-        found = answers.source(self.ledger, self.config, subject, _day("day", day) or yesterday(self.config.zone))
+        found = answers.source(self.ledger, self.config, subject,
+                               asked.day(day or None, "day") or yesterday(self.config.zone))
         return {**_json(found.rows), "prices": found.prices, "rules": RULES, "run": found.run,
                 "data_coverage": [{"cluster": cluster, "coverage": share} for cluster, share in found.coverage],
                 "audit": AUDIT}
-
-
-def _day(name: str, value: str | None) -> date | None:
-    """A day argument, None when absent; NotADay naming it when it is no day."""
-    if value is None or value == "":
-        return None
-    try:
-        return parse_day(value)
-    except NotADay as exc:
-        raise NotADay(f"{name}={exc}") from None
 
 
 def _json(report: Report) -> dict:

@@ -109,6 +109,8 @@ def test_invoice_import_records_the_month_once(tmp_path, invoice_import, ledger)
     assert kept(ledger) == [(NOV, "ibis", 1100.0, "november-corrected.csv", 1)]
     unmatched = invoice_import("--cluster", MINIMAL_CONFIG["clusters"][0]["name"], "--month", "2026-11", str(first))
     assert unmatched.exit_code == 2 and "has no recover.invoice_match in the config" in unmatched.output
+    unknown = invoice_import("--cluster", "heron", "--month", "2026-11", str(first))
+    assert unknown.exit_code == 2 and "no cluster named 'heron' in the config (--cluster)" in unknown.output
 
 
 def refused(result) -> str:

@@ -21,7 +21,8 @@ from billing.ledger.database import LedgerError
 # Exceptions that never reach the user as an error, each with the reason
 INTERNAL = {
     "billing.cli.Terminated": "SIGTERM as a KeyboardInterrupt, so libraries stop as for Ctrl-C; cli says why",
-    "billing.days.NotADay": "a day as typed that is none: a usage error of the command line, a 400 of billing serve",
+    "billing.days.NotADay": "a day or month as typed that is none: publish/asked.py raises it again as a ReportError "
+                            "naming the argument (serve's static page addresses: a 404)",
     "billing.collect.prometheus._PartialAnswer": "retried, then raised again as a PrometheusError naming the server",
     "billing.collect.prometheus._Rejected": "an answer refused inside the client, raised again as a PrometheusError",
     "billing.collect.prometheus._TooLarge": "an answer over max_answer_mib, raised again as a PrometheusError",
@@ -33,7 +34,7 @@ INTERNAL = {
 # The exit status of each error, as cli gave it before the errors had a common base
 EXIT_STATUSES = {
     "billing.config.section.ConfigError": 2,
-    "billing.publish.report.ReportError": 2,
+    "billing.publish.asked.ReportError": 2,
     "billing.publish.report.UnknownSubject": 2,
     "billing.publish.statement.StatementError": 2,
     "billing.publish.focus.ParquetUnavailable": 2,

@@ -16,7 +16,8 @@ from billing.charge.bill import DayBill
 from billing.ledger.database import open_ledger
 from billing.ledger.write import replace_day
 from billing.notify.letters import person_letter
-from billing.publish.digest import digest_period, read_digests
+from billing.publish.answers import personal_digests
+from billing.publish.digest import digest_period
 from billing.publish.formatting import HELD_BEFORE_RUNNING_RULE, HELD_CHARGED
 from tests.helpers.report_ledger import DAY, H100, ROWS, frame, write_held_ledger, write_ledger
 from tests.helpers.workload_ledger import FIRST, LAST, fill
@@ -43,7 +44,7 @@ def ledger(tmp_path):
 
 
 def test_each_person_with_costs_gets_their_share(ledger):
-    digests = {d.uid: d for d in read_digests(ledger, date(2026, 11, 19), DAY, "USD", URL)}
+    digests = {d.uid: d for d in personal_digests(ledger, date(2026, 11, 19), DAY, "USD", URL)}
     assert sorted(digests) == ["alice", "bob"]  # team namespaces have no owner
     alice, bob = digests["alice"], digests["bob"]
     assert alice.cost == pytest.approx(37.20)  # 12.00 (Nov 19) + 24.00 + 1.20 (Nov 20)
@@ -55,13 +56,13 @@ def test_each_person_with_costs_gets_their_share(ledger):
 
 
 def test_a_period_without_costs_has_no_digests_and_never_billed_days_are_named(ledger):
-    assert read_digests(ledger, date(2026, 11, 10), date(2026, 11, 10), "USD", URL) == []
-    (alice,) = [d for d in read_digests(ledger, date(2026, 11, 16), DAY, "USD", URL) if d.uid == "alice"]
+    assert personal_digests(ledger, date(2026, 11, 10), date(2026, 11, 10), "USD", URL) == []
+    (alice,) = [d for d in personal_digests(ledger, date(2026, 11, 16), DAY, "USD", URL) if d.uid == "alice"]
     assert alice.missing_days == [date(2026, 11, d) for d in (16, 17, 18)]
 
 
 def test_the_letter_says_what_was_spent_and_idle_and_links_to_billing_serve(ledger):
-    (alice,) = [d for d in read_digests(ledger, date(2026, 11, 19), DAY, "USD", URL) if d.uid == "alice"]
+    (alice,) = [d for d in personal_digests(ledger, date(2026, 11, 19), DAY, "USD", URL) if d.uid == "alice"]
     letter = person_letter(alice)
     assert letter.subject == "Your cluster costs 2026-11-19 to 2026-11-20: 37.20 USD"
     for body in (letter.text, letter.html):
@@ -72,7 +73,7 @@ def test_the_letter_says_what_was_spent_and_idle_and_links_to_billing_serve(ledg
 def test_the_most_expensive_workloads_are_each_persons_share(tmp_path):
     engine = open_ledger(f"sqlite:///{tmp_path / 'workloads.db'}")
     fill(engine)
-    digests = {d.uid: d for d in read_digests(engine, FIRST, LAST, "USD", URL)}
+    digests = {d.uid: d for d in personal_digests(engine, FIRST, LAST, "USD", URL)}
     alice, bob = digests["alice"], digests["bob"]
     # by hand from tests/helpers/workload_ledger.py; Nov 2 (12.00) was not broken down, so it is in no workload
     assert [(r["workload"], round(r["cost"], 2)) for r in alice.top_workloads] == [
@@ -86,16 +87,16 @@ def test_the_most_expensive_workloads_are_each_persons_share(tmp_path):
 
 
 def test_a_person_without_workload_rows_gets_no_workload_table(ledger):
-    (alice,) = [d for d in read_digests(ledger, date(2026, 11, 19), DAY, "USD", URL) if d.uid == "alice"]
+    (alice,) = [d for d in personal_digests(ledger, date(2026, 11, 19), DAY, "USD", URL) if d.uid == "alice"]
     assert alice.top_workloads == []
     letter = person_letter(alice)
     assert "WORKLOADS" not in letter.text and "workloads" not in letter.html
 
 
 def test_the_letter_says_what_the_person_held_before_running_where_they_did(ledger, tmp_path):
-    (before,) = [d for d in read_digests(ledger, DAY, DAY, "USD", URL) if d.uid == "alice"]
+    (before,) = [d for d in personal_digests(ledger, DAY, DAY, "USD", URL) if d.uid == "alice"]
     assert "Held before running" not in person_letter(before).text + person_letter(before).html
-    digests = {d.uid: d for d in read_digests(open_ledger(write_held_ledger(tmp_path / "held.db")), DAY, DAY, "USD", URL)}
+    digests = {d.uid: d for d in personal_digests(open_ledger(write_held_ledger(tmp_path / "held.db")), DAY, DAY, "USD", URL)}
     # by hand from HELD: alice's image pull; bob's init container, both his teams' halves (carol has no costs: no digest)
     assert [(r["cluster"], r["resource"], r["gpu_model"], r["quantity"], r["cost"], r["reason"], r["charged"])
             for r in digests["alice"].held_before_running] == [

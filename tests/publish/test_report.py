@@ -2,41 +2,13 @@
 
 from __future__ import annotations
 
-import re
-from datetime import date, datetime, timezone
+from datetime import date
 from zoneinfo import ZoneInfo
 
-import pytest
-
-from billing.publish.report import Report, ReportError, Subject, breakdown, report_range
+from billing.publish.report import Report, Subject
 from billing.publish.report_formats import csv_text, day_ranges, notices, table
 
 BERLIN = ZoneInfo("Europe/Berlin")
-
-
-@pytest.mark.parametrize(
-    "now, expected",
-    [
-        (datetime(2026, 11, 20, 12, tzinfo=timezone.utc), (date(2026, 11, 1), date(2026, 11, 19))),
-        # on the 1st: all of the previous month
-        (datetime(2026, 11, 1, 8, tzinfo=timezone.utc), (date(2026, 10, 1), date(2026, 10, 31))),
-        # 23:30 UTC on Oct 31 is already Nov 1 in Berlin
-        (datetime(2026, 10, 31, 23, 30, tzinfo=timezone.utc), (date(2026, 10, 1), date(2026, 10, 31))),
-        # on the 2nd: just the 1st
-        (datetime(2026, 1, 2, 8, tzinfo=timezone.utc), (date(2026, 1, 1), date(2026, 1, 1))),
-    ],
-)
-def test_default_range_is_the_month_to_yesterday(now, expected):
-    assert report_range(BERLIN, None, None, now) == expected
-
-
-def test_range_from_to_only_starts_on_the_first_of_that_month():
-    assert report_range(BERLIN, None, date(2026, 2, 14)) == (date(2026, 2, 1), date(2026, 2, 14))
-
-
-def test_range_ending_before_it_starts_is_refused():
-    with pytest.raises(ReportError, match="ends"):
-        report_range(BERLIN, date(2026, 3, 2), date(2026, 3, 1))
 
 
 def grouped(rows: list[dict], by: str = "namespace") -> Report:
@@ -112,23 +84,6 @@ def test_table_rows_add_up_to_the_total_and_say_so():
         ("a", "0.33"), ("b", "0.33"), ("c", "0.33"), ("Rounding", "0.01"), ("total", "1.00")]
     assert "a Rounding row is what a table's rounded rows differ from its rounded total." in " ".join(text.split())
     assert "Rounding" not in table(grouped([row("a", 0.5), row("b", 0.25)]))  # the rows add up
-
-
-@pytest.mark.parametrize("by", [None, "team", "day", "workload", "label:experiment"])
-def test_groupings_and_breakdowns_of_configured_labels_are_taken(by):
-    assert breakdown(by, ["experiment"]) == by
-
-
-@pytest.mark.parametrize("by, cost_labels, says", [
-    ("label:project", ["experiment", "team"], "'project': it is not in the config key cost_labels, which names "
-                                              "experiment, team"),
-    ("label:experiment", [], "cost_labels, which is empty"),
-    ("label:", ["experiment"], "by label ''"),
-    ("owner", ["experiment"], "cannot group by 'owner': give one of team, person, namespace"),
-])
-def test_other_groupings_are_refused_naming_the_cost_labels(by, cost_labels, says):
-    with pytest.raises(ReportError, match=re.escape(says)):
-        breakdown(by, cost_labels)
 
 
 def test_requested_and_unrequested_are_each_their_exact_sum_rounded_once():
