@@ -452,7 +452,8 @@ def correction_rows(corrections: pd.DataFrame, zone: ZoneInfo, version: str = DE
     range as a row of ChargeClass Correction in the billing period it is invoiced in (the month it is booked in),
     and each one `left_out` of the invoice of the month of a day in the range (whose rows are the ledger's as
     corrected) as an Adjustment of the opposite amount in that month, so that each month's rows add up to its
-    statement, each day's to the ledger; both over the corrected day (docs/reports.md "The FOCUS export")."""
+    statement, each day's to the ledger; both over the corrected day, or a cost recovery correction over its month
+    (docs/reports.md "The FOCUS export")."""
     booked = corrections[corrections["booked"].astype(bool)]
     left_out = corrections[corrections["left_out"].astype(bool)]
     rows = [part for part in (
@@ -482,8 +483,12 @@ def _corrections(corrections: pd.DataFrame, invoiced: pd.Series, zone: ZoneInfo,
               + ", invoiced as a correction in " + corrections["month"].map(lambda m: f"{m:%Y-%m}")),
         tags=[{"kind": "correction" if correction else "corrected-later", "corrects": f"{d:%Y-%m-%d}", "resource": r}
               for d, r in zip(day, resource)])
-    periods = _periods(day, zone).drop(columns=["BillingPeriodStart", "BillingPeriodEnd"]).join(
-        _periods(invoiced, zone)[["BillingPeriodStart", "BillingPeriodEnd"]])
+    # the charge period is when the corrected charge was incurred: the day; a cost recovery line's, its month
+    days, months = _periods(day, zone), _periods(day.map(lambda d: d.replace(day=1)), zone)
+    recovery = kind == "recovery"
+    periods = pd.DataFrame({"ChargePeriodStart": days["ChargePeriodStart"].mask(recovery, months["BillingPeriodStart"]),
+                            "ChargePeriodEnd": days["ChargePeriodEnd"].mask(recovery, months["BillingPeriodEnd"])}
+                           ).join(_periods(invoiced, zone)[["BillingPeriodStart", "BillingPeriodEnd"]])
     focus = focus.join(periods).assign(ChargeClass="Correction" if correction else None,
                                        InvoiceId=invoice_ids(corrections["cluster"], invoiced, corrections["team"]))
     return focus[FOCUS_COLUMNS[version]].reset_index(drop=True)

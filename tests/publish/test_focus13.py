@@ -6,6 +6,7 @@ hand from the ledgers' rows.
 import io
 import json
 from datetime import date
+from decimal import Decimal
 
 import duckdb
 import pandas as pd
@@ -15,8 +16,10 @@ from click.testing import CliRunner
 
 from billing.charge.bill import DayBill
 from billing.cli import main
+from billing.collect.invoices import Invoice
+from billing.config import CostRecovery
 from billing.ledger.database import open_ledger
-from billing.ledger.write import replace_day
+from billing.ledger.write import record_invoice, replace_day
 from billing.publish.statement import close_month
 from tests.helpers.focus13 import check_focus_13, check_numeric_text, check_parquet_types, ratio
 from tests.helpers.ledgers import new_ledger
@@ -28,6 +31,11 @@ from tests.helpers.statements import (
     OCT_5,
     OCT_5_RERUN,
     OCT_6,
+    REC_NOV_2,
+    REC_OCT_5,
+    REC_OCT_5_FIXED,
+    REC_OCT_20,
+    REC_OCT_20_FIXED,
     TODAY_DONE,
     closed_october,
     write_month,
@@ -361,3 +369,35 @@ def test_a_day_of_a_closed_month_run_again_is_corrected_in_the_month_that_invoic
     november = export(config, "2026-11-01", "2026-11-30")
     assert november.groupby("InvoiceId")["BilledCost"].sum().to_dict() == pytest.approx({
         "jaguar/2026-11/robotics": 5.52, "heron/2026-11/robotics": 9.50, "heron/2026-11/vision": 2.50})
+
+
+def test_corrections_on_a_recovered_cluster_keep_each_invoice_and_each_month_as_the_ledger_has_it(tmp_path,
+                                                                                                  write_config):
+    """tests.helpers.statements' recovered October (jaguar 1,200.00, heron 90.00, closed as robotics 930.00 and
+    vision 360.00) with two days corrected, which moves cost between teams in November (robotics -165.00 beside
+    its own 20.00, vision +45.00, audio +120.00, adding up to zero on each cluster)."""
+    url = f"sqlite:///{tmp_path / 'recovered.db'}"
+    engine = new_ledger(url)
+    write_month(engine, OCT, {date(2026, 10, 5): REC_OCT_5, date(2026, 10, 20): REC_OCT_20})
+    write_month(engine, NOV, {date(2026, 11, 2): REC_NOV_2})
+    record_invoice(engine, OCT, "heron", Invoice(Decimal("90.00"), "USD", "october.csv", "ab" * 32, 3, 2), "finance")
+    close_month(engine, OCT, "finance", TODAY_DONE, "USD", {}, recover={
+        "jaguar": CostRecovery(monthly_cost=1200.00), "heron": CostRecovery(invoice_match={"Tags.cluster": "heron"})})
+    replace_day(engine, date(2026, 10, 5), DayBill(frame(REC_OCT_5_FIXED)), "USD")
+    replace_day(engine, date(2026, 10, 20), DayBill(frame(REC_OCT_20_FIXED)), "USD")
+    engine.dispose()
+    focus = export(str(write_config(database=url, currency="USD")), "2026-10-01", "2026-11-30")
+    check_focus_13(focus)
+    by_billing_period = focus.groupby(["BillingPeriodStart", "BillingAccountId"])["BilledCost"].sum().round(2)
+    # audio's October rows (dana's namespace, audio's since) are left out of October's invoice by as much
+    assert by_billing_period.pop(("2026-10-01T00:00:00Z", "audio")) == 0.00
+    assert by_billing_period.to_dict() == {  # each month's statement: October as closed, November with corrections
+        ("2026-10-01T00:00:00Z", "robotics"): 930.00, ("2026-10-01T00:00:00Z", "vision"): 360.00,
+        ("2026-11-01T00:00:00Z", "robotics"): -145.00, ("2026-11-01T00:00:00Z", "vision"): 45.00,
+        ("2026-11-01T00:00:00Z", "audio"): 120.00}
+    # by when the cost was incurred, October is the ledger's as corrected, still 1,290.00 in all
+    october = focus[focus["ChargePeriodStart"] < "2026-11-01"].groupby("BillingAccountId")["BilledCost"].sum()
+    assert october.round(2).to_dict() == {"robotics": 765.00, "vision": 405.00, "audio": 120.00}
+    recovery = focus[(focus["ChargeClass"] == "Correction") & (focus["SkuId"] == "recovery")]
+    assert set(recovery["ChargeCategory"]) == {"Adjustment"} and set(recovery["ChargePeriodStart"]) == {
+        "2026-10-01T00:00:00Z"}  # a cost recovery line's correction is over the month the line is for
