@@ -308,7 +308,7 @@ def recovered(engine: Engine, first: date, last: date, team: str | None = None) 
     for day, who, cluster, amount, currency in [*fetch_rows(engine, lines, "cost recovery lines"),
                                                 *fetch_rows(engine, moved, "cost recovery corrections")]:
         month = day.replace(day=1)  # a line's month, a correction's day
-        if first <= month and month.replace(day=days_in_month(month)) <= last:
+        if _within(month, first, last):
             key = (month, who, cluster, currency)
             sums[key] = sums.get(key, 0) + in_billionths(amount)
     return [{"month": month, "team": who, "cluster": cluster, "amount": amount / BILLIONTHS, "currency": currency}
@@ -319,3 +319,29 @@ def read_recovery(engine: Engine, first: date, last: date) -> pd.DataFrame:
     """`recovered` as a frame (month, team, cluster, amount, currency), for the FOCUS export."""
     columns = ["month", "team", "cluster", "amount", "currency"]
     return frame_of([tuple(row[c] for c in columns) for row in recovered(engine, first, last)], columns)
+
+
+def read_corrections(engine: Engine, first: date, last: date) -> pd.DataFrame:
+    """Corrections as a frame (month booked in, corrects, team, cluster, resource, amount, currency, and where the
+    range holds them: `booked`, booked in a month within first..last; `left_out`, correcting a day whose rows are
+    in the range, or for a cost recovery correction a closed month within it, as `recovered` holds its line), each
+    summed over its bookings as money is, for the FOCUS export."""
+    query = (select(corrections.c.month, corrections.c.corrects, corrections.c.team, corrections.c.cluster,
+                    corrections.c.resource, corrections.c.currency, money_sum(corrections.c.amount).label("amount"))
+             .where(corrections.c.month.between(first, last) | corrections.c.corrects.between(first, last))
+             .group_by(corrections.c.month, corrections.c.corrects, corrections.c.team, corrections.c.cluster,
+                       corrections.c.resource, corrections.c.currency)
+             .order_by(corrections.c.month, corrections.c.corrects, corrections.c.cluster, corrections.c.team,
+                       corrections.c.resource))
+    rows = []
+    for booked_in, day, team, cluster, resource, currency, amount in fetch_rows(engine, query, "corrections"):
+        left_out = _within(day.replace(day=1), first, last) if resource == RECOVERY else first <= day <= last
+        rows.append((booked_in, day, team, cluster, resource, amount, currency, _within(booked_in, first, last),
+                     left_out))
+    columns = ["month", "corrects", "team", "cluster", "resource", "amount", "currency", "booked", "left_out"]
+    return frame_of(rows, columns)
+
+
+def _within(month: date, first: date, last: date) -> bool:
+    """A whole month lies within first..last: what is booked on a month as a whole is in such a range only."""
+    return first <= month and month.replace(day=days_in_month(month)) <= last

@@ -28,6 +28,7 @@ from billing.ledger.read import (
     daily_costs,
     month_closed,
     read_bound_pending,
+    read_corrections,
     read_recovery,
     read_rows,
     read_workload_costs,
@@ -244,7 +245,7 @@ def export(ledger: Engine, config: Config, first: date, last: date, version: str
     from billing.publish.focus import broken_down, focus_rows  # when asked: see the module's docstring
 
     focus = focus_rows(broken_down(read_rows(ledger, first, last), read_workload_costs(ledger, first, last)),
-                       config.zone, read_recovery(ledger, first, last), version)
+                       config.zone, read_recovery(ledger, first, last), version, read_corrections(ledger, first, last))
     missing = sorted(set(days_between(first, min(last, yesterday(config.zone)))) - completed(ledger, first, last))
     _refuse_never_run(first, last, missing)
     return Export(focus, missing)

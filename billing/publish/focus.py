@@ -19,7 +19,9 @@ the ledger maps onto FOCUS terms:
   Kueue quota's use and of lent quota (negative, no ConsumedQuantity); shared
   unrequested capacity is the Usage of the namespace it is charged to;
 * the charge period is the billing day, the billing period its month, both
-  as UTC instants of local midnights in the configured time zone;
+  as UTC instants of local midnights in the configured time zone; a correction
+  of a closed month's day is ChargeClass Correction, over the day it corrects,
+  in the billing period of the month whose statement books it;
 * BilledCost, EffectiveCost and ContractedCost are the ledger's cost;
   ListCost is quantity x list price (the ledger's list_cost, but for a
   credit's): they differ by the discounts of pod priority classes
@@ -61,7 +63,19 @@ from billing.days import billing_day
 from billing.errors import UsageError
 from billing.ledger.questions import ROW_KEY
 from billing.publish.report_formats import spreadsheet_safe
-from billing.resources import CPU, CREDIT, GPU, LENT, MEMORY, QUOTA, QUOTA_PREFIX, RESERVED, UNREQUESTED, base
+from billing.resources import (
+    CPU,
+    CREDIT,
+    GPU,
+    LENT,
+    MEMORY,
+    QUOTA,
+    QUOTA_PREFIX,
+    RECOVERY,
+    RESERVED,
+    UNREQUESTED,
+    base,
+)
 
 TAG_PREFIX = "billing/"
 
@@ -185,9 +199,10 @@ def _resource_type(resource: str) -> str:
 
 
 def focus_rows(ledger: pd.DataFrame, zone: ZoneInfo, recovered: pd.DataFrame | None = None,
-               version: str = DEFAULT_VERSION) -> pd.DataFrame:
+               version: str = DEFAULT_VERSION, corrections: pd.DataFrame | None = None) -> pd.DataFrame:
     """Rows of `broken_down` as FOCUS rows of the version, in its FOCUS_COLUMNS order; then closed months' cost
-    recovery lines (`recovery_rows`), each a row of its own.
+    recovery lines (`recovery_rows`) and the corrections of closed months' days (`correction_rows`), each a row of
+    its own.
 
     FOCUS 1.2 gets one row per row. FOCUS 1.3 gets the rows a namespace pays for itself and the credits one for
     one too, but each origin charge (a pool's or quota's capacity row, a team's share of a cluster's unrequested
@@ -205,9 +220,9 @@ def focus_rows(ledger: pd.DataFrame, zone: ZoneInfo, recovered: pd.DataFrame | N
     rows = rows.join(_periods(ledger["day"], zone)).assign(
         InvoiceId=invoice_ids(ledger["cluster"], ledger["day"], ledger["team"]))
     rows = rows[FOCUS_COLUMNS[version]].reset_index(drop=True)
-    if recovered is None or recovered.empty:
-        return rows
-    return pd.concat([rows, recovery_rows(recovered, zone, version)], ignore_index=True)
+    more = [*([recovery_rows(recovered, zone, version)] if recovered is not None and len(recovered) else []),
+            *([correction_rows(corrections, zone, version)] if corrections is not None and len(corrections) else [])]
+    return pd.concat([rows, *more], ignore_index=True) if more else rows
 
 
 def invoice_ids(cluster: pd.Series, day: pd.Series, team: pd.Series) -> pd.Series:
@@ -234,7 +249,7 @@ def _charges(ledger: pd.DataFrame) -> pd.DataFrame:
             "BillingAccountName": ledger["team"],
             "BillingCurrency": ledger["currency"],
             "ChargeCategory": credit.map({True: "Credit", False: "Usage"}),
-            "ChargeClass": None,  # no row corrects an earlier invoiced period
+            "ChargeClass": None,  # a ledger row is its own day's: corrections are `correction_rows`
             "ChargeDescription": [_description(row) for row in ledger.itertuples()],
             "ChargeFrequency": "Usage-Based",
             "ConsumedQuantity": ledger["quantity"].mask(credit),  # FOCUS: only Usage rows consume
@@ -421,50 +436,107 @@ def recovery_rows(recovered: pd.DataFrame, zone: ZoneInfo, version: str = DEFAUL
     month, no quantity or price, on the team's account. No split in FOCUS 1.3 either: `billing close` splits a
     cluster's month over teams, but FOCUS's allocated charges keep their origin's billing account."""
     periods = _periods(recovered["month"], zone)
-    tags = [{TAG_PREFIX + "cluster": cluster, TAG_PREFIX + "kind": "recovery", TAG_PREFIX + "team": team}
-            for cluster, team in zip(recovered["cluster"], recovered["team"])]
-    focus = pd.DataFrame(
-        {
-            "BilledCost": recovered["amount"],
-            "BillingAccountId": recovered["team"],
-            "BillingAccountName": recovered["team"],
-            "BillingCurrency": recovered["currency"],
-            "ChargeCategory": "Adjustment",
-            "ChargeClass": None,
-            "ChargeDescription": "cost recovery of cluster " + recovered["cluster"] + ": the team's share of the "
-                                 "month's cost less the month's charges on it",
-            "ChargeFrequency": "Recurring",
-            "ConsumedQuantity": None,
-            "ConsumedUnit": None,
-            "ContractedCost": recovered["amount"],
-            "EffectiveCost": recovered["amount"],
-            "InvoiceIssuerName": recovered["cluster"],
-            "ListCost": recovered["amount"],
-            "ListUnitPrice": None,
-            "PricingCategory": None,
-            "PricingQuantity": None,
-            "PricingUnit": None,
-            "ProviderName": recovered["cluster"],
-            "PublisherName": recovered["cluster"],
-            "ResourceId": recovered["cluster"],
-            "ResourceName": recovered["cluster"],
-            "ResourceType": "Cluster",
-            "ServiceCategory": "Compute",
-            "ServiceName": "Kubernetes",
-            "ServiceSubcategory": "Containers",
-            "SkuId": "recovery",
-            "Tags": [_json(pairs) for pairs in tags],
-        },
-        index=recovered.index,
-    )
-    if version == "1.3":
-        focus = focus.assign(HostProviderName=recovered["cluster"], ServiceProviderName=recovered["cluster"],
-                             SkuPriceId=None, SkuMeter="cost recovery", **{column: None for column in ALLOCATION_COLUMNS})
+    focus = _lump_sums(recovered, version, category="Adjustment", frequency="Recurring", sku="recovery",
+                       description="cost recovery of cluster " + recovered["cluster"] + ": the team's share of the "
+                                   "month's cost less the month's charges on it",
+                       tags=[{"kind": "recovery"}] * len(recovered))
     # the charge period is the month: from its first day's start to the next month's
     focus = focus.join(periods.assign(ChargePeriodStart=periods["BillingPeriodStart"],
                                       ChargePeriodEnd=periods["BillingPeriodEnd"])).assign(
         InvoiceId=invoice_ids(recovered["cluster"], recovered["month"], recovered["team"]))
     return focus[FOCUS_COLUMNS[version]].reset_index(drop=True)
+
+
+def correction_rows(corrections: pd.DataFrame, zone: ZoneInfo, version: str = DEFAULT_VERSION) -> pd.DataFrame:
+    """Corrections of closed months' days (ledger.read.read_corrections) as FOCUS rows: each one `booked` in the
+    range as a row of ChargeClass Correction in the billing period it is invoiced in (the month it is booked in),
+    and each one `left_out` of the invoice of the month of a day in the range (whose rows are the ledger's as
+    corrected) as an Adjustment of the opposite amount in that month, so that each month's rows add up to its
+    statement, each day's to the ledger; both over the corrected day, or a cost recovery correction over its month
+    (docs/reports.md "The FOCUS export")."""
+    booked = corrections[corrections["booked"].astype(bool)]
+    left_out = corrections[corrections["left_out"].astype(bool)]
+    rows = [part for part in (
+        _corrections(booked, booked["month"], zone, version, correction=True),
+        _corrections(left_out.assign(amount=-left_out["amount"]), left_out["corrects"].map(lambda d: d.replace(day=1)),
+                     zone, version, correction=False)) if len(part)]
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=FOCUS_COLUMNS[version])
+
+
+def _corrections(corrections: pd.DataFrame, invoiced: pd.Series, zone: ZoneInfo, version: str, correction: bool
+                 ) -> pd.DataFrame:
+    """Corrections as FOCUS rows of the month `invoiced` (a month's first day per correction): the Correction
+    that month's statement books, or the Adjustment that leaves it out of the corrected month's."""
+    if corrections.empty:
+        return pd.DataFrame(columns=FOCUS_COLUMNS[version])
+    resource, day = corrections["resource"], corrections["corrects"]
+    kind = resource.map(lambda name: "recovery" if name == RECOVERY else _kind(name))
+    what = resource.map(lambda name: "cost recovery" if name == RECOVERY else RESOURCE_WORDS[base(name)])
+    when = day.map(lambda d: f"{d:%Y-%m-%d}") + " (run again after " + day.map(lambda d: f"{d:%Y-%m}") + " was invoiced)"
+    category = kind.map(lambda k: "Adjustment" if k == "recovery" else "Credit" if k in (CREDIT, LENT) else "Usage")
+    focus = _lump_sums(
+        corrections, version, sku=resource, meter=what,
+        category=category if correction else "Adjustment",
+        frequency=kind.map(lambda k: "Recurring" if k == "recovery" else "Usage-Based") if correction else "One-Time",
+        description=("correction of " + when + ": " + what + " on cluster " + corrections["cluster"]) if correction
+        else ("what the re-run of " + when + " changed in " + what + " on cluster " + corrections["cluster"]
+              + ", invoiced as a correction in " + corrections["month"].map(lambda m: f"{m:%Y-%m}")),
+        tags=[{"kind": "correction" if correction else "corrected-later", "corrects": f"{d:%Y-%m-%d}", "resource": r}
+              for d, r in zip(day, resource)])
+    # the charge period is when the corrected charge was incurred: the day; a cost recovery line's, its month
+    days, months = _periods(day, zone), _periods(day.map(lambda d: d.replace(day=1)), zone)
+    recovery = kind == "recovery"
+    periods = pd.DataFrame({"ChargePeriodStart": days["ChargePeriodStart"].mask(recovery, months["BillingPeriodStart"]),
+                            "ChargePeriodEnd": days["ChargePeriodEnd"].mask(recovery, months["BillingPeriodEnd"])}
+                           ).join(_periods(invoiced, zone)[["BillingPeriodStart", "BillingPeriodEnd"]])
+    focus = focus.join(periods).assign(ChargeClass="Correction" if correction else None,
+                                       InvoiceId=invoice_ids(corrections["cluster"], invoiced, corrections["team"]))
+    return focus[FOCUS_COLUMNS[version]].reset_index(drop=True)
+
+
+def _lump_sums(amounts: pd.DataFrame, version: str, category: str | pd.Series, frequency: str | pd.Series,
+               sku: str | pd.Series, description: str | pd.Series, tags: list[dict[str, str]],
+               meter: str | pd.Series = "cost recovery") -> pd.DataFrame:
+    """Amounts on a team's account of a cluster (team, cluster, amount, currency) as FOCUS charges with no
+    quantity or price: the cluster their resource, provider and invoice issuer; all but the periods and InvoiceId."""
+    cluster, team = amounts["cluster"], amounts["team"]
+    focus = pd.DataFrame(
+        {
+            "BilledCost": amounts["amount"],
+            "BillingAccountId": team,
+            "BillingAccountName": team,
+            "BillingCurrency": amounts["currency"],
+            "ChargeCategory": category,
+            "ChargeClass": None,
+            "ChargeDescription": description,
+            "ChargeFrequency": frequency,
+            "ConsumedQuantity": None,
+            "ConsumedUnit": None,
+            "ContractedCost": amounts["amount"],
+            "EffectiveCost": amounts["amount"],
+            "InvoiceIssuerName": cluster,
+            "ListCost": amounts["amount"],
+            "ListUnitPrice": None,
+            "PricingCategory": None,
+            "PricingQuantity": None,
+            "PricingUnit": None,
+            "ProviderName": cluster,
+            "PublisherName": cluster,
+            "ResourceId": cluster,
+            "ResourceName": cluster,
+            "ResourceType": "Cluster",
+            "ServiceCategory": "Compute",
+            "ServiceName": "Kubernetes",
+            "ServiceSubcategory": "Containers",
+            "SkuId": sku,
+            "Tags": [_json(_prefixed({"cluster": c, "team": t} | more)) for c, t, more in zip(cluster, team, tags)],
+        },
+        index=amounts.index,
+    )
+    if version == "1.3":
+        focus = focus.assign(HostProviderName=cluster, ServiceProviderName=cluster, SkuPriceId=None, SkuMeter=meter,
+                             **{column: None for column in ALLOCATION_COLUMNS})
+    return focus
 
 
 NUMBERS = ["BilledCost", "ConsumedQuantity", "ContractedCost", "EffectiveCost", "ListCost", "ListUnitPrice",

@@ -105,6 +105,7 @@ def check_focus_13(focus: pd.DataFrame) -> None:
     for column in DECIMAL & set(focus.columns):  # read back as numbers (an integer is a decimal too)
         assert pd.api.types.is_numeric_dtype(focus[column]) or focus[column].isna().all(), column
 
+    check_corrections(focus)
     usage = focus["ChargeCategory"].isin(["Usage", "Purchase"]) & null(focus, "ChargeClass")
     # SKU and price: SkuPriceId of every usage row, with one parent SkuId; ListUnitPrice, PricingQuantity,
     # PricingCategory and ConsumedQuantity null without a SkuPriceId (1.3), set on usage rows
@@ -141,6 +142,22 @@ def check_focus_13(focus: pd.DataFrame) -> None:
     tags = focus["Tags"].dropna().map(json_object)
     assert tags.map(lambda pairs: all(isinstance(value, (str, int, float, bool)) for value in pairs.values())).all()
     check_allocations(focus)
+
+
+def check_corrections(focus: pd.DataFrame) -> None:
+    """ChargeClass and the Correction Handling attribute (1.3): a row of ChargeClass "Correction" corrects a
+    previously invoiced billing period, so it is in a later billing period than the charge period "in which the cost
+    was originally incurred", on another invoice than that period's rows; every other row's charge period lies
+    within its billing period (billing has no charge spanning months)."""
+    correction = focus["ChargeClass"] == "Correction"
+    corrections, others = focus[correction], focus[~correction]
+    assert (corrections["ChargePeriodStart"] < corrections["BillingPeriodStart"]).all()
+    assert (corrections["ChargePeriodEnd"] <= corrections["BillingPeriodStart"]).all()
+    assert ((others["BillingPeriodStart"] <= others["ChargePeriodStart"])
+            & (others["ChargePeriodEnd"] <= others["BillingPeriodEnd"])).all()
+    for invoice, charged in zip(corrections["InvoiceId"], corrections["ChargePeriodStart"]):
+        original = others[(others["BillingPeriodStart"] <= charged) & (charged < others["BillingPeriodEnd"])]
+        assert invoice not in set(original["InvoiceId"]), invoice
 
 
 # Cost and Usage metrics (Column type Metric) that add up over an origin's allocated charges; the others (unit

@@ -1,18 +1,24 @@
 """The FinOps Foundation's own FOCUS validator (`focus-validator` 2.2.1, which holds the FOCUS 1.2 rules) run on
 `billing export --focus-version 1.2`, as a user would: from its own Python 3.12 environment
 (tests/focus_validator/, made by .ci/run), on a closed month with a reserved pool, unrequested capacity, a
-priority-class discount and cost recovery."""
+priority-class discount and cost recovery, one of whose days was run again after the close (its corrections are
+rows of ChargeClass Correction in November)."""
 
 import re
 import subprocess
+from datetime import date
 from pathlib import Path
 
 from click.testing import CliRunner
 
+from billing.charge.bill import DayBill
 from billing.cli import main
+from billing.ledger.database import open_ledger
+from billing.ledger.write import replace_day
 from fixtures.servers import require_program
 from tests.helpers.processes import ROOT
-from tests.helpers.statements import closed_october
+from tests.helpers.report_ledger import frame
+from tests.helpers.statements import OCT_5_RERUN, closed_october
 
 VALIDATOR = ROOT / "tests" / "focus_validator" / "venv" / "bin"
 # InvoiceId-C-003-C: "InvoiceId nullability is defined as follows", an OR of C-004 (null when a charge is on no
@@ -24,11 +30,16 @@ OR_BRANCHES = {"InvoiceId-C-004-C"}
 
 def test_the_official_focus_validator_finds_no_failure_in_the_1_2_export(tmp_path, write_config):
     program = require_program("focus-validator", [str(VALIDATOR)])
-    config = write_config(database=closed_october(f"sqlite:///{tmp_path / 'october.db'}"), currency="USD")
+    url = closed_october(f"sqlite:///{tmp_path / 'october.db'}")
+    engine = open_ledger(url)
+    replace_day(engine, date(2026, 10, 5), DayBill(frame(OCT_5_RERUN)), "USD")
+    engine.dispose()
+    config = write_config(database=url, currency="USD")
     export = tmp_path / "october.csv"
-    result = CliRunner().invoke(main, ["export", "--config", str(config), "--from", "2026-10-01", "--to", "2026-10-31",
+    result = CliRunner().invoke(main, ["export", "--config", str(config), "--from", "2026-10-01", "--to", "2026-11-30",
                                        "--focus-version", "1.2", "--output", str(export)])
     assert result.exit_code == 0, result.output
+    assert ",Correction," in export.read_text()  # the corrections of October 5 are among the rows checked
     # the validator reads its currency codes from focus_validator/rules/ under the working directory: its package's
     python = Path(program).parent / "python"
     packages = subprocess.run([python, "-c", "import focus_validator, os; print(os.path.dirname(os.path.dirname("

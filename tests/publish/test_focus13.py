@@ -5,6 +5,8 @@ hand from the ledgers' rows.
 
 import io
 import json
+from datetime import date
+from decimal import Decimal
 
 import duckdb
 import pandas as pd
@@ -12,11 +14,32 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
+from billing.charge.bill import DayBill
 from billing.cli import main
+from billing.collect.invoices import Invoice
+from billing.config import CostRecovery
 from billing.ledger.database import open_ledger
+from billing.ledger.write import record_invoice, replace_day
+from billing.publish.statement import close_month
 from tests.helpers.focus13 import check_focus_13, check_numeric_text, check_parquet_types, ratio
-from tests.helpers.report_ledger import DAY, H100, write_ledger
-from tests.helpers.statements import closed_october
+from tests.helpers.ledgers import new_ledger
+from tests.helpers.report_ledger import DAY, H100, frame, write_ledger
+from tests.helpers.statements import (
+    NOV,
+    NOV_2,
+    OCT,
+    OCT_5,
+    OCT_5_RERUN,
+    OCT_6,
+    REC_NOV_2,
+    REC_OCT_5,
+    REC_OCT_5_FIXED,
+    REC_OCT_20,
+    REC_OCT_20_FIXED,
+    TODAY_DONE,
+    closed_october,
+    write_month,
+)
 from tests.helpers.workload_ledger import fill
 
 
@@ -281,3 +304,100 @@ def test_duckdb_answers_focus_use_cases_on_the_parquet_export_with_the_ledgers_f
     assert answer(UNALLOCATED_REMAINDER) == {f"jaguar/quota:vision-q/gpu/{H100}": 14.40,
                                              f"jaguar/quota:nlp-q/gpu/{H100}": 28.80, f"heron/pool:p1/gpu/{H100}": 43.20}
     assert answer(CREDITS) == {"vision": -32.40, "nlp": -79.20, "robotics": -14.40}
+
+
+# FOCUS's "Report on Corrections" (the specification's Charge Categorization feature), as published but for the
+# table's name and the billing periods' bounds filled in
+REPORT_ON_CORRECTIONS = """
+SELECT ProviderName, BillingAccountId, ChargeCategory, ServiceCategory, ServiceName, SUM(BilledCost) AS TotalBilledCost
+FROM focus_data_table WHERE BillingPeriodStart >= ? AND BillingPeriodEnd < ? AND ChargeClass = 'Correction'
+GROUP BY ProviderName, BillingAccountId, ChargeCategory, ServiceCategory, ServiceName"""
+
+
+def test_a_day_of_a_closed_month_run_again_is_corrected_in_the_month_that_invoices_it(tmp_path, write_config):
+    """tests.helpers.statements' closing: October closed (robotics 75.20, vision 10.00), then October 5 run again at
+    new prices, which books OCT_5_CORRECTIONS in November. The export wrote October 5's new rows in October, whose
+    InvoiceIds then no longer added up to October's statement, and November's corrections not at all."""
+    url = f"sqlite:///{tmp_path / 'corrected.db'}"
+    engine = new_ledger(url)
+    write_month(engine, OCT, {date(2026, 10, 5): OCT_5, date(2026, 10, 6): OCT_6})
+    write_month(engine, NOV, {date(2026, 11, 2): NOV_2})
+    close_month(engine, OCT, "finance", TODAY_DONE, "USD", {})
+    replace_day(engine, date(2026, 10, 5), DayBill(frame(OCT_5_RERUN)), "USD")
+    engine.dispose()
+    config = str(write_config(database=url, currency="USD"))
+    focus = export(config, "2026-10-01", "2026-11-30")
+    check_focus_13(focus)
+    # each invoice adds up to its statement, by cluster: October as closed (robotics jaguar 36.00 GPU + 0.60 CPU
+    # + 0.60 unrequested, heron 48.00 pool - 10.00 credit; vision heron 10.00), November its 0.12 CPU and what the
+    # re-run changed (robotics jaguar +6.00 - 0.60, heron +12.00 - 2.50; vision heron +2.50)
+    assert focus.groupby("InvoiceId")["BilledCost"].sum().to_dict() == pytest.approx({
+        "jaguar/2026-10/robotics": 37.20, "heron/2026-10/robotics": 38.00, "heron/2026-10/vision": 10.00,
+        "jaguar/2026-11/robotics": 5.52, "heron/2026-11/robotics": 9.50, "heron/2026-11/vision": 2.50})
+    # the corrections: in November's billing period, over the day they correct, each its resource's category
+    corrected = focus[focus["ChargeClass"] == "Correction"]
+    assert {(row.BillingAccountId, row.ResourceId, row.SkuId, row.ChargeCategory): round(row.BilledCost, 2)
+            for row in corrected.itertuples()} == {
+        ("robotics", "jaguar", "gpu", "Usage"): 6.00, ("robotics", "jaguar", "unrequested-cpu", "Usage"): -0.60,
+        ("robotics", "heron", "reserved-gpu", "Usage"): 12.00, ("robotics", "heron", "credit-gpu", "Credit"): -2.50,
+        ("vision", "heron", "gpu", "Usage"): 2.50}
+    assert set(corrected["BillingPeriodStart"]) == {"2026-11-01T00:00:00Z"}
+    assert set(corrected["ChargePeriodStart"]) == {"2026-10-05T00:00:00Z"}
+    assert set(corrected["ChargePeriodEnd"]) == {"2026-10-06T00:00:00Z"}
+    # October's own rows of October 5 are the ledger's as it is now; what they changed is left out of October's
+    # invoice by an Adjustment each, the opposite of its correction
+    left_out = focus[focus["ChargeClass"].isna() & focus["Tags"].str.contains('"billing/kind": "corrected-later"')]
+    assert set(left_out["ChargeCategory"]) == {"Adjustment"} and len(left_out) == 5
+    assert set(left_out["BillingPeriodStart"]) == {"2026-10-01T00:00:00Z"}
+    assert left_out["BilledCost"].sum() == pytest.approx(-(6.00 - 0.60 + 12.00 - 2.50 + 2.50))
+    # by the day the money is for, October 5 is the ledger's now (90.60): its new rows, +17.40 less 17.40
+    october_5 = focus[focus["ChargePeriodStart"] == "2026-10-05T00:00:00Z"]
+    assert october_5["BilledCost"].sum() == pytest.approx(90.60)
+    assert focus["BilledCost"].sum() == pytest.approx(90.60 + 12.00 + 0.12)  # October as corrected, November's CPU
+    # FOCUS's own query of November's corrections, in DuckDB on the Parquet export
+    target = tmp_path / "corrected.parquet"
+    result = CliRunner().invoke(main, ["export", "--config", config, "--from", "2026-10-01", "--to", "2026-11-30",
+                                       "--output", str(target)])
+    assert result.exit_code == 0, result.output
+    db = duckdb.connect()
+    db.execute(f"CREATE VIEW focus_data_table AS SELECT * FROM read_parquet('{target}')")
+    rows = db.execute(REPORT_ON_CORRECTIONS, ["2026-11-01", "2026-12-02"]).fetchall()
+    assert {row[:3]: round(row[-1], 2) for row in rows} == {
+        ("jaguar", "robotics", "Usage"): 5.40, ("heron", "robotics", "Usage"): 12.00,
+        ("heron", "robotics", "Credit"): -2.50, ("heron", "vision", "Usage"): 2.50}
+    # an export of November alone holds its corrections (booked in it), not October's rows nor their Adjustments
+    november = export(config, "2026-11-01", "2026-11-30")
+    assert november.groupby("InvoiceId")["BilledCost"].sum().to_dict() == pytest.approx({
+        "jaguar/2026-11/robotics": 5.52, "heron/2026-11/robotics": 9.50, "heron/2026-11/vision": 2.50})
+
+
+def test_corrections_on_a_recovered_cluster_keep_each_invoice_and_each_month_as_the_ledger_has_it(tmp_path,
+                                                                                                  write_config):
+    """tests.helpers.statements' recovered October (jaguar 1,200.00, heron 90.00, closed as robotics 930.00 and
+    vision 360.00) with two days corrected, which moves cost between teams in November (robotics -165.00 beside
+    its own 20.00, vision +45.00, audio +120.00, adding up to zero on each cluster)."""
+    url = f"sqlite:///{tmp_path / 'recovered.db'}"
+    engine = new_ledger(url)
+    write_month(engine, OCT, {date(2026, 10, 5): REC_OCT_5, date(2026, 10, 20): REC_OCT_20})
+    write_month(engine, NOV, {date(2026, 11, 2): REC_NOV_2})
+    record_invoice(engine, OCT, "heron", Invoice(Decimal("90.00"), "USD", "october.csv", "ab" * 32, 3, 2), "finance")
+    close_month(engine, OCT, "finance", TODAY_DONE, "USD", {}, recover={
+        "jaguar": CostRecovery(monthly_cost=1200.00), "heron": CostRecovery(invoice_match={"Tags.cluster": "heron"})})
+    replace_day(engine, date(2026, 10, 5), DayBill(frame(REC_OCT_5_FIXED)), "USD")
+    replace_day(engine, date(2026, 10, 20), DayBill(frame(REC_OCT_20_FIXED)), "USD")
+    engine.dispose()
+    focus = export(str(write_config(database=url, currency="USD")), "2026-10-01", "2026-11-30")
+    check_focus_13(focus)
+    by_billing_period = focus.groupby(["BillingPeriodStart", "BillingAccountId"])["BilledCost"].sum().round(2)
+    # audio's October rows (dana's namespace, audio's since) are left out of October's invoice by as much
+    assert by_billing_period.pop(("2026-10-01T00:00:00Z", "audio")) == 0.00
+    assert by_billing_period.to_dict() == {  # each month's statement: October as closed, November with corrections
+        ("2026-10-01T00:00:00Z", "robotics"): 930.00, ("2026-10-01T00:00:00Z", "vision"): 360.00,
+        ("2026-11-01T00:00:00Z", "robotics"): -145.00, ("2026-11-01T00:00:00Z", "vision"): 45.00,
+        ("2026-11-01T00:00:00Z", "audio"): 120.00}
+    # by when the cost was incurred, October is the ledger's as corrected, still 1,290.00 in all
+    october = focus[focus["ChargePeriodStart"] < "2026-11-01"].groupby("BillingAccountId")["BilledCost"].sum()
+    assert october.round(2).to_dict() == {"robotics": 765.00, "vision": 405.00, "audio": 120.00}
+    recovery = focus[(focus["ChargeClass"] == "Correction") & (focus["SkuId"] == "recovery")]
+    assert set(recovery["ChargeCategory"]) == {"Adjustment"} and set(recovery["ChargePeriodStart"]) == {
+        "2026-10-01T00:00:00Z"}  # a cost recovery line's correction is over the month the line is for
