@@ -354,13 +354,20 @@ def _with_rest(parts: pd.DataFrame, origins: pd.DataFrame) -> pd.DataFrame:
     """The allocated parts of origin charges at their ratio of its AMOUNTS, and each origin's rest (its part no
     one is allocated, the AMOUNTS less the parts' so that they add up exactly) where there is one."""
     key = [*ORIGIN, "namespace"]
-    parts = parts.assign(**{amount: parts[amount] * parts["ratio"] for amount in AMOUNTS})
+    # each part to the billionth, as the ledger's sums count money (formatting.total)
+    parts = parts.assign(**{amount: (parts[amount] * parts["ratio"]).round(9) for amount in AMOUNTS})
     given = parts.groupby(key, as_index=False)[[*AMOUNTS, "ratio"]].sum()
     rest = origins.drop(columns=["ratio"], errors="ignore").merge(given, on=key, how="left", suffixes=("", "_given"),
                                                                   validate="one_to_one")
     rest = rest.assign(**{amount: rest[amount] - rest[f"{amount}_given"].fillna(0.0) for amount in AMOUNTS},
                        ratio=1.0 - rest["ratio"].fillna(0.0), allocated=None, allocated_owner=None)
-    rest = rest[rest["ratio"] > RATIO_EPSILON]
+    unallocated = rest["ratio"] > RATIO_EPSILON
+    # of an origin used in full, what rounding its parts left (a billionth or so) goes to its largest part
+    left = rest.loc[~unallocated, [*key, *AMOUNTS]]
+    largest = parts.loc[parts.groupby(key, sort=False, dropna=False)["ratio"].idxmax(), key].reset_index()
+    topped = largest.merge(left, on=key)
+    parts.loc[topped["index"], AMOUNTS] += topped[AMOUNTS].to_numpy()
+    rest = rest[unallocated]
     columns = [*ROW_KEY, *AMOUNTS, "unit_price", "currency", "method", "ratio", "allocated", "allocated_owner"]
     return pd.concat([parts[columns], rest[columns]], ignore_index=True).assign(owner=None, workload="", labels=None)
 

@@ -275,6 +275,25 @@ def test_a_csvs_amounts_sum_to_the_total_the_table_shows(tmp_path):
     assert cents(float(sum(Decimal(row["cost"]) for row in written_rows))) == cents(report.total_cost) == Decimal("2000.00")
 
 
+def test_a_split_charge_s_parts_in_focus_add_up_to_it_to_the_cent(tmp_path):
+    """Found by Hypothesis: robotics' rows of 2026-11-20 sum to 898.015 exactly (0.0205 + 265.9545 - 0.058 +
+    480.852 + 151.245 + 0.001), 898.02 rounded once, but FOCUS' BilledCost summed to 898.01. Its cluster's
+    unrequested CPU, 746.8075, is split over three namespaces of one hour each, a third to each: 248.9358333...,
+    which to the billionth is 248.935833333 three times, 746.807499999. By hand: the parts add up to what they split
+    to the billionth, one of them 248.935833334."""
+    rows = {DAY: [("jaguar", "alice", "robotics", None, "cpu", "", 1.0, 0.0205, 0.0205, 0.0205),
+                  ("jaguar", "team-a", "robotics", None, "unrequested-cpu", "", 1.0, 265.9545, 265.9545, 265.9545),
+                  ("jaguar", "alice", "robotics", None, "credit-gpu", "", 1.0, -0.058, -0.058, -0.058),
+                  ("jaguar", "alice", "robotics", None, "unrequested-cpu", "", 1.0, 480.852, 480.852, 480.852),
+                  ("jaguar", "team-a", "robotics", None, "cpu", "", 1.0, 151.245, 151.245, 151.245),
+                  ("jaguar", 'ns "q"', "robotics", None, "unrequested-cpu", "", 1.0, 0.001, 0.001, 0.001)]}
+    engine = open_ledger(write_ledger(tmp_path / "ledger.db", rows))
+    focus = focus_rows(broken_down(read_rows(engine, DAY, DAY), read_workload_costs(engine, DAY, DAY)), ZoneInfo("UTC"))
+    shares = focus[focus["SkuId"] == "unrequested-cpu"]["BilledCost"]
+    assert sorted(round(share, 9) for share in shares) == [248.935833333, 248.935833333, 248.935833334]
+    assert f"{cents(total(focus['BilledCost'])):,.2f} USD" == "898.02 USD"
+
+
 # --- the invariant, tested generatively ---------------------------------------------------------------------------
 
 # 20 examples keep the unit tier fast (CI and `make unit`); BILLING_HYPOTHESIS=thorough runs 200 when hunting
