@@ -151,7 +151,7 @@ def price_holdings(holdings: pd.DataFrame, ownership: pd.DataFrame, priced: pd.D
     rows["gpu_hours"] = rows["gpu_hours"] * rows["share"]
     keys = ["cluster", "namespace", "team", "gpu_model"]
     rows = rows.groupby([*keys, "owner", "resource"], dropna=False, as_index=False)[["held_hours", "gpu_hours"]].sum()
-    billed = priced[priced["resource"] == "gpu"].groupby(keys, as_index=False)[["quantity", "cost"]].sum()
+    billed = priced[priced["resource"] == GPU].groupby(keys, as_index=False)[["quantity", "cost"]].sum()
     rows = rows.merge(billed, on=keys, how="left").fillna({"quantity": 0.0, "cost": 0.0})
     share = (rows["gpu_hours"] / rows["quantity"]).where(rows["quantity"] > 0, 0.0)
     rows["cost"] = rows["cost"] * share
