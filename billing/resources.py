@@ -1,7 +1,7 @@
 """The ledger's resources: one spelling for the modules that price, show, export and count them.
 
-Usage is billed in three resources: `cpu` (cores), `memory` (GiB) and `gpu`
-(devices). billing/charge/pricing.py adds rows whose resource is one of them behind
+Usage is billed in the resources of REGISTRY: `cpu` (cores), `memory` (GiB) and `gpu`
+(devices) today. billing/charge/pricing.py adds rows whose resource is one of them behind
 a kind prefix: `reserved-` (a reserved pool's whole capacity, charged to the
 team that reserved it under the namespace `pool:<name>`), `credit-` (negative:
 what a namespace paid for using a reserved pool, credited to the pool's team)
@@ -16,13 +16,81 @@ credited to the team of the queue that lent it); use within a quota is a
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
-CPU, MEMORY, GPU = "cpu", "memory", "gpu"
-RESOURCES = (CPU, MEMORY, GPU)
+
+@dataclass(frozen=True)
+class Resource:
+    """One billed resource, declared once: every output (report, pages, emails, statement, FOCUS, serve and
+    the MCP tools' descriptions) reads its words and columns from here, so a new resource is one entry."""
+
+    name: str  # the ledger's resource: `gpu`
+    word: str  # for people, inside a sentence: `GPU`, `memory`
+    unit: str  # a resource-hour, short: `GPU-h`
+    hours: str  # its unit in words: `GPU-hours`
+    hours_column: str  # a report's (table, CSV, JSON) column of its resource-hours: `gpu_hours`
+    price_key: str  # the key of its price per resource-hour in a cluster's `prices`: `gpu_hour`
+    focus_unit: str  # FOCUS PricingUnit and ConsumedUnit: `GPU-Hours`
+    focus_meter: str  # FOCUS SkuMeter, what is metered: `GPU-hours`
+    offered_by_nodes: bool  # in nodes' allocatable, so capacity, reserved pools and unrequested shares apply
+    collector: str  # the family whose series give its hours (kube-state-metrics' requests, named by resource)
+
+
+REGISTRY: dict[str, Resource] = {resource.name: resource for resource in (
+    Resource("gpu", "GPU", "GPU-h", "GPU-hours", "gpu_hours", "gpu_hour", "GPU-Hours", "GPU-hours", True,
+             "kube_pod_container_resource_requests (the resources gpu_resources lists) or DCGM's DRA series"),
+    Resource("cpu", "CPU", "core-h", "core-hours", "cpu_core_hours", "cpu_core_hour", "Core-Hours",
+             "CPU core-hours", True, "kube_pod_container_resource_requests{resource=\"cpu\"}"),
+    Resource("memory", "memory", "GiB-h", "GiB-hours", "memory_gib_hours", "memory_gib_hour", "GiB-Hours",
+             "memory GiB-hours", True, "kube_pod_container_resource_requests{resource=\"memory\"}"),
+)}
+CPU, MEMORY, GPU = "cpu", "memory", "gpu"  # the three the collectors and pricing know by name
+
+
+class Names(Sequence[str]):
+    """Names derived from REGISTRY, read at each use, so that a resource registered after import is in them."""
+
+    def __init__(self, names: Callable[[], list[str]]) -> None:
+        self._names = names
+
+    def __getitem__(self, index):  # type: ignore[override]
+        return self._names()[index]
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+
+class Derived(Mapping[str, str]):
+    """A mapping derived from REGISTRY (per resource name, one of its words), read at each use like Names."""
+
+    def __init__(self, items: Callable[[], dict[str, str]]) -> None:
+        self._items = items
+
+    def __getitem__(self, key: str) -> str:
+        return self._items()[key]
+
+    def __len__(self) -> int:
+        return len(self._items())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items())
+
+
+def per_resource(field: str) -> Derived:
+    """Resource name -> one field of its Resource (`unit`, `hours_column`, ...), in REGISTRY's order."""
+    return Derived(lambda: {name: getattr(resource, field) for name, resource in REGISTRY.items()})
+
+
+RESOURCES = Names(lambda: list(REGISTRY))
 
 RESERVED, CREDIT, UNREQUESTED, QUOTA, LENT = "reserved-", "credit-", "unrequested-", "quota-", "lent-"
 KINDS = (RESERVED, CREDIT, UNREQUESTED, QUOTA, LENT)
-LEDGER_RESOURCES = RESOURCES + tuple(kind + resource for kind in KINDS for resource in RESOURCES)
+LEDGER_RESOURCES = Names(lambda: [*REGISTRY, *(kind + resource for kind in KINDS for resource in REGISTRY)])
+UNREQUESTED_RESOURCES = Names(lambda: [UNREQUESTED + resource for resource in REGISTRY])
 
 RECOVERY = "recovery"  # statement_lines.kind of a cost recovery line; corrections.resource of one split again
 
@@ -31,12 +99,16 @@ QUOTA_PREFIX = "quota:"  # namespace of a Kueue ClusterQueue's quota rows
 
 
 def base(resource: str) -> str:
-    """cpu, memory or gpu, of any of the ledger's resources (`unrequested-gpu`, `credit-cpu`, ...)."""
+    """The registered resource of any of the ledger's resources (`unrequested-gpu`, `credit-cpu`, ...)."""
     return resource.rsplit("-", 1)[-1]
 
 
-_HOUR_UNITS = {GPU: "GPU-h", CPU: "core-h", MEMORY: "GiB-h"}
-UNITS = {resource: _HOUR_UNITS[base(resource)] for resource in LEDGER_RESOURCES}  # a resource-hour, for people
+def hours_columns() -> str:
+    """Each report column of resource-hours with its unit, for the MCP tools' descriptions: `gpu_hours in GPU-hours, ...`."""
+    return ", ".join(f"{resource.hours_column} in {resource.hours}" for resource in REGISTRY.values())
+
+
+UNITS = Derived(lambda: {resource: REGISTRY[base(resource)].unit for resource in LEDGER_RESOURCES})  # for people
 
 
 # --- MIG slices (docs/spec.md "GPU sharing")

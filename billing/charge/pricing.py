@@ -24,7 +24,15 @@ from billing import frames
 from billing.collect.capacity import KEYS as CAPACITY_KEYS
 from billing.config import ClusterConfig, Prices
 from billing.frames import require_columns
-from billing.resources import CPU, CREDIT, GPU, MEMORY, POOL_PREFIX, RESERVED, UNREQUESTED, single_strategy_slice
+from billing.resources import (
+    CREDIT,
+    GPU,
+    POOL_PREFIX,
+    REGISTRY,
+    RESERVED,
+    UNREQUESTED,
+    single_strategy_slice,
+)
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +47,7 @@ def unit_price(prices: Prices, resource: str, gpu_model: str) -> float:
     price is per slice-hour, so one physical GPU-hour of it costs that over the slice's fraction; without
     one it pays its whole GPU's price (docs/spec.md "GPU sharing")."""
     if resource != GPU:
-        return {CPU: prices.cpu_core_hour, MEMORY: prices.memory_gib_hour}[resource]
+        return getattr(prices, REGISTRY[resource].price_key)
     sliced = single_strategy_slice(gpu_model)
     if sliced is None:
         return prices.gpu_models.get(gpu_model, prices.gpu_hour)
@@ -143,7 +151,7 @@ def price_holdings(holdings: pd.DataFrame, ownership: pd.DataFrame, priced: pd.D
     rows["gpu_hours"] = rows["gpu_hours"] * rows["share"]
     keys = ["cluster", "namespace", "team", "gpu_model"]
     rows = rows.groupby([*keys, "owner", "resource"], dropna=False, as_index=False)[["held_hours", "gpu_hours"]].sum()
-    billed = priced[priced["resource"] == "gpu"].groupby(keys, as_index=False)[["quantity", "cost"]].sum()
+    billed = priced[priced["resource"] == GPU].groupby(keys, as_index=False)[["quantity", "cost"]].sum()
     rows = rows.merge(billed, on=keys, how="left").fillna({"quantity": 0.0, "cost": 0.0})
     share = (rows["gpu_hours"] / rows["quantity"]).where(rows["quantity"] > 0, 0.0)
     rows["cost"] = rows["cost"] * share

@@ -14,7 +14,7 @@ from sqlalchemy import Engine, Select, Table, Text, case, exists, func, literal,
 from billing.ledger.database import fetch
 from billing.ledger.read import money_sum
 from billing.ledger.tables import bound_pending, chargeback, gpu_holdings, workload_costs
-from billing.resources import CPU, GPU, MEMORY, RESOURCES, UNREQUESTED
+from billing.resources import GPU, RESOURCES, UNREQUESTED, per_resource
 
 # the workload (or label value) of ledger rows that no workload row breaks down; no Kubernetes name looks like it
 NOT_BROKEN_DOWN = "(not broken down)"
@@ -28,7 +28,7 @@ LIST_COST = "list_cost"  # cost at list price, before priority-class discounts: 
 REQUESTED_COST, UNREQUESTED_SHARE = "requested_cost", "unrequested_share"
 
 # resource-hours of a group, one column per resource
-HOURS_COLUMNS = {GPU: "gpu_hours", CPU: "cpu_core_hours", MEMORY: "memory_gib_hours"}
+HOURS_COLUMNS = per_resource("hours_column")
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ def _grouped_query(subject: Subject, first: date, last: date, by: str, column: s
     hours = [func.sum(hours).label(label) for label, hours in _hours(chargeback).items()]
     cost = money_sum(chargeback.c.cost)
     parts = [
-        money_sum(case((chargeback.c.resource.in_(RESOURCES), chargeback.c.cost), else_=0.0)).label(REQUESTED_COST),
+        money_sum(case((chargeback.c.resource.in_(list(RESOURCES)), chargeback.c.cost), else_=0.0)).label(REQUESTED_COST),
         money_sum(case((chargeback.c.resource.startswith(UNREQUESTED), chargeback.c.cost), else_=0.0)).label(UNREQUESTED_SHARE),
     ]
     order = [key] if by == "day" else [cost.desc(), key]
@@ -98,9 +98,10 @@ def _resource_query(subject: Subject, first: date, last: date) -> Select:
         *(case((chargeback.c.resource == resource, chargeback.c.quantity), else_=zero).label(label)
           for resource, label in HOURS_COLUMNS.items()),
         zero.label("held_hours"), chargeback.c.cost, chargeback.c.currency,
-    ).where(*_where(subject, first, last), or_(chargeback.c.resource != "gpu", not_(has_holdings)))
+    ).where(*_where(subject, first, last), or_(chargeback.c.resource != GPU, not_(has_holdings)))
     holdings = select(
-        held.c.resource, held.c.gpu_hours, zero.label("cpu_core_hours"), zero.label("memory_gib_hours"),
+        held.c.resource, *(held.c.gpu_hours if resource == GPU else zero.label(label)
+                           for resource, label in HOURS_COLUMNS.items()),
         held.c.held_hours, held.c.cost, held.c.currency,
     ).where(*_where(subject, first, last, held))
     parts = union_all(ledger, holdings).subquery()

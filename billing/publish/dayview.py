@@ -275,7 +275,7 @@ def _with_held(by_usage: list[dict], held: pd.DataFrame) -> list[dict]:
                  for part in group[is_shared].to_dict("records")]
         whole = group.loc[~is_shared, "gpu_hours"].sum()
         texts[key] = ", ".join([*parts, *([f"{quantity(whole, GPU)} as whole GPUs"] if cents(whole) else [])])
-    return [{**row, "held": texts.get((row["cluster"], row["gpu_model"]), "") if row["resource"] == "gpu" else ""}
+    return [{**row, "held": texts.get((row["cluster"], row["gpu_model"]), "") if row["resource"] == GPU else ""}
             for row in by_usage]
 
 

@@ -64,23 +64,21 @@ from billing.errors import UsageError
 from billing.ledger.questions import ROW_KEY
 from billing.publish.report_formats import spreadsheet_safe
 from billing.resources import (
-    CPU,
     CREDIT,
-    GPU,
     LENT,
-    MEMORY,
     QUOTA,
     QUOTA_PREFIX,
     RECOVERY,
     RESERVED,
     UNREQUESTED,
     base,
+    per_resource,
 )
 
 TAG_PREFIX = "billing/"
 
-PRICING_UNITS = {GPU: "GPU-Hours", CPU: "Core-Hours", MEMORY: "GiB-Hours"}
-RESOURCE_WORDS = {GPU: "GPU-hours", CPU: "CPU core-hours", MEMORY: "memory GiB-hours"}
+PRICING_UNITS = per_resource("focus_unit")
+RESOURCE_WORDS = per_resource("focus_meter")
 
 MANDATORY_COLUMNS = [
     "BilledCost", "BillingAccountId", "BillingAccountName", "BillingCurrency", "BillingPeriodEnd",

@@ -19,22 +19,30 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING
 
 from billing.ledger.read import BILLIONTHS, in_billionths
-from billing.resources import MIG_RESOURCE_PREFIX, RECOVERY, UNITS
+from billing.resources import (
+    CREDIT,
+    KINDS,
+    LENT,
+    MIG_RESOURCE_PREFIX,
+    QUOTA,
+    RECOVERY,
+    REGISTRY,
+    RESERVED,
+    UNITS,
+    UNREQUESTED,
+    Derived,
+)
 
 if TYPE_CHECKING:  # only money_sums takes a frame: a report's rows are plain, and it starts without pandas
     import pandas as pd
 
-RESOURCE_NAMES = {
-    "gpu": "GPU", "cpu": "CPU", "memory": "Memory",
-    "reserved-gpu": "Reserved pool, GPU", "reserved-cpu": "Reserved pool, CPU", "reserved-memory": "Reserved pool, memory",
-    "credit-gpu": "Pool or quota use credited, GPU", "credit-cpu": "Pool or quota use credited, CPU",
-    "credit-memory": "Pool or quota use credited, memory",
-    "unrequested-gpu": "Unrequested capacity (shared), GPU", "unrequested-cpu": "Unrequested capacity (shared), CPU",
-    "unrequested-memory": "Unrequested capacity (shared), memory",
-    "quota-gpu": "Kueue quota, GPU", "quota-cpu": "Kueue quota, CPU", "quota-memory": "Kueue quota, memory",
-    "lent-gpu": "Quota lent, credited, GPU", "lent-cpu": "Quota lent, credited, CPU",
-    "lent-memory": "Quota lent, credited, memory",
-}
+# what each kind of ledger row is, for people, before its resource's word: `Reserved pool, GPU`
+KIND_NAMES = {RESERVED: "Reserved pool", CREDIT: "Pool or quota use credited", UNREQUESTED: "Unrequested capacity (shared)",
+              QUOTA: "Kueue quota", LENT: "Quota lent, credited"}
+RESOURCE_NAMES = Derived(lambda: {
+    **{name: resource.word[0].upper() + resource.word[1:] for name, resource in REGISTRY.items()},
+    **{kind + name: f"{KIND_NAMES[kind]}, {resource.word}" for kind in KINDS for name, resource in REGISTRY.items()},
+})
 
 # Two different things, two different words, each with the sentence that explains it wherever it is shown.
 UNREQUESTED_SHARE = "Unrequested capacity (shared)"

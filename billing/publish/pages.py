@@ -59,6 +59,7 @@ from billing.publish.formatting import (
     total,
 )
 from billing.publish.links import day_page, team_page
+from billing.resources import UNREQUESTED_RESOURCES
 
 EMAIL_BAR_PX = 60  # tallest bar of the email trend chart
 
@@ -170,7 +171,7 @@ def _environment() -> Environment:
                        team_namespaces_rule=TEAM_NAMESPACES_RULE, no_workload=UNATTRIBUTED, no_workload_rule=NO_WORKLOAD_RULE,
                        cost_recovery=COST_RECOVERY, cost_recovery_rule=COST_RECOVERY_RULE, price_change_note=price_change_note)
     env.globals.update(
-        resource_names=RESOURCE_NAMES, trend_chart=trend_chart, timedelta=timedelta, email_bar_px=EMAIL_BAR_PX
+        resource_names=RESOURCE_NAMES, unrequested_resources=UNREQUESTED_RESOURCES, trend_chart=trend_chart, timedelta=timedelta, email_bar_px=EMAIL_BAR_PX
     )
     env.globals.update(forecast_method=FORECAST_METHOD, days_in_month=days_in_month, held_view=held_table)
     return env

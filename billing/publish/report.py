@@ -46,12 +46,12 @@ from billing.publish.asked import ReportError
 from billing.publish.budgets import BudgetStatus
 from billing.publish.choices import GROUPINGS, LABEL_PREFIX, WORKLOAD
 from billing.publish.formatting import COST_RECOVERY, total
-from billing.resources import RECOVERY
+from billing.resources import RECOVERY, Names
 
 # per namespace: the shared GPU resources held (MIG slices, time-sliced replicas), as
 # [{"resource", "held_hours", "gpu_hours"}]; only in reports by namespace whose range has some
 HELD_COLUMN = "gpu_held"
-SUMS = [*HOURS_COLUMNS.values(), "cost"]  # what a group's row sums
+SUMS = Names(lambda: [*HOURS_COLUMNS.values(), "cost"])  # what a group's row sums
 
 
 class UnknownSubject(ReportError):

@@ -57,16 +57,16 @@ from billing.publish.report import (
     UNREQUESTED_SHARE,
     Report,
 )
-from billing.resources import LENT, QUOTA, QUOTA_PREFIX, UNITS
+from billing.resources import GPU, LENT, QUOTA, QUOTA_PREFIX, RESOURCES, UNITS, Derived, Names
 
 WIDTH = 80  # the narrowest terminal the table is fitted to (a wider one, or $COLUMNS, gives it more room)
 MONEY = ["cost", REQUESTED_COST, UNREQUESTED_SHARE, LIST_COST]  # with a Rounding row where they miss their totals
-SUMMED = [*HOURS_COLUMNS.values(), *MONEY]  # not held_hours: slices, replicas and GPUs are no one unit
-NUMERIC = {*SUMMED, "held_hours", "quantity", "unit_price"}
-NAMED_AS_THEY_ARE = {"gpu", "cpu", "memory"}  # a report's requested resources keep the names it groups by
+SUMMED = Names(lambda: [*HOURS_COLUMNS.values(), *MONEY])  # not held_hours: slices, replicas and GPUs are no one unit
+NUMERIC = Names(lambda: [*SUMMED, "held_hours", "quantity", "unit_price"])
+NAMED_AS_THEY_ARE = RESOURCES  # a report's requested resources keep the names it groups by
 FOR_MACHINES = {LIST_COST}  # in CSV and JSON; the table and HTML show the discount on the day's pages instead
-LABELS = {**{column: UNITS[resource] for resource, column in HOURS_COLUMNS.items()}, "unit_price": "unit price",
-          "held_hours": "held unit-h", HELD_COLUMN: "GPUs held"}
+LABELS = Derived(lambda: {**{column: UNITS[resource] for resource, column in HOURS_COLUMNS.items()},
+                          "unit_price": "unit price", "held_hours": "held unit-h", HELD_COLUMN: "GPUs held"})
 SHARE_LABEL = "unrequested"  # short for the terminal; the note under the table names it in full
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -79,7 +79,7 @@ def _label(report: Report, column: str) -> str:
     if column == UNREQUESTED_SHARE:
         return f"{SHARE_LABEL} {report.currency}"
     if column == "gpu_hours" and (HELD_COLUMN in report.columns or report.by == "resource"):
-        return f"{UNITS['gpu']} (physical)"  # beside what was held, which was slices or replicas
+        return f"{UNITS[GPU]} (physical)"  # beside what was held, which was slices or replicas
     return LABELS.get(column, column.replace("_", " "))
 
 

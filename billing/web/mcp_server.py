@@ -49,6 +49,7 @@ from billing.directory.ldap import WrongPassword
 from billing.errors import BillingError
 from billing.ledger.database import open_ledger
 from billing.publish.report import UnknownSubject
+from billing.resources import RESOURCES, UNITS, hours_columns
 from billing.web.access import Forbidden, viewer
 from billing.web.bearer import BearerSignIn
 from billing.web.security import Guard, Refused
@@ -66,7 +67,7 @@ WHOSE = "Give team or person, or neither for your own costs (an admin: every tea
 def descriptions(currency: str) -> dict[str, str]:
     """What each tool answers, in which units and currency (the assistant reads these to choose a tool)."""
     money = f"Money is in {currency}, unrounded as the ledger holds it (round to cents to quote it)"
-    hours = "quantities in resource-hours: gpu_hours in GPU-hours, cpu_core_hours in core-hours, memory_gib_hours in GiB-hours"
+    hours = f"quantities in resource-hours: {hours_columns()}"
     return {
         "costs": f"What a person, a team or every team spent over a range of days, summed per namespace (per team "
                  f"for everyone) or per the `by` asked (team, person, namespace, cluster, resource, GPU model, day, "
@@ -76,7 +77,7 @@ def descriptions(currency: str) -> dict[str, str]:
         "changes": f"What changed between two ranges of days and why: cost before and after per namespace, per "
                    f"workload and per resource (with hours and cost per hour, so that more hours tell apart from "
                    f"dearer hours), largest change first, and the price sets that came into force in between. {WHOSE}"
-                   f"{money}; hours in resource-hours (GPU-h, core-h, GiB-h).",
+                   f"{money}; hours in resource-hours ({', '.join(UNITS[name] for name in RESOURCES)}).",
         "waste": f"What was held but not used over a range (shown, never billed): idle GPU-hours and unused CPU "
                  f"core-hours, per namespace for a person, per owner for a team, per team for everyone; null where no "
                  f"day measured it. {WHOSE}Quantities in GPU-hours and core-hours, no money.",

@@ -24,6 +24,7 @@ from billing.publish.choices import GROUPINGS, LABEL_PREFIX, WORKLOAD
 from billing.publish.report import Report, Subject, UnknownSubject, known_names
 from billing.publish.report_formats import json_text
 from billing.publish.statement_formats import json_text as statement_json
+from billing.resources import REGISTRY, hours_columns
 from billing.web.access import Viewer, spelled
 
 RULES = [  # how a ledger row's figures are made (docs/spec.md "Billing arithmetic")
@@ -235,8 +236,7 @@ def answer_schemas(currency: str) -> dict[str, dict]:
     row = {"type": "object", "description": (
         f"one row: its key (the `by` word; day, cluster, namespace, owner, resource, gpu_model for the ledger's "
         f"rows), cost and list_cost in {currency} unrounded, unit_price in {currency} per resource-hour, quantity "
-        f"in resource-hours of its resource (GPU-hours, CPU core-hours, memory GiB-hours), gpu_hours in GPU-hours, "
-        f"cpu_core_hours in core-hours, memory_gib_hours in GiB-hours")}
+        f"in resource-hours of its resource ({', '.join(resource.focus_meter for resource in REGISTRY.values())}), {hours_columns()}")}
     price_changes = {"type": "array", "items": {"type": "object", "properties": {
         "cluster": {"type": "string"}, "from": iso_day}}, "description": "price sets that came into force"}
     report = {
