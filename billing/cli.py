@@ -535,8 +535,8 @@ def close(month: date, reopen: bool, by: str | None, allow_missing: bool) -> Non
         billing close --reopen --month 2026-11 --by alice
     """
     from billing.ledger.database import open_ledger
+    from billing.money import money
     from billing.publish import answers
-    from billing.publish.formatting import money
 
     config = _config()
     ledger = open_ledger(config.database)
@@ -582,7 +582,7 @@ def import_invoice(cluster: str, month: date, replace: bool, add: bool, by: str 
     from billing.collect.invoices import read_invoice
     from billing.ledger.database import open_ledger
     from billing.ledger.write import record_invoice
-    from billing.publish.formatting import money
+    from billing.money import money
 
     if replace and add:
         raise click.UsageError("--replace and --add exclude each other: replace the month's files, or add one to them")

@@ -24,11 +24,11 @@ from billing.config import EmailConfig
 from billing.directory.people import Directory
 from billing.ledger import messages
 from billing.ledger.read import month_closed
+from billing.money import money
 from billing.notify.deliveries import deliver_once
 from billing.notify.mail import Envelope, Letter, MailError, build_message
 from billing.publish.answers import budget_statuses
 from billing.publish.dayview import slug
-from billing.publish.formatting import money
 from billing.publish.links import page_url, team_page
 
 log = logging.getLogger(__name__)

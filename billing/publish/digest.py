@@ -19,8 +19,8 @@ from sqlalchemy import Engine
 
 from billing.days import days_between
 from billing.ledger.read import completed, read_bound_pending, read_rows, read_workload_costs, waste_sums
+from billing.money import money_sums, total
 from billing.publish.dayview import held_rows
-from billing.publish.formatting import money_sums, total
 
 SUNDAY = 6  # date.weekday()
 TOP_WORKLOADS = 5  # a letter names the most expensive few; `billing serve` has them all
