@@ -525,8 +525,8 @@ def close(month: date, reopen: bool, by: str | None, allow_missing: bool) -> Non
         billing close --reopen --month 2026-11 --by alice
     """
     from billing.ledger.database import open_ledger
+    from billing.money import money
     from billing.publish import answers
-    from billing.publish.formatting import money
 
     config = _config()
     ledger = open_ledger(config.database)

@@ -11,7 +11,7 @@ from billing.collect.invoices import Invoice, InvoiceError, read_invoice
 from billing.config import Config
 from billing.ledger.database import open_ledger
 from billing.ledger.write import record_invoice
-from billing.publish.formatting import money
+from billing.money import money
 
 
 @dataclass(frozen=True)

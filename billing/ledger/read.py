@@ -6,7 +6,6 @@ Readers of frames make them through billing.ledger.database, which imports panda
 
 from __future__ import annotations
 
-import math
 from datetime import date, datetime, timezone
 from typing import TYPE_CHECKING
 
@@ -37,25 +36,16 @@ from billing.ledger.tables import (
     waste,
     workload_costs,
 )
+from billing.money import BILLIONTHS, in_billionths
 from billing.resources import RECOVERY
 
 if TYPE_CHECKING:
     import pandas as pd
 
-# Money is summed to the billionth: each value rounded to it, then added exactly (in whole billionths), so that a
-# sum is the same in the database and in Python and never a float's accident: 0.7 + 0.1 + 0.005 is 0.805, which
-# rounds to 0.81, where a float sum gives 0.8049999999999999 (0.80). Exact below 9 million in the currency.
-BILLIONTHS = 10**9
-
-
-def in_billionths(value: float) -> int:
-    """A value in whole billionths, rounded half away from zero as SQL's round() does: how every sum of money
-    takes each value (`money_sum` in the database, formatting.total in Python)."""
-    return int(math.copysign(math.floor(abs(value) * BILLIONTHS + 0.5), value))
-
 
 def money_sum(amount: ColumnElement) -> ColumnElement:
-    """SQL: the sum of a money column (or expression) as formatting.total sums the same values in Python."""
+    """SQL: the sum of a money column (or expression) as money.total sums the same values in Python (each value to
+    the billionth, then exactly: billing/money.py)."""
     return func.sum(func.round(amount * float(BILLIONTHS))) / float(BILLIONTHS)
 
 

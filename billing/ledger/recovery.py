@@ -18,8 +18,8 @@ from sqlalchemy import Connection, func, select
 
 from billing.days import days_in_month
 from billing.errors import UsageError
-from billing.ledger.read import BILLIONTHS, in_billionths
 from billing.ledger.tables import chargeback, corrections, statement_lines
+from billing.money import BILLIONTHS, in_billionths
 from billing.resources import RECOVERY
 
 Key = TypeVar("Key", str, tuple[str, str])  # a team, or a team and its cost centre

@@ -23,10 +23,10 @@ from sqlalchemy import Engine
 from billing.config import EmailConfig
 from billing.directory.people import Directory
 from billing.ledger import messages
+from billing.money import money
 from billing.notify.deliveries import deliver_once
 from billing.notify.mail import Envelope, Letter, MailError, build_message
 from billing.publish.answers import budget_statuses, closed
-from billing.publish.formatting import money
 from billing.publish.links import page_url, slug, team_page
 
 log = logging.getLogger(__name__)

@@ -10,10 +10,10 @@ import re
 
 import css_inline
 
+from billing.money import money
 from billing.notify.mail import Letter
 from billing.publish.dayview import DayReport
 from billing.publish.digest import PersonalDigest
-from billing.publish.formatting import money
 from billing.publish.links import day_page, page_url, team_page
 from billing.publish.pages import render_template
 

@@ -37,10 +37,10 @@ from billing.ledger.read import (
     stored_directory,
     waste_sums,
 )
+from billing.money import one_currency, total
 from billing.publish.asked import ReportError
 from billing.publish.budgets import FORECAST_METHOD as FORECAST_METHOD  # said beside a forecast by the interfaces
 from billing.publish.budgets import BudgetStatus, read_budget_status, team_budgets
-from billing.publish.formatting import total
 from billing.publish.report import (
     Report,
     Subject,
@@ -207,12 +207,10 @@ def page(ledger: Engine, config: Config, subject: Subject, first: date, last: da
     start = window_start(last)
     runs = completed(ledger, start, last)
     day_costs = daily_costs(ledger, start, last, **_filter(subject))
-    currencies = sorted(set(day_costs["currency"]))
-    if len(currencies) > 1:
-        raise ReportError(f"the ledger holds costs in {' and '.join(currencies)} between {start} and {last}; "
-                          f"ask for a range with one currency")
+    currency = one_currency(day_costs["currency"], config.currency, lambda held: ReportError(
+        f"the ledger holds costs in {held} between {start} and {last}; ask for a range with one currency"))
     month = days_between(last.replace(day=1), last)
-    figures = Headline(last, currencies[0] if currencies else config.currency,  # the range's own note
+    figures = Headline(last, currency,  # the range's own note
                        missing_in_month=[] if first == month[0] else [d for d in month if d not in runs and d != last],
                        **headline(day_costs, runs, last))
     if subject.kind != "person":  # a closed month's cost recovery, as the tables and the statement have it

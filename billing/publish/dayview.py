@@ -34,8 +34,9 @@ from billing.ledger.read import (
     run_notes,
     unknown_capacity,
 )
+from billing.money import cents, money_sums, total
 from billing.publish.budgets import BudgetStatus
-from billing.publish.formatting import cents, held_gpus, held_reason, money_sums, quantity, total
+from billing.publish.formatting import held_gpus, held_reason, quantity
 from billing.publish.links import slug
 from billing.resources import GPU, POOL_PREFIX, RESERVED, UNREQUESTED
 

@@ -18,8 +18,8 @@ from typing import Any
 import pandas as pd
 
 from billing.days import days_between
+from billing.money import money_sums, total
 from billing.publish.dayview import held_rows
-from billing.publish.formatting import money_sums, total
 
 SUNDAY = 6  # date.weekday()
 TOP_WORKLOADS = 5  # a letter names the most expensive few; `billing serve` has them all

@@ -1,24 +1,15 @@
-"""How money and resource-hours are written for people: pages, emails, tables.
+"""How resource-hours and the ledger's words are written for people: pages, emails, tables.
 
-The ledger is never rounded (docs/spec.md "Rule 8: cost"). One rule for every figure a person reads
-(docs/spec.md "Rounding: one figure everywhere"): it is the exact decimal sum of the ledger values it stands
-for, each to the billionth, rounded once, half away from zero on the cent (2.675 shows as 2.68, as a person
-expects, and as SQL's `round(numeric, 2)` gives it). So a team, a person or a day reads the same wherever it
-is shown. Where a table's rounded rows do not add up to its rounded total, `rounding` is the difference, shown
-as a row of its own (ROUNDING), so that what the table shows adds up without moving a row a cent. Only a
-statement's lines, parts of their cluster's month, are moved: `to_the_cent` rounds the lines of a cluster so that
-they add up to the cluster's total (largest remainder).
+Amounts, their rounding and how they are written are billing/money.py's (docs/spec.md "Rounding: one figure
+everywhere"); resource-hours are written to the cent as amounts are.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from datetime import date
-from decimal import ROUND_HALF_UP, Decimal
-from typing import TYPE_CHECKING
 
-from billing.ledger.read import BILLIONTHS, in_billionths
+from billing.money import cents
 from billing.resources import (
     CREDIT,
     KINDS,
@@ -32,9 +23,6 @@ from billing.resources import (
     UNREQUESTED,
     Derived,
 )
-
-if TYPE_CHECKING:  # only money_sums takes a frame: a report's rows are plain, and it starts without pandas
-    import pandas as pd
 
 # what each kind of ledger row is, for people, before its resource's word: `Reserved pool, GPU`
 KIND_NAMES = {RESERVED: "Reserved pool", CREDIT: "Pool or quota use credited", UNREQUESTED: "Unrequested capacity (shared)",
@@ -107,8 +95,6 @@ NO_WORKLOAD_RULE = (
     "clusters whose workloads are not collected"
 )
 
-_CENT = Decimal("0.01")
-
 
 def resource_name(resource: str) -> str:
     """A ledger resource, or a closed month's cost recovery (statements, reports), as people read it."""
@@ -120,77 +106,10 @@ def price_change_note(cluster: str, day: date) -> str:
     return f"the prices of cluster {cluster} changed on {day}: hours before and after it are priced differently"
 
 
-def exact(value: float) -> Decimal:
-    """A ledger value as a decimal to the billionth, as sums count it: 15.315, not 15.3149999…, and a row shown on
-    its own rounds as its total does."""
-    return Decimal(in_billionths(float(value))) / BILLIONTHS
-
-
-def cents(value: float) -> Decimal:
-    """The value rounded half away from zero to two decimals; -0.00 becomes 0.00."""
-    return exact(value).quantize(_CENT, rounding=ROUND_HALF_UP) + 0
-
-
-def total(values: Iterable[float]) -> float:
-    """The sum of ledger values as the database sums them (ledger.read.money_sum): each to the billionth, then
-    exactly, so that 15.3 + 0.015 is 15.315 and rounds to 15.32, on a page as in `billing report`."""
-    return sum(map(in_billionths, values)) / BILLIONTHS
-
-
-def money_sums(frame: pd.DataFrame, keys: list[str], columns: list[str]) -> pd.DataFrame:
-    """Per `keys` (sorted), the sums of `columns` as `total` sums them: a group's figure is the same on a page, in
-    an email and in `billing report`, which sums in the database."""
-    import numpy as np  # the frame brought pandas, and numpy with it
-
-    # each value in whole billionths as in_billionths takes it, a column at once
-    scaled = frame[keys].assign(**{column: (np.sign(frame[column]) * np.floor(np.abs(frame[column]) * BILLIONTHS + 0.5))
-                                   .astype("int64") for column in columns})
-    sums = scaled.groupby(keys, as_index=False, dropna=False, sort=True)[columns].sum()
-    return sums.assign(**{column: sums[column] / BILLIONTHS for column in columns})
-
-
-def rounding(values: Iterable[float], of: float | None = None) -> Decimal:
-    """What a table's rows, each rounded on its own, miss of its total `of` (default: their exact sum) rounded:
-    the amount of the table's Rounding row, where it is not 0.00."""
-    values = list(values)
-    return cents(total(values) if of is None else of) - sum((cents(v) for v in values), Decimal(0))
-
-
-def to_the_cent(values: list[float], of: float | None = None) -> list[Decimal]:
-    """The values rounded to the cent so that they add up to their total `of` (default: their exact sum)
-    as it is shown, rounded (largest remainder): each is rounded, then the cents still missing (or too
-    many) go to the values that rounding moved furthest from their exact value, ties to the earlier row."""
-    exacts = [exact(v) for v in values]
-    rounded = [cents(v) for v in values]
-    missing = int(rounding(values, of) / _CENT)
-    step = _CENT if missing > 0 else -_CENT
-    remainders = sorted(range(len(values)), key=lambda i: (-(exacts[i] - rounded[i]) * step, i))
-    for i in remainders[: abs(missing)]:
-        rounded[i] += step
-    return rounded
-
-
-def plain_number(value: float) -> str:
-    """A number for a machine (CSV) without float noise: 12 significant digits, but never less than the billionth
-    that sums count (`exact`), so that the rows of a CSV sum to the total a table shows; no exponent, no trailing
-    zeros (67.85000000000001 -> 67.85, 1000.004999996 stays, and so does 0.000123456789)."""
-    significant = Decimal(f"{float(value):.12g}")
-    number = significant if -significant.as_tuple().exponent >= 9 else exact(value)  # type: ignore[operator]
-    text = format(number + 0, "f")
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
 def person(uid: str, people: dict[str, str]) -> str:
     """A person as readers know them: `Alice Example (alice)`; the uid alone where the directory has no name."""
     name = people.get(uid, "")
     return f"{name} ({uid})" if name and name != uid else uid
-
-
-def money(value: float, currency: str, signed: bool = False) -> str:
-    """`1,234.56 USD`; with signed=True a change: `+12.30 USD`, `-4.00 USD`."""
-    amount = cents(value)
-    sign = "+" if signed and amount > 0 else ""
-    return f"{sign}{amount:,.2f} {currency}"
 
 
 def quantity(value: float, resource: str) -> str:

@@ -28,6 +28,7 @@ from markupsafe import Markup
 
 from billing.charge.workload_names import UNATTRIBUTED
 from billing.days import day_runs, days_in_month
+from billing.money import cents, money, rounding, total
 from billing.private import REPORT_DIRECTORY_MODE, REPORT_FILE_MODE, private_directory, write_private_file
 from billing.publish.budgets import FORECAST_METHOD
 from billing.publish.dayview import DayReport, RenderError, TrendDay, held_table
@@ -50,13 +51,9 @@ from billing.publish.formatting import (
     TEAM_NAMESPACES_RULE,
     UNREQUESTED_SHARE,
     UNREQUESTED_SHARE_RULE,
-    cents,
-    money,
     person,
     price_change_note,
     quantity,
-    rounding,
-    total,
 )
 from billing.publish.links import day_page, team_page
 from billing.resources import UNREQUESTED_RESOURCES

@@ -42,10 +42,11 @@ from billing.ledger.questions import (
     workload_rows,
 )
 from billing.ledger.read import completed, incomplete, latest_directory, recovered
+from billing.money import one_currency, total
 from billing.publish.asked import ReportError
 from billing.publish.budgets import BudgetStatus
 from billing.publish.choices import GROUPINGS, LABEL_PREFIX, WORKLOAD
-from billing.publish.formatting import COST_RECOVERY, total
+from billing.publish.formatting import COST_RECOVERY
 from billing.resources import RECOVERY, Names
 
 # per namespace: the shared GPU resources held (MIG slices, time-sliced replicas), as
@@ -150,13 +151,9 @@ def _known(engine: Engine, subject: Subject) -> None:
 
 
 def _currency(rows: list[dict], subject: Subject, first: date, last: date, fallback: str) -> str:
-    currencies = sorted({row.pop("currency") for row in rows})
-    if len(currencies) > 1:
-        raise ReportError(
-            f"the ledger holds costs in {' and '.join(currencies)} for {subject.title} "
-            f"between {first} and {last}; ask for a range with one currency"
-        )
-    return currencies[0] if currencies else fallback
+    return one_currency([row.pop("currency") for row in rows], fallback, lambda held: ReportError(
+        f"the ledger holds costs in {held} for {subject.title} between {first} and {last}; "
+        "ask for a range with one currency"))
 
 
 def build_report(

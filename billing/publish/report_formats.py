@@ -2,8 +2,8 @@
 
 Money is shown with its currency, two decimals and thousands separators;
 resource-hours with their unit. Only the table and HTML round, each figure
-once (formatting.cents), with a Rounding row where a money column's rows do
-not add up to its total (formatting.rounding); CSV
+once (money.cents), with a Rounding row where a money column's rows do
+not add up to its total (money.rounding); CSV
 carries the ledger's values to 12 significant digits (no float noise), JSON
 as they are. Names come from the directory and Kubernetes, so
 every format guards against what they may contain: control characters in
@@ -24,6 +24,7 @@ from typing import Any
 from billing.charge.workload_names import UNATTRIBUTED
 from billing.days import day_runs, days_in_month
 from billing.ledger.questions import LIST_COST
+from billing.money import cents, money, plain_number, rounding, total
 from billing.publish.choices import LABEL_PREFIX, REPORT_FORMATS, WORKLOAD
 from billing.publish.formatting import (
     COST_RECOVERY,
@@ -35,20 +36,13 @@ from billing.publish.formatting import (
     ROUNDING_NOTE,
     TEAM_NAMESPACES,
     UNREQUESTED_SHARE_RULE,
-    cents,
     held_gpus,
-    money,
     person,
-    plain_number,
     price_change_note,
     quantity,
     resource_name,
-    rounding,
-    total,
 )
-from billing.publish.formatting import (
-    UNREQUESTED_SHARE as UNREQUESTED_SHARE_NAME,
-)
+from billing.publish.formatting import UNREQUESTED_SHARE as UNREQUESTED_SHARE_NAME
 from billing.publish.report import (
     HELD_COLUMN,
     HOURS_COLUMNS,

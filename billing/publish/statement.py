@@ -51,7 +51,7 @@ from billing.ledger.months import (
 )
 from billing.ledger.recovery import shares
 from billing.ledger.write import CORRECTION_NOISE, serialise_with_runs
-from billing.publish.formatting import cents, money_sums, total
+from billing.money import cents, money_sums, one_currency, total
 from billing.resources import RECOVERY
 
 log = logging.getLogger(__name__)
@@ -186,14 +186,12 @@ def _open_statement(conn: Connection, month: date, currency: str, cost_centers: 
     rows = month_rows(conn, first, last)
     booked = booked_corrections(conn, month)
     _refuse_non_finite_rows(month, rows, booked)
-    currencies = sorted(set(rows["currency"]) | set(booked["currency"]))
-    if len(currencies) > 1:
-        raise StatementError(f"the ledger holds costs in {' and '.join(currencies)} in {month:%Y-%m}; "
-                             "a statement does not add up different currencies")
+    currency = one_currency([*rows["currency"], *booked["currency"]], currency, lambda held: StatementError(
+        f"the ledger holds costs in {held} in {month:%Y-%m}; a statement does not add up different currencies"))
     done = completed_between(conn, first, last)
     missing = [day for day in days_between(first, min(last, last_complete_day)) if day not in done]
     lines = statement_lines_of(rows, booked.assign(corrects=pd.to_datetime(booked["corrects"]).dt.date), cost_centers)
-    return Statement(month, currencies[0] if currencies else currency, lines, None, missing)
+    return Statement(month, currency, lines, None, missing)
 
 
 def _closed_statement(conn: Connection, month: date, closing: Closing, currency: str) -> Statement:

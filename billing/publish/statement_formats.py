@@ -11,8 +11,9 @@ import io
 import json
 from decimal import Decimal
 
+from billing.money import plain_number, to_the_cent, total
 from billing.publish.choices import STATEMENT_FORMATS
-from billing.publish.formatting import COST_RECOVERY, UNITS, plain_number, resource_name, to_the_cent, total
+from billing.publish.formatting import COST_RECOVERY, UNITS, resource_name
 from billing.publish.pages import render_template
 from billing.publish.report_formats import day_ranges, spreadsheet_safe
 from billing.publish.statement import CORRECTION, LINE_COLUMNS, RECOVERY, Statement, StatementLine

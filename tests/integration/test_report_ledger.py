@@ -23,8 +23,8 @@ from billing.directory.people import Directory, Person, Team, directory_to_json
 from billing.ledger.database import open_ledger
 from billing.ledger.read import daily_costs
 from billing.ledger.write import replace_day
+from billing.money import money
 from billing.publish.dayview import read_report
-from billing.publish.formatting import money
 from tests.helpers.report_ledger import fill_ledger
 from tests.helpers.reports import A100, FORMULA_TEAM, H100, LEDGER, config, database, report, report_json  # noqa: F401 (pytest fixtures)
 

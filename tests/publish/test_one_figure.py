@@ -25,13 +25,13 @@ from hypothesis import strategies as st
 from billing.config import BudgetsConfig, CostRecovery
 from billing.ledger.database import open_ledger
 from billing.ledger.read import read_recovery, read_rows, read_workload_costs
+from billing.money import cents, total
 from billing.notify.letters import admin_letter, team_letter
 from billing.publish.answers import day_report
 from billing.publish.budgets import read_budget_status
 from billing.publish.cost_metrics import read_cost_figures
 from billing.publish.dayview import read_report
 from billing.publish.focus import broken_down, focus_rows
-from billing.publish.formatting import cents, total
 from billing.publish.links import slug
 from billing.publish.pages import write_pages
 from billing.publish.report import Report, Subject, build_report

@@ -24,7 +24,7 @@ from billing.ledger.read import read_rows
 from billing.ledger.recovery import NothingToRecoverOver
 from billing.ledger.tables import corrections
 from billing.ledger.write import replace_day
-from billing.publish.formatting import total
+from billing.money import total
 from billing.publish.statement import Statement, StatementError, StatementLine, build_statement, close_month
 from billing.publish.statement_formats import FORMATS, csv_text
 from tests.helpers.budgets import billed_month, budget_job  # noqa: F401 (pytest fixtures)
