@@ -163,9 +163,12 @@ def unrequested_capacity(allocatable: pd.DataFrame, usage: pd.DataFrame, prices:
     unrequested and its cost.
 
     Unrequested is never negative: requests above allocatable (pods on nodes that
-    export no allocatable) are logged, and count as none unrequested.
+    export no allocatable) are logged, and count as none unrequested. A resource
+    no node offers (Resource.offered_by_nodes) has no capacity: its requests are
+    billed, and nothing of it is unrequested.
     """
-    requested = usage.groupby(CAPACITY_KEYS)["quantity"].sum().rename("requested")
+    offered = usage["resource"].map({name: resource.offered_by_nodes for name, resource in REGISTRY.items()})
+    requested = usage[offered.fillna(True).astype(bool)].groupby(CAPACITY_KEYS)["quantity"].sum().rename("requested")
     frame = allocatable.set_index(CAPACITY_KEYS).join(requested, how="outer").fillna(0.0).reset_index()
     over = frame[frame["requested"] > frame["allocatable"] * (1 + 1e-9)]
     row: Any  # a row of the frame's named columns (pandas-stubs types its fields as any scalar)

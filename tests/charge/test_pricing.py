@@ -1,11 +1,20 @@
+from dataclasses import replace
 from datetime import date
 
 import pandas as pd
 import pytest
 
 from billing import frames
-from billing.charge.pricing import price, price_holdings, reserve_pools, share_unrequested, unit_price
+from billing.charge.pricing import (
+    price,
+    price_holdings,
+    reserve_pools,
+    share_unrequested,
+    unit_price,
+    unrequested_capacity,
+)
 from billing.config import ClusterConfig, Prices
+from billing.resources import REGISTRY
 
 H100 = "NVIDIA-H100-80GB-HBM3"
 
@@ -169,3 +178,20 @@ def test_holdings_split_a_gpu_row_by_the_resources_it_held():
     assert held.loc[("robotics", "nvidia_com_gpu"), ["held_hours", "gpu_hours", "cost"]].tolist() == \
         pytest.approx([1.5, 1.5, 3.60])
     assert held["cost"].sum() == pytest.approx(12.0) and set(held["owner"]) == {"bob"}
+
+
+def test_a_resource_nodes_do_not_offer_has_no_capacity_row(monkeypatch, caplog):
+    """The registry says which resources nodes offer (Resource.offered_by_nodes): only those have allocatable
+    capacity and an unrequested rest, and only they are warned of when requests pass allocatable. A licence seat,
+    which no node offers: 3 seat-hours requested, no capacity row, no warning; CPU beside it as always, 10
+    allocatable less 4 requested = 6 core-h unrequested at 0.01."""
+    seat = replace(REGISTRY["cpu"], name="seat", price_key="seat_hour", offered_by_nodes=False)
+    monkeypatch.setitem(REGISTRY, "seat", seat)
+    allocatable = pd.DataFrame([("cpu", "", "", 10.0)], columns=["resource", "gpu_model", "pool", "allocatable"])
+    usage = pd.DataFrame([("alice", "cpu", "", "", "", 4.0), ("alice", "seat", "", "", "", 3.0)],
+                         columns=frames.USAGE.columns)
+    prices = Prices(cpu_core_hour=0.01, memory_gib_hour=0.001, gpu_hour=1.0)
+    with caplog.at_level("WARNING"):
+        capacity = unrequested_capacity(allocatable, usage, prices, "jaguar")
+    assert capacity[["resource", "allocatable", "requested", "unrequested"]].values.tolist() == [["cpu", 10.0, 4.0, 6.0]]
+    assert capacity["unrequested_cost"].tolist() == pytest.approx([0.06]) and not caplog.records
