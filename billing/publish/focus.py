@@ -352,7 +352,7 @@ def _with_rest(parts: pd.DataFrame, origins: pd.DataFrame) -> pd.DataFrame:
     """The allocated parts of origin charges at their ratio of its AMOUNTS, and each origin's rest (its part no
     one is allocated, the AMOUNTS less the parts' so that they add up exactly) where there is one."""
     key = [*ORIGIN, "namespace"]
-    # each part to the billionth, as the ledger's sums count money (formatting.total)
+    # each part to the billionth, as the ledger's sums count money (money.total)
     parts = parts.assign(**{amount: (parts[amount] * parts["ratio"]).round(9) for amount in AMOUNTS})
     given = parts.groupby(key, as_index=False)[[*AMOUNTS, "ratio"]].sum()
     rest = origins.drop(columns=["ratio"], errors="ignore").merge(given, on=key, how="left", suffixes=("", "_given"),
