@@ -261,8 +261,14 @@ def not_in_tags(focus: pd.DataFrame, column: str) -> pd.Series:
 SUMMABLE = ["BilledCost", "ContractedCost", "EffectiveCost", "ListCost", "PricingQuantity", "ConsumedQuantity"]
 
 
-def ratio(details: str) -> float:
-    return sum(element["AllocatedRatio"] for element in json.loads(details)["Elements"])
+def ratio(details: object) -> float:
+    """An allocated charge's AllocatedRatios summed; NaN where its AllocatedMethodDetails hold none."""
+    value = json_value(details) if isinstance(details, str) else None
+    elements = value.get("Elements") if isinstance(value, dict) else None
+    parts = [element.get("AllocatedRatio") if isinstance(element, dict) else None
+             for element in (elements if isinstance(elements, list) else [None])]
+    numbers = all(isinstance(part, (int, float)) and not isinstance(part, bool) for part in parts)
+    return float(sum(parts)) if numbers else float("nan")  # type: ignore[arg-type]
 
 
 def add_up_to_their_origin(focus: pd.DataFrame, column: str) -> pd.Series:
@@ -440,20 +446,25 @@ def violations(focus: pd.DataFrame) -> list[str]:
     def rows(broken: pd.Series) -> str:
         return f"rows {focus.index[broken.to_numpy()].tolist()[:5]}"
 
+    typed = focus.copy()  # the conditional requirements read the values of their data type, the others as null
     for name, column in COLUMNS.items():
         values = focus[name]
         unset = values.isna()
         mistyped = ~unset & ~values.map(lambda value, column=column: conforms(column, value)).astype(bool)
         if mistyped.any():
             found.append(f"{name}: data type {column.type} ({column.format or 'no format'}): {rows(mistyped)}")
+            typed[name] = values.where(~mistyped)
+            if column.type == DECIMAL:
+                typed[name] = pd.to_numeric(typed[name])
         if not column.nulls and unset.any():
             found.append(f"{name}: allows nulls False: null on {rows(unset)}")
         if column.allowed is not None:
             outside = ~unset & ~values.isin(column.allowed)
             if outside.any():
                 found.append(f"{name}: allowed values: {sorted(set(values[outside]))} on {rows(outside)}")
+    for name, column in COLUMNS.items():
         for rule in column.rules:
-            broken = ~rule(focus, name).astype(bool)
+            broken = ~rule(typed, name).astype(bool)
             if broken.any():
                 text = " ".join((rule.__doc__ or "").replace("<column>", name).split()).split(" Reading taken")[0]
                 found.append(f"{name}: {rule.__name__} ({text}): {rows(broken)}")
