@@ -58,11 +58,6 @@ def key_value_object(text: object) -> bool:
 
 # Conditional requirements. Each is True on the rows that meet it.
 
-def null_when_sku_price_id_null(focus: pd.DataFrame, column: str) -> pd.Series:
-    """<column> MUST be null when SkuPriceId is null."""
-    return ~null(focus, "SkuPriceId") | null(focus, column)
-
-
 def not_null_when_sku_price_id_not_null(focus: pd.DataFrame, column: str) -> pd.Series:
     """<column> MUST NOT be null when SkuPriceId is not null."""
     return null(focus, "SkuPriceId") | ~null(focus, column)
@@ -89,6 +84,7 @@ def set_on_usage(focus: pd.DataFrame, column: str) -> pd.Series:
 
 
 def null_exactly_with(other: str) -> Predicate:
+    """The requirement that a column be null exactly where another is (its unit, name or type)."""
     def predicate(focus: pd.DataFrame, column: str) -> pd.Series:
         return null(focus, column) == null(focus, other)
     predicate.__name__ = f"null_exactly_with_{other}"
@@ -97,6 +93,7 @@ def null_exactly_with(other: str) -> Predicate:
 
 
 def null_when(other: str) -> Predicate:
+    """The requirement that a column be null where another is."""
     def predicate(focus: pd.DataFrame, column: str) -> pd.Series:
         return ~null(focus, other) | null(focus, column)
     predicate.__name__ = f"null_when_{other}_null"
@@ -178,11 +175,6 @@ def one_sku_per_sku_price(focus: pd.DataFrame, column: str) -> pd.Series:
 def skumeter_set_with_sku(focus: pd.DataFrame, column: str) -> pd.Series:
     """SkuMeter SHOULD NOT be null when SkuId is not null (a SHOULD billing follows)."""
     return null(focus, "SkuId") | ~null(focus, column)
-
-
-def resource_name_null_without_resource(focus: pd.DataFrame, column: str) -> pd.Series:
-    """ResourceName MUST be null when ResourceId is null."""
-    return ~null(focus, "ResourceId") | null(focus, column)
 
 
 def charge_class_for_a_previous_billing_period(focus: pd.DataFrame, column: str) -> pd.Series:
@@ -334,13 +326,15 @@ MANDATORY, CONDITIONAL, RECOMMENDED = "Mandatory", "Conditional", "Recommended"
 STRING, DECIMAL, DATE_TIME, JSON = "String", "Decimal", "Date/Time", "JSON"
 NUMERIC_FORMAT, DATE_TIME_FORMAT, CURRENCY_FORMAT = "Numeric Format", "Date/Time Format", "Currency Format"
 KEY_VALUE_FORMAT, JSON_OBJECT_FORMAT, UNIT_FORMAT = "Key-Value Format", "JSON Object Format", "Unit Format"
-PRICED = (null_when_sku_price_id_null, null_for_tax, set_on_usage_and_purchase)
+PRICED = (null_when("SkuPriceId"), null_for_tax, set_on_usage_and_purchase)
 ALLOCATED = (null_off_a_split,)
 
 # The FOCUS 1.3 Cost and Usage columns billing writes: the 23 mandatory ones, the conditional ones whose condition
 # holds for billing (it bills provisioned resources of a type, measures usage, prices SKUs from a price list at list
 # prices, has tags and splits shared costs; PricingCategory is allowed besides) and the recommended ones
 COLUMNS: dict[str, Column] = {
+    # its requirements say "of type String", its content constraints "Data type JSON": reading taken, JSON text (a
+    # string in a CSV and in Parquet, as Tags), in the JSON Object Format
     "AllocatedMethodDetails": Column(RECOMMENDED, True, JSON, JSON_OBJECT_FORMAT,
                                      rules=(*ALLOCATED, set_on_a_split, elements_of_ratios)),
     "AllocatedMethodId": Column(CONDITIONAL, True, STRING, rules=(add_up_to_their_origin,)),
@@ -364,7 +358,7 @@ COLUMNS: dict[str, Column] = {
     "ChargePeriodEnd": Column(MANDATORY, False, DATE_TIME, DATE_TIME_FORMAT),
     "ChargePeriodStart": Column(MANDATORY, False, DATE_TIME, DATE_TIME_FORMAT, rules=(starts_before_its_end,)),
     "ConsumedQuantity": Column(CONDITIONAL, True, DECIMAL, NUMERIC_FORMAT,
-                               rules=(null_when_sku_price_id_null, null_unless_usage, set_on_usage)),
+                               rules=(null_when("SkuPriceId"), null_unless_usage, set_on_usage)),
     # Unit Format is a SHOULD for the units: not checked
     "ConsumedUnit": Column(CONDITIONAL, True, STRING, rules=(null_exactly_with("ConsumedQuantity"),)),
     "ContractedCost": Column(MANDATORY, False, DECIMAL, NUMERIC_FORMAT, rules=(billed_cost_unless_priced,)),
@@ -384,7 +378,7 @@ COLUMNS: dict[str, Column] = {
     "ProviderName": Column(MANDATORY, False, STRING, rules=(equals_service_provider,)),  # deprecated in 1.3
     "PublisherName": Column(MANDATORY, False, STRING),  # deprecated in 1.3, still mandatory
     "ResourceId": Column(CONDITIONAL, True, STRING),
-    "ResourceName": Column(CONDITIONAL, True, STRING, rules=(resource_name_null_without_resource,)),
+    "ResourceName": Column(CONDITIONAL, True, STRING, rules=(null_when("ResourceId"),)),
     "ResourceType": Column(CONDITIONAL, True, STRING, rules=(null_exactly_with("ResourceId"),)),
     "ServiceCategory": Column(MANDATORY, False, STRING, allowed=SERVICE_CATEGORIES),
     "ServiceName": Column(MANDATORY, False, STRING, rules=(one_service_category_per_service,)),
