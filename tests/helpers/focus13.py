@@ -290,10 +290,6 @@ class Column:
     rules: tuple[Predicate, ...] = ()
 
 
-SERVICE_CATEGORIES = frozenset({
-    "AI and Machine Learning", "Analytics", "Business Applications", "Compute", "Databases", "Developer Tools",
-    "Multicloud", "Identity", "Integration", "Internet of Things", "Management and Governance", "Media", "Migration",
-    "Mobile", "Networking", "Security", "Storage", "Web", "Other"})
 # ServiceSubcategory's allowed values by their parent ServiceCategory; each category's "Other (<category>)" besides
 SUBCATEGORIES = {category: {f"Other ({category})", *named} for category, named in {
     "AI and Machine Learning": {"AI Platforms", "Bots", "Generative AI", "Machine Learning",
@@ -321,11 +317,12 @@ SUBCATEGORIES = {category: {f"Other ({category})", *named} for category, named i
     "Web": {"Application Platforms"},
     "Other": set(),
 }.items()}
+SERVICE_CATEGORIES = frozenset(SUBCATEGORIES)  # ServiceCategory's allowed values
 
 MANDATORY, CONDITIONAL, RECOMMENDED = "Mandatory", "Conditional", "Recommended"
 STRING, DECIMAL, DATE_TIME, JSON = "String", "Decimal", "Date/Time", "JSON"
 NUMERIC_FORMAT, DATE_TIME_FORMAT, CURRENCY_FORMAT = "Numeric Format", "Date/Time Format", "Currency Format"
-KEY_VALUE_FORMAT, JSON_OBJECT_FORMAT, UNIT_FORMAT = "Key-Value Format", "JSON Object Format", "Unit Format"
+KEY_VALUE_FORMAT, JSON_OBJECT_FORMAT = "Key-Value Format", "JSON Object Format"
 PRICED = (null_when("SkuPriceId"), null_for_tax, set_on_usage_and_purchase)
 ALLOCATED = (null_off_a_split,)
 
