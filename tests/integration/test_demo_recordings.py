@@ -39,6 +39,9 @@ def test_recordings_are_current(tmp_path, tsdb_cache, monkeypatch):
         record.record(load_config(record.CONFIG), server.url, tmp_path / "recorded")
     finally:
         server.stop()
-    assert answers(tmp_path / "recorded") == answers(DEMO / "prometheus"), (
-        "the demo's recorded answers are stale: run `python -m fixtures.demo.record`")
+    recorded, kept = answers(tmp_path / "recorded"), answers(DEMO / "prometheus")
+    # named, not diffed: a diff of every answer takes the test runner many minutes to write
+    stale = sorted(key for key in recorded.keys() | kept.keys() if recorded.get(key) != kept.get(key))
+    assert not stale, (f"the demo's recorded answers are stale ({len(stale)} differ, among them {stale[:3]}): "
+                       "run `python -m fixtures.demo.record`")
     assert (DEMO / "directory.ldif").read_text() == demo.ldif()
