@@ -167,8 +167,8 @@ def unrequested_capacity(allocatable: pd.DataFrame, usage: pd.DataFrame, prices:
     no node offers (Resource.offered_by_nodes) has no capacity: its requests are
     billed, and nothing of it is unrequested.
     """
-    offered = usage["resource"].map({name: resource.offered_by_nodes for name, resource in REGISTRY.items()})
-    requested = usage[offered.fillna(True).astype(bool)].groupby(CAPACITY_KEYS)["quantity"].sum().rename("requested")
+    not_offered = [name for name, resource in REGISTRY.items() if not resource.offered_by_nodes]
+    requested = usage[~usage["resource"].isin(not_offered)].groupby(CAPACITY_KEYS)["quantity"].sum().rename("requested")
     frame = allocatable.set_index(CAPACITY_KEYS).join(requested, how="outer").fillna(0.0).reset_index()
     over = frame[frame["requested"] > frame["allocatable"] * (1 + 1e-9)]
     row: Any  # a row of the frame's named columns (pandas-stubs types its fields as any scalar)

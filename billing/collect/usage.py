@@ -324,7 +324,7 @@ group by (uid) (
         waits for: at how many of the instants in the `seconds` that end at the time asked its series was 1, where it
         was at some. Counted per hour in one read, as the Running pass counts the phases, with nothing but the
         comparison inside the subquery (a join there costs the store a hash of every pod at every instant: twice
-        what asking the held pods' hours instant by instant costs); what the counts prove is in `_held`."""
+        what asking the held pods' hours instant by instant costs); `_proven_reasons` says what the counts prove."""
         keys, window = "namespace, pod, uid, container", f"[{self.instants_in(seconds)}:{self.step}]"
 
         def counted(metric: str) -> str:
