@@ -95,10 +95,12 @@ ALLOCATION_COLUMNS = ["AllocatedMethodDetails", "AllocatedMethodId", "AllocatedR
                       "AllocatedTags"]
 SKU_PRICE_COLUMNS = ["SkuMeter", "SkuPriceId"]
 INVOICE = "InvoiceId"  # recommended since FOCUS 1.2
+INVOICE_DETAIL = "InvoiceDetailId"  # since FOCUS 1.4: the invoice line (publish/focus_invoices.py) a charge is on
+COLUMNS_13 = MANDATORY_COLUMNS + PROVIDER_COLUMNS + CONDITIONAL_COLUMNS + ALLOCATION_COLUMNS + SKU_PRICE_COLUMNS + [INVOICE]
 FOCUS_COLUMNS = {
     "1.2": sorted([*MANDATORY_COLUMNS, *CONDITIONAL_COLUMNS, INVOICE]),
-    "1.3": sorted(MANDATORY_COLUMNS + PROVIDER_COLUMNS + CONDITIONAL_COLUMNS + ALLOCATION_COLUMNS + SKU_PRICE_COLUMNS
-                  + [INVOICE]),
+    "1.3": sorted(COLUMNS_13),
+    "1.4": sorted([*COLUMNS_13, INVOICE_DETAIL]),
 }
 DEFAULT_VERSION = "1.3"
 
@@ -216,7 +218,7 @@ def focus_rows(ledger: pd.DataFrame, zone: ZoneInfo, recovered: pd.DataFrame | N
         rows = pd.concat([own, *([_allocated_charges(allocated)] if len(allocated) else [])], ignore_index=True)
         ledger = pd.concat([ledger[~split], allocated], ignore_index=True)
     rows = rows.join(_periods(ledger["day"], zone)).assign(
-        InvoiceId=invoice_ids(ledger["cluster"], ledger["day"], ledger["team"]))
+        InvoiceId=invoice_ids(ledger["cluster"], ledger["day"], ledger["team"]), InvoiceDetailId=ledger["resource"])
     rows = rows[FOCUS_COLUMNS[version]].reset_index(drop=True)
     more = [*([recovery_rows(recovered, zone, version)] if recovered is not None and len(recovered) else []),
             *([correction_rows(corrections, zone, version)] if corrections is not None and len(corrections) else [])]
@@ -228,6 +230,13 @@ def invoice_ids(cluster: pd.Series, day: pd.Series, team: pd.Series) -> pd.Serie
     `<cluster>/<YYYY-MM>/<team>`. An open month's is the statement closing it will issue, which FOCUS allows
     ("MAY be generated prior to an invoice being issued"): its rows add up to `billing statement` of the month."""
     return cluster + "/" + day.map(lambda first: f"{first:%Y-%m}") + "/" + team
+
+
+def correction_lines(resource: pd.Series, corrects: pd.Series) -> pd.Series:
+    """InvoiceDetailId of corrections booked on an invoice: `correction/<resource>/<day corrected>`, a line per
+    resource and day as the statement has them. The other lines of an invoice are its ledger resources'
+    (`cpu`, `credit-gpu`, ...) and its cost recovery (`recovery`): a charge's InvoiceDetailId is its resource."""
+    return "correction/" + resource + "/" + corrects.map(lambda day: f"{day:%Y-%m-%d}")
 
 
 def _charges(ledger: pd.DataFrame) -> pd.DataFrame:
@@ -448,7 +457,7 @@ def recovery_rows(recovered: pd.DataFrame, zone: ZoneInfo, version: str = DEFAUL
     # the charge period is the month: from its first day's start to the next month's
     focus = focus.join(periods.assign(ChargePeriodStart=periods["BillingPeriodStart"],
                                       ChargePeriodEnd=periods["BillingPeriodEnd"])).assign(
-        InvoiceId=invoice_ids(recovered["cluster"], recovered["month"], recovered["team"]))
+        InvoiceId=invoice_ids(recovered["cluster"], recovered["month"], recovered["team"]), InvoiceDetailId=RECOVERY)
     return focus[FOCUS_COLUMNS[version]].reset_index(drop=True)
 
 
@@ -494,8 +503,11 @@ def _corrections(corrections: pd.DataFrame, invoiced: pd.Series, zone: ZoneInfo,
     periods = pd.DataFrame({"ChargePeriodStart": days["ChargePeriodStart"].mask(recovery, months["BillingPeriodStart"]),
                             "ChargePeriodEnd": days["ChargePeriodEnd"].mask(recovery, months["BillingPeriodEnd"])}
                            ).join(_periods(invoiced, zone)[["BillingPeriodStart", "BillingPeriodEnd"]])
+    # a booked correction is its own line of the invoice booking it; what one left out of the corrected month's
+    # invoice is part of the line of its resource there (its cost recovery line for a recovery correction)
     focus = focus.join(periods).assign(ChargeClass="Correction" if correction else None,
-                                       InvoiceId=invoice_ids(corrections["cluster"], invoiced, corrections["team"]))
+                                       InvoiceId=invoice_ids(corrections["cluster"], invoiced, corrections["team"]),
+                                       InvoiceDetailId=correction_lines(resource, day) if correction else resource)
     return focus[FOCUS_COLUMNS[version]].reset_index(drop=True)
 
 
@@ -538,7 +550,7 @@ def _lump_sums(amounts: pd.DataFrame, version: str, category: str | pd.Series, f
         },
         index=amounts.index,
     )
-    if version == "1.3":
+    if version != "1.2":
         focus = focus.assign(HostProviderName=cluster, ServiceProviderName=cluster, SkuPriceId=None, SkuMeter=meter,
                              **{column: None for column in ALLOCATION_COLUMNS})
     return focus
@@ -546,16 +558,21 @@ def _lump_sums(amounts: pd.DataFrame, version: str, category: str | pd.Series, f
 
 NUMBERS = ["BilledCost", "ConsumedQuantity", "ContractedCost", "EffectiveCost", "ListCost", "ListUnitPrice",
            "PricingQuantity"]  # FOCUS's Decimal columns billing writes
-DATE_TIMES = ["BillingPeriodEnd", "BillingPeriodStart", "ChargePeriodEnd", "ChargePeriodStart"]
+DATE_TIMES = ["BillingPeriodEnd", "BillingPeriodStart", "ChargePeriodEnd", "ChargePeriodStart",  # and FOCUS 1.4's:
+              "BillingPeriodCreated", "BillingPeriodLastUpdated", "InvoiceDetailCreated", "InvoiceDetailLastUpdated",
+              "InvoiceIssueDate", "PaymentDueDate"]
 
 
 def typed(focus: pd.DataFrame) -> pd.DataFrame:
-    """FOCUS rows with each column of its FOCUS data type whatever its values: Decimal columns doubles (without
-    a negative zero), Date/Time UTC timestamps, the others text, also where every row is null (a column of
-    Parquet type null is no String)."""
+    """FOCUS rows (of any dataset) with each column of its FOCUS data type whatever its values: Decimal columns
+    doubles (without a negative zero), Date/Time UTC timestamps, the others text, also where every row is null (a
+    column of Parquet type null is no String)."""
+    numbers = [column for column in focus.columns if column in NUMBERS]
+    dates = [column for column in focus.columns if column in DATE_TIMES]
     text = [column for column in focus.columns if column not in NUMBERS and column not in DATE_TIMES]
-    return focus.astype({column: float for column in NUMBERS} | {column: "string" for column in text}) \
-        .assign(**{column: lambda rows, column=column: rows[column] + 0.0 for column in NUMBERS})
+    return focus.astype({column: float for column in numbers} | {column: "string" for column in text}) \
+        .assign(**{column: lambda rows, column=column: rows[column] + 0.0 for column in numbers},
+                **{column: lambda rows, column=column: pd.to_datetime(rows[column], utc=True) for column in dates})
 
 
 def _decimal(number: object) -> str:
