@@ -86,7 +86,8 @@ def references_an_earlier_invoice(focus: pd.DataFrame, column: str) -> pd.Series
 def referenced_by_corrections(focus: pd.DataFrame, column: str) -> pd.Series:
     """ReferenceInvoiceId MUST NOT be null where a specific original invoice is identified: billing's corrections
     (InvoiceDetailGrain's x_Corrects, the day a re-run corrected) each identify the invoice of the day's month."""
-    corrects = focus["InvoiceDetailGrain"].map(lambda text: "x_Corrects" in (json_value(text) or {}))
+    corrects = focus["InvoiceDetailGrain"].map(
+        lambda text: isinstance(text, str) and "x_Corrects" in (json_value(text) or {})).astype(bool)
     return ~corrects | ~null(focus, column)
 
 
