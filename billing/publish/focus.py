@@ -1,4 +1,4 @@
-"""The ledger in the FinOps FOCUS 1.3 column layout (or 1.2, on request), for finance tools.
+"""The ledger in the FinOps FOCUS 1.3 column layout (or 1.2 or 1.4, on request), for finance tools.
 
 FOCUS (the FinOps Open Cost and Usage Specification) is the common layout
 cloud providers export their bills in; a FinOps tool that reads AWS's or
@@ -45,6 +45,10 @@ FOCUS 1.3 adds (docs/reports.md lists them):
   AllocatedResourceId), keeping all its dimensions; the credits of a pool's
   or quota's use are charges of their own (docs/reports.md "Allocated
   charges" maps each FOCUS question onto the ledger's figures).
+
+FOCUS 1.4's Cost and Usage is 1.3's and InvoiceDetailId, the statement line a row
+is on (`correction_lines`); its Invoice Detail and Billing Period datasets are
+billing.publish.focus_invoices'.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ Detail record per line, its InvoiceDetailId the Cost and Usage rows' (`focus.cor
   invoice, with the corrected month's invoice as ReferenceInvoiceId.
 
 Lines of 0.00 are kept: a statement lists them. The Billing Period dataset has a record per cluster (the invoice
-issuer) and month: Closed once `billing close` closed it, else Open. docs/reports.md "FOCUS 1.4" says how the three
-datasets reconcile, and which reading of the 1.4 text each column takes.
+issuer) and month: Closed once `billing close` closed it, else Open. docs/reports.md "FOCUS 1.4: invoices and billing
+periods" says how the three datasets reconcile, and which reading of the 1.4 text each column takes.
 """
 
 from __future__ import annotations

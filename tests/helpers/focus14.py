@@ -4,7 +4,7 @@ the 1.3 checker (tests/helpers/focus13.py `violations`), and the rules that tie 
 Relationships sections and the InvoiceId and BilledCost requirements of Invoice Detail).
 
 Where the 1.4 text says two things, the reading taken is in the predicate's docstring and in docs/reports.md
-"FOCUS 1.4".
+"FOCUS 1.4: invoices and billing periods".
 """
 
 from __future__ import annotations
