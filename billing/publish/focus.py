@@ -121,7 +121,7 @@ class ParquetUnavailable(UsageError):
     """Parquet output was asked for, but pyarrow is not installed."""
 
 
-def _periods(days: pd.Series, zone: ZoneInfo) -> pd.DataFrame:
+def periods_of(days: pd.Series, zone: ZoneInfo) -> pd.DataFrame:
     """UTC bounds of each day and of its month: local midnight to local midnight."""
     bounds = {}
     for day in days.unique():
@@ -178,7 +178,8 @@ def _tags(row) -> dict[str, str]:
     return _prefixed(tags) | {name: value for name, value in labels.items() if value != ""}
 
 
-def _json(tags: dict[str, str]) -> str:
+def json_text(tags: dict[str, str]) -> str:
+    """Key-value JSON (Tags, InvoiceDetailGrain) with its keys sorted: the same text for the same pairs."""
     return json.dumps(dict(sorted(tags.items())), ensure_ascii=False)
 
 
@@ -221,7 +222,7 @@ def focus_rows(ledger: pd.DataFrame, zone: ZoneInfo, recovered: pd.DataFrame | N
         allocated = allocated_rows(ledger)
         rows = pd.concat([own, *([_allocated_charges(allocated)] if len(allocated) else [])], ignore_index=True)
         ledger = pd.concat([ledger[~split], allocated], ignore_index=True)
-    rows = rows.join(_periods(ledger["day"], zone)).assign(
+    rows = rows.join(periods_of(ledger["day"], zone)).assign(
         InvoiceId=invoice_ids(ledger["cluster"], ledger["day"], ledger["team"]), InvoiceDetailId=ledger["resource"])
     rows = rows[FOCUS_COLUMNS[version]].reset_index(drop=True)
     more = [*([recovery_rows(recovered, zone, version)] if recovered is not None and len(recovered) else []),
@@ -283,7 +284,7 @@ def _charges(ledger: pd.DataFrame) -> pd.DataFrame:
             "ServiceName": "Kubernetes",
             "ServiceSubcategory": "Containers",
             "SkuId": ledger["resource"].where(ledger["gpu_model"] == "", ledger["resource"] + "/" + ledger["gpu_model"]),
-            "Tags": [_json(_tags(row)) for row in ledger.itertuples()],
+            "Tags": [json_text(_tags(row)) for row in ledger.itertuples()],
         },
         index=ledger.index,
     )
@@ -425,7 +426,7 @@ def _origin_tags(row) -> str:
         tags["gpu_model"] = row.gpu_model
     if row.namespace:
         tags["capacity"] = row.namespace
-    return _json(_prefixed(tags))
+    return json_text(_prefixed(tags))
 
 
 def _allocated_tags(row) -> str | None:
@@ -433,7 +434,7 @@ def _allocated_tags(row) -> str | None:
     if not isinstance(row.allocated, str):
         return None
     owner = {"owner": row.allocated_owner} if isinstance(row.allocated_owner, str) else {}
-    return _json(_prefixed({"namespace": row.allocated} | owner))
+    return json_text(_prefixed({"namespace": row.allocated} | owner))
 
 
 def _unrequested_description(row) -> str:
@@ -453,7 +454,7 @@ def recovery_rows(recovered: pd.DataFrame, zone: ZoneInfo, version: str = DEFAUL
     month, team, cluster, amount, currency) as FOCUS rows of their own: ChargeCategory Adjustment over the whole
     month, no quantity or price, on the team's account. No split in FOCUS 1.3 either: `billing close` splits a
     cluster's month over teams, but FOCUS's allocated charges keep their origin's billing account."""
-    periods = _periods(recovered["month"], zone)
+    periods = periods_of(recovered["month"], zone)
     focus = _lump_sums(recovered, version, category="Adjustment", frequency="Recurring", sku="recovery",
                        description="cost recovery of cluster " + recovered["cluster"] + ": the team's share of the "
                                    "month's cost less the month's charges on it",
@@ -502,11 +503,11 @@ def _corrections(corrections: pd.DataFrame, invoiced: pd.Series, zone: ZoneInfo,
         tags=[{"kind": "correction" if correction else "corrected-later", "corrects": f"{d:%Y-%m-%d}", "resource": r}
               for d, r in zip(day, resource)])
     # the charge period is when the corrected charge was incurred: the day; a cost recovery line's, its month
-    days, months = _periods(day, zone), _periods(day.map(lambda d: d.replace(day=1)), zone)
+    days, months = periods_of(day, zone), periods_of(day.map(lambda d: d.replace(day=1)), zone)
     recovery = kind == "recovery"
     periods = pd.DataFrame({"ChargePeriodStart": days["ChargePeriodStart"].mask(recovery, months["BillingPeriodStart"]),
                             "ChargePeriodEnd": days["ChargePeriodEnd"].mask(recovery, months["BillingPeriodEnd"])}
-                           ).join(_periods(invoiced, zone)[["BillingPeriodStart", "BillingPeriodEnd"]])
+                           ).join(periods_of(invoiced, zone)[["BillingPeriodStart", "BillingPeriodEnd"]])
     # a booked correction is its own line of the invoice booking it; what one left out of the corrected month's
     # invoice is part of the line of its resource there (its cost recovery line for a recovery correction)
     focus = focus.join(periods).assign(ChargeClass="Correction" if correction else None,
@@ -550,7 +551,7 @@ def _lump_sums(amounts: pd.DataFrame, version: str, category: str | pd.Series, f
             "ServiceName": "Kubernetes",
             "ServiceSubcategory": "Containers",
             "SkuId": sku,
-            "Tags": [_json(_prefixed({"cluster": c, "team": t} | more)) for c, t, more in zip(cluster, team, tags)],
+            "Tags": [json_text(_prefixed({"cluster": c, "team": t} | more)) for c, t, more in zip(cluster, team, tags)],
         },
         index=amounts.index,
     )

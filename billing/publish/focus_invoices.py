@@ -28,7 +28,7 @@ import pandas as pd
 
 from billing.ledger.read import MonthActivity
 from billing.money import total
-from billing.publish.focus import RESOURCE_WORDS, _json, _periods, invoice_ids
+from billing.publish.focus import RESOURCE_WORDS, invoice_ids, json_text, periods_of
 from billing.publish.statement import CORRECTION, Statement, StatementLine
 from billing.resources import CREDIT, LENT, RECOVERY, base
 
@@ -86,7 +86,7 @@ def _grain(line: StatementLine) -> str:
         grain["x_Resource"] = line.resource
     if line.corrects is not None:
         grain["x_Corrects"] = f"{line.corrects:%Y-%m-%d}"
-    return _json(grain)
+    return json_text(grain)
 
 
 def _moments(*moments: datetime | None) -> list[datetime]:
@@ -127,7 +127,7 @@ def invoice_detail(months: Sequence[InvoicedMonth], zone: ZoneInfo) -> pd.DataFr
     if not records:
         return pd.DataFrame(columns=INVOICE_DETAIL_COLUMNS)
     frame = pd.DataFrame(records)
-    periods = _periods(frame["month"], zone)
+    periods = periods_of(frame["month"], zone)
     frame = frame.assign(BillingPeriodStart=periods["BillingPeriodStart"], BillingPeriodEnd=periods["BillingPeriodEnd"],
                          InvoiceId=invoice_ids(frame["InvoiceIssuerName"], frame["month"], frame["BillingAccountId"]))
     for column in ("InvoiceDetailCreated", "InvoiceDetailLastUpdated", "InvoiceIssueDate", "PaymentDueDate"):
@@ -153,7 +153,7 @@ def billing_periods(months: Sequence[InvoicedMonth], issuers: dict[date, set[str
     if not records:
         return pd.DataFrame(columns=BILLING_PERIOD_COLUMNS)
     frame = pd.DataFrame(records)
-    periods = _periods(frame["month"], zone)
+    periods = periods_of(frame["month"], zone)
     frame = frame.assign(BillingPeriodStart=periods["BillingPeriodStart"], BillingPeriodEnd=periods["BillingPeriodEnd"])
     for column in ("BillingPeriodCreated", "BillingPeriodLastUpdated"):
         frame[column] = pd.to_datetime(frame[column], utc=True)
@@ -181,7 +181,7 @@ def with_unlisted_lines(detail: pd.DataFrame, cost_and_usage: pd.DataFrame) -> p
         "InvoiceDetailDescription": "nothing invoiced: what a re-run of a day after its month was invoiced charged "
                                     "here is booked as a correction on a later invoice",
         "InvoiceDetailGrain": unlisted["InvoiceDetailId"].map(
-            lambda resource: _json({"ServiceName": "Kubernetes", "x_Line": "charge", "x_Resource": resource})),
+            lambda resource: json_text({"ServiceName": "Kubernetes", "x_Line": "charge", "x_Resource": resource})),
         "InvoiceDetailId": unlisted["InvoiceDetailId"], "InvoiceId": unlisted["InvoiceId"],
         "InvoiceIssuerName": unlisted["InvoiceIssuerName"], "PaymentDueDate": pd.NaT, "PaymentTerms": PAYMENT_TERMS,
         "ReferenceInvoiceId": None,
