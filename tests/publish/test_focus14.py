@@ -69,18 +69,42 @@ def corrected(tmp_path, write_config) -> str:
     return str(write_config(database=corrected_october(f"sqlite:///{tmp_path / 'corrected.db'}"), currency="USD"))
 
 
-# invoice reconciliation, as the Invoice Detail dataset's Relationships section joins the datasets: each invoice's
-# BilledCost in Cost and Usage beside its Invoice Detail records'
-RECONCILE = """
-WITH charged AS (SELECT InvoiceIssuerName, InvoiceId, SUM(BilledCost) AS Charged FROM cost_and_usage
-                 GROUP BY InvoiceIssuerName, InvoiceId),
-     invoiced AS (SELECT InvoiceIssuerName, InvoiceId, SUM(BilledCost) AS Invoiced FROM invoice_detail
-                  GROUP BY InvoiceIssuerName, InvoiceId)
-SELECT InvoiceId, Charged, Invoiced FROM charged FULL JOIN invoiced USING (InvoiceIssuerName, InvoiceId)"""
+# FOCUS 1.4's Invoice Reconciliation feature, its queries as published but for the GROUP BY its Cost and Usage
+# subquery lacks (without it the query is no valid SQL)
+RECONCILE_BY_INVOICE_ID = """
+SELECT
+  COALESCE(ID.InvoiceId, CU.InvoiceId) AS InvoiceId,
+  ID.TotalBilledCost_InvoiceDetail,
+  CU.TotalBilledCost_CostAndUsage,
+  (ID.TotalBilledCost_InvoiceDetail - CU.TotalBilledCost_CostAndUsage) AS Variance
+FROM (
+  SELECT
+    InvoiceId,
+    SUM(BilledCost) AS TotalBilledCost_InvoiceDetail
+  FROM InvoiceDetail
+  WHERE ChargeCategory != 'Tax'
+  GROUP BY InvoiceId
+) ID
+FULL OUTER JOIN (
+  SELECT
+    InvoiceId,
+    SUM(BilledCost) AS TotalBilledCost_CostAndUsage
+  FROM CostAndUsage
+  GROUP BY InvoiceId
+) CU ON ID.InvoiceId = CU.InvoiceId
+WHERE ID.InvoiceId = ?"""
+VALIDATE_TAX_VARIANCE = """
+SELECT
+  InvoiceId,
+  SUM(CASE WHEN ChargeCategory = 'Tax' THEN BilledCost ELSE 0 END) AS TotalTaxAmount,
+  SUM(CASE WHEN ChargeCategory != 'Tax' THEN BilledCost ELSE 0 END) AS TotalServiceAmount,
+  SUM(BilledCost) AS GrandTotalPayable
+FROM InvoiceDetail
+WHERE InvoiceId = ?
+GROUP BY InvoiceId"""
 
 
-def test_duckdb_reconciles_the_parquet_datasets_and_reports_the_corrections_with_the_statements_figures(corrected,
-                                                                                                       tmp_path):
+def test_focus_s_published_queries_in_duckdb_reconcile_the_parquet_datasets_to_the_statements(corrected, tmp_path):
     focus = datasets(corrected, "2026-10-01", "2026-11-30")
     check_focus_14(focus["cost-and-usage"], focus["invoice-detail"], focus["billing-period"])
     db = duckdb.connect()
@@ -91,19 +115,22 @@ def test_duckdb_reconciles_the_parquet_datasets_and_reports_the_corrections_with
         assert result.exit_code == 0, result.output
         if table is not None:
             check_parquet_types(pq.read_schema(target), table)
-        db.execute(f"CREATE VIEW {dataset.replace('-', '_')} AS SELECT * FROM read_parquet('{target}')")
+        view = {"cost-and-usage": "CostAndUsage", "invoice-detail": "InvoiceDetail"}.get(dataset, "BillingPeriod")
+        db.execute(f"CREATE VIEW {view} AS SELECT * FROM read_parquet('{target}')")
     # the statements by hand (test_focus13's closed October and its corrections in November)
     statements = {"jaguar/2026-10/robotics": 37.20, "heron/2026-10/robotics": 38.00, "heron/2026-10/vision": 10.00,
                   "jaguar/2026-11/robotics": 5.52, "heron/2026-11/robotics": 9.50, "heron/2026-11/vision": 2.50}
-    rows = db.execute(RECONCILE).fetchall()
-    assert {invoice: (round(charged, 2), round(invoiced, 2)) for invoice, charged, invoiced in rows} == {
-        invoice: (figure, figure) for invoice, figure in statements.items()}
-    db.execute("CREATE VIEW focus_data_table AS SELECT * FROM cost_and_usage")
+    for invoice, figure in statements.items():
+        (found, invoiced, charged, variance), = db.execute(RECONCILE_BY_INVOICE_ID, [invoice]).fetchall()
+        assert (found, round(invoiced, 2), round(charged, 2), round(variance, 2)) == (invoice, figure, figure, 0.00)
+        (_, tax, service, payable), = db.execute(VALIDATE_TAX_VARIANCE, [invoice]).fetchall()
+        assert (tax, round(service, 2), round(payable, 2)) == (0, figure, figure)
+    db.execute("CREATE VIEW focus_data_table AS SELECT * FROM CostAndUsage")
     rows = db.execute(REPORT_ON_CORRECTIONS, ["2026-11-01", "2026-12-02"]).fetchall()
     assert {row[:3]: round(row[-1], 2) for row in rows} == {
         ("jaguar", "robotics", "Usage"): 5.40, ("heron", "robotics", "Usage"): 12.00,
         ("heron", "robotics", "Credit"): -2.50, ("heron", "vision", "Usage"): 2.50}
-    status = db.execute("SELECT DISTINCT BillingPeriodStart, BillingPeriodStatus FROM billing_period "
+    status = db.execute("SELECT DISTINCT BillingPeriodStart, BillingPeriodStatus FROM BillingPeriod "
                         "ORDER BY 1").fetchall()
     assert [(f"{start:%Y-%m}", state) for start, state in status] == [("2026-10", "Closed"), ("2026-11", "Open")]
 
