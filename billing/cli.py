@@ -633,17 +633,23 @@ def check(day: date | None) -> None:
               help="focus: the FinOps FOCUS columns.")
 @click.option("--focus-version", "version", type=click.Choice(choices.FOCUS_VERSIONS),
               default=choices.FOCUS_VERSIONS[0], show_default=True,
-              help="The FOCUS release to write; 1.2 for tools that do not read 1.3 yet.")
+              help="The FOCUS release to write; 1.2 for tools that do not read 1.3 yet, 1.4 for its invoice datasets.")
+@click.option("--dataset", type=click.Choice(choices.FOCUS_DATASETS), default=choices.FOCUS_DATASETS[0],
+              show_default=True, help="The FOCUS dataset to write; invoice-detail and billing-period need 1.4.")
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path),
               help="File to write: *.parquet is Parquet, anything else CSV (default: CSV on standard output).")
 @_global_options
 @_guarded
-def export(first: date, last: date, version: str, output: Path | None) -> None:
-    """Write the ledger of a date range for finance tools (FinOps FOCUS 1.3, or 1.2).
+def export(first: date, last: date, version: str, dataset: str, output: Path | None) -> None:
+    """Write the ledger of a date range for finance tools (FinOps FOCUS 1.3, or 1.2 or 1.4).
 
-    Days in the range that were never run are named on standard error. Example:
+    FOCUS 1.4 adds the statements as invoices (--dataset invoice-detail) and the months as billing periods
+    (--dataset billing-period), of every month the range touches. Days in the range that were never run are named
+    on standard error. Examples:
 
+    \b
         billing export --from 2026-11-01 --to 2026-11-30 --format focus --output november.csv
+        billing export --from 2026-11-01 --to 2026-11-30 --focus-version 1.4 --dataset invoice-detail
     """
     from billing.ledger.database import open_ledger
     from billing.publish import answers
@@ -651,8 +657,10 @@ def export(first: date, last: date, version: str, output: Path | None) -> None:
 
     if last < first:
         raise click.BadParameter("--to is before --from")
+    if dataset != choices.FOCUS_DATASETS[0] and version != "1.4":
+        raise click.UsageError(f"--dataset {dataset} is a FOCUS 1.4 dataset: add --focus-version 1.4")
     config = _config()
-    answer = answers.export(open_ledger(config.database), config, first, last, version)
+    answer = answers.export(open_ledger(config.database), config, first, last, version, dataset)
     if answer.missing_days:
         click.echo(f"billing: {len(answer.missing_days):,} day(s) never run, so not in the export: "
                    f"{', '.join(answers.listed_ranges(answer.missing_days))}", err=True)

@@ -46,7 +46,7 @@ REGISTRY: dict[str, Resource] = {resource.name: resource for resource in (
              "memory GiB-hours", True, "kube_pod_container_resource_requests{resource=\"memory\"}"),
 )}
 CPU, MEMORY, GPU = "cpu", "memory", "gpu"  # the three the collectors and pricing know by name
-STORAGE = "storage"  # persistent volumes' GiB-hours, the storage class as the model (docs/spec.md "Storage")
+STORAGE = "storage"  # persistent volumes' GiB-hours, the storage class as the model
 
 
 class Names(Sequence[str]):

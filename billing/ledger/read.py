@@ -6,6 +6,7 @@ Readers of frames make them through billing.ledger.database, which imports panda
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from typing import TYPE_CHECKING
 
@@ -31,7 +32,9 @@ from billing.ledger.tables import (
     corrections,
     directory_snapshots,
     gpu_holdings,
+    invoices,
     kueue_unlent,
+    month_closings,
     statement_lines,
     waste,
     workload_costs,
@@ -335,3 +338,37 @@ def read_corrections(engine: Engine, first: date, last: date) -> pd.DataFrame:
 def _within(month: date, first: date, last: date) -> bool:
     """A whole month lies within first..last: what is booked on a month as a whole is in such a range only."""
     return first <= month and month.replace(day=days_in_month(month)) <= last
+
+
+@dataclass(frozen=True)
+class MonthActivity:
+    """When a month's records came about, for FOCUS 1.4's Created and LastUpdated columns: its days' first and
+    latest runs (as the ledger holds them: a re-run replaces a day's time), the latest correction booked in it and
+    the latest close or reopen of it; None where there is none."""
+
+    first_run: datetime | None
+    last_run: datetime | None
+    last_booked: datetime | None
+    last_closing: datetime | None
+
+
+def month_activity(engine: Engine, month: date) -> MonthActivity:
+    first, last = month, month.replace(day=days_in_month(month))
+    runs = select(func.min(completed_days.c.completed_at), func.max(completed_days.c.completed_at)) \
+        .where(completed_days.c.day.between(first, last))
+    booked = select(func.max(corrections.c.booked_at)).where(corrections.c.month == month)
+    logged = select(func.max(month_closings.c.logged_at)).where(month_closings.c.month == month)
+    (first_run, last_run), = fetch_rows(engine, runs, f"the runs of {month:%Y-%m}")
+    (last_booked,), = fetch_rows(engine, booked, f"the corrections booked in {month:%Y-%m}")
+    (last_closing,), = fetch_rows(engine, logged, f"the closings of {month:%Y-%m}")
+    return MonthActivity(*(None if moment is None else _utc(moment)
+                           for moment in (first_run, last_run, last_booked, last_closing)))
+
+
+def invoice_files(engine: Engine, month: date, cluster: str) -> list[str]:
+    """The provider's invoices imported for a cluster's month (billing invoice import), as `<file> (sha256 <12
+    digits>…)`, in the order imported."""
+    query = select(invoices.c.file_name, invoices.c.sha256).where(invoices.c.month == month,
+                                                                  invoices.c.cluster == cluster) \
+        .order_by(invoices.c.imported_at)
+    return [f"{name} (sha256 {sha[:12]}…)" for name, sha in fetch_rows(engine, query, f"the invoices of {cluster}")]

@@ -21,11 +21,13 @@ from typing import TYPE_CHECKING, TypeVar
 from sqlalchemy import Engine
 
 from billing.config import Config
-from billing.days import days_between, yesterday
+from billing.days import billing_day, days_between, yesterday
 from billing.errors import RunFailed
 from billing.ledger.read import (
     completed,
     daily_costs,
+    invoice_files,
+    month_activity,
     month_closed,
     read_bound_pending,
     read_corrections,
@@ -41,6 +43,7 @@ from billing.money import one_currency, total
 from billing.publish.asked import ReportError
 from billing.publish.budgets import FORECAST_METHOD as FORECAST_METHOD  # said beside a forecast by the interfaces
 from billing.publish.budgets import BudgetStatus, read_budget_status, team_budgets
+from billing.publish.choices import BILLING_PERIOD, COST_AND_USAGE, INVOICE_DETAIL
 from billing.publish.report import (
     Report,
     Subject,
@@ -237,16 +240,41 @@ class Export:
     missing_days: list[date]
 
 
-def export(ledger: Engine, config: Config, first: date, last: date, version: str) -> Export:
-    """The ledger of a range as FOCUS rows of a version (choices.FOCUS_VERSIONS); NeverRun when no day of it
-    was ever run."""
+def export(ledger: Engine, config: Config, first: date, last: date, version: str,
+           dataset: str = COST_AND_USAGE) -> Export:
+    """The ledger of a range as FOCUS rows of a version (choices.FOCUS_VERSIONS) and dataset (choices.FOCUS_DATASETS:
+    FOCUS 1.4's Invoice Detail and Billing Period are those of every month the range touches, whole); NeverRun when
+    no day of it was ever run."""
     from billing.publish.focus import broken_down, focus_rows  # when asked: see the module's docstring
 
     focus = focus_rows(broken_down(read_rows(ledger, first, last), read_workload_costs(ledger, first, last)),
                        config.zone, read_recovery(ledger, first, last), version, read_corrections(ledger, first, last))
     missing = sorted(set(days_between(first, min(last, yesterday(config.zone)))) - completed(ledger, first, last))
     _refuse_never_run(first, last, missing)
-    return Export(focus, missing)
+    if dataset == COST_AND_USAGE:
+        return Export(focus, missing)
+    return Export(_invoice_datasets(ledger, config, first, last, focus)[dataset], missing)
+
+
+def _invoice_datasets(ledger: Engine, config: Config, first: date, last: date, focus: pd.DataFrame
+                      ) -> dict[str, pd.DataFrame]:
+    """FOCUS 1.4's Invoice Detail and Billing Period datasets of the months first..last touches, beside the Cost and
+    Usage rows `focus` of the range."""
+    from billing.publish.focus_invoices import InvoicedMonth, billing_periods, invoice_detail, with_unlisted_lines
+
+    months = []
+    for month in sorted({day.replace(day=1) for day in days_between(first, last)}):
+        found = statement(ledger, config, month)
+        clusters = {line.cluster for line in found.lines}
+        months.append(InvoicedMonth(found, month_activity(ledger, month),
+                                    {cluster: invoice_files(ledger, month, cluster) for cluster in clusters}))
+    detail = with_unlisted_lines(invoice_detail(months, config.zone), focus)
+    issuers: dict[date, set[str]] = {}
+    for invoiced in months:
+        first_day = invoiced.statement.month
+        starts = detail["BillingPeriodStart"] == billing_day(first_day, config.zone).start
+        issuers[first_day] = {str(cluster) for cluster in detail.loc[starts, "InvoiceIssuerName"]}
+    return {INVOICE_DETAIL: detail, BILLING_PERIOD: billing_periods(months, issuers, config.zone)}
 
 
 def statement(ledger: Engine, config: Config, month: date, team: str | None = None) -> Statement:

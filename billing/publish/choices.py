@@ -24,4 +24,7 @@ LABEL_PREFIX = "label:"
 REPORT_FORMATS = ("table", "csv", "json", "html")  # billing report --format (billing.publish.report_formats)
 STATEMENT_FORMATS = ("csv", "json", "html")  # billing statement --format (billing.publish.statement_formats)
 
-FOCUS_VERSIONS = ("1.3", "1.2")  # the FinOps FOCUS releases billing export writes, the default first (billing.publish.focus)
+FOCUS_VERSIONS = ("1.3", "1.4", "1.2")  # the FinOps FOCUS releases billing export writes, the default first (billing.publish.focus)
+# FOCUS 1.4's datasets, Cost and Usage first (billing.publish.focus) and the invoices' (billing.publish.focus_invoices)
+COST_AND_USAGE, INVOICE_DETAIL, BILLING_PERIOD = "cost-and-usage", "invoice-detail", "billing-period"
+FOCUS_DATASETS = (COST_AND_USAGE, INVOICE_DETAIL, BILLING_PERIOD)

@@ -1,4 +1,4 @@
-"""The ledger in the FinOps FOCUS 1.3 column layout (or 1.2, on request), for finance tools.
+"""The ledger in the FinOps FOCUS 1.3 column layout (or 1.2 or 1.4, on request), for finance tools.
 
 FOCUS (the FinOps Open Cost and Usage Specification) is the common layout
 cloud providers export their bills in; a FinOps tool that reads AWS's or
@@ -45,6 +45,10 @@ FOCUS 1.3 adds (docs/reports.md lists them):
   AllocatedResourceId), keeping all its dimensions; the credits of a pool's
   or quota's use are charges of their own (docs/reports.md "Allocated
   charges" maps each FOCUS question onto the ledger's figures).
+
+FOCUS 1.4's Cost and Usage is 1.3's and InvoiceDetailId, the statement line a row
+is on (`correction_lines`); its Invoice Detail and Billing Period datasets are
+billing.publish.focus_invoices'.
 """
 
 from __future__ import annotations
@@ -95,10 +99,12 @@ ALLOCATION_COLUMNS = ["AllocatedMethodDetails", "AllocatedMethodId", "AllocatedR
                       "AllocatedTags"]
 SKU_PRICE_COLUMNS = ["SkuMeter", "SkuPriceId"]
 INVOICE = "InvoiceId"  # recommended since FOCUS 1.2
+INVOICE_DETAIL = "InvoiceDetailId"  # since FOCUS 1.4: the invoice line (publish/focus_invoices.py) a charge is on
+COLUMNS_13 = MANDATORY_COLUMNS + PROVIDER_COLUMNS + CONDITIONAL_COLUMNS + ALLOCATION_COLUMNS + SKU_PRICE_COLUMNS + [INVOICE]
 FOCUS_COLUMNS = {
     "1.2": sorted([*MANDATORY_COLUMNS, *CONDITIONAL_COLUMNS, INVOICE]),
-    "1.3": sorted(MANDATORY_COLUMNS + PROVIDER_COLUMNS + CONDITIONAL_COLUMNS + ALLOCATION_COLUMNS + SKU_PRICE_COLUMNS
-                  + [INVOICE]),
+    "1.3": sorted(COLUMNS_13),
+    "1.4": sorted([*COLUMNS_13, INVOICE_DETAIL]),
 }
 DEFAULT_VERSION = "1.3"
 
@@ -115,7 +121,7 @@ class ParquetUnavailable(UsageError):
     """Parquet output was asked for, but pyarrow is not installed."""
 
 
-def _periods(days: pd.Series, zone: ZoneInfo) -> pd.DataFrame:
+def periods_of(days: pd.Series, zone: ZoneInfo) -> pd.DataFrame:
     """UTC bounds of each day and of its month: local midnight to local midnight."""
     bounds = {}
     for day in days.unique():
@@ -172,7 +178,8 @@ def _tags(row) -> dict[str, str]:
     return _prefixed(tags) | {name: value for name, value in labels.items() if value != ""}
 
 
-def _json(tags: dict[str, str]) -> str:
+def json_text(tags: dict[str, str]) -> str:
+    """Key-value JSON (Tags, InvoiceDetailGrain) with its keys sorted: the same text for the same pairs."""
     return json.dumps(dict(sorted(tags.items())), ensure_ascii=False)
 
 
@@ -215,8 +222,8 @@ def focus_rows(ledger: pd.DataFrame, zone: ZoneInfo, recovered: pd.DataFrame | N
         allocated = allocated_rows(ledger)
         rows = pd.concat([own, *([_allocated_charges(allocated)] if len(allocated) else [])], ignore_index=True)
         ledger = pd.concat([ledger[~split], allocated], ignore_index=True)
-    rows = rows.join(_periods(ledger["day"], zone)).assign(
-        InvoiceId=invoice_ids(ledger["cluster"], ledger["day"], ledger["team"]))
+    rows = rows.join(periods_of(ledger["day"], zone)).assign(
+        InvoiceId=invoice_ids(ledger["cluster"], ledger["day"], ledger["team"]), InvoiceDetailId=ledger["resource"])
     rows = rows[FOCUS_COLUMNS[version]].reset_index(drop=True)
     more = [*([recovery_rows(recovered, zone, version)] if recovered is not None and len(recovered) else []),
             *([correction_rows(corrections, zone, version)] if corrections is not None and len(corrections) else [])]
@@ -228,6 +235,13 @@ def invoice_ids(cluster: pd.Series, day: pd.Series, team: pd.Series) -> pd.Serie
     `<cluster>/<YYYY-MM>/<team>`. An open month's is the statement closing it will issue, which FOCUS allows
     ("MAY be generated prior to an invoice being issued"): its rows add up to `billing statement` of the month."""
     return cluster + "/" + day.map(lambda first: f"{first:%Y-%m}") + "/" + team
+
+
+def correction_lines(resource: pd.Series, corrects: pd.Series) -> pd.Series:
+    """InvoiceDetailId of corrections booked on an invoice: `correction/<resource>/<day corrected>`, a line per
+    resource and day as the statement has them. The other lines of an invoice are its ledger resources'
+    (`cpu`, `credit-gpu`, ...) and its cost recovery (`recovery`): a charge's InvoiceDetailId is its resource."""
+    return "correction/" + resource + "/" + corrects.map(lambda day: f"{day:%Y-%m-%d}")
 
 
 def _charges(ledger: pd.DataFrame) -> pd.DataFrame:
@@ -270,7 +284,7 @@ def _charges(ledger: pd.DataFrame) -> pd.DataFrame:
             "ServiceName": "Kubernetes",
             "ServiceSubcategory": "Containers",
             "SkuId": ledger["resource"].where(ledger["gpu_model"] == "", ledger["resource"] + "/" + ledger["gpu_model"]),
-            "Tags": [_json(_tags(row)) for row in ledger.itertuples()],
+            "Tags": [json_text(_tags(row)) for row in ledger.itertuples()],
         },
         index=ledger.index,
     )
@@ -412,7 +426,7 @@ def _origin_tags(row) -> str:
         tags["gpu_model"] = row.gpu_model
     if row.namespace:
         tags["capacity"] = row.namespace
-    return _json(_prefixed(tags))
+    return json_text(_prefixed(tags))
 
 
 def _allocated_tags(row) -> str | None:
@@ -420,7 +434,7 @@ def _allocated_tags(row) -> str | None:
     if not isinstance(row.allocated, str):
         return None
     owner = {"owner": row.allocated_owner} if isinstance(row.allocated_owner, str) else {}
-    return _json(_prefixed({"namespace": row.allocated} | owner))
+    return json_text(_prefixed({"namespace": row.allocated} | owner))
 
 
 def _unrequested_description(row) -> str:
@@ -440,7 +454,7 @@ def recovery_rows(recovered: pd.DataFrame, zone: ZoneInfo, version: str = DEFAUL
     month, team, cluster, amount, currency) as FOCUS rows of their own: ChargeCategory Adjustment over the whole
     month, no quantity or price, on the team's account. No split in FOCUS 1.3 either: `billing close` splits a
     cluster's month over teams, but FOCUS's allocated charges keep their origin's billing account."""
-    periods = _periods(recovered["month"], zone)
+    periods = periods_of(recovered["month"], zone)
     focus = _lump_sums(recovered, version, category="Adjustment", frequency="Recurring", sku="recovery",
                        description="cost recovery of cluster " + recovered["cluster"] + ": the team's share of the "
                                    "month's cost less the month's charges on it",
@@ -448,7 +462,7 @@ def recovery_rows(recovered: pd.DataFrame, zone: ZoneInfo, version: str = DEFAUL
     # the charge period is the month: from its first day's start to the next month's
     focus = focus.join(periods.assign(ChargePeriodStart=periods["BillingPeriodStart"],
                                       ChargePeriodEnd=periods["BillingPeriodEnd"])).assign(
-        InvoiceId=invoice_ids(recovered["cluster"], recovered["month"], recovered["team"]))
+        InvoiceId=invoice_ids(recovered["cluster"], recovered["month"], recovered["team"]), InvoiceDetailId=RECOVERY)
     return focus[FOCUS_COLUMNS[version]].reset_index(drop=True)
 
 
@@ -489,13 +503,16 @@ def _corrections(corrections: pd.DataFrame, invoiced: pd.Series, zone: ZoneInfo,
         tags=[{"kind": "correction" if correction else "corrected-later", "corrects": f"{d:%Y-%m-%d}", "resource": r}
               for d, r in zip(day, resource)])
     # the charge period is when the corrected charge was incurred: the day; a cost recovery line's, its month
-    days, months = _periods(day, zone), _periods(day.map(lambda d: d.replace(day=1)), zone)
+    days, months = periods_of(day, zone), periods_of(day.map(lambda d: d.replace(day=1)), zone)
     recovery = kind == "recovery"
     periods = pd.DataFrame({"ChargePeriodStart": days["ChargePeriodStart"].mask(recovery, months["BillingPeriodStart"]),
                             "ChargePeriodEnd": days["ChargePeriodEnd"].mask(recovery, months["BillingPeriodEnd"])}
-                           ).join(_periods(invoiced, zone)[["BillingPeriodStart", "BillingPeriodEnd"]])
+                           ).join(periods_of(invoiced, zone)[["BillingPeriodStart", "BillingPeriodEnd"]])
+    # a booked correction is its own line of the invoice booking it; what one left out of the corrected month's
+    # invoice is part of the line of its resource there (its cost recovery line for a recovery correction)
     focus = focus.join(periods).assign(ChargeClass="Correction" if correction else None,
-                                       InvoiceId=invoice_ids(corrections["cluster"], invoiced, corrections["team"]))
+                                       InvoiceId=invoice_ids(corrections["cluster"], invoiced, corrections["team"]),
+                                       InvoiceDetailId=correction_lines(resource, day) if correction else resource)
     return focus[FOCUS_COLUMNS[version]].reset_index(drop=True)
 
 
@@ -534,11 +551,11 @@ def _lump_sums(amounts: pd.DataFrame, version: str, category: str | pd.Series, f
             "ServiceName": "Kubernetes",
             "ServiceSubcategory": "Containers",
             "SkuId": sku,
-            "Tags": [_json(_prefixed({"cluster": c, "team": t} | more)) for c, t, more in zip(cluster, team, tags)],
+            "Tags": [json_text(_prefixed({"cluster": c, "team": t} | more)) for c, t, more in zip(cluster, team, tags)],
         },
         index=amounts.index,
     )
-    if version == "1.3":
+    if version != "1.2":
         focus = focus.assign(HostProviderName=cluster, ServiceProviderName=cluster, SkuPriceId=None, SkuMeter=meter,
                              **{column: None for column in ALLOCATION_COLUMNS})
     return focus
@@ -546,16 +563,21 @@ def _lump_sums(amounts: pd.DataFrame, version: str, category: str | pd.Series, f
 
 NUMBERS = ["BilledCost", "ConsumedQuantity", "ContractedCost", "EffectiveCost", "ListCost", "ListUnitPrice",
            "PricingQuantity"]  # FOCUS's Decimal columns billing writes
-DATE_TIMES = ["BillingPeriodEnd", "BillingPeriodStart", "ChargePeriodEnd", "ChargePeriodStart"]
+DATE_TIMES = ["BillingPeriodEnd", "BillingPeriodStart", "ChargePeriodEnd", "ChargePeriodStart",  # and FOCUS 1.4's:
+              "BillingPeriodCreated", "BillingPeriodLastUpdated", "InvoiceDetailCreated", "InvoiceDetailLastUpdated",
+              "InvoiceIssueDate", "PaymentDueDate"]
 
 
 def typed(focus: pd.DataFrame) -> pd.DataFrame:
-    """FOCUS rows with each column of its FOCUS data type whatever its values: Decimal columns doubles (without
-    a negative zero), Date/Time UTC timestamps, the others text, also where every row is null (a column of
-    Parquet type null is no String)."""
+    """FOCUS rows (of any dataset) with each column of its FOCUS data type whatever its values: Decimal columns
+    doubles (without a negative zero), Date/Time UTC timestamps, the others text, also where every row is null (a
+    column of Parquet type null is no String)."""
+    numbers = [column for column in focus.columns if column in NUMBERS]
+    dates = [column for column in focus.columns if column in DATE_TIMES]
     text = [column for column in focus.columns if column not in NUMBERS and column not in DATE_TIMES]
-    return focus.astype({column: float for column in NUMBERS} | {column: "string" for column in text}) \
-        .assign(**{column: lambda rows, column=column: rows[column] + 0.0 for column in NUMBERS})
+    return focus.astype({column: float for column in numbers} | {column: "string" for column in text}) \
+        .assign(**{column: lambda rows, column=column: rows[column] + 0.0 for column in numbers},
+                **{column: lambda rows, column=column: pd.to_datetime(rows[column], utc=True) for column in dates})
 
 
 def _decimal(number: object) -> str:

@@ -424,13 +424,17 @@ def conforms(column: Column, value: object) -> bool:
     return True
 
 
-def violations(focus: pd.DataFrame) -> list[str]:
-    """Every requirement of the table a row of the export breaks, as "<column>: <rule> ...": presence, data type and
-    value format, nullability, allowed values and the conditional requirements."""
-    found = [f"{name}: presence: missing ({column.level})" for name, column in COLUMNS.items()
+def violations(focus: pd.DataFrame, table: dict[str, Column] | None = None, not_written: dict[str, str] | None = None,
+               release: str = "FOCUS 1.3") -> list[str]:
+    """Every requirement of the table (by default the 1.3 Cost and Usage one) a row of the export breaks, as
+    "<column>: <rule> ...": presence, data type and value format, nullability, allowed values and the conditional
+    requirements."""
+    columns = table or COLUMNS
+    unwritten = NOT_WRITTEN if not_written is None else not_written
+    found = [f"{name}: presence: missing ({column.level})" for name, column in columns.items()
              if name not in focus.columns]
-    found += [f"{name}: presence: written though {NOT_WRITTEN.get(name, 'it is no FOCUS 1.3 column')}"
-              for name in focus.columns if name not in COLUMNS]
+    found += [f"{name}: presence: written though {unwritten.get(name, f'it is no {release} column')}"
+              for name in focus.columns if name not in columns]
     if found:
         return found
 
@@ -438,7 +442,7 @@ def violations(focus: pd.DataFrame) -> list[str]:
         return f"rows {focus.index[broken.to_numpy()].tolist()[:5]}"
 
     typed = focus.copy()  # the conditional requirements read the values of their data type, the others as null
-    for name, column in COLUMNS.items():
+    for name, column in columns.items():
         values = focus[name]
         unset = values.isna()
         mistyped = ~unset & ~values.map(lambda value, column=column: conforms(column, value)).astype(bool)
@@ -453,7 +457,7 @@ def violations(focus: pd.DataFrame) -> list[str]:
             outside = ~unset & ~values.isin(column.allowed)
             if outside.any():
                 found.append(f"{name}: allowed values: {sorted(set(values[outside]))} on {rows(outside)}")
-    for name, column in COLUMNS.items():
+    for name, column in columns.items():
         for rule in column.rules:
             broken = ~rule(typed, name).astype(bool)
             if broken.any():
@@ -475,11 +479,12 @@ def check_numeric_text(focus: pd.DataFrame) -> None:
         assert not bad.any(), (name, focus.loc[bad[bad].index, name].tolist())
 
 
-def check_parquet_types(schema: pa.Schema) -> None:
-    """A Parquet export's column types are their FOCUS data types: Decimal a floating point or decimal number,
-    Date/Time a UTC timestamp, String and JSON text; a column null on every row too."""
+def check_parquet_types(schema: pa.Schema, table: dict[str, Column] | None = None) -> None:
+    """A Parquet export's column types are their FOCUS data types (by the table, the 1.3 Cost and Usage one by
+    default): Decimal a floating point or decimal number, Date/Time a UTC timestamp, String and JSON text; a column
+    null on every row too."""
     for field in schema:
-        kind = COLUMNS[field.name].type
+        kind = (table or COLUMNS)[field.name].type
         if kind == DECIMAL:
             assert pa.types.is_floating(field.type) or pa.types.is_decimal(field.type), field
         elif kind == DATE_TIME:

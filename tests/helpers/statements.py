@@ -388,3 +388,32 @@ def recovered_correction_scenario(url: str) -> None:
     close_month(engine, OCT, "finance", TODAY_DONE, "USD", {}, recover=recover)
     assert team_totals(engine, OCT) == {team: cents(float(amount)) for team, amount in REC_OCT_EXPORTED.items()
                                         if team != "in all"}
+
+
+def corrected_october(url: str) -> str:
+    """The ledger at `url` holding October (OCT_5, OCT_6) closed unrecovered (robotics 75.20, vision 10.00), then
+    October 5 run again at new prices (OCT_5_RERUN), which books its changes in November beside November 2's 0.12
+    of CPU (NOV_2); returns the URL."""
+    engine = new_ledger(url)
+    write_month(engine, OCT, {date(2026, 10, 5): OCT_5, date(2026, 10, 6): OCT_6})
+    write_month(engine, NOV, {date(2026, 11, 2): NOV_2})
+    close_month(engine, OCT, "finance", TODAY_DONE, "USD", {})
+    replace_day(engine, date(2026, 10, 5), DayBill(frame(OCT_5_RERUN)), "USD")
+    engine.dispose()
+    return url
+
+
+def recovered_october(url: str) -> str:
+    """The ledger at `url` holding the recovered October (jaguar 1,200.00 by its monthly cost, heron 90.00 by the
+    invoice imported, closed as robotics 930.00 and vision 360.00) with October 5 and 20 corrected, which books in
+    November robotics -165.00 (beside its own 20.00 of REC_NOV_2), vision +45.00 and audio +120.00; returns the URL."""
+    engine = new_ledger(url)
+    write_month(engine, OCT, {date(2026, 10, 5): REC_OCT_5, date(2026, 10, 20): REC_OCT_20})
+    write_month(engine, NOV, {date(2026, 11, 2): REC_NOV_2})
+    record_invoice(engine, OCT, "heron", Invoice(Decimal("90.00"), "USD", "october.csv", "ab" * 32, 3, 2), "finance")
+    close_month(engine, OCT, "finance", TODAY_DONE, "USD", {}, recover={
+        "jaguar": CostRecovery(monthly_cost=1200.00), "heron": CostRecovery(invoice_match={"Tags.cluster": "heron"})})
+    replace_day(engine, date(2026, 10, 5), DayBill(frame(REC_OCT_5_FIXED)), "USD")
+    replace_day(engine, date(2026, 10, 20), DayBill(frame(REC_OCT_20_FIXED)), "USD")
+    engine.dispose()
+    return url

@@ -19,6 +19,7 @@ from sqlalchemy import create_engine
 from billing.cli import main
 from billing.config import CostRecovery, load_config
 from billing.ledger.database import open_ledger
+from billing.money import cents, total
 from billing.publish.statement import close_month
 from billing.web.access import Viewer
 from billing.web.app import create_app
@@ -26,6 +27,7 @@ from billing.web.tools import Tools
 from fixtures.demo import world as demo
 from tests.helpers.demo import demo_run  # noqa: F401 (pytest fixtures)
 from tests.helpers.focus13 import check_focus_13, ratio
+from tests.helpers.focus14 import check_focus_14
 from tests.helpers.html_tables import read_page
 from tests.helpers.serve import get
 
@@ -225,6 +227,28 @@ def test_the_demos_focus_export_passes_the_focus_13_checks(demo_run, monkeypatch
     split = pd.concat([pool, quota])
     assert split.groupby("BillingAccountId")["BilledCost"].sum().to_dict() == pytest.approx(
         capacity.groupby("team")["cost"].sum().to_dict())
+
+
+def test_the_demos_focus_14_datasets_pass_the_1_4_checks_and_invoice_its_statement(demo_run, monkeypatch):
+    """The demo's November, open: its statement as provisional invoices, a billing period per cluster, Open."""
+    monkeypatch.chdir(demo_run)
+
+    def dataset(name: str) -> pd.DataFrame:
+        result = CliRunner().invoke(main, ["export", "--config", "fixtures/demo/billing.yaml", "--from", "2026-11-16",
+                                           "--to", "2026-11-18", "--focus-version", "1.4", "--dataset", name])
+        assert result.exit_code == 0, result.output
+        return pd.read_csv(io.StringIO(result.stdout), keep_default_na=False, na_values=[""])
+
+    usage, detail, periods = dataset("cost-and-usage"), dataset("invoice-detail"), dataset("billing-period")
+    check_focus_14(usage, detail, periods)
+    statement = CliRunner().invoke(main, ["statement", "--config", "fixtures/demo/billing.yaml", "--month", "2026-11",
+                                          "--format", "json"])
+    assert statement.exit_code == 0, statement.output
+    teams = {team["team"]: cents(team["total"]) for team in json.loads(statement.stdout)["teams"]}
+    invoiced = detail.groupby("BillingAccountId")["BilledCost"].agg(lambda amounts: cents(total(amounts)))
+    assert invoiced.to_dict() == teams  # to the cent, each team's figure rounded once
+    assert set(detail["InvoiceIssueStatus"]) == {"Open"} and set(periods["BillingPeriodStatus"]) == {"Open"}
+    assert set(periods["InvoiceIssuerName"]) == set(usage["InvoiceIssuerName"])
 
 
 def test_the_demos_newest_cluster_bills_kueue_quotas(demo_run):

@@ -5,8 +5,6 @@ hand from the ledgers' rows.
 
 import io
 import json
-from datetime import date
-from decimal import Decimal
 
 import duckdb
 import pandas as pd
@@ -14,32 +12,11 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from billing.charge.bill import DayBill
 from billing.cli import main
-from billing.collect.invoices import Invoice
-from billing.config import CostRecovery
 from billing.ledger.database import open_ledger
-from billing.ledger.write import record_invoice, replace_day
-from billing.publish.statement import close_month
 from tests.helpers.focus13 import check_focus_13, check_numeric_text, check_parquet_types, ratio
-from tests.helpers.ledgers import new_ledger
-from tests.helpers.report_ledger import DAY, H100, frame, write_ledger
-from tests.helpers.statements import (
-    NOV,
-    NOV_2,
-    OCT,
-    OCT_5,
-    OCT_5_RERUN,
-    OCT_6,
-    REC_NOV_2,
-    REC_OCT_5,
-    REC_OCT_5_FIXED,
-    REC_OCT_20,
-    REC_OCT_20_FIXED,
-    TODAY_DONE,
-    closed_october,
-    write_month,
-)
+from tests.helpers.report_ledger import DAY, H100, write_ledger
+from tests.helpers.statements import closed_october, corrected_october, recovered_october
 from tests.helpers.workload_ledger import fill
 
 
@@ -318,14 +295,7 @@ def test_a_day_of_a_closed_month_run_again_is_corrected_in_the_month_that_invoic
     """tests.helpers.statements' closing: October closed (robotics 75.20, vision 10.00), then October 5 run again at
     new prices, which books OCT_5_CORRECTIONS in November. The export wrote October 5's new rows in October, whose
     InvoiceIds then no longer added up to October's statement, and November's corrections not at all."""
-    url = f"sqlite:///{tmp_path / 'corrected.db'}"
-    engine = new_ledger(url)
-    write_month(engine, OCT, {date(2026, 10, 5): OCT_5, date(2026, 10, 6): OCT_6})
-    write_month(engine, NOV, {date(2026, 11, 2): NOV_2})
-    close_month(engine, OCT, "finance", TODAY_DONE, "USD", {})
-    replace_day(engine, date(2026, 10, 5), DayBill(frame(OCT_5_RERUN)), "USD")
-    engine.dispose()
-    config = str(write_config(database=url, currency="USD"))
+    config = str(write_config(database=corrected_october(f"sqlite:///{tmp_path / 'corrected.db'}"), currency="USD"))
     focus = export(config, "2026-10-01", "2026-11-30")
     check_focus_13(focus)
     # each invoice adds up to its statement, by cluster: October as closed (robotics jaguar 36.00 GPU + 0.60 CPU
@@ -376,16 +346,7 @@ def test_corrections_on_a_recovered_cluster_keep_each_invoice_and_each_month_as_
     """tests.helpers.statements' recovered October (jaguar 1,200.00, heron 90.00, closed as robotics 930.00 and
     vision 360.00) with two days corrected, which moves cost between teams in November (robotics -165.00 beside
     its own 20.00, vision +45.00, audio +120.00, adding up to zero on each cluster)."""
-    url = f"sqlite:///{tmp_path / 'recovered.db'}"
-    engine = new_ledger(url)
-    write_month(engine, OCT, {date(2026, 10, 5): REC_OCT_5, date(2026, 10, 20): REC_OCT_20})
-    write_month(engine, NOV, {date(2026, 11, 2): REC_NOV_2})
-    record_invoice(engine, OCT, "heron", Invoice(Decimal("90.00"), "USD", "october.csv", "ab" * 32, 3, 2), "finance")
-    close_month(engine, OCT, "finance", TODAY_DONE, "USD", {}, recover={
-        "jaguar": CostRecovery(monthly_cost=1200.00), "heron": CostRecovery(invoice_match={"Tags.cluster": "heron"})})
-    replace_day(engine, date(2026, 10, 5), DayBill(frame(REC_OCT_5_FIXED)), "USD")
-    replace_day(engine, date(2026, 10, 20), DayBill(frame(REC_OCT_20_FIXED)), "USD")
-    engine.dispose()
+    url = recovered_october(f"sqlite:///{tmp_path / 'recovered.db'}")
     focus = export(str(write_config(database=url, currency="USD")), "2026-10-01", "2026-11-30")
     check_focus_13(focus)
     by_billing_period = focus.groupby(["BillingPeriodStart", "BillingAccountId"])["BilledCost"].sum().round(2)

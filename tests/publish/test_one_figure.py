@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from billing.config import BudgetsConfig, CostRecovery
 from billing.ledger.database import open_ledger
-from billing.ledger.read import read_recovery, read_rows, read_workload_costs
+from billing.ledger.read import MonthActivity, read_recovery, read_rows, read_workload_costs
 from billing.money import cents, total
 from billing.notify.letters import admin_letter, team_letter
 from billing.publish.answers import day_report
@@ -32,6 +32,7 @@ from billing.publish.budgets import read_budget_status
 from billing.publish.cost_metrics import read_cost_figures
 from billing.publish.dayview import read_report
 from billing.publish.focus import broken_down, focus_rows
+from billing.publish.focus_invoices import InvoicedMonth, invoice_detail
 from billing.publish.links import slug
 from billing.publish.pages import write_pages
 from billing.publish.report import Report, Subject, build_report
@@ -467,8 +468,12 @@ def test_every_figure_is_the_ledgers_exact_sum_rounded_once_and_every_table_adds
         statement = replace(statement, lines=sorted(lines, key=lambda line: (line.team, line.cluster)))
         document = json.loads(statement_json(statement))
         html_page = read_page(statement_html(statement))
+        # FOCUS 1.4's Invoice Detail: the statement as invoices, a team's records its statement's figure
+        detail = invoice_detail([InvoicedMonth(statement, MonthActivity(None, None, None, None), {})], ZoneInfo("UTC"))
         for number, (team, _, lines) in enumerate(statement.teams(), 1):
             team_figure = f"{cents(total(line.amount for line in lines)):,.2f} USD"
+            invoiced = detail.loc[detail["BillingAccountId"] == team, "BilledCost"]
+            assert f"{cents(total(invoiced)):,.2f} USD" == team_figure
             assert document["teams"][number - 1]["team"] == team
             assert f"{cents(document['teams'][number - 1]['total']):,.2f} USD" == team_figure
             for name in (f"summary-{number}", f"lines-{number}"):
