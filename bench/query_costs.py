@@ -79,8 +79,9 @@ class Noting:
         return self.live.buildinfo()
 
 
-def ask_alone(prometheus: Prometheus, pid: int, query: Query) -> tuple[float, int]:
-    """Prometheus' CPU seconds for the query asked alone, and the samples it touched (its totalQueryableSamples)."""
+def ask_alone(prometheus: Prometheus, pid: int | None, query: Query) -> tuple[float, int]:
+    """Prometheus' CPU seconds for the query asked alone (0 without its process), and the samples it touched (its
+    totalQueryableSamples)."""
     before, touched = cpu_seconds(pid), prometheus.samples
     if len(query.times) == 1:
         prometheus.ask("query", query=query.query, time=query.times[0])
@@ -90,31 +91,53 @@ def ask_alone(prometheus: Prometheus, pid: int, query: Query) -> tuple[float, in
     return cpu_seconds(pid) - before, prometheus.samples - touched
 
 
-def measure(url: str, pid: int, pods: int, waste: bool) -> None:
+def night_asked(url: str, waste: bool = True) -> list[Query]:
+    """Every query one `billing run` of the generated day asks (the default configuration), with what asked it."""
     with tempfile.TemporaryDirectory(prefix="query-costs-") as tmp:
         config = load_config(billing_config(Path(tmp), url, {"waste": {"enabled": waste}}))
         cluster = config.clusters[0]
-        live = LivePrometheus(cluster.name, cluster.prometheus)
-        noting = Noting(live)
+        noting = Noting(LivePrometheus(cluster.name, cluster.prometheus))
         collect_day(config, cluster, PERIOD, noting)
+    return noting.asked
+
+
+def floor_asked() -> list[Query]:
+    """The bill's floor (bench.collect_bench), as queries."""
+    return [Query("floor", query, (at,)) for query, at in bills_floor()]
+
+
+def stage(asker: str) -> str:
+    """The stage of billing/collect an asking line belongs to: its module (`usage`, `waste`, ...)."""
+    return asker.split(":", 1)[0]
+
+
+def measure(url: str, pid: int, pods: int, waste: bool) -> None:
+    asked_by_night = night_asked(url, waste)
     prometheus = Prometheus(url)
-    floor = [Query("floor", query, (at,)) for query, at in bills_floor()]
-    floor_cpu = sum(ask_alone(prometheus, pid, query)[0] for query in floor)
+    floor = floor_asked()
+    floor_cpu, floor_samples = (sum(figures) for figures in zip(*(ask_alone(prometheus, pid, query) for query in floor)))
     cpu: collections.Counter[str] = collections.Counter()
     samples: collections.Counter[str] = collections.Counter()
     asked: collections.Counter[str] = collections.Counter()
-    for query in noting.asked:
+    for query in asked_by_night:
         seconds, touched = ask_alone(prometheus, pid, query)
         cpu[query.asker] += seconds
         samples[query.asker] += touched
         asked[query.asker] += 1
     total = sum(cpu.values())
-    print(f"{pods:,} pods, waste {'on' if waste else 'off'}: {len(noting.asked)} queries asked one at a time, "
+    print(f"{pods:,} pods, waste {'on' if waste else 'off'}: {len(asked_by_night)} queries asked one at a time, "
           f"Prometheus CPU {total:.1f} s = {total / floor_cpu:.2f}× the bill's floor ({floor_cpu:.1f} s, "
-          f"{len(floor)} queries), {sum(samples.values()) / 1e6:,.0f} M samples touched")
-    print(" Prometheus CPU   ÷ floor  samples  queries  asked by")
+          f"{len(floor)} queries), {sum(samples.values()) / 1e6:,.0f} M samples touched "
+          f"= {sum(samples.values()) / floor_samples:.2f}× the floor's ({floor_samples / 1e6:,.0f} M)")
+    print(" Prometheus CPU   ÷ floor  samples  ÷ floor's  queries  asked by")
     for line, seconds in cpu.most_common():
-        print(f"{seconds:14.1f} s {seconds / floor_cpu:8.2f} {samples[line] / 1e6:6.1f} M {asked[line]:8d}  {line[:140]}")
+        print(f"{seconds:14.1f} s {seconds / floor_cpu:8.2f} {samples[line] / 1e6:6.1f} M "
+              f"{samples[line] / floor_samples:9.3f} {asked[line]:8d}  {line[:140]}")
+    by_stage: collections.Counter[str] = collections.Counter()
+    for line, touched in samples.items():
+        by_stage[stage(line)] += touched
+    print("samples touched per stage ÷ the floor's: " + ", ".join(
+        f"{name} {touched / floor_samples:.3f}" for name, touched in by_stage.most_common()))
 
 
 def main() -> None:

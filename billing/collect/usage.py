@@ -72,6 +72,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -128,6 +129,7 @@ GIB = 2**30
 # what GPU rows held, below the usage's `gpu`: resource as kube-state-metrics names it (nvidia_com_mig_1g_10gb),
 # held_hours in its own units (slice-hours, replica-hours), gpu_hours the physical-GPU-hours billed for them
 POD_COLUMNS = ["pod", "uid"]
+HIGHEST = "highest"  # running_pods' label of the highest value a pod's Running series had
 # the same usage below the namespace: per workload (asking.TopControllers) and cost labels, a JSON object
 # of every configured cost label (ledger.py's `labels` column), with the usage's other columns
 # resource-hours of one namespace-day that no cluster has (4e10 cores or GiB all day); with prices below
@@ -151,9 +153,9 @@ class ClusterUsage:
     # frames.WORKLOAD_USAGE.columns, summing to `usage` per namespace, resource, GPU model, priority class and pool;
     # None when workloads were not collected
     workloads: pd.DataFrame | None = None
-    # each chunk's top-level controllers, in the day's order, when workloads were collected: waste per workload
-    # takes its pods to workloads with them rather than asking again
-    controllers: tuple[TopControllers, ...] = ()
+    # each chunk's (namespace, pod) -> workload, in the day's order, when workloads were collected: waste per
+    # workload takes its pods to the workloads the bill charges them to, rather than asking again
+    pod_workloads: tuple[dict[tuple[str, str], str], ...] = ()
     copies: bool = False  # some pod was reported by several exporters (kube-state-metrics replaced, HA, resharded)
     # per pod and hour: Running instants and CPU request, which waste takes rather than asking again
     pod_hours: pd.DataFrame = field(default_factory=frames.POD_HOURS.empty)
@@ -224,7 +226,8 @@ class UsageQueries(Queries):
     def needs_exact(self, copies: bool = False) -> str:
         """Pods the fast path would get wrong: a request changed near or in the chunk (an in-place
         resize of an app container, or with `requests: pod` of a sidecar; a pod's other init containers and
-        its overhead cannot change), or the Running series holds something else than kube-state-metrics' 0 or 1.
+        its overhead cannot change), or the Running series holds a negative value (one above 1, or other than 1 at
+        its highest, `running_pods` shows).
         A request that varied in the window has a spread; one that did not has exactly none on both
         engines. (Not `changes()`: MetricsQL counts a change against the sample before the window.
         Not `max_over_time != min_over_time`: as exact, but twice the work on Prometheus.) With `copies`
@@ -247,7 +250,6 @@ class UsageQueries(Queries):
         return f"""
 group by (uid) (
     {" or ".join(changed(family) for family in families)}{scheduler}
-  or max_over_time({self.running()}[{self.raw}]) > 1
   or min_over_time({self.running()}[{self.raw}]) < 0
 )"""
 
@@ -283,9 +285,11 @@ group by (uid) (
         return f"count_over_time(count({self.latest(self.node_labels())})[{self.instants}:{self.step}])"
 
     def running_pods(self) -> str:
-        """The uids of pods Running in the chunk or the lookback before it, for the log's pod count and the
-        self-audit's sample; the value: how many exporters reported the pod Running (its copies)."""
-        return f"count by (uid) (max_over_time({self.running()}[{self.raw}]) == 1)"
+        """Per pod Running in the chunk or the lookback before it (its uid, for the log's pod count and the
+        self-audit's sample) and the highest value a Running series of it had (`highest`): how many of its series
+        (exporters) had that one. kube-state-metrics writes 1; a pod with any other highest is evaluated instant by
+        instant, so that `needs_exact` need not read the Running series for it again."""
+        return f'count_values by (uid) ("{HIGHEST}", max_over_time({self.running()}[{self.raw}]) != 0)'
 
     def unbound(self) -> str:
         """The uids of pods on no node at some sample the chunk's instants can see (a kube_pod_info series with an empty
@@ -361,7 +365,7 @@ class _ChunkResult:
     exact: frozenset[str]
     covered: int  # instants with kube-state-metrics data
     instants: int
-    tops: TopControllers | None  # with a breakdown
+    workloads: dict[tuple[str, str], str] | None  # with a breakdown: (namespace, pod) -> its workload
     copies: bool  # some pod was reported by several exporters
     pod_hours: pd.DataFrame  # frames.POD_HOURS.columns: for waste
     pending: pd.DataFrame  # as `usage`, with the reason before the quantity: what pods bound to a node held while Pending
@@ -380,15 +384,21 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
     at = chunk.last
     nodes = NodeKinds(source, queries, at)
     relabelled = nodes.relabelled
-    copies_of = {series["metric"].get("uid", ""): figure(series["value"][1], EXPORTERS, series["metric"], queries.cluster)
-                 for series in source.instant(queries.running_pods(), at)}
+    copies_of: dict[str, float] = {}  # uid -> how many exporters reported the pod Running
+    odd: set[str] = set()  # pods whose Running series held another highest value than 1: counted instant by instant
+    for series in source.instant(queries.running_pods(), at):
+        uid = series["metric"].get("uid", "")
+        if series["metric"].get(HIGHEST) == "1":
+            copies_of[uid] = figure(series["value"][1], EXPORTERS, series["metric"], queries.cluster)
+        else:
+            odd.add(uid)
     running = frozenset(copies_of)
     copies = any(count > 1 for count in copies_of.values())
     if copies:
         log.info("cluster %s: pods reported by several exporters in the chunk ending %s (kube-state-metrics "
                  "replaced, an HA pair or a reshard): each counted once per instant", queries.cluster,
                  datetime.fromtimestamp(chunk.end, timezone.utc).isoformat())
-    exact_pods = _uids(source.instant(queries.needs_exact(copies), at))
+    exact_pods = _uids(source.instant(queries.needs_exact(copies), at)) | odd
     covered = sum(int(figure(series["value"][1], INSTANTS, series["metric"], queries.cluster))
                   for series in source.instant(queries.covered_instants(), at))
     if relabelled:
@@ -413,6 +423,7 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
     pods = {series["metric"].get("uid", ""): series["metric"] for series in source.instant(info, at)}
     requests = source.instant(queries.requested(), at)
     seen = _seen(queries, running, pods, requests, tops)
+    workloads = _pod_workloads(pods, tops) if tops else None
     running_instants = pod_hours.groupby("uid", sort=False)["instants"].sum().to_dict()  # per uid, over the chunk
     held = _held(source, queries, chunk, pending_hours, frozenset(pods), exact_pods)
     del pending_hours
@@ -450,12 +461,24 @@ def _chunk_usage(source: PrometheusSource, queries: UsageQueries, chunk: Chunk, 
         at = columns.index("resource")  # workload and labels follow the namespace, as in frames.WORKLOAD_USAGE.columns
         columns = [*columns[:at], "workload", "labels", *columns[at:]]
     usage, held_pending = _hours(rows, chunk.step, columns), _hours(pending, chunk.step, [*columns[:-1], *PENDING_KEYS])
-    return _ChunkResult(_per_key(usage, columns), running, exact_pods, covered, instants, tops, copies,
+    return _ChunkResult(_per_key(usage, columns), running, exact_pods, covered, instants, workloads, copies,
                         pod_hours.assign(cpu=pod_hours["uid"].map(cpu)),
                         _per_key(held_pending, [*columns[:-1], *PENDING_KEYS]), seen)
 
 
 PENDING_KEYS = ["reason", "quantity"]  # what a row of bound-Pending usage has where a usage row has its quantity
+
+
+def _pod_workloads(pods: dict[str, dict[str, str]], tops: TopControllers) -> dict[tuple[str, str], str]:
+    """(namespace, pod) -> the workload the bill charges the pod to (`pods`: per uid, its labels with the controller
+    kube_pod_info names); a name two pods of different workloads used within the chunk counts for the first of them
+    in sorted order."""
+    workloads: dict[tuple[str, str], str] = {}
+    for labels in pods.values():
+        pod = (labels.get("namespace", ""), labels.get("pod", ""))
+        workload = sys.intern(tops.workload(pod[0], labels.get("workload", "")))  # one string per workload, all day
+        workloads[pod] = min(workload, workloads.get(pod, workload))
+    return workloads
 
 
 def _with_reason(row: tuple, reason: str) -> tuple:
@@ -716,7 +739,7 @@ def collect_cluster(context: ClusterDay, cost_labels: Sequence[str] | None = Non
         running=running,
         exact=frozenset().union(*(r.exact for r in results)),
         workloads=None if cost_labels is None else _by_workload(raw, gpu_resources),
-        controllers=tuple(r.tops for r in results if r.tops),
+        pod_workloads=tuple(r.workloads for r in results if r.workloads is not None),
         copies=any(r.copies for r in results),
         pod_hours=pd.concat([r.pod_hours for r in results], ignore_index=True),
         bound_pending=_normalise(pending if cost_labels is not None else pending.assign(workload=""), gpu_resources,

@@ -58,13 +58,13 @@ that moves a range query's times (a query frontend aligning them to the step)
 is asked hour by hour instead. Copies of a series from replicated Prometheus
 pairs (`prometheus_replica`) count once (`max by` every series' own labels).
 
-Per workload, the hourly queries answer per pod, and each pod's workload is
-looked up once per 6-hour chunk of the day (the chunks billing asks in) and
-matched on the client: joining the lookup on the server in every hourly query
-cost Prometheus as much again as the waste queries themselves. The lookup
-takes ReplicaSets and Jobs to their controllers with what usage found for
-the same chunk (ClusterUsage.controllers), not asking for them again. A pod the
-lookup does not know (kube-state-metrics never saw it) is its own workload,
+Per workload, the hourly queries answer per pod, and each pod is matched on
+the client to the workload the bill charges it to in the same chunk of the day
+(ClusterUsage.pod_workloads, from the usage's own answers): joining a lookup on
+the server in every hourly query cost Prometheus as much again as the waste
+queries themselves, and asking kube_pod_info for the pods' controllers once
+more per chunk cost a tenth of the bill's floor. A pod the usage does not
+know (kube-state-metrics never saw it on a node) is its own workload,
 `Pod/<name>`, as a pod without a controller is.
 
 Where a cluster's Prometheus has no such metric in an hour, the measure is
@@ -75,23 +75,20 @@ not taken there (NaN when it never is), rather than reported as all waste.
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Sequence
 from dataclasses import replace
 
 import pandas as pd
 
 from billing import frames
-from billing.collect.asking import Sampled, TopControllers, at_times, map_chunks
+from billing.collect.asking import Sampled, at_times, map_chunks
 from billing.collect.chunks import Chunk, hour_groups, hours_of, whole_hours
 from billing.collect.context import ClusterDay
 from billing.collect.figures import CPU_SECONDS, IDLE_GPUS, REQUESTS, figure
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.promql import (
-    CONTROLLED,
     DRA_HELD,
     GPU_UTILISATION,
-    POD_LABELS,
     WHOLE_GPU,
     GpuResources,
     Queries,
@@ -152,15 +149,6 @@ class WasteQueries(Queries):
         (namespace and pod labels)."""
         by = ", ".join([*(POD_KEYS if self.by_workload else ["namespace"]), "measure", "GPU_I_PROFILE"])
         return f"sum by ({by}) ({per_pod})"
-
-    def workloads(self) -> str:
-        """Per pod name with a controller in the chunk (namespace, pod, created_by_kind, created_by_name), value 1:
-        that controller, which TopControllers completes on the client as for usage (Queries.workload_of); a pod
-        not asked about has none and is `Pod/<name>`. Simpler than usage's per-uid choice, as usage and DCGM
-        series carry no uid to tell re-used names apart: half the Prometheus CPU."""
-        info = self.series("kube_pod_info", f'{self.ksm.node}!=""', CONTROLLED)
-        return (f"group by (namespace, pod, created_by_kind, created_by_name) "
-                f"({self.ksm.plain(f'last_over_time({info}[{self.raw}])', POD_LABELS)})")
 
     def measures(self, below: float) -> list[str]:
         """The hour's idle GPU measures, labelled `measure` (PARTS), in one query; in one query per part where
@@ -321,22 +309,6 @@ def _hour_index(hours: list[Chunk]) -> dict[float, int]:
     return {float(hour.last): i for i, hour in enumerate(hours)}
 
 
-def _workloads(source: PrometheusSource, queries: WasteQueries, chunk: Chunk,
-               tops: TopControllers | None) -> dict[tuple[str, str], str]:
-    """(namespace, pod) -> workload of every pod with a controller in the chunk (`tops`: the chunk's top-level
-    controllers where usage asked them already). A name two controllers used within the chunk counts for the
-    first of them in sorted order."""
-    tops = tops or TopControllers(source, queries, chunk.last)
-    controllers: dict[tuple[str, str], str] = {}
-    for series in source.instant(queries.workloads(), chunk.last):
-        labels = series["metric"]
-        if labels.get("created_by_kind") and labels.get("created_by_name"):  # an exporter may leave them out
-            pod = (labels.get("namespace", ""), labels.get("pod", ""))
-            controller = sys.intern(f"{labels['created_by_kind']}/{labels['created_by_name']}")  # one per name, all day
-            controllers[pod] = min(controller, controllers.get(pod, controller))
-    return {pod: tops.workload(pod[0], controller) for pod, controller in controllers.items()}
-
-
 def collect_waste(context: ClusterDay, below: float, by_workload: bool = False,
                   usage: ClusterUsage | None = None) -> pd.DataFrame:
     """Idle GPU-hours and unused CPU core-hours of one cluster-day per namespace (frames.WASTE.columns), or
@@ -352,10 +324,7 @@ def collect_waste(context: ClusterDay, below: float, by_workload: bool = False,
     usage = usage or collect_cluster(context, [] if by_workload else None)
     keys = WORKLOAD_WASTE_KEYS if by_workload else ["namespace"]
     day_chunks = context.chunks()
-    controllers = usage.controllers
-    tops: Sequence[TopControllers | None] = controllers if len(controllers) == len(day_chunks) else [None] * len(day_chunks)
-    pods_of = (map_chunks(lambda part: _workloads(source, WasteQueries(cluster, gpu_resources, part[0], store), *part),
-                          list(zip(day_chunks, tops))) if by_workload else [None] * len(day_chunks))
+    pods_of: Sequence[dict[tuple[str, str], str] | None] = usage.pod_workloads if by_workload else [None] * len(day_chunks)
 
     def measure(hours: list[Chunk]) -> pd.DataFrame:
         queries = WasteQueries(cluster, gpu_resources, hours[0], store, by_workload, usage.copies)  # one text every hour

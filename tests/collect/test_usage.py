@@ -63,14 +63,14 @@ class FakePrometheus:
         kind = ("covered" if query.startswith("count_over_time(") else "resized" if "stddev_over_time(kube_pod_container" in query
                 else "bound_pending" if 'phase="Pending"' in query
                 else "models" if query.startswith("max by (node") else "on_nodes" if "node=~" in query
-                else "pods" if query.startswith("count by (uid)") else "hours" if query.startswith(RUNNING_INSTANTS)
+                else "pods" if query.startswith("count_values by (uid)") else "hours" if query.startswith(RUNNING_INSTANTS)
                 else "pod_info" if query.startswith("group by (namespace, pod, uid, node") else "requested")
         self.asked.append((kind, query))
         if kind == "hours":  # asked hour by hour
             return [{"metric": {"uid": p.uid, "namespace": p.namespace, "pod": p.uid, "phase": "Running"},
                      "value": [at, str(p.per_hour)]} for p in self.pods]
         if kind == "pods":
-            return [{"metric": {"uid": "u1"}, "value": [at, "1"]}]
+            return [{"metric": {"uid": "u1", "highest": "1"}, "value": [at, "1"]}]
         if kind == "covered":
             return [{"metric": {}, "value": [at, str(self.covered)]}] if self.covered else []
         if kind == "pod_info":
@@ -242,9 +242,9 @@ def test_a_chunk_with_copies_merges_them_at_each_instant():
     the subquery, and requests are compared across copies; a chunk without copies asks neither."""
     class Copied(FakePrometheus):
         def instant(self, query: str, at: float) -> list[dict]:
-            if query.startswith("count by (uid)"):
+            if query.startswith("count_values by (uid)"):
                 self.asked.append(("pods", query))
-                return [{"metric": {"uid": "u1"}, "value": [at, "2" if at < DAY.start.timestamp() + 6 * 3600 else "1"]}]
+                return [{"metric": {"uid": "u1", "highest": "1"}, "value": [at, "2" if at < DAY.start.timestamp() + 6 * 3600 else "1"]}]
             return super().instant(query, at)
 
     source = Copied()

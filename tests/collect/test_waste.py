@@ -76,15 +76,16 @@ def test_requested_cpu_is_usage_s_request_times_running_instants_and_a_resized_p
 
 class PodsOfControllers(Answers):
     """Four pods of alice idle on a GPU for the first 6 hours: p1 of a Deployment's ReplicaSet, p2 a name two
-    Jobs used, p3 without the created_by labels (an exporter may leave them out), p4 unknown to kube-state-metrics."""
+    Jobs' pods used (two uids), p3 without a controller (the usage's pod info names it `Pod/p3`), p4 unknown to
+    kube-state-metrics. Their workloads are the usage's: its pod info, asked per chunk."""
 
     def instant(self, query: str, at: float) -> list[dict]:
-        if query.startswith("group by (namespace, pod, created_by_kind, created_by_name)"):
-            return [{"metric": labels, "value": [at, "1"]} for labels in (
-                {"namespace": "alice", "pod": "p1", "created_by_kind": "ReplicaSet", "created_by_name": "web-5d"},
-                {"namespace": "alice", "pod": "p2", "created_by_kind": "Job", "created_by_name": "train-b"},
-                {"namespace": "alice", "pod": "p2", "created_by_kind": "Job", "created_by_name": "train-a"},
-                {"namespace": "alice", "pod": "p3"})]
+        if query.startswith("group by (namespace, pod, uid, node, priority_class, workload)"):
+            return [{"metric": {"namespace": "alice", "node": "gpu-1", **labels}, "value": [at, "1"]} for labels in (
+                {"pod": "p1", "uid": "u1", "workload": "ReplicaSet/web-5d"},
+                {"pod": "p2", "uid": "u2b", "workload": "Job/train-b"},
+                {"pod": "p2", "uid": "u2a", "workload": "Job/train-a"},
+                {"pod": "p3", "uid": "u3", "workload": "Pod/p3"})]
         if "kube_replicaset_owner" in query:
             return [{"metric": {"namespace": "alice", "workload": "ReplicaSet/web-5d", "top": "Deployment/web"},
                      "value": [at, "1"]}]

@@ -222,12 +222,13 @@ def test_waste_per_workload_by_hand_and_by_the_reference(store_server, honor_lab
 
 
 def test_waste_per_workload_takes_the_controllers_usage_found(store_server):
-    """The billing run's way: usage's top-level controllers are not asked for again, and give the same waste."""
+    """The billing run's way: each pod's workload is the usage's (kube_pod_info and the owners not asked again),
+    and gives the same waste."""
     prom = store_server(OWNED)
     config = cluster(prom.url)
     source = LivePrometheus("jaguar", config.prometheus)
     usage = collect_cluster(cluster_day(config, DAY, 60, ["nvidia_com_gpu"], source), cost_labels=[])
-    assert len(usage.controllers) == 4  # one per 6-hour chunk
+    assert len(usage.pod_workloads) == 4  # one per 6-hour chunk
     asked: list[str] = []
 
     class Counting:
@@ -243,7 +244,7 @@ def test_waste_per_workload_takes_the_controllers_usage_found(store_server):
             return source.buildinfo()
 
     shared = collect_waste(cluster_day(config, DAY, 60, ["nvidia_com_gpu"], Counting()), 5.0, by_workload=True, usage=usage)
-    assert asked and not [query for query in asked if "kube_replicaset_owner" in query]
+    assert asked and not [query for query in asked if "kube_replicaset_owner" in query or "created_by_kind" in query]
     alone = collect_waste(cluster_day(config, DAY, 60, ["nvidia_com_gpu"], source), 5.0, by_workload=True)
     pd.testing.assert_frame_equal(shared, alone)
     assert dict(zip(zip(shared["namespace"], shared["workload"]), shared["idle_gpu_hours"])) == pytest.approx(
