@@ -15,6 +15,7 @@ from billing.resources import (
     KINDS,
     LENT,
     MIG_RESOURCE_PREFIX,
+    OFFERED,
     QUOTA,
     RECOVERY,
     REGISTRY,
@@ -29,7 +30,7 @@ KIND_NAMES = {RESERVED: "Reserved pool", CREDIT: "Pool or quota use credited", U
               QUOTA: "Kueue quota", LENT: "Quota lent, credited"}
 RESOURCE_NAMES = Derived(lambda: {
     **{name: resource.word[0].upper() + resource.word[1:] for name, resource in REGISTRY.items()},
-    **{kind + name: f"{KIND_NAMES[kind]}, {resource.word}" for kind in KINDS for name, resource in REGISTRY.items()},
+    **{kind + name: f"{KIND_NAMES[kind]}, {REGISTRY[name].word}" for kind in KINDS for name in OFFERED},
 })
 
 # Two different things, two different words, each with the sentence that explains it wherever it is shown.
