@@ -1,6 +1,6 @@
 """Costs below the namespace (docs/spec.md "Workloads and experiment labels"): the ledger's rows split over workloads.
 
-Each `chargeback` row of what a namespace requested (cpu, memory, gpu) is split over the namespace's
+Each `chargeback` row of what a namespace requested (cpu, memory, gpu) or held (storage) is split over the namespace's
 workloads and cost-label sets the way the row itself was made: the workloads' usage is priced exactly
 as the namespace's (the same teams and shares, unit prices and priority-class discounts), and the
 last part of each row takes what the others leave, so that the parts add up to the row's quantity,

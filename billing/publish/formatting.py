@@ -92,8 +92,8 @@ TEAM_NAMESPACES = "(team namespaces)"
 TEAM_NAMESPACES_RULE = "namespaces that are no one person's: a team's own namespaces and its reserved pools"
 # The part of a namespace's cost that no pod's workload requested (charge/workloads.py keeps it under this name)
 NO_WORKLOAD_RULE = (
-    "what no pod requested: unrequested capacity (shared), reserved pools and their credits, and namespaces of "
-    "clusters whose workloads are not collected"
+    "what no pod requested: unrequested capacity (shared), reserved pools and their credits, storage no pod mounts, "
+    "and namespaces of clusters whose workloads are not collected"
 )
 
 
