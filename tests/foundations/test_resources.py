@@ -280,6 +280,7 @@ def test_storage_reads_the_same_on_serve_budgets_metrics_and_the_mcp_tools(stora
                                      figures.costs} == {("robotics", "storage"): "10.80", ("vision", "storage"): "2.90",
                                                         ("vision", "cpu"): "1.00"}
     assert "storage_gib_hours in GiB-hours" in descriptions("USD")["costs"]
+    assert "memory in GiB-h, storage in GiB-h" in descriptions("USD")["changes"]  # the same unit, told apart
 
 
 def test_a_report_without_storage_keeps_its_table_and_its_csv_schema(tmp_path, write_config):
