@@ -166,10 +166,10 @@ STORAGE_PEOPLE = Directory.of([Person("alice", "Alice", "alice@example.org"), Pe
 # at 0.01 = 1.00; vision 3.895, shown 3.90. The day 14.695 (14.70); storage 13.695 (13.70); bulk 8.415 (8.42).
 STORAGE_USAGE = [("alice", "fast-nvme", 24_000.0), ("alice", "bulk", 120_000.0),
                  ("team-vision", "fast-nvme", 2_400.0), ("team-vision", "bulk", 48_300.0)]
-# below the namespace: the claim no pod mounts is the namespace's, (no workload); team-vision's storage is left out
-# of the workload usage, so that its rows stay whole under (no workload) as well
+# below the namespace: the claim no pod mounts is no workload's ('', shown as (no workload)); team-vision's storage
+# is left out of the workload usage, so that its rows stay whole under (no workload) as well
 STORAGE_WORKLOADS = [("alice", "StatefulSet/trainer", "storage", "fast-nvme", 24_000.0),
-                     ("alice", UNATTRIBUTED, "storage", "bulk", 120_000.0),
+                     ("alice", "", "storage", "bulk", 120_000.0),
                      ("team-vision", "Deployment/labeler", "cpu", "", 100.0)]
 
 
