@@ -1,8 +1,9 @@
 """The ledger's resources: one spelling for the modules that price, show, export and count them.
 
 Usage is billed in the resources of REGISTRY: `cpu` (cores), `memory` (GiB), `gpu`
-(devices) and `storage` (GiB of persistent volumes, per storage class). billing/charge/pricing.py adds rows
-whose resource is one that nodes offer behind a kind prefix: `reserved-` (a reserved pool's whole capacity, charged to the
+(devices) and `storage` (GiB of persistent volumes, per storage class).
+billing/charge/pricing.py adds rows whose resource is one that nodes offer
+behind a kind prefix: `reserved-` (a reserved pool's whole capacity, charged to the
 team that reserved it under the namespace `pool:<name>`), `credit-` (negative:
 what a namespace paid for using a reserved pool, credited to the pool's team)
 and `unrequested-` (a share of the capacity no pod requested on a cluster with
@@ -38,7 +39,7 @@ class Resource:
     # the key of its prices per model (the ledger's gpu_model column) in a cluster's `prices`, where it has one:
     # `gpu_models`; a model without its own price pays price_key's, and none where that is unset refuses the day
     models_key: str = ""
-    model_word: str = "model"  # what the ledger's model column names of it, for people: `GPU model`, `storage class`
+    model_word: str = "model"  # what its model column names, after its word for people: `GPU model`, `storage class`
     # FOCUS ServiceCategory, ServiceSubcategory (one of the category's allowed values) and ServiceName: a
     # ServiceName has one category, so each category has its own
     focus_category: str = "Compute"
