@@ -1,8 +1,9 @@
 """The ledger's resources: one spelling for the modules that price, show, export and count them.
 
-Usage is billed in the resources of REGISTRY: `cpu` (cores), `memory` (GiB) and `gpu`
-(devices) today. billing/charge/pricing.py adds rows whose resource is one of them behind
-a kind prefix: `reserved-` (a reserved pool's whole capacity, charged to the
+Usage is billed in the resources of REGISTRY: `cpu` (cores), `memory` (GiB), `gpu`
+(devices) and `storage` (GiB of persistent volumes, per storage class).
+billing/charge/pricing.py adds rows whose resource is one that nodes offer
+behind a kind prefix: `reserved-` (a reserved pool's whole capacity, charged to the
 team that reserved it under the namespace `pool:<name>`), `credit-` (negative:
 what a namespace paid for using a reserved pool, credited to the pool's team)
 and `unrequested-` (a share of the capacity no pod requested on a cluster with
@@ -34,19 +35,35 @@ class Resource:
     focus_unit: str  # FOCUS PricingUnit and ConsumedUnit: `GPU-Hours`
     focus_meter: str  # FOCUS SkuMeter, what is metered: `GPU-hours`
     offered_by_nodes: bool  # in nodes' allocatable, so capacity, reserved pools and unrequested shares apply
-    collector: str  # the family whose series give its hours (kube-state-metrics' requests, named by resource)
+    collector: str  # the families whose series give its hours, and where they are read
+    # the key of its prices per model (the ledger's gpu_model column) in a cluster's `prices`, where it has one:
+    # `gpu_models`; a model without its own price pays price_key's, and none where that is unset refuses the day
+    models_key: str = ""
+    model_word: str = "model"  # what its model column names, after its word for people: `GPU model`, `storage class`
+    # FOCUS ServiceCategory, ServiceSubcategory (one of the category's allowed values) and ServiceName: a
+    # ServiceName has one category, so each category has its own
+    focus_category: str = "Compute"
+    focus_subcategory: str = "Containers"
+    focus_service: str = "Kubernetes"
 
 
 REGISTRY: dict[str, Resource] = {resource.name: resource for resource in (
     Resource("gpu", "GPU", "GPU-h", "GPU-hours", "gpu_hours", "gpu_hour", "GPU-Hours", "GPU-hours", True,
-             "kube_pod_container_resource_requests (the resources gpu_resources lists) or DCGM's DRA series"),
+             "kube_pod_container_resource_requests (the resources gpu_resources lists) or DCGM's DRA series",
+             models_key="gpu_models"),
     Resource("cpu", "CPU", "core-h", "core-hours", "cpu_core_hours", "cpu_core_hour", "Core-Hours",
              "CPU core-hours", True, "kube_pod_container_resource_requests{resource=\"cpu\"}"),
     Resource("memory", "memory", "GiB-h", "GiB-hours", "memory_gib_hours", "memory_gib_hour", "GiB-Hours",
              "memory GiB-hours", True, "kube_pod_container_resource_requests{resource=\"memory\"}"),
+    # persistent volumes' GiB-hours, the storage class as the model (docs/spec.md's storage rule); no node offers them.
+    # FOCUS: a class may be block (RBD, local NVMe) or file storage (NFS, CephFS), which billing cannot tell
+    Resource("storage", "storage", "GiB-h", "GiB-hours", "storage_gib_hours", "storage_gib_hour", "GiB-Hours",
+             "storage GiB-hours", False, "kube_persistentvolumeclaim_info, _status_phase and "
+             "kube_persistentvolume_capacity_bytes (billing/collect/storage.py)", models_key="storage_classes",
+             model_word="class",
+             focus_category="Storage", focus_subcategory="Other (Storage)", focus_service="Kubernetes persistent volumes"),
 )}
-CPU, MEMORY, GPU = "cpu", "memory", "gpu"  # the three the collectors and pricing know by name
-STORAGE = "storage"  # persistent volumes' GiB-hours, the storage class as the model
+CPU, MEMORY, GPU, STORAGE = "cpu", "memory", "gpu", "storage"  # the four the collectors and pricing know by name
 
 
 class Names(Sequence[str]):
@@ -90,8 +107,10 @@ RESOURCES = Names(lambda: list(REGISTRY))
 
 RESERVED, CREDIT, UNREQUESTED, QUOTA, LENT = "reserved-", "credit-", "unrequested-", "quota-", "lent-"
 KINDS = (RESERVED, CREDIT, UNREQUESTED, QUOTA, LENT)
-LEDGER_RESOURCES = Names(lambda: [*REGISTRY, *(kind + resource for kind in KINDS for resource in REGISTRY)])
-UNREQUESTED_RESOURCES = Names(lambda: [UNREQUESTED + resource for resource in REGISTRY])
+OFFERED = Names(lambda: [name for name, resource in REGISTRY.items() if resource.offered_by_nodes])
+# the kinds are of capacity (pools, quotas, what no pod requested): only a resource nodes offer has them
+LEDGER_RESOURCES = Names(lambda: [*REGISTRY, *(kind + resource for kind in KINDS for resource in OFFERED)])
+UNREQUESTED_RESOURCES = Names(lambda: [UNREQUESTED + resource for resource in OFFERED])
 
 RECOVERY = "recovery"  # statement_lines.kind of a cost recovery line; corrections.resource of one split again
 

@@ -22,7 +22,14 @@ import pandas as pd
 from billing import frames
 from billing.charge.bound_pending import bill_sentences
 from billing.charge.ownership import assign_owners
-from billing.charge.pricing import price, price_holdings, reserve_pools, share_unrequested, unrequested_capacity
+from billing.charge.pricing import (
+    price,
+    price_holdings,
+    reserve_pools,
+    share_unrequested,
+    unpriced_models,
+    unrequested_capacity,
+)
 from billing.charge.quotas import queue_remarks, quota_hours, quota_rows, unlent_borrowing, unpriced_flavors
 from billing.charge.workloads import workload_costs
 from billing.collect.day import CollectedDay
@@ -104,17 +111,20 @@ def bill_day(collected: Sequence[CollectedDay], prices: dict[str, Prices], direc
                    capacity_unknown={c.usage.cluster: c.capacity_unknown for c in collected if c.capacity_unknown})
 
 
-def refuse_unpriced_quotas(collected: CollectedDay, day: date, prices: Prices, config: Config) -> None:
-    """Refuse a cluster-day where a listed Kueue queue holds GPUs of a flavor without a priced model (its team would
-    pay quota and use twice); warn of each queue billed to nobody or without a series. Asked as soon as the cluster
-    is collected, before the directory is read."""
+def refuse_unpriced(collected: CollectedDay, day: date, prices: Prices, config: Config) -> None:
+    """Refuse a cluster-day whose usage holds a model without a price (a storage class neither `storage_classes` nor
+    `storage_gib_hour` prices), or where a listed Kueue queue holds GPUs of a flavor without a priced model (its team
+    would pay quota and use twice); warn of each queue billed to nobody or without a series. Asked as soon as the
+    cluster is collected, before the directory is read."""
     cluster, quotas = collected.cluster, collected.quotas
-    if cluster.kueue is None:
-        return
-    unpriced = unpriced_flavors(quotas, cluster, prices, gpu_fractions(config.gpu_resources))
+    unpriced = unpriced_models(collected.usage.usage, prices, cluster.prices_key(day))
+    if cluster.kueue is not None:
+        unpriced += unpriced_flavors(quotas, cluster, prices, gpu_fractions(config.gpu_resources))
     if unpriced:
         raise RunFailed(f"cluster {cluster.name} on {day}: " + "; ".join(unpriced) + "; nothing was billed and the day "
                         "stays missing")
+    if cluster.kueue is None:
+        return
     for remark in queue_remarks(cluster.kueue, set(quotas.loc[quotas["family"] == NOMINAL, "cluster_queue"])):
         log.warning("cluster %s: %s", cluster.name, remark)
 

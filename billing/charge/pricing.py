@@ -27,6 +27,7 @@ from billing.frames import require_columns
 from billing.resources import (
     CREDIT,
     GPU,
+    OFFERED,
     POOL_PREFIX,
     REGISTRY,
     RESERVED,
@@ -41,20 +42,44 @@ USAGE_PRICED = ["cluster", "namespace", "resource", "gpu_model", "priority_class
 
 
 def unit_price(prices: Prices, resource: str, gpu_model: str) -> float:
-    """Price of one resource-hour; a GPU model without its own price pays gpu_hour.
+    """Price of one resource-hour; a model (GPU model, storage class) without its own price pays the resource's
+    (gpu_hour, storage_gib_hour).
 
     A model that names a MIG slice (single strategy) is billed in physical GPU-hours like any GPU: its own
     price is per slice-hour, so one physical GPU-hour of it costs that over the slice's fraction; without
     one it pays its whole GPU's price (docs/spec.md "GPU sharing")."""
-    if resource != GPU:
-        return getattr(prices, REGISTRY[resource].price_key)
-    sliced = single_strategy_slice(gpu_model)
-    if sliced is None:
-        return prices.gpu_models.get(gpu_model, prices.gpu_hour)
-    whole_gpu, _, fraction = sliced
-    if gpu_model in prices.gpu_models:
-        return prices.gpu_models[gpu_model] / fraction
-    return prices.gpu_models.get(whole_gpu, prices.gpu_hour)
+    sliced = single_strategy_slice(gpu_model) if resource == GPU else None
+    if sliced is not None:
+        whole_gpu, _, fraction = sliced
+        if gpu_model in prices.gpu_models:
+            return prices.gpu_models[gpu_model] / fraction
+        gpu_model = whole_gpu
+    priced = model_price(prices, resource, gpu_model)
+    if priced is None:  # refused before pricing (unpriced_models)
+        raise ValueError(f"{resource} of model {gpu_model!r} has no price")
+    return priced
+
+
+def model_price(prices: Prices, resource: str, model: str) -> float | None:
+    """The price of one resource-hour of a model (the resource's own where the model has none); None where neither
+    is set (a storage class without a price and no `storage_gib_hour`)."""
+    registered = REGISTRY[resource]
+    by_model: dict[str, float] = getattr(prices, registered.models_key) if registered.models_key else {}
+    return by_model.get(model, getattr(prices, registered.price_key))
+
+
+def unpriced_models(usage: pd.DataFrame, prices: Prices, where: str) -> list[str]:
+    """One sentence per resource and model in a cluster's usage (frames.USAGE) that has no price: the model is not
+    in the resource's prices per model and the resource's own price is unset (docs/spec.md "Rule 6: price").
+    where: the key of the cluster's price set in force (`clusters[0].prices`)."""
+    sentences = []
+    for resource, model in sorted(set(zip(usage["resource"], usage["gpu_model"]))):
+        if model_price(prices, resource, model) is None:
+            registered = REGISTRY[resource]
+            sentences.append(f"{registered.word} {registered.model_word} {model or '(none)'} has no price: add it to "
+                             f"{where}.{registered.models_key}, or set {where}.{registered.price_key} for every "
+                             f"{registered.model_word} not listed")
+    return sentences
 
 
 def price(usage: pd.DataFrame, ownership: pd.DataFrame, prices: dict[str, Prices],
@@ -167,8 +192,7 @@ def unrequested_capacity(allocatable: pd.DataFrame, usage: pd.DataFrame, prices:
     no node offers (Resource.offered_by_nodes) has no capacity: its requests are
     billed, and nothing of it is unrequested.
     """
-    not_offered = [name for name, resource in REGISTRY.items() if not resource.offered_by_nodes]
-    requested = usage[~usage["resource"].isin(not_offered)].groupby(CAPACITY_KEYS)["quantity"].sum().rename("requested")
+    requested = usage[usage["resource"].isin(list(OFFERED))].groupby(CAPACITY_KEYS)["quantity"].sum().rename("requested")
     frame = allocatable.set_index(CAPACITY_KEYS).join(requested, how="outer").fillna(0.0).reset_index()
     over = frame[frame["requested"] > frame["allocatable"] * (1 + 1e-9)]
     row: Any  # a row of the frame's named columns (pandas-stubs types its fields as any scalar)

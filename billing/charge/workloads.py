@@ -1,12 +1,12 @@
 """Costs below the namespace (docs/spec.md "Workloads and experiment labels"): the ledger's rows split over workloads.
 
-Each `chargeback` row of what a namespace requested (cpu, memory, gpu) is split over the namespace's
+Each `chargeback` row of what a namespace requested (cpu, memory, gpu) or held (storage) is split over the namespace's
 workloads and cost-label sets the way the row itself was made: the workloads' usage is priced exactly
 as the namespace's (the same teams and shares, unit prices and priority-class discounts), and the
 last part of each row takes what the others leave, so that the parts add up to the row's quantity,
 cost and list cost. Rows no pod requested (reserved-*, credit-* and unrequested-* rows, and any row of a
 cluster whose workloads were not collected) get one part of the whole row under the workload
-UNATTRIBUTED.
+UNATTRIBUTED; so does the part of a row no workload holds (workload '' in the usage: storage no pod mounts).
 """
 
 from __future__ import annotations
@@ -32,11 +32,14 @@ def workload_costs(usage: pd.DataFrame, ownership: pd.DataFrame, prices: dict[st
                    cost_labels: Sequence[str]) -> pd.DataFrame:
     """frames.WORKLOAD_COSTS.columns rows that add up to `rows` per ROW_KEYS.
 
-    usage: cluster and frames.WORKLOAD_USAGE of the clusters whose workloads were collected;
+    usage: cluster and frames.WORKLOAD_USAGE of the clusters whose workloads were collected (workload '' where none
+    holds it);
     ownership as for pricing.price; rows: the day's ledger rows (frames.ROWS)."""
     require_columns(usage, ["cluster", *frames.WORKLOAD_USAGE.columns], "workload usage")
     frames.ROWS.check(rows, "ledger rows to split over workloads")
-    parts = price(usage, ownership, prices, below=BELOW)
+    # no workload ('') is what the namespace holds that no pod's workload does (storage no pod mounts): the same part
+    # as the rows no pod requested
+    parts = price(usage.assign(workload=usage["workload"].replace("", UNATTRIBUTED)), ownership, prices, below=BELOW)
     parts = parts[parts["quantity"] != 0].astype({amount: float for amount in AMOUNTS})
     amounts = rows.astype({amount: float for amount in AMOUNTS})
     whole = amounts.groupby(ROW_KEYS, dropna=False, as_index=False)[AMOUNTS].sum()

@@ -183,6 +183,12 @@ class ClusterConfig(Section):
                               f"{self.prices[0].from_}")
         return in_force[-1]
 
+    def prices_key(self, day: date) -> str:
+        """Where the price set in force on `day` is in the file, for messages: `clusters[0].prices[1]`."""
+        if isinstance(self.prices, Prices):
+            return self.key("prices")
+        return self.key(f"prices[{sum(prices.from_ <= day for prices in self.prices) - 1}]")
+
     def price_changes(self, first: date, last: date) -> list[date]:
         """Days after `first`, up to `last`, on which another price set comes into force."""
         return [] if isinstance(self.prices, Prices) else [p.from_ for p in self.prices if first < p.from_ <= last]

@@ -36,6 +36,10 @@ class Prices(Section):
     memory_gib_hour: Price
     gpu_hour: Price
     gpu_models: dict[str, Price] = {}
+    # persistent volumes per GiB-hour, per storage class; a class not listed pays storage_gib_hour, and where that
+    # is unset too a day that holds the class is refused (docs/spec.md "Rule 6: price")
+    storage_classes: dict[str, Price] = {}
+    storage_gib_hour: Price | None = None
     # price multiplier per pod priority class (kube_pod_info's priority_class), e.g. backfill: 0.0 runs free;
     # other classes pay 1
     priority_classes: dict[str, Price] = {}

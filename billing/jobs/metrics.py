@@ -33,6 +33,7 @@ from prometheus_client.exposition import basic_auth_handler, default_handler
 from billing.collect.day import hours_by_resource
 from billing.config import MetricsConfig
 from billing.jobs.run import RunSummary
+from billing.resources import per_resource
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,8 @@ def run_metrics(summary: RunSummary, currency: str, duration: float, finished: f
     for cluster, total in summary.cluster_costs.items():
         cost.labels(cluster, currency).set(total)
     hours = Gauge(
-        "billing_cluster_resource_hours", "Resource-hours of the billed day per cluster (cores, GiB, GPUs).",
+        "billing_cluster_resource_hours", "Resource-hours of the billed day per cluster, each in its unit "
+        f"({', '.join(f'{name} {unit}' for name, unit in per_resource('unit').items())}).",
         ["cluster", "resource"], registry=registry,
     )
     for collected in summary.clusters:

@@ -12,7 +12,7 @@ from typing import Literal
 
 from sqlalchemy import Engine
 
-from billing.charge.bill import DayBill, bill_day, refuse_unpriced_quotas
+from billing.charge.bill import DayBill, bill_day, refuse_unpriced
 from billing.charge.workloads import kept_since
 from billing.collect.day import CollectedDay, check_coverage, collect_day
 from billing.collect.replay import prometheus_source
@@ -114,10 +114,10 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0,
 
 
 def _collect_cluster(config: Config, cluster: ClusterConfig, period: BillingDay, prices: Prices) -> CollectedDay:
-    """One cluster-day from its store (billing/collect/day.py), refused at once where its Kueue quotas could not be
-    billed."""
+    """One cluster-day from its store (billing/collect/day.py), refused at once where its usage (a storage class) or
+    its Kueue quotas could not be priced."""
     collected = collect_day(config, cluster, period, prometheus_source(cluster.name, cluster.prometheus))
-    refuse_unpriced_quotas(collected, period.date, prices, config)
+    refuse_unpriced(collected, period.date, prices, config)
     return collected
 
 

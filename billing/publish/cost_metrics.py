@@ -27,6 +27,7 @@ from billing.config import Config
 from billing.days import billing_day
 from billing.ledger.read import day_costs, days_billed, month_to_date_costs, stored_directory
 from billing.publish.budgets import team_budgets
+from billing.resources import RESOURCES
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,8 @@ def add_cost_metrics(registry: CollectorRegistry, figures: CostFigures) -> None:
     """The figures as gauges in `registry`."""
     Gauge("billing_cost_day_timestamp_seconds", "Start of the latest billed day, whose costs billing_cost gives.",
           registry=registry).set(figures.day_start)
-    cost = Gauge("billing_cost", "Cost of the latest billed day per cluster, team and ledger resource (cpu, memory, "
-                 "gpu; unrequested-*, reserved-*, credit-* for shared unrequested capacity and reserved pools), in the currency.",
+    cost = Gauge("billing_cost", f"Cost of the latest billed day per cluster, team and ledger resource ({', '.join(RESOURCES)}; "
+                 "unrequested-*, reserved-*, credit-* for shared unrequested capacity and reserved pools), in the currency.",
                  ["cluster", "team", "resource", "currency"], registry=registry)
     for cluster, team, resource, amount in figures.costs:
         cost.labels(cluster, team, resource, figures.currency).set(amount)

@@ -68,11 +68,13 @@ from billing.errors import UsageError
 from billing.ledger.questions import ROW_KEY
 from billing.publish.report_formats import spreadsheet_safe
 from billing.resources import (
+    CPU,
     CREDIT,
     LENT,
     QUOTA,
     QUOTA_PREFIX,
     RECOVERY,
+    REGISTRY,
     RESERVED,
     UNREQUESTED,
     base,
@@ -83,6 +85,8 @@ TAG_PREFIX = "billing/"
 
 PRICING_UNITS = per_resource("focus_unit")
 RESOURCE_WORDS = per_resource("focus_meter")
+SERVICE_COLUMNS = {"ServiceCategory": "focus_category", "ServiceSubcategory": "focus_subcategory",
+                   "ServiceName": "focus_service"}  # each row's, from its resource (cost recovery's: Compute)
 
 MANDATORY_COLUMNS = [
     "BilledCost", "BillingAccountId", "BillingAccountName", "BillingCurrency", "BillingPeriodEnd",
@@ -280,14 +284,21 @@ def _charges(ledger: pd.DataFrame) -> pd.DataFrame:
                 workload, ledger["cluster"] + "/" + ledger["namespace"] + "/" + ledger["workload"]),
             "ResourceName": ledger["namespace"].mask(workload, ledger["workload"]),
             "ResourceType": namespace_type.mask(workload, ledger["workload"].str.split("/", n=1).str[0]),
-            "ServiceCategory": "Compute",
-            "ServiceName": "Kubernetes",
-            "ServiceSubcategory": "Containers",
+            **_services(ledger["resource"]),
             "SkuId": ledger["resource"].where(ledger["gpu_model"] == "", ledger["resource"] + "/" + ledger["gpu_model"]),
             "Tags": [json_text(_tags(row)) for row in ledger.itertuples()],
         },
         index=ledger.index,
     )
+
+
+def _services(resource: pd.Series) -> dict[str, pd.Series]:
+    """ServiceCategory, ServiceSubcategory and ServiceName of ledger resources as their registered resource gives
+    them (storage's Storage); cost recovery, of no one resource, is the clusters' Compute."""
+    compute = REGISTRY[CPU]
+    registered = resource.map(lambda name: compute if name == RECOVERY else REGISTRY[base(name)])
+    return {column: registered.map(lambda found, field=field: getattr(found, field))
+            for column, field in SERVICE_COLUMNS.items()}
 
 
 def _columns_13(ledger: pd.DataFrame, focus: pd.DataFrame) -> dict[str, pd.Series]:
@@ -547,9 +558,7 @@ def _lump_sums(amounts: pd.DataFrame, version: str, category: str | pd.Series, f
             "ResourceId": cluster,
             "ResourceName": cluster,
             "ResourceType": "Cluster",
-            "ServiceCategory": "Compute",
-            "ServiceName": "Kubernetes",
-            "ServiceSubcategory": "Containers",
+            **_services(sku if isinstance(sku, pd.Series) else pd.Series(sku, index=amounts.index)),
             "SkuId": sku,
             "Tags": [json_text(_prefixed({"cluster": c, "team": t} | more)) for c, t, more in zip(cluster, team, tags)],
         },

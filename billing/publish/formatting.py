@@ -15,6 +15,7 @@ from billing.resources import (
     KINDS,
     LENT,
     MIG_RESOURCE_PREFIX,
+    OFFERED,
     QUOTA,
     RECOVERY,
     REGISTRY,
@@ -29,7 +30,7 @@ KIND_NAMES = {RESERVED: "Reserved pool", CREDIT: "Pool or quota use credited", U
               QUOTA: "Kueue quota", LENT: "Quota lent, credited"}
 RESOURCE_NAMES = Derived(lambda: {
     **{name: resource.word[0].upper() + resource.word[1:] for name, resource in REGISTRY.items()},
-    **{kind + name: f"{KIND_NAMES[kind]}, {resource.word}" for kind in KINDS for name, resource in REGISTRY.items()},
+    **{kind + name: f"{KIND_NAMES[kind]}, {REGISTRY[name].word}" for kind in KINDS for name in OFFERED},
 })
 
 # Two different things, two different words, each with the sentence that explains it wherever it is shown.
@@ -91,8 +92,8 @@ TEAM_NAMESPACES = "(team namespaces)"
 TEAM_NAMESPACES_RULE = "namespaces that are no one person's: a team's own namespaces and its reserved pools"
 # The part of a namespace's cost that no pod's workload requested (charge/workloads.py keeps it under this name)
 NO_WORKLOAD_RULE = (
-    "what no pod requested: unrequested capacity (shared), reserved pools and their credits, and namespaces of "
-    "clusters whose workloads are not collected"
+    "what no pod requested: unrequested capacity (shared), reserved pools and their credits, storage no pod mounts, "
+    "and namespaces of clusters whose workloads are not collected"
 )
 
 

@@ -51,7 +51,7 @@ from billing.publish.report import (
     UNREQUESTED_SHARE,
     Report,
 )
-from billing.resources import GPU, LENT, QUOTA, QUOTA_PREFIX, RESOURCES, UNITS, Derived, Names
+from billing.resources import GPU, LENT, QUOTA, QUOTA_PREFIX, REGISTRY, RESOURCES, UNITS, Derived, Names
 
 WIDTH = 80  # the narrowest terminal the table is fitted to (a wider one, or $COLUMNS, gives it more room)
 MONEY = ["cost", REQUESTED_COST, UNREQUESTED_SHARE, LIST_COST]  # with a Rounding row where they miss their totals
@@ -59,10 +59,21 @@ SUMMED = Names(lambda: [*HOURS_COLUMNS.values(), *MONEY])  # not held_hours: sli
 NUMERIC = Names(lambda: [*SUMMED, "held_hours", "quantity", "unit_price"])
 NAMED_AS_THEY_ARE = RESOURCES  # a report's requested resources keep the names it groups by
 FOR_MACHINES = {LIST_COST}  # in CSV and JSON; the table and HTML show the discount on the day's pages instead
-LABELS = Derived(lambda: {**{column: UNITS[resource] for resource, column in HOURS_COLUMNS.items()},
+LABELS = Derived(lambda: {**{column: _hours_label(resource) for resource, column in HOURS_COLUMNS.items()},
                           "unit_price": "unit price", "held_hours": "held unit-h", HELD_COLUMN: "GPUs held"})
+# hours columns of resources no node offers (storage): in the table and HTML only where a row has some, so that a
+# cluster without them reads as before; CSV and JSON always have every column, a schema that does not move
+SHOWN_IF_USED = Names(lambda: [HOURS_COLUMNS[name] for name, resource in REGISTRY.items() if not resource.offered_by_nodes])
 SHARE_LABEL = "unrequested"  # short for the terminal; the note under the table names it in full
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _hours_label(resource: str) -> str:
+    """A resource-hours column's label, its unit (`GiB-h`); a later resource's of the same unit names its word too
+    (`storage GiB-h` beside memory's)."""
+    unit = UNITS[resource]
+    first = next(name for name in REGISTRY if UNITS[name] == unit)
+    return unit if first == resource else f"{REGISTRY[resource].word} {unit}"
 
 
 def _label(report: Report, column: str) -> str:
@@ -107,7 +118,8 @@ def _cell(column: str, value: Any, people: dict[str, str] | None = None) -> str:
 def _shown(report: Report, names: bool) -> tuple[list[str], list[list[str]], list[str]]:
     """Columns, cells and totals as people read them: with `names`, display names beside uids; each money
     figure rounded once, and a Rounding row last where a money column's rows do not add up to its total."""
-    columns = [c for c in report.columns if c not in FOR_MACHINES]
+    columns = [c for c in report.columns if c not in FOR_MACHINES
+               and (c not in SHOWN_IF_USED or any(row[c] for row in report.rows))]
     sums, rounded = _rounded(report)
     people = report.people if names else None
     rows = [[_cell(c, row[c], people) for c in columns] for row in report.rows]  # a fraction of a cent reads 0.00

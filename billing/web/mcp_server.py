@@ -70,14 +70,14 @@ def descriptions(currency: str) -> dict[str, str]:
     hours = f"quantities in resource-hours: {hours_columns()}"
     return {
         "costs": f"What a person, a team or every team spent over a range of days, summed per namespace (per team "
-                 f"for everyone) or per the `by` asked (team, person, namespace, cluster, resource, GPU model, day, "
-                 f"workload or cost label; `rows`: the ledger's own rows, long); the same document as "
+                 f"for everyone) or per the `by` asked (team, person, namespace, cluster, resource, GPU model (a "
+                 f"storage row's storage class), day, workload or cost label; `rows`: the ledger's own rows, long); the same document as "
                  f"`billing report --by BY --format json`, with a team's budget and the range's price changes. {WHOSE}"
                  f"{money}; {hours}.",
         "changes": f"What changed between two ranges of days and why: cost before and after per namespace, per "
                    f"workload and per resource (with hours and cost per hour, so that more hours tell apart from "
                    f"dearer hours), largest change first, and the price sets that came into force in between. {WHOSE}"
-                   f"{money}; hours in resource-hours ({', '.join(UNITS[name] for name in RESOURCES)}).",
+                   f"{money}; hours in resource-hours ({', '.join(f'{name} in {UNITS[name]}' for name in RESOURCES)}).",
         "waste": f"What was held but not used over a range (shown, never billed): idle GPU-hours and unused CPU "
                  f"core-hours, per namespace for a person, per owner for a team, per team for everyone; null where no "
                  f"day measured it. {WHOSE}Quantities in GPU-hours and core-hours, no money.",

@@ -234,8 +234,8 @@ def answer_schemas(currency: str) -> dict[str, dict]:
     closed = {"type": "boolean", "description": "the month is closed: its figure is its statement's, with cost "
                                                 "recovery, and nothing is forecast"}
     row = {"type": "object", "description": (
-        f"one row: its key (the `by` word; day, cluster, namespace, owner, resource, gpu_model for the ledger's "
-        f"rows), cost and list_cost in {currency} unrounded, unit_price in {currency} per resource-hour, quantity "
+        f"one row: its key (the `by` word; day, cluster, namespace, owner, resource, gpu_model (a storage row's "
+        f"storage class) for the ledger's rows), cost and list_cost in {currency} unrounded, unit_price in {currency} per resource-hour, quantity "
         f"in resource-hours of its resource ({', '.join(resource.focus_meter for resource in REGISTRY.values())}), {hours_columns()}")}
     price_changes = {"type": "array", "items": {"type": "object", "properties": {
         "cluster": {"type": "string"}, "from": iso_day}}, "description": "price sets that came into force"}

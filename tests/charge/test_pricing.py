@@ -6,11 +6,13 @@ import pytest
 
 from billing import frames
 from billing.charge.pricing import (
+    model_price,
     price,
     price_holdings,
     reserve_pools,
     share_unrequested,
     unit_price,
+    unpriced_models,
     unrequested_capacity,
 )
 from billing.config import ClusterConfig, Prices
@@ -32,6 +34,34 @@ def test_unit_prices_per_cluster_and_model():
     assert unit_price(PRICES["ibis"], "gpu", "NVIDIA-H100-80GB-HBM3") == 2.95
     assert unit_price(PRICES["ibis"], "cpu", "") == 0.034
     assert unit_price(PRICES["ibis"], "memory", "") == 0.0045
+
+
+def test_storage_is_priced_per_class_else_at_storage_gib_hour():
+    prices = Prices(cpu_core_hour=0.0, memory_gib_hour=0.0, gpu_hour=1.10,
+                    storage_classes={"fast-nvme": 0.00014, "bulk": 0.0})
+    assert unit_price(prices, "storage", "fast-nvme") == 0.00014 and unit_price(prices, "storage", "bulk") == 0.0
+    assert model_price(prices, "storage", "archive") is None  # no price: the day is refused before pricing
+    with pytest.raises(ValueError, match="storage of model 'archive' has no price"):
+        unit_price(prices, "storage", "archive")
+    defaulted = replace_prices(prices, storage_gib_hour=0.00005)
+    assert unit_price(defaulted, "storage", "archive") == 0.00005 and unit_price(defaulted, "storage", "bulk") == 0.0
+
+
+def test_each_unpriced_class_is_one_sentence_naming_it_and_both_keys():
+    prices = Prices(cpu_core_hour=0.01, memory_gib_hour=0.0, gpu_hour=1.10, storage_classes={"fast-nvme": 0.00014})
+    usage = pd.DataFrame([("alice", "storage", "archive", "", "", 100.0), ("bob", "storage", "fast-nvme", "", "", 5.0),
+                          ("bob", "storage", "", "", "", 1.0), ("bob", "cpu", "", "", "", 1.0),
+                          ("alice", "gpu", "NVIDIA-A30", "", "", 1.0)], columns=frames.USAGE.columns)
+    assert unpriced_models(usage, prices, "clusters[0].prices[1]") == [
+        "storage class (none) has no price: add it to clusters[0].prices[1].storage_classes, or set "
+        "clusters[0].prices[1].storage_gib_hour for every class not listed",
+        "storage class archive has no price: add it to clusters[0].prices[1].storage_classes, or set "
+        "clusters[0].prices[1].storage_gib_hour for every class not listed"]
+    assert unpriced_models(usage, replace_prices(prices, storage_gib_hour=0.0), "clusters[0].prices") == []
+
+
+def replace_prices(prices: Prices, **changes: object) -> Prices:
+    return Prices.model_validate({**prices.model_dump(), **changes})
 
 
 def test_a_slice_sold_as_a_whole_gpu_costs_its_slice_hours_price():

@@ -107,3 +107,18 @@ def test_the_last_part_takes_what_the_others_leave():
 @pytest.mark.parametrize("keep_days, since", [(None, None), (1, date(2026, 11, 20)), (30, date(2026, 10, 22))])
 def test_workload_rows_are_kept_the_days_before_today(keep_days, since):
     assert kept_since(date(2026, 11, 21), keep_days) == since
+
+
+def test_storage_no_pod_mounts_is_the_namespaces_no_workload_beside_a_claim_a_workload_mounts():
+    """The workload usage names no workload ('') for a claim no pod mounts: by hand, team-nlp's 24,000 GiB-hours of
+    fast-nvme at 0.0002 (4.80) are 12,000 of StatefulSet/db's claim (2.40) and 12,000 of one no pod mounts (2.40),
+    not all of it StatefulSet/db's as the last part of the row."""
+    prices = {"jaguar": Prices(cpu_core_hour=0.0, memory_gib_hour=0.0, gpu_hour=0.0, storage_classes={"fast-nvme": 0.0002})}
+    usage = pd.DataFrame([("team-nlp", "StatefulSet/db", NONE, "storage", "fast-nvme", "", "", 12_000.0),
+                          ("team-nlp", "", NONE, "storage", "fast-nvme", "", "", 12_000.0)],
+                         columns=frames.WORKLOAD_USAGE.columns).assign(cluster="jaguar")
+    by_namespace = usage.groupby(["cluster", "namespace", "resource", "gpu_model", "priority_class"], as_index=False)
+    rows = price(by_namespace["quantity"].sum(), OWNERSHIP, prices)
+    parts = workload_costs(usage, OWNERSHIP, prices, rows, ["experiment"])
+    assert {row.workload: (row.quantity, round(row.cost, 9)) for row in parts.itertuples()} == {
+        "StatefulSet/db": (12_000.0, 2.40), UNATTRIBUTED: (12_000.0, 2.40)}

@@ -71,6 +71,14 @@ def test_bad_durations(text):
          "clusters[0].prices.cpu_core_hour", "expected a finite number, got nan"),
         ({"clusters": [cluster(prices={**cluster()["prices"], "gpu_models": {"A100": False}})]},
          "clusters[0].prices.gpu_models.A100", "expected a number, got false"),
+        ({"clusters": [cluster(prices={**cluster()["prices"], "storage_classes": {"fast-nvme": -0.0001}})]},
+         "clusters[0].prices.storage_classes.fast-nvme", "greater than or equal to 0"),
+        ({"clusters": [cluster(prices={**cluster()["prices"], "storage_classes": {"bulk": True}})]},
+         "clusters[0].prices.storage_classes.bulk", "expected a number, got true"),
+        ({"clusters": [cluster(prices={**cluster()["prices"], "storage_gib_hour": float("inf")})]},
+         "clusters[0].prices.storage_gib_hour", "expected a finite number, got inf"),
+        ({"clusters": [cluster(prices={**cluster()["prices"], "storage_gib_hour": "cheap"})]},
+         "clusters[0].prices.storage_gib_hour", "number"),
         ({"clusters": [cluster(prices={**cluster()["prices"], "priority_classes": {"backfill": 1e9}})]},
          "clusters[0].prices.priority_classes.backfill", "less than 1000000000"),
         ({"clusters": [cluster(prices={**cluster()["prices"], "cpu_core_hour": "cheap"})]},
@@ -185,6 +193,18 @@ def test_prices_up_to_just_below_a_billion_per_unit_are_accepted(write_config):
     config = load_config(write_config(clusters=[cluster(prices=prices)]))
     assert (config.clusters[0].prices.gpu_hour, config.clusters[0].prices.cpu_core_hour) == (999_999_999.99, 0)
     assert config.clusters[0].prices.memory_gib_hour == 1.0  # an integer is a number, only true/false are not
+
+
+def test_storage_is_priced_per_class_with_an_optional_default_in_each_dated_set(write_config):
+    first = {**cluster()["prices"], "from": "2026-01-01", "storage_classes": {"fast-nvme": 0.00014, "bulk": 0}}
+    second = {**cluster()["prices"], "from": "2026-11-20", "storage_gib_hour": 0.00005}
+    jaguar = load_config(write_config(clusters=[cluster(prices=[first, second])])).clusters[0]
+    before, after = jaguar.prices_on(date(2026, 11, 19)), jaguar.prices_on(date(2026, 11, 20))
+    assert (before.storage_classes, before.storage_gib_hour) == ({"fast-nvme": 0.00014, "bulk": 0.0}, None)
+    assert (after.storage_classes, after.storage_gib_hour) == ({}, 0.00005)
+    assert (jaguar.prices_key(date(2026, 11, 19)), jaguar.prices_key(date(2026, 11, 20))) == (
+        "clusters[0].prices[0]", "clusters[0].prices[1]")
+    assert load_config(write_config()).clusters[0].prices_key(date(2026, 11, 20)) == "clusters[0].prices"
 
 
 def test_an_oversized_config_is_refused_before_it_is_parsed(tmp_path):

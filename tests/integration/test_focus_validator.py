@@ -2,7 +2,7 @@
 `billing export --focus-version 1.2`, as a user would: from its own Python 3.12 environment
 (tests/focus_validator/, made by .ci/run), on a closed month with a reserved pool, unrequested capacity, a
 priority-class discount and cost recovery, one of whose days was run again after the close (its corrections are
-rows of ChargeClass Correction in November)."""
+rows of ChargeClass Correction in November), and a November day of persistent volumes' storage."""
 
 import re
 import subprocess
@@ -26,6 +26,9 @@ VALIDATOR = ROOT / "tests" / "focus_validator" / "venv" / "bin"
 # checks both over every row and reports the branch that does not hold as failed while the OR passes: every row
 # here is on a statement, so C-005 holds and C-004 is listed. It is no failure of the dataset.
 OR_BRANCHES = {"InvoiceId-C-004-C"}
+# persistent volumes of two storage classes on November 3 (ServiceCategory Storage beside Compute)
+STORAGE = [("jaguar", "alice", "robotics", "alice", "storage", "fast-nvme", 24_000.0, 0.0002, 4.80),
+           ("jaguar", "team-vision", "vision", None, "storage", "bulk", 48_300.0, 0.00005, 2.415)]
 
 
 def test_the_official_focus_validator_finds_no_failure_in_the_1_2_export(tmp_path, write_config):
@@ -33,6 +36,7 @@ def test_the_official_focus_validator_finds_no_failure_in_the_1_2_export(tmp_pat
     url = closed_october(f"sqlite:///{tmp_path / 'october.db'}")
     engine = open_ledger(url)
     replace_day(engine, date(2026, 10, 5), DayBill(frame(OCT_5_RERUN)), "USD")
+    replace_day(engine, date(2026, 11, 3), DayBill(frame(STORAGE)), "USD")
     engine.dispose()
     config = write_config(database=url, currency="USD")
     export = tmp_path / "october.csv"
@@ -40,6 +44,7 @@ def test_the_official_focus_validator_finds_no_failure_in_the_1_2_export(tmp_pat
                                        "--focus-version", "1.2", "--output", str(export)])
     assert result.exit_code == 0, result.output
     assert ",Correction," in export.read_text()  # the corrections of October 5 are among the rows checked
+    assert ",Storage," in export.read_text()  # and persistent volumes' rows, of their own ServiceCategory
     # the validator reads its currency codes from focus_validator/rules/ under the working directory: its package's
     python = Path(program).parent / "python"
     packages = subprocess.run([python, "-c", "import focus_validator, os; print(os.path.dirname(os.path.dirname("

@@ -393,6 +393,22 @@ def test_a_price_money_cannot_be_is_refused_and_the_ledger_kept_as_it_was(config
     assert run(configure()).exit_code == 0 and ledger_state(ledger_url) != before  # the same run with a real price writes
 
 
+def test_a_storage_class_without_a_price_refuses_the_day_naming_cluster_class_and_keys(configure, ledger_url, monkeypatch):
+    before = ledger_state(ledger_url)
+    archived = pd.concat([USAGE, pd.DataFrame([("alice", "storage", "archive", "", "", 2400.0)],
+                                              columns=frames.USAGE.columns)], ignore_index=True)
+    monkeypatch.setattr(billing.collect.day, "collect_cluster",
+                        lambda context, *_: ClusterUsage(context.cluster.name, archived, 1, 1, 1.0))
+    stub_node_metrics(monkeypatch)
+    assert_failed_and_kept(
+        run(configure()), ledger_url, before,
+        f"cluster jaguar on {DAY}: storage class archive has no price: add it to clusters[0].prices.storage_classes, "
+        "or set clusters[0].prices.storage_gib_hour for every class not listed; nothing was billed")
+    prices = {**MINIMAL_CONFIG["clusters"][0]["prices"], "storage_classes": {"archive": 0.00001}}
+    assert run(configure(clusters=[{**MINIMAL_CONFIG["clusters"][0], "prices": prices,
+                                    "prometheus": {"url": "http://127.0.0.1:9"}}])).exit_code == 0
+
+
 @pytest.mark.parametrize("text, words", [
     ("a: " + "[" * 5000 + "]" * 5000, "nests mappings and lists more than 50 levels deep (at line 1)"),
     ("# padding\n" * 5_000_000, "is larger than 1024 KiB; a billing config is a few kilobytes"),

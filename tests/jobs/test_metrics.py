@@ -78,9 +78,9 @@ def test_push_sends_the_runs_metrics_to_the_gateway():
     assert pushed[("billing_cluster_cost", ("cluster", "jaguar"), ("currency", "USD"))] == 62.318
     assert pushed[("billing_cluster_cost", ("cluster", "ibis"), ("currency", "USD"))] == 0.52
     hours = {key[1][1] + "/" + key[2][1]: value for key, value in pushed.items() if key[0] == "billing_cluster_resource_hours"}
-    assert hours == {
-        "jaguar/cpu": 100.0, "jaguar/memory": 512.0, "jaguar/gpu": 26.5,
-        "ibis/cpu": 10.0, "ibis/memory": 40.0, "ibis/gpu": 0.0,
+    assert hours == {  # every registered resource, storage too: none held on either cluster is 0 GiB-hours
+        "jaguar/cpu": 100.0, "jaguar/memory": 512.0, "jaguar/gpu": 26.5, "jaguar/storage": 0.0,
+        "ibis/cpu": 10.0, "ibis/memory": 40.0, "ibis/gpu": 0.0, "ibis/storage": 0.0,
     }
 
 
