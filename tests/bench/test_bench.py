@@ -43,7 +43,7 @@ def test_each_query_is_put_down_to_the_line_of_billing_collect_that_asked_it():
     noting = Noting(Empty())
     collect_cluster(cluster_day(cluster, PERIOD, 60, ["nvidia_com_gpu"], noting, DEFAULT_STORE))
     askers = Counter(query.asker.split(" ", 1)[1] for query in noting.asked)
-    assert askers["exact_pods = _uids(source.instant(queries.needs_exact(copies), at))"] == 4  # once per chunk
+    assert askers["exact_pods = _uids(source.instant(queries.needs_exact(copies), at)) | odd"] == 4  # once per chunk
     assert any("queries.running_instants(" in line for line in askers)  # not asking's at_times, which passes it on
     assert all(query.asker.startswith(("usage:", "asking:")) for query in noting.asked)
 
