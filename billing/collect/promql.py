@@ -326,9 +326,7 @@ class Queries:
             return self.ksm.plain(f"count_over_time({info}[{self.raw}])", (*POD_LABELS, "node"))
 
         one = f'topk by (uid) (1, {seen(CONTROLLED)} + {CONTROLLER_FIRST:g} or {seen(UNCONTROLLED)})'
-        named = f'label_join(label_join({one}, "workload", "/", "created_by_kind", "created_by_name"), "probe", ";", "created_by_kind", "pod")'
-        itself = f'label_replace({named}, "workload", "Pod/$1", "probe", "(?:<none>)?;(.+)")'
-        return f"group by (namespace, pod, uid, {keep + ', ' if keep else ''}workload) ({itself})"
+        return f"group by (namespace, pod, uid, {keep + ', ' if keep else ''}workload) ({workload_named(one)})"
 
     def parents(self) -> str:
         """Per ReplicaSet and Job with a controller of its own in the chunk (namespace, `workload` as
@@ -382,6 +380,13 @@ class Queries:
       or
         (group by (node) ({self.ksm.plain(self.latest(nodes))}) unless on (node) {newest})
     )"""
+
+
+def workload_named(pod_info: str) -> str:
+    """kube_pod_info's series (`pod_info`) with a `workload` label one step up the pod's owners: `Kind/name` of its
+    controller, or `Pod/<name>` for a pod without one (`<none>`, or an exporter that leaves the labels out)."""
+    named = f'label_join(label_join({pod_info}, "workload", "/", "created_by_kind", "created_by_name"), "probe", ";", "created_by_kind", "pod")'
+    return f'label_replace({named}, "workload", "Pod/$1", "probe", "(?:<none>)?;(.+)")'
 
 
 def _term(expression: str, term: str) -> str:

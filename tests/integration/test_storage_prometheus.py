@@ -1,0 +1,132 @@
+"""Storage collected from a real store (docs/spec.md "Storage"): a day of claims and volumes of two classes, backfilled
+into Prometheus and VictoriaMetrics, its GiB-hours worked out by hand below; and a volume whose capacity is NaN,
+refused.
+
+Every series is scraped each minute on the instants, with no staleness markers (blocks written by promtool), so a
+deleted object's last samples stay visible for the 5-minute lookback: 5 instants more.
+"""
+
+from datetime import date
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from billing.collect.context import cluster_day
+from billing.collect.figures import ImpossibleFigure
+from billing.collect.prometheus import LivePrometheus
+from billing.collect.storage import collect_storage
+from billing.days import billing_day
+from fixtures.ksm import Cluster, Container, Controller, Node, Pod, Volume, VolumeClaim, World
+from tests.helpers.prometheus_worlds import cluster
+
+DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
+D = DAY.start.timestamp()
+BEFORE, AFTER = D - 3600, D + 25 * 3600
+GIB = 2**30
+LOOKBACK = 5 / 60  # hours: the 5 instants a deleted object's last samples stay visible
+FAST, BULK = "fast-nvme", "bulk"
+
+
+def at(hour: float) -> float:
+    return D + hour * 3600
+
+
+def pod(namespace: str, name: str, start: float, end: float, claims: tuple[str, ...], kind: str, owner: str) -> Pod:
+    return Pod(namespace, name, f"uid-{name}", "node-1", start, ((start, "Running"),), end,
+               (Container("main", 1.0, 0.0, 0.0),), created_by_kind=kind, created_by_name=owner, volume_claims=claims)
+
+
+VOLUMES = (
+    # resized from 100 to 150 GiB at noon; its claim deleted at 18:00, the volume kept (Retain): Released
+    Volume("pv-ckpt", FAST, ((BEFORE, 100 * GIB), (at(12), 150 * GIB)), ((BEFORE, "Bound"), (at(18), "Released"))),
+    # provisioned at 03:00, when its claim, Pending until then, is bound: 512 GiB for a request of 500
+    Volume("pv-scratch", BULK, ((at(3), 512 * GIB),), ((at(3), "Bound"),)),
+    Volume("pv-trainer-0", BULK, ((BEFORE, 200 * GIB),), ((BEFORE, "Bound"),)),
+    Volume("pv-trainer-1", BULK, ((BEFORE, 200 * GIB),), ((BEFORE, "Bound"),)),
+    # the first and second volume of a claim deleted at 08:00 and created again under its name (Delete policy)
+    Volume("pv-cache-a", FAST, ((BEFORE, 64 * GIB),), ((BEFORE, "Bound"),), deleted=at(8)),
+    Volume("pv-cache-b", FAST, ((at(8.25), 100 * GIB),), ((at(8.25), "Bound"),)),
+    Volume("pv-spare", BULK, ((BEFORE, 1000 * GIB),), ((BEFORE, "Available"),)),  # nobody's claim
+)
+CLAIMS = (
+    VolumeClaim("vision", "ckpt", FAST, 100 * GIB, ((BEFORE, "Bound"),), ((BEFORE, "pv-ckpt"),), deleted=at(18)),
+    VolumeClaim("vision", "scratch", BULK, 500 * GIB, ((BEFORE, "Pending"), (at(3), "Bound")),
+                ((BEFORE, ""), (at(3), "pv-scratch"))),
+    VolumeClaim("nlp", "data-trainer-0", BULK, 200 * GIB, ((BEFORE, "Bound"),), ((BEFORE, "pv-trainer-0"),)),
+    VolumeClaim("nlp", "data-trainer-1", BULK, 200 * GIB, ((BEFORE, "Bound"),), ((BEFORE, "pv-trainer-1"),)),
+    VolumeClaim("nlp", "cache", FAST, 64 * GIB, ((BEFORE, "Bound"), (at(8), "Pending"), (at(8.25), "Bound")),
+                ((BEFORE, "pv-cache-a"), (at(8), ""), (at(8.25), "pv-cache-b"))),
+)
+PODS = (
+    pod("nlp", "trainer-0", BEFORE, AFTER, ("data-trainer-0",), "StatefulSet", "trainer"),
+    pod("nlp", "trainer-1", BEFORE, AFTER, ("data-trainer-1",), "StatefulSet", "trainer"),
+    pod("vision", "web-5d8f-x7k2p", at(6), at(12), ("ckpt",), "ReplicaSet", "web-5d8f"),  # 06:00 to 12:04 seen
+)
+NODE = Node("node-1", ((BEFORE, {}),), {"cpu": 64.0, "memory": 512.0 * GIB})
+
+
+def world(volumes: tuple[Volume, ...] = VOLUMES) -> World:
+    return World((Cluster("jaguar", (NODE,), PODS, {"cluster": "jaguar"},
+                          (Controller("ReplicaSet", "vision", "web-5d8f", "Deployment", "web"),),
+                          volumes=volumes, volume_claims=CLAIMS),), BEFORE, AFTER)
+
+
+# By hand, in GiB-hours over the day's 1,440 instants:
+CKPT = 100 * 12 + 150 * (6 + LOOKBACK)  # 2,112.5: bound until 18:04, its last samples' lookback
+CKPT_WEB = 100 * 6 + 150 * LOOKBACK  # 612.5: mounted by the Deployment's pod 06:00 to 12:04, resized at noon
+SCRATCH = 512 * 21  # 10,752: Pending until 03:00 (nothing), then its volume's 512 GiB, not the 500 requested
+TRAINERS = 200 * 24 * 2  # 9,600: the StatefulSet's two claims all day
+CACHE = 64 * 8 + 100 * (24 - 8.25)  # 2,087: Pending 08:00 to 08:14 (the old volume's lookback too), then 100 GiB
+USAGE = {("vision", FAST): CKPT, ("vision", BULK): SCRATCH, ("nlp", BULK): TRAINERS, ("nlp", FAST): CACHE}
+WORKLOADS = {("vision", "Deployment/web", FAST): CKPT_WEB, ("vision", "(no workload)", FAST): CKPT - CKPT_WEB,
+             ("vision", "(no workload)", BULK): SCRATCH, ("nlp", "StatefulSet/trainer", BULK): TRAINERS,
+             ("nlp", "(no workload)", FAST): CACHE}
+CLASSES = {
+    # provisioned: pv-ckpt 3,000; pv-cache-a 8 h and its lookback at 64 GiB; pv-cache-b from 08:15 at 100 GiB
+    FAST: (100 * 12 + 150 * 12 + 64 * (8 + LOOKBACK) + 100 * (24 - 8.25), CKPT + CACHE, 150 * 6),
+    # provisioned: pv-scratch, the trainers', pv-spare (Available all day: unclaimed)
+    BULK: (SCRATCH + TRAINERS + 1000 * 24, SCRATCH + TRAINERS, 1000 * 24),
+}
+
+
+def collected(url: str, cost_labels: list[str] | None):
+    config = cluster("jaguar", url)
+    context = cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
+    return collect_storage(context, cost_labels)
+
+
+def test_claims_billed_per_namespace_class_and_workload(store_server):
+    """A resize billed from the instant it shows, a Pending claim not, a claim billed at its volume's capacity, the
+    Released and Available volumes unclaimed, a StatefulSet's claims its own and an unmounted claim the namespace's."""
+    url = store_server(world()).url
+    plain = collected(url, None)
+    got = {(r.namespace, r.gpu_model): r.quantity for r in plain.usage.itertuples()}
+    assert got.keys() == USAGE.keys()
+    for key, quantity in USAGE.items():
+        assert got[key] == pytest.approx(quantity, rel=1e-9, abs=1e-9), key
+    assert set(plain.usage["resource"]) == {"storage"} and set(plain.usage["priority_class"] + plain.usage["pool"]) == {""}
+    classes = {r.storageclass: (r.provisioned, r.claimed, r.unclaimed) for r in plain.classes.itertuples()}
+    assert classes.keys() == CLASSES.keys()
+    for name, figures in CLASSES.items():
+        assert classes[name] == pytest.approx(figures, rel=1e-9, abs=1e-9), name
+
+    broken_down = collected(url, ["experiment"])
+    rows = {(r.namespace, r.workload, r.gpu_model): r.quantity for r in broken_down.workloads.itertuples()}
+    assert rows.keys() == WORKLOADS.keys()
+    for key, quantity in WORKLOADS.items():
+        assert rows[key] == pytest.approx(quantity, rel=1e-9, abs=1e-9), key
+    assert set(broken_down.workloads["labels"]) == {'{"experiment": ""}'}
+    assert broken_down.usage.equals(plain.usage)
+
+
+@pytest.mark.parametrize("capacity", [float("nan"), -1000 * GIB, float("inf")])
+def test_an_impossible_capacity_refuses_the_day(prometheus_server, capacity):
+    """A NaN, negative (beyond the other claims of its namespace and class) or infinite capacity of a bound claim's
+    volume: refused, naming the series and the fix."""
+    broken = tuple(Volume(v.name, v.storageclass, ((BEFORE, 200 * GIB), (at(10), capacity)), v.phases)
+                   if v.name == "pv-trainer-0" else v for v in VOLUMES)
+    with pytest.raises(ImpossibleFigure) as refused:
+        collected(prometheus_server(world(broken)).url, None)
+    message = str(refused.value)
+    assert "kube_persistentvolume_capacity_bytes{" in message and 'storageclass="bulk"' in message
+    assert "correct the volume's or claim's spec" in message and "nothing was billed" in message
