@@ -49,6 +49,12 @@ INITIALISING = "InitContainersRunning"  # the reason billing gives a pod whose i
 SCHEDULER_REQUESTS, SCHEDULED = "kube_pod_resource_request", ("cpu", "memory")
 # dcgm-exporter's per-GPU series; with --kubernetes-enable-dra those of a GPU held through a claim carry dra_* labels
 GPU_UTILISATION, DRA_HELD, WHOLE_GPU = "DCGM_FI_DEV_GPU_UTIL", 'dra_driver_name!=""', 'GPU_I_ID=""'
+# persistent volumes' storage (docs/spec.md "Storage"): a claim's class and volume (volumename, '' while Pending), its
+# phase and request; a volume's capacity, class and phase; and a pod whose spec mounts a claim
+CLAIM_INFO, CLAIM_PHASE = "kube_persistentvolumeclaim_info", "kube_persistentvolumeclaim_status_phase"
+CLAIM_REQUEST = "kube_persistentvolumeclaim_resource_requests_storage_bytes"
+VOLUME_CAPACITY, VOLUME_INFO = "kube_persistentvolume_capacity_bytes", "kube_persistentvolume_info"
+VOLUME_PHASE, MOUNTS = "kube_persistentvolume_status_phase", "kube_pod_spec_volumes_persistentvolumeclaims_info"
 log = logging.getLogger(__name__)
 
 

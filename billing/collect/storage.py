@@ -23,17 +23,21 @@ from billing.collect.asking import TopControllers, map_chunks
 from billing.collect.chunks import Chunk
 from billing.collect.context import ClusterDay
 from billing.collect.figures import CLAIMS, STORAGE_BYTES, figure
-from billing.collect.promql import Queries, quote, workload_named
+from billing.collect.promql import (
+    CLAIM_INFO,
+    CLAIM_PHASE,
+    CLAIM_REQUEST,
+    MOUNTS,
+    VOLUME_CAPACITY,
+    VOLUME_INFO,
+    VOLUME_PHASE,
+    Queries,
+    quote,
+    workload_named,
+)
 from billing.collect.usage import GIB, labels_json
 from billing.resources import STORAGE
 
-CLAIM_INFO = "kube_persistentvolumeclaim_info"  # storageclass, volumename ('' while Pending)
-CLAIM_PHASE = "kube_persistentvolumeclaim_status_phase"
-CLAIM_REQUEST = "kube_persistentvolumeclaim_resource_requests_storage_bytes"
-VOLUME_CAPACITY = "kube_persistentvolume_capacity_bytes"
-VOLUME_INFO = "kube_persistentvolume_info"  # storageclass
-VOLUME_PHASE = "kube_persistentvolume_status_phase"
-MOUNTS = "kube_pod_spec_volumes_persistentvolumeclaims_info"  # a pod whose spec names the claim
 CLAIM = "namespace, persistentvolumeclaim"  # a claim, as kube-state-metrics labels it
 BOUND = 'phase="Bound"'
 UNCLAIMED_PHASES = "Released|Available"  # a volume whose claim was deleted (kept by Retain), or that none claimed

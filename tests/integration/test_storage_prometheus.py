@@ -13,6 +13,7 @@ import pytest
 
 from billing.collect.context import cluster_day
 from billing.collect.figures import ImpossibleFigure
+from billing.collect.preflight import MissingSeries, preflight, refuse_missing
 from billing.collect.prometheus import LivePrometheus
 from billing.collect.storage import collect_storage
 from billing.days import billing_day
@@ -130,3 +131,15 @@ def test_an_impossible_capacity_refuses_the_day(prometheus_server, capacity):
     message = str(refused.value)
     assert "kube_persistentvolume_capacity_bytes{" in message and 'storageclass="bulk"' in message
     assert "correct the volume's or claim's spec" in message and "nothing was billed" in message
+
+
+def test_claims_without_their_volumes_capacity_refuse_the_day(prometheus_server):
+    """docs/spec.md rule 10: claims listed but no volume's capacity (kube-state-metrics without persistentvolumes) would
+    bill every claim its request; the preflight refuses the day naming the family."""
+    config = cluster("jaguar", prometheus_server(world(volumes=())).url)
+    context = cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
+    failed = preflight(context, workloads=False).said("FAIL")
+    assert "kube_persistentvolume_capacity_bytes is missing" in failed
+    assert "kube_persistentvolumeclaim_status_phase" not in failed  # the claims' phase is there
+    with pytest.raises(MissingSeries, match="kube_persistentvolume_capacity_bytes is missing"):
+        refuse_missing(preflight(context, workloads=False))
