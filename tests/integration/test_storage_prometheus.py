@@ -1,11 +1,13 @@
 """Storage collected from a real store (docs/spec.md "Storage"): a day of claims and volumes of two classes, backfilled
-into Prometheus and VictoriaMetrics, its GiB-hours worked out by hand below; and a volume whose capacity is NaN,
-refused.
+into Prometheus and VictoriaMetrics and written to them live (remote write, staleness markers, kube-state-metrics
+replaced), its GiB-hours worked out by hand below and by the reference (fixtures/reference.py); a volume whose
+capacity is impossible, refused; claims without their volumes' capacity, refused by the preflight.
 
 Every series is scraped each minute on the instants, with no staleness markers (blocks written by promtool), so a
 deleted object's last samples stay visible for the 5-minute lookback: 5 instants more.
 """
 
+from dataclasses import replace
 from datetime import date
 from zoneinfo import ZoneInfo
 
@@ -17,7 +19,8 @@ from billing.collect.preflight import MissingSeries, preflight, refuse_missing
 from billing.collect.prometheus import LivePrometheus
 from billing.collect.storage import collect_storage
 from billing.days import billing_day
-from fixtures.ksm import Cluster, Container, Controller, Node, Pod, Volume, VolumeClaim, World
+from fixtures.ksm import Cluster, Container, Controller, Node, Pod, Volume, VolumeClaim, World, replaced_exporter
+from fixtures.reference import reference_storage
 from tests.helpers.prometheus_worlds import cluster
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
@@ -96,28 +99,58 @@ def collected(url: str, cost_labels: list[str] | None):
     return collect_storage(context, cost_labels)
 
 
-def test_claims_billed_per_namespace_class_and_workload(store_server):
-    """A resize billed from the instant it shows, a Pending claim not, a claim billed at its volume's capacity, the
-    Released and Available volumes unclaimed, a StatefulSet's claims its own and an unmounted claim the namespace's."""
-    url = store_server(world()).url
-    plain = collected(url, None)
-    got = {(r.namespace, r.gpu_model): r.quantity for r in plain.usage.itertuples()}
-    assert got.keys() == USAGE.keys()
-    for key, quantity in USAGE.items():
-        assert got[key] == pytest.approx(quantity, rel=1e-9, abs=1e-9), key
-    assert set(plain.usage["resource"]) == {"storage"} and set(plain.usage["priority_class"] + plain.usage["pool"]) == {""}
-    classes = {r.storageclass: (r.provisioned, r.claimed, r.unclaimed) for r in plain.classes.itertuples()}
-    assert classes.keys() == CLASSES.keys()
-    for name, figures in CLASSES.items():
-        assert classes[name] == pytest.approx(figures, rel=1e-9, abs=1e-9), name
+def reference(of: World, workloads: bool) -> dict:
+    return reference_storage(of, "jaguar", D, DAY.end.timestamp(), 60, workloads=workloads)
 
-    broken_down = collected(url, ["experiment"])
-    rows = {(r.namespace, r.workload, r.gpu_model): r.quantity for r in broken_down.workloads.itertuples()}
-    assert rows.keys() == WORKLOADS.keys()
-    for key, quantity in WORKLOADS.items():
-        assert rows[key] == pytest.approx(quantity, rel=1e-9, abs=1e-9), key
+
+def assert_close(got: dict, expected: dict) -> None:
+    assert got.keys() == expected.keys()
+    for key, figures in expected.items():
+        assert got[key] == pytest.approx(figures, rel=1e-9, abs=1e-9), key
+
+
+def test_the_reference_gives_the_figures_worked_out_by_hand():
+    """The independent reference (fixtures/reference.py, on the raw samples) agrees with the hand-worked figures,
+    so that the stores can be held to it, and to them."""
+    plain = reference(world(), workloads=False)
+    assert_close(plain.pop(("classes",)), CLASSES)
+    assert_close({(namespace, storageclass): hours for (namespace, _, storageclass), hours in plain.items()}, USAGE)
+    broken_down = reference(world(), workloads=True)
+    broken_down.pop(("classes",))
+    assert_close(broken_down, WORKLOADS)
+
+
+def check(url: str, of: World) -> None:
+    """The store's storage of the day `of` equals the reference's, per namespace and class, per workload and per
+    class."""
+    plain, expected = collected(url, None), reference(of, workloads=False)
+    assert set(plain.usage["resource"]) == {"storage"}
+    assert set(plain.usage["priority_class"] + plain.usage["pool"]) == {""}
+    assert_close({r.storageclass: (r.provisioned, r.claimed, r.unclaimed) for r in plain.classes.itertuples()},
+                 expected.pop(("classes",)))
+    assert_close({(r.namespace, "", r.gpu_model): r.quantity for r in plain.usage.itertuples()}, expected)
+
+    broken_down, expected = collected(url, ["experiment"]), reference(of, workloads=True)
+    expected.pop(("classes",))
+    assert_close({(r.namespace, r.workload, r.gpu_model): r.quantity for r in broken_down.workloads.itertuples()},
+                 expected)
     assert set(broken_down.workloads["labels"]) == {'{"experiment": ""}'}
     assert broken_down.usage.equals(plain.usage)
+
+
+def test_claims_billed_per_namespace_class_and_workload(store_server):
+    """A resize billed from the instant it shows, a Pending claim not, a claim billed at its volume's capacity, the
+    Released and Available volumes unclaimed, a StatefulSet's claims its own and an unmounted claim the namespace's:
+    backfilled blocks, on Prometheus and VictoriaMetrics."""
+    check(store_server(world()).url, world())
+
+
+def test_a_live_store_follows_staleness_markers_and_counts_copies_once(live_store):
+    """The same day as a live store holds it: series end at staleness markers (the deleted claim is billed to 18:00,
+    not 18:04), and kube-state-metrics replaced at 09:00 (a copy of every series per exporter)."""
+    live = replace(world(), staleness=True, exporters=replaced_exporter(at(9)))
+    assert reference(live, workloads=False)[("vision", "", FAST)] == pytest.approx(100 * 12 + 150 * 6, rel=1e-9)
+    check(live_store(live).url, live)
 
 
 @pytest.mark.parametrize("capacity", [float("nan"), -1000 * GIB, float("inf")])
