@@ -12,15 +12,18 @@ from datetime import date
 from zoneinfo import ZoneInfo
 
 import pytest
+from click.testing import CliRunner
+from sqlalchemy import create_engine, text
 
+from billing.cli import main
 from billing.collect.context import cluster_day
-from billing.collect.figures import ImpossibleFigure
 from billing.collect.preflight import MissingSeries, preflight, refuse_missing
 from billing.collect.prometheus import LivePrometheus
 from billing.collect.storage import collect_storage
 from billing.days import billing_day
 from fixtures.ksm import Cluster, Container, Controller, Node, Pod, Volume, VolumeClaim, World, replaced_exporter
 from fixtures.reference import reference_storage
+from tests.helpers.prometheus_jobs import write_config
 from tests.helpers.prometheus_worlds import cluster
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
@@ -153,17 +156,27 @@ def test_a_live_store_follows_staleness_markers_and_counts_copies_once(live_stor
     check(live_store(live).url, live)
 
 
-@pytest.mark.parametrize("capacity", [float("nan"), -1000 * GIB, float("inf")])
-def test_an_impossible_capacity_refuses_the_day(prometheus_server, capacity):
-    """A NaN, negative (beyond the other claims of its namespace and class) or infinite capacity of a bound claim's
-    volume: refused, naming the series and the fix."""
+@pytest.mark.parametrize(("capacity", "shown"), [(float("nan"), "NaN"), (-1000 * GIB, "-"), (float("inf"), "+Inf")])
+def test_an_impossible_capacity_refuses_the_day(prometheus_server, tmp_path, capacity, shown):
+    """`billing run` of a day on which a bound claim's volume has a NaN, negative (beyond the other claims of its
+    namespace and class) or infinite capacity from 10:00: exit 1, naming the series and the fix; nothing written."""
     broken = tuple(Volume(v.name, v.storageclass, ((BEFORE, 200 * GIB), (at(10), capacity)), v.phases)
                    if v.name == "pv-trainer-0" else v for v in VOLUMES)
-    with pytest.raises(ImpossibleFigure) as refused:
-        collected(prometheus_server(world(broken)).url, None)
-    message = str(refused.value)
-    assert "kube_persistentvolume_capacity_bytes{" in message and 'storageclass="bulk"' in message
-    assert "correct the volume's or claim's spec" in message and "nothing was billed" in message
+    config = write_config(tmp_path, f"sqlite:///{tmp_path / 'ledger.db'}",
+                          {"jaguar": prometheus_server(world(broken)).url})
+    result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", config])
+    assert result.exit_code == 1, result.output
+    said = " ".join(result.output.split())
+    assert "cluster jaguar on 2026-11-20: kube_persistentvolume_capacity_bytes{" in said
+    assert 'storageclass="bulk"' in said and f"}} is {shown}" in said
+    assert "correct the volume's or claim's spec or kube-state-metrics' export of it, then run the day again; " \
+           "nothing was billed" in said
+    assert not (tmp_path / "ledger.db").exists() or ledger_rows(tmp_path) == 0
+
+
+def ledger_rows(tmp_path) -> int:
+    with create_engine(f"sqlite:///{tmp_path / 'ledger.db'}").connect() as connection:
+        return int(connection.execute(text("select count(*) from chargeback")).scalar_one())
 
 
 def test_claims_without_their_volumes_capacity_refuse_the_day(prometheus_server):
