@@ -21,6 +21,7 @@ from billing.collect.preflight import MissingSeries, preflight, refuse_missing
 from billing.collect.prometheus import LivePrometheus
 from billing.collect.storage import collect_storage
 from billing.days import billing_day
+from billing.jobs.check import storage
 from fixtures.ksm import Cluster, Container, Controller, Node, Pod, Volume, VolumeClaim, World, replaced_exporter
 from fixtures.reference import reference_storage
 from tests.helpers.prometheus_jobs import write_config
@@ -189,3 +190,13 @@ def test_claims_without_their_volumes_capacity_refuse_the_day(prometheus_server)
     assert "kube_persistentvolumeclaim_status_phase" not in failed  # the claims' phase is there
     with pytest.raises(MissingSeries, match="kube_persistentvolume_capacity_bytes is missing"):
         refuse_missing(preflight(context, workloads=False))
+
+
+def test_billing_checks_storage_line_names_the_classes_and_the_claims_bound(prometheus_server):
+    """`billing check`'s storage line: per class the GiB-hours claimed, provisioned and unclaimed (the figures
+    above), and the 5 claims bound at some instant (scratch after 03:00, cache in both lives)."""
+    config = cluster("jaguar", prometheus_server(world()).url)
+    context = cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
+    assert storage(context) == (
+        "2 storage classes on 2026-11-20: bulk 20352.00 GiB-h claimed of 44352.00 provisioned, 24000.00 unclaimed; "
+        "fast-nvme 4199.50 GiB-h claimed of 5092.33 provisioned, 900.00 unclaimed; 5 claims bound")
