@@ -149,6 +149,12 @@ def test_claims_billed_per_namespace_class_and_workload(store_server):
     check(store_server(world()).url, world())
 
 
+def test_labels_a_scrape_without_honor_labels_moved_are_read_where_they_are(prometheus_server):
+    """A scrape with `honor_labels: false`: the claims' and pods' namespace is in exported_namespace, kube-state-metrics'
+    own in namespace (docs/stores.md); the same figures as the world's (the reference reads the exporter's labels)."""
+    check(prometheus_server(replace(world(), honor_labels=False)).url, world())
+
+
 def test_a_live_store_follows_staleness_markers_and_counts_copies_once(live_store):
     """The same day as a live store holds it: series end at staleness markers (the deleted claim is billed to 18:00,
     not 18:04), and kube-state-metrics replaced at 09:00 (a copy of every series per exporter)."""
