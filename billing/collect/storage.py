@@ -76,10 +76,11 @@ class StorageQueries:
         capacity = (f'max by (volumename) (label_replace({self.read(VOLUME_CAPACITY, "persistentvolume")}, '
                     '"volumename", "$1", "persistentvolume", "(.+)"))')
         request = self.read(CLAIM_REQUEST, CLAIM)
-        size = (f"max by ({CLAIM}, storageclass) ({info} * on (volumename) group_left () {capacity})\n"
-                f"    or max by ({CLAIM}, storageclass) ({info} * on ({CLAIM}) group_left () {request})")
+        # per info series (`or` keeps the request's where the left has no series of those labels): one figure each
+        size = (f"max by ({CLAIM}, storageclass) (\n    {info} * on (volumename) group_left () {capacity}\n"
+                f"  or\n    {info} * on ({CLAIM}) group_left () {request}\n)")
         bound = f"{self.read(CLAIM_PHASE, CLAIM, BOUND)} == 1"
-        return f"topk by ({CLAIM}) (1, ({size}) and on ({CLAIM}) {bound})"
+        return f"topk by ({CLAIM}) (1, {size} and on ({CLAIM}) {bound})"
 
     def held(self) -> str:
         """Per claim and workload (one step up the owners, as Queries.workload_of writes it) of a pod mounting it at

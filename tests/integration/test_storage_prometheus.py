@@ -62,6 +62,8 @@ CLAIMS = (
                 ((BEFORE, ""), (at(3), "pv-scratch"))),
     VolumeClaim("nlp", "data-trainer-0", BULK, 200 * GIB, ((BEFORE, "Bound"),), ((BEFORE, "pv-trainer-0"),)),
     VolumeClaim("nlp", "data-trainer-1", BULK, 200 * GIB, ((BEFORE, "Bound"),), ((BEFORE, "pv-trainer-1"),)),
+    # bound to a volume of which no series is there (kube-state-metrics filtered, say): billed its request
+    VolumeClaim("vision", "legacy", BULK, 10 * GIB, ((BEFORE, "Bound"),), ((BEFORE, "pv-legacy"),)),
     VolumeClaim("nlp", "cache", FAST, 64 * GIB, ((BEFORE, "Bound"), (at(8), "Pending"), (at(8.25), "Bound")),
                 ((BEFORE, "pv-cache-a"), (at(8), ""), (at(8.25), "pv-cache-b"))),
 )
@@ -85,15 +87,16 @@ CKPT_WEB = 100 * 6 + 150 * LOOKBACK  # 612.5: mounted by the Deployment's pod 06
 SCRATCH = 512 * 21  # 10,752: Pending until 03:00 (nothing), then its volume's 512 GiB, not the 500 requested
 TRAINERS = 200 * 24 * 2  # 9,600: the StatefulSet's two claims all day
 CACHE = 64 * 8 + 100 * (24 - 8.25)  # 2,087: Pending 08:00 to 08:14 (the old volume's lookback too), then 100 GiB
-USAGE = {("vision", FAST): CKPT, ("vision", BULK): SCRATCH, ("nlp", BULK): TRAINERS, ("nlp", FAST): CACHE}
+LEGACY = 10 * 24  # 240: its request, its volume's capacity not being there
+USAGE = {("vision", FAST): CKPT, ("vision", BULK): SCRATCH + LEGACY, ("nlp", BULK): TRAINERS, ("nlp", FAST): CACHE}
 WORKLOADS = {("vision", "Deployment/web", FAST): CKPT_WEB, ("vision", "(no workload)", FAST): CKPT - CKPT_WEB,
-             ("vision", "(no workload)", BULK): SCRATCH, ("nlp", "StatefulSet/trainer", BULK): TRAINERS,
+             ("vision", "(no workload)", BULK): SCRATCH + LEGACY, ("nlp", "StatefulSet/trainer", BULK): TRAINERS,
              ("nlp", "(no workload)", FAST): CACHE}
 CLASSES = {
     # provisioned: pv-ckpt 3,000; pv-cache-a 8 h and its lookback at 64 GiB; pv-cache-b from 08:15 at 100 GiB
     FAST: (100 * 12 + 150 * 12 + 64 * (8 + LOOKBACK) + 100 * (24 - 8.25), CKPT + CACHE, 150 * 6),
     # provisioned: pv-scratch, the trainers', pv-spare (Available all day: unclaimed)
-    BULK: (SCRATCH + TRAINERS + 1000 * 24, SCRATCH + TRAINERS, 1000 * 24),
+    BULK: (SCRATCH + TRAINERS + 1000 * 24, SCRATCH + TRAINERS + LEGACY, 1000 * 24),
 }
 
 
@@ -200,9 +203,9 @@ def test_claims_without_their_volumes_capacity_refuse_the_day(prometheus_server)
 
 def test_billing_checks_storage_line_names_the_classes_and_the_claims_bound(prometheus_server):
     """`billing check`'s storage line: per class the GiB-hours claimed, provisioned and unclaimed (the figures
-    above), and the 5 claims bound at some instant (scratch after 03:00, cache in both lives)."""
+    above), and the 6 claims bound at some instant (scratch after 03:00, cache in both lives)."""
     config = cluster("jaguar", prometheus_server(world()).url)
     context = cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
     assert storage(context) == (
-        "2 storage classes on 2026-11-20: bulk 20352.00 GiB-h claimed of 44352.00 provisioned, 24000.00 unclaimed; "
-        "fast-nvme 4199.50 GiB-h claimed of 5092.33 provisioned, 900.00 unclaimed; 5 claims bound")
+        "2 storage classes on 2026-11-20: bulk 20592.00 GiB-h claimed of 44352.00 provisioned, 24000.00 unclaimed; "
+        "fast-nvme 4199.50 GiB-h claimed of 5092.33 provisioned, 900.00 unclaimed; 6 claims bound")
