@@ -9,6 +9,7 @@ deleted object's last samples stay visible for the 5-minute lookback: 5 instants
 
 from dataclasses import replace
 from datetime import date
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -17,9 +18,11 @@ from sqlalchemy import create_engine, text
 
 from billing.cli import main
 from billing.collect.context import cluster_day
+from billing.collect.day import collect_day
 from billing.collect.preflight import MissingSeries, preflight, refuse_missing
 from billing.collect.prometheus import LivePrometheus
 from billing.collect.storage import collect_storage
+from billing.config import load_config
 from billing.days import billing_day
 from billing.jobs.check import storage
 from fixtures.ksm import Cluster, Container, Controller, Node, Pod, Volume, VolumeClaim, World, replaced_exporter
@@ -209,3 +212,21 @@ def test_billing_checks_storage_line_names_the_classes_and_the_claims_bound(prom
     assert storage(context) == (
         "2 storage classes on 2026-11-20: bulk 20592.00 GiB-h claimed of 44352.00 provisioned, 24000.00 unclaimed; "
         "fast-nvme 4199.50 GiB-h claimed of 5092.33 provisioned, 900.00 unclaimed; 6 claims bound")
+
+
+def test_a_collected_day_carries_storage_beside_the_usage(prometheus_server, tmp_path):
+    """collect_day, as `billing run` collects the day (workloads on by default): storage's rows after the pods' own,
+    per namespace and per workload, and the figures per class."""
+    config = load_config(Path(write_config(tmp_path, f"sqlite:///{tmp_path / 'ledger.db'}",
+                                           {"jaguar": prometheus_server(world()).url})))
+    jaguar = config.clusters[0]
+    day = collect_day(config, jaguar, DAY, LivePrometheus(jaguar.name, jaguar.prometheus))
+    usage = day.usage.usage
+    stored = usage[usage["resource"] == "storage"]
+    assert_close({(r.namespace, r.gpu_model): r.quantity for r in stored.itertuples()}, USAGE)
+    assert set(usage["resource"]) == {"cpu", "storage"}  # the pods' one core each, billed as before
+    assert day.usage.workloads is not None
+    workloads = day.usage.workloads[day.usage.workloads["resource"] == "storage"]
+    assert_close({(r.namespace, r.workload, r.gpu_model): r.quantity for r in workloads.itertuples()}, WORKLOADS)
+    assert_close({r.storageclass: (r.provisioned, r.claimed, r.unclaimed) for r in day.storage_classes.itertuples()},
+                 CLASSES)
