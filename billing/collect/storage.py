@@ -150,7 +150,8 @@ def _row(labels: dict[str, str], value: str, tops: TopControllers | None, cluste
     namespace, workload = labels.get("namespace", ""), labels.get("workload", "")
     if tops is not None and workload:
         workload = tops.workload(namespace, workload)
-    return name, namespace, workload, labels.get("storageclass", ""), figure(value, family, labels, cluster)
+    shown = {label: text for label, text in labels.items() if label != "figure"}  # the series' own labels, not ours
+    return name, namespace, workload, labels.get("storageclass", ""), figure(value, family, shown, cluster)
 
 
 def storage_day(rows: Sequence[tuple], step: int, cost_labels: Sequence[str] | None) -> StorageDay:
