@@ -66,6 +66,9 @@ USAGE = schema("usage", "namespace", "resource", "gpu_model", "priority_class", 
 # the same below the namespace: per workload (Kind/name) and cost labels (a JSON object of every cost label)
 WORKLOAD_USAGE = schema("workload usage", "namespace", "workload", "labels", "resource", "gpu_model",
                         "priority_class", "pool", "quantity")
+# the workload of a part of a row that no pod's workload requested or held (a pool's, a share of unrequested capacity,
+# a claim no pod mounts); no Kubernetes name looks like it
+UNATTRIBUTED = "(no workload)"
 # what pods bound to a node held while Pending (docs/spec.md "Rule 2: running"), as the usage, per workload ('' where
 # workloads are off) and reason: why the pod was not Running yet ('' where the store does not say)
 BOUND_PENDING = schema("bound Pending usage", "namespace", "workload", "resource", "gpu_model", "priority_class", "pool",
@@ -80,6 +83,9 @@ ALLOCATABLE = schema("allocatable capacity", "resource", "gpu_model", "pool", "a
 POD_HOURS = schema("Running pod-hours", "uid", "namespace", "pod", "hour", "instants", "cpu")
 # what each namespace held but did not use
 WASTE = schema("waste", "namespace", *WASTE_MEASURES)
+# persistent volumes per storage class, in GiB-hours (docs/spec.md "Storage"): the capacity of every volume, what the
+# bound claims were billed, and the volumes Released or Available; shown, never billed
+STORAGE_CLASSES = schema("storage per class", "storageclass", "provisioned", "claimed", "unclaimed")
 WORKLOAD_WASTE = schema("waste per workload", "namespace", "workload", *WASTE_MEASURES)
 
 # --- charge → ledger: the day's frames of every cluster, as the ledger tables store them (less day and currency)

@@ -1,6 +1,6 @@
 """What `billing check` asks the store beyond what a run asks: the PromQL of its questions, answered as counts,
 flags and resource-hours (is a PromQL engine there; what the request rule adds; what pods bound to a node held; odd
-pods; workload labels; the nodes the selector matches).
+pods; workload labels; the nodes the selector matches; the persistent volume claims bound).
 
 billing/jobs/check.py turns the answers into sentences; the query text and its arithmetic live here, beside the
 collectors, so that jobs/ holds none.
@@ -16,10 +16,20 @@ import pandas as pd
 
 from billing.collect.chunks import Chunk
 from billing.collect.context import ClusterDay
-from billing.collect.figures import CLUSTER_REQUESTS, NODES, PODS, figure
+from billing.collect.figures import CLAIMS, CLUSTER_REQUESTS, NODES, PODS, figure
 from billing.collect.preflight import day_queries, window_of
 from billing.collect.prometheus import PrometheusSource
-from billing.collect.promql import APP_REQUESTS, INIT_INFO, INIT_REQUESTS, POD_LABELS, SCHEDULED, Queries, one_of
+from billing.collect.promql import (
+    APP_REQUESTS,
+    CLAIM_PHASE,
+    INIT_INFO,
+    INIT_REQUESTS,
+    POD_LABELS,
+    SCHEDULED,
+    Queries,
+    one_of,
+)
+from billing.collect.storage import BOUND
 from billing.collect.usage import UsageQueries, bound_pending_hours
 from billing.config import DRA_GPU, kube_label
 
@@ -89,6 +99,16 @@ def selected_nodes(context: ClusterDay) -> int | None:
              f"(last_over_time(kube_node_labels{{{context.cluster.prometheus.selector}}}[{window}])))")
     answer = context.source.instant(query, at)
     return round(figure(answer[0]["value"][1], NODES, answer[0]["metric"], context.cluster.name)) if answer else None
+
+
+def claims_bound(context: ClusterDay) -> int:
+    """How many persistent volume claims (namespace, name) were Bound at some sample the day's instants can see
+    (docs/spec.md "Storage"), a claim's copies (per exporter) once."""
+    queries, (window, at) = day_queries(context), window_of(context.day)
+    phases = queries.ksm.plain(f"max_over_time({queries.series(CLAIM_PHASE, BOUND)}[{window}])",
+                               ("namespace",))
+    answer = context.source.instant(f"count(max by (namespace, persistentvolumeclaim) ({phases}) == 1)", at)
+    return round(figure(answer[0]["value"][1], CLAIMS, answer[0]["metric"], context.cluster.name)) if answer else 0
 
 
 @dataclass(frozen=True)

@@ -3,13 +3,13 @@
 `collect_day` is the one recipe `billing run` and `billing backfill` collect a cluster-day by (the demo's recorder
 asks the same questions through a recording source): the usage first, whose answers show most families present;
 then the preflight of what they did not show; the self-audit; the nodes' allocatable capacity; waste; Kueue's
-quotas. What it returns is one `CollectedDay`, which billing/charge/bill.py bills.
+quotas; persistent volumes' storage, whose rows join the usage's. What it returns is one `CollectedDay`, which billing/charge/bill.py bills.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import date
 
 import pandas as pd
@@ -22,6 +22,7 @@ from billing.collect.figures import ImpossibleFigure
 from billing.collect.kueue import collect_quotas
 from billing.collect.preflight import preflight, refuse_missing
 from billing.collect.prometheus import PrometheusSource
+from billing.collect.storage import StorageDay, collect_storage
 from billing.collect.usage import ClusterUsage, collect_cluster
 from billing.collect.waste import MEASURES, WORKLOAD_WASTE_KEYS, collect_waste, waste_by_namespace
 from billing.config import ClusterConfig, Config
@@ -38,7 +39,8 @@ class IncompleteDayError(RunFailed):
 
 @dataclass(frozen=True)
 class CollectedDay:
-    """What one cluster's store said about the day: usage, allocatable capacity, waste and Kueue's quotas."""
+    """What one cluster's store said about the day: usage (storage's rows among it), allocatable capacity, waste,
+    Kueue's quotas and the storage per class."""
 
     cluster: ClusterConfig
     usage: ClusterUsage  # without its Running pod-hours, which waste alone reads
@@ -47,6 +49,9 @@ class CollectedDay:
     workload_wasted: pd.DataFrame  # waste.WORKLOAD_WASTE_KEYS, MEASURES and cluster; no rows with workloads off
     quotas: pd.DataFrame  # collect/kueue.SAMPLES; none without `kueue`
     capacity_unknown: str = ""  # why `allocatable` is None
+    # frames.STORAGE_CLASSES: per storage class the volumes provisioned, claimed and unclaimed (shown, never billed);
+    # no rows on a day without persistent volume claims
+    storage_classes: pd.DataFrame = field(default_factory=frames.STORAGE_CLASSES.empty)
 
 
 def collect_day(config: Config, cluster: ClusterConfig, period: BillingDay, source: PrometheusSource) -> CollectedDay:
@@ -75,10 +80,21 @@ def _collected(config: Config, cluster: ClusterConfig, period: BillingDay, sourc
     allocatable, capacity_unknown = _allocatable(context)
     wasted, workload_wasted = _collect_waste(config, context, usage)
     quotas = collect_quotas(context)
+    storage = collect_storage(context, cost_labels, usage.controllers)
     _log_cluster(usage)
-    billed = replace(usage, pod_hours=frames.POD_HOURS.empty())  # waste's alone: not held through the bill
+    billed = replace(_with_storage(usage, storage), pod_hours=frames.POD_HOURS.empty())  # waste's alone: not billed
     return CollectedDay(cluster, billed, allocatable, wasted.assign(cluster=cluster.name),
-                        workload_wasted.assign(cluster=cluster.name), quotas, capacity_unknown)
+                        workload_wasted.assign(cluster=cluster.name), quotas, capacity_unknown, storage.classes)
+
+
+def _with_storage(usage: ClusterUsage, storage: StorageDay) -> ClusterUsage:
+    """The usage with storage's rows after its own, per namespace and (where collected) per workload."""
+    if storage.usage.empty:
+        return usage
+    workloads = usage.workloads
+    if workloads is not None and storage.workloads is not None:
+        workloads = pd.concat([workloads, storage.workloads], ignore_index=True)
+    return replace(usage, usage=pd.concat([usage.usage, storage.usage], ignore_index=True), workloads=workloads)
 
 
 def refuse_no_data(collected: ClusterUsage, cluster: ClusterConfig, day: date) -> None:

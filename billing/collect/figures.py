@@ -65,6 +65,12 @@ NOMINAL_QUOTA = Family("kueue_cluster_queue_nominal_quota", "a ClusterQueue's no
 QUEUE_USAGE = Family("kueue_cluster_queue_resource_usage", "a ClusterQueue's admitted usage", _KUEUE_FIX, CLUSTER)
 LENDING_LIMIT = Family("kueue_cluster_queue_lending_limit", "a ClusterQueue's lending limit", _KUEUE_FIX, CLUSTER,
                        infinite_is_unset=True)
+# what a namespace's bound claims of one storage class hold at an instant (their volumes' capacity, or requests), and a
+# class's volumes: a cluster's bytes at most (docs/spec.md "Storage")
+STORAGE_BYTES = Family("kube_persistentvolume_capacity_bytes", "the bytes of persistent volumes (or claims' requests) "
+                       "of one storage class at an instant", "correct the volume's or claim's spec or kube-state-metrics' "
+                       "export of it", {BYTES: CLUSTER[BYTES]})
+CLAIMS = Family("kube_persistentvolumeclaim_info", "a count of claims", "correct the kube-state-metrics scrapes")
 RUNNING_INSTANTS = Family("kube_pod_status_phase", "a count of the instants a pod was Running or Pending",
                           "correct kube-state-metrics' kube_pod_status_phase")
 REASON_INSTANTS = Family("kube_pod_init_container_status_running", "a count of the instants a container of a pod "

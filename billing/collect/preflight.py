@@ -40,11 +40,14 @@ from billing.collect.chunks import Chunk
 from billing.collect.context import ClusterDay
 from billing.collect.promql import (
     APP_REQUESTS,
+    CLAIM_INFO,
+    CLAIM_PHASE,
     DRA_HELD,
     GPU_UTILISATION,
     INIT_INFO,
     INIT_REQUESTS,
     LOOKBACK,
+    VOLUME_CAPACITY,
     GpuResources,
     Queries,
     one_of,
@@ -155,6 +158,13 @@ def needs(cluster: ClusterConfig, queries: Queries, workloads: bool) -> list[Nee
         Need("kube_node_labels", f"kube_node_labels with {label}", "gpu_model", ("gpus_on_labelled_nodes",),
              f"run kube-state-metrics with --metric-labels-allowlist=nodes=[{allowlisted}] "
              "(or set clusters[].gpu_model_label to the label your nodes have)"),
+        # persistent volumes' storage (docs/spec.md "Storage"): where claims are listed, whether one is bound and
+        # what its volume holds
+        Need(CLAIM_PHASE, CLAIM_PHASE, "claim_phase", ("claim_info",),
+             f"persistent volume claims are listed, and a claim is billed while Bound; {DROPPED}"),
+        Need(VOLUME_CAPACITY, VOLUME_CAPACITY, "volume_capacity", ("claim_info",),
+             "persistent volume claims are listed, and a bound claim is billed its volume's capacity; "
+             f"kube-state-metrics' --resources must include persistentvolumes, {DROPPED}"),
         Need(GPU_UTILISATION, f"{GPU_UTILISATION} with dra_* labels", "dra", ("claims",),
              "pods held resource claims (Dynamic Resource Allocation), and GPUs held that way are in no "
              "container's requests: they would be billed nothing; run dcgm-exporter with --kubernetes-enable-dra "
@@ -214,7 +224,8 @@ def presence_query(queries: Queries, window: str, workloads: bool, seen: Seen = 
         "node_labels": f"count by (model) ({model})",
     }
     small = {"init_requests": INIT_REQUESTS, "init_info": INIT_INFO, "allocatable": "kube_node_status_allocatable",
-             "claims": "kube_pod_resourceclaim_info",
+             "claims": "kube_pod_resourceclaim_info", "claim_info": CLAIM_INFO, "claim_phase": CLAIM_PHASE,
+             "volume_capacity": VOLUME_CAPACITY,
              **({"replicaset_owner": "kube_replicaset_owner", "job_owner": "kube_job_owner"} if workloads else {})}
     read |= {branch: f"count(last_over_time({q.series(metric, pods if branch in PROBED else '')}[{window}]))"
              for branch, metric in small.items()}

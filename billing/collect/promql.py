@@ -49,6 +49,12 @@ INITIALISING = "InitContainersRunning"  # the reason billing gives a pod whose i
 SCHEDULER_REQUESTS, SCHEDULED = "kube_pod_resource_request", ("cpu", "memory")
 # dcgm-exporter's per-GPU series; with --kubernetes-enable-dra those of a GPU held through a claim carry dra_* labels
 GPU_UTILISATION, DRA_HELD, WHOLE_GPU = "DCGM_FI_DEV_GPU_UTIL", 'dra_driver_name!=""', 'GPU_I_ID=""'
+# persistent volumes' storage (docs/spec.md "Storage"): a claim's class and volume (volumename, '' while Pending), its
+# phase and request; a volume's capacity, class and phase; and a pod whose spec mounts a claim
+CLAIM_INFO, CLAIM_PHASE = "kube_persistentvolumeclaim_info", "kube_persistentvolumeclaim_status_phase"
+CLAIM_REQUEST = "kube_persistentvolumeclaim_resource_requests_storage_bytes"
+VOLUME_CAPACITY, VOLUME_INFO = "kube_persistentvolume_capacity_bytes", "kube_persistentvolume_info"
+VOLUME_PHASE, MOUNTS = "kube_persistentvolume_status_phase", "kube_pod_spec_volumes_persistentvolumeclaims_info"
 log = logging.getLogger(__name__)
 
 
@@ -326,9 +332,7 @@ class Queries:
             return self.ksm.plain(f"count_over_time({info}[{self.raw}])", (*POD_LABELS, "node"))
 
         one = f'topk by (uid) (1, {seen(CONTROLLED)} + {CONTROLLER_FIRST:g} or {seen(UNCONTROLLED)})'
-        named = f'label_join(label_join({one}, "workload", "/", "created_by_kind", "created_by_name"), "probe", ";", "created_by_kind", "pod")'
-        itself = f'label_replace({named}, "workload", "Pod/$1", "probe", "(?:<none>)?;(.+)")'
-        return f"group by (namespace, pod, uid, {keep + ', ' if keep else ''}workload) ({itself})"
+        return f"group by (namespace, pod, uid, {keep + ', ' if keep else ''}workload) ({workload_named(one)})"
 
     def parents(self) -> str:
         """Per ReplicaSet and Job with a controller of its own in the chunk (namespace, `workload` as
@@ -382,6 +386,13 @@ class Queries:
       or
         (group by (node) ({self.ksm.plain(self.latest(nodes))}) unless on (node) {newest})
     )"""
+
+
+def workload_named(pod_info: str) -> str:
+    """kube_pod_info's series (`pod_info`) with a `workload` label one step up the pod's owners: `Kind/name` of its
+    controller, or `Pod/<name>` for a pod without one (`<none>`, or an exporter that leaves the labels out)."""
+    named = f'label_join(label_join({pod_info}, "workload", "/", "created_by_kind", "created_by_name"), "probe", ";", "created_by_kind", "pod")'
+    return f'label_replace({named}, "workload", "Pod/$1", "probe", "(?:<none>)?;(.+)")'
 
 
 def _term(expression: str, term: str) -> str:

@@ -32,6 +32,7 @@ from billing.collect.check_questions import (
     RuleAdds,
     UnbillablePods,
     added_by_rule,
+    claims_bound,
     held_while_pending,
     selected_nodes,
     vector_one,
@@ -44,6 +45,7 @@ from billing.collect.preflight import no_samples, preflight
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.promql import GpuResources, gpu_fractions
 from billing.collect.replay import cluster_recording, prometheus_source
+from billing.collect.storage import collect_storage
 from billing.config import (
     DRA_GPU,
     ClusterConfig,
@@ -287,6 +289,18 @@ def kueue_queues(context: ClusterDay) -> str:
     return said
 
 
+def storage(context: ClusterDay) -> str:
+    """The storage classes of the day's persistent volumes and the claims bound (docs/spec.md "Storage"), asked as
+    the run asks them, each figure through the gate (an impossible one fails, as the run refuses the day)."""
+    day = context.day.date
+    classes = collect_storage(context).classes
+    if classes.empty:
+        return f"no persistent volume claim on {day}: no storage to bill"
+    figures = "; ".join(f"{row.storageclass} {row.claimed:.2f} GiB-h claimed of {row.provisioned:.2f} provisioned, "
+                        f"{row.unclaimed:.2f} unclaimed" for row in classes.itertuples())
+    return f"{len(classes)} storage classes on {day}: {figures}; {claims_bound(context)} claims bound"
+
+
 def selector(context: ClusterDay) -> str:
     """Does the cluster's selector match any node of kube-state-metrics on the day checked? A typo would make
     every run refuse its day for want of data; a day without any sample says so first, the selector not being
@@ -378,6 +392,7 @@ def check_all(config: Config, day: date | None = None) -> Iterator[Probe]:
         if config.workloads.enabled:
             yield _timed(f"workloads {cluster.name}", partial(workload_series, context, config.cost_labels))
         yield _timed(f"figures {cluster.name}", partial(store_figures, context))
+        yield _timed(f"storage {cluster.name}", partial(storage, context))
     yield _timed("directory", lambda: check_directory(config))
     yield _timed("database", lambda: database(config.database))
     if config.email.enabled:

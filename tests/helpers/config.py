@@ -32,12 +32,13 @@ MINIMAL_CONFIG = {
 
 
 def stub_node_metrics(monkeypatch: pytest.MonkeyPatch) -> None:
-    """For job tests that stub collect_cluster: no node capacity and no waste metrics either, a
+    """For job tests that stub collect_cluster: no node capacity, no waste metrics and no persistent volumes either, a
     Prometheus 2 with plain labels, asked of no one, and a preflight that finds nothing missing."""
     import billing.collect.day
     from billing import frames
     from billing.collect.context import cluster_day
     from billing.collect.preflight import Findings
+    from billing.collect.storage import storage_day
     from billing.collect.stores import DEFAULT_STORE
 
     monkeypatch.setattr(billing.collect.day, "cluster_day", lambda *args: cluster_day(*args, store=DEFAULT_STORE))
@@ -45,3 +46,5 @@ def stub_node_metrics(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(billing.collect.day, "collect_allocatable", lambda *args: frames.ALLOCATABLE.empty())
     monkeypatch.setattr(billing.collect.day, "collect_waste",  # per workload where the job asks so, as collect_waste does
                         lambda *args, by_workload=False, **kwargs: (frames.WORKLOAD_WASTE if by_workload else frames.WASTE).empty())
+    monkeypatch.setattr(billing.collect.day, "collect_storage",
+                        lambda context, cost_labels=None, *args: storage_day([], context.step, cost_labels))

@@ -64,7 +64,7 @@ def test_one_prometheus_up_and_one_down(prometheus_server, config):
     assert status(result.stdout) == {
         "config": "ok", "prices jaguar": "ok", "prometheus jaguar": "ok", "series jaguar": "FAIL",
         "requests jaguar": "ok", "held jaguar": "ok", "workloads jaguar": "WARN", "figures jaguar": "ok",
-        "prices ibis": "ok", "prometheus ibis": "FAIL",
+        "storage jaguar": "ok", "prices ibis": "ok", "prometheus ibis": "FAIL",
         "directory": "ok", "database": "WARN", "email": "ok",  # WARN: no ledger yet, and a check makes none
     }
     assert f"{up.url} answered vector(1)" in result.stdout

@@ -84,7 +84,8 @@ def test_everything_reachable(config, tmp_path):
     assert result.exit_code == 0, result.output
     found = lines(result.stdout)
     assert list(found) == ["config", "prices jaguar", "prometheus jaguar", "series jaguar", "requests jaguar",
-                           "held jaguar", "workloads jaguar", "figures jaguar", "directory", "database", "email"]
+                           "held jaguar", "workloads jaguar", "figures jaguar", "storage jaguar", "directory", "database",
+                           "email"]
     assert all(line.startswith("ok    ") for line in found.values())
     assert f"{PROMETHEUS} answered vector(1); the store is Prometheus 2.53.1" in found["prometheus jaguar"]
     assert "every series the bill needs has samples on " in found["series jaguar"]
