@@ -107,7 +107,8 @@ STEP = 60
 SEED = 1
 GPU_RESOURCES = ("nvidia_com_gpu",)
 PRICES = {"cpu_core_hour": 0.012, "memory_gib_hour": 0.0015, "gpu_hour": 1.10,
-          "gpu_models": {"NVIDIA-H100-80GB-HBM3": 2.40, "NVIDIA-A100-SXM4-80GB": 1.60}}
+          "gpu_models": {"NVIDIA-H100-80GB-HBM3": 2.40, "NVIDIA-A100-SXM4-80GB": 1.60},
+          "storage_classes": {"fast-nvme": 0.0002, "bulk": 0.00004}}
 MAX_SAMPLES_DEFAULT = 50_000_000  # Prometheus' --query.max-samples
 # against the bill's floor measured in the same rounds (issue 33)
 TARGETS = {"wall": 1.5, "prometheus_cpu": 1.5, "peak_share": 0.25, "exact": 1e-9}
@@ -263,7 +264,7 @@ def world_of(pods: int, replaced_at: float | None = None) -> World:
     """The benchmark's cluster-day with utilisation, with kube-state-metrics' pod replaced `replaced_at` hours
     into the day if given; the same arguments give the same world, so its blocks are cached."""
     world = make_world(SEED, PERIOD.start.timestamp(), pods=pods, clusters=(CLUSTER,), day_seconds=PERIOD.seconds,
-                       utilisation=True)
+                       utilisation=True, storage=True)
     if replaced_at is None:
         return world
     return replace(world, exporters=replaced_exporter(PERIOD.start.timestamp() + replaced_at * 3600))

@@ -68,8 +68,11 @@ def _collected(config: Config, cluster: ClusterConfig, period: BillingDay, sourc
     context = cluster_day(cluster, period, int(config.step), config.gpu_resources, source)  # the store asked once
     cost_labels = config.cost_labels if config.workloads.enabled else None
     usage = collect_cluster(context, cost_labels)
-    # after the usage, whose answers show most families present: the preflight asks only what they did not show
-    refuse_missing(preflight(context, config.workloads.enabled, usage.seen))
+    storage = collect_storage(context, cost_labels, usage.pod_workloads)
+    # after the usage and storage, whose answers show most families present: the preflight asks only what they did
+    # not show
+    seen = replace(usage.seen, found=usage.seen.found | storage.seen)
+    refuse_missing(preflight(context, config.workloads.enabled, seen))
     refuse_no_data(usage, cluster, period.date)
     if config.audit.enabled:
         # the audit asks the queries without the breakdown: with it, each audited group of pods evaluates every
@@ -80,7 +83,6 @@ def _collected(config: Config, cluster: ClusterConfig, period: BillingDay, sourc
     allocatable, capacity_unknown = _allocatable(context)
     wasted, workload_wasted = _collect_waste(config, context, usage)
     quotas = collect_quotas(context)
-    storage = collect_storage(context, cost_labels, usage.controllers)
     _log_cluster(usage)
     billed = replace(_with_storage(usage, storage), pod_hours=frames.POD_HOURS.empty())  # waste's alone: not billed
     return CollectedDay(cluster, billed, allocatable, wasted.assign(cluster=cluster.name),

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from billing import frames
-from billing.collect.asking import TopControllers, map_chunks
+from billing.collect.asking import map_chunks
 from billing.collect.chunks import Chunk
 from billing.collect.context import ClusterDay
 from billing.collect.figures import CLAIMS, STORAGE_BYTES, figure
@@ -33,7 +33,6 @@ from billing.collect.promql import (
     VOLUME_PHASE,
     Queries,
     quote,
-    workload_named,
 )
 from billing.collect.usage import GIB, labels_json
 from billing.resources import STORAGE
@@ -53,20 +52,22 @@ class StorageDay:
     usage: pd.DataFrame  # frames.USAGE
     workloads: pd.DataFrame | None  # frames.WORKLOAD_USAGE
     classes: pd.DataFrame  # frames.STORAGE_CLASSES
+    # the preflight's branches (collect/preflight.py) the answers showed present, which it need not ask again: claims
+    # listed; a claim Bound (so the phase family); a volume's capacity
+    seen: frozenset[str] = frozenset()
 
 
-class StorageQueries:
-    """The query text of storage for one cluster: its selector, its store's engine and label names."""
-
-    def __init__(self, context: ClusterDay):
-        self.extra = context.cluster.prometheus.selector.strip()
-        self.latest = context.store.engine.latest  # rule 1's value at each instant, as this engine needs it written
-        self.ksm = context.store.labels.kube_state_metrics
+class StorageQueries(Queries):
+    """The query text of storage for one chunk of a cluster's day."""
 
     def read(self, metric: str, by: str, *matchers: str) -> str:
         """Per `by`, the family's value at each instant, its exporters' copies once (the largest)."""
-        chosen = ", ".join(m for m in (*matchers, self.extra) if m)
-        return f"max by ({by}) ({self.ksm.plain(self.latest(f'{metric}{{{chosen}}}'), ('namespace', 'pod'))})"
+        return f"max by ({by}) ({self.ksm.plain(self.latest(self.series(metric, *matchers)), ('namespace', 'pod'))})"
+
+    def listed(self) -> str:
+        """How many claims have a sample the chunk's instants can see (raw samples, as cheap as a query gets): a
+        chunk without one asks nothing more."""
+        return f"count({self.highest(self.series(CLAIM_INFO))})"
 
     def claims(self) -> str:
         """Per bound claim (namespace, persistentvolumeclaim, storageclass): the bytes it holds at each instant, its
@@ -82,25 +83,28 @@ class StorageQueries:
         bound = f"{self.read(CLAIM_PHASE, CLAIM, BOUND)} == 1"
         return f"topk by ({CLAIM}) (1, {size} and on ({CLAIM}) {bound})"
 
-    def held(self) -> str:
-        """Per claim and workload (one step up the owners, as Queries.workload_of writes it) of a pod mounting it at
-        each instant, its share of the claim: equal among the workloads of the pods mounting it then."""
-        mounts = self.read(MOUNTS, f"{CLAIM}, pod, uid")
-        pods = self.read("kube_pod_info", "namespace, pod, uid, created_by_kind, created_by_name")
-        workload = f"topk by (namespace, pod, uid) (1, group by (namespace, pod, uid, workload) ({workload_named(pods)}))"
-        held = f"group by ({CLAIM}, workload) ({mounts} * on (namespace, pod, uid) group_left (workload) {workload})"
-        return f"({held} / on ({CLAIM}) group_left () count by ({CLAIM}) ({held}))"
+    def mounts(self) -> str:
+        """Per claim and pod whose spec names it (namespace, persistentvolumeclaim, pod), value 1 at each instant."""
+        return f"group by ({CLAIM}, pod) ({self.read(MOUNTS, f'{CLAIM}, pod, uid')})"
 
     def claimed(self, by_workload: bool) -> str:
-        """Bytes of the bound claims at each instant per namespace and class, and with `by_workload` per workload:
-        a claim no pod mounts then is the namespace's own, frames.UNATTRIBUTED."""
+        """Bytes of the bound claims at each instant per namespace and class; with `by_workload` only those no pod
+        mounts then, the namespace's own (frames.UNATTRIBUTED): the mounted ones are `mounted`'s."""
         claims = self.claims()
         if not by_workload:
             return f"sum by (namespace, storageclass) ({claims})"
-        held = self.held()
-        mounted = f"sum by (namespace, storageclass, workload) ({held} * on ({CLAIM}) group_left (storageclass) {claims})"
-        alone = f"sum by (namespace, storageclass) ({claims} unless on ({CLAIM}) {held})"
-        return f'({mounted}\n  or label_replace({alone}, "workload", {quote(frames.UNATTRIBUTED)}, "", ""))'
+        alone = f"sum by (namespace, storageclass) ({claims} unless on ({CLAIM}) {self.mounts()})"
+        return f'label_replace({alone}, "workload", {quote(frames.UNATTRIBUTED)}, "", "")'
+
+    def mounted(self) -> str:
+        """Per namespace, class and pod: the bytes-instants of the chunk that the bound claims it mounted held, each
+        claim's bytes at an instant shared equally among the pods mounting it then. One figure per pod over the
+        chunk (a subquery of the claim and mount families alone): the client takes each pod to its workload with
+        the usage's answer, so that no query reads every pod's kube_pod_info at every instant."""
+        mounts = self.mounts()
+        shares = f"{mounts} / on ({CLAIM}) group_left () count by ({CLAIM}) ({mounts})"
+        held = f"sum by (namespace, storageclass, pod) ({shares} * on ({CLAIM}) group_left (storageclass) {self.claims()})"
+        return f"sum_over_time(({held})[{self.instants}:{self.step}])"
 
     def volumes(self, *matchers: str) -> str:
         """Bytes of the volumes (of the phases `matchers` keeps) at each instant per storage class."""
@@ -112,46 +116,57 @@ class StorageQueries:
         return f"sum by (storageclass) ({held})"
 
     def storage(self, by_workload: bool) -> str:
-        """Everything storage asks at each instant, in one query, each part told apart by its `figure` label."""
+        """What storage asks at each instant, in one query, each part told apart by its `figure` label."""
         parts = {CLAIMED: self.claimed(by_workload), PROVISIONED: self.volumes(),
-                 UNCLAIMED: self.volumes(f"phase=~{quote(UNCLAIMED_PHASES)}"),
-                 LISTED: f"count({self.ksm.plain(self.latest(f'{CLAIM_INFO}{{{self.extra}}}'), ('namespace',))})"}
+                 UNCLAIMED: self.volumes(f"phase=~{quote(UNCLAIMED_PHASES)}")}
         return "\nor ".join(f'label_replace({text}, "figure", "{name}", "", "")' for name, text in parts.items())
 
 
+PodWorkloads = dict[tuple[str, str], str]  # (namespace, pod) -> its workload in one chunk (ClusterUsage.pod_workloads)
+
+
 def collect_storage(context: ClusterDay, cost_labels: Sequence[str] | None = None,
-                    controllers: Sequence[TopControllers] = ()) -> StorageDay:
+                    pod_workloads: Sequence[PodWorkloads] = ()) -> StorageDay:
     """The cluster-day's storage (StorageDay). `cost_labels` (workloads enabled; may be empty): the rows also per
-    workload, ReplicaSets and Jobs taken to their controllers with `controllers` (the usage's, one per chunk), or
-    asked again where they are not the day's chunks'."""
+    workload, the pods mounting a claim taken to their workloads with `pod_workloads`, each chunk's (the usage's)."""
     day_chunks = context.chunks()
     by_workload = cost_labels is not None
-    text = StorageQueries(context).storage(by_workload)
-    tops: Sequence[TopControllers | None] = (controllers if len(controllers) == len(day_chunks)
-                                             else [None] * len(day_chunks))
+    if by_workload and len(pod_workloads) != len(day_chunks):
+        raise ValueError(f"storage per workload needs the workloads of each of the {len(day_chunks)} chunks' pods")
+    cluster = context.cluster.name
 
-    def ask(part: tuple[Chunk, TopControllers | None]) -> list[tuple]:
-        chunk, top = part
-        if by_workload and top is None:
-            queries = Queries(context.cluster, context.gpu_resources, chunk, context.store)
-            top = TopControllers(context.source, queries, chunk.last)
-        answer = context.source.range(text, chunk.start, chunk.last, context.step)
-        return [_row(series["metric"], value, top, context.cluster.name) for series in answer
-                for _, value in series["values"]]
+    def ask(part: tuple[Chunk, PodWorkloads | None]) -> list[tuple]:
+        chunk, workloads = part
+        queries = StorageQueries(context.cluster, context.gpu_resources, chunk, context.store)
+        listed = [_row({"figure": LISTED}, series["value"][1], cluster)
+                  for series in context.source.instant(queries.listed(), chunk.last)]
+        if not listed:
+            return []
+        answer = context.source.range(queries.storage(workloads is not None), chunk.start, chunk.last, chunk.step)
+        rows = listed + [_row(series["metric"], value, cluster) for series in answer for _, value in series["values"]]
+        if workloads is not None:
+            instants = (chunk.end - chunk.start) // chunk.step
+            for series in context.source.instant(queries.mounted(), chunk.last):
+                labels = series["metric"]
+                namespace, pod = labels.get("namespace", ""), labels.get("pod", "")
+                held = figure(series["value"][1], STORAGE_BYTES, labels, cluster, instants)
+                rows.append((CLAIMED, namespace, workloads.get((namespace, pod), f"Pod/{pod}"),
+                             labels.get("storageclass", ""), held))
+        return rows
 
-    rows = [row for part in map_chunks(ask, list(zip(day_chunks, tops))) for row in part]
+    parts: list[tuple[Chunk, PodWorkloads | None]] = list(zip(day_chunks, pod_workloads if by_workload
+                                                                else [None] * len(day_chunks)))
+    rows = [row for part in map_chunks(ask, parts) for row in part]
     return storage_day(rows, context.step, cost_labels)
 
 
-def _row(labels: dict[str, str], value: str, tops: TopControllers | None, cluster: str) -> tuple:
-    """(figure, namespace, workload, storageclass, bytes) of one answer's value at one instant, through the gate."""
+def _row(labels: dict[str, str], value: str, cluster: str) -> tuple:
+    """(figure, namespace, workload, storageclass, value) of one answer's value at one instant, through the gate."""
     name = labels.get("figure", "")
     family = CLAIMS if name == LISTED else STORAGE_BYTES
-    namespace, workload = labels.get("namespace", ""), labels.get("workload", "")
-    if tops is not None and workload:
-        workload = tops.workload(namespace, workload)
     shown = {label: text for label, text in labels.items() if label != "figure"}  # the series' own labels, not ours
-    return name, namespace, workload, labels.get("storageclass", ""), figure(value, family, shown, cluster)
+    return (name, labels.get("namespace", ""), labels.get("workload", ""), labels.get("storageclass", ""),
+            figure(value, family, shown, cluster))
 
 
 def storage_day(rows: Sequence[tuple], step: int, cost_labels: Sequence[str] | None) -> StorageDay:
@@ -163,6 +178,9 @@ def storage_day(rows: Sequence[tuple], step: int, cost_labels: Sequence[str] | N
     if not (frame.loc[frame["figure"] == LISTED, "value"] > 0).any():
         return StorageDay(frames.USAGE.empty(), None if cost_labels is None else frames.WORKLOAD_USAGE.empty(),
                           frames.STORAGE_CLASSES.empty())
+    shown = set(frame["figure"])
+    seen = frozenset({"claim_info", *(["claim_phase"] if CLAIMED in shown else []),
+                      *(["volume_capacity"] if PROVISIONED in shown else [])})
     held = frame[frame["figure"] != LISTED].assign(value=lambda f: f["value"] / GIB * step / 3600)  # GiB-hours
     claimed = held[held["figure"] == CLAIMED].assign(resource=STORAGE, gpu_model=lambda f: f["storageclass"],
                                                      priority_class="", pool="", quantity=lambda f: f["value"])
@@ -173,7 +191,7 @@ def storage_day(rows: Sequence[tuple], step: int, cost_labels: Sequence[str] | N
         workloads = _summed(claimed.assign(labels=unlabelled), frames.WORKLOAD_USAGE.columns)
     per_class = held.groupby(["storageclass", "figure"])["value"].sum().unstack("figure")
     classes = per_class.reindex(columns=[PROVISIONED, CLAIMED, UNCLAIMED]).fillna(0.0).rename_axis(columns=None)
-    return StorageDay(usage, workloads, classes.reset_index()[frames.STORAGE_CLASSES.columns])
+    return StorageDay(usage, workloads, classes.reset_index()[frames.STORAGE_CLASSES.columns], seen)
 
 
 def _summed(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:

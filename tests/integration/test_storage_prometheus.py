@@ -12,6 +12,7 @@ from datetime import date
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 from sqlalchemy import create_engine, text
@@ -22,6 +23,7 @@ from billing.collect.day import collect_day
 from billing.collect.preflight import MissingSeries, preflight, refuse_missing
 from billing.collect.prometheus import LivePrometheus
 from billing.collect.storage import collect_storage
+from billing.collect.usage import collect_cluster
 from billing.config import load_config
 from billing.days import billing_day
 from billing.jobs.check import storage
@@ -58,6 +60,7 @@ VOLUMES = (
     Volume("pv-cache-a", FAST, ((BEFORE, 64 * GIB),), ((BEFORE, "Bound"),), deleted=at(8)),
     Volume("pv-cache-b", FAST, ((at(8.25), 100 * GIB),), ((at(8.25), "Bound"),)),
     Volume("pv-spare", BULK, ((BEFORE, 1000 * GIB),), ((BEFORE, "Available"),)),  # nobody's claim
+    Volume("pv-datasets", BULK, ((BEFORE, 1000 * GIB),), ((BEFORE, "Bound"),)),
 )
 CLAIMS = (
     VolumeClaim("vision", "ckpt", FAST, 100 * GIB, ((BEFORE, "Bound"),), ((BEFORE, "pv-ckpt"),), deleted=at(18)),
@@ -69,18 +72,24 @@ CLAIMS = (
     VolumeClaim("vision", "legacy", BULK, 10 * GIB, ((BEFORE, "Bound"),), ((BEFORE, "pv-legacy"),)),
     VolumeClaim("nlp", "cache", FAST, 64 * GIB, ((BEFORE, "Bound"), (at(8), "Pending"), (at(8.25), "Bound")),
                 ((BEFORE, "pv-cache-a"), (at(8), ""), (at(8.25), "pv-cache-b"))),
+    # mounted by two pods of a Deployment all day and, 12:00 to 18:00, a pod of another one too (a shared dataset)
+    VolumeClaim("vision", "datasets", BULK, 1000 * GIB, ((BEFORE, "Bound"),), ((BEFORE, "pv-datasets"),)),
 )
 PODS = (
     pod("nlp", "trainer-0", BEFORE, AFTER, ("data-trainer-0",), "StatefulSet", "trainer"),
     pod("nlp", "trainer-1", BEFORE, AFTER, ("data-trainer-1",), "StatefulSet", "trainer"),
     pod("vision", "web-5d8f-x7k2p", at(6), at(12), ("ckpt",), "ReplicaSet", "web-5d8f"),  # 06:00 to 12:04 seen
+    pod("vision", "web-5d8f-a1b2c", BEFORE, AFTER, ("datasets",), "ReplicaSet", "web-5d8f"),
+    pod("vision", "web-5d8f-d3e4f", BEFORE, AFTER, ("datasets",), "ReplicaSet", "web-5d8f"),
+    pod("vision", "api-7c9d-q8w2r", at(12), at(18), ("datasets",), "ReplicaSet", "api-7c9d"),  # 12:00 to 18:04
 )
 NODE = Node("node-1", ((BEFORE, {}),), {"cpu": 64.0, "memory": 512.0 * GIB})
 
 
 def world(volumes: tuple[Volume, ...] = VOLUMES) -> World:
     return World((Cluster("jaguar", (NODE,), PODS, {"cluster": "jaguar"},
-                          (Controller("ReplicaSet", "vision", "web-5d8f", "Deployment", "web"),),
+                          (Controller("ReplicaSet", "vision", "web-5d8f", "Deployment", "web"),
+                           Controller("ReplicaSet", "vision", "api-7c9d", "Deployment", "api")),
                           volumes=volumes, volume_claims=CLAIMS),), BEFORE, AFTER)
 
 
@@ -91,22 +100,29 @@ SCRATCH = 512 * 21  # 10,752: Pending until 03:00 (nothing), then its volume's 5
 TRAINERS = 200 * 24 * 2  # 9,600: the StatefulSet's two claims all day
 CACHE = 64 * 8 + 100 * (24 - 8.25)  # 2,087: Pending 08:00 to 08:14 (the old volume's lookback too), then 100 GiB
 LEGACY = 10 * 24  # 240: its request, its volume's capacity not being there
-USAGE = {("vision", FAST): CKPT, ("vision", BULK): SCRATCH + LEGACY, ("nlp", BULK): TRAINERS, ("nlp", FAST): CACHE}
+DATASETS = 1000 * 24  # 24,000: mounted all day
+# a third of it while three pods mount it (12:00 to 18:04), the api's pod one of them: 2,027.8 (not the half that
+# equal shares per workload would give)
+API = 1000 * (6 + LOOKBACK) / 3
+USAGE = {("vision", FAST): CKPT, ("vision", BULK): SCRATCH + LEGACY + DATASETS, ("nlp", BULK): TRAINERS,
+         ("nlp", FAST): CACHE}
 WORKLOADS = {("vision", "Deployment/web", FAST): CKPT_WEB, ("vision", "(no workload)", FAST): CKPT - CKPT_WEB,
              ("vision", "(no workload)", BULK): SCRATCH + LEGACY, ("nlp", "StatefulSet/trainer", BULK): TRAINERS,
-             ("nlp", "(no workload)", FAST): CACHE}
+             ("nlp", "(no workload)", FAST): CACHE, ("vision", "Deployment/web", BULK): DATASETS - API,
+             ("vision", "Deployment/api", BULK): API}
 CLASSES = {
     # provisioned: pv-ckpt 3,000; pv-cache-a 8 h and its lookback at 64 GiB; pv-cache-b from 08:15 at 100 GiB
     FAST: (100 * 12 + 150 * 12 + 64 * (8 + LOOKBACK) + 100 * (24 - 8.25), CKPT + CACHE, 150 * 6),
-    # provisioned: pv-scratch, the trainers', pv-spare (Available all day: unclaimed)
-    BULK: (SCRATCH + TRAINERS + 1000 * 24, SCRATCH + TRAINERS + LEGACY, 1000 * 24),
+    # provisioned: pv-scratch, the trainers', pv-spare (Available all day: unclaimed), pv-datasets
+    BULK: (SCRATCH + TRAINERS + 1000 * 24 + DATASETS, SCRATCH + TRAINERS + LEGACY + DATASETS, 1000 * 24),
 }
 
 
 def collected(url: str, cost_labels: list[str] | None):
     config = cluster("jaguar", url)
     context = cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
-    return collect_storage(context, cost_labels)
+    workloads = () if cost_labels is None else collect_cluster(context, cost_labels).pod_workloads  # the run's way
+    return collect_storage(context, cost_labels, workloads)
 
 
 def reference(of: World, workloads: bool) -> dict:
@@ -145,7 +161,8 @@ def check(url: str, of: World) -> None:
     assert_close({(r.namespace, r.workload, r.gpu_model): r.quantity for r in broken_down.workloads.itertuples()},
                  expected)
     assert set(broken_down.workloads["labels"]) == {'{"experiment": ""}'}
-    assert broken_down.usage.equals(plain.usage)
+    # the same money either way: the mounted claims' bytes are summed per pod over the chunk, the rest per instant
+    pd.testing.assert_frame_equal(broken_down.usage, plain.usage, rtol=1e-12)
 
 
 def test_claims_billed_per_namespace_class_and_workload(store_server):
@@ -206,12 +223,12 @@ def test_claims_without_their_volumes_capacity_refuse_the_day(prometheus_server)
 
 def test_billing_checks_storage_line_names_the_classes_and_the_claims_bound(prometheus_server):
     """`billing check`'s storage line: per class the GiB-hours claimed, provisioned and unclaimed (the figures
-    above), and the 6 claims bound at some instant (scratch after 03:00, cache in both lives)."""
+    above), and the 7 claims bound at some instant (scratch after 03:00, cache in both lives)."""
     config = cluster("jaguar", prometheus_server(world()).url)
     context = cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
     assert storage(context) == (
-        "2 storage classes on 2026-11-20: bulk 20592.00 GiB-h claimed of 44352.00 provisioned, 24000.00 unclaimed; "
-        "fast-nvme 4199.50 GiB-h claimed of 5092.33 provisioned, 900.00 unclaimed; 6 claims bound")
+        "2 storage classes on 2026-11-20: bulk 44592.00 GiB-h claimed of 68352.00 provisioned, 24000.00 unclaimed; "
+        "fast-nvme 4199.50 GiB-h claimed of 5092.33 provisioned, 900.00 unclaimed; 7 claims bound")
 
 
 def test_a_collected_day_carries_storage_beside_the_usage(prometheus_server, tmp_path):
