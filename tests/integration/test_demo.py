@@ -163,9 +163,10 @@ def test_by_resource_names_unrequested_capacity_and_sums_no_units_of_different_k
     lines = result.stdout.splitlines()
     assert "idle-" not in result.stdout and any(line.startswith("Unrequested capacity (shared), GPU")
                                                  for line in lines)
-    assert lines[1].split()[5:7] == ["held", "unit-h"]  # resource, GPU-h (physical), core-h, GiB-h, held unit-h
+    # resource, GPU-h (physical), core-h, GiB-h, storage GiB-h, held unit-h
+    assert lines[1].split()[5:9] == ["storage", "GiB-h", "held", "unit-h"]
     total = next(line for line in lines if line.startswith("total")).split()
-    assert total[4] == "-"  # held unit-h: a total of slices, replicas and GPUs together is no number
+    assert total[5] == "-"  # held unit-h: a total of slices, replicas and GPUs together is no number
 
 
 def test_one_word_for_each_thing_on_pages_emails_reports_and_focus(demo_run, monkeypatch):
