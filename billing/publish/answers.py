@@ -279,19 +279,20 @@ def _invoice_datasets(ledger: Engine, config: Config, first: date, last: date, f
 
 def statement(ledger: Engine, config: Config, month: date, team: str | None = None) -> Statement:
     """The month's statement, as closed or from the ledger now; optionally of one team."""
-    from billing.publish.statement import build_statement, cost_centers  # when asked: see the module's docstring
+    from billing.publish.statement import MonthRules, build_statement, cost_centers  # when asked: see the docstring
 
     return build_statement(ledger, month, config.currency, cost_centers(stored_directory(ledger)), team,
-                           yesterday(config.zone))
+                           yesterday(config.zone), MonthRules(config.clusters, config.credits))
 
 
 def close(ledger: Engine, config: Config, month: date, by: str, allow_missing: bool) -> Statement:
     """Close the month with cost recovery for the clusters that have it; returns the statement kept."""
-    from billing.publish.statement import close_month, cost_centers  # when asked: see the module's docstring
+    from billing.publish.statement import MonthRules, close_month, cost_centers  # when asked: see the docstring
 
     recover = {cluster.name: cluster.recover for cluster in config.clusters if cluster.recover}
     return close_month(ledger, month, by, yesterday(config.zone), config.currency,
-                       cost_centers(stored_directory(ledger)), allow_missing, recover)
+                       cost_centers(stored_directory(ledger)), allow_missing, recover,
+                       MonthRules(config.clusters, config.credits))
 
 
 def reopen(ledger: Engine, month: date, by: str) -> None:

@@ -117,6 +117,11 @@ def quantity(value: float, resource: str) -> str:
     return f"{cents(value):,.2f} {UNITS[resource]}"
 
 
+def su_text(value: float | None) -> str:
+    """Service units for people, `11,234.56`, to the hundredth as Slurm's sreport shows billing; '' for none."""
+    return "" if value is None else f"{cents(value):,.2f}"
+
+
 def held_reason(reason: str) -> str:
     """Why a pod held resources before it ran, in words (HELD_REASONS), never a bare dash."""
     if not reason:
