@@ -148,7 +148,7 @@ def with_recovery(figures: Figures, months: list[dict]) -> Figures:
 def costs(ledger: Engine, config: Config, subject: Subject, first: date, last: date, by: str | None) -> Report:
     """What a subject spent over a range, with the range's price changes and, for a team, its budget: what
     `billing report` shows and serve's API and CSV downloads answer. Days never run are listed, never zero."""
-    answer = build_report(ledger, subject, first, last, by, config.currency)
+    answer = build_report(ledger, subject, first, last, by, config.currency, config.clusters)
     answer = replace(answer, price_changes=price_changes(config.clusters, first, last))
     if subject.kind == "team" and subject.name is not None:
         answer = replace(answer, budget=team_budget(ledger, config, subject.name, last))

@@ -48,6 +48,7 @@ from billing.publish.report import (
     HOURS_COLUMNS,
     NOT_BROKEN_DOWN,
     REQUESTED_COST,
+    SERVICE_UNITS,
     UNREQUESTED_SHARE,
     Report,
 )
@@ -56,11 +57,12 @@ from billing.resources import GPU, LENT, QUOTA, QUOTA_PREFIX, RESOURCES, UNITS, 
 WIDTH = 80  # the narrowest terminal the table is fitted to (a wider one, or $COLUMNS, gives it more room)
 MONEY = ["cost", REQUESTED_COST, UNREQUESTED_SHARE, LIST_COST]  # with a Rounding row where they miss their totals
 SUMMED = Names(lambda: [*HOURS_COLUMNS.values(), *MONEY])  # not held_hours: slices, replicas and GPUs are no one unit
-NUMERIC = Names(lambda: [*SUMMED, "held_hours", "quantity", "unit_price"])
+NUMERIC = Names(lambda: [*SUMMED, "held_hours", "quantity", "unit_price", SERVICE_UNITS])
 NAMED_AS_THEY_ARE = RESOURCES  # a report's requested resources keep the names it groups by
 FOR_MACHINES = {LIST_COST}  # in CSV and JSON; the table and HTML show the discount on the day's pages instead
 LABELS = Derived(lambda: {**{column: UNITS[resource] for resource, column in HOURS_COLUMNS.items()},
-                          "unit_price": "unit price", "held_hours": "held unit-h", HELD_COLUMN: "GPUs held"})
+                          "unit_price": "unit price", "held_hours": "held unit-h", HELD_COLUMN: "GPUs held",
+                          SERVICE_UNITS: "SU"})
 SHARE_LABEL = "unrequested"  # short for the terminal; the note under the table names it in full
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
