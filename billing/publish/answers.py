@@ -52,6 +52,7 @@ from billing.publish.report import (
     price_changes,
 )
 from billing.publish.report_formats import day_ranges
+from billing.resources import RECOVERY
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -137,12 +138,13 @@ Figures = TypeVar("Figures", "DayReport", "TeamReport", "Headline")
 
 
 def with_recovery(figures: Figures, months: list[dict]) -> Figures:
-    """Figures whose month to date holds the cost recovery of a closed month (ledger.read.recovered: only through
-    its last day, `months`), as its statement has it."""
+    """Figures whose month to date holds the cost recovery, subsidies and monthly credits of a closed month
+    (ledger.read.recovered: only through its last day, `months`), as its statement has it; `recovery` the first."""
     if not months:
         return figures
-    recovery = total(line["amount"] for line in months)
-    return replace(figures, month_to_date=total([figures.month_to_date, recovery]), recovery=recovery)
+    recovery = total(line["amount"] for line in months if line["kind"] == RECOVERY)
+    return replace(figures, month_to_date=total([figures.month_to_date, *(line["amount"] for line in months)]),
+                   recovery=recovery)
 
 
 def costs(ledger: Engine, config: Config, subject: Subject, first: date, last: date, by: str | None) -> Report:

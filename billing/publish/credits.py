@@ -18,9 +18,13 @@ from typing import Protocol
 
 from billing.config.credits import CreditsConfig
 from billing.money import total
+from billing.resources import MONTHLY_CREDIT, SUBSIDY
 
-SUBSIDY, MONTHLY_CREDIT = "subsidy", "monthly-credit"  # the statement lines' kinds
 CREDIT_WORDS = {SUBSIDY: "Subsidy", MONTHLY_CREDIT: "Monthly credit"}  # what a statement calls each line
+CREDIT_SUMS = {SUBSIDY: "Subsidies", MONTHLY_CREDIT: "Monthly credits"}  # and the lines of a kind together
+# what FOCUS says of each (ChargeDescription, InvoiceDetailDescription), after "<words> on cluster <name>"
+CREDIT_MEANINGS = {SUBSIDY: "the share of the team's month not charged to it (credits.subsidies)",
+                   MONTHLY_CREDIT: "the team's fixed credit of the month, at most its month (credits.monthly)"}
 
 
 class Line(Protocol):

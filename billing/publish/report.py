@@ -51,8 +51,9 @@ from billing.money import one_currency, total
 from billing.publish.asked import ReportError
 from billing.publish.budgets import BudgetStatus
 from billing.publish.choices import GROUPINGS, LABEL_PREFIX, WORKLOAD
+from billing.publish.credits import CREDIT_WORDS
 from billing.publish.formatting import COST_RECOVERY
-from billing.resources import RECOVERY, Names
+from billing.resources import Names
 
 # per namespace: the shared GPU resources held (MIG slices, time-sliced replicas), as
 # [{"resource", "held_hours", "gpu_hours"}]; only in reports by namespace whose range has some
@@ -248,13 +249,14 @@ KEY_COLUMNS = {*GROUPINGS, *GROUPINGS.values(), WORKLOAD}  # a row's key; the ot
 
 
 def _recovery_key(column: str, line: dict) -> object:
-    """A cost recovery row's cell: its cluster and team, resource `recovery`, its name in the other keys, no hours."""
+    """A cost recovery row's cell: its cluster and team, its kind as resource (`recovery`, `subsidy`,
+    `monthly-credit`), its name in the other keys, no hours."""
     if column in ("cluster", "team"):
         return line[column]
     if column == "resource":
-        return RECOVERY
+        return line["kind"]
     if column in KEY_COLUMNS or column.startswith("label_"):
-        return f"{COST_RECOVERY} {line['month']:%Y-%m}"
+        return f"{CREDIT_WORDS.get(line['kind'], COST_RECOVERY)} {line['month']:%Y-%m}"
     return [] if column == HELD_COLUMN else None if column == SERVICE_UNITS else 0.0
 
 

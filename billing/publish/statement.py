@@ -214,8 +214,8 @@ def _open_statement(conn: Connection, month: date, currency: str, cost_centers: 
 def with_credits(lines: list[StatementLine], month: date, credits: CreditsConfig | None) -> list[StatementLine]:
     """The lines with the month's subsidies and monthly credits (billing/publish/credits.py) among them."""
     found = credits_of(lines, month, credits) if credits else []
-    return sorted(lines + [StatementLine(credit.team, credit.cost_center, credit.cluster, credit.kind, "", "", None,
-                                         None, credit.amount) for credit in found], key=_line_order)
+    return sorted(lines + [StatementLine(credit.team, credit.cost_center, credit.cluster, credit.kind, credit.kind, "",
+                                         None, None, credit.amount) for credit in found], key=_line_order)
 
 
 def _closed_statement(conn: Connection, month: date, closing: Closing, currency: str) -> Statement:

@@ -47,15 +47,15 @@ def test_the_worked_month_of_docs_billing_md(tmp_path):
     assert lines == [
         ("robotics", "lakes", "charge", "cpu", 1234.56, Decimal("148.15")),
         ("robotics", "lakes", "charge", "gpu", 10000.0, Decimal("1200.00")),
-        ("robotics", "lakes", SUBSIDY, "", None, Decimal("-337.04")),
+        ("robotics", "lakes", SUBSIDY, SUBSIDY, None, Decimal("-337.04")),
         ("vision", "ibis", "charge", "cpu", None, Decimal("3.00")),
         ("vision", "ibis", "charge", "gpu", None, Decimal("54.00")),
-        ("vision", "ibis", MONTHLY_CREDIT, "", None, Decimal("-57.00")),
+        ("vision", "ibis", MONTHLY_CREDIT, MONTHLY_CREDIT, None, Decimal("-57.00")),
         ("vision", "lakes", "charge", "cpu", 200.0, Decimal("24.00")),
         ("vision", "lakes", "charge", "gpu", 3000.0, Decimal("360.00")),
         ("vision", "lakes", "charge", "memory", 0.0, Decimal("0.00")),
-        ("vision", "lakes", SUBSIDY, "", None, Decimal("-96.00")),
-        ("vision", "lakes", MONTHLY_CREDIT, "", None, Decimal("-288.00")),
+        ("vision", "lakes", SUBSIDY, SUBSIDY, None, Decimal("-96.00")),
+        ("vision", "lakes", MONTHLY_CREDIT, MONTHLY_CREDIT, None, Decimal("-288.00")),
     ]
     teams = {team: cents(total(line.amount for line in team_lines)) for team, _, team_lines in statement.teams()}
     assert teams == {"robotics": Decimal("1011.11"), "vision": Decimal("0.00")}

@@ -44,9 +44,10 @@ from billing.publish.statement_formats import html as statement_html
 from billing.publish.statement_formats import json_text as statement_json
 from billing.web.app import create_app
 from tests.helpers.html_tables import read_page
+from tests.helpers.recharge import RULES, recharge_month
 from tests.helpers.report_ledger import write_ledger
 from tests.helpers.serve import get, web_config
-from tests.helpers.statements import OCT, TODAY_DONE, write_month
+from tests.helpers.statements import NOV, OCT, TODAY_DONE, write_month
 
 DAY = date(2026, 11, 20)
 
@@ -191,6 +192,58 @@ def test_a_closed_month_with_cost_recovery_reads_as_its_statement_everywhere(tmp
     rows = focus_rows(broken_down(read_rows(engine, *october), read_workload_costs(engine, *october)),
                       ZoneInfo("UTC"), read_recovery(engine, *october))
     assert f"{cents(total(rows.loc[rows['BillingAccountId'] == 'robotics', 'BilledCost'])):,.2f}" == "5.00"
+
+
+def test_a_closed_month_with_a_subsidy_and_a_monthly_credit_reads_as_its_statement_everywhere(tmp_path):
+    """docs/billing.md's recharge month closed: robotics 1,011.11 (its 25% subsidy of lakes, -337.04, in it), vision
+    0.00 (its 500.00 credit took its 345.00), by hand, in the statement, `billing report`, the budget, the day's
+    pages and emails, serve, /metrics and FOCUS (the credits as ChargeCategory Credit)."""
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    engine = recharge_month(url)
+    close_month(engine, NOV, "finance", date(2026, 12, 20), "USD", {}, rules=RULES)
+    by_hand = {"robotics": "1,011.11", "vision": "0.00"}
+    statement = json.loads(statement_json(build_statement(engine, NOV, "USD", {})))
+    assert {team["team"]: f"{cents(team['total']):,.2f}" for team in statement["teams"]} == by_hand
+    november = (NOV, date(2026, 11, 30))
+    everyone = build_report(engine, Subject("all"), *november, "team", "USD")
+    assert {row["team"]: f"{cents(row['cost']):,.2f}" for row in everyone.rows} == by_hand
+    vision = build_report(engine, Subject("team", "vision"), *november, "namespace", "USD")
+    lines = table(vision).splitlines()
+    assert [line.split()[-1] for line in lines[2:7]] == [
+        "441.00", "-57.00", "-96.00", "-288.00", "0.00"]  # ibis' credit, then lakes' subsidy and credit, total
+    assert [line.split()[0] for line in lines[3:6]] == ["Monthly", "Subsidy", "Monthly"]
+    notes = " ".join(" ".join(lines).split())
+    assert "Subsidys" not in notes and "Cost recovery" not in notes
+    assert "Subsidies (2026-11) are in these figures" in notes and "Monthly credits (2026-11) are in" in notes
+    assert [(line["kind"], line["amount"]) for line in json.loads(json_text(vision))["cost_recovery"]] == [
+        ("monthly-credit", -57.0), ("subsidy", -96.0), ("monthly-credit", -288.0)]
+    status = read_budget_status(engine, "robotics", date(2026, 11, 20), 2000.0)
+    assert (status.closed, f"{cents(status.month_to_date):,.2f}") == (True, "1,011.11")
+    report = day_report(engine, web_config(url), date(2026, 11, 30))
+    write_pages(report, tmp_path / "out")
+    for team, figure in by_hand.items():
+        page = read_page((tmp_path / "out" / "2026-11-30" / "teams" / f"{team}.html").read_text())
+        assert page.texts["month-total"] == f"{figure} USD"
+        assert f"Month to date:  {figure} USD" in team_letter(report, team).text
+    client = create_app(web_config(url)).test_client()
+    for team, figure in by_hand.items():
+        page = read_page(get(client, f"/teams/{team}?from=2026-11-01&to=2026-11-30", "root").text)
+        assert page.texts["range-total"] == page.texts["month-total"] == f"{figure} USD"
+    figures = read_cost_figures(engine, web_config(url))
+    assert figures is not None and {t: f"{cents(c):,.2f}" for t, c in figures.month_to_date.items()} == by_hand
+    rows = focus_rows(broken_down(read_rows(engine, *november), read_workload_costs(engine, *november)),
+                      ZoneInfo("UTC"), read_recovery(engine, *november))
+    for team, figure in by_hand.items():
+        assert f"{cents(total(rows.loc[rows['BillingAccountId'] == team, 'BilledCost'])):,.2f}" == figure
+    credits = rows[rows["ChargeCategory"] == "Credit"]
+    assert sorted(zip(credits["SkuId"], credits["BilledCost"].round(4))) == [
+        ("monthly-credit", -288.0), ("monthly-credit", -57.0), ("subsidy", -337.0368), ("subsidy", -96.0)]
+    detail = invoice_detail([InvoicedMonth(build_statement(engine, NOV, "USD", {}), MonthActivity(None, None, None, None),
+                                           {})], ZoneInfo("UTC"))
+    assert sorted(detail.loc[detail["ChargeCategory"] == "Credit", "InvoiceDetailId"]) == [
+        "monthly-credit", "monthly-credit", "subsidy", "subsidy"]
+    for team, figure in by_hand.items():
+        assert f"{cents(total(detail.loc[detail['BillingAccountId'] == team, 'BilledCost'])):,.2f}" == figure
 
 
 def test_a_budget_of_a_closed_month_says_it_is_closed(tmp_path):
