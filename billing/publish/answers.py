@@ -120,11 +120,11 @@ def personal_digests(ledger: Engine, first: date, last: date, currency: str, rep
 def day_report(ledger: Engine, config: Config, day: date) -> DayReport:
     """Every figure of a day's pages and emails: the teams with their leads, each budgeted team's status as of the
     day (as `billing report` reads it) and the month's price changes."""
-    from billing.publish.dayview import read_report, with_directory  # when asked: see the module's docstring
+    from billing.publish.dayview import read_report, with_directory, with_service_units  # when asked: see the docstring
 
     report = read_report(ledger, day, config.currency, config.namespaces.unallocated_team)
     directory = stored_directory(ledger)
-    report = with_directory(report, directory, config.namespaces)
+    report = with_service_units(with_directory(report, directory, config.namespaces), config.clusters)
     budgets = team_budgets(config.budgets, directory)
     months = recovered(ledger, day.replace(day=1), day)  # a closed month's cost recovery, through its last day
     teams = [with_recovery(replace(team, budget=read_budget_status(ledger, team.team, day, budgets[team.team]))

@@ -14,7 +14,7 @@ from decimal import Decimal
 from billing.money import plain_number, to_the_cent, total
 from billing.publish.choices import STATEMENT_FORMATS
 from billing.publish.credits import CREDIT_WORDS
-from billing.publish.formatting import COST_RECOVERY, UNITS, resource_name, su_text
+from billing.publish.formatting import COST_RECOVERY, UNITS, resource_name
 from billing.publish.pages import render_template
 from billing.publish.report_formats import day_ranges, spreadsheet_safe
 from billing.publish.statement import CORRECTION, LINE_COLUMNS, RECOVERY, Statement, StatementLine
@@ -107,7 +107,7 @@ def html(statement: Statement) -> str:
     """A printable page per team (CSS page breaks), every name escaped."""
     shown = shown_amounts(statement)
     return render_template("statement.html.j2", statement=statement, closing=_closing(statement), describe=describe,
-                           line_quantity=_quantity, service_units=su_text, date_ranges=day_ranges, clusters=statement.clusters(lambda lines: sum((shown[line] for line in lines), Decimal(0))),
+                           line_quantity=_quantity, date_ranges=day_ranges, clusters=statement.clusters(lambda lines: sum((shown[line] for line in lines), Decimal(0))),
                            shown=lambda lines: [shown[line] for line in lines])
 
 

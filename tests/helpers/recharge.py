@@ -22,7 +22,8 @@ CREDITS = CreditsConfig.model_validate({
     "subsidies": [{"cluster": "lakes", "percent": 25, "from": "2026-07"}]})
 RULES = MonthRules([LAKES, IBIS], CREDITS)
 
-# docs/billing.md "A recharge centre's month": prices by hand (H100 10 SU x 0.12 = 1.20, a core 0.1 x 0.12 = 0.012)
+# docs/billing.md "A recharge centre's month: service units, credits and subsidies": prices by hand
+# (H100 10 SU x 0.12 = 1.20, a core 0.1 x 0.12 = 0.012)
 #        cluster  namespace        team        owner  resource  gpu_model  quantity  unit_price  cost  list_cost
 NOV_10 = [
     ("lakes", "team-robotics", "robotics", None, "gpu", H100, 1000.0, 1.20, 1200.00, 1200.00),
