@@ -249,8 +249,8 @@ def answer_schemas(currency: str) -> dict[str, dict]:
         "budget": optional_money, "forecast": forecast, "budget_month": {"type": "string"}, "month_to_date": money,
         "month_closed": closed,
         "cost_recovery": {"type": "array", "items": {"type": "object"}, "description": (
-            f"the cost recovery of each closed month the range holds whole, in its rows and total: month, team, "
-            f"cluster and amount in {currency}")},
+            f"the cost recovery, subsidies and monthly credits of each closed month the range holds whole, in its "
+            f"rows and total: month, team, cluster, kind (recovery, subsidy, monthly-credit) and amount in {currency}")},
         "price_changes": price_changes, "by": {"type": "string"},
         "held_before_running": {"type": "array", "items": {"type": "object"}, "description": (
             f"what pods bound to a node held before they ran, per resource: quantity in resource-hours, cost in "

@@ -19,9 +19,12 @@ from tempfile import TemporaryDirectory
 from urllib.parse import quote
 from zoneinfo import ZoneInfo
 
+import pandas as pd
+from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from billing.cli import main
 from billing.config import BudgetsConfig, CostRecovery
 from billing.ledger.database import open_ledger
 from billing.ledger.read import MonthActivity, read_recovery, read_rows, read_workload_costs
@@ -43,6 +46,7 @@ from billing.publish.statement_formats import csv_text as statement_csv
 from billing.publish.statement_formats import html as statement_html
 from billing.publish.statement_formats import json_text as statement_json
 from billing.web.app import create_app
+from tests.helpers.focus13 import check_focus_13
 from tests.helpers.html_tables import read_page
 from tests.helpers.recharge import RULES, recharge_month
 from tests.helpers.report_ledger import write_ledger
@@ -194,7 +198,7 @@ def test_a_closed_month_with_cost_recovery_reads_as_its_statement_everywhere(tmp
     assert f"{cents(total(rows.loc[rows['BillingAccountId'] == 'robotics', 'BilledCost'])):,.2f}" == "5.00"
 
 
-def test_a_closed_month_with_a_subsidy_and_a_monthly_credit_reads_as_its_statement_everywhere(tmp_path):
+def test_a_closed_month_with_a_subsidy_and_a_monthly_credit_reads_as_its_statement_everywhere(tmp_path, write_config):
     """docs/billing.md's recharge month closed: robotics 1,011.11 (its 25% subsidy of lakes, -337.04, in it), vision
     0.00 (its 500.00 credit took its 345.00), by hand, in the statement, `billing report`, the budget, the day's
     pages and emails, serve, /metrics and FOCUS (the credits as ChargeCategory Credit)."""
@@ -238,6 +242,12 @@ def test_a_closed_month_with_a_subsidy_and_a_monthly_credit_reads_as_its_stateme
     credits = rows[rows["ChargeCategory"] == "Credit"]
     assert sorted(zip(credits["SkuId"], credits["BilledCost"].round(4))) == [
         ("monthly-credit", -288.0), ("monthly-credit", -57.0), ("subsidy", -337.0368), ("subsidy", -96.0)]
+    exported = CliRunner().invoke(main, ["export", "--config", str(write_config(database=url)), "--from", "2026-11-01",
+                                         "--to", "2026-11-30"])
+    assert exported.exit_code == 0, exported.output
+    written = pd.read_csv(io.StringIO(exported.stdout), keep_default_na=False, na_values=[""])
+    assert (written["ChargeCategory"] == "Credit").sum() == 4
+    check_focus_13(written)  # every FOCUS 1.3 requirement, the credit rows' included
     detail = invoice_detail([InvoicedMonth(build_statement(engine, NOV, "USD", {}), MonthActivity(None, None, None, None),
                                            {})], ZoneInfo("UTC"))
     assert sorted(detail.loc[detail["ChargeCategory"] == "Credit", "InvoiceDetailId"]) == [
