@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from billing.cli import main
-from billing.config import BudgetsConfig, CostRecovery
+from billing.config import BudgetsConfig, CostRecovery, CreditsConfig
 from billing.ledger.database import open_ledger
 from billing.ledger.read import MonthActivity, read_recovery, read_rows, read_workload_costs
 from billing.money import cents, total
@@ -41,7 +41,7 @@ from billing.publish.pages import write_pages
 from billing.publish.report import Report, Subject, build_report
 from billing.publish.report_formats import csv_text, json_text, table
 from billing.publish.report_formats import html as report_html
-from billing.publish.statement import StatementLine, build_statement, close_month, recovery_lines
+from billing.publish.statement import MonthRules, StatementLine, build_statement, close_month, recovery_lines
 from billing.publish.statement_formats import csv_text as statement_csv
 from billing.publish.statement_formats import html as statement_html
 from billing.publish.statement_formats import json_text as statement_json
@@ -703,4 +703,48 @@ def test_a_closed_month_with_cost_recovery_reads_as_its_statement_in_every_outpu
         in_focus = total(focus.loc[focus["BillingAccountId"] == team, "BilledCost"])
         assert cents(in_focus) == teams[team]
         tables_add_up(read_page(report_html(mine)).tables)
+        engine.dispose()
+
+
+@given(ledger=months(), percent=st.integers(1, 100), credit=st.integers(1, 1_000_000), recover=st.booleans(),
+       data=st.data())
+def test_a_month_with_subsidies_and_credits_adds_up_to_its_lines_and_reads_as_its_statement(ledger, percent, credit,
+                                                                                         recover, data):
+    """October with a subsidy of jaguar and a monthly credit (`credit` cents) of one team, closed (with jaguar's cost
+    recovered or not): each team's month is the exact sum of its lines rounded once, in the statement's total and
+    its CSV, never below 0 through a credit, and reads the same in `billing report`, /metrics and FOCUS."""
+    team = data.draw(st.sampled_from(sorted({row[2] for rows in ledger.values() for row in rows})))
+    credits = CreditsConfig.model_validate({
+        "subsidies": [{"cluster": "jaguar", "percent": percent, "from": "2026-10"}],
+        "monthly": [{"team": team, "amount": credit / 100, "from": "2026-09", "months": 2}]})
+    with TemporaryDirectory() as folder:
+        url = write_ledger(Path(folder) / "ledger.db", ledger)
+        engine = open_ledger(url)
+        jaguar = cents(total(row[8] for rows in ledger.values() for row in rows if row[0] == "jaguar"))
+        recovered = {"jaguar": CostRecovery(monthly_cost=1000.0)} if recover and jaguar != 0 else None
+        before = build_statement(engine, OCT, "USD", {})  # without credits
+        close_month(engine, OCT, "finance", TODAY_DONE, "USD", {}, allow_missing=True, recover=recovered,
+                    rules=MonthRules((), credits))
+        statement = build_statement(engine, OCT, "USD", {})
+        csv_rows = list(csv.DictReader(io.StringIO(statement_csv(statement))))
+        teams = {}
+        for name, _, lines in statement.teams():
+            exact = sum((Decimal(repr(line.amount)) for line in lines), Decimal(0))
+            teams[name] = cents(total(line.amount for line in lines))
+            assert teams[name] == cents(float(exact))
+            assert cents(float(sum((Decimal(row["amount"]) for row in csv_rows if row["team"] == name), Decimal(0)))) \
+                == teams[name]
+            charged = [line.amount for line in lines if line.kind not in ("subsidy", "monthly-credit")]
+            assert teams[name] >= min(Decimal(0), cents(total(charged)))
+        if not recovered:
+            assert cents(total(line.amount for line in statement.lines if line.kind not in ("subsidy", "monthly-credit"))
+                         ) == cents(before.total)
+        october = (OCT, date(2026, 10, 31))
+        answer = build_report(engine, Subject("all"), *october, "team", "USD")
+        assert {row["team"]: cents(row["cost"]) for row in answer.rows} == teams
+        figures = read_cost_figures(engine, web_config(url))
+        assert figures is not None and {t: cents(c) for t, c in figures.month_to_date.items()} == teams
+        focus = focus_rows(broken_down(read_rows(engine, *october), read_workload_costs(engine, *october)),
+                           ZoneInfo("UTC"), read_recovery(engine, *october))
+        assert cents(total(focus["BilledCost"])) == cents(statement.total)
         engine.dispose()
