@@ -22,10 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
-import pandas as pd
 from sqlalchemy import Engine
 
-from billing.charge.service_units import SU_COLUMNS, service_units
 from billing.config import ClusterConfig
 from billing.days import days_between, days_in_month
 from billing.directory.people import directory_from_json
@@ -207,7 +205,11 @@ def _weighs(cluster: ClusterConfig) -> bool:
 def _with_service_units(rows: list[dict], engine: Engine, subject: Subject, first: date, last: date, by: str | None,
                         clusters: Sequence[ClusterConfig]) -> None:
     """Each row's SU: a ledger row's own, a group's the sum of its rows' (by resource, where a GPU row is counted
-    under the GPU resources it held, none)."""
+    under the GPU resources it held, none). Imported here: a report without SU loads neither pandas nor pricing."""
+    import pandas as pd
+
+    from billing.charge.service_units import SU_COLUMNS, service_units
+
     if by is None:
         figures = service_units(pd.DataFrame(rows, columns=SU_COLUMNS), clusters) if rows else pd.Series([])
         for row, figure in zip(rows, figures, strict=True):
