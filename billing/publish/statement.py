@@ -53,8 +53,8 @@ from billing.ledger.months import (
 from billing.ledger.recovery import shares
 from billing.ledger.write import CORRECTION_NOISE, serialise_with_runs
 from billing.money import cents, money_sums, one_currency, total
-from billing.publish.credits import MONTHLY_CREDIT, SUBSIDY, credits_of
-from billing.resources import RECOVERY
+from billing.publish.credits import credits_of
+from billing.resources import MONTHLY_CREDIT, RECOVERY, SUBSIDY
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +63,7 @@ log = logging.getLogger(__name__)
 KINDS = {"": "charge", "reserved": "reserved", "credit": "credit", "unrequested": "unrequested", "quota": "reserved",
          "lent": "credit"}
 CORRECTION = "correction"  # what a re-run of a closed month's day changed, booked in a later month
+CREDITED = "credited"  # a cluster's subsidies and monthly credits together, in its summary
 KIND_ORDER = ["charge", "discount", "reserved", "credit", "unrequested", RECOVERY, SUBSIDY, MONTHLY_CREDIT, CORRECTION]
 LINE_COLUMNS = ["team", "cost_center", "cluster", "kind", "resource", "gpu_model", "corrects", "quantity", "amount",
                 "service_units"]
@@ -119,17 +120,17 @@ class Statement:
         return total(line.amount for line in self.lines)
 
     def clusters(self, sum_of: Callable[[list[StatementLine]], Any] | None = None) -> list[dict]:
-        """Per cluster: what its teams were charged in the month, its cost recovery, the corrections of earlier
-        months booked, and the total: with cost recovery, the total of the month is the cluster's cost. Each is
-        `sum_of` its lines, by default their exact sum."""
+        """Per cluster: what its teams were charged in the month, its cost recovery, its subsidies and monthly
+        credits, the corrections of earlier months booked, and the total: with cost recovery, charged and recovered
+        add up to the cluster's cost. Each is `sum_of` its lines, by default their exact sum."""
         sum_of = sum_of or (lambda lines: total(line.amount for line in lines))
         sums = []
         for cluster in sorted({line.cluster for line in self.lines}):
             lines = [line for line in self.lines if line.cluster == cluster]
             parts = {part: sum_of([line for line in lines if _part(line) == part])
-                     for part in ("charged", RECOVERY, CORRECTION)}
+                     for part in ("charged", RECOVERY, CREDITED, CORRECTION)}
             sums.append({"cluster": cluster, "charged": parts["charged"], "recovered": parts[RECOVERY],
-                         "corrected": parts[CORRECTION], "total": sum_of(lines)})
+                         "credited": parts[CREDITED], "corrected": parts[CORRECTION], "total": sum_of(lines)})
         return sums
 
     def teams(self) -> list[tuple[str, str, list[StatementLine]]]:
@@ -141,7 +142,9 @@ class Statement:
 
 
 def _part(line: StatementLine) -> str:
-    """A line as a cluster's summary counts it: recovery and corrections apart from what was charged."""
+    """A line as a cluster's summary counts it: recovery, credits and corrections apart from what was charged."""
+    if line.kind in (SUBSIDY, MONTHLY_CREDIT):
+        return CREDITED
     return line.kind if line.kind in (RECOVERY, CORRECTION) else "charged"
 
 

@@ -288,7 +288,8 @@ def answer_schemas(currency: str) -> dict[str, dict]:
         "statement": document({"month": {"type": "string"}, "currency": report["currency"],
                                "closed": _nullable("object", "when and by whom the month was closed; null: open"), "missing_days": days, "total": money,
                                "clusters": {"type": "array", "items": {"type": "object"},
-                                            "description": f"per cluster: charged, recovered, corrected, total in {currency}"},
+                                            "description": f"per cluster: charged, recovered, credited (subsidies and "
+                                                           f"monthly credits), corrected, total in {currency}"},
                                "teams": {"type": "array", "items": {"type": "object"}, "description": (
                                    f"per team: total and lines (quantity in resource-hours, amount in {currency})")}},
                               "month", "currency", "total", "teams"),

@@ -46,6 +46,6 @@ def test_a_credit_or_subsidy_of_a_team_the_directory_does_not_hold_as_spelled_is
         check_names(named, DIRECTORY)
     assert refused.value.exit_status == 2
     assert str(refused.value) == (
-        "credits.monthly[0].team: the directory spells this team 'vision', not 'Vision': write it so, or its costs "
-        "are kept apart from the rest of the team's; "
+        "credits.monthly[0].team: the directory spells this team 'vision', not 'Vision': write it so, or no "
+        "statement would take it off; "
         "credits.subsidies[0].team: the directory has no team 'visoin' (the closest: vision)")

@@ -105,6 +105,10 @@ def test_credits_are_taken_after_cost_recovery_when_a_month_is_closed(tmp_path):
     assert cents(on_lakes["robotics", SUBSIDY]) == cents(-robotics_recovered / 4)
     assert cents(on_lakes["vision", SUBSIDY]) == cents(-(2000 - robotics_recovered) / 4)
     assert cents(closed.total) == cents(0.75 * robotics_recovered)  # vision's month: 0 after its credit
+    lakes = next(row for row in closed.clusters() if row["cluster"] == "lakes")
+    assert cents(lakes["charged"] + lakes["recovered"]) == cents(2000)  # the cluster's cost, its credits apart
+    assert cents(lakes["credited"]) == cents(-2000 / 4 - (0.75 * (2000 - robotics_recovered)))
+    assert '<th class="num">Subsidies and credits</th>' in FORMATS["html"](closed)
 
 
 @dataclass(frozen=True)
