@@ -143,8 +143,9 @@ def with_recovery(figures: Figures, months: list[dict]) -> Figures:
     if not months:
         return figures
     recovery = total(line["amount"] for line in months if line["kind"] == RECOVERY)
+    credited = total(line["amount"] for line in months if line["kind"] != RECOVERY)
     return replace(figures, month_to_date=total([figures.month_to_date, *(line["amount"] for line in months)]),
-                   recovery=recovery)
+                   recovery=recovery, credited=credited)
 
 
 def costs(ledger: Engine, config: Config, subject: Subject, first: date, last: date, by: str | None) -> Report:
@@ -181,6 +182,7 @@ class Headline:
     price_changes: tuple = ()  # the range's price changes likewise
     directory_note: str = ""
     recovery: float = 0.0  # a closed month's cost recovery, in month_to_date (`with_recovery`)
+    credited: float = 0.0  # a closed month's subsidies and monthly credits, in month_to_date (`with_recovery`)
 
 
 @dataclass(frozen=True)

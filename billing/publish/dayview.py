@@ -128,6 +128,7 @@ class TeamReport:
     # that no team lent) and lent (resource-hours; docs/spec.md)
     quotas: tuple[dict, ...] = ()
     recovery: float = 0.0  # a closed month's cost recovery, in month_to_date (publish/answers.py `day_report`)
+    credited: float = 0.0  # a closed month's subsidies and monthly credits, in month_to_date (the same)
 
 
 @dataclass(frozen=True)
@@ -162,6 +163,7 @@ class DayReport:
     # (cluster, day): another price set came into force in the month to date (report.price_changes)
     price_changes: tuple[tuple[str, date], ...] = ()
     recovery: float = 0.0  # a closed month's cost recovery, in month_to_date (publish/answers.py `day_report`)
+    credited: float = 0.0  # a closed month's subsidies and monthly credits, in month_to_date (the same)
 
     def team(self, name: str) -> TeamReport:
         return next(t for t in self.teams if t.team == name)

@@ -51,6 +51,7 @@ from billing.publish.formatting import (
     TEAM_NAMESPACES_RULE,
     UNREQUESTED_SHARE,
     UNREQUESTED_SHARE_RULE,
+    month_lines,
     person,
     price_change_note,
     quantity,
@@ -171,7 +172,8 @@ def _environment() -> Environment:
     env.globals.update(
         resource_names=RESOURCE_NAMES, unrequested_resources=UNREQUESTED_RESOURCES, trend_chart=trend_chart, timedelta=timedelta, email_bar_px=EMAIL_BAR_PX
     )
-    env.globals.update(forecast_method=FORECAST_METHOD, days_in_month=days_in_month, held_view=held_table)
+    env.globals.update(forecast_method=FORECAST_METHOD, days_in_month=days_in_month, held_view=held_table,
+                       month_lines=month_lines)
     return env
 
 

@@ -228,11 +228,13 @@ def test_a_closed_month_with_a_subsidy_and_a_monthly_credit_reads_as_its_stateme
     for team, figure in by_hand.items():
         page = read_page((tmp_path / "out" / "2026-11-30" / "teams" / f"{team}.html").read_text())
         assert page.texts["month-total"] == f"{figure} USD"
-        assert f"Month to date:  {figure} USD" in team_letter(report, team).text
+        letter = team_letter(report, team).text
+        assert f"Month to date:  {figure} USD (with credits and subsidies)" in letter and "cost recovery" not in letter
     client = create_app(web_config(url)).test_client()
     for team, figure in by_hand.items():
         page = read_page(get(client, f"/teams/{team}?from=2026-11-01&to=2026-11-30", "root").text)
         assert page.texts["range-total"] == page.texts["month-total"] == f"{figure} USD"
+    assert "with credits and subsidies" in get(client, "/teams/vision?from=2026-11-01&to=2026-11-30", "root").text
     figures = read_cost_figures(engine, web_config(url))
     assert figures is not None and {t: f"{cents(c):,.2f}" for t, c in figures.month_to_date.items()} == by_hand
     rows = focus_rows(broken_down(read_rows(engine, *november), read_workload_costs(engine, *november)),
