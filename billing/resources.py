@@ -113,6 +113,9 @@ LEDGER_RESOURCES = Names(lambda: [*REGISTRY, *(kind + resource for kind in KINDS
 UNREQUESTED_RESOURCES = Names(lambda: [UNREQUESTED + resource for resource in OFFERED])
 
 RECOVERY = "recovery"  # statement_lines.kind of a cost recovery line; corrections.resource of one split again
+# statement_lines.kind of a subsidy and a monthly credit (docs/spec.md "Service units, credits and subsidies")
+SUBSIDY, MONTHLY_CREDIT = "subsidy", "monthly-credit"
+MONTH_LINES = (RECOVERY, SUBSIDY, MONTHLY_CREDIT)  # the lines a close books on a team's whole month
 
 POOL_PREFIX = "pool:"  # namespace of a reserved pool's capacity rows; no Kubernetes namespace has a colon
 QUOTA_PREFIX = "quota:"  # namespace of a Kueue ClusterQueue's quota rows

@@ -378,4 +378,10 @@ ALTER TABLE cluster_days ADD COLUMN capacity_unknown TEXT DEFAULT '' NOT NULL;
 
 UPDATE alembic_version SET version_num='0016' WHERE alembic_version.version_num = '0015';
 
+-- Running upgrade 0016 -> 0017
+
+ALTER TABLE statement_lines ADD COLUMN service_units DOUBLE PRECISION;
+
+UPDATE alembic_version SET version_num='0017' WHERE alembic_version.version_num = '0016';
+
 COMMIT;

@@ -409,3 +409,9 @@ UPDATE alembic_version SET version_num='0015' WHERE alembic_version.version_num 
 ALTER TABLE cluster_days ADD COLUMN capacity_unknown TEXT DEFAULT '' NOT NULL;
 
 UPDATE alembic_version SET version_num='0016' WHERE alembic_version.version_num = '0015';
+
+-- Running upgrade 0016 -> 0017
+
+ALTER TABLE statement_lines ADD COLUMN service_units DOUBLE;
+
+UPDATE alembic_version SET version_num='0017' WHERE alembic_version.version_num = '0016';

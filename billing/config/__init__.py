@@ -13,6 +13,7 @@ from billing.config.clusters import (
     PrometheusConfig,
     RequestRule,
 )
+from billing.config.credits import CreditsConfig, MonthlyCredit, Subsidy
 from billing.config.directory import DirectoryConfig, NamespaceRules, PeopleConfig, TeamsConfig
 from billing.config.email import EmailConfig
 from billing.config.file import DEEPEST_CONFIG, LARGEST_CONFIG, Config, DirectoryName, config_path, load_config
@@ -42,6 +43,7 @@ from billing.config.section import (
     read_secrets,
     untrusted_certificate,
 )
+from billing.config.service_units import ServiceUnits
 from billing.config.web import HOST_NAME, LOOPBACK_HOSTS, McpConfig, WebConfig
 
 __all__ = [
@@ -53,4 +55,6 @@ __all__ = [
     "PeopleConfig", "Price", "PriceSets", "Prices", "PrometheusConfig", "RequestRule", "ReservedPools",
     "TeamsConfig", "WasteConfig", "WebAddress", "WebConfig", "WorkloadsConfig", "config_path", "kube_label",
     "load_config", "parse_duration", "read_secrets", "untrusted_certificate",
+    # credits and subsidies, service units
+    "CreditsConfig", "MonthlyCredit", "ServiceUnits", "Subsidy",
 ]

@@ -27,6 +27,7 @@ from pydantic import AfterValidator, Field, ValidationError, field_validator, mo
 from pydantic_core import ErrorDetails
 
 from billing.config.clusters import BoundPendingRule, ClusterConfig, GpuFractions, RequestRule
+from billing.config.credits import CreditsConfig
 from billing.config.directory import DirectoryConfig, NamespaceRules
 from billing.config.email import EmailConfig
 from billing.config.prices import PRICE_FORMS, BudgetsConfig
@@ -74,6 +75,7 @@ class Config(Section):
     # pod labels costs are broken down by, as Kubernetes names them (experiment, example.com/project)
     cost_labels: Annotated[list[str], AfterValidator(cost_label_keys)] = []
     budgets: BudgetsConfig = BudgetsConfig()
+    credits: CreditsConfig = CreditsConfig()  # monthly credits and subsidies on the statements
     web: WebConfig = WebConfig()
     mcp: McpConfig = McpConfig()
     reports_url: WebAddress = ""  # where people reach the reports or `billing serve`; emails link there
@@ -124,6 +126,16 @@ class Config(Section):
         return self
 
     @model_validator(mode="after")
+    def _subsidised_clusters(self) -> Config:
+        """A subsidy of a cluster that is not configured (or spelled otherwise) would silently subsidise nothing."""
+        names = [cluster.name for cluster in self.clusters]
+        for number, subsidy in enumerate(self.credits.subsidies):
+            if subsidy.cluster and subsidy.cluster not in names:
+                raise ValueError(f"credits.subsidies[{number}].cluster: no cluster is named {subsidy.cluster!r} "
+                                 f"(the clusters are {', '.join(names)})")
+        return self
+
+    @model_validator(mode="after")
     def _place_sections(self) -> Config:
         """Each section with secrets learns where it is, for the sentence naming one that cannot be read."""
         for number, cluster in enumerate(self.clusters):
@@ -148,6 +160,10 @@ class Config(Section):
         names += [DirectoryName(f"namespaces.overrides.{namespace}", "team", team)
                   for namespace, team in self.namespaces.overrides.items()]
         names += [DirectoryName(f"budgets.monthly.{team}", "team", team) for team in self.budgets.monthly]
+        names += [DirectoryName(f"credits.monthly[{number}].team", "team", credit.team)
+                  for number, credit in enumerate(self.credits.monthly)]
+        names += [DirectoryName(f"credits.subsidies[{number}].team", "team", subsidy.team)
+                  for number, subsidy in enumerate(self.credits.subsidies) if subsidy.team]
         names += [DirectoryName(f"web.admins[{number}]", "person", uid) for number, uid in enumerate(self.web.admins)]
         return [name for name in names if not (name.kind == "team" and name.name == self.namespaces.unallocated_team)]
 

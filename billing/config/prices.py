@@ -6,11 +6,13 @@ from __future__ import annotations
 import math
 import re
 from datetime import date, datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Discriminator, Field, Tag, field_validator, model_validator
 
 from billing.config.section import Section
+from billing.config.service_units import ServiceUnits
+from billing.resources import REGISTRY
 
 
 def _finite_number(value: object) -> object:
@@ -43,6 +45,42 @@ class Prices(Section):
     # price multiplier per pod priority class (kube_pod_info's priority_class), e.g. backfill: 0.0 runs free;
     # other classes pay 1
     priority_classes: dict[str, Price] = {}
+    # SU per resource-hour and GPU model; with a price per SU, the prices above are made from it (docs/spec.md
+    # "Service units, credits and subsidies")
+    service_units: ServiceUnits | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _priced_by_service_units(cls, data: Any) -> Any:
+        """With `service_units.price`, each price per resource-hour is its weight times the price per SU, so that
+        the bill is SU x price per SU (Slurm's recharge model); a set giving both would have two prices."""
+        units = data.get("service_units") if isinstance(data, dict) else None
+        if not isinstance(units, dict) or units.get("price") is None:
+            return data
+        given = sorted(key for key in cls.rate_keys() if key in data)
+        if given:
+            raise ValueError(f"{given[0]} is given and service_units.price too: set the prices per resource-hour or "
+                             "a price per SU, not both")
+        try:
+            made = ServiceUnits.model_validate(units)
+        except ValueError:
+            return data  # its own validation names the mistake
+        assert made.price is not None
+        return {**data, **{key: value for key, value in made.rates(made.price).items() if key in cls.rate_keys()}}
+
+    @classmethod
+    def rate_keys(cls) -> list[str]:
+        """The set's keys of a price per resource-hour."""
+        return [resource.price_key for resource in REGISTRY.values() if resource.price_key in cls.model_fields] + [
+            "gpu_models"]
+
+    def su_rates(self) -> Prices | None:
+        """The set's SU weights in the form of a price set (SU per resource-hour), which unit prices are read from;
+        None where the set has no service units."""
+        if self.service_units is None:
+            return None
+        rates = self.service_units.rates()
+        return Prices(**{key: value for key, value in rates.items() if key in self.rate_keys()})
 
 
 def _day(value: object) -> date:

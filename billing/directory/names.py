@@ -36,8 +36,10 @@ def _mistake(named: DirectoryName, directory: Directory) -> str:
     if spelled == written:
         return ""
     if spelled is not None:
+        otherwise = ("no statement would take it off" if named.key.startswith("credits.")
+                     else f"its costs are kept apart from the rest of the {named.kind}'s")
         return (f"{named.key}: the directory spells this {named.kind} {spelled!r}, not {named.name!r}: write it so, "
-                f"or its costs are kept apart from the rest of the {named.kind}'s")
+                f"or {otherwise}")
     by_key = {name.casefold(): name for name in known}
     closest = [by_key[key] for key in difflib.get_close_matches(named.name.casefold(), by_key, CLOSEST)]
     nearest = f"the closest: {', '.join(closest)}" if closest else "none is close"

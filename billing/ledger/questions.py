@@ -128,6 +128,15 @@ def ledger_rows(engine: Engine, subject: Subject, first: date, last: date, by: s
     return fetch(engine, query), columns
 
 
+def quantities(engine: Engine, subject: Subject, first: date, last: date, column: str) -> list[dict]:
+    """The subject's resource-hours per ledger `column` (a report's grouping, as `key`), day, cluster, resource and GPU
+    model: what service units are weighed from (billing/charge/service_units.py)."""
+    keys = [chargeback.c[column].label("key"), *(chargeback.c[name] for name in ("day", "cluster", "resource", "gpu_model"))]
+    query = (select(*keys, func.sum(chargeback.c.quantity).label("quantity"))
+             .where(*_where(subject, first, last)).group_by(*keys))
+    return fetch(engine, query)
+
+
 def held_by_namespace(engine: Engine, subject: Subject, first: date, last: date) -> dict[str, list[dict]]:
     """Per namespace: the shared GPU resources it held, where one unit was not one physical GPU."""
     held = gpu_holdings

@@ -40,7 +40,7 @@ from billing.ledger.tables import (
     workload_costs,
 )
 from billing.money import BILLIONTHS, in_billionths
-from billing.resources import RECOVERY
+from billing.resources import MONTH_LINES, RECOVERY
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -281,36 +281,37 @@ def directory_note(engine: Engine, day: date) -> str:
 
 
 def recovered(engine: Engine, first: date, last: date, team: str | None = None) -> list[dict]:
-    """month, team, cluster, amount, currency: per team and cluster, the cost recovery of each closed month that lies
-    within first..last (a closed month's statement books it for the whole month, so a range holding part of the month
-    holds none of it), with what re-runs of the month's days moved since (corrections of resource `recovery`), so that
-    beside the ledger's rows as they are now a recovered cluster's month still adds up to its cost; optionally of one
-    team. Each amount is summed as money is (`money_sum`): what `billing export`, `billing report`, serve and the
-    budgets add to the ledger's rows of a closed month."""
+    """month, team, cluster, kind, amount, currency: per team, cluster and kind, the cost recovery of each closed month
+    that lies within first..last (a closed month's statement books it for the whole month, so a range holding part of
+    the month holds none of it), with what re-runs of the month's days moved since (corrections of resource
+    `recovery`), so that beside the ledger's rows as they are now a recovered cluster's month still adds up to its
+    cost; and its subsidies and monthly credits (kinds MONTH_LINES); optionally of one team. Each amount is summed as
+    money is (`money_sum`): what `billing export`, `billing report`, serve and the budgets add to the ledger's rows
+    of a closed month."""
     lines = (select(statement_lines.c.month, statement_lines.c.team, statement_lines.c.cluster,
-                    statement_lines.c.amount, statement_lines.c.currency)
-             .where(statement_lines.c.kind == RECOVERY, statement_lines.c.month.between(first, last))
+                    statement_lines.c.kind, statement_lines.c.amount, statement_lines.c.currency)
+             .where(statement_lines.c.kind.in_(MONTH_LINES), statement_lines.c.month.between(first, last))
              .order_by(statement_lines.c.month, statement_lines.c.line))
-    moved = (select(corrections.c.corrects, corrections.c.team, corrections.c.cluster, corrections.c.amount,
-                    corrections.c.currency)
+    moved = (select(corrections.c.corrects, corrections.c.team, corrections.c.cluster, corrections.c.resource,
+                    corrections.c.amount, corrections.c.currency)
              .where(corrections.c.resource == RECOVERY, corrections.c.corrects.between(first, last))
              .order_by(corrections.c.corrects, corrections.c.booked_at))
     if team is not None:
         lines, moved = lines.where(statement_lines.c.team == team), moved.where(corrections.c.team == team)
     sums: dict[tuple, int] = {}
-    for day, who, cluster, amount, currency in [*fetch_rows(engine, lines, "cost recovery lines"),
-                                                *fetch_rows(engine, moved, "cost recovery corrections")]:
-        month = day.replace(day=1)  # a line's month, a correction's day
+    for day, who, cluster, kind, amount, currency in [*fetch_rows(engine, lines, "cost recovery lines"),
+                                                      *fetch_rows(engine, moved, "cost recovery corrections")]:
+        month = day.replace(day=1)  # a line's month, a correction's day (whose resource is its kind, `recovery`)
         if _within(month, first, last):
-            key = (month, who, cluster, currency)
+            key = (month, who, cluster, kind, currency)
             sums[key] = sums.get(key, 0) + in_billionths(amount)
-    return [{"month": month, "team": who, "cluster": cluster, "amount": amount / BILLIONTHS, "currency": currency}
-            for (month, who, cluster, currency), amount in sums.items()]
+    return [{"month": month, "team": who, "cluster": cluster, "kind": kind, "amount": amount / BILLIONTHS,
+             "currency": currency} for (month, who, cluster, kind, currency), amount in sums.items()]
 
 
 def read_recovery(engine: Engine, first: date, last: date) -> pd.DataFrame:
-    """`recovered` as a frame (month, team, cluster, amount, currency), for the FOCUS export."""
-    columns = ["month", "team", "cluster", "amount", "currency"]
+    """`recovered` as a frame (month, team, cluster, kind, amount, currency), for the FOCUS export."""
+    columns = ["month", "team", "cluster", "kind", "amount", "currency"]
     return frame_of([tuple(row[c] for c in columns) for row in recovered(engine, first, last)], columns)
 
 

@@ -255,13 +255,15 @@ statement_lines = Table(  # a closed month's statement as it was closed, line by
     Column("team", Text, nullable=False),
     Column("cost_center", Text, nullable=False),
     Column("cluster", Text, nullable=False),
-    Column("kind", Text, nullable=False),  # charge, discount, credit, unrequested, reserved, correction, recovery
+    # charge, discount, credit, unrequested, reserved, correction, recovery, subsidy, monthly-credit
+    Column("kind", Text, nullable=False),
     Column("resource", Text, nullable=False),
     Column("gpu_model", Text, nullable=False),
     Column("corrects", Date, nullable=True),  # the day a correction corrects
     Column("quantity", Double, nullable=True),
     Column("amount", Double, nullable=False),
     Column("currency", Text, nullable=False),
+    Column("service_units", Double, nullable=True),  # SU of a charge line; NULL: none (docs/spec.md)
 )
 
 

@@ -52,6 +52,7 @@ from billing.publish.report import (
     price_changes,
 )
 from billing.publish.report_formats import day_ranges
+from billing.resources import RECOVERY
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -119,11 +120,11 @@ def personal_digests(ledger: Engine, first: date, last: date, currency: str, rep
 def day_report(ledger: Engine, config: Config, day: date) -> DayReport:
     """Every figure of a day's pages and emails: the teams with their leads, each budgeted team's status as of the
     day (as `billing report` reads it) and the month's price changes."""
-    from billing.publish.dayview import read_report, with_directory  # when asked: see the module's docstring
+    from billing.publish.dayview import read_report, with_directory, with_service_units  # when asked: see the docstring
 
     report = read_report(ledger, day, config.currency, config.namespaces.unallocated_team)
     directory = stored_directory(ledger)
-    report = with_directory(report, directory, config.namespaces)
+    report = with_service_units(with_directory(report, directory, config.namespaces), config.clusters)
     budgets = team_budgets(config.budgets, directory)
     months = recovered(ledger, day.replace(day=1), day)  # a closed month's cost recovery, through its last day
     teams = [with_recovery(replace(team, budget=read_budget_status(ledger, team.team, day, budgets[team.team]))
@@ -137,18 +138,20 @@ Figures = TypeVar("Figures", "DayReport", "TeamReport", "Headline")
 
 
 def with_recovery(figures: Figures, months: list[dict]) -> Figures:
-    """Figures whose month to date holds the cost recovery of a closed month (ledger.read.recovered: only through
-    its last day, `months`), as its statement has it."""
+    """Figures whose month to date holds the cost recovery, subsidies and monthly credits of a closed month
+    (ledger.read.recovered: only through its last day, `months`), as its statement has it; `recovery` the first."""
     if not months:
         return figures
-    recovery = total(line["amount"] for line in months)
-    return replace(figures, month_to_date=total([figures.month_to_date, recovery]), recovery=recovery)
+    recovery = total(line["amount"] for line in months if line["kind"] == RECOVERY)
+    credited = total(line["amount"] for line in months if line["kind"] != RECOVERY)
+    return replace(figures, month_to_date=total([figures.month_to_date, *(line["amount"] for line in months)]),
+                   recovery=recovery, credited=credited)
 
 
 def costs(ledger: Engine, config: Config, subject: Subject, first: date, last: date, by: str | None) -> Report:
     """What a subject spent over a range, with the range's price changes and, for a team, its budget: what
     `billing report` shows and serve's API and CSV downloads answer. Days never run are listed, never zero."""
-    answer = build_report(ledger, subject, first, last, by, config.currency)
+    answer = build_report(ledger, subject, first, last, by, config.currency, config.clusters)
     answer = replace(answer, price_changes=price_changes(config.clusters, first, last))
     if subject.kind == "team" and subject.name is not None:
         answer = replace(answer, budget=team_budget(ledger, config, subject.name, last))
@@ -179,6 +182,7 @@ class Headline:
     price_changes: tuple = ()  # the range's price changes likewise
     directory_note: str = ""
     recovery: float = 0.0  # a closed month's cost recovery, in month_to_date (`with_recovery`)
+    credited: float = 0.0  # a closed month's subsidies and monthly credits, in month_to_date (`with_recovery`)
 
 
 @dataclass(frozen=True)
@@ -279,19 +283,20 @@ def _invoice_datasets(ledger: Engine, config: Config, first: date, last: date, f
 
 def statement(ledger: Engine, config: Config, month: date, team: str | None = None) -> Statement:
     """The month's statement, as closed or from the ledger now; optionally of one team."""
-    from billing.publish.statement import build_statement, cost_centers  # when asked: see the module's docstring
+    from billing.publish.statement import MonthRules, build_statement, cost_centers  # when asked: see the docstring
 
     return build_statement(ledger, month, config.currency, cost_centers(stored_directory(ledger)), team,
-                           yesterday(config.zone))
+                           yesterday(config.zone), MonthRules(config.clusters, config.credits))
 
 
 def close(ledger: Engine, config: Config, month: date, by: str, allow_missing: bool) -> Statement:
     """Close the month with cost recovery for the clusters that have it; returns the statement kept."""
-    from billing.publish.statement import close_month, cost_centers  # when asked: see the module's docstring
+    from billing.publish.statement import MonthRules, close_month, cost_centers  # when asked: see the docstring
 
     recover = {cluster.name: cluster.recover for cluster in config.clusters if cluster.recover}
     return close_month(ledger, month, by, yesterday(config.zone), config.currency,
-                       cost_centers(stored_directory(ledger)), allow_missing, recover)
+                       cost_centers(stored_directory(ledger)), allow_missing, recover,
+                       MonthRules(config.clusters, config.credits))
 
 
 def reopen(ledger: Engine, month: date, by: str) -> None:

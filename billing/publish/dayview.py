@@ -7,7 +7,7 @@ numbers that billing/publish/pages.py lays out. Nothing here sees collection dat
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 
@@ -16,7 +16,8 @@ from sqlalchemy import Engine
 
 from billing import frames
 from billing.charge.ownership import unallocated_reason
-from billing.config import NamespaceRules
+from billing.charge.service_units import service_units
+from billing.config import ClusterConfig, NamespaceRules
 from billing.directory.people import Directory
 from billing.errors import RunFailed
 from billing.ledger.read import (
@@ -127,6 +128,7 @@ class TeamReport:
     # that no team lent) and lent (resource-hours; docs/spec.md)
     quotas: tuple[dict, ...] = ()
     recovery: float = 0.0  # a closed month's cost recovery, in month_to_date (publish/answers.py `day_report`)
+    credited: float = 0.0  # a closed month's subsidies and monthly credits, in month_to_date (the same)
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,7 @@ class DayReport:
     # (cluster, day): another price set came into force in the month to date (report.price_changes)
     price_changes: tuple[tuple[str, date], ...] = ()
     recovery: float = 0.0  # a closed month's cost recovery, in month_to_date (publish/answers.py `day_report`)
+    credited: float = 0.0  # a closed month's subsidies and monthly credits, in month_to_date (the same)
 
     def team(self, name: str) -> TeamReport:
         return next(t for t in self.teams if t.team == name)
@@ -278,6 +281,19 @@ def _with_held(by_usage: list[dict], held: pd.DataFrame) -> list[dict]:
         texts[key] = ", ".join([*parts, *([f"{quantity(whole, GPU)} as whole GPUs"] if cents(whole) else [])])
     return [{**row, "held": texts.get((row["cluster"], row["gpu_model"]), "") if row["resource"] == GPU else ""}
             for row in by_usage]
+
+
+def with_service_units(report: DayReport, clusters: Sequence[ClusterConfig]) -> DayReport:
+    """Each team's usage rows of the day with their SU (`service_units`, None: none), where a price set of
+    `clusters` weighs them (docs/spec.md "Service units, credits and subsidies")."""
+    teams = []
+    for team in report.teams:
+        usage = pd.DataFrame(team.by_usage, columns=["cluster", "resource", "gpu_model", "quantity"]).assign(
+            day=report.day)
+        figures = service_units(usage, clusters)
+        teams.append(replace(team, by_usage=[{**row, "service_units": None if pd.isna(figure) else float(figure)}
+                                             for row, figure in zip(team.by_usage, figures, strict=True)]))
+    return replace(report, teams=teams)
 
 
 def _waste(wasted: pd.DataFrame, key: str) -> tuple[dict, ...]:

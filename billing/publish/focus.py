@@ -66,6 +66,7 @@ import pandas as pd
 from billing.days import billing_day
 from billing.errors import UsageError
 from billing.ledger.questions import ROW_KEY
+from billing.publish.credits import CREDIT_MEANINGS, CREDIT_WORDS
 from billing.publish.report_formats import spreadsheet_safe
 from billing.resources import (
     CPU,
@@ -462,18 +463,22 @@ def _pool_key(ledger: pd.DataFrame) -> list[pd.Series]:
 
 def recovery_rows(recovered: pd.DataFrame, zone: ZoneInfo, version: str = DEFAULT_VERSION) -> pd.DataFrame:
     """Cost recovery lines of closed months, with what corrections of their days moved (ledger.read.read_recovery:
-    month, team, cluster, amount, currency) as FOCUS rows of their own: ChargeCategory Adjustment over the whole
+    month, team, cluster, kind, amount, currency) as FOCUS rows of their own: ChargeCategory Adjustment over the whole
     month, no quantity or price, on the team's account. No split in FOCUS 1.3 either: `billing close` splits a
-    cluster's month over teams, but FOCUS's allocated charges keep their origin's billing account."""
+    cluster's month over teams, but FOCUS's allocated charges keep their origin's billing account. A closed month's
+    subsidies and monthly credits likewise, as ChargeCategory Credit."""
     periods = periods_of(recovered["month"], zone)
-    focus = _lump_sums(recovered, version, category="Adjustment", frequency="Recurring", sku="recovery",
-                       description="cost recovery of cluster " + recovered["cluster"] + ": the team's share of the "
-                                   "month's cost less the month's charges on it",
-                       tags=[{"kind": "recovery"}] * len(recovered))
+    kind = recovered["kind"]
+    focus = _lump_sums(recovered, version, category=kind.map(lambda k: "Adjustment" if k == RECOVERY else "Credit"),
+                       frequency="Recurring", sku=kind,
+                       description=kind.map(lambda k: CREDIT_WORDS.get(k, "cost recovery").lower()) + " of cluster "
+                       + recovered["cluster"] + ": " + kind.map(lambda k: CREDIT_MEANINGS.get(
+                           k, "the team's share of the month's cost less the month's charges on it")),
+                       tags=[{"kind": k} for k in kind], meter=kind.map(lambda k: CREDIT_WORDS.get(k, "cost recovery")))
     # the charge period is the month: from its first day's start to the next month's
     focus = focus.join(periods.assign(ChargePeriodStart=periods["BillingPeriodStart"],
                                       ChargePeriodEnd=periods["BillingPeriodEnd"])).assign(
-        InvoiceId=invoice_ids(recovered["cluster"], recovered["month"], recovered["team"]), InvoiceDetailId=RECOVERY)
+        InvoiceId=invoice_ids(recovered["cluster"], recovered["month"], recovered["team"]), InvoiceDetailId=kind)
     return focus[FOCUS_COLUMNS[version]].reset_index(drop=True)
 
 

@@ -28,6 +28,7 @@ import pandas as pd
 
 from billing.ledger.read import MonthActivity
 from billing.money import total
+from billing.publish.credits import CREDIT_MEANINGS, CREDIT_WORDS
 from billing.publish.focus import RESOURCE_WORDS, invoice_ids, json_text, periods_of
 from billing.publish.statement import CORRECTION, Statement, StatementLine
 from billing.resources import CREDIT, LENT, RECOVERY, base
@@ -58,7 +59,9 @@ class InvoicedMonth:
 
 def _category(resource: str) -> str:
     """The ChargeCategory of a line's resource, as the Cost and Usage rows have it."""
-    return "Adjustment" if resource == RECOVERY else "Credit" if resource.startswith((CREDIT, LENT)) else "Usage"
+    if resource == RECOVERY:
+        return "Adjustment"
+    return "Credit" if resource.startswith((CREDIT, LENT)) or resource in CREDIT_WORDS else "Usage"
 
 
 def _detail_id(line: StatementLine) -> str:
@@ -71,6 +74,8 @@ def _description(line: StatementLine, imported: list[str]) -> str:
     if line.kind == RECOVERY:
         invoiced = f", the cost as its provider invoiced it in {'; '.join(imported)}" if imported else ""
         return f"cost recovery of cluster {line.cluster}: the team's share of the month's cost less its charges{invoiced}"
+    if line.kind in CREDIT_WORDS:
+        return f"{CREDIT_WORDS[line.kind].lower()} on cluster {line.cluster}: {CREDIT_MEANINGS[line.kind]}"
     what = "cost recovery" if line.resource == RECOVERY else RESOURCE_WORDS[base(line.resource)]
     if line.kind == CORRECTION:
         return (f"correction of {line.corrects:%Y-%m-%d}: what running it again after {line.corrects:%Y-%m} was "

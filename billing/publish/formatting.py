@@ -118,6 +118,20 @@ def quantity(value: float, resource: str) -> str:
     return f"{cents(value):,.2f} {UNITS[resource]}"
 
 
+def month_lines(figures: object) -> str:
+    """What a closed month's month to date holds beyond the ledger's rows, for its label: `with cost recovery`,
+    `with credits and subsidies`, both, or '' (figures: a day's, a team's or a range's, with `recovery` and
+    `credited`)."""
+    parts = [*(["cost recovery"] if getattr(figures, "recovery", 0) else []),
+             *(["credits and subsidies"] if getattr(figures, "credited", 0) else [])]
+    return "with " + " and ".join(parts) if parts else ""
+
+
+def su_text(value: float | None) -> str:
+    """Service units for people, `11,234.56`, to the hundredth as Slurm's sreport shows billing; '' for none."""
+    return "" if value is None else f"{cents(value):,.2f}"
+
+
 def held_reason(reason: str) -> str:
     """Why a pod held resources before it ran, in words (HELD_REASONS), never a bare dash."""
     if not reason:

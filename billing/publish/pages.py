@@ -51,9 +51,11 @@ from billing.publish.formatting import (
     TEAM_NAMESPACES_RULE,
     UNREQUESTED_SHARE,
     UNREQUESTED_SHARE_RULE,
+    month_lines,
     person,
     price_change_note,
     quantity,
+    su_text,
 )
 from billing.publish.links import day_page, team_page
 from billing.resources import UNREQUESTED_RESOURCES
@@ -157,7 +159,7 @@ def _environment() -> Environment:
         keep_trailing_newline=True,
     )
     env.filters.update(money=money, quantity=quantity, cents=cents, day_ranges=day_ranges, measured=measured)
-    env.filters.update(rounding=rounding, total=total, person=person, whole_unit=whole_unit)
+    env.filters.update(rounding=rounding, total=total, person=person, whole_unit=whole_unit, service_units=su_text)
     env.globals.update(axis_label=axis_label, trend_lines=trend_lines, text_table=text_table, rounding_note=ROUNDING_NOTE,
                        rounding_label=ROUNDING,
                        unrequested_share=UNREQUESTED_SHARE, unrequested_share_rule=UNREQUESTED_SHARE_RULE,
@@ -170,7 +172,8 @@ def _environment() -> Environment:
     env.globals.update(
         resource_names=RESOURCE_NAMES, unrequested_resources=UNREQUESTED_RESOURCES, trend_chart=trend_chart, timedelta=timedelta, email_bar_px=EMAIL_BAR_PX
     )
-    env.globals.update(forecast_method=FORECAST_METHOD, days_in_month=days_in_month, held_view=held_table)
+    env.globals.update(forecast_method=FORECAST_METHOD, days_in_month=days_in_month, held_view=held_table,
+                       month_lines=month_lines)
     return env
 
 

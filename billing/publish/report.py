@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -39,6 +41,7 @@ from billing.ledger.questions import (
     known_names,
     label_sets,
     ledger_rows,
+    quantities,
     workload_rows,
 )
 from billing.ledger.read import completed, incomplete, latest_directory, recovered
@@ -46,8 +49,9 @@ from billing.money import one_currency, total
 from billing.publish.asked import ReportError
 from billing.publish.budgets import BudgetStatus
 from billing.publish.choices import GROUPINGS, LABEL_PREFIX, WORKLOAD
+from billing.publish.credits import CREDIT_WORDS
 from billing.publish.formatting import COST_RECOVERY
-from billing.resources import RECOVERY, Names
+from billing.resources import Names
 
 # per namespace: the shared GPU resources held (MIG slices, time-sliced replicas), as
 # [{"resource", "held_hours", "gpu_hours"}]; only in reports by namespace whose range has some
@@ -157,9 +161,11 @@ def _currency(rows: list[dict], subject: Subject, first: date, last: date, fallb
 
 
 def build_report(
-    engine: Engine, subject: Subject, first: date, last: date, by: str | None, currency: str
+    engine: Engine, subject: Subject, first: date, last: date, by: str | None, currency: str,
+    clusters: Sequence[ClusterConfig] = (),
 ) -> Report:
-    """Ask the ledger; `currency` names the money of a report without rows; `by` as checked by `breakdown`."""
+    """Ask the ledger; `currency` names the money of a report without rows; `by` as checked by `breakdown`; where a
+    price set of `clusters` weighs service units, the rows have theirs (SERVICE_UNITS)."""
     if subject.kind != "all":
         _known(engine, subject)
     without_breakdown = None
@@ -169,6 +175,9 @@ def build_report(
         without_breakdown = _days_without_breakdown(engine, subject, first, last, label)
     else:
         rows, columns = _ledger_rows(engine, subject, first, last, by)
+        if any(_weighs(cluster) for cluster in clusters):
+            columns.insert(columns.index("cost"), SERVICE_UNITS)
+            _with_service_units(rows, engine, subject, first, last, by, clusters)
     whole = (first.replace(day=1), last.replace(day=days_in_month(last)))  # the months the range touches
     touched = recovered(engine, *whole, subject.name) if subject.kind == "team" else \
         recovered(engine, *whole) if subject.kind == "all" else []
@@ -182,6 +191,37 @@ def build_report(
                   people=people, leads=leads, without_breakdown=without_breakdown,
                   held_before_running=_per_resource(held_before_running(engine, subject, first, last, by == WORKLOAD)),
                   recovered=months, recovery_apart=sorted({line["month"] for line in touched} - {line["month"] for line in months}))
+
+
+SERVICE_UNITS = "service_units"  # a row's SU (docs/spec.md "Service units, credits and subsidies"); None: none
+
+
+def _weighs(cluster: ClusterConfig) -> bool:
+    """Whether a price set of the cluster weighs service units."""
+    sets = cluster.prices if isinstance(cluster.prices, list) else [cluster.prices]
+    return any(prices.service_units is not None for prices in sets)
+
+
+def _with_service_units(rows: list[dict], engine: Engine, subject: Subject, first: date, last: date, by: str | None,
+                        clusters: Sequence[ClusterConfig]) -> None:
+    """Each row's SU: a ledger row's own, a group's the sum of its rows' (by resource, where a GPU row is counted
+    under the GPU resources it held, none). Imported here: a report without SU loads neither pandas nor pricing."""
+    import pandas as pd
+
+    from billing.charge.service_units import SU_COLUMNS, service_units
+
+    if by is None:
+        figures = service_units(pd.DataFrame(rows, columns=SU_COLUMNS), clusters) if rows else pd.Series([])
+        for row, figure in zip(rows, figures, strict=True):
+            row[SERVICE_UNITS] = None if math.isnan(figure) else float(figure)
+        return
+    sums: dict[object, float] = {}
+    if by != "resource":
+        weighed = pd.DataFrame(quantities(engine, subject, first, last, GROUPINGS[by]), columns=["key", *SU_COLUMNS])
+        sums = weighed.assign(su=service_units(weighed, clusters)).groupby("key", dropna=False)["su"].sum(
+            min_count=1).dropna().to_dict()
+    for row in rows:
+        row[SERVICE_UNITS] = float(sums[row[by]]) if row[by] in sums else None
 
 
 def _month_end(month: date) -> date:
@@ -211,14 +251,15 @@ KEY_COLUMNS = {*GROUPINGS, *GROUPINGS.values(), WORKLOAD}  # a row's key; the ot
 
 
 def _recovery_key(column: str, line: dict) -> object:
-    """A cost recovery row's cell: its cluster and team, resource `recovery`, its name in the other keys, no hours."""
+    """A cost recovery row's cell: its cluster and team, its kind as resource (`recovery`, `subsidy`,
+    `monthly-credit`), its name in the other keys, no hours."""
     if column in ("cluster", "team"):
         return line[column]
     if column == "resource":
-        return RECOVERY
+        return line["kind"]
     if column in KEY_COLUMNS or column.startswith("label_"):
-        return f"{COST_RECOVERY} {line['month']:%Y-%m}"
-    return [] if column == HELD_COLUMN else 0.0
+        return f"{CREDIT_WORDS.get(line['kind'], COST_RECOVERY)} {line['month']:%Y-%m}"
+    return [] if column == HELD_COLUMN else None if column == SERVICE_UNITS else 0.0
 
 
 def _per_resource(held: list[dict]) -> list[dict]:

@@ -26,6 +26,7 @@ from billing.days import day_runs, days_in_month
 from billing.ledger.questions import LIST_COST
 from billing.money import cents, money, plain_number, rounding, total
 from billing.publish.choices import LABEL_PREFIX, REPORT_FORMATS, WORKLOAD
+from billing.publish.credits import CREDIT_MEANINGS, CREDIT_SUMS
 from billing.publish.formatting import (
     COST_RECOVERY,
     COST_RECOVERY_RULE,
@@ -48,19 +49,21 @@ from billing.publish.report import (
     HOURS_COLUMNS,
     NOT_BROKEN_DOWN,
     REQUESTED_COST,
+    SERVICE_UNITS,
     UNREQUESTED_SHARE,
     Report,
 )
-from billing.resources import GPU, LENT, QUOTA, QUOTA_PREFIX, REGISTRY, RESOURCES, UNITS, Derived, Names
+from billing.resources import GPU, LENT, QUOTA, QUOTA_PREFIX, RECOVERY, REGISTRY, RESOURCES, UNITS, Derived, Names
 
 WIDTH = 80  # the narrowest terminal the table is fitted to (a wider one, or $COLUMNS, gives it more room)
 MONEY = ["cost", REQUESTED_COST, UNREQUESTED_SHARE, LIST_COST]  # with a Rounding row where they miss their totals
 SUMMED = Names(lambda: [*HOURS_COLUMNS.values(), *MONEY])  # not held_hours: slices, replicas and GPUs are no one unit
-NUMERIC = Names(lambda: [*SUMMED, "held_hours", "quantity", "unit_price"])
+NUMERIC = Names(lambda: [*SUMMED, "held_hours", "quantity", "unit_price", SERVICE_UNITS])
 NAMED_AS_THEY_ARE = RESOURCES  # a report's requested resources keep the names it groups by
 FOR_MACHINES = {LIST_COST}  # in CSV and JSON; the table and HTML show the discount on the day's pages instead
 LABELS = Derived(lambda: {**{column: _hours_label(resource) for resource, column in HOURS_COLUMNS.items()},
-                          "unit_price": "unit price", "held_hours": "held unit-h", HELD_COLUMN: "GPUs held"})
+                          "unit_price": "unit price", "held_hours": "held unit-h", HELD_COLUMN: "GPUs held",
+                          SERVICE_UNITS: "SU"})
 # hours columns of resources no node offers (storage): in the table and HTML only where a row has some, so that a
 # cluster without them reads as before; CSV and JSON always have every column, a schema that does not move
 SHOWN_IF_USED = Names(lambda: [HOURS_COLUMNS[name] for name, resource in REGISTRY.items() if not resource.offered_by_nodes])
@@ -162,10 +165,16 @@ def explanations(report: Report) -> list[str]:
 
 
 def recovery_note(recovered: list[dict]) -> str:
-    """What a figure holding closed months' cost recovery (ledger.read.recovered) says of it."""
-    months = ", ".join(sorted({f"{line['month']:%Y-%m}" for line in recovered}))
-    return (f"{COST_RECOVERY} ({months}) is in these figures: {COST_RECOVERY_RULE}; as the month's statement and "
-            f"billing export have it.")
+    """What a figure holding closed months' cost recovery, subsidies and monthly credits (ledger.read.recovered)
+    says of them."""
+    notes = []
+    for kind, words, rule in ((RECOVERY, f"{COST_RECOVERY} ({{}}) is", COST_RECOVERY_RULE),
+                              *((kind, f"{words} ({{}}) are", CREDIT_MEANINGS[kind])
+                                for kind, words in CREDIT_SUMS.items())):
+        months = ", ".join(sorted({f"{line['month']:%Y-%m}" for line in recovered if line["kind"] == kind}))
+        if months:
+            notes.append(f"{words.format(months)} in these figures: {rule}")
+    return "; ".join(notes) + "; as the month's statement and billing export have it."
 
 
 def recovery_apart_note(months: list[date]) -> str:

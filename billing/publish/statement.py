@@ -23,7 +23,7 @@ from __future__ import annotations
 import difflib
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from typing import Any
@@ -32,7 +32,8 @@ import numpy as np
 import pandas as pd
 from sqlalchemy import Connection, Engine
 
-from billing.config import CostRecovery
+from billing.charge.service_units import service_units
+from billing.config import ClusterConfig, CostRecovery, CreditsConfig
 from billing.days import days_between, days_in_month
 from billing.directory.people import Directory
 from billing.errors import UsageError
@@ -52,7 +53,8 @@ from billing.ledger.months import (
 from billing.ledger.recovery import shares
 from billing.ledger.write import CORRECTION_NOISE, serialise_with_runs
 from billing.money import cents, money_sums, one_currency, total
-from billing.resources import RECOVERY
+from billing.publish.credits import credits_of
+from billing.resources import MONTHLY_CREDIT, RECOVERY, SUBSIDY
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +63,10 @@ log = logging.getLogger(__name__)
 KINDS = {"": "charge", "reserved": "reserved", "credit": "credit", "unrequested": "unrequested", "quota": "reserved",
          "lent": "credit"}
 CORRECTION = "correction"  # what a re-run of a closed month's day changed, booked in a later month
-KIND_ORDER = ["charge", "discount", "reserved", "credit", "unrequested", RECOVERY, CORRECTION]
-LINE_COLUMNS = ["team", "cost_center", "cluster", "kind", "resource", "gpu_model", "corrects", "quantity", "amount"]
+CREDITED = "credited"  # a cluster's subsidies and monthly credits together, in its summary
+KIND_ORDER = ["charge", "discount", "reserved", "credit", "unrequested", RECOVERY, SUBSIDY, MONTHLY_CREDIT, CORRECTION]
+LINE_COLUMNS = ["team", "cost_center", "cluster", "kind", "resource", "gpu_model", "corrects", "quantity", "amount",
+                "service_units"]
 
 
 class StatementError(UsageError):
@@ -80,6 +84,16 @@ class StatementLine:
     corrects: date | None  # the day a correction corrects
     quantity: float | None  # resource-hours; None for discounts and corrections
     amount: float
+    # SU of a charge line (docs/spec.md "Service units, credits and subsidies"); None: none
+    service_units: float | None = None
+
+
+@dataclass(frozen=True)
+class MonthRules:
+    """What the config adds to a month's lines from the ledger: SU (its clusters' price sets) and credits."""
+
+    clusters: Sequence[ClusterConfig] = ()
+    credits: CreditsConfig | None = None
 
 
 @dataclass(frozen=True)
@@ -106,17 +120,17 @@ class Statement:
         return total(line.amount for line in self.lines)
 
     def clusters(self, sum_of: Callable[[list[StatementLine]], Any] | None = None) -> list[dict]:
-        """Per cluster: what its teams were charged in the month, its cost recovery, the corrections of earlier
-        months booked, and the total: with cost recovery, the total of the month is the cluster's cost. Each is
-        `sum_of` its lines, by default their exact sum."""
+        """Per cluster: what its teams were charged in the month, its cost recovery, its subsidies and monthly
+        credits, the corrections of earlier months booked, and the total: with cost recovery, charged and recovered
+        add up to the cluster's cost. Each is `sum_of` its lines, by default their exact sum."""
         sum_of = sum_of or (lambda lines: total(line.amount for line in lines))
         sums = []
         for cluster in sorted({line.cluster for line in self.lines}):
             lines = [line for line in self.lines if line.cluster == cluster]
             parts = {part: sum_of([line for line in lines if _part(line) == part])
-                     for part in ("charged", RECOVERY, CORRECTION)}
+                     for part in ("charged", RECOVERY, CREDITED, CORRECTION)}
             sums.append({"cluster": cluster, "charged": parts["charged"], "recovered": parts[RECOVERY],
-                         "corrected": parts[CORRECTION], "total": sum_of(lines)})
+                         "credited": parts[CREDITED], "corrected": parts[CORRECTION], "total": sum_of(lines)})
         return sums
 
     def teams(self) -> list[tuple[str, str, list[StatementLine]]]:
@@ -128,7 +142,9 @@ class Statement:
 
 
 def _part(line: StatementLine) -> str:
-    """A line as a cluster's summary counts it: recovery and corrections apart from what was charged."""
+    """A line as a cluster's summary counts it: recovery, credits and corrections apart from what was charged."""
+    if line.kind in (SUBSIDY, MONTHLY_CREDIT):
+        return CREDITED
     return line.kind if line.kind in (RECOVERY, CORRECTION) else "charged"
 
 
@@ -146,20 +162,23 @@ def _kind(resource: str) -> str:
     return KINDS.get(prefix, "charge") if rest else "charge"
 
 
-def statement_lines_of(rows: pd.DataFrame, booked: pd.DataFrame, cost_centers: dict[str, str]) -> list[StatementLine]:
+def statement_lines_of(rows: pd.DataFrame, booked: pd.DataFrame, cost_centers: dict[str, str],
+                       clusters: Sequence[ClusterConfig] = ()) -> list[StatementLine]:
     """The lines of a month from its ledger rows (LEDGER_COLUMNS) and the corrections booked in it.
 
-    Every (team, cluster, resource, GPU model) gives a line at list cost and,
-    where priority classes made it cheaper, a discount line (cost less list cost).
+    Every (team, cluster, resource, GPU model) gives a line at list cost, with its SU where `clusters`' price sets
+    weigh them, and, where priority classes made it cheaper, a discount line (cost less list cost).
     """
     lines = []
     key = ["team", "cluster", "resource", "gpu_model"]
     sums = money_sums(rows, key, ["quantity", "list_cost", "cost"])
+    units = rows.assign(su=service_units(rows, clusters)).groupby(key)["su"].sum(min_count=1)
     row: Any  # a row of the frame's named columns (pandas-stubs types its fields as any scalar)
     for row in sums.itertuples(index=False):
         center = cost_centers.get(row.team, "")
+        su = units.get((row.team, row.cluster, row.resource, row.gpu_model), math.nan)
         lines.append(StatementLine(row.team, center, row.cluster, _kind(row.resource), row.resource, row.gpu_model,
-                                   None, float(row.quantity), float(row.list_cost)))
+                                   None, float(row.quantity), float(row.list_cost), None if math.isnan(su) else float(su)))
         if abs(row.cost - row.list_cost) > CORRECTION_NOISE:
             lines.append(StatementLine(row.team, center, row.cluster, "discount", row.resource, row.gpu_model, None,
                                        None, float(row.cost - row.list_cost)))
@@ -181,7 +200,7 @@ def _closing(conn: Connection, month: date) -> Closing | None:
 
 
 def _open_statement(conn: Connection, month: date, currency: str, cost_centers: dict[str, str],
-                    last_complete_day: date) -> Statement:
+                    last_complete_day: date, rules: MonthRules) -> Statement:
     first, last = month_range(month)
     rows = month_rows(conn, first, last)
     booked = booked_corrections(conn, month)
@@ -190,8 +209,16 @@ def _open_statement(conn: Connection, month: date, currency: str, cost_centers: 
         f"the ledger holds costs in {held} in {month:%Y-%m}; a statement does not add up different currencies"))
     done = completed_between(conn, first, last)
     missing = [day for day in days_between(first, min(last, last_complete_day)) if day not in done]
-    lines = statement_lines_of(rows, booked.assign(corrects=pd.to_datetime(booked["corrects"]).dt.date), cost_centers)
-    return Statement(month, currency, lines, None, missing)
+    lines = statement_lines_of(rows, booked.assign(corrects=pd.to_datetime(booked["corrects"]).dt.date), cost_centers,
+                               rules.clusters)
+    return Statement(month, currency, with_credits(lines, month, rules.credits), None, missing)
+
+
+def with_credits(lines: list[StatementLine], month: date, credits: CreditsConfig | None) -> list[StatementLine]:
+    """The lines with the month's subsidies and monthly credits (billing/publish/credits.py) among them."""
+    found = credits_of(lines, month, credits) if credits else []
+    return sorted(lines + [StatementLine(credit.team, credit.cost_center, credit.cluster, credit.kind, credit.kind, "",
+                                         None, None, credit.amount) for credit in found], key=_line_order)
 
 
 def _closed_statement(conn: Connection, month: date, closing: Closing, currency: str) -> Statement:
@@ -201,21 +228,23 @@ def _closed_statement(conn: Connection, month: date, closing: Closing, currency:
 
 
 def _statement(conn: Connection, month: date, currency: str, cost_centers: dict[str, str],
-               last_complete_day: date) -> Statement:
+               last_complete_day: date, rules: MonthRules) -> Statement:
     closing = _closing(conn, month)
     if closing is not None:
         return _closed_statement(conn, month, closing, currency)
-    return _open_statement(conn, month, currency, cost_centers, last_complete_day)
+    return _open_statement(conn, month, currency, cost_centers, last_complete_day, rules)
 
 
 def build_statement(engine: Engine, month: date, currency: str, cost_centers: dict[str, str],
-                    team: str | None = None, last_complete_day: date = date.max) -> Statement:
-    """The month's statement: as closed, or from the ledger now; optionally of one team.
+                    team: str | None = None, last_complete_day: date = date.max,
+                    rules: MonthRules | None = None) -> Statement:
+    """The month's statement: as closed, or from the ledger now (with `rules`' SU and credits); optionally of one
+    team.
 
     Days of an open month after `last_complete_day` (today and later) are not listed as missing.
     """
     with transaction(engine, f"reading the statement of {month:%Y-%m}") as conn:
-        statement = _statement(conn, month, currency, cost_centers, last_complete_day)
+        statement = _statement(conn, month, currency, cost_centers, last_complete_day, rules or MonthRules())
     if team is None:
         return statement
     lines = [line for line in statement.lines if line.team == team]
@@ -255,9 +284,10 @@ def recovery_lines(lines: list[StatementLine], month: date, costs: dict[str, flo
 
 def close_month(engine: Engine, month: date, by: str, last_complete_day: date, currency: str,
                 cost_centers: dict[str, str], allow_missing: bool = False,
-                recover: dict[str, CostRecovery] | None = None) -> Statement:
+                recover: dict[str, CostRecovery] | None = None, rules: MonthRules | None = None) -> Statement:
     """Store the month's statement as it is now and mark the month closed; returns the statement. A cluster in
-    `recover` gets cost recovery lines (docs/spec.md "Prices over time and cost recovery").
+    `recover` gets cost recovery lines (docs/spec.md "Prices over time and cost recovery"), then `rules`' credits
+    their lines, taken off the month as recovered.
 
     Runs of the month's days and invoice imports of the month are waited for (and wait), so none slips in
     between the lines read and the month marked closed. A figure that is no finite amount (a cost, a line: a ledger
@@ -273,13 +303,14 @@ def close_month(engine: Engine, month: date, by: str, last_complete_day: date, c
         if closing is not None:
             raise StatementError(f"{month:%Y-%m} was closed on {closing.closed_at:%Y-%m-%d %H:%M} UTC by "
                                  f"{closing.closed_by}; reopen it first (billing close --reopen)")
-        statement = _open_statement(conn, month, currency, cost_centers, last)
+        rules = rules or MonthRules()
+        statement = _open_statement(conn, month, currency, cost_centers, last, MonthRules(rules.clusters))
         if statement.missing_days and not allow_missing:
             raise StatementError(f"{month:%Y-%m} has {len(statement.missing_days)} day(s) never run, first "
                                  f"{statement.missing_days[0]}; run them, or close with --allow-missing")
         costs = {cluster: _month_cost(conn, month, cluster, how) for cluster, how in (recover or {}).items()}
         _refuse_non_finite_costs(month, costs)
-        lines = sorted(statement.lines + recovery_lines(statement.lines, month, costs), key=_line_order)
+        lines = with_credits(statement.lines + recovery_lines(statement.lines, month, costs), month, rules.credits)
         statement = Statement(month, statement.currency, lines, None, statement.missing_days)
         store_closing(conn, month, now, by, statement.missing_days,
                       [{"currency": statement.currency, **{c: getattr(line, c) for c in LINE_COLUMNS}}

@@ -13,6 +13,7 @@ from decimal import Decimal
 
 from billing.money import plain_number, to_the_cent, total
 from billing.publish.choices import STATEMENT_FORMATS
+from billing.publish.credits import CREDIT_WORDS
 from billing.publish.formatting import COST_RECOVERY, UNITS, resource_name
 from billing.publish.pages import render_template
 from billing.publish.report_formats import day_ranges, spreadsheet_safe
@@ -78,6 +79,8 @@ def describe(line: StatementLine) -> str:
         return f"Correction of {line.corrects}, {name}"
     if line.kind == RECOVERY:
         return COST_RECOVERY
+    if line.kind in CREDIT_WORDS:
+        return CREDIT_WORDS[line.kind]
     return f"{name}{model}"
 
 

@@ -249,8 +249,8 @@ def answer_schemas(currency: str) -> dict[str, dict]:
         "budget": optional_money, "forecast": forecast, "budget_month": {"type": "string"}, "month_to_date": money,
         "month_closed": closed,
         "cost_recovery": {"type": "array", "items": {"type": "object"}, "description": (
-            f"the cost recovery of each closed month the range holds whole, in its rows and total: month, team, "
-            f"cluster and amount in {currency}")},
+            f"the cost recovery, subsidies and monthly credits of each closed month the range holds whole, in its "
+            f"rows and total: month, team, cluster, kind (recovery, subsidy, monthly-credit) and amount in {currency}")},
         "price_changes": price_changes, "by": {"type": "string"},
         "held_before_running": {"type": "array", "items": {"type": "object"}, "description": (
             f"what pods bound to a node held before they ran, per resource: quantity in resource-hours, cost in "
@@ -288,7 +288,8 @@ def answer_schemas(currency: str) -> dict[str, dict]:
         "statement": document({"month": {"type": "string"}, "currency": report["currency"],
                                "closed": _nullable("object", "when and by whom the month was closed; null: open"), "missing_days": days, "total": money,
                                "clusters": {"type": "array", "items": {"type": "object"},
-                                            "description": f"per cluster: charged, recovered, corrected, total in {currency}"},
+                                            "description": f"per cluster: charged, recovered, credited (subsidies and "
+                                                           f"monthly credits), corrected, total in {currency}"},
                                "teams": {"type": "array", "items": {"type": "object"}, "description": (
                                    f"per team: total and lines (quantity in resource-hours, amount in {currency})")}},
                               "month", "currency", "total", "teams"),

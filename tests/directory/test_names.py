@@ -35,3 +35,17 @@ def test_every_mistake_is_named_with_its_key_in_one_error():
         "web.admins[0]: the directory spells this person 'Bob', not 'bob': write it so, or its costs are kept apart "
         "from the rest of the person's; "
         "web.admins[1]: the directory has no person 'zed' (none is close)")
+
+
+def test_a_credit_or_subsidy_of_a_team_the_directory_does_not_hold_as_spelled_is_refused():
+    """A monthly credit of `Vision` or a subsidy of `visoin` would be taken off no statement: a silent zero."""
+    named = config(credits={"monthly": [{"team": "Vision", "amount": 500, "from": "2026-10", "months": 3}],
+                            "subsidies": [{"team": "visoin", "percent": 25, "from": "2026-10"},
+                                          {"cluster": "jaguar", "percent": 10, "from": "2026-10"}]})
+    with pytest.raises(ConfigError) as refused:
+        check_names(named, DIRECTORY)
+    assert refused.value.exit_status == 2
+    assert str(refused.value) == (
+        "credits.monthly[0].team: the directory spells this team 'vision', not 'Vision': write it so, or no "
+        "statement would take it off; "
+        "credits.subsidies[0].team: the directory has no team 'visoin' (the closest: vision)")

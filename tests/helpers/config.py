@@ -31,6 +31,17 @@ MINIMAL_CONFIG = {
 }
 
 
+def assert_refused(path, key: str, words: str) -> None:
+    """Loading the config at `path` is refused in one sentence naming `key` and saying `words`."""
+    from billing.config import ConfigError, load_config
+
+    with pytest.raises(ConfigError) as error:
+        load_config(path)
+    message = str(error.value)
+    assert f"{key}:" in message and words in message
+    assert "\n" not in message
+
+
 def stub_node_metrics(monkeypatch: pytest.MonkeyPatch) -> None:
     """For job tests that stub collect_cluster: no node capacity, no waste metrics and no persistent volumes either, a
     Prometheus 2 with plain labels, asked of no one, and a preflight that finds nothing missing."""

@@ -19,10 +19,13 @@ from tempfile import TemporaryDirectory
 from urllib.parse import quote
 from zoneinfo import ZoneInfo
 
+import pandas as pd
+from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from billing.config import BudgetsConfig, CostRecovery
+from billing.cli import main
+from billing.config import BudgetsConfig, CostRecovery, CreditsConfig
 from billing.ledger.database import open_ledger
 from billing.ledger.read import MonthActivity, read_recovery, read_rows, read_workload_costs
 from billing.money import cents, total
@@ -38,15 +41,17 @@ from billing.publish.pages import write_pages
 from billing.publish.report import Report, Subject, build_report
 from billing.publish.report_formats import csv_text, json_text, table
 from billing.publish.report_formats import html as report_html
-from billing.publish.statement import StatementLine, build_statement, close_month, recovery_lines
+from billing.publish.statement import MonthRules, StatementLine, build_statement, close_month, recovery_lines
 from billing.publish.statement_formats import csv_text as statement_csv
 from billing.publish.statement_formats import html as statement_html
 from billing.publish.statement_formats import json_text as statement_json
 from billing.web.app import create_app
+from tests.helpers.focus13 import check_focus_13
 from tests.helpers.html_tables import read_page
+from tests.helpers.recharge import RULES, recharge_month
 from tests.helpers.report_ledger import write_ledger
 from tests.helpers.serve import get, web_config
-from tests.helpers.statements import OCT, TODAY_DONE, write_month
+from tests.helpers.statements import NOV, OCT, TODAY_DONE, write_month
 
 DAY = date(2026, 11, 20)
 
@@ -191,6 +196,66 @@ def test_a_closed_month_with_cost_recovery_reads_as_its_statement_everywhere(tmp
     rows = focus_rows(broken_down(read_rows(engine, *october), read_workload_costs(engine, *october)),
                       ZoneInfo("UTC"), read_recovery(engine, *october))
     assert f"{cents(total(rows.loc[rows['BillingAccountId'] == 'robotics', 'BilledCost'])):,.2f}" == "5.00"
+
+
+def test_a_closed_month_with_a_subsidy_and_a_monthly_credit_reads_as_its_statement_everywhere(tmp_path, write_config):
+    """docs/billing.md's recharge month closed: robotics 1,011.11 (its 25% subsidy of lakes, -337.04, in it), vision
+    0.00 (its 500.00 credit took its 345.00), by hand, in the statement, `billing report`, the budget, the day's
+    pages and emails, serve, /metrics and FOCUS (the credits as ChargeCategory Credit)."""
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    engine = recharge_month(url)
+    close_month(engine, NOV, "finance", date(2026, 12, 20), "USD", {}, rules=RULES)
+    by_hand = {"robotics": "1,011.11", "vision": "0.00"}
+    statement = json.loads(statement_json(build_statement(engine, NOV, "USD", {})))
+    assert {team["team"]: f"{cents(team['total']):,.2f}" for team in statement["teams"]} == by_hand
+    november = (NOV, date(2026, 11, 30))
+    everyone = build_report(engine, Subject("all"), *november, "team", "USD")
+    assert {row["team"]: f"{cents(row['cost']):,.2f}" for row in everyone.rows} == by_hand
+    vision = build_report(engine, Subject("team", "vision"), *november, "namespace", "USD")
+    lines = table(vision).splitlines()
+    assert [line.split()[-1] for line in lines[2:7]] == [
+        "441.00", "-57.00", "-96.00", "-288.00", "0.00"]  # ibis' credit, then lakes' subsidy and credit, total
+    assert [line.split()[0] for line in lines[3:6]] == ["Monthly", "Subsidy", "Monthly"]
+    notes = " ".join(" ".join(lines).split())
+    assert "Subsidys" not in notes and "Cost recovery" not in notes
+    assert "Subsidies (2026-11) are in these figures" in notes and "Monthly credits (2026-11) are in" in notes
+    assert [(line["kind"], line["amount"]) for line in json.loads(json_text(vision))["cost_recovery"]] == [
+        ("monthly-credit", -57.0), ("subsidy", -96.0), ("monthly-credit", -288.0)]
+    status = read_budget_status(engine, "robotics", date(2026, 11, 20), 2000.0)
+    assert (status.closed, f"{cents(status.month_to_date):,.2f}") == (True, "1,011.11")
+    report = day_report(engine, web_config(url), date(2026, 11, 30))
+    write_pages(report, tmp_path / "out")
+    for team, figure in by_hand.items():
+        page = read_page((tmp_path / "out" / "2026-11-30" / "teams" / f"{team}.html").read_text())
+        assert page.texts["month-total"] == f"{figure} USD"
+        letter = team_letter(report, team).text
+        assert f"Month to date:  {figure} USD (with credits and subsidies)" in letter and "cost recovery" not in letter
+    client = create_app(web_config(url)).test_client()
+    for team, figure in by_hand.items():
+        page = read_page(get(client, f"/teams/{team}?from=2026-11-01&to=2026-11-30", "root").text)
+        assert page.texts["range-total"] == page.texts["month-total"] == f"{figure} USD"
+    assert "with credits and subsidies" in get(client, "/teams/vision?from=2026-11-01&to=2026-11-30", "root").text
+    figures = read_cost_figures(engine, web_config(url))
+    assert figures is not None and {t: f"{cents(c):,.2f}" for t, c in figures.month_to_date.items()} == by_hand
+    rows = focus_rows(broken_down(read_rows(engine, *november), read_workload_costs(engine, *november)),
+                      ZoneInfo("UTC"), read_recovery(engine, *november))
+    for team, figure in by_hand.items():
+        assert f"{cents(total(rows.loc[rows['BillingAccountId'] == team, 'BilledCost'])):,.2f}" == figure
+    credits = rows[rows["ChargeCategory"] == "Credit"]
+    assert sorted(zip(credits["SkuId"], credits["BilledCost"].round(4))) == [
+        ("monthly-credit", -288.0), ("monthly-credit", -57.0), ("subsidy", -337.0368), ("subsidy", -96.0)]
+    exported = CliRunner().invoke(main, ["export", "--config", str(write_config(database=url)), "--from", "2026-11-01",
+                                         "--to", "2026-11-30"])
+    assert exported.exit_code == 0, exported.output
+    written = pd.read_csv(io.StringIO(exported.stdout), keep_default_na=False, na_values=[""])
+    assert (written["ChargeCategory"] == "Credit").sum() == 4
+    check_focus_13(written)  # every FOCUS 1.3 requirement, the credit rows' included
+    detail = invoice_detail([InvoicedMonth(build_statement(engine, NOV, "USD", {}), MonthActivity(None, None, None, None),
+                                           {})], ZoneInfo("UTC"))
+    assert sorted(detail.loc[detail["ChargeCategory"] == "Credit", "InvoiceDetailId"]) == [
+        "monthly-credit", "monthly-credit", "subsidy", "subsidy"]
+    for team, figure in by_hand.items():
+        assert f"{cents(total(detail.loc[detail['BillingAccountId'] == team, 'BilledCost'])):,.2f}" == figure
 
 
 def test_a_budget_of_a_closed_month_says_it_is_closed(tmp_path):
@@ -640,4 +705,48 @@ def test_a_closed_month_with_cost_recovery_reads_as_its_statement_in_every_outpu
         in_focus = total(focus.loc[focus["BillingAccountId"] == team, "BilledCost"])
         assert cents(in_focus) == teams[team]
         tables_add_up(read_page(report_html(mine)).tables)
+        engine.dispose()
+
+
+@given(ledger=months(), percent=st.integers(1, 100), credit=st.integers(1, 1_000_000), recover=st.booleans(),
+       data=st.data())
+def test_a_month_with_subsidies_and_credits_adds_up_to_its_lines_and_reads_as_its_statement(ledger, percent, credit,
+                                                                                         recover, data):
+    """October with a subsidy of jaguar and a monthly credit (`credit` cents) of one team, closed (with jaguar's cost
+    recovered or not): each team's month is the exact sum of its lines rounded once, in the statement's total and
+    its CSV, never below 0 through a credit, and reads the same in `billing report`, /metrics and FOCUS."""
+    team = data.draw(st.sampled_from(sorted({row[2] for rows in ledger.values() for row in rows})))
+    credits = CreditsConfig.model_validate({
+        "subsidies": [{"cluster": "jaguar", "percent": percent, "from": "2026-10"}],
+        "monthly": [{"team": team, "amount": credit / 100, "from": "2026-09", "months": 2}]})
+    with TemporaryDirectory() as folder:
+        url = write_ledger(Path(folder) / "ledger.db", ledger)
+        engine = open_ledger(url)
+        jaguar = cents(total(row[8] for rows in ledger.values() for row in rows if row[0] == "jaguar"))
+        recovered = {"jaguar": CostRecovery(monthly_cost=1000.0)} if recover and jaguar != 0 else None
+        before = build_statement(engine, OCT, "USD", {})  # without credits
+        close_month(engine, OCT, "finance", TODAY_DONE, "USD", {}, allow_missing=True, recover=recovered,
+                    rules=MonthRules((), credits))
+        statement = build_statement(engine, OCT, "USD", {})
+        csv_rows = list(csv.DictReader(io.StringIO(statement_csv(statement))))
+        teams = {}
+        for name, _, lines in statement.teams():
+            exact = sum((Decimal(repr(line.amount)) for line in lines), Decimal(0))
+            teams[name] = cents(total(line.amount for line in lines))
+            assert teams[name] == cents(float(exact))
+            assert cents(float(sum((Decimal(row["amount"]) for row in csv_rows if row["team"] == name), Decimal(0)))) \
+                == teams[name]
+            charged = [line.amount for line in lines if line.kind not in ("subsidy", "monthly-credit")]
+            assert teams[name] >= min(Decimal(0), cents(total(charged)))
+        if not recovered:
+            assert cents(total(line.amount for line in statement.lines if line.kind not in ("subsidy", "monthly-credit"))
+                         ) == cents(before.total)
+        october = (OCT, date(2026, 10, 31))
+        answer = build_report(engine, Subject("all"), *october, "team", "USD")
+        assert {row["team"]: cents(row["cost"]) for row in answer.rows} == teams
+        figures = read_cost_figures(engine, web_config(url))
+        assert figures is not None and {t: cents(c) for t, c in figures.month_to_date.items()} == teams
+        focus = focus_rows(broken_down(read_rows(engine, *october), read_workload_costs(engine, *october)),
+                           ZoneInfo("UTC"), read_recovery(engine, *october))
+        assert cents(total(focus["BilledCost"])) == cents(statement.total)
         engine.dispose()

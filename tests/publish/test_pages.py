@@ -413,3 +413,25 @@ def test_two_writers_of_one_page_at_once_each_replace_it_whole(tmp_path):
     assert failures == []
     assert page.read_text() in ("first " * 2000, "second " * 2000)
     assert [path.name for path in page.parent.iterdir()] == ["index.html"]
+
+
+def test_a_team_page_shows_service_units_beside_the_money(tmp_path):
+    """docs/billing.md's recharge month, November 10: vision's lakes rows weigh 3,000 (300 H100-hours x 10), 200
+    (2,000 core-hours x 0.1) and 0 SU (memory unweighed); ibis weighs none, so its rows' SU are empty. robotics'
+    page: 10,000 + 1,234.56."""
+    from billing.publish.answers import day_report
+    from tests.helpers.recharge import IBIS, LAKES, recharge_month
+    from tests.helpers.serve import web_config
+
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    config = web_config(url).model_copy(update={"clusters": [LAKES, IBIS]})
+    write_pages(day_report(recharge_month(url), config, date(2026, 11, 10)), tmp_path / "out")
+    pages = tmp_path / "out" / "2026-11-10" / "teams"
+    vision = read_page((pages / "vision.html").read_text()).tables["team-usage"]
+    assert vision[0][-1] == "SU"
+    assert {(row[0], row[1].split()[0], row[-1]) for row in vision[1:-1]} == {
+        ("lakes", "GPU", "3,000.00"), ("lakes", "CPU", "200.00"), ("lakes", "Memory", "0.00"), ("ibis", "GPU", ""),
+        ("ibis", "CPU", "")}
+    assert vision[-1][0] == "Total" and vision[-1][-1] == "3,200.00"
+    robotics = read_page((pages / "robotics.html").read_text()).tables["team-usage"]
+    assert robotics[-1][-1] == "11,234.56"

@@ -105,3 +105,31 @@ def test_requested_and_unrequested_are_each_their_exact_sum_rounded_once():
     assert lines == {"jaguar": ["280.66", "-", "280.66"], "ibis": ["10.00", "0.12", "10.12"],
                      "Rounding": ["-", "-", "-0.01"], "total": ["290.66", "0.12", "290.77"]}
 
+
+
+def test_service_units_beside_the_money_per_row_and_per_group(tmp_path):
+    """docs/billing.md's recharge month: robotics 10,000 + 1,234.56 SU on lakes, vision 3,000 + 200 + 0 there and
+    none on ibis, which weighs no SU (empty, not 0)."""
+    import csv
+    import io
+    import json
+
+    from billing.publish.report import build_report
+    from billing.publish.report_formats import json_text
+    from tests.helpers.recharge import IBIS, LAKES, recharge_month
+
+    engine = recharge_month(f"sqlite:///{tmp_path}/ledger.db")
+    first, last = date(2026, 11, 1), date(2026, 11, 30)
+    by_team = build_report(engine, Subject("all"), first, last, "team", "USD", [LAKES, IBIS])
+    assert {row["team"]: round(row["service_units"], 6) for row in by_team.rows} == {"robotics": 11234.56,
+                                                                                     "vision": 3200.0}
+    by_cluster = build_report(engine, Subject("all"), first, last, "cluster", "USD", [LAKES, IBIS])
+    assert {row["cluster"]: row["service_units"] for row in by_cluster.rows} == {"lakes": 14434.56, "ibis": None}
+    rows = build_report(engine, Subject("team", "vision"), first, last, None, "USD", [LAKES, IBIS])
+    assert [(row["cluster"], row["resource"], row["service_units"]) for row in rows.rows] == [
+        ("ibis", "cpu", None), ("ibis", "gpu", None), ("lakes", "cpu", 200.0), ("lakes", "gpu", 3000.0),
+        ("lakes", "memory", 0.0)]
+    assert [row["service_units"] for row in json.loads(json_text(by_cluster))["rows"]] == [14434.56, None]
+    assert [row["service_units"] for row in csv.DictReader(io.StringIO(csv_text(by_cluster)))] == ["14434.56", ""]
+    assert table(by_cluster).splitlines()[1].split()[4:6] == ["SU", "cost"]
+    assert "service_units" not in build_report(engine, Subject("all"), first, last, "team", "USD", [IBIS]).columns

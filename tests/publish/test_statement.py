@@ -79,7 +79,7 @@ def test_statement_formats(tmp_path):
     assert sum(float(r["amount"]) for r in rows) == pytest.approx(85.20)
     assert {r["cost_center"] for r in rows} == {"'=CC", ""}  # a formula stays text
     assert rows[0].keys() == {"month", "team", "cost_center", "cluster", "kind", "resource", "gpu_model", "corrects",
-                              "quantity", "amount", "currency"}
+                              "quantity", "amount", "service_units", "currency"}
     page = FORMATS["html"](statement)
     assert page.count('<section class="team">') == 2 and "break-after: page" in page
     assert "75.20 USD" in page and "10.00 USD" in page and "Priority-class discount, CPU" in page

@@ -87,3 +87,18 @@ def test_costs_without_by_are_summed_per_namespace_or_per_team_for_everyone(tool
     rows = ask(tools, "alice", "costs", first_day="2026-11-20", last_day="2026-11-20", by="rows")
     assert [(row["resource"], row["quantity"]) for row in rows["rows"]] == [
         ("cpu", 100.0), ("gpu", 10.0), ("unrequested-gpu", 2.0)]
+
+
+def test_the_statement_tool_shows_an_open_months_service_units_subsidies_and_credits(tmp_path):
+    """docs/billing.md's recharge month, open: the MCP statement has the lines of `billing statement` with the
+    config's credits (robotics 1,011.1104, vision 0), and each charge line's SU."""
+    from tests.helpers.recharge import CREDITS, IBIS, LAKES, recharge_month
+
+    config = load_config(serve_config(tmp_path)).model_copy(update={"clusters": [LAKES, IBIS], "credits": CREDITS})
+    found = Tools(recharge_month(config.database), config).answer(viewer(open_ledger(config.database), "root",
+                                                                         ["root"]), "statement", {"month": "2026-11"})
+    assert {team["team"]: round(team["total"], 6) for team in found["teams"]} == {"robotics": 1011.1104, "vision": 0.0}
+    robotics = found["teams"][0]["lines"]
+    assert [(line["kind"], round(line["amount"], 4), line["service_units"] and round(line["service_units"], 6))
+            for line in robotics] == [("charge", 148.1472, 1234.56), ("charge", 1200.0, 10000.0),
+                                      ("subsidy", -337.0368, None)]
