@@ -295,9 +295,10 @@ def _charges(ledger: pd.DataFrame) -> pd.DataFrame:
 
 def _services(resource: pd.Series) -> dict[str, pd.Series]:
     """ServiceCategory, ServiceSubcategory and ServiceName of ledger resources as their registered resource gives
-    them (storage's Storage); cost recovery, of no one resource, is the clusters' Compute."""
+    them (storage's Storage); cost recovery, subsidies and monthly credits, of no one resource, are the clusters'
+    Compute."""
     compute = REGISTRY[CPU]
-    registered = resource.map(lambda name: compute if name == RECOVERY else REGISTRY[base(name)])
+    registered = resource.map(lambda name: REGISTRY.get(base(name), compute))
     return {column: registered.map(lambda found, field=field: getattr(found, field))
             for column, field in SERVICE_COLUMNS.items()}
 
