@@ -1,0 +1,116 @@
+"""A ledger holding rows in two currencies shows each currency's total, never their sum (docs/spec.md "Rounding: one
+figure everywhere", "Currencies").
+
+The ledger is tests/helpers/report_ledger.py's with cluster ibis priced in EUR (as after the installation's currency
+changed, or a cluster billed in another currency); jaguar stays in USD. By hand, November 1 to 20, by team:
+robotics 12.00 + 12.00 + 24.00 + 1.20 + 1.50 = 50.70 USD and bob's half on ibis 5.90 EUR; vision 2.95 + 5.90 =
+8.85 EUR; unallocated 1.70 EUR; platform 0.12 USD. In all 50.82 USD and 16.45 EUR (with USD, 67.27: report_ledger's
+MONTH_TOTAL, the figure that must never show).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+from click.testing import CliRunner
+from mcp import Client
+from sqlalchemy import update
+
+from billing.cli import main
+from billing.config import load_config
+from billing.ledger.database import open_ledger
+from billing.ledger.tables import chargeback
+from billing.web.app import create_app
+from billing.web.mcp_server import build_server
+from tests.helpers.report_ledger import write_ledger
+from tests.helpers.serve import RANGE, get, serve_config, store_directory
+
+BY_TEAM = {("robotics", "USD"): 50.70, ("robotics", "EUR"): 5.90, ("vision", "EUR"): 8.85,
+           ("unallocated", "EUR"): 1.70, ("platform", "USD"): 0.12}
+TOTALS = {"EUR": 16.45, "USD": 50.82}
+NOVEMBER = ["--from", "2026-11-01", "--to", "2026-11-20"]
+
+
+def priced_in_two(url: str) -> str:
+    """The ledger at `url` with ibis's rows in EUR."""
+    engine = open_ledger(url)
+    with engine.begin() as conn:
+        conn.execute(update(chargeback).where(chargeback.c.cluster == "ibis").values(currency="EUR"))
+    engine.dispose()
+    return url
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("currencies")
+    return serve_config(folder, database=priced_in_two(store_directory(write_ledger(folder / "ledger.db"))))
+
+
+def report(config: Path, *args: str) -> str:
+    result = CliRunner().invoke(main, ["report", "--all-teams", "--by", "team", *NOVEMBER, *args,
+                                       "--config", str(config)])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_the_table_shows_each_currencys_rows_and_total(config):
+    """Each row names its currency after its key; a total line per currency sums its own rows, hours too (EUR: vision
+    1 + 2 GPU-h, bob's robotics half 2, stray's 50 core-h)."""
+    lines = [line.split() for line in report(config).splitlines()]
+    assert lines[1] == ["team", "currency", "GPU-h", "core-h", "GiB-h", "cost"]
+    assert {(line[0], line[1]): line[-1] for line in lines[2:7]} == {key: f"{amount:.2f}" for key, amount in BY_TEAM.items()}
+    assert lines[7:] == [["total", "EUR", "5.00", "50.00", "-", "16.45"],
+                         ["total", "USD", "15.00", "1,110.00", "1,000.00", "50.82"]]
+
+
+def test_csv_names_each_rows_currency(config):
+    rows = list(csv.DictReader(io.StringIO(report(config, "--format", "csv"))))
+    assert {(row["team"], row["currency"]): float(row["cost"]) for row in rows} == pytest.approx(BY_TEAM)
+
+
+def test_json_has_no_one_total_but_one_per_currency_and_each_rows_currency(config):
+    document = json.loads(report(config, "--format", "json"))
+    assert document["currency"] is None and document["total_cost"] is None
+    assert document["total_costs"] == pytest.approx(TOTALS) and list(document["total_costs"]) == ["EUR", "USD"]
+    assert {(row["team"], row["currency"]): row["cost"] for row in document["rows"]} == pytest.approx(BY_TEAM)
+
+
+def test_a_range_in_one_currency_keeps_its_shape(config):
+    """Existing consumers read `currency` and `total_cost`; the rows carry no currency of their own."""
+    result = CliRunner().invoke(main, ["report", "--team", "robotics", "--from", "2026-11-01", "--to", "2026-11-01",
+                                       "--format", "json", "--config", str(config)])
+    document = json.loads(result.stdout)
+    assert (document["currency"], document["total_cost"], document["total_costs"]) == ("USD", 12.0, {"USD": 12.0})
+    assert all("currency" not in row for row in document["rows"])
+
+
+def test_the_html_report_writes_both_totals(config):
+    page = report(config, "--format", "html")
+    assert "16.45 EUR + 50.82 USD" in page and "67.27" not in page
+
+
+def test_serves_costs_answer_is_the_reports(config):
+    app = create_app(load_config(config)).test_client()
+    answer = get(app, f"/api/v1/costs?{RANGE}&by=team", "root")
+    assert answer.status_code == 200, answer.text
+    assert answer.json == json.loads(report(config, "--format", "json"))
+
+
+def test_the_mcp_costs_answer_is_the_reports_and_matches_its_schema(config):
+    """The SDK's client checks the structured answer against the tool's output schema."""
+    loaded = load_config(config)
+    server = build_server(loaded, open_ledger(loaded.database), lambda ctx: "root")
+
+    async def session():
+        async with Client(server) as client:
+            return await client.call_tool("costs", {"by": "team", "first_day": "2026-11-01",
+                                                    "last_day": "2026-11-20"})
+
+    result = anyio.run(session)
+    assert not result.is_error, result.content[0].text
+    assert result.structured_content == json.loads(report(config, "--format", "json"))
