@@ -27,6 +27,8 @@ from billing.config import BudgetsConfig
 from billing.days import days_in_month
 from billing.directory.people import Directory
 from billing.ledger.read import completed, first_run, month_closed, month_to_date_costs, team_daily_costs
+from billing.money import one_currency
+from billing.publish.asked import ReportError
 
 FORECAST_DAYS = 7
 FORECAST_METHOD = (
@@ -90,5 +92,9 @@ def read_budget_status(engine: Engine, team: str, as_of: date, budget: float | N
         spent = month_to_date_costs(engine, as_of, [team]).get(team, 0.0)
         return BudgetStatus(team, as_of, budget, spent, spent, 0, closed=True)
     first = min(month, as_of - timedelta(days=FORECAST_LOOKBACK))
-    daily = team_daily_costs(engine, team, first, as_of)
+    costs = team_daily_costs(engine, team, first, as_of)
+    currency = one_currency(costs, "", lambda held: ReportError(
+        f"team {team}'s costs from {first} to {as_of} are in {held}, which add up to no one figure to hold against "
+        f"its month's budget; ask for a range ending in a month billed in one currency"))
+    daily = costs.get(currency, {})
     return budget_status(team, budget, as_of, daily, completed(engine, first, as_of), first_run(engine))

@@ -48,7 +48,8 @@ def priced_in_two(url: str) -> str:
 @pytest.fixture(scope="module")
 def config(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("currencies")
-    return serve_config(folder, database=priced_in_two(store_directory(write_ledger(folder / "ledger.db"))))
+    return serve_config(folder, database=priced_in_two(store_directory(write_ledger(folder / "ledger.db"))),
+                        changes={"budgets": {"monthly": {"robotics": 100}}})
 
 
 def report(config: Path, *args: str) -> str:
@@ -114,3 +115,10 @@ def test_the_mcp_costs_answer_is_the_reports_and_matches_its_schema(config):
     result = anyio.run(session)
     assert not result.is_error, result.content[0].text
     assert result.structured_content == json.loads(report(config, "--format", "json"))
+
+
+def test_a_budget_is_not_compared_with_spend_in_two_currencies(config):
+    """robotics' budget of 100 is one amount; its November is 50.70 USD and 5.90 EUR, which add up to no figure to
+    compare it with (it read 56.60 spent, the two added): refused, naming both."""
+    result = CliRunner().invoke(main, ["report", "--team", "robotics", *NOVEMBER, "--config", str(config)])
+    assert result.exit_code == 2 and "EUR and USD" in result.stderr and "budget" in result.stderr, result.output
