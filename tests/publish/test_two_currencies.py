@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from datetime import date
 from pathlib import Path
 
 import anyio
@@ -25,9 +26,12 @@ from billing.cli import main
 from billing.config import load_config
 from billing.ledger.database import open_ledger
 from billing.ledger.tables import chargeback
+from billing.notify.letters import person_letter
+from billing.publish.answers import personal_digests
+from billing.publish.dayview import RenderError
 from billing.web.app import create_app
 from billing.web.mcp_server import build_server
-from tests.helpers.report_ledger import write_ledger
+from tests.helpers.report_ledger import DAY, write_ledger
 from tests.helpers.serve import RANGE, get, serve_config, store_directory
 
 BY_TEAM = {("robotics", "USD"): 50.70, ("robotics", "EUR"): 5.90, ("vision", "EUR"): 8.85,
@@ -122,3 +126,19 @@ def test_a_budget_is_not_compared_with_spend_in_two_currencies(config):
     compare it with (it read 56.60 spent, the two added): refused, naming both."""
     result = CliRunner().invoke(main, ["report", "--team", "robotics", *NOVEMBER, "--config", str(config)])
     assert result.exit_code == 2 and "EUR and USD" in result.stderr and "budget" in result.stderr, result.output
+
+
+def test_each_persons_digest_is_in_their_own_rows_currency(config, tmp_path):
+    """alice's namespaces ran on jaguar (USD), bob's on ibis (EUR): each letter is in its own currency (both read
+    USD, the configured one, bob's 14.75 EUR among them); a person whose own rows are in two is refused, naming both."""
+    engine = open_ledger(load_config(config).database)
+    digests = {d.uid: d for d in personal_digests(engine, date(2026, 11, 19), DAY, "USD", "")}
+    assert {uid: (d.currency, round(d.cost, 2)) for uid, d in digests.items()} == {
+        "alice": ("USD", 37.20), "bob": ("EUR", 14.75)}  # 12.00 + 24.00 + 1.20; 2.95 + 5.90 + 5.90
+    assert person_letter(digests["bob"]).subject == "Your cluster costs 2026-11-19 to 2026-11-20: 14.75 EUR"
+    both = open_ledger(priced_in_two(write_ledger(tmp_path / "ledger.db")))
+    with both.begin() as conn:
+        conn.execute(update(chargeback).where(chargeback.c.owner == "alice", chargeback.c.day == DAY)
+                     .values(currency="EUR"))
+    with pytest.raises(RenderError, match="alice.*EUR and USD"):
+        personal_digests(both, date(2026, 11, 19), DAY, "USD", "")
