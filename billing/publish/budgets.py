@@ -18,6 +18,7 @@ Crossing a threshold alerts the team's leads and the admins once (billing/notify
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
 
@@ -89,12 +90,16 @@ def read_budget_status(engine: Engine, team: str, as_of: date, budget: float | N
     export has it), whichever day it is asked as of."""
     month = as_of.replace(day=1)
     if month_closed(engine, month):
-        spent = month_to_date_costs(engine, as_of, [team]).get(team, 0.0)
+        spent = month_to_date_costs(engine, as_of, [team]).get(team, 0.0)  # closed: in the statement's one currency
         return BudgetStatus(team, as_of, budget, spent, spent, 0, closed=True)
     first = min(month, as_of - timedelta(days=FORECAST_LOOKBACK))
     costs = team_daily_costs(engine, team, first, as_of)
-    currency = one_currency(costs, "", lambda held: ReportError(
-        f"team {team}'s costs from {first} to {as_of} are in {held}, which add up to no one figure to hold against "
-        f"its month's budget; ask for a range ending in a month billed in one currency"))
-    daily = costs.get(currency, {})
+    daily = costs.get(one_currency(costs, "", _in_two(team, first, as_of)), {})
     return budget_status(team, budget, as_of, daily, completed(engine, first, as_of), first_run(engine))
+
+
+def _in_two(team: str, first: date, last: date) -> Callable[[str], ReportError]:
+    """The refusal of a budget status whose team's costs are in two currencies (`both`, as one_currency names them)."""
+    return lambda both: ReportError(
+        f"team {team}'s costs from {first} to {last} are in {both}, which add up to no one figure to hold against "
+        f"its month's budget; ask for a range ending in a month billed in one currency")
