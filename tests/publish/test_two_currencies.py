@@ -13,12 +13,16 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from datetime import date
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 import anyio
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from mcp import Client
 from sqlalchemy import update
 
@@ -26,9 +30,13 @@ from billing.cli import main
 from billing.config import load_config
 from billing.ledger.database import open_ledger
 from billing.ledger.tables import chargeback
+from billing.money import cents
 from billing.notify.letters import person_letter
 from billing.publish.answers import personal_digests
 from billing.publish.dayview import RenderError
+from billing.publish.report import Subject, build_report
+from billing.publish.report_formats import html as report_html
+from billing.publish.report_formats import json_text, table
 from billing.web.app import create_app
 from billing.web.mcp_server import build_server
 from tests.helpers.report_ledger import DAY, write_ledger
@@ -142,3 +150,47 @@ def test_each_persons_digest_is_in_their_own_rows_currency(config, tmp_path):
                      .values(currency="EUR"))
     with pytest.raises(RenderError, match="alice.*EUR and USD"):
         personal_digests(both, date(2026, 11, 19), DAY, "USD", "")
+
+
+HALF_CENT = Decimal("0.0005")  # amounts on a grid of half a tenth of a cent: ties to round are frequent
+
+
+@st.composite
+def two_currency_ledgers(draw) -> dict[date, list[tuple]]:
+    """Up to three days of rows of a few teams on jaguar (USD) and ibis (EUR), costs on a grid that makes halves
+    frequent, credits negative as the ledger writes them."""
+    ledger: dict[date, list[tuple]] = {}
+    for day in draw(st.lists(st.sampled_from([date(2026, 11, 18), date(2026, 11, 19), DAY]), min_size=1, unique=True)):
+        keys = draw(st.lists(st.tuples(st.sampled_from(["jaguar", "ibis"]), st.sampled_from(["a", "b", "c"]),
+                                       st.sampled_from(["robotics", "vision"]), st.sampled_from(["cpu", "credit-gpu"])),
+                             unique=True, max_size=10))
+        ledger[day] = [(cluster, namespace, team, None, resource, "", 1.0, 0.0,
+                        float(draw(st.integers(0, 40_000_000)) * HALF_CENT * (-1 if resource.startswith("credit") else 1)))
+                       for cluster, namespace, team, resource in keys]
+    return ledger
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.function_scoped_fixture])
+@given(ledger=two_currency_ledgers(), by=st.sampled_from(["team", "namespace", "cluster", "day"]))
+def test_each_currencys_total_is_its_own_rows_sum_to_the_cent_in_every_format(tmp_path_factory, ledger, by):
+    """Random ledgers in SQLite with rows in USD and EUR: each currency's total, in the report, its table, its JSON
+    and its HTML, is the exact decimal sum of that currency's rows rounded once, and no other currency's."""
+    engine = open_ledger(priced_in_two(write_ledger(tmp_path_factory.mktemp("ledger") / "ledger.db", ledger)))
+    answer = build_report(engine, Subject("all"), date(2026, 11, 18), DAY, by, "USD")
+    currency = {"jaguar": "USD", "ibis": "EUR"}
+    sums: dict[str, Decimal] = {}
+    for rows in ledger.values():
+        for row in rows:
+            sums[currency[row[0]]] = sums.get(currency[row[0]], Decimal(0)) + Decimal(repr(row[8]))
+    expected = {c: amount.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP) + 0 for c, amount in sorted(sums.items())}
+    expected = expected or {"USD": Decimal("0.00")}
+    assert {c: cents(amount) for c, amount in answer.totals.amounts.items()} == expected
+    shown = [line.split() for line in table(answer).splitlines() if re.match(r"total .*\d$", line)]  # not notes
+    if len(expected) > 1:
+        assert {line[1]: Decimal(line[-1].replace(",", "")) for line in shown} == expected
+        assert f"{' + '.join(f'{amount:,.2f} {c}' for c, amount in expected.items())}" in report_html(answer)
+    else:
+        assert [Decimal(line[-1].replace(",", "")) for line in shown] == list(expected.values())
+    document = json.loads(json_text(answer))
+    assert {c: cents(amount) for c, amount in document["total_costs"].items()} == expected
