@@ -14,13 +14,16 @@ Only a statement's lines, parts of their cluster's month, are moved: `to_the_cen
 that they add up to the cluster's total (largest remainder).
 
 Every ledger row carries its currency; an installation configures one (`currency`). Amounts of two currencies are
-never added: `one_currency` is where a reader finds the one currency of what it adds up, or refuses.
+never added: `Totals` keeps a sum per currency (a cluster priced in another currency, or rows billed before the
+installation's currency changed, show each currency's total), and `one_currency` is where a reader that needs one
+figure (a budget, a statement) finds the one currency of what it adds up, or refuses.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING
 
@@ -113,3 +116,35 @@ def one_currency(currencies: Iterable[str], fallback: str, refuse: Callable[[str
     if len(found) > 1:
         raise refuse(" and ".join(found))
     return found[0] if found else fallback
+
+
+@dataclass(frozen=True)
+class Totals:
+    """Money that may be in several currencies: per currency (in alphabetical order), the exact sum of its amounts
+    as `total` sums them, so that each currency's figure is its own rows' sum rounded once and no two currencies
+    are ever added. Written `1,234.50 EUR`, or `1,234.50 EUR + 80.00 USD`."""
+
+    amounts: Mapping[str, float]  # currency -> total
+
+    @classmethod
+    def of(cls, amounts: Iterable[tuple[str, float]], fallback: str) -> Totals:
+        """The totals of (currency, amount) pairs; nothing to add is 0 in `fallback` (the configured currency)."""
+        found: dict[str, int] = {}
+        for currency, amount in amounts:
+            found[currency] = found.get(currency, 0) + in_billionths(amount)
+        if not found:
+            return cls({fallback: 0.0})
+        return cls({currency: found[currency] / BILLIONTHS for currency in sorted(found)})
+
+    @property
+    def currencies(self) -> list[str]:
+        return list(self.amounts)
+
+    def one(self, refuse: Callable[[str], BillingError]) -> tuple[str, float]:
+        """The one currency and its total, for a figure that must be one (a budget's spend, a statement); refused
+        as `one_currency` refuses where there are several."""
+        currency = one_currency(self.amounts, "", refuse)
+        return currency, self.amounts[currency]
+
+    def __str__(self) -> str:
+        return " + ".join(money(amount, currency) for currency, amount in self.amounts.items())

@@ -144,11 +144,15 @@ def month_to_date_costs(engine: Engine, day: date, teams: list[str] | None = Non
     return {team: amount / BILLIONTHS for team, amount in costs.items()}
 
 
-def team_daily_costs(engine: Engine, team: str, first: date, last: date) -> dict[date, float]:
-    """What a team was charged on each day of a date range, summed by the database; days without rows are absent."""
-    query = select(chargeback.c.day, money_sum(chargeback.c.cost).label("cost")).where(
+def team_daily_costs(engine: Engine, team: str, first: date, last: date) -> dict[str, dict[date, float]]:
+    """Per currency, what a team was charged on each day of a date range, summed by the database; days without rows
+    are absent."""
+    query = select(chargeback.c.day, chargeback.c.currency, money_sum(chargeback.c.cost).label("cost")).where(
         chargeback.c.team == team, chargeback.c.day.between(first, last))
-    return {row.day: float(row.cost) for row in fetch_rows(engine, query.group_by(chargeback.c.day), "the ledger")}
+    costs: dict[str, dict[date, float]] = {}
+    for row in fetch_rows(engine, query.group_by(chargeback.c.day, chargeback.c.currency), "the ledger"):
+        costs.setdefault(row.currency, {})[row.day] = float(row.cost)
+    return costs
 
 
 def first_run(engine: Engine) -> date | None:

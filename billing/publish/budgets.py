@@ -18,6 +18,7 @@ Crossing a threshold alerts the team's leads and the admins once (billing/notify
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
 
@@ -27,6 +28,8 @@ from billing.config import BudgetsConfig
 from billing.days import days_in_month
 from billing.directory.people import Directory
 from billing.ledger.read import completed, first_run, month_closed, month_to_date_costs, team_daily_costs
+from billing.money import one_currency
+from billing.publish.asked import ReportError
 
 FORECAST_DAYS = 7
 FORECAST_METHOD = (
@@ -87,8 +90,16 @@ def read_budget_status(engine: Engine, team: str, as_of: date, budget: float | N
     export has it), whichever day it is asked as of."""
     month = as_of.replace(day=1)
     if month_closed(engine, month):
-        spent = month_to_date_costs(engine, as_of, [team]).get(team, 0.0)
+        spent = month_to_date_costs(engine, as_of, [team]).get(team, 0.0)  # closed: in the statement's one currency
         return BudgetStatus(team, as_of, budget, spent, spent, 0, closed=True)
     first = min(month, as_of - timedelta(days=FORECAST_LOOKBACK))
-    daily = team_daily_costs(engine, team, first, as_of)
+    costs = team_daily_costs(engine, team, first, as_of)
+    daily = costs.get(one_currency(costs, "", _in_two(team, first, as_of)), {})
     return budget_status(team, budget, as_of, daily, completed(engine, first, as_of), first_run(engine))
+
+
+def _in_two(team: str, first: date, last: date) -> Callable[[str], ReportError]:
+    """The refusal of a budget status whose team's costs are in two currencies (`both`, as one_currency names them)."""
+    return lambda both: ReportError(
+        f"team {team}'s costs from {first} to {last} are in {both}, which add up to no one figure to hold against "
+        f"its month's budget; ask for a range ending in a month billed in one currency")

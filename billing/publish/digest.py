@@ -11,6 +11,7 @@ node held before they ran. The letter is `billing.notify.letters.person_letter`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
@@ -18,8 +19,8 @@ from typing import Any
 import pandas as pd
 
 from billing.days import days_between
-from billing.money import money_sums, total
-from billing.publish.dayview import held_rows
+from billing.money import money_sums, one_currency, total
+from billing.publish.dayview import RenderError, held_rows
 
 SUNDAY = 6  # date.weekday()
 TOP_WORKLOADS = 5  # a letter names the most expensive few; `billing serve` has them all
@@ -57,7 +58,8 @@ def digests_of(first: date, last: date, *, rows: pd.DataFrame, waste: pd.DataFra
                pending: pd.DataFrame, runs: set[date], currency: str, reports_url: str) -> list[PersonalDigest]:
     """One digest per person whose namespaces cost something from first to last, by uid: from the ledger's rows of
     the month of `last` to it and of the period (`rows`), the period's waste per owner, workload costs, what pods
-    bound to a node held before they ran, and the days run."""
+    bound to a node held before they ran, and the days run. Each in the currency of the person's own rows
+    (`currency`, the configured one, where they have none); RenderError where they are in two."""
     month = last.replace(day=1)
     rows = rows[rows["owner"].notna()]
     period = rows[rows["day"] >= first]
@@ -70,11 +72,14 @@ def digests_of(first: date, last: date, *, rows: pd.DataFrame, waste: pd.DataFra
         cost = total(mine["cost"])
         if cost <= 0:
             continue
+        month_rows = rows[(rows["owner"] == uid) & (rows["day"] >= month)]
+        held = one_currency([*mine["currency"], *month_rows["currency"]], currency,
+                            _in_two(str(uid), min(first, month), last))
         namespaces = money_sums(mine, ["cluster", "namespace"], ["cost"])
         idle = waste.loc[uid] if uid in waste.index else pd.Series({"idle_gpu_hours": None, "unused_cpu_core_hours": None})
         digests.append(PersonalDigest(
-            uid, first, last, currency, cost,
-            month_to_date=total(rows.loc[(rows["owner"] == uid) & (rows["day"] >= month), "cost"]),
+            uid, first, last, held, cost,
+            month_to_date=total(month_rows["cost"]),
             by_namespace=namespaces.sort_values(["cost", "cluster", "namespace"], ascending=[False, True, True])
             .to_dict("records"),
             idle_gpu_hours=None if pd.isna(idle["idle_gpu_hours"]) else float(idle["idle_gpu_hours"]),
@@ -83,6 +88,12 @@ def digests_of(first: date, last: date, *, rows: pd.DataFrame, waste: pd.DataFra
             held_before_running=held_rows(pending[pending["owner"] == uid], "owner"),
         ))
     return digests
+
+
+def _in_two(uid: str, first: date, last: date) -> Callable[[str], RenderError]:
+    """The refusal of a person's summary whose own rows are in two currencies (`both`, as one_currency names them)."""
+    return lambda both: RenderError(f"{uid}'s costs from {first} to {last} are in {both}; a person's summary is one "
+                                    f"figure per period, and amounts of two currencies never add")
 
 
 def top_workloads(rows: pd.DataFrame) -> dict[str, list[dict]]:

@@ -45,7 +45,7 @@ from billing.ledger.questions import (
     workload_rows,
 )
 from billing.ledger.read import completed, incomplete, latest_directory, recovered
-from billing.money import one_currency, total
+from billing.money import Totals, total
 from billing.publish.asked import ReportError
 from billing.publish.budgets import BudgetStatus
 from billing.publish.choices import GROUPINGS, LABEL_PREFIX, WORKLOAD
@@ -74,13 +74,14 @@ class Report:
 
     Grouped rows hold the --by word (e.g. "namespace"), the HOURS_COLUMNS and
     "cost". Rows of several teams (an all-teams or a person's report) also
-    hold "team" when ungrouped. Values are the ledger's, unrounded.
+    hold "team" when ungrouped. Values are the ledger's, unrounded. Every row
+    keeps its "currency" (not a column): a group in two currencies is two rows.
     """
 
     subject: Subject
     first: date
     last: date
-    currency: str
+    currency: str  # the rows' one currency; where they hold several (see `totals`), the configured one
     by: str | None
     columns: list[str]
     rows: list[dict]
@@ -105,8 +106,21 @@ class Report:
     recovery_apart: list[date] = field(default_factory=list)
 
     @property
+    def totals(self) -> Totals:
+        """The cost per currency the rows hold (each row keeps its `currency`): a ledger priced in two currencies
+        shows both totals, never their sum; `currency` where there are no rows."""
+        return Totals.of(((self.currency_of(row), row["cost"]) for row in self.rows), self.currency)
+
+    def currency_of(self, row: dict) -> str:
+        """A row's currency: its own, as the ledger holds it; a row made without one is in the report's."""
+        return str(row.get("currency", self.currency))
+
+    @property
     def total_cost(self) -> float:
-        return total(row["cost"] for row in self.rows)
+        """The one figure of a report in one currency; ReportError where the rows hold several (see `totals`)."""
+        return self.totals.one(lambda held: ReportError(
+            f"the ledger holds costs in {held} for {self.subject.title} between {self.first} and {self.last}, "
+            "which add up to no one figure; ask for a range with one currency"))[1]
 
 
 def price_changes(clusters: list[ClusterConfig], first: date, last: date) -> list[tuple[str, date]]:
@@ -154,18 +168,13 @@ def _known(engine: Engine, subject: Subject) -> None:
     raise UnknownSubject(plain + hint, plain)
 
 
-def _currency(rows: list[dict], subject: Subject, first: date, last: date, fallback: str) -> str:
-    return one_currency([row.pop("currency") for row in rows], fallback, lambda held: ReportError(
-        f"the ledger holds costs in {held} for {subject.title} between {first} and {last}; "
-        "ask for a range with one currency"))
-
-
 def build_report(
     engine: Engine, subject: Subject, first: date, last: date, by: str | None, currency: str,
     clusters: Sequence[ClusterConfig] = (),
 ) -> Report:
-    """Ask the ledger; `currency` names the money of a report without rows; `by` as checked by `breakdown`; where a
-    price set of `clusters` weighs service units, the rows have theirs (SERVICE_UNITS)."""
+    """Ask the ledger; `currency` (the configured one) names the money of a report without rows, or with rows in
+    several currencies; `by` as checked by `breakdown`; where a price set of `clusters` weighs service units, the rows
+    have theirs (SERVICE_UNITS)."""
     if subject.kind != "all":
         _known(engine, subject)
     without_breakdown = None
@@ -185,9 +194,9 @@ def build_report(
     rows = _with_recovery(rows, columns, by, months)
     done = completed(engine, first, last)
     missing = [day for day in days_between(first, last) if day not in done]
-    money = _currency(rows, subject, first, last, currency)
+    held = {row["currency"] for row in rows}
     people, leads = _who(engine, subject, rows)
-    return Report(subject, first, last, money, by, columns, rows, missing, incomplete(engine, first, last),
+    return Report(subject, first, last, held.pop() if len(held) == 1 else currency, by, columns, rows, missing, incomplete(engine, first, last),
                   people=people, leads=leads, without_breakdown=without_breakdown,
                   held_before_running=_per_resource(held_before_running(engine, subject, first, last, by == WORKLOAD)),
                   recovered=months, recovery_apart=sorted({line["month"] for line in touched} - {line["month"] for line in months}))
@@ -238,7 +247,8 @@ def _with_recovery(rows: list[dict], columns: list[str], by: str | None, months:
     cluster in the team's or cluster's row, else as a row of its own per month and cluster, named COST_RECOVERY
     (resource `recovery`), with no hours."""
     for line in months:
-        into = next((row for row in rows if by in RECOVERED_INTO and row[by] == line[by]), None)
+        into = next((row for row in rows if by in RECOVERED_INTO and row[by] == line[by]
+                     and row["currency"] == line["currency"]), None)
         if into is None:
             into = {column: _recovery_key(column, line) for column in columns} | {"currency": line["currency"]}
             rows.append(into)

@@ -19,6 +19,7 @@ import shutil
 import textwrap
 import unicodedata
 from datetime import date
+from decimal import Decimal
 from typing import Any
 
 from billing.charge.workload_names import UNATTRIBUTED
@@ -69,6 +70,16 @@ LABELS = Derived(lambda: {**{column: _hours_label(resource) for resource, column
 SHOWN_IF_USED = Names(lambda: [HOURS_COLUMNS[name] for name, resource in REGISTRY.items() if not resource.offered_by_nodes])
 SHARE_LABEL = "unrequested"  # short for the terminal; the note under the table names it in full
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+CURRENCY = "currency"  # each row's, in CSV; a column of the table and JSON's rows where they are in several
+
+
+def _in(report: Report) -> str:
+    """` EUR` after a money column's name where the rows are in one currency; '' where a column of its own says it."""
+    return "" if _several(report) else f" {report.currency}"
+
+
+def _several(report: Report) -> bool:
+    return len(report.totals.currencies) > 1
 
 
 def _hours_label(resource: str) -> str:
@@ -81,11 +92,11 @@ def _hours_label(resource: str) -> str:
 
 def _label(report: Report, column: str) -> str:
     if column == "cost":
-        return f"cost {report.currency}"
+        return f"cost{_in(report)}"
     if column == REQUESTED_COST:
-        return f"requested {report.currency}"
+        return f"requested{_in(report)}"
     if column == UNREQUESTED_SHARE:
-        return f"{SHARE_LABEL} {report.currency}"
+        return f"{SHARE_LABEL}{_in(report)}"
     if column == "gpu_hours" and (HELD_COLUMN in report.columns or report.by == "resource"):
         return f"{UNITS[GPU]} (physical)"  # beside what was held, which was slices or replicas
     return LABELS.get(column, column.replace("_", " "))
@@ -118,34 +129,59 @@ def _cell(column: str, value: Any, people: dict[str, str] | None = None) -> str:
     return _number(column, value) if column in NUMERIC else _text(column, value)
 
 
-def _shown(report: Report, names: bool) -> tuple[list[str], list[list[str]], list[str]]:
-    """Columns, cells and totals as people read them: with `names`, display names beside uids; each money
-    figure rounded once, and a Rounding row last where a money column's rows do not add up to its total."""
+def _columns(report: Report) -> list[str]:
+    """The columns people read: without FOR_MACHINES; where the rows are in several currencies, each row's
+    currency after its key."""
     columns = [c for c in report.columns if c not in FOR_MACHINES
                and (c not in SHOWN_IF_USED or any(row[c] for row in report.rows))]
-    sums, rounded = _rounded(report)
+    if _several(report):
+        columns.insert(next((i for i, c in enumerate(columns) if c in NUMERIC or c == HELD_COLUMN), len(columns)), CURRENCY)
+    return columns
+
+
+def _shown(report: Report, names: bool) -> tuple[list[str], list[list[str]], list[list[str]]]:
+    """Columns, cells and total lines as people read them: with `names`, display names beside uids; each money
+    figure rounded once, a total line per currency, and a Rounding row after the rows where a money column's rows
+    of a currency do not add up to its total."""
+    columns = _columns(report)
     people = report.people if names else None
     rows = [[_cell(c, row[c], people) for c in columns] for row in report.rows]  # a fraction of a cent reads 0.00
-    differences = {c: rounding(values, sums[c]) for c, values in rounded.items() if c in columns}
-    if any(differences.values()):
-        rows.append([ROUNDING if i == 0 else _cell(c, differences[c]) if c in differences else ""
-                     for i, c in enumerate(columns)])
-    return columns, rows, [_cell(c, sums[c]) if c in sums else "-" if c == "held_hours" else "" for c in columns]
+    lines = []
+    for currency, part in _per_currency(report):
+        sums, differences = _rounded(report, part)
+        if any(differences.values()):
+            rows.append(_line(columns, ROUNDING, currency, {c: v for c, v in differences.items() if c in columns}))
+        lines.append(_line(columns, "total", currency, sums))
+    return columns, rows, lines
 
 
-def _rounded(report: Report) -> tuple[dict[str, float], dict[str, list]]:
-    """The totals of the summed columns, and each money column's rows as shown: each its exact sum rounded once,
-    requested and unrequested too (docs/spec.md "Rounding: one figure everywhere"), so that a group's requested cost
-    reads the same in the table, its JSON and on serve's pages, and the total is the rows' exact sum rounded once
-    (a requested 280.655 beside 10.00 read 290.65, cost less unrequested, where its sum is 290.66)."""
-    return totals(report), {c: [cents(row[c]) for row in report.rows] for c in report.columns if c in MONEY}
+def _line(columns: list[str], name: str, currency: str, figures: dict) -> list[str]:
+    """A Rounding or total line: its name first, its currency in the currency column, its figures as cells."""
+    return [name if i == 0 else currency if c == CURRENCY else _cell(c, figures[c]) if c in figures
+            else "-" if c == "held_hours" and name == "total" else "" for i, c in enumerate(columns)]
+
+
+def _per_currency(report: Report) -> list[tuple[str, list[dict]]]:
+    """The rows of each currency the report holds (its `totals`' order); one currency without rows has none."""
+    return [(currency, [row for row in report.rows if report.currency_of(row) == currency])
+            for currency in report.totals.currencies]
+
+
+def _rounded(report: Report, rows: list[dict]) -> tuple[dict[str, float], dict[str, Decimal]]:
+    """The totals of the summed columns of rows in one currency, and what each money column's rows, each its exact
+    sum rounded once, miss of its total (the Rounding row): requested and unrequested too (docs/spec.md "Rounding:
+    one figure everywhere"), so that a group's requested cost reads the same in the table, its JSON and on serve's
+    pages, and the total is the rows' exact sum rounded once (a requested 280.655 beside 10.00 read 290.65, cost less
+    unrequested, where its sum is 290.66)."""
+    sums = totals(report, rows)
+    return sums, {c: rounding([row[c] for row in rows], sums[c]) for c in report.columns if c in MONEY}
 
 
 def explanations(report: Report) -> list[str]:
     """The sentences a reader of the table needs: what the unrequested share and the part of no workload are,
     and, where a table has a Rounding row, what it is."""
-    found = ([f"{SHARE_LABEL} {report.currency} = {UNREQUESTED_SHARE_NAME}: {UNREQUESTED_SHARE_RULE}; "
-              f"requested {report.currency} is what the requested hours cost. Each is its exact sum rounded once: "
+    found = ([f"{SHARE_LABEL}{_in(report)} = {UNREQUESTED_SHARE_NAME}: {UNREQUESTED_SHARE_RULE}; "
+              f"requested{_in(report)} is what the requested hours cost. Each is its exact sum rounded once: "
               f"beside reserved pools, quotas and their credits (in the cost, in neither), or by a cent of rounding, "
               f"they need not add up to the cost."]
              if UNREQUESTED_SHARE in report.columns else [])
@@ -158,8 +194,8 @@ def explanations(report: Report) -> list[str]:
         found.append(recovery_note(report.recovered))
     if report.recovery_apart:
         found.append(recovery_apart_note(report.recovery_apart))
-    sums, rounded = _rounded(report)
-    if any(rounding(values, sums[c]) for c, values in rounded.items() if c not in FOR_MACHINES):
+    if any(difference for _, part in _per_currency(report)
+           for c, difference in _rounded(report, part)[1].items() if c not in FOR_MACHINES):
         found.append(ROUNDING_NOTE)
     return found
 
@@ -201,9 +237,9 @@ def _least_width(values: list[str]) -> int:
                 max(longest, 8))
 
 
-def totals(report: Report) -> dict[str, float]:
-    """The summed columns of the report; the cost total is the report's total."""
-    return {column: total(row[column] for row in report.rows) for column in report.columns if column in SUMMED}
+def totals(report: Report, rows: list[dict]) -> dict[str, float]:
+    """The summed columns of the report's `rows` in one currency; the cost total is that currency's total."""
+    return {column: total(row[column] for row in rows) for column in report.columns if column in SUMMED}
 
 
 def title(report: Report) -> str:
@@ -216,12 +252,11 @@ def table(report: Report) -> str:
     columns, rows, sums = _shown(report, names=False)
     lines = [[_label(report, c) for c in columns]]
     lines += [[_printable(cell) for cell in row] for row in rows]
-    lines.append(sums)
-    lines[-1][0] = "total"
+    lines += sums
     widths = [max(len(line[i]) for line in lines) for i in range(len(columns))]
     # a text column is shortened no further than its values stay apart (the grouping's header stays whole):
     # a table wider than the terminal wraps, one whose days all read `2026-11-…` tells nothing
-    least = [_least_width([line[i] for line in lines[1:-1]]) for i in range(len(columns))]
+    least = [_least_width([line[i] for line in lines[1:len(rows) + 1]]) for i in range(len(columns))]
     least[0] = max(least[0], len(lines[0][0]))
     room = max(WIDTH, shutil.get_terminal_size((WIDTH, 24)).columns)  # $COLUMNS, the terminal's, or 80
     text_columns = [i for i, c in enumerate(columns) if c not in NUMERIC]
@@ -287,9 +322,9 @@ def csv_text(report: Report) -> str:
     """One line per row with a header (list cost included), every text cell safe to open in a spreadsheet."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow([*report.columns, "currency"])
+    writer.writerow([*report.columns, CURRENCY])
     for row in report.rows:
-        writer.writerow([_csv_value(c, row[c]) for c in report.columns] + [report.currency])
+        writer.writerow([_csv_value(c, row[c]) for c in report.columns] + [report.currency_of(row)])
     return buffer.getvalue()
 
 
@@ -301,8 +336,10 @@ def json_text(report: Report) -> str:
         **({"person": report.subject.name} if report.subject.kind == "person" else {}),
         "from": report.first.isoformat(),
         "to": report.last.isoformat(),
-        "currency": report.currency,
-        "total_cost": report.total_cost,
+        # rows in one currency: that currency and their total; in several, null (no one figure) and each row's own
+        **({"currency": None, "total_cost": None} if _several(report)
+           else {"currency": report.currency, "total_cost": report.total_cost}),
+        "total_costs": dict(report.totals.amounts),
         "missing_days": [day.isoformat() for day in report.missing_days],
         "incomplete_days": [
             {"day": day.isoformat(), "cluster": cluster, "coverage": coverage}
@@ -332,6 +369,8 @@ def json_text(report: Report) -> str:
 
 def _json_row(report: Report, row: dict) -> dict:
     found = {c: row[c].isoformat() if isinstance(row[c], date) else row[c] for c in report.columns}
+    if _several(report):
+        found[CURRENCY] = report.currency_of(row)
     for column in ("owner", "person"):
         if column in found and report.people:
             found[f"{column}_name"] = report.people.get(found[column] or "", "")
@@ -356,7 +395,7 @@ def html_table(report: Report) -> dict:
         rows=rows,
         totals=sums,
         explanations=explanations(report),
-        total_cost=money(report.total_cost, report.currency),
+        total_cost=str(report.totals),
         missing=day_ranges(report.missing_days),
         gaps=gaps(report),
         budget=budget_lines(report),

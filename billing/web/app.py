@@ -318,13 +318,16 @@ def _broken_down(report: Report) -> bool:
 
 
 def _shortened(report: Report) -> Report:
-    """A workload table of at most PAGE_WORKLOADS rows and one summing the others, so its total stays."""
+    """A workload table of at most PAGE_WORKLOADS rows and one summing the others (per currency), so its totals
+    stay."""
     if report.by != WORKLOAD or len(report.rows) <= PAGE_WORKLOADS + 1:
         return report
     others = report.rows[PAGE_WORKLOADS:]
-    summed = {column: sum(row[column] for row in others) for column in SUMS}
-    return replace(report, rows=[*report.rows[:PAGE_WORKLOADS],
-                                 {"namespace": "", WORKLOAD: f"{len(others)} other workloads (in the CSV)", **summed}])
+    parts = {currency: [row for row in others if report.currency_of(row) == currency]
+             for currency in sorted({report.currency_of(row) for row in others})}
+    return replace(report, rows=[*report.rows[:PAGE_WORKLOADS], *(
+        {"namespace": "", WORKLOAD: f"{len(part)} other workloads (in the CSV)", "currency": currency,
+         **{column: sum(row[column] for row in part) for column in SUMS}} for currency, part in parts.items())])
 
 
 def _nones(frame: pd.DataFrame) -> list[dict]:

@@ -73,7 +73,8 @@ def descriptions(currency: str) -> dict[str, str]:
                  f"for everyone) or per the `by` asked (team, person, namespace, cluster, resource, GPU model (a "
                  f"storage row's storage class), day, workload or cost label; `rows`: the ledger's own rows, long); the same document as "
                  f"`billing report --by BY --format json`, with a team's budget and the range's price changes. {WHOSE}"
-                 f"{money}; {hours}.",
+                 f"{money}; where the range holds two currencies, each row names its own, `total_costs` has each "
+                 f"currency's total and `total_cost` is null (never add them); {hours}.",
         "changes": f"What changed between two ranges of days and why: cost before and after per namespace, per "
                    f"workload and per resource (with hours and cost per hour, so that more hours tell apart from "
                    f"dearer hours), largest change first, and the price sets that came into force in between. {WHOSE}"

@@ -235,15 +235,22 @@ def answer_schemas(currency: str) -> dict[str, dict]:
                                                 "recovery, and nothing is forecast"}
     row = {"type": "object", "description": (
         f"one row: its key (the `by` word; day, cluster, namespace, owner, resource, gpu_model (a storage row's "
-        f"storage class) for the ledger's rows), cost and list_cost in {currency} unrounded, unit_price in {currency} per resource-hour, quantity "
+        f"storage class) for the ledger's rows), its currency where the rows hold several, cost and list_cost in "
+        f"{currency} (or the row's) unrounded, unit_price in {currency} per resource-hour, quantity "
         f"in resource-hours of its resource ({', '.join(resource.focus_meter for resource in REGISTRY.values())}), {hours_columns()}")}
     price_changes = {"type": "array", "items": {"type": "object", "properties": {
         "cluster": {"type": "string"}, "from": iso_day}}, "description": "price sets that came into force"}
+    one_currency = {"type": "string", "description": (f"the money of every figure: {currency} as configured, unless "
+                                                       "the ledger's rows hold another")}
     report = {
         "team": named, "person": {"type": "string"}, "from": iso_day, "to": iso_day,
-        "currency": {"type": "string", "description": (f"the money of every figure: {currency} as configured, unless "
-                                                        "the ledger's rows hold another")},
-        "total_cost": money, "missing_days": days,
+        "currency": _nullable("string", f"the money of every figure: {currency} as configured, unless the ledger's "
+                                        "rows hold another; null where they hold several (each row names its own)"),
+        "total_cost": _nullable("number", f"{currency}, unrounded as the ledger holds it (round to cents); null where "
+                                          "the rows hold several currencies, which never add up"),
+        "total_costs": {"type": "object", "additionalProperties": {"type": "number"}, "description": (
+            "the cost per currency the rows hold (one where they hold one), unrounded: never added together")},
+        "missing_days": days,
         "incomplete_days": {"type": "array", "items": {"type": "object"},
                             "description": "days with a cluster's data partly missing: coverage a fraction"},
         "budget": optional_money, "forecast": forecast, "budget_month": {"type": "string"}, "month_to_date": money,
@@ -269,7 +276,7 @@ def answer_schemas(currency: str) -> dict[str, dict]:
         f"hours_after in resource-hours and cost_per_hour_before and _after in {currency} per resource-hour")}}
     return {
         "costs": document(report, "from", "to", "currency", "total_cost", "missing_days", "rows"),
-        "changes": document({"team": named, "person": {"type": "string"}, "currency": report["currency"],
+        "changes": document({"team": named, "person": {"type": "string"}, "currency": one_currency,
                              "before": side, "after": side, "change": money, "by_namespace": compared,
                              "by_workload": compared, "by_resource": compared, "price_changes": price_changes},
                             "currency", "before", "after", "change", "by_namespace", "by_workload", "by_resource"),
@@ -277,7 +284,7 @@ def answer_schemas(currency: str) -> dict[str, dict]:
                            "per": {"type": "string"}, "rows": {"type": "array", "items": {"type": "object"},
                            "description": "idle_gpu_hours in GPU-hours, unused_cpu_core_hours in core-hours; null "
                                           "where no day measured it; no money"}}, "from", "to", "per", "rows"),
-        "budget": document({"team": {"type": "string"}, "currency": report["currency"],
+        "budget": document({"team": {"type": "string"}, "currency": one_currency,
                             "budget_month": {"type": "string"}, "as_of": iso_day, "budget": optional_money,
                             "month_to_date": money, "forecast": forecast, "used": share, "forecast_share": share,
                             "month_closed": closed,
@@ -285,7 +292,7 @@ def answer_schemas(currency: str) -> dict[str, dict]:
                             "forecast_method": {"type": "string"}, "missing_days": {
                                 **days, "description": "the month's days to as_of never billed: not in month_to_date"}},
                            "team", "currency", "as_of", "month_to_date", "forecast", "missing_days"),
-        "statement": document({"month": {"type": "string"}, "currency": report["currency"],
+        "statement": document({"month": {"type": "string"}, "currency": one_currency,
                                "closed": _nullable("object", "when and by whom the month was closed; null: open"), "missing_days": days, "total": money,
                                "clusters": {"type": "array", "items": {"type": "object"},
                                             "description": f"per cluster: charged, recovered, credited (subsidies and "

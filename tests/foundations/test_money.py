@@ -1,11 +1,13 @@
 """billing/money.py: amounts summed, rounded once to the cent and written as docs/spec.md's one-figure rule says."""
 
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from billing.errors import UsageError
-from billing.money import cents, money, one_currency, plain_number, rounding, to_the_cent, total
+from billing.money import Totals, cents, money, one_currency, plain_number, rounding, to_the_cent, total
 
 
 def test_money_has_currency_two_decimals_and_thousands_separators():
@@ -88,3 +90,32 @@ def test_amounts_are_added_in_their_one_currency_or_refused_naming_both():
     assert one_currency([], "USD", UsageError) == "USD"  # nothing to add: the configured currency
     with pytest.raises(UsageError, match="^EUR and USD$"):
         one_currency(["USD", "EUR", "USD"], "USD", UsageError)
+
+
+def test_totals_keep_each_currency_apart_and_write_them_in_a_stable_order():
+    totals = Totals.of([("USD", 80.0), ("EUR", 1000.2), ("EUR", 234.3), ("USD", 0.005)], "EUR")
+    assert totals.amounts == {"EUR": 1234.5, "USD": 80.005}
+    assert str(totals) == "1,234.50 EUR + 80.01 USD"  # alphabetical, each its exact sum rounded once
+    assert str(Totals.of([("EUR", 1234.5)], "USD")) == "1,234.50 EUR"  # what the rows hold, not what is configured
+    assert str(Totals.of([], "USD")) == "0.00 USD"  # nothing to add: the configured currency
+    assert Totals.of([("EUR", 2.0), ("EUR", 0.5)], "USD").one(UsageError) == ("EUR", 2.5)
+    with pytest.raises(UsageError, match="^EUR and USD$"):
+        totals.one(UsageError)
+
+
+CURRENCIES = ["CHF", "EUR", "USD"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(CURRENCIES), st.integers(-10**14, 10**14)), max_size=40))
+def test_each_currencys_total_is_the_sum_of_its_own_rows_to_the_cent(rows):
+    """Rows of amounts in whole billionths (as the ledger's sums count them; each under 100,000, a sum under the 9
+    million money.py is exact below) in up to three currencies: each currency's total is the exact decimal sum of
+    that currency's rows, rounded once, and no other currency's."""
+    totals = Totals.of([(currency, billionths / 10**9) for currency, billionths in rows], "EUR")
+    held = sorted({currency for currency, _ in rows}) or ["EUR"]
+    assert totals.currencies == held
+    for currency in held:
+        exact_sum = sum((Decimal(b) / 10**9 for c, b in rows if c == currency), Decimal(0))
+        assert cents(totals.amounts[currency]) == exact_sum.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP) + 0
+    assert str(totals) == " + ".join(f"{cents(totals.amounts[c]):,.2f} {c}" for c in held)

@@ -480,12 +480,16 @@ def test_serve_with_a_bad_web_section_is_exit_2(write_config):
 
 
 def test_a_range_with_two_currencies_is_refused_not_added_up(tmp_path):
+    """A page's day figures and trend are one figure a day: refused; the API's costs answer each currency's total
+    (tests/publish/test_two_currencies.py). alice's November: 12.00 EUR on the 19th, 25.20 USD on the 20th."""
     url = write_ledger(tmp_path / "l.db")
     replace_day(open_ledger(url), date(2026, 11, 19), DayBill(frame(ROWS[date(2026, 11, 19)])), "EUR")
     app = create_app(web_config(url)).test_client()
-    for route in (f"/me?{RANGE}", f"/api/v1/costs?{RANGE}"):
-        answer = get(app, route, "alice")
-        assert answer.status_code == 400 and "EUR and USD" in answer.text, route
+    answer = get(app, f"/me?{RANGE}", "alice")
+    assert answer.status_code == 400 and "EUR and USD" in answer.text
+    answer = get(app, f"/api/v1/costs?{RANGE}", "alice")
+    assert answer.status_code == 200 and answer.json["total_cost"] is None
+    assert answer.json["total_costs"] == pytest.approx({"EUR": 12.00, "USD": 25.20})
 
 
 @pytest.fixture(scope="module")
