@@ -35,3 +35,17 @@ def test_every_mistake_is_named_with_its_key_in_one_error():
         "web.admins[0]: the directory spells this person 'Bob', not 'bob': write it so, or its costs are kept apart "
         "from the rest of the person's; "
         "web.admins[1]: the directory has no person 'zed' (none is close)")
+
+
+def test_the_teams_and_people_of_account_assignments_are_checked_and_namespaces_are_not():
+    section = {"names": {"G-1": "A grant", "RC": "Research computing"}, "default_account": "RC",
+               "revenue_account": "RC", "revenue_object_code": "4500", "default_object_code": "6400",
+               "assignments": [{"team": "visoin", "account": "G-1", "from": "2026-11-01"},
+                               {"person": "bob", "account": "G-1", "from": "2026-11-01"},
+                               {"namespace": "scan", "account": "G-1", "from": "2026-11-01"}]}
+    with pytest.raises(ConfigError) as refused:
+        check_names(config(accounts=section), DIRECTORY)
+    assert str(refused.value) == (
+        "accounts.assignments[0].team: the directory has no team 'visoin' (the closest: vision); "
+        "accounts.assignments[1].person: the directory spells this person 'Bob', not 'bob': write it so, or its "
+        "costs are kept apart from the rest of the person's")
