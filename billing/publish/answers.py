@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import date
+from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy import Engine
@@ -285,13 +286,20 @@ def statement(ledger: Engine, config: Config, month: date, team: str | None = No
                            yesterday(config.zone))
 
 
-def close(ledger: Engine, config: Config, month: date, by: str, allow_missing: bool) -> Statement:
-    """Close the month with cost recovery for the clusters that have it; returns the statement kept."""
-    from billing.publish.statement import close_month, cost_centers  # when asked: see the module's docstring
+def close(ledger: Engine, config: Config, month: date, by: str, allow_missing: bool) -> tuple[Statement, list[Path]]:
+    """Close the month with cost recovery for the clusters that have it, and post its journal where `accounts` is
+    configured; returns the statement kept and the journal files written."""
+    from billing.publish.journal import post_journal  # when asked: see the module's docstring
+    from billing.publish.statement import close_month, cost_centers
 
     recover = {cluster.name: cluster.recover for cluster in config.clusters if cluster.recover}
-    return close_month(ledger, month, by, yesterday(config.zone), config.currency,
-                       cost_centers(stored_directory(ledger)), allow_missing, recover)
+    written: list[Path] = []
+    section = config.accounts
+    journal = None if section is None else (
+        lambda conn, statement: written.extend(post_journal(conn, statement, section, Path(config.output_dir))))
+    statement = close_month(ledger, month, by, yesterday(config.zone), config.currency,
+                            cost_centers(stored_directory(ledger)), allow_missing, recover, journal)
+    return statement, written
 
 
 def reopen(ledger: Engine, month: date, by: str) -> None:
