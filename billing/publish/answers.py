@@ -15,7 +15,7 @@ which `billing report` has use for: it starts without them (tests/cli/test_cli_i
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -131,6 +131,9 @@ def day_report(ledger: Engine, config: Config, day: date) -> DayReport:
                            if team.team in budgets else team, [line for line in months if line["team"] == team.team])
              for team in report.teams]
     report = replace(report, teams=teams, price_changes=tuple(price_changes(config.clusters, day.replace(day=1), day)))
+    if config.accounts is not None:  # as of the morning its summaries go out
+        report = replace(report, accounts_ending=tuple(config.accounts.accounts().expiring(
+            day + timedelta(days=1), config.accounts.expiry_notice_days)))
     return with_recovery(report, months)
 
 

@@ -15,6 +15,7 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from billing import frames
+from billing.accounts import AccountAssignment
 from billing.charge.ownership import unallocated_reason
 from billing.config import NamespaceRules
 from billing.directory.people import Directory
@@ -161,6 +162,8 @@ class DayReport:
     # (cluster, day): another price set came into force in the month to date (report.price_changes)
     price_changes: tuple[tuple[str, date], ...] = ()
     recovery: float = 0.0  # a closed month's cost recovery, in month_to_date (publish/answers.py `day_report`)
+    # account assignments ending within accounts.expiry_notice_days of the day after (publish/answers.py `day_report`)
+    accounts_ending: tuple[AccountAssignment, ...] = ()
 
     def team(self, name: str) -> TeamReport:
         return next(t for t in self.teams if t.team == name)

@@ -1,7 +1,12 @@
+from dataclasses import replace
+from datetime import date
+from decimal import Decimal
 from email import message_from_bytes, policy
 
+from billing.accounts import Account, AccountAssignment, Subject
 from billing.config import EmailConfig
 from billing.directory.people import Directory, Person, Team
+from billing.notify.letters import admin_letter, team_letter
 from billing.notify.summaries import summary_envelopes
 from tests.helpers.day_reports import report  # noqa: F401 (a pytest fixture)
 
@@ -47,3 +52,21 @@ def test_without_team_leads_only_admins_are_written_to(report):
     config = EmailConfig(enabled=True, outbox_dir="x", admins=["infra@example.org"], team_leads=False)
     envelopes, failures = summary_envelopes(report, directory, config)
     assert [to for to, _ in sent(envelopes)] == ["infra@example.org"] and failures == []
+
+
+def test_an_account_ending_soon_is_a_line_of_the_admins_and_its_teams_summaries(report):
+    ending = (AccountAssignment(Subject("team", "robotics"), Account("NSF-2231", "NSF CNS-2231"), Decimal(60),
+                                date(2026, 9, 1), date(2026, 12, 15)),
+              AccountAssignment(Subject("person", "bob"), Account("G-7", "A fellowship"), Decimal(100),
+                                date(2026, 1, 1), date(2026, 12, 1)))
+    told = replace(report, accounts_ending=ending)
+    robotics_line = "team robotics: NSF-2231 (NSF CNS-2231, 60 %), last charged 2026-12-15"
+    bob_line = "person bob: G-7 (A fellowship, 100 %), last charged 2026-12-01"
+    admins = admin_letter(told)
+    assert "ACCOUNTS ENDING SOON" in admins.text and robotics_line in admins.text and bob_line in admins.text
+    assert robotics_line in admins.html and "Accounts ending soon" in admins.html
+    robotics = team_letter(told, "robotics")
+    assert robotics_line in robotics.text and bob_line not in robotics.text and robotics_line in robotics.html
+    vision = team_letter(told, "vision")  # none of vision's accounts ends: no such part
+    assert "ACCOUNTS ENDING SOON" not in vision.text and "Accounts ending soon" not in vision.html
+    assert "ACCOUNTS ENDING SOON" not in admin_letter(report).text
