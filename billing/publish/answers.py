@@ -131,9 +131,14 @@ def day_report(ledger: Engine, config: Config, day: date) -> DayReport:
                            if team.team in budgets else team, [line for line in months if line["team"] == team.team])
              for team in report.teams]
     report = replace(report, teams=teams, price_changes=tuple(price_changes(config.clusters, day.replace(day=1), day)))
-    if config.accounts is not None:  # as of the morning its summaries go out
-        report = replace(report, accounts_ending=tuple(config.accounts.accounts().expiring(
-            day + timedelta(days=1), config.accounts.expiry_notice_days)))
+    if config.accounts is not None:  # what ends: as of the morning its summaries go out
+        from billing.publish.journal import charged_to_default
+
+        accounts = config.accounts.accounts()
+        report = replace(report, accounts_ending=tuple(accounts.expiring(day + timedelta(days=1),
+                                                                         config.accounts.expiry_notice_days)),
+                         default_account=accounts.default,
+                         charged_to_default=charged_to_default(read_rows(ledger, day, day), day, accounts))
     return with_recovery(report, months)
 
 

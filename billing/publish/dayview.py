@@ -15,7 +15,7 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from billing import frames
-from billing.accounts import AccountAssignment
+from billing.accounts import Account, AccountAssignment
 from billing.charge.ownership import unallocated_reason
 from billing.config import NamespaceRules
 from billing.directory.people import Directory
@@ -164,6 +164,8 @@ class DayReport:
     recovery: float = 0.0  # a closed month's cost recovery, in month_to_date (publish/answers.py `day_report`)
     # account assignments ending within accounts.expiry_notice_days of the day after (publish/answers.py `day_report`)
     accounts_ending: tuple[AccountAssignment, ...] = ()
+    default_account: Account | None = None  # accounts.default_account, where accounts are configured
+    charged_to_default: tuple[dict, ...] = ()  # team, namespaces, cost: the day's charges no account takes
 
     def team(self, name: str) -> TeamReport:
         return next(t for t in self.teams if t.team == name)

@@ -21,12 +21,12 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import Connection
 
-from billing.accounts import Accounts
+from billing.accounts import HUNDRED, Accounts, Share
 from billing.config import AccountsConfig
 from billing.days import days_in_month
 from billing.ledger.journals import PostedLine, Posting, postings, record_posting
 from billing.ledger.months import month_rows
-from billing.money import cents, exact, rest_to_largest
+from billing.money import cents, exact, rest_to_largest, total
 from billing.private import write_whole
 from billing.publish.statement import CORRECTION, Statement, StatementError
 
@@ -98,6 +98,22 @@ def _split_month_lines(statement: Statement, rows: pd.DataFrame, accounts: Accou
             whole = sum(weights.values(), Decimal(0))
         for account, weight in weights.items():
             split.parts[(account, section.object_code(resource))] += beyond * weight / whole
+
+
+def charged_to_default(rows: pd.DataFrame, day: date, accounts: Accounts) -> tuple[dict, ...]:
+    """Per team, the day's charges (`rows`, the ledger's of `day`) that no account of their namespace, person or
+    team takes, so the default account will: team, namespaces, cost; most first. What the admins' summary names, so
+    that someone gives them an account before the month is closed."""
+    found: dict[str, tuple[set[str], list[float]]] = {}
+    default = (Share(accounts.default, HUNDRED),)
+    for team, namespace, owner, cost in zip(rows["team"], rows["namespace"], rows["owner"], rows["cost"], strict=True):
+        if cost and accounts.shares(day, team, namespace, owner) == default:
+            namespaces, costs = found.setdefault(team, (set(), []))
+            namespaces.add(namespace)
+            costs.append(cost)
+    charged = [{"team": team, "namespaces": ", ".join(sorted(namespaces)), "cost": total(costs)}
+               for team, (namespaces, costs) in found.items()]
+    return tuple(sorted(charged, key=lambda row: (-row["cost"], row["team"])))
 
 
 def journal_lines(statement: Statement, rows: pd.DataFrame, section: AccountsConfig, reference: str

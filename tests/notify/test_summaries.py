@@ -70,3 +70,18 @@ def test_an_account_ending_soon_is_a_line_of_the_admins_and_its_teams_summaries(
     vision = team_letter(told, "vision")  # none of vision's accounts ends: no such part
     assert "ACCOUNTS ENDING SOON" not in vision.text and "Accounts ending soon" not in vision.html
     assert "ACCOUNTS ENDING SOON" not in admin_letter(report).text
+
+
+def test_the_admins_summary_names_the_charges_of_the_day_no_account_takes(report):
+    unfunded = Account("RC-UNFUNDED", "Research computing, unfunded use")
+    told = replace(report, default_account=unfunded, charged_to_default=(
+        {"team": "nlp", "namespaces": "corpus, tagging", "cost": 1.005},
+        {"team": "speech", "namespaces": "asr", "cost": 1.005}))
+    admins = admin_letter(told)
+    assert "CHARGED TO THE DEFAULT ACCOUNT RC-UNFUNDED (Research computing, unfunded use)" in admins.text
+    rows = {line.split()[0]: line.split()[-2] for line in admins.text.splitlines()
+            if line.startswith(("nlp ", "speech ", "Rounding", "Total "))}
+    # 1.005 shows 1.01 twice, their total 2.01: a Rounding row of -0.01 (the one-figure rule)
+    assert (rows["nlp"], rows["speech"], rows["Rounding"], rows["Total"]) == ("1.01", "1.01", "-0.01", "2.01")
+    assert "Charged to the default account" in admins.html and "corpus, tagging" in admins.html
+    assert "DEFAULT ACCOUNT" not in admin_letter(report).text

@@ -20,7 +20,7 @@ from billing.ledger.journals import postings
 from billing.ledger.months import month_rows
 from billing.ledger.write import replace_day
 from billing.money import cents
-from billing.publish.journal import account_parts, post_journal
+from billing.publish.journal import account_parts, charged_to_default, post_journal
 from billing.publish.statement import StatementError, build_statement, close_month, reopen_month
 from tests.helpers.ledgers import new_ledger
 from tests.helpers.report_ledger import frame
@@ -196,3 +196,14 @@ def test_the_accounts_of_any_month_add_up_to_its_statement_to_the_cent(tmp_path_
         parts = account_parts(statement, month_rows(conn, NOV, date(2026, 11, 30)), section(*assignments))
     assert sum(parts.values(), Decimal(0)) == cents(statement.total)
     engine.dispose()
+
+
+def test_the_charges_no_account_takes_are_named_per_team(november):
+    # November 3 of the worked month: nlp's 2.00 has no account; vision's 10.51 is NSF's and NIH's
+    with transaction(november, "reading") as conn:
+        rows = month_rows(conn, date(2026, 11, 3), date(2026, 11, 3))
+    assert charged_to_default(rows, date(2026, 11, 3), WORKED.accounts()) == (
+        {"team": "nlp", "namespaces": "corpus", "cost": 2.0},)
+    with transaction(november, "reading") as conn:
+        rows = month_rows(conn, date(2026, 11, 20), date(2026, 11, 20))
+    assert charged_to_default(rows, date(2026, 11, 20), WORKED.accounts()) == ()  # vision's: NIH's and DEPT's
