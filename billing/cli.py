@@ -535,9 +535,11 @@ def close(month: date, reopen: bool, by: str | None, allow_missing: bool) -> Non
         answers.reopen(ledger, month, who)
         click.echo(f"reopened {month:%Y-%m} (by {who})")
         return
-    closed = answers.close(ledger, config, month, who, allow_missing)
+    closed, journals = answers.close(ledger, config, month, who, allow_missing)
     click.echo(f"closed {month:%Y-%m} (by {who}): {len(closed.teams())} teams, {len(closed.lines)} lines, "
                f"total {money(closed.total, closed.currency)}")
+    for journal in journals:
+        click.echo(f"journal for finance: {journal}")
 
 
 @main.group()

@@ -92,6 +92,23 @@ def to_the_cent(values: list[float], of: float | None = None) -> list[Decimal]:
     return rounded
 
 
+def rest_to_largest(parts: list[Decimal], of: Decimal) -> list[Decimal]:
+    """The exact `parts` of `of` (a figure to the cent) each rounded to the cent, and what they then miss of `of`
+    given to the largest part in size (the first of equal ones): the cents of a split add up to what was split,
+    and the one a leftover moves is the one it moves least in proportion (docs/spec.md "Accounts")."""
+    rounded = [part.quantize(_CENT, rounding=ROUND_HALF_UP) + 0 for part in parts]
+    if rounded:
+        largest = max(range(len(parts)), key=lambda i: (abs(parts[i]), -i))
+        rounded[largest] += of - sum(rounded, Decimal(0))
+    return rounded
+
+
+def split(amount: float, percents: list[Decimal]) -> list[Decimal]:
+    """`amount` (a ledger value) split at `percents` (adding to 100) to the cent, adding up to it rounded once."""
+    whole = exact(amount)
+    return rest_to_largest([whole * percent / 100 for percent in percents], cents(amount))
+
+
 def money(value: float, currency: str, signed: bool = False) -> str:
     """`1,234.56 USD`; with signed=True a change: `+12.30 USD`, `-4.00 USD`."""
     amount = cents(value)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import os
+import threading
 from pathlib import Path
 
 FILE_MODE = 0o600
@@ -55,3 +56,13 @@ def write_private_file(path: Path, content: bytes, mode: int = FILE_MODE) -> Non
     with os.fdopen(descriptor, "wb") as file:
         os.fchmod(descriptor, mode)
         file.write(content)
+
+
+def write_whole(path: Path, content: bytes, mode: int = REPORT_FILE_MODE,
+                directory_mode: int = REPORT_DIRECTORY_MODE) -> None:
+    """Write whole or not at all, creating the directories: a reader never sees half a file. The partial file is
+    this writer's own: two runs writing the same file at once would otherwise move it away under each other."""
+    private_directory(path.parent, directory_mode)
+    partial = path.with_name(f"{path.name}.{os.getpid()}-{threading.get_ident()}.partial")
+    write_private_file(partial, content, mode)
+    os.replace(partial, path)

@@ -415,3 +415,21 @@ UPDATE alembic_version SET version_num='0016' WHERE alembic_version.version_num 
 ALTER TABLE statement_lines ADD COLUMN service_units DOUBLE;
 
 UPDATE alembic_version SET version_num='0017' WHERE alembic_version.version_num = '0016';
+
+-- Running upgrade 0017 -> 0018
+
+CREATE TABLE journal_lines (
+    month DATE NOT NULL,
+    posting INTEGER NOT NULL,
+    line INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    posted_at DATETIME NOT NULL,
+    account TEXT NOT NULL,
+    object_code TEXT NOT NULL,
+    debit_cents BIGINT NOT NULL,
+    credit_cents BIGINT NOT NULL,
+    reference TEXT NOT NULL,
+    PRIMARY KEY (month, posting, line)
+);
+
+UPDATE alembic_version SET version_num='0018' WHERE alembic_version.version_num = '0017';

@@ -26,6 +26,7 @@ import yaml
 from pydantic import AfterValidator, Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
+from billing.config.accounts import AccountsConfig
 from billing.config.clusters import BoundPendingRule, ClusterConfig, GpuFractions, RequestRule
 from billing.config.credits import CreditsConfig
 from billing.config.directory import DirectoryConfig, NamespaceRules
@@ -80,6 +81,7 @@ class Config(Section):
     mcp: McpConfig = McpConfig()
     reports_url: WebAddress = ""  # where people reach the reports or `billing serve`; emails link there
     audit: AuditConfig = AuditConfig()
+    accounts: AccountsConfig | None = None  # grants and departmental accounts charged (docs/spec.md "Accounts")
 
     @field_validator("timezone")
     @classmethod
@@ -165,6 +167,9 @@ class Config(Section):
         names += [DirectoryName(f"credits.subsidies[{number}].team", "team", subsidy.team)
                   for number, subsidy in enumerate(self.credits.subsidies) if subsidy.team]
         names += [DirectoryName(f"web.admins[{number}]", "person", uid) for number, uid in enumerate(self.web.admins)]
+        names += [DirectoryName(f"accounts.assignments[{number}].{a.subject.kind}", a.subject.kind, a.subject.name)
+                  for number, a in enumerate(self.accounts.assignments if self.accounts else [])
+                  if a.subject.kind != "namespace"]
         return [name for name in names if not (name.kind == "team" and name.name == self.namespaces.unallocated_team)]
 
     def run_secrets(self) -> None:

@@ -15,7 +15,7 @@ from billing.config.service_units import ServiceUnits
 from billing.resources import REGISTRY
 
 
-def _finite_number(value: object) -> object:
+def finite_number(value: object) -> object:
     """YAML's `true` is not a price of 1.0 (pydantic would take it as one), nor is .nan or .inf a price."""
     if isinstance(value, bool):
         raise ValueError(f"expected a number, got {str(value).lower()}")
@@ -27,10 +27,10 @@ def _finite_number(value: object) -> object:
 # money per unit: a price or a multiplier of one. A billion per resource-hour is no real price; far larger
 # values (1e25) overflow what reports can show as money and would fail after the day is committed.
 HIGHEST_PRICE = 1e9
-Price = Annotated[float, BeforeValidator(_finite_number), Field(ge=0, lt=HIGHEST_PRICE, allow_inf_nan=False)]
+Price = Annotated[float, BeforeValidator(finite_number), Field(ge=0, lt=HIGHEST_PRICE, allow_inf_nan=False)]
 # a month's budget: money, so bounded like prices; a trillion is beyond any research cluster's month
 HIGHEST_BUDGET = 1e12
-Budget = Annotated[float, BeforeValidator(_finite_number), Field(gt=0, lt=HIGHEST_BUDGET, allow_inf_nan=False)]
+Budget = Annotated[float, BeforeValidator(finite_number), Field(gt=0, lt=HIGHEST_BUDGET, allow_inf_nan=False)]
 
 
 class Prices(Section):

@@ -20,10 +20,11 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 from functools import partial
 from pathlib import Path
 
+from billing.accounts import Subject, overlapping, uneven_days
 from billing.charge.bound_pending import held_by_resource
 from billing.charge.quotas import queue_remarks, unpriced_flavors
 from billing.collect.capacity import bills_capacity, collect_allocatable
@@ -48,6 +49,7 @@ from billing.collect.replay import cluster_recording, prometheus_source
 from billing.collect.storage import collect_storage
 from billing.config import (
     DRA_GPU,
+    AccountsConfig,
     ClusterConfig,
     Config,
     DatedPrices,
@@ -58,7 +60,7 @@ from billing.config import (
     read_secrets,
 )
 from billing.days import BillingDay, billing_day, yesterday
-from billing.directory.sources import check_directory
+from billing.directory.sources import check_directory, load_directory
 from billing.errors import BillingError, RunFailed
 from billing.ledger.database import NoLedgerYet, open_ledger
 from billing.ledger.read import days_billed
@@ -361,6 +363,42 @@ def price_set(cluster: ClusterConfig, day: date) -> str:
     return f"{day} is priced with the set from {starts}" + (f"; the next from {later[0]}" if later else "")
 
 
+def accounts_consistent(section: AccountsConfig) -> str:
+    """Every assignment's percentages add up to 100 on each day they hold, and no account is assigned to a subject
+    twice on a day (docs/spec.md "Accounts"): the config refuses both; other sources of accounts are held to it
+    here too."""
+    held = section.accounts().assignments
+    problems = overlapping(held) + uneven_days(held)
+    if problems:
+        raise CheckFailure("; ".join(problems))
+    return (f"{len(section.names)} accounts, {len(held)} assignments: percentages add up to 100 on every day, "
+            f"none overlapping")
+
+
+def accounts_expiring(section: AccountsConfig, today: date) -> str:
+    """The assignments that end within accounts.expiry_notice_days, each named (a warning: someone must renew a
+    grant or say which account takes over)."""
+    within = section.expiry_notice_days
+    ending = section.accounts().expiring(today, within)
+    if ending:
+        raise CheckWarning(f"{len(ending)} ending within {within} days: " + "; ".join(
+            f"{a.subject} on {a.account.id} ({a.account.name}, {a.percent} %) last charged {a.last}" for a in ending))
+    return f"none ending within {within} days (accounts.expiry_notice_days)"
+
+
+def accounts_today(config: Config, section: AccountsConfig, today: date) -> str:
+    """The directory's teams with no account valid today, whose charges go to the default account (a warning),
+    unless a namespace's or person's account takes them."""
+    accounts = section.accounts()
+    teams = sorted(load_directory(config.directory).teams)
+    missing = [team for team in teams if not accounts.valid_on(today, Subject("team", team))]
+    if missing:
+        raise CheckWarning(f"{len(missing)} of {len(teams)} teams have no account valid on {today}, so their charges "
+                           f"go to the default account {accounts.default.id} unless a namespace's or person's does: "
+                           + ", ".join(missing))
+    return f"all {len(teams)} teams have an account valid on {today}"
+
+
 def check_config(path: Path) -> tuple[Config, Probe]:
     """The validated config and its line; an invalid config raises ConfigError (exit status 2)."""
     start = time.monotonic()
@@ -394,6 +432,11 @@ def check_all(config: Config, day: date | None = None) -> Iterator[Probe]:
         yield _timed(f"figures {cluster.name}", partial(store_figures, context))
         yield _timed(f"storage {cluster.name}", partial(storage, context))
     yield _timed("directory", lambda: check_directory(config))
+    if config.accounts is not None:
+        section, today = config.accounts, yesterday(config.zone) + timedelta(days=1)
+        yield _timed("accounts", partial(accounts_consistent, section))
+        yield _timed("accounts expiring", partial(accounts_expiring, section, today))
+        yield _timed("accounts today", partial(accounts_today, config, section, today))
     yield _timed("database", lambda: database(config.database))
     if config.email.enabled:
         yield _timed("email", lambda: delivery(config.email))

@@ -8,6 +8,7 @@ billing/ledger/write.py, reading it back billing/ledger/read.py.
 from __future__ import annotations
 
 from sqlalchemy import (
+    BigInteger,
     Column,
     Date,
     DateTime,
@@ -278,6 +279,22 @@ corrections = Table(  # what a re-run of a closed month's day changed, booked in
     Column("booked_at", DateTime(timezone=True), primary_key=True),
     Column("amount", Double, nullable=False),  # new cost less the cost it replaced
     Column("currency", Text, nullable=False),
+)
+
+
+journal_lines = Table(  # the finance office's journal of a closed month, one posting per close (docs/spec.md "Accounts")
+    "journal_lines",
+    metadata,
+    Column("month", Date, primary_key=True),  # first day
+    Column("posting", Integer, primary_key=True),  # 1, 2, ... in the order posted
+    Column("line", Integer, primary_key=True),
+    Column("kind", Text, nullable=False),  # 'journal', or 'reversal' of the posting before it
+    Column("posted_at", DateTime(timezone=True), nullable=False),
+    Column("account", Text, nullable=False),
+    Column("object_code", Text, nullable=False),
+    Column("debit_cents", BigInteger, nullable=False),  # whole cents: a journal is money to the cent, exactly
+    Column("credit_cents", BigInteger, nullable=False),
+    Column("reference", Text, nullable=False),
 )
 
 

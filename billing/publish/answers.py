@@ -15,7 +15,8 @@ which `billing report` has use for: it starts without them (tests/cli/test_cli_i
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import date
+from datetime import date, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy import Engine
@@ -131,6 +132,14 @@ def day_report(ledger: Engine, config: Config, day: date) -> DayReport:
                            if team.team in budgets else team, [line for line in months if line["team"] == team.team])
              for team in report.teams]
     report = replace(report, teams=teams, price_changes=tuple(price_changes(config.clusters, day.replace(day=1), day)))
+    if config.accounts is not None:  # what ends: as of the morning its summaries go out
+        from billing.publish.journal import charged_to_default
+
+        accounts = config.accounts.accounts()
+        report = replace(report, accounts_ending=tuple(accounts.expiring(day + timedelta(days=1),
+                                                                         config.accounts.expiry_notice_days)),
+                         default_account=accounts.default,
+                         charged_to_default=charged_to_default(read_rows(ledger, day, day), day, accounts))
     return with_recovery(report, months)
 
 
@@ -289,14 +298,21 @@ def statement(ledger: Engine, config: Config, month: date, team: str | None = No
                            yesterday(config.zone), MonthRules(config.clusters, config.credits))
 
 
-def close(ledger: Engine, config: Config, month: date, by: str, allow_missing: bool) -> Statement:
-    """Close the month with cost recovery for the clusters that have it; returns the statement kept."""
-    from billing.publish.statement import MonthRules, close_month, cost_centers  # when asked: see the docstring
+def close(ledger: Engine, config: Config, month: date, by: str, allow_missing: bool) -> tuple[Statement, list[Path]]:
+    """Close the month with cost recovery for the clusters that have it, and post its journal where `accounts` is
+    configured; returns the statement kept and the journal files written."""
+    from billing.publish.journal import post_journal  # when asked: see the module's docstring
+    from billing.publish.statement import MonthRules, close_month, cost_centers
 
     recover = {cluster.name: cluster.recover for cluster in config.clusters if cluster.recover}
-    return close_month(ledger, month, by, yesterday(config.zone), config.currency,
-                       cost_centers(stored_directory(ledger)), allow_missing, recover,
-                       MonthRules(config.clusters, config.credits))
+    written: list[Path] = []
+    section = config.accounts
+    journal = None if section is None else (
+        lambda conn, statement: written.extend(post_journal(conn, statement, section, Path(config.output_dir))))
+    statement = close_month(ledger, month, by, yesterday(config.zone), config.currency,
+                            cost_centers(stored_directory(ledger)), allow_missing, recover,
+                            MonthRules(config.clusters, config.credits), journal)
+    return statement, written
 
 
 def reopen(ledger: Engine, month: date, by: str) -> None:

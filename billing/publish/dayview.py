@@ -15,6 +15,7 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from billing import frames
+from billing.accounts import Account, AccountAssignment
 from billing.charge.ownership import unallocated_reason
 from billing.charge.service_units import service_units
 from billing.config import ClusterConfig, NamespaceRules
@@ -164,6 +165,10 @@ class DayReport:
     price_changes: tuple[tuple[str, date], ...] = ()
     recovery: float = 0.0  # a closed month's cost recovery, in month_to_date (publish/answers.py `day_report`)
     credited: float = 0.0  # a closed month's subsidies and monthly credits, in month_to_date (the same)
+    # account assignments ending within accounts.expiry_notice_days of the day after (publish/answers.py `day_report`)
+    accounts_ending: tuple[AccountAssignment, ...] = ()
+    default_account: Account | None = None  # accounts.default_account, where accounts are configured
+    charged_to_default: tuple[dict, ...] = ()  # team, namespaces, cost: the day's charges no account takes
 
     def team(self, name: str) -> TeamReport:
         return next(t for t in self.teams if t.team == name)

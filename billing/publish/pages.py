@@ -18,7 +18,6 @@ import math
 import os
 import re
 import tempfile
-import threading
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
@@ -29,7 +28,7 @@ from markupsafe import Markup
 from billing.charge.workload_names import UNATTRIBUTED
 from billing.days import day_runs, days_in_month
 from billing.money import cents, money, rounding, total
-from billing.private import REPORT_DIRECTORY_MODE, REPORT_FILE_MODE, private_directory, write_private_file
+from billing.private import REPORT_DIRECTORY_MODE, private_directory, write_whole
 from billing.publish.budgets import FORECAST_METHOD
 from billing.publish.dayview import DayReport, RenderError, TrendDay, held_table
 from billing.publish.formatting import (
@@ -189,10 +188,7 @@ def _write(path: Path, text: str) -> None:
     """Write whole or not at all: a reader never sees half a page. Pages show names and bills: 0640 in 0750
     directories (billing.private). The partial file is this writer's own: two runs of a day at once write the
     same pages, and a shared name would be moved away under the other."""
-    private_directory(path.parent, REPORT_DIRECTORY_MODE)
-    partial = path.with_name(f"{path.name}.{os.getpid()}-{threading.get_ident()}.partial")
-    write_private_file(partial, text.encode("utf-8"), REPORT_FILE_MODE)
-    os.replace(partial, path)
+    write_whole(path, text.encode("utf-8"))
 
 
 def _unwritable(output_dir: Path, exc: OSError) -> RenderError:

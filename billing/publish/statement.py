@@ -284,10 +284,12 @@ def recovery_lines(lines: list[StatementLine], month: date, costs: dict[str, flo
 
 def close_month(engine: Engine, month: date, by: str, last_complete_day: date, currency: str,
                 cost_centers: dict[str, str], allow_missing: bool = False,
-                recover: dict[str, CostRecovery] | None = None, rules: MonthRules | None = None) -> Statement:
+                recover: dict[str, CostRecovery] | None = None, rules: MonthRules | None = None,
+                journal: Callable[[Connection, Statement], object] | None = None) -> Statement:
     """Store the month's statement as it is now and mark the month closed; returns the statement. A cluster in
     `recover` gets cost recovery lines (docs/spec.md "Prices over time and cost recovery"), then `rules`' credits
-    their lines, taken off the month as recovered.
+    their lines, taken off the month as recovered; `journal` posts the finance office's journal of the statement in
+    the same transaction (billing/publish/journal.py).
 
     Runs of the month's days and invoice imports of the month are waited for (and wait), so none slips in
     between the lines read and the month marked closed. A figure that is no finite amount (a cost, a line: a ledger
@@ -315,6 +317,8 @@ def close_month(engine: Engine, month: date, by: str, last_complete_day: date, c
         store_closing(conn, month, now, by, statement.missing_days,
                       [{"currency": statement.currency, **{c: getattr(line, c) for c in LINE_COLUMNS}}
                        for line in statement.lines])
+        if journal is not None:
+            journal(conn, statement)
         _log(conn, month, "close", by, now)
         closing = _closing(conn, month)
     return Statement(month, statement.currency, statement.lines, closing, statement.missing_days)

@@ -49,3 +49,17 @@ def test_a_credit_or_subsidy_of_a_team_the_directory_does_not_hold_as_spelled_is
         "credits.monthly[0].team: the directory spells this team 'vision', not 'Vision': write it so, or no "
         "statement would take it off; "
         "credits.subsidies[0].team: the directory has no team 'visoin' (the closest: vision)")
+
+
+def test_the_teams_and_people_of_account_assignments_are_checked_and_namespaces_are_not():
+    section = {"names": {"G-1": "A grant", "RC": "Research computing"}, "default_account": "RC",
+               "revenue_account": "RC", "revenue_object_code": "4500", "default_object_code": "6400",
+               "assignments": [{"team": "visoin", "account": "G-1", "from": "2026-11-01"},
+                               {"person": "bob", "account": "G-1", "from": "2026-11-01"},
+                               {"namespace": "scan", "account": "G-1", "from": "2026-11-01"}]}
+    with pytest.raises(ConfigError) as refused:
+        check_names(config(accounts=section), DIRECTORY)
+    assert str(refused.value) == (
+        "accounts.assignments[0].team: the directory has no team 'visoin' (the closest: vision); "
+        "accounts.assignments[1].person: the directory spells this person 'Bob', not 'bob': write it so, or its "
+        "costs are kept apart from the rest of the person's")

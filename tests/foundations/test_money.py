@@ -7,7 +7,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from billing.errors import UsageError
-from billing.money import Totals, cents, money, one_currency, plain_number, rounding, to_the_cent, total
+from billing.money import (
+    Totals,
+    cents,
+    money,
+    one_currency,
+    plain_number,
+    rest_to_largest,
+    rounding,
+    split,
+    to_the_cent,
+    total,
+)
 
 
 def test_money_has_currency_two_decimals_and_thousands_separators():
@@ -119,3 +130,22 @@ def test_each_currencys_total_is_the_sum_of_its_own_rows_to_the_cent(rows):
         exact_sum = sum((Decimal(b) / 10**9 for c, b in rows if c == currency), Decimal(0))
         assert cents(totals.amounts[currency]) == exact_sum.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP) + 0
     assert str(totals) == " + ".join(f"{cents(totals.amounts[c]):,.2f} {c}" for c in held)
+
+
+def test_a_split_gives_the_leftover_cent_to_the_largest_share():
+    # 1.00 at 33.33/33.33/33.34: 0.3333, 0.3333, 0.3334 each round to 0.33; the cent they miss goes to 33.34 %
+    thirds = [Decimal("33.33"), Decimal("33.33"), Decimal("33.34")]
+    assert split(1.0, thirds) == [Decimal("0.33"), Decimal("0.33"), Decimal("0.34")]
+    # 0.05 at 50/50: 0.025 and 0.025 each round to 0.03, one cent too many, taken from the first of the equals
+    assert split(0.05, [Decimal(50), Decimal(50)]) == [Decimal("0.02"), Decimal("0.03")]
+    # 150.15 at 60/40 is exact: 90.09 and 60.06 (docs/billing.md's worked month)
+    assert split(150.15, [Decimal(60), Decimal(40)]) == [Decimal("90.09"), Decimal("60.06")]
+    # a credit splits as a charge does, the largest in size taking the leftover
+    assert split(-1.0, thirds) == [Decimal("-0.33"), Decimal("-0.33"), Decimal("-0.34")]
+
+
+def test_parts_rounded_with_the_rest_to_the_largest_add_up_to_the_figure():
+    # 0.335 + 0.335 + 0.33 is 1.00, rounded 0.34 + 0.34 + 0.33: the cent too many comes off the first largest
+    parts = [Decimal("0.335"), Decimal("0.335"), Decimal("0.33")]
+    assert rest_to_largest(parts, Decimal("1.00")) == [Decimal("0.33"), Decimal("0.34"), Decimal("0.33")]
+    assert rest_to_largest([], Decimal("0.00")) == []

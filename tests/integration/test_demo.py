@@ -302,19 +302,25 @@ def test_the_demo_without_its_flavor_refuses_the_day_instead_of_billing_its_quot
     assert checked.exit_code == 1 and line.startswith("FAIL") and sentence in line
 
 
-def test_a_closed_november_with_cost_recovery_reads_as_its_statement_everywhere(demo_run, tmp_path):
-    """Issue 52, on the demo's ledger: November closed with jaguar recovering 20,000.00 CHF, robotics' November read
-    one figure in the statement and FOCUS and another in `billing report`, serve, MCP and its budget ("91.9% spent",
-    and a forecast for a month that had ended). Now each is the statement's, and says cost recovery is in it."""
+def demo_copy(demo_run: Path, tmp_path: Path, **settings_changed) -> Path:
+    """The demo's config and a copy of its billed ledger in `tmp_path`, with some keys replaced; returns the
+    config's path."""
     shutil.copy(demo_run / "demo-out" / "billing.db", tmp_path / "billing.db")
     settings = yaml.safe_load((demo_run / "fixtures" / "demo" / "billing.yaml").read_text())
     settings |= {"database": f"sqlite:///{tmp_path / 'billing.db'}", "output_dir": str(tmp_path / "reports"),
-                 "web": {"admins": ["root"]}}
+                 **settings_changed}
     settings["directory"]["ldif"] = str(demo_run / "fixtures" / "demo" / "directory.ldif")
     for cluster in settings["clusters"]:
         cluster["prometheus"]["replay"] = str(demo_run / "fixtures" / "demo" / cluster["prometheus"]["replay"])
     (tmp_path / "billing.yaml").write_text(yaml.safe_dump(settings))
-    config = load_config(tmp_path / "billing.yaml")
+    return tmp_path / "billing.yaml"
+
+
+def test_a_closed_november_with_cost_recovery_reads_as_its_statement_everywhere(demo_run, tmp_path):
+    """Issue 52, on the demo's ledger: November closed with jaguar recovering 20,000.00 CHF, robotics' November read
+    one figure in the statement and FOCUS and another in `billing report`, serve, MCP and its budget ("91.9% spent",
+    and a forecast for a month that had ended). Now each is the statement's, and says cost recovery is in it."""
+    config = load_config(demo_copy(demo_run, tmp_path, web={"admins": ["root"]}))
     close_month(open_ledger(config.database), date(2026, 11, 1), "finance", date(2026, 12, 20), "CHF", {},
                 allow_missing=True, recover={"jaguar": CostRecovery(monthly_cost=20000)})
 
@@ -339,3 +345,54 @@ def test_a_closed_november_with_cost_recovery_reads_as_its_statement_everywhere(
     assert f"{api['total_cost']:,.2f}" == page.texts["range-total"].split()[0] == figure
     budget = Tools(open_ledger(config.database), config).budget(Viewer("root", True, ()), "robotics", "2026-11-30")
     assert (f"{budget['month_to_date']:,.2f}", budget["month_closed"], budget["forecast"]) == (figure, True, None)
+
+
+def test_billing_close_writes_the_journal_of_the_demos_billed_november(demo_run, tmp_path, monkeypatch):
+    """The demo's three days as `billing backfill` billed them, closed with robotics split 60/40 between two grants
+    of which the first ends on November 16 (the department takes its 60 % from the 17th): the journal's lines
+    against the figures `billing report` gives of the same days, and the statement's total."""
+    accounts = {"names": {"NSF-2231": "NSF CNS-2231", "NIH-R01": "NIH R01", "DEPT": "Department", "RC": "Unfunded",
+                          "REV": "Revenue"},
+                "assignments": [
+                    {"team": "robotics", "account": "NSF-2231", "percent": 60, "from": "2026-09-01", "to": "2026-11-16"},
+                    {"team": "robotics", "account": "NIH-R01", "percent": 40, "from": "2026-09-01"},
+                    {"team": "robotics", "account": "DEPT", "percent": 60, "from": "2026-11-17"}],
+                "default_account": "RC", "revenue_account": "REV", "revenue_object_code": "4500",
+                "default_object_code": "6400"}
+    path = str(demo_copy(demo_run, tmp_path, accounts=accounts))
+    monkeypatch.setattr("billing.publish.answers.yesterday", lambda zone: date(2026, 12, 20))  # November has ended
+
+    def cli(*args: str) -> str:
+        result = CliRunner().invoke(main, [*args, "--config", path])
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    def robotics(first: str, last: str) -> Decimal:
+        report = json.loads(cli("report", "--team", "robotics", "--from", first, "--to", last, "--format", "json"))
+        return Decimal(repr(report["total_cost"]))
+
+    statement = json.loads(cli("statement", "--month", "2026-11", "--format", "json"))
+    closed = cli("close", "--month", "2026-11", "--allow-missing", "--by", "finance")
+    journal = tmp_path / "reports" / "journals" / "journal-2026-11-1.csv"
+    assert f"journal for finance: {journal}" in closed
+    lines = pd.read_csv(journal, dtype={"object_code": str}).fillna(0)
+    to_cent = Decimal("0.01")
+    debits = {account: Decimal(repr(float(amount))).quantize(to_cent)
+              for account, amount in lines.groupby("account")["debit"].sum().items()}
+    # NSF pays 60 % of robotics' November 16, the department 60 % of the 17th and 18th, NIH 40 % of all three;
+    # each account's month rounded once, the leftover cent (if any) to the largest
+    parts = {"NSF-2231": robotics("2026-11-16", "2026-11-16") * 6 / 10,
+             "DEPT": robotics("2026-11-17", "2026-11-18") * 6 / 10,
+             "NIH-R01": robotics("2026-11-16", "2026-11-18") * 4 / 10}
+    for account, part in parts.items():
+        assert abs(debits[account] - part.quantize(to_cent)) <= to_cent, account
+    total = Decimal(repr(statement["total"])).quantize(to_cent)
+    assert sum(debits.values()) == total  # every other team's charges are the default account's
+    assert debits["RC"] == total - sum(debits[account] for account in parts)
+    assert list(lines["account"])[-1] == "REV" and Decimal(repr(float(lines["credit"].iloc[-1]))) == total
+    assert set(lines["object_code"]) == {"6400", "4500"}  # no object codes configured: the default's
+    assert list(lines["period"].unique()) == ["2026-11"]
+    # closed again without reopening: refused, and no second journal
+    again = CliRunner().invoke(main, ["close", "--month", "2026-11", "--allow-missing", "--config", path])
+    assert again.exit_code == 2 and "reopen it first" in again.output
+    assert [file.name for file in journal.parent.iterdir()] == ["journal-2026-11-1.csv"]

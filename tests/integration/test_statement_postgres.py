@@ -28,6 +28,7 @@ from tests.helpers.invoices import (
     october,
     several_files_scenario,
 )
+from tests.helpers.journals import reclose_scenario
 from tests.helpers.locks import waiting
 from tests.helpers.report_ledger import frame
 from tests.helpers.statements import (
@@ -58,6 +59,10 @@ def test_closing_recovers_each_clusters_cost_on_postgres(postgres_url):
 
 def test_a_correction_on_a_recovered_cluster_keeps_its_month_at_its_cost_on_postgres(postgres_url):
     recovered_correction_scenario(postgres_url)
+
+
+def test_the_journal_is_written_once_and_reversed_on_a_reclose_on_postgres(postgres_url, tmp_path):
+    reclose_scenario(postgres_url, tmp_path)
 
 
 def test_closing_waits_for_a_run_of_one_of_its_days_in_progress(postgres_url):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import date, timedelta
+from decimal import Decimal
 from pathlib import Path
 from urllib.parse import parse_qs
 
@@ -12,6 +14,8 @@ import responses
 from click.testing import CliRunner
 
 from billing.cli import main
+from billing.config import load_config
+from billing.jobs.check import CheckFailure, accounts_consistent, accounts_expiring, accounts_today
 from fixtures.servers import free_port
 from tests.helpers.config import MINIMAL_CONFIG
 from tests.helpers.jobs import LDIF
@@ -233,3 +237,48 @@ def test_check_says_which_price_set_prices_the_day(write_config, tmp_path):
     assert "2026-11-20 is priced with the set from 2026-11-20; the next from 2027-01-01" in checked["2026-11-20"]
     assert checked["2025-12-31"].startswith("FAIL  ") and (
         "clusters[0].prices: no price set is in force on 2025-12-31; the first is from 2026-01-01" in checked["2025-12-31"])
+
+
+def accounts_section(*assignments: dict, **keys) -> dict:
+    return {"names": {"G-1": "NSF CNS-2231", "G-2": "NIH R01", "RC": "Research computing"},
+            "assignments": list(assignments), "default_account": "RC", "revenue_account": "RC",
+            "revenue_object_code": "4500", "default_object_code": "6400", **keys}
+
+
+@responses.activate
+def test_accounts_lines_name_what_ends_soon_and_the_teams_with_no_account(config):
+    responses.add_callback(responses.POST, f"{PROMETHEUS}/api/v1/query", callback=every_series_no_odd_pod)
+    responses.post(f"{PROMETHEUS}/api/v1/query_range", json=renames())
+    responses.get(f"{PROMETHEUS}/api/v1/status/buildinfo", json=BUILDINFO)
+    today = date.today()  # the check's today in the config's zone (UTC)
+    # alice's own grant ends in 10 days, within the 30 of the default notice (the next one, in 90, is not);
+    # robotics' account ended in January
+    path = config(accounts=accounts_section(
+        {"person": "alice", "account": "G-1", "from": "2026-01-01", "to": (today + timedelta(days=10)).isoformat()},
+        {"person": "alice", "account": "G-2", "from": (today + timedelta(days=11)).isoformat(),
+         "to": (today + timedelta(days=90)).isoformat()},
+        {"team": "robotics", "account": "G-2", "from": "2026-01-01", "to": "2026-01-31"}))
+    found = lines(check(path).stdout)
+    assert found["accounts"].startswith("ok    ")
+    assert "3 accounts, 3 assignments: percentages add up to 100 on every day, none overlapping" in found["accounts"]
+    assert found["accounts expiring"].startswith("WARN  ")
+    assert (f"1 ending within 30 days: person alice on G-1 (NSF CNS-2231, 100 %) last charged "
+            f"{today + timedelta(days=10)}") in found["accounts expiring"]
+    assert found["accounts today"].startswith("WARN  ")
+    assert (f"1 of 1 teams have no account valid on {today}, so their charges go to the default account RC unless "
+            f"a namespace's or person's does: robotics") in found["accounts today"]
+
+
+def test_accounts_lines_say_all_is_well_and_refuse_percentages_of_another_source(write_config, tmp_path):
+    (tmp_path / "people.ldif").write_text(LDIF)
+    path = write_config(directory={"ldif": str(tmp_path / "people.ldif")},
+                        accounts=accounts_section({"team": "robotics", "account": "G-1", "from": "2026-01-01"}))
+    loaded = load_config(path)
+    section = loaded.accounts
+    assert accounts_expiring(section, date(2026, 11, 29)) == "none ending within 30 days (accounts.expiry_notice_days)"
+    assert accounts_today(loaded, section, date(2026, 11, 29)) == "all 1 teams have an account valid on 2026-11-29"
+    # assignments the config would refuse, as a source other than the config could hand them on
+    uneven = section.model_copy(update={"assignments": [
+        section.assignments[0].model_copy(update={"percent": Decimal(60)})]})
+    with pytest.raises(CheckFailure, match=r"team robotics's accounts add up to 60 % on 2026-01-01"):
+        accounts_consistent(uneven)

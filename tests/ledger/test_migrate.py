@@ -44,7 +44,7 @@ def test_an_older_schema_stops_the_run_until_db_upgrade(tmp_path, write_config):
     with engine.begin() as conn:  # as if written by the release before migrations: tables, no revision
         conn.execute(text("DROP TABLE alembic_version"))
         conn.execute(text("DROP TABLE cluster_days"))
-    with pytest.raises(LedgerError, match=r"schema revision none, this billing needs 0017: run `billing db upgrade`"):
+    with pytest.raises(LedgerError, match=r"schema revision none, this billing needs 0018: run `billing db upgrade`"):
         open_ledger(url)
 
     config = str(write_config(database=url))
@@ -56,9 +56,9 @@ def test_db_upgrade_on_an_empty_database_and_again(tmp_path, write_config):
     config = str(write_config(database=f"sqlite:///{tmp_path}/ledger.db"))
     first = CliRunner().invoke(main, ["db", "upgrade", "--config", config])
     assert first.exit_code == 0, first.output
-    assert "from revision none to 0017" in first.output
+    assert "from revision none to 0018" in first.output
     again = CliRunner().invoke(main, ["db", "upgrade", "--config", config])
-    assert again.exit_code == 0 and "already at revision 0017" in again.output
+    assert again.exit_code == 0 and "already at revision 0018" in again.output
 
 
 def test_upgrading_a_ledger_of_revision_0001_keeps_its_rows_at_list_price(tmp_path, write_config):
@@ -68,7 +68,7 @@ def test_upgrading_a_ledger_of_revision_0001_keeps_its_rows_at_list_price(tmp_pa
         conn.execute(text("INSERT INTO chargeback VALUES ('2026-11-19', 'jaguar', 'alice', 'robotics', 'alice', "
                           "'cpu', '', 100.0, 0.012, 1.2, 'USD', '2026-11-20 01:00:00')"))
     result = CliRunner().invoke(main, ["db", "upgrade", "--config", str(write_config(database=url))])
-    assert result.exit_code == 0 and "from revision 0001 to 0017" in result.output
+    assert result.exit_code == 0 and "from revision 0001 to 0018" in result.output
     engine = open_ledger(url)
     rows = read_rows(engine, date(2026, 11, 19), date(2026, 11, 19))
     assert rows[["cost", "list_cost"]].values.tolist() == [[1.2, 1.2]]  # no discounts before 0002

@@ -1,0 +1,90 @@
+"""The accounts section of the config file (billing/config/accounts.py): what it gives, and each mistake named
+with its key."""
+
+from __future__ import annotations
+
+from datetime import date
+from decimal import Decimal
+
+import pytest
+
+from billing.accounts import Account, Share
+from billing.config import ConfigError, load_config
+
+NAMES = {"NSF-2231": "NSF CNS-2231", "NIH-R01": "NIH R01 GM-1", "DEPT-PHYS": "Physics",
+         "RC-UNFUNDED": "Research computing, unfunded", "RC-REVENUE": "Research computing revenue"}
+
+
+def accounts(*assignments: dict, **keys) -> dict:
+    return {"names": NAMES, "assignments": list(assignments), "default_account": "RC-UNFUNDED",
+            "revenue_account": "RC-REVENUE", "revenue_object_code": "4500", "default_object_code": "6400",
+            "object_codes": {"gpu": "6410", "cpu": "6420"}, **keys}
+
+
+WORKED = (
+    {"team": "vision", "account": "NSF-2231", "percent": 60, "from": "2026-09-01", "to": "2026-11-15"},
+    {"team": "vision", "account": "NIH-R01", "percent": 40, "from": "2026-09-01"},
+    {"team": "vision", "account": "DEPT-PHYS", "percent": 60, "from": "2026-11-16"},
+)
+
+
+def refusal(write_config, section: dict) -> str:
+    with pytest.raises(ConfigError) as refused:
+        load_config(write_config(accounts=section))
+    assert refused.value.exit_status == 2
+    return str(refused.value).split(": ", 1)[1]
+
+
+def test_the_worked_month_loads_as_typed_assignments(write_config):
+    section = load_config(write_config(accounts=accounts(*WORKED))).accounts
+    assert section is not None and section.expiry_notice_days == 30
+    typed = section.accounts()
+    assert typed.default == Account("RC-UNFUNDED", "Research computing, unfunded")
+    assert typed.shares(date(2026, 11, 16), "vision", "scan", None) == (
+        Share(Account("DEPT-PHYS", "Physics"), Decimal(60)), Share(Account("NIH-R01", "NIH R01 GM-1"), Decimal(40)))
+    assert typed.assignments[0].source == "accounts.assignments[0]"
+    assert [section.object_code(r) for r in ("gpu", "credit-gpu", "unrequested-cpu", "memory", "")] == [
+        "6410", "6410", "6420", "6400", "6400"]
+
+
+def test_no_accounts_section_is_none(write_config):
+    assert load_config(write_config()).accounts is None
+
+
+def test_thirds_to_the_hundredth_add_to_100(write_config):
+    thirds = [{"team": "vision", "account": account, "percent": percent, "from": "2026-11-01"}
+              for account, percent in (("NSF-2231", 33.33), ("NIH-R01", 33.33), ("DEPT-PHYS", 33.34))]
+    assert load_config(write_config(accounts=accounts(*thirds))).accounts is not None
+
+
+@pytest.mark.parametrize(("assignments", "message"), [
+    ((WORKED[0], WORKED[1], {**WORKED[2], "from": "2026-11-17"}),
+     "accounts: team vision's accounts add up to 40 % on 2026-11-16 (NIH-R01 40 %), not 100 %: give the percentages "
+     "of every day they hold 100 in all"),
+    ((*WORKED, {"team": "vision", "account": "NSF-2231", "percent": 60, "from": "2026-11-10", "to": "2026-11-20"}),
+     "accounts: accounts.assignments[3] assigns team vision to account NSF-2231 from 2026-11-10, while "
+     "accounts.assignments[0] does until 2026-11-15: give each day to one of them"),
+    (({**WORKED[0], "to": "2026-08-31"},),
+     "accounts.assignments[0]: to (2026-08-31) is before from (2026-09-01): the period runs from its first day to its "
+     "last, both charged"),
+    (({"team": "vision", "person": "alice", "account": "NSF-2231", "from": "2026-11-01"},),
+     "accounts.assignments[0]: set exactly one of team, namespace and person: what is charged to the account"),
+    (({"team": "vision", "account": "NSF-2232", "from": "2026-11-01"},),
+     "accounts: accounts.assignments[0].account 'NSF-2232' is not in accounts.names: name it there, or correct its "
+     "id"),
+    (({"team": "vision", "account": "NSF-2231", "percent": 0, "from": "2026-11-01"},),
+     "accounts.assignments[0].percent: Input should be greater than 0"),
+    (({"team": "vision", "account": "NSF-2231", "percent": True, "from": "2026-11-01"},),
+     "accounts.assignments[0].percent: expected a number, got true"),
+    (({"team": "vision", "account": "NSF-2231", "from": "2026-02-30"},),
+     "accounts.assignments[0].from: 2026-02-30 is no day of the calendar (expected a date like 2026-03-01)"),
+])
+def test_a_mistaken_assignment_is_named_with_its_key(write_config, assignments, message):
+    assert refusal(write_config, accounts(*assignments)) == message
+
+
+def test_the_default_and_revenue_accounts_must_be_named(write_config):
+    assert refusal(write_config, accounts(default_account="RC-NONE")) == (
+        "accounts: default_account 'RC-NONE' is not in accounts.names: name it there")
+    assert refusal(write_config, accounts(object_codes={"gpus": "6410"})) == (
+        "accounts.object_codes: 'gpus' is no billed resource (expected one of gpu, cpu, memory)")
