@@ -63,7 +63,8 @@ def test_table_has_units_totals_and_lists_missing_days_on_stderr(config):
 
 def test_json_has_the_spec_shape_and_the_ledger_rows(config):
     document = report_json(config, "--team", "robotics", *RANGE)
-    assert list(document) == ["team", "from", "to", "currency", "total_cost", "missing_days", "incomplete_days",
+    assert list(document) == ["team", "from", "to", "currency", "total_cost", "total_costs", "missing_days",
+                              "incomplete_days",
                               "budget", "forecast", "budget_month", "month_to_date", "month_closed", "leads", "rows"]
     assert (document["team"], document["from"], document["to"]) == ("robotics", "2026-11-01", "2026-11-05")
     assert document["currency"] == "USD"
@@ -260,7 +261,10 @@ def test_mixed_currencies_are_refused(config, database):
     result = report(config, "--team", "robotics", *RANGE)
     assert result.exit_code == 2
     assert "EUR and USD" in result.stderr
-    assert report(config, "--team", "robotics", "--from", "2026-11-04", "--to", "2026-11-05").exit_code == 0
+    # the team's budget compares one month's spend in one currency: refused for any range of that month; the
+    # person's report of days in one currency is not
+    assert report(config, "--team", "robotics", "--from", "2026-11-04", "--to", "2026-11-05").exit_code == 2
+    assert report(config, "--person", "alice", "--from", "2026-11-04", "--to", "2026-11-05").exit_code == 0
 
 
 def test_shell_completion_offers_the_ledger_s_teams_and_people(config):
