@@ -260,11 +260,12 @@ def running_at(pod: Pod, t: float) -> bool:
     return phase == "Running"
 
 
-def world_of(pods: int, replaced_at: float | None = None) -> World:
-    """The benchmark's cluster-day with utilisation, with kube-state-metrics' pod replaced `replaced_at` hours
-    into the day if given; the same arguments give the same world, so its blocks are cached."""
+def world_of(pods: int, replaced_at: float | None = None, storage: bool = True) -> World:
+    """The benchmark's cluster-day with utilisation and (`storage`) persistent volume claims, with kube-state-metrics'
+    pod replaced `replaced_at` hours into the day if given; the same arguments give the same world, so its blocks
+    are cached."""
     world = make_world(SEED, PERIOD.start.timestamp(), pods=pods, clusters=(CLUSTER,), day_seconds=PERIOD.seconds,
-                       utilisation=True, storage=True)
+                       utilisation=True, storage=storage)
     if replaced_at is None:
         return world
     return replace(world, exporters=replaced_exporter(PERIOD.start.timestamp() + replaced_at * 3600))
@@ -569,7 +570,7 @@ def commit_of(tree: Path) -> str:
 
 
 def measure(pods: int, cache: Path, args: argparse.Namespace) -> SizeResult:
-    world = world_of(pods, args.replaced_at)
+    world = world_of(pods, args.replaced_at, args.storage)
     noon = PERIOD.start.timestamp() + PERIOD.seconds / 2
     running = sum(running_at(p, noon) for p in world.clusters[0].pods)
     started = time.perf_counter()
@@ -774,6 +775,9 @@ def main() -> None:
     parser.add_argument("--show-queries", action="store_true", help="print every query with its figures")
     parser.add_argument("--replaced-at", type=float, metavar="HOUR",
                         help="a day with kube-state-metrics' pod replaced at this hour (a new instance)")
+    parser.add_argument("--storage", action=argparse.BooleanOptionalAction, default=True,
+                        help="the day's pods with persistent volume claims (--no-storage: the day before storage was "
+                             "billed, to measure against a checkout that does not read it)")
     parser.add_argument("--requests", action="store_true",
                         help="instead: the run with requests: pod (what the scheduler reserves) against containers")
     parser.add_argument("--workloads", action="store_true",
