@@ -107,8 +107,8 @@ STEP = 60
 SEED = 1
 GPU_RESOURCES = ("nvidia_com_gpu",)
 PRICES = {"cpu_core_hour": 0.012, "memory_gib_hour": 0.0015, "gpu_hour": 1.10,
-          "gpu_models": {"NVIDIA-H100-80GB-HBM3": 2.40, "NVIDIA-A100-SXM4-80GB": 1.60},
-          "storage_classes": {"fast-nvme": 0.0002, "bulk": 0.00004}}
+          "gpu_models": {"NVIDIA-H100-80GB-HBM3": 2.40, "NVIDIA-A100-SXM4-80GB": 1.60}}
+STORAGE_PRICES = {"storage_classes": {"fast-nvme": 0.0002, "bulk": 0.00004}}  # the day's claims' classes
 MAX_SAMPLES_DEFAULT = 50_000_000  # Prometheus' --query.max-samples
 # against the bill's floor measured in the same rounds (issue 33)
 TARGETS = {"wall": 1.5, "prometheus_cpu": 1.5, "peak_share": 0.25, "exact": 1e-9}
@@ -336,7 +336,9 @@ def run_measured(module: str, args: list[str], log: Path, tree: Path = ROOT) -> 
     return Child(wall, usage.ru_utime + usage.ru_stime, int(peak.read_text()) / 1024)
 
 
-def billing_config(workdir: Path, prometheus_url: str, settings: dict | None = None) -> Path:
+def billing_config(workdir: Path, prometheus_url: str, settings: dict | None = None, storage: bool = True) -> Path:
+    """The benchmark's config, with `settings` (top-level keys) over it; `storage`: with the storage classes' prices
+    (a checkout from before storage knows no such key)."""
     (workdir / "directory.ldif").write_text(ldif())
     config = {
         "timezone": "UTC",
@@ -346,7 +348,7 @@ def billing_config(workdir: Path, prometheus_url: str, settings: dict | None = N
         "clusters": [{
             "name": CLUSTER,
             "prometheus": {"url": prometheus_url, "selector": SELECTOR, "retries": 0, "timeout": "600s"},
-            "prices": PRICES,
+            "prices": {**PRICES, **(STORAGE_PRICES if storage else {})},
         }],
         "directory": {"ldif": str(workdir / "directory.ldif"),
                       "people": {"base": "ou=people,dc=example,dc=org"}, "teams": {"base": "ou=teams,dc=example,dc=org"}},
@@ -367,13 +369,13 @@ def show_queries(what: str, asked: list[Asked]) -> None:
 
 
 def billing_run(prometheus: PrometheusServer, workdir: Path, settings: dict | None = None,
-                tree: Path = ROOT) -> tuple[Figures, list[Asked]]:
+                tree: Path = ROOT, storage: bool = True) -> tuple[Figures, list[Asked]]:
     """One `billing run` of the day, with the billing package of `tree`, through a recording proxy, with a
-    ledger of its own; `settings`: config keys."""
+    ledger of its own; `settings`: config keys; `storage`: the storage classes priced."""
     workdir.mkdir()
     proxy = RecordingProxy(prometheus.url)
     try:
-        config = billing_config(workdir, proxy.url, settings)
+        config = billing_config(workdir, proxy.url, settings, storage)
         cpu_before = cpu_seconds(prometheus.pid)
         child = run_measured("billing", ["run", "--date", DAY.isoformat(), "--config", str(config)],
                              workdir / "billing.log", tree)
@@ -587,7 +589,8 @@ def measure(pods: int, cache: Path, args: argparse.Namespace) -> SizeResult:
             runs: dict[tuple[int, bool], list] = {(t, w): [] for t in range(len(trees)) for w in (True, False)}
             for n in range(args.repeat):  # each round's runs share whatever load the machine had then
                 for (t, waste), measured in runs.items():
-                    measured.append(billing_run(prometheus, workdir / f"{t}-{waste}-{n}", {"waste": {"enabled": waste}}, trees[t]))
+                    measured.append(billing_run(prometheus, workdir / f"{t}-{waste}-{n}", {"waste": {"enabled": waste}},
+                                                trees[t], args.storage))
                 floors["bill"].append(bills_floor_run(prometheus))
                 floors["requests"].append(floor_run(prometheus)[:2])
                 floors["families"].append(families_run(prometheus, families_of(runs[0, True][-1][1])))
