@@ -27,8 +27,9 @@ by collect/day.py; charging prices them like every other row.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import pandas as pd
 
@@ -77,8 +78,8 @@ class StorageDay:
 
 Claim = tuple[str, str]  # (namespace, persistentvolumeclaim)
 # the `figure` label of each part of `facts`' answer
-INFO, BOUND_INSTANTS, VISIBLE, HIGHEST, SPREAD, CLASS, RELEASED, ODD, MOUNTED, PEAK = (
-    "info", "bound", "visible", "highest", "spread", "class", "released", "odd", "mounted", "peak")
+INFO, BOUND_INSTANTS, EVER_BOUND, VISIBLE, HIGHEST, SPREAD, CLASS, RELEASED, MOUNTED, PEAK = (
+    "info", "bound", "ever_bound", "visible", "highest", "spread", "class", "released", "mounted", "peak")
 
 
 class StorageQueries(Queries):
@@ -105,24 +106,20 @@ class StorageQueries(Queries):
         """Per series of the family, `function`_over_time of every raw sample the chunk's instants can see."""
         return self.ksm.plain(f"{function}_over_time({self.series(metric, *matchers)}[{self.raw}])", ("namespace",))
 
-    def odd(self) -> str:
-        """Phase series (a claim's Bound, a volume's Released or Available) with a sample above 1 or below 0, which
-        a sum over the chunk would count as instants in that phase (kube-state-metrics writes 1 or 0)."""
-        phases = ((CLAIM_PHASE, BOUND), (VOLUME_PHASE, f"phase=~{quote(UNCLAIMED_PHASES)}"))
-        return " or ".join(f"{self.over_chunk('max', metric, phase)} > 1 or {self.over_chunk('min', metric, phase)} < 0"
-                           for metric, phase in phases)
-
     def facts(self, by_workload: bool) -> str:
         """What the factoring needs, per series and over the chunk, in one query without a join (each part told apart
-        by its `figure` label): the instants each claim's info is visible and its Bound series is 1; each volume's
-        capacity (highest sample, spread, instants visible), class and instants Released or Available; the odd phase
-        series; with `by_workload` the instants each pod's mount of a claim is visible and the most pods mounting a
-        claim at one instant."""
+        by its `figure` label): the instants each claim's info is visible, and its Bound series' values summed and
+        highest sample; each volume's capacity (highest sample, spread, instants visible), the instants its class is
+        visible and the highest sample of its Released and Available series; with `by_workload` the instants each
+        pod's mount of a claim is visible and the most pods mounting a claim at one instant. The highest samples of
+        the phase series are what the sum's guard needs (kube-state-metrics writes 1 or 0): a phase series whose
+        samples are all below 1 is never in that phase, and one of the chunk's instants summing to their number with
+        none above 1 is in it at each."""
         parts = {INFO: self.visible(CLAIM_INFO), BOUND_INSTANTS: self.visible(CLAIM_PHASE, BOUND, sum_values=True),
+                 EVER_BOUND: self.over_chunk("max", CLAIM_PHASE, BOUND),
                  VISIBLE: self.visible(VOLUME_CAPACITY), HIGHEST: self.over_chunk("max", VOLUME_CAPACITY),
                  SPREAD: self.over_chunk("stddev", VOLUME_CAPACITY), CLASS: self.visible(VOLUME_INFO),
-                 RELEASED: self.visible(VOLUME_PHASE, f"phase=~{quote(UNCLAIMED_PHASES)}", sum_values=True),
-                 ODD: self.odd()}
+                 RELEASED: self.over_chunk("max", VOLUME_PHASE, f"phase=~{quote(UNCLAIMED_PHASES)}")}
         if by_workload:
             mounting = f"count by ({CLAIM}) ({self.ksm.plain(self.latest(self.series(MOUNTS)), ('namespace', 'pod'))})"
             parts |= {MOUNTED: self.visible(MOUNTS), PEAK: f"max_over_time({mounting}[{self.instants}:{self.step}])"}
@@ -186,12 +183,15 @@ def _labelled(parts: dict[str, str]) -> str:
     return "\nor ".join(f'label_replace({text}, "figure", "{name}", "", "")' for name, text in parts.items())
 
 
-def pieces(names: Sequence[str], query: Callable[[list[str]], str]) -> list[str]:
+Named = TypeVar("Named", str, tuple[str, str])  # a volume's name, or a claim's namespace and name
+
+
+def pieces(names: Iterable[Named], query: Callable[[list[Named]], str]) -> list[str]:
     """query(some of the names) for pieces of `names` that together hold each once, each query within QUERY_BYTES:
     many claims or volumes on the exact path cost more queries, never one that a store refuses."""
-    held: list[list[str]] = []
+    held: list[list[Named]] = []
     for name in sorted(set(names)):
-        if held and fits(query([*held[-1], name])):
+        if held and fits(query(held[-1] + [name])):
             held[-1].append(name)
             continue
         if not fits(query([name])):
@@ -211,13 +211,13 @@ class ChunkFacts:
     instants: int  # the chunk's
     cluster: str
     info: dict[Claim, dict[tuple[str, str], float]] = field(default_factory=dict)  # (class, volume) -> instants seen
-    bound: dict[Claim, list[Series]] = field(default_factory=dict)  # its Bound series' instants at 1
+    bound: dict[Claim, list[Series]] = field(default_factory=dict)  # its Bound series' values summed
+    ever_bound: dict[Claim, list[float]] = field(default_factory=dict)  # its Bound series' highest samples
     visible: dict[str, float] = field(default_factory=dict)  # volume -> instants its capacity is visible
     highest: dict[str, set[str]] = field(default_factory=dict)  # volume -> its capacity series' highest samples
     spread: dict[str, list[float]] = field(default_factory=dict)  # volume -> its capacity series' spreads
     classes: dict[str, dict[str, float]] = field(default_factory=dict)  # volume -> class -> instants seen
-    released: dict[tuple[str, str], list[Series]] = field(default_factory=dict)  # (volume, phase) -> instants at 1
-    odd: set[Claim | str] = field(default_factory=set)  # claims and volumes with a phase sample other than 0 to 1
+    released: dict[str, list[float]] = field(default_factory=dict)  # its Released and Available series' highest
     mounted: dict[Claim, dict[str, list[Series]]] = field(default_factory=dict)  # pod -> instants it mounts it
     peak: dict[Claim, Series] = field(default_factory=dict)  # the most pods mounting it at one instant
 
@@ -233,6 +233,8 @@ class ChunkFacts:
                 seen[key] = max(seen.get(key, 0.0), facts.count(value, labels))
             elif part == BOUND_INSTANTS:
                 facts.bound.setdefault(claim, []).append((labels, value))
+            elif part == EVER_BOUND:
+                facts.ever_bound.setdefault(claim, []).append(float(value))
             elif part == VISIBLE:
                 facts.visible[volume] = max(facts.visible.get(volume, 0.0), facts.count(value, labels))
             elif part == HIGHEST:
@@ -244,9 +246,7 @@ class ChunkFacts:
                 name = labels.get("storageclass", "")
                 of_class[name] = max(of_class.get(name, 0.0), facts.count(value, labels))
             elif part == RELEASED:
-                facts.released.setdefault((volume, labels.get("phase", "")), []).append((labels, value))
-            elif part == ODD:
-                facts.odd.add(claim if "persistentvolumeclaim" in labels else volume)
+                facts.released.setdefault(volume, []).append(float(value))
             elif part == MOUNTED:
                 facts.mounted.setdefault(claim, {}).setdefault(labels.get("pod", ""), []).append((labels, value))
             elif part == PEAK:
@@ -257,19 +257,26 @@ class ChunkFacts:
         """A count of the chunk's instants, through its gate."""
         return figure(value, STORAGE_INSTANTS, labels, self.cluster)
 
-    def instants_at_1(self, series: list[Series]) -> float | None:
-        """The instants at which the one series (a phase, a mount) is 1, summed by the store; None where the sum says
-        nothing the factoring can use: copies of it (several exporters), or a sum that is no count of the chunk's
-        instants (values other than 0 and 1)."""
+    def one_count(self, series: list[Series]) -> float | None:
+        """The count of instants of the one series (0 where there is none); None where several exporters have it, or
+        it sums values that are no count (a phase's values other than 0 and 1)."""
         if not series:
             return 0.0
         if len(series) > 1:
             return None
         try:
-            number = self.count(series[0][1], series[0][0])
+            return self.count(series[0][1], series[0][0])
         except ImpossibleFigure:
             return None
-        return number if number.is_integer() and number <= self.instants else None
+
+    def bound_instants(self, claim: Claim) -> float | None:
+        """At how many of the chunk's instants the claim is Bound where that is none (every sample of its Bound series
+        below 1) or all of them (its one Bound series, none above 1, summing to their number); None otherwise."""
+        highest = self.ever_bound.get(claim, [])
+        if all(value < 1 for value in highest):
+            return 0.0
+        bound = self.one_count(self.bound.get(claim, []))
+        return bound if highest == [1.0] and bound == self.instants else None
 
     def size(self, volume: str) -> float | None:
         """The volume's capacity where it is one figure visible at every instant of the chunk (each copy's samples the
@@ -284,9 +291,9 @@ class ChunkFacts:
         return set(self.info) | set(self.bound)
 
     def claim(self, claim: Claim) -> tuple[str, float, float] | None:
-        """(class, bytes, instants Bound) of a claim the factoring gets right ('', 0, 0 for one never Bound): one info
-        series visible at every instant, its volume's `size`; None for the exact path."""
-        bound = None if claim in self.odd else self.instants_at_1(self.bound.get(claim, []))
+        """(class, bytes, instants Bound) of a claim the factoring gets right ('', 0, 0 for one never Bound): Bound at
+        every instant, one info series visible at each, its volume's `size`; None for the exact path."""
+        bound = self.bound_instants(claim)
         if bound == 0:
             return "", 0.0, 0.0
         held = self.info.get(claim, {})
@@ -296,38 +303,34 @@ class ChunkFacts:
         size = self.size(volume) if seen == self.instants else None
         return None if size is None else (storageclass, size, bound)
 
-    def shares(self, claim: Claim, bound: float) -> dict[str, float] | None:
-        """Per pod mounting the claim, the instants it did; None for the exact path where that is not its share: the
-        claim not Bound at every instant, mounted by two pods at once, or a mount with copies."""
+    def shares(self, claim: Claim) -> dict[str, float] | None:
+        """Per pod mounting the claim (Bound at every instant), the instants it did; None for the exact path where that
+        is not its share: two pods mounting it at once, or a mount with copies."""
         pods = self.mounted.get(claim, {})
         if not pods:
             return {}
-        if bound != self.instants or claim not in self.peak or figure(self.peak[claim][1], PODS, self.peak[claim][0],
-                                                                      self.cluster) > 1:
+        if claim not in self.peak or figure(self.peak[claim][1], PODS, self.peak[claim][0], self.cluster) > 1:
             return None
-        counted = {pod: count for pod, series in pods.items() if (count := self.instants_at_1(series)) is not None}
+        counted = {pod: count for pod, series in pods.items() if (count := self.one_count(series)) is not None}
         return counted if len(counted) == len(pods) else None
 
     def volumes(self) -> set[str]:
         return set(self.classes) & set(self.visible)  # a volume without both is in no class's figures
 
-    def volume(self, volume: str) -> tuple[str, float, float] | None:
-        """(class, bytes-instants provisioned, bytes-instants Released or Available) of a volume the factoring gets
-        right: one class visible at every instant, its `size`; None for the exact path."""
+    def volume(self, volume: str) -> tuple[str, float] | None:
+        """(class, bytes-instants provisioned) of a volume the factoring gets right: one class visible at every instant,
+        its `size`, never Released or Available (every sample of those phases below 1); None for the exact path,
+        which a volume held unclaimed in the chunk takes (few are)."""
         classes = self.classes.get(volume, {})
-        unclaimed = [self.instants_at_1(self.released.get((volume, phase), []))
-                     for phase in UNCLAIMED_PHASES.split("|")]
         size = self.size(volume)
-        if volume in self.odd or len(classes) != 1 or size is None or None in unclaimed:
+        if len(classes) != 1 or size is None or not all(value < 1 for value in self.released.get(volume, [])):
             return None
         [(storageclass, seen)] = classes.items()
-        held = sum(count or 0.0 for count in unclaimed)
-        return (storageclass, size * self.instants, size * held) if seen == self.instants and held <= self.instants \
-            else None
+        return (storageclass, size * self.instants) if seen == self.instants else None
 
-    def volumes_of(self, names: list[str]) -> list[str]:
-        """The volumes the claims of these names were bound to in the chunk."""
-        return [volume for (_, name), seen in self.info.items() if name in names for _, volume in seen if volume]
+    def volumes_of(self, claims: list[Claim]) -> list[str]:
+        """The volumes these claims were bound to in the chunk."""
+        return [volume for claim in claims for _, volume in self.info.get(claim, {}) if volume]
 
 
 def _claim(labels: dict[str, str]) -> Claim:
@@ -372,7 +375,7 @@ def _chunk_rows(source: PrometheusSource, queries: StorageQueries, chunk: Chunk,
     exact: set[Claim] = set()
     for claim in facts.claims():
         held = facts.claim(claim)
-        shares = None if held is None else {} if workloads is None or not held[2] else facts.shares(claim, held[2])
+        shares = None if held is None else {} if workloads is None or not held[2] else facts.shares(claim)
         if held is None or shares is None:
             exact.add(claim)
             continue
@@ -389,8 +392,7 @@ def _chunk_rows(source: PrometheusSource, queries: StorageQueries, chunk: Chunk,
         if (figures := facts.volume(volume)) is None:
             unsure.append(volume)
             continue
-        storageclass, provisioned, unclaimed = figures
-        rows += [(PROVISIONED, "", "", storageclass, provisioned), (UNCLAIMED, "", "", storageclass, unclaimed)]
+        rows.append((PROVISIONED, "", "", figures[0], figures[1]))
     for query in pieces(unsure, lambda piece: queries.provisioned(node_matcher(piece, "persistentvolume"))):
         for series in source.range(query, chunk.start, chunk.last, chunk.step):
             rows += [_row(series["metric"].get("figure", ""), series["metric"], value, queries.cluster)
@@ -402,16 +404,20 @@ def _exact_claims(source: PrometheusSource, queries: StorageQueries, chunk: Chun
                   workloads: PodWorkloads | None) -> list[tuple]:
     """The rows of the claims the factoring would get wrong, instant by instant (and per pod mounting them, over the
     chunk), asked by name in pieces: another namespace's claim of the same name is left out here."""
-    def named(piece: list[str]) -> tuple[str, str]:
-        return node_matcher(piece, "persistentvolumeclaim"), node_matcher(facts.volumes_of(piece), "persistentvolume")
+    def named(piece: list[Claim]) -> tuple[str, str]:
+        """Matchers keeping the claims of these namespaces and names (with others of their names in those namespaces,
+        left out here), and the volumes these claims were bound to."""
+        claims = (f"{node_matcher({name for _, name in piece}, 'persistentvolumeclaim')}, "
+                  f"{node_matcher({namespace for namespace, _ in piece}, queries.ksm.namespace)}")
+        return claims, node_matcher(facts.volumes_of(piece), "persistentvolume")
 
     rows = []
     own = "" if workloads is None else frames.UNATTRIBUTED
-    for query in pieces([name for _, name in exact], lambda piece: queries.claimed(workloads is not None, *named(piece))):
+    for query in pieces(exact, lambda piece: queries.claimed(workloads is not None, *named(piece))):
         for series in source.range(query, chunk.start, chunk.last, chunk.step):
             if _claim(series["metric"]) in exact:
                 rows += [_row(CLAIMED, series["metric"], value, queries.cluster, own) for _, value in series["values"]]
-    mounted = [name for claim in exact if claim in facts.mounted for name in claim[1:]]
+    mounted = [claim for claim in exact if claim in facts.mounted]
     if workloads is None or not mounted:
         return rows
     for query in pieces(mounted, lambda piece: queries.mounted(*named(piece))):
