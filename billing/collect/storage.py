@@ -257,26 +257,20 @@ class ChunkFacts:
         """A count of the chunk's instants, through its gate."""
         return figure(value, STORAGE_INSTANTS, labels, self.cluster)
 
-    def one_count(self, series: list[Series]) -> float | None:
-        """The count of instants of the one series (0 where there is none); None where several exporters have it, or
-        it sums values that are no count (a phase's values other than 0 and 1)."""
-        if not series:
-            return 0.0
-        if len(series) > 1:
-            return None
-        try:
-            return self.count(series[0][1], series[0][0])
-        except ImpossibleFigure:
-            return None
-
     def bound_instants(self, claim: Claim) -> float | None:
         """At how many of the chunk's instants the claim is Bound where that is none (every sample of its Bound series
-        below 1) or all of them (its one Bound series, none above 1, summing to their number); None otherwise."""
-        highest = self.ever_bound.get(claim, [])
+        below 1) or all of them (its one Bound series, none above 1, summing to their number); None otherwise
+        (several exporters' copies, or values other than 0 and 1)."""
+        highest, bound = self.ever_bound.get(claim, []), self.bound.get(claim, [])
         if all(value < 1 for value in highest):
             return 0.0
-        bound = self.one_count(self.bound.get(claim, []))
-        return bound if highest == [1.0] and bound == self.instants else None
+        if highest != [1.0] or len(bound) != 1:
+            return None
+        try:
+            counted = self.count(bound[0][1], bound[0][0])
+        except ImpossibleFigure:  # a NaN summed
+            return None
+        return counted if counted == self.instants else None
 
     def size(self, volume: str) -> float | None:
         """The volume's capacity where it is one figure visible at every instant of the chunk (each copy's samples the
@@ -304,15 +298,15 @@ class ChunkFacts:
         return None if size is None else (storageclass, size, bound)
 
     def shares(self, claim: Claim) -> dict[str, float] | None:
-        """Per pod mounting the claim (Bound at every instant), the instants it did; None for the exact path where that
-        is not its share: two pods mounting it at once, or a mount with copies."""
+        """Per pod mounting the claim (Bound at every instant), the instants it did: where no two mount series of the
+        claim are visible at one instant, the instants of each pod's series (a pod recreated under its name has one
+        per uid) add up; None for the exact path where two are (pods sharing it, or an exporter's copies)."""
         pods = self.mounted.get(claim, {})
         if not pods:
             return {}
         if claim not in self.peak or figure(self.peak[claim][1], PODS, self.peak[claim][0], self.cluster) > 1:
             return None
-        counted = {pod: count for pod, series in pods.items() if (count := self.one_count(series)) is not None}
-        return counted if len(counted) == len(pods) else None
+        return {pod: sum(self.count(value, labels) for labels, value in series) for pod, series in pods.items()}
 
     def volumes(self) -> set[str]:
         return set(self.classes) & set(self.visible)  # a volume without both is in no class's figures
