@@ -108,18 +108,18 @@ class StorageQueries(Queries):
 
     def facts(self, by_workload: bool) -> str:
         """What the factoring needs, per series and over the chunk, in one query without a join (each part told apart
-        by its `figure` label): the instants each claim's info is visible, and its Bound series' values summed and
-        highest sample; each volume's capacity (highest sample, spread, instants visible), the instants its class is
-        visible and the highest sample of its Released and Available series; with `by_workload` the instants each
-        pod's mount of a claim is visible and the most pods mounting a claim at one instant. The highest samples of
-        the phase series are what the sum's guard needs (kube-state-metrics writes 1 or 0): a phase series whose
-        samples are all below 1 is never in that phase, and one of the chunk's instants summing to their number with
-        none above 1 is in it at each."""
+        by its `figure` label): the instants each claim's info is visible and its Bound series' values summed; each
+        volume's capacity (highest sample, instants visible) and the instants its class is visible; with
+        `by_workload` the instants each pod's mount of a claim is visible and the most pods mounting a claim at one
+        instant. And what makes the factoring wrong, the store's comparison keeping only those series: a capacity
+        that spread (or has a NaN among its samples), a Bound series with a sample of 1 or more (its highest: above 1
+        is no phase value; none, and the claim was never Bound), a volume Released or Available."""
+        unclaimed = f"phase=~{quote(UNCLAIMED_PHASES)}"
         parts = {INFO: self.visible(CLAIM_INFO), BOUND_INSTANTS: self.visible(CLAIM_PHASE, BOUND, sum_values=True),
-                 EVER_BOUND: self.over_chunk("max", CLAIM_PHASE, BOUND),
+                 EVER_BOUND: f"{self.over_chunk('max', CLAIM_PHASE, BOUND)} >= 1",
                  VISIBLE: self.visible(VOLUME_CAPACITY), HIGHEST: self.over_chunk("max", VOLUME_CAPACITY),
-                 SPREAD: self.over_chunk("stddev", VOLUME_CAPACITY), CLASS: self.visible(VOLUME_INFO),
-                 RELEASED: self.over_chunk("max", VOLUME_PHASE, f"phase=~{quote(UNCLAIMED_PHASES)}")}
+                 SPREAD: f"{self.over_chunk('stddev', VOLUME_CAPACITY)} != 0", CLASS: self.visible(VOLUME_INFO),
+                 RELEASED: f"{self.over_chunk('max', VOLUME_PHASE, unclaimed)} >= 1"}
         if by_workload:
             mounting = f"count by ({CLAIM}) ({self.ksm.plain(self.latest(self.series(MOUNTS)), ('namespace', 'pod'))})"
             parts |= {MOUNTED: self.visible(MOUNTS), PEAK: f"max_over_time({mounting}[{self.instants}:{self.step}])"}
@@ -212,12 +212,12 @@ class ChunkFacts:
     cluster: str
     info: dict[Claim, dict[tuple[str, str], float]] = field(default_factory=dict)  # (class, volume) -> instants seen
     bound: dict[Claim, list[Series]] = field(default_factory=dict)  # its Bound series' values summed
-    ever_bound: dict[Claim, list[float]] = field(default_factory=dict)  # its Bound series' highest samples
+    ever_bound: dict[Claim, list[Series]] = field(default_factory=dict)  # its Bound series' highest samples, 1 or more
     visible: dict[str, float] = field(default_factory=dict)  # volume -> instants its capacity is visible
     highest: dict[str, set[str]] = field(default_factory=dict)  # volume -> its capacity series' highest samples
-    spread: dict[str, list[float]] = field(default_factory=dict)  # volume -> its capacity series' spreads
+    spread: set[str] = field(default_factory=set)  # volumes whose capacity spread (NaN among the samples too)
     classes: dict[str, dict[str, float]] = field(default_factory=dict)  # volume -> class -> instants seen
-    released: dict[str, list[float]] = field(default_factory=dict)  # its Released and Available series' highest
+    released: set[str] = field(default_factory=set)  # volumes Released or Available (a sample of 1 or more)
     mounted: dict[Claim, dict[str, list[Series]]] = field(default_factory=dict)  # pod -> instants it mounts it
     peak: dict[Claim, Series] = field(default_factory=dict)  # the most pods mounting it at one instant
 
@@ -234,19 +234,19 @@ class ChunkFacts:
             elif part == BOUND_INSTANTS:
                 facts.bound.setdefault(claim, []).append((labels, value))
             elif part == EVER_BOUND:
-                facts.ever_bound.setdefault(claim, []).append(float(value))
+                facts.ever_bound.setdefault(claim, []).append((labels, value))
             elif part == VISIBLE:
                 facts.visible[volume] = max(facts.visible.get(volume, 0.0), facts.count(value, labels))
             elif part == HIGHEST:
                 facts.highest.setdefault(volume, set()).add(value)
             elif part == SPREAD:
-                facts.spread.setdefault(volume, []).append(float(value))
+                facts.spread.add(volume)
             elif part == CLASS:
                 of_class = facts.classes.setdefault(volume, {})
                 name = labels.get("storageclass", "")
                 of_class[name] = max(of_class.get(name, 0.0), facts.count(value, labels))
             elif part == RELEASED:
-                facts.released.setdefault(volume, []).append(float(value))
+                facts.released.add(volume)
             elif part == MOUNTED:
                 facts.mounted.setdefault(claim, {}).setdefault(labels.get("pod", ""), []).append((labels, value))
             elif part == PEAK:
@@ -262,13 +262,13 @@ class ChunkFacts:
         below 1) or all of them (its one Bound series, none above 1, summing to their number); None otherwise
         (several exporters' copies, or values other than 0 and 1)."""
         highest, bound = self.ever_bound.get(claim, []), self.bound.get(claim, [])
-        if all(value < 1 for value in highest):
+        if not highest:
             return 0.0
-        if highest != [1.0] or len(bound) != 1:
-            return None
         try:
+            if len(highest) != 1 or len(bound) != 1 or self.count(highest[0][1], highest[0][0]) != 1:
+                return None
             counted = self.count(bound[0][1], bound[0][0])
-        except ImpossibleFigure:  # a NaN summed
+        except ImpossibleFigure:  # an infinite phase, a NaN summed
             return None
         return counted if counted == self.instants else None
 
@@ -277,7 +277,7 @@ class ChunkFacts:
         same, none spread: a NaN spreads as NaN), through the gate; None otherwise."""
         highest = self.highest.get(volume, set())
         if (len(highest) != 1 or self.visible.get(volume) != self.instants
-                or any(spread != 0 for spread in self.spread.get(volume, []))):
+                or volume in self.spread):
             return None
         return figure(next(iter(highest)), STORAGE_BYTES, {"persistentvolume": volume}, self.cluster)
 
@@ -317,7 +317,7 @@ class ChunkFacts:
         which a volume held unclaimed in the chunk takes (few are)."""
         classes = self.classes.get(volume, {})
         size = self.size(volume)
-        if len(classes) != 1 or size is None or not all(value < 1 for value in self.released.get(volume, [])):
+        if len(classes) != 1 or size is None or volume in self.released:
             return None
         [(storageclass, seen)] = classes.items()
         return (storageclass, size * self.instants) if seen == self.instants else None
