@@ -71,6 +71,9 @@ STORAGE_BYTES = Family("kube_persistentvolume_capacity_bytes", "the bytes of per
                        "of one storage class at an instant", "correct the volume's or claim's spec or kube-state-metrics' "
                        "export of it", {BYTES: CLUSTER[BYTES]})
 CLAIMS = Family("kube_persistentvolumeclaim_info", "a count of claims", "correct the kube-state-metrics scrapes")
+STORAGE_INSTANTS = Family("kube_persistentvolumeclaim_status_phase", "a count of the instants a claim was Bound, a "
+                          "volume visible or Released, or a pod mounted a claim",
+                          "correct kube-state-metrics' persistent volume and claim series")
 RUNNING_INSTANTS = Family("kube_pod_status_phase", "a count of the instants a pod was Running or Pending",
                           "correct kube-state-metrics' kube_pod_status_phase")
 REASON_INSTANTS = Family("kube_pod_init_container_status_running", "a count of the instants a container of a pod "
