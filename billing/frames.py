@@ -97,6 +97,10 @@ ROWS = schema("ledger rows", "cluster", "namespace", "team", "owner", "resource"
               "unit_price", "cost", "list_cost")
 CAPACITY = schema("capacity", "cluster", "resource", "gpu_model", "pool", "allocatable", "requested",
                   "unrequested", "unit_price", "unrequested_cost")
+# persistent volumes per cluster and storage class (STORAGE_CLASSES), and what the unclaimed would cost at the class's
+# price: shown like unrequested capacity, never billed
+STORAGE_CAPACITY = schema("storage capacity", "cluster", "storageclass", "provisioned", "claimed", "unclaimed",
+                          "unit_price", "unclaimed_cost")
 CHARGED_WASTE = schema("waste per team", "cluster", "namespace", "team", "owner", *WASTE_MEASURES)
 HOLDINGS = schema("GPU holdings per team", "cluster", "namespace", "team", "owner", "resource", "gpu_model",
                   "held_hours", "gpu_hours", "cost")

@@ -402,4 +402,20 @@ CREATE TABLE journal_lines (
 
 UPDATE alembic_version SET version_num='0018' WHERE alembic_version.version_num = '0017';
 
+-- Running upgrade 0018 -> 0019
+
+CREATE TABLE cluster_storage (
+    day DATE NOT NULL,
+    cluster TEXT NOT NULL,
+    storageclass TEXT NOT NULL,
+    provisioned DOUBLE PRECISION NOT NULL,
+    claimed DOUBLE PRECISION NOT NULL,
+    unclaimed DOUBLE PRECISION NOT NULL,
+    unit_price DOUBLE PRECISION,
+    unclaimed_cost DOUBLE PRECISION,
+    PRIMARY KEY (day, cluster, storageclass)
+);
+
+UPDATE alembic_version SET version_num='0019' WHERE alembic_version.version_num = '0018';
+
 COMMIT;

@@ -2,7 +2,8 @@
 
 `bill_day` takes what collect produced for each cluster-day (billing/collect/day.py) and charges it: who owns each
 namespace, what namespaces requested priced, reserved pools and Kueue quotas with their credits, unrequested capacity
-shared where a cluster says so, the split below the namespace, and what pods bound to a node held before they ran.
+shared where a cluster says so, the split below the namespace, what pods bound to a node held before they ran, and
+the storage per class, unclaimed volumes priced but not billed.
 
 The ledger writes a DayBill in one transaction (billing/ledger/write.py);
 each frame is checked against its schema here, where it crosses from charging
@@ -27,6 +28,7 @@ from billing.charge.pricing import (
     price_holdings,
     reserve_pools,
     share_unrequested,
+    unclaimed_storage,
     unpriced_models,
     unrequested_capacity,
 )
@@ -60,6 +62,8 @@ class DayBill:
     # what pods bound to a node held while Pending: in `rows` too where its cluster charges it
     bound_pending: pd.DataFrame = field(default_factory=frames.BOUND_PENDING_COSTS.empty)
     unlent: pd.DataFrame = field(default_factory=frames.UNLENT.empty)  # Kueue borrowing no team lent: shown only
+    # persistent volumes per cluster and storage class, and what the unclaimed would cost: shown only
+    storage: pd.DataFrame = field(default_factory=frames.STORAGE_CAPACITY.empty)
 
     def __post_init__(self) -> None:
         frames.ROWS.check(self.rows, "the day's ledger rows")
@@ -68,6 +72,7 @@ class DayBill:
         frames.HOLDINGS.check(self.held)
         frames.BOUND_PENDING_COSTS.check(self.bound_pending)
         frames.UNLENT.check(self.unlent)
+        frames.STORAGE_CAPACITY.check(self.storage)
         if self.workloads is not None:
             frames.WORKLOAD_COSTS.check(self.workloads)
         if self.workload_wasted is not None:
@@ -108,7 +113,8 @@ def bill_day(collected: Sequence[CollectedDay], prices: dict[str, Prices], direc
     return DayBill(rows, capacity, attribute_waste(wasted, ownership), held, workloads,
                    attribute_waste(workload_wasted, ownership) if workloads is not None else None,
                    {c.usage.cluster: c.usage.coverage for c in collected}, bound_pending=bound_pending, unlent=unlent,
-                   capacity_unknown={c.usage.cluster: c.capacity_unknown for c in collected if c.capacity_unknown})
+                   capacity_unknown={c.usage.cluster: c.capacity_unknown for c in collected if c.capacity_unknown},
+                   storage=_storage(collected, prices))
 
 
 def refuse_unpriced(collected: CollectedDay, day: date, prices: Prices, config: Config) -> None:
@@ -142,6 +148,13 @@ def _capacity(collected: CollectedDay, prices: dict[str, Prices]) -> pd.DataFram
                  row.Index, 100 * row.requested / row.allocatable if row.allocatable else 0.0,
                  row.unrequested, row.allocatable, row.unrequested_cost)
     return capacity
+
+
+def _storage(collected: Sequence[CollectedDay], prices: dict[str, Prices]) -> pd.DataFrame:
+    """Every cluster's storage per class (frames.STORAGE_CAPACITY); none for a cluster without persistent volumes."""
+    found = [unclaimed_storage(c.storage_classes, prices[c.cluster.name], c.cluster.name)
+             for c in collected if len(c.storage_classes)]
+    return pd.concat(found, ignore_index=True) if found else frames.STORAGE_CAPACITY.empty()
 
 
 def _quota_rows(config: Config, prices: dict[str, Prices], collected: Sequence[CollectedDay],

@@ -31,6 +31,7 @@ from billing.resources import (
     POOL_PREFIX,
     REGISTRY,
     RESERVED,
+    STORAGE,
     UNREQUESTED,
     single_strategy_slice,
 )
@@ -205,3 +206,15 @@ def unrequested_capacity(allocatable: pd.DataFrame, usage: pd.DataFrame, prices:
     frame["unit_price"] = [unit_price(prices, r, m) for r, m in zip(frame["resource"], frame["gpu_model"])]
     frame["unrequested_cost"] = frame["unrequested"] * frame["unit_price"]
     return frame.assign(cluster=cluster)[frames.CAPACITY.columns]
+
+
+def unclaimed_storage(classes: pd.DataFrame, prices: Prices, cluster: str) -> pd.DataFrame:
+    """Per storage class (frames.STORAGE_CAPACITY): the GiB-hours provisioned, claimed and unclaimed (collected as
+    frames.STORAGE_CLASSES), and what the unclaimed would cost at the class's price; shown, never billed.
+
+    A class no claim of the day used may have no price (the day's refusal of unpriced classes looks only at what is
+    billed): its unit price and cost are NaN, which the ledger keeps as NULL, rather than refusing a day for what
+    nobody pays."""
+    priced = [model_price(prices, STORAGE, storageclass) for storageclass in classes["storageclass"]]
+    frame = classes.assign(cluster=cluster, unit_price=[float("nan") if p is None else p for p in priced])
+    return frame.assign(unclaimed_cost=frame["unclaimed"] * frame["unit_price"])[frames.STORAGE_CAPACITY.columns]

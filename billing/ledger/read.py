@@ -28,6 +28,7 @@ from billing.ledger.tables import (
     closed_months,
     cluster_capacity,
     cluster_days,
+    cluster_storage,
     completed_days,
     corrections,
     directory_snapshots,
@@ -185,6 +186,15 @@ def read_capacity(engine: Engine, day: date) -> pd.DataFrame:
     query = select(cluster_capacity).where(cluster_capacity.c.day == day).order_by(
         cluster_capacity.c.cluster, cluster_capacity.c.pool, cluster_capacity.c.resource, cluster_capacity.c.gpu_model)
     return read_frame(engine, query, "cluster capacity", ["day", *frames.CAPACITY.columns])[frames.CAPACITY.columns]
+
+
+def read_storage(engine: Engine, day: date) -> pd.DataFrame:
+    """Each cluster's persistent volumes per storage class on a day (frames.STORAGE_CAPACITY.columns; a class without a
+    price has NaN unit price and cost); none for a cluster without claims, or a day billed before revision 0019."""
+    query = select(cluster_storage).where(cluster_storage.c.day == day).order_by(
+        cluster_storage.c.cluster, cluster_storage.c.storageclass)
+    rows = read_frame(engine, query, "cluster storage", ["day", *frames.STORAGE_CAPACITY.columns])
+    return rows[frames.STORAGE_CAPACITY.columns].astype({"unit_price": float, "unclaimed_cost": float})
 
 
 def read_waste(engine: Engine, day: date) -> pd.DataFrame:

@@ -101,6 +101,20 @@ cluster_capacity = Table(  # what each cluster's nodes offered, and what no requ
 )
 
 
+cluster_storage = Table(  # each cluster's persistent volumes per storage class, and what no claim held (shown only)
+    "cluster_storage",
+    metadata,
+    Column("day", Date, primary_key=True),
+    Column("cluster", Text, primary_key=True),
+    Column("storageclass", Text, primary_key=True),
+    Column("provisioned", Double, nullable=False),  # GiB-hours of every volume visible
+    Column("claimed", Double, nullable=False),  # GiB-hours the bound claims were billed
+    Column("unclaimed", Double, nullable=False),  # GiB-hours of the volumes Released or Available
+    Column("unit_price", Double, nullable=True),  # the class's price per GiB-hour; NULL: the class has none
+    Column("unclaimed_cost", Double, nullable=True),  # unclaimed x unit_price, never billed
+)
+
+
 waste = Table(  # what pods held but did not use, per namespace and team like the costs (billing/collect/waste.py)
     "waste",
     metadata,

@@ -41,6 +41,7 @@ from billing.ledger.tables import (
     closed_months,
     cluster_capacity,
     cluster_days,
+    cluster_storage,
     completed_days,
     corrections,
     directory_snapshots,
@@ -138,6 +139,9 @@ def replace_day(
             conn.execute(delete(cluster_capacity).where(cluster_capacity.c.day == day))
             if len(capacity):
                 _insert(conn, cluster_capacity, capacity[frames.CAPACITY.columns].assign(day=day))
+            conn.execute(delete(cluster_storage).where(cluster_storage.c.day == day))
+            if len(bill.storage):
+                _insert(conn, cluster_storage, bill.storage[frames.STORAGE_CAPACITY.columns].assign(day=day))
             conn.execute(delete(waste).where(waste.c.day == day))
             if len(wasted):
                 _insert(conn, waste, wasted[frames.CHARGED_WASTE.columns].assign(day=day))

@@ -30,6 +30,7 @@ from billing.ledger.read import (
     read_capacity,
     read_holdings,
     read_rows,
+    read_storage,
     read_unlent,
     read_waste,
     read_workload_totals,
@@ -156,6 +157,9 @@ class DayReport:
     # unrequested_cost, unrequested_charged_to
     capacity: tuple[dict, ...] = ()
     capacity_unknown: tuple[tuple[str, str], ...] = ()  # (cluster, why) whose capacity the run could not read
+    # cluster, storageclass, provisioned, claimed, unclaimed (GiB-hours), unit_price and unclaimed_cost (None: the
+    # class has no price): persistent volumes per class, the unclaimed shown at the class's price, never billed
+    storage: tuple[dict, ...] = ()
     waste: tuple[dict, ...] = ()  # team, idle_gpu_hours, unused_cpu_core_hours (None: not measured)
     held_before_running: tuple[dict, ...] = ()  # team, cluster, resource, gpu_model, quantity, cost, reason, charged
     people: dict[str, str] = field(default_factory=dict)  # uid -> display name (cn) from the stored directory
@@ -202,7 +206,7 @@ def read_report(engine: Engine, day: date, currency: str, unallocated_team: str)
                      held_before_running=held_rows(pending[pending["team"] == t.team], "owner"))
              for t in report.teams]
     report = replace(report, directory_note=directory_note(engine, day), incomplete=gaps, capacity=capacity,
-                     capacity_unknown=tuple(unknown_capacity(engine, day)),
+                     capacity_unknown=tuple(unknown_capacity(engine, day)), storage=_storage(read_storage(engine, day)),
                      teams=teams, waste=_waste(wasted, "team"), held_before_running=held_rows(pending, "team"))
     report = with_workloads(report, read_workload_totals(engine, day - timedelta(days=1), day))
     return replace(report, archive=read_archive(engine))
@@ -366,6 +370,12 @@ def _capacity(capacity: pd.DataFrame, today: pd.DataFrame) -> tuple[dict, ...]:
          "unrequested_charged_to": charged_to(row)}
         for row in capacity.to_dict("records")
     )
+
+
+def _storage(storage: pd.DataFrame) -> tuple[dict, ...]:
+    """Storage rows for the page: None for the price and cost of a class without a price (NaN in the frame)."""
+    return tuple({key: None if pd.isna(value) else value for key, value in row.items()}
+                 for row in storage.to_dict("records"))
 
 
 def _sum(frame: pd.DataFrame) -> float:

@@ -1,5 +1,6 @@
 """The day's charging (`bill_day`), and the DayBill that checks each frame where it crosses from charging to the ledger."""
 
+from dataclasses import replace
 from datetime import date
 
 import pandas as pd
@@ -12,7 +13,12 @@ from billing.collect.kueue import SAMPLES
 from billing.collect.usage import ClusterUsage
 from billing.config import Config
 from billing.directory.people import Directory, Person, Team
+from billing.ledger.database import open_ledger
+from billing.ledger.write import replace_day
+from billing.publish.dayview import read_report
+from billing.publish.pages import write_pages
 from tests.helpers.config import MINIMAL_CONFIG
+from tests.helpers.html_tables import read_page
 
 DAY = date(2026, 11, 20)
 
@@ -83,3 +89,33 @@ def test_a_cluster_whose_capacity_is_unknown_is_billed_what_it_requested_and_say
     assert bill.cost() == pytest.approx(26.0) and bill.capacity.empty
     assert bill.capacity_unknown == {"jaguar": "kube_node_status_allocatable is -1"}
     assert bill.bound_pending["charged"].tolist() == [False]
+
+
+def test_unclaimed_storage_goes_from_the_collected_day_through_the_ledger_to_the_admins_page(tmp_path):
+    """docs/spec.md's worked example of storage per class, in GiB-hours: fast-nvme provisioned 3,000, claimed 2,100,
+    unclaimed 900 (pv-1 Released 18:00-23:59, 150 GiB x 6 h); bulk 10,752 all claimed; and an `archive` volume of
+    10 GiB Available all day (240 unclaimed) of a class with no price. At 0.0005 a GiB-hour of fast-nvme the
+    unclaimed would cost 900 x 0.0005 = 0.45, bulk's 0 x 0.00003 = 0.00; none of it is billed."""
+    prices = {**MINIMAL_CONFIG["clusters"][0]["prices"], "storage_classes": {"fast-nvme": 0.0005, "bulk": 0.00003}}
+    config = night(prices=prices)
+    classes = pd.DataFrame([("bulk", 10752.0, 10752.0, 0.0), ("fast-nvme", 3000.0, 2100.0, 900.0),
+                            ("archive", 240.0, 0.0, 240.0)], columns=frames.STORAGE_CLASSES.columns)
+    day = replace(collected(config, None), storage_classes=classes)
+    bill = bill_day([day], {"jaguar": config.clusters[0].prices_on(DAY)}, DIRECTORY, config)
+    assert bill.cost() == pytest.approx(26.0)  # alice's 25.00 and team-robotics' 1.00: the unclaimed is not billed
+
+    ledger = open_ledger(f"sqlite:///{tmp_path}/ledger.db")
+    replace_day(ledger, DAY, bill, "EUR")
+    write_pages(read_report(ledger, DAY, "EUR", "unallocated"), tmp_path / "out")
+    page = read_page((tmp_path / "out" / DAY.isoformat() / "index.html").read_text())
+    assert page.tables["storage"] == [
+        ["Cluster", "Storage class", "Provisioned", "Claimed", "Unclaimed", "Unclaimed at the class's price (not billed)"],
+        ["jaguar", "archive", "240.00 GiB-h", "0.00 GiB-h", "240.00 GiB-h", "class not priced"],
+        ["jaguar", "bulk", "10,752.00 GiB-h", "10,752.00 GiB-h", "0.00 GiB-h", "0.00 EUR"],
+        ["jaguar", "fast-nvme", "3,000.00 GiB-h", "2,100.00 GiB-h", "900.00 GiB-h", "0.45 EUR"],
+    ]
+
+    replace_day(ledger, DAY, replace(bill, storage=frames.STORAGE_CAPACITY.empty()), "EUR")  # the day run again
+    write_pages(read_report(ledger, DAY, "EUR", "unallocated"), tmp_path / "again")
+    html = (tmp_path / "again" / DAY.isoformat() / "index.html").read_text()
+    assert "storage" not in read_page(html).tables and "Storage: claimed and unclaimed" not in html

@@ -59,10 +59,13 @@ def test_nothing_runs_off_a_phone_or_a_desktop(chromium, demo_run, tmp_path, mon
     1280 px the capacity table's last column needed scrolling; at 390 px the statement's amounts ran off the
     screen, and the emails broke names and figures mid-word ("InitContai nersRunni ng", "12,579. 16"). Measured in
     Chromium: no element ends right of the viewport outside a box that scrolls, no cell over another or its text
-    out of it, no word split by a line break, and at 1280 px no table of a page needs to scroll."""
+    out of it, no word split by a line break, and at 1280 px no table of a page needs to scroll. The admins' day page
+    holds every table, the storage per class of the demo's clusters too."""
     reports = demo_run / "demo-out" / "reports"
     pages = [reports / "index.html", reports / "2026-11-18" / "index.html",
              *(reports / "2026-11-18" / "teams" / f"{team}.html" for team in ("robotics", "speech"))]
+    admin = dom(chromium, pages[1].as_uri(), tmp_path / "profile")
+    assert "<h2>Storage: claimed and unclaimed</h2>" in admin and '<table id="storage">' in admin
     for name in ("admins", "team-robotics-alice", "team-speech"):
         eml = next((demo_run / "demo-out" / "outbox").glob(f"2026-11-18-{name}*.eml"))
         pages.append(tmp_path / f"email-{name}.html")

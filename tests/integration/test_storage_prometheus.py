@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 
 import pandas as pd
 import pytest
+import yaml
 from click.testing import CliRunner
 from sqlalchemy import create_engine, text
 
@@ -29,6 +30,7 @@ from billing.days import billing_day
 from billing.jobs.check import storage
 from fixtures.ksm import Cluster, Container, Controller, Node, Pod, Volume, VolumeClaim, World, replaced_exporter
 from fixtures.reference import reference_storage
+from tests.helpers.html_tables import read_page
 from tests.helpers.prometheus_jobs import write_config
 from tests.helpers.prometheus_worlds import cluster
 
@@ -247,3 +249,24 @@ def test_a_collected_day_carries_storage_beside_the_usage(prometheus_server, tmp
     assert_close({(r.namespace, r.workload, r.gpu_model): r.quantity for r in workloads.itertuples()}, WORKLOADS)
     assert_close({r.storageclass: (r.provisioned, r.claimed, r.unclaimed) for r in day.storage_classes.itertuples()},
                  CLASSES)
+
+
+def test_billing_run_keeps_the_storage_per_class_and_the_admins_page_shows_it(prometheus_server, tmp_path):
+    """`billing run` of the day: table cluster_storage holds the figures per class above, the unclaimed priced at the
+    class's price and not billed (fast-nvme at 0.0005 a GiB-hour: 900 x 0.0005 = 0.45; bulk at 0.00003:
+    24,000 x 0.00003 = 0.72), and the admins' day page shows them."""
+    config = Path(write_config(tmp_path, f"sqlite:///{tmp_path / 'ledger.db'}", {"jaguar": prometheus_server(world()).url}))
+    settings = yaml.safe_load(config.read_text())
+    settings["clusters"][0]["prices"]["storage_classes"] = {FAST: 0.0005, BULK: 0.00003}
+    config.write_text(yaml.safe_dump(settings))
+    result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", str(config)])
+    assert result.exit_code == 0, result.output
+    with create_engine(f"sqlite:///{tmp_path / 'ledger.db'}").connect() as connection:
+        kept = pd.read_sql("select * from cluster_storage", connection)
+    assert set(kept["cluster"]) == {"jaguar"} and set(kept["day"]) == {"2026-11-20"}
+    assert_close({r.storageclass: (r.provisioned, r.claimed, r.unclaimed) for r in kept.itertuples()}, CLASSES)
+    assert_close({r.storageclass: (r.unit_price, r.unclaimed_cost) for r in kept.itertuples()},
+                 {FAST: (0.0005, 0.45), BULK: (0.00003, 0.72)})
+    page = read_page((tmp_path / "reports" / "2026-11-20" / "index.html").read_text())
+    assert [row[:2] + row[4:] for row in page.tables["storage"][1:]] == [
+        ["jaguar", BULK, "24,000.00 GiB-h", "0.72 USD"], ["jaguar", FAST, "900.00 GiB-h", "0.45 USD"]]

@@ -7,24 +7,41 @@ import pytest
 from alembic import command
 from alembic.script import ScriptDirectory
 from click.testing import CliRunner
-from sqlalchemy import create_engine, text
+from sqlalchemy import Engine, create_engine, text
 
 from billing.cli import main
 from billing.ledger import migrate
 from billing.ledger.database import LedgerError, open_ledger
-from billing.ledger.read import read_capacity, read_rows
+from billing.ledger.read import read_capacity, read_rows, read_storage
 from billing.ledger.tables import metadata
 from tests.helpers.old_names import upgrade_old_names
 from tests.helpers.schemas import describe
 
 
-def test_a_new_database_gets_the_schema_of_the_model(tmp_path):
-    engine = open_ledger(f"sqlite:///{tmp_path}/new.db")
-    model = create_engine(f"sqlite:///{tmp_path}/model.db")
-    metadata.create_all(model)
+def assert_the_model_s_schema(engine, tmp_path) -> None:
+    """An upgraded ledger's schema is the one billing/ledger/tables.py describes."""
     schema = describe(engine)
     assert schema.pop("alembic_version")
+    model = create_engine(f"sqlite:///{tmp_path}/model.db")
+    metadata.create_all(model)
     assert schema == describe(model)
+
+
+def upgraded_from(revision: str, statement: str, tmp_path, write_config) -> tuple[Engine, str]:
+    """A ledger at `revision` holding what `statement` inserts, upgraded by `billing db upgrade`: the ledger and what
+    the command said."""
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    with create_engine(url).begin() as conn:
+        command.upgrade(migrate._alembic(conn), revision)
+        conn.execute(text(statement))
+    result = CliRunner().invoke(main, ["db", "upgrade", "--config", str(write_config(database=url))])
+    assert result.exit_code == 0, result.output
+    return open_ledger(url), result.output
+
+
+def test_a_new_database_gets_the_schema_of_the_model(tmp_path):
+    engine = open_ledger(f"sqlite:///{tmp_path}/new.db")
+    assert_the_model_s_schema(engine, tmp_path)
     with engine.connect() as conn:
         assert migrate.current_revision(conn) == migrate.head_revision()
 
@@ -44,7 +61,7 @@ def test_an_older_schema_stops_the_run_until_db_upgrade(tmp_path, write_config):
     with engine.begin() as conn:  # as if written by the release before migrations: tables, no revision
         conn.execute(text("DROP TABLE alembic_version"))
         conn.execute(text("DROP TABLE cluster_days"))
-    with pytest.raises(LedgerError, match=r"schema revision none, this billing needs 0018: run `billing db upgrade`"):
+    with pytest.raises(LedgerError, match=r"schema revision none, this billing needs 0019: run `billing db upgrade`"):
         open_ledger(url)
 
     config = str(write_config(database=url))
@@ -56,9 +73,9 @@ def test_db_upgrade_on_an_empty_database_and_again(tmp_path, write_config):
     config = str(write_config(database=f"sqlite:///{tmp_path}/ledger.db"))
     first = CliRunner().invoke(main, ["db", "upgrade", "--config", config])
     assert first.exit_code == 0, first.output
-    assert "from revision none to 0018" in first.output
+    assert "from revision none to 0019" in first.output
     again = CliRunner().invoke(main, ["db", "upgrade", "--config", config])
-    assert again.exit_code == 0 and "already at revision 0018" in again.output
+    assert again.exit_code == 0 and "already at revision 0019" in again.output
 
 
 def test_upgrading_a_ledger_of_revision_0001_keeps_its_rows_at_list_price(tmp_path, write_config):
@@ -68,16 +85,12 @@ def test_upgrading_a_ledger_of_revision_0001_keeps_its_rows_at_list_price(tmp_pa
         conn.execute(text("INSERT INTO chargeback VALUES ('2026-11-19', 'jaguar', 'alice', 'robotics', 'alice', "
                           "'cpu', '', 100.0, 0.012, 1.2, 'USD', '2026-11-20 01:00:00')"))
     result = CliRunner().invoke(main, ["db", "upgrade", "--config", str(write_config(database=url))])
-    assert result.exit_code == 0 and "from revision 0001 to 0018" in result.output
+    assert result.exit_code == 0 and "from revision 0001 to 0019" in result.output
     engine = open_ledger(url)
     rows = read_rows(engine, date(2026, 11, 19), date(2026, 11, 19))
     assert rows[["cost", "list_cost"]].values.tolist() == [[1.2, 1.2]]  # no discounts before 0002
     assert read_capacity(engine, date(2026, 11, 19)).empty
-    schema = describe(engine)
-    assert schema.pop("alembic_version")
-    model = create_engine(f"sqlite:///{tmp_path}/model.db")
-    metadata.create_all(model)
-    assert schema == describe(model)
+    assert_the_model_s_schema(engine, tmp_path)
 
 
 def test_upgrading_to_0007_renames_the_part_no_workload_requested_and_unrequested_statement_lines(tmp_path, write_config):
@@ -110,30 +123,29 @@ def test_upgrading_to_0009_keeps_each_invoice_as_the_months_first_file(tmp_path,
     with engine.connect() as conn:
         kept = conn.execute(text("SELECT month, cluster, sha256, billed_cost, file_name, imported_by FROM invoices")).all()
     assert [tuple(row) for row in kept] == [("2026-10-01", "ibis", "ab" * 32, 60.0, "october.csv", "finance")]
-    schema = describe(engine)
-    assert schema.pop("alembic_version")
-    model = create_engine(f"sqlite:///{tmp_path}/model.db")
-    metadata.create_all(model)
-    assert schema == describe(model)
+    assert_the_model_s_schema(engine, tmp_path)
 
 
 def test_upgrading_to_0015_keeps_what_was_held_before_running_under_no_workload(tmp_path, write_config):
-    url = f"sqlite:///{tmp_path}/ledger.db"
-    with create_engine(url).begin() as conn:
-        command.upgrade(migrate._alembic(conn), "0014")
-        conn.execute(text("INSERT INTO bound_pending VALUES ('2026-11-19', 'jaguar', 'carol', 'nlp', 'carol', 'gpu', "
-                          "'NVIDIA-H100-80GB-HBM3', 'ImagePullBackOff', 46.5, 2.4, 111.6, 111.6, 'USD', 0)"))
-    result = CliRunner().invoke(main, ["db", "upgrade", "--config", str(write_config(database=url))])
-    assert result.exit_code == 0, result.output
-    engine = open_ledger(url)
+    engine, _ = upgraded_from("0014", "INSERT INTO bound_pending VALUES ('2026-11-19', 'jaguar', 'carol', 'nlp', "
+                              "'carol', 'gpu', 'NVIDIA-H100-80GB-HBM3', 'ImagePullBackOff', 46.5, 2.4, 111.6, 111.6, "
+                              "'USD', 0)", tmp_path, write_config)
     with engine.connect() as conn:
         kept = conn.execute(text("SELECT namespace, workload, reason, quantity, cost, charged FROM bound_pending")).all()
     assert [tuple(row) for row in kept] == [("carol", "", "ImagePullBackOff", 46.5, 111.6, 0)]
-    schema = describe(engine)
-    assert schema.pop("alembic_version")
-    model = create_engine(f"sqlite:///{tmp_path}/model.db")
-    metadata.create_all(model)
-    assert schema == describe(model)
+    assert_the_model_s_schema(engine, tmp_path)
+
+
+def test_upgrading_to_0019_keeps_the_days_and_shows_no_storage_for_days_billed_before(tmp_path, write_config):
+    """A day billed at revision 0018 has no storage per class: after the upgrade it reads none (its page shows no
+    storage section) and keeps its rows; the schema is the model's."""
+    engine, said = upgraded_from("0018", "INSERT INTO chargeback VALUES ('2026-11-19', 'jaguar', 'alice', 'robotics', "
+                                 "'alice', 'storage', 'fast-nvme', 2100.0, 0.0005, 1.05, 'USD', '2026-11-20 01:00:00', "
+                                 "1.05)", tmp_path, write_config)
+    assert "from revision 0018 to 0019" in said
+    assert read_storage(engine, date(2026, 11, 19)).empty
+    assert read_rows(engine, date(2026, 11, 19), date(2026, 11, 19))["cost"].tolist() == [1.05]
+    assert_the_model_s_schema(engine, tmp_path)
 
 
 def test_a_ledger_written_with_the_old_names_upgrades_to_the_new(tmp_path):

@@ -15,6 +15,7 @@ from billing.ledger.tables import (
     bound_pending,
     chargeback,
     cluster_capacity,
+    cluster_storage,
     gpu_holdings,
     metadata,
     waste,
@@ -178,6 +179,7 @@ def test_workload_rows_older_than_keep_days_go_in_the_same_transaction(tmp_path)
 @pytest.mark.parametrize("table, schema, not_in_frame", [
     (chargeback, frames.ROWS, ("day", "currency", "computed_at")),
     (cluster_capacity, frames.CAPACITY, ("day",)),
+    (cluster_storage, frames.STORAGE_CAPACITY, ("day",)),
     (waste, frames.CHARGED_WASTE, ("day",)),
     (gpu_holdings, frames.HOLDINGS, ("day", "currency")),
     (bound_pending, frames.BOUND_PENDING_COSTS, ("day", "currency")),
