@@ -24,6 +24,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
+from prometheus_client import CollectorRegistry
 from sqlalchemy import update
 
 from billing.cli import main
@@ -33,6 +34,7 @@ from billing.ledger.tables import chargeback
 from billing.money import cents
 from billing.notify.letters import person_letter
 from billing.publish.answers import personal_digests
+from billing.publish.cost_metrics import add_cost_metrics, read_cost_figures
 from billing.publish.dayview import RenderError
 from billing.publish.report import Subject, build_report
 from billing.publish.report_formats import html as report_html
@@ -194,3 +196,26 @@ def test_each_currencys_total_is_its_own_rows_sum_to_the_cent_in_every_format(tm
         assert [Decimal(line[-1].replace(",", "")) for line in shown] == list(expected.values())
     document = json.loads(json_text(answer))
     assert {c: cents(amount) for c, amount in document["total_costs"].items()} == expected
+
+
+def test_each_cost_metric_series_is_in_its_own_rows_currency(config):
+    """/metrics labelled every series with the configured USD and added robotics' November up across currencies
+    (56.60). By hand, November 20: jaguar's rows in USD, ibis' in EUR; robotics' month to date is 50.70 USD and
+    5.90 EUR, one series each (BY_TEAM); robotics' budget stays in the configured currency."""
+    loaded = load_config(config)
+    registry = CollectorRegistry()
+    figures = read_cost_figures(open_ledger(loaded.database), loaded)
+    assert figures is not None
+    add_cost_metrics(registry, figures)
+    samples = {metric.name: [(s.labels, s.value) for s in metric.samples] for metric in registry.collect()}
+    assert {(labels["cluster"], labels["team"], labels["resource"], labels["currency"]): f"{cents(value):,.2f}"
+            for labels, value in samples["billing_cost"]} == {
+        ("jaguar", "robotics", "gpu", "USD"): "24.00", ("jaguar", "robotics", "cpu", "USD"): "1.20",
+        ("jaguar", "robotics", "memory", "USD"): "1.50", ("jaguar", "platform", "cpu", "USD"): "0.12",
+        ("ibis", "robotics", "gpu", "EUR"): "5.90", ("ibis", "vision", "gpu", "EUR"): "5.90",
+        ("ibis", "unallocated", "cpu", "EUR"): "1.70"}
+    assert {(labels["team"], labels["currency"]): value for labels, value in samples["billing_month_to_date_cost"]
+            } == pytest.approx(BY_TEAM)
+    assert [(labels, value) for labels, value in samples["billing_month_budget"]] == [
+        ({"team": "robotics", "currency": "USD"}, 100.0)]
+
