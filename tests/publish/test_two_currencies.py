@@ -35,12 +35,14 @@ from billing.money import cents
 from billing.notify.letters import person_letter
 from billing.publish.answers import personal_digests
 from billing.publish.cost_metrics import add_cost_metrics, read_cost_figures
-from billing.publish.dayview import RenderError
+from billing.publish.dayview import RenderError, read_archive
+from billing.publish.pages import render_template
 from billing.publish.report import Subject, build_report
 from billing.publish.report_formats import html as report_html
 from billing.publish.report_formats import json_text, table
 from billing.web.app import create_app
 from billing.web.mcp_server import build_server
+from tests.helpers.html_tables import read_page
 from tests.helpers.report_ledger import DAY, write_ledger
 from tests.helpers.serve import RANGE, get, serve_config, store_directory
 
@@ -219,3 +221,19 @@ def test_each_cost_metric_series_is_in_its_own_rows_currency(config):
     assert [(labels, value) for labels, value in samples["billing_month_budget"]] == [
         ({"team": "robotics", "currency": "USD"}, 100.0)]
 
+
+def test_the_archive_shows_each_months_total_per_currency(config):
+    """The archive added November's days up across currencies (67.27). By hand: November 20 is 26.82 USD
+    (24 + 1.20 + 1.50 + 0.12) and 13.50 EUR (5.90 + 5.90 + 1.70), November 19 12.00 USD and 2.95 EUR, November 1
+    12.00 USD: November 16.45 EUR + 50.82 USD (TOTALS); October 240.00 USD alone. A day whose currencies are not
+    the day before's shows no change: there is no one figure to take from another."""
+    archive = {month.month: month for month in read_archive(open_ledger(load_config(config).database), "USD")}
+    november = archive[date(2026, 11, 1)]
+    assert str(november.cost) == "16.45 EUR + 50.82 USD" and str(archive[date(2026, 10, 1)].cost) == "240.00 USD"
+    assert [(entry.day.day, str(entry.cost)) for entry in november.days] == [
+        (20, "13.50 EUR + 26.82 USD"), (19, "2.95 EUR + 12.00 USD"), (10, "0.00 USD"), (1, "12.00 USD")]
+    text = render_template("archive.html.j2", archive=tuple(archive.values()), published=set())
+    page = read_page(text)
+    assert page.tables["month-2026-11"][1] == ["2026-11-20 Fri", "13.50 EUR + 26.82 USD", "–", "–"]
+    assert page.tables["month-2026-11"][-1] == ["November", "16.45 EUR + 50.82 USD", "", ""]
+    assert "16.45 EUR + 50.82 USD on the 4 of 30 days that ran" in text and "67.27" not in text
