@@ -30,7 +30,7 @@ from sqlalchemy import update
 from billing.cli import main
 from billing.config import load_config
 from billing.ledger.database import open_ledger
-from billing.ledger.tables import chargeback
+from billing.ledger.tables import bound_pending, chargeback
 from billing.money import cents
 from billing.notify.letters import person_letter
 from billing.publish.answers import personal_digests
@@ -43,7 +43,7 @@ from billing.publish.report_formats import json_text, table
 from billing.web.app import create_app
 from billing.web.mcp_server import build_server
 from tests.helpers.html_tables import read_page
-from tests.helpers.report_ledger import DAY, write_ledger
+from tests.helpers.report_ledger import DAY, write_held_ledger, write_ledger
 from tests.helpers.serve import RANGE, get, serve_config, store_directory
 
 BY_TEAM = {("robotics", "USD"): 50.70, ("robotics", "EUR"): 5.90, ("vision", "EUR"): 8.85,
@@ -237,3 +237,19 @@ def test_the_archive_shows_each_months_total_per_currency(config):
     assert page.tables["month-2026-11"][1] == ["2026-11-20 Fri", "13.50 EUR + 26.82 USD", "–", "–"]
     assert page.tables["month-2026-11"][-1] == ["November", "16.45 EUR + 50.82 USD", "", ""]
     assert "16.45 EUR + 50.82 USD on the 4 of 30 days that ran" in text and "67.27" not in text
+
+
+def test_what_was_held_before_running_is_per_currency(tmp_path):
+    """What pods held before they ran was summed per resource whatever its currency. By hand, on November 20 (HELD):
+    alice's CPU on jaguar, 4 core-h, 0.048 USD; bob's on ibis, now in EUR, 2/3 + 2/3 core-h, 0.008 + 0.008 = 0.016 EUR
+    (together they read 0.06 USD); the GPUs on jaguar 1.20 + 3.20 + 112.00 = 116.40 USD."""
+    engine = open_ledger(priced_in_two(write_held_ledger(tmp_path / "ledger.db")))
+    with engine.begin() as conn:
+        conn.execute(update(bound_pending).where(bound_pending.c.namespace == "bob").values(currency="EUR"))
+    answer = build_report(engine, Subject("all"), DAY, DAY, "team", "USD")
+    document = json.loads(json_text(answer))
+    assert {(row["resource"], row["currency"]): (round(row["quantity"], 6), f"{cents(row['cost']):.2f}")
+            for row in document["held_before_running"]} == {
+        ("cpu", "USD"): (4.0, "0.05"), ("cpu", "EUR"): (round(4 / 3, 6), "0.02"), ("gpu", "USD"): (48.5, "116.40")}
+    held = [line for line in table(answer).splitlines() if line.startswith("held before running")]
+    assert [line.split(",")[1].strip() for line in held] == ["0.02 EUR", "0.05 USD", "116.40 USD"]
