@@ -44,7 +44,7 @@ from billing.web.app import create_app
 from billing.web.mcp_server import build_server
 from tests.helpers.html_tables import read_page
 from tests.helpers.report_ledger import DAY, write_held_ledger, write_ledger
-from tests.helpers.serve import RANGE, get, serve_config, store_directory
+from tests.helpers.serve import RANGE, get, serve_config, store_directory, web_config
 
 BY_TEAM = {("robotics", "USD"): 50.70, ("robotics", "EUR"): 5.90, ("vision", "EUR"): 8.85,
            ("unallocated", "EUR"): 1.70, ("platform", "USD"): 0.12}
@@ -179,14 +179,22 @@ def two_currency_ledgers(draw) -> dict[date, list[tuple]]:
 @given(ledger=two_currency_ledgers(), by=st.sampled_from(["team", "namespace", "cluster", "day"]))
 def test_each_currencys_total_is_its_own_rows_sum_to_the_cent_in_every_format(tmp_path_factory, ledger, by):
     """Random ledgers in SQLite with rows in USD and EUR: each currency's total, in the report, its table, its JSON
-    and its HTML, is the exact decimal sum of that currency's rows rounded once, and no other currency's."""
-    engine = open_ledger(priced_in_two(write_ledger(tmp_path_factory.mktemp("ledger") / "ledger.db", ledger)))
+    and its HTML, is the exact decimal sum of that currency's rows rounded once, and no other currency's; so is each
+    team's month to date per currency in /metrics."""
+    url = priced_in_two(write_ledger(tmp_path_factory.mktemp("ledger") / "ledger.db", ledger))
+    engine = open_ledger(url)
     answer = build_report(engine, Subject("all"), date(2026, 11, 18), DAY, by, "USD")
     currency = {"jaguar": "USD", "ibis": "EUR"}
     sums: dict[str, Decimal] = {}
+    teams: dict[tuple[str, str], Decimal] = {}
     for rows in ledger.values():
         for row in rows:
             sums[currency[row[0]]] = sums.get(currency[row[0]], Decimal(0)) + Decimal(repr(row[8]))
+            key = (row[2], currency[row[0]])
+            teams[key] = teams.get(key, Decimal(0)) + Decimal(repr(row[8]))
+    figures = read_cost_figures(engine, web_config(url))
+    assert figures is not None and {key: cents(amount) for key, amount in figures.month_to_date.items()} == {
+        key: amount.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP) + 0 for key, amount in teams.items()}
     expected = {c: amount.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP) + 0 for c, amount in sorted(sums.items())}
     expected = expected or {"USD": Decimal("0.00")}
     assert {c: cents(amount) for c, amount in answer.totals.amounts.items()} == expected
