@@ -19,6 +19,7 @@ class PeopleConfig(Section):
     name_attribute: str = "cn"
     mail_attribute: str = "mail"
     member_of_attribute: str = ""  # e.g. memberOf (Active Directory): a person's team DNs
+    accounts_attribute: str = ""  # e.g. departmentNumber: the accounts a person's own charges go to, one per value
 
 
 class TeamsConfig(Section):
@@ -29,6 +30,7 @@ class TeamsConfig(Section):
     lead_attribute: str = "owner"
     cost_center_attribute: str = ""  # e.g. departmentNumber: the team's cost centre on its monthly statement
     budget_attribute: str = ""  # a team's monthly budget in the directory; budgets.monthly overrides it
+    accounts_attribute: str = ""  # e.g. departmentNumber: the accounts a team's charges go to, one per value
 
 
 class DirectoryConfig(Section):

@@ -124,9 +124,10 @@ def _person_dn(url: str, config: DirectoryConfig, uid: str) -> tuple[str, str]:
 def read_entries(connection: Connection, url: str, config: DirectoryConfig) -> Directory:
     """People and teams through an open, bound connection (two paged searches)."""
     p, t = config.people, config.teams
-    people_attributes = [p.uid_attribute, p.name_attribute, p.mail_attribute, p.member_of_attribute]
+    people_attributes = [p.uid_attribute, p.name_attribute, p.mail_attribute, p.member_of_attribute,
+                         p.accounts_attribute]
     team_attributes = [t.name_attribute, t.member_attribute, t.lead_attribute,
-                       *filter(None, [t.cost_center_attribute, t.budget_attribute])]
+                       *filter(None, [t.cost_center_attribute, t.budget_attribute, t.accounts_attribute])]
     people = _search(connection, url, p.base, p.filter, people_attributes)
     teams = _search(connection, url, t.base, t.filter, team_attributes)
     log.info("directory %s: %d people entries, %d team entries", url, len(people), len(teams))

@@ -27,7 +27,9 @@ import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Literal
 
+from billing.accounts import SubjectKind
 from billing.config import DirectoryConfig
 from billing.errors import RunFailed
 from billing.frames import LONGEST_NAME
@@ -61,6 +63,19 @@ class Team:
     budget: float | None = None  # per month, from teams.budget_attribute
 
 
+@dataclass(frozen=True)
+class NamedAccounts:
+    """The account ids a source outside the config names for a team, a person or a namespace: a directory entry's
+    accounts attribute (one value per account) or a ColdFront allocation (billing/directory/accounts.py turns them
+    into assignments)."""
+
+    kind: SubjectKind
+    name: str  # as the ledger spells it
+    accounts: tuple[str, ...]
+    origin: Literal["coldfront", "directory"]
+    source: str  # for a sentence naming it: "directory entry cn=robotics,ou=teams,... departmentNumber"
+
+
 def name_key(name: str) -> str:
     """A uid or team name as LDAP's caseIgnoreMatch compares it: Unicode-normalised, case-folded,
     surrounding spaces dropped and inner runs of spaces as one."""
@@ -87,16 +102,19 @@ def _index(kind: str, entries: Iterable, name_of: Callable) -> dict:
 class Directory:
     people: dict[str, Person]
     teams: dict[str, Team]
+    named_accounts: tuple[NamedAccounts, ...] = ()  # from the directory's accounts attributes and ColdFront
     _teams_of: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
     _people_by_key: dict[str, Person] = field(default_factory=dict, repr=False)
     _teams_by_key: dict[str, Team] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def of(cls, people: Iterable[Person], teams: Iterable[Team]) -> Directory:
+    def of(cls, people: Iterable[Person], teams: Iterable[Team], named_accounts: Iterable[NamedAccounts] = ()
+           ) -> Directory:
         """A directory of these entries; two people with one uid or two teams with one name are refused."""
         people_by_key = _index("uid", people, lambda person: person.uid)
         teams_by_key = _index("team name", teams, lambda team: team.name)
-        return cls({p.uid: p for p in people_by_key.values()}, {t.name: t for t in teams_by_key.values()})
+        return cls({p.uid: p for p in people_by_key.values()}, {t.name: t for t in teams_by_key.values()},
+                   tuple(named_accounts))
 
     def __post_init__(self) -> None:
         self._people_by_key.update(_index("uid", self.people.values(), lambda p: p.uid))
@@ -206,6 +224,7 @@ def build_directory(people: Iterable[Entry], teams: Iterable[Entry], config: Dir
     """People and teams from entries; memberships resolved by DN or uid, from either side."""
     p, t = config.people, config.teams
     found: list[Person] = []
+    named: list[NamedAccounts] = []
     uid_by_dn: dict[str, str] = {}
     joined: dict[str, list[str]] = {}  # normalised team DN -> uids naming it in member_of_attribute
     for entry in people:
@@ -214,6 +233,7 @@ def build_directory(people: Iterable[Entry], teams: Iterable[Entry], config: Dir
             continue
         found.append(Person(uid, entry.first(p.name_attribute) or uid, entry.first(p.mail_attribute), entry.dn))
         uid_by_dn[normalise_dn(entry.dn)] = uid
+        named += _named_accounts(entry, "person", uid, p.accounts_attribute)
         for team_dn in entry.all(p.member_of_attribute) if p.member_of_attribute else []:
             joined.setdefault(normalise_dn(team_dn), []).append(uid)
     persons = _index("uid", found, lambda person: person.uid)
@@ -240,7 +260,16 @@ def build_directory(people: Iterable[Entry], teams: Iterable[Entry], config: Dir
         cost_center = entry.first(t.cost_center_attribute) if t.cost_center_attribute else ""
         groups.append(Team(storable(name), members=members, leads=leads, dn=entry.dn, cost_center=cost_center,
                            budget=_budget(entry, name, t.budget_attribute)))
-    return Directory.of(found, groups)
+        named += _named_accounts(entry, "team", groups[-1].name, t.accounts_attribute)
+    return Directory.of(found, groups, named)
+
+
+def _named_accounts(entry: Entry, kind: SubjectKind, name: str, attribute: str) -> list[NamedAccounts]:
+    """The accounts an entry's attribute names, one per value (a university's directory holds a department number
+    or shortcode per value, with no percentages: the subject's charge is split equally between them)."""
+    values = list(dict.fromkeys(value.strip() for value in entry.all(attribute) if value.strip())) if attribute else []
+    return [NamedAccounts(kind, name, tuple(values), "directory", f"directory entry {entry.dn} {attribute}")
+            ] if values else []
 
 
 def _budget(entry: Entry, team: str, attribute: str) -> float | None:
@@ -290,6 +319,7 @@ def directory_to_json(directory: Directory) -> str:
         {
             "people": [asdict(person) for person in directory.people.values()],
             "teams": [asdict(team) for team in directory.teams.values()],
+            "named_accounts": [asdict(named) for named in directory.named_accounts],
         }
     )
 
@@ -300,4 +330,6 @@ def directory_from_json(text: str) -> Directory:
     people = [Person(**person) for person in data["people"]]
     teams = [Team(t["name"], tuple(t["members"]), tuple(t["leads"]), t.get("dn", ""), t.get("cost_center", ""),
                   t.get("budget")) for t in data["teams"]]
-    return Directory.of(people, teams)
+    named = [NamedAccounts(n["kind"], n["name"], tuple(n["accounts"]), n["origin"], n["source"])
+             for n in data.get("named_accounts", [])]  # snapshots stored before accounts came from the directory
+    return Directory.of(people, teams, named)

@@ -60,6 +60,7 @@ from billing.config import (
     read_secrets,
 )
 from billing.days import BillingDay, billing_day, yesterday
+from billing.directory.accounts import accounts_of, named_assignments
 from billing.directory.sources import check_directory, load_directory
 from billing.errors import BillingError, RunFailed
 from billing.ledger.database import NoLedgerYet, open_ledger
@@ -386,11 +387,25 @@ def accounts_expiring(section: AccountsConfig, today: date) -> str:
     return f"none ending within {within} days (accounts.expiry_notice_days)"
 
 
+def accounts_named(config: Config, section: AccountsConfig) -> str:
+    """The teams and people the directory's accounts attributes charge to accounts, and each id accounts.names does
+    not hold (a warning: that subject's charges go to its other accounts, or to the default account)."""
+    given = named_assignments(load_directory(config.directory).named_accounts, section.names)
+    attributes = " and ".join(f"{kind}.accounts_attribute {attribute}" for kind, attribute in (
+        ("teams", config.directory.teams.accounts_attribute), ("people", config.directory.people.accounts_attribute))
+        if attribute)
+    if given.unknown:
+        raise CheckWarning(f"{len(given.unknown)} unknown: " + "; ".join(given.unknown))
+    return (f"{len({a.subject for a in given.assignments})} teams and people charged to {len(given.assignments)} "
+            f"accounts by the directory's {attributes}, all in accounts.names")
+
+
 def accounts_today(config: Config, section: AccountsConfig, today: date) -> str:
     """The directory's teams with no account valid today, whose charges go to the default account (a warning),
     unless a namespace's or person's account takes them."""
-    accounts = section.accounts()
-    teams = sorted(load_directory(config.directory).teams)
+    directory = load_directory(config.directory)
+    accounts = accounts_of(section, directory)
+    teams = sorted(directory.teams)
     missing = [team for team in teams if not accounts.valid_on(today, Subject("team", team))]
     if missing:
         raise CheckWarning(f"{len(missing)} of {len(teams)} teams have no account valid on {today}, so their charges "
@@ -436,6 +451,8 @@ def check_all(config: Config, day: date | None = None) -> Iterator[Probe]:
         section, today = config.accounts, yesterday(config.zone) + timedelta(days=1)
         yield _timed("accounts", partial(accounts_consistent, section))
         yield _timed("accounts expiring", partial(accounts_expiring, section, today))
+        if config.directory.teams.accounts_attribute or config.directory.people.accounts_attribute:
+            yield _timed("accounts directory", partial(accounts_named, config, section))
         yield _timed("accounts today", partial(accounts_today, config, section, today))
     yield _timed("database", lambda: database(config.database))
     if config.email.enabled:

@@ -23,6 +23,7 @@ from sqlalchemy import Engine
 
 from billing.config import Config
 from billing.days import billing_day, days_between, yesterday
+from billing.directory.accounts import accounts_of
 from billing.errors import RunFailed
 from billing.ledger.read import (
     completed,
@@ -135,7 +136,7 @@ def day_report(ledger: Engine, config: Config, day: date) -> DayReport:
     if config.accounts is not None:  # what ends: as of the morning its summaries go out
         from billing.publish.journal import charged_to_default
 
-        accounts = config.accounts.accounts()
+        accounts = accounts_of(config.accounts, directory)
         report = replace(report, accounts_ending=tuple(accounts.expiring(day + timedelta(days=1),
                                                                          config.accounts.expiry_notice_days)),
                          default_account=accounts.default,
@@ -307,10 +308,12 @@ def close(ledger: Engine, config: Config, month: date, by: str, allow_missing: b
     recover = {cluster.name: cluster.recover for cluster in config.clusters if cluster.recover}
     written: list[Path] = []
     section = config.accounts
+    directory = stored_directory(ledger)
     journal = None if section is None else (
-        lambda conn, statement: written.extend(post_journal(conn, statement, section, Path(config.output_dir))))
+        lambda conn, statement: written.extend(post_journal(conn, statement, section, Path(config.output_dir),
+                                                            accounts_of(section, directory))))
     statement = close_month(ledger, month, by, yesterday(config.zone), config.currency,
-                            cost_centers(stored_directory(ledger)), allow_missing, recover,
+                            cost_centers(directory), allow_missing, recover,
                             MonthRules(config.clusters, config.credits), journal)
     return statement, written
 

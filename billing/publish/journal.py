@@ -46,10 +46,12 @@ class _Split:
     teams: dict[str, dict[str, Decimal]]
 
 
-def account_parts(statement: Statement, rows: pd.DataFrame, section: AccountsConfig) -> dict[Part, Decimal]:
+def account_parts(statement: Statement, rows: pd.DataFrame, section: AccountsConfig,
+                  accounts: Accounts | None = None) -> dict[Part, Decimal]:
     """The statement's total split over accounts and object codes, each to the cent, adding up to the statement's
-    total rounded once (the rest to the largest part). `rows` are the ledger's rows of the month's days."""
-    accounts = section.accounts()
+    total rounded once (the rest to the largest part). `rows` are the ledger's rows of the month's days; `accounts`
+    those the directory and ColdFront add to the config's (billing/directory/accounts.py), else the config's."""
+    accounts = accounts or section.accounts()
     split = _split_days(rows, accounts, section)
     _split_month_lines(statement, rows, accounts, section, split)
     held = sorted(split.parts)
@@ -116,11 +118,11 @@ def charged_to_default(rows: pd.DataFrame, day: date, accounts: Accounts) -> tup
     return tuple(sorted(charged, key=lambda row: (-row["cost"], row["team"])))
 
 
-def journal_lines(statement: Statement, rows: pd.DataFrame, section: AccountsConfig, reference: str
-                  ) -> tuple[PostedLine, ...]:
+def journal_lines(statement: Statement, rows: pd.DataFrame, section: AccountsConfig, reference: str,
+                  accounts: Accounts | None = None) -> tuple[PostedLine, ...]:
     """One line per account and object code (a debit, or a credit where its part is one), in their order, and the
     revenue account's line last: debits less credits are zero."""
-    parts = account_parts(statement, rows, section)
+    parts = account_parts(statement, rows, section, accounts)
     lines = [_posted(account, code, amount, reference) for (account, code), amount in sorted(parts.items())]
     revenue = -sum(parts.values(), Decimal(0))
     return (*lines, _posted(section.revenue_account, section.revenue_object_code, revenue, reference))
@@ -131,7 +133,8 @@ def _posted(account: str, code: str, amount: Decimal, reference: str) -> PostedL
     return PostedLine(account, code, max(whole_cents, 0), max(-whole_cents, 0), reference)
 
 
-def post_journal(conn: Connection, statement: Statement, section: AccountsConfig, output_dir: Path) -> list[Path]:
+def post_journal(conn: Connection, statement: Statement, section: AccountsConfig, output_dir: Path,
+                 accounts: Accounts | None = None) -> list[Path]:
     """In the close's transaction: record the month's journal (after a reversal of the latest one, where the month
     was closed before) and write each posting's file; returns the files written."""
     month = statement.month
@@ -146,7 +149,7 @@ def post_journal(conn: Connection, statement: Statement, section: AccountsConfig
         number += 1
     rows = month_rows(conn, month, month.replace(day=days_in_month(month)))
     new.append(Posting(month, number, "journal", journal_lines(statement, rows, section,
-                                                               f"billing close {month:%Y-%m}-{number}")))
+                                                               f"billing close {month:%Y-%m}-{number}", accounts)))
     now = datetime.now(timezone.utc)
     written = []
     for posting in new:

@@ -3,24 +3,10 @@
 from billing.config import DirectoryConfig
 from billing.directory.ldap import read_ldap
 from billing.directory.people import directory_from_json, directory_to_json
+from tests.helpers.directories import BASE, TREE
 
-BASE = "dc=example,dc=org"
 LDIF = f"""\
-dn: {BASE}
-objectClass: dcObject
-objectClass: organization
-dc: example
-o: Example
-
-dn: ou=people,{BASE}
-objectClass: organizationalUnit
-ou: people
-
-dn: ou=teams,{BASE}
-objectClass: organizationalUnit
-ou: teams
-
-dn: uid=alice,ou=people,{BASE}
+{TREE}dn: uid=alice,ou=people,{BASE}
 objectClass: inetOrgPerson
 uid: alice
 cn: Alice
