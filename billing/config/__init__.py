@@ -14,6 +14,7 @@ from billing.config.clusters import (
     PrometheusConfig,
     RequestRule,
 )
+from billing.config.coldfront import ColdFrontConfig
 from billing.config.credits import CreditsConfig, MonthlyCredit, Subsidy
 from billing.config.directory import DirectoryConfig, NamespaceRules, PeopleConfig, TeamsConfig
 from billing.config.email import EmailConfig
@@ -50,7 +51,7 @@ from billing.config.web import HOST_NAME, LOOPBACK_HOSTS, McpConfig, WebConfig
 __all__ = [
     "CONFIG_DIR", "DEEPEST_CONFIG", "AccountsConfig", "DRA_GPU", "HIGHEST_BUDGET", "HIGHEST_PRICE", "HOST_NAME", "LABEL_KEY",
     "LARGEST_CONFIG", "LOOPBACK_HOSTS", "PRICE_FORMS", "AuditConfig", "BoundPendingRule", "Budget", "BudgetsConfig",
-    "ClusterConfig", "Config", "ConfigError", "ConfigPath", "CostRecovery", "DatabaseUrl", "DatedPrices", "Day",
+    "ClusterConfig", "ColdFrontConfig", "Config", "ConfigError", "ConfigPath", "CostRecovery", "DatabaseUrl", "DatedPrices", "Day",
     "DirectoryConfig", "DirectoryName", "Duration", "EmailConfig", "GpuFractions", "HeaderName", "HeaderValue",
     "Kueue", "KueueQueue", "LabelName", "LabelNames", "McpConfig", "MetricsConfig", "NamespaceRules",
     "PeopleConfig", "Price", "PriceSets", "Prices", "PrometheusConfig", "RequestRule", "ReservedPools",

@@ -28,6 +28,7 @@ from pydantic_core import ErrorDetails
 
 from billing.config.accounts import AccountsConfig
 from billing.config.clusters import BoundPendingRule, ClusterConfig, GpuFractions, RequestRule
+from billing.config.coldfront import ColdFrontConfig
 from billing.config.credits import CreditsConfig
 from billing.config.directory import DirectoryConfig, NamespaceRules
 from billing.config.email import EmailConfig
@@ -82,6 +83,7 @@ class Config(Section):
     reports_url: WebAddress = ""  # where people reach the reports or `billing serve`; emails link there
     audit: AuditConfig = AuditConfig()
     accounts: AccountsConfig | None = None  # grants and departmental accounts charged (docs/spec.md "Accounts")
+    coldfront: ColdFrontConfig | None = None  # accounts from ColdFront's allocations, usage written back to them
 
     @field_validator("timezone")
     @classmethod
@@ -138,12 +140,21 @@ class Config(Section):
         return self
 
     @model_validator(mode="after")
+    def _coldfront_charges_accounts(self) -> Config:
+        if self.coldfront is not None and self.accounts is None:
+            raise ValueError("coldfront: needs an accounts section, whose names hold the accounts its allocations "
+                             "name")
+        return self
+
+    @model_validator(mode="after")
     def _place_sections(self) -> Config:
         """Each section with secrets learns where it is, for the sentence naming one that cannot be read."""
         for number, cluster in enumerate(self.clusters):
             cluster._place = f"clusters[{number}]"
             cluster.prometheus._place = f"clusters[{number}].prometheus"
         self.directory._place, self.email._place, self.web._place = "directory", "email", "web"
+        if self.coldfront is not None:
+            self.coldfront._place = "coldfront"
         return self
 
     @property
@@ -179,6 +190,8 @@ class Config(Section):
             sections.append(self.directory)
         if self.email.enabled and not self.email.outbox_dir:
             sections.append(self.email)
+        if self.coldfront is not None:
+            sections.append(self.coldfront)
         read_secrets(*sections)
 
 

@@ -17,8 +17,10 @@ a run does: the store is detected once, and every question is counted.
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections.abc import Callable, Iterator
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import date, timedelta
 from functools import partial
@@ -61,6 +63,7 @@ from billing.config import (
 )
 from billing.days import BillingDay, billing_day, yesterday
 from billing.directory.accounts import accounts_of, named_assignments
+from billing.directory.coldfront import ColdFrontError, named_by, read_allocations, with_allocations
 from billing.directory.sources import check_directory, load_directory
 from billing.errors import BillingError, RunFailed
 from billing.ledger.database import NoLedgerYet, open_ledger
@@ -400,10 +403,37 @@ def accounts_named(config: Config, section: AccountsConfig) -> str:
             f"accounts by the directory's {attributes}, all in accounts.names")
 
 
+def coldfront_allocations(config: Config, section: AccountsConfig) -> str:
+    """ColdFront's REST API reached with the token, its allocations that pay for namespaces and teams, and a warning
+    naming each account id that accounts.names does not hold, each such allocation without an account, and a
+    write-back command that is not there."""
+    coldfront = config.coldfront
+    assert coldfront is not None  # asked only with a coldfront section
+    allocations = read_allocations(coldfront)
+    given = named_assignments(named_by(allocations), section.names)
+    problems = list(given.unknown)
+    without = [str(allocation.id) for allocation in allocations if not allocation.accounts]
+    if without:
+        problems.append(f"allocations {', '.join(without)} name no account ({coldfront.account_attribute}), so "
+                        f"their namespaces and teams are charged as if ColdFront named none")
+    if coldfront.usage_attribute and not shutil.which(coldfront.usage_command[0]):
+        problems.append(f"coldfront.usage_command {coldfront.usage_command[0]!r} is not installed here, so no usage "
+                        f"is written back")
+    found = (f"ColdFront {coldfront.url}: {len(allocations)} allocations pay for "
+             f"{len({subject for a in allocations for subject in a.subjects})} namespaces and teams, charged to "
+             f"{len({a.account.id for a in given.assignments})} accounts")
+    if problems:
+        raise CheckWarning(f"{found}; " + "; ".join(problems))
+    return found + ", all in accounts.names"
+
+
 def accounts_today(config: Config, section: AccountsConfig, today: date) -> str:
     """The directory's teams with no account valid today, whose charges go to the default account (a warning),
     unless a namespace's or person's account takes them."""
     directory = load_directory(config.directory)
+    if config.coldfront is not None:
+        with suppress(ColdFrontError):  # the coldfront line says it is down
+            directory = with_allocations(directory, read_allocations(config.coldfront))
     accounts = accounts_of(section, directory)
     teams = sorted(directory.teams)
     missing = [team for team in teams if not accounts.valid_on(today, Subject("team", team))]
@@ -453,6 +483,8 @@ def check_all(config: Config, day: date | None = None) -> Iterator[Probe]:
         yield _timed("accounts expiring", partial(accounts_expiring, section, today))
         if config.directory.teams.accounts_attribute or config.directory.people.accounts_attribute:
             yield _timed("accounts directory", partial(accounts_named, config, section))
+        if config.coldfront is not None:
+            yield _timed("coldfront", partial(coldfront_allocations, config, section))
         yield _timed("accounts today", partial(accounts_today, config, section, today))
     yield _timed("database", lambda: database(config.database))
     if config.email.enabled:

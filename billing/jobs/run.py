@@ -19,6 +19,8 @@ from billing.collect.replay import prometheus_source
 from billing.collect.usage import ClusterUsage
 from billing.config import ClusterConfig, Config, Prices
 from billing.days import BillingDay, billing_day
+from billing.directory.accounts import named_assignments
+from billing.directory.coldfront import ColdFrontError, MappedAllocation, read_allocations, with_allocations
 from billing.directory.names import check_names
 from billing.directory.people import (
     AmbiguousDirectoryError,
@@ -29,13 +31,14 @@ from billing.directory.people import (
 )
 from billing.directory.sources import load_directory
 from billing.ledger.database import open_ledger
-from billing.ledger.read import latest_directory
+from billing.ledger.read import days_billed, latest_directory
 from billing.ledger.write import replace_day
 from billing.notify.budget_alerts import send_alerts
 from billing.notify.deliveries import deliver_once
 from billing.notify.summaries import summary_envelopes
 from billing.publish.answers import day_report, digests
 from billing.publish.budgets import team_budgets
+from billing.publish.coldfront_usage import month_to_date, write_usage
 from billing.publish.dayview import DayReport
 from billing.publish.pages import check_output_dir, write_pages
 from billing.redact import redact
@@ -72,6 +75,47 @@ def _read_directory(config: Config, ledger: Engine) -> tuple[Directory, str]:
         return directory_from_json(content), warning
 
 
+def _read_coldfront(config: Config, directory: Directory) -> tuple[Directory, tuple[MappedAllocation, ...], str]:
+    """The directory with the accounts ColdFront's allocations name, the allocations, and a warning. A ColdFront that
+    does not answer leaves the accounts as the last run stored them: the run stores no directory (its note says
+    why), so pages, statements and the journal read the last one, whose ColdFront accounts are those of the last
+    night that read it; the night is billed all the same (its ledger rows do not depend on accounts)."""
+    if config.coldfront is None:
+        return directory, (), ""
+    try:
+        allocations = read_allocations(config.coldfront)
+    except ColdFrontError as exc:
+        warning = f"{exc}; the accounts of ColdFront and the directory are those the last run stored"
+        log.warning("COLDFRONT UNAVAILABLE, ITS ACCOUNTS AS LAST STORED: %s", warning)
+        return directory, (), warning
+    log.info("ColdFront: %d allocations pay for namespaces or teams", len(allocations))
+    return with_allocations(directory, allocations), allocations, ""
+
+
+def _warn_of_unknown_accounts(config: Config, directory: Directory) -> None:
+    """Each account id the directory or ColdFront names that accounts.names does not hold: left out, so said."""
+    for sentence in named_assignments(directory.named_accounts, config.accounts.names).unknown if config.accounts \
+            else ():
+        log.warning("ACCOUNT UNKNOWN: %s", sentence)
+
+
+def _write_usage_back(config: Config, ledger: Engine, day: date, allocations: tuple[MappedAllocation, ...]) -> None:
+    """The month to date of each allocation's namespaces and teams as its usage in ColdFront, when `day` is the latest
+    billed (a day run again later must not put an older figure back); a failure is a warning: the night is billed."""
+    section = config.coldfront
+    if section is None or not section.usage_attribute or days_billed(ledger)[1] != day:
+        return
+    try:
+        done = write_usage(section, month_to_date(ledger, day, config.currency, allocations))
+    except ColdFrontError as exc:
+        log.warning("COLDFRONT USAGE NOT WRITTEN: %s", exc)
+        return
+    log.info("ColdFront: usage of %s written to %d allocations", section.usage_attribute, len(done.written))
+    if done.without:
+        log.warning("ColdFront allocations %s have no attribute %r with usage: give each one (its value the amount "
+                    "allocated) to see its usage", ", ".join(map(str, done.without)), section.usage_attribute)
+
+
 # a day's summaries: those not sent yet, all again, none (--no-email), or none as a backfill's day before yesterday
 Summaries = Literal["send", "resend", "none", "backfilled"]
 WHY_NONE = {"none": "--no-email", "backfilled": "a backfill of a day before yesterday; --email sends them"}
@@ -97,10 +141,15 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0,
     check_coverage(collected, day, require_coverage)
     directory, directory_warning = _read_directory(config, ledger)
     check_names(config, directory)  # a team or person the config names that it does not hold: exit 2, nothing written
+    directory, allocations, coldfront_warning = _read_coldfront(config, directory)
+    _warn_of_unknown_accounts(config, directory)
     with turn or nullcontext():
         bill = bill_day(collected, prices, directory, config)
-        written = _write(config, ledger, day, bill, directory, directory_warning)
+        written = _write(config, ledger, day, bill, directory, "; ".join(filter(None, [directory_warning,
+                                                                                       coldfront_warning])))
         undelivered = _publish(config, ledger, day, directory, summaries)
+    if allocations:
+        _write_usage_back(config, ledger, day, allocations)
 
     return RunSummary(
         day,

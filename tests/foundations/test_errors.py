@@ -43,6 +43,7 @@ EXIT_STATUSES = {
     "billing.collect.audit.AuditError": 1,
     "billing.directory.people.DirectoryError": 1,
     "billing.directory.people.AmbiguousDirectoryError": 1,
+    "billing.directory.coldfront.ColdFrontError": 1,
     "billing.directory.ldap.WrongPassword": 1,
     "billing.ledger.database.LedgerError": 1,
     "billing.ledger.database.NoLedgerYet": 1,

@@ -24,6 +24,7 @@ import pytest
 from fixtures.ksm import World
 from fixtures.remote_write import write_world
 from fixtures.servers import (
+    ColdFrontServer,
     HttpServer,
     PostgresServer,
     PrometheusServer,
@@ -35,6 +36,7 @@ from fixtures.servers import (
     flush_victoria_metrics,
     make_test_ca,
     require_program,
+    start_coldfront,
     start_postgres,
     start_prometheus,
     start_pushgateway,
@@ -185,6 +187,13 @@ def slapd_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[
                            schemas=schemas)
 
     yield from stopped_at_the_end(start)
+
+
+@pytest.fixture(scope="module")
+def coldfront_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., ColdFrontServer]]:
+    """coldfront_server(setup="") -> a running ColdFront with its REST API, its test data and `setup`'s (Python
+    its shell runs), shared by a module: it takes seconds to set up."""
+    yield from stopped_at_the_end(lambda setup="": start_coldfront(tmp_path_factory.mktemp("coldfront"), setup))
 
 
 @pytest.fixture
