@@ -8,6 +8,7 @@ billed with collection stubbed (tests/helpers/jobs.py), as the run's other job t
 from __future__ import annotations
 
 import csv
+import socket
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
@@ -136,11 +137,21 @@ def test_a_night_writes_usage_back_and_the_close_splits_by_coldfront_s_accounts(
                           ("NSF-2231", "6420", "2.00", ""), ("RC", "4500", "", "46.00")]
 
 
-def test_a_coldfront_that_is_down_bills_the_night_and_keeps_the_accounts_as_they_were(coldfront, tmp_path, caplog):
+@pytest.fixture
+def silent():
+    """A port that takes connections and never answers: a ColdFront that hangs."""
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        yield listening.getsockname()[1]
+
+
+@pytest.mark.parametrize("how", ["closed", "silent"])
+def test_a_coldfront_that_is_down_bills_the_night_and_keeps_the_accounts_as_they_were(coldfront, tmp_path, caplog,
+                                                                                      silent, how):
     run_day(make_config(tmp_path, coldfront, usage_attribute=""), NIGHTS[0], summaries="none")  # the night before
-    config = make_config(tmp_path, coldfront)
-    down = f"http://127.0.0.1:{free_port()}"
-    config = config.model_copy(update={"coldfront": config.coldfront.model_copy(update={"url": down})})
+    down = f"http://127.0.0.1:{free_port() if how == 'closed' else silent}"
+    config = make_config(tmp_path, coldfront, url=down, timeout="1s")
     ledger = open_ledger(config.database)
     stored = latest_directory(ledger)
 
@@ -148,7 +159,8 @@ def test_a_coldfront_that_is_down_bills_the_night_and_keeps_the_accounts_as_they
 
     assert summary.directory_warning == ""  # the directory was read
     note = directory_note(ledger, NIGHTS[1])  # on the day's pages and in its emails
-    assert note.startswith(f"ColdFront at {down}/api/projects/ is unreachable (ConnectionError") and note.endswith(
+    cause = "is unreachable (ConnectionError" if how == "closed" else "did not answer within 1 s (coldfront.timeout)"
+    assert note.startswith(f"ColdFront at {down}/api/projects/ {cause}") and note.endswith(
         "; the accounts of ColdFront and the directory are those the last run stored")
     assert read_rows(ledger, NIGHTS[1], NIGHTS[1])["cost"].sum() == pytest.approx(23.0)  # billed all the same
     assert latest_directory(ledger) == stored  # the accounts as the last night stored them

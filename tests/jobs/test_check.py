@@ -15,7 +15,13 @@ from click.testing import CliRunner
 
 from billing.cli import main
 from billing.config import load_config
-from billing.jobs.check import CheckFailure, accounts_consistent, accounts_expiring, accounts_today
+from billing.jobs.check import (
+    CheckFailure,
+    accounts_consistent,
+    accounts_expiring,
+    accounts_today,
+    coldfront_allocations,
+)
 from fixtures.servers import free_port
 from tests.helpers.config import MINIMAL_CONFIG
 from tests.helpers.jobs import LDIF
@@ -282,3 +288,23 @@ def test_accounts_lines_say_all_is_well_and_refuse_percentages_of_another_source
         section.assignments[0].model_copy(update={"percent": Decimal(60)})]})
     with pytest.raises(CheckFailure, match=r"team robotics's accounts add up to 60 % on 2026-01-01"):
         accounts_consistent(uneven)
+
+
+@responses.activate
+def test_the_coldfront_line_counts_the_allocations_that_pay_and_their_accounts(write_config, tmp_path, monkeypatch):
+    monkeypatch.setenv("COLDFRONT_TOKEN", "t0ken")
+    (tmp_path / "people.ldif").write_text(LDIF)
+    site = "https://coldfront.test"
+    config = load_config(write_config(directory={"ldif": str(tmp_path / "people.ldif")}, accounts=accounts_section(),
+                                      coldfront={"url": site, "token_env": "COLDFRONT_TOKEN",
+                                                 "namespace_attribute": "Kubernetes namespace",
+                                                 "account_attribute": "Account"}))
+    assert config.accounts is not None
+    responses.get(f"{site}/api/projects/", json=[{"id": 1, "title": "Holography", "pi": "cgray"}])
+    responses.get(f"{site}/api/allocations/?allocation_attributes=true", json=[{
+        "id": 4, "project": "Holography", "status": "Active", "allocation_attributes": [
+            {"allocation_attribute_type": "Kubernetes namespace", "value": "robotics-sim"},
+            {"allocation_attribute_type": "Account", "value": "G-1"},
+            {"allocation_attribute_type": "Account", "value": "G-2"}]}])
+    assert coldfront_allocations(config, config.accounts) == (
+        f"ColdFront {site}: 1 allocations pay for 1 namespaces and teams, charged to 2 accounts, all in accounts.names")
