@@ -94,8 +94,9 @@ def _read_coldfront(config: Config, directory: Directory) -> tuple[Directory, tu
 
 def _warn_of_unknown_accounts(config: Config, directory: Directory) -> None:
     """Each account id the directory or ColdFront names that accounts.names does not hold: left out, so said."""
-    for sentence in named_assignments(directory.named_accounts, config.accounts.names).unknown if config.accounts \
-            else ():
+    if config.accounts is None:
+        return
+    for sentence in named_assignments(directory.named_accounts, config.accounts.names).unknown:
         log.warning("ACCOUNT UNKNOWN: %s", sentence)
 
 

@@ -51,7 +51,7 @@ def account_parts(statement: Statement, rows: pd.DataFrame, section: AccountsCon
     """The statement's total split over accounts and object codes, each to the cent, adding up to the statement's
     total rounded once (the rest to the largest part). `rows` are the ledger's rows of the month's days; `accounts`
     those the directory and ColdFront add to the config's (billing/directory/accounts.py), else the config's."""
-    accounts = accounts or section.accounts()
+    accounts = section.accounts() if accounts is None else accounts
     split = _split_days(rows, accounts, section)
     _split_month_lines(statement, rows, accounts, section, split)
     held = sorted(split.parts)

@@ -117,10 +117,16 @@ def test_allocations_are_read_with_their_projects_pis_and_accounts(coldfront, tm
         f"(Account), so their namespaces and teams are charged as if ColdFront named none")
 
 
-def test_a_night_writes_usage_back_and_the_close_splits_by_coldfront_s_accounts(coldfront, tmp_path):
+def test_a_night_writes_usage_back_and_the_close_splits_by_coldfront_s_accounts(coldfront, tmp_path, caplog):
     config = make_config(tmp_path, coldfront)
     for night in NIGHTS:
         run_day(config, night, summaries="none")
+    warned = {r.getMessage() for r in caplog.records if r.levelname == "WARNING"}
+    assert ("ACCOUNT UNKNOWN: ColdFront allocation 6 (project 'Measuring critical behavior of quantum Hall "
+            "transitions', PI sfoster) names account 'X-404' for namespace speech, which accounts.names does not hold: "
+            "name it there, or correct the value") in warned
+    assert ("ColdFront allocations 6 have no attribute 'Cloud Usage (EUR)' with usage: give each one (its value the "
+            "amount allocated) to see its usage") in warned
     # the month to date of Oct 20: robotics' 2 x 23.00, namespace alice's 2 x 21.00, nlp's nothing; allocation 6
     # has no Cloud Usage attribute and gets none
     assert usage_in_coldfront(coldfront) == {1: 0.0, 4: 46.0, 5: 42.0}
