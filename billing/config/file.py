@@ -140,10 +140,14 @@ class Config(Section):
         return self
 
     @model_validator(mode="after")
-    def _coldfront_charges_accounts(self) -> Config:
-        if self.coldfront is not None and self.accounts is None:
-            raise ValueError("coldfront: needs an accounts section, whose names hold the accounts its allocations "
-                             "name")
+    def _accounts_named_elsewhere(self) -> Config:
+        """Accounts the directory or ColdFront name are ids of accounts.names: without the section, none is charged."""
+        given = [key for key, value in (("coldfront", self.coldfront),
+                                        ("directory.teams.accounts_attribute", self.directory.teams.accounts_attribute),
+                                        ("directory.people.accounts_attribute", self.directory.people.accounts_attribute))
+                 if value]
+        if given and self.accounts is None:
+            raise ValueError(f"{given[0]}: needs an accounts section, whose names hold the accounts it names")
         return self
 
     @model_validator(mode="after")

@@ -26,8 +26,10 @@ def test_defaults_count_active_allocations_and_write_nothing_back(write_config):
 
 
 def test_a_coldfront_without_accounts_or_without_a_subject_attribute_is_refused(write_config):
-    assert "coldfront: needs an accounts section, whose names hold the accounts its allocations name" in refusal(
+    assert "coldfront: needs an accounts section, whose names hold the accounts it names" in refusal(
         write_config, coldfront=COLDFRONT)
+    assert "directory.teams.accounts_attribute: needs an accounts section" in refusal(
+        write_config, directory={"ldif": "directory.ldif", "teams": {"accounts_attribute": "departmentNumber"}})
     assert ("coldfront: set namespace_attribute or team_attribute (or both): the allocation attribute naming what an "
             "allocation pays for") in refusal(write_config, accounts=accounts(),
                                               coldfront={**COLDFRONT, "namespace_attribute": ""})
