@@ -19,6 +19,7 @@ from billing.jobs.check import (
     CheckFailure,
     accounts_consistent,
     accounts_expiring,
+    accounts_named,
     accounts_today,
     coldfront_allocations,
 )
@@ -308,3 +309,14 @@ def test_the_coldfront_line_counts_the_allocations_that_pay_and_their_accounts(w
             {"allocation_attribute_type": "Account", "value": "G-2"}]}])
     assert coldfront_allocations(config, config.accounts) == (
         f"ColdFront {site}: 1 allocations pay for 1 namespaces and teams, charged to 2 accounts, all in accounts.names")
+
+
+def test_the_accounts_directory_line_counts_what_the_directory_charges(write_config, tmp_path):
+    (tmp_path / "people.ldif").write_text(LDIF + "departmentNumber: G-1\ndepartmentNumber: G-2\n")  # robotics' entry
+    config = load_config(write_config(directory={"ldif": str(tmp_path / "people.ldif"),
+                                                 "teams": {"accounts_attribute": "departmentNumber"}},
+                                      accounts=accounts_section()))
+    assert config.accounts is not None
+    assert accounts_named(config, config.accounts) == (
+        "1 teams and people charged to 2 accounts by the directory's teams.accounts_attribute departmentNumber, all in "
+        "accounts.names")
