@@ -35,6 +35,14 @@ per pod and hour of the day. An hour is 3600 / step of the billing instants
   half a scrape interval past its last sample, after a deleted pod was gone
   (a stretch between a pod's last sample and its deletion, under one scrape
   interval, goes uncounted instead). A pod without usage series used nothing.
+* unused storage GiB-hours: per bound claim (namespace, persistentvolumeclaim) and hour, the GiB it held at the
+  instants at which kubelet's `kubelet_volume_stats_used_bytes` of it is visible (kubelet exports it only while a
+  pod mounts the claim: an instant without it is not measured) less the GiB its filesystem used then, never below
+  zero per claim and hour. What it held is its billed size (docs/spec.md "Storage"), taken as its bound volume's
+  highest capacity of the hour (its highest request where no capacity of its volume is visible): storage's answers
+  are summed over the chunk and carry no claim's size per hour, so the hour's query reads them again as raw
+  samples, beside the instants and sum of the used bytes (subqueries of the bare selector), with no per-instant
+  join. Per namespace only: with workloads, it is the namespace's own (frames.UNATTRIBUTED).
 
 Per hour rather than per instant because that is what makes waste cheap: the
 per-instant join of requests, Running and usage rates cost Prometheus twenty
@@ -84,19 +92,32 @@ from billing import frames
 from billing.collect.asking import Sampled, at_times, map_chunks
 from billing.collect.chunks import Chunk, hour_groups, hours_of, whole_hours
 from billing.collect.context import ClusterDay
-from billing.collect.figures import CPU_SECONDS, IDLE_GPUS, REQUESTS, figure
+from billing.collect.figures import (
+    CPU_SECONDS,
+    IDLE_GPUS,
+    REQUESTS,
+    STORAGE_BYTES,
+    STORAGE_INSTANTS,
+    USED_BYTES,
+    figure,
+)
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.promql import (
+    CLAIM_INFO,
+    CLAIM_REQUEST,
     DRA_HELD,
     GPU_UTILISATION,
+    VOLUME_CAPACITY,
+    VOLUME_USED,
     WHOLE_GPU,
     GpuResources,
     Queries,
     fits,
     in_pieces,
 )
+from billing.collect.storage import _labelled
 from billing.collect.stores import Store
-from billing.collect.usage import ClusterUsage, collect_cluster
+from billing.collect.usage import GIB, ClusterUsage, collect_cluster
 from billing.config import ClusterConfig
 from billing.resources import mig_resource, slice_fraction
 
@@ -104,7 +125,7 @@ log = logging.getLogger(__name__)
 
 GPU_INSTANCE_ACTIVITY = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"  # MIG GPU instances: share of time busy, 0 to 1
 CPU_USAGE = "container_cpu_usage_seconds_total"
-MEASURES = ["idle_gpu_hours", "unused_cpu_core_hours"]
+MEASURES = list(frames.WASTE_MEASURES)
 WORKLOAD_WASTE_KEYS = ["namespace", "workload"]  # the keys of waste per workload, before its measures
 POD_KEYS = ["namespace", "pod"]
 HOURS_PER_QUERY = 6  # hours asked in one range query, fewer where chunks.SAMPLES_PER_QUERY says so (as for chunks)
@@ -112,6 +133,9 @@ GPU_INSTANCE = 'GPU_I_ID!=""'  # series of a MIG GPU instance (promql.WHOLE_GPU:
 IDLE_GPU, IDLE_GPU_INSTANCE = "idle_gpu", "idle_gpu_instance"  # the parts of a query
 PARTS = {IDLE_GPU: "idle_gpu_hours", IDLE_GPU_INSTANCE: "idle_gpu_hours"}
 CONTAINER_RUN = ("namespace", "pod", "container", "id", "cpu")  # cAdvisor's labels of one container run's counter
+CLAIM = "namespace, persistentvolumeclaim"  # a claim, as kube-state-metrics and the kubelet label it
+SEEN, USED, SIZE = "seen", "used", "size"  # the `figure` label of each part of `unused_storage`'s answer
+UNUSED_STORAGE = "unused_storage_gib_hours"
 
 
 class WasteQueries(Queries):
@@ -134,6 +158,20 @@ class WasteQueries(Queries):
         moves a range query's times shows it even in an hour without cAdvisor."""
         now = self.cadvisor.plain(f"last_over_time({self.usage()}[{self.hour}s])")
         return f"max by ({', '.join(CONTAINER_RUN)}) ({now}) or vector(0)"
+
+    def unused_storage(self) -> str:
+        """Per claim, each part told apart by its `figure` label: at how many of the hour's instants kubelet's used
+        bytes are visible (SEEN), those bytes summed over them (USED), both with copies of a series once; and the
+        claim's highest billed size of the hour (SIZE): its volume's highest capacity, or its highest request where
+        no capacity of its volume is visible. Raw samples and subqueries of bare selectors, no per-instant join."""
+        used = self.latest(self.series(VOLUME_USED))
+        info = f"max by ({CLAIM}, volumename) ({self.ksm.plain(self.highest(self.series(CLAIM_INFO)), ('namespace',))})"
+        capacity = (f"label_replace(max by (persistentvolume) ({self.highest(self.series(VOLUME_CAPACITY))}), "
+                    '"volumename", "$1", "persistentvolume", "(.+)")')
+        request = f"max by ({CLAIM}) ({self.ksm.plain(self.highest(self.series(CLAIM_REQUEST)), ('namespace',))})"
+        return _labelled({SEEN: self.instants_seen(used, CLAIM, self.cadvisor, copies=True),
+                          USED: self.instants_seen(used, CLAIM, self.cadvisor, copies=True, sum_values=True),
+                          SIZE: f"max by ({CLAIM}) ({info} * on (volumename) group_left () {capacity}) or {request}"})
 
     def usage(self) -> str:
         """cAdvisor's CPU usage series of containers, not of pods' cgroups (`container=""`) or sandboxes."""
@@ -203,17 +241,21 @@ class WasteQueries(Queries):
         return f"sum by (namespace, pod, uid) ({self.effective(self.highest, pods, resources='cpu')})"
 
 
+NamespaceHours = dict[str, float]  # namespace -> GiB-hours held but unused
 PodSeconds = dict[tuple[str, str], float]  # (namespace, pod) -> CPU seconds its containers used
 PodInstants = dict[tuple[str, str], float]  # (namespace, pod) -> CPU core-instants it requested
 
 
 def _group_waste(queries: WasteQueries, hours: list[Chunk], answer: Sampled, used: list[PodSeconds | None],
-                 requested: list[PodInstants], workloads: list[dict[tuple[str, str], str] | None]) -> pd.DataFrame:
+                 requested: list[PodInstants], workloads: list[dict[tuple[str, str], str] | None],
+                 storage: list[NamespaceHours | None]) -> pd.DataFrame:
     """The measures of a group of hours (`answer`: the idle GPU measures at each hour's last instant; `used`: each
     hour's CPU seconds used per pod, `_cpu_used`; `requested`: each hour's CPU core-instants requested per pod,
     `_requested`), summed over them per namespace, or with `workloads` (each hour's pod -> workload) per namespace
     and workload. Unused CPU is taken per pod and hour, never below 0, in the hours with cAdvisor series (`used`
-    not None), and left out where no hour has them: there the whole request would look unused."""
+    not None), and left out where no hour has them: there the whole request would look unused. `storage`: each
+    hour's unused storage GiB-hours per namespace (`_unused_storage`; None: no kubelet volume stats), the
+    namespace's own workload's (frames.UNATTRIBUTED) per workload."""
     measures: dict[str, dict[tuple[str, ...], float]] = {}
     at = _hour_index(hours)
 
@@ -238,6 +280,12 @@ def _group_waste(queries: WasteQueries, hours: list[Chunk], answer: Sampled, use
         for (namespace, pod), instants in requested[i].items():
             add("unused_cpu_core_hours", i, namespace, pod,
                 max(instants - pods_used.get((namespace, pod), 0.0) / hours[i].step, 0.0))
+    if any(hour is not None for hour in storage):
+        measures[UNUSED_STORAGE] = {}
+    for i, namespaces in enumerate(storage):
+        for namespace, gib_hours in (namespaces or {}).items():
+            key = (namespace,) if workloads[i] is None else (namespace, frames.UNATTRIBUTED)
+            measures[UNUSED_STORAGE][key] = measures[UNUSED_STORAGE].get(key, 0.0) + gib_hours
     found = sorted(set().union(*measures.values()))
     rows = [(*key, *(measures[m].get(key, 0.0) for m in measures)) for key in found]
     keys = ["namespace"] if workloads[0] is None else WORKLOAD_WASTE_KEYS
@@ -304,6 +352,31 @@ def _cpu_used(counters: Sampled, times: list[float], cluster: str) -> list[PodSe
     return used
 
 
+def _unused_storage(answer: Sampled, hours: list[Chunk], cluster: str) -> list[NamespaceHours | None]:
+    """Per hour and namespace: the GiB-hours its claims held but did not use (`answer`: `unused_storage` at each
+    hour's last instant), each claim's size times the instants its used bytes were seen less their sum, never below
+    0 per claim and hour; None for an hour without kubelet's volume stats."""
+    at = _hour_index(hours)
+    parts: dict[tuple[int, str, str], dict[str, float]] = {}
+    family = {SEEN: STORAGE_INSTANTS, USED: USED_BYTES, SIZE: STORAGE_BYTES}
+    for labels, values in answer:
+        part = labels.get("figure", "")
+        for t, value in values:
+            hour = hours[at[t]]
+            claim = parts.setdefault((at[t], labels.get("namespace", ""), labels.get("persistentvolumeclaim", "")), {})
+            # the used bytes are summed over the hour's instants at most
+            claim[part] = figure(value, family[part], labels, cluster,
+                                 (hour.end - hour.start) / hour.step if part == USED else 1.0)
+    unused: list[NamespaceHours | None] = [None] * len(hours)
+    for (i, namespace, _), claim in parts.items():
+        if SEEN not in claim:  # not mounted in the hour: not measured
+            continue
+        sums = unused[i] = unused[i] or {}
+        byte_instants = max(claim.get(SIZE, 0.0) * claim[SEEN] - claim.get(USED, 0.0), 0.0)
+        sums[namespace] = sums.get(namespace, 0.0) + byte_instants / GIB * hours[i].step / 3600
+    return unused
+
+
 def _hour_index(hours: list[Chunk]) -> dict[float, int]:
     """The time of each hour's last instant -> the hour's place in `hours`."""
     return {float(hour.last): i for i, hour in enumerate(hours)}
@@ -338,7 +411,8 @@ def collect_waste(context: ClusterDay, below: float, by_workload: bool = False,
             requested = _requested(usage.pod_hours, hours, usage.exact, hourly)
         workloads = [next(pods for c, pods in zip(day_chunks, pods_of) if c.start <= hour.start < c.end)
                      for hour in hours]
-        return _group_waste(queries, hours, answer, used, requested, workloads)
+        storage = _unused_storage(at_times(source, queries.unused_storage(), ends, ranged)[0], hours, cluster.name)
+        return _group_waste(queries, hours, answer, used, requested, workloads, storage)
 
     groups = hour_groups(hours_of(day, step), whole_hours(store.busiest, step, HOURS_PER_QUERY))
     frame = pd.concat(map_chunks(measure, groups), ignore_index=True)

@@ -101,20 +101,20 @@ def test_waste_per_workload_takes_each_pod_to_its_top_level_controller():
 
 
 def test_waste_per_workload_sums_to_the_namespace_and_keeps_what_was_not_measured():
-    by_workload = pd.DataFrame([("alice", "Job/train-1", 2.0, None), ("alice", "Deployment/web", 1.5, None),
-                                ("bob", "Pod/debug", None, 3.0)], columns=["namespace", "workload", *MEASURES])
+    by_workload = pd.DataFrame([("alice", "Job/train-1", 2.0, None, None), ("alice", "Deployment/web", 1.5, None, None),
+                                ("bob", "Pod/debug", None, 3.0, None)], columns=["namespace", "workload", *MEASURES])
     totals = waste_by_namespace(by_workload).set_index("namespace")
     assert totals.loc["alice", "idle_gpu_hours"] == 3.5 and pd.isna(totals.loc["alice", "unused_cpu_core_hours"])
     assert pd.isna(totals.loc["bob", "idle_gpu_hours"]) and totals.loc["bob", "unused_cpu_core_hours"] == 3.0
 
 
 def test_waste_is_split_over_a_namespace_s_teams_like_its_cost():
-    waste = pd.DataFrame([("jaguar", "bob", 4.0, 10.0), ("jaguar", "team-nlp", None, 2.0)],
-                         columns=["cluster", "namespace", "idle_gpu_hours", "unused_cpu_core_hours"])
+    waste = pd.DataFrame([("jaguar", "bob", 4.0, 10.0, 8.0), ("jaguar", "team-nlp", None, 2.0, None)],
+                         columns=["cluster", "namespace", *MEASURES])
     ownership = pd.DataFrame([("bob", "robotics", "bob", 0.5), ("bob", "vision", "bob", 0.5),
                               ("team-nlp", "nlp", None, 1.0)], columns=["namespace", "team", "owner", "share"])
     rows = attribute_waste(waste, ownership).set_index("team")
-    assert rows.loc["robotics", ["idle_gpu_hours", "unused_cpu_core_hours"]].tolist() == [2.0, 5.0]
+    assert rows.loc["robotics", MEASURES].tolist() == [2.0, 5.0, 4.0]
     assert rows.loc["vision", "owner"] == "bob"
     assert pd.isna(rows.loc["nlp", "idle_gpu_hours"]) and rows.loc["nlp", "unused_cpu_core_hours"] == 2.0
 
@@ -146,3 +146,56 @@ def test_an_impossible_cpu_counter_is_refused(value):
     with pytest.raises(ImpossibleFigure, match=r'container_cpu_usage_seconds_total{container="main", cpu="total", '
                                                r'id="1", namespace="alice", pod="a"} is [-+NI]'):
         _cpu_used([(run, [(0.0, "50"), (3600.0, value)])], [0.0, 3600.0], "jaguar")
+
+
+GIB = 2**30
+
+
+class MountedClaims(Answers):
+    """Kubelet's volume stats in the first 2 hours only, per claim and hour (at the hour's last instant): alice's
+    `data` (10 GiB) seen at all 60 instants using 4 GiB; alice's `full` (1 GiB) seen at 30 using 2 GiB, more than
+    its size (filesystem overhead); bob's `cold` (5 GiB) has a size but no used bytes (no pod mounts it)."""
+
+    def __init__(self, used: str = str(60 * 4 * GIB)):
+        super().__init__()
+        self.used = used
+
+    def instant(self, query: str, at: float) -> list[dict]:
+        if "kubelet_volume_stats_used_bytes{" not in query:
+            return super().instant(query, at)
+        if not (at < DAY.start.timestamp() + 2 * 3600 and at % 3600 == 3540):
+            return []
+
+        def part(namespace: str, claim: str, figure: str, value: float | str) -> dict:
+            labels = {"namespace": namespace, "persistentvolumeclaim": claim, "figure": figure}
+            return {"metric": labels, "value": [at, str(value)]}
+
+        return [part("alice", "data", "seen", 60), part("alice", "data", "used", self.used),
+                part("alice", "data", "size", 10 * GIB),
+                part("alice", "full", "seen", 30), part("alice", "full", "used", 30 * 2 * GIB),
+                part("alice", "full", "size", GIB), part("bob", "cold", "size", 5 * GIB)]
+
+
+@pytest.mark.parametrize("by_workload", [False, True], ids=["per-namespace", "per-workload"])
+def test_unused_storage_is_size_less_used_at_the_instants_kubelet_saw_the_claim(by_workload):
+    waste = collect_waste(cluster_day(CLUSTER, DAY, 60, ["nvidia_com_gpu"], MountedClaims(), DEFAULT_STORE), 5.0,
+                          by_workload=by_workload)
+    keys = ["namespace", "workload"] if by_workload else ["namespace"]
+    unused = waste[waste["unused_storage_gib_hours"] > 0].set_index(keys)["unused_storage_gib_hours"].to_dict()
+    # data: (10 - 4) GiB x 60 instants x 60 s = 6 GiB-hours an hour, 2 hours: 12; full: used more than held, 0 (never
+    # negative); cold: not mounted, not measured (bob has no row of it); per workload, the namespace's own
+    alice = ("alice", frames.UNATTRIBUTED) if by_workload else "alice"
+    assert unused == {alice: pytest.approx(12.0)}
+    assert "bob" not in set(waste["namespace"])
+
+
+def test_unused_storage_is_not_measured_without_kubelet_s_volume_stats():
+    waste = collect_waste(cluster_day(CLUSTER, DAY, 60, ["nvidia_com_gpu"], Answers(), DEFAULT_STORE), 5.0)
+    assert waste["unused_storage_gib_hours"].isna().all()
+
+
+@pytest.mark.parametrize("value", ["NaN", "+Inf", "-1", str(2.0**70)])
+def test_an_impossible_used_bytes_sample_is_refused(value):
+    with pytest.raises(ImpossibleFigure, match=r'cluster jaguar: kubelet_volume_stats_used_bytes\{figure="used", '
+                                               r'namespace="alice", persistentvolumeclaim="data"\}'):
+        collect_waste(cluster_day(CLUSTER, DAY, 60, ["nvidia_com_gpu"], MountedClaims(value), DEFAULT_STORE), 5.0)

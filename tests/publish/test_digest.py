@@ -38,7 +38,7 @@ def test_the_period_of_a_runs_digest(day, personal, period):
 @pytest.fixture
 def ledger(tmp_path):
     engine = open_ledger(write_ledger(tmp_path / "ledger.db"))
-    wasted = pd.DataFrame([("jaguar", "alice", "robotics", "alice", 3.5, None)], columns=frames.CHARGED_WASTE.columns)
+    wasted = pd.DataFrame([("jaguar", "alice", "robotics", "alice", 3.5, None, None)], columns=frames.CHARGED_WASTE.columns)
     replace_day(engine, DAY, DayBill(frame(ROWS[DAY]), wasted=wasted), "USD")
     return engine
 

@@ -241,10 +241,10 @@ def test_discounts_of_priority_classes_are_shown(tmp_path):
 
 def test_waste_per_person_on_the_team_page_and_in_the_leads_email(ledger, tmp_path):
     wasted = pd.DataFrame([
-        ("jaguar", "alice", "robotics", "alice", 6.0, 20.0),
-        ("jaguar", "team-robotics", "robotics", None, 0.0, 5.0),
-        ("ibis", "bob", "robotics", "bob", None, 3.5),  # ibis has no DCGM exporter
-        ("ibis", "bob", "vision", "bob", None, 3.5),
+        ("jaguar", "alice", "robotics", "alice", 6.0, 20.0, 12.0),
+        ("jaguar", "team-robotics", "robotics", None, 0.0, 5.0, None),  # no claim of it mounted
+        ("ibis", "bob", "robotics", "bob", None, 3.5, 0.0),  # ibis has no DCGM exporter
+        ("ibis", "bob", "vision", "bob", None, 3.5, 0.0),
     ], columns=frames.CHARGED_WASTE.columns)
     replace_day(ledger, DAY, DayBill(frame(ROWS[DAY]), wasted=wasted), "USD")
     report = read_report(ledger, DAY, "USD", "unallocated")
