@@ -1,6 +1,6 @@
 """Column unused_storage_gib_hours of tables waste and workload_waste: the GiB-hours bound claims held but their
 filesystems did not use (kubelet's used bytes), shown beside the other waste, never billed; NULL where it was not
-measured, as on every day billed before (docs/spec.md "Waste: held but unused").
+measured, as on every day billed before (docs/spec.md "Storage").
 
 Revision ID: 0020
 Revises: 0019
