@@ -116,7 +116,7 @@ from billing.collect.promql import (
     in_pieces,
 )
 from billing.collect.storage import _labelled
-from billing.collect.stores import Store
+from billing.collect.stores import FamilyLabels, Store
 from billing.collect.usage import GIB, ClusterUsage, collect_cluster
 from billing.config import ClusterConfig
 from billing.resources import mig_resource, slice_fraction
@@ -136,6 +136,9 @@ CONTAINER_RUN = ("namespace", "pod", "container", "id", "cpu")  # cAdvisor's lab
 CLAIM = "namespace, persistentvolumeclaim"  # a claim, as kube-state-metrics and the kubelet label it
 SEEN, USED, SIZE = "seen", "used", "size"  # the `figure` label of each part of `unused_storage`'s answer
 UNUSED_STORAGE = "unused_storage_gib_hours"
+# the kubelet's volume stats name the claim's namespace; a scrape with `honor_labels: false` moves it to
+# exported_namespace, which is read wherever a series has it (no other family tells how the kubelet is scraped)
+KUBELET = FamilyLabels(namespace="exported_namespace")
 
 
 class WasteQueries(Queries):
@@ -169,8 +172,8 @@ class WasteQueries(Queries):
         capacity = (f"label_replace(max by (persistentvolume) ({self.highest(self.series(VOLUME_CAPACITY))}), "
                     '"volumename", "$1", "persistentvolume", "(.+)")')
         request = f"max by ({CLAIM}) ({self.ksm.plain(self.highest(self.series(CLAIM_REQUEST)), ('namespace',))})"
-        return _labelled({SEEN: self.instants_seen(used, CLAIM, self.cadvisor, copies=True),
-                          USED: self.instants_seen(used, CLAIM, self.cadvisor, copies=True, sum_values=True),
+        return _labelled({SEEN: self.instants_seen(used, CLAIM, KUBELET, copies=True),
+                          USED: self.instants_seen(used, CLAIM, KUBELET, copies=True, sum_values=True),
                           SIZE: f"max by ({CLAIM}) ({info} * on (volumename) group_left () {capacity}) or {request}"})
 
     def usage(self) -> str:

@@ -25,6 +25,7 @@ from billing.collect.preflight import MissingSeries, preflight, refuse_missing
 from billing.collect.prometheus import LivePrometheus
 from billing.collect.storage import collect_storage
 from billing.collect.usage import collect_cluster
+from billing.collect.waste import collect_waste
 from billing.config import load_config
 from billing.days import billing_day
 from billing.jobs.check import storage
@@ -134,6 +135,14 @@ def collected(url: str, cost_labels: list[str] | None):
     return collect_storage(context, cost_labels, workloads)
 
 
+def unused_storage(url: str) -> dict[str, float]:
+    """Per namespace, the unused storage GiB-hours waste measures (collect_waste, workloads off)."""
+    config = cluster("jaguar", url)
+    context = cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
+    waste = collect_waste(context, 5.0).dropna(subset=["unused_storage_gib_hours"])
+    return dict(zip(waste["namespace"], waste["unused_storage_gib_hours"]))
+
+
 def reference(of: World, workloads: bool) -> dict:
     return reference_storage(of, "jaguar", D, DAY.end.timestamp(), 60, workloads=workloads)
 
@@ -184,7 +193,9 @@ def test_claims_billed_per_namespace_class_and_workload(store_server):
 def test_labels_a_scrape_without_honor_labels_moved_are_read_where_they_are(prometheus_server):
     """A scrape with `honor_labels: false`: the claims' and pods' namespace is in exported_namespace, kube-state-metrics'
     own in namespace (docs/stores.md); the same figures as the world's (the reference reads the exporter's labels)."""
-    check(prometheus_server(replace(world(), honor_labels=False)).url, world())
+    url = prometheus_server(replace(world(), honor_labels=False)).url
+    check(url, world())
+    assert_close(unused_storage(url), UNUSED_STORAGE)  # the kubelet's namespace in exported_namespace too
 
 
 def test_a_live_store_follows_staleness_markers_and_counts_copies_once(live_store):
@@ -192,7 +203,10 @@ def test_a_live_store_follows_staleness_markers_and_counts_copies_once(live_stor
     not 18:04), and kube-state-metrics replaced at 09:00 (a copy of every series per exporter)."""
     live = replace(world(), staleness=True, exporters=replaced_exporter(at(9)))
     assert reference(live, workloads=False)[("vision", "", FAST)] == pytest.approx(100 * 12 + 150 * 6, rel=1e-9)
-    check(live_store(live).url, live)
+    url = live_store(live).url
+    check(url, live)
+    # the kubelet's used bytes end at the web pod's deletion (12:00), not 12:04; kube-state-metrics' copies once
+    assert_close(unused_storage(url), {"vision": (100 - 40) * 6, "nlp": (200 - 50) * 24})
 
 
 @pytest.mark.parametrize(("capacity", "shown"), [(float("nan"), "NaN"), (-1000 * GIB, "-"), (float("inf"), "+Inf")])
