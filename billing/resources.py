@@ -19,6 +19,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,15 @@ def per_resource(field: str) -> Derived:
 
 
 RESOURCES = Names(lambda: list(REGISTRY))
+
+
+def registered(keyed: dict[str, T]) -> dict[str, T]:
+    """A config mapping keyed by resource name (service units' weights, the journal's object codes), or ValueError
+    naming the first key no resource of REGISTRY has."""
+    unknown = sorted(set(keyed) - set(REGISTRY))
+    if unknown:
+        raise ValueError(f"{unknown[0]!r} is no billed resource (expected one of {', '.join(REGISTRY)})")
+    return keyed
 
 RESERVED, CREDIT, UNREQUESTED, QUOTA, LENT = "reserved-", "credit-", "unrequested-", "quota-", "lent-"
 KINDS = (RESERVED, CREDIT, UNREQUESTED, QUOTA, LENT)

@@ -14,16 +14,20 @@ and the most pods mounting a claim at one instant; and, kept by the store's own 
 factoring wrong: a capacity that spread (a resize, a NaN), a phase value other than 0 or 1, a volume Released or
 Available. The client multiplies the figures. Every claim or volume the factoring would get wrong (recreated,
 rebound or reclassed within the chunk, resized, Bound or there at some instants only, reported by several
-exporters at once, mounted by two pods at once, held unclaimed) goes to the exact path: the literal per-instant
+exporters at once, held unclaimed) goes to the exact path: the literal per-instant
 join (`claimed`, `mounted`, `provisioned`) restricted to those claims and volumes by name, in pieces within
 promql.QUERY_BYTES. A chunk without claims asks nothing more than whether it has any (`listed`). On the generated
-day of 300 pods the night's storage reads touch 0.70 times the samples of the bill's floor, where the per-instant
+day of 300 pods the night's storage reads touch 0.65 times the samples of the bill's floor, where the per-instant
 join of every claim touched 0.76 (and cost Prometheus more CPU than the floor at 5,000 pods, joining at each of
 1,440 instants).
 
 Per workload, a claim Bound at every instant that no two pods mount at once is each mounting pod's for the instants
-its mount series is visible and the namespace's own (frames.UNATTRIBUTED) for the rest; each pod is taken to its
-workload with the usage's answer, so that no query reads every pod's kube_pod_info at every instant.
+its mount series is visible and the namespace's own (frames.UNATTRIBUTED) for the rest; one of one size that pods
+share (two or more mount it at some instant: a team's dataset its Jobs mount) is shared at each instant among the
+pods mounting it then, on the client, from its mount series at each instant (a range query of the mount family
+alone, naming it): joining its bytes and the shares at every instant in the store cost Prometheus more CPU than
+the bill's floor at 5,000 pods. Each pod is taken to its workload with the usage's answer, so that no query reads
+every pod's kube_pod_info at every instant.
 
 The rows are the usage's (frames.USAGE: resource STORAGE, the class in `gpu_model`), appended to the cluster's usage
 by collect/day.py; charging prices them like every other row.
@@ -371,11 +375,15 @@ def _chunk_rows(source: PrometheusSource, queries: StorageQueries, chunk: Chunk,
     own = "" if workloads is None else frames.UNATTRIBUTED
     rows: list[tuple] = []
     exact: set[Claim] = set()
+    shared: dict[Claim, tuple[str, float, float]] = {}  # claims of one size, Bound throughout, that pods share
     for claim in facts.claims():
         held = facts.claim(claim)
         shares = None if held is None else {} if workloads is None or not held[2] else facts.shares(claim)
-        if held is None or shares is None:
+        if held is None:
             exact.add(claim)
+            continue
+        if shares is None:
+            shared[claim] = held
             continue
         (namespace, _), (storageclass, size, bound) = claim, held
         for pod, instants in shares.items():
@@ -385,6 +393,8 @@ def _chunk_rows(source: PrometheusSource, queries: StorageQueries, chunk: Chunk,
             rows.append((CLAIMED, namespace, own, storageclass, size * alone))
     if exact:
         rows += _exact_claims(source, queries, chunk, facts, exact, workloads)
+    if shared and workloads is not None:
+        rows += _shared_claims(source, queries, chunk, shared, workloads)
     unsure = []
     for volume in facts.volumes():
         if (figures := facts.volume(volume)) is None:
@@ -403,11 +413,8 @@ def _exact_claims(source: PrometheusSource, queries: StorageQueries, chunk: Chun
     """The rows of the claims the factoring would get wrong, instant by instant (and per pod mounting them, over the
     chunk), asked by name in pieces: another namespace's claim of the same name is left out here."""
     def named(piece: list[Claim]) -> tuple[str, str]:
-        """Matchers keeping the claims of these namespaces and names (with others of their names in those namespaces,
-        left out here), and the volumes these claims were bound to."""
-        claims = (f"{node_matcher({name for _, name in piece}, 'persistentvolumeclaim')}, "
-                  f"{node_matcher({namespace for namespace, _ in piece}, queries.ksm.namespace)}")
-        return claims, node_matcher(facts.volumes_of(piece), "persistentvolume")
+        """Matchers keeping the claims of these namespaces and names, and the volumes these claims were bound to."""
+        return _named(piece, queries), node_matcher(facts.volumes_of(piece), "persistentvolume")
 
     rows = []
     own = "" if workloads is None else frames.UNATTRIBUTED
@@ -427,6 +434,39 @@ def _exact_claims(source: PrometheusSource, queries: StorageQueries, chunk: Chun
                 rows.append((CLAIMED, namespace, workloads.get((namespace, pod), f"Pod/{pod}"),
                              labels.get("storageclass", ""), held))
     return rows
+
+
+def _shared_claims(source: PrometheusSource, queries: StorageQueries, chunk: Chunk,
+                   shared: dict[Claim, tuple[str, float, float]], workloads: PodWorkloads) -> list[tuple]:
+    """The rows of claims of one size, Bound at every instant, that two or more pods mount at some instant (a dataset
+    a team's Jobs share): at each instant the claim's bytes shared equally among the pods mounting it then, and
+    the instants none does the namespace's own. The pods mounting each claim at each instant come from the mount
+    family alone, asked by name as a range query (no join: joined at every instant, claims' bytes and shares cost
+    Prometheus more than the bill's floor); the sharing is done here."""
+    mounting: dict[Claim, dict[float, list[str]]] = {claim: {} for claim in shared}  # instant -> pods mounting
+    for query in pieces(shared, lambda piece: queries.mounts(_named(piece, queries))):
+        for series in source.range(query, chunk.start, chunk.last, chunk.step):
+            if (claim := _claim(series["metric"])) in mounting:
+                for t, _ in series["values"]:
+                    mounting[claim].setdefault(float(t), []).append(series["metric"].get("pod", ""))
+    rows = []
+    for (namespace, name), (storageclass, size, bound) in shared.items():
+        held: dict[str, float] = {}  # pod -> its instants' shares
+        for pods in mounting[(namespace, name)].values():
+            for pod in pods:
+                held[pod] = held.get(pod, 0.0) + 1 / len(pods)
+        rows += [(CLAIMED, namespace, workloads.get((namespace, pod), f"Pod/{pod}"), storageclass, size * instants)
+                 for pod, instants in held.items()]
+        if alone := bound - len(mounting[(namespace, name)]):
+            rows.append((CLAIMED, namespace, frames.UNATTRIBUTED, storageclass, size * alone))
+    return rows
+
+
+def _named(claims: list[Claim], queries: StorageQueries) -> str:
+    """Matchers keeping the claims of these namespaces and names (with others of their names in those namespaces,
+    which the caller leaves out)."""
+    return (f"{node_matcher({name for _, name in claims}, 'persistentvolumeclaim')}, "
+            f"{node_matcher({namespace for namespace, _ in claims}, queries.ksm.namespace)}")
 
 
 def _row(name: str, labels: dict[str, str], value: str, cluster: str, workload: str = "") -> tuple:

@@ -12,7 +12,7 @@ from pydantic import BeforeValidator, Field, field_validator, model_validator
 from billing.accounts import Account, AccountAssignment, Accounts, Subject, overlapping, uneven_days
 from billing.config.prices import Day, finite_number
 from billing.config.section import Section
-from billing.resources import REGISTRY
+from billing.resources import registered
 
 Name = Annotated[str, Field(min_length=1)]
 # a share of a charge, in percent: 60, 33.33 (to the ten-thousandth, so that three thirds can add to 100)
@@ -60,13 +60,7 @@ class AccountsConfig(Section):
     default_object_code: Name
     expiry_notice_days: Annotated[int, Field(ge=0, le=366)] = 30  # tell leads and admins this many days ahead
 
-    @field_validator("object_codes")
-    @classmethod
-    def _resources(cls, codes: dict[str, str]) -> dict[str, str]:
-        unknown = sorted(set(codes) - set(REGISTRY))
-        if unknown:
-            raise ValueError(f"{unknown[0]!r} is no billed resource (expected one of {', '.join(REGISTRY)})")
-        return codes
+    _resources = field_validator("object_codes")(registered)
 
     @model_validator(mode="after")
     def _consistent(self) -> AccountsConfig:

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field, field_validator
 
 from billing.config.section import Section
-from billing.resources import REGISTRY
+from billing.resources import REGISTRY, registered
 
 # SU per resource-hour, and money per SU: bounded like a price (billing/config/prices.py HIGHEST_PRICE)
 Weight = Annotated[float, Field(ge=0, lt=1e9, allow_inf_nan=False)]
@@ -31,13 +31,7 @@ class ServiceUnits(Section):
     # money per SU: set, the set's prices per resource-hour are weight x price (and not given apart)
     price: Annotated[Weight, BeforeValidator(_not_true)] | None = None
 
-    @field_validator("weights")
-    @classmethod
-    def _registered(cls, weights: dict[str, float]) -> dict[str, float]:
-        unknown = sorted(set(weights) - set(REGISTRY))
-        if unknown:
-            raise ValueError(f"{unknown[0]!r} is no billed resource (the resources are {', '.join(REGISTRY)})")
-        return weights
+    _registered = field_validator("weights")(registered)
 
     def rates(self, scale: float = 1.0) -> dict[str, Any]:
         """The weights as a price set's keys (`gpu_hour`, `gpu_models`, ...), each times `scale` exactly to the

@@ -155,11 +155,11 @@ def held_by_namespace(engine: Engine, subject: Subject, first: date, last: date)
 
 def held_before_running(engine: Engine, subject: Subject, first: date, last: date, per_workload: bool = False
                         ) -> list[dict]:
-    """What the subject's pods bound to a node held before they ran (docs/spec.md "Rule 2: running"), per resource and
-    reason (and `per_workload`, per workload first: '' where workloads were off), with its cost and whether any of it
-    was charged; none for days billed before revision 0013."""
+    """What the subject's pods bound to a node held before they ran (docs/spec.md "Rule 2: running"), per resource,
+    currency (amounts of two never add) and reason (and `per_workload`, per workload first: '' where workloads were
+    off), with its cost and whether any of it was charged; none for days billed before revision 0013."""
     held = bound_pending
-    keys = [*([held.c.workload] if per_workload else []), held.c.resource, held.c.reason]
+    keys = [*([held.c.workload] if per_workload else []), held.c.resource, held.c.currency, held.c.reason]
     query = (
         select(*keys, func.sum(held.c.quantity).label("quantity"),
                money_sum(held.c.cost).label("cost"), func.max(held.c.charged).label("charged"))

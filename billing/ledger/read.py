@@ -115,34 +115,39 @@ def _as_date(value: date | str | None) -> date | None:
     return value if value is None or isinstance(value, date) else date.fromisoformat(str(value))
 
 
-def day_costs(engine: Engine, day: date) -> list[tuple[str, str, str, float]]:
-    """(cluster, team, resource, cost) of a day, summed by the database, in that order."""
-    keys = [chargeback.c.cluster, chargeback.c.team, chargeback.c.resource]
+def day_costs(engine: Engine, day: date) -> list[tuple[str, str, str, str, float]]:
+    """(cluster, team, resource, currency, cost) of a day, summed by the database per currency (amounts of two
+    currencies never add), in that order."""
+    keys = [chargeback.c.cluster, chargeback.c.team, chargeback.c.resource, chargeback.c.currency]
     query = select(*keys, money_sum(chargeback.c.cost).label("cost")).where(chargeback.c.day == day)
     rows = fetch_rows(engine, query.group_by(*keys).order_by(*keys), "the ledger")
-    return [(row.cluster, row.team, row.resource, float(row.cost)) for row in rows]
+    return [(row.cluster, row.team, row.resource, row.currency, float(row.cost)) for row in rows]
 
 
-def team_costs(engine: Engine, first: date, last: date, teams: list[str] | None = None) -> dict[str, float]:
-    """Each team's cost of a date range, summed by the database, optionally of the `teams` only."""
-    query = select(chargeback.c.team, money_sum(chargeback.c.cost).label("cost")).where(
-        chargeback.c.day.between(first, last))
+def team_costs(engine: Engine, first: date, last: date, teams: list[str] | None = None
+               ) -> dict[tuple[str, str], float]:
+    """Each team's cost of a date range per currency ((team, currency) -> cost), summed by the database, optionally
+    of the `teams` only."""
+    keys = [chargeback.c.team, chargeback.c.currency]
+    query = select(*keys, money_sum(chargeback.c.cost).label("cost")).where(chargeback.c.day.between(first, last))
     if teams is not None:
         query = query.where(chargeback.c.team.in_(teams))
-    return {row.team: float(row.cost) for row in fetch_rows(engine, query.group_by(chargeback.c.team), "the ledger")}
+    return {(row.team, row.currency): float(row.cost)
+            for row in fetch_rows(engine, query.group_by(*keys).order_by(*keys), "the ledger")}
 
 
-def month_to_date_costs(engine: Engine, day: date, teams: list[str] | None = None) -> dict[str, float]:
-    """Each team's cost of the month of `day` through `day` (optionally of the `teams` only); of a closed month, the
-    whole month with its cost recovery (`recovered`), as its statement and the FOCUS export have it: a closed
-    month is over, and its figure is the statement's. Summed as money is."""
+def month_to_date_costs(engine: Engine, day: date, teams: list[str] | None = None) -> dict[tuple[str, str], float]:
+    """Each team's cost per currency ((team, currency) -> cost) of the month of `day` through `day` (optionally of
+    the `teams` only); of a closed month, the whole month with its cost recovery (`recovered`), as its statement and
+    the FOCUS export have it: a closed month is over, and its figure is the statement's. Summed as money is."""
     month = day.replace(day=1)
     last = month.replace(day=days_in_month(month)) if month_closed(engine, month) else day
-    costs = {team: in_billionths(cost) for team, cost in team_costs(engine, month, last, teams).items()}
+    costs = {key: in_billionths(cost) for key, cost in team_costs(engine, month, last, teams).items()}
     for line in recovered(engine, month, last):
         if teams is None or line["team"] in teams:
-            costs[line["team"]] = costs.get(line["team"], 0) + in_billionths(line["amount"])
-    return {team: amount / BILLIONTHS for team, amount in costs.items()}
+            key = (line["team"], line["currency"])
+            costs[key] = costs.get(key, 0) + in_billionths(line["amount"])
+    return {key: amount / BILLIONTHS for key, amount in costs.items()}
 
 
 def team_daily_costs(engine: Engine, team: str, first: date, last: date) -> dict[str, dict[date, float]]:

@@ -90,7 +90,8 @@ def read_budget_status(engine: Engine, team: str, as_of: date, budget: float | N
     export has it), whichever day it is asked as of."""
     month = as_of.replace(day=1)
     if month_closed(engine, month):
-        spent = month_to_date_costs(engine, as_of, [team]).get(team, 0.0)  # closed: in the statement's one currency
+        closed = {currency: cost for (_, currency), cost in month_to_date_costs(engine, as_of, [team]).items()}
+        spent = closed.get(one_currency(closed, "", _in_two(team, month, as_of)), 0.0)
         return BudgetStatus(team, as_of, budget, spent, spent, 0, closed=True)
     first = min(month, as_of - timedelta(days=FORECAST_LOOKBACK))
     costs = team_daily_costs(engine, team, first, as_of)

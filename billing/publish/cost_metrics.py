@@ -12,7 +12,9 @@ The figures are the latest billed day's (a backfill of older days does not move
 them back) and the month to date through it, so that a dashboard's "yesterday"
 is always the newest day billing has: `billing_cost_day_timestamp_seconds` says
 which day that is. Names follow Prometheus' conventions; amounts are in the
-`currency` label's unit, so no name claims a unit it cannot know.
+`currency` label's unit, so no name claims a unit it cannot know. Each cost series is its own rows' currency: where
+a team's rows are in two (a cluster priced in another, or the installation's currency changed), it has a series per
+currency, never their sum (docs/spec.md "Currencies"); a budget is in the configured currency.
 """
 
 from __future__ import annotations
@@ -34,9 +36,10 @@ from billing.resources import RESOURCES
 class CostFigures:
     day: date  # the latest billed day
     day_start: float  # its first instant, Unix time (it starts at midnight in the configured zone)
-    currency: str
-    costs: list[tuple[str, str, str, float]]  # (cluster, team, ledger resource, cost) of the day
-    month_to_date: dict[str, float]  # team -> the month to date through `day`; a closed month's as its statement has it
+    currency: str  # the configured one, the budgets'
+    costs: list[tuple[str, str, str, str, float]]  # (cluster, team, ledger resource, currency, cost) of the day
+    # (team, currency) -> the month to date through `day`; a closed month's as its statement has it
+    month_to_date: dict[tuple[str, str], float]
     budgets: dict[str, float]  # team -> its monthly budget, where it has one
 
 
@@ -57,12 +60,12 @@ def add_cost_metrics(registry: CollectorRegistry, figures: CostFigures) -> None:
     cost = Gauge("billing_cost", f"Cost of the latest billed day per cluster, team and ledger resource ({', '.join(RESOURCES)}; "
                  "unrequested-*, reserved-*, credit-* for shared unrequested capacity and reserved pools), in the currency.",
                  ["cluster", "team", "resource", "currency"], registry=registry)
-    for cluster, team, resource, amount in figures.costs:
-        cost.labels(cluster, team, resource, figures.currency).set(amount)
+    for cluster, team, resource, currency, amount in figures.costs:
+        cost.labels(cluster, team, resource, currency).set(amount)
     month = Gauge("billing_month_to_date_cost", "Cost of the month to date through the latest billed day, per team; of a closed month, the month as its statement has it, cost recovery included.",
                   ["team", "currency"], registry=registry)
-    for team, amount in figures.month_to_date.items():
-        month.labels(team, figures.currency).set(amount)
+    for (team, currency), amount in figures.month_to_date.items():
+        month.labels(team, currency).set(amount)
     budget = Gauge("billing_month_budget", "A team's budget for the month of the latest billed day.",
                    ["team", "currency"], registry=registry)
     for team, amount in figures.budgets.items():

@@ -37,7 +37,7 @@ from billing.ledger.read import (
     run_notes,
     unknown_capacity,
 )
-from billing.money import cents, money_sums, total
+from billing.money import Totals, cents, money_sums, total
 from billing.publish.budgets import BudgetStatus
 from billing.publish.formatting import held_gpus, held_reason, quantity
 from billing.publish.links import slug
@@ -91,16 +91,26 @@ class ArchiveDay:
     """One run day in the archive index."""
 
     day: date
-    cost: float
-    previous: float | None  # the day before, None if it never ran
+    cost: Totals  # per currency: amounts of two are never added
+    previous: Totals | None  # the day before, None if it never ran
     incomplete: tuple[str, ...]  # clusters with gaps in the day's data
     directory_note: str  # why the run used the last known directory; '' if it read the live one
+
+    @property
+    def change(self) -> tuple[float, float | None, str] | None:
+        """(cost, the day before, currency) for the change cell; None where the two days hold more than one
+        currency between them, since no change subtracts one currency from another."""
+        currencies = {*self.cost.currencies, *(self.previous.currencies if self.previous else ())}
+        if len(currencies) > 1:
+            return None
+        currency = currencies.pop()
+        return self.cost.amounts[currency], None if self.previous is None else self.previous.amounts[currency], currency
 
 
 @dataclass(frozen=True)
 class ArchiveMonth:
     month: date  # its first day
-    cost: float  # of the days that ran
+    cost: Totals  # of the days that ran, per currency
     days: tuple[ArchiveDay, ...]  # newest first
 
 
@@ -209,23 +219,29 @@ def read_report(engine: Engine, day: date, currency: str, unallocated_team: str)
                      capacity_unknown=tuple(unknown_capacity(engine, day)), storage=_storage(read_storage(engine, day)),
                      teams=teams, waste=_waste(wasted, "team"), held_before_running=held_rows(pending, "team"))
     report = with_workloads(report, read_workload_totals(engine, day - timedelta(days=1), day))
-    return replace(report, archive=read_archive(engine))
+    return replace(report, archive=read_archive(engine, report.currency))
 
 
-def read_archive(engine: Engine) -> tuple[ArchiveMonth, ...]:
-    """Every day the ledger records a run of, with its cost, its change and its run's notes, by month."""
+def read_archive(engine: Engine, currency: str) -> tuple[ArchiveMonth, ...]:
+    """Every day the ledger records a run of, with its cost per currency (a day without rows: 0 in `currency`, the
+    configured one), its change and its run's notes, by month."""
     runs = run_notes(engine)
-    costs = money_sums(daily_costs(engine, date.min, date.max), ["day"], ["cost"]).set_index("day")["cost"]
+    costs: dict[date, list[tuple[str, float]]] = {}
+    for day, in_currency, cost in money_sums(daily_costs(engine, date.min, date.max), ["day", "currency"], ["cost"]
+                                             )[["day", "currency", "cost"]].itertuples(index=False):
+        costs.setdefault(day, []).append((in_currency, float(cost)))
     gaps: dict[date, list[str]] = {}
     for day, cluster, _ in incomplete(engine, date.min, date.max):
         gaps.setdefault(day, []).append(cluster)
-    days = [ArchiveDay(day, float(costs.get(day, 0.0)),
-                       float(costs.get(day - timedelta(days=1), 0.0)) if day - timedelta(days=1) in runs else None,
+    days = [ArchiveDay(day, Totals.of(costs.get(day, []), currency),
+                       Totals.of(costs.get(day - timedelta(days=1), []), currency)
+                       if day - timedelta(days=1) in runs else None,
                        tuple(gaps.get(day, ())), runs[day]) for day in sorted(runs, reverse=True)]
     months: dict[date, list[ArchiveDay]] = {}
     for entry in days:
         months.setdefault(entry.day.replace(day=1), []).append(entry)
-    return tuple(ArchiveMonth(month, sum(d.cost for d in entries), tuple(entries)) for month, entries in months.items())
+    return tuple(ArchiveMonth(month, Totals.of([cost for d in entries for cost in costs.get(d.day, [])], currency),
+                              tuple(entries)) for month, entries in months.items())
 
 
 def with_workloads(report: DayReport, workloads: pd.DataFrame) -> DayReport:

@@ -233,7 +233,7 @@ def write_pages(report: DayReport, output_dir: Path) -> list[Path]:
         for neighbour in _neighbours(days, report.day):
             _relink(output_dir, neighbour, days)
         _write(output_dir / "index.html", render_template(
-            "archive.html.j2", archive=report.archive, currency=report.currency, published=set(days)))
+            "archive.html.j2", archive=report.archive, published=set(days)))
     except OSError as exc:
         raise _unwritable(output_dir, exc) from None
     return [*pages, output_dir / "index.html"]

@@ -273,12 +273,13 @@ def _recovery_key(column: str, line: dict) -> object:
 
 
 def _per_resource(held: list[dict]) -> list[dict]:
-    """Rows per resource and reason (workload, resource and reason where asked per workload) as one per resource (per
-    workload and resource; NOT_BROKEN_DOWN for days billed with workloads off, as in the rows): the sums, and the
-    reason with the most resource-hours."""
+    """Rows per resource, currency and reason (workload first where asked per workload) as one per resource and
+    currency (per workload, resource and currency; NOT_BROKEN_DOWN for days billed with workloads off, as in the
+    rows): the sums, each currency's apart, and the reason with the most resource-hours."""
     found: dict[tuple, dict] = {}
     for row in held:
-        key = ({"workload": row["workload"] or NOT_BROKEN_DOWN} if "workload" in row else {}) | {"resource": row["resource"]}
+        key = (({"workload": row["workload"] or NOT_BROKEN_DOWN} if "workload" in row else {})
+               | {"resource": row["resource"], "currency": row["currency"]})
         kept = found.setdefault(tuple(key.values()), {**key, "quantity": 0.0, "cost": 0.0, "charged": False,
                                                       "reason": row["reason"], "most": 0.0})
         kept["quantity"] += row["quantity"]

@@ -282,7 +282,7 @@ def held_lines(report: Report) -> list[str]:
     """Per resource (and workload where asked by workload), what pods bound to a node held before they ran, and
     whether the rows above include it."""
     return [(f"{row['workload']}: " if "workload" in row else "")
-            + f"held before running: {quantity(row['quantity'], row['resource'])}, {money(row['cost'], report.currency)}"
+            + f"held before running: {quantity(row['quantity'], row['resource'])}, {money(row['cost'], row[CURRENCY])}"
             f", {'charged (in the rows above)' if row['charged'] else 'shown, not charged'}"
             + (f"; mostly {row['reason']}" if row["reason"] else "") for row in report.held_before_running]
 
@@ -356,7 +356,7 @@ def json_text(report: Report) -> str:
     if report.price_changes:
         document["price_changes"] = [{"cluster": cluster, "from": day.isoformat()} for cluster, day in report.price_changes]
     if report.held_before_running:
-        document["held_before_running"] = report.held_before_running
+        document["held_before_running"] = [_held_row(report, row) for row in report.held_before_running]
     if report.by:
         document["by"] = report.by
     if report.without_breakdown is not None:
@@ -365,6 +365,13 @@ def json_text(report: Report) -> str:
         document["leads"] = [{"uid": uid, "name": report.people.get(uid, "")} for uid in report.leads]
     document["rows"] = [_json_row(report, row) for row in report.rows]
     return json.dumps(document, indent=1) + "\n"
+
+
+def _held_row(report: Report, row: dict) -> dict:
+    """A held row with its `currency` where the report is in several or it is not the report's; else as before."""
+    if _several(report) or row[CURRENCY] != report.currency:
+        return row
+    return {key: value for key, value in row.items() if key != CURRENCY}
 
 
 def _json_row(report: Report, row: dict) -> dict:

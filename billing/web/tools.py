@@ -260,8 +260,9 @@ def answer_schemas(currency: str) -> dict[str, dict]:
             f"rows and total: month, team, cluster, kind (recovery, subsidy, monthly-credit) and amount in {currency}")},
         "price_changes": price_changes, "by": {"type": "string"},
         "held_before_running": {"type": "array", "items": {"type": "object"}, "description": (
-            f"what pods bound to a node held before they ran, per resource: quantity in resource-hours, cost in "
-            f"{currency}, charged or shown only")},
+            f"what pods bound to a node held before they ran, per resource and currency: quantity in "
+            f"resource-hours, cost in {currency} (in its `currency` where that is another or the rows are in "
+            f"several), charged or shown only")},
         "days_without_breakdown": days, "leads": {"type": "array", "items": {"type": "object"}},
         "rows": {"type": "array", "items": row},
     }

@@ -103,8 +103,9 @@ class FakeStore:
     """Answers storage's queries by kind, the exact path's with ckpt's bytes (and another namespace's claim of its name,
     which a real store's namespace matcher leaves out) at each instant; records what was asked."""
 
-    def __init__(self, answer: list[dict], mounted: tuple[dict, ...] = ()):
+    def __init__(self, answer: list[dict], mounted: tuple[dict, ...] = (), mounts: dict[str, int] | None = None):
         self.answer, self.mounted = answer, list(mounted)
+        self.mounts = mounts or {}  # pod -> the first instants of each chunk at which it mounts ckpt
         self.asked: list[tuple[str, str]] = []
 
     def instant(self, query: str, at: float) -> list[dict]:
@@ -115,8 +116,12 @@ class FakeStore:
                 "unknown": []}[kind]
 
     def range(self, query: str, start: float, end: float, step: float) -> list[dict]:
-        kind = "provisioned" if '"figure", "provisioned"' in query else "claimed"
+        kind = ("provisioned" if '"figure", "provisioned"' in query
+                else "mounts" if query.startswith("group by (namespace, persistentvolumeclaim, pod)") else "claimed")
         self.asked.append((kind, query))
+        if kind == "mounts":
+            return [{"metric": {**CKPT, "pod": pod}, "values": [[t, "1"] for t in range(int(start), int(end) + 1, int(step))][:n]}
+                    for pod, n in self.mounts.items()]
         if kind == "provisioned":
             labels = {"figure": "provisioned", "storageclass": "fast-nvme"}
             return [{"metric": labels, "values": [[t, str(100 * GIB)] for t in range(int(start), int(end) + 1, int(step))]}]
@@ -174,21 +179,37 @@ def test_a_claim_the_factoring_gets_wrong_is_asked_instant_by_instant_by_name(ch
                                                ("nlp", "(no workload)", "bulk"): 4800.0}, rel=1e-12)
 
 
-def test_a_claim_two_pods_mount_at_once_is_shared_instant_by_instant():
-    """ckpt mounted by web-0 and web-1 at once: its shares are the exact mounted query's (50 GiB x 60 instants each a
-    chunk, 200 GiB-hours a day each, both StatefulSet/web's), beside the exact claimed query's instants no pod mounts
-    it."""
-    shared = facts(mounted=[part("mounted", 60, **CKPT, pod=pod, uid=pod) for pod in ("web-0", "web-1")],
+def test_a_claim_pods_share_is_shared_instant_by_instant_from_the_mounts_alone():
+    """ckpt (100 GiB, Bound all day) mounted by web-0 and web-1 at once at the first 60 instants of each chunk, by
+    web-0 alone at the next 30: no join is asked, only the mounts of ckpt at each instant (a range query naming it);
+    web-0 holds 100 GiB x (60 / 2 + 30) instants a chunk, web-1 100 x 60 / 2: 400 and 200 GiB-hours a day, both
+    StatefulSet/web's; the 270 instants a chunk no pod mounts it are the namespace's own, 1,800."""
+    shared = facts(mounted=[part("mounted", 90, **CKPT, pod="web-0", uid="web-0"),
+                            part("mounted", 60, **CKPT, pod="web-1", uid="web-1")],
                    peak=[part("peak", 2, **CKPT)])
+    store = FakeStore(shared, mounts={"web-0": 90, "web-1": 60})
+    day = collected(store)
+    kinds = Counter(kind for kind, _ in store.asked)
+    assert kinds == {"listed": 4, "facts": 4, "mounts": 4}
+    assert all('persistentvolumeclaim=~"ckpt"' in query and 'namespace=~"vision"' in query
+               for kind, query in store.asked if kind == "mounts")
+    assert per_workload(day) == pytest.approx({("vision", "StatefulSet/web", "fast-nvme"): 600.0,
+                                               ("vision", "(no workload)", "fast-nvme"): 1800.0,
+                                               ("nlp", "(no workload)", "bulk"): 4800.0}, rel=1e-12)
+
+
+def test_a_claim_pods_share_that_changed_size_is_asked_with_its_join():
+    """ckpt resized within the chunk and mounted by two pods at once: its bytes at each instant and the pods' shares
+    of them come from the exact path's joins, not from the mounts alone."""
+    shared = facts(mounted=[part("mounted", 60, **CKPT, pod=pod, uid=pod) for pod in ("web-0", "web-1")],
+                   peak=[part("peak", 2, **CKPT)], spread=[part("spread", 1.5e9, persistentvolume="pv-ckpt")])
     mounted = tuple({"metric": {**CKPT, "storageclass": "fast-nvme", "pod": pod}, "value": [0, str(50 * GIB * 60)]}
                     for pod in ("web-0", "web-1"))
     store = FakeStore(shared, mounted)
-    day = collected(store)
-    kinds = Counter(kind for kind, _ in store.asked)
-    assert kinds == {"listed": 4, "facts": 4, "claimed": 4, "mounted": 4}
-    assert per_workload(day) == pytest.approx({("vision", "StatefulSet/web", "fast-nvme"): 400.0,
-                                               ("vision", "(no workload)", "fast-nvme"): 2400.0,
-                                               ("nlp", "(no workload)", "bulk"): 4800.0}, rel=1e-12)
+    collected(store)
+    # (the resized volume's class figures too: provisioned)
+    assert Counter(kind for kind, _ in store.asked) == {"listed": 4, "facts": 4, "claimed": 4, "mounted": 4,
+                                                         "provisioned": 4}
 
 
 def test_a_volume_released_in_the_chunk_is_asked_instant_by_instant():

@@ -35,7 +35,7 @@ def _cluster(**changes) -> dict:
         ({"clusters": [_cluster(prices={**PRICED_IN_SU, "gpu_hour": 1.0})]}, "clusters[0].prices",
          "gpu_hour is given and service_units.price too: set the prices per resource-hour or a price per SU"),
         ({"clusters": [_cluster(prices={"service_units": {"price": 0.1, "weights": {"GPU": 5}}})]},
-         "clusters[0].prices.service_units.weights", "'GPU' is no billed resource (the resources are gpu, cpu"),
+         "clusters[0].prices.service_units.weights", "'GPU' is no billed resource (expected one of gpu, cpu"),
         ({"clusters": [_cluster(prices={"service_units": {"price": True, "weights": {"gpu": 5}}})]},
          "clusters[0].prices.service_units.price", "expected a number, got true"),
     ],

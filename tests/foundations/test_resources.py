@@ -276,7 +276,7 @@ def test_storage_reads_the_same_on_serve_budgets_metrics_and_the_mcp_tools(stora
         "alice": (144_000.0, "10.80"), "team-vision": (50_700.0, "3.90")}
     assert f"{cents(read_budget_status(engine, 'vision', STORAGE_DAY, 10.0).month_to_date):.2f}" == "3.90"
     figures = read_cost_figures(engine, config)
-    assert figures is not None and {(team, resource): f"{cents(amount):.2f}" for _, team, resource, amount in
+    assert figures is not None and {(team, resource): f"{cents(amount):.2f}" for _, team, resource, _, amount in
                                      figures.costs} == {("robotics", "storage"): "10.80", ("vision", "storage"): "2.90",
                                                         ("vision", "cpu"): "1.00"}
     assert "storage_gib_hours in GiB-hours" in descriptions("USD")["costs"]

@@ -190,8 +190,8 @@ def test_a_closed_month_with_cost_recovery_reads_as_its_statement_everywhere(tmp
     assert {row["team"]: f"{cents(row['cost']):,.2f}" for row in api["rows"]} == {"robotics": "5.00", "vision": "5.00"}
     # /metrics: the month of the latest billed day, October 31, is closed: each team's month is its statement's
     figures = read_cost_figures(engine, web_config(url))
-    assert figures is not None and {t: f"{cents(c):,.2f}" for t, c in figures.month_to_date.items()} == {
-        "robotics": "5.00", "vision": "5.00"}
+    assert figures is not None and {t: f"{cents(c):,.2f}" for (t, _), c in figures.month_to_date.items()} == {
+        "robotics": "5.00", "vision": "5.00"} and {c for _, c in figures.month_to_date} == {"USD"}
     # FOCUS says the same
     rows = focus_rows(broken_down(read_rows(engine, *october), read_workload_costs(engine, *october)),
                       ZoneInfo("UTC"), read_recovery(engine, *october))
@@ -236,7 +236,8 @@ def test_a_closed_month_with_a_subsidy_and_a_monthly_credit_reads_as_its_stateme
         assert page.texts["range-total"] == page.texts["month-total"] == f"{figure} USD"
     assert "with credits and subsidies" in get(client, "/teams/vision?from=2026-11-01&to=2026-11-30", "root").text
     figures = read_cost_figures(engine, web_config(url))
-    assert figures is not None and {t: f"{cents(c):,.2f}" for t, c in figures.month_to_date.items()} == by_hand
+    assert figures is not None and {(t, c): f"{cents(a):,.2f}" for (t, c), a in figures.month_to_date.items()} == {
+        (team, "USD"): figure for team, figure in by_hand.items()}
     rows = focus_rows(broken_down(read_rows(engine, *november), read_workload_costs(engine, *november)),
                       ZoneInfo("UTC"), read_recovery(engine, *november))
     for team, figure in by_hand.items():
@@ -324,8 +325,8 @@ def test_the_metrics_month_of_a_closed_month_is_its_statements_whatever_its_last
                 recover={"ibis": CostRecovery(monthly_cost=10.00)})
     early = read_cost_figures(engine, web_config(f"sqlite:///{tmp_path / 'early.db'}"))
     assert early is not None and early.day == date(2026, 10, 5)
-    assert {team: f"{cents(cost):,.2f}" for team, cost in early.month_to_date.items()} == {
-        "robotics": "5.00", "vision": "5.00"}
+    assert {key: f"{cents(cost):,.2f}" for key, cost in early.month_to_date.items()} == {
+        ("robotics", "USD"): "5.00", ("vision", "USD"): "5.00"}
 
 
 def test_a_csvs_amounts_sum_to_the_total_the_table_shows(tmp_path):
@@ -512,10 +513,10 @@ def test_every_figure_is_the_ledgers_exact_sum_rounded_once_and_every_table_adds
         # /metrics: the latest day per cluster, team and resource, and each team's month
         figures = read_cost_figures(engine, web_config(url))
         assert figures is not None
-        assert {team: f"{cents(cost):,.2f} USD" for team, cost in figures.month_to_date.items()} == {
-            team: figure(ledger, team=team) for team in month_teams}
-        assert {(c, t, r): f"{cents(cost):,.2f} USD" for c, t, r, cost in figures.costs} == {
-            (c, t, r): figure(ledger, DAY, cluster=c, team=t, resource=r)
+        assert {(team, currency): f"{cents(cost):,.2f} {currency}" for (team, currency), cost
+                in figures.month_to_date.items()} == {(team, "USD"): figure(ledger, team=team) for team in month_teams}
+        assert {(c, t, r, u): f"{cents(cost):,.2f} {u}" for c, t, r, u, cost in figures.costs} == {
+            (c, t, r, "USD"): figure(ledger, DAY, cluster=c, team=t, resource=r)
             for c, _, t, _, r, *_ in ledger[DAY]}
 
         # FOCUS: the month's rows sum to the month
@@ -695,7 +696,8 @@ def test_a_closed_month_with_cost_recovery_reads_as_its_statement_in_every_outpu
         if by == "cluster":
             assert {row["cluster"]: cents(row["cost"]) for row in answer.rows}["jaguar"] == cents(cost / 100)
         figures = read_cost_figures(engine, web_config(url))
-        assert figures is not None and {t: cents(c) for t, c in figures.month_to_date.items()} == teams
+        assert figures is not None and {(t, u): cents(c) for (t, u), c in figures.month_to_date.items()} == {
+            (t, "USD"): c for t, c in teams.items()}
         team = data.draw(st.sampled_from(sorted(teams)))
         mine = build_report(engine, Subject("team", team), *october, "namespace", "USD")
         assert cents(mine.total_cost) == teams[team]
@@ -745,7 +747,8 @@ def test_a_month_with_subsidies_and_credits_adds_up_to_its_lines_and_reads_as_it
         answer = build_report(engine, Subject("all"), *october, "team", "USD")
         assert {row["team"]: cents(row["cost"]) for row in answer.rows} == teams
         figures = read_cost_figures(engine, web_config(url))
-        assert figures is not None and {t: cents(c) for t, c in figures.month_to_date.items()} == teams
+        assert figures is not None and {(t, u): cents(c) for (t, u), c in figures.month_to_date.items()} == {
+            (t, "USD"): c for t, c in teams.items()}
         focus = focus_rows(broken_down(read_rows(engine, *october), read_workload_costs(engine, *october)),
                            ZoneInfo("UTC"), read_recovery(engine, *october))
         assert cents(total(focus["BilledCost"])) == cents(statement.total)

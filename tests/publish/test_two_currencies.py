@@ -24,23 +24,27 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
+from prometheus_client import CollectorRegistry
 from sqlalchemy import update
 
 from billing.cli import main
 from billing.config import load_config
 from billing.ledger.database import open_ledger
-from billing.ledger.tables import chargeback
+from billing.ledger.tables import bound_pending, chargeback
 from billing.money import cents
 from billing.notify.letters import person_letter
 from billing.publish.answers import personal_digests
-from billing.publish.dayview import RenderError
+from billing.publish.cost_metrics import add_cost_metrics, read_cost_figures
+from billing.publish.dayview import RenderError, read_archive
+from billing.publish.pages import render_template
 from billing.publish.report import Subject, build_report
 from billing.publish.report_formats import html as report_html
 from billing.publish.report_formats import json_text, table
 from billing.web.app import create_app
 from billing.web.mcp_server import build_server
-from tests.helpers.report_ledger import DAY, write_ledger
-from tests.helpers.serve import RANGE, get, serve_config, store_directory
+from tests.helpers.html_tables import read_page
+from tests.helpers.report_ledger import DAY, write_held_ledger, write_ledger
+from tests.helpers.serve import RANGE, get, serve_config, store_directory, web_config
 
 BY_TEAM = {("robotics", "USD"): 50.70, ("robotics", "EUR"): 5.90, ("vision", "EUR"): 8.85,
            ("unallocated", "EUR"): 1.70, ("platform", "USD"): 0.12}
@@ -175,14 +179,22 @@ def two_currency_ledgers(draw) -> dict[date, list[tuple]]:
 @given(ledger=two_currency_ledgers(), by=st.sampled_from(["team", "namespace", "cluster", "day"]))
 def test_each_currencys_total_is_its_own_rows_sum_to_the_cent_in_every_format(tmp_path_factory, ledger, by):
     """Random ledgers in SQLite with rows in USD and EUR: each currency's total, in the report, its table, its JSON
-    and its HTML, is the exact decimal sum of that currency's rows rounded once, and no other currency's."""
-    engine = open_ledger(priced_in_two(write_ledger(tmp_path_factory.mktemp("ledger") / "ledger.db", ledger)))
+    and its HTML, is the exact decimal sum of that currency's rows rounded once, and no other currency's; so is each
+    team's month to date per currency in /metrics."""
+    url = priced_in_two(write_ledger(tmp_path_factory.mktemp("ledger") / "ledger.db", ledger))
+    engine = open_ledger(url)
     answer = build_report(engine, Subject("all"), date(2026, 11, 18), DAY, by, "USD")
     currency = {"jaguar": "USD", "ibis": "EUR"}
     sums: dict[str, Decimal] = {}
+    teams: dict[tuple[str, str], Decimal] = {}
     for rows in ledger.values():
         for row in rows:
             sums[currency[row[0]]] = sums.get(currency[row[0]], Decimal(0)) + Decimal(repr(row[8]))
+            key = (row[2], currency[row[0]])
+            teams[key] = teams.get(key, Decimal(0)) + Decimal(repr(row[8]))
+    figures = read_cost_figures(engine, web_config(url))
+    assert figures is not None and {key: cents(amount) for key, amount in figures.month_to_date.items()} == {
+        key: amount.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP) + 0 for key, amount in teams.items()}
     expected = {c: amount.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP) + 0 for c, amount in sorted(sums.items())}
     expected = expected or {"USD": Decimal("0.00")}
     assert {c: cents(amount) for c, amount in answer.totals.amounts.items()} == expected
@@ -194,3 +206,58 @@ def test_each_currencys_total_is_its_own_rows_sum_to_the_cent_in_every_format(tm
         assert [Decimal(line[-1].replace(",", "")) for line in shown] == list(expected.values())
     document = json.loads(json_text(answer))
     assert {c: cents(amount) for c, amount in document["total_costs"].items()} == expected
+
+
+def test_each_cost_metric_series_is_in_its_own_rows_currency(config):
+    """/metrics labelled every series with the configured USD and added robotics' November up across currencies
+    (56.60). By hand, November 20: jaguar's rows in USD, ibis' in EUR; robotics' month to date is 50.70 USD and
+    5.90 EUR, one series each (BY_TEAM); robotics' budget stays in the configured currency."""
+    loaded = load_config(config)
+    registry = CollectorRegistry()
+    figures = read_cost_figures(open_ledger(loaded.database), loaded)
+    assert figures is not None
+    add_cost_metrics(registry, figures)
+    samples = {metric.name: [(s.labels, s.value) for s in metric.samples] for metric in registry.collect()}
+    assert {(labels["cluster"], labels["team"], labels["resource"], labels["currency"]): f"{cents(value):,.2f}"
+            for labels, value in samples["billing_cost"]} == {
+        ("jaguar", "robotics", "gpu", "USD"): "24.00", ("jaguar", "robotics", "cpu", "USD"): "1.20",
+        ("jaguar", "robotics", "memory", "USD"): "1.50", ("jaguar", "platform", "cpu", "USD"): "0.12",
+        ("ibis", "robotics", "gpu", "EUR"): "5.90", ("ibis", "vision", "gpu", "EUR"): "5.90",
+        ("ibis", "unallocated", "cpu", "EUR"): "1.70"}
+    assert {(labels["team"], labels["currency"]): value for labels, value in samples["billing_month_to_date_cost"]
+            } == pytest.approx(BY_TEAM)
+    assert [(labels, value) for labels, value in samples["billing_month_budget"]] == [
+        ({"team": "robotics", "currency": "USD"}, 100.0)]
+
+
+def test_the_archive_shows_each_months_total_per_currency(config):
+    """The archive added November's days up across currencies (67.27). By hand: November 20 is 26.82 USD
+    (24 + 1.20 + 1.50 + 0.12) and 13.50 EUR (5.90 + 5.90 + 1.70), November 19 12.00 USD and 2.95 EUR, November 1
+    12.00 USD: November 16.45 EUR + 50.82 USD (TOTALS); October 240.00 USD alone. A day whose currencies are not
+    the day before's shows no change: there is no one figure to take from another."""
+    archive = {month.month: month for month in read_archive(open_ledger(load_config(config).database), "USD")}
+    november = archive[date(2026, 11, 1)]
+    assert str(november.cost) == "16.45 EUR + 50.82 USD" and str(archive[date(2026, 10, 1)].cost) == "240.00 USD"
+    assert [(entry.day.day, str(entry.cost)) for entry in november.days] == [
+        (20, "13.50 EUR + 26.82 USD"), (19, "2.95 EUR + 12.00 USD"), (10, "0.00 USD"), (1, "12.00 USD")]
+    text = render_template("archive.html.j2", archive=tuple(archive.values()), published=set())
+    page = read_page(text)
+    assert page.tables["month-2026-11"][1] == ["2026-11-20 Fri", "13.50 EUR + 26.82 USD", "–", "–"]
+    assert page.tables["month-2026-11"][-1] == ["November", "16.45 EUR + 50.82 USD", "", ""]
+    assert "16.45 EUR + 50.82 USD on the 4 of 30 days that ran" in text and "67.27" not in text
+
+
+def test_what_was_held_before_running_is_per_currency(tmp_path):
+    """What pods held before they ran was summed per resource whatever its currency. By hand, on November 20 (HELD):
+    alice's CPU on jaguar, 4 core-h, 0.048 USD; bob's on ibis, now in EUR, 2/3 + 2/3 core-h, 0.008 + 0.008 = 0.016 EUR
+    (together they read 0.06 USD); the GPUs on jaguar 1.20 + 3.20 + 112.00 = 116.40 USD."""
+    engine = open_ledger(priced_in_two(write_held_ledger(tmp_path / "ledger.db")))
+    with engine.begin() as conn:
+        conn.execute(update(bound_pending).where(bound_pending.c.namespace == "bob").values(currency="EUR"))
+    answer = build_report(engine, Subject("all"), DAY, DAY, "team", "USD")
+    document = json.loads(json_text(answer))
+    assert {(row["resource"], row["currency"]): (round(row["quantity"], 6), f"{cents(row['cost']):.2f}")
+            for row in document["held_before_running"]} == {
+        ("cpu", "USD"): (4.0, "0.05"), ("cpu", "EUR"): (round(4 / 3, 6), "0.02"), ("gpu", "USD"): (48.5, "116.40")}
+    held = [line for line in table(answer).splitlines() if line.startswith("held before running")]
+    assert [line.split(",")[1].strip() for line in held] == ["0.02 EUR", "0.05 USD", "116.40 USD"]
