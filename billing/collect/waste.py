@@ -39,10 +39,13 @@ per pod and hour of the day. An hour is 3600 / step of the billing instants
   instants at which kubelet's `kubelet_volume_stats_used_bytes` of it is visible (kubelet exports it only while a
   pod mounts the claim: an instant without it is not measured) less the GiB its filesystem used then, never below
   zero per claim and hour. What it held is its billed size (docs/spec.md "Storage"), taken as its bound volume's
-  highest capacity of the hour (its highest request where no capacity of its volume is visible): storage's answers
-  are summed over the chunk and carry no claim's size per hour, so the hour's query reads them again as raw
-  samples, beside the instants and sum of the used bytes (subqueries of the bare selector), with no per-instant
-  join. Per namespace only: with workloads, it is the namespace's own (frames.UNATTRIBUTED).
+  highest capacity of the hour (its highest request where no capacity of its volume is visible). The store is
+  asked only for the instants and sum of the used bytes (subqueries of the bare selector, no per-instant join): a
+  claim that storage's factoring holds at one size Bound at every instant of its chunk (nearly all) has that size
+  as every hour's highest, taken from storage's figures (StorageDay.sizes); only the claims it does not (resized,
+  recreated, Bound at some instants) that kubelet saw are asked their hour's highest size, by name, as raw samples.
+  Reading every claim's size again per hour cost half as much again as waste's other reads. Per namespace only:
+  with workloads, it is the namespace's own (frames.UNATTRIBUTED).
 
 Per hour rather than per instant because that is what makes waste cheap: the
 per-instant join of requests, Running and usage rates cost Prometheus twenty
@@ -114,8 +117,9 @@ from billing.collect.promql import (
     Queries,
     fits,
     in_pieces,
+    node_matcher,
 )
-from billing.collect.storage import _labelled
+from billing.collect.storage import Claim, ClaimSizes, claim_of, claims_named, collect_storage, labelled, pieces
 from billing.collect.stores import FamilyLabels, Store
 from billing.collect.usage import GIB, ClusterUsage, collect_cluster
 from billing.config import ClusterConfig
@@ -162,19 +166,26 @@ class WasteQueries(Queries):
         now = self.cadvisor.plain(f"last_over_time({self.usage()}[{self.hour}s])")
         return f"max by ({', '.join(CONTAINER_RUN)}) ({now}) or vector(0)"
 
-    def unused_storage(self) -> str:
+    def used_bytes(self) -> str:
         """Per claim, each part told apart by its `figure` label: at how many of the hour's instants kubelet's used
-        bytes are visible (SEEN), those bytes summed over them (USED), both with copies of a series once; and the
-        claim's highest billed size of the hour (SIZE): its volume's highest capacity, or its highest request where
-        no capacity of its volume is visible. Raw samples and subqueries of bare selectors, no per-instant join."""
+        bytes are visible (SEEN) and those bytes summed over them (USED), copies of a series once: subqueries of the
+        bare selector. What the claims held is storage's figure (ClaimSizes), asked here only for the few claims
+        storage's factoring does not hold one size for (`claim_sizes`)."""
         used = self.latest(self.series(VOLUME_USED))
-        info = f"max by ({CLAIM}, volumename) ({self.ksm.plain(self.highest(self.series(CLAIM_INFO)), ('namespace',))})"
-        capacity = (f"label_replace(max by (persistentvolume) ({self.highest(self.series(VOLUME_CAPACITY))}), "
+        return labelled({SEEN: self.instants_seen(used, CLAIM, KUBELET, copies=True),
+                         USED: self.instants_seen(used, CLAIM, KUBELET, copies=True, sum_values=True)})
+
+    def claim_sizes(self, named: str, volumes: str) -> str:
+        """Per claim of those `named` selects, labelled `figure` SIZE: its highest billed size of the hour, the highest
+        capacity of its volume (of those `volumes` selects), or its highest request where no capacity of its volume is
+        visible. Raw samples, no per-instant join."""
+        info = (f"max by ({CLAIM}, volumename) "
+                f"({self.ksm.plain(self.highest(self.series(CLAIM_INFO, named)), ('namespace',))})")
+        capacity = (f"label_replace(max by (persistentvolume) ({self.highest(self.series(VOLUME_CAPACITY, volumes))}), "
                     '"volumename", "$1", "persistentvolume", "(.+)")')
-        request = f"max by ({CLAIM}) ({self.ksm.plain(self.highest(self.series(CLAIM_REQUEST)), ('namespace',))})"
-        return _labelled({SEEN: self.instants_seen(used, CLAIM, KUBELET, copies=True),
-                          USED: self.instants_seen(used, CLAIM, KUBELET, copies=True, sum_values=True),
-                          SIZE: f"max by ({CLAIM}) ({info} * on (volumename) group_left () {capacity}) or {request}"})
+        request = (f"max by ({CLAIM}) "
+                   f"({self.ksm.plain(self.highest(self.series(CLAIM_REQUEST, named)), ('namespace',))})")
+        return labelled({SIZE: f"max by ({CLAIM}) ({info} * on (volumename) group_left () {capacity}) or {request}"})
 
     def usage(self) -> str:
         """cAdvisor's CPU usage series of containers, not of pods' cgroups (`container=""`) or sandboxes."""
@@ -355,10 +366,32 @@ def _cpu_used(counters: Sampled, times: list[float], cluster: str) -> list[PodSe
     return used
 
 
-def _unused_storage(answer: Sampled, hours: list[Chunk], cluster: str) -> list[NamespaceHours | None]:
-    """Per hour and namespace: the GiB-hours its claims held but did not use (`answer`: `unused_storage` at each
-    hour's last instant), each claim's size times the instants its used bytes were seen less their sum, never below
-    0 per claim and hour; None for an hour without kubelet's volume stats."""
+def _used_bytes_at(source: PrometheusSource, queries: WasteQueries, sizes: list[ClaimSizes], ends: list[float],
+                   ranged: bool) -> Sampled:
+    """`used_bytes` at each hour's last instant (`ends`; `sizes`: each hour's chunk's, storage's), and the hour's
+    highest size (`claim_sizes`) of the claims kubelet saw whose size storage's factoring does not know, asked by name
+    in pieces within promql.QUERY_BYTES."""
+    answer = at_times(source, queries.used_bytes(), ends, ranged)[0]
+    seen = {claim_of(labels) for labels, _ in answer}
+    unsure = {claim: volumes for hour in sizes for claim, volumes in hour.unsure.items() if claim in seen}
+
+    def sized(piece: list[Claim]) -> str:
+        volumes = node_matcher([volume for claim in piece for volume in unsure[claim]], "persistentvolume")
+        return queries.claim_sizes(claims_named(piece, queries), volumes)
+
+    for query in pieces(unsure, sized):
+        answer += [(labels, values) for labels, values in at_times(source, query, ends, ranged)[0]
+                   if claim_of(labels) in unsure]
+    return answer
+
+
+def _unused_storage(answer: Sampled, hours: list[Chunk], sizes: list[ClaimSizes],
+                    cluster: str) -> list[NamespaceHours | None]:
+    """Per hour and namespace: the GiB-hours its claims held but did not use (`answer`: `_used_bytes_at` at each
+    hour's last instant; `sizes`: each hour's chunk's, storage's), each claim's size times the instants its used
+    bytes were seen less their sum, never below 0 per claim and hour; None for an hour without kubelet's volume
+    stats. A claim's size is storage's where its factoring holds, else the hour's highest (SIZE); one storage does
+    not know was not billed and held nothing."""
     at = _hour_index(hours)
     parts: dict[tuple[int, str, str], dict[str, float]] = {}
     family = {SEEN: STORAGE_INSTANTS, USED: USED_BYTES, SIZE: STORAGE_BYTES}
@@ -366,16 +399,17 @@ def _unused_storage(answer: Sampled, hours: list[Chunk], cluster: str) -> list[N
         part = labels.get("figure", "")
         for t, value in values:
             hour = hours[at[t]]
-            claim = parts.setdefault((at[t], labels.get("namespace", ""), labels.get("persistentvolumeclaim", "")), {})
+            claim = parts.setdefault((at[t], *claim_of(labels)), {})
             # the used bytes are summed over the hour's instants at most
             claim[part] = figure(value, family[part], labels, cluster,
                                  (hour.end - hour.start) / hour.step if part == USED else 1.0)
     unused: list[NamespaceHours | None] = [None] * len(hours)
-    for (i, namespace, _), claim in parts.items():
+    for (i, namespace, name), claim in parts.items():
         if SEEN not in claim:  # not mounted in the hour: not measured
             continue
         sums = unused[i] = unused[i] or {}
-        byte_instants = max(claim.get(SIZE, 0.0) * claim[SEEN] - claim.get(USED, 0.0), 0.0)
+        size = sizes[i].held.get((namespace, name), claim.get(SIZE, 0.0))
+        byte_instants = max(size * claim[SEEN] - claim.get(USED, 0.0), 0.0)
         sums[namespace] = sums.get(namespace, 0.0) + byte_instants / GIB * hours[i].step / 3600
     return unused
 
@@ -386,12 +420,13 @@ def _hour_index(hours: list[Chunk]) -> dict[float, int]:
 
 
 def collect_waste(context: ClusterDay, below: float, by_workload: bool = False,
-                  usage: ClusterUsage | None = None) -> pd.DataFrame:
-    """Idle GPU-hours and unused CPU core-hours of one cluster-day per namespace (frames.WASTE.columns), or
-    with `by_workload` per namespace and workload (WORKLOAD_WASTE_KEYS and MEASURES). `usage`: the cluster-day's
-    usage (collect_cluster), whose pods' Running instants and CPU requests per hour, each chunk's top-level
-    controllers, exporter copies and resized pods waste takes rather than asking again; collected here when not
-    given.
+                  usage: ClusterUsage | None = None, sizes: Sequence[ClaimSizes] = ()) -> pd.DataFrame:
+    """Idle GPU-hours, unused CPU core-hours and unused storage GiB-hours of one cluster-day per namespace
+    (frames.WASTE.columns), or with `by_workload` per namespace and workload (WORKLOAD_WASTE_KEYS and MEASURES).
+    `usage`: the cluster-day's usage (collect_cluster), whose pods' Running instants and CPU requests per hour, each
+    chunk's top-level controllers, exporter copies and resized pods waste takes rather than asking again; `sizes`:
+    storage's claims' sizes per chunk (StorageDay.sizes), which waste takes rather than reading them again; each
+    collected here when not given.
 
     A measure is NaN for a key that has none, and in every row where the
     cluster never had its metric."""
@@ -401,6 +436,7 @@ def collect_waste(context: ClusterDay, below: float, by_workload: bool = False,
     keys = WORKLOAD_WASTE_KEYS if by_workload else ["namespace"]
     day_chunks = context.chunks()
     pods_of: Sequence[dict[tuple[str, str], str] | None] = usage.pod_workloads if by_workload else [None] * len(day_chunks)
+    claim_sizes = sizes or collect_storage(context).sizes
 
     def measure(hours: list[Chunk]) -> pd.DataFrame:
         queries = WasteQueries(cluster, gpu_resources, hours[0], store, by_workload, usage.copies)  # one text every hour
@@ -412,9 +448,10 @@ def collect_waste(context: ClusterDay, below: float, by_workload: bool = False,
         if any(hour is not None for hour in used):  # the requests matter only where there is use to subtract
             hourly = _resized_requests(source, queries, usage.exact, ends, ranged)
             requested = _requested(usage.pod_hours, hours, usage.exact, hourly)
-        workloads = [next(pods for c, pods in zip(day_chunks, pods_of) if c.start <= hour.start < c.end)
-                     for hour in hours]
-        storage = _unused_storage(at_times(source, queries.unused_storage(), ends, ranged)[0], hours, cluster.name)
+        in_chunk = [next(i for i, c in enumerate(day_chunks) if c.start <= hour.start < c.end) for hour in hours]
+        workloads = [pods_of[i] for i in in_chunk]
+        sizes = [claim_sizes[i] for i in in_chunk]
+        storage = _unused_storage(_used_bytes_at(source, queries, sizes, ends, ranged), hours, sizes, cluster.name)
         return _group_waste(queries, hours, answer, used, requested, workloads, storage)
 
     groups = hour_groups(hours_of(day, step), whole_hours(store.busiest, step, HOURS_PER_QUERY))

@@ -99,7 +99,7 @@ def test_every_query_without_pod_lists_fits_the_budget_on_the_wordiest_store():
              usage.models(), CapacityQueries(cluster, gpus, chunk, store).allocatable(moved),
              renames_query(cluster.prometheus.selector),
              usage.workload_of(), usage.parents(), *waste.measures(5.0), *per_workload.measures(5.0),
-             waste.unused_storage()]
+             waste.used_bytes()]
     assert all(fits(text) for text in texts)
 
 

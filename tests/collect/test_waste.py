@@ -11,6 +11,7 @@ from billing import frames
 from billing.collect.chunks import hours_of
 from billing.collect.context import cluster_day
 from billing.collect.figures import ImpossibleFigure
+from billing.collect.storage import ClaimSizes
 from billing.collect.stores import DEFAULT_STORE
 from billing.collect.waste import MEASURES, _cpu_used, _requested, attribute_waste, collect_waste, waste_by_namespace
 from billing.config import ClusterConfig
@@ -153,40 +154,67 @@ GIB = 2**30
 
 class MountedClaims(Answers):
     """Kubelet's volume stats in the first 2 hours only, per claim and hour (at the hour's last instant): alice's
-    `data` (10 GiB) seen at all 60 instants using 4 GiB; alice's `full` (1 GiB) seen at 30 using 2 GiB, more than
-    its size (filesystem overhead); bob's `cold` (5 GiB) has a size but no used bytes (no pod mounts it)."""
+    `data` (10 GiB, storage's figure) seen at all 60 instants using 4 GiB; alice's `full` (1 GiB) seen at 30 using
+    2 GiB, more than its size (filesystem overhead); bob's `cold` (5 GiB) has no used bytes (no pod mounts it);
+    carol's `grown`, resized, so that storage's factoring knows no one size of it (CLAIM_SIZES), seen at all 60
+    instants using 1 GiB, its hour's highest size 3 GiB in the first hour, 5 GiB in the second."""
 
     def __init__(self, used: str = str(60 * 4 * GIB)):
         super().__init__()
         self.used = used
 
     def instant(self, query: str, at: float) -> list[dict]:
-        if "kubelet_volume_stats_used_bytes{" not in query:
+        if "kubelet_volume_stats_used_bytes{" not in query and "kube_persistentvolumeclaim_info{" not in query:
             return super().instant(query, at)
-        if not (at < DAY.start.timestamp() + 2 * 3600 and at % 3600 == 3540):
+        self.asked.append(query)
+        hour = (at - DAY.start.timestamp()) // 3600
+        if not (hour < 2 and at % 3600 == 3540):
             return []
 
         def part(namespace: str, claim: str, figure: str, value: float | str) -> dict:
             labels = {"namespace": namespace, "persistentvolumeclaim": claim, "figure": figure}
             return {"metric": labels, "value": [at, str(value)]}
 
+        if "kube_persistentvolumeclaim_info{" in query:  # the sizes of the claims named
+            return [part("carol", "grown", "size", (3 + 2 * hour) * GIB)] if '"grown"' in query else []
         return [part("alice", "data", "seen", 60), part("alice", "data", "used", self.used),
-                part("alice", "data", "size", 10 * GIB),
                 part("alice", "full", "seen", 30), part("alice", "full", "used", 30 * 2 * GIB),
-                part("alice", "full", "size", GIB), part("bob", "cold", "size", 5 * GIB)]
+                part("carol", "grown", "seen", 60), part("carol", "grown", "used", 60 * GIB)]
+
+
+# storage's figures of every chunk: the claims of one size, and the resized one with the volume it was bound to
+CLAIM_SIZES = ClaimSizes(held={("alice", "data"): 10 * GIB, ("alice", "full"): GIB, ("bob", "cold"): 5 * GIB},
+                         unsure={("carol", "grown"): ["pv-grown"]})
+
+
+def mounted_claims(by_workload: bool = False, used: str = str(60 * 4 * GIB)) -> tuple[pd.DataFrame, list[str]]:
+    """The day's waste of MountedClaims with storage's CLAIM_SIZES, and the queries it asked."""
+    answers = MountedClaims(used)
+    context = cluster_day(CLUSTER, DAY, 60, ["nvidia_com_gpu"], answers, DEFAULT_STORE)
+    waste = collect_waste(context, 5.0, by_workload, sizes=[CLAIM_SIZES] * len(context.chunks()))
+    return waste, answers.asked
 
 
 @pytest.mark.parametrize("by_workload", [False, True], ids=["per-namespace", "per-workload"])
 def test_unused_storage_is_size_less_used_at_the_instants_kubelet_saw_the_claim(by_workload):
-    waste = collect_waste(cluster_day(CLUSTER, DAY, 60, ["nvidia_com_gpu"], MountedClaims(), DEFAULT_STORE), 5.0,
-                          by_workload=by_workload)
+    waste, _ = mounted_claims(by_workload)
     keys = ["namespace", "workload"] if by_workload else ["namespace"]
     unused = waste[waste["unused_storage_gib_hours"] > 0].set_index(keys)["unused_storage_gib_hours"].to_dict()
     # data: (10 - 4) GiB x 60 instants x 60 s = 6 GiB-hours an hour, 2 hours: 12; full: used more than held, 0 (never
-    # negative); cold: not mounted, not measured (bob has no row of it); per workload, the namespace's own
-    alice = ("alice", frames.UNATTRIBUTED) if by_workload else "alice"
-    assert unused == {alice: pytest.approx(12.0)}
+    # negative); cold: not mounted, not measured (bob has no row of it); grown: (3 - 1) + (5 - 1) GiB x 1 hour = 6;
+    # per workload, the namespace's own
+    alice, carol = (("alice", frames.UNATTRIBUTED), ("carol", frames.UNATTRIBUTED)) if by_workload else ("alice", "carol")
+    assert unused == {alice: pytest.approx(12.0), carol: pytest.approx(6.0)}
     assert "bob" not in set(waste["namespace"])
+
+
+def test_unused_storage_reads_sizes_only_of_claims_storage_knows_no_one_size_of():
+    _, asked = mounted_claims()
+    sized = [query for query in asked if "kube_persistentvolumeclaim_info{" in query]
+    # the sizes are storage's: asked only in the two hours kubelet saw carol's resized claim, of it and its volume
+    assert sized and all('persistentvolumeclaim=~"grown"' in query and 'persistentvolume=~"pv-grown"' in query
+                         for query in sized)
+    assert not any("kube_persistentvolume_capacity_bytes" in query for query in asked if query not in sized)
 
 
 def test_unused_storage_is_not_measured_without_kubelet_s_volume_stats():
@@ -198,4 +226,4 @@ def test_unused_storage_is_not_measured_without_kubelet_s_volume_stats():
 def test_an_impossible_used_bytes_sample_is_refused(value):
     with pytest.raises(ImpossibleFigure, match=r'cluster jaguar: kubelet_volume_stats_used_bytes\{figure="used", '
                                                r'namespace="alice", persistentvolumeclaim="data"\}'):
-        collect_waste(cluster_day(CLUSTER, DAY, 60, ["nvidia_com_gpu"], MountedClaims(value), DEFAULT_STORE), 5.0)
+        mounted_claims(used=value)
