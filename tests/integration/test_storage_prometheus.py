@@ -47,8 +47,9 @@ def at(hour: float) -> float:
     return D + hour * 3600
 
 
-def pod(namespace: str, name: str, start: float, end: float, claims: tuple[str, ...], kind: str, owner: str) -> Pod:
-    return Pod(namespace, name, f"uid-{name}", "node-1", start, ((start, "Running"),), end,
+def pod(namespace: str, name: str, start: float, end: float, claims: tuple[str, ...], kind: str, owner: str,
+        node: str = "node-1") -> Pod:
+    return Pod(namespace, name, f"uid-{name}", node, start, ((start, "Running"),), end,
                (Container("main", 1.0, 0.0, 0.0),), created_by_kind=kind, created_by_name=owner, volume_claims=claims)
 
 
@@ -78,8 +79,10 @@ CLAIMS = (
     VolumeClaim("vision", "legacy", BULK, 10 * GIB, ((BEFORE, "Bound"),), ((BEFORE, "pv-legacy"),)),
     VolumeClaim("nlp", "cache", FAST, 64 * GIB, ((BEFORE, "Bound"), (at(8), "Pending"), (at(8.25), "Bound")),
                 ((BEFORE, "pv-cache-a"), (at(8), ""), (at(8.25), "pv-cache-b"))),
-    # mounted by two pods of a Deployment all day and, 12:00 to 18:00, a pod of another one too (a shared dataset)
-    VolumeClaim("vision", "datasets", BULK, 1000 * GIB, ((BEFORE, "Bound"),), ((BEFORE, "pv-datasets"),)),
+    # mounted by two pods of a Deployment all day and, 12:00 to 18:00, a pod of another one too (a shared dataset), on
+    # another node, whose kubelet reports its used bytes too
+    VolumeClaim("vision", "datasets", BULK, 1000 * GIB, ((BEFORE, "Bound"),), ((BEFORE, "pv-datasets"),),
+                used=600 * GIB),
 )
 PODS = (
     pod("nlp", "trainer-0", BEFORE, AFTER, ("data-trainer-0",), "StatefulSet", "trainer"),
@@ -87,13 +90,13 @@ PODS = (
     pod("vision", "web-5d8f-x7k2p", at(6), at(12), ("ckpt",), "ReplicaSet", "web-5d8f"),  # 06:00 to 12:04 seen
     pod("vision", "web-5d8f-a1b2c", BEFORE, AFTER, ("datasets",), "ReplicaSet", "web-5d8f"),
     pod("vision", "web-5d8f-d3e4f", BEFORE, AFTER, ("datasets",), "ReplicaSet", "web-5d8f"),
-    pod("vision", "api-7c9d-q8w2r", at(12), at(18), ("datasets",), "ReplicaSet", "api-7c9d"),  # 12:00 to 18:04
+    pod("vision", "api-7c9d-q8w2r", at(12), at(18), ("datasets",), "ReplicaSet", "api-7c9d", "node-2"),  # to 18:04
 )
-NODE = Node("node-1", ((BEFORE, {}),), {"cpu": 64.0, "memory": 512.0 * GIB})
+NODES = tuple(Node(name, ((BEFORE, {}),), {"cpu": 64.0, "memory": 512.0 * GIB}) for name in ("node-1", "node-2"))
 
 
 def world(volumes: tuple[Volume, ...] = VOLUMES) -> World:
-    return World((Cluster("jaguar", (NODE,), PODS, {"cluster": "jaguar"},
+    return World((Cluster("jaguar", NODES, PODS, {"cluster": "jaguar"},
                           (Controller("ReplicaSet", "vision", "web-5d8f", "Deployment", "web"),
                            Controller("ReplicaSet", "vision", "api-7c9d", "Deployment", "api")),
                           volumes=volumes, volume_claims=CLAIMS),), BEFORE, AFTER)
@@ -118,8 +121,9 @@ WORKLOADS = {("vision", "Deployment/web", FAST): CKPT_WEB, ("vision", "(no workl
              ("vision", "Deployment/api", BULK): API}
 # Unused storage (waste, never billed): held less used at the instants the kubelet's used bytes are seen. ckpt: the
 # web pod's 06:00 to 12:04 (12:00 to 12:04 its last samples' lookback, in the hour whose highest capacity is 150 GiB);
-# data-trainer-0 all day; the other claims report no used bytes: not measured
-UNUSED_STORAGE = {"vision": (100 - 40) * 6 + (150 - 40) * LOOKBACK, "nlp": (200 - 50) * 24}
+# data-trainer-0 all day; datasets all day (node-1's kubelet; node-2's too from 12:00 to 18:04, each instant counted
+# once); the other claims report no used bytes: not measured
+UNUSED_STORAGE = {"vision": (100 - 40) * 6 + (150 - 40) * LOOKBACK + (1000 - 600) * 24, "nlp": (200 - 50) * 24}
 CLASSES = {
     # provisioned: pv-ckpt 3,000; pv-cache-a 8 h and its lookback at 64 GiB; pv-cache-b from 08:15 at 100 GiB
     FAST: (100 * 12 + 150 * 12 + 64 * (8 + LOOKBACK) + 100 * (24 - 8.25), CKPT + CACHE, 150 * 6),
@@ -206,7 +210,7 @@ def test_a_live_store_follows_staleness_markers_and_counts_copies_once(live_stor
     url = live_store(live).url
     check(url, live)
     # the kubelet's used bytes end at the web pod's deletion (12:00), not 12:04; kube-state-metrics' copies once
-    assert_close(unused_storage(url), {"vision": (100 - 40) * 6, "nlp": (200 - 50) * 24})
+    assert_close(unused_storage(url), {"vision": (100 - 40) * 6 + (1000 - 600) * 24, "nlp": (200 - 50) * 24})
 
 
 @pytest.mark.parametrize(("capacity", "shown"), [(float("nan"), "NaN"), (-1000 * GIB, "-"), (float("inf"), "+Inf")])
