@@ -56,7 +56,7 @@ def schema(name: str, *columns: str) -> FrameSchema:
     return FrameSchema(name, columns)
 
 
-WASTE_MEASURES = ("idle_gpu_hours", "unused_cpu_core_hours")  # NaN where a cluster does not measure them
+WASTE_MEASURES = ("idle_gpu_hours", "unused_cpu_core_hours", "unused_storage_gib_hours")  # NaN where a cluster does not measure them
 
 # --- collect → charge: one cluster-day, per namespace (the job adds `cluster` where it joins clusters)
 

@@ -418,4 +418,12 @@ CREATE TABLE cluster_storage (
 
 UPDATE alembic_version SET version_num='0019' WHERE alembic_version.version_num = '0018';
 
+-- Running upgrade 0019 -> 0020
+
+ALTER TABLE waste ADD COLUMN unused_storage_gib_hours DOUBLE PRECISION;
+
+ALTER TABLE workload_waste ADD COLUMN unused_storage_gib_hours DOUBLE PRECISION;
+
+UPDATE alembic_version SET version_num='0020' WHERE alembic_version.version_num = '0019';
+
 COMMIT;

@@ -81,7 +81,7 @@ def _collected(config: Config, cluster: ClusterConfig, period: BillingDay, sourc
         log.info("cluster %s: self-audit of %d pods instant by instant agrees (%d queries, %.2f s)", cluster.name,
                  audit.pods, audit.queries, audit.seconds)
     allocatable, capacity_unknown = _allocatable(context)
-    wasted, workload_wasted = _collect_waste(config, context, usage)
+    wasted, workload_wasted = _collect_waste(config, context, usage, storage)
     quotas = collect_quotas(context)
     _log_cluster(usage)
     billed = replace(_with_storage(usage, storage), pod_hours=frames.POD_HOURS.empty())  # waste's alone: not billed
@@ -140,14 +140,17 @@ def _allocatable(context: ClusterDay) -> tuple[pd.DataFrame | None, str]:
         return None, refused.reason
 
 
-def _collect_waste(config: Config, context: ClusterDay, usage: ClusterUsage) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _collect_waste(config: Config, context: ClusterDay, usage: ClusterUsage,
+                   storage: StorageDay) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Waste per namespace (frames.WASTE.columns) and per workload (none with workloads off); with workloads on,
-    the namespace's is the sum over its workloads, from the same queries."""
+    the namespace's is the sum over its workloads, from the same queries. The usage's and storage's figures are
+    taken, not asked again."""
     none = pd.DataFrame(columns=[*WORKLOAD_WASTE_KEYS, *MEASURES])
     if not config.waste.enabled:
         return pd.DataFrame(columns=frames.WASTE.columns), none
     by_workload = config.workloads.enabled
-    wasted = collect_waste(context, config.waste.gpu_utilisation_below, by_workload=by_workload, usage=usage)
+    wasted = collect_waste(context, config.waste.gpu_utilisation_below, by_workload=by_workload, usage=usage,
+                           sizes=storage.sizes)
     return (waste_by_namespace(wasted), wasted) if by_workload else (wasted, none)
 
 

@@ -70,6 +70,9 @@ LENDING_LIMIT = Family("kueue_cluster_queue_lending_limit", "a ClusterQueue's le
 STORAGE_BYTES = Family("kube_persistentvolume_capacity_bytes", "the bytes of persistent volumes (or claims' requests) "
                        "of one storage class at an instant", "correct the volume's or claim's spec or kube-state-metrics' "
                        "export of it", {BYTES: CLUSTER[BYTES]})
+# what a claim's filesystem used at an instant (kubelet's volume stats, while a pod mounts it), summed over instants
+USED_BYTES = Family("kubelet_volume_stats_used_bytes", "the bytes a claim's filesystem used at an instant",
+                    "correct the kubelet's volume stats or their scrape", {BYTES: CLUSTER[BYTES]})
 CLAIMS = Family("kube_persistentvolumeclaim_info", "a count of claims", "correct the kube-state-metrics scrapes")
 STORAGE_INSTANTS = Family("kube_persistentvolumeclaim_status_phase", "a count of the instants a claim was Bound, a "
                           "volume visible or Released, or a pod mounted a claim",

@@ -54,6 +54,8 @@ GPU_UTILISATION, DRA_HELD, WHOLE_GPU = "DCGM_FI_DEV_GPU_UTIL", 'dra_driver_name!
 CLAIM_INFO, CLAIM_PHASE = "kube_persistentvolumeclaim_info", "kube_persistentvolumeclaim_status_phase"
 CLAIM_REQUEST = "kube_persistentvolumeclaim_resource_requests_storage_bytes"
 VOLUME_CAPACITY, VOLUME_INFO = "kube_persistentvolume_capacity_bytes", "kube_persistentvolume_info"
+# kubelet's own: what a mounted claim's filesystem uses (namespace, persistentvolumeclaim), only while a pod mounts it
+VOLUME_USED = "kubelet_volume_stats_used_bytes"
 VOLUME_PHASE, MOUNTS = "kube_persistentvolume_status_phase", "kube_pod_spec_volumes_persistentvolumeclaims_info"
 log = logging.getLogger(__name__)
 

@@ -36,7 +36,7 @@ by collect/day.py; charging prices them like every other row.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 import pandas as pd
@@ -71,6 +71,19 @@ UNCLAIMED_PHASES = "Released|Available"  # a volume whose claim was deleted (kep
 CLAIMED, PROVISIONED, UNCLAIMED, LISTED = "claimed", "provisioned", "unclaimed", "claims"
 
 
+Claim = tuple[str, str]  # (namespace, persistentvolumeclaim)
+
+
+@dataclass(frozen=True)
+class ClaimSizes:
+    """One chunk's claims as waste's unused storage needs them (collect/waste.py): the bytes each holds at every
+    instant where the factoring holds (one size Bound throughout; 0 never Bound), and for the rest (the exact path:
+    resized, recreated, Bound at some instants only) the volumes they were bound to, by which waste reads their size."""
+
+    held: dict[Claim, float] = field(default_factory=dict)
+    unsure: dict[Claim, list[str]] = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class StorageDay:
     """One cluster-day's storage: the usage rows of its bound claims, the same per workload (None with workloads off),
@@ -82,9 +95,9 @@ class StorageDay:
     # the preflight's branches (collect/preflight.py) the answers showed present, which it need not ask again: claims
     # listed; a claim Bound (so the phase family); a volume's capacity
     seen: frozenset[str] = frozenset()
+    sizes: tuple[ClaimSizes, ...] = ()  # per chunk of the day (ClusterDay.chunks), its claims' sizes: what waste takes
 
 
-Claim = tuple[str, str]  # (namespace, persistentvolumeclaim)
 # the `figure` label of each part of `facts`' answer
 INFO, BOUND_INSTANTS, EVER_BOUND, VISIBLE, HIGHEST, SPREAD, CLASS, RELEASED, MOUNTED, PEAK = (
     "info", "bound", "ever_bound", "visible", "highest", "spread", "class", "released", "mounted", "peak")
@@ -131,7 +144,7 @@ class StorageQueries(Queries):
         if by_workload:
             mounting = f"count by ({CLAIM}) ({self.ksm.plain(self.latest(self.series(MOUNTS)), ('namespace', 'pod'))})"
             parts |= {MOUNTED: self.visible(MOUNTS), PEAK: f"max_over_time({mounting}[{self.instants}:{self.step}])"}
-        return _labelled(parts)
+        return labelled(parts)
 
     def claims(self, named: str = "", volumes: str = "") -> str:
         """Per bound claim (namespace, persistentvolumeclaim, storageclass) of those `named` selects: the bytes it holds
@@ -182,11 +195,11 @@ class StorageQueries(Queries):
     def provisioned(self, named: str) -> str:
         """Per class, what the volumes `named` selects held at each instant, and those of them Released or
         Available, each part told apart by its `figure` label."""
-        return _labelled({PROVISIONED: self.volumes(named),
+        return labelled({PROVISIONED: self.volumes(named),
                           UNCLAIMED: self.volumes(named, f"phase=~{quote(UNCLAIMED_PHASES)}")})
 
 
-def _labelled(parts: dict[str, str]) -> str:
+def labelled(parts: dict[str, str]) -> str:
     """One query of several parts, each part's series told apart by its `figure` label."""
     return "\nor ".join(f'label_replace({text}, "figure", "{name}", "", "")' for name, text in parts.items())
 
@@ -234,7 +247,7 @@ class ChunkFacts:
         facts = cls((chunk.end - chunk.start) // chunk.step, queries.cluster)
         for series in source.instant(queries.facts(by_workload), chunk.last):
             labels, value = series["metric"], series["value"][1]
-            part, claim, volume = labels.get("figure"), _claim(labels), labels.get("persistentvolume", "")
+            part, claim, volume = labels.get("figure"), claim_of(labels), labels.get("persistentvolume", "")
             if part == INFO:
                 seen = facts.info.setdefault(claim, {})
                 key = (labels.get("storageclass", ""), labels.get("volumename", ""))
@@ -334,8 +347,19 @@ class ChunkFacts:
         """The volumes these claims were bound to in the chunk."""
         return [volume for claim in claims for _, volume in self.info.get(claim, {}) if volume]
 
+    def sizes(self) -> ClaimSizes:
+        """Each claim's bytes where the factoring gets it right (`claim`), else the volumes it was bound to."""
+        sizes = ClaimSizes()
+        for claim in self.claims():
+            held = self.claim(claim)
+            if held is None:
+                sizes.unsure[claim] = self.volumes_of([claim])
+            else:
+                sizes.held[claim] = held[1]
+        return sizes
 
-def _claim(labels: dict[str, str]) -> Claim:
+
+def claim_of(labels: dict[str, str]) -> Claim:
     return labels.get("namespace", ""), labels.get("persistentvolumeclaim", "")
 
 
@@ -352,25 +376,28 @@ def collect_storage(context: ClusterDay, cost_labels: Sequence[str] | None = Non
         raise ValueError(f"storage per workload needs the workloads of each of the {len(day_chunks)} chunks' pods")
     cluster = context.cluster.name
 
-    def ask(part: tuple[Chunk, PodWorkloads | None]) -> list[tuple]:
+    def ask(part: tuple[Chunk, PodWorkloads | None]) -> tuple[list[tuple], ClaimSizes]:
         chunk, workloads = part
         queries = StorageQueries(context.cluster, context.gpu_resources, chunk, context.store)
         listed = [_row(LISTED, series["metric"], series["value"][1], cluster)
                   for series in context.source.instant(queries.listed(), chunk.last)]
         if not listed:
-            return []
-        return listed + _chunk_rows(context.source, queries, chunk, workloads)
+            return [], ClaimSizes()
+        rows, sizes = _chunk_rows(context.source, queries, chunk, workloads)
+        return listed + rows, sizes
 
     parts: list[tuple[Chunk, PodWorkloads | None]] = list(zip(day_chunks, pod_workloads if by_workload
                                                                 else [None] * len(day_chunks)))
-    rows = [row for part in map_chunks(ask, parts) for row in part]
-    return storage_day(rows, context.step, cost_labels)
+    asked = map_chunks(ask, parts)
+    day = storage_day([row for rows, _ in asked for row in rows], context.step, cost_labels)
+    return replace(day, sizes=tuple(sizes for _, sizes in asked))
 
 
 def _chunk_rows(source: PrometheusSource, queries: StorageQueries, chunk: Chunk,
-                workloads: PodWorkloads | None) -> list[tuple]:
+                workloads: PodWorkloads | None) -> tuple[list[tuple], ClaimSizes]:
     """A chunk's rows (figure, namespace, workload, storageclass, bytes-instants): each claim's and volume's figures
-    multiplied where the factoring is right (`ChunkFacts`), the rest from the exact path, restricted to them."""
+    multiplied where the factoring is right (`ChunkFacts`), the rest from the exact path, restricted to them; and its
+    claims' sizes (ChunkFacts.sizes)."""
     facts = ChunkFacts.asked(source, queries, chunk, workloads is not None)
     own = "" if workloads is None else frames.UNATTRIBUTED
     rows: list[tuple] = []
@@ -405,7 +432,7 @@ def _chunk_rows(source: PrometheusSource, queries: StorageQueries, chunk: Chunk,
         for series in source.range(query, chunk.start, chunk.last, chunk.step):
             rows += [_row(series["metric"].get("figure", ""), series["metric"], value, queries.cluster)
                      for _, value in series["values"]]
-    return rows
+    return rows, facts.sizes()
 
 
 def _exact_claims(source: PrometheusSource, queries: StorageQueries, chunk: Chunk, facts: ChunkFacts, exact: set[Claim],
@@ -414,13 +441,13 @@ def _exact_claims(source: PrometheusSource, queries: StorageQueries, chunk: Chun
     chunk), asked by name in pieces: another namespace's claim of the same name is left out here."""
     def named(piece: list[Claim]) -> tuple[str, str]:
         """Matchers keeping the claims of these namespaces and names, and the volumes these claims were bound to."""
-        return _named(piece, queries), node_matcher(facts.volumes_of(piece), "persistentvolume")
+        return claims_named(piece, queries), node_matcher(facts.volumes_of(piece), "persistentvolume")
 
     rows = []
     own = "" if workloads is None else frames.UNATTRIBUTED
     for query in pieces(exact, lambda piece: queries.claimed(workloads is not None, *named(piece))):
         for series in source.range(query, chunk.start, chunk.last, chunk.step):
-            if _claim(series["metric"]) in exact:
+            if claim_of(series["metric"]) in exact:
                 rows += [_row(CLAIMED, series["metric"], value, queries.cluster, own) for _, value in series["values"]]
     mounted = [claim for claim in exact if claim in facts.mounted]
     if workloads is None or not mounted:
@@ -428,7 +455,7 @@ def _exact_claims(source: PrometheusSource, queries: StorageQueries, chunk: Chun
     for query in pieces(mounted, lambda piece: queries.mounted(*named(piece))):
         for series in source.instant(query, chunk.last):
             labels = series["metric"]
-            if _claim(labels) in exact:
+            if claim_of(labels) in exact:
                 namespace, pod = labels.get("namespace", ""), labels.get("pod", "")
                 held = figure(series["value"][1], STORAGE_BYTES, labels, queries.cluster, facts.instants)
                 rows.append((CLAIMED, namespace, workloads.get((namespace, pod), f"Pod/{pod}"),
@@ -444,9 +471,9 @@ def _shared_claims(source: PrometheusSource, queries: StorageQueries, chunk: Chu
     family alone, asked by name as a range query (no join: joined at every instant, claims' bytes and shares cost
     Prometheus more than the bill's floor); the sharing is done here."""
     mounting: dict[Claim, dict[float, list[str]]] = {claim: {} for claim in shared}  # instant -> pods mounting
-    for query in pieces(shared, lambda piece: queries.mounts(_named(piece, queries))):
+    for query in pieces(shared, lambda piece: queries.mounts(claims_named(piece, queries))):
         for series in source.range(query, chunk.start, chunk.last, chunk.step):
-            if (claim := _claim(series["metric"])) in mounting:
+            if (claim := claim_of(series["metric"])) in mounting:
                 for t, _ in series["values"]:
                     mounting[claim].setdefault(float(t), []).append(series["metric"].get("pod", ""))
     rows = []
@@ -462,7 +489,7 @@ def _shared_claims(source: PrometheusSource, queries: StorageQueries, chunk: Chu
     return rows
 
 
-def _named(claims: list[Claim], queries: StorageQueries) -> str:
+def claims_named(claims: list[Claim], queries: Queries) -> str:
     """Matchers keeping the claims of these namespaces and names (with others of their names in those namespaces,
     which the caller leaves out)."""
     return (f"{node_matcher({name for _, name in claims}, 'persistentvolumeclaim')}, "

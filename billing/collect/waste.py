@@ -35,6 +35,17 @@ per pod and hour of the day. An hour is 3600 / step of the billing instants
   half a scrape interval past its last sample, after a deleted pod was gone
   (a stretch between a pod's last sample and its deletion, under one scrape
   interval, goes uncounted instead). A pod without usage series used nothing.
+* unused storage GiB-hours: per bound claim (namespace, persistentvolumeclaim) and hour, the GiB it held at the
+  instants at which kubelet's `kubelet_volume_stats_used_bytes` of it is visible (kubelet exports it only while a
+  pod mounts the claim: an instant without it is not measured) less the GiB its filesystem used then, never below
+  zero per claim and hour. What it held is its billed size (docs/spec.md "Storage"), taken as its bound volume's
+  highest capacity of the hour (its highest request where no capacity of its volume is visible). The store is
+  asked only for the instants and sum of the used bytes (subqueries of the bare selector, no per-instant join): a
+  claim that storage's factoring holds at one size Bound at every instant of its chunk (nearly all) has that size
+  as every hour's highest, taken from storage's figures (StorageDay.sizes); only the claims it does not (resized,
+  recreated, Bound at some instants) that kubelet saw are asked their hour's highest size, by name, as raw samples.
+  Reading every claim's size again per hour cost half as much again as waste's other reads. Per namespace only:
+  with workloads, it is the namespace's own (frames.UNATTRIBUTED).
 
 Per hour rather than per instant because that is what makes waste cheap: the
 per-instant join of requests, Running and usage rates cost Prometheus twenty
@@ -84,19 +95,33 @@ from billing import frames
 from billing.collect.asking import Sampled, at_times, map_chunks
 from billing.collect.chunks import Chunk, hour_groups, hours_of, whole_hours
 from billing.collect.context import ClusterDay
-from billing.collect.figures import CPU_SECONDS, IDLE_GPUS, REQUESTS, figure
+from billing.collect.figures import (
+    CPU_SECONDS,
+    IDLE_GPUS,
+    REQUESTS,
+    STORAGE_BYTES,
+    STORAGE_INSTANTS,
+    USED_BYTES,
+    figure,
+)
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.promql import (
+    CLAIM_INFO,
+    CLAIM_REQUEST,
     DRA_HELD,
     GPU_UTILISATION,
+    VOLUME_CAPACITY,
+    VOLUME_USED,
     WHOLE_GPU,
     GpuResources,
     Queries,
     fits,
     in_pieces,
+    node_matcher,
 )
-from billing.collect.stores import Store
-from billing.collect.usage import ClusterUsage, collect_cluster
+from billing.collect.storage import Claim, ClaimSizes, claim_of, claims_named, collect_storage, labelled, pieces
+from billing.collect.stores import FamilyLabels, Store
+from billing.collect.usage import GIB, ClusterUsage, collect_cluster
 from billing.config import ClusterConfig
 from billing.resources import mig_resource, slice_fraction
 
@@ -104,7 +129,7 @@ log = logging.getLogger(__name__)
 
 GPU_INSTANCE_ACTIVITY = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"  # MIG GPU instances: share of time busy, 0 to 1
 CPU_USAGE = "container_cpu_usage_seconds_total"
-MEASURES = ["idle_gpu_hours", "unused_cpu_core_hours"]
+MEASURES = list(frames.WASTE_MEASURES)
 WORKLOAD_WASTE_KEYS = ["namespace", "workload"]  # the keys of waste per workload, before its measures
 POD_KEYS = ["namespace", "pod"]
 HOURS_PER_QUERY = 6  # hours asked in one range query, fewer where chunks.SAMPLES_PER_QUERY says so (as for chunks)
@@ -112,6 +137,12 @@ GPU_INSTANCE = 'GPU_I_ID!=""'  # series of a MIG GPU instance (promql.WHOLE_GPU:
 IDLE_GPU, IDLE_GPU_INSTANCE = "idle_gpu", "idle_gpu_instance"  # the parts of a query
 PARTS = {IDLE_GPU: "idle_gpu_hours", IDLE_GPU_INSTANCE: "idle_gpu_hours"}
 CONTAINER_RUN = ("namespace", "pod", "container", "id", "cpu")  # cAdvisor's labels of one container run's counter
+CLAIM = "namespace, persistentvolumeclaim"  # a claim, as kube-state-metrics and the kubelet label it
+SEEN, USED, SIZE = "seen", "used", "size"  # the `figure` label of each part of `unused_storage`'s answer
+UNUSED_STORAGE = "unused_storage_gib_hours"
+# the kubelet's volume stats name the claim's namespace; a scrape with `honor_labels: false` moves it to
+# exported_namespace, which is read wherever a series has it (no other family tells how the kubelet is scraped)
+KUBELET = FamilyLabels(namespace="exported_namespace")
 
 
 class WasteQueries(Queries):
@@ -134,6 +165,27 @@ class WasteQueries(Queries):
         moves a range query's times shows it even in an hour without cAdvisor."""
         now = self.cadvisor.plain(f"last_over_time({self.usage()}[{self.hour}s])")
         return f"max by ({', '.join(CONTAINER_RUN)}) ({now}) or vector(0)"
+
+    def used_bytes(self) -> str:
+        """Per claim, each part told apart by its `figure` label: at how many of the hour's instants kubelet's used
+        bytes are visible (SEEN) and those bytes summed over them (USED), copies of a series once: subqueries of the
+        bare selector. What the claims held is storage's figure (ClaimSizes), asked here only for the few claims
+        storage's factoring does not hold one size for (`claim_sizes`)."""
+        used = self.latest(self.series(VOLUME_USED))
+        return labelled({SEEN: self.instants_seen(used, CLAIM, KUBELET, copies=True),
+                         USED: self.instants_seen(used, CLAIM, KUBELET, copies=True, sum_values=True)})
+
+    def claim_sizes(self, named: str, volumes: str) -> str:
+        """Per claim of those `named` selects, labelled `figure` SIZE: its highest billed size of the hour, the highest
+        capacity of its volume (of those `volumes` selects), or its highest request where no capacity of its volume is
+        visible. Raw samples, no per-instant join."""
+        info = (f"max by ({CLAIM}, volumename) "
+                f"({self.ksm.plain(self.highest(self.series(CLAIM_INFO, named)), ('namespace',))})")
+        capacity = (f"label_replace(max by (persistentvolume) ({self.highest(self.series(VOLUME_CAPACITY, volumes))}), "
+                    '"volumename", "$1", "persistentvolume", "(.+)")')
+        request = (f"max by ({CLAIM}) "
+                   f"({self.ksm.plain(self.highest(self.series(CLAIM_REQUEST, named)), ('namespace',))})")
+        return labelled({SIZE: f"max by ({CLAIM}) ({info} * on (volumename) group_left () {capacity}) or {request}"})
 
     def usage(self) -> str:
         """cAdvisor's CPU usage series of containers, not of pods' cgroups (`container=""`) or sandboxes."""
@@ -203,17 +255,21 @@ class WasteQueries(Queries):
         return f"sum by (namespace, pod, uid) ({self.effective(self.highest, pods, resources='cpu')})"
 
 
+NamespaceHours = dict[str, float]  # namespace -> GiB-hours held but unused
 PodSeconds = dict[tuple[str, str], float]  # (namespace, pod) -> CPU seconds its containers used
 PodInstants = dict[tuple[str, str], float]  # (namespace, pod) -> CPU core-instants it requested
 
 
 def _group_waste(queries: WasteQueries, hours: list[Chunk], answer: Sampled, used: list[PodSeconds | None],
-                 requested: list[PodInstants], workloads: list[dict[tuple[str, str], str] | None]) -> pd.DataFrame:
+                 requested: list[PodInstants], workloads: list[dict[tuple[str, str], str] | None],
+                 storage: list[NamespaceHours | None]) -> pd.DataFrame:
     """The measures of a group of hours (`answer`: the idle GPU measures at each hour's last instant; `used`: each
     hour's CPU seconds used per pod, `_cpu_used`; `requested`: each hour's CPU core-instants requested per pod,
     `_requested`), summed over them per namespace, or with `workloads` (each hour's pod -> workload) per namespace
     and workload. Unused CPU is taken per pod and hour, never below 0, in the hours with cAdvisor series (`used`
-    not None), and left out where no hour has them: there the whole request would look unused."""
+    not None), and left out where no hour has them: there the whole request would look unused. `storage`: each
+    hour's unused storage GiB-hours per namespace (`_unused_storage`; None: no kubelet volume stats), the
+    namespace's own workload's (frames.UNATTRIBUTED) per workload."""
     measures: dict[str, dict[tuple[str, ...], float]] = {}
     at = _hour_index(hours)
 
@@ -238,6 +294,12 @@ def _group_waste(queries: WasteQueries, hours: list[Chunk], answer: Sampled, use
         for (namespace, pod), instants in requested[i].items():
             add("unused_cpu_core_hours", i, namespace, pod,
                 max(instants - pods_used.get((namespace, pod), 0.0) / hours[i].step, 0.0))
+    if any(hour is not None for hour in storage):
+        measures[UNUSED_STORAGE] = {}
+    for i, namespaces in enumerate(storage):
+        for namespace, gib_hours in (namespaces or {}).items():
+            key = (namespace,) if workloads[i] is None else (namespace, frames.UNATTRIBUTED)
+            measures[UNUSED_STORAGE][key] = measures[UNUSED_STORAGE].get(key, 0.0) + gib_hours
     found = sorted(set().union(*measures.values()))
     rows = [(*key, *(measures[m].get(key, 0.0) for m in measures)) for key in found]
     keys = ["namespace"] if workloads[0] is None else WORKLOAD_WASTE_KEYS
@@ -304,18 +366,67 @@ def _cpu_used(counters: Sampled, times: list[float], cluster: str) -> list[PodSe
     return used
 
 
+def _used_bytes_at(source: PrometheusSource, queries: WasteQueries, sizes: list[ClaimSizes], ends: list[float],
+                   ranged: bool) -> Sampled:
+    """`used_bytes` at each hour's last instant (`ends`; `sizes`: each hour's chunk's, storage's), and the hour's
+    highest size (`claim_sizes`) of the claims kubelet saw whose size storage's factoring does not know, asked by name
+    in pieces within promql.QUERY_BYTES."""
+    answer = at_times(source, queries.used_bytes(), ends, ranged)[0]
+    seen = {claim_of(labels) for labels, _ in answer}
+    unsure = {claim: volumes for hour in sizes for claim, volumes in hour.unsure.items() if claim in seen}
+
+    def sized(piece: list[Claim]) -> str:
+        volumes = node_matcher([volume for claim in piece for volume in unsure[claim]], "persistentvolume")
+        return queries.claim_sizes(claims_named(piece, queries), volumes)
+
+    for query in pieces(unsure, sized):
+        answer += [(labels, values) for labels, values in at_times(source, query, ends, ranged)[0]
+                   if claim_of(labels) in unsure]
+    return answer
+
+
+def _unused_storage(answer: Sampled, hours: list[Chunk], sizes: list[ClaimSizes],
+                    cluster: str) -> list[NamespaceHours | None]:
+    """Per hour and namespace: the GiB-hours its claims held but did not use (`answer`: `_used_bytes_at` at each
+    hour's last instant; `sizes`: each hour's chunk's, storage's), each claim's size times the instants its used
+    bytes were seen less their sum, never below 0 per claim and hour; None for an hour without kubelet's volume
+    stats. A claim's size is storage's where its factoring holds, else the hour's highest (SIZE); one storage does
+    not know was not billed and held nothing."""
+    at = _hour_index(hours)
+    parts: dict[tuple[int, str, str], dict[str, float]] = {}
+    family = {SEEN: STORAGE_INSTANTS, USED: USED_BYTES, SIZE: STORAGE_BYTES}
+    for labels, values in answer:
+        part = labels.get("figure", "")
+        for t, value in values:
+            hour = hours[at[t]]
+            claim = parts.setdefault((at[t], *claim_of(labels)), {})
+            # the used bytes are summed over the hour's instants at most
+            claim[part] = figure(value, family[part], labels, cluster,
+                                 (hour.end - hour.start) / hour.step if part == USED else 1.0)
+    unused: list[NamespaceHours | None] = [None] * len(hours)
+    for (i, namespace, name), claim in parts.items():
+        if SEEN not in claim:  # not mounted in the hour: not measured
+            continue
+        sums = unused[i] = unused[i] or {}
+        size = sizes[i].held.get((namespace, name), claim.get(SIZE, 0.0))
+        byte_instants = max(size * claim[SEEN] - claim.get(USED, 0.0), 0.0)
+        sums[namespace] = sums.get(namespace, 0.0) + byte_instants / GIB * hours[i].step / 3600
+    return unused
+
+
 def _hour_index(hours: list[Chunk]) -> dict[float, int]:
     """The time of each hour's last instant -> the hour's place in `hours`."""
     return {float(hour.last): i for i, hour in enumerate(hours)}
 
 
 def collect_waste(context: ClusterDay, below: float, by_workload: bool = False,
-                  usage: ClusterUsage | None = None) -> pd.DataFrame:
-    """Idle GPU-hours and unused CPU core-hours of one cluster-day per namespace (frames.WASTE.columns), or
-    with `by_workload` per namespace and workload (WORKLOAD_WASTE_KEYS and MEASURES). `usage`: the cluster-day's
-    usage (collect_cluster), whose pods' Running instants and CPU requests per hour, each chunk's top-level
-    controllers, exporter copies and resized pods waste takes rather than asking again; collected here when not
-    given.
+                  usage: ClusterUsage | None = None, sizes: Sequence[ClaimSizes] = ()) -> pd.DataFrame:
+    """Idle GPU-hours, unused CPU core-hours and unused storage GiB-hours of one cluster-day per namespace
+    (frames.WASTE.columns), or with `by_workload` per namespace and workload (WORKLOAD_WASTE_KEYS and MEASURES).
+    `usage`: the cluster-day's usage (collect_cluster), whose pods' Running instants and CPU requests per hour, each
+    chunk's top-level controllers, exporter copies and resized pods waste takes rather than asking again; `sizes`:
+    storage's claims' sizes per chunk (StorageDay.sizes), which waste takes rather than reading them again; each
+    collected here when not given.
 
     A measure is NaN for a key that has none, and in every row where the
     cluster never had its metric."""
@@ -325,6 +436,7 @@ def collect_waste(context: ClusterDay, below: float, by_workload: bool = False,
     keys = WORKLOAD_WASTE_KEYS if by_workload else ["namespace"]
     day_chunks = context.chunks()
     pods_of: Sequence[dict[tuple[str, str], str] | None] = usage.pod_workloads if by_workload else [None] * len(day_chunks)
+    claim_sizes = sizes or collect_storage(context).sizes
 
     def measure(hours: list[Chunk]) -> pd.DataFrame:
         queries = WasteQueries(cluster, gpu_resources, hours[0], store, by_workload, usage.copies)  # one text every hour
@@ -336,9 +448,11 @@ def collect_waste(context: ClusterDay, below: float, by_workload: bool = False,
         if any(hour is not None for hour in used):  # the requests matter only where there is use to subtract
             hourly = _resized_requests(source, queries, usage.exact, ends, ranged)
             requested = _requested(usage.pod_hours, hours, usage.exact, hourly)
-        workloads = [next(pods for c, pods in zip(day_chunks, pods_of) if c.start <= hour.start < c.end)
-                     for hour in hours]
-        return _group_waste(queries, hours, answer, used, requested, workloads)
+        in_chunk = [next(i for i, c in enumerate(day_chunks) if c.start <= hour.start < c.end) for hour in hours]
+        workloads = [pods_of[i] for i in in_chunk]
+        sizes = [claim_sizes[i] for i in in_chunk]
+        storage = _unused_storage(_used_bytes_at(source, queries, sizes, ends, ranged), hours, sizes, cluster.name)
+        return _group_waste(queries, hours, answer, used, requested, workloads, storage)
 
     groups = hour_groups(hours_of(day, step), whole_hours(store.busiest, step, HOURS_PER_QUERY))
     frame = pd.concat(map_chunks(measure, groups), ignore_index=True)

@@ -206,7 +206,7 @@ def read_waste(engine: Engine, day: date) -> pd.DataFrame:
     """What each namespace's teams held but did not use on a day (frames.CHARGED_WASTE.columns)."""
     query = select(waste).where(waste.c.day == day).order_by(waste.c.team, waste.c.owner, waste.c.namespace)
     rows = read_frame(engine, query, "waste", ["day", *frames.CHARGED_WASTE.columns])[frames.CHARGED_WASTE.columns]
-    return rows.astype({"idle_gpu_hours": float, "unused_cpu_core_hours": float})
+    return rows.astype(dict.fromkeys(frames.WASTE_MEASURES, float))
 
 
 def read_bound_pending(engine: Engine, first: date, last: date) -> pd.DataFrame:
@@ -259,17 +259,17 @@ def read_workload_totals(engine: Engine, first: date, last: date) -> pd.DataFram
 
 def waste_sums(engine: Engine, first: date, last: date, by: str, team: str | None = None,
                owner: str | None = None) -> pd.DataFrame:
-    """Idle GPU-hours and unused CPU core-hours of a date range summed per `by` (namespace, owner or team)
+    """The waste measures (frames.WASTE_MEASURES) of a date range summed per `by` (namespace, owner or team)
     by the database, optionally of one team or person; NULL (NaN) where no day of the group measured it."""
-    measures = [func.sum(waste.c[m]).label(m) for m in ("idle_gpu_hours", "unused_cpu_core_hours")]
+    measures = [func.sum(waste.c[m]).label(m) for m in frames.WASTE_MEASURES]
     query = select(waste.c[by], *measures).where(waste.c.day.between(first, last))
     if team is not None:
         query = query.where(waste.c.team == team)
     if owner is not None:
         query = query.where(waste.c.owner == owner)
     rows = read_frame(engine, query.group_by(waste.c[by]).order_by(waste.c[by]), "waste",
-                      [by, "idle_gpu_hours", "unused_cpu_core_hours"])
-    return rows.astype({"idle_gpu_hours": float, "unused_cpu_core_hours": float})
+                      [by, *frames.WASTE_MEASURES])
+    return rows.astype(dict.fromkeys(frames.WASTE_MEASURES, float))
 
 
 def stored_directory(engine: Engine) -> Directory | None:

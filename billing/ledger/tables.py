@@ -121,6 +121,7 @@ waste = Table(  # what pods held but did not use, per namespace and team like th
     *_charged(),
     Column("idle_gpu_hours", Double, nullable=True),  # GPUs held below the utilisation threshold; NULL: no DCGM
     Column("unused_cpu_core_hours", Double, nullable=True),  # requested but not used; NULL: no cAdvisor
+    Column("unused_storage_gib_hours", Double, nullable=True),  # claimed but not used; NULL: no kubelet volume stats
 )
 
 
@@ -197,6 +198,7 @@ workload_waste = Table(
     Column("workload", Text, primary_key=True),
     Column("idle_gpu_hours", Double, nullable=True),
     Column("unused_cpu_core_hours", Double, nullable=True),
+    Column("unused_storage_gib_hours", Double, nullable=True),
 )
 
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy import Engine
 
+from billing import frames
 from billing.config import Config
 from billing.days import billing_day, days_between, yesterday
 from billing.directory.accounts import accounts_of
@@ -233,7 +234,7 @@ def page(ledger: Engine, config: Config, subject: Subject, first: date, last: da
     if subject.kind != "person":  # a closed month's cost recovery, as the tables and the statement have it
         figures = with_recovery(figures, recovered(ledger, month[0], last, subject.name))
     waste = waste_sums(ledger, first, last, waste_key, **_filter(subject))
-    waste = waste.dropna(subset=["idle_gpu_hours", "unused_cpu_core_hours"], how="all")
+    waste = waste.dropna(subset=list(frames.WASTE_MEASURES), how="all")
     budget = None
     if subject.kind == "team" and subject.name:
         status = team_budget(ledger, config, subject.name, last)
@@ -384,10 +385,10 @@ WASTE_KEYS = {"person": "namespace", "team": "owner", "all": "team"}  # what a s
 
 
 def waste(ledger: Engine, subject: Subject, first: date, last: date) -> pd.DataFrame:
-    """What a subject's pods held but did not use over a range (shown, never billed): idle GPU-hours and unused
-    CPU core-hours per namespace of a person, per owner of a team, per team of all; as serve's pages show it."""
+    """What a subject's pods held but did not use over a range (shown, never billed): idle GPU-hours, unused
+    CPU core-hours and unused storage GiB-hours per namespace of a person, per owner of a team, per team of all; as serve's pages show it."""
     frame = waste_sums(ledger, first, last, WASTE_KEYS[subject.kind], **_filter(subject))
-    return frame.dropna(subset=["idle_gpu_hours", "unused_cpu_core_hours"], how="all")
+    return frame.dropna(subset=list(frames.WASTE_MEASURES), how="all")
 
 
 @dataclass(frozen=True)

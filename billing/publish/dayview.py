@@ -128,7 +128,7 @@ class TeamReport:
     by_owner: list[dict]  # owner ('' for a team namespace), namespaces, cost
     by_namespace: list[dict]  # cluster, namespace, owner, cost
     by_usage: list[dict]  # cluster, resource, gpu_model, quantity, cost, discount
-    waste: tuple[dict, ...] = ()  # owner, idle_gpu_hours, unused_cpu_core_hours (None: not measured)
+    waste: tuple[dict, ...] = ()  # owner and frames.WASTE_MEASURES (None: not measured)
     # owner, cluster, resource, gpu_model, quantity, cost, reason (the one that held most), charged
     held_before_running: tuple[dict, ...] = ()
     budget: BudgetStatus | None = None  # the month against the team's budget and its forecast; None: no budget
@@ -170,7 +170,7 @@ class DayReport:
     # cluster, storageclass, provisioned, claimed, unclaimed (GiB-hours), unit_price and unclaimed_cost (None: the
     # class has no price): persistent volumes per class, the unclaimed shown at the class's price, never billed
     storage: tuple[dict, ...] = ()
-    waste: tuple[dict, ...] = ()  # team, idle_gpu_hours, unused_cpu_core_hours (None: not measured)
+    waste: tuple[dict, ...] = ()  # team and frames.WASTE_MEASURES (None: not measured)
     held_before_running: tuple[dict, ...] = ()  # team, cluster, resource, gpu_model, quantity, cost, reason, charged
     people: dict[str, str] = field(default_factory=dict)  # uid -> display name (cn) from the stored directory
     changes: Changes | None = None
@@ -322,10 +322,10 @@ def with_service_units(report: DayReport, clusters: Sequence[ClusterConfig]) -> 
 
 
 def _waste(wasted: pd.DataFrame, key: str) -> tuple[dict, ...]:
-    """Idle GPU-hours and unused CPU core-hours per `key`, most idle GPU-hours first; None where not measured."""
-    measures = ["idle_gpu_hours", "unused_cpu_core_hours"]
+    """The waste measures (frames.WASTE_MEASURES) per `key`, most idle GPU-hours first; None where not measured."""
+    measures = list(frames.WASTE_MEASURES)
     sums = wasted.groupby(key, as_index=False)[measures].sum(min_count=1)
-    sums = sums.sort_values([*measures, key], ascending=[False, False, True], na_position="last")
+    sums = sums.sort_values([*measures, key], ascending=[*(False for _ in measures), True], na_position="last")
     return tuple({k: None if pd.isna(v) else v for k, v in row.items()} for row in sums.to_dict("records"))
 
 

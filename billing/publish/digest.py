@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from billing import frames
 from billing.days import days_between
 from billing.money import money_sums, one_currency, total
 from billing.publish.dayview import RenderError, held_rows
@@ -37,6 +38,7 @@ class PersonalDigest:
     by_namespace: list[dict]  # cluster, namespace, cost: their share, most expensive first
     idle_gpu_hours: float | None  # None: no cluster of theirs measures it
     unused_cpu_core_hours: float | None
+    unused_storage_gib_hours: float | None
     missing_days: list[date]  # days of the period never billed
     reports_url: str
     # cluster, namespace, workload, cost: the TOP_WORKLOADS most expensive, their share; empty without workload rows
@@ -76,15 +78,14 @@ def digests_of(first: date, last: date, *, rows: pd.DataFrame, waste: pd.DataFra
         held = one_currency([*mine["currency"], *month_rows["currency"]], currency,
                             _in_two(str(uid), min(first, month), last))
         namespaces = money_sums(mine, ["cluster", "namespace"], ["cost"])
-        idle = waste.loc[uid] if uid in waste.index else pd.Series({"idle_gpu_hours": None, "unused_cpu_core_hours": None})
+        idle = waste.loc[uid] if uid in waste.index else pd.Series(dict.fromkeys(frames.WASTE_MEASURES))
+        measured = {m: None if pd.isna(idle[m]) else float(idle[m]) for m in frames.WASTE_MEASURES}
         digests.append(PersonalDigest(
             uid, first, last, held, cost,
             month_to_date=total(month_rows["cost"]),
             by_namespace=namespaces.sort_values(["cost", "cluster", "namespace"], ascending=[False, True, True])
             .to_dict("records"),
-            idle_gpu_hours=None if pd.isna(idle["idle_gpu_hours"]) else float(idle["idle_gpu_hours"]),
-            unused_cpu_core_hours=None if pd.isna(idle["unused_cpu_core_hours"]) else float(idle["unused_cpu_core_hours"]),
-            missing_days=missing, reports_url=reports_url, top_workloads=tops.get(uid, []),
+            **measured, missing_days=missing, reports_url=reports_url, top_workloads=tops.get(uid, []),
             held_before_running=held_rows(pending[pending["owner"] == uid], "owner"),
         ))
     return digests

@@ -49,8 +49,9 @@ KUEUE_QUOTAS_RULE = (
 BORROWED_BEYOND = "Borrowed beyond what the cohort could lend"
 HELD_UNUSED = "Held but unused"
 HELD_UNUSED_RULE = (
-    "GPUs that pods requested but left nearly unused (DCGM utilisation below the configured threshold) and CPU "
-    "requested beyond what was used (cAdvisor); measured, not an extra charge: it is part of the cost above"
+    "GPUs that pods requested but left nearly unused (DCGM utilisation below the configured threshold), CPU "
+    "requested beyond what was used (cAdvisor) and mounted claims' storage their filesystems did not use (kubelet); "
+    "measured, not an extra charge: it is part of the cost above"
 )
 HELD_BEFORE_RUNNING = "Held before running"
 HELD_BEFORE_RUNNING_RULE = (

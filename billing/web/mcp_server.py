@@ -79,9 +79,10 @@ def descriptions(currency: str) -> dict[str, str]:
                    f"workload and per resource (with hours and cost per hour, so that more hours tell apart from "
                    f"dearer hours), largest change first, and the price sets that came into force in between. {WHOSE}"
                    f"{money}; hours in resource-hours ({', '.join(f'{name} in {UNITS[name]}' for name in RESOURCES)}).",
-        "waste": f"What was held but not used over a range (shown, never billed): idle GPU-hours and unused CPU "
-                 f"core-hours, per namespace for a person, per owner for a team, per team for everyone; null where no "
-                 f"day measured it. {WHOSE}Quantities in GPU-hours and core-hours, no money.",
+        "waste": f"What was held but not used over a range (shown, never billed): idle GPU-hours, unused CPU "
+                 f"core-hours and unused storage GiB-hours, per namespace for a person, per owner for a team, per team "
+                 f"for everyone; null where no day measured it. {WHOSE}Quantities in GPU-hours, core-hours and "
+                 f"GiB-hours, no money.",
         "budget": f"A team's month against its budget: budget, month to date, the month's forecast (and how it is "
                   f"made), shares used, days not billed yet, and the month's days never billed (which month to date "
                   f"leaves out); as of a day (default yesterday). For the team's leads and admins. {money}; shares "

@@ -283,8 +283,9 @@ def answer_schemas(currency: str) -> dict[str, dict]:
                             "currency", "before", "after", "change", "by_namespace", "by_workload", "by_resource"),
         "waste": document({"team": named, "person": {"type": "string"}, "from": iso_day, "to": iso_day,
                            "per": {"type": "string"}, "rows": {"type": "array", "items": {"type": "object"},
-                           "description": "idle_gpu_hours in GPU-hours, unused_cpu_core_hours in core-hours; null "
-                                          "where no day measured it; no money"}}, "from", "to", "per", "rows"),
+                           "description": "idle_gpu_hours in GPU-hours, unused_cpu_core_hours in core-hours, "
+                                          "unused_storage_gib_hours in GiB-hours; null where no day measured it; "
+                                          "no money"}}, "from", "to", "per", "rows"),
         "budget": document({"team": {"type": "string"}, "currency": one_currency,
                             "budget_month": {"type": "string"}, "as_of": iso_day, "budget": optional_money,
                             "month_to_date": money, "forecast": forecast, "used": share, "forecast_share": share,

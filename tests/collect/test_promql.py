@@ -98,7 +98,8 @@ def test_every_query_without_pod_lists_fits_the_budget_on_the_wordiest_store():
              usage.exact_pods(moved, copies=True), usage.exact("", moved),
              usage.models(), CapacityQueries(cluster, gpus, chunk, store).allocatable(moved),
              renames_query(cluster.prometheus.selector),
-             usage.workload_of(), usage.parents(), *waste.measures(5.0), *per_workload.measures(5.0)]
+             usage.workload_of(), usage.parents(), *waste.measures(5.0), *per_workload.measures(5.0),
+             waste.used_bytes()]
     assert all(fits(text) for text in texts)
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from billing import frames
 from billing.collect.context import cluster_day
-from billing.collect.storage import CLAIMED, LISTED, PROVISIONED, UNCLAIMED, collect_storage, storage_day
+from billing.collect.storage import CLAIMED, LISTED, PROVISIONED, UNCLAIMED, ClaimSizes, collect_storage, storage_day
 from billing.collect.stores import DEFAULT_STORE
 from billing.config import ClusterConfig
 from billing.days import billing_day
@@ -151,6 +151,8 @@ def test_claims_of_one_size_all_day_are_read_without_a_join_at_each_instant():
                                                ("nlp", "(no workload)", "bulk"): 4800.0}, rel=1e-12)
     classes = {r.storageclass: (r.provisioned, r.claimed, r.unclaimed) for r in day.classes.itertuples()}
     assert classes == pytest.approx({"fast-nvme": (2400.0, 2400.0, 0.0), "bulk": (4800.0, 4800.0, 0.0)}, rel=1e-12)
+    # each chunk's claims' sizes, which waste's unused storage takes rather than asking again
+    assert day.sizes == (ClaimSizes(held={("vision", "ckpt"): 100 * GIB, ("nlp", "data"): 200 * GIB}),) * 4
 
 
 @pytest.mark.parametrize("changed", [
@@ -177,6 +179,9 @@ def test_a_claim_the_factoring_gets_wrong_is_asked_instant_by_instant_by_name(ch
     # per instant, ckpt's mounted instants are the mounted query's (none here): all of it the namespace's own
     assert per_workload(day) == pytest.approx({("vision", "(no workload)", "fast-nvme"): 2400.0,
                                                ("nlp", "(no workload)", "bulk"): 4800.0}, rel=1e-12)
+    # waste asks ckpt's size itself, by name and volume; data's is storage's
+    volumes = ["pv-ckpt", "pv-ckpt-2"] if "info" in changed else ["pv-ckpt"]
+    assert day.sizes == (ClaimSizes(held={("nlp", "data"): 200 * GIB}, unsure={("vision", "ckpt"): volumes}),) * 4
 
 
 def test_a_claim_pods_share_is_shared_instant_by_instant_from_the_mounts_alone():

@@ -44,8 +44,8 @@ def store_directory(url: str) -> str:
     """The directory snapshot a run stores with its day: who leads which team."""
     directory = Directory({uid: Person(uid, uid.title(), f"{uid}@example.org") for uid in PEOPLE}, TEAMS)
     engine = open_ledger(url)
-    wasted = pd.DataFrame([("jaguar", "alice", "robotics", "alice", 3.5, None),  # alice held 3.5 idle GPU-hours
-                           ("ibis", "stray", "unallocated", None, None, None)], columns=frames.CHARGED_WASTE.columns)
+    wasted = pd.DataFrame([("jaguar", "alice", "robotics", "alice", 3.5, None, None),  # alice held 3.5 idle GPU-hours
+                           ("ibis", "stray", "unallocated", None, None, None, None)], columns=frames.CHARGED_WASTE.columns)
     replace_day(engine, DAY, DayBill(frame(ROWS[DAY]), wasted=wasted), "USD", snapshot=directory_to_json(directory))
     engine.dispose()
     return url

@@ -25,6 +25,7 @@ from billing.collect.preflight import MissingSeries, preflight, refuse_missing
 from billing.collect.prometheus import LivePrometheus
 from billing.collect.storage import collect_storage
 from billing.collect.usage import collect_cluster
+from billing.collect.waste import collect_waste
 from billing.config import load_config
 from billing.days import billing_day
 from billing.jobs.check import storage
@@ -46,8 +47,9 @@ def at(hour: float) -> float:
     return D + hour * 3600
 
 
-def pod(namespace: str, name: str, start: float, end: float, claims: tuple[str, ...], kind: str, owner: str) -> Pod:
-    return Pod(namespace, name, f"uid-{name}", "node-1", start, ((start, "Running"),), end,
+def pod(namespace: str, name: str, start: float, end: float, claims: tuple[str, ...], kind: str, owner: str,
+        node: str = "node-1") -> Pod:
+    return Pod(namespace, name, f"uid-{name}", node, start, ((start, "Running"),), end,
                (Container("main", 1.0, 0.0, 0.0),), created_by_kind=kind, created_by_name=owner, volume_claims=claims)
 
 
@@ -65,17 +67,22 @@ VOLUMES = (
     Volume("pv-datasets", BULK, ((BEFORE, 1000 * GIB),), ((BEFORE, "Bound"),)),
 )
 CLAIMS = (
-    VolumeClaim("vision", "ckpt", FAST, 100 * GIB, ((BEFORE, "Bound"),), ((BEFORE, "pv-ckpt"),), deleted=at(18)),
+    # its filesystem using 40 GiB, which the kubelet reports while the web pod mounts it (unused storage)
+    VolumeClaim("vision", "ckpt", FAST, 100 * GIB, ((BEFORE, "Bound"),), ((BEFORE, "pv-ckpt"),), deleted=at(18),
+                used=40 * GIB),
     VolumeClaim("vision", "scratch", BULK, 500 * GIB, ((BEFORE, "Pending"), (at(3), "Bound")),
                 ((BEFORE, ""), (at(3), "pv-scratch"))),
-    VolumeClaim("nlp", "data-trainer-0", BULK, 200 * GIB, ((BEFORE, "Bound"),), ((BEFORE, "pv-trainer-0"),)),
+    VolumeClaim("nlp", "data-trainer-0", BULK, 200 * GIB, ((BEFORE, "Bound"),), ((BEFORE, "pv-trainer-0"),),
+                used=50 * GIB),
     VolumeClaim("nlp", "data-trainer-1", BULK, 200 * GIB, ((BEFORE, "Bound"),), ((BEFORE, "pv-trainer-1"),)),
     # bound to a volume of which no series is there (kube-state-metrics filtered, say): billed its request
     VolumeClaim("vision", "legacy", BULK, 10 * GIB, ((BEFORE, "Bound"),), ((BEFORE, "pv-legacy"),)),
     VolumeClaim("nlp", "cache", FAST, 64 * GIB, ((BEFORE, "Bound"), (at(8), "Pending"), (at(8.25), "Bound")),
                 ((BEFORE, "pv-cache-a"), (at(8), ""), (at(8.25), "pv-cache-b"))),
-    # mounted by two pods of a Deployment all day and, 12:00 to 18:00, a pod of another one too (a shared dataset)
-    VolumeClaim("vision", "datasets", BULK, 1000 * GIB, ((BEFORE, "Bound"),), ((BEFORE, "pv-datasets"),)),
+    # mounted by two pods of a Deployment all day and, 12:00 to 18:00, a pod of another one too (a shared dataset), on
+    # another node, whose kubelet reports its used bytes too
+    VolumeClaim("vision", "datasets", BULK, 1000 * GIB, ((BEFORE, "Bound"),), ((BEFORE, "pv-datasets"),),
+                used=600 * GIB),
 )
 PODS = (
     pod("nlp", "trainer-0", BEFORE, AFTER, ("data-trainer-0",), "StatefulSet", "trainer"),
@@ -83,13 +90,13 @@ PODS = (
     pod("vision", "web-5d8f-x7k2p", at(6), at(12), ("ckpt",), "ReplicaSet", "web-5d8f"),  # 06:00 to 12:04 seen
     pod("vision", "web-5d8f-a1b2c", BEFORE, AFTER, ("datasets",), "ReplicaSet", "web-5d8f"),
     pod("vision", "web-5d8f-d3e4f", BEFORE, AFTER, ("datasets",), "ReplicaSet", "web-5d8f"),
-    pod("vision", "api-7c9d-q8w2r", at(12), at(18), ("datasets",), "ReplicaSet", "api-7c9d"),  # 12:00 to 18:04
+    pod("vision", "api-7c9d-q8w2r", at(12), at(18), ("datasets",), "ReplicaSet", "api-7c9d", "node-2"),  # to 18:04
 )
-NODE = Node("node-1", ((BEFORE, {}),), {"cpu": 64.0, "memory": 512.0 * GIB})
+NODES = tuple(Node(name, ((BEFORE, {}),), {"cpu": 64.0, "memory": 512.0 * GIB}) for name in ("node-1", "node-2"))
 
 
 def world(volumes: tuple[Volume, ...] = VOLUMES) -> World:
-    return World((Cluster("jaguar", (NODE,), PODS, {"cluster": "jaguar"},
+    return World((Cluster("jaguar", NODES, PODS, {"cluster": "jaguar"},
                           (Controller("ReplicaSet", "vision", "web-5d8f", "Deployment", "web"),
                            Controller("ReplicaSet", "vision", "api-7c9d", "Deployment", "api")),
                           volumes=volumes, volume_claims=CLAIMS),), BEFORE, AFTER)
@@ -112,6 +119,11 @@ WORKLOADS = {("vision", "Deployment/web", FAST): CKPT_WEB, ("vision", "(no workl
              ("vision", "(no workload)", BULK): SCRATCH + LEGACY, ("nlp", "StatefulSet/trainer", BULK): TRAINERS,
              ("nlp", "(no workload)", FAST): CACHE, ("vision", "Deployment/web", BULK): DATASETS - API,
              ("vision", "Deployment/api", BULK): API}
+# Unused storage (waste, never billed): held less used at the instants the kubelet's used bytes are seen. ckpt: the
+# web pod's 06:00 to 12:04 (12:00 to 12:04 its last samples' lookback, in the hour whose highest capacity is 150 GiB);
+# data-trainer-0 all day; datasets all day (node-1's kubelet; node-2's too from 12:00 to 18:04, each instant counted
+# once); the other claims report no used bytes: not measured
+UNUSED_STORAGE = {"vision": (100 - 40) * 6 + (150 - 40) * LOOKBACK + (1000 - 600) * 24, "nlp": (200 - 50) * 24}
 CLASSES = {
     # provisioned: pv-ckpt 3,000; pv-cache-a 8 h and its lookback at 64 GiB; pv-cache-b from 08:15 at 100 GiB
     FAST: (100 * 12 + 150 * 12 + 64 * (8 + LOOKBACK) + 100 * (24 - 8.25), CKPT + CACHE, 150 * 6),
@@ -125,6 +137,14 @@ def collected(url: str, cost_labels: list[str] | None):
     context = cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
     workloads = () if cost_labels is None else collect_cluster(context, cost_labels).pod_workloads  # the run's way
     return collect_storage(context, cost_labels, workloads)
+
+
+def unused_storage(url: str) -> dict[str, float]:
+    """Per namespace, the unused storage GiB-hours waste measures (collect_waste, workloads off)."""
+    config = cluster("jaguar", url)
+    context = cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
+    waste = collect_waste(context, 5.0).dropna(subset=["unused_storage_gib_hours"])
+    return dict(zip(waste["namespace"], waste["unused_storage_gib_hours"]))
 
 
 def reference(of: World, workloads: bool) -> dict:
@@ -177,7 +197,9 @@ def test_claims_billed_per_namespace_class_and_workload(store_server):
 def test_labels_a_scrape_without_honor_labels_moved_are_read_where_they_are(prometheus_server):
     """A scrape with `honor_labels: false`: the claims' and pods' namespace is in exported_namespace, kube-state-metrics'
     own in namespace (docs/stores.md); the same figures as the world's (the reference reads the exporter's labels)."""
-    check(prometheus_server(replace(world(), honor_labels=False)).url, world())
+    url = prometheus_server(replace(world(), honor_labels=False)).url
+    check(url, world())
+    assert_close(unused_storage(url), UNUSED_STORAGE)  # the kubelet's namespace in exported_namespace too
 
 
 def test_a_live_store_follows_staleness_markers_and_counts_copies_once(live_store):
@@ -185,7 +207,10 @@ def test_a_live_store_follows_staleness_markers_and_counts_copies_once(live_stor
     not 18:04), and kube-state-metrics replaced at 09:00 (a copy of every series per exporter)."""
     live = replace(world(), staleness=True, exporters=replaced_exporter(at(9)))
     assert reference(live, workloads=False)[("vision", "", FAST)] == pytest.approx(100 * 12 + 150 * 6, rel=1e-9)
-    check(live_store(live).url, live)
+    url = live_store(live).url
+    check(url, live)
+    # the kubelet's used bytes end at the web pod's deletion (12:00), not 12:04; kube-state-metrics' copies once
+    assert_close(unused_storage(url), {"vision": (100 - 40) * 6 + (1000 - 600) * 24, "nlp": (200 - 50) * 24})
 
 
 @pytest.mark.parametrize(("capacity", "shown"), [(float("nan"), "NaN"), (-1000 * GIB, "-"), (float("inf"), "+Inf")])
@@ -249,6 +274,11 @@ def test_a_collected_day_carries_storage_beside_the_usage(prometheus_server, tmp
     assert_close({(r.namespace, r.workload, r.gpu_model): r.quantity for r in workloads.itertuples()}, WORKLOADS)
     assert_close({r.storageclass: (r.provisioned, r.claimed, r.unclaimed) for r in day.storage_classes.itertuples()},
                  CLASSES)
+    wasted = day.wasted.dropna(subset=["unused_storage_gib_hours"])
+    assert_close(dict(zip(wasted["namespace"], wasted["unused_storage_gib_hours"])), UNUSED_STORAGE)
+    per_workload = day.workload_wasted.dropna(subset=["unused_storage_gib_hours"])
+    assert set(per_workload["workload"]) == {"(no workload)"}  # per namespace only: the namespace's own
+    assert per_workload["unused_storage_gib_hours"].sum() == pytest.approx(sum(UNUSED_STORAGE.values()), rel=1e-9)
 
 
 def test_billing_run_keeps_the_storage_per_class_and_the_admins_page_shows_it(prometheus_server, tmp_path):

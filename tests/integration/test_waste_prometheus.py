@@ -295,10 +295,11 @@ def test_the_run_keeps_waste_per_team_and_person_and_the_team_page_shows_it(prom
         assert got[key] == pytest.approx(measures, rel=1e-9), key
 
     page = read_page((tmp_path / "reports" / "2026-11-20" / "teams" / "robotics.html").read_text())
-    assert page.tables["team-waste"] == [["Person", "GPU-h held unused", "CPU requested unused"],
-                                         ["Alice Example alice", "24.00 GPU-h", "144.00 core-h"]]
+    # no claims in this world: storage not measured, a dash
+    assert page.tables["team-waste"] == [["Person", "GPU-h held unused", "CPU requested unused", "Storage claimed unused"],
+                                         ["Alice Example alice", "24.00 GPU-h", "144.00 core-h", "–"]]
     admin = read_page((tmp_path / "reports" / "2026-11-20" / "index.html").read_text())
-    assert ["unallocated", "0.00 GPU-h", "6.02 core-h"] in admin.tables["waste"]
+    assert ["unallocated", "0.00 GPU-h", "6.02 core-h", "–"] in admin.tables["waste"]
 
 
 def test_the_run_keeps_waste_per_workload_adding_up_to_the_namespace(prometheus_server, tmp_path):

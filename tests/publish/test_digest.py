@@ -38,7 +38,7 @@ def test_the_period_of_a_runs_digest(day, personal, period):
 @pytest.fixture
 def ledger(tmp_path):
     engine = open_ledger(write_ledger(tmp_path / "ledger.db"))
-    wasted = pd.DataFrame([("jaguar", "alice", "robotics", "alice", 3.5, None)], columns=frames.CHARGED_WASTE.columns)
+    wasted = pd.DataFrame([("jaguar", "alice", "robotics", "alice", 3.5, None, None)], columns=frames.CHARGED_WASTE.columns)
     replace_day(engine, DAY, DayBill(frame(ROWS[DAY]), wasted=wasted), "USD")
     return engine
 
@@ -50,7 +50,7 @@ def test_each_person_with_costs_gets_their_share(ledger):
     assert alice.cost == pytest.approx(37.20)  # 12.00 (Nov 19) + 24.00 + 1.20 (Nov 20)
     assert alice.month_to_date == pytest.approx(37.20)
     assert [(r["cluster"], r["namespace"], round(r["cost"], 2)) for r in alice.by_namespace] == [("jaguar", "alice", 37.20)]
-    assert (alice.idle_gpu_hours, alice.unused_cpu_core_hours) == (3.5, None)
+    assert (alice.idle_gpu_hours, alice.unused_cpu_core_hours, alice.unused_storage_gib_hours) == (3.5, None, None)
     assert bob.cost == pytest.approx(14.75)  # 2.95 + both halves of 11.80 (his two teams)
     assert (bob.idle_gpu_hours, bob.missing_days) == (None, [])
 

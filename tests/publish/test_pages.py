@@ -241,25 +241,26 @@ def test_discounts_of_priority_classes_are_shown(tmp_path):
 
 def test_waste_per_person_on_the_team_page_and_in_the_leads_email(ledger, tmp_path):
     wasted = pd.DataFrame([
-        ("jaguar", "alice", "robotics", "alice", 6.0, 20.0),
-        ("jaguar", "team-robotics", "robotics", None, 0.0, 5.0),
-        ("ibis", "bob", "robotics", "bob", None, 3.5),  # ibis has no DCGM exporter
-        ("ibis", "bob", "vision", "bob", None, 3.5),
+        ("jaguar", "alice", "robotics", "alice", 6.0, 20.0, 12.0),
+        ("jaguar", "team-robotics", "robotics", None, 0.0, 5.0, None),  # no claim of it mounted
+        ("ibis", "bob", "robotics", "bob", None, 3.5, 0.0),  # ibis has no DCGM exporter
+        ("ibis", "bob", "vision", "bob", None, 3.5, 0.0),
     ], columns=frames.CHARGED_WASTE.columns)
     replace_day(ledger, DAY, DayBill(frame(ROWS[DAY]), wasted=wasted), "USD")
     report = read_report(ledger, DAY, "USD", "unallocated")
     write_pages(report, tmp_path / "out")
     team = read_page((tmp_path / "out" / DAY.isoformat() / "teams" / "robotics.html").read_text())
-    assert team.tables["team-waste"] == [["Person", "GPU-h held unused", "CPU requested unused"],
-                                         ["alice", "6.00 GPU-h", "20.00 core-h"],
-                                         ["(team namespaces)", "0.00 GPU-h", "5.00 core-h"],
-                                         ["bob", "–", "3.50 core-h"]]
+    assert team.tables["team-waste"] == [["Person", "GPU-h held unused", "CPU requested unused", "Storage claimed unused"],
+                                         ["alice", "6.00 GPU-h", "20.00 core-h", "12.00 GiB-h"],
+                                         ["(team namespaces)", "0.00 GPU-h", "5.00 core-h", "–"],
+                                         ["bob", "–", "3.50 core-h", "0.00 GiB-h"]]
     admin = read_page((tmp_path / "out" / DAY.isoformat() / "index.html").read_text())
-    assert admin.tables["waste"][1:] == [["robotics", "6.00 GPU-h", "28.50 core-h"], ["vision", "–", "3.50 core-h"]]
+    assert admin.tables["waste"][1:] == [["robotics", "6.00 GPU-h", "28.50 core-h", "12.00 GiB-h"],
+                                         ["vision", "–", "3.50 core-h", "0.00 GiB-h"]]
     text = team_letter(report, "robotics").text
     assert "HELD BUT UNUSED" in text and "alice" in text.split("HELD BUT UNUSED")[1].splitlines()[3]
     assert "Held but unused: GPUs that pods requested but left nearly unused" in text
-    assert "6.00 GPU-h" in text and "20.00 core-h" in text
+    assert "6.00 GPU-h" in text and "20.00 core-h" in text and "12.00 GiB-h" in text
     # a team without waste rows has no such section
     assert "team-waste" not in read_page((tmp_path / "out" / DAY.isoformat() / "teams" / "platform.html").read_text()).tables
 

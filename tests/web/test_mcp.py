@@ -314,9 +314,10 @@ def test_changes_name_what_moved_and_whether_hours_or_prices(config_path):
 def test_waste_is_what_alice_held_idle(config_path):
     [team, own] = ask(config_path, "root", [("waste", {"team": "robotics", **NOVEMBER}),
                                             ("waste", {"person": "alice", **NOVEMBER})])
-    # tests/helpers/serve.py stores 3.5 idle GPU-hours of alice's on 2026-11-20, no CPU measure
-    assert answer(team)["rows"] == [{"owner": "alice", "idle_gpu_hours": 3.5, "unused_cpu_core_hours": None}]
-    assert answer(own)["rows"] == [{"namespace": "alice", "idle_gpu_hours": 3.5, "unused_cpu_core_hours": None}]
+    # tests/helpers/serve.py stores 3.5 idle GPU-hours of alice's on 2026-11-20, no CPU or storage measure
+    unmeasured = {"unused_cpu_core_hours": None, "unused_storage_gib_hours": None}
+    assert answer(team)["rows"] == [{"owner": "alice", "idle_gpu_hours": 3.5, **unmeasured}]
+    assert answer(own)["rows"] == [{"namespace": "alice", "idle_gpu_hours": 3.5, **unmeasured}]
 
 
 def test_a_figure_source_is_the_days_rows_prices_and_run(config_path):
