@@ -20,25 +20,17 @@ from billing.money import cents
 from billing.publish.journal import account_parts, charged_to_default
 from billing.publish.statement import StatementError, build_statement
 from tests.helpers.journals import (
-    NOVEMBER,
     WORKED,
     WORKED_JOURNAL,
     balance,
     close,
+    november,  # noqa: F401 (a pytest fixture)
     reclose_scenario,
     section,
 )
 from tests.helpers.ledgers import new_ledger
 from tests.helpers.report_ledger import frame
-from tests.helpers.statements import NOV, write_month
-
-
-@pytest.fixture
-def november(tmp_path):
-    engine = new_ledger(f"sqlite:///{tmp_path}/ledger.db")
-    write_month(engine, NOV, NOVEMBER)
-    yield engine
-    engine.dispose()
+from tests.helpers.statements import NOV
 
 
 def test_the_worked_month_is_the_journal_worked_out_by_hand(november, tmp_path):
