@@ -58,7 +58,7 @@ def test_the_accounts_worked_month_invoices_each_account_its_part_by_hand(novemb
         page = invoice_page(tmp_path, account)
         assert lines_and_total(page) == (lines, total), account
         assert page.texts["number"] == f"2026-11-1/{account}"
-        assert page.texts["period"] == "November 2026 (2026-11-01 to 2026-11-30)"
+        assert (page.texts["period"], page.texts["days"]) == ("November 2026", "2026-11-01 to 2026-11-30")
         assert amount(total) == debits[account]  # the journal's figure, to the cent
         assert [row[0] for row in page.tables["posted"][1:-1]] == (["6420"] if account == "RC-UNFUNDED"
                                                                    else ["6410", "6420"])
