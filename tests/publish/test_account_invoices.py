@@ -6,11 +6,19 @@ page is read back in tests/integration/test_account_invoice_pdf.py."""
 from __future__ import annotations
 
 import csv
+from datetime import date
 from decimal import Decimal
 
 import pytest
 
+from billing.charge.bill import DayBill
+from billing.config import CostRecovery
+from billing.directory.people import directory_to_json
+from billing.ledger.database import transaction
+from billing.ledger.months import month_rows
+from billing.ledger.write import replace_day
 from billing.money import cents
+from billing.publish.account_invoices import account_invoices
 from billing.publish.statement import StatementError, build_statement, reopen_month
 from tests.helpers.account_invoices import (
     ISSUER,
@@ -20,9 +28,10 @@ from tests.helpers.account_invoices import (
     close_with_invoices,
 )
 from tests.helpers.html_tables import read_page
-from tests.helpers.journals import WORKED, november  # noqa: F401 (a pytest fixture)
+from tests.helpers.journals import NAMES, VISION, WORKED, november  # noqa: F401 (a pytest fixture)
 from tests.helpers.recharge import RULES, recharge_month
-from tests.helpers.statements import NOV
+from tests.helpers.report_ledger import frame
+from tests.helpers.statements import DEC, DIRECTORY, NOV
 
 
 def invoice_page(out, account: str, posting: int = 1):
@@ -105,7 +114,7 @@ def test_an_invoice_that_cannot_be_written_leaves_the_month_open(november, tmp_p
 
 
 def test_every_name_on_an_invoice_is_escaped(november, tmp_path):
-    from tests.helpers.journals import NAMES, WORKED_ASSIGNMENTS, section
+    from tests.helpers.journals import WORKED_ASSIGNMENTS, section
 
     names = {**NAMES, "NIH-R01": "<script>alert(1)</script> & co"}
     accounts = section(*WORKED_ASSIGNMENTS).model_copy(update={"names": names})
@@ -113,3 +122,44 @@ def test_every_name_on_an_invoice_is_escaped(november, tmp_path):
     text = (tmp_path / "invoices" / "2026-11-1" / "NIH-R01.html").read_text()
     assert "<script>" not in text and "&lt;script&gt;alert(1)&lt;/script&gt; &amp; co" in text
     assert ISSUER.issuer in text
+
+
+def test_cost_recovery_is_a_line_of_each_account_as_the_teams_month_was_split(november, tmp_path):
+    # jaguar cost 634.60, twice its charges: vision's recovery of 315.30 split as its month was (30/40/30: NSF
+    # 94.59, NIH 126.12, DEPT 94.59), nlp's 2.00 the default account's
+    close_with_invoices(november, tmp_path, WORKED, recover={"jaguar": CostRecovery(monthly_cost=634.60)})
+    assert lines_and_total(invoice_page(tmp_path, "NIH-R01")) == (
+        [*WORKED_INVOICES["NIH-R01"][0], ("jaguar", "Cost recovery", "", "", "126.12 USD")], "252.24 USD")
+    assert lines_and_total(invoice_page(tmp_path, "RC-UNFUNDED")) == (
+        [*WORKED_INVOICES["RC-UNFUNDED"][0], ("jaguar", "Cost recovery", "", "", "2.00 USD")], "4.00 USD")
+
+
+def test_a_correction_goes_to_the_accounts_of_the_day_it_corrects(november, tmp_path):
+    close_with_invoices(november, tmp_path, WORKED)
+    # November 20 run again after the close, vision's GPUs now 20.02: +10.01 booked in December, on the 20th's
+    # accounts: NIH-R01 40 % (4.004) and DEPT-PHYS 60 % (6.006), none of it NSF-2231's, which ended on the 15th
+    twentieth = [(*VISION[0][:-1], 20.02), VISION[1]]
+    replace_day(november, date(2026, 11, 20), DayBill(frame(twentieth)), "USD", snapshot=directory_to_json(DIRECTORY))
+    december = build_statement(november, DEC, "USD", {})
+    with transaction(november, "reading") as conn:
+        rows = month_rows(conn, DEC, date(2026, 12, 31))
+    invoices = {invoice.account.id: invoice
+                for invoice in account_invoices(december, rows, WORKED, (), 1, date(2027, 1, 2))}
+    assert {account: ([(line.description, line.amount) for line in invoice.lines], invoice.total)
+            for account, invoice in invoices.items()} == {
+        "DEPT-PHYS": ([("Correction of 2026-11-20, GPU", Decimal("6.01"))], Decimal("6.01")),
+        "NIH-R01": ([("Correction of 2026-11-20, GPU", Decimal("4.00"))], Decimal("4.00"))}
+
+
+def test_account_ids_are_file_names_and_two_that_would_share_one_are_refused(november, tmp_path):
+    names = {**NAMES, "NIH/R01": "NIH R01 by its slash", "NIH_R01": "NIH R01 by its underscore"}
+    slash = WORKED.assignments[0].model_copy(update={"account": "NIH/R01"})  # vision's 60 % to the 15th
+    slashed = WORKED.model_copy(update={"names": names, "assignments": [slash, *WORKED.assignments[1:]]})
+    underscore = slash.model_copy(update={"account": "NIH_R01", "team": "nlp", "percent": Decimal(100)})
+    both = slashed.model_copy(update={"assignments": [*slashed.assignments, underscore]})
+    with pytest.raises(StatementError, match=r"accounts 'NIH/R01' and 'NIH_R01' would both have their invoice of "
+                                             r"2026-11 in NIH_R01.pdf; rename one of them in accounts.names"):
+        close_with_invoices(november, tmp_path, both)
+    assert build_statement(november, NOV, "USD", {}).closing is None
+    close_with_invoices(november, tmp_path, slashed)
+    assert invoice_page(tmp_path, "NIH_R01").texts["number"] == "2026-11-1/NIH/R01"
