@@ -5,16 +5,21 @@ subsidy and a monthly credit) with its teams given accounts."""
 
 from __future__ import annotations
 
+import csv
+from decimal import Decimal
 from pathlib import Path
 
 from sqlalchemy import Engine
 
 from billing.config import AccountInvoicesConfig, AccountsConfig
+from billing.money import cents
 from billing.publish.account_invoices import post_invoices
 from billing.publish.journal import post_journal
 from billing.publish.statement import MonthRules, Statement, close_month
-from tests.helpers.journals import TODAY_DONE, section
-from tests.helpers.statements import NOV
+from tests.helpers.html_tables import read_page
+from tests.helpers.journals import NOVEMBER, TODAY_DONE, WORKED, section
+from tests.helpers.ledgers import new_ledger
+from tests.helpers.statements import NOV, write_month
 
 ISSUER = AccountInvoicesConfig.model_validate({
     "issuer": "Research Computing, University of Example", "address": ["4 Campus Drive", "Ann Arbor, MI 48109"],
@@ -72,3 +77,52 @@ def close_with_invoices(engine: Engine, out: Path, accounts: AccountsConfig, rul
         post_invoices(conn, statement, accounts, ISSUER, clusters, out)
 
     return close_month(engine, NOV, "finance", TODAY_DONE, "USD", {}, rules=rules, journal=post, **options)
+
+
+def invoice_page(out, account: str, posting: int = 1):
+    return read_page((out / "invoices" / f"2026-11-{posting}" / f"{account}.html").read_text())
+
+
+def lines_and_total(page) -> tuple[list[tuple[str, ...]], str]:
+    """The invoice's lines (cluster, line, quantity, SU where shown, amount), without the teams' heading rows, and
+    its total due."""
+    rows = page.tables["lines"][1:]
+    lines = [tuple(row) for row in rows[:-1] if not row[0].startswith("Team ")]
+    return [(*line[:3], "", line[3]) if len(line) == 4 else line for line in lines], page.texts["total"]
+
+
+def journal_debits(out, posting: int = 1) -> dict[str, Decimal]:
+    """Each account's debits less credits in the journal of the posting."""
+    with open(out / "journals" / f"journal-2026-11-{posting}.csv") as file:
+        found: dict[str, Decimal] = {}
+        for row in csv.DictReader(file):
+            found[row["account"]] = (found.get(row["account"], Decimal(0)) + Decimal(row["debit"] or 0)
+                                     - Decimal(row["credit"] or 0))
+    return found
+
+
+def amount(text: str) -> Decimal:
+    return Decimal(text.removesuffix(" USD").replace(",", ""))
+
+
+def worked_invoices_scenario(url: str, out: Path) -> None:
+    """The accounts' worked month written to the ledger at `url` and closed with its invoices under `out`: each
+    invoice's every figure by hand (WORKED_INVOICES), its total the journal's debit of the account, all of them the
+    statement's total."""
+    engine = new_ledger(url)
+    write_month(engine, NOV, NOVEMBER)
+    statement = close_with_invoices(engine, out, WORKED)
+    debits = journal_debits(out)
+    for account, (lines, total) in WORKED_INVOICES.items():
+        page = invoice_page(out, account)
+        assert lines_and_total(page) == (lines, total), account
+        assert page.texts["number"] == f"2026-11-1/{account}"
+        assert (page.texts["period"], page.texts["days"]) == ("November 2026", "2026-11-01 to 2026-11-30")
+        assert amount(total) == debits[account]  # the journal's figure, to the cent
+        assert [row[0] for row in page.tables["posted"][1:-1]] == (["6420"] if account == "RC-UNFUNDED"
+                                                                   else ["6410", "6420"])
+    assert page.texts["account"] == "RC-UNFUNDED: Research computing, unfunded use"
+    assert sum(amount(total) for _, total in WORKED_INVOICES.values()) == cents(statement.total) == Decimal("317.30")
+    written = sorted(path.name for path in (out / "invoices" / "2026-11-1").iterdir())
+    assert written == sorted(f"{account}{suffix}" for account in WORKED_INVOICES for suffix in (".html", ".pdf"))
+    engine.dispose()

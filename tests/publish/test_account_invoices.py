@@ -5,7 +5,6 @@ page is read back in tests/integration/test_account_invoice_pdf.py."""
 
 from __future__ import annotations
 
-import csv
 from datetime import date
 from decimal import Decimal
 
@@ -26,55 +25,19 @@ from tests.helpers.account_invoices import (
     RECHARGE_INVOICES,
     WORKED_INVOICES,
     close_with_invoices,
+    invoice_page,
+    journal_debits,
+    lines_and_total,
+    worked_invoices_scenario,
 )
-from tests.helpers.html_tables import read_page
 from tests.helpers.journals import NAMES, VISION, WORKED, november  # noqa: F401 (a pytest fixture)
 from tests.helpers.recharge import RULES, recharge_month
 from tests.helpers.report_ledger import frame
 from tests.helpers.statements import DEC, DIRECTORY, NOV
 
 
-def invoice_page(out, account: str, posting: int = 1):
-    return read_page((out / "invoices" / f"2026-11-{posting}" / f"{account}.html").read_text())
-
-
-def lines_and_total(page) -> tuple[list[tuple[str, ...]], str]:
-    """The invoice's lines (cluster, line, quantity, SU where shown, amount), without the teams' heading rows, and
-    its total due."""
-    rows = page.tables["lines"][1:]
-    lines = [tuple(row) for row in rows[:-1] if not row[0].startswith("Team ")]
-    return [(*line[:3], "", line[3]) if len(line) == 4 else line for line in lines], page.texts["total"]
-
-
-def journal_debits(out, posting: int = 1) -> dict[str, Decimal]:
-    """Each account's debits less credits in the journal of the posting."""
-    with open(out / "journals" / f"journal-2026-11-{posting}.csv") as file:
-        found: dict[str, Decimal] = {}
-        for row in csv.DictReader(file):
-            found[row["account"]] = (found.get(row["account"], Decimal(0)) + Decimal(row["debit"] or 0)
-                                     - Decimal(row["credit"] or 0))
-    return found
-
-
-def amount(text: str) -> Decimal:
-    return Decimal(text.removesuffix(" USD").replace(",", ""))
-
-
-def test_the_accounts_worked_month_invoices_each_account_its_part_by_hand(november, tmp_path):
-    statement = close_with_invoices(november, tmp_path, WORKED)
-    debits = journal_debits(tmp_path)
-    for account, (lines, total) in WORKED_INVOICES.items():
-        page = invoice_page(tmp_path, account)
-        assert lines_and_total(page) == (lines, total), account
-        assert page.texts["number"] == f"2026-11-1/{account}"
-        assert (page.texts["period"], page.texts["days"]) == ("November 2026", "2026-11-01 to 2026-11-30")
-        assert amount(total) == debits[account]  # the journal's figure, to the cent
-        assert [row[0] for row in page.tables["posted"][1:-1]] == (["6420"] if account == "RC-UNFUNDED"
-                                                                   else ["6410", "6420"])
-    assert page.texts["account"] == "RC-UNFUNDED: Research computing, unfunded use"
-    assert sum(amount(total) for _, total in WORKED_INVOICES.values()) == cents(statement.total) == Decimal("317.30")
-    written = sorted(path.name for path in (tmp_path / "invoices" / "2026-11-1").iterdir())
-    assert written == sorted(f"{account}{suffix}" for account in WORKED_INVOICES for suffix in (".html", ".pdf"))
+def test_the_accounts_worked_month_invoices_each_account_its_part_by_hand(tmp_path):
+    worked_invoices_scenario(f"sqlite:///{tmp_path}/ledger.db", tmp_path)
 
 
 def test_service_units_subsidies_and_monthly_credits_on_the_accounts_invoices(tmp_path):
