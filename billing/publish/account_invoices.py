@@ -134,8 +134,12 @@ def html(invoice: AccountInvoice, issuer: AccountInvoicesConfig) -> str:
 
 def pdf(page: str) -> bytes:
     """The page as PDF, laid out by WeasyPrint from the same HTML and CSS (its print rules: A4 or Letter alike)."""
-    from weasyprint import HTML  # loads Pango: only where an invoice is written
-
+    try:
+        from weasyprint import HTML  # loads Pango: only where an invoice is written
+    except (ImportError, OSError) as exc:  # OSError: WeasyPrint found no Pango library to load
+        raise StatementError(f"cannot lay out the invoices as PDF: WeasyPrint does not load ({exc}); install it "
+                             f"with billing's dependencies and Debian's libpango-1.0-0 and libpangoft2-1.0-0, then "
+                             f"close the month again") from None
     return HTML(string=page).write_pdf()
 
 

@@ -5,6 +5,7 @@ page is read back in tests/integration/test_account_invoice_pdf.py."""
 
 from __future__ import annotations
 
+import sys
 from datetime import date
 from decimal import Decimal
 
@@ -126,3 +127,12 @@ def test_account_ids_are_file_names_and_two_that_would_share_one_are_refused(nov
     assert build_statement(november, NOV, "USD", {}).closing is None
     close_with_invoices(november, tmp_path, slashed)
     assert invoice_page(tmp_path, "NIH_R01").texts["number"] == "2026-11-1/NIH/R01"
+
+
+def test_a_pdf_that_cannot_be_laid_out_leaves_the_month_open(november, tmp_path, monkeypatch):
+    # WeasyPrint that does not load (without Pango its import raises OSError naming the library; here ImportError)
+    monkeypatch.setitem(sys.modules, "weasyprint", None)
+    with pytest.raises(StatementError, match=r"cannot lay out the invoices as PDF: WeasyPrint does not load \(.*\); "
+                                             r"install it with billing's dependencies and Debian's libpango-1.0-0"):
+        close_with_invoices(november, tmp_path, WORKED)
+    assert build_statement(november, NOV, "USD", {}).closing is None
