@@ -28,7 +28,7 @@ from sqlalchemy import Connection
 
 from billing.accounts import Account
 from billing.config import AccountInvoicesConfig, AccountsConfig, ClusterConfig
-from billing.ledger.journals import postings
+from billing.ledger.journals import Posting, postings
 from billing.ledger.months import month_rows
 from billing.money import cents
 from billing.private import write_whole
@@ -77,7 +77,7 @@ class AccountInvoice:
     issued: date  # the day of the close
     lines: tuple[InvoiceLine, ...]  # by team, cluster and the statement's order
     posted: tuple[tuple[str, Decimal], ...]  # (object code, amount): the journal's lines of the account
-    replaces: str  # the invoice of the latest earlier close of the month, '' if none
+    replaces: str  # the account's invoice of the month's latest earlier close, '' if none
 
     @property
     def total(self) -> Decimal:
@@ -105,10 +105,11 @@ class AccountInvoice:
 
 
 def account_invoices(statement: Statement, rows: pd.DataFrame, section: AccountsConfig,
-                     clusters: Sequence[ClusterConfig], number: int, issued: date, replaces: int | None = None
+                     clusters: Sequence[ClusterConfig], number: int, issued: date, earlier: Posting | None = None
                      ) -> list[AccountInvoice]:
     """Every account with a part of the statement, in id order: its lines (`line_parts`) and what the journal of
-    posting `number` books it (`account_parts`); `replaces` the posting whose invoices these replace."""
+    posting `number` books it (`account_parts`); an account the `earlier` journal of the month booked says that it
+    replaces that close's invoice."""
     by_account: dict[Account, list[LinePart]] = defaultdict(list)
     for part in line_parts(statement, rows, section.accounts(), clusters):
         by_account[part.account].append(part)
@@ -116,9 +117,10 @@ def account_invoices(statement: Statement, rows: pd.DataFrame, section: Accounts
     for (account_id, code), amount in sorted(account_parts(statement, rows, section).items()):
         posted[account_id].append((code, amount))
     month = f"{statement.month:%Y-%m}"
+    booked = {line.account for line in earlier.lines} if earlier else set()
     return [AccountInvoice(f"{month}-{number}/{account.id}", account, statement.month, statement.currency, issued,
                            tuple(_invoice_line(part) for part in parts), tuple(posted.get(account.id, ())),
-                           f"{month}-{replaces}/{account.id}" if replaces else "")
+                           f"{month}-{earlier.number}/{account.id}" if earlier and account.id in booked else "")
             for account, parts in sorted(by_account.items(), key=lambda item: item[0].id)]
 
 
@@ -149,13 +151,14 @@ def post_invoices(conn: Connection, statement: Statement, section: AccountsConfi
     under `<output_dir>/invoices/<YYYY-MM-N>/`, numbered as the journal; returns the files written. A file that
     cannot be written fails the close, as the journal's does."""
     month = statement.month
-    journals = [posting.number for posting in postings(conn, month) if posting.kind == JOURNAL]
+    journals = [posting for posting in postings(conn, month) if posting.kind == JOURNAL]
     if not journals:  # the close posts its journal first: invoices without one would be numbered as nothing
         raise StatementError(f"no journal was posted for {month:%Y-%m}; invoices are numbered as the journal")
     rows = month_rows(conn, *month_range(month))
-    invoices = account_invoices(statement, rows, section, clusters, journals[-1], datetime.now(timezone.utc).date(),
+    number = journals[-1].number
+    invoices = account_invoices(statement, rows, section, clusters, number, datetime.now(timezone.utc).date(),
                                 journals[-2] if len(journals) > 1 else None)
-    folder = output_dir / INVOICES / f"{month:%Y-%m}-{journals[-1]}"
+    folder = output_dir / INVOICES / f"{month:%Y-%m}-{number}"
     names = _file_names([invoice.account.id for invoice in invoices], month)
     written = []
     for invoice in invoices:

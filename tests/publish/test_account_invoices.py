@@ -59,15 +59,23 @@ def test_service_units_subsidies_and_monthly_credits_on_the_accounts_invoices(tm
 def test_a_month_closed_again_gets_new_invoices_that_say_which_they_replace(november, tmp_path):
     close_with_invoices(november, tmp_path, WORKED)
     reopen_month(november, NOV, "finance")
-    close_with_invoices(november, tmp_path, WORKED)
+    # nlp given a new grant of its own before the month is closed again: the default account has no invoice then
+    given = WORKED.model_copy(update={"names": {**NAMES, "NLP-1": "NLP start-up"}, "assignments": [
+        *WORKED.assignments, WORKED.assignments[1].model_copy(update={"account": "NLP-1", "team": "nlp",
+                                                                      "percent": Decimal(100)})]})
+    close_with_invoices(november, tmp_path, given)
     # postings 2 (the reversal of 1) and 3 (the new journal): the invoices are numbered as the journal
     assert sorted(path.name for path in (tmp_path / "invoices").iterdir()) == ["2026-11-1", "2026-11-3"]
+    assert sorted(path.stem for path in (tmp_path / "invoices" / "2026-11-3").glob("*.html")) == [
+        "DEPT-PHYS", "NIH-R01", "NLP-1", "NSF-2231"]
     page = invoice_page(tmp_path, "NIH-R01", posting=3)
     assert page.texts["number"] == "2026-11-3/NIH-R01"
     assert lines_and_total(page) == WORKED_INVOICES["NIH-R01"]
+    assert lines_and_total(invoice_page(tmp_path, "NLP-1", posting=3)) == WORKED_INVOICES["RC-UNFUNDED"]
     text = (tmp_path / "invoices" / "2026-11-3" / "NIH-R01.html").read_text()
-    assert "replaces invoice 2026-11-1/NIH-R01" in text
+    assert "This invoice replaces invoice 2026-11-1/NIH-R01" in text
     assert "replaces" not in (tmp_path / "invoices" / "2026-11-1" / "NIH-R01.html").read_text()
+    assert "replaces" not in (tmp_path / "invoices" / "2026-11-3" / "NLP-1.html").read_text()  # a new account's first
 
 
 def test_an_invoice_that_cannot_be_written_leaves_the_month_open(november, tmp_path):
