@@ -74,6 +74,7 @@ def test_every_figure_of_each_pdf_is_read_back_as_worked_out_by_hand(invoices):
             figures = [figure for figure in (quantity, units, amount) if figure]
             pattern = rf"^{cluster} {re.escape(description.split()[0])}\b.* " + " ".join(map(re.escape, figures)) + "$"
             assert [line for line in text if re.search(pattern, line)], (name, pattern, text)
+        assert text[-1] == f"Invoice 2026-11-1/{account}, page 1 of 1", name  # each page's foot
         due = [line for line in text if line.startswith("Total due")]
         assert len(due) == 1 and due[0].endswith(total), (name, due)
         posted_total = [line for line in text if line.startswith("Total ") and not line.startswith("Total due")]
