@@ -538,8 +538,8 @@ def close(month: date, reopen: bool, by: str | None, allow_missing: bool) -> Non
     closed, journals = answers.close(ledger, config, month, who, allow_missing)
     click.echo(f"closed {month:%Y-%m} (by {who}): {len(closed.teams())} teams, {len(closed.lines)} lines, "
                f"total {money(closed.total, closed.currency)}")
-    for journal in journals:
-        click.echo(f"journal for finance: {journal}")
+    for written in journals:
+        click.echo(f"{'journal for finance' if written.suffix == '.csv' else 'invoice'}: {written}")
 
 
 @main.group()

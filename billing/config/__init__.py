@@ -1,6 +1,7 @@
 """The configuration file, one module per section of it. This package hands on every public name that
 billing/config.py had, so `from billing.config import ClusterConfig` works whichever module a section lives in."""
 
+from billing.config.account_invoices import AccountInvoicesConfig
 from billing.config.accounts import AccountsConfig
 from billing.config.clusters import (
     DRA_GPU,
@@ -49,7 +50,7 @@ from billing.config.service_units import ServiceUnits
 from billing.config.web import HOST_NAME, LOOPBACK_HOSTS, McpConfig, WebConfig
 
 __all__ = [
-    "CONFIG_DIR", "DEEPEST_CONFIG", "AccountsConfig", "DRA_GPU", "HIGHEST_BUDGET", "HIGHEST_PRICE", "HOST_NAME", "LABEL_KEY",
+    "CONFIG_DIR", "DEEPEST_CONFIG", "AccountInvoicesConfig", "AccountsConfig", "DRA_GPU", "HIGHEST_BUDGET", "HIGHEST_PRICE", "HOST_NAME", "LABEL_KEY",
     "LARGEST_CONFIG", "LOOPBACK_HOSTS", "PRICE_FORMS", "AuditConfig", "BoundPendingRule", "Budget", "BudgetsConfig",
     "ClusterConfig", "ColdFrontConfig", "Config", "ConfigError", "ConfigPath", "CostRecovery", "DatabaseUrl", "DatedPrices", "Day",
     "DirectoryConfig", "DirectoryName", "Duration", "EmailConfig", "GpuFractions", "HeaderName", "HeaderValue",

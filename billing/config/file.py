@@ -26,6 +26,7 @@ import yaml
 from pydantic import AfterValidator, Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
+from billing.config.account_invoices import AccountInvoicesConfig
 from billing.config.accounts import AccountsConfig
 from billing.config.clusters import BoundPendingRule, ClusterConfig, GpuFractions, RequestRule
 from billing.config.coldfront import ColdFrontConfig
@@ -84,6 +85,7 @@ class Config(Section):
     audit: AuditConfig = AuditConfig()
     accounts: AccountsConfig | None = None  # grants and departmental accounts charged (docs/spec.md "Accounts")
     coldfront: ColdFrontConfig | None = None  # accounts from ColdFront's allocations, usage written back to them
+    account_invoices: AccountInvoicesConfig | None = None  # an invoice per account at `billing close`
 
     @field_validator("timezone")
     @classmethod
@@ -127,6 +129,14 @@ class Config(Section):
                 cluster.requests = self.requests
             if cluster.bound_pending is None:
                 cluster.bound_pending = self.bound_pending
+        return self
+
+    @model_validator(mode="after")
+    def _invoices_of_accounts(self) -> Config:
+        """Invoices are per account: without accounts there would be nothing to invoice, and nothing said."""
+        if self.account_invoices is not None and self.accounts is None:
+            raise ValueError("account_invoices needs an accounts section: the invoices are per account; add accounts, "
+                             "or leave account_invoices out")
         return self
 
     @model_validator(mode="after")

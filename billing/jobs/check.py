@@ -444,6 +444,15 @@ def accounts_today(config: Config, section: AccountsConfig, today: date) -> str:
     return f"all {len(teams)} teams have an account valid on {today}"
 
 
+def invoice_pdfs() -> str:
+    """WeasyPrint lays out a page as PDF (it loads Pango), as `billing close` will lay out each account's invoice:
+    a missing library is found now, not at the month's close."""
+    from billing.publish.account_invoices import pdf  # loads WeasyPrint: only with account_invoices
+
+    made = pdf("<p>billing check</p>")
+    return f"WeasyPrint lays out the invoices per account as PDF (a test page: {len(made):,} bytes)"
+
+
 def check_config(path: Path) -> tuple[Config, Probe]:
     """The validated config and its line; an invalid config raises ConfigError (exit status 2)."""
     start = time.monotonic()
@@ -486,6 +495,8 @@ def check_all(config: Config, day: date | None = None) -> Iterator[Probe]:
         if config.coldfront is not None:
             yield _timed("coldfront", partial(coldfront_allocations, config, section))
         yield _timed("accounts today", partial(accounts_today, config, section, today))
+    if config.account_invoices is not None:
+        yield _timed("invoices", invoice_pdfs)
     yield _timed("database", lambda: database(config.database))
     if config.email.enabled:
         yield _timed("email", lambda: delivery(config.email))

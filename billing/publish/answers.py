@@ -19,10 +19,10 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from billing import frames
-from billing.config import Config
+from billing.config import AccountsConfig, Config
 from billing.days import billing_day, days_between, yesterday
 from billing.directory.accounts import accounts_of
 from billing.errors import RunFailed
@@ -60,6 +60,7 @@ from billing.resources import RECOVERY
 if TYPE_CHECKING:
     import pandas as pd
 
+    from billing.accounts import Accounts
     from billing.publish.dayview import DayReport, TeamReport, TrendDay
     from billing.publish.digest import PersonalDigest
     from billing.publish.statement import Statement
@@ -302,21 +303,36 @@ def statement(ledger: Engine, config: Config, month: date, team: str | None = No
 
 def close(ledger: Engine, config: Config, month: date, by: str, allow_missing: bool) -> tuple[Statement, list[Path]]:
     """Close the month with cost recovery for the clusters that have it, and post its journal where `accounts` is
-    configured; returns the statement kept and the journal files written."""
-    from billing.publish.journal import post_journal  # when asked: see the module's docstring
-    from billing.publish.statement import MonthRules, close_month, cost_centers
+    configured, with an invoice per account where `account_invoices` is; returns the statement kept and the files
+    written."""
+    from billing.publish.statement import MonthRules, close_month, cost_centers  # when asked: see the docstring
 
     recover = {cluster.name: cluster.recover for cluster in config.clusters if cluster.recover}
     written: list[Path] = []
     section = config.accounts
     directory = stored_directory(ledger)
     journal = None if section is None else (
-        lambda conn, statement: written.extend(post_journal(conn, statement, section, Path(config.output_dir),
-                                                            accounts_of(section, directory))))
+        lambda conn, statement: written.extend(_post_month(conn, statement, section, config,
+                                                           accounts_of(section, directory))))
     statement = close_month(ledger, month, by, yesterday(config.zone), config.currency,
                             cost_centers(directory), allow_missing, recover,
                             MonthRules(config.clusters, config.credits), journal)
     return statement, written
+
+
+def _post_month(conn: Connection, statement: Statement, section: AccountsConfig, config: Config,
+                accounts: Accounts) -> list[Path]:
+    """In the close's transaction: the month's journal, then each account's invoice numbered as it, where
+    `account_invoices` is configured, both split over `accounts` (the config's with the directory's and
+    ColdFront's); the files written."""
+    from billing.publish.account_invoices import post_invoices
+    from billing.publish.journal import post_journal
+
+    out = Path(config.output_dir)
+    written = post_journal(conn, statement, section, out, accounts)
+    if config.account_invoices is not None:
+        written += post_invoices(conn, statement, section, config.account_invoices, config.clusters, out, accounts)
+    return written
 
 
 def reopen(ledger: Engine, month: date, by: str) -> None:

@@ -12,11 +12,9 @@ from __future__ import annotations
 import csv
 import io
 from collections import defaultdict
-from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 from sqlalchemy import Connection
@@ -26,9 +24,10 @@ from billing.config import AccountsConfig
 from billing.days import days_in_month
 from billing.ledger.journals import PostedLine, Posting, postings, record_posting
 from billing.ledger.months import month_rows
-from billing.money import cents, exact, rest_to_largest, total
+from billing.money import cents, rest_to_largest, total
 from billing.private import write_whole
-from billing.publish.statement import CORRECTION, Statement, StatementError
+from billing.publish.account_split import line_parts
+from billing.publish.statement import Statement, StatementError
 
 JOURNAL_COLUMNS = ["account", "object_code", "debit", "credit", "period", "reference"]
 JOURNALS = "journals"  # under output_dir
@@ -37,69 +36,17 @@ _CENTS = 100
 Part = tuple[str, str]  # (account id, object code)
 
 
-@dataclass(frozen=True)
-class _Split:
-    """Exact parts of a month per account and object code, and each team's parts per account (which its lines
-    not drawn from the ledger's days follow)."""
-
-    parts: dict[Part, Decimal]
-    teams: dict[str, dict[str, Decimal]]
-
-
 def account_parts(statement: Statement, rows: pd.DataFrame, section: AccountsConfig,
                   accounts: Accounts | None = None) -> dict[Part, Decimal]:
     """The statement's total split over accounts and object codes, each to the cent, adding up to the statement's
     total rounded once (the rest to the largest part). `rows` are the ledger's rows of the month's days; `accounts`
     those the directory and ColdFront add to the config's (billing/directory/accounts.py), else the config's."""
-    accounts = section.accounts() if accounts is None else accounts
-    split = _split_days(rows, accounts, section)
-    _split_month_lines(statement, rows, accounts, section, split)
-    held = sorted(split.parts)
-    rounded = rest_to_largest([split.parts[part] for part in held], cents(statement.total))
+    split: dict[Part, Decimal] = defaultdict(Decimal)
+    for part in line_parts(statement, rows, section.accounts() if accounts is None else accounts):
+        split[(part.account.id, section.object_code(part.line.resource))] += part.amount
+    held = sorted(split)
+    rounded = rest_to_largest([split[part] for part in held], cents(statement.total))
     return {part: amount for part, amount in zip(held, rounded, strict=True) if amount}
-
-
-def _split_days(rows: pd.DataFrame, accounts: Accounts, section: AccountsConfig) -> _Split:
-    """Each row's cost to the accounts of its day, namespace, person and team."""
-    split = _Split(defaultdict(Decimal), defaultdict(lambda: defaultdict(Decimal)))
-    row: Any  # a row of the frame's named columns
-    for row in rows.itertuples(index=False):
-        cost = exact(row.cost)
-        for share in accounts.shares(row.day, row.team, row.namespace, row.owner):
-            part = cost * share.percent / 100
-            split.parts[(share.account.id, section.object_code(row.resource))] += part
-            split.teams[row.team][share.account.id] += part
-    return split
-
-
-def _split_month_lines(statement: Statement, rows: pd.DataFrame, accounts: Accounts, section: AccountsConfig,
-                       split: _Split) -> None:
-    """The statement's lines the days' rows do not hold: a correction to its team's accounts of the day it corrects;
-    the rest (cost recovery, and any line of a team beyond its rows' cost) as the team's own charges of the month
-    were split, or by its accounts on the month's last day where they add up to nothing."""
-    from_rows: dict[tuple[str, str], Decimal] = defaultdict(Decimal)
-    for team, resource, cost in zip(rows["team"], rows["resource"], rows["cost"], strict=True):
-        from_rows[(team, resource)] += exact(cost)
-    rest: dict[tuple[str, str], Decimal] = defaultdict(Decimal)
-    for line in statement.lines:
-        code = section.object_code(line.resource)
-        if line.kind == CORRECTION and line.corrects is not None:
-            for share in accounts.shares(line.corrects, line.team, "", None):
-                split.parts[(share.account.id, code)] += exact(line.amount) * share.percent / 100
-        else:
-            rest[(line.team, line.resource)] += exact(line.amount)
-    last = statement.month.replace(day=days_in_month(statement.month))
-    for (team, resource), amount in sorted(rest.items()):
-        beyond = amount - from_rows[(team, resource)]
-        if not beyond:
-            continue
-        weights = split.teams.get(team, {})
-        whole = sum(weights.values(), Decimal(0))
-        if not whole:
-            weights = {share.account.id: share.percent for share in accounts.shares(last, team, "", None)}
-            whole = sum(weights.values(), Decimal(0))
-        for account, weight in weights.items():
-            split.parts[(account, section.object_code(resource))] += beyond * weight / whole
 
 
 def charged_to_default(rows: pd.DataFrame, day: date, accounts: Accounts) -> tuple[dict, ...]:

@@ -60,6 +60,15 @@ RC-REVENUE,4500,,317.30,2026-11,billing close 2026-11-1
 """
 
 
+@pytest.fixture
+def november(tmp_path):
+    """A new SQLite ledger holding the worked month (NOVEMBER)."""
+    engine = new_ledger(f"sqlite:///{tmp_path}/ledger.db")
+    write_month(engine, NOV, NOVEMBER)
+    yield engine
+    engine.dispose()
+
+
 def close(engine: Engine, out: Path, accounts: AccountsConfig = WORKED, **options) -> Statement:
     return close_month(engine, NOV, "finance", TODAY_DONE, "USD", {},
                        journal=lambda conn, statement: post_journal(conn, statement, accounts, out), **options)

@@ -359,7 +359,8 @@ def test_billing_close_writes_the_journal_of_the_demos_billed_november(demo_run,
                     {"team": "robotics", "account": "DEPT", "percent": 60, "from": "2026-11-17"}],
                 "default_account": "RC", "revenue_account": "REV", "revenue_object_code": "4500",
                 "default_object_code": "6400"}
-    path = str(demo_copy(demo_run, tmp_path, accounts=accounts))
+    letterhead = {"issuer": "Research Computing", "address": ["4 Campus Drive"]}
+    path = str(demo_copy(demo_run, tmp_path, accounts=accounts, account_invoices=letterhead))
     monkeypatch.setattr("billing.publish.answers.yesterday", lambda zone: date(2026, 12, 20))  # November has ended
 
     def cli(*args: str) -> str:
@@ -392,6 +393,16 @@ def test_billing_close_writes_the_journal_of_the_demos_billed_november(demo_run,
     assert list(lines["account"])[-1] == "REV" and Decimal(repr(float(lines["credit"].iloc[-1]))) == total
     assert set(lines["object_code"]) == {"6400", "4500"}  # no object codes configured: the default's
     assert list(lines["period"].unique()) == ["2026-11"]
+    # an invoice per account, as HTML and PDF, each printed, each total due the journal's debit of the account
+    folder = tmp_path / "reports" / "invoices" / "2026-11-1"
+    charged = {account: debit for account, debit in debits.items() if account != "REV"}  # the revenue is credited
+    invoices = [folder / f"{account}{suffix}" for account in sorted(charged) for suffix in (".html", ".pdf")]
+    assert [line.removeprefix("invoice: ") for line in closed.splitlines() if line.startswith("invoice: ")] == [
+        str(invoice) for invoice in invoices]
+    for account, debit in charged.items():
+        page = read_page((folder / f"{account}.html").read_text())
+        assert page.texts["total"] == f"{debit:,.2f} CHF", account
+        assert (folder / f"{account}.pdf").read_bytes().startswith(b"%PDF-")
     # closed again without reopening: refused, and no second journal
     again = CliRunner().invoke(main, ["close", "--month", "2026-11", "--allow-missing", "--config", path])
     assert again.exit_code == 2 and "reopen it first" in again.output

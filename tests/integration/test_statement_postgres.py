@@ -1,5 +1,5 @@
 """On a real PostgreSQL: closing, re-running and reopening, recovering costs, correcting a recovered cluster (the SQLite
-tests' scenarios), and closing beside a run or an invoice import."""
+tests' scenarios), and closing beside a run or an invoice import; the invoices per account."""
 
 import math
 import time
@@ -19,6 +19,7 @@ from billing.ledger.database import fetch, open_ledger
 from billing.ledger.tables import chargeback, corrections, invoices
 from billing.ledger.write import record_invoice, replace_day
 from billing.publish.statement import build_statement, close_month
+from tests.helpers.account_invoices import worked_invoices_scenario
 from tests.helpers.invoices import (
     close_october,
     import_during_close_scenario,
@@ -63,6 +64,10 @@ def test_a_correction_on_a_recovered_cluster_keeps_its_month_at_its_cost_on_post
 
 def test_the_journal_is_written_once_and_reversed_on_a_reclose_on_postgres(postgres_url, tmp_path):
     reclose_scenario(postgres_url, tmp_path)
+
+
+def test_each_accounts_invoice_is_its_part_of_the_statement_on_postgres(postgres_url, tmp_path):
+    worked_invoices_scenario(postgres_url, tmp_path)
 
 
 def test_closing_waits_for_a_run_of_one_of_its_days_in_progress(postgres_url):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from datetime import date, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -252,8 +253,11 @@ def accounts_section(*assignments: dict, **keys) -> dict:
             "revenue_object_code": "4500", "default_object_code": "6400", **keys}
 
 
+@pytest.mark.parametrize("weasyprint_loads", [True, False])
 @responses.activate
-def test_accounts_lines_name_what_ends_soon_and_the_teams_with_no_account(config):
+def test_accounts_lines_name_what_ends_soon_and_the_teams_with_no_account(config, monkeypatch, weasyprint_loads):
+    if not weasyprint_loads:  # as an image without Pango, where WeasyPrint's import fails
+        monkeypatch.setitem(sys.modules, "weasyprint", None)
     responses.add_callback(responses.POST, f"{PROMETHEUS}/api/v1/query", callback=every_series_no_odd_pod)
     responses.post(f"{PROMETHEUS}/api/v1/query_range", json=renames())
     responses.get(f"{PROMETHEUS}/api/v1/status/buildinfo", json=BUILDINFO)
@@ -264,8 +268,17 @@ def test_accounts_lines_name_what_ends_soon_and_the_teams_with_no_account(config
         {"person": "alice", "account": "G-1", "from": "2026-01-01", "to": (today + timedelta(days=10)).isoformat()},
         {"person": "alice", "account": "G-2", "from": (today + timedelta(days=11)).isoformat(),
          "to": (today + timedelta(days=90)).isoformat()},
-        {"team": "robotics", "account": "G-2", "from": "2026-01-01", "to": "2026-01-31"}))
-    found = lines(check(path).stdout)
+        {"team": "robotics", "account": "G-2", "from": "2026-01-01", "to": "2026-01-31"}),
+        account_invoices={"issuer": "Research Computing"})
+    checked = check(path)
+    found = lines(checked.stdout)
+    if weasyprint_loads:
+        assert found["invoices"].startswith("ok    invoices              WeasyPrint lays out the invoices per account "
+                                            "as PDF (a test page: ")
+    else:
+        assert found["invoices"].startswith("FAIL  invoices              cannot lay out the invoices as PDF: "
+                                            "WeasyPrint does not load (")
+        assert checked.exit_code == 2
     assert found["accounts"].startswith("ok    ")
     assert "3 accounts, 3 assignments: percentages add up to 100 on every day, none overlapping" in found["accounts"]
     assert found["accounts expiring"].startswith("WARN  ")

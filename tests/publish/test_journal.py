@@ -16,29 +16,23 @@ from billing.config import CostRecovery
 from billing.ledger.database import transaction
 from billing.ledger.months import month_rows
 from billing.ledger.write import replace_day
-from billing.money import cents
+from billing.money import cents, exact
+from billing.publish.account_invoices import account_invoices
+from billing.publish.account_split import line_parts
 from billing.publish.journal import account_parts, charged_to_default
 from billing.publish.statement import StatementError, build_statement
 from tests.helpers.journals import (
-    NOVEMBER,
     WORKED,
     WORKED_JOURNAL,
     balance,
     close,
+    november,  # noqa: F401 (a pytest fixture)
     reclose_scenario,
     section,
 )
 from tests.helpers.ledgers import new_ledger
 from tests.helpers.report_ledger import frame
-from tests.helpers.statements import NOV, write_month
-
-
-@pytest.fixture
-def november(tmp_path):
-    engine = new_ledger(f"sqlite:///{tmp_path}/ledger.db")
-    write_month(engine, NOV, NOVEMBER)
-    yield engine
-    engine.dispose()
+from tests.helpers.statements import NOV
 
 
 def test_the_worked_month_is_the_journal_worked_out_by_hand(november, tmp_path):
@@ -103,7 +97,7 @@ def _assignments(draw) -> list[dict]:
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=_ROWS, assignments=_assignments())
-def test_the_accounts_of_any_month_add_up_to_its_statement_to_the_cent(tmp_path_factory, rows, assignments):
+def test_the_accounts_and_their_invoices_of_any_month_add_up_to_its_statement_to_the_cent(tmp_path_factory, rows, assignments):
     engine = new_ledger(f"sqlite:///{tmp_path_factory.mktemp('ledger')}/ledger.db")
     days: dict[date, list[tuple]] = {}
     for day, team, namespace, owner, resource, cost in rows:
@@ -114,8 +108,20 @@ def test_the_accounts_of_any_month_add_up_to_its_statement_to_the_cent(tmp_path_
         replace_day(engine, day, DayBill(frame(rows_of_day)), "USD")
     statement = build_statement(engine, NOV, "USD", {})
     with transaction(engine, "reading") as conn:
-        parts = account_parts(statement, month_rows(conn, NOV, date(2026, 11, 30)), section(*assignments))
+        month = month_rows(conn, NOV, date(2026, 11, 30))
+    accounts = section(*assignments)
+    parts = account_parts(statement, month, accounts)
     assert sum(parts.values(), Decimal(0)) == cents(statement.total)
+    # every line's parts add up to the line, and each account's invoice to what the journal books it
+    split = line_parts(statement, month, accounts.accounts())
+    for line in statement.lines:
+        assert abs(sum((part.amount for part in split if part.line is line), Decimal(0)) - exact(line.amount)) < 1e-12
+    invoices = account_invoices(statement, month, accounts, (), 1, date(2026, 12, 1))
+    for invoice in invoices:
+        assert invoice.total == sum((amount for (account, _), amount in parts.items() if account == invoice.account.id),
+                                    Decimal(0))
+        assert sum((line.amount for line in invoice.lines), invoice.rounding) == invoice.total
+    assert sum((invoice.total for invoice in invoices), Decimal(0)) == cents(statement.total)
     engine.dispose()
 
 
