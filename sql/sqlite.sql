@@ -449,3 +449,32 @@ CREATE TABLE cluster_storage (
 );
 
 UPDATE alembic_version SET version_num='0019' WHERE alembic_version.version_num = '0018';
+
+-- Running upgrade 0019 -> 0020
+
+CREATE TABLE allocation_draws (
+    account TEXT NOT NULL,
+    starts DATE NOT NULL,
+    day DATE NOT NULL,
+    team TEXT NOT NULL,
+    cluster TEXT NOT NULL,
+    used DOUBLE NOT NULL,
+    used_cost DOUBLE NOT NULL,
+    drawn DOUBLE NOT NULL,
+    drawn_cost DOUBLE NOT NULL,
+    currency TEXT NOT NULL,
+    PRIMARY KEY (account, starts, day, team, cluster)
+);
+
+CREATE TABLE allocation_alerts (
+    account TEXT NOT NULL,
+    starts DATE NOT NULL,
+    threshold DOUBLE NOT NULL,
+    day DATE NOT NULL,
+    drawn DOUBLE NOT NULL,
+    amount DOUBLE NOT NULL,
+    sent_at DATETIME NOT NULL,
+    PRIMARY KEY (account, starts, threshold)
+);
+
+UPDATE alembic_version SET version_num='0020' WHERE alembic_version.version_num = '0019';

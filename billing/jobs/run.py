@@ -12,6 +12,7 @@ from typing import Literal
 
 from sqlalchemy import Engine
 
+from billing.charge.allocations import allocation_use
 from billing.charge.bill import DayBill, bill_day, refuse_unpriced
 from billing.charge.workloads import kept_since
 from billing.collect.day import CollectedDay, check_coverage, collect_day
@@ -128,6 +129,9 @@ def _write(config: Config, ledger: Engine, day: date, bill: DayBill, directory: 
         ledger, day, bill, config.currency,
         snapshot=None if directory_warning else directory_to_json(directory), directory_note=directory_warning,
         workloads_since=kept_since(datetime.now(config.zone).date(), config.workloads.keep_days),
+        allocation_use=allocation_use(bill.rows, day, config.accounts.accounts() if config.accounts else None,
+                                      config.prepaid_allocations(), config.clusters),
+        allocations=config.prepaid_allocations(),
     )
     total = bill.cost()
     log.info(

@@ -295,7 +295,7 @@ def statement(ledger: Engine, config: Config, month: date, team: str | None = No
     from billing.publish.statement import MonthRules, build_statement, cost_centers  # when asked: see the docstring
 
     return build_statement(ledger, month, config.currency, cost_centers(stored_directory(ledger)), team,
-                           yesterday(config.zone), MonthRules(config.clusters, config.credits))
+                           yesterday(config.zone), MonthRules(config.clusters, config.credits, config.prepaid_allocations()))
 
 
 def close(ledger: Engine, config: Config, month: date, by: str, allow_missing: bool) -> tuple[Statement, list[Path]]:
@@ -311,7 +311,7 @@ def close(ledger: Engine, config: Config, month: date, by: str, allow_missing: b
         lambda conn, statement: written.extend(post_journal(conn, statement, section, Path(config.output_dir))))
     statement = close_month(ledger, month, by, yesterday(config.zone), config.currency,
                             cost_centers(stored_directory(ledger)), allow_missing, recover,
-                            MonthRules(config.clusters, config.credits), journal)
+                            MonthRules(config.clusters, config.credits, config.prepaid_allocations()), journal)
     return statement, written
 
 

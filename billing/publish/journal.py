@@ -28,7 +28,7 @@ from billing.ledger.journals import PostedLine, Posting, postings, record_postin
 from billing.ledger.months import month_rows
 from billing.money import cents, exact, rest_to_largest, total
 from billing.private import write_whole
-from billing.publish.statement import CORRECTION, Statement, StatementError
+from billing.publish.statement import CORRECTION, PREPAID, Statement, StatementError
 
 JOURNAL_COLUMNS = ["account", "object_code", "debit", "credit", "period", "reference"]
 JOURNALS = "journals"  # under output_dir
@@ -84,6 +84,8 @@ def _split_month_lines(statement: Statement, rows: pd.DataFrame, accounts: Accou
         if line.kind == CORRECTION and line.corrects is not None:
             for share in accounts.shares(line.corrects, line.team, "", None):
                 split.parts[(share.account.id, code)] += exact(line.amount) * share.percent / 100
+        elif line.kind in PREPAID:  # what an allocation paid is its account's alone, named in the line's model
+            split.parts[(line.gpu_model, code)] += exact(line.amount)
         else:
             rest[(line.team, line.resource)] += exact(line.amount)
     last = statement.month.replace(day=days_in_month(statement.month))
