@@ -25,6 +25,7 @@ from functools import partial
 from pathlib import Path
 
 from billing.accounts import Subject, overlapping, uneven_days
+from billing.allocations import overlapping_allocations, unknown_accounts
 from billing.charge.bound_pending import held_by_resource
 from billing.charge.quotas import queue_remarks, unpriced_flavors
 from billing.collect.capacity import bills_capacity, collect_allocatable
@@ -399,6 +400,32 @@ def accounts_today(config: Config, section: AccountsConfig, today: date) -> str:
     return f"all {len(teams)} teams have an account valid on {today}"
 
 
+def allocations_drawable(config: Config, section: AccountsConfig) -> str:
+    """Every allocation is of an account of accounts.names and shares no day with another of its account (the config
+    refuses both; other sources are held to it here too); one of SU that a cluster's prices over its period do not
+    weigh is not drawn by the charges there (a warning: give the cluster SU weights, or know it)."""
+    held = config.prepaid_allocations()
+    problems = unknown_accounts(held, section.names) + overlapping_allocations(held)
+    if problems:
+        raise CheckFailure("; ".join(problems))
+    unweighed = [f"{allocation} is of SU and cluster {cluster.name} has price sets without service_units in its "
+                 f"period, so charges there do not draw on it"
+                 for allocation in held if allocation.in_su for cluster in config.clusters
+                 if any(prices.service_units is None for prices in _sets_between(cluster, allocation.first,
+                                                                                 allocation.last))]
+    if unweighed:
+        raise CheckWarning("; ".join(unweighed))
+    return f"{len(held)} allocations, each of a known account, none overlapping, every one of SU weighed everywhere"
+
+
+def _sets_between(cluster: ClusterConfig, first: date, last: date) -> list[Prices]:
+    """The cluster's price sets in force on some day from `first` to `last`."""
+    if isinstance(cluster.prices, Prices):
+        return [cluster.prices]
+    starts = [prices.from_ for prices in cluster.prices][1:] + [date.max]
+    return [prices for prices, until in zip(cluster.prices, starts, strict=True) if prices.from_ <= last and until > first]
+
+
 def check_config(path: Path) -> tuple[Config, Probe]:
     """The validated config and its line; an invalid config raises ConfigError (exit status 2)."""
     start = time.monotonic()
@@ -437,6 +464,8 @@ def check_all(config: Config, day: date | None = None) -> Iterator[Probe]:
         yield _timed("accounts", partial(accounts_consistent, section))
         yield _timed("accounts expiring", partial(accounts_expiring, section, today))
         yield _timed("accounts today", partial(accounts_today, config, section, today))
+        if config.allocations:
+            yield _timed("allocations", partial(allocations_drawable, config, section))
     yield _timed("database", lambda: database(config.database))
     if config.email.enabled:
         yield _timed("email", lambda: delivery(config.email))
