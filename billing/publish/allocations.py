@@ -8,15 +8,17 @@ read the same balance.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from billing.allocations import Allocation
 from billing.money import money_sums, total
 from billing.resources import ALLOCATION_DRAWN, OVERAGE_NOT_CHARGED
+
+if TYPE_CHECKING:  # the words below are read by `billing report`, which loads no pandas (docs/architecture.md)
+    import pandas as pd
 
 # what a statement calls each line, after which the allocation's account is named
 ALLOCATION_WORDS = {ALLOCATION_DRAWN: "Allocation drawn", OVERAGE_NOT_CHARGED: "Overage not charged"}
@@ -59,9 +61,11 @@ class AllocationStatus:
                 "percent_drawn": round(self.percent_drawn, 1), "teams": list(self.teams), "as_of": self.as_of.isoformat()}
 
 
-def statuses(draws: pd.DataFrame, allocations: Sequence[Allocation], day: date) -> list[AllocationStatus]:
+def statuses(draws: pd.DataFrame, allocations: Sequence[Allocation], day: date,
+             assigned: Mapping[str, Iterable[str]] | None = None) -> list[AllocationStatus]:
     """Each allocation that has begun by `day`, as of `day`; `draws` are the ledger's rows of its nights up to
-    then (billing/ledger/allocations.py)."""
+    then (billing/ledger/allocations.py). Its teams are those whose charges drew on it, and those `assigned` to its
+    account (account id -> teams), which have drawn nothing yet."""
     found = []
     month = day.replace(day=1)
     for allocation in allocations:
@@ -70,7 +74,8 @@ def statuses(draws: pd.DataFrame, allocations: Sequence[Allocation], day: date) 
         own = draws[(draws["account"] == allocation.account) & (draws["starts"] == allocation.first)
                     & (draws["day"] >= allocation.first) & (draws["day"] <= min(day, allocation.last))]
         found.append(AllocationStatus(allocation, day, total(own["used"]), total(own["drawn"]),
-                                      total(own.loc[own["day"] >= month, "drawn"]), tuple(sorted(set(own["team"])))))
+                                      total(own.loc[own["day"] >= month, "drawn"]),
+                                      tuple(sorted({*own["team"], *(assigned or {}).get(allocation.account, ())}))))
     return found
 
 

@@ -5,6 +5,7 @@ add up to min(allocation, use) whatever the order nights are run in (Hypothesis)
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date, timedelta
 from decimal import Decimal
 
@@ -18,10 +19,13 @@ from billing.charge.bill import DayBill
 from billing.ledger.allocations import allocation_draws_between
 from billing.ledger.write import replace_day
 from billing.money import cents, total
+from billing.notify.letters import admin_letter, team_letter
 from billing.publish.allocations import statuses
 from billing.publish.journal import post_journal
+from billing.publish.pages import write_pages
 from billing.publish.statement import MonthRules, build_statement, close_month
 from billing.publish.statement_formats import describe
+from tests.helpers.day_reports import report  # noqa: F401 (a pytest fixture)
 from tests.helpers.journals import NOVEMBER, TODAY_DONE, WORKED, balance
 from tests.helpers.ledgers import new_ledger
 from tests.helpers.report_ledger import frame
@@ -150,3 +154,18 @@ def _robotics_on_nih():
     from tests.helpers.journals import section
 
     return section({"team": "robotics", "account": "NIH-R01", "from": "2026-11-01"}).accounts()
+
+
+def test_the_balance_on_the_team_s_page_and_in_its_leads_and_the_admins_summaries(allocated, report, tmp_path):
+    """The worked month's allocation as of November 20 on vision's page and summary, and the admins', with the
+    figures worked out by hand above; robotics, which neither drew on it nor holds NIH-R01, shows none."""
+    told = replace(report, allocations=(_status(allocated, date(2026, 11, 20)),))
+    line = ("NIH-R01 2026-11-01 to 2027-10-31: 80.00 USD of 80.00 USD drawn (100.0 %), balance 0.00 USD, overage "
+            "4.08 USD (charged)")
+    assert line in team_letter(told, "vision").text and line in admin_letter(told).text
+    assert "ALLOCATIONS" not in team_letter(told, "robotics").text
+    write_pages(told, tmp_path)
+    page = (tmp_path / f"{report.day}" / "teams" / "vision.html").read_text()
+    assert 'id="allocations"' in page and "4.08 USD (charged)" in page and "100.0&nbsp;%" in page
+    assert 'id="allocations"' not in (tmp_path / f"{report.day}" / "teams" / "robotics.html").read_text()
+    assert 'id="allocations"' in (tmp_path / f"{report.day}" / "index.html").read_text()
