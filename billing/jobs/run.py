@@ -32,10 +32,11 @@ from billing.directory.sources import load_directory
 from billing.ledger.database import open_ledger
 from billing.ledger.read import latest_directory
 from billing.ledger.write import replace_day
+from billing.notify.allocation_alerts import send_allocation_alerts
 from billing.notify.budget_alerts import send_alerts
 from billing.notify.deliveries import deliver_once
 from billing.notify.summaries import summary_envelopes
-from billing.publish.answers import day_report, digests
+from billing.publish.answers import allocation_statuses, day_report, digests
 from billing.publish.budgets import team_budgets
 from billing.publish.dayview import DayReport
 from billing.publish.pages import check_output_dir, write_pages
@@ -154,6 +155,9 @@ def _publish(config: Config, ledger: Engine, day: date, directory: Directory, su
         log.info("email: no daily summaries for %s (%s)", day, WHY_NONE[summaries])
     undelivered += send_alerts(ledger, day, team_budgets(config.budgets, directory), config.budgets.alert_at,
                                directory, config.email, config.currency, config.reports_url)
+    if config.allocations:
+        undelivered += send_allocation_alerts(ledger, allocation_statuses(ledger, config, day), directory,
+                                              config.email)
     return undelivered
 
 

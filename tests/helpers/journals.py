@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
+from billing.allocations import Allocation
 from billing.config import AccountsConfig
 from billing.ledger.database import transaction
 from billing.ledger.journals import postings
@@ -47,6 +48,20 @@ VISION = [("jaguar", "scan", "vision", "alice", "gpu", "", 5.005, 2.00, 10.01),
           ("jaguar", "scan", "vision", "alice", "cpu", "", 50.0, 0.01, 0.50)]
 NLP = [("jaguar", "corpus", "nlp", "bob", "cpu", "", 200.0, 0.01, 2.00)]
 NOVEMBER = {NOV + timedelta(days=n): VISION + (NLP if n == 2 else []) for n in range(30)}
+
+# docs/billing.md "An allocation exhausted on the 20th": NIH-R01 bought 80.00 of use from November 1; it pays 40 % of
+# vision's 10.51 a day, 4.204 a night
+NIH_80 = Allocation("NIH-R01", NOV, date(2027, 10, 31), 80.0, "USD")
+
+
+@pytest.fixture
+def allocated(tmp_path):
+    """The worked month written night by night, drawing NIH_80 down."""
+    engine = new_ledger(f"sqlite:///{tmp_path}/ledger.db")
+    write_month(engine, NOV, NOVEMBER, WORKED.accounts(), (NIH_80,))
+    yield engine
+    engine.dispose()
+
 
 WORKED_JOURNAL = """account,object_code,debit,credit,period,reference
 DEPT-PHYS,6410,90.09,,2026-11,billing close 2026-11-1

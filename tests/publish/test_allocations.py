@@ -26,22 +26,12 @@ from billing.publish.pages import write_pages
 from billing.publish.statement import MonthRules, build_statement, close_month
 from billing.publish.statement_formats import describe
 from tests.helpers.day_reports import report  # noqa: F401 (a pytest fixture)
-from tests.helpers.journals import NOVEMBER, TODAY_DONE, WORKED, balance
+from tests.helpers.journals import NIH_80, NOVEMBER, TODAY_DONE, WORKED, allocated, balance  # noqa: F401 (a fixture)
 from tests.helpers.ledgers import new_ledger
 from tests.helpers.report_ledger import frame
 from tests.helpers.statements import NOV, write_month
 
-# docs/billing.md: NIH-R01 bought 80.00 of use from November 1; it pays 40 % of vision's 10.51 a day, 4.204
-NIH_80 = Allocation("NIH-R01", NOV, date(2027, 10, 31), 80.0, "USD")
 SHOWN = Allocation("NIH-R01", NOV, date(2027, 10, 31), 80.0, "USD", overage="show")
-
-
-@pytest.fixture
-def allocated(tmp_path):
-    engine = new_ledger(f"sqlite:///{tmp_path}/ledger.db")
-    write_month(engine, NOV, NOVEMBER, WORKED.accounts(), (NIH_80,))
-    yield engine
-    engine.dispose()
 
 
 def _status(engine, day: date, allocation: Allocation = NIH_80):
