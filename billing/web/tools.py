@@ -112,7 +112,7 @@ class Tools:
     def budget(self, viewer: Viewer, team: str, as_of: str | None = None) -> dict:
         """The team's month of `as_of` (default yesterday) against its budget, and the month's forecast: the
         figures `billing report --team TEAM --to AS_OF --format json` carries, with the month's days never billed,
-        which month to date leaves out."""
+        which month to date leaves out; and the prepaid allocations its charges draw on, as its page shows them."""
         subject = self.subject(viewer, team, None)
         day = asked.day(as_of or None, "as_of") or yesterday(self.config.zone)
         answer = answers.report(self.ledger, self.config, subject, day.replace(day=1), day, "namespace")
@@ -123,7 +123,9 @@ class Tools:
                 "forecast": None if status.closed else status.forecast, "used": status.used,
                 "forecast_share": None if status.closed else status.forecast_share, "days_left": status.days_left,
                 "forecast_method": answers.FORECAST_METHOD, "month_closed": status.closed,
-                "missing_days": [missing.isoformat() for missing in answer.missing_days]}
+                "missing_days": [missing.isoformat() for missing in answer.missing_days],
+                "allocations": [status.as_dict() for status in
+                                answers.allocation_statuses(self.ledger, self.config, day, subject.name)]}
 
     def statement(self, viewer: Viewer, month: str, team: str | None = None) -> dict:
         """`billing statement --month MONTH [--team TEAM] --format json`: a team's for its leads, all for admins."""
@@ -291,7 +293,12 @@ def answer_schemas(currency: str) -> dict[str, dict]:
                             "month_closed": closed,
                             "days_left": {"type": "integer", "description": "the month's days not billed yet"},
                             "forecast_method": {"type": "string"}, "missing_days": {
-                                **days, "description": "the month's days to as_of never billed: not in month_to_date"}},
+                                **days, "description": "the month's days to as_of never billed: not in month_to_date"},
+                            "allocations": {"type": "array", "items": {"type": "object"}, "description": (
+                                f"the prepaid allocations the team's charges drew on or its accounts hold, as of "
+                                f"as_of: account, from, to, unit (SU, or {currency}), amount, drawn, "
+                                f"drawn_this_month, balance and overage in the unit rounded to cents, overage_policy "
+                                f"(charge or show), percent_drawn, teams")}},
                            "team", "currency", "as_of", "month_to_date", "forecast", "missing_days"),
         "statement": document({"month": {"type": "string"}, "currency": one_currency,
                                "closed": _nullable("object", "when and by whom the month was closed; null: open"), "missing_days": days, "total": money,
