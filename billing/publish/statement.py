@@ -24,7 +24,7 @@ import difflib
 import logging
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timezone
 from typing import Any
 
@@ -55,7 +55,7 @@ from billing.ledger.months import (
 from billing.ledger.recovery import shares
 from billing.ledger.write import CORRECTION_NOISE, serialise_with_runs
 from billing.money import cents, money_sums, one_currency, total
-from billing.publish.allocations import allocation_lines
+from billing.publish.allocations import AllocationStatus, allocation_lines, statuses
 from billing.publish.credits import credits_of
 from billing.resources import ALLOCATION_DRAWN, MONTHLY_CREDIT, OVERAGE_NOT_CHARGED, RECOVERY, SUBSIDY
 
@@ -121,6 +121,9 @@ class Statement:
     # cents are found among all of the cluster's lines, so that a team's lines read the same with and without --team
     # (statement_formats.shown_amounts); empty: `lines` are the whole statement
     whole: tuple[StatementLine, ...] = ()
+    # the prepaid allocations of its teams as of the month's last day (or the last complete day), read from the
+    # ledger's draws when the statement is asked for, closed or not: drawn, balance and overage
+    allocations: tuple[AllocationStatus, ...] = ()
 
     @property
     def total(self) -> float:
@@ -139,6 +142,10 @@ class Statement:
             sums.append({"cluster": cluster, "charged": parts["charged"], "recovered": parts[RECOVERY],
                          "credited": parts[CREDITED], "corrected": parts[CORRECTION], "total": sum_of(lines)})
         return sums
+
+    def allocations_of(self, team: str) -> tuple[AllocationStatus, ...]:
+        """The allocations the team's charges drew on, for its page of the statement."""
+        return tuple(status for status in self.allocations if team in status.teams)
 
     def teams(self) -> list[tuple[str, str, list[StatementLine]]]:
         """(team, cost centre, lines) in the order of the lines."""
@@ -255,8 +262,15 @@ def build_statement(engine: Engine, month: date, currency: str, cost_centers: di
 
     Days of an open month after `last_complete_day` (today and later) are not listed as missing.
     """
+    rules = rules or MonthRules()
     with transaction(engine, f"reading the statement of {month:%Y-%m}") as conn:
-        statement = _statement(conn, month, currency, cost_centers, last_complete_day, rules or MonthRules())
+        statement = _statement(conn, month, currency, cost_centers, last_complete_day, rules)
+        if rules.allocations:
+            as_of = min(month_range(month)[1], last_complete_day)
+            found = statuses(allocation_draws_between(conn, min(a.first for a in rules.allocations), as_of),
+                             rules.allocations, as_of)
+            statement = replace(statement, allocations=tuple(
+                status for status in found if status.teams and status.allocation.last >= month))
     if team is None:
         return statement
     lines = [line for line in statement.lines if line.team == team]
@@ -266,7 +280,7 @@ def build_statement(engine: Engine, month: date, currency: str, cost_centers: di
         hint = f"; closest: {', '.join(closest)}" if closest else ""
         raise StatementError(f"no team named {team!r} on the statement of {month:%Y-%m}{hint}")
     return Statement(statement.month, statement.currency, lines, statement.closing, statement.missing_days,
-                     tuple(statement.lines))
+                     tuple(statement.lines), statement.allocations_of(team))
 
 
 def _log(conn: Connection, month: date, action: str, by: str, at: datetime) -> None:

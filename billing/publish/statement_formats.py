@@ -43,6 +43,7 @@ def json_text(statement: Statement) -> str:
              "lines": [{c: _plain(getattr(line, c)) for c in LINE_COLUMNS[2:]} for line in lines]}
             for team, center, lines in statement.teams()
         ],
+        "allocations": [status.as_dict() for status in statement.allocations],
     }
     return json.dumps(document, indent=1) + "\n"
 

@@ -5,6 +5,7 @@ add up to min(allocation, use) whatever the order nights are run in (Hypothesis)
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from datetime import date, timedelta
 from decimal import Decimal
@@ -24,7 +25,7 @@ from billing.publish.allocations import statuses
 from billing.publish.journal import post_journal
 from billing.publish.pages import write_pages
 from billing.publish.statement import MonthRules, build_statement, close_month
-from billing.publish.statement_formats import describe
+from billing.publish.statement_formats import FORMATS, describe
 from tests.helpers.day_reports import report  # noqa: F401 (a pytest fixture)
 from tests.helpers.journals import NIH_80, NOVEMBER, TODAY_DONE, WORKED, allocated, balance  # noqa: F401 (a fixture)
 from tests.helpers.ledgers import new_ledger
@@ -159,3 +160,15 @@ def test_the_balance_on_the_team_s_page_and_in_its_leads_and_the_admins_summarie
     assert 'id="allocations"' in page and "4.08 USD (charged)" in page and "100.0&nbsp;%" in page
     assert 'id="allocations"' not in (tmp_path / f"{report.day}" / "teams" / "robotics.html").read_text()
     assert 'id="allocations"' in (tmp_path / f"{report.day}" / "index.html").read_text()
+
+
+def test_the_statement_shows_the_allocation_s_balance_at_the_month_s_end_open_or_closed(allocated, tmp_path):
+    rules = MonthRules(allocations=(NIH_80,))
+    close_month(allocated, NOV, "finance", TODAY_DONE, "USD", {}, rules=rules)
+    for team in (None, "vision"):
+        statement = build_statement(allocated, NOV, "USD", {}, team, TODAY_DONE, rules)
+        document = json.loads(FORMATS["json"](statement))
+        assert [(a["account"], a["drawn_this_month"], a["balance"], a["overage"]) for a in document["allocations"]] == [
+            ("NIH-R01", 80.0, 0.0, 46.12)]
+        assert 'id="allocations"' in FORMATS["html"](statement) and "46.12 USD (charged)" in FORMATS["html"](statement)
+    assert build_statement(allocated, NOV, "USD", {}, "nlp", TODAY_DONE, rules).allocations == ()
