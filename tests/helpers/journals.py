@@ -14,12 +14,18 @@ import pytest
 from sqlalchemy import Engine
 
 from billing.allocations import Allocation
+from billing.charge.allocations import allocation_use
+from billing.charge.bill import DayBill
 from billing.config import AccountsConfig
 from billing.ledger.database import transaction
 from billing.ledger.journals import postings
+from billing.ledger.write import replace_day
+from billing.money import cents
 from billing.publish.journal import post_journal
-from billing.publish.statement import Statement, StatementError, close_month, reopen_month
+from billing.publish.statement import MonthRules, Statement, StatementError, build_statement, close_month, reopen_month
+from billing.publish.statement_formats import describe
 from tests.helpers.ledgers import new_ledger
+from tests.helpers.report_ledger import frame
 from tests.helpers.statements import NOV, write_month
 
 TODAY_DONE = date(2026, 12, 20)
@@ -127,3 +133,38 @@ RC-REVENUE,4500,,317.30,2026-11,billing close 2026-11-3
     with transaction(engine, "reading") as conn:
         assert [(p.number, p.kind) for p in postings(conn, NOV)] == [(1, "journal"), (2, "reversal"), (3, "journal")]
     engine.dispose()
+
+
+def allocated_close_scenario(url: str, out: Path) -> None:
+    """docs/billing.md's worked month with NIH_80, written night by night to the ledger at `url`, the 5th run twice
+    on the way: its statement takes off the 80.00 the allocation paid, and its journal credits NIH-R01 with it."""
+    engine = new_ledger(url)
+    write_month(engine, NOV, NOVEMBER, WORKED.accounts(), (NIH_80,))
+    fifth = NOV.replace(day=5)
+    rows = frame(NOVEMBER[fifth])
+    replace_day(engine, fifth, DayBill(rows), "USD", allocation_use=allocation_use(
+        rows, fifth, WORKED.accounts(), (NIH_80,), ()), allocations=(NIH_80,))
+    rules = MonthRules(allocations=(NIH_80,))
+    statement = build_statement(engine, NOV, "USD", {}, rules=rules)
+    assert [(line.team, line.cluster, cents(line.amount), describe(line)) for line in statement.lines
+            if line.kind == "allocation"] == [("vision", "jaguar", Decimal("-80.00"), "Allocation drawn, NIH-R01")]
+    assert cents(statement.total) == Decimal("237.30")  # 317.30 less the 80.00 prepaid
+    close_month(engine, NOV, "finance", TODAY_DONE, "USD", {}, rules=rules,
+                journal=lambda conn, closed: post_journal(conn, closed, WORKED, out))
+    written = (out / "journals" / "journal-2026-11-1.csv").read_text()
+    assert written == ALLOCATED_JOURNAL
+    assert balance(written) == 0
+    engine.dispose()
+
+
+ALLOCATED_JOURNAL = """account,object_code,debit,credit,period,reference
+DEPT-PHYS,6410,90.09,,2026-11,billing close 2026-11-1
+DEPT-PHYS,6420,4.50,,2026-11,billing close 2026-11-1
+NIH-R01,6400,,80.00,2026-11,billing close 2026-11-1
+NIH-R01,6410,120.12,,2026-11,billing close 2026-11-1
+NIH-R01,6420,6.00,,2026-11,billing close 2026-11-1
+NSF-2231,6410,90.09,,2026-11,billing close 2026-11-1
+NSF-2231,6420,4.50,,2026-11,billing close 2026-11-1
+RC-UNFUNDED,6420,2.00,,2026-11,billing close 2026-11-1
+RC-REVENUE,4500,,237.30,2026-11,billing close 2026-11-1
+"""

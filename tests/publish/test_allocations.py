@@ -22,12 +22,18 @@ from billing.ledger.write import replace_day
 from billing.money import cents, total
 from billing.notify.letters import admin_letter, team_letter
 from billing.publish.allocations import statuses
-from billing.publish.journal import post_journal
 from billing.publish.pages import write_pages
 from billing.publish.statement import MonthRules, build_statement, close_month
 from billing.publish.statement_formats import FORMATS, describe
 from tests.helpers.day_reports import report  # noqa: F401 (a pytest fixture)
-from tests.helpers.journals import NIH_80, NOVEMBER, TODAY_DONE, WORKED, allocated, balance  # noqa: F401 (a fixture)
+from tests.helpers.journals import (  # noqa: F401 (allocated: a fixture)
+    NIH_80,
+    NOVEMBER,
+    TODAY_DONE,
+    WORKED,
+    allocated,
+    allocated_close_scenario,
+)
 from tests.helpers.ledgers import new_ledger
 from tests.helpers.report_ledger import frame
 from tests.helpers.statements import NOV, write_month
@@ -55,28 +61,8 @@ def test_the_worked_month_draws_by_hand_and_is_exhausted_on_the_20th(allocated):
     assert cents(nights[date(2026, 11, 20)]) == Decimal("0.12") and nights[date(2026, 11, 21)] == 0
 
 
-def test_the_worked_month_s_statement_and_journal_take_off_what_the_allocation_paid(allocated, tmp_path):
-    rules = MonthRules(allocations=(NIH_80,))
-    statement = build_statement(allocated, NOV, "USD", {}, rules=rules)
-    drawn = [line for line in statement.lines if line.kind == "allocation"]
-    assert [(line.team, line.cluster, cents(line.amount), describe(line)) for line in drawn] == [
-        ("vision", "jaguar", Decimal("-80.00"), "Allocation drawn, NIH-R01")]
-    assert cents(statement.total) == Decimal("237.30")  # 317.30 less the 80.00 prepaid
-    close_month(allocated, NOV, "finance", TODAY_DONE, "USD", {}, rules=rules,
-                journal=lambda conn, closed: post_journal(conn, closed, WORKED, tmp_path))
-    written = (tmp_path / "journals" / "journal-2026-11-1.csv").read_text()
-    assert written == """account,object_code,debit,credit,period,reference
-DEPT-PHYS,6410,90.09,,2026-11,billing close 2026-11-1
-DEPT-PHYS,6420,4.50,,2026-11,billing close 2026-11-1
-NIH-R01,6400,,80.00,2026-11,billing close 2026-11-1
-NIH-R01,6410,120.12,,2026-11,billing close 2026-11-1
-NIH-R01,6420,6.00,,2026-11,billing close 2026-11-1
-NSF-2231,6410,90.09,,2026-11,billing close 2026-11-1
-NSF-2231,6420,4.50,,2026-11,billing close 2026-11-1
-RC-UNFUNDED,6420,2.00,,2026-11,billing close 2026-11-1
-RC-REVENUE,4500,,237.30,2026-11,billing close 2026-11-1
-"""
-    assert balance(written) == 0
+def test_the_worked_month_s_statement_and_journal_take_off_what_the_allocation_paid(tmp_path):
+    allocated_close_scenario(f"sqlite:///{tmp_path}/ledger.db", tmp_path)
 
 
 def test_overage_shown_only_is_taken_off_too(tmp_path):
