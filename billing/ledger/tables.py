@@ -270,7 +270,7 @@ statement_lines = Table(  # a closed month's statement as it was closed, line by
     Column("team", Text, nullable=False),
     Column("cost_center", Text, nullable=False),
     Column("cluster", Text, nullable=False),
-    # charge, discount, credit, unrequested, reserved, correction, recovery, subsidy, monthly-credit
+    # charge, discount, credit, unrequested, reserved, correction, recovery, subsidy, monthly-credit, allocation, overage
     Column("kind", Text, nullable=False),
     Column("resource", Text, nullable=False),
     Column("gpu_model", Text, nullable=False),

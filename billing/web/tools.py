@@ -259,7 +259,8 @@ def answer_schemas(currency: str) -> dict[str, dict]:
         "month_closed": closed,
         "cost_recovery": {"type": "array", "items": {"type": "object"}, "description": (
             f"the cost recovery, subsidies and monthly credits of each closed month the range holds whole, in its "
-            f"rows and total: month, team, cluster, kind (recovery, subsidy, monthly-credit) and amount in {currency}")},
+            f"rows and total: month, team, cluster, kind (recovery, subsidy, monthly-credit, allocation, overage) and amount in "
+            f"{currency}")},
         "price_changes": price_changes, "by": {"type": "string"},
         "held_before_running": {"type": "array", "items": {"type": "object"}, "description": (
             f"what pods bound to a node held before they ran, per resource and currency: quantity in "
@@ -303,8 +304,9 @@ def answer_schemas(currency: str) -> dict[str, dict]:
         "statement": document({"month": {"type": "string"}, "currency": one_currency,
                                "closed": _nullable("object", "when and by whom the month was closed; null: open"), "missing_days": days, "total": money,
                                "clusters": {"type": "array", "items": {"type": "object"},
-                                            "description": f"per cluster: charged, recovered, credited (subsidies and "
-                                                           f"monthly credits), corrected, total in {currency}"},
+                                            "description": f"per cluster: charged, recovered, credited (subsidies, "
+                                                           f"monthly credits, allocations drawn and overage not "
+                                                           f"charged), corrected, total in {currency}"},
                                "teams": {"type": "array", "items": {"type": "object"}, "description": (
                                    f"per team: total and lines (quantity in resource-hours, amount in {currency})")}},
                               "month", "currency", "total", "teams"),
