@@ -96,9 +96,9 @@ def budget_statuses(ledger: Engine, budgets: dict[str, float], day: date) -> dic
 
 def allocation_statuses(ledger: Engine, config: Config, day: date, team: str | None = None
                         ) -> list[AllocationStatus]:
-    """Each allocation begun by `day`, as of `day` (docs/spec.md "Allocations"): its drawn, balance and overage, as
-    the pages, serve, `billing mcp`, the emails and the alerts show them; of a team, those its charges drew on or its
-    accounts hold."""
+    """Each allocation begun by `day` and not ended before its month, as of `day` (docs/spec.md "Allocations"): its
+    drawn, balance and overage, as the pages, serve, `billing mcp`, the emails and the alerts show them; of a team,
+    those its charges drew on or its accounts hold."""
     from billing.ledger.allocations import allocation_draws_between  # when asked: allocations read pandas frames
     from billing.publish.allocations import statuses
 
@@ -110,7 +110,8 @@ def allocation_statuses(ledger: Engine, config: Config, day: date, team: str | N
         if assignment.subject.kind == "team":
             assigned.setdefault(assignment.account.id, set()).add(assignment.subject.name)
     found = statuses(allocation_draws_between(ledger, min(a.first for a in held), day), held, day, assigned)
-    return found if team is None else [status for status in found if team in status.teams]
+    month = day.replace(day=1)
+    return [status for status in found if status.allocation.last >= month and (team is None or team in status.teams)]
 
 
 def closed(ledger: Engine, month: date) -> bool:

@@ -20,6 +20,7 @@ from billing.config import load_config
 from billing.directory.people import Directory, Person, directory_to_json
 from billing.ledger.database import open_ledger
 from billing.ledger.write import replace_day
+from billing.publish.answers import allocation_statuses
 from billing.web.access import viewer
 from billing.web.tools import Tools
 from tests.helpers.journals import WORKED, allocated  # noqa: F401 (a fixture)
@@ -117,3 +118,7 @@ def test_budget_gives_the_team_s_allocations_as_its_page_does(allocated, tmp_pat
         "drawn_this_month": 80.0, "balance": 0.0, "overage": 4.08, "overage_policy": "charge", "percent_drawn": 100.0,
         "teams": ["vision"], "as_of": "2026-11-20"}]
     assert ask(Tools(open_ledger(url), config), "root", "budget", team="nlp", as_of="2026-11-20")["allocations"] == []
+    # October 2027 is its last month; from November on it is gone from the pages, the summaries and the tool
+    october = allocation_statuses(open_ledger(url), config, date(2027, 10, 31), "vision")
+    assert [(status.drawn, status.drawn_in_month, status.balance) for status in october] == [(80.0, 0.0, 0.0)]
+    assert allocation_statuses(open_ledger(url), config, date(2027, 11, 1), "vision") == []
