@@ -87,6 +87,12 @@ class Accounts:
                 return tuple(Share(held_one.account, held_one.percent) for held_one in held)
         return (Share(self.default, HUNDRED),)
 
+    def account(self, account_id: str) -> Account:
+        """The account of an id (an allocation's statement line names its account by id): as an assignment or the
+        default names it, else named by its id."""
+        named = {assignment.account.id: assignment.account for assignment in self.assignments}
+        return named.get(account_id, self.default if account_id == self.default.id else Account(account_id, account_id))
+
     def valid_on(self, day: date, subject: Subject) -> tuple[AccountAssignment, ...]:
         """The subject's assignments valid on the day, by account id."""
         return tuple(sorted((a for a in self._by_subject.get(subject, ()) if a.valid_on(day)),

@@ -109,6 +109,8 @@ HOLDINGS = schema("GPU holdings per team", "cluster", "namespace", "team", "owne
 BOUND_PENDING_COSTS = schema("bound Pending costs", "cluster", "namespace", "team", "owner", "workload", "resource",
                              "gpu_model", "reason", "quantity", "unit_price", "cost", "list_cost", "charged")
 # what the rows of Kueue queues' namespaces include of borrowing that no team lent (shown, not charged again)
+# a night's use of each allocation (billing/allocations.py) per team and cluster: in its unit (SU or money) and in money
+ALLOCATION_USE = schema("allocation use", "account", "starts", "team", "cluster", "used", "used_cost")
 UNLENT = schema("borrowing no team lent", "cluster", "namespace", "team", "owner", "resource", "gpu_model", "quantity",
                 "cost")
 WORKLOAD_COSTS = schema("workload costs", "cluster", "namespace", "team", "owner", "workload", "labels", "resource",

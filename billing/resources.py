@@ -127,7 +127,10 @@ UNREQUESTED_RESOURCES = Names(lambda: [UNREQUESTED + resource for resource in OF
 RECOVERY = "recovery"  # statement_lines.kind of a cost recovery line; corrections.resource of one split again
 # statement_lines.kind of a subsidy and a monthly credit (docs/spec.md "Service units, credits and subsidies")
 SUBSIDY, MONTHLY_CREDIT = "subsidy", "monthly-credit"
-MONTH_LINES = (RECOVERY, SUBSIDY, MONTHLY_CREDIT)  # the lines a close books on a team's whole month
+# statement_lines.kind of what a prepaid allocation paid, and of use beyond it not charged (docs/spec.md "Allocations")
+ALLOCATION_DRAWN, OVERAGE_NOT_CHARGED = "allocation", "overage"
+# the lines a close books on a team's whole month
+MONTH_LINES = (RECOVERY, SUBSIDY, MONTHLY_CREDIT, ALLOCATION_DRAWN, OVERAGE_NOT_CHARGED)
 
 POOL_PREFIX = "pool:"  # namespace of a reserved pool's capacity rows; no Kubernetes namespace has a colon
 QUOTA_PREFIX = "quota:"  # namespace of a Kueue ClusterQueue's quota rows

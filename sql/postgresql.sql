@@ -426,4 +426,33 @@ ALTER TABLE workload_waste ADD COLUMN unused_storage_gib_hours DOUBLE PRECISION;
 
 UPDATE alembic_version SET version_num='0020' WHERE alembic_version.version_num = '0019';
 
+-- Running upgrade 0020 -> 0021
+
+CREATE TABLE allocation_draws (
+    account TEXT NOT NULL,
+    starts DATE NOT NULL,
+    day DATE NOT NULL,
+    team TEXT NOT NULL,
+    cluster TEXT NOT NULL,
+    used DOUBLE PRECISION NOT NULL,
+    used_cost DOUBLE PRECISION NOT NULL,
+    drawn DOUBLE PRECISION NOT NULL,
+    drawn_cost DOUBLE PRECISION NOT NULL,
+    currency TEXT NOT NULL,
+    PRIMARY KEY (account, starts, day, team, cluster)
+);
+
+CREATE TABLE allocation_alerts (
+    account TEXT NOT NULL,
+    starts DATE NOT NULL,
+    threshold DOUBLE PRECISION NOT NULL,
+    day DATE NOT NULL,
+    drawn DOUBLE PRECISION NOT NULL,
+    amount DOUBLE PRECISION NOT NULL,
+    sent_at TIMESTAMP WITH TIME ZONE NOT NULL,
+    PRIMARY KEY (account, starts, threshold)
+);
+
+UPDATE alembic_version SET version_num='0021' WHERE alembic_version.version_num = '0020';
+
 COMMIT;

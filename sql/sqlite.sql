@@ -457,3 +457,32 @@ ALTER TABLE waste ADD COLUMN unused_storage_gib_hours DOUBLE;
 ALTER TABLE workload_waste ADD COLUMN unused_storage_gib_hours DOUBLE;
 
 UPDATE alembic_version SET version_num='0020' WHERE alembic_version.version_num = '0019';
+
+-- Running upgrade 0020 -> 0021
+
+CREATE TABLE allocation_draws (
+    account TEXT NOT NULL,
+    starts DATE NOT NULL,
+    day DATE NOT NULL,
+    team TEXT NOT NULL,
+    cluster TEXT NOT NULL,
+    used DOUBLE NOT NULL,
+    used_cost DOUBLE NOT NULL,
+    drawn DOUBLE NOT NULL,
+    drawn_cost DOUBLE NOT NULL,
+    currency TEXT NOT NULL,
+    PRIMARY KEY (account, starts, day, team, cluster)
+);
+
+CREATE TABLE allocation_alerts (
+    account TEXT NOT NULL,
+    starts DATE NOT NULL,
+    threshold DOUBLE NOT NULL,
+    day DATE NOT NULL,
+    drawn DOUBLE NOT NULL,
+    amount DOUBLE NOT NULL,
+    sent_at DATETIME NOT NULL,
+    PRIMARY KEY (account, starts, threshold)
+);
+
+UPDATE alembic_version SET version_num='0021' WHERE alembic_version.version_num = '0020';

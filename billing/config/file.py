@@ -26,8 +26,10 @@ import yaml
 from pydantic import AfterValidator, Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
+from billing.allocations import Allocation, overlapping_allocations, unknown_accounts
 from billing.config.account_invoices import AccountInvoicesConfig
 from billing.config.accounts import AccountsConfig
+from billing.config.allocations import AllocationConfig
 from billing.config.clusters import BoundPendingRule, ClusterConfig, GpuFractions, RequestRule
 from billing.config.coldfront import ColdFrontConfig
 from billing.config.credits import CreditsConfig
@@ -86,6 +88,7 @@ class Config(Section):
     accounts: AccountsConfig | None = None  # grants and departmental accounts charged (docs/spec.md "Accounts")
     coldfront: ColdFrontConfig | None = None  # accounts from ColdFront's allocations, usage written back to them
     account_invoices: AccountInvoicesConfig | None = None  # an invoice per account at `billing close`
+    allocations: list[AllocationConfig] = []  # prepaid SU or money of an account (docs/spec.md "Allocations")
 
     @field_validator("timezone")
     @classmethod
@@ -159,6 +162,35 @@ class Config(Section):
         if given and self.accounts is None:
             raise ValueError(f"{given[0]}: needs an accounts section, whose names hold the accounts it names")
         return self
+
+    def _allocations_drawable(self) -> Config:
+        """An allocation nothing could draw on (no accounts, an unknown account, SU no cluster weighs, another
+        currency) or that shares nights with another of its account would be drawn wrongly without a word."""
+        if not self.allocations:
+            return self
+        if self.accounts is None:
+            raise ValueError("allocations are of accounts: configure the accounts section (accounts.names, "
+                             "assignments) that says which charges go to each")
+        weighed = any(prices.service_units is not None for cluster in self.clusters
+                      for prices in (cluster.prices if isinstance(cluster.prices, list) else [cluster.prices]))
+        for number, given in enumerate(self.allocations):
+            if given.service_units is not None and not weighed:
+                raise ValueError(f"allocations[{number}] is of service units, and no cluster's prices have "
+                                 f"service_units: give the clusters' SU weights (prices.service_units), or give the "
+                                 f"allocation as an amount of money")
+            if given.currency not in ("", self.currency):
+                raise ValueError(f"allocations[{number}].currency is {given.currency}, and charges are in "
+                                 f"{self.currency}: give the amount in {self.currency}")
+        held = self.prepaid_allocations()
+        problems = unknown_accounts(held, self.accounts.names) or overlapping_allocations(held)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def prepaid_allocations(self) -> tuple[Allocation, ...]:
+        """The allocations as typed values, each naming its key."""
+        return tuple(given.allocation(self.currency, f"allocations[{number}]")
+                     for number, given in enumerate(self.allocations))
 
     @model_validator(mode="after")
     def _place_sections(self) -> Config:

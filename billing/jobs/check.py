@@ -27,6 +27,7 @@ from functools import partial
 from pathlib import Path
 
 from billing.accounts import Subject, overlapping, uneven_days
+from billing.allocations import overlapping_allocations, unknown_accounts
 from billing.charge.bound_pending import held_by_resource
 from billing.charge.quotas import queue_remarks, unpriced_flavors
 from billing.collect.capacity import bills_capacity, collect_allocatable
@@ -453,6 +454,32 @@ def invoice_pdfs() -> str:
     return f"WeasyPrint lays out the invoices per account as PDF (a test page: {len(made):,} bytes)"
 
 
+def allocations_drawable(config: Config, section: AccountsConfig) -> str:
+    """Every allocation is of an account of accounts.names and shares no day with another of its account (the config
+    refuses both; other sources are held to it here too); one of SU that a cluster's prices over its period do not
+    weigh is not drawn by the charges there (a warning: give the cluster SU weights, or know it)."""
+    held = config.prepaid_allocations()
+    problems = unknown_accounts(held, section.names) + overlapping_allocations(held)
+    if problems:
+        raise CheckFailure("; ".join(problems))
+    unweighed = [f"{allocation} is of SU and cluster {cluster.name} has price sets without service_units in its "
+                 f"period, so charges there do not draw on it"
+                 for allocation in held if allocation.in_su for cluster in config.clusters
+                 if any(prices.service_units is None for prices in _sets_between(cluster, allocation.first,
+                                                                                 allocation.last))]
+    if unweighed:
+        raise CheckWarning("; ".join(unweighed))
+    return f"{len(held)} allocations, each of a known account, none overlapping, every one of SU weighed everywhere"
+
+
+def _sets_between(cluster: ClusterConfig, first: date, last: date) -> list[Prices]:
+    """The cluster's price sets in force on some day from `first` to `last`."""
+    if isinstance(cluster.prices, Prices):
+        return [cluster.prices]
+    starts = [prices.from_ for prices in cluster.prices][1:] + [date.max]
+    return [prices for prices, until in zip(cluster.prices, starts, strict=True) if prices.from_ <= last and until > first]
+
+
 def check_config(path: Path) -> tuple[Config, Probe]:
     """The validated config and its line; an invalid config raises ConfigError (exit status 2)."""
     start = time.monotonic()
@@ -495,6 +522,8 @@ def check_all(config: Config, day: date | None = None) -> Iterator[Probe]:
         if config.coldfront is not None:
             yield _timed("coldfront", partial(coldfront_allocations, config, section))
         yield _timed("accounts today", partial(accounts_today, config, section, today))
+        if config.allocations:
+            yield _timed("allocations", partial(allocations_drawable, config, section))
     if config.account_invoices is not None:
         yield _timed("invoices", invoice_pdfs)
     yield _timed("database", lambda: database(config.database))

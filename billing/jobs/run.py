@@ -12,6 +12,7 @@ from typing import Literal
 
 from sqlalchemy import Engine
 
+from billing.charge.allocations import allocation_use
 from billing.charge.bill import DayBill, bill_day, refuse_unpriced
 from billing.charge.workloads import kept_since
 from billing.collect.day import CollectedDay, check_coverage, collect_day
@@ -33,10 +34,11 @@ from billing.directory.sources import load_directory
 from billing.ledger.database import open_ledger
 from billing.ledger.read import days_billed, latest_directory
 from billing.ledger.write import replace_day
+from billing.notify.allocation_alerts import send_allocation_alerts
 from billing.notify.budget_alerts import send_alerts
 from billing.notify.deliveries import deliver_once
 from billing.notify.summaries import summary_envelopes
-from billing.publish.answers import day_report, digests
+from billing.publish.answers import allocation_statuses, day_report, digests
 from billing.publish.budgets import team_budgets
 from billing.publish.coldfront_usage import month_to_date, write_usage
 from billing.publish.dayview import DayReport
@@ -178,6 +180,9 @@ def _write(config: Config, ledger: Engine, day: date, bill: DayBill, directory: 
         ledger, day, bill, config.currency,
         snapshot=None if directory_warning else directory_to_json(directory), directory_note=directory_warning,
         workloads_since=kept_since(datetime.now(config.zone).date(), config.workloads.keep_days),
+        allocation_use=allocation_use(bill.rows, day, config.accounts.accounts() if config.accounts else None,
+                                      config.prepaid_allocations(), config.clusters),
+        allocations=config.prepaid_allocations(),
     )
     total = bill.cost()
     log.info(
@@ -200,6 +205,9 @@ def _publish(config: Config, ledger: Engine, day: date, directory: Directory, su
         log.info("email: no daily summaries for %s (%s)", day, WHY_NONE[summaries])
     undelivered += send_alerts(ledger, day, team_budgets(config.budgets, directory), config.budgets.alert_at,
                                directory, config.email, config.currency, config.reports_url)
+    if config.allocations:
+        undelivered += send_allocation_alerts(ledger, allocation_statuses(ledger, config, day), directory,
+                                              config.email)
     return undelivered
 
 

@@ -272,7 +272,7 @@ statement_lines = Table(  # a closed month's statement as it was closed, line by
     Column("team", Text, nullable=False),
     Column("cost_center", Text, nullable=False),
     Column("cluster", Text, nullable=False),
-    # charge, discount, credit, unrequested, reserved, correction, recovery, subsidy, monthly-credit
+    # charge, discount, credit, unrequested, reserved, correction, recovery, subsidy, monthly-credit, allocation, overage
     Column("kind", Text, nullable=False),
     Column("resource", Text, nullable=False),
     Column("gpu_model", Text, nullable=False),
@@ -311,6 +311,35 @@ journal_lines = Table(  # the finance office's journal of a closed month, one po
     Column("debit_cents", BigInteger, nullable=False),  # whole cents: a journal is money to the cent, exactly
     Column("credit_cents", BigInteger, nullable=False),
     Column("reference", Text, nullable=False),
+)
+
+
+allocation_draws = Table(  # each night's use of an allocation per team and cluster, and what it drew (docs/spec.md "Allocations")
+    "allocation_draws",
+    metadata,
+    Column("account", Text, primary_key=True),
+    Column("starts", Date, primary_key=True),  # the allocation's first day: an account's allocations do not overlap
+    Column("day", Date, primary_key=True),
+    Column("team", Text, primary_key=True),
+    Column("cluster", Text, primary_key=True),
+    Column("used", Double, nullable=False),  # the account's share of the night's charges, in SU or money
+    Column("used_cost", Double, nullable=False),  # the same in money
+    Column("drawn", Double, nullable=False),  # of it, what the allocation still held (in its unit)
+    Column("drawn_cost", Double, nullable=False),  # the same in money: what the allocation prepaid
+    Column("currency", Text, nullable=False),
+)
+
+
+allocation_alerts = Table(  # each threshold of an allocation crossed, so that its alert goes out once
+    "allocation_alerts",
+    metadata,
+    Column("account", Text, primary_key=True),
+    Column("starts", Date, primary_key=True),
+    Column("threshold", Double, primary_key=True),  # percent drawn, from the allocation's thresholds
+    Column("day", Date, nullable=False),  # the run that found it crossed
+    Column("drawn", Double, nullable=False),  # drawn to date then, in the allocation's unit
+    Column("amount", Double, nullable=False),
+    Column("sent_at", DateTime(timezone=True), nullable=False),
 )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
@@ -27,10 +28,12 @@ from sqlalchemy import (
 from sqlalchemy.exc import SQLAlchemyError
 
 from billing import frames
+from billing.allocations import Allocation
 from billing.charge.bill import DayBill
 from billing.collect.invoices import Invoice, InvoiceError
 from billing.config import HIGHEST_BUDGET
 from billing.frames import LONGEST_NAME
+from billing.ledger.allocations import replace_allocation_use
 from billing.ledger.database import LedgerError, database_name, failure, transaction, writing
 from billing.ledger.recovery import resplit
 from billing.ledger.tables import (
@@ -100,6 +103,8 @@ def replace_day(
     snapshot: str | None = None,
     directory_note: str = "",
     workloads_since: date | None = None,
+    allocation_use: pd.DataFrame | None = None,
+    allocations: Sequence[Allocation] = (),
 ) -> int:
     """Replace the day's rows in every ledger table with `bill`'s, in one transaction; return how many
     chargeback rows were written.
@@ -108,7 +113,8 @@ def replace_day(
     transaction, so only a run that succeeded leaves one behind;
     `directory_note` records why a run used the last known directory instead;
     `workloads_since` (workloads.keep_days): workload rows of earlier days are
-    deleted, and none are written for a day before it.
+    deleted, and none are written for a day before it; `allocation_use`, the night's use of `allocations`
+    (billing/charge/allocations.py), replaces the night's and draws them down again (billing/ledger/allocations.py).
     """
     rows, capacity, wasted, held = bill.rows, bill.capacity, bill.wasted, bill.held
     workloads, workload_wasted, coverage = bill.workloads, bill.workload_wasted, bill.coverage
@@ -165,6 +171,8 @@ def replace_day(
             conn.execute(delete(workload_waste).where(workload_waste.c.day == day))
             if kept and workload_wasted is not None and len(workload_wasted):
                 _insert(conn, workload_waste, workload_wasted[frames.CHARGED_WORKLOAD_WASTE.columns].assign(day=day))
+            replace_allocation_use(conn, day, frames.ALLOCATION_USE.empty() if allocation_use is None
+                                   else allocation_use, allocations, currency)
             if snapshot is not None:
                 conn.execute(delete(directory_snapshots))
                 conn.execute(insert(directory_snapshots).values(taken_at=computed_at, content=snapshot))

@@ -14,6 +14,7 @@ went out, and the month does not alert for that threshold again.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from html import escape
@@ -107,11 +108,13 @@ def alert_letter(alert: Alert, currency: str, reports_url: str = "") -> Letter:
     return Letter(subject, "\n\n".join(lines) + "\n", html)
 
 
-def _recipients(alert: Alert, directory: Directory, email: EmailConfig) -> list[str]:
-    """The team's leads with a mail address, and the admins; each address once."""
-    team = directory.teams.get(alert.team)
-    leads = [directory.people[uid].mail for uid in (team.leads if team else ()) if directory.people[uid].mail]
-    return list(dict.fromkeys([*leads, *email.admins]))
+def leads_and_admins(teams: Iterable[str], directory: Directory, email: EmailConfig) -> list[str]:
+    """The teams' leads with a mail address, and the admins; each address once (an allocation's alert shares it)."""
+    found = []
+    for name in teams:
+        team = directory.teams.get(name)
+        found += [directory.people[uid].mail for uid in (team.leads if team else ()) if directory.people[uid].mail]
+    return list(dict.fromkeys([*found, *email.admins]))
 
 
 def _owed(engine: Engine, month: date, email: EmailConfig, currency: str, reports_url: str) -> list[Envelope]:
@@ -142,7 +145,7 @@ def send_alerts(engine: Engine, day: date, budgets: dict[str, float], thresholds
     for alert in alerts:
         log.warning("budget: team %s crossed %.0f%% of its %s budget (%.2f of %.2f %s)", alert.team,
                     100 * alert.threshold, f"{alert.month:%Y-%m}", alert.spent, alert.budget, currency)
-    recipients = [(alert, _recipients(alert, directory, email)) for alert in alerts]
+    recipients = [(alert, leads_and_admins([alert.team], directory, email)) for alert in alerts]
     for alert, addresses in recipients:
         if not addresses:
             log.warning("budget alert of team %s: no lead with a mail address and no admins; not sent", alert.team)

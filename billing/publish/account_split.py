@@ -4,7 +4,8 @@ lists line by line (billing/publish/account_invoices.py), so the two cannot disa
 
 A line drawn from the ledger's rows of the month's days (a charge, its discount, a reserved pool, a credit, a share
 of unrequested capacity) follows its rows, day by day, to the accounts of each row's namespace, person and team; a
-correction goes to its team's accounts of the day it corrects; any other line (cost recovery, a subsidy, a monthly
+correction goes to its team's accounts of the day it corrects; an allocation's line (drawn, or overage not charged)
+to the account its model names; any other line (cost recovery, a subsidy, a monthly
 credit) is split as the team's own charges of the month were split, or by its accounts on the month's last day where
 those add up to nothing.
 """
@@ -25,7 +26,7 @@ from billing.charge.service_units import service_units
 from billing.config import ClusterConfig
 from billing.days import days_in_month
 from billing.money import exact
-from billing.publish.statement import CORRECTION, KINDS, Statement, StatementLine
+from billing.publish.statement import CORRECTION, KINDS, PREPAID, Statement, StatementLine
 
 DRAWN = {*KINDS.values(), "discount"}  # the kinds of line made from the ledger's rows of the month's days
 _Key = tuple[str, str, str, str]  # team, cluster, resource, GPU model: a drawn line's rows
@@ -64,6 +65,9 @@ def line_parts(statement: Statement, rows: pd.DataFrame, accounts: Accounts,
         key = (line.team, line.cluster, line.resource, line.gpu_model)
         if line.kind in DRAWN and key in drawn:
             parts += [_drawn_part(line, account, held) for account, held in sorted(drawn[key].items(), key=_by_id)]
+            continue
+        if line.kind in PREPAID:  # what an allocation paid is its account's alone, named in the line's model
+            parts.append(LinePart(line, accounts.account(line.gpu_model), exact(line.amount), None, None))
             continue
         if line.kind == CORRECTION and line.corrects is not None:
             weights = {share.account: share.percent for share in accounts.shares(line.corrects, line.team, "", None)}

@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from billing.accounts import Accounts
+    from billing.publish.allocations import AllocationStatus
     from billing.publish.dayview import DayReport, TeamReport, TrendDay
     from billing.publish.digest import PersonalDigest
     from billing.publish.statement import Statement
@@ -94,6 +95,26 @@ def budget_statuses(ledger: Engine, budgets: dict[str, float], day: date) -> dic
     """Each budgeted team's month as of `day`, as its page, email and `billing report` show it: what a budget alert
     compares with its thresholds, so that an alert's figure is the page's."""
     return {team: read_budget_status(ledger, team, day, budget) for team, budget in sorted(budgets.items())}
+
+
+def allocation_statuses(ledger: Engine, config: Config, day: date, team: str | None = None
+                        ) -> list[AllocationStatus]:
+    """Each allocation begun by `day` and not ended before its month, as of `day` (docs/spec.md "Allocations"): its
+    drawn, balance and overage, as the pages, serve, `billing mcp`, the emails and the alerts show them; of a team,
+    those its charges drew on or its accounts hold."""
+    from billing.ledger.allocations import allocation_draws_between  # when asked: allocations read pandas frames
+    from billing.publish.allocations import statuses
+
+    held = config.prepaid_allocations()
+    if not held or config.accounts is None:
+        return []
+    assigned: dict[str, set[str]] = {}
+    for assignment in config.accounts.accounts().assignments:
+        if assignment.subject.kind == "team":
+            assigned.setdefault(assignment.account.id, set()).add(assignment.subject.name)
+    found = statuses(allocation_draws_between(ledger, min(a.first for a in held), day), held, day, assigned)
+    month = day.replace(day=1)
+    return [status for status in found if status.allocation.last >= month and (team is None or team in status.teams)]
 
 
 def closed(ledger: Engine, month: date) -> bool:
@@ -142,7 +163,8 @@ def day_report(ledger: Engine, config: Config, day: date) -> DayReport:
         report = replace(report, accounts_ending=tuple(accounts.expiring(day + timedelta(days=1),
                                                                          config.accounts.expiry_notice_days)),
                          default_account=accounts.default,
-                         charged_to_default=charged_to_default(read_rows(ledger, day, day), day, accounts))
+                         charged_to_default=charged_to_default(read_rows(ledger, day, day), day, accounts),
+                         allocations=tuple(allocation_statuses(ledger, config, day)))
     return with_recovery(report, months)
 
 
@@ -207,6 +229,7 @@ class Page:
     budget: BudgetStatus | None  # a budgeted team's month of the last day
     last_day_run: bool
     price_changes: list[tuple[str, date]]
+    allocations: tuple[AllocationStatus, ...] = ()  # a team's (everyone's: all) as of the last day
 
 
 def page(ledger: Engine, config: Config, subject: Subject, first: date, last: date, waste_key: str,
@@ -240,7 +263,9 @@ def page(ledger: Engine, config: Config, subject: Subject, first: date, last: da
     if subject.kind == "team" and subject.name:
         status = team_budget(ledger, config, subject.name, last)
         budget = status if status.budget is not None else None
-    return Page(figures, tables, waste, budget, last in runs, price_changes(config.clusters, first, last))
+    allocations = () if subject.kind == "person" else tuple(
+        allocation_statuses(ledger, config, last, subject.name if subject.kind == "team" else None))
+    return Page(figures, tables, waste, budget, last in runs, price_changes(config.clusters, first, last), allocations)
 
 
 def _filter(subject: Subject) -> dict[str, str | None]:
@@ -298,7 +323,7 @@ def statement(ledger: Engine, config: Config, month: date, team: str | None = No
     from billing.publish.statement import MonthRules, build_statement, cost_centers  # when asked: see the docstring
 
     return build_statement(ledger, month, config.currency, cost_centers(stored_directory(ledger)), team,
-                           yesterday(config.zone), MonthRules(config.clusters, config.credits))
+                           yesterday(config.zone), MonthRules(config.clusters, config.credits, config.prepaid_allocations()))
 
 
 def close(ledger: Engine, config: Config, month: date, by: str, allow_missing: bool) -> tuple[Statement, list[Path]]:
@@ -316,7 +341,7 @@ def close(ledger: Engine, config: Config, month: date, by: str, allow_missing: b
                                                            accounts_of(section, directory))))
     statement = close_month(ledger, month, by, yesterday(config.zone), config.currency,
                             cost_centers(directory), allow_missing, recover,
-                            MonthRules(config.clusters, config.credits), journal)
+                            MonthRules(config.clusters, config.credits, config.prepaid_allocations()), journal)
     return statement, written
 
 

@@ -18,13 +18,16 @@ from typing import Protocol
 
 from billing.config.credits import CreditsConfig
 from billing.money import total
+from billing.publish.allocations import ALLOCATION_MEANINGS, ALLOCATION_SUMS, ALLOCATION_WORDS
 from billing.resources import MONTHLY_CREDIT, SUBSIDY
 
-CREDIT_WORDS = {SUBSIDY: "Subsidy", MONTHLY_CREDIT: "Monthly credit"}  # what a statement calls each line
-CREDIT_SUMS = {SUBSIDY: "Subsidies", MONTHLY_CREDIT: "Monthly credits"}  # and the lines of a kind together
+# what a statement calls each line taken off a month (an allocation's naming its account after these words)
+CREDIT_WORDS = {SUBSIDY: "Subsidy", MONTHLY_CREDIT: "Monthly credit", **ALLOCATION_WORDS}
+CREDIT_SUMS = {SUBSIDY: "Subsidies", MONTHLY_CREDIT: "Monthly credits", **ALLOCATION_SUMS}  # and a kind's lines together
 # what FOCUS says of each (ChargeDescription, InvoiceDetailDescription), after "<words> on cluster <name>"
 CREDIT_MEANINGS = {SUBSIDY: "the share of the team's month not charged to it (credits.subsidies)",
-                   MONTHLY_CREDIT: "the team's fixed credit of the month, at most its month (credits.monthly)"}
+                   MONTHLY_CREDIT: "the team's fixed credit of the month, at most its month (credits.monthly)",
+                   **ALLOCATION_MEANINGS}
 
 
 class Line(Protocol):

@@ -38,6 +38,7 @@ from billing.ledger.read import (
     unknown_capacity,
 )
 from billing.money import Totals, cents, money_sums, total
+from billing.publish.allocations import AllocationStatus
 from billing.publish.budgets import BudgetStatus
 from billing.publish.formatting import held_gpus, held_reason, quantity
 from billing.publish.links import slug
@@ -183,9 +184,14 @@ class DayReport:
     accounts_ending: tuple[AccountAssignment, ...] = ()
     default_account: Account | None = None  # accounts.default_account, where accounts are configured
     charged_to_default: tuple[dict, ...] = ()  # team, namespaces, cost: the day's charges no account takes
+    allocations: tuple[AllocationStatus, ...] = ()  # every allocation begun, as of the day (publish/answers.py)
 
     def team(self, name: str) -> TeamReport:
         return next(t for t in self.teams if t.team == name)
+
+    def allocations_of(self, team: str) -> tuple[AllocationStatus, ...]:
+        """The allocations the team's charges drew on or its accounts hold: its page's and its leads' email's."""
+        return tuple(status for status in self.allocations if team in status.teams)
 
     @property
     def quotas(self) -> tuple[dict, ...]:

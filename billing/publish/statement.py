@@ -24,7 +24,7 @@ import difflib
 import logging
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timezone
 from typing import Any
 
@@ -32,11 +32,13 @@ import numpy as np
 import pandas as pd
 from sqlalchemy import Connection, Engine
 
+from billing.allocations import Allocation
 from billing.charge.service_units import service_units
 from billing.config import ClusterConfig, CostRecovery, CreditsConfig
 from billing.days import days_between, days_in_month
 from billing.directory.people import Directory
 from billing.errors import UsageError
+from billing.ledger.allocations import allocation_draws_between
 from billing.ledger.database import transaction
 from billing.ledger.months import (
     booked_corrections,
@@ -53,8 +55,9 @@ from billing.ledger.months import (
 from billing.ledger.recovery import shares
 from billing.ledger.write import CORRECTION_NOISE, serialise_with_runs
 from billing.money import cents, money_sums, one_currency, total
+from billing.publish.allocations import AllocationStatus, allocation_lines, statuses
 from billing.publish.credits import credits_of
-from billing.resources import MONTHLY_CREDIT, RECOVERY, SUBSIDY
+from billing.resources import ALLOCATION_DRAWN, MONTHLY_CREDIT, OVERAGE_NOT_CHARGED, RECOVERY, SUBSIDY
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +67,9 @@ KINDS = {"": "charge", "reserved": "reserved", "credit": "credit", "unrequested"
          "lent": "credit"}
 CORRECTION = "correction"  # what a re-run of a closed month's day changed, booked in a later month
 CREDITED = "credited"  # a cluster's subsidies and monthly credits together, in its summary
-KIND_ORDER = ["charge", "discount", "reserved", "credit", "unrequested", RECOVERY, SUBSIDY, MONTHLY_CREDIT, CORRECTION]
+KIND_ORDER = ["charge", "discount", "reserved", "credit", "unrequested", RECOVERY, ALLOCATION_DRAWN, OVERAGE_NOT_CHARGED,
+              SUBSIDY, MONTHLY_CREDIT, CORRECTION]
+PREPAID = (ALLOCATION_DRAWN, OVERAGE_NOT_CHARGED)  # lines of allocations: their model names the account
 LINE_COLUMNS = ["team", "cost_center", "cluster", "kind", "resource", "gpu_model", "corrects", "quantity", "amount",
                 "service_units"]
 
@@ -90,10 +95,12 @@ class StatementLine:
 
 @dataclass(frozen=True)
 class MonthRules:
-    """What the config adds to a month's lines from the ledger: SU (its clusters' price sets) and credits."""
+    """What the config adds to a month's lines from the ledger: SU (its clusters' price sets), credits, and what
+    prepaid allocations paid."""
 
     clusters: Sequence[ClusterConfig] = ()
     credits: CreditsConfig | None = None
+    allocations: Sequence[Allocation] = ()
 
 
 @dataclass(frozen=True)
@@ -114,6 +121,9 @@ class Statement:
     # cents are found among all of the cluster's lines, so that a team's lines read the same with and without --team
     # (statement_formats.shown_amounts); empty: `lines` are the whole statement
     whole: tuple[StatementLine, ...] = ()
+    # the prepaid allocations of its teams as of the month's last day (or the last complete day), read from the
+    # ledger's draws when the statement is asked for, closed or not: drawn, balance and overage
+    allocations: tuple[AllocationStatus, ...] = ()
 
     @property
     def total(self) -> float:
@@ -133,6 +143,10 @@ class Statement:
                          "credited": parts[CREDITED], "corrected": parts[CORRECTION], "total": sum_of(lines)})
         return sums
 
+    def allocations_of(self, team: str) -> tuple[AllocationStatus, ...]:
+        """The allocations the team's charges drew on, for its page of the statement."""
+        return tuple(status for status in self.allocations if team in status.teams)
+
     def teams(self) -> list[tuple[str, str, list[StatementLine]]]:
         """(team, cost centre, lines) in the order of the lines."""
         grouped: dict[str, list[StatementLine]] = {}
@@ -143,7 +157,7 @@ class Statement:
 
 def _part(line: StatementLine) -> str:
     """A line as a cluster's summary counts it: recovery, credits and corrections apart from what was charged."""
-    if line.kind in (SUBSIDY, MONTHLY_CREDIT):
+    if line.kind in (SUBSIDY, MONTHLY_CREDIT, *PREPAID):
         return CREDITED
     return line.kind if line.kind in (RECOVERY, CORRECTION) else "charged"
 
@@ -211,6 +225,11 @@ def _open_statement(conn: Connection, month: date, currency: str, cost_centers: 
     missing = [day for day in days_between(first, min(last, last_complete_day)) if day not in done]
     lines = statement_lines_of(rows, booked.assign(corrects=pd.to_datetime(booked["corrects"]).dt.date), cost_centers,
                                rules.clusters)
+    if rules.allocations:  # before the credits: a subsidy or credit is of what the allocation left to pay
+        lines = sorted(lines + [StatementLine(line.team, cost_centers.get(line.team, ""), line.cluster, line.kind,
+                                              line.kind, line.account, None, None, line.amount)
+                                for line in allocation_lines(allocation_draws_between(conn, first, last),
+                                                             rules.allocations)], key=_line_order)
     return Statement(month, currency, with_credits(lines, month, rules.credits), None, missing)
 
 
@@ -243,8 +262,15 @@ def build_statement(engine: Engine, month: date, currency: str, cost_centers: di
 
     Days of an open month after `last_complete_day` (today and later) are not listed as missing.
     """
+    rules = rules or MonthRules()
     with transaction(engine, f"reading the statement of {month:%Y-%m}") as conn:
-        statement = _statement(conn, month, currency, cost_centers, last_complete_day, rules or MonthRules())
+        statement = _statement(conn, month, currency, cost_centers, last_complete_day, rules)
+        if rules.allocations:
+            as_of = min(month_range(month)[1], last_complete_day)
+            found = statuses(allocation_draws_between(conn, min(a.first for a in rules.allocations), as_of),
+                             rules.allocations, as_of)
+            statement = replace(statement, allocations=tuple(
+                status for status in found if status.teams and status.allocation.last >= month))
     if team is None:
         return statement
     lines = [line for line in statement.lines if line.team == team]
@@ -254,7 +280,7 @@ def build_statement(engine: Engine, month: date, currency: str, cost_centers: di
         hint = f"; closest: {', '.join(closest)}" if closest else ""
         raise StatementError(f"no team named {team!r} on the statement of {month:%Y-%m}{hint}")
     return Statement(statement.month, statement.currency, lines, statement.closing, statement.missing_days,
-                     tuple(statement.lines))
+                     tuple(statement.lines), statement.allocations_of(team))
 
 
 def _log(conn: Connection, month: date, action: str, by: str, at: datetime) -> None:
@@ -270,7 +296,9 @@ def recovery_lines(lines: list[StatementLine], month: date, costs: dict[str, flo
     for cluster, cost in sorted(costs.items()):
         charged: dict[tuple[str, str], float] = {}
         for line in lines:  # corrections correct other months' charges: not this month's
-            if line.cluster == cluster and line.kind != CORRECTION:
+            # what an allocation prepaid was paid, and its overage not charged forgiven, by the account: not the cost
+            # recovered from the cluster's teams
+            if line.cluster == cluster and line.kind not in (CORRECTION, *PREPAID):
                 key = (line.team, line.cost_center)
                 charged[key] = charged.get(key, 0.0) + line.amount
         charges = total(charged.values())
@@ -306,7 +334,8 @@ def close_month(engine: Engine, month: date, by: str, last_complete_day: date, c
             raise StatementError(f"{month:%Y-%m} was closed on {closing.closed_at:%Y-%m-%d %H:%M} UTC by "
                                  f"{closing.closed_by}; reopen it first (billing close --reopen)")
         rules = rules or MonthRules()
-        statement = _open_statement(conn, month, currency, cost_centers, last, MonthRules(rules.clusters))
+        statement = _open_statement(conn, month, currency, cost_centers, last,
+                                    MonthRules(rules.clusters, allocations=rules.allocations))
         if statement.missing_days and not allow_missing:
             raise StatementError(f"{month:%Y-%m} has {len(statement.missing_days)} day(s) never run, first "
                                  f"{statement.missing_days[0]}; run them, or close with --allow-missing")

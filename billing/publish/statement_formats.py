@@ -43,6 +43,7 @@ def json_text(statement: Statement) -> str:
              "lines": [{c: _plain(getattr(line, c)) for c in LINE_COLUMNS[2:]} for line in lines]}
             for team, center, lines in statement.teams()
         ],
+        "allocations": [status.as_dict() for status in statement.allocations],
     }
     return json.dumps(document, indent=1) + "\n"
 
@@ -79,8 +80,8 @@ def describe(line: StatementLine) -> str:
         return f"Correction of {line.corrects}, {name}"
     if line.kind == RECOVERY:
         return COST_RECOVERY
-    if line.kind in CREDIT_WORDS:
-        return CREDIT_WORDS[line.kind]
+    if line.kind in CREDIT_WORDS:  # an allocation's line names its account in the model column
+        return f"{CREDIT_WORDS[line.kind]}, {line.gpu_model}" if line.gpu_model else CREDIT_WORDS[line.kind]
     return f"{name}{model}"
 
 

@@ -222,7 +222,7 @@ class Site:
             "web.html.j2", viewer=self.viewer(), heading=heading, page=name, subject=subject, first=first, last=last,
             report=shown.figures, tables=tables, links=links, waste=_nones(shown.waste), waste_key=waste_key, held=held,
             reports_url=config.reports_url, nothing=nothing, csrf=csrf_token() if config.web.auth == "ldap" else "",
-            today_missing=not shown.last_day_run, budget=shown.budget,
+            today_missing=not shown.last_day_run, budget=shown.budget, allocations=shown.allocations,
             price_notes=[price_change_note(*change) for change in shown.price_changes]))
 
     def costs(self) -> Response:

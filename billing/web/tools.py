@@ -112,7 +112,7 @@ class Tools:
     def budget(self, viewer: Viewer, team: str, as_of: str | None = None) -> dict:
         """The team's month of `as_of` (default yesterday) against its budget, and the month's forecast: the
         figures `billing report --team TEAM --to AS_OF --format json` carries, with the month's days never billed,
-        which month to date leaves out."""
+        which month to date leaves out; and the prepaid allocations its charges draw on, as its page shows them."""
         subject = self.subject(viewer, team, None)
         day = asked.day(as_of or None, "as_of") or yesterday(self.config.zone)
         answer = answers.report(self.ledger, self.config, subject, day.replace(day=1), day, "namespace")
@@ -123,7 +123,9 @@ class Tools:
                 "forecast": None if status.closed else status.forecast, "used": status.used,
                 "forecast_share": None if status.closed else status.forecast_share, "days_left": status.days_left,
                 "forecast_method": answers.FORECAST_METHOD, "month_closed": status.closed,
-                "missing_days": [missing.isoformat() for missing in answer.missing_days]}
+                "missing_days": [missing.isoformat() for missing in answer.missing_days],
+                "allocations": [status.as_dict() for status in
+                                answers.allocation_statuses(self.ledger, self.config, day, subject.name)]}
 
     def statement(self, viewer: Viewer, month: str, team: str | None = None) -> dict:
         """`billing statement --month MONTH [--team TEAM] --format json`: a team's for its leads, all for admins."""
@@ -257,7 +259,8 @@ def answer_schemas(currency: str) -> dict[str, dict]:
         "month_closed": closed,
         "cost_recovery": {"type": "array", "items": {"type": "object"}, "description": (
             f"the cost recovery, subsidies and monthly credits of each closed month the range holds whole, in its "
-            f"rows and total: month, team, cluster, kind (recovery, subsidy, monthly-credit) and amount in {currency}")},
+            f"rows and total: month, team, cluster, kind (recovery, subsidy, monthly-credit, allocation, overage) and amount in "
+            f"{currency}")},
         "price_changes": price_changes, "by": {"type": "string"},
         "held_before_running": {"type": "array", "items": {"type": "object"}, "description": (
             f"what pods bound to a node held before they ran, per resource and currency: quantity in "
@@ -292,13 +295,19 @@ def answer_schemas(currency: str) -> dict[str, dict]:
                             "month_closed": closed,
                             "days_left": {"type": "integer", "description": "the month's days not billed yet"},
                             "forecast_method": {"type": "string"}, "missing_days": {
-                                **days, "description": "the month's days to as_of never billed: not in month_to_date"}},
+                                **days, "description": "the month's days to as_of never billed: not in month_to_date"},
+                            "allocations": {"type": "array", "items": {"type": "object"}, "description": (
+                                f"the prepaid allocations the team's charges drew on or its accounts hold, as of "
+                                f"as_of: account, from, to, unit (SU, or {currency}), amount, drawn, "
+                                f"drawn_this_month, balance and overage in the unit rounded to cents, overage_policy "
+                                f"(charge or show), percent_drawn, teams")}},
                            "team", "currency", "as_of", "month_to_date", "forecast", "missing_days"),
         "statement": document({"month": {"type": "string"}, "currency": one_currency,
                                "closed": _nullable("object", "when and by whom the month was closed; null: open"), "missing_days": days, "total": money,
                                "clusters": {"type": "array", "items": {"type": "object"},
-                                            "description": f"per cluster: charged, recovered, credited (subsidies and "
-                                                           f"monthly credits), corrected, total in {currency}"},
+                                            "description": f"per cluster: charged, recovered, credited (subsidies, "
+                                                           f"monthly credits, allocations drawn and overage not "
+                                                           f"charged), corrected, total in {currency}"},
                                "teams": {"type": "array", "items": {"type": "object"}, "description": (
                                    f"per team: total and lines (quantity in resource-hours, amount in {currency})")}},
                               "month", "currency", "total", "teams"),

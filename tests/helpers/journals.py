@@ -13,12 +13,19 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
+from billing.allocations import Allocation
+from billing.charge.allocations import allocation_use
+from billing.charge.bill import DayBill
 from billing.config import AccountsConfig
 from billing.ledger.database import transaction
 from billing.ledger.journals import postings
+from billing.ledger.write import replace_day
+from billing.money import cents
 from billing.publish.journal import post_journal
-from billing.publish.statement import Statement, StatementError, close_month, reopen_month
+from billing.publish.statement import MonthRules, Statement, StatementError, build_statement, close_month, reopen_month
+from billing.publish.statement_formats import describe
 from tests.helpers.ledgers import new_ledger
+from tests.helpers.report_ledger import frame
 from tests.helpers.statements import NOV, write_month
 
 TODAY_DONE = date(2026, 12, 20)
@@ -47,6 +54,20 @@ VISION = [("jaguar", "scan", "vision", "alice", "gpu", "", 5.005, 2.00, 10.01),
           ("jaguar", "scan", "vision", "alice", "cpu", "", 50.0, 0.01, 0.50)]
 NLP = [("jaguar", "corpus", "nlp", "bob", "cpu", "", 200.0, 0.01, 2.00)]
 NOVEMBER = {NOV + timedelta(days=n): VISION + (NLP if n == 2 else []) for n in range(30)}
+
+# docs/billing.md "An allocation exhausted on the 20th": NIH-R01 bought 80.00 of use from November 1; it pays 40 % of
+# vision's 10.51 a day, 4.204 a night
+NIH_80 = Allocation("NIH-R01", NOV, date(2027, 10, 31), 80.0, "USD")
+
+
+@pytest.fixture
+def allocated(tmp_path):
+    """The worked month written night by night, drawing NIH_80 down."""
+    engine = new_ledger(f"sqlite:///{tmp_path}/ledger.db")
+    write_month(engine, NOV, NOVEMBER, WORKED.accounts(), (NIH_80,))
+    yield engine
+    engine.dispose()
+
 
 WORKED_JOURNAL = """account,object_code,debit,credit,period,reference
 DEPT-PHYS,6410,90.09,,2026-11,billing close 2026-11-1
@@ -121,3 +142,38 @@ RC-REVENUE,4500,,317.30,2026-11,billing close 2026-11-3
     with transaction(engine, "reading") as conn:
         assert [(p.number, p.kind) for p in postings(conn, NOV)] == [(1, "journal"), (2, "reversal"), (3, "journal")]
     engine.dispose()
+
+
+def allocated_close_scenario(url: str, out: Path) -> None:
+    """docs/billing.md's worked month with NIH_80, written night by night to the ledger at `url`, the 5th run twice
+    on the way: its statement takes off the 80.00 the allocation paid, and its journal credits NIH-R01 with it."""
+    engine = new_ledger(url)
+    write_month(engine, NOV, NOVEMBER, WORKED.accounts(), (NIH_80,))
+    fifth = NOV.replace(day=5)
+    rows = frame(NOVEMBER[fifth])
+    replace_day(engine, fifth, DayBill(rows), "USD", allocation_use=allocation_use(
+        rows, fifth, WORKED.accounts(), (NIH_80,), ()), allocations=(NIH_80,))
+    rules = MonthRules(allocations=(NIH_80,))
+    statement = build_statement(engine, NOV, "USD", {}, rules=rules)
+    assert [(line.team, line.cluster, cents(line.amount), describe(line)) for line in statement.lines
+            if line.kind == "allocation"] == [("vision", "jaguar", Decimal("-80.00"), "Allocation drawn, NIH-R01")]
+    assert cents(statement.total) == Decimal("237.30")  # 317.30 less the 80.00 prepaid
+    close_month(engine, NOV, "finance", TODAY_DONE, "USD", {}, rules=rules,
+                journal=lambda conn, closed: post_journal(conn, closed, WORKED, out))
+    written = (out / "journals" / "journal-2026-11-1.csv").read_text()
+    assert written == ALLOCATED_JOURNAL
+    assert balance(written) == 0
+    engine.dispose()
+
+
+ALLOCATED_JOURNAL = """account,object_code,debit,credit,period,reference
+DEPT-PHYS,6410,90.09,,2026-11,billing close 2026-11-1
+DEPT-PHYS,6420,4.50,,2026-11,billing close 2026-11-1
+NIH-R01,6400,,80.00,2026-11,billing close 2026-11-1
+NIH-R01,6410,120.12,,2026-11,billing close 2026-11-1
+NIH-R01,6420,6.00,,2026-11,billing close 2026-11-1
+NSF-2231,6410,90.09,,2026-11,billing close 2026-11-1
+NSF-2231,6420,4.50,,2026-11,billing close 2026-11-1
+RC-UNFUNDED,6420,2.00,,2026-11,billing close 2026-11-1
+RC-REVENUE,4500,,237.30,2026-11,billing close 2026-11-1
+"""

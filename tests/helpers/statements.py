@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import re
+from collections.abc import Sequence
 from datetime import date, timedelta
 from decimal import Decimal
 from zoneinfo import ZoneInfo
@@ -13,6 +14,9 @@ from zoneinfo import ZoneInfo
 import pandas as pd
 import pytest
 
+from billing.accounts import Accounts
+from billing.allocations import Allocation
+from billing.charge.allocations import allocation_use
 from billing.charge.bill import DayBill
 from billing.collect.invoices import Invoice, InvoiceError
 from billing.config import CostRecovery
@@ -103,11 +107,15 @@ def cents(value: float) -> str:
     return str(Decimal(repr(float(value))).quantize(Decimal("0.01")) + 0)
 
 
-def write_month(engine, month: date, days: dict[date, list[tuple]]) -> None:
-    """Every day of the month run (most with no usage), the given days with their rows."""
+def write_month(engine, month: date, days: dict[date, list[tuple]], accounts: Accounts | None = None,
+                allocations: Sequence[Allocation] = ()) -> None:
+    """Every day of the month run (most with no usage), the given days with their rows; each night drawing
+    `allocations` of `accounts` down as `billing run` does."""
     day = month
     while day.month == month.month:
-        replace_day(engine, day, DayBill(frame(days.get(day, []))), "USD", snapshot=directory_to_json(DIRECTORY))
+        rows = frame(days.get(day, []))
+        replace_day(engine, day, DayBill(rows), "USD", snapshot=directory_to_json(DIRECTORY),
+                    allocation_use=allocation_use(rows, day, accounts, allocations, ()), allocations=allocations)
         day += timedelta(days=1)
 
 

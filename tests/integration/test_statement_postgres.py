@@ -29,7 +29,7 @@ from tests.helpers.invoices import (
     october,
     several_files_scenario,
 )
-from tests.helpers.journals import reclose_scenario
+from tests.helpers.journals import allocated_close_scenario, reclose_scenario
 from tests.helpers.locks import waiting
 from tests.helpers.report_ledger import frame
 from tests.helpers.statements import (
@@ -68,6 +68,10 @@ def test_the_journal_is_written_once_and_reversed_on_a_reclose_on_postgres(postg
 
 def test_each_accounts_invoice_is_its_part_of_the_statement_on_postgres(postgres_url, tmp_path):
     worked_invoices_scenario(postgres_url, tmp_path)
+
+
+def test_the_worked_month_s_allocation_drawn_once_and_journalled_on_postgres(postgres_url, tmp_path):
+    allocated_close_scenario(postgres_url, tmp_path)
 
 
 def test_closing_waits_for_a_run_of_one_of_its_days_in_progress(postgres_url):
@@ -173,3 +177,29 @@ def test_an_invoice_import_that_began_before_a_close_is_recovered_as_it_commits(
     closed = closing.result(timeout=30)
     assert [row["billed_cost"] for row in fetch(engine, select(invoices))] == [70.0]
     assert cents(sum(line.amount for line in closed.lines if line.cluster == "heron")) == "70.00"
+
+
+def test_a_night_written_while_another_is_drawing_waits_and_draws_what_it_left_on_postgres(postgres_url):
+    """An allocation of 5.00 of NIH-R01 (4.204 a night): while the 1st draws in a transaction the test holds open,
+    a run of the 2nd waits for it (an advisory lock), then draws the 0.796 the 1st left, not a stale 4.204."""
+    from billing.allocations import Allocation
+    from billing.charge.allocations import allocation_use
+    from billing.ledger.allocations import allocation_draws_between, replace_allocation_use
+    from tests.helpers.journals import NOVEMBER, WORKED
+
+    five = (Allocation("NIH-R01", NOV, date(2026, 11, 30), 5.0, "USD"),)
+    engine = open_ledger(postgres_url)
+    first, second = NOV, NOV.replace(day=2)
+
+    def use(day: date):
+        return allocation_use(frame(NOVEMBER[day]), day, WORKED.accounts(), five, ())
+
+    with ThreadPoolExecutor(1) as pool, engine.begin() as conn:  # the transaction ends first, then the run
+        replace_allocation_use(conn, first, use(first), five, "USD")
+        running = pool.submit(lambda: replace_day(engine, second, DayBill(frame(NOVEMBER[second])), "USD",
+                                                  allocation_use=use(second), allocations=five))
+        waiting(engine, 1)
+    running.result()
+    drawn = allocation_draws_between(engine, NOV, date(2026, 11, 30)).groupby("day")["drawn"].sum()
+    assert [round(drawn[day], 9) for day in (first, second)] == [4.204, 0.796]
+    engine.dispose()

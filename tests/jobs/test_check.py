@@ -18,10 +18,12 @@ from billing.cli import main
 from billing.config import load_config
 from billing.jobs.check import (
     CheckFailure,
+    CheckWarning,
     accounts_consistent,
     accounts_expiring,
     accounts_named,
     accounts_today,
+    allocations_drawable,
     coldfront_allocations,
 )
 from fixtures.servers import free_port
@@ -333,3 +335,26 @@ def test_the_accounts_directory_line_counts_what_the_directory_charges(write_con
     assert accounts_named(config, config.accounts) == (
         "1 teams and people charged to 2 accounts by the directory's teams.accounts_attribute departmentNumber, all in "
         "accounts.names")
+
+
+def test_allocations_line_names_a_cluster_that_weighs_no_su_and_fails_what_the_config_would_refuse(write_config):
+    weighed = {**MINIMAL_CONFIG["clusters"][0], "prices": [
+        {"from": "2026-01-01", "service_units": {"price": 0.12, "weights": {"gpu": 10}}},
+        {"from": "2026-12-01", "cpu_core_hour": 0.03, "memory_gib_hour": 0.004, "gpu_hour": 2.7}]}
+    su = {"account": "G-1", "from": "2026-11-01", "to": "2026-11-30", "service_units": 10_000}
+    accounts = accounts_section({"team": "robotics", "account": "G-1", "from": "2026-01-01"})
+    loaded = load_config(write_config(clusters=[weighed], accounts=accounts, allocations=[su]))
+    assert allocations_drawable(loaded, loaded.accounts) == (
+        "1 allocations, each of a known account, none overlapping, every one of SU weighed everywhere")
+    # the same allocation running into December, priced without SU
+    into_december = load_config(write_config(clusters=[weighed], accounts=accounts,
+                                             allocations=[{**su, "to": "2026-12-31"}]))
+    with pytest.raises(CheckWarning, match=r"G-1's allocation of 2026-11-01 to 2026-12-31 is of SU and cluster "
+                                           r"jaguar has price sets without service_units in its period"):
+        allocations_drawable(into_december, into_december.accounts)
+    # allocations the config would refuse, as a source other than the config could hand them on
+    twice = loaded.model_copy(update={"allocations": [loaded.allocations[0], loaded.allocations[0].model_copy(
+        update={"account": "G-9"})] * 2})
+    with pytest.raises(CheckFailure, match=r"allocations\[1\].account 'G-9' is not in accounts.names.*allocations\[2\] "
+                                           r"gives account G-1 an allocation from 2026-11-01"):
+        allocations_drawable(twice, loaded.accounts)

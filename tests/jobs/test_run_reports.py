@@ -71,3 +71,31 @@ def test_the_log_says_why_no_summaries_went_out_as_the_command_ran(config, tmp_p
     assert result.exit_code == 0, result.output
     assert said in caplog.messages
     assert not (tmp_path / "outbox").exists() or not any((tmp_path / "outbox").iterdir())
+
+
+def test_a_run_draws_the_allocation_once_shows_its_balance_and_alerts_each_threshold_once(config, tmp_path):
+    """robotics' 21.00 of the day all on account G-1, whose allocation of 15.00 it exhausts: 15.00 drawn, 6.00
+    overage; the 50 % and 100 % alerts to alice (its lead) and the admins, once however often the night runs."""
+    import yaml
+
+    path = config()
+    settings = yaml.safe_load((tmp_path / "billing.yaml").read_text())
+    settings["accounts"] = {"names": {"G-1": "NSF CNS-2231", "RC": "Research computing"},
+                            "assignments": [{"team": "robotics", "account": "G-1", "from": "2026-11-01"}],
+                            "default_account": "RC", "revenue_account": "RC", "revenue_object_code": "4500",
+                            "default_object_code": "6400"}
+    settings["allocations"] = [{"account": "G-1", "from": "2026-11-01", "to": "2026-11-30", "amount": 15.0,
+                                "thresholds": [50, 100]}]
+    (tmp_path / "billing.yaml").write_text(yaml.safe_dump(settings))
+    for _ in range(2):
+        result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", path])
+        assert result.exit_code == 0, result.output
+    mails = [message_from_bytes(p.read_bytes(), policy=policy.default) for p in (tmp_path / "outbox").iterdir()]
+    alerts = sorted((m["To"], m["Subject"].strip()) for m in mails if "Allocation alert" in m["Subject"])
+    assert alerts == sorted((to, "Allocation alert: G-1 has drawn 100.0% of its allocation of 15.00 USD")
+                            for to in ("alice@example.org", "infra@example.org") for _ in range(2))
+    page = (tmp_path / "reports" / "2026-11-20" / "teams" / "robotics.html").read_text()
+    assert 'id="allocations"' in page and "6.00 USD (charged)" in page
+    statement = CliRunner().invoke(main, ["statement", "--month", "2026-11", "--format", "csv", "--config", path])
+    assert statement.exit_code == 0, statement.output
+    assert ",allocation,allocation,G-1," in statement.output and ",-15," in statement.output

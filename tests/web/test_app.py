@@ -32,6 +32,7 @@ from billing.web.app import create_app
 from billing.web.security import Guard, LoginThrottle, Refused, Sessions, login_key
 from tests.helpers.config import MINIMAL_CONFIG
 from tests.helpers.html_tables import read_page
+from tests.helpers.journals import WORKED, allocated  # noqa: F401 (a fixture)
 from tests.helpers.report_ledger import DAY, ROWS, TEAM_MONTH, frame, write_ledger
 from tests.helpers.serve import (  # noqa: F401 (pytest fixtures)
     MATRIX,
@@ -544,3 +545,17 @@ def test_a_long_workload_table_shows_the_most_expensive_and_sums_the_others(work
 def test_a_member_who_is_no_lead_is_told_where_their_own_costs_are(client):
     answer = get(client, f"/teams/robotics?{RANGE}", "alice")  # on robotics, not its lead
     assert answer.status_code == 403 and "your own costs are on /me" in answer.text
+
+
+def test_the_team_page_and_the_all_teams_page_show_the_allocations_balance(allocated):
+    """docs/billing.md's worked month in serve: NIH-R01's 80.00 drawn by vision by November 20, 4.08 beyond it."""
+    config = Config.model_validate({**MINIMAL_CONFIG, "currency": "USD", "database": str(allocated.url),
+                                    "web": {"admins": ["root"]},
+                                    "accounts": WORKED.model_dump(by_alias=True, mode="json", exclude_defaults=True),
+                                    "allocations": [{"account": "NIH-R01", "from": "2026-11-01", "to": "2027-10-31",
+                                                     "amount": 80.0}]})
+    client = create_app(config).test_client()
+    for path in ("/teams/vision", "/all"):
+        page = get(client, f"{path}?from=2026-11-01&to=2026-11-20", "root").text
+        assert 'id="allocations"' in page and "80.00 USD" in page and "4.08 USD (charged)" in page, path
+    assert 'id="allocations"' not in get(client, "/teams/nlp?from=2026-11-01&to=2026-11-20", "root").text

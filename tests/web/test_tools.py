@@ -20,8 +20,10 @@ from billing.config import load_config
 from billing.directory.people import Directory, Person, directory_to_json
 from billing.ledger.database import open_ledger
 from billing.ledger.write import replace_day
+from billing.publish.answers import allocation_statuses
 from billing.web.access import viewer
 from billing.web.tools import Tools
+from tests.helpers.journals import WORKED, allocated  # noqa: F401 (a fixture)
 from tests.helpers.report_ledger import DAY, H100, MISSING_IN_MONTH, ROWS, frame
 from tests.helpers.serve import PEOPLE, TEAMS, serve_config
 
@@ -102,3 +104,21 @@ def test_the_statement_tool_shows_an_open_months_service_units_subsidies_and_cre
     assert [(line["kind"], round(line["amount"], 4), line["service_units"] and round(line["service_units"], 6))
             for line in robotics] == [("charge", 148.1472, 1234.56), ("charge", 1200.0, 10000.0),
                                       ("subsidy", -337.0368, None)]
+
+
+def test_budget_gives_the_team_s_allocations_as_its_page_does(allocated, tmp_path):
+    """docs/billing.md's worked month: NIH-R01's 80.00 exhausted on the 20th, 4.08 used beyond it by then."""
+    url = str(allocated.url)
+    config = load_config(serve_config(tmp_path, database=url, changes={
+        "accounts": WORKED.model_dump(by_alias=True, mode="json", exclude_defaults=True),
+        "allocations": [{"account": "NIH-R01", "from": "2026-11-01", "to": "2027-10-31", "amount": 80.0}]}))
+    found = ask(Tools(open_ledger(url), config), "root", "budget", team="vision", as_of="2026-11-20")
+    assert found["allocations"] == [{
+        "account": "NIH-R01", "from": "2026-11-01", "to": "2027-10-31", "unit": "USD", "amount": 80.0, "drawn": 80.0,
+        "drawn_this_month": 80.0, "balance": 0.0, "overage": 4.08, "overage_policy": "charge", "percent_drawn": 100.0,
+        "teams": ["vision"], "as_of": "2026-11-20"}]
+    assert ask(Tools(open_ledger(url), config), "root", "budget", team="nlp", as_of="2026-11-20")["allocations"] == []
+    # October 2027 is its last month; from November on it is gone from the pages, the summaries and the tool
+    october = allocation_statuses(open_ledger(url), config, date(2027, 10, 31), "vision")
+    assert [(status.drawn, status.drawn_in_month, status.balance) for status in october] == [(80.0, 0.0, 0.0)]
+    assert allocation_statuses(open_ledger(url), config, date(2027, 11, 1), "vision") == []
