@@ -163,6 +163,7 @@ class Config(Section):
             raise ValueError(f"{given[0]}: needs an accounts section, whose names hold the accounts it names")
         return self
 
+    @model_validator(mode="after")
     def _allocations_drawable(self) -> Config:
         """An allocation nothing could draw on (no accounts, an unknown account, SU no cluster weighs, another
         currency) or that shares nights with another of its account would be drawn wrongly without a word."""

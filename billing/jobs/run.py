@@ -20,7 +20,7 @@ from billing.collect.replay import prometheus_source
 from billing.collect.usage import ClusterUsage
 from billing.config import ClusterConfig, Config, Prices
 from billing.days import BillingDay, billing_day
-from billing.directory.accounts import named_assignments
+from billing.directory.accounts import accounts_of, named_assignments
 from billing.directory.coldfront import ColdFrontError, MappedAllocation, read_allocations, with_allocations
 from billing.directory.names import check_names
 from billing.directory.people import (
@@ -180,7 +180,8 @@ def _write(config: Config, ledger: Engine, day: date, bill: DayBill, directory: 
         ledger, day, bill, config.currency,
         snapshot=None if directory_warning else directory_to_json(directory), directory_note=directory_warning,
         workloads_since=kept_since(datetime.now(config.zone).date(), config.workloads.keep_days),
-        allocation_use=allocation_use(bill.rows, day, config.accounts.accounts() if config.accounts else None,
+        allocation_use=allocation_use(bill.rows, day,
+                                      accounts_of(config.accounts, directory) if config.accounts else None,
                                       config.prepaid_allocations(), config.clusters),
         allocations=config.prepaid_allocations(),
     )

@@ -109,7 +109,7 @@ def allocation_statuses(ledger: Engine, config: Config, day: date, team: str | N
     if not held or config.accounts is None:
         return []
     assigned: dict[str, set[str]] = {}
-    for assignment in config.accounts.accounts().assignments:
+    for assignment in accounts_of(config.accounts, stored_directory(ledger)).assignments:
         if assignment.subject.kind == "team":
             assigned.setdefault(assignment.account.id, set()).add(assignment.subject.name)
     found = statuses(allocation_draws_between(ledger, min(a.first for a in held), day), held, day, assigned)

@@ -99,3 +99,26 @@ def test_a_run_draws_the_allocation_once_shows_its_balance_and_alerts_each_thres
     statement = CliRunner().invoke(main, ["statement", "--month", "2026-11", "--format", "csv", "--config", path])
     assert statement.exit_code == 0, statement.output
     assert ",allocation,allocation,G-1," in statement.output and ",-15," in statement.output
+
+
+def test_a_run_draws_the_allocation_of_an_account_the_directory_names(config, tmp_path):
+    """robotics' account G-1 given by its directory entry (teams.accounts_attribute), not the config's assignments:
+    the night draws the allocation as it would for a configured one (15.00 of the day's 21.00)."""
+    import yaml
+
+    from tests.helpers.jobs import LDIF
+
+    path = config()
+    (tmp_path / "directory.ldif").write_text(LDIF + "departmentNumber: G-1\n")  # robotics' entry comes last
+    settings = yaml.safe_load((tmp_path / "billing.yaml").read_text())
+    settings["directory"]["teams"] = {"accounts_attribute": "departmentNumber"}
+    settings["accounts"] = {"names": {"G-1": "NSF CNS-2231", "RC": "Research computing"}, "assignments": [],
+                            "default_account": "RC", "revenue_account": "RC", "revenue_object_code": "4500",
+                            "default_object_code": "6400"}
+    settings["allocations"] = [{"account": "G-1", "from": "2026-11-01", "to": "2026-11-30", "amount": 15.0}]
+    (tmp_path / "billing.yaml").write_text(yaml.safe_dump(settings))
+    result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", path])
+    assert result.exit_code == 0, result.output
+    statement = CliRunner().invoke(main, ["statement", "--month", "2026-11", "--format", "csv", "--config", path])
+    assert statement.exit_code == 0, statement.output
+    assert ",allocation,allocation,G-1," in statement.output and ",-15," in statement.output
