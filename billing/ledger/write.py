@@ -231,8 +231,9 @@ def _insert(conn: Connection, table: Table, frame: pd.DataFrame) -> None:
     """A frame's rows into `table`, INSERT_BATCH at a time (a big day's workload rows as records all at once took
     120 MB more than the rest of the run at its peak), each batch handed to the database driver's executemany as
     the statement SQLAlchemy compiled for it: SQLAlchemy's own executemany processes every parameter of every row
-    again: 0.30 s against the driver's 0.09 s for 26,524 bound Pending rows on SQLite (docs/performance.md). Column by column, the values get the conversions SQLAlchemy would give them (a day as
-    SQLite stores it) and SQL NULL where pandas has NaN or None."""
+    again, 0.30 s against the driver's 0.09 s for 26,524 bound Pending rows on SQLite (docs/performance.md).
+    Column by column, the values get the conversions SQLAlchemy would give them (a day as SQLite stores it) and
+    SQL NULL where pandas has NaN or None."""
     statement = insert(table).compile(dialect=conn.dialect, column_keys=list(frame.columns))
     names = list(statement.positiontup or []) if statement.positional else list(frame.columns)
     converts = [table.c[name].type.dialect_impl(conn.dialect).bind_processor(conn.dialect) for name in names]
