@@ -225,8 +225,9 @@ def run(day: date | None, resend: bool, no_email: bool, require_coverage: float)
         billing run --date 2026-11-20 --config /etc/billing/billing.yaml
     """
     from billing.jobs.metrics import push_run_metrics
-    from billing.jobs.run import run_day
+    from billing.jobs.run import collect_garbage_for_a_night, run_day
 
+    collect_garbage_for_a_night()
     if resend and no_email:
         raise click.UsageError("--resend and --no-email contradict each other")
     config = _config()
@@ -266,7 +267,10 @@ def backfill(first: date, last: date, yes: bool, parallel: int, email: bool, req
         billing backfill --from 2026-11-01 --to 2026-11-20 --parallel 4
     """
     from billing.jobs.backfill import backfill as run_days
+    from billing.jobs.run import collect_garbage_for_a_night
     from billing.publish.report_formats import day_ranges
+
+    collect_garbage_for_a_night()
 
     if last < first:
         raise click.BadParameter("--to is before --from")

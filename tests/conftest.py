@@ -3,6 +3,7 @@ skipped where their program is missing (failed in CI, where every integration te
 
 from __future__ import annotations
 
+import gc
 import os
 from pathlib import Path
 
@@ -11,6 +12,16 @@ import yaml
 
 from fixtures.servers import MissingProgram
 from tests.helpers.config import MINIMAL_CONFIG
+
+
+@pytest.fixture(autouse=True)
+def _garbage_collector_as_python_sets_it():
+    """`billing run` and `billing backfill` set the garbage collector for a night (billing.jobs.run); asked in-process,
+    the tests after them get it back as it was."""
+    threshold = gc.get_threshold()
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*threshold)
 
 
 @pytest.fixture
