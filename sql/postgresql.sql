@@ -418,4 +418,19 @@ CREATE TABLE cluster_storage (
 
 UPDATE alembic_version SET version_num='0019' WHERE alembic_version.version_num = '0018';
 
+-- Running upgrade 0019 -> 0020
+
+CREATE TABLE energy (
+    day DATE NOT NULL,
+    cluster TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    team TEXT NOT NULL,
+    gpu_kwh DOUBLE PRECISION,
+    cpu_kwh DOUBLE PRECISION,
+    carbon_g DOUBLE PRECISION,
+    PRIMARY KEY (day, cluster, namespace, team)
+);
+
+UPDATE alembic_version SET version_num='0020' WHERE alembic_version.version_num = '0019';
+
 COMMIT;

@@ -11,6 +11,7 @@ only adds chunks up. Asked only for a cluster with an `energy` section.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 
 import pandas as pd
 
@@ -19,6 +20,7 @@ from billing.collect.asking import map_chunks
 from billing.collect.chunks import Chunk
 from billing.collect.context import ClusterDay
 from billing.collect.figures import GPU_ENERGY, NODE_ENERGY, POD_ENERGY, Family, figure
+from billing.collect.preflight import MissingSeries
 from billing.collect.promql import POD_LABELS, Queries, quote
 
 GPU_COUNTER = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"  # mJ since the driver loaded, per physical GPU (UUID)
@@ -115,3 +117,14 @@ def energy_day(rows: list[tuple[str, str, str, float]]) -> EnergyDay:
     energy = energy.fillna({"gpu_kwh": 0.0 if GPU in found else float("nan"),
                             "cpu_kwh": 0.0 if POD in found or NODE in found else float("nan")})
     return EnergyDay(frames.ENERGY.check(energy)[frames.ENERGY.columns], found, frozenset(per_node.index))
+
+
+def refuse_unmeasured(energy: EnergyDay, cluster: str, day: date) -> None:
+    """Rule 10 where energy is billed (docs/spec.md "Energy and carbon"): a cluster-day without a sample of the GPUs'
+    or of Kepler's pods' counters would bill too little and look complete."""
+    missing = [COUNTERS[part] for part in (GPU, POD) if part not in energy.found]
+    if missing:
+        raise MissingSeries(f"cluster {cluster}: energy is priced (energy.price_kwh) but the store holds no sample of "
+                            f"{' or '.join(missing)} on {day}; run dcgm-exporter with its energy counter and Kepler 0.10 "
+                            "or later, or leave energy.price_kwh unset to show energy only; nothing was billed and the "
+                            "ledger keeps the day as it was")

@@ -8,7 +8,7 @@ import re
 from datetime import date, datetime
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import BeforeValidator, Discriminator, Field, PrivateAttr, Tag, field_validator, model_validator
 
 from billing.config.section import Section
 from billing.config.service_units import ServiceUnits
@@ -48,6 +48,20 @@ class Prices(Section):
     # SU per resource-hour and GPU model; with a price per SU, the prices above are made from it (docs/spec.md
     # "Service units, credits and subsidies")
     service_units: ServiceUnits | None = None
+
+    # a kWh of energy: the cluster's `energy.price_kwh` in force on the day, which ClusterConfig.prices_on gives the set
+    # (no key of `prices`: it is dated with the carbon intensity); None where energy is shown only
+    _energy_kwh: float | None = PrivateAttr(default=None)
+
+    @property
+    def energy_kwh(self) -> float | None:
+        return self._energy_kwh
+
+    def with_energy(self, price_kwh: float | None) -> Prices:
+        """The same set with a kWh's price."""
+        priced = self.model_copy()
+        priced._energy_kwh = price_kwh
+        return priced
 
     @model_validator(mode="before")
     @classmethod

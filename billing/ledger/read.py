@@ -32,6 +32,7 @@ from billing.ledger.tables import (
     completed_days,
     corrections,
     directory_snapshots,
+    energy,
     gpu_holdings,
     invoices,
     kueue_unlent,
@@ -200,6 +201,15 @@ def read_storage(engine: Engine, day: date) -> pd.DataFrame:
         cluster_storage.c.cluster, cluster_storage.c.storageclass)
     rows = read_frame(engine, query, "cluster storage", ["day", *frames.STORAGE_CAPACITY.columns])
     return rows[frames.STORAGE_CAPACITY.columns].astype({"unit_price": float, "unclaimed_cost": float})
+
+
+def read_energy(engine: Engine, first: date, last: date) -> pd.DataFrame:
+    """kWh and carbon per day, cluster, namespace and team from first to last (day and frames.CHARGED_ENERGY.columns;
+    NaN where unknown); none for a cluster without `energy`, or a day billed before revision 0020."""
+    query = select(energy).where(energy.c.day.between(first, last)).order_by(
+        energy.c.day, energy.c.cluster, energy.c.team, energy.c.namespace)
+    rows = read_frame(engine, query, "energy", ["day", *frames.CHARGED_ENERGY.columns])
+    return rows.astype({"gpu_kwh": float, "cpu_kwh": float, "carbon_g": float})
 
 
 def read_waste(engine: Engine, day: date) -> pd.DataFrame:

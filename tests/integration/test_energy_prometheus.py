@@ -1,18 +1,24 @@
 """Energy collected from a real Prometheus (docs/spec.md "Energy and carbon"): the spec's worked example as a world of
 dcgm-exporter's and Kepler's counters (a GPU moving between pods within the day and reset mid-day, a time-sliced GPU
-shared by two namespaces then held by none, Kepler's pods and node on one node, a node without Kepler), its kWh
-worked out by hand below and by the reference (fixtures/reference.py, from the world's model of watts), and the
-collector's figures held to both.
+shared by two namespaces then held by none, Kepler's pods and node on one node, a node without Kepler; the spec's
+namespaces renamed to this directory's), its kWh worked out by hand below and by the reference (fixtures/reference.py,
+from the world's model of watts), the collector's figures held to both, and `billing run`'s ledger to the reference:
+priced, shown only, and refused where priced energy has no Kepler counters.
 
 The world's blocks are written by promtool, so no staleness markers: a GPU's series of the pod that held it stay
 visible for the 5-minute lookback after it moved, and the GPU's steps then split between the old pod and the new.
 """
 
+from dataclasses import replace
 from datetime import date
 from zoneinfo import ZoneInfo
 
 import pytest
+import yaml
+from click.testing import CliRunner
+from sqlalchemy import create_engine, text
 
+from billing.cli import main
 from billing.collect.context import cluster_day
 from billing.collect.energy import collect_energy
 from billing.collect.prometheus import LivePrometheus
@@ -20,6 +26,7 @@ from billing.days import billing_day
 from fixtures.energy import Energy, Gpu, KeplerNode, KeplerPod, Meter
 from fixtures.ksm import Cluster, Container, Node, Pod, World
 from fixtures.reference import reference_energy
+from tests.helpers.prometheus_jobs import write_config
 from tests.helpers.prometheus_worlds import cluster
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
@@ -34,15 +41,15 @@ def at(hour: float) -> float:
 
 ENERGY = Energy(
     gpus=(
-        # 300 W all day; vision/train-1 holds it until 10:00, then nlp/bert-2; reset at 13:59:30
+        # 300 W all day; team-vision/train-1 holds it until 10:00, then team-nlp/bert-2; reset at 13:59:30
         Gpu("GPU-a-0", "n1", Meter(((BEFORE, 300.0),), resets=(at(13) + 59 * 60 + 30,), since=5e6),
-            ((BEFORE, (("vision", "train-1"),)), (at(10), (("nlp", "bert-2"),)))),
-        # time-sliced: vision/viz-3 and speech/asr-1 at 200 W until noon, then held by none at 60 W
+            ((BEFORE, (("team-vision", "train-1"),)), (at(10), (("team-nlp", "bert-2"),)))),
+        # time-sliced: team-vision/viz-3 and bob/asr-1 at 200 W until noon, then held by none at 60 W
         Gpu("GPU-b-1", "n1", Meter(((BEFORE, 200.0), (at(12), 60.0))),
-            ((BEFORE, (("vision", "viz-3"), ("speech", "asr-1"))), (at(12), ()))),
+            ((BEFORE, (("team-vision", "viz-3"), ("bob", "asr-1"))), (at(12), ()))),
     ),
-    pods=(KeplerPod("vision", "train-1", "n1", Meter(((BEFORE, 40.0),), end=at(10))),
-          KeplerPod("nlp", "bert-2", "n1", Meter(((at(10), 40.0),), start=at(10)))),
+    pods=(KeplerPod("team-vision", "train-1", "n1", Meter(((BEFORE, 40.0),), end=at(10))),
+          KeplerPod("team-nlp", "bert-2", "n1", Meter(((at(10), 40.0),), start=at(10)))),
     nodes=(KeplerNode("n1", Meter(((BEFORE, 150.0),))),),  # n2 runs no Kepler
 )
 
@@ -52,12 +59,13 @@ def pod(namespace: str, name: str, node: str, start: float, end: float, gpus: fl
                (Container("main", 1.0, 2**30, gpus),))
 
 
-PODS = (pod("vision", "train-1", "n1", BEFORE, at(10), 1), pod("nlp", "bert-2", "n1", at(10), AFTER, 1),
-        pod("vision", "viz-3", "n1", BEFORE, at(12), 1), pod("speech", "asr-1", "n1", BEFORE, at(12), 1),
-        pod("speech", "cpu-only", "n2", BEFORE, AFTER, 0))
-NODES = tuple(Node(name, ((BEFORE, {}),), {"cpu": 64.0, "memory": 512.0 * 2**30, "nvidia_com_gpu": 2.0})
+PODS = (pod("team-vision", "train-1", "n1", BEFORE, at(10), 1), pod("team-nlp", "bert-2", "n1", at(10), AFTER, 1),
+        pod("team-vision", "viz-3", "n1", BEFORE, at(12), 1), pod("bob", "asr-1", "n1", BEFORE, at(12), 1),
+        pod("bob", "cpu-only", "n2", BEFORE, AFTER, 0))
+NODES = tuple(Node(name, ((BEFORE, {"label_nvidia_com_gpu_product": "NVIDIA-A100-SXM4-80GB"}),),
+                   {"cpu": 64.0, "memory": 512.0 * 2**30, "nvidia_com_gpu": 2.0})
               for name in ("n1", "n2"))
-WORLD = World((Cluster("lynx", NODES, PODS, {"cluster": "lynx"}, energy=ENERGY),), BEFORE, AFTER)
+WORLD = World((Cluster("jaguar", NODES, PODS, {"cluster": "jaguar"}, energy=ENERGY),), BEFORE, AFTER)
 
 # By hand, in joules. GPU-a: 18,000 J a step; vision's steps end 00:00-09:59 (600), and 10:00-10:04 (its series'
 # lookback) are split with nlp; nlp's the rest (835), less the 30 s before the reset (9,000 J)
@@ -70,8 +78,8 @@ GPU_B_NONE = 12_000 / 3 + 4 * 3_600 / 3 + 715 * 3_600
 # Kepler: train-1's steps end 00:00-09:59 (600 at 40 W); bert-2's from 10:01 (its first sample at 10:00 has no step
 # before it) to 23:59 (839); n1 150 W all day; what n1's pods did not account for is unattributed
 TRAIN, BERT, N1 = 600 * 2_400, 839 * 2_400, 1440 * 9_000
-BY_HAND = {"vision": ((GPU_A_VISION + GPU_B_EACH) / KWH, TRAIN / KWH), "nlp": (GPU_A_NLP / KWH, BERT / KWH),
-           "speech": (GPU_B_EACH / KWH, 0.0), "": (GPU_B_NONE / KWH, (N1 - TRAIN - BERT) / KWH)}
+BY_HAND = {"team-vision": ((GPU_A_VISION + GPU_B_EACH) / KWH, TRAIN / KWH), "team-nlp": (GPU_A_NLP / KWH, BERT / KWH),
+           "bob": (GPU_B_EACH / KWH, 0.0), "": (GPU_B_NONE / KWH, (N1 - TRAIN - BERT) / KWH)}
 
 
 def figures(energy) -> dict:
@@ -85,14 +93,80 @@ def assert_close(got: dict, expected: dict) -> None:
 
 
 def test_the_reference_gives_the_figures_worked_out_by_hand():
-    assert_close(reference_energy(WORLD, "lynx", D, DAY.end.timestamp(), 60), BY_HAND)
+    assert_close(reference_energy(WORLD, "jaguar", D, DAY.end.timestamp(), 60), BY_HAND)
 
 
 def test_collected_energy_on_prometheus_is_the_reference(prometheus_server):
     server = prometheus_server(WORLD)
-    config = cluster("lynx", server.url)
+    config = cluster("jaguar", server.url)
     context = cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
     collected = collect_energy(context)
-    assert_close(figures(collected.energy), reference_energy(WORLD, "lynx", D, DAY.end.timestamp(), 60))
+    assert_close(figures(collected.energy), reference_energy(WORLD, "jaguar", D, DAY.end.timestamp(), 60))
     assert collected.nodes == {"n1"}
     assert context.asked == 1 + 1 + len(context.chunks())  # buildinfo, the store's labels, one query per chunk
+
+
+PRICE, INTENSITY = 0.30, 250.0
+# Rule 7 for tests/helpers/prometheus_jobs.py's directory: bob is on robotics and vision, half each
+OWNERS = {"team-vision": [("vision", 1.0)], "team-nlp": [("nlp", 1.0)], "bob": [("robotics", 0.5), ("vision", 0.5)]}
+
+
+def run_billing(tmp_path, url: str, energy: dict):
+    tmp_path.mkdir(exist_ok=True)
+    path = write_config(tmp_path, f"sqlite:///{tmp_path / 'ledger.db'}", {"jaguar": url})
+    with open(path) as file:
+        config = yaml.safe_load(file)
+    config["clusters"][0]["energy"] = energy
+    with open(path, "w") as file:
+        yaml.safe_dump(config, file)
+    result = CliRunner().invoke(main, ["run", "--date", "2026-11-20", "--config", path])
+    return result, create_engine(f"sqlite:///{tmp_path / 'ledger.db'}")
+
+
+def ledger(engine, query: str) -> list[tuple]:
+    with engine.connect() as conn:
+        return [tuple(row) for row in conn.execute(text(query))]
+
+
+def test_billing_run_bills_priced_energy_per_team_and_keeps_kwh_and_carbon(prometheus_server, tmp_path):
+    """The ledger's energy rows are the reference's kWh split over teams at the price; the energy table keeps each
+    namespace's kWh with its carbon, and the unattributed under namespace and team ''."""
+    reference = reference_energy(WORLD, "jaguar", D, DAY.end.timestamp(), 60)
+    result, engine = run_billing(tmp_path, prometheus_server(WORLD).url,
+                                 {"price_kwh": PRICE, "carbon_g_per_kwh": INTENSITY})
+    assert result.exit_code == 0, result.output
+    expected: dict[str, float] = {}
+    for namespace, owners in OWNERS.items():
+        for team, share in owners:
+            expected[team] = expected.get(team, 0.0) + sum(reference[namespace]) * share
+    billed = ledger(engine, "select team, sum(quantity), sum(cost), min(unit_price) from chargeback "
+                            "where resource = 'energy' group by team")
+    assert {team: kwh for team, kwh, _, _ in billed} == pytest.approx(expected, rel=1e-9)
+    assert {team: cost for team, _, cost, _ in billed} == pytest.approx({t: k * PRICE for t, k in expected.items()})
+    assert {price for *_, price in billed} == {PRICE}
+    kept = {(namespace, team): (gpu, cpu, carbon) for namespace, team, gpu, cpu, carbon in
+            ledger(engine, "select namespace, team, gpu_kwh, cpu_kwh, carbon_g from energy")}
+    wanted = {(namespace, team): (reference[namespace][0] * share, reference[namespace][1] * share,
+                                  sum(reference[namespace]) * share * INTENSITY)
+              for namespace, owners in OWNERS.items() for team, share in owners}
+    wanted[("", "")] = (*reference[""], sum(reference[""]) * INTENSITY)
+    assert kept.keys() == wanted.keys()
+    for key, figures in wanted.items():
+        assert kept[key] == pytest.approx(figures, rel=1e-9), key
+
+
+def test_energy_shown_only_is_unknown_where_kepler_is_not_scraped_and_priced_is_refused(prometheus_server, tmp_path):
+    """Without Kepler: shown only, the CPU kWh and the carbon are NULL (unknown), not 0, and nothing is billed;
+    priced, the day is refused naming Kepler's family and the ledger keeps nothing of it."""
+    without_kepler = replace(WORLD, clusters=(replace(WORLD.clusters[0], energy=Energy(gpus=ENERGY.gpus)),))
+    url = prometheus_server(without_kepler).url
+    shown, engine = run_billing(tmp_path / "shown", url, {"carbon_g_per_kwh": INTENSITY})
+    assert shown.exit_code == 0, shown.output
+    assert ledger(engine, "select count(*) from chargeback where resource = 'energy'") == [(0,)]
+    rows = ledger(engine, "select namespace, gpu_kwh, cpu_kwh, carbon_g from energy where team != 'robotics'")
+    assert {namespace for namespace, *_ in rows} == {"team-vision", "team-nlp", "bob", ""}
+    assert all(gpu > 0 and cpu is None and carbon is None for _, gpu, cpu, carbon in rows)
+    refused, engine = run_billing(tmp_path / "priced", url, {"price_kwh": PRICE})
+    assert refused.exit_code == 1
+    assert "no sample of kepler_pod_cpu_joules_total" in refused.output and "nothing was billed" in refused.output
+    assert ledger(engine, "select count(*) from energy") == [(0,)]
