@@ -27,6 +27,7 @@ from billing.errors import RunFailed
 from billing.ledger.read import (
     completed,
     daily_costs,
+    energy_sums,
     invoice_files,
     month_activity,
     month_closed,
@@ -131,7 +132,8 @@ def day_report(ledger: Engine, config: Config, day: date) -> DayReport:
     teams = [with_recovery(replace(team, budget=read_budget_status(ledger, team.team, day, budgets[team.team]))
                            if team.team in budgets else team, [line for line in months if line["team"] == team.team])
              for team in report.teams]
-    report = replace(report, teams=teams, price_changes=tuple(price_changes(config.clusters, day.replace(day=1), day)))
+    report = replace(report, teams=teams, price_changes=tuple(price_changes(config.clusters, day.replace(day=1), day)),
+                     energy=tuple(energy_sums(ledger, day, day)))
     if config.accounts is not None:  # what ends: as of the morning its summaries go out
         from billing.publish.journal import charged_to_default
 

@@ -9,6 +9,7 @@ The world's blocks are written by promtool, so no staleness markers: a GPU's ser
 visible for the 5-minute lookback after it moved, and the GPU's steps then split between the old pod and the new.
 """
 
+import json
 from dataclasses import replace
 from datetime import date
 from zoneinfo import ZoneInfo
@@ -26,6 +27,7 @@ from billing.days import billing_day
 from fixtures.energy import Energy, Gpu, KeplerNode, KeplerPod, Meter
 from fixtures.ksm import Cluster, Container, Node, Pod, World
 from fixtures.reference import reference_energy
+from tests.helpers.html_tables import read_page
 from tests.helpers.prometheus_jobs import write_config
 from tests.helpers.prometheus_worlds import cluster
 
@@ -153,6 +155,19 @@ def test_billing_run_bills_priced_energy_per_team_and_keeps_kwh_and_carbon(prome
     assert kept.keys() == wanted.keys()
     for key, figures in wanted.items():
         assert kept[key] == pytest.approx(figures, rel=1e-9), key
+    # carbon beside cost: the team's page and its report's JSON
+    nlp = sum(reference["team-nlp"])
+    page = read_page((tmp_path / "reports" / "2026-11-20" / "teams" / "nlp.html").read_text())
+    # by hand: 15,066,000 J = 4.185 kWh (to the cent, half up), 2,013,600 J = 0.5593 kWh, 4.7443 kWh x 250 g
+    assert page.tables["energy"][1:] == [["jaguar", "4.19 kWh", "0.56 kWh", "4.74 kWh", "1,186 g CO2e"]]
+    asked = CliRunner().invoke(main, ["report", "--config", str(tmp_path / "billing.yaml"), "--team", "nlp", "--from",
+                                      "2026-11-20", "--to", "2026-11-20", "--format", "json"])
+    assert asked.exit_code == 0, asked.output
+    (energy,) = json.loads(asked.output)["energy"]
+    assert energy["team"] == "nlp" and energy["cluster"] == "jaguar"
+    assert (energy["kwh"], energy["carbon_g"]) == pytest.approx((nlp, nlp * INTENSITY), rel=1e-9)
+    everyone = read_page((tmp_path / "reports" / "2026-11-20" / "index.html").read_text()).tables["energy"]
+    assert everyone[1][:2] == ["(unattributed)", "jaguar"]
 
 
 def test_energy_shown_only_is_unknown_where_kepler_is_not_scraped_and_priced_is_refused(prometheus_server, tmp_path):
