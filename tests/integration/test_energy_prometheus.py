@@ -185,3 +185,10 @@ def test_energy_shown_only_is_unknown_where_kepler_is_not_scraped_and_priced_is_
     assert refused.exit_code == 1
     assert "no sample of kepler_pod_cpu_joules_total" in refused.output and "nothing was billed" in refused.output
     assert ledger(engine, "select count(*) from energy") == [(0,)]
+
+
+def test_collected_energy_on_victoria_metrics_is_the_reference(victoria_metrics_server):
+    """MetricsQL's rollups read the same steps: the value a step before through `default_rollup`'s offset."""
+    config = cluster("jaguar", victoria_metrics_server(WORLD).url)
+    context = cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
+    assert_close(figures(collect_energy(context).energy), reference_energy(WORLD, "jaguar", D, DAY.end.timestamp(), 60))
