@@ -23,7 +23,10 @@ from billing.cli import main
 from billing.collect.context import cluster_day
 from billing.collect.energy import collect_energy
 from billing.collect.prometheus import LivePrometheus
+from billing.config.energy import Energy as EnergySettings
 from billing.days import billing_day
+from billing.jobs.check import CheckWarning
+from billing.jobs.check import energy as energy_line
 from fixtures.energy import Energy, Gpu, KeplerNode, KeplerPod, Meter
 from fixtures.ksm import Cluster, Container, Node, Pod, World
 from fixtures.reference import reference_energy
@@ -56,13 +59,14 @@ ENERGY = Energy(
 )
 
 
-def pod(namespace: str, name: str, node: str, start: float, end: float, gpus: float) -> Pod:
+def pod(namespace: str, name: str, node: str, start: float, end: float, gpus: float, utilisation: bool = False) -> Pod:
     return Pod(namespace, name, f"uid-{name}", node, start, ((start, "Running"),), end,
-               (Container("main", 1.0, 2**30, gpus),))
+               (Container("main", 1.0, 2**30, gpus),), gpu_utilisation=((start, 50.0),) if utilisation else ())
 
 
 PODS = (pod("team-vision", "train-1", "n1", BEFORE, at(10), 1), pod("team-nlp", "bert-2", "n1", at(10), AFTER, 1),
-        pod("team-vision", "viz-3", "n1", BEFORE, at(12), 1), pod("bob", "asr-1", "n1", BEFORE, at(12), 1),
+        pod("team-vision", "viz-3", "n1", BEFORE, at(12), 1, utilisation=True),  # DCGM's utilisation series: UUIDs
+        # of its own (GPU-uid-viz--0, and every node's GPUs unlabelled) that have no energy counter pod("bob", "asr-1", "n1", BEFORE, at(12), 1),
         pod("bob", "cpu-only", "n2", BEFORE, AFTER, 0))
 NODES = tuple(Node(name, ((BEFORE, {"label_nvidia_com_gpu_product": "NVIDIA-A100-SXM4-80GB"}),),
                    {"cpu": 64.0, "memory": 512.0 * 2**30, "nvidia_com_gpu": 2.0})
@@ -192,3 +196,17 @@ def test_collected_energy_on_victoria_metrics_is_the_reference(victoria_metrics_
     config = cluster("jaguar", victoria_metrics_server(WORLD).url)
     context = cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
     assert_close(figures(collect_energy(context).energy), reference_energy(WORLD, "jaguar", D, DAY.end.timestamp(), 60))
+
+
+def test_billing_check_names_the_gpus_without_an_energy_counter_and_the_nodes_without_kepler(prometheus_server):
+    config = cluster("jaguar", prometheus_server(WORLD).url).model_copy(update={"energy": EnergySettings()})
+    context = cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
+    with pytest.raises(CheckWarning) as warned:
+        energy_line(context)
+    reference = reference_energy(WORLD, "jaguar", D, DAY.end.timestamp(), 60)
+    attributed = sum(sum(kwh) for namespace, kwh in reference.items() if namespace)
+    assert str(warned.value) == (
+        f"on 2026-11-20: DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, kepler_node_cpu_joules_total, kepler_pod_cpu_joules_total; "
+        f"{attributed:.2f} kWh of 3 namespaces, {sum(reference['']):.2f} unattributed; GPUs without an energy counter: "
+        "GPU-n1-0 on n1, GPU-n1-1 on n1, GPU-n2-0 on n2, GPU-n2-1 on n2, GPU-uid-viz--0 on n1; nodes without Kepler: n2 "
+        "(their energy is not counted)")
