@@ -9,11 +9,14 @@ The world's blocks are written by promtool, so no staleness markers: a GPU's ser
 visible for the 5-minute lookback after it moved, and the GPU's steps then split between the old pod and the new.
 """
 
+import csv
+import io
 import json
 from dataclasses import replace
 from datetime import date
 from zoneinfo import ZoneInfo
 
+import pandas as pd
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -30,6 +33,7 @@ from billing.jobs.check import energy as energy_line
 from fixtures.energy import Energy, Gpu, KeplerNode, KeplerPod, Meter
 from fixtures.ksm import Cluster, Container, Node, Pod, World
 from fixtures.reference import reference_energy
+from tests.helpers.focus13 import check_focus_13
 from tests.helpers.html_tables import read_page
 from tests.helpers.prometheus_jobs import write_config
 from tests.helpers.prometheus_worlds import cluster
@@ -172,6 +176,27 @@ def test_billing_run_bills_priced_energy_per_team_and_keeps_kwh_and_carbon(prome
     assert (energy["kwh"], energy["carbon_g"]) == pytest.approx((nlp, nlp * INTENSITY), rel=1e-9)
     everyone = read_page((tmp_path / "reports" / "2026-11-20" / "index.html").read_text()).tables["energy"]
     assert everyone[1][:2] == ["(unattributed)", "jaguar"]
+    # priced energy through the registry: billing report by resource, and FOCUS 1.3 charges in kWh
+    by_resource = cli("report", "--all-teams", "--from", "2026-11-20", "--to", "2026-11-20", "--by", "resource",
+                      "--format", "csv", "--config", str(tmp_path / "billing.yaml"))
+    (row,) = [row for row in csv.DictReader(io.StringIO(by_resource)) if row["resource"] == "energy"]
+    assert (float(row["energy_kwh"]), float(row["cost"])) == pytest.approx((sum(expected.values()),
+                                                                             sum(expected.values()) * PRICE))
+    focus = pd.read_csv(io.StringIO(cli("export", "--from", "2026-11-20", "--to", "2026-11-20", "--config",
+                                        str(tmp_path / "billing.yaml"))), keep_default_na=False, na_values=[""])
+    check_focus_13(focus)
+    charged = focus[focus["ServiceName"] == "Kubernetes energy"]
+    assert set(zip(charged["ServiceCategory"], charged["ServiceSubcategory"], charged["PricingUnit"],
+                   charged["ConsumedUnit"], charged["SkuId"])) == {
+        ("Compute", "Other (Compute)", "Kilowatt-Hours", "Kilowatt-Hours", "energy")}
+    assert charged.groupby("BillingAccountId")["BilledCost"].sum().to_dict() == pytest.approx(
+        {team: kwh * PRICE for team, kwh in expected.items()})
+
+
+def cli(*arguments: str) -> str:
+    result = CliRunner().invoke(main, list(arguments))
+    assert result.exit_code == 0, result.output
+    return result.output
 
 
 def test_energy_shown_only_is_unknown_where_kepler_is_not_scraped_and_priced_is_refused(prometheus_server, tmp_path):
