@@ -235,3 +235,24 @@ def test_billing_check_names_the_gpus_without_an_energy_counter_and_the_nodes_wi
         f"{attributed:.2f} kWh of 3 namespaces, {sum(reference['']):.2f} unattributed; GPUs without an energy counter: "
         "GPU-n1-0 on n1, GPU-n1-1 on n1, GPU-n2-0 on n2, GPU-n2-1 on n2, GPU-uid-viz--0 on n1; nodes without Kepler: n2 "
         "(their energy is not counted)")
+
+
+# The spec's worked example as a live store holds the day (series end at staleness markers, no lookback overlap), in
+# joules: GPU-a's 1,440 steps of 18,000 J, 600 vision's, 840 nlp's less 9,000 J lost to the reset; GPU-b's 720 halves
+# of 12,000 J each; no pod's the step ending 12:00 (200 W over 11:59-12:00) and 719 at 60 W
+LIVE_BY_HAND = {"team-vision": ((600 * 18_000 + 720 * 6_000) / KWH, TRAIN / KWH),
+                "team-nlp": ((840 * 18_000 - 9_000) / KWH, BERT / KWH), "bob": (720 * 6_000 / KWH, 0.0),
+                "": ((12_000 + 719 * 3_600) / KWH, (N1 - TRAIN - BERT) / KWH)}
+
+
+def test_a_live_store_gives_the_spec_s_worked_example(live_store):
+    """Written by remote write as a live store fills itself: a GPU's old pod's series ends at its marker, so each step
+    goes to the pod labelled at its end alone; the figures are docs/spec.md's worked example (4.6, 4.756833, 1.2 and
+    3.363 kWh)."""
+    live = replace(WORLD, staleness=True)
+    assert_close(reference_energy(live, "jaguar", D, DAY.end.timestamp(), 60), LIVE_BY_HAND)
+    assert sum(LIVE_BY_HAND["team-nlp"]) == pytest.approx(4.756833, abs=1e-6)
+    assert sum(LIVE_BY_HAND[""]) == pytest.approx(3.363, abs=1e-6)
+    config = cluster("jaguar", live_store(live).url)
+    context = cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
+    assert_close(figures(collect_energy(context).energy), LIVE_BY_HAND)
