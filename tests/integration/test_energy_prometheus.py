@@ -256,3 +256,19 @@ def test_a_live_store_gives_the_spec_s_worked_example(live_store):
     config = cluster("jaguar", live_store(live).url)
     context = cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
     assert_close(figures(collect_energy(context).energy), LIVE_BY_HAND)
+
+
+def test_a_mig_gpu_splits_each_step_equally_over_its_instances_pods_and_one_share_for_the_free(prometheus_server):
+    """DCGM reports a MIG GPU's energy on every instance's series: at 100 W (6,000 J a step) with two instances held
+    (team-vision, bob) and two free, each step splits in three, 2,000 J each: 1,440 steps, 0.8 kWh each."""
+    mig = Gpu("GPU-m-2", "n1", Meter(((BEFORE, 100.0),)),
+              ((BEFORE, (("team-vision", "mig-1"), ("bob", "mig-2"), ("", ""), ("", ""))),), mig=True)
+    world = replace(WORLD, clusters=(replace(WORLD.clusters[0], energy=Energy(gpus=(mig,))),))
+    by_hand = dict.fromkeys(("team-vision", "bob", ""), 1440 * 2_000 / KWH)
+    config = cluster("jaguar", prometheus_server(world).url)
+    context = cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
+    collected = collect_energy(context).energy
+    assert dict(zip(collected["namespace"], collected["gpu_kwh"])) == pytest.approx(by_hand)
+    assert collected["cpu_kwh"].isna().all()  # no Kepler in this world: unknown
+    reference = reference_energy(world, "jaguar", D, DAY.end.timestamp(), 60)
+    assert {namespace: gpu for namespace, (gpu, _) in reference.items()} == pytest.approx(by_hand)
