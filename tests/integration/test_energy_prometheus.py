@@ -272,3 +272,19 @@ def test_a_mig_gpu_splits_each_step_equally_over_its_instances_pods_and_one_shar
     assert collected["cpu_kwh"].isna().all()  # no Kepler in this world: unknown
     reference = reference_energy(world, "jaguar", D, DAY.end.timestamp(), 60)
     assert {namespace: gpu for namespace, (gpu, _) in reference.items()} == pytest.approx(by_hand)
+
+
+def test_a_scrape_outage_longer_than_the_lookback_loses_the_energy_across_it(prometheus_server):
+    """No scrape from 10:30 to 10:59 (a Prometheus down): the steps ending 10:30 to 11:00 see no value a step before
+    them (or the same one), so the 31 minutes of draw from 10:29 to 11:00 are counted nowhere (docs/spec.md: unlike
+    `increase`); the rest of the day is as without the outage."""
+    outage = replace(WORLD, gaps=((at(10.5), at(11)),))
+    before = reference_energy(WORLD, "jaguar", D, DAY.end.timestamp(), 60)
+    lost = {"team-nlp": (31 * 18_000, 31 * 2_400), "team-vision": (31 * 6_000, 0), "bob": (31 * 6_000, 0),
+            "": (0, 31 * (9_000 - 2_400))}  # GPU-a (nlp's), GPU-b halved; Kepler's bert-2 and n1 beyond it
+    by_hand = {namespace: (gpu - lost[namespace][0] / KWH, cpu - lost[namespace][1] / KWH)
+               for namespace, (gpu, cpu) in before.items()}
+    assert_close(reference_energy(outage, "jaguar", D, DAY.end.timestamp(), 60), by_hand)
+    config = cluster("jaguar", prometheus_server(outage).url)
+    context = cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
+    assert_close(figures(collect_energy(context).energy), by_hand)
