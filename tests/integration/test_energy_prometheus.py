@@ -288,3 +288,19 @@ def test_a_scrape_outage_longer_than_the_lookback_loses_the_energy_across_it(pro
     config = cluster("jaguar", prometheus_server(outage).url)
     context = cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
     assert_close(figures(collect_energy(context).energy), by_hand)
+
+
+def test_kepler_restarted_mid_day_counts_from_zero_again(prometheus_server):
+    """Kepler's pod restarted at 15:00:30: every counter it exports starts again from 0, a reset; the step ending 15:01
+    counts the 30 s since, so the 30 s before it are lost (bert-2's 1,200 J, n1's 4,500 J) and the rest is as before."""
+    restarted = 15 * 3600 + 30
+    kepler = replace(ENERGY, pods=tuple(replace(p, meter=replace(p.meter, resets=(D + restarted,))) for p in ENERGY.pods),
+                     nodes=tuple(replace(n, meter=replace(n.meter, resets=(D + restarted,))) for n in ENERGY.nodes))
+    world = replace(WORLD, clusters=(replace(WORLD.clusters[0], energy=kepler),))
+    before = reference_energy(WORLD, "jaguar", D, DAY.end.timestamp(), 60)
+    by_hand = {**before, "team-nlp": (before["team-nlp"][0], before["team-nlp"][1] - 1_200 / KWH),
+               "": (before[""][0], before[""][1] - (4_500 - 1_200) / KWH)}
+    assert_close(reference_energy(world, "jaguar", D, DAY.end.timestamp(), 60), by_hand)
+    config = cluster("jaguar", prometheus_server(world).url)
+    context = cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
+    assert_close(figures(collect_energy(context).energy), by_hand)
