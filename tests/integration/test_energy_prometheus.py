@@ -191,12 +191,15 @@ def test_billing_run_bills_priced_energy_per_team_and_keeps_kwh_and_carbon(prome
         ("Compute", "Other (Compute)", "Kilowatt-Hours", "Kilowatt-Hours", "energy")}
     assert charged.groupby("BillingAccountId")["BilledCost"].sum().to_dict() == pytest.approx(
         {team: kwh * PRICE for team, kwh in expected.items()})
+    statement = cli("statement", "--month", "2026-11", "--config", str(tmp_path / "billing.yaml"))
+    lines = [line for line in csv.DictReader(io.StringIO(statement)) if line["resource"] == "energy"]
+    assert {line["team"]: float(line["quantity"]) for line in lines} == pytest.approx(expected)
 
 
 def cli(*arguments: str) -> str:
     result = CliRunner().invoke(main, list(arguments))
     assert result.exit_code == 0, result.output
-    return result.output
+    return result.stdout
 
 
 def test_energy_shown_only_is_unknown_where_kepler_is_not_scraped_and_priced_is_refused(prometheus_server, tmp_path):
