@@ -12,6 +12,7 @@ visible for the 5-minute lookback after it moved, and the GPU's steps then split
 import csv
 import io
 import json
+import re
 from dataclasses import replace
 from datetime import date
 from zoneinfo import ZoneInfo
@@ -26,10 +27,13 @@ from billing.cli import main
 from billing.collect.context import cluster_day
 from billing.collect.energy import collect_energy
 from billing.collect.prometheus import LivePrometheus
+from billing.config import load_config
 from billing.config.energy import Energy as EnergySettings
 from billing.days import billing_day
 from billing.jobs.check import CheckWarning
 from billing.jobs.check import energy as energy_line
+from billing.notify.letters import team_letter
+from billing.publish.answers import day_report
 from fixtures.energy import Energy, Gpu, KeplerNode, KeplerPod, Meter
 from fixtures.ksm import Cluster, Container, Node, Pod, World
 from fixtures.reference import reference_energy
@@ -174,6 +178,11 @@ def test_billing_run_bills_priced_energy_per_team_and_keeps_kwh_and_carbon(prome
     (energy,) = json.loads(asked.output)["energy"]
     assert energy["team"] == "nlp" and energy["cluster"] == "jaguar"
     assert (energy["kwh"], energy["carbon_g"]) == pytest.approx((nlp, nlp * INTENSITY), rel=1e-9)
+    letter = team_letter(day_report(engine, load_config(tmp_path / "billing.yaml"), DAY.date), "nlp")
+    assert ["jaguar", "4.74", "kWh", "1,186", "g", "CO2e"] in [line.split() for line in letter.text.splitlines()]
+    words = re.sub(r"<[^>]+>|&nbsp;", " ", letter.html).split()
+    assert "Energy and carbon" in letter.html and ["jaguar", "4.74", "kWh", "1,186", "g", "CO2e"] in [
+        words[at:at + 6] for at in range(len(words))]
     everyone = read_page((tmp_path / "reports" / "2026-11-20" / "index.html").read_text()).tables["energy"]
     assert everyone[1][:2] == ["(unattributed)", "jaguar"]
     # priced energy through the registry: billing report by resource, and FOCUS 1.3 charges in kWh
