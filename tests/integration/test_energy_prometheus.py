@@ -27,13 +27,14 @@ from billing.cli import main
 from billing.collect.context import cluster_day
 from billing.collect.energy import collect_energy
 from billing.collect.prometheus import LivePrometheus
-from billing.config import load_config
+from billing.config import WebConfig, load_config
 from billing.config.energy import Energy as EnergySettings
 from billing.days import billing_day
 from billing.jobs.check import CheckWarning
 from billing.jobs.check import energy as energy_line
 from billing.notify.letters import team_letter
 from billing.publish.answers import day_report
+from billing.web.app import create_app
 from fixtures.energy import Energy, Gpu, KeplerNode, KeplerPod, Meter
 from fixtures.ksm import Cluster, Container, Node, Pod, World
 from fixtures.reference import reference_energy
@@ -41,6 +42,7 @@ from tests.helpers.focus13 import check_focus_13
 from tests.helpers.html_tables import read_page
 from tests.helpers.prometheus_jobs import write_config
 from tests.helpers.prometheus_worlds import cluster
+from tests.helpers.serve import get
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 D = DAY.start.timestamp()
@@ -183,6 +185,11 @@ def test_billing_run_bills_priced_energy_per_team_and_keeps_kwh_and_carbon(prome
     words = re.sub(r"<[^>]+>|&nbsp;", " ", letter.html).split()
     assert "Energy and carbon" in letter.html and ["jaguar", "4.74", "kWh", "1,186", "g", "CO2e"] in [
         words[at:at + 6] for at in range(len(words))]
+    # billing serve's team page: the same figures over the range asked
+    web = load_config(tmp_path / "billing.yaml").model_copy(update={"web": WebConfig(admins=["root"])})
+    served = get(create_app(web).test_client(), "/teams/nlp?from=2026-11-20&to=2026-11-20", "root")
+    assert served.status_code == 200
+    assert read_page(served.text).tables["energy"][1:] == [["jaguar", "4.19 kWh", "0.56 kWh", "4.74 kWh", "1,186 g CO2e"]]
     everyone = read_page((tmp_path / "reports" / "2026-11-20" / "index.html").read_text()).tables["energy"]
     assert everyone[1][:2] == ["(unattributed)", "jaguar"]
     # priced energy through the registry: billing report by resource, and FOCUS 1.3 charges in kWh
