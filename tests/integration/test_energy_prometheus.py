@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 import yaml
 from click.testing import CliRunner
+from prometheus_client import CollectorRegistry
 from sqlalchemy import create_engine, text
 
 from billing.cli import main
@@ -34,6 +35,7 @@ from billing.jobs.check import CheckWarning
 from billing.jobs.check import energy as energy_line
 from billing.notify.letters import team_letter
 from billing.publish.answers import day_report
+from billing.publish.cost_metrics import add_cost_metrics, read_cost_figures
 from billing.web.app import create_app
 from fixtures.energy import Energy, Gpu, KeplerNode, KeplerPod, Meter
 from fixtures.ksm import Cluster, Container, Node, Pod, World
@@ -190,6 +192,14 @@ def test_billing_run_bills_priced_energy_per_team_and_keeps_kwh_and_carbon(prome
     served = get(create_app(web).test_client(), "/teams/nlp?from=2026-11-20&to=2026-11-20", "root")
     assert served.status_code == 200
     assert read_page(served.text).tables["energy"][1:] == [["jaguar", "4.19 kWh", "0.56 kWh", "4.74 kWh", "1,186 g CO2e"]]
+    # serve's /metrics: the day's kWh, carbon and unattributed per cluster (and team)
+    registry = CollectorRegistry()
+    add_cost_metrics(registry, read_cost_figures(engine, web))
+    assert registry.get_sample_value("billing_energy_kwh", {"cluster": "jaguar", "team": "nlp"}) == pytest.approx(nlp)
+    assert registry.get_sample_value("billing_carbon_grams", {"cluster": "jaguar", "team": "nlp"}) == pytest.approx(
+        nlp * INTENSITY)
+    assert registry.get_sample_value("billing_energy_unattributed_kwh", {"cluster": "jaguar"}) == pytest.approx(
+        sum(reference[""]))
     everyone = read_page((tmp_path / "reports" / "2026-11-20" / "index.html").read_text()).tables["energy"]
     assert everyone[1][:2] == ["(unattributed)", "jaguar"]
     # priced energy through the registry: billing report by resource, and FOCUS 1.3 charges in kWh
