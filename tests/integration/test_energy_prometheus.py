@@ -33,7 +33,7 @@ from billing.config.energy import Energy as EnergySettings
 from billing.days import billing_day
 from billing.jobs.check import CheckWarning
 from billing.jobs.check import energy as energy_line
-from billing.notify.letters import team_letter
+from billing.notify.letters import admin_letter, team_letter
 from billing.publish.answers import day_report
 from billing.publish.cost_metrics import add_cost_metrics, read_cost_figures
 from billing.web.app import create_app
@@ -182,7 +182,11 @@ def test_billing_run_bills_priced_energy_per_team_and_keeps_kwh_and_carbon(prome
     (energy,) = json.loads(asked.output)["energy"]
     assert energy["team"] == "nlp" and energy["cluster"] == "jaguar"
     assert (energy["kwh"], energy["carbon_g"]) == pytest.approx((nlp, nlp * INTENSITY), rel=1e-9)
-    letter = team_letter(day_report(engine, load_config(tmp_path / "billing.yaml"), DAY.date), "nlp")
+    day = day_report(engine, load_config(tmp_path / "billing.yaml"), DAY.date)
+    letter = team_letter(day, "nlp")
+    admins = [line.split() for line in admin_letter(day).text.splitlines()]
+    assert ["(unattributed)", "jaguar", f"{sum(reference['']):.2f}", "kWh",
+            f"{sum(reference['']) * INTENSITY:,.0f}", "g", "CO2e"] in admins
     assert ["jaguar", "4.74", "kWh", "1,186", "g", "CO2e"] in [line.split() for line in letter.text.splitlines()]
     words = re.sub(r"<[^>]+>|&nbsp;", " ", letter.html).split()
     assert "Energy and carbon" in letter.html and ["jaguar", "4.74", "kWh", "1,186", "g", "CO2e"] in [
