@@ -94,7 +94,8 @@ class Prices(Section):
         if self.service_units is None:
             return None
         rates = self.service_units.rates()
-        return Prices(**{key: value for key, value in rates.items() if key in self.rate_keys()})
+        weighed = Prices(**{key: value for key, value in rates.items() if key in self.rate_keys()})
+        return weighed.with_energy(rates.get("energy_kwh"))  # SU per kWh: `weights.energy`, else 0
 
 
 def _day(value: object) -> date:

@@ -42,3 +42,11 @@ def test_a_mistaken_energy_set_is_named_with_its_key(write_config, energy, key, 
 def test_a_kwh_is_priced_in_energy_not_in_prices(write_config):
     prices = {**cluster()["prices"], "energy_kwh": 0.3}
     assert_refused(write_config(clusters=[cluster(prices=prices)]), "clusters[0].prices.energy_kwh", "")
+
+
+def test_service_units_weigh_a_kwh_by_weights_energy_and_0_without(write_config):
+    weighed = {**cluster()["prices"], "service_units": {"weights": {"gpu": 1, "energy": 0.5}}}
+    plain = {**cluster()["prices"], "service_units": {"weights": {"gpu": 1}}}
+    for prices, weight in ((weighed, 0.5), (plain, 0.0)):
+        jaguar = load_config(write_config(clusters=[cluster(prices=prices, energy={"price_kwh": 0.3})])).clusters[0]
+        assert jaguar.prices_on(date(2026, 11, 20)).su_rates().energy_kwh == weight
