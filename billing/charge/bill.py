@@ -172,8 +172,9 @@ def _billed_energy(energy: pd.DataFrame, prices: dict[str, Prices]) -> pd.DataFr
     same."""
     priced = [name for name, of_cluster in prices.items() if of_cluster.energy_kwh is not None]
     billed = energy[energy["cluster"].isin(priced) & (energy["namespace"] != "")]
-    return billed.assign(resource=ENERGY, gpu_model="", priority_class="", pool="",
-                         quantity=billed["gpu_kwh"] + billed["cpu_kwh"])[["cluster", *frames.USAGE.columns]]
+    billed = billed.assign(resource=ENERGY, gpu_model="", priority_class="", pool="",
+                           quantity=billed["gpu_kwh"] + billed["cpu_kwh"])[["cluster", *frames.USAGE.columns]]
+    return billed[billed["quantity"] != 0]
 
 
 def _charged_energy(energy: pd.DataFrame, ownership: pd.DataFrame, collected: Sequence[CollectedDay]) -> pd.DataFrame:

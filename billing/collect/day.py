@@ -89,7 +89,7 @@ def _collected(config: Config, cluster: ClusterConfig, period: BillingDay, sourc
     allocatable, capacity_unknown = _allocatable(context)
     wasted, workload_wasted = _collect_waste(config, context, usage)
     quotas = collect_quotas(context)
-    energy = _collect_energy(context)
+    energy = _collect_energy(context, set(usage.usage["namespace"]))
     in_force = cluster.energy_on(period.date)
     _log_cluster(usage)
     billed = replace(_with_storage(usage, storage), pod_hours=frames.POD_HOURS.empty())  # waste's alone: not billed
@@ -98,16 +98,16 @@ def _collected(config: Config, cluster: ClusterConfig, period: BillingDay, sourc
                         in_force)
 
 
-def _collect_energy(context: ClusterDay) -> EnergyDay | None:
-    """The cluster-day's energy where the cluster has an `energy` section; refused without its counters where it is
-    priced (rule 10)."""
+def _collect_energy(context: ClusterDay, namespaces: set[str]) -> EnergyDay | None:
+    """The cluster-day's energy where the cluster has an `energy` section, a row for each of the day's billed
+    `namespaces`; refused without its counters where it is priced (rule 10)."""
     settings = context.cluster.energy_on(context.day.date)
     if settings is None:
         return None
     energy = collect_energy(context)
     if settings.price_kwh is not None:
         refuse_unmeasured(energy, context.cluster.name, context.day.date)
-    return energy
+    return energy.covering(namespaces)
 
 
 def _with_storage(usage: ClusterUsage, storage: StorageDay) -> ClusterUsage:

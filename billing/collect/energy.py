@@ -42,6 +42,19 @@ class EnergyDay:
     found: frozenset[str]  # of GPU, POD, NODE: the parts with a series on the day
     nodes: frozenset[str]  # nodes with Kepler's node counters
 
+    def covering(self, namespaces: set[str]) -> EnergyDay:
+        """With a row for each of `namespaces` (the day's billed ones) and for the unattributed ('') that the counters
+        did not name: 0 of a family found (no series of it: none drawn), unknown (NaN) of one not found, so that the
+        pages say unknown for every namespace of a cluster whose counters are missing rather than leave it out."""
+        missing = sorted(namespaces - set(self.energy["namespace"]) | ({""} - set(self.energy["namespace"])))
+        if not missing:
+            return self
+        unknown = float("nan")
+        added = pd.DataFrame({"namespace": missing, "gpu_kwh": 0.0 if GPU in self.found else unknown,
+                              "cpu_kwh": 0.0 if self.found & {POD, NODE} else unknown})
+        energy = pd.concat([self.energy, added], ignore_index=True) if len(self.energy) else added
+        return EnergyDay(energy.sort_values("namespace", ignore_index=True), self.found, self.nodes)
+
 
 def step(now: str, before: str, on: str) -> str:
     """A counter's step at each instant: its value `now` minus the value a step `before` (matched `on` those labels),

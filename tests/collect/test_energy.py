@@ -26,3 +26,13 @@ def test_a_family_without_a_series_is_unknown_not_zero():
     (row,) = day.energy.itertuples()
     assert row.namespace == "vision" and row.gpu_kwh == 1.0 and math.isnan(row.cpu_kwh)
     assert energy_day([]).energy.empty
+
+
+def test_every_billed_namespace_has_a_row_unknown_where_its_family_is_missing():
+    measured = energy_day([(GPU, "vision", "", 3.6e9)]).covering({"vision", "nlp"})
+    rows = {row.namespace: (row.gpu_kwh, row.cpu_kwh) for row in measured.energy.itertuples()}
+    assert rows.keys() == {"vision", "nlp", ""}
+    assert rows["vision"][0] == 1.0 and rows["nlp"][0] == 0.0 and rows[""][0] == 0.0  # GPUs found: none drawn
+    assert all(math.isnan(cpu) for _, cpu in rows.values())  # no Kepler: unknown
+    nothing = energy_day([]).covering({"vision"})
+    assert len(nothing.energy) == 2 and nothing.energy[["gpu_kwh", "cpu_kwh"]].isna().all().all()
