@@ -58,10 +58,10 @@ class EnergyDay:
 
 def step(now: str, before: str, on: str) -> str:
     """A counter's step at each instant: its value `now` minus the value a step `before` (matched `on` those labels),
-    or `now` where that is lower (a reset, counted from 0). A NaN step stays (`unless` keeps it), so that the gate
-    refuses it."""
+    or `now` where that is lower (a reset, counted from 0). A counter below 0 makes its step NaN, and a NaN step stays
+    (`unless` keeps it), so that the chunk's sum is NaN and the gate refuses it: a sum could hide a negative step."""
     delta = f"({now} - on ({on}) {before})"
-    return f"(({delta} unless {delta} < 0) or ({now} and {delta} < 0))"
+    return f"(((({delta} unless {delta} < 0) or ({now} and {delta} < 0)) unless {now} < 0) or ({now} < 0) * NaN)"
 
 
 class EnergyQueries(Queries):

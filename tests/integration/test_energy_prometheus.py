@@ -27,6 +27,7 @@ from sqlalchemy import create_engine, text
 from billing.cli import main
 from billing.collect.context import cluster_day
 from billing.collect.energy import collect_energy
+from billing.collect.figures import ImpossibleFigure
 from billing.collect.prometheus import LivePrometheus
 from billing.config import WebConfig, load_config
 from billing.config.energy import Energy as EnergySettings
@@ -337,3 +338,17 @@ def test_kepler_restarted_mid_day_counts_from_zero_again(prometheus_server):
     config = cluster("jaguar", prometheus_server(world).url)
     context = cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
     assert_close(figures(collect_energy(context).energy), by_hand)
+
+
+@pytest.mark.parametrize("since", [-5e6, float("nan")])
+def test_an_impossible_counter_refuses_the_day_naming_it(prometheus_server, since):
+    """A GPU counter below 0 (or NaN) at some sample: its step is NaN, so the chunk's figure is, and the gate refuses
+    the day naming the family and the namespace, even where the day's sum would have come out positive."""
+    broken = Gpu("GPU-x-3", "n1", Meter(((BEFORE, 300.0),), since=since), ((BEFORE, (("team-nlp", "bert-2"),)),))
+    world = replace(WORLD, clusters=(replace(WORLD.clusters[0], energy=Energy(gpus=(broken,))),))
+    config = cluster("jaguar", prometheus_server(world).url)
+    context = cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
+    with pytest.raises(ImpossibleFigure) as refused:
+        collect_energy(context)
+    assert 'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{namespace="team-nlp"} is NaN' in str(refused.value)
+    assert "correct dcgm-exporter or its scrape" in str(refused.value)
