@@ -209,7 +209,7 @@ def read_energy(engine: Engine, first: date, last: date) -> pd.DataFrame:
     NaN where unknown); none for a cluster without `energy`, or a day billed before revision 0020."""
     query = select(energy).where(energy.c.day.between(first, last)).order_by(
         energy.c.day, energy.c.cluster, energy.c.team, energy.c.namespace)
-    rows = read_frame(engine, query, "energy", ["day", *frames.CHARGED_ENERGY.columns])
+    rows = read_frame(engine, query, "energy", ["day", *frames.CHARGED_ENERGY.columns], dates=["day"])
     return rows.astype({"gpu_kwh": float, "cpu_kwh": float, "carbon_g": float})
 
 

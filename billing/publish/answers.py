@@ -33,6 +33,7 @@ from billing.ledger.read import (
     month_closed,
     read_bound_pending,
     read_corrections,
+    read_energy,
     read_recovery,
     read_rows,
     read_workload_costs,
@@ -260,10 +261,11 @@ def export(ledger: Engine, config: Config, first: date, last: date, version: str
     """The ledger of a range as FOCUS rows of a version (choices.FOCUS_VERSIONS) and dataset (choices.FOCUS_DATASETS:
     FOCUS 1.4's Invoice Detail and Billing Period are those of every month the range touches, whole); NeverRun when
     no day of it was ever run."""
-    from billing.publish.focus import broken_down, focus_rows  # when asked: see the module's docstring
+    from billing.publish.focus import broken_down, focus_rows, with_carbon  # when asked: see the module's docstring
 
-    focus = focus_rows(broken_down(read_rows(ledger, first, last), read_workload_costs(ledger, first, last)),
-                       config.zone, read_recovery(ledger, first, last), version, read_corrections(ledger, first, last))
+    rows = with_carbon(broken_down(read_rows(ledger, first, last), read_workload_costs(ledger, first, last)),
+                       read_energy(ledger, first, last))
+    focus = focus_rows(rows, config.zone, read_recovery(ledger, first, last), version, read_corrections(ledger, first, last))
     missing = sorted(set(days_between(first, min(last, yesterday(config.zone)))) - completed(ledger, first, last))
     _refuse_never_run(first, last, missing)
     if dataset == COST_AND_USAGE:

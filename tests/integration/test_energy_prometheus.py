@@ -222,6 +222,8 @@ def test_billing_run_bills_priced_energy_per_team_and_keeps_kwh_and_carbon(prome
         ("Compute", "Other (Compute)", "Kilowatt-Hours", "Kilowatt-Hours", "energy")}
     assert charged.groupby("BillingAccountId")["BilledCost"].sum().to_dict() == pytest.approx(
         {team: kwh * PRICE for team, kwh in expected.items()})
+    carbon = [json.loads(tags)["billing/carbon_g"] for tags in charged.loc[charged["BillingAccountId"] == "nlp", "Tags"]]
+    assert [float(grams) for grams in carbon] == pytest.approx([nlp * INTENSITY], rel=1e-5)  # its Tags carry carbon
     statement = cli("statement", "--month", "2026-11", "--config", str(tmp_path / "billing.yaml"))
     lines = [line for line in csv.DictReader(io.StringIO(statement)) if line["resource"] == "energy"]
     assert {line["team"]: float(line["quantity"]) for line in lines} == pytest.approx(expected)
