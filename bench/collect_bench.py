@@ -260,12 +260,12 @@ def running_at(pod: Pod, t: float) -> bool:
     return phase == "Running"
 
 
-def world_of(pods: int, replaced_at: float | None = None, storage: bool = True) -> World:
-    """The benchmark's cluster-day with utilisation and (`storage`) persistent volume claims, with kube-state-metrics'
-    pod replaced `replaced_at` hours into the day if given; the same arguments give the same world, so its blocks
-    are cached."""
+def world_of(pods: int, replaced_at: float | None = None, storage: bool = True, energy: bool = False) -> World:
+    """The benchmark's cluster-day with utilisation, (`storage`) persistent volume claims and (`energy`) DCGM's and
+    Kepler's energy counters, with kube-state-metrics' pod replaced `replaced_at` hours into the day if given; the same
+    arguments give the same world, so its blocks are cached."""
     world = make_world(SEED, PERIOD.start.timestamp(), pods=pods, clusters=(CLUSTER,), day_seconds=PERIOD.seconds,
-                       utilisation=True, storage=storage)
+                       utilisation=True, storage=storage, energy=energy)
     if replaced_at is None:
         return world
     return replace(world, exporters=replaced_exporter(PERIOD.start.timestamp() + replaced_at * 3600))
@@ -336,9 +336,10 @@ def run_measured(module: str, args: list[str], log: Path, tree: Path = ROOT) -> 
     return Child(wall, usage.ru_utime + usage.ru_stime, int(peak.read_text()) / 1024)
 
 
-def billing_config(workdir: Path, prometheus_url: str, settings: dict | None = None, storage: bool = True) -> Path:
+def billing_config(workdir: Path, prometheus_url: str, settings: dict | None = None, storage: bool = True,
+                   energy: bool = False) -> Path:
     """The benchmark's config, with `settings` (top-level keys) over it; `storage`: with the storage classes' prices
-    (a checkout from before storage knows no such key)."""
+    (a checkout from before storage knows no such key); `energy`: the cluster's energy read (priced per kWh)."""
     (workdir / "directory.ldif").write_text(ldif())
     config = {
         "timezone": "UTC",
@@ -349,6 +350,7 @@ def billing_config(workdir: Path, prometheus_url: str, settings: dict | None = N
             "name": CLUSTER,
             "prometheus": {"url": prometheus_url, "selector": SELECTOR, "retries": 0, "timeout": "600s"},
             "prices": {**PRICES, **(STORAGE_PRICES if storage else {})},
+            **({"energy": {"price_kwh": 0.25, "carbon_g_per_kwh": 250}} if energy else {}),
         }],
         "directory": {"ldif": str(workdir / "directory.ldif"),
                       "people": {"base": "ou=people,dc=example,dc=org"}, "teams": {"base": "ou=teams,dc=example,dc=org"}},

@@ -91,10 +91,11 @@ def ask_alone(prometheus: Prometheus, pid: int | None, query: Query) -> tuple[fl
     return cpu_seconds(pid) - before, prometheus.samples - touched
 
 
-def night_asked(url: str, waste: bool = True) -> list[Query]:
-    """Every query one `billing run` of the generated day asks (the default configuration), with what asked it."""
+def night_asked(url: str, waste: bool = True, energy: bool = False) -> list[Query]:
+    """Every query one `billing run` of the generated day asks (the default configuration; `energy`: with the
+    cluster's energy read), with what asked it."""
     with tempfile.TemporaryDirectory(prefix="query-costs-") as tmp:
-        config = load_config(billing_config(Path(tmp), url, {"waste": {"enabled": waste}}))
+        config = load_config(billing_config(Path(tmp), url, {"waste": {"enabled": waste}}, energy=energy))
         cluster = config.clusters[0]
         noting = Noting(LivePrometheus(cluster.name, cluster.prometheus))
         collect_day(config, cluster, PERIOD, noting)

@@ -87,6 +87,9 @@ WASTE = schema("waste", "namespace", *WASTE_MEASURES)
 # bound claims were billed, and the volumes Released or Available; shown, never billed
 STORAGE_CLASSES = schema("storage per class", "storageclass", "provisioned", "claimed", "unclaimed")
 WORKLOAD_WASTE = schema("waste per workload", "namespace", "workload", *WASTE_MEASURES)
+# kWh per namespace of its GPUs and of its CPU and memory (docs/spec.md "Energy and carbon"); namespace '' is the
+# cluster's unattributed energy; NaN where the family had no sample on the day (unknown, never 0)
+ENERGY = schema("energy per namespace", "namespace", "gpu_kwh", "cpu_kwh")
 
 # --- charge → ledger: the day's frames of every cluster, as the ledger tables store them (less day and currency)
 
@@ -115,5 +118,8 @@ UNLENT = schema("borrowing no team lent", "cluster", "namespace", "team", "owner
                 "cost")
 WORKLOAD_COSTS = schema("workload costs", "cluster", "namespace", "team", "owner", "workload", "labels", "resource",
                         "gpu_model", "quantity", "cost", "list_cost")
+# ENERGY per cluster and team, split as the rows are, with its grams of CO2e (NaN without an intensity); namespace and
+# team '' are the cluster's unattributed energy
+CHARGED_ENERGY = schema("energy per team", "cluster", "namespace", "team", "gpu_kwh", "cpu_kwh", "carbon_g")
 CHARGED_WORKLOAD_WASTE = schema("waste per workload and team", "cluster", "namespace", "team", "owner", "workload",
                                 *WASTE_MEASURES)

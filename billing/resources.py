@@ -1,7 +1,7 @@
 """The ledger's resources: one spelling for the modules that price, show, export and count them.
 
 Usage is billed in the resources of REGISTRY: `cpu` (cores), `memory` (GiB), `gpu`
-(devices) and `storage` (GiB of persistent volumes, per storage class).
+(devices), `storage` (GiB of persistent volumes, per storage class) and `energy` (kWh, where a cluster prices it).
 billing/charge/pricing.py adds rows whose resource is one that nodes offer
 behind a kind prefix: `reserved-` (a reserved pool's whole capacity, charged to the
 team that reserved it under the namespace `pool:<name>`), `credit-` (negative:
@@ -65,8 +65,13 @@ REGISTRY: dict[str, Resource] = {resource.name: resource for resource in (
              "kube_persistentvolume_capacity_bytes (billing/collect/storage.py)", models_key="storage_classes",
              model_word="class",
              focus_category="Storage", focus_subcategory="Other (Storage)", focus_service="Kubernetes persistent volumes"),
+    # kWh of GPUs, CPU and memory per namespace (docs/spec.md "Energy and carbon"), billed where a cluster's
+    # energy.price_kwh is set, else shown only; no node offers it
+    Resource("energy", "energy", "kWh", "kWh", "energy_kwh", "energy_kwh", "Kilowatt-Hours", "energy kWh", False,
+             "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, kepler_pod_cpu_joules_total and kepler_node_cpu_joules_total "
+             "(billing/collect/energy.py)", focus_subcategory="Other (Compute)", focus_service="Kubernetes energy"),
 )}
-CPU, MEMORY, GPU, STORAGE = "cpu", "memory", "gpu", "storage"  # the four the collectors and pricing know by name
+CPU, MEMORY, GPU, STORAGE, ENERGY = "cpu", "memory", "gpu", "storage", "energy"  # those collectors and pricing name
 
 
 class Names(Sequence[str]):

@@ -455,4 +455,19 @@ CREATE TABLE allocation_alerts (
 
 UPDATE alembic_version SET version_num='0021' WHERE alembic_version.version_num = '0020';
 
+-- Running upgrade 0021 -> 0022
+
+CREATE TABLE energy (
+    day DATE NOT NULL,
+    cluster TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    team TEXT NOT NULL,
+    gpu_kwh DOUBLE PRECISION,
+    cpu_kwh DOUBLE PRECISION,
+    carbon_g DOUBLE PRECISION,
+    PRIMARY KEY (day, cluster, namespace, team)
+);
+
+UPDATE alembic_version SET version_num='0022' WHERE alembic_version.version_num = '0021';
+
 COMMIT;

@@ -486,3 +486,18 @@ CREATE TABLE allocation_alerts (
 );
 
 UPDATE alembic_version SET version_num='0021' WHERE alembic_version.version_num = '0020';
+
+-- Running upgrade 0021 -> 0022
+
+CREATE TABLE energy (
+    day DATE NOT NULL,
+    cluster TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    team TEXT NOT NULL,
+    gpu_kwh DOUBLE,
+    cpu_kwh DOUBLE,
+    carbon_g DOUBLE,
+    PRIMARY KEY (day, cluster, namespace, team)
+);
+
+UPDATE alembic_version SET version_num='0022' WHERE alembic_version.version_num = '0021';

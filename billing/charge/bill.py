@@ -41,6 +41,7 @@ from billing.collect.waste import attribute_waste
 from billing.config import Config, Prices
 from billing.directory.people import Directory
 from billing.errors import RunFailed
+from billing.resources import ENERGY
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,9 @@ class DayBill:
     unlent: pd.DataFrame = field(default_factory=frames.UNLENT.empty)  # Kueue borrowing no team lent: shown only
     # persistent volumes per cluster and storage class, and what the unclaimed would cost: shown only
     storage: pd.DataFrame = field(default_factory=frames.STORAGE_CAPACITY.empty)
+    # kWh and carbon per namespace and team, the unattributed under namespace and team '': shown (billed in `rows` where
+    # a cluster prices energy)
+    energy: pd.DataFrame = field(default_factory=frames.CHARGED_ENERGY.empty)
 
     def __post_init__(self) -> None:
         frames.ROWS.check(self.rows, "the day's ledger rows")
@@ -73,6 +77,7 @@ class DayBill:
         frames.BOUND_PENDING_COSTS.check(self.bound_pending)
         frames.UNLENT.check(self.unlent)
         frames.STORAGE_CAPACITY.check(self.storage)
+        frames.CHARGED_ENERGY.check(self.energy)
         if self.workloads is not None:
             frames.WORKLOAD_COSTS.check(self.workloads)
         if self.workload_wasted is not None:
@@ -87,12 +92,16 @@ class DayBill:
 def bill_day(collected: Sequence[CollectedDay], prices: dict[str, Prices], directory: Directory,
              config: Config) -> DayBill:
     """Own and price (each cluster at the day's `prices`) what every cluster's store said about the day."""
-    usage = pd.concat([c.usage.usage.assign(cluster=c.usage.cluster) for c in collected], ignore_index=True)
+    energy = pd.concat([c.energy.energy.assign(cluster=c.cluster.name) for c in collected if c.energy is not None]
+                       or [frames.ENERGY.empty().assign(cluster="")], ignore_index=True)
+    usage = pd.concat([c.usage.usage.assign(cluster=c.usage.cluster) for c in collected] + [_billed_energy(energy, prices)],
+                      ignore_index=True)
     capacity = pd.concat([_capacity(c, prices) for c in collected], ignore_index=True)
     wasted = pd.concat([c.wasted for c in collected], ignore_index=True)
     workload_wasted = pd.concat([c.workload_wasted for c in collected], ignore_index=True)
     pending = pd.concat([c.usage.bound_pending.assign(cluster=c.usage.cluster) for c in collected], ignore_index=True)
-    ownership = assign_owners(pd.concat([usage["namespace"], wasted["namespace"], pending["namespace"]]), directory,
+    ownership = assign_owners(pd.concat([usage["namespace"], wasted["namespace"], pending["namespace"],
+                                         energy.loc[energy["namespace"] != "", "namespace"]]), directory,
                               config.namespaces)
     # what namespaces requested; reserved pools' capacity and credits; unrequested shared where a cluster says so
     rows = price(usage, ownership, prices)
@@ -114,7 +123,7 @@ def bill_day(collected: Sequence[CollectedDay], prices: dict[str, Prices], direc
                    attribute_waste(workload_wasted, ownership) if workloads is not None else None,
                    {c.usage.cluster: c.usage.coverage for c in collected}, bound_pending=bound_pending, unlent=unlent,
                    capacity_unknown={c.usage.cluster: c.capacity_unknown for c in collected if c.capacity_unknown},
-                   storage=_storage(collected, prices))
+                   storage=_storage(collected, prices), energy=_charged_energy(energy, ownership, collected))
 
 
 def refuse_unpriced(collected: CollectedDay, day: date, prices: Prices, config: Config) -> None:
@@ -155,6 +164,33 @@ def _storage(collected: Sequence[CollectedDay], prices: dict[str, Prices]) -> pd
     found = [unclaimed_storage(c.storage_classes, prices[c.cluster.name], c.cluster.name)
              for c in collected if len(c.storage_classes)]
     return pd.concat(found, ignore_index=True) if found else frames.STORAGE_CAPACITY.empty()
+
+
+def _billed_energy(energy: pd.DataFrame, prices: dict[str, Prices]) -> pd.DataFrame:
+    """The usage (frames.USAGE and cluster) of energy where a cluster prices it: each namespace's kWh, the
+    unattributed left out (shown, not billed); no priority-class discount, a pod's electricity being drawn all the
+    same."""
+    priced = [name for name, of_cluster in prices.items() if of_cluster.energy_kwh is not None]
+    billed = energy[energy["cluster"].isin(priced) & (energy["namespace"] != "")]
+    billed = billed.assign(resource=ENERGY, gpu_model="", priority_class="", pool="",
+                           quantity=billed["gpu_kwh"] + billed["cpu_kwh"])[["cluster", *frames.USAGE.columns]]
+    return billed[billed["quantity"] != 0]
+
+
+def _charged_energy(energy: pd.DataFrame, ownership: pd.DataFrame, collected: Sequence[CollectedDay]) -> pd.DataFrame:
+    """frames.CHARGED_ENERGY: each namespace's kWh split over its teams as its rows are, the unattributed under team
+    '', and grams of CO2e at the cluster's intensity in force (NaN without one, or where a part is unknown)."""
+    owners = pd.concat([ownership[["namespace", "team", "share"]], pd.DataFrame({"namespace": [""], "team": [""],
+                                                                                 "share": [1.0]})], ignore_index=True)
+    charged = energy.merge(owners, on="namespace", how="left", validate="many_to_many")
+    intensity = {c.cluster.name: c.energy_in_force.carbon_g_per_kwh for c in collected if c.energy_in_force is not None}
+    for part in ("gpu_kwh", "cpu_kwh"):
+        charged[part] = charged[part] * charged["share"]
+    grams = charged["cluster"].map(lambda name: intensity.get(name)).astype(float)
+    charged["carbon_g"] = (charged["gpu_kwh"] + charged["cpu_kwh"]) * grams
+    keys = ["cluster", "namespace", "team"]
+    return (charged.groupby(keys, as_index=False, dropna=False)[["gpu_kwh", "cpu_kwh", "carbon_g"]].sum(min_count=1)
+            [frames.CHARGED_ENERGY.columns].sort_values(keys, ignore_index=True))
 
 
 def _quota_rows(config: Config, prices: dict[str, Prices], collected: Sequence[CollectedDay],

@@ -16,12 +16,14 @@ import pandas as pd
 
 from billing.collect.chunks import Chunk
 from billing.collect.context import ClusterDay
+from billing.collect.energy import GPU_COUNTER, NODE_COUNTER
 from billing.collect.figures import CLAIMS, CLUSTER_REQUESTS, NODES, PODS, figure
 from billing.collect.preflight import day_queries, window_of
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.promql import (
     APP_REQUESTS,
     CLAIM_PHASE,
+    GPU_UTILISATION,
     INIT_INFO,
     INIT_REQUESTS,
     POD_LABELS,
@@ -190,3 +192,22 @@ def held_while_pending(context: ClusterDay) -> pd.DataFrame:
     chunk = Chunk(int(day.start.timestamp()), int(day.end.timestamp()), ESTIMATE_STEP)
     return bound_pending_hours(context.source, UsageQueries(context.cluster, context.gpu_resources, chunk, context.store),
                                chunk)
+
+
+def unmetered(context: ClusterDay) -> tuple[list[str], list[str]]:
+    """What `billing check`'s energy line names (docs/spec.md "Energy and carbon"): the GPUs dcgm-exporter reports on
+    the day without an energy counter (`UUID on Hostname`), and the nodes kube-state-metrics lists without Kepler's
+    node counters; one query, each part told apart by its `figure` label."""
+    queries, (window, at) = day_queries(context), window_of(context.day)
+
+    def seen(metric: str, by: str) -> str:
+        return f"group by ({by}) (last_over_time({queries.series(metric)}[{window}]))"
+
+    gpus = f"{seen(GPU_UTILISATION, 'UUID, Hostname')} unless on (UUID) {seen(GPU_COUNTER, 'UUID')}"
+    nodes = queries.ksm.plain(f"last_over_time({queries.node_labels()}[{window}])", ("node",))
+    kepler = f'label_replace({seen(NODE_COUNTER, "node_name")}, "node", "$1", "node_name", "(.*)")'
+    query = (f'label_replace({gpus}, "figure", "gpu", "", "")\n'
+             f'or label_replace(group by (node) ({nodes}) unless on (node) {kepler}, "figure", "node", "", "")')
+    answer = [series["metric"] for series in context.source.instant(query, at)]
+    return (sorted(f"{m.get('UUID', '')} on {m.get('Hostname', '')}" for m in answer if m.get("figure") == "gpu"),
+            sorted(m.get("node", "") for m in answer if m.get("figure") == "node"))

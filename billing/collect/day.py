@@ -3,7 +3,7 @@
 `collect_day` is the one recipe `billing run` and `billing backfill` collect a cluster-day by (the demo's recorder
 asks the same questions through a recording source): the usage first, whose answers show most families present;
 then the preflight of what they did not show; the self-audit; the nodes' allocatable capacity; waste; Kueue's
-quotas; persistent volumes' storage, whose rows join the usage's. What it returns is one `CollectedDay`, which billing/charge/bill.py bills.
+quotas; persistent volumes' storage, whose rows join the usage's; energy, where the cluster asks for it. What it returns is one `CollectedDay`, which billing/charge/bill.py bills.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from billing import frames
 from billing.collect.audit import audit_cluster
 from billing.collect.capacity import bills_capacity, collect_allocatable
 from billing.collect.context import ClusterDay, cluster_day
+from billing.collect.energy import EnergyDay, collect_energy, refuse_unmeasured
 from billing.collect.figures import ImpossibleFigure
 from billing.collect.kueue import collect_quotas
 from billing.collect.preflight import preflight, refuse_missing
@@ -26,9 +27,10 @@ from billing.collect.storage import StorageDay, collect_storage
 from billing.collect.usage import ClusterUsage, collect_cluster
 from billing.collect.waste import MEASURES, WORKLOAD_WASTE_KEYS, collect_waste, waste_by_namespace
 from billing.config import ClusterConfig, Config
+from billing.config.energy import Energy
 from billing.days import BillingDay
 from billing.errors import RunFailed
-from billing.resources import CPU, GPU, MEMORY, RESOURCES
+from billing.resources import CPU, ENERGY, GPU, MEMORY, RESOURCES
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +54,10 @@ class CollectedDay:
     # frames.STORAGE_CLASSES: per storage class the volumes provisioned, claimed and unclaimed (shown, never billed);
     # no rows on a day without persistent volume claims
     storage_classes: pd.DataFrame = field(default_factory=frames.STORAGE_CLASSES.empty)
+    # per namespace its kWh (docs/spec.md "Energy and carbon"), and the cluster's `energy` set in force on the day
+    # (its price and carbon intensity); both None for a cluster without `energy`
+    energy: EnergyDay | None = None
+    energy_in_force: Energy | None = None
 
 
 def collect_day(config: Config, cluster: ClusterConfig, period: BillingDay, source: PrometheusSource) -> CollectedDay:
@@ -83,10 +89,25 @@ def _collected(config: Config, cluster: ClusterConfig, period: BillingDay, sourc
     allocatable, capacity_unknown = _allocatable(context)
     wasted, workload_wasted = _collect_waste(config, context, usage, storage)
     quotas = collect_quotas(context)
+    energy = _collect_energy(context, set(usage.usage["namespace"]))
+    in_force = cluster.energy_on(period.date)
     _log_cluster(usage)
     billed = replace(_with_storage(usage, storage), pod_hours=frames.POD_HOURS.empty())  # waste's alone: not billed
     return CollectedDay(cluster, billed, allocatable, wasted.assign(cluster=cluster.name),
-                        workload_wasted.assign(cluster=cluster.name), quotas, capacity_unknown, storage.classes)
+                        workload_wasted.assign(cluster=cluster.name), quotas, capacity_unknown, storage.classes, energy,
+                        in_force)
+
+
+def _collect_energy(context: ClusterDay, namespaces: set[str]) -> EnergyDay | None:
+    """The cluster-day's energy where the cluster has an `energy` section, a row for each of the day's billed
+    `namespaces`; refused without its counters where it is priced (rule 10)."""
+    settings = context.cluster.energy_on(context.day.date)
+    if settings is None:
+        return None
+    energy = collect_energy(context)
+    if settings.price_kwh is not None:
+        refuse_unmeasured(energy, context.cluster.name, context.day.date)
+    return energy.covering(namespaces)
 
 
 def _with_storage(usage: ClusterUsage, storage: StorageDay) -> ClusterUsage:
@@ -156,9 +177,9 @@ def _collect_waste(config: Config, context: ClusterDay, usage: ClusterUsage,
 
 def hours_by_resource(usage: ClusterUsage) -> dict[str, float]:
     """The cluster-day's resource-hours of each resource (0.0 of one no pod used), as the night's log and the pushed
-    run metrics say them."""
+    run metrics say them; energy's kWh are no resource-hours of the usage (charge bills them where priced)."""
     by_resource = usage.usage.groupby("resource")["quantity"].sum()
-    return {resource: float(by_resource.get(resource, 0.0)) for resource in RESOURCES}
+    return {resource: float(by_resource.get(resource, 0.0)) for resource in RESOURCES if resource != ENERGY}
 
 
 def _log_cluster(collected: ClusterUsage) -> None:

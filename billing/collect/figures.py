@@ -93,6 +93,14 @@ IDLE_GPUS = Family("DCGM_FI_DEV_GPU_UTIL", "a count of instants a GPU was idle",
 # a counter since the container started: years of many cores are possible
 CPU_SECONDS = Family("container_cpu_usage_seconds_total", "a container's CPU seconds used",
                      "correct the kubelet's cAdvisor scrape", {DEVICES: math.inf})
+# energy counters' steps summed over a chunk per namespace, node or cluster (docs/spec.md "Energy and carbon"): a
+# petajoule (about 280 GWh) is beyond any cluster's chunk
+GPU_ENERGY = Family("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "GPU energy in mJ summed over a chunk's steps",
+                    "correct dcgm-exporter or its scrape", {DEVICES: 1e18})
+POD_ENERGY = Family("kepler_pod_cpu_joules_total", "pods' CPU and DRAM energy in joules summed over a chunk's steps",
+                    "correct Kepler or its scrape", {DEVICES: 1e15})
+NODE_ENERGY = Family("kepler_node_cpu_joules_total", "a node's CPU and DRAM energy in joules summed over a chunk's "
+                     "steps", "correct Kepler or its scrape", {DEVICES: 1e15})
 # the self-audit reads every series of its pods again, their samples' timestamps among them
 SAMPLE = Family("kube-state-metrics", "a sample the self-audit reads again", _KSM_FIX, {DEVICES: math.inf})
 

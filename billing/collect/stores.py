@@ -41,16 +41,18 @@ class Engine:
     def __str__(self) -> str:
         return self.name
 
-    def latest(self, selector: str) -> str:
+    def latest(self, selector: str, before: int = 0) -> str:
         """The series' value at each instant with the lookback of docs/spec.md "Rule 1: sampling instants": its latest
         sample in [t - 5 min, t], and none once that is a staleness marker (docs/spec.md "Live stores: staleness and
         exporter restarts"). A bare selector on Prometheus 2; MetricsQL's `default_rollup` with the window said,
         the one rollup of VictoriaMetrics that keeps markers (`last_over_time`, like every range selector, skips
-        them and would bill a deleted pod for 5 minutes more)."""
+        them and would bill a deleted pod for 5 minutes more). `before`: the value `before` seconds earlier (a
+        counter's step, docs/spec.md "Energy and carbon")."""
+        offset = f" offset {before}s" if before else ""
         if self.closed_lookback:
-            return selector
+            return selector + offset
         rollup = "default_rollup" if self.metricsql else "last_over_time"
-        return f"{rollup}({selector}[{LOOKBACK_MS + 1}ms])"  # (t - 5 min - 1 ms, t] at ms precision
+        return f"{rollup}({selector}[{LOOKBACK_MS + 1}ms]{offset})"  # (t - 5 min - 1 ms, t] at ms precision
 
     def sample_time(self, selector: str) -> str:
         """The timestamp of the sample `latest` reads (none where `latest` has none)."""

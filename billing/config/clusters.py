@@ -11,7 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from billing.config.prices import CostRecovery, DatedPrices, Prices, PriceSets
+from billing.config.energy import Energy, EnergySets
+from billing.config.prices import CostRecovery, Prices, PriceSets
 from billing.config.quotas import Kueue, ReservedPools
 from billing.config.section import ConfigError, ConfigPath, Duration, Section, check_ca_file
 
@@ -137,6 +138,8 @@ class ClusterConfig(Section):
     requests: RequestRule | None = None
     # what pods Pending but bound to a node held: shown beside the bill, or charged as Running; None: the top level's
     bound_pending: BoundPendingRule | None = None
+    # electricity's price and carbon intensity (docs/spec.md "Energy and carbon"); set, the cluster's energy is read
+    energy: EnergySets | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -161,12 +164,12 @@ class ClusterConfig(Section):
                              "sharing what no pod requested would charge it twice; keep unrequested: unbilled")
         return self
 
-    @field_validator("prices")
+    @field_validator("prices", "energy")
     @classmethod
-    def _sets_go_forward(cls, prices: Prices | list[DatedPrices]) -> Prices | list[DatedPrices]:
+    def _sets_go_forward(cls, prices: Any) -> Any:
         if isinstance(prices, list):
             if not prices:
-                raise ValueError("give at least one price set")
+                raise ValueError("give at least one set")
             for number, (before, after) in enumerate(zip(prices, prices[1:]), start=1):
                 if after.from_ <= before.from_:
                     raise ValueError(f"[{number}].from {after.from_} is not after [{number - 1}].from {before.from_}: "
@@ -174,13 +177,24 @@ class ClusterConfig(Section):
         return prices
 
     def prices_on(self, day: date) -> Prices:
-        """The price set in force on `day`: the one set, or the dated set with the latest `from` on or before it."""
-        if isinstance(self.prices, Prices):
-            return self.prices
-        in_force = [prices for prices in self.prices if prices.from_ <= day]
+        """The price set in force on `day`: the one set, or the dated set with the latest `from` on or before it; with
+        the `energy.price_kwh` in force then as its `energy_kwh`."""
+        prices = self.prices if isinstance(self.prices, Prices) else self._in_force(self.prices, day, "prices")
+        energy = self.energy_on(day)
+        return prices if energy is None else prices.with_energy(energy.price_kwh)
+
+    def energy_on(self, day: date) -> Energy | None:
+        """The energy set in force on `day`; None for a cluster without `energy`, whose energy is not read."""
+        if not isinstance(self.energy, list):
+            return self.energy
+        return self._in_force(self.energy, day, "energy")
+
+    def _in_force(self, sets: list[Any], day: date, key: str) -> Any:
+        """Of dated sets, the one with the latest `from` on or before `day`."""
+        in_force = [dated for dated in sets if dated.from_ <= day]
         if not in_force:
-            raise ConfigError(f"{self._place}.prices: no price set is in force on {day}; the first is from "
-                              f"{self.prices[0].from_}")
+            raise ConfigError(f"{self._place}.{key}: no {'price ' if key == 'prices' else key + ' '}set is in force on "
+                              f"{day}; the first is from {sets[0].from_}")
         return in_force[-1]
 
     def prices_key(self, day: date) -> str:

@@ -8,7 +8,7 @@ import re
 from datetime import date, datetime
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import BeforeValidator, Discriminator, Field, PrivateAttr, Tag, field_validator, model_validator
 
 from billing.config.section import Section
 from billing.config.service_units import ServiceUnits
@@ -49,6 +49,20 @@ class Prices(Section):
     # "Service units, credits and subsidies")
     service_units: ServiceUnits | None = None
 
+    # a kWh of energy: the cluster's `energy.price_kwh` in force on the day, which ClusterConfig.prices_on gives the set
+    # (no key of `prices`: it is dated with the carbon intensity); None where energy is shown only
+    _energy_kwh: float | None = PrivateAttr(default=None)
+
+    @property
+    def energy_kwh(self) -> float | None:
+        return self._energy_kwh
+
+    def with_energy(self, price_kwh: float | None) -> Prices:
+        """The same set with a kWh's price."""
+        priced = self.model_copy()
+        priced._energy_kwh = price_kwh
+        return priced
+
     @model_validator(mode="before")
     @classmethod
     def _priced_by_service_units(cls, data: Any) -> Any:
@@ -80,7 +94,8 @@ class Prices(Section):
         if self.service_units is None:
             return None
         rates = self.service_units.rates()
-        return Prices(**{key: value for key, value in rates.items() if key in self.rate_keys()})
+        weighed = Prices(**{key: value for key, value in rates.items() if key in self.rate_keys()})
+        return weighed.with_energy(rates.get("energy_kwh"))  # SU per kWh: `weights.energy`, else 0
 
 
 def _day(value: object) -> date:

@@ -26,6 +26,8 @@ from datetime import date, timedelta
 from functools import partial
 from pathlib import Path
 
+import pandas as pd
+
 from billing.accounts import Subject, overlapping, uneven_days
 from billing.allocations import overlapping_allocations, unknown_accounts
 from billing.charge.bound_pending import held_by_resource
@@ -39,10 +41,12 @@ from billing.collect.check_questions import (
     claims_bound,
     held_while_pending,
     selected_nodes,
+    unmetered,
     vector_one,
     workload_labels_seen,
 )
 from billing.collect.context import ClusterDay, cluster_day
+from billing.collect.energy import COUNTERS, collect_energy, refuse_unmeasured
 from billing.collect.figures import ALLOCATABLE, ImpossibleFigure
 from billing.collect.kueue import NOMINAL, collect_quotas
 from billing.collect.preflight import no_samples, preflight
@@ -308,6 +312,30 @@ def storage(context: ClusterDay) -> str:
     return f"{len(classes)} storage classes on {day}: {figures}; {claims_bound(context)} claims bound"
 
 
+def energy(context: ClusterDay) -> str:
+    """The day's energy as the run reads it (docs/spec.md "Energy and carbon"): the counters found and the kWh, each
+    figure through the gate; warned of, the GPUs without an energy counter and the nodes without Kepler, whose energy
+    the night cannot see; failed, where energy is priced and a family has no sample (the run would refuse the day)."""
+    day, collected = context.day.date, collect_energy(context)
+    settings = context.cluster.energy_on(day)
+    if settings is not None and settings.price_kwh is not None:
+        refuse_unmeasured(collected, context.cluster.name, day)
+    found = [COUNTERS[part] for part in sorted(collected.found)] or ["no energy counter"]
+    kwh = collected.energy["gpu_kwh"] + collected.energy["cpu_kwh"]
+    pods = collected.energy["namespace"] != ""
+
+    def written(figures: pd.Series) -> str:
+        return "unknown" if figures.isna().any() else f"{figures.sum():.2f}"
+    said = (f"on {day}: {', '.join(found)}; {written(kwh[pods])} kWh of {pods.sum()} namespaces, "
+            f"{written(kwh[~pods])} unattributed")
+    gpus, nodes = unmetered(context)
+    missing = [*([f"GPUs without an energy counter: {', '.join(gpus[:5])}"] if gpus else []),
+               *([f"nodes without Kepler: {', '.join(nodes[:5])}"] if nodes else [])]
+    if missing:
+        raise CheckWarning(f"{said}; {'; '.join(missing)} (their energy is not counted)")
+    return said
+
+
 def selector(context: ClusterDay) -> str:
     """Does the cluster's selector match any node of kube-state-metrics on the day checked? A typo would make
     every run refuse its day for want of data; a day without any sample says so first, the selector not being
@@ -512,6 +540,8 @@ def check_all(config: Config, day: date | None = None) -> Iterator[Probe]:
             yield _timed(f"workloads {cluster.name}", partial(workload_series, context, config.cost_labels))
         yield _timed(f"figures {cluster.name}", partial(store_figures, context))
         yield _timed(f"storage {cluster.name}", partial(storage, context))
+        if cluster.energy is not None:
+            yield _timed(f"energy {cluster.name}", partial(energy, context))
     yield _timed("directory", lambda: check_directory(config))
     if config.accounts is not None:
         section, today = config.accounts, yesterday(config.zone) + timedelta(days=1)

@@ -115,6 +115,16 @@ cluster_storage = Table(  # each cluster's persistent volumes per storage class,
 )
 
 
+energy = Table(  # kWh and carbon per namespace and team (docs/spec.md "Energy and carbon"); namespace and team '': unattributed
+    "energy",
+    metadata,
+    *_charged()[:4],  # day, cluster, namespace, team: no owner, the kWh being the namespace's
+    Column("gpu_kwh", Double, nullable=True),  # NULL: no sample of dcgm-exporter's energy counter (unknown)
+    Column("cpu_kwh", Double, nullable=True),  # NULL: no sample of Kepler's counters (unknown)
+    Column("carbon_g", Double, nullable=True),  # grams of CO2e; NULL without an intensity or where a part is unknown
+)
+
+
 waste = Table(  # what pods held but did not use, per namespace and team like the costs (billing/collect/waste.py)
     "waste",
     metadata,

@@ -48,6 +48,7 @@ from billing.ledger.tables import (
     completed_days,
     corrections,
     directory_snapshots,
+    energy,
     gpu_holdings,
     invoices,
     kueue_unlent,
@@ -148,6 +149,9 @@ def replace_day(
             conn.execute(delete(cluster_storage).where(cluster_storage.c.day == day))
             if len(bill.storage):
                 _insert(conn, cluster_storage, bill.storage[frames.STORAGE_CAPACITY.columns].assign(day=day))
+            conn.execute(delete(energy).where(energy.c.day == day))
+            if len(bill.energy):
+                _insert(conn, energy, bill.energy[frames.CHARGED_ENERGY.columns].assign(day=day))
             conn.execute(delete(waste).where(waste.c.day == day))
             if len(wasted):
                 _insert(conn, waste, wasted[frames.CHARGED_WASTE.columns].assign(day=day))

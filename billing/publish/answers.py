@@ -29,11 +29,13 @@ from billing.errors import RunFailed
 from billing.ledger.read import (
     completed,
     daily_costs,
+    energy_sums,
     invoice_files,
     month_activity,
     month_closed,
     read_bound_pending,
     read_corrections,
+    read_energy,
     read_recovery,
     read_rows,
     read_workload_costs,
@@ -155,7 +157,8 @@ def day_report(ledger: Engine, config: Config, day: date) -> DayReport:
     teams = [with_recovery(replace(team, budget=read_budget_status(ledger, team.team, day, budgets[team.team]))
                            if team.team in budgets else team, [line for line in months if line["team"] == team.team])
              for team in report.teams]
-    report = replace(report, teams=teams, price_changes=tuple(price_changes(config.clusters, day.replace(day=1), day)))
+    report = replace(report, teams=teams, price_changes=tuple(price_changes(config.clusters, day.replace(day=1), day)),
+                     energy=tuple(energy_sums(ledger, day, day)))
     if config.accounts is not None:  # what ends: as of the morning its summaries go out
         from billing.publish.journal import charged_to_default
 
@@ -286,10 +289,11 @@ def export(ledger: Engine, config: Config, first: date, last: date, version: str
     """The ledger of a range as FOCUS rows of a version (choices.FOCUS_VERSIONS) and dataset (choices.FOCUS_DATASETS:
     FOCUS 1.4's Invoice Detail and Billing Period are those of every month the range touches, whole); NeverRun when
     no day of it was ever run."""
-    from billing.publish.focus import broken_down, focus_rows  # when asked: see the module's docstring
+    from billing.publish.focus import broken_down, focus_rows, with_carbon  # when asked: see the module's docstring
 
-    focus = focus_rows(broken_down(read_rows(ledger, first, last), read_workload_costs(ledger, first, last)),
-                       config.zone, read_recovery(ledger, first, last), version, read_corrections(ledger, first, last))
+    rows = with_carbon(broken_down(read_rows(ledger, first, last), read_workload_costs(ledger, first, last)),
+                       read_energy(ledger, first, last))
+    focus = focus_rows(rows, config.zone, read_recovery(ledger, first, last), version, read_corrections(ledger, first, last))
     missing = sorted(set(days_between(first, min(last, yesterday(config.zone)))) - completed(ledger, first, last))
     _refuse_never_run(first, last, missing)
     if dataset == COST_AND_USAGE:

@@ -27,7 +27,7 @@ from sqlalchemy import Engine
 
 from billing.config import Config
 from billing.days import billing_day
-from billing.ledger.read import day_costs, days_billed, month_to_date_costs, stored_directory
+from billing.ledger.read import day_costs, days_billed, energy_sums, month_to_date_costs, stored_directory
 from billing.publish.budgets import team_budgets
 from billing.resources import RESOURCES
 
@@ -41,6 +41,8 @@ class CostFigures:
     # (team, currency) -> the month to date through `day`; a closed month's as its statement has it
     month_to_date: dict[tuple[str, str], float]
     budgets: dict[str, float]  # team -> its monthly budget, where it has one
+    # the latest billed day's kWh and grams of CO2e per team and cluster, team '' the unattributed (ledger.read.energy_sums)
+    energy: tuple[dict, ...] = ()
 
 
 def read_cost_figures(engine: Engine, config: Config) -> CostFigures | None:
@@ -50,7 +52,7 @@ def read_cost_figures(engine: Engine, config: Config) -> CostFigures | None:
         return None
     return CostFigures(latest, billing_day(latest, config.zone).start.timestamp(), config.currency,
                        day_costs(engine, latest), month_to_date_costs(engine, latest),
-                       team_budgets(config.budgets, stored_directory(engine)))
+                       team_budgets(config.budgets, stored_directory(engine)), tuple(energy_sums(engine, latest, latest)))
 
 
 def add_cost_metrics(registry: CollectorRegistry, figures: CostFigures) -> None:
@@ -70,3 +72,26 @@ def add_cost_metrics(registry: CollectorRegistry, figures: CostFigures) -> None:
                    ["team", "currency"], registry=registry)
     for team, amount in figures.budgets.items():
         budget.labels(team, figures.currency).set(amount)
+    _add_energy_metrics(registry, figures.energy)
+
+
+def _add_energy_metrics(registry: CollectorRegistry, rows: tuple[dict, ...]) -> None:
+    """The latest billed day's energy and carbon per cluster and team (docs/spec.md "Energy and carbon"), and each
+    cluster's unattributed kWh; a figure that is unknown has no series, never 0."""
+    if not rows:
+        return
+    kwh = Gauge("billing_energy_kwh", "Energy of the latest billed day per cluster and team: kWh of its namespaces' GPUs, "
+                "CPU and memory.", ["cluster", "team"], registry=registry)
+    carbon = Gauge("billing_carbon_grams", "Carbon of the latest billed day per cluster and team, grams of CO2e at the "
+                   "cluster's carbon intensity.", ["cluster", "team"], registry=registry)
+    unattributed = Gauge("billing_energy_unattributed_kwh", "Energy of the latest billed day no pod accounts for (idle "
+                         "power, GPUs held by none) per cluster, kWh; not billed.", ["cluster"], registry=registry)
+    for row in rows:
+        if row["team"] == "":
+            if row["kwh"] is not None:
+                unattributed.labels(row["cluster"]).set(row["kwh"])
+            continue
+        if row["kwh"] is not None:
+            kwh.labels(row["cluster"], row["team"]).set(row["kwh"])
+        if row["carbon_g"] is not None:
+            carbon.labels(row["cluster"], row["team"]).set(row["carbon_g"])

@@ -27,7 +27,8 @@ the ledger maps onto FOCUS terms:
   credit's): they differ by the discounts of pod priority classes
   (prices.priority_classes);
 * cluster, namespace, team, owner, resource, GPU model and workload are also
-  in Tags, under the provider-defined prefix `billing/`; the pod's cost labels
+  in Tags, under the provider-defined prefix `billing/` (an energy row's grams
+  of CO2e too, `billing/carbon_g`); the pod's cost labels
   (`cost_labels`) are user-defined tags under their own names, left out where
   the pod had no such label.
 
@@ -54,6 +55,7 @@ billing.publish.focus_invoices'.
 from __future__ import annotations
 
 import json
+import math
 from datetime import date
 from importlib.util import find_spec
 from pathlib import Path
@@ -71,6 +73,7 @@ from billing.publish.report_formats import spreadsheet_safe
 from billing.resources import (
     CPU,
     CREDIT,
+    ENERGY,
     LENT,
     QUOTA,
     QUOTA_PREFIX,
@@ -155,6 +158,14 @@ def broken_down(ledger: pd.DataFrame, workloads: pd.DataFrame) -> pd.DataFrame:
                                                                    ignore_index=True)
 
 
+def with_carbon(rows: pd.DataFrame, energy: pd.DataFrame) -> pd.DataFrame:
+    """`broken_down`'s rows with `carbon_g`: an energy row's grams of CO2e (ledger.read.read_energy; docs/spec.md
+    "Energy and carbon"), which its Tags carry, FOCUS having no column for it; NaN on every other row and where
+    unknown. An energy row is one part under no workload, so the namespace's carbon is its."""
+    carbon = energy[["day", "cluster", "namespace", "team", "carbon_g"]].assign(resource=ENERGY)
+    return rows.merge(carbon, on=["day", "cluster", "namespace", "team", "resource"], how="left", validate="many_to_one")
+
+
 def _is_workload(name: object) -> bool:
     """A workload `Kind/name`, not a row no workload requested (a pool's, a share of unrequested capacity)."""
     return isinstance(name, str) and "/" in name
@@ -179,6 +190,9 @@ def _tags(row) -> dict[str, str]:
         tags["owner"] = row.owner
     if isinstance(row.workload, str) and row.workload:
         tags["workload"] = row.workload
+    carbon = getattr(row, "carbon_g", None)
+    if isinstance(carbon, float) and not math.isnan(carbon):
+        tags["carbon_g"] = f"{carbon:.6g}"  # grams of CO2e of an energy row
     labels = json.loads(row.labels) if isinstance(row.labels, str) else {}
     return _prefixed(tags) | {name: value for name, value in labels.items() if value != ""}
 

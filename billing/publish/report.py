@@ -44,7 +44,7 @@ from billing.ledger.questions import (
     quantities,
     workload_rows,
 )
-from billing.ledger.read import completed, incomplete, latest_directory, recovered
+from billing.ledger.read import completed, energy_sums, incomplete, latest_directory, recovered
 from billing.money import Totals, total
 from billing.publish.asked import ReportError
 from billing.publish.budgets import BudgetStatus
@@ -104,6 +104,9 @@ class Report:
     # closed months with cost recovery that the range holds only part of: their recovery, booked on the whole month,
     # is not in the rows
     recovery_apart: list[date] = field(default_factory=list)
+    # per team and cluster the kWh and grams of CO2e (docs/spec.md "Energy and carbon"; `ledger.read.energy_sums`), a
+    # figure None where unknown; an all-teams report's also the unattributed (team ''); none without energy or for a person
+    energy: list[dict] = field(default_factory=list)
 
     @property
     def totals(self) -> Totals:
@@ -199,7 +202,8 @@ def build_report(
     return Report(subject, first, last, held.pop() if len(held) == 1 else currency, by, columns, rows, missing, incomplete(engine, first, last),
                   people=people, leads=leads, without_breakdown=without_breakdown,
                   held_before_running=_per_resource(held_before_running(engine, subject, first, last, by == WORKLOAD)),
-                  recovered=months, recovery_apart=sorted({line["month"] for line in touched} - {line["month"] for line in months}))
+                  recovered=months, recovery_apart=sorted({line["month"] for line in touched} - {line["month"] for line in months}),
+                  energy=[] if subject.kind == "person" else energy_sums(engine, first, last, subject.name))
 
 
 SERVICE_UNITS = "service_units"  # a row's SU (docs/spec.md "Service units, credits and subsidies"); None: none

@@ -357,6 +357,8 @@ def json_text(report: Report) -> str:
         document["price_changes"] = [{"cluster": cluster, "from": day.isoformat()} for cluster, day in report.price_changes]
     if report.held_before_running:
         document["held_before_running"] = [_held_row(report, row) for row in report.held_before_running]
+    if report.energy:  # beside the cost: kWh and grams of CO2e per team and cluster, null where unknown
+        document["energy"] = report.energy
     if report.by:
         document["by"] = report.by
     if report.without_breakdown is not None:

@@ -218,11 +218,13 @@ class Site:
         tables = [(table.by, html_table(_shortened(table))) for table in shown.tables or [] if _broken_down(table)]
         nothing = "" if shown.tables is not None else f"the ledger holds no costs of namespaces owned by {subject.name}"
         held = shown.tables[0].held_before_running if shown.tables else []  # the same range and subject in every table
+        energy = shown.tables[0].energy if shown.tables else []  # likewise: kWh and carbon beside the cost
         return _html(render_template(
             "web.html.j2", viewer=self.viewer(), heading=heading, page=name, subject=subject, first=first, last=last,
             report=shown.figures, tables=tables, links=links, waste=_nones(shown.waste), waste_key=waste_key, held=held,
             reports_url=config.reports_url, nothing=nothing, csrf=csrf_token() if config.web.auth == "ldap" else "",
             today_missing=not shown.last_day_run, budget=shown.budget, allocations=shown.allocations,
+            energy=energy,
             price_notes=[price_change_note(*change) for change in shown.price_changes]))
 
     def costs(self) -> Response:

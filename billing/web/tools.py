@@ -267,6 +267,10 @@ def answer_schemas(currency: str) -> dict[str, dict]:
             f"resource-hours, cost in {currency} (in its `currency` where that is another or the rows are in "
             f"several), charged or shown only")},
         "days_without_breakdown": days, "leads": {"type": "array", "items": {"type": "object"}},
+        "energy": {"type": "array", "items": {"type": "object"}, "description": (
+            "per team and cluster with energy read, the range's gpu_kwh, cpu_kwh (CPU and memory) and kwh in kWh and "
+            "carbon_g in grams of CO2e of the team's namespaces, each null where some day of it is unknown; team '' "
+            "(asked of every team) is what no pod accounts for (idle power)")},
         "rows": {"type": "array", "items": row},
     }
 

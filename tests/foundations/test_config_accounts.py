@@ -87,4 +87,4 @@ def test_the_default_and_revenue_accounts_must_be_named(write_config):
     assert refusal(write_config, accounts(default_account="RC-NONE")) == (
         "accounts: default_account 'RC-NONE' is not in accounts.names: name it there")
     assert refusal(write_config, accounts(object_codes={"gpus": "6410"})) == (
-        "accounts.object_codes: 'gpus' is no billed resource (expected one of gpu, cpu, memory, storage)")
+        "accounts.object_codes: 'gpus' is no billed resource (expected one of gpu, cpu, memory, storage, energy)")

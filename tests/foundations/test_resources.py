@@ -54,11 +54,11 @@ from tests.helpers.serve import get
 
 
 def test_every_ledger_resource_has_its_base_a_unit_and_a_name():
-    # the four registered, and the five kinds of capacity (reserved, credit, unrequested, quota, lent) of the three
-    # that nodes offer: storage has no capacity kind
-    assert len(LEDGER_RESOURCES) == 4 + 5 * 3 and "storage" in LEDGER_RESOURCES
-    assert not [name for name in LEDGER_RESOURCES if name.endswith("-storage")]
-    assert UNITS["storage"] == "GiB-h"
+    # the five registered, and the five kinds of capacity (reserved, credit, unrequested, quota, lent) of the three
+    # that nodes offer: storage and energy have no capacity kind
+    assert len(LEDGER_RESOURCES) == 5 + 5 * 3 and "storage" in LEDGER_RESOURCES and "energy" in LEDGER_RESOURCES
+    assert not [name for name in LEDGER_RESOURCES if name.endswith(("-storage", "-energy"))]
+    assert UNITS["storage"] == "GiB-h" and UNITS["energy"] == "kWh"
     assert base("lent-gpu") == "gpu" and UNITS["quota-memory"] == "GiB-h"
     assert [base(r) for r in ("gpu", "unrequested-gpu", "reserved-memory", "credit-cpu")] == ["gpu", "gpu", "memory", "cpu"]
     assert UNITS["credit-memory"] == "GiB-h" and UNITS["unrequested-gpu"] == "GPU-h" and UNITS["cpu"] == "core-h"

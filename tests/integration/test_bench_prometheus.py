@@ -11,7 +11,7 @@ GIB = 2**30
 
 @pytest.mark.integration
 def test_the_factored_floor_adds_up_to_the_reference(prometheus_server):
-    world = world_of(300)
+    world = world_of(300, energy=True)  # the read budget's world (test_read_budget.py): loaded once per session
     server = prometheus_server(world)
     figures, asked, hours = floor_run(server)
     assert figures.queries == len(asked) == 4 and figures.peak_samples > 0 and figures.prometheus_cpu > 0

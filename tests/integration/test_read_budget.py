@@ -27,11 +27,11 @@ def read_budget() -> dict[str, float]:
 
 @pytest.mark.integration
 def test_every_stage_reads_within_its_budget(prometheus_server):
-    server = prometheus_server(world_of(PODS))
+    server = prometheus_server(world_of(PODS, energy=True))
     prometheus = Prometheus(server.url)
     floor = sum(ask_alone(prometheus, None, query)[1] for query in floor_asked())
     touched: Counter[str] = Counter()
-    for query in night_asked(server.url):
+    for query in night_asked(server.url, energy=True):
         touched[stage(query.asker)] += ask_alone(prometheus, None, query)[1]
     shares = {name: samples / floor for name, samples in touched.items()}
     budget = read_budget()

@@ -119,9 +119,9 @@ def test_grouped_rows_carry_resource_hours(config):
     rows = report_json(config, "--team", "robotics", *RANGE, "--by", "cluster")["rows"]
     assert rows == [
         {"cluster": "jaguar", "gpu_hours": 530.0, "cpu_core_hours": 100.0, "memory_gib_hours": 400.0,
-         "storage_gib_hours": 0.0, "cost": pytest.approx(1269.0), "list_cost": pytest.approx(1269.0)},
+         "storage_gib_hours": 0.0, "energy_kwh": 0.0, "cost": pytest.approx(1269.0), "list_cost": pytest.approx(1269.0)},
         {"cluster": "ibis", "gpu_hours": 10.0, "cpu_core_hours": 50.0, "memory_gib_hours": 0.0,
-         "storage_gib_hours": 0.0, "cost": pytest.approx(31.2), "list_cost": pytest.approx(31.2)},
+         "storage_gib_hours": 0.0, "energy_kwh": 0.0, "cost": pytest.approx(31.2), "list_cost": pytest.approx(31.2)},
     ]
 
 
@@ -140,7 +140,7 @@ def test_the_unrequested_share_has_its_own_column_and_people_their_names(config,
     day = ["--from", "2026-11-06", "--to", "2026-11-06", "--by", "person"]
     document = report_json(config, "--team", "robotics", *day)
     assert document["rows"] == [{"person": "carol", "gpu_hours": 10.0, "cpu_core_hours": 0.0, "memory_gib_hours": 0.0,
-                                 "storage_gib_hours": 0.0, "requested_cost": pytest.approx(24.0), "unrequested_share": pytest.approx(14.75),
+                                 "storage_gib_hours": 0.0, "energy_kwh": 0.0, "requested_cost": pytest.approx(24.0), "unrequested_share": pytest.approx(14.75),
                                  "cost": pytest.approx(38.75), "list_cost": pytest.approx(38.75),
                                  "person_name": "Carol Example"}]
     assert document["leads"] == [{"uid": "alice", "name": "Alice Example"}]

@@ -49,7 +49,8 @@ def sums_by_namespace(rows: list[dict]) -> dict[str, float]:
 def test_a_breakdown_adds_up_to_the_namespace_and_team_totals(config, by, key, expected):
     document = report_json(config, "--team", "robotics", *RANGE, "--by", by)
     assert document["by"] == by and document["missing_days"] == [str(day) for day in MISSING]
-    assert all(list(row) == ["namespace", key, "gpu_hours", "cpu_core_hours", "memory_gib_hours", "storage_gib_hours", "cost"]
+    assert all(list(row) == ["namespace", key, "gpu_hours", "cpu_core_hours", "memory_gib_hours", "storage_gib_hours",
+                                "energy_kwh", "cost"]
                for row in document["rows"])
     got = {(row["namespace"], row[key]): row["cost"] for row in document["rows"]}
     assert got == pytest.approx(expected, abs=1e-9)
@@ -106,7 +107,7 @@ def test_csv_and_html(config):
     assert result.exit_code == 0, result.output
     rows = list(csv.DictReader(io.StringIO(result.stdout)))
     assert list(rows[0]) == ["namespace", "workload", "gpu_hours", "cpu_core_hours", "memory_gib_hours",
-                             "storage_gib_hours", "cost", "currency"]
+                             "storage_gib_hours", "energy_kwh", "cost", "currency"]
     assert {(r["namespace"], r["workload"]): float(r["cost"]) for r in rows} == pytest.approx(BY_WORKLOAD)
     assert "2026-11-02 had costs without a breakdown by workload" in result.stderr
     page = report(config, "--team", "robotics", *RANGE, "--by", "workload", "--format", "html").stdout

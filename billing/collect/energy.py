@@ -1,0 +1,143 @@
+"""Energy per namespace and day (docs/spec.md "Energy and carbon"): GPUs' from dcgm-exporter's energy counter, to the
+pods each GPU's series are labelled with at each step's end; CPU and memory's from Kepler's pod counters; and what no
+pod accounts for (a GPU held by none, a node's energy beyond its pods') as the cluster's unattributed.
+
+A counter's step at an instant is its value then minus its value a step before, or its value then where that is
+lower (a reset). Per chunk one instant query asks the store for every step of the chunk summed, per namespace (GPUs,
+Kepler's pods per node) and per node (Kepler's node counters), each part told apart by its `figure` label; the client
+only adds chunks up. Asked only for a cluster with an `energy` section.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+
+import pandas as pd
+
+from billing import frames
+from billing.collect.asking import map_chunks
+from billing.collect.chunks import Chunk
+from billing.collect.context import ClusterDay
+from billing.collect.figures import GPU_ENERGY, NODE_ENERGY, POD_ENERGY, Family, figure
+from billing.collect.preflight import MissingSeries
+from billing.collect.promql import POD_LABELS, Queries, quote
+
+GPU_COUNTER = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"  # mJ since the driver loaded, per physical GPU (UUID)
+POD_COUNTER, NODE_COUNTER = "kepler_pod_cpu_joules_total", "kepler_node_cpu_joules_total"  # Kepler 0.10 and later
+ZONES = 'zone=~"package|dram"'  # core and uncore are inside package
+MJ_PER_KWH, J_PER_KWH = 3.6e9, 3.6e6
+# the `figure` label of each part of the answer, and the family its figures belong to
+GPU, POD, NODE = "gpu", "pod", "node"
+FAMILIES: dict[str, Family] = {GPU: GPU_ENERGY, POD: POD_ENERGY, NODE: NODE_ENERGY}
+COUNTERS = {GPU: GPU_COUNTER, POD: POD_COUNTER, NODE: NODE_COUNTER}
+
+
+@dataclass(frozen=True)
+class EnergyDay:
+    """One cluster-day's energy: kWh per namespace (frames.ENERGY, namespace '' the unattributed; NaN for a family
+    with no sample), the families found and the nodes Kepler reported."""
+
+    energy: pd.DataFrame  # frames.ENERGY
+    found: frozenset[str]  # of GPU, POD, NODE: the parts with a series on the day
+    nodes: frozenset[str]  # nodes with Kepler's node counters
+
+    def covering(self, namespaces: set[str]) -> EnergyDay:
+        """With a row for each of `namespaces` (the day's billed ones) and for the unattributed ('') that the counters
+        did not name: 0 of a family found (no series of it: none drawn), unknown (NaN) of one not found, so that the
+        pages say unknown for every namespace of a cluster whose counters are missing rather than leave it out."""
+        missing = sorted(namespaces - set(self.energy["namespace"]) | ({""} - set(self.energy["namespace"])))
+        if not missing:
+            return self
+        unknown = float("nan")
+        added = pd.DataFrame({"namespace": missing, "gpu_kwh": 0.0 if GPU in self.found else unknown,
+                              "cpu_kwh": 0.0 if self.found & {POD, NODE} else unknown})
+        energy = pd.concat([self.energy, added], ignore_index=True) if len(self.energy) else added
+        return EnergyDay(energy.sort_values("namespace", ignore_index=True), self.found, self.nodes)
+
+
+def step(now: str, before: str, on: str) -> str:
+    """A counter's step at each instant: its value `now` minus the value a step `before` (matched `on` those labels),
+    or `now` where that is lower (a reset, counted from 0). A counter below 0 makes its step NaN, and a NaN step stays
+    (`unless` keeps it), so that the chunk's sum is NaN and the gate refuses it: a sum could hide a negative step."""
+    delta = f"({now} - on ({on}) {before})"
+    return f"(((({delta} unless {delta} < 0) or ({now} and {delta} < 0)) unless {now} < 0) or ({now} < 0) * NaN)"
+
+
+class EnergyQueries(Queries):
+    """The query of one chunk: every step of the chunk summed on the store."""
+
+    def value(self, counter: str, by: str, before: int = 0, *matchers: str) -> str:
+        """Per `by`, the counter's value at each instant (`before` seconds earlier), its copies once (the largest)."""
+        return f"max by ({by}) ({self.latest(self.series(counter, *matchers), before)})"
+
+    def gpu_steps(self) -> str:
+        """Per namespace ('' for a GPU no pod holds): each GPU's step (UUID: its copies and pods' series once), split
+        equally over the pods its series are labelled with at the step's end, whatever pod held it before."""
+        gpu_step = step(self.value(GPU_COUNTER, "UUID"), self.value(GPU_COUNTER, "UUID", self.chunk.step), "UUID")
+        holders = f"group by (UUID, namespace, pod) ({self.dcgm.plain(self.latest(self.series(GPU_COUNTER)), POD_LABELS)})"
+        shares = f"{holders} / on (UUID) group_left () count by (UUID) ({holders})"
+        return f"sum by (namespace) ({gpu_step} * on (UUID) group_right () {shares})"
+
+    def kepler_steps(self, counter: str, by: str) -> str:
+        """Per `by`: Kepler's package and DRAM steps (a pod's running and terminated series once)."""
+        return step(self.value(counter, by, 0, ZONES), self.value(counter, by, self.chunk.step, ZONES), by)
+
+    def summed(self) -> str:
+        """Per part (`figure`): GPUs' steps per namespace, Kepler's pods' per namespace and node, its nodes' per node,
+        each summed over the chunk's instants."""
+        pods = f"sum by (pod_namespace, node_name) ({self.kepler_steps(POD_COUNTER, 'pod_namespace, pod_id, node_name, zone')})"
+        parts = {GPU: self.gpu_steps(),
+                 POD: f'label_replace({pods}, "namespace", "$1", "pod_namespace", "(.*)")',
+                 NODE: f"sum by (node_name) ({self.kepler_steps(NODE_COUNTER, 'node_name, zone, path')})"}
+        return "\nor ".join(f'label_replace(sum_over_time(({text})[{self.instants}:{self.step}]), "figure", '
+                            f'{quote(name)}, "", "")' for name, text in parts.items())
+
+
+def collect_energy(context: ClusterDay) -> EnergyDay:
+    """The cluster-day's energy (EnergyDay), one query per chunk."""
+    cluster = context.cluster.name
+
+    def ask(chunk: Chunk) -> list[tuple[str, str, str, float]]:
+        queries = EnergyQueries(context.cluster, context.gpu_resources, chunk, context.store)
+        rows = []
+        for series in context.source.instant(queries.summed(), chunk.last):
+            labels = series["metric"]
+            part = labels.get("figure", "")
+            shown = {name: text for name, text in labels.items() if name != "figure"}
+            rows.append((part, labels.get("namespace", ""), labels.get("node_name", ""),
+                         figure(series["value"][1], FAMILIES[part], shown, cluster)))
+        return rows
+
+    return energy_day([row for rows in map_chunks(ask, context.chunks()) for row in rows])
+
+
+def energy_day(rows: list[tuple[str, str, str, float]]) -> EnergyDay:
+    """EnergyDay from the chunks' figures (part, namespace, node, value: mJ for GPUs, joules for Kepler's): per
+    namespace its GPU and CPU kWh; unattributed ('') the GPUs' no pod held and, per node, the node's beyond its pods'
+    (never below 0). A part no chunk answered is unknown (NaN), not 0."""
+    frame = pd.DataFrame(rows, columns=["part", "namespace", "node", "value"]).astype({"value": float})
+    found = frozenset(frame["part"])
+    gpu = frame[frame["part"] == GPU].groupby("namespace")["value"].sum() / MJ_PER_KWH
+    pods = frame[frame["part"] == POD]
+    cpu = pods.groupby("namespace")["value"].sum() / J_PER_KWH
+    per_node = frame[frame["part"] == NODE].groupby("node")["value"].sum()
+    pods_per_node = pods.groupby("node")["value"].sum().reindex(per_node.index, fill_value=0.0)
+    beyond = float((per_node - pods_per_node).clip(lower=0.0).sum()) / J_PER_KWH
+    if NODE in found:
+        cpu = cpu.add(pd.Series({"": beyond}), fill_value=0.0)
+    energy = pd.DataFrame({"gpu_kwh": gpu, "cpu_kwh": cpu}).rename_axis("namespace").reset_index()
+    energy = energy.fillna({"gpu_kwh": 0.0 if GPU in found else float("nan"),
+                            "cpu_kwh": 0.0 if POD in found or NODE in found else float("nan")})
+    return EnergyDay(frames.ENERGY.check(energy)[frames.ENERGY.columns], found, frozenset(per_node.index))
+
+
+def refuse_unmeasured(energy: EnergyDay, cluster: str, day: date) -> None:
+    """Rule 10 where energy is billed (docs/spec.md "Energy and carbon"): a cluster-day without a sample of the GPUs'
+    or of Kepler's pods' counters would bill too little and look complete."""
+    missing = [COUNTERS[part] for part in (GPU, POD) if part not in energy.found]
+    if missing:
+        raise MissingSeries(f"cluster {cluster}: energy is priced (energy.price_kwh) but the store holds no sample of "
+                            f"{' or '.join(missing)} on {day}; run dcgm-exporter with its energy counter and Kepler 0.10 "
+                            "or later, or leave energy.price_kwh unset to show energy only; nothing was billed and the "
+                            "ledger keeps the day as it was")
