@@ -19,7 +19,7 @@ from billing.ledger.months import month_rows
 from billing.ledger.write import replace_day
 from billing.money import cents
 from billing.publish.account_invoices import account_invoices
-from billing.publish.statement import StatementError, build_statement, reopen_month
+from billing.publish.statement import MonthRules, StatementError, build_statement, reopen_month
 from tests.helpers.account_invoices import (
     ISSUER,
     RECHARGE_ACCOUNTS,
@@ -31,10 +31,11 @@ from tests.helpers.account_invoices import (
     lines_and_total,
     worked_invoices_scenario,
 )
-from tests.helpers.journals import NAMES, VISION, WORKED, november  # noqa: F401 (a pytest fixture)
+from tests.helpers.journals import NAMES, NIH_80, NOVEMBER, VISION, WORKED, november  # noqa: F401 (a pytest fixture)
+from tests.helpers.ledgers import new_ledger
 from tests.helpers.recharge import RULES, recharge_month
 from tests.helpers.report_ledger import frame
-from tests.helpers.statements import DEC, DIRECTORY, NOV
+from tests.helpers.statements import DEC, DIRECTORY, NOV, write_month
 
 
 def test_the_accounts_worked_month_invoices_each_account_its_part_by_hand(tmp_path):
@@ -144,3 +145,23 @@ def test_a_pdf_that_cannot_be_laid_out_leaves_the_month_open(november, tmp_path,
                                              r"install it with billing's dependencies and Debian's libpango-1.0-0"):
         close_with_invoices(november, tmp_path, WORKED)
     assert build_statement(november, NOV, "USD", {}).closing is None
+
+
+def test_an_allocation_s_line_is_on_its_account_s_invoice_whole_and_the_total_is_the_journal_s(tmp_path):
+    """docs/billing.md's worked month with NIH-R01's 80.00 allocation: the line "Allocation drawn, NIH-R01" (-80.00)
+    is NIH-R01's alone, so its invoice's total due is its journal lines', 120.12 + 6.00 - 80.00 = 46.12, and no
+    other account's invoice has a part of that line."""
+    engine = new_ledger(f"sqlite:///{tmp_path}/ledger.db")
+    write_month(engine, NOV, NOVEMBER, WORKED.accounts(), (NIH_80,))
+    statement = build_statement(engine, NOV, "USD", {}, rules=MonthRules(allocations=(NIH_80,)))
+    with engine.connect() as conn:
+        rows = month_rows(conn, NOV, date(2026, 11, 30))
+    invoices = {invoice.account.id: invoice for invoice in account_invoices(statement, rows, WORKED, (), 1,
+                                                                              date(2026, 12, 2))}
+    allocation_lines = {account: [cents(line.amount) for line in invoice.lines if line.line.kind == "allocation"]
+                        for account, invoice in invoices.items()}
+    assert allocation_lines == {account: ([Decimal("-80.00")] if account == "NIH-R01" else [])
+                                for account in invoices}
+    assert invoices["NIH-R01"].total == Decimal("46.12")
+    assert sum(invoice.total for invoice in invoices.values()) == cents(statement.total) == Decimal("237.30")
+    engine.dispose()
