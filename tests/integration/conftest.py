@@ -22,7 +22,7 @@ from typing import Protocol, TypeVar
 import pytest
 
 from fixtures.ksm import World
-from fixtures.remote_write import series_count, write_world
+from fixtures.remote_write import sample_count, write_world
 from fixtures.servers import (
     ColdFrontServer,
     HttpServer,
@@ -146,7 +146,7 @@ def live_store(request: pytest.FixtureRequest,
             server = start_victoria_metrics(None, work)
         write_world(world, f"{server.url}/api/v1/write")
         if request.param == "victoria-metrics":
-            flush_victoria_metrics(server.url, series_count(world))
+            flush_victoria_metrics(server.url, sample_count(world))
         return server
 
     yield from stopped_at_the_end(start)
