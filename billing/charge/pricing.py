@@ -15,7 +15,7 @@ the ledger holds rows of these resources:
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import pandas as pd
@@ -71,16 +71,32 @@ def model_price(prices: Prices, resource: str, model: str) -> float | None:
 
 def unpriced_models(usage: pd.DataFrame, prices: Prices, where: str) -> list[str]:
     """One sentence per resource and model in a cluster's usage (frames.USAGE) that has no price: the model is not
-    in the resource's prices per model and the resource's own price is unset (docs/spec.md "Rule 6: price").
-    where: the key of the cluster's price set in force (`clusters[0].prices`)."""
+    in the resource's prices per model and the resource's own price is unset (docs/spec.md "Rule 6: price"); and one
+    per model or priority class that a price names in another case only. The store's names are Kubernetes'
+    (node labels, StorageClass and PriorityClass objects), case-sensitive: such a key is a typo that would bill the
+    day at the resource's own price, or at full price. where: the key of the cluster's price set in force
+    (`clusters[0].prices`)."""
     sentences = []
     for resource, model in sorted(set(zip(usage["resource"], usage["gpu_model"]))):
+        registered = REGISTRY[resource]
+        by_model: dict[str, float] = getattr(prices, registered.models_key) if registered.models_key else {}
+        if model and model not in by_model:
+            sentences += _spelled_otherwise(f"{registered.word} {registered.model_word}", model, by_model,
+                                            f"{where}.{registered.models_key}")
         if model_price(prices, resource, model) is None:
-            registered = REGISTRY[resource]
             sentences.append(f"{registered.word} {registered.model_word} {model or '(none)'} has no price: add it to "
                              f"{where}.{registered.models_key}, or set {where}.{registered.price_key} for every "
                              f"{registered.model_word} not listed")
+    for priority_class in sorted(set(usage["priority_class"]) - set(prices.priority_classes)):
+        sentences += _spelled_otherwise("priority class", priority_class, prices.priority_classes,
+                                        f"{where}.priority_classes")
     return sentences
+
+
+def _spelled_otherwise(what: str, name: str, keys: Iterable[str], where: str) -> list[str]:
+    """The sentence refusing a name that `keys` hold in another case only (none where they do not)."""
+    return [f"{what} {name} is not in {where}, which names {key}: names are case-sensitive, write it as the store "
+            f"does ({name})" for key in keys if key.casefold() == name.casefold()][:1]
 
 
 def price(usage: pd.DataFrame, ownership: pd.DataFrame, prices: dict[str, Prices],

@@ -60,6 +60,17 @@ def test_each_unpriced_class_is_one_sentence_naming_it_and_both_keys():
     assert unpriced_models(usage, replace_prices(prices, storage_gib_hour=0.0), "clusters[0].prices") == []
 
 
+def test_a_class_priced_only_in_another_case_is_refused_even_where_a_default_would_price_it():
+    """`Fast-NVMe` for the store's `fast-nvme` would bill it at storage_gib_hour: a typo, named, not a price."""
+    prices = Prices(cpu_core_hour=0.01, memory_gib_hour=0.0, gpu_hour=1.10, storage_gib_hour=0.00005,
+                    storage_classes={"Fast-NVMe": 0.00014})
+    usage = pd.DataFrame([("bob", "storage", "fast-nvme", "", "", 5.0), ("bob", "storage", "bulk", "", "", 5.0)],
+                         columns=frames.USAGE.columns)
+    assert unpriced_models(usage, prices, "clusters[0].prices") == [
+        "storage class fast-nvme is not in clusters[0].prices.storage_classes, which names Fast-NVMe: names are "
+        "case-sensitive, write it as the store does (fast-nvme)"]
+
+
 def replace_prices(prices: Prices, **changes: object) -> Prices:
     return Prices.model_validate({**prices.model_dump(), **changes})
 

@@ -302,6 +302,34 @@ def test_the_demo_without_its_flavor_refuses_the_day_instead_of_billing_its_quot
     assert checked.exit_code == 1 and line.startswith("FAIL") and sentence in line
 
 
+@pytest.mark.parametrize(("cluster", "key", "name", "written"), [
+    (1, "gpu_models", "NVIDIA-H100-80GB-HBM3", "nvidia-h100-80gb-hbm3"),
+    (0, "priority_classes", "batch-low", "Batch-Low"),
+])
+def test_a_price_keyed_by_a_name_in_another_case_refuses_the_day(tmp_path, cluster, key, name, written):
+    """With ibis' H100 price keyed `nvidia-h100-80gb-hbm3` the day was billed with exit 0, its H100-hours at
+    gpu_hour instead of 4.10; with jaguar's `Batch-Low: 0.5` its batch pods paid full price. The store's names are
+    Kubernetes' (node labels, PriorityClass objects), case-sensitive: a key differing only in case is a typo."""
+    settings = yaml.safe_load(DEMO_CONFIG.read_text())
+    for each in settings["clusters"]:
+        each["prometheus"]["replay"] = str(DEMO_CONFIG.parent / each["prometheus"]["replay"])
+    prices = settings["clusters"][cluster]["prices"]
+    prices[key] = {written if key_name == name else key_name: value for key_name, value in prices[key].items()}
+    settings.update(database=f"sqlite:///{tmp_path / 'ledger.db'}", output_dir=str(tmp_path / "reports"),
+                    directory={**settings["directory"], "ldif": str(DEMO_CONFIG.parent / "directory.ldif")},
+                    email={"enabled": False})
+    path = tmp_path / "billing.yaml"
+    path.write_text(yaml.safe_dump(settings, sort_keys=False))
+    words = {"gpu_models": "GPU model", "priority_classes": "priority class"}[key]
+
+    run = CliRunner().invoke(main, ["run", "--date", "2026-11-17", "--config", str(path)])
+
+    assert run.exit_code == 1 and run.stderr.splitlines()[-1] == (
+        f"billing: cluster {settings['clusters'][cluster]['name']} on 2026-11-17: {words} {name} is not in "
+        f"clusters[{cluster}].prices.{key}, which names {written}: names are case-sensitive, write it as the store "
+        f"does ({name}); nothing was billed and the day stays missing")
+
+
 def demo_copy(demo_run: Path, tmp_path: Path, **settings_changed) -> Path:
     """The demo's config and a copy of its billed ledger in `tmp_path`, with some keys replaced; returns the
     config's path."""
