@@ -23,8 +23,9 @@ from collections.abc import Callable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import date, timedelta
-from functools import partial
+from functools import partial, wraps
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -155,6 +156,17 @@ def reach(config: Config, cluster: ClusterConfig, day: BillingDay) -> tuple[Prob
     return _timed(f"prometheus {cluster.name}", probe), next(iter(reached), None)
 
 
+def asked_of_a_live_store(line: Callable[..., str]) -> Callable[..., str]:
+    """A cluster-day's line whose questions `billing run` does not ask: no recording holds their answers
+    (billing/collect/replay.py), so on recorded answers the line says it was not checked rather than fail."""
+    @wraps(line)
+    def checked(context: ClusterDay, *args: Any) -> str:
+        return "recorded answers: not checked" if context.cluster.prometheus.replay else line(context, *args)
+
+    return checked
+
+
+@asked_of_a_live_store
 def bill_series(context: ClusterDay, workloads: bool) -> str:
     """The preflight `billing run` refuses a cluster-day by (billing/collect/preflight.py), in its words: a FAIL per
     family the bill needs without a sample; GPU-like resources `gpu_resources` does not list, and labels a scrape
@@ -178,14 +190,13 @@ def bill_series(context: ClusterDay, workloads: bool) -> str:
 UNITS = {"cpu": ("core-h", 1.0), "memory": ("GiB-h", 2.0**-30), DRA_GPU: ("GPU-h", 1.0)}  # as people read them
 
 
+@asked_of_a_live_store
 def request_rule(context: ClusterDay) -> str:
     """What docs/spec.md rule 3 (what the scheduler reserves) adds on the day over app containers' requests alone,
     per resource and term, so that an operator can announce it; and, as warnings, the pods whose requests
     kube-state-metrics cannot tell billing: native sidecars where it is too old to label them, and pods with pod-level
     resources. (GPUs held through Dynamic Resource Allocation without dcgm-exporter's DRA labels fail the preflight.)"""
     cluster, day = context.cluster, context.day
-    if cluster.prometheus.replay:
-        return "recorded answers: not checked"
     asked = added_by_rule(context)
     added = [line for resource, adds in asked.added.items() if (line := _added(resource, adds))]
     rule: str = cluster.requests or "pod"
@@ -209,12 +220,11 @@ def _added(resource: str, adds: RuleAdds) -> str:
     return f"{resource} {adds.more * scale:+,.2f} {unit}{share}: {detail}"
 
 
+@asked_of_a_live_store
 def bound_pending(context: ClusterDay) -> str:
     """What pods bound to a node held on the day before they ran (docs/spec.md "Rule 2: running"), per resource: how
     much, its share of what Running pods requested, the reason that held most; and whether the cluster charges it."""
     cluster, day = context.cluster, context.day
-    if cluster.prometheus.replay:
-        return "recorded answers: not checked"
     lines = held_by_resource(held_while_pending(context))
     said = f"bound_pending: {cluster.bound_pending or 'show'}; on {day.date}: "
     sampled = f" (sampled every {ESTIMATE_STEP // 60} minutes)"
@@ -239,13 +249,12 @@ def _unbillable_requests(counted: UnbillablePods, scheduled: bool) -> list[str]:
     return remarks
 
 
+@asked_of_a_live_store
 def workload_series(context: ClusterDay, cost_labels: list[str]) -> str:
     """Does the day hold what the breakdown by workload and cost label reads besides the owners (which the
     preflight requires): the pods' controllers (kube_pod_info's created_by_kind) and each cost label on some pod's
     kube_pod_labels? Without them the bill is right but its breakdown is coarser: warnings."""
     day = context.day
-    if context.cluster.prometheus.replay:
-        return "recorded answers: not checked"
     controllers, unlabelled = workload_labels_seen(context, cost_labels)
     remarks = [] if controllers else [
         "no pod's kube_pod_info carries created_by_kind, so every pod is its own workload (Pod/<name>); "
@@ -300,6 +309,7 @@ def kueue_queues(context: ClusterDay) -> str:
     return said
 
 
+@asked_of_a_live_store
 def storage(context: ClusterDay) -> str:
     """The storage classes of the day's persistent volumes and the claims bound (docs/spec.md "Storage"), asked as
     the run asks them, each figure through the gate (an impossible one fails, as the run refuses the day)."""
