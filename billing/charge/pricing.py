@@ -80,10 +80,10 @@ def unpriced_models(usage: pd.DataFrame, prices: Prices, where: str) -> list[str
     for resource, model in sorted(set(zip(usage["resource"], usage["gpu_model"]))):
         registered = REGISTRY[resource]
         by_model: dict[str, float] = getattr(prices, registered.models_key) if registered.models_key else {}
-        if model and model not in by_model:
-            sentences += _spelled_otherwise(f"{registered.word} {registered.model_word}", model, by_model,
-                                            f"{where}.{registered.models_key}")
-        if model_price(prices, resource, model) is None:
+        misnamed = _spelled_otherwise(f"{registered.word} {registered.model_word}", model, by_model,
+                                      f"{where}.{registered.models_key}") if model not in by_model else []
+        sentences += misnamed
+        if not misnamed and model_price(prices, resource, model) is None:
             sentences.append(f"{registered.word} {registered.model_word} {model or '(none)'} has no price: add it to "
                              f"{where}.{registered.models_key}, or set {where}.{registered.price_key} for every "
                              f"{registered.model_word} not listed")

@@ -32,6 +32,7 @@ import pandas as pd
 from billing.accounts import Subject, overlapping, uneven_days
 from billing.allocations import overlapping_allocations, unknown_accounts
 from billing.charge.bound_pending import held_by_resource
+from billing.charge.pricing import unpriced_models
 from billing.charge.quotas import queue_remarks, unpriced_flavors
 from billing.collect.capacity import bills_capacity, collect_allocatable
 from billing.collect.check_questions import (
@@ -312,9 +313,13 @@ def kueue_queues(context: ClusterDay) -> str:
 @asked_of_a_live_store
 def storage(context: ClusterDay) -> str:
     """The storage classes of the day's persistent volumes and the claims bound (docs/spec.md "Storage"), asked as
-    the run asks them, each figure through the gate (an impossible one fails, as the run refuses the day)."""
-    day = context.day.date
-    classes = collect_storage(context).classes
+    the run asks them, each figure through the gate (an impossible one fails, as the run refuses the day); a class
+    without a price fails as the run refuses it."""
+    day, collected = context.day.date, collect_storage(context)
+    cluster, classes = context.cluster, collected.classes
+    unpriced = unpriced_models(collected.usage, cluster.prices_on(day), cluster.prices_key(day))
+    if unpriced:  # the run refuses the day
+        raise CheckFailure(f"on {day}: " + "; ".join(unpriced))
     if classes.empty:
         return f"no persistent volume claim on {day}: no storage to bill"
     figures = "; ".join(f"{row.storageclass} {row.claimed:.2f} GiB-h claimed of {row.provisioned:.2f} provisioned, "

@@ -26,14 +26,15 @@ from billing.collect.prometheus import LivePrometheus
 from billing.collect.storage import collect_storage
 from billing.collect.usage import collect_cluster
 from billing.collect.waste import collect_waste
-from billing.config import load_config
+from billing.config import ClusterConfig, load_config
 from billing.days import billing_day
+from billing.errors import RunFailed
 from billing.jobs.check import storage
 from fixtures.ksm import Cluster, Container, Controller, Node, Pod, Volume, VolumeClaim, World, replaced_exporter
 from fixtures.reference import reference_storage
 from tests.helpers.html_tables import read_page
 from tests.helpers.prometheus_jobs import write_config
-from tests.helpers.prometheus_worlds import cluster
+from tests.helpers.prometheus_worlds import PRICES, cluster
 
 DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 D = DAY.start.timestamp()
@@ -251,11 +252,34 @@ def test_claims_without_their_volumes_capacity_refuse_the_day(prometheus_server)
 def test_billing_checks_storage_line_names_the_classes_and_the_claims_bound(prometheus_server):
     """`billing check`'s storage line: per class the GiB-hours claimed, provisioned and unclaimed (the figures
     above), and the 7 claims bound at some instant (scratch after 03:00, cache in both lives)."""
-    config = cluster("jaguar", prometheus_server(world()).url)
+    config = priced(prometheus_server(world()).url, storage_gib_hour=0.0001)
     context = cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
     assert storage(context) == (
         "2 storage classes on 2026-11-20: bulk 44592.00 GiB-h claimed of 68352.00 provisioned, 24000.00 unclaimed; "
         "fast-nvme 4199.50 GiB-h claimed of 5092.33 provisioned, 900.00 unclaimed; 7 claims bound")
+
+
+def priced(url: str, **storage_prices: object) -> ClusterConfig:
+    """jaguar of `url` with its storage priced so."""
+    return ClusterConfig(name="jaguar", prometheus=cluster("jaguar", url).prometheus,
+                         prices={**PRICES, **storage_prices})
+
+
+def test_billing_checks_storage_line_fails_where_the_run_refuses_a_class(prometheus_server):
+    """A class the day holds that no price covers, or that `storage_classes` names only in another case, refuses
+    `billing run`'s day; the check's storage line said ok. Now it fails with the run's sentence."""
+    url = prometheus_server(world()).url
+    for storage_classes, sentence in [
+        ({"fast-nvme": 0.0002}, "storage class bulk has no price: add it to prices.storage_classes, or "
+                                "set prices.storage_gib_hour for every class not listed"),
+        ({"fast-nvme": 0.0002, "Bulk": 0.00004}, "storage class bulk is not in prices.storage_classes, "
+                                                 "which names Bulk: names are case-sensitive, write it as the store "
+                                                 "does (bulk)")]:
+        config = priced(url, storage_classes=storage_classes)
+        context = cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
+        with pytest.raises(RunFailed) as failed:
+            storage(context)
+        assert str(failed.value) == f"on 2026-11-20: {sentence}"
 
 
 def test_a_collected_day_carries_storage_beside_the_usage(prometheus_server, tmp_path):
