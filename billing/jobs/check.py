@@ -76,6 +76,7 @@ from billing.errors import BillingError, RunFailed
 from billing.ledger.database import NoLedgerYet, open_ledger
 from billing.ledger.read import days_billed
 from billing.notify.mail import IMPLICIT_TLS_PORT, connect_smtp
+from billing.resources import GPU
 
 TIMEOUT = 10.0  # seconds: a check answers quickly or reports the dependency as failing
 
@@ -273,10 +274,11 @@ def workload_series(context: ClusterDay, cost_labels: list[str]) -> str:
 def store_figures(context: ClusterDay) -> str:
     """Whether the day's allocatable figures, and Kueue's, pass the gate as the run reads them (docs/spec.md "Figures
     from the store"): an impossible one fails where the bill needs it and warns where capacity is only shown; Kueue
-    replicas that disagree without a role fail, naming both figures."""
+    replicas that disagree without a role fail, naming both figures; a node's GPU model priced only under another
+    case warns."""
     cluster, day = context.cluster, context.day.date
     try:
-        collect_allocatable(context)
+        allocatable = collect_allocatable(context)
         quotas = collect_quotas(context)
     except ImpossibleFigure as refused:
         if bills_capacity(cluster) or refused.family.series != ALLOCATABLE.series:
@@ -284,7 +286,12 @@ def store_figures(context: ClusterDay) -> str:
         raise CheckWarning(f"on {day} the capacity is unknown: {refused.reason}; the run bills the day without it, "
                            "as no reserved pool, Kueue quota or shared unrequested capacity needs it") from None
     kueue = f" and Kueue's quotas ({len(quotas)} figures, one replica's each)" if cluster.kueue is not None else ""
-    return f"allocatable capacity{kueue} on {day}: every figure possible"
+    said = f"allocatable capacity{kueue} on {day}: every figure possible"
+    models = allocatable.loc[allocatable["resource"] == GPU, ["resource", "gpu_model"]].assign(priority_class="")
+    misnamed = unpriced_models(models, cluster.prices_on(day), cluster.prices_key(day))
+    if misnamed:  # a node's model priced under another case: the run refuses the day where a pod uses it
+        raise CheckWarning(f"{said}; " + "; ".join(misnamed) + " (the run refuses a day on which a pod uses it)")
+    return said
 
 
 def kueue_queues(context: ClusterDay) -> str:

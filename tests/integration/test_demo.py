@@ -333,11 +333,16 @@ def test_a_price_keyed_by_a_name_in_another_case_refuses_the_day(tmp_path, clust
     words = {"gpu_models": "GPU model", "priority_classes": "priority class"}[key]
 
     run = CliRunner().invoke(main, ["run", "--date", "2026-11-17", "--config", str(path)])
+    checked = CliRunner().invoke(main, ["check", "--date", "2026-11-17", "--config", str(path)])
 
+    sentence = (f"{words} {name} is not in clusters[{cluster}].prices.{key}, which names {written}: names are "
+                f"case-sensitive, write it as the store does ({name})")
+    name_of = settings["clusters"][cluster]["name"]
     assert run.exit_code == 1 and run.stderr.splitlines()[-1] == (
-        f"billing: cluster {settings['clusters'][cluster]['name']} on 2026-11-17: {words} {name} is not in "
-        f"clusters[{cluster}].prices.{key}, which names {written}: names are case-sensitive, write it as the store "
-        f"does ({name}); nothing was billed and the day stays missing")
+        f"billing: cluster {name_of} on 2026-11-17: {sentence}; nothing was billed and the day stays missing")
+    if key == "gpu_models":  # the nodes' models are in what the check asks of capacity
+        [line] = [line for line in checked.stdout.splitlines() if line[6:26].strip() == f"figures {name_of}"]
+        assert line.startswith("WARN") and f"{sentence} (the run refuses a day on which a pod uses it)" in line
 
 
 def demo_copy(demo_run: Path, tmp_path: Path, **settings_changed) -> Path:
