@@ -81,6 +81,16 @@ def with_allocations(directory: Directory, allocations: tuple[MappedAllocation, 
                         directory.named_accounts + named_by(allocations))
 
 
+def with_accounts_as_stored(directory: Directory, stored: Directory | None) -> Directory:
+    """The directory holding the accounts the last stored directory names (the directory's and ColdFront's as of the
+    last night that read both) in place of its own: a night ColdFront does not answer draws allocations with the
+    accounts its pages and the month's close read, not with the directory's alone. Without a stored directory,
+    the directory's own."""
+    if stored is None:
+        return directory
+    return Directory.of(directory.people.values(), directory.teams.values(), stored.named_accounts)
+
+
 def _listed(session: requests.Session, config: ColdFrontConfig, path: str) -> list[dict[str, Any]]:
     """Every object of a list endpoint: one answer, or its pages where ColdFront is set to paginate."""
     url: str | None = f"{config.url.rstrip('/')}/api/{path}"

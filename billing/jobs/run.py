@@ -22,7 +22,13 @@ from billing.collect.usage import ClusterUsage
 from billing.config import ClusterConfig, Config, Prices
 from billing.days import BillingDay, billing_day
 from billing.directory.accounts import accounts_of, named_assignments
-from billing.directory.coldfront import ColdFrontError, MappedAllocation, read_allocations, with_allocations
+from billing.directory.coldfront import (
+    ColdFrontError,
+    MappedAllocation,
+    read_allocations,
+    with_accounts_as_stored,
+    with_allocations,
+)
 from billing.directory.names import check_names
 from billing.directory.people import (
     AmbiguousDirectoryError,
@@ -33,7 +39,7 @@ from billing.directory.people import (
 )
 from billing.directory.sources import load_directory
 from billing.ledger.database import open_ledger
-from billing.ledger.read import days_billed, latest_directory
+from billing.ledger.read import days_billed, latest_directory, stored_directory
 from billing.ledger.write import replace_day
 from billing.notify.allocation_alerts import send_allocation_alerts
 from billing.notify.budget_alerts import send_alerts
@@ -95,11 +101,13 @@ def _read_directory(config: Config, ledger: Engine) -> tuple[Directory, str]:
         return directory_from_json(content), warning
 
 
-def _read_coldfront(config: Config, directory: Directory) -> tuple[Directory, tuple[MappedAllocation, ...], str]:
+def _read_coldfront(config: Config, ledger: Engine, directory: Directory
+                    ) -> tuple[Directory, tuple[MappedAllocation, ...], str]:
     """The directory with the accounts ColdFront's allocations name, the allocations, and a warning. A ColdFront that
     does not answer leaves the accounts as the last run stored them: the run stores no directory (its note says
     why), so pages, statements and the journal read the last one, whose ColdFront accounts are those of the last
-    night that read it; the night is billed all the same (its ledger rows do not depend on accounts)."""
+    night that read it, and the night's allocation draw takes the same; the night is billed all the same (its
+    ledger rows do not depend on accounts)."""
     if config.coldfront is None:
         return directory, (), ""
     try:
@@ -107,7 +115,7 @@ def _read_coldfront(config: Config, directory: Directory) -> tuple[Directory, tu
     except ColdFrontError as exc:
         warning = f"{exc}; the accounts of ColdFront and the directory are those the last run stored"
         log.warning("COLDFRONT UNAVAILABLE, ITS ACCOUNTS AS LAST STORED: %s", warning)
-        return directory, (), warning
+        return with_accounts_as_stored(directory, stored_directory(ledger)), (), warning
     log.info("ColdFront: %d allocations pay for namespaces or teams", len(allocations))
     return with_allocations(directory, allocations), allocations, ""
 
@@ -162,7 +170,7 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0,
     check_coverage(collected, day, require_coverage)
     directory, directory_warning = _read_directory(config, ledger)
     check_names(config, directory)  # a team or person the config names that it does not hold: exit 2, nothing written
-    directory, allocations, coldfront_warning = _read_coldfront(config, directory)
+    directory, allocations, coldfront_warning = _read_coldfront(config, ledger, directory)
     _warn_of_unknown_accounts(config, directory)
     with turn or nullcontext():
         bill = bill_day(collected, prices, directory, config)

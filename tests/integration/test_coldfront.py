@@ -25,6 +25,7 @@ from billing.directory.accounts import accounts_of
 from billing.directory.coldfront import read_allocations
 from billing.jobs.check import CheckWarning, coldfront_allocations
 from billing.jobs.run import run_day
+from billing.ledger.allocations import allocation_draws_between
 from billing.ledger.database import open_ledger
 from billing.ledger.read import directory_note, latest_directory, read_rows, stored_directory
 from billing.publish.answers import close
@@ -76,7 +77,7 @@ def stubbed_collection(monkeypatch):
     stub_node_metrics(monkeypatch)
 
 
-def make_config(tmp_path: Path, coldfront, **changes) -> Config:
+def make_config(tmp_path: Path, coldfront, allocations: tuple[dict, ...] = (), **changes) -> Config:
     (tmp_path / "directory.ldif").write_text(LDIF)
     (tmp_path / "token").write_text(coldfront.token + "\n")
     return Config.model_validate({
@@ -87,7 +88,8 @@ def make_config(tmp_path: Path, coldfront, **changes) -> Config:
         "coldfront": {"url": coldfront.url, "token_file": str(tmp_path / "token"), "timeout": "10s",
                       "namespace_attribute": "Kubernetes namespace", "team_attribute": "Kubernetes team",
                       "account_attribute": "Account", "usage_attribute": "Cloud Usage (EUR)",
-                      "usage_command": coldfront.command, **changes}})
+                      "usage_command": coldfront.command, **changes},
+        "allocations": list(allocations)})
 
 
 def usage_in_coldfront(coldfront) -> dict[int, float]:
@@ -152,12 +154,17 @@ def silent():
         yield listening.getsockname()[1]
 
 
+# NIH-R01 is named by ColdFront alone: by allocation 5 for namespace alice, by allocation 4 for team robotics
+NIH_PREPAID = {"account": "NIH-R01", "from": "2026-10-01", "to": "2026-10-31", "amount": 1000}
+
+
 @pytest.mark.parametrize("how", ["closed", "silent"])
 def test_a_coldfront_that_is_down_bills_the_night_and_keeps_the_accounts_as_they_were(coldfront, tmp_path, caplog,
                                                                                       silent, how):
-    run_day(make_config(tmp_path, coldfront, usage_attribute=""), NIGHTS[0], summaries="none")  # the night before
+    run_day(make_config(tmp_path, coldfront, (NIH_PREPAID,), usage_attribute=""), NIGHTS[0],
+            summaries="none")  # the night before
     down = f"http://127.0.0.1:{free_port() if how == 'closed' else silent}"
-    config = make_config(tmp_path, coldfront, url=down, timeout="1s")
+    config = make_config(tmp_path, coldfront, (NIH_PREPAID,), url=down, timeout="1s")
     ledger = open_ledger(config.database)
     stored = latest_directory(ledger)
 
@@ -171,3 +178,7 @@ def test_a_coldfront_that_is_down_bills_the_night_and_keeps_the_accounts_as_they
     assert read_rows(ledger, NIGHTS[1], NIGHTS[1])["cost"].sum() == pytest.approx(23.0)  # billed all the same
     assert latest_directory(ledger) == stored  # the accounts as the last night stored them
     assert any(note in r.getMessage() for r in caplog.records if r.levelname == "WARNING")
+    # each night draws NIH-R01's part of it as the accounts last stored say: namespace alice's 21.00 whole, and
+    # half of team-robotics' 2.00 (robotics split equally between NSF-2231 and NIH-R01)
+    drawn = allocation_draws_between(ledger, *NIGHTS).groupby("day")["drawn_cost"].sum()
+    assert drawn.to_dict() == {NIGHTS[0]: pytest.approx(22.0), NIGHTS[1]: pytest.approx(22.0)}
