@@ -14,6 +14,7 @@ ColdFront later: each source hands on `AccountAssignment`s, and `Accounts.shares
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal
@@ -107,6 +108,13 @@ class Accounts:
         """The assignments whose last day is today or within the next `within` days, soonest first."""
         return sorted((a for a in self.assignments if a.last is not None and today <= a.last <= today
                        + timedelta(days=within)), key=lambda a: (a.last, str(a.subject), a.account.id))
+
+
+def spelled_otherwise(account: str, names: Iterable[str]) -> str:
+    """How accounts.names spells an id it holds only in another case, as a clause ('' if it holds none such): the
+    finance office's ids are one account whatever their case, so a mistyped case is named, with the fix."""
+    spelled = [name for name in names if name.casefold() == account.casefold()]
+    return f" (accounts.names spells it {spelled[0]!r})" if spelled else ""
 
 
 def by_subject(assignments: tuple[AccountAssignment, ...]) -> dict[Subject, list[AccountAssignment]]:

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Literal
 
+from billing.accounts import spelled_otherwise
+
 SU = "SU"  # the unit of an allocation of service units; any other unit is the configured currency
 # what is used beyond an allocation: charged to the account as usual, or shown and not charged
 Overage = Literal["charge", "show"]
@@ -77,5 +79,5 @@ def overlapping_allocations(allocations: Sequence[Allocation]) -> list[str]:
 def unknown_accounts(allocations: Sequence[Allocation], names: Iterable[str]) -> list[str]:
     """A sentence for each allocation of an account accounts.names does not have: nothing would draw on it."""
     known = set(names)
-    return [f"{a.source}.account {a.account!r} is not in accounts.names: name it there, or correct its id"
-            for a in allocations if a.account not in known]
+    return [f"{a.source}.account {a.account!r} is not in accounts.names{spelled_otherwise(a.account, known)}: name it "
+            f"there, or correct its id" for a in allocations if a.account not in known]

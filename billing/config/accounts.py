@@ -4,12 +4,21 @@ none, and what the finance office's journal at `billing close` books them under.
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 from typing import Annotated
 
-from pydantic import BeforeValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 
-from billing.accounts import Account, AccountAssignment, Accounts, Subject, overlapping, uneven_days
+from billing.accounts import (
+    Account,
+    AccountAssignment,
+    Accounts,
+    Subject,
+    overlapping,
+    spelled_otherwise,
+    uneven_days,
+)
 from billing.config.prices import Day, finite_number
 from billing.config.section import Section
 from billing.resources import registered
@@ -17,13 +26,24 @@ from billing.resources import registered
 Name = Annotated[str, Field(min_length=1)]
 # a share of a charge, in percent: 60, 33.33 (to the ten-thousandth, so that three thirds can add to 100)
 Percent = Annotated[Decimal, BeforeValidator(finite_number), Field(gt=0, le=100, decimal_places=4)]
+# a Kubernetes namespace's name (an RFC 1123 label: lower case, digits and '-'); one spelled otherwise (`Robotics`)
+# names no namespace, and its assignment would charge nothing without a word
+NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+
+
+def namespace_name(name: str) -> str:
+    """A namespace as Kubernetes spells them, else a sentence saying how it must be spelled."""
+    if name and not NAMESPACE.fullmatch(name):
+        raise ValueError(f"{name!r} is no Kubernetes namespace (lower-case letters, digits and '-', at most 63): "
+                         f"write it as the cluster spells it")
+    return name
 
 
 class Assignment(Section):
     """One team, namespace or person charged to one account at a percentage from a day to a day, inclusive."""
 
     team: str = ""
-    namespace: str = ""
+    namespace: Annotated[str, AfterValidator(namespace_name)] = ""
     person: str = ""
     account: Name  # an id of accounts.names
     percent: Percent = Decimal(100)
@@ -64,13 +84,19 @@ class AccountsConfig(Section):
 
     @model_validator(mode="after")
     def _consistent(self) -> AccountsConfig:
+        spelled: dict[str, str] = {}
+        for account in self.names:  # the finance office's ids: NIH-R01 and nih-r01 are one account to a person
+            if (other := spelled.setdefault(account.casefold(), account)) != account:
+                raise ValueError(f"accounts.names holds {other!r} and {account!r}, which differ only in case: keep "
+                                 f"one id per account")
         for key in ("default_account", "revenue_account"):
             if getattr(self, key) not in self.names:
                 raise ValueError(f"{key} {getattr(self, key)!r} is not in accounts.names: name it there")
         for number, assignment in enumerate(self.assignments):
             if assignment.account not in self.names:
                 raise ValueError(f"accounts.assignments[{number}].account {assignment.account!r} is not in "
-                                 f"accounts.names: name it there, or correct its id")
+                                 f"accounts.names{spelled_otherwise(assignment.account, self.names)}: name it there, "
+                                 f"or correct its id")
         held = self.accounts().assignments
         problems = overlapping(held) or uneven_days(held)  # an account charged twice makes any day's sum wrong
         if problems:
