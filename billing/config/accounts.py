@@ -4,7 +4,6 @@ none, and what the finance office's journal at `billing close` books them under.
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal
 from typing import Annotated
 
@@ -15,6 +14,7 @@ from billing.accounts import (
     AccountAssignment,
     Accounts,
     Subject,
+    misspelled_namespace,
     overlapping,
     spelled_otherwise,
     uneven_days,
@@ -26,16 +26,12 @@ from billing.resources import registered
 Name = Annotated[str, Field(min_length=1)]
 # a share of a charge, in percent: 60, 33.33 (to the ten-thousandth, so that three thirds can add to 100)
 Percent = Annotated[Decimal, BeforeValidator(finite_number), Field(gt=0, le=100, decimal_places=4)]
-# a Kubernetes namespace's name (an RFC 1123 label: lower case, digits and '-'); one spelled otherwise (`Robotics`)
-# names no namespace, and its assignment would charge nothing without a word
-NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
 def namespace_name(name: str) -> str:
-    """A namespace as Kubernetes spells them, else a sentence saying how it must be spelled."""
-    if name and not NAMESPACE.fullmatch(name):
-        raise ValueError(f"{name!r} is no Kubernetes namespace (lower-case letters, digits and '-', at most 63): "
-                         f"write it as the cluster spells it")
+    """A namespace as Kubernetes spells them, else the sentence saying how it must be spelled."""
+    if mistake := misspelled_namespace(name):
+        raise ValueError(f"{name!r} {mistake}: write it as the cluster spells it")
     return name
 
 

@@ -68,7 +68,7 @@ from billing.config import (
 )
 from billing.days import BillingDay, billing_day, yesterday
 from billing.directory.accounts import accounts_of, named_assignments
-from billing.directory.coldfront import ColdFrontError, named_by, read_allocations, with_allocations
+from billing.directory.coldfront import ColdFrontError, allocations_of, named_by, with_allocations
 from billing.directory.sources import check_directory, load_directory
 from billing.errors import BillingError, RunFailed
 from billing.ledger.database import NoLedgerYet, open_ledger
@@ -438,9 +438,9 @@ def coldfront_allocations(config: Config, section: AccountsConfig) -> str:
     write-back command that is not there."""
     coldfront = config.coldfront
     assert coldfront is not None  # asked only with a coldfront section
-    allocations = read_allocations(coldfront)
+    allocations, unknown = allocations_of(coldfront, load_directory(config.directory))
     given = named_assignments(named_by(allocations), section.names)
-    problems = list(given.unknown)
+    problems = [*unknown, *given.unknown]
     without = [str(allocation.id) for allocation in allocations if not allocation.accounts]
     if without:
         problems.append(f"allocations {', '.join(without)} name no account ({coldfront.account_attribute}), so "
@@ -462,7 +462,7 @@ def accounts_today(config: Config, section: AccountsConfig, today: date) -> str:
     directory = load_directory(config.directory)
     if config.coldfront is not None:
         with suppress(ColdFrontError):  # the coldfront line says it is down
-            directory = with_allocations(directory, read_allocations(config.coldfront))
+            directory = with_allocations(directory, allocations_of(config.coldfront, directory)[0])
     accounts = accounts_of(section, directory)
     teams = sorted(directory.teams)
     missing = [team for team in teams if not accounts.valid_on(today, Subject("team", team))]

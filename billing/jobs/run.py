@@ -25,7 +25,7 @@ from billing.directory.accounts import accounts_of, named_assignments
 from billing.directory.coldfront import (
     ColdFrontError,
     MappedAllocation,
-    read_allocations,
+    allocations_of,
     with_accounts_as_stored,
     with_allocations,
 )
@@ -111,12 +111,14 @@ def _read_coldfront(config: Config, ledger: Engine, directory: Directory
     if config.coldfront is None:
         return directory, (), ""
     try:
-        allocations = read_allocations(config.coldfront)
+        allocations, unknown = allocations_of(config.coldfront, directory)
     except ColdFrontError as exc:
         warning = f"{exc}; the accounts of ColdFront and the directory are those the last run stored"
         log.warning("COLDFRONT UNAVAILABLE, ITS ACCOUNTS AS LAST STORED: %s", warning)
         return with_accounts_as_stored(directory, stored_directory(ledger)), (), warning
     log.info("ColdFront: %d allocations pay for namespaces or teams", len(allocations))
+    for sentence in unknown:
+        log.warning("COLDFRONT SUBJECT UNKNOWN: %s", sentence)
     return with_allocations(directory, allocations), allocations, ""
 
 
