@@ -159,6 +159,9 @@ def test_a_night_writes_usage_back_and_the_close_splits_by_coldfront_s_accounts(
             "name it there, or correct the value") in warned
     assert ("ColdFront allocations 6 have no attribute 'Cloud Usage (EUR)' with usage: give each one (its value the "
             "amount allocated) to see its usage") in warned
+    assert ("COLDFRONT SUBJECT UNKNOWN: ColdFront allocation 2 (project 'Angular momentum in QGP holography', PI cgray) "
+            "names team visoin, which the directory does not hold: correct the value, or its charges go as if "
+            "ColdFront named none") in warned  # as billing check's coldfront line names it
     # the month to date of Oct 20: robotics' 2 x 23.00 (allocation 2's ROBOTICS is robotics, its Cloud Usage's "NaN"
     # amount no matter), namespace alice's 2 x 21.00, nlp's nothing; allocation 6 has no Cloud Usage attribute and
     # gets none
