@@ -29,7 +29,7 @@ from pathlib import Path
 import pandas as pd
 
 from billing.accounts import Subject, overlapping, uneven_days
-from billing.allocations import overlapping_allocations, unknown_accounts
+from billing.allocations import overlapping_allocations, undrawn, unknown_accounts
 from billing.charge.bound_pending import held_by_resource
 from billing.charge.quotas import queue_remarks, unpriced_flavors
 from billing.collect.capacity import bills_capacity, collect_allocatable
@@ -457,8 +457,9 @@ def coldfront_allocations(config: Config, section: AccountsConfig) -> str:
 
 
 def accounts_today(config: Config, section: AccountsConfig, today: date) -> str:
-    """The directory's teams with no account valid today, whose charges go to the default account (a warning),
-    unless a namespace's or person's account takes them."""
+    """The directory's teams with no account valid today, whose charges go to the default account, unless a
+    namespace's or person's account takes them, and the allocations holding today whose account nothing is charged
+    to (a warning each, as the run logs the latter)."""
     directory = load_directory(config.directory)
     if config.coldfront is not None:
         with suppress(ColdFrontError):  # the coldfront line says it is down
@@ -466,10 +467,13 @@ def accounts_today(config: Config, section: AccountsConfig, today: date) -> str:
     accounts = accounts_of(section, directory)
     teams = sorted(directory.teams)
     missing = [team for team in teams if not accounts.valid_on(today, Subject("team", team))]
+    problems = undrawn(config.prepaid_allocations(), accounts, today)
     if missing:
-        raise CheckWarning(f"{len(missing)} of {len(teams)} teams have no account valid on {today}, so their charges "
+        problems.insert(0, f"{len(missing)} of {len(teams)} teams have no account valid on {today}, so their charges "
                            f"go to the default account {accounts.default.id} unless a namespace's or person's does: "
                            + ", ".join(missing))
+    if problems:
+        raise CheckWarning("; ".join(problems))
     return f"all {len(teams)} teams have an account valid on {today}"
 
 

@@ -13,6 +13,7 @@ from typing import Literal
 
 from sqlalchemy import Engine
 
+from billing.allocations import undrawn
 from billing.charge.allocations import allocation_use
 from billing.charge.bill import DayBill, bill_day, refuse_unpriced
 from billing.charge.workloads import kept_since
@@ -122,12 +123,15 @@ def _read_coldfront(config: Config, ledger: Engine, directory: Directory
     return with_allocations(directory, allocations), allocations, ""
 
 
-def _warn_of_unknown_accounts(config: Config, directory: Directory) -> None:
-    """Each account id the directory or ColdFront names that accounts.names does not hold: left out, so said."""
+def _warn_of_accounts(config: Config, directory: Directory, day: date) -> None:
+    """Each account id the directory or ColdFront names that accounts.names does not hold (left out), and each
+    allocation nothing draws on that day: so said, as `billing check` says them."""
     if config.accounts is None:
         return
     for sentence in named_assignments(directory.named_accounts, config.accounts.names).unknown:
         log.warning("ACCOUNT UNKNOWN: %s", sentence)
+    for sentence in undrawn(config.prepaid_allocations(), accounts_of(config.accounts, directory), day):
+        log.warning("ALLOCATION NOT DRAWN: %s", sentence)
 
 
 def _write_usage_back(config: Config, ledger: Engine, day: date, allocations: tuple[MappedAllocation, ...]) -> None:
@@ -173,7 +177,7 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0,
     directory, directory_warning = _read_directory(config, ledger)
     check_names(config, directory)  # a team or person the config names that it does not hold: exit 2, nothing written
     directory, allocations, coldfront_warning = _read_coldfront(config, ledger, directory)
-    _warn_of_unknown_accounts(config, directory)
+    _warn_of_accounts(config, directory, day)
     with turn or nullcontext():
         bill = bill_day(collected, prices, directory, config)
         written = _write(config, ledger, day, bill, directory, "; ".join(filter(None, [directory_warning,

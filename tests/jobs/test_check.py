@@ -405,3 +405,25 @@ def test_check_fails_exactly_where_the_run_refuses_an_accounts_config(config, tm
     assert (checked.exit_code, run.exit_code) == ((2, 2) if refused else (0, 0)), (checked.output, run.output)
     assert days_billed(open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}"))[0] == (0 if refused else 1)
     assert not refused or not (tmp_path / "reports").exists() or not any((tmp_path / "reports").iterdir())
+
+
+@responses.activate
+def test_an_allocation_nothing_draws_on_is_a_warning_of_check_and_of_the_run_alike(config, tmp_path, monkeypatch,
+                                                                                   caplog):
+    responses.add_callback(responses.POST, f"{PROMETHEUS}/api/v1/query", callback=every_series_no_odd_pod)
+    responses.post(f"{PROMETHEUS}/api/v1/query_range", json=renames())
+    responses.get(f"{PROMETHEUS}/api/v1/status/buildinfo", json=BUILDINFO)
+    stub_collection(monkeypatch)
+    today = date.today()  # the check's today in the config's zone (UTC), as the run's day below
+    held = {**PREPAID, "account": "G-2", "from": (today - timedelta(days=1)).isoformat(),
+            "to": (today + timedelta(days=1)).isoformat()}  # robotics is charged to G-1 alone
+    path = config(output_dir=str(tmp_path / "reports"), accounts=accounts_section(ROBOTICS), allocations=[held])
+    said = (f"allocations[0] (G-2's allocation of {held['from']} to {held['to']}): no assignment, directory entry or "
+            f"ColdFront allocation charges account G-2 on {{}}, so nothing draws on it: assign the account, or correct "
+            f"the allocation's")
+    checked = check(path)
+    assert checked.exit_code == 0 and lines(checked.stdout)["accounts today"].startswith("WARN  ")
+    assert said.format(today) in lines(checked.stdout)["accounts today"]
+    run = CliRunner().invoke(main, ["run", "--date", str(today - timedelta(days=1)), "--config", path])
+    assert run.exit_code == 0, run.output
+    assert f"ALLOCATION NOT DRAWN: {said.format(today - timedelta(days=1))}" in caplog.messages
