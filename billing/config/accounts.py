@@ -24,6 +24,19 @@ from billing.config.section import Section
 from billing.resources import registered
 
 Name = Annotated[str, Field(min_length=1)]
+
+
+def written_as_text(value: object) -> object:
+    """An id or code is text as the finance office writes it; YAML reads unquoted digits as a number (012345 as the
+    octal 5349, 1e5 as 100000.0), which would not be the id any more."""
+    if isinstance(value, int | float):
+        raise ValueError(f"YAML read this as the number {value!r}: quote it (e.g. '012345') so that the id is kept as "
+                         f"written")
+    return value
+
+
+# an account id or an object code: 1-23456-7890, NSF-2231, '4500'
+Code = Annotated[str, BeforeValidator(written_as_text), Field(min_length=1)]
 # a share of a charge, in percent: 60, 33.33 (to the ten-thousandth, so that three thirds can add to 100)
 Percent = Annotated[Decimal, BeforeValidator(finite_number), Field(gt=0, le=100, decimal_places=4)]
 
@@ -41,7 +54,7 @@ class Assignment(Section):
     team: str = ""
     namespace: Annotated[str, AfterValidator(namespace_name)] = ""
     person: str = ""
-    account: Name  # an id of accounts.names
+    account: Code  # an id of accounts.names
     percent: Percent = Decimal(100)
     from_: Day = Field(alias="from")
     to: Day | None = None  # the last day charged; none: until changed
@@ -65,15 +78,15 @@ class Assignment(Section):
 class AccountsConfig(Section):
     """Accounts, their assignments, and the journal's accounts and object codes."""
 
-    names: dict[Name, Name]  # account id -> its name, as the finance office writes them
+    names: dict[Code, Name]  # account id -> its name, as the finance office writes them
     assignments: list[Assignment] = []
-    default_account: Name  # an id of names: what a charge with no valid account is charged to
-    revenue_account: Name  # an id of names: the recharge center's revenue, credited in the journal
-    revenue_object_code: Name
+    default_account: Code  # an id of names: what a charge with no valid account is charged to
+    revenue_account: Code  # an id of names: the recharge center's revenue, credited in the journal
+    revenue_object_code: Code
     # the journal's object code per billed resource (gpu, cpu, memory); the rest, cost recovery among them,
     # default_object_code
-    object_codes: dict[str, Name] = {}
-    default_object_code: Name
+    object_codes: dict[str, Code] = {}
+    default_object_code: Code
     expiry_notice_days: Annotated[int, Field(ge=0, le=366)] = 30  # tell leads and admins this many days ahead
 
     _resources = field_validator("object_codes")(registered)

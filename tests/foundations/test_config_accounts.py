@@ -119,6 +119,20 @@ def test_a_name_spelled_as_no_namespace_or_account_spells_it_is_refused(write_co
     assert refusal(write_config, section) == message
 
 
+def test_an_id_yaml_reads_as_a_number_is_refused_with_the_quotes_that_keep_it(write_config, tmp_path):
+    path = write_config(accounts=accounts(vision(account="012345")))
+    # as a person writes it, unquoted: YAML 1.1 reads 012345 as the octal 5349
+    path.write_text(path.read_text().replace("'012345'", "012345"))
+    with pytest.raises(ConfigError) as refused:
+        load_config(path)
+    assert str(refused.value).split(": ", 1)[1] == (
+        "accounts.assignments[0].account: YAML read this as the number 5349: quote it (e.g. '012345') so that the id is "
+        "kept as written")
+    assert refusal(write_config, accounts(revenue_object_code=4500)) == (
+        "accounts.revenue_object_code: YAML read this as the number 4500: quote it (e.g. '012345') so that the id is kept "
+        "as written")
+
+
 def test_the_default_and_revenue_accounts_must_be_named(write_config):
     assert refusal(write_config, accounts(default_account="RC-NONE")) == (
         "accounts: default_account 'RC-NONE' is not in accounts.names: name it there")
