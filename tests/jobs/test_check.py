@@ -375,6 +375,7 @@ ACCOUNTS_PARITY = {
                                                                "from": "2026-01-01"})},
     "an unknown account": {"accounts": accounts_section({**ROBOTICS, "account": "G-9"})},
     "an account in another case": {"accounts": accounts_section({**ROBOTICS, "account": "g-1"})},
+    "an account id YAML reads as a number": {"accounts": accounts_section({**ROBOTICS, "account": 5349})},
     "two ids differing in case": {"accounts": accounts_section(ROBOTICS, names={"G-1": "NSF", "g-1": "NSF",
                                                                                  "RC": "Research computing"})},
     "valid from after valid to": {"accounts": accounts_section({**ROBOTICS, "to": "2025-12-31"})},
