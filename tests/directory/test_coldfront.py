@@ -9,8 +9,14 @@ import responses
 
 from billing.accounts import Subject
 from billing.config import ColdFrontConfig
-from billing.directory.coldfront import ColdFrontError, MappedAllocation, as_the_directory_spells, read_allocations
-from billing.directory.people import Directory, Team
+from billing.directory.coldfront import (
+    ColdFrontError,
+    MappedAllocation,
+    as_the_directory_spells,
+    read_allocations,
+    with_accounts_as_stored,
+)
+from billing.directory.people import Directory, NamedAccounts, Person, Team
 
 URL = "https://coldfront.test"
 SECTION = ColdFrontConfig.model_validate({"url": URL, "token_env": "COLDFRONT_TOKEN", "timeout": "2s",
@@ -115,3 +121,14 @@ def test_teams_are_as_the_directory_spells_them_and_names_nothing_is_billed_to_a
                                 (2, "namespace Speech-Lab, which is no Kubernetes namespace (lower-case letters, "
                                     "digits and '-', at most 63)"),
                                 (3, "team vision, which the directory does not hold")])
+
+
+def test_a_night_without_coldfront_takes_the_accounts_last_stored_and_its_own_people_and_teams():
+    tonight = Directory.of([Person("alice", "Alice", "alice@example.org")], [Team("robotics", ("alice",), ())],
+                           [NamedAccounts("team", "robotics", ("G-2",), "directory", "directory entry of robotics")])
+    stored = Directory.of([], [Team("robotics", (), ())],
+                          [NamedAccounts("namespace", "alice", ("G-1",), "coldfront", "ColdFront allocation 5"),
+                           NamedAccounts("team", "robotics", ("G-3",), "directory", "directory entry of robotics")])
+    night = with_accounts_as_stored(tonight, stored)
+    assert (night.people, night.teams, night.named_accounts) == (tonight.people, tonight.teams, stored.named_accounts)
+    assert with_accounts_as_stored(tonight, None) is tonight  # no run stored one yet: the directory's own
