@@ -13,7 +13,9 @@ ColdFront later: each source hands on `AccountAssignment`s, and `Accounts.shares
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal
@@ -24,6 +26,9 @@ SubjectKind = Literal["namespace", "person", "team"]
 # the order a charge's subjects are asked in: the first with an account on the day takes the charge
 PRECEDENCE: tuple[SubjectKind, ...] = ("namespace", "person", "team")
 HUNDRED = Decimal(100)
+# a Kubernetes namespace's name (an RFC 1123 label: lower case, digits and '-'); one spelled otherwise (`Robotics`)
+# names no namespace, and an assignment of it would charge nothing without a word
+NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
 @dataclass(frozen=True)
@@ -107,6 +112,20 @@ class Accounts:
         """The assignments whose last day is today or within the next `within` days, soonest first."""
         return sorted((a for a in self.assignments if a.last is not None and today <= a.last <= today
                        + timedelta(days=within)), key=lambda a: (a.last, str(a.subject), a.account.id))
+
+
+def spelled_otherwise(account: str, names: Iterable[str]) -> str:
+    """How accounts.names spells an id it holds only in another case, as a clause ('' if it holds none such): the
+    finance office's ids are one account whatever their case, so a mistyped case is named, with the fix."""
+    spelled = [name for name in names if name.casefold() == account.casefold()]
+    return f" (accounts.names spells it {spelled[0]!r})" if spelled else ""
+
+
+def misspelled_namespace(name: str) -> str:
+    """Why `name` is no Kubernetes namespace; '' when it may be one (or is empty: no namespace given)."""
+    if name and not NAMESPACE.fullmatch(name):
+        return "is no Kubernetes namespace (lower-case letters, digits and '-', at most 63)"
+    return ""
 
 
 def by_subject(assignments: tuple[AccountAssignment, ...]) -> dict[Subject, list[AccountAssignment]]:

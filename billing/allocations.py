@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Literal
 
+from billing.accounts import Accounts, spelled_otherwise
+
 SU = "SU"  # the unit of an allocation of service units; any other unit is the configured currency
 # what is used beyond an allocation: charged to the account as usual, or shown and not charged
 Overage = Literal["charge", "show"]
@@ -77,5 +79,14 @@ def overlapping_allocations(allocations: Sequence[Allocation]) -> list[str]:
 def unknown_accounts(allocations: Sequence[Allocation], names: Iterable[str]) -> list[str]:
     """A sentence for each allocation of an account accounts.names does not have: nothing would draw on it."""
     known = set(names)
-    return [f"{a.source}.account {a.account!r} is not in accounts.names: name it there, or correct its id"
-            for a in allocations if a.account not in known]
+    return [f"{a.source}.account {a.account!r} is not in accounts.names{spelled_otherwise(a.account, known)}: name it "
+            f"there, or correct its id" for a in allocations if a.account not in known]
+
+
+def undrawn(allocations: Sequence[Allocation], accounts: Accounts, day: date) -> list[str]:
+    """A sentence for each allocation holding `day` whose account nothing is charged to that day (no assignment of
+    the config, the directory or ColdFront, nor the default account): it was paid for, and nothing draws on it."""
+    charged = {a.account.id for a in accounts.assignments if a.valid_on(day)} | {accounts.default.id}
+    return [f"{a.source} ({a}): no assignment, directory entry or ColdFront allocation charges account {a.account} "
+            f"on {day}, so nothing draws on it: assign the account, or correct the allocation's"
+            for a in allocations if a.holds(day) and a.account not in charged]

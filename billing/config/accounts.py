@@ -7,25 +7,54 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Annotated
 
-from pydantic import BeforeValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 
-from billing.accounts import Account, AccountAssignment, Accounts, Subject, overlapping, uneven_days
+from billing.accounts import (
+    Account,
+    AccountAssignment,
+    Accounts,
+    Subject,
+    misspelled_namespace,
+    overlapping,
+    spelled_otherwise,
+    uneven_days,
+)
 from billing.config.prices import Day, finite_number
 from billing.config.section import Section
 from billing.resources import registered
 
 Name = Annotated[str, Field(min_length=1)]
+
+
+def written_as_text(value: object) -> object:
+    """An id or code is text as the finance office writes it; YAML reads unquoted digits as a number (012345 as the
+    octal 5349, 1e5 as 100000.0), which would not be the id any more."""
+    if isinstance(value, int | float):
+        raise ValueError(f"YAML read this as the number {value!r}: quote it (e.g. '012345') so that the id is kept as "
+                         f"written")
+    return value
+
+
+# an account id or an object code: 1-23456-7890, NSF-2231, '4500'
+Code = Annotated[str, BeforeValidator(written_as_text), Field(min_length=1)]
 # a share of a charge, in percent: 60, 33.33 (to the ten-thousandth, so that three thirds can add to 100)
 Percent = Annotated[Decimal, BeforeValidator(finite_number), Field(gt=0, le=100, decimal_places=4)]
+
+
+def namespace_name(name: str) -> str:
+    """A namespace as Kubernetes spells them, else the sentence saying how it must be spelled."""
+    if mistake := misspelled_namespace(name):
+        raise ValueError(f"{name!r} {mistake}: write it as the cluster spells it")
+    return name
 
 
 class Assignment(Section):
     """One team, namespace or person charged to one account at a percentage from a day to a day, inclusive."""
 
     team: str = ""
-    namespace: str = ""
+    namespace: Annotated[str, AfterValidator(namespace_name)] = ""
     person: str = ""
-    account: Name  # an id of accounts.names
+    account: Code  # an id of accounts.names
     percent: Percent = Decimal(100)
     from_: Day = Field(alias="from")
     to: Day | None = None  # the last day charged; none: until changed
@@ -49,28 +78,34 @@ class Assignment(Section):
 class AccountsConfig(Section):
     """Accounts, their assignments, and the journal's accounts and object codes."""
 
-    names: dict[Name, Name]  # account id -> its name, as the finance office writes them
+    names: dict[Code, Name]  # account id -> its name, as the finance office writes them
     assignments: list[Assignment] = []
-    default_account: Name  # an id of names: what a charge with no valid account is charged to
-    revenue_account: Name  # an id of names: the recharge center's revenue, credited in the journal
-    revenue_object_code: Name
+    default_account: Code  # an id of names: what a charge with no valid account is charged to
+    revenue_account: Code  # an id of names: the recharge center's revenue, credited in the journal
+    revenue_object_code: Code
     # the journal's object code per billed resource (gpu, cpu, memory); the rest, cost recovery among them,
     # default_object_code
-    object_codes: dict[str, Name] = {}
-    default_object_code: Name
+    object_codes: dict[str, Code] = {}
+    default_object_code: Code
     expiry_notice_days: Annotated[int, Field(ge=0, le=366)] = 30  # tell leads and admins this many days ahead
 
     _resources = field_validator("object_codes")(registered)
 
     @model_validator(mode="after")
     def _consistent(self) -> AccountsConfig:
+        spelled: dict[str, str] = {}
+        for account in self.names:  # the finance office's ids: NIH-R01 and nih-r01 are one account to a person
+            if (other := spelled.setdefault(account.casefold(), account)) != account:
+                raise ValueError(f"accounts.names holds {other!r} and {account!r}, which differ only in case: keep "
+                                 f"one id per account")
         for key in ("default_account", "revenue_account"):
             if getattr(self, key) not in self.names:
                 raise ValueError(f"{key} {getattr(self, key)!r} is not in accounts.names: name it there")
         for number, assignment in enumerate(self.assignments):
             if assignment.account not in self.names:
                 raise ValueError(f"accounts.assignments[{number}].account {assignment.account!r} is not in "
-                                 f"accounts.names: name it there, or correct its id")
+                                 f"accounts.names{spelled_otherwise(assignment.account, self.names)}: name it there, "
+                                 f"or correct its id")
         held = self.accounts().assignments
         problems = overlapping(held) or uneven_days(held)  # an account charged twice makes any day's sum wrong
         if problems:

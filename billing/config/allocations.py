@@ -8,6 +8,7 @@ from typing import Annotated
 from pydantic import Field, field_validator, model_validator
 
 from billing.allocations import SU, Allocation, Overage
+from billing.config.accounts import Code
 from billing.config.prices import Budget, Day
 from billing.config.section import Section
 
@@ -17,7 +18,7 @@ Percent = Annotated[float, Field(gt=0, le=100, allow_inf_nan=False)]
 class AllocationConfig(Section):
     """One account's allocation: `service_units` or an `amount` of money (in `currency`), from a day to a day."""
 
-    account: Annotated[str, Field(min_length=1)]  # an id of accounts.names
+    account: Code  # an id of accounts.names
     from_: Day = Field(alias="from")
     to: Day  # the last day drawn: an allocation is sold for a period
     service_units: Budget | None = None

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import date
 from decimal import ROUND_DOWN, Decimal
 
-from billing.accounts import HUNDRED, Account, AccountAssignment, Accounts, Subject
+from billing.accounts import HUNDRED, Account, AccountAssignment, Accounts, Subject, spelled_otherwise
 from billing.config import AccountsConfig
 from billing.directory.people import Directory, NamedAccounts
 
@@ -48,8 +48,8 @@ def named_assignments(named: tuple[NamedAccounts, ...], names: dict[str, str]) -
     for given in named:
         by_subject[Subject(given.kind, given.name)].append(given)
         unknown += [f"{given.source} names account {account!r} for {given.kind} {given.name}, which accounts.names "
-                    f"does not hold: name it there, or correct the value" for account in given.accounts
-                    if account not in names]
+                    f"does not hold{spelled_otherwise(account, names)}: name it there, or correct the value"
+                    for account in given.accounts if account not in names]
     for subject, held in by_subject.items():
         for origin in ORIGINS:
             sources = [given for given in held if given.origin == origin]

@@ -11,12 +11,12 @@ directory's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import requests
 
-from billing.accounts import Subject, SubjectKind
+from billing.accounts import Subject, SubjectKind, misspelled_namespace
 from billing.config import ColdFrontConfig
 from billing.directory.people import Directory, NamedAccounts
 from billing.errors import RunFailed
@@ -47,20 +47,68 @@ def read_allocations(config: ColdFrontConfig) -> tuple[MappedAllocation, ...]:
     with requests.Session() as session:
         session.headers["Authorization"] = f"Token {config.secret('token') or ''}"
         session.verify = config.ca_file or True
-        pis = {project["title"]: project.get("pi") or "" for project in _listed(session, config, "projects/")}
+        pis = _pis(config, _listed(session, config, "projects/"))
         allocations = _listed(session, config, "allocations/?allocation_attributes=true")
-    mapped = []
-    for allocation in allocations:
+    mapped = [found for allocation in allocations if (found := _mapped(config, allocation, pis)) is not None]
+    return tuple(sorted(mapped, key=lambda a: a.id))
+
+
+def _mapped(config: ColdFrontConfig, allocation: Any, pis: dict[str, str]) -> MappedAllocation | None:
+    """An allocation as billing reads it, None where it pays for nothing billing bills; one that is not as ColdFront's
+    API gives them (no id, an attribute without its type) is a ColdFrontError, not a guess."""
+    try:
         values: dict[str, list[str]] = {}
         for attribute in allocation.get("allocation_attributes") or []:
             values.setdefault(attribute["allocation_attribute_type"], []).append(str(attribute["value"]).strip())
         subjects = tuple(Subject(kind, value) for kind, name in _subject_attributes(config)
                          if name for value in dict.fromkeys(values.get(name, [])) if value)
-        if subjects and allocation.get("status") in config.statuses:
-            accounts = tuple(dict.fromkeys(value for value in values.get(config.account_attribute, []) if value))
-            mapped.append(MappedAllocation(int(allocation["id"]), allocation.get("project") or "",
-                                           pis.get(allocation.get("project") or "", ""), subjects, accounts))
-    return tuple(sorted(mapped, key=lambda a: a.id))
+        if not subjects or allocation.get("status") not in config.statuses:
+            return None
+        accounts = tuple(dict.fromkeys(value for value in values.get(config.account_attribute, []) if value))
+        project = str(allocation.get("project") or "")
+        return MappedAllocation(int(allocation["id"]), project, pis.get(project, ""), subjects, accounts)
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise ColdFrontError(f"ColdFront at {redact(config.url)} gave an allocation billing cannot read "
+                             f"({type(exc).__name__}: {str(exc)[:100]}) in {redact(str(allocation))[:200]}: is it "
+                             f"ColdFront's REST API?") from None
+
+
+def allocations_of(config: ColdFrontConfig, directory: Directory) -> tuple[tuple[MappedAllocation, ...], tuple[str, ...]]:
+    """The allocations that pay for namespaces and teams, their teams as the directory spells them, and a sentence for
+    each subject left out (`as_the_directory_spells`): what the night and `billing check` read."""
+    return as_the_directory_spells(read_allocations(config), directory)
+
+
+def as_the_directory_spells(allocations: tuple[MappedAllocation, ...], directory: Directory
+                            ) -> tuple[tuple[MappedAllocation, ...], tuple[str, ...]]:
+    """Each allocation's teams as the directory spells them (a PI's `Robotics` is team robotics, as LDAP compares
+    names, and the ledger keeps the directory's spelling), and a sentence for each team the directory does not hold
+    and each namespace no cluster could have (`Speech-Lab`): left out, as an unknown account id is, so that their
+    charges go as if ColdFront named them nothing, rather than to an account through a name nothing is billed to.
+    An allocation left with no subject is kept: its usage written back is 0.00."""
+    kept, unknown = [], []
+    for allocation in allocations:
+        subjects: list[Subject] = []
+        for subject in allocation.subjects:
+            team = directory.team(subject.name) if subject.kind == "team" else None
+            mistake = (misspelled_namespace(subject.name) if subject.kind == "namespace" else
+                       "" if team else "the directory does not hold")
+            if mistake:
+                unknown.append(f"{allocation.source} names {subject}, which {mistake}: correct the value, or its "
+                               f"charges go as if ColdFront named none")
+            else:
+                subjects.append(Subject(subject.kind, team.name if team else subject.name))
+        kept.append(replace(allocation, subjects=tuple(dict.fromkeys(subjects))))
+    return tuple(kept), tuple(unknown)
+
+
+def _pis(config: ColdFrontConfig, projects: list[Any]) -> dict[str, str]:
+    """Each project's PI by its title; a project not as ColdFront's API gives them is a ColdFrontError."""
+    try:
+        return {str(project["title"]): str(project.get("pi") or "") for project in projects}
+    except (AttributeError, KeyError, TypeError) as exc:
+        raise ColdFrontError(f"ColdFront at {redact(config.url)} gave a project billing cannot read "
+                             f"({type(exc).__name__}: {str(exc)[:100]}): is it ColdFront's REST API?") from None
 
 
 def _subject_attributes(config: ColdFrontConfig) -> tuple[tuple[SubjectKind, str], ...]:
@@ -79,6 +127,16 @@ def with_allocations(directory: Directory, allocations: tuple[MappedAllocation, 
     reads."""
     return Directory.of(directory.people.values(), directory.teams.values(),
                         directory.named_accounts + named_by(allocations))
+
+
+def with_accounts_as_stored(directory: Directory, stored: Directory | None) -> Directory:
+    """The directory holding the accounts the last stored directory names (the directory's and ColdFront's as of the
+    last night that read both) in place of its own: a night ColdFront does not answer draws allocations with the
+    accounts its pages and the month's close read, not with the directory's alone. Without a stored directory,
+    the directory's own."""
+    if stored is None:
+        return directory
+    return Directory.of(directory.people.values(), directory.teams.values(), stored.named_accounts)
 
 
 def _listed(session: requests.Session, config: ColdFrontConfig, path: str) -> list[dict[str, Any]]:
@@ -101,7 +159,8 @@ def _get(session: requests.Session, config: ColdFrontConfig, url: str) -> Any:
     """One answer's JSON; any failure as a ColdFrontError naming the URL, the cause and the fix."""
     shown = redact(url)
     try:
-        response = session.get(url, timeout=config.timeout)
+        # not followed: a sign-in page or another site would answer in the API's place
+        response = session.get(url, timeout=config.timeout, allow_redirects=False)
     except requests.Timeout:
         raise ColdFrontError(f"ColdFront at {shown} did not answer within {config.timeout:g} s "
                              f"(coldfront.timeout)") from None
@@ -111,8 +170,13 @@ def _get(session: requests.Session, config: ColdFrontConfig, url: str) -> Any:
     if response.status_code in (401, 403):
         raise ColdFrontError(f"ColdFront at {shown} refused the token ({response.status_code}): give "
                              f"{config.secret_source('token')} the API token of a staff user") from None
+    if response.is_redirect:
+        raise ColdFrontError(f"ColdFront at {shown} answered {response.status_code} sending billing to "
+                             f"{redact(response.headers.get('Location', ''))[:200]} (a sign-in page, or another "
+                             f"address): give coldfront.url the address where the REST API answers the token itself")
     if response.status_code != 200:
-        raise ColdFrontError(f"ColdFront at {shown} answered {response.status_code} {response.reason}")
+        raise ColdFrontError(f"ColdFront at {shown} answered {response.status_code} {response.reason}: its own log "
+                             f"says why")
     try:
         return response.json()
     except ValueError:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Literal
 
 from billing.accounts import SubjectKind
-from billing.config import DirectoryConfig
+from billing.config import HIGHEST_BUDGET, DirectoryConfig
 from billing.errors import RunFailed
 from billing.frames import LONGEST_NAME
 
@@ -273,7 +273,8 @@ def _named_accounts(entry: Entry, kind: SubjectKind, name: str, attribute: str) 
 
 
 def _budget(entry: Entry, team: str, attribute: str) -> float | None:
-    """A team's monthly budget from its directory entry; a value that is no positive amount is skipped."""
+    """A team's monthly budget from its directory entry; a value that is no positive amount the config would take for
+    one (NaN, inf, -5, 1e400, 80 %, 1e13) is skipped: a budget only alerts, so the night is billed all the same."""
     value = entry.first(attribute) if attribute else ""
     if not value:
         return None
@@ -281,8 +282,9 @@ def _budget(entry: Entry, team: str, attribute: str) -> float | None:
         budget = float(value.replace(",", ""))
     except ValueError:
         budget = math.nan
-    if not (math.isfinite(budget) and budget > 0):
-        log.warning("team %s: %s %r is not a positive amount; no budget from the directory", team, attribute, value)
+    if not (math.isfinite(budget) and 0 < budget < HIGHEST_BUDGET):  # the config's bound on budgets.monthly
+        log.warning("team %s: %s %r is not a positive amount below %g; no budget from the directory", team, attribute,
+                    value, HIGHEST_BUDGET)
         return None
     return budget
 

@@ -30,7 +30,7 @@ from typing import Any
 import pandas as pd
 
 from billing.accounts import Subject, overlapping, uneven_days
-from billing.allocations import overlapping_allocations, unknown_accounts
+from billing.allocations import overlapping_allocations, undrawn, unknown_accounts
 from billing.charge.bound_pending import held_by_resource
 from billing.charge.pricing import unpriced_models
 from billing.charge.quotas import queue_remarks, unpriced_flavors
@@ -70,7 +70,7 @@ from billing.config import (
 )
 from billing.days import BillingDay, billing_day, yesterday
 from billing.directory.accounts import accounts_of, named_assignments
-from billing.directory.coldfront import ColdFrontError, named_by, read_allocations, with_allocations
+from billing.directory.coldfront import ColdFrontError, allocations_of, named_by, with_allocations
 from billing.directory.sources import check_directory, load_directory
 from billing.errors import BillingError, RunFailed
 from billing.ledger.database import NoLedgerYet, open_ledger
@@ -460,9 +460,9 @@ def coldfront_allocations(config: Config, section: AccountsConfig) -> str:
     write-back command that is not there."""
     coldfront = config.coldfront
     assert coldfront is not None  # asked only with a coldfront section
-    allocations = read_allocations(coldfront)
+    allocations, unknown = allocations_of(coldfront, load_directory(config.directory))
     given = named_assignments(named_by(allocations), section.names)
-    problems = list(given.unknown)
+    problems = [*unknown, *given.unknown]
     without = [str(allocation.id) for allocation in allocations if not allocation.accounts]
     if without:
         problems.append(f"allocations {', '.join(without)} name no account ({coldfront.account_attribute}), so "
@@ -479,19 +479,23 @@ def coldfront_allocations(config: Config, section: AccountsConfig) -> str:
 
 
 def accounts_today(config: Config, section: AccountsConfig, today: date) -> str:
-    """The directory's teams with no account valid today, whose charges go to the default account (a warning),
-    unless a namespace's or person's account takes them."""
+    """The directory's teams with no account valid today, whose charges go to the default account, unless a
+    namespace's or person's account takes them, and the allocations holding today whose account nothing is charged
+    to (a warning each, as the run logs the latter)."""
     directory = load_directory(config.directory)
     if config.coldfront is not None:
         with suppress(ColdFrontError):  # the coldfront line says it is down
-            directory = with_allocations(directory, read_allocations(config.coldfront))
+            directory = with_allocations(directory, allocations_of(config.coldfront, directory)[0])
     accounts = accounts_of(section, directory)
     teams = sorted(directory.teams)
     missing = [team for team in teams if not accounts.valid_on(today, Subject("team", team))]
+    problems = undrawn(config.prepaid_allocations(), accounts, today)
     if missing:
-        raise CheckWarning(f"{len(missing)} of {len(teams)} teams have no account valid on {today}, so their charges "
+        problems.insert(0, f"{len(missing)} of {len(teams)} teams have no account valid on {today}, so their charges "
                            f"go to the default account {accounts.default.id} unless a namespace's or person's does: "
                            + ", ".join(missing))
+    if problems:
+        raise CheckWarning("; ".join(problems))
     return f"all {len(teams)} teams have an account valid on {today}"
 
 

@@ -13,6 +13,7 @@ from typing import Literal
 
 from sqlalchemy import Engine
 
+from billing.allocations import undrawn
 from billing.charge.allocations import allocation_use
 from billing.charge.bill import DayBill, bill_day, refuse_unpriced
 from billing.charge.workloads import kept_since
@@ -22,7 +23,13 @@ from billing.collect.usage import ClusterUsage
 from billing.config import ClusterConfig, Config, Prices
 from billing.days import BillingDay, billing_day
 from billing.directory.accounts import accounts_of, named_assignments
-from billing.directory.coldfront import ColdFrontError, MappedAllocation, read_allocations, with_allocations
+from billing.directory.coldfront import (
+    ColdFrontError,
+    MappedAllocation,
+    allocations_of,
+    with_accounts_as_stored,
+    with_allocations,
+)
 from billing.directory.names import check_names
 from billing.directory.people import (
     AmbiguousDirectoryError,
@@ -33,7 +40,7 @@ from billing.directory.people import (
 )
 from billing.directory.sources import load_directory
 from billing.ledger.database import open_ledger
-from billing.ledger.read import days_billed, latest_directory
+from billing.ledger.read import days_billed, latest_directory, stored_directory
 from billing.ledger.write import replace_day
 from billing.notify.allocation_alerts import send_allocation_alerts
 from billing.notify.budget_alerts import send_alerts
@@ -95,29 +102,36 @@ def _read_directory(config: Config, ledger: Engine) -> tuple[Directory, str]:
         return directory_from_json(content), warning
 
 
-def _read_coldfront(config: Config, directory: Directory) -> tuple[Directory, tuple[MappedAllocation, ...], str]:
+def _read_coldfront(config: Config, ledger: Engine, directory: Directory
+                    ) -> tuple[Directory, tuple[MappedAllocation, ...], str]:
     """The directory with the accounts ColdFront's allocations name, the allocations, and a warning. A ColdFront that
     does not answer leaves the accounts as the last run stored them: the run stores no directory (its note says
     why), so pages, statements and the journal read the last one, whose ColdFront accounts are those of the last
-    night that read it; the night is billed all the same (its ledger rows do not depend on accounts)."""
+    night that read it, and the night's allocation draw takes the same; the night is billed all the same (its
+    ledger rows do not depend on accounts)."""
     if config.coldfront is None:
         return directory, (), ""
     try:
-        allocations = read_allocations(config.coldfront)
+        allocations, unknown = allocations_of(config.coldfront, directory)
     except ColdFrontError as exc:
         warning = f"{exc}; the accounts of ColdFront and the directory are those the last run stored"
         log.warning("COLDFRONT UNAVAILABLE, ITS ACCOUNTS AS LAST STORED: %s", warning)
-        return directory, (), warning
+        return with_accounts_as_stored(directory, stored_directory(ledger)), (), warning
     log.info("ColdFront: %d allocations pay for namespaces or teams", len(allocations))
+    for sentence in unknown:
+        log.warning("COLDFRONT SUBJECT UNKNOWN: %s", sentence)
     return with_allocations(directory, allocations), allocations, ""
 
 
-def _warn_of_unknown_accounts(config: Config, directory: Directory) -> None:
-    """Each account id the directory or ColdFront names that accounts.names does not hold: left out, so said."""
+def _warn_of_accounts(config: Config, directory: Directory, day: date) -> None:
+    """Each account id the directory or ColdFront names that accounts.names does not hold (left out), and each
+    allocation nothing draws on that day: so said, as `billing check` says them."""
     if config.accounts is None:
         return
     for sentence in named_assignments(directory.named_accounts, config.accounts.names).unknown:
         log.warning("ACCOUNT UNKNOWN: %s", sentence)
+    for sentence in undrawn(config.prepaid_allocations(), accounts_of(config.accounts, directory), day):
+        log.warning("ALLOCATION NOT DRAWN: %s", sentence)
 
 
 def _write_usage_back(config: Config, ledger: Engine, day: date, allocations: tuple[MappedAllocation, ...]) -> None:
@@ -162,8 +176,8 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0,
     check_coverage(collected, day, require_coverage)
     directory, directory_warning = _read_directory(config, ledger)
     check_names(config, directory)  # a team or person the config names that it does not hold: exit 2, nothing written
-    directory, allocations, coldfront_warning = _read_coldfront(config, directory)
-    _warn_of_unknown_accounts(config, directory)
+    directory, allocations, coldfront_warning = _read_coldfront(config, ledger, directory)
+    _warn_of_accounts(config, directory, day)
     with turn or nullcontext():
         bill = bill_day(collected, prices, directory, config)
         written = _write(config, ledger, day, bill, directory, "; ".join(filter(None, [directory_warning,

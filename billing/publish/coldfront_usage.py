@@ -84,8 +84,8 @@ def write_usage(config: ColdFrontConfig, usage: dict[int, float]) -> UsageWritte
         answer = json.loads(lines[-1]) if done.returncode == 0 and lines else None
     except ValueError:
         answer = None
-    if not isinstance(answer, dict):
-        said = (done.stderr.strip() or done.stdout.strip())[-300:]
+    if not (isinstance(answer, dict) and all(isinstance(answer.get(key), list) for key in ("written", "without"))):
+        said = (done.stderr.strip() or done.stdout.strip())[-300:]  # another program's answer is not the script's
         raise ColdFrontError(f"coldfront.usage_command {shown!r} failed (status {done.returncode}): {said}")
     written, without = tuple(answer["written"]), tuple(answer["without"])
     return UsageWritten(written, without, tuple(sorted(set(usage) - set(written) - set(without))))

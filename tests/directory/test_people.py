@@ -211,3 +211,17 @@ def test_a_snapshot_with_one_uid_twice_is_refused():
                                   {"uid": "Alice", "name": "Evil", "mail": "evil@attacker.example"}], "teams": []})
     with pytest.raises(AmbiguousDirectoryError, match="^the directory is ambiguous: 'alice' and 'Alice' have the same"):
         directory_from_json(text)
+
+
+@pytest.mark.parametrize(("value", "budget"), [
+    ("60,000.50", 60000.5), ("NaN", None), ("inf", None), ("-5", None), ("0", None), ("1e400", None), ("80%", None),
+    ("1e13", None),  # beyond what budgets.monthly takes (below 1e12): no month's budget of a research cluster
+])
+def test_a_budget_in_the_directory_is_a_positive_amount_the_config_would_take_or_none(tmp_path, caplog, value, budget):
+    ldif = tmp_path / "directory.ldif"
+    ldif.write_text(LDIF + f"departmentNumber: {value}\n")  # the vision team's entry
+    directory = load_directory(Config.model_validate({**MINIMAL_CONFIG, "directory": {
+        "ldif": str(ldif), "teams": {"budget_attribute": "departmentNumber"}}}).directory)
+    assert directory.teams["vision"].budget == budget
+    assert [r.getMessage() for r in caplog.records if "vision" in r.getMessage()] == ([] if budget else [
+        f"team vision: departmentNumber {value!r} is not a positive amount below 1e+12; no budget from the directory"])

@@ -83,6 +83,56 @@ def test_a_mistaken_assignment_is_named_with_its_key(write_config, assignments, 
     assert refusal(write_config, accounts(*assignments)) == message
 
 
+def vision(**changes) -> dict:
+    return {"team": "vision", "account": "NSF-2231", "from": "2026-11-01", **changes}
+
+
+@pytest.mark.parametrize(("percent", "said"), [
+    ("NaN", "Input should be a finite number"), (float("nan"), "expected a finite number, got nan"),
+    (float("inf"), "expected a finite number, got inf"), ("inf", "Input should be a finite number"),
+    (-5, "Input should be greater than 0"), ("1e400", "Input should be less than or equal to 100"),
+    ("", "Input should be a valid decimal"), ("60%", "Input should be a valid decimal"),
+    (99.999999, "Decimal input should have no more than 4 decimal places"),
+])
+def test_a_percentage_that_is_no_share_is_refused(write_config, percent, said):
+    assert refusal(write_config, accounts(vision(percent=percent))) == f"accounts.assignments[0].percent: {said}"
+
+
+def test_thirds_to_four_places_that_miss_100_are_refused_and_not_rounded_up(write_config):
+    thirds = [vision(account=account, percent="33.3333") for account in ("NSF-2231", "NIH-R01", "DEPT-PHYS")]
+    assert refusal(write_config, accounts(*thirds)) == (
+        "accounts: team vision's accounts add up to 99.9999 % on 2026-11-01 (DEPT-PHYS 33.3333 %, NIH-R01 33.3333 %, "
+        "NSF-2231 33.3333 %), not 100 %: give the percentages of every day they hold 100 in all")
+
+
+@pytest.mark.parametrize(("section", "message"), [
+    (accounts(vision(namespace="Robotics-Sim", team="")),
+     "accounts.assignments[0].namespace: 'Robotics-Sim' is no Kubernetes namespace (lower-case letters, "
+     "digits and '-', at most 63): write it as the cluster spells it"),
+    (accounts(vision(account="nsf-2231")),
+     "accounts: accounts.assignments[0].account 'nsf-2231' is not in accounts.names (accounts.names spells it "
+     "'NSF-2231'): name it there, or correct its id"),
+    (accounts(names={**NAMES, "nsf-2231": "NSF CNS-2231 again"}),
+     "accounts: accounts.names holds 'NSF-2231' and 'nsf-2231', which differ only in case: keep one id per account"),
+])
+def test_a_name_spelled_as_no_namespace_or_account_spells_it_is_refused(write_config, section, message):
+    assert refusal(write_config, section) == message
+
+
+def test_an_id_yaml_reads_as_a_number_is_refused_with_the_quotes_that_keep_it(write_config, tmp_path):
+    path = write_config(accounts=accounts(vision(account="012345")))
+    # as a person writes it, unquoted: YAML 1.1 reads 012345 as the octal 5349
+    path.write_text(path.read_text().replace("'012345'", "012345"))
+    with pytest.raises(ConfigError) as refused:
+        load_config(path)
+    assert str(refused.value).split(": ", 1)[1] == (
+        "accounts.assignments[0].account: YAML read this as the number 5349: quote it (e.g. '012345') so that the id is "
+        "kept as written")
+    assert refusal(write_config, accounts(revenue_object_code=4500)) == (
+        "accounts.revenue_object_code: YAML read this as the number 4500: quote it (e.g. '012345') so that the id is kept "
+        "as written")
+
+
 def test_the_default_and_revenue_accounts_must_be_named(write_config):
     assert refusal(write_config, accounts(default_account="RC-NONE")) == (
         "accounts: default_account 'RC-NONE' is not in accounts.names: name it there")

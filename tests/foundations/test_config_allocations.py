@@ -45,6 +45,14 @@ def _money(**changes) -> dict:
         ({"accounts": ACCOUNTS, "allocations": [_money(thresholds=[50, 120])]}, "allocations[0].thresholds[1]",
          "less than or equal to 100"),
         ({"accounts": ACCOUNTS, "allocations": [_money(amount=0)]}, "allocations[0].amount", "greater than 0"),
+        ({"accounts": ACCOUNTS, "allocations": [_money(account="nih-r01")]}, "(top level)",
+         "allocations[0].account 'nih-r01' is not in accounts.names (accounts.names spells it 'NIH-R01'): name it "
+         "there, or correct its id"),
+        *[({"accounts": ACCOUNTS, "allocations": [_money(amount=amount)]}, "allocations[0].amount", words)
+          for amount, words in [("NaN", "greater than 0"), (float("nan"), "expected a finite number, got nan"),
+                                (float("inf"), "expected a finite number, got inf"), (-5, "greater than 0"),
+                                ("1e400", "less than 1000000000000"), ("", "unable to parse string as a number"),
+                                ("80%", "unable to parse string as a number")]],
     ],
 )
 def test_each_mistake_names_its_key(write_config, changes, key, words):

@@ -31,10 +31,15 @@ owner: uid=alice,ou=people,dc=example,dc=org
 USAGE = pd.DataFrame([("alice", "gpu", "", "", "", 10.0), ("alice", "cpu", "", "", "", 100.0)], columns=frames.USAGE.columns)
 
 
-@pytest.fixture
-def config(tmp_path, monkeypatch):
+def stub_collection(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every cluster's day collected as USAGE, asking no store."""
     monkeypatch.setattr(billing.collect.day, "collect_cluster", lambda context, *args: ClusterUsage(context.cluster.name, USAGE, 1, 0, 1.0))
     stub_node_metrics(monkeypatch)
+
+
+@pytest.fixture
+def config(tmp_path, monkeypatch):
+    stub_collection(monkeypatch)
     (tmp_path / "directory.ldif").write_text(LDIF)
     settings = {
         "database": f"sqlite:///{tmp_path / 'ledger.db'}",

@@ -22,9 +22,10 @@ from billing import frames
 from billing.collect.usage import ClusterUsage
 from billing.config import Config
 from billing.directory.accounts import accounts_of
-from billing.directory.coldfront import read_allocations
+from billing.directory.coldfront import ColdFrontError, read_allocations
 from billing.jobs.check import CheckWarning, coldfront_allocations
 from billing.jobs.run import run_day
+from billing.ledger.allocations import allocation_draws_between
 from billing.ledger.database import open_ledger
 from billing.ledger.read import directory_note, latest_directory, read_rows, stored_directory
 from billing.publish.answers import close
@@ -34,7 +35,9 @@ from tests.helpers.jobs import LDIF
 from tests.helpers.jobs import USAGE as ALICE
 
 # allocations of load_test_data: 1 and 2 cgray's Slurm accounts, 3 his storage, 4 his metered HPC, 5 and 6 sfoster's
-# cloud; ours name what they pay for and its accounts, and 3 expired
+# cloud; ours name what they pay for and its accounts, and 3 expired; 2 names what a careless hand types: robotics in
+# capitals, a team and a namespace nobody has, an account in lower case, numbers and an empty value as accounts, and
+# "NaN" as its Cloud Usage's amount
 SETUP = """
 from coldfront.core.allocation.models import (Allocation, AllocationAttribute, AllocationAttributeType,
                                               AllocationStatusChoice, AttributeType)
@@ -49,7 +52,11 @@ for allocation, name, value in [(4, "Kubernetes team", "robotics"), (4, "Account
                                 (5, "Cloud Usage (EUR)", "100"),
                                 (6, "Kubernetes namespace", "speech"), (6, "Account", "X-404"),
                                 (1, "Kubernetes team", "nlp"), (1, "Cloud Usage (EUR)", "10"),
-                                (3, "Kubernetes namespace", "team-robotics"), (3, "Account", "NSF-2231")]:
+                                (3, "Kubernetes namespace", "team-robotics"), (3, "Account", "NSF-2231"),
+                                (2, "Kubernetes team", "ROBOTICS"), (2, "Kubernetes team", "visoin"),
+                                (2, "Kubernetes namespace", "Speech-Lab"), (2, "Account", "nih-r01"),
+                                (2, "Account", "NaN"), (2, "Account", "-5"), (2, "Account", "1e400"),
+                                (2, "Account", "inf"), (2, "Account", ""), (2, "Cloud Usage (EUR)", "NaN")]:
     AllocationAttribute.objects.create(allocation_id=allocation, allocation_attribute_type=kinds[name], value=value)
 Allocation.objects.filter(pk=3).update(status=AllocationStatusChoice.objects.get(name="Expired"))
 """
@@ -76,7 +83,7 @@ def stubbed_collection(monkeypatch):
     stub_node_metrics(monkeypatch)
 
 
-def make_config(tmp_path: Path, coldfront, **changes) -> Config:
+def make_config(tmp_path: Path, coldfront, allocations: tuple[dict, ...] = (), **changes) -> Config:
     (tmp_path / "directory.ldif").write_text(LDIF)
     (tmp_path / "token").write_text(coldfront.token + "\n")
     return Config.model_validate({
@@ -87,7 +94,8 @@ def make_config(tmp_path: Path, coldfront, **changes) -> Config:
         "coldfront": {"url": coldfront.url, "token_file": str(tmp_path / "token"), "timeout": "10s",
                       "namespace_attribute": "Kubernetes namespace", "team_attribute": "Kubernetes team",
                       "account_attribute": "Account", "usage_attribute": "Cloud Usage (EUR)",
-                      "usage_command": coldfront.command, **changes}})
+                      "usage_command": coldfront.command, **changes},
+        "allocations": list(allocations)})
 
 
 def usage_in_coldfront(coldfront) -> dict[int, float]:
@@ -105,16 +113,40 @@ def test_allocations_are_read_with_their_projects_pis_and_accounts(coldfront, tm
     found = [(a.id, a.project, a.pi, [str(s) for s in a.subjects], a.accounts) for a in read_allocations(config.coldfront)]
     cgray, sfoster = "Angular momentum in QGP holography", "Measuring critical behavior of quantum Hall transitions"
     assert found == [(1, cgray, "cgray", ["team nlp"], ()),
+                     (2, cgray, "cgray", ["namespace Speech-Lab", "team ROBOTICS", "team visoin"],
+                      ("nih-r01", "NaN", "-5", "1e400", "inf")),  # the empty value is none
                      (4, cgray, "cgray", ["team robotics"], ("NSF-2231", "NIH-R01")),
                      (5, sfoster, "sfoster", ["namespace alice"], ("NIH-R01",)),
-                     (6, sfoster, "sfoster", ["namespace speech"], ("X-404",))]  # 3 expired, 2 names nothing
+                     (6, sfoster, "sfoster", ["namespace speech"], ("X-404",))]  # 3 expired
     with pytest.raises(CheckWarning) as line:
         coldfront_allocations(config, config.accounts)
-    assert str(line.value) == (
-        f"ColdFront {coldfront.url}: 4 allocations pay for 4 namespaces and teams, charged to 2 accounts; "
-        f"ColdFront allocation 6 (project '{sfoster}', PI sfoster) names account 'X-404' for namespace speech, which "
-        f"accounts.names does not hold: name it there, or correct the value; allocations 1 name no account "
-        f"(Account), so their namespaces and teams are charged as if ColdFront named none")
+    allocation = "ColdFront allocation {} (project '{}', PI {})"
+    two, six = allocation.format(2, cgray, "cgray"), allocation.format(6, sfoster, "sfoster")
+    left_out = ": correct the value, or its charges go as if ColdFront named none"
+    # the directory (tests/helpers/jobs.py LDIF) holds team robotics only
+    assert str(line.value).split("; ") == [
+        f"ColdFront {coldfront.url}: 5 allocations pay for 3 namespaces and teams, charged to 2 accounts",
+        f"{allocation.format(1, cgray, 'cgray')} names team nlp, which the directory does not hold{left_out}",
+        f"{two} names namespace Speech-Lab, which is no Kubernetes namespace (lower-case letters, digits and '-', at "
+        f"most 63){left_out}",
+        f"{two} names team visoin, which the directory does not hold{left_out}",
+        f"{two} names account 'nih-r01' for team robotics, which accounts.names does not hold (accounts.names spells "
+        f"it 'NIH-R01'): name it there, or correct the value",
+        *[f"{two} names account {number!r} for team robotics, which accounts.names does not hold: name it there, or "
+          f"correct the value" for number in ("NaN", "-5", "1e400", "inf")],
+        f"{six} names account 'X-404' for namespace speech, which accounts.names does not hold: name it there, or "
+        f"correct the value",
+        "allocations 1 name no account (Account), so their namespaces and teams are charged as if ColdFront named none"]
+
+
+def test_a_wrong_token_is_refused_by_coldfront_and_said_so(coldfront, tmp_path):
+    (tmp_path / "wrong").write_text("0123456789abcdef0123456789abcdef01234567\n")
+    config = make_config(tmp_path, coldfront, token_file=str(tmp_path / "wrong"))
+    assert config.coldfront is not None
+    with pytest.raises(ColdFrontError) as refused:
+        read_allocations(config.coldfront)
+    assert str(refused.value) == (f"ColdFront at {coldfront.url}/api/projects/ refused the token (401): give "
+                                  f"coldfront.token_file {tmp_path / 'wrong'} the API token of a staff user")
 
 
 def test_a_night_writes_usage_back_and_the_close_splits_by_coldfront_s_accounts(coldfront, tmp_path, caplog):
@@ -127,9 +159,13 @@ def test_a_night_writes_usage_back_and_the_close_splits_by_coldfront_s_accounts(
             "name it there, or correct the value") in warned
     assert ("ColdFront allocations 6 have no attribute 'Cloud Usage (EUR)' with usage: give each one (its value the "
             "amount allocated) to see its usage") in warned
-    # the month to date of Oct 20: robotics' 2 x 23.00, namespace alice's 2 x 21.00, nlp's nothing; allocation 6
-    # has no Cloud Usage attribute and gets none
-    assert usage_in_coldfront(coldfront) == {1: 0.0, 4: 46.0, 5: 42.0}
+    assert ("COLDFRONT SUBJECT UNKNOWN: ColdFront allocation 2 (project 'Angular momentum in QGP holography', PI cgray) "
+            "names team visoin, which the directory does not hold: correct the value, or its charges go as if "
+            "ColdFront named none") in warned  # as billing check's coldfront line names it
+    # the month to date of Oct 20: robotics' 2 x 23.00 (allocation 2's ROBOTICS is robotics, its Cloud Usage's "NaN"
+    # amount no matter), namespace alice's 2 x 21.00, nlp's nothing; allocation 6 has no Cloud Usage attribute and
+    # gets none
+    assert usage_in_coldfront(coldfront) == {1: 0.0, 2: 46.0, 4: 46.0, 5: 42.0}
 
     ledger = open_ledger(config.database)
     accounts = accounts_of(config.accounts, stored_directory(ledger))
@@ -152,12 +188,17 @@ def silent():
         yield listening.getsockname()[1]
 
 
+# NIH-R01 is named by ColdFront alone: by allocation 5 for namespace alice, by allocation 4 for team robotics
+NIH_PREPAID = {"account": "NIH-R01", "from": "2026-10-01", "to": "2026-10-31", "amount": 1000}
+
+
 @pytest.mark.parametrize("how", ["closed", "silent"])
 def test_a_coldfront_that_is_down_bills_the_night_and_keeps_the_accounts_as_they_were(coldfront, tmp_path, caplog,
                                                                                       silent, how):
-    run_day(make_config(tmp_path, coldfront, usage_attribute=""), NIGHTS[0], summaries="none")  # the night before
+    run_day(make_config(tmp_path, coldfront, (NIH_PREPAID,), usage_attribute=""), NIGHTS[0],
+            summaries="none")  # the night before
     down = f"http://127.0.0.1:{free_port() if how == 'closed' else silent}"
-    config = make_config(tmp_path, coldfront, url=down, timeout="1s")
+    config = make_config(tmp_path, coldfront, (NIH_PREPAID,), url=down, timeout="1s")
     ledger = open_ledger(config.database)
     stored = latest_directory(ledger)
 
@@ -171,3 +212,7 @@ def test_a_coldfront_that_is_down_bills_the_night_and_keeps_the_accounts_as_they
     assert read_rows(ledger, NIGHTS[1], NIGHTS[1])["cost"].sum() == pytest.approx(23.0)  # billed all the same
     assert latest_directory(ledger) == stored  # the accounts as the last night stored them
     assert any(note in r.getMessage() for r in caplog.records if r.levelname == "WARNING")
+    # each night draws NIH-R01's part of it as the accounts last stored say: namespace alice's 21.00 whole, and
+    # half of team-robotics' 2.00 (robotics split equally between NSF-2231 and NIH-R01)
+    drawn = allocation_draws_between(ledger, *NIGHTS).groupby("day")["drawn_cost"].sum()
+    assert drawn.to_dict() == {NIGHTS[0]: pytest.approx(22.0), NIGHTS[1]: pytest.approx(22.0)}

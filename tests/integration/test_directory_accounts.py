@@ -31,7 +31,7 @@ def person(uid: str, *accounts: str) -> str:
 
 
 LDIF = (TREE + person("alice", "G-3") + person("bob") + team("robotics", "G-1", "G-2", "G-1") + team("vision")
-        + team("speech", "X-404") + team("nlp", "X-404", "G-2") + team("audio", "G-1"))
+        + team("speech", "X-404", "g-1", "NaN", "1e400") + team("nlp", "X-404", "G-2") + team("audio", "G-1"))
 NAMES = {"G-1": "NSF CNS-2231", "G-2": "NIH R01", "G-3": "Startup alice", "RC": "Research computing"}
 DAY = date(2026, 11, 17)
 
@@ -59,7 +59,7 @@ def test_the_directory_s_values_split_a_team_equally_the_config_wins_and_check_n
 
     assert shares("robotics") == [("G-1", Decimal(50)), ("G-2", Decimal(50))]  # G-1 twice is one account
     assert shares("vision") == [("RC", Decimal(100))]  # no attribute: the default account
-    assert shares("speech") == [("RC", Decimal(100))]  # its one value names no account
+    assert shares("speech") == [("RC", Decimal(100))]  # none of its values is an account, g-1 not G-1 either
     assert shares("nlp") == [("G-2", Decimal(100))]  # the unknown value left out, the known one takes it whole
     assert shares("audio") == [("G-2", Decimal(100))]  # the config's G-2, not the directory's G-1
     assert shares("robotics", "alice") == [("G-3", Decimal(100))]  # her own charges: person over team
@@ -68,14 +68,16 @@ def test_the_directory_s_values_split_a_team_equally_the_config_wins_and_check_n
     # what close and the pages read later: the snapshot the run stores
     assert directory_from_json(directory_to_json(directory)).named_accounts == directory.named_accounts
     unknown = named_assignments(directory.named_accounts, NAMES).unknown
-    assert unknown == (f"directory entry cn=speech,ou=teams,{BASE} departmentNumber names account 'X-404' for team "
-                       "speech, which accounts.names does not hold: name it there, or correct the value",
+    speech = f"directory entry cn=speech,ou=teams,{BASE} departmentNumber names account {{}} for team speech, which " \
+             "accounts.names does not hold{}: name it there, or correct the value"
+    assert unknown == (speech.format("'X-404'", ""), speech.format("'g-1'", " (accounts.names spells it 'G-1')"),
+                       speech.format("'NaN'", ""), speech.format("'1e400'", ""),
                        f"directory entry cn=nlp,ou=teams,{BASE} departmentNumber names account 'X-404' for team "
                        "nlp, which accounts.names does not hold: name it there, or correct the value")
     # billing check's lines
     with pytest.raises(CheckWarning) as named:
         accounts_named(config, config.accounts)
-    assert str(named.value).startswith("2 unknown: directory entry cn=speech,ou=teams,")
+    assert str(named.value).startswith("5 unknown: directory entry cn=speech,ou=teams,")
     with pytest.raises(CheckWarning) as today:
         accounts_today(config, config.accounts, DAY)
     assert str(today.value).endswith("go to the default account RC unless a namespace's or person's does: speech, "

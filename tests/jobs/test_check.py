@@ -26,9 +26,11 @@ from billing.jobs.check import (
     allocations_drawable,
     coldfront_allocations,
 )
+from billing.ledger.database import open_ledger
+from billing.ledger.read import days_billed
 from fixtures.servers import free_port
 from tests.helpers.config import MINIMAL_CONFIG
-from tests.helpers.jobs import LDIF
+from tests.helpers.jobs import LDIF, stub_collection
 
 PROMETHEUS = "http://prometheus.test:9090"
 VECTOR_1 = {"status": "success", "data": {"resultType": "vector", "result": [{"metric": {}, "value": [1, "1"]}]}}
@@ -358,3 +360,71 @@ def test_allocations_line_names_a_cluster_that_weighs_no_su_and_fails_what_the_c
     with pytest.raises(CheckFailure, match=r"allocations\[1\].account 'G-9' is not in accounts.names.*allocations\[2\] "
                                            r"gives account G-1 an allocation from 2026-11-01"):
         allocations_drawable(twice, loaded.accounts)
+
+
+ROBOTICS = {"team": "robotics", "account": "G-1", "from": "2026-01-01"}
+PREPAID = {"account": "G-1", "from": "2026-11-01", "to": "2026-11-30", "amount": 100}
+# each a config `billing run` refuses (exit 2, the ledger untouched); the first none, as a control
+ACCOUNTS_PARITY = {
+    "as it should be": {"accounts": accounts_section(ROBOTICS), "allocations": [PREPAID]},
+    "a team in another case": {"accounts": accounts_section({**ROBOTICS, "team": "Robotics"})},
+    "a team the directory does not hold": {"accounts": accounts_section({**ROBOTICS, "team": "visoin"})},
+    "a person the directory does not hold": {"accounts": accounts_section({"person": "zed", "account": "G-1",
+                                                                             "from": "2026-01-01"})},
+    "a namespace in capitals": {"accounts": accounts_section({"namespace": "Robotics-Sim", "account": "G-1",
+                                                               "from": "2026-01-01"})},
+    "an unknown account": {"accounts": accounts_section({**ROBOTICS, "account": "G-9"})},
+    "an account in another case": {"accounts": accounts_section({**ROBOTICS, "account": "g-1"})},
+    "an account id YAML reads as a number": {"accounts": accounts_section({**ROBOTICS, "account": 5349})},
+    "two ids differing in case": {"accounts": accounts_section(ROBOTICS, names={"G-1": "NSF", "g-1": "NSF",
+                                                                                 "RC": "Research computing"})},
+    "valid from after valid to": {"accounts": accounts_section({**ROBOTICS, "to": "2025-12-31"})},
+    "percentages adding to 99.9999": {"accounts": accounts_section(
+        {**ROBOTICS, "percent": "33.3333"}, {**ROBOTICS, "account": "G-2", "percent": "33.3333"},
+        {**ROBOTICS, "account": "RC", "percent": "33.3333"})},
+    "a percentage of 99.999999": {"accounts": accounts_section({**ROBOTICS, "percent": 99.999999})},
+    "a percentage NaN": {"accounts": accounts_section({**ROBOTICS, "percent": "NaN"})},
+    "an allocation of an unknown account": {"accounts": accounts_section(ROBOTICS),
+                                            "allocations": [{**PREPAID, "account": "NIH"}]},
+    "an allocation ending before it starts": {"accounts": accounts_section(ROBOTICS),
+                                              "allocations": [{**PREPAID, "to": "2026-10-31"}]},
+    "an allocation of 1e400": {"accounts": accounts_section(ROBOTICS), "allocations": [{**PREPAID, "amount": "1e400"}]},
+}
+
+
+@pytest.mark.parametrize("case", list(ACCOUNTS_PARITY))
+@responses.activate
+def test_check_fails_exactly_where_the_run_refuses_an_accounts_config(config, tmp_path, monkeypatch, case):
+    responses.add_callback(responses.POST, f"{PROMETHEUS}/api/v1/query", callback=every_series_no_odd_pod)
+    responses.post(f"{PROMETHEUS}/api/v1/query_range", json=renames())
+    responses.get(f"{PROMETHEUS}/api/v1/status/buildinfo", json=BUILDINFO)
+    stub_collection(monkeypatch)
+    path = config(output_dir=str(tmp_path / "reports"), **ACCOUNTS_PARITY[case])
+    checked = check(path)
+    run = CliRunner().invoke(main, ["run", "--date", "2026-11-17", "--config", path])
+    refused = case != "as it should be"
+    assert (checked.exit_code, run.exit_code) == ((2, 2) if refused else (0, 0)), (checked.output, run.output)
+    assert days_billed(open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}"))[0] == (0 if refused else 1)
+    assert not refused or not (tmp_path / "reports").exists() or not any((tmp_path / "reports").iterdir())
+
+
+@responses.activate
+def test_an_allocation_nothing_draws_on_is_a_warning_of_check_and_of_the_run_alike(config, tmp_path, monkeypatch,
+                                                                                   caplog):
+    responses.add_callback(responses.POST, f"{PROMETHEUS}/api/v1/query", callback=every_series_no_odd_pod)
+    responses.post(f"{PROMETHEUS}/api/v1/query_range", json=renames())
+    responses.get(f"{PROMETHEUS}/api/v1/status/buildinfo", json=BUILDINFO)
+    stub_collection(monkeypatch)
+    today = date.today()  # the check's today in the config's zone (UTC), as the run's day below
+    held = {**PREPAID, "account": "G-2", "from": (today - timedelta(days=1)).isoformat(),
+            "to": (today + timedelta(days=1)).isoformat()}  # robotics is charged to G-1 alone
+    path = config(output_dir=str(tmp_path / "reports"), accounts=accounts_section(ROBOTICS), allocations=[held])
+    said = (f"allocations[0] (G-2's allocation of {held['from']} to {held['to']}): no assignment, directory entry or "
+            f"ColdFront allocation charges account G-2 on {{}}, so nothing draws on it: assign the account, or correct "
+            f"the allocation's")
+    checked = check(path)
+    assert checked.exit_code == 0 and lines(checked.stdout)["accounts today"].startswith("WARN  ")
+    assert said.format(today) in lines(checked.stdout)["accounts today"]
+    run = CliRunner().invoke(main, ["run", "--date", str(today - timedelta(days=1)), "--config", path])
+    assert run.exit_code == 0, run.output
+    assert f"ALLOCATION NOT DRAWN: {said.format(today - timedelta(days=1))}" in caplog.messages

@@ -39,6 +39,7 @@ def test_the_answer_says_what_was_written_what_lacks_the_attribute_and_what_is_g
     ((sys.executable, "-c", "import sys; sys.exit('no such table: allocation_allocation')"),
      "failed (status 1): no such table: allocation_allocation"),
     ((sys.executable, "-c", "print('not json')"), "failed (status 0): not json"),
+    ((sys.executable, "-c", "print('{\"detail\": \"x\"}')"), 'failed (status 0): {"detail": "x"}'),
 ])
 def test_a_command_that_fails_is_one_sentence(command, said):
     with pytest.raises(ColdFrontError) as failed:
