@@ -229,6 +229,59 @@ def test_billing_run_bills_priced_energy_per_team_and_keeps_kwh_and_carbon(prome
     assert {line["team"]: float(line["quantity"]) for line in lines} == pytest.approx(expected)
 
 
+def test_billing_run_shares_the_unattributed_over_the_namespaces_and_bills_it_in_every_output(prometheus_server,
+                                                                                              tmp_path):
+    """energy.share_unattributed: the reference's unattributed GPU kWh over the namespaces' GPU kWh and its CPU kWh
+    over their CPU kWh, billed as `unattributed-energy` per team at the price; the shares add up to the unattributed;
+    the energy table keeps each share and the unattributed row gives it away; the statement, FOCUS, `report --by
+    resource` and the team's page carry it."""
+    reference = reference_energy(WORLD, "jaguar", D, DAY.end.timestamp(), 60)
+    result, engine = run_billing(tmp_path, prometheus_server(WORLD).url,
+                                 {"price_kwh": PRICE, "carbon_g_per_kwh": INTENSITY, "share_unattributed": True})
+    assert result.exit_code == 0, result.output
+    totals = [sum(reference[namespace][part] for namespace in OWNERS) for part in (0, 1)]
+    share = {namespace: sum(reference[""][part] * reference[namespace][part] / totals[part] for part in (0, 1))
+             for namespace in OWNERS}
+    expected: dict[str, float] = {}
+    for namespace, owners in OWNERS.items():
+        for team, part in owners:
+            expected[team] = expected.get(team, 0.0) + share[namespace] * part
+    billed = ledger(engine, "select team, sum(quantity), sum(cost), min(unit_price), max(unit_price) from chargeback "
+                            "where resource = 'unattributed-energy' group by team")
+    assert {team: kwh for team, kwh, *_ in billed} == pytest.approx(expected, rel=1e-9)
+    assert {team: cost for team, _, cost, *_ in billed} == pytest.approx({t: k * PRICE for t, k in expected.items()})
+    assert {price for *_, low, high in billed for price in (low, high)} == {PRICE}
+    unattributed = sum(reference[""])
+    assert sum(kwh for _, kwh, *_ in billed) == pytest.approx(unattributed, rel=1e-12)  # all of it, no more
+    kept = dict(ledger(engine, "select team, sum(shared_kwh) from energy group by team"))
+    assert kept == pytest.approx({**expected, "": -unattributed}, rel=1e-9)
+    assert ledger(engine, "select gpu_kwh, cpu_kwh from energy where team = ''") == [pytest.approx(reference[""])]
+    # the outputs, each through the registry: the statement's lines, FOCUS charges, report by resource, the page
+    statement = cli("statement", "--month", "2026-11", "--config", str(tmp_path / "billing.yaml"))
+    lines = [line for line in csv.DictReader(io.StringIO(statement)) if line["resource"] == "unattributed-energy"]
+    assert {line["team"]: float(line["quantity"]) for line in lines} == pytest.approx(expected)
+    focus = pd.read_csv(io.StringIO(cli("export", "--from", "2026-11-20", "--to", "2026-11-20", "--config",
+                                        str(tmp_path / "billing.yaml"))), keep_default_na=False, na_values=[""])
+    check_focus_13(focus)
+    charged = focus[focus["SkuId"] == "unattributed-energy"]
+    assert set(zip(charged["ServiceName"], charged["PricingUnit"])) == {("Kubernetes energy", "Kilowatt-Hours")}
+    assert charged.groupby("BillingAccountId")["BilledCost"].sum().to_dict() == pytest.approx(
+        {team: kwh * PRICE for team, kwh in expected.items()})
+    nlp = charged[charged["BillingAccountId"] == "nlp"]
+    assert [float(json.loads(tags)["billing/carbon_g"]) for tags in nlp["Tags"]] == pytest.approx(
+        [expected["nlp"] * INTENSITY], rel=1e-5)
+    assert "no pod accounts for" in nlp["ChargeDescription"].iloc[0]
+    by_resource = cli("report", "--all-teams", "--from", "2026-11-20", "--to", "2026-11-20", "--by", "resource",
+                      "--format", "csv", "--config", str(tmp_path / "billing.yaml"))
+    (row,) = [row for row in csv.DictReader(io.StringIO(by_resource)) if row["resource"] == "unattributed-energy"]
+    assert float(row["cost"]) == pytest.approx(unattributed * PRICE, abs=0.005)
+    page = read_page((tmp_path / "reports" / "2026-11-20" / "teams" / "nlp.html").read_text())
+    (nlp_energy,) = page.tables["energy"][1:]
+    assert page.tables["energy"][0][3] == "Shared unattributed"
+    assert nlp_energy[3] == f"{expected['nlp']:.2f} kWh"
+    assert nlp_energy[4] == f"{sum(reference['team-nlp']) + expected['nlp']:.2f} kWh"
+
+
 def cli(*arguments: str) -> str:
     result = CliRunner().invoke(main, list(arguments))
     assert result.exit_code == 0, result.output

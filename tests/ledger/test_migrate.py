@@ -13,7 +13,7 @@ from billing.cli import main
 from billing.ledger import migrate
 from billing.ledger.allocations import allocation_draws_between
 from billing.ledger.database import LedgerError, open_ledger
-from billing.ledger.read import read_capacity, read_energy, read_rows, read_storage, read_waste
+from billing.ledger.read import energy_sums, read_capacity, read_energy, read_rows, read_storage, read_waste
 from billing.ledger.tables import metadata
 from tests.helpers.old_names import upgrade_old_names
 from tests.helpers.schemas import describe
@@ -178,6 +178,22 @@ def test_upgrading_to_0022_keeps_the_days_and_reads_no_energy_for_days_billed_be
     assert "from revision 0021 to 0023" in said
     assert read_energy(engine, date(2026, 11, 19), date(2026, 11, 19)).empty
     assert read_rows(engine, date(2026, 11, 19), date(2026, 11, 19))["cost"].tolist() == [1.0]
+    assert_the_model_s_schema(engine, tmp_path)
+
+
+def test_upgrading_to_0023_keeps_a_days_energy_with_nothing_shared(tmp_path, write_config):
+    """A day billed at revision 0022 shared no unattributed energy: after the upgrade each row reads 0 shared, and a
+    team's energy and carbon are what they were (4.6 kWh, 1,150 g)."""
+    engine, said = upgraded_from("0022", "INSERT INTO energy VALUES ('2026-11-19', 'lynx', 'team-vision', 'vision', "
+                                 "4.2, 0.4, 1150.0), ('2026-11-19', 'lynx', '', '', 0.7, 2.6, 825.0)", tmp_path,
+                                 write_config)
+    assert "from revision 0022 to 0023" in said
+    kept = read_energy(engine, date(2026, 11, 19), date(2026, 11, 19))
+    assert kept[["shared_kwh", "shared_carbon_g"]].values.tolist() == [[0.0, 0.0], [0.0, 0.0]]
+    sums = [(row["team"], row["shared_kwh"], row["kwh"], row["carbon_g"])
+            for row in energy_sums(engine, date(2026, 11, 19), date(2026, 11, 19))]
+    assert [team for team, *_ in sums] == ["", "vision"]
+    assert [figures for _, *figures in sums] == [[0.0, pytest.approx(3.3), 825.0], [0.0, pytest.approx(4.6), 1150.0]]
     assert_the_model_s_schema(engine, tmp_path)
 
 
