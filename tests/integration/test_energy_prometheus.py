@@ -395,10 +395,16 @@ def test_kepler_restarted_mid_day_counts_from_zero_again(prometheus_server):
     assert_close(figures(collect_energy(context).energy), by_hand)
 
 
-@pytest.mark.parametrize("since", [-5e6, float("nan")])
+# a hostile counter's value at every sample, in joules (a GPU's in mJ is a thousand times): below 0, NaN, +Inf, and one so
+# large that a step of it is lost to rounding (at 1e300 mJ a double's spacing is about 1e284: every step reads 0)
+HOSTILE = [-5e6, float("nan"), float("inf"), 1e297]
+
+
+@pytest.mark.parametrize("since", HOSTILE)
 def test_an_impossible_counter_refuses_the_day_naming_it(prometheus_server, since):
-    """A GPU counter below 0 (or NaN) at some sample: its step is NaN, so the chunk's figure is, and the gate refuses
-    the day naming the family and the namespace, even where the day's sum would have come out positive."""
+    """A GPU counter below 0, NaN, infinite or beyond any GPU's (1e18 mJ) at some sample: its step is NaN, so the
+    chunk's figure is, and the gate refuses the day naming the family, the namespace and what a counter cannot be, even
+    where the day's sum would have come out positive (or 0)."""
     broken = Gpu("GPU-x-3", "n1", Meter(((BEFORE, 300.0),), since=since), ((BEFORE, (("team-nlp", "bert-2"),)),))
     world = replace(WORLD, clusters=(replace(WORLD.clusters[0], energy=Energy(gpus=(broken,))),))
     config = cluster("jaguar", prometheus_server(world).url)
@@ -406,4 +412,46 @@ def test_an_impossible_counter_refuses_the_day_naming_it(prometheus_server, sinc
     with pytest.raises(ImpossibleFigure) as refused:
         collect_energy(context)
     assert 'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{namespace="team-nlp"} is NaN' in str(refused.value)
+    assert "a counter NaN, infinite, below 0 or above 1e+18 at a sample makes its steps NaN" in str(refused.value)
     assert "correct dcgm-exporter or its scrape" in str(refused.value)
+
+
+@pytest.mark.parametrize("since", HOSTILE)
+def test_an_impossible_kepler_counter_refuses_the_day_naming_it(prometheus_server, since):
+    """The same of Kepler's pod counters (joules, beyond 1e15 impossible): refused naming the family and the pod's
+    namespace and node."""
+    broken = KeplerPod("team-nlp", "bert-2", "n1", Meter(((BEFORE, 40.0),), since=since))
+    world = replace(WORLD, clusters=(replace(WORLD.clusters[0], energy=replace(ENERGY, pods=(broken,))),))
+    config = cluster("jaguar", prometheus_server(world).url)
+    context = cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
+    with pytest.raises(ImpossibleFigure) as refused:
+        collect_energy(context)
+    assert 'kepler_pod_cpu_joules_total{namespace="team-nlp", node_name="n1", pod_namespace="team-nlp"} is NaN' in str(
+        refused.value)
+    assert "a counter NaN, infinite, below 0 or above 1e+15 at a sample makes its steps NaN" in str(refused.value)
+
+
+def test_billing_run_refuses_a_day_of_an_absurd_counter_and_bills_nothing(prometheus_server, tmp_path):
+    """1e300 mJ on a GPU's counter (steps of 18,000 J vanish in its rounding: 0 kWh billed, were it let through): `billing
+    run` exits 1 naming the family, and the ledger keeps nothing of the day."""
+    broken = Gpu("GPU-x-3", "n1", Meter(((BEFORE, 300.0),), since=1e297), ((BEFORE, (("team-nlp", "bert-2"),)),))
+    world = replace(WORLD, clusters=(replace(WORLD.clusters[0], energy=replace(ENERGY, gpus=(broken,))),))
+    result, engine = run_billing(tmp_path, prometheus_server(world).url, {"price_kwh": PRICE, "share_unattributed": True})
+    assert result.exit_code == 1
+    assert "cluster jaguar on 2026-11-20: DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION" in result.output
+    assert "nothing was billed" in result.output
+    assert ledger(engine, "select count(*) from chargeback") == [(0,)]
+
+
+def test_a_gpu_model_spelt_in_another_case_changes_no_kwh(prometheus_server, tmp_path):
+    """Energy follows a GPU's UUID, never its model's name: nodes labelled `nvidia-a100-sxm4-80gb` (not as the price
+    list spells it) bill each team the same kWh as the reference."""
+    lower = tuple(replace(node, labels=((BEFORE, {"label_nvidia_com_gpu_product": "nvidia-a100-sxm4-80gb"}),))
+                  for node in NODES)
+    world = replace(WORLD, clusters=(replace(WORLD.clusters[0], nodes=lower),))
+    result, engine = run_billing(tmp_path, prometheus_server(world).url, {"price_kwh": PRICE})
+    assert result.exit_code == 0, result.output
+    reference = reference_energy(WORLD, "jaguar", D, DAY.end.timestamp(), 60)
+    kept = {namespace: (gpu, cpu) for namespace, gpu, cpu in
+            ledger(engine, "select namespace, sum(gpu_kwh), sum(cpu_kwh) from energy group by namespace")}
+    assert_close(kept, reference)
