@@ -136,10 +136,11 @@ TEAMS = Directory.of([Person("alice", "Alice", "alice@example.org")],
                      [Team(name, ("alice",), ("alice",)) for name in ("vision", "nlp", "speech")])
 
 
-def energy_night(settings: dict) -> tuple[Config, CollectedDay]:
-    """The spec's example as the collector hands it over, on a cluster whose energy is `settings`; no usage."""
+def energy_night(settings: dict, kwh: dict[str, tuple[float, float]] = SPEC_ENERGY) -> tuple[Config, CollectedDay]:
+    """The spec's example (or `kwh`) as the collector hands it over, on a cluster whose energy is `settings`; no
+    usage."""
     config = night(energy=settings)
-    energy = pd.DataFrame([(namespace, gpu, cpu) for namespace, (gpu, cpu) in SPEC_ENERGY.items()],
+    energy = pd.DataFrame([(namespace, gpu, cpu) for namespace, (gpu, cpu) in kwh.items()],
                           columns=frames.ENERGY.columns)
     empty = ClusterUsage("jaguar", frames.USAGE.empty(), 3, 40, 1.0)
     day = CollectedDay(config.clusters[0], empty, None, frames.WASTE.empty().assign(cluster=[]),
@@ -198,3 +199,16 @@ def test_off_by_default_the_unattributed_stays_the_clusters_and_nobody_pays_it()
     config, day = energy_night({"price_kwh": 0.30})
     bill = bill_day([day], {"jaguar": config.clusters[0].prices_on(DAY)}, TEAMS, config)
     assert set(bill.rows["resource"]) == {"energy"} and (bill.energy["shared_kwh"] == 0).all()
+
+
+def test_a_day_no_namespace_drew_energy_keeps_the_unattributed_shown_and_bills_none_of_it():
+    """Every GPU idle and Kepler counting no pod, sharing on and priced: nobody to share with, so the 3.363 kWh stay
+    the cluster's unattributed (shown, its carbon too) and no row bills them; the namespaces' 0 kWh bill nothing."""
+    idle = {"team-vision": (0.0, 0.0), "team-nlp": (0.0, 0.0), "": SPEC_ENERGY[""]}
+    config, day = energy_night({"price_kwh": 0.30, "carbon_g_per_kwh": 250, "share_unattributed": True}, idle)
+    bill = bill_day([day], {"jaguar": config.clusters[0].prices_on(DAY)}, TEAMS, config)
+    assert bill.rows.empty
+    kept = bill.energy.set_index("team")
+    assert (kept["shared_kwh"] == 0).all()
+    assert kept.loc["", "gpu_kwh"] + kept.loc["", "cpu_kwh"] == pytest.approx(3.363)
+    assert kept.loc["", "carbon_g"] == pytest.approx(3.363 * 250)

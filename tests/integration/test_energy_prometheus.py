@@ -321,9 +321,16 @@ def test_billing_check_names_the_gpus_without_an_energy_counter_and_the_nodes_wi
     attributed = sum(sum(kwh) for namespace, kwh in reference.items() if namespace)
     assert str(warned.value) == (
         f"on 2026-11-20: DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, kepler_node_cpu_joules_total, kepler_pod_cpu_joules_total; "
-        f"{attributed:.2f} kWh of 3 namespaces, {sum(reference['']):.2f} unattributed; GPUs without an energy counter: "
+        f"{attributed:.2f} kWh of 3 namespaces, {sum(reference['']):.2f} unattributed, not shared; GPUs without an energy "
+        "counter: "
         "GPU-n1-0 on n1, GPU-n1-1 on n1, GPU-n2-0 on n2, GPU-n2-1 on n2, GPU-uid-viz--0 on n1; nodes without Kepler: n2 "
         "(their energy is not counted)")
+    sharing = config.model_copy(update={"energy": EnergySettings(share_unattributed=True)})
+    context = cluster_day(sharing, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
+    with pytest.raises(CheckWarning) as warned:
+        energy_line(context)
+    assert f"{sum(reference['']):.2f} unattributed, shared over the namespaces by their kWh (energy.share_unattributed); " \
+        in str(warned.value)
 
 
 # The spec's worked example as a live store holds the day (series end at staleness markers, no lookback overlap), in
