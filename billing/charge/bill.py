@@ -66,8 +66,8 @@ class DayBill:
     unlent: pd.DataFrame = field(default_factory=frames.UNLENT.empty)  # Kueue borrowing no team lent: shown only
     # persistent volumes per cluster and storage class, and what the unclaimed would cost: shown only
     storage: pd.DataFrame = field(default_factory=frames.STORAGE_CAPACITY.empty)
-    # kWh and carbon per namespace and team, the unattributed under namespace and team '': shown (billed in `rows` where
-    # a cluster prices energy)
+    # kWh and carbon per namespace and team, and its share of the unattributed where its cluster shares it; the
+    # unattributed under namespace and team '': shown (billed in `rows` where a cluster prices energy)
     energy: pd.DataFrame = field(default_factory=frames.CHARGED_ENERGY.empty)
 
     def __post_init__(self) -> None:
