@@ -11,9 +11,10 @@ and `unrequested-` (a share of the capacity no pod requested on a cluster with
 (a ClusterQueue's nominal quota, charged to its team under the namespace
 `quota:<queue>`) and `lent-` (negative: the borrowed part of a namespace's use,
 credited to the team of the queue that lent it); use within a quota is a
-`credit-` row as a pool's. A cluster that prices energy and shares its unattributed energy
-(`energy.share_unattributed`) adds `unattributed-energy`: a namespace's share of the kWh no pod
-accounts for (docs/spec.md "Energy and carbon").
+`credit-` row as a pool's. A cluster that prices energy and shares its
+unattributed energy (`energy.share_unattributed`) adds `unattributed-energy`:
+a namespace's share of the kWh no pod accounts for (docs/spec.md "Energy and
+carbon").
 """
 
 from __future__ import annotations

@@ -220,7 +220,7 @@ def energy_sums(engine: Engine, first: date, last: date, team: str | None = None
     and memory's, its share of the unattributed where its cluster shares it, all three: `kwh`) and their grams of CO2e;
     team '' is the cluster's unattributed energy, less what was shared (`shared_kwh` negative). A figure is None where
     some day of it is unknown (docs/spec.md "Energy and carbon"), never the sum of the known days alone. Plain rows: a
-    report loads no pandas. None of a day billed before revision 0020 or of a cluster without `energy`."""
+    report loads no pandas. None of a day billed before revision 0022 or of a cluster without `energy`."""
     def known(column: ColumnElement) -> ColumnElement:
         return case((func.count(column) == func.count(), func.sum(column)))
 
