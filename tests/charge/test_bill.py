@@ -18,6 +18,7 @@ from billing.directory.people import Directory, Person, Team
 from billing.ledger.database import open_ledger
 from billing.ledger.write import replace_day
 from billing.money import cents, rounding, total
+from billing.notify.letters import admin_letter, team_letter
 from billing.publish.answers import day_report
 from billing.publish.dayview import read_report
 from billing.publish.pages import write_pages
@@ -176,7 +177,8 @@ def test_the_spec_s_worked_example_shares_the_unattributed_gpu_and_cpu_energy_ap
 
     ledger = open_ledger(f"sqlite:///{tmp_path}/ledger.db")
     replace_day(ledger, DAY, bill, "EUR")
-    write_pages(day_report(ledger, config, DAY), tmp_path / "out")
+    report = day_report(ledger, config, DAY)
+    write_pages(report, tmp_path / "out")
     page = read_page((tmp_path / "out" / DAY.isoformat() / "index.html").read_text())
     assert page.tables["energy"] == [
         ["Team", "Cluster", "GPUs", "CPU and memory", "Shared unattributed", "Energy", "Carbon"],
@@ -185,6 +187,13 @@ def test_the_spec_s_worked_example_shares_the_unattributed_gpu_and_cpu_energy_ap
         ["speech", "jaguar", "1.20 kWh", "0.00 kWh", "0.09 kWh", "1.29 kWh", "323 g CO2e"],
         ["vision", "jaguar", "4.20 kWh", "0.40 kWh", "1.42 kWh", "6.02 kWh", "1,504 g CO2e"],
     ]
+    # the emails: the share beside the energy, in its text and HTML tables
+    admins = [line.split() for line in admin_letter(report).text.splitlines()]
+    assert ["Team", "Cluster", "Shared", "unattributed", "Energy", "Carbon"] in admins
+    assert ["(unattributed)", "jaguar", "-3.36", "kWh", "0.00", "kWh", "0", "g", "CO2e"] in admins
+    nlp = team_letter(report, "nlp")
+    assert ["jaguar", "1.86", "kWh", "6.61", "kWh", "1,653", "g", "CO2e"] in [line.split() for line in nlp.text.splitlines()]
+    assert "Shared unattributed" in nlp.html and "each team's share of what no pod accounts for" in nlp.html
 
 
 def test_shown_only_the_shared_kwh_and_its_carbon_are_kept_and_nothing_billed():
