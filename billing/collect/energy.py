@@ -62,13 +62,14 @@ class EnergyDay:
 
 def step(now: str, before: str, on: str, highest: float) -> str:
     """A counter's step at each instant: its value `now` minus the value a step `before` (matched `on` those labels),
-    or `now` where that is lower (a reset, counted from 0). A counter below 0 or above `highest` (COUNTER_HIGHEST) makes
-    its step NaN, and a NaN step stays (`unless` keeps it; NaN and +Inf counters give NaN steps too), so that the
-    chunk's sum is NaN and the gate refuses it: a sum could hide a negative step, and a counter so large that its
-    steps are lost to rounding would read 0."""
+    or `now` where that is lower (a reset, counted from 0). A counter below 0, above `highest` (COUNTER_HIGHEST) or
+    +Inf makes its step +Inf (x^0 is 1 for every x), so that the chunk's sum is infinite and the gate refuses it: a sum
+    could hide a negative step, and a counter so large that its steps are lost to rounding would read 0. +Inf, not
+    NaN: VictoriaMetrics drops NaN from its answers. A NaN counter's step is NaN, which Prometheus keeps (`unless`
+    keeps it) and VictoriaMetrics never has (it stores no NaN sample: a gap)."""
     delta = f"({now} - on ({on}) {before})"
     impossible = f"({now} < 0 or {now} > {highest:g})"
-    return f"(((({delta} unless {delta} < 0) or ({now} and {delta} < 0)) unless {impossible}) or ({impossible}) * NaN)"
+    return f"(((({delta} unless {delta} < 0) or ({now} and {delta} < 0)) unless {impossible}) or ({impossible}) ^ 0 * Inf)"
 
 
 class EnergyQueries(Queries):

@@ -12,6 +12,7 @@ visible for the 5-minute lookback after it moved, and the GPU's steps then split
 import csv
 import io
 import json
+import math
 import re
 from dataclasses import replace
 from datetime import date
@@ -407,19 +408,25 @@ def test_kepler_restarted_mid_day_counts_from_zero_again(prometheus_server):
 HOSTILE = [-5e6, float("nan"), float("inf"), 1e297]
 
 
+def summed(since: float) -> str:
+    """The chunk's figure, as the refusal writes it: a NaN counter's steps are NaN, every other impossible one's +Inf."""
+    return "NaN" if math.isnan(since) else "+Inf"
+
+
 @pytest.mark.parametrize("since", HOSTILE)
 def test_an_impossible_counter_refuses_the_day_naming_it(prometheus_server, since):
-    """A GPU counter below 0, NaN, infinite or beyond any GPU's (1e18 mJ) at some sample: its step is NaN, so the
-    chunk's figure is, and the gate refuses the day naming the family, the namespace and what a counter cannot be, even
-    where the day's sum would have come out positive (or 0)."""
+    """A GPU counter below 0, NaN, infinite or beyond any GPU's (1e18 mJ) at some sample: its step is +Inf (NaN, a NaN
+    counter's), so the chunk's figure is, and the gate refuses the day naming the family, the namespace and what a
+    counter cannot be, even where the day's sum would have come out positive (or 0)."""
     broken = Gpu("GPU-x-3", "n1", Meter(((BEFORE, 300.0),), since=since), ((BEFORE, (("team-nlp", "bert-2"),)),))
     world = replace(WORLD, clusters=(replace(WORLD.clusters[0], energy=Energy(gpus=(broken,))),))
     config = cluster("jaguar", prometheus_server(world).url)
     context = cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
     with pytest.raises(ImpossibleFigure) as refused:
         collect_energy(context)
-    assert 'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{namespace="team-nlp"} is NaN' in str(refused.value)
-    assert "a counter NaN, infinite, below 0 or above 1e+18 at a sample makes its steps NaN" in str(refused.value)
+    said = str(refused.value)
+    assert f'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{namespace="team-nlp"}} is {summed(since)}' in said
+    assert "a counter NaN, infinite, below 0 or above 1e+18 at a sample makes the sum of its steps NaN or infinite" in said
     assert "correct dcgm-exporter or its scrape" in str(refused.value)
 
 
@@ -433,9 +440,23 @@ def test_an_impossible_kepler_counter_refuses_the_day_naming_it(prometheus_serve
     context = cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
     with pytest.raises(ImpossibleFigure) as refused:
         collect_energy(context)
-    assert 'kepler_pod_cpu_joules_total{namespace="team-nlp", node_name="n1", pod_namespace="team-nlp"} is NaN' in str(
-        refused.value)
-    assert "a counter NaN, infinite, below 0 or above 1e+15 at a sample makes its steps NaN" in str(refused.value)
+    said = str(refused.value)
+    assert ('kepler_pod_cpu_joules_total{namespace="team-nlp", node_name="n1", pod_namespace="team-nlp"} is '
+            f'{summed(since)}') in said
+    assert "a counter NaN, infinite, below 0 or above 1e+15 at a sample makes the sum of its steps NaN or infinite" in said
+
+
+@pytest.mark.parametrize("since", [since for since in HOSTILE if not math.isnan(since)])
+def test_victoria_metrics_refuses_an_impossible_counter_too(victoria_metrics_server, since):
+    """VictoriaMetrics drops NaN from its answers, so an impossible counter's steps are +Inf, which it keeps: a counter
+    below 0 was billed 6.11 kWh, one of +Inf or 1e300 mJ made the GPUs' family look unscraped. (It stores no NaN sample:
+    a NaN counter there is a gap, whose energy is lost as across a scrape outage.)"""
+    broken = Gpu("GPU-x-3", "n1", Meter(((BEFORE, 300.0),), since=since), ((BEFORE, (("team-nlp", "bert-2"),)),))
+    world = replace(WORLD, clusters=(replace(WORLD.clusters[0], energy=Energy(gpus=(broken,))),))
+    config = cluster("jaguar", victoria_metrics_server(world).url)
+    context = cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
+    with pytest.raises(ImpossibleFigure, match=r'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION\{namespace="team-nlp"\} is \+Inf'):
+        collect_energy(context)
 
 
 def test_billing_run_refuses_a_day_of_an_absurd_counter_and_bills_nothing(prometheus_server, tmp_path):
