@@ -119,7 +119,9 @@ UNLENT = schema("borrowing no team lent", "cluster", "namespace", "team", "owner
 WORKLOAD_COSTS = schema("workload costs", "cluster", "namespace", "team", "owner", "workload", "labels", "resource",
                         "gpu_model", "quantity", "cost", "list_cost")
 # ENERGY per cluster and team, split as the rows are, with its grams of CO2e (NaN without an intensity); namespace and
-# team '' are the cluster's unattributed energy
-CHARGED_ENERGY = schema("energy per team", "cluster", "namespace", "team", "gpu_kwh", "cpu_kwh", "carbon_g")
+# team '' are the cluster's unattributed energy; shared_kwh and its carbon: the namespace's share of the unattributed
+# where its cluster shares it, minus what was shared on the unattributed row (billing/charge/energy.py), else 0
+CHARGED_ENERGY = schema("energy per team", "cluster", "namespace", "team", "gpu_kwh", "cpu_kwh", "carbon_g", "shared_kwh",
+                        "shared_carbon_g")
 CHARGED_WORKLOAD_WASTE = schema("waste per workload and team", "cluster", "namespace", "team", "owner", "workload",
                                 *WASTE_MEASURES)

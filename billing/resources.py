@@ -11,7 +11,10 @@ and `unrequested-` (a share of the capacity no pod requested on a cluster with
 (a ClusterQueue's nominal quota, charged to its team under the namespace
 `quota:<queue>`) and `lent-` (negative: the borrowed part of a namespace's use,
 credited to the team of the queue that lent it); use within a quota is a
-`credit-` row as a pool's.
+`credit-` row as a pool's. A cluster that prices energy and shares its
+unattributed energy (`energy.share_unattributed`) adds `unattributed-energy`:
+a namespace's share of the kWh no pod accounts for (docs/spec.md "Energy and
+carbon").
 """
 
 from __future__ import annotations
@@ -126,7 +129,12 @@ RESERVED, CREDIT, UNREQUESTED, QUOTA, LENT = "reserved-", "credit-", "unrequeste
 KINDS = (RESERVED, CREDIT, UNREQUESTED, QUOTA, LENT)
 OFFERED = Names(lambda: [name for name, resource in REGISTRY.items() if resource.offered_by_nodes])
 # the kinds are of capacity (pools, quotas, what no pod requested): only a resource nodes offer has them
-LEDGER_RESOURCES = Names(lambda: [*REGISTRY, *(kind + resource for kind in KINDS for resource in OFFERED)])
+# a share of the energy no pod accounts for (idle power), on a cluster that shares it: a kind of energy alone, which
+# no node offers
+UNATTRIBUTED = "unattributed-"
+UNATTRIBUTED_ENERGY = UNATTRIBUTED + ENERGY
+LEDGER_RESOURCES = Names(lambda: [*REGISTRY, *(kind + resource for kind in KINDS for resource in OFFERED),
+                                  UNATTRIBUTED_ENERGY])
 UNREQUESTED_RESOURCES = Names(lambda: [UNREQUESTED + resource for resource in OFFERED])
 
 RECOVERY = "recovery"  # statement_lines.kind of a cost recovery line; corrections.resource of one split again

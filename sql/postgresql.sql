@@ -470,4 +470,12 @@ CREATE TABLE energy (
 
 UPDATE alembic_version SET version_num='0022' WHERE alembic_version.version_num = '0021';
 
+-- Running upgrade 0022 -> 0023
+
+ALTER TABLE energy ADD COLUMN shared_kwh DOUBLE PRECISION DEFAULT '0' NOT NULL;
+
+ALTER TABLE energy ADD COLUMN shared_carbon_g DOUBLE PRECISION DEFAULT '0';
+
+UPDATE alembic_version SET version_num='0023' WHERE alembic_version.version_num = '0022';
+
 COMMIT;

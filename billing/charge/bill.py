@@ -22,6 +22,7 @@ import pandas as pd
 
 from billing import frames
 from billing.charge.bound_pending import bill_sentences
+from billing.charge.energy import share_unattributed
 from billing.charge.ownership import assign_owners
 from billing.charge.pricing import (
     price,
@@ -41,7 +42,7 @@ from billing.collect.waste import attribute_waste
 from billing.config import Config, Prices
 from billing.directory.people import Directory
 from billing.errors import RunFailed
-from billing.resources import ENERGY
+from billing.resources import ENERGY, UNATTRIBUTED_ENERGY
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +66,8 @@ class DayBill:
     unlent: pd.DataFrame = field(default_factory=frames.UNLENT.empty)  # Kueue borrowing no team lent: shown only
     # persistent volumes per cluster and storage class, and what the unclaimed would cost: shown only
     storage: pd.DataFrame = field(default_factory=frames.STORAGE_CAPACITY.empty)
-    # kWh and carbon per namespace and team, the unattributed under namespace and team '': shown (billed in `rows` where
-    # a cluster prices energy)
+    # kWh and carbon per namespace and team, and its share of the unattributed where its cluster shares it; the
+    # unattributed under namespace and team '': shown (billed in `rows` where a cluster prices energy)
     energy: pd.DataFrame = field(default_factory=frames.CHARGED_ENERGY.empty)
 
     def __post_init__(self) -> None:
@@ -94,6 +95,8 @@ def bill_day(collected: Sequence[CollectedDay], prices: dict[str, Prices], direc
     """Own and price (each cluster at the day's `prices`) what every cluster's store said about the day."""
     energy = pd.concat([c.energy.energy.assign(cluster=c.cluster.name) for c in collected if c.energy is not None]
                        or [frames.ENERGY.empty().assign(cluster="")], ignore_index=True)
+    energy = share_unattributed(energy, [c.cluster.name for c in collected
+                                         if c.energy_in_force is not None and c.energy_in_force.share_unattributed])
     usage = pd.concat([c.usage.usage.assign(cluster=c.usage.cluster) for c in collected] + [_billed_energy(energy, prices)],
                       ignore_index=True)
     capacity = pd.concat([_capacity(c, prices) for c in collected], ignore_index=True)
@@ -167,29 +170,32 @@ def _storage(collected: Sequence[CollectedDay], prices: dict[str, Prices]) -> pd
 
 
 def _billed_energy(energy: pd.DataFrame, prices: dict[str, Prices]) -> pd.DataFrame:
-    """The usage (frames.USAGE and cluster) of energy where a cluster prices it: each namespace's kWh, the
-    unattributed left out (shown, not billed); no priority-class discount, a pod's electricity being drawn all the
-    same."""
+    """The usage (frames.USAGE and cluster) of energy where a cluster prices it: each namespace's kWh (`energy`) and
+    its share of the unattributed where the cluster shares it (`unattributed-energy`), the unattributed itself left
+    out (shown, not billed); no priority-class discount, a pod's electricity being drawn all the same."""
     priced = [name for name, of_cluster in prices.items() if of_cluster.energy_kwh is not None]
     billed = energy[energy["cluster"].isin(priced) & (energy["namespace"] != "")]
-    billed = billed.assign(resource=ENERGY, gpu_model="", priority_class="", pool="",
-                           quantity=billed["gpu_kwh"] + billed["cpu_kwh"])[["cluster", *frames.USAGE.columns]]
-    return billed[billed["quantity"] != 0]
+    parts = pd.concat([billed.assign(resource=ENERGY, quantity=billed["gpu_kwh"] + billed["cpu_kwh"]),
+                       billed.assign(resource=UNATTRIBUTED_ENERGY, quantity=billed["shared_kwh"])], ignore_index=True)
+    parts = parts.assign(gpu_model="", priority_class="", pool="")[["cluster", *frames.USAGE.columns]]
+    return parts[parts["quantity"] != 0]
 
 
 def _charged_energy(energy: pd.DataFrame, ownership: pd.DataFrame, collected: Sequence[CollectedDay]) -> pd.DataFrame:
-    """frames.CHARGED_ENERGY: each namespace's kWh split over its teams as its rows are, the unattributed under team
-    '', and grams of CO2e at the cluster's intensity in force (NaN without one, or where a part is unknown)."""
+    """frames.CHARGED_ENERGY: each namespace's kWh and share of the unattributed split over its teams as its rows are,
+    the unattributed under team '' (less what was shared), and grams of CO2e of each at the cluster's intensity in
+    force (NaN without one, or where a part is unknown)."""
     owners = pd.concat([ownership[["namespace", "team", "share"]], pd.DataFrame({"namespace": [""], "team": [""],
                                                                                  "share": [1.0]})], ignore_index=True)
     charged = energy.merge(owners, on="namespace", how="left", validate="many_to_many")
     intensity = {c.cluster.name: c.energy_in_force.carbon_g_per_kwh for c in collected if c.energy_in_force is not None}
-    for part in ("gpu_kwh", "cpu_kwh"):
+    for part in ("gpu_kwh", "cpu_kwh", "shared_kwh"):
         charged[part] = charged[part] * charged["share"]
     grams = charged["cluster"].map(lambda name: intensity.get(name)).astype(float)
     charged["carbon_g"] = (charged["gpu_kwh"] + charged["cpu_kwh"]) * grams
-    keys = ["cluster", "namespace", "team"]
-    return (charged.groupby(keys, as_index=False, dropna=False)[["gpu_kwh", "cpu_kwh", "carbon_g"]].sum(min_count=1)
+    charged["shared_carbon_g"] = charged["shared_kwh"] * grams
+    keys, figures = ["cluster", "namespace", "team"], ["gpu_kwh", "cpu_kwh", "carbon_g", "shared_kwh", "shared_carbon_g"]
+    return (charged.groupby(keys, as_index=False, dropna=False)[figures].sum(min_count=1)
             [frames.CHARGED_ENERGY.columns].sort_values(keys, ignore_index=True))
 
 

@@ -33,6 +33,7 @@ from billing.resources import (
     RESERVED,
     STORAGE,
     UNREQUESTED,
+    base,
     single_strategy_slice,
 )
 
@@ -63,8 +64,9 @@ def unit_price(prices: Prices, resource: str, gpu_model: str) -> float:
 
 def model_price(prices: Prices, resource: str, model: str) -> float | None:
     """The price of one resource-hour of a model (the resource's own where the model has none); None where neither
-    is set (a storage class without a price and no `storage_gib_hour`)."""
-    registered = REGISTRY[resource]
+    is set (a storage class without a price and no `storage_gib_hour`). A kind of a resource (`unattributed-energy`)
+    is priced as its resource."""
+    registered = REGISTRY[base(resource)]
     by_model: dict[str, float] = getattr(prices, registered.models_key) if registered.models_key else {}
     return by_model.get(model, getattr(prices, registered.price_key))
 

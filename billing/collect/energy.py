@@ -27,6 +27,10 @@ GPU_COUNTER = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"  # mJ since the driver load
 POD_COUNTER, NODE_COUNTER = "kepler_pod_cpu_joules_total", "kepler_node_cpu_joules_total"  # Kepler 0.10 and later
 ZONES = 'zone=~"package|dram"'  # core and uncore are inside package
 MJ_PER_KWH, J_PER_KWH = 3.6e9, 3.6e6
+# The highest a counter can read, in its unit: a 1 kW GPU counts 3e14 mJ in ten years, a 10 kW node 3e12 J; a double's
+# spacing at these bounds (128 mJ, 0.125 J) loses nothing of a step, far beyond them whole steps round away. Its
+# family's figures (collect/figures.py) say them in their fix.
+COUNTER_HIGHEST = {GPU_COUNTER: 1e18, POD_COUNTER: 1e15, NODE_COUNTER: 1e15}
 # the `figure` label of each part of the answer, and the family its figures belong to
 GPU, POD, NODE = "gpu", "pod", "node"
 FAMILIES: dict[str, Family] = {GPU: GPU_ENERGY, POD: POD_ENERGY, NODE: NODE_ENERGY}
@@ -56,12 +60,16 @@ class EnergyDay:
         return EnergyDay(energy.sort_values("namespace", ignore_index=True), self.found, self.nodes)
 
 
-def step(now: str, before: str, on: str) -> str:
+def step(now: str, before: str, on: str, highest: float) -> str:
     """A counter's step at each instant: its value `now` minus the value a step `before` (matched `on` those labels),
-    or `now` where that is lower (a reset, counted from 0). A counter below 0 makes its step NaN, and a NaN step stays
-    (`unless` keeps it), so that the chunk's sum is NaN and the gate refuses it: a sum could hide a negative step."""
+    or `now` where that is lower (a reset, counted from 0). A counter below 0, above `highest` (COUNTER_HIGHEST) or
+    +Inf makes its step +Inf (x^0 is 1 for every x), so that the chunk's sum is infinite and the gate refuses it: a sum
+    could hide a negative step, and a counter so large that its steps are lost to rounding would read 0. +Inf, not
+    NaN: VictoriaMetrics drops NaN from its answers. A NaN counter's step is NaN, which Prometheus keeps (`unless`
+    keeps it) and VictoriaMetrics never has (it stores no NaN sample: a gap)."""
     delta = f"({now} - on ({on}) {before})"
-    return f"(((({delta} unless {delta} < 0) or ({now} and {delta} < 0)) unless {now} < 0) or ({now} < 0) * NaN)"
+    impossible = f"({now} < 0 or {now} > {highest:g})"
+    return f"(((({delta} unless {delta} < 0) or ({now} and {delta} < 0)) unless {impossible}) or ({impossible}) ^ 0 * Inf)"
 
 
 class EnergyQueries(Queries):
@@ -74,14 +82,16 @@ class EnergyQueries(Queries):
     def gpu_steps(self) -> str:
         """Per namespace ('' for a GPU no pod holds): each GPU's step (UUID: its copies and pods' series once), split
         equally over the pods its series are labelled with at the step's end, whatever pod held it before."""
-        gpu_step = step(self.value(GPU_COUNTER, "UUID"), self.value(GPU_COUNTER, "UUID", self.chunk.step), "UUID")
+        gpu_step = step(self.value(GPU_COUNTER, "UUID"), self.value(GPU_COUNTER, "UUID", self.chunk.step), "UUID",
+                        COUNTER_HIGHEST[GPU_COUNTER])
         holders = f"group by (UUID, namespace, pod) ({self.dcgm.plain(self.latest(self.series(GPU_COUNTER)), POD_LABELS)})"
         shares = f"{holders} / on (UUID) group_left () count by (UUID) ({holders})"
         return f"sum by (namespace) ({gpu_step} * on (UUID) group_right () {shares})"
 
     def kepler_steps(self, counter: str, by: str) -> str:
         """Per `by`: Kepler's package and DRAM steps (a pod's running and terminated series once)."""
-        return step(self.value(counter, by, 0, ZONES), self.value(counter, by, self.chunk.step, ZONES), by)
+        return step(self.value(counter, by, 0, ZONES), self.value(counter, by, self.chunk.step, ZONES), by,
+                    COUNTER_HIGHEST[counter])
 
     def summed(self) -> str:
         """Per part (`figure`): GPUs' steps per namespace, Kepler's pods' per namespace and node, its nodes' per node,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BeforeValidator, Discriminator, Field, Tag
+from pydantic import BeforeValidator, Discriminator, Field, StrictBool, Tag
 
 from billing.config.prices import PRICE_FORMS, Day, Price, finite_number
 from billing.config.section import Section
@@ -15,10 +15,13 @@ Intensity = Annotated[float, BeforeValidator(finite_number), Field(ge=0, lt=1e4,
 
 
 class Energy(Section):
-    """What a kWh costs (unset: energy is shown, not billed) and the grid's carbon intensity (unset: carbon unknown)."""
+    """What a kWh costs (unset: energy is shown, not billed), the grid's carbon intensity (unset: carbon unknown), and
+    whether the energy no pod accounts for is shared over the namespaces in proportion to theirs (off: it stays the
+    cluster's unattributed, shown and billed to nobody)."""
 
     price_kwh: Price | None = None
     carbon_g_per_kwh: Intensity | None = None
+    share_unattributed: StrictBool = False
 
 
 class DatedEnergy(Energy):

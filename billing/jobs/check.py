@@ -336,8 +336,9 @@ def storage(context: ClusterDay) -> str:
 
 def energy(context: ClusterDay) -> str:
     """The day's energy as the run reads it (docs/spec.md "Energy and carbon"): the counters found and the kWh, each
-    figure through the gate; warned of, the GPUs without an energy counter and the nodes without Kepler, whose energy
-    the night cannot see; failed, where energy is priced and a family has no sample (the run would refuse the day)."""
+    figure through the gate, and whether the unattributed is shared; warned of, the GPUs without an energy counter and
+    the nodes without Kepler, whose energy the night cannot see; failed, where energy is priced and a family has no
+    sample (the run would refuse the day)."""
     day, collected = context.day.date, collect_energy(context)
     settings = context.cluster.energy_on(day)
     if settings is not None and settings.price_kwh is not None:
@@ -348,8 +349,10 @@ def energy(context: ClusterDay) -> str:
 
     def written(figures: pd.Series) -> str:
         return "unknown" if figures.isna().any() else f"{figures.sum():.2f}"
+    shared = ("shared over the namespaces by their kWh (energy.share_unattributed)"
+              if settings is not None and settings.share_unattributed else "not shared")
     said = (f"on {day}: {', '.join(found)}; {written(kwh[pods])} kWh of {pods.sum()} namespaces, "
-            f"{written(kwh[~pods])} unattributed")
+            f"{written(kwh[~pods])} unattributed, {shared}")
     gpus, nodes = unmetered(context)
     missing = [*([f"GPUs without an energy counter: {', '.join(gpus[:5])}"] if gpus else []),
                *([f"nodes without Kepler: {', '.join(nodes[:5])}"] if nodes else [])]

@@ -206,27 +206,31 @@ def read_storage(engine: Engine, day: date) -> pd.DataFrame:
 
 def read_energy(engine: Engine, first: date, last: date) -> pd.DataFrame:
     """kWh and carbon per day, cluster, namespace and team from first to last (day and frames.CHARGED_ENERGY.columns;
-    NaN where unknown); none for a cluster without `energy`, or a day billed before revision 0020."""
+    NaN where unknown; shared 0 on a day billed before revision 0023); none for a cluster without `energy`, or a day
+    billed before revision 0022."""
     query = select(energy).where(energy.c.day.between(first, last)).order_by(
         energy.c.day, energy.c.cluster, energy.c.team, energy.c.namespace)
     rows = read_frame(engine, query, "energy", ["day", *frames.CHARGED_ENERGY.columns], dates=["day"])
-    return rows.astype({"gpu_kwh": float, "cpu_kwh": float, "carbon_g": float})
+    return rows.astype({"gpu_kwh": float, "cpu_kwh": float, "carbon_g": float, "shared_kwh": float,
+                        "shared_carbon_g": float})
 
 
 def energy_sums(engine: Engine, first: date, last: date, team: str | None = None) -> list[dict]:
     """Per team and cluster (of one team, or every team's), the kWh of its namespaces from first to last (GPUs', CPU
-    and memory's, both) and their grams of CO2e; team '' is the cluster's unattributed energy. A figure is None where
+    and memory's, its share of the unattributed where its cluster shares it, all three: `kwh`) and their grams of CO2e;
+    team '' is the cluster's unattributed energy, less what was shared (`shared_kwh` negative). A figure is None where
     some day of it is unknown (docs/spec.md "Energy and carbon"), never the sum of the known days alone. Plain rows: a
-    report loads no pandas. None of a day billed before revision 0020 or of a cluster without `energy`."""
+    report loads no pandas. None of a day billed before revision 0022 or of a cluster without `energy`."""
     def known(column: ColumnElement) -> ColumnElement:
         return case((func.count(column) == func.count(), func.sum(column)))
 
     chosen = [] if team is None else [energy.c.team == team]
     query = (select(energy.c.team, energy.c.cluster, known(energy.c.gpu_kwh), known(energy.c.cpu_kwh),
-                    known(energy.c.gpu_kwh + energy.c.cpu_kwh), known(energy.c.carbon_g))
+                    func.sum(energy.c.shared_kwh), known(energy.c.gpu_kwh + energy.c.cpu_kwh + energy.c.shared_kwh),
+                    known(energy.c.carbon_g + energy.c.shared_carbon_g))
              .where(energy.c.day.between(first, last), *chosen)
              .group_by(energy.c.team, energy.c.cluster).order_by(energy.c.team, energy.c.cluster))
-    return [dict(zip(("team", "cluster", "gpu_kwh", "cpu_kwh", "kwh", "carbon_g"), row))
+    return [dict(zip(("team", "cluster", "gpu_kwh", "cpu_kwh", "shared_kwh", "kwh", "carbon_g"), row))
             for row in fetch_rows(engine, query, "energy")]
 
 

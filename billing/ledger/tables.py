@@ -122,6 +122,10 @@ energy = Table(  # kWh and carbon per namespace and team (docs/spec.md "Energy a
     Column("gpu_kwh", Double, nullable=True),  # NULL: no sample of dcgm-exporter's energy counter (unknown)
     Column("cpu_kwh", Double, nullable=True),  # NULL: no sample of Kepler's counters (unknown)
     Column("carbon_g", Double, nullable=True),  # grams of CO2e; NULL without an intensity or where a part is unknown
+    # the namespace's share of the unattributed where the cluster shares it, minus what was shared on the unattributed
+    # row; 0 where nothing was (billing/charge/energy.py); its grams of CO2e NULL without an intensity
+    Column("shared_kwh", Double, nullable=False, server_default="0"),
+    Column("shared_carbon_g", Double, nullable=True, server_default="0"),
 )
 
 

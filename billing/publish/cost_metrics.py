@@ -81,11 +81,13 @@ def _add_energy_metrics(registry: CollectorRegistry, rows: tuple[dict, ...]) -> 
     if not rows:
         return
     kwh = Gauge("billing_energy_kwh", "Energy of the latest billed day per cluster and team: kWh of its namespaces' GPUs, "
-                "CPU and memory.", ["cluster", "team"], registry=registry)
+                "CPU and memory, and its share of the unattributed where the cluster shares it.", ["cluster", "team"],
+                registry=registry)
     carbon = Gauge("billing_carbon_grams", "Carbon of the latest billed day per cluster and team, grams of CO2e at the "
                    "cluster's carbon intensity.", ["cluster", "team"], registry=registry)
     unattributed = Gauge("billing_energy_unattributed_kwh", "Energy of the latest billed day no pod accounts for (idle "
-                         "power, GPUs held by none) per cluster, kWh; not billed.", ["cluster"], registry=registry)
+                         "power, GPUs held by none) per cluster, kWh, less what was shared over the teams; not billed.",
+                         ["cluster"], registry=registry)
     for row in rows:
         if row["team"] == "":
             if row["kwh"] is not None:

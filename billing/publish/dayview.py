@@ -171,7 +171,8 @@ class DayReport:
     # cluster, storageclass, provisioned, claimed, unclaimed (GiB-hours), unit_price and unclaimed_cost (None: the
     # class has no price): persistent volumes per class, the unclaimed shown at the class's price, never billed
     storage: tuple[dict, ...] = ()
-    # team, cluster, gpu_kwh, cpu_kwh, kwh, carbon_g (None: unknown); team '' the unattributed (ledger.read.energy_sums)
+    # team, cluster, gpu_kwh, cpu_kwh, shared_kwh, kwh, carbon_g (None: unknown); team '' the unattributed
+    # (ledger.read.energy_sums)
     energy: tuple[dict, ...] = ()
     waste: tuple[dict, ...] = ()  # team and frames.WASTE_MEASURES (None: not measured)
     held_before_running: tuple[dict, ...] = ()  # team, cluster, resource, gpu_model, quantity, cost, reason, charged

@@ -80,6 +80,8 @@ from billing.resources import (
     RECOVERY,
     REGISTRY,
     RESERVED,
+    UNATTRIBUTED,
+    UNATTRIBUTED_ENERGY,
     UNREQUESTED,
     base,
     per_resource,
@@ -159,11 +161,15 @@ def broken_down(ledger: pd.DataFrame, workloads: pd.DataFrame) -> pd.DataFrame:
 
 
 def with_carbon(rows: pd.DataFrame, energy: pd.DataFrame) -> pd.DataFrame:
-    """`broken_down`'s rows with `carbon_g`: an energy row's grams of CO2e (ledger.read.read_energy; docs/spec.md
-    "Energy and carbon"), which its Tags carry, FOCUS having no column for it; NaN on every other row and where
-    unknown. An energy row is one part under no workload, so the namespace's carbon is its."""
-    carbon = energy[["day", "cluster", "namespace", "team", "carbon_g"]].assign(resource=ENERGY)
-    return rows.merge(carbon, on=["day", "cluster", "namespace", "team", "resource"], how="left", validate="many_to_one")
+    """`broken_down`'s rows with `carbon_g`: an energy row's grams of CO2e, and an unattributed-energy row's those of
+    its share (ledger.read.read_energy; docs/spec.md "Energy and carbon"), which its Tags carry, FOCUS having no column
+    for it; NaN on every other row and where unknown. An energy row is one part under no workload, so the namespace's
+    carbon is its."""
+    key = ["day", "cluster", "namespace", "team"]
+    carbon = pd.concat([energy[[*key, "carbon_g"]].assign(resource=ENERGY),
+                        energy[[*key, "shared_carbon_g"]].rename(columns={"shared_carbon_g": "carbon_g"})
+                        .assign(resource=UNATTRIBUTED_ENERGY)], ignore_index=True)
+    return rows.merge(carbon, on=[*key, "resource"], how="left", validate="many_to_one")
 
 
 def _is_workload(name: object) -> bool:
@@ -214,6 +220,8 @@ def _description(row) -> str:
         QUOTA: f"{what} of the Kueue ClusterQueue {row.namespace.removeprefix(QUOTA_PREFIX)}'s nominal quota on cluster "
                f"{row.cluster}",
         LENT: f"credit for the {what} of quota lent to namespace {row.namespace} on cluster {row.cluster}",
+        UNATTRIBUTED: f"share of the energy no pod accounts for (idle power) on cluster {row.cluster}, charged to "
+                      f"namespace {row.namespace} in proportion to its own",
     }[_kind(row.resource)]
 
 

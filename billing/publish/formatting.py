@@ -20,6 +20,7 @@ from billing.resources import (
     RECOVERY,
     REGISTRY,
     RESERVED,
+    UNATTRIBUTED_ENERGY,
     UNITS,
     UNREQUESTED,
     Derived,
@@ -31,6 +32,7 @@ KIND_NAMES = {RESERVED: "Reserved pool", CREDIT: "Pool or quota use credited", U
 RESOURCE_NAMES = Derived(lambda: {
     **{name: resource.word[0].upper() + resource.word[1:] for name, resource in REGISTRY.items()},
     **{kind + name: f"{KIND_NAMES[kind]}, {REGISTRY[name].word}" for kind in KINDS for name in OFFERED},
+    UNATTRIBUTED_ENERGY: "Unattributed energy (shared)",
 })
 
 # Two different things, two different words, each with the sentence that explains it wherever it is shown.

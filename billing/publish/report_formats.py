@@ -182,8 +182,8 @@ def explanations(report: Report) -> list[str]:
     and, where a table has a Rounding row, what it is."""
     found = ([f"{SHARE_LABEL}{_in(report)} = {UNREQUESTED_SHARE_NAME}: {UNREQUESTED_SHARE_RULE}; "
               f"requested{_in(report)} is what the requested hours cost. Each is its exact sum rounded once: "
-              f"beside reserved pools, quotas and their credits (in the cost, in neither), or by a cent of rounding, "
-              f"they need not add up to the cost."]
+              f"beside reserved pools, quotas and their credits, and shares of unattributed energy (in the cost, in "
+              f"neither), or by a cent of rounding, they need not add up to the cost."]
              if UNREQUESTED_SHARE in report.columns else [])
     if any(row.get("workload") == UNATTRIBUTED for row in report.rows):
         found.append(f"{UNATTRIBUTED} is {NO_WORKLOAD_RULE}.")

@@ -268,9 +268,10 @@ def answer_schemas(currency: str) -> dict[str, dict]:
             f"several), charged or shown only")},
         "days_without_breakdown": days, "leads": {"type": "array", "items": {"type": "object"}},
         "energy": {"type": "array", "items": {"type": "object"}, "description": (
-            "per team and cluster with energy read, the range's gpu_kwh, cpu_kwh (CPU and memory) and kwh in kWh and "
-            "carbon_g in grams of CO2e of the team's namespaces, each null where some day of it is unknown; team '' "
-            "(asked of every team) is what no pod accounts for (idle power)")},
+            "per team and cluster with energy read, the range's gpu_kwh, cpu_kwh (CPU and memory), shared_kwh (its share "
+            "of what no pod accounts for, where the cluster shares it) and kwh (all three) in kWh and carbon_g in grams "
+            "of CO2e of the team's namespaces, each null where some day of it is unknown; team '' (asked of every team) "
+            "is what no pod accounts for (idle power), less what was shared (shared_kwh negative)")},
         "rows": {"type": "array", "items": row},
     }
 

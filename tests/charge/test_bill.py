@@ -2,6 +2,7 @@
 
 from dataclasses import replace
 from datetime import date
+from decimal import Decimal
 
 import pandas as pd
 import pytest
@@ -9,12 +10,16 @@ import pytest
 from billing import frames
 from billing.charge.bill import DayBill, bill_day
 from billing.collect.day import CollectedDay
+from billing.collect.energy import EnergyDay
 from billing.collect.kueue import SAMPLES
 from billing.collect.usage import ClusterUsage
 from billing.config import Config
 from billing.directory.people import Directory, Person, Team
 from billing.ledger.database import open_ledger
 from billing.ledger.write import replace_day
+from billing.money import cents, rounding, total
+from billing.notify.letters import admin_letter, team_letter
+from billing.publish.answers import day_report
 from billing.publish.dayview import read_report
 from billing.publish.pages import write_pages
 from tests.helpers.config import MINIMAL_CONFIG
@@ -119,3 +124,100 @@ def test_unclaimed_storage_goes_from_the_collected_day_through_the_ledger_to_the
     write_pages(read_report(ledger, DAY, "EUR", "unallocated"), tmp_path / "again")
     html = (tmp_path / "again" / DAY.isoformat() / "index.html").read_text()
     assert "storage" not in read_page(html).tables and "Storage: claimed and unclaimed" not in html
+
+
+# --- energy's unattributed shared (docs/spec.md "Energy and carbon", the worked example with `share_unattributed`)
+
+KWH = 3.6e6  # joules
+# the spec's worked example per namespace, in kWh (GPU, CPU and memory): 'speech' drew no CPU energy of Kepler's; the
+# unattributed, GPU-b idle 2,600,400 J and n1's 3.6 kWh beyond its pods'
+SPEC_ENERGY = {"team-vision": (4.2, 0.4), "team-nlp": (4.1975, 2_013_600 / KWH), "team-speech": (1.2, 0.0),
+               "": (2_600_400 / KWH, 3.6 - 0.4 - 2_013_600 / KWH)}
+TEAMS = Directory.of([Person("alice", "Alice", "alice@example.org")],
+                     [Team(name, ("alice",), ("alice",)) for name in ("vision", "nlp", "speech")])
+
+
+def energy_night(settings: dict, kwh: dict[str, tuple[float, float]] = SPEC_ENERGY) -> tuple[Config, CollectedDay]:
+    """The spec's example (or `kwh`) as the collector hands it over, on a cluster whose energy is `settings`; no
+    usage."""
+    config = night(energy=settings)
+    energy = pd.DataFrame([(namespace, gpu, cpu) for namespace, (gpu, cpu) in kwh.items()],
+                          columns=frames.ENERGY.columns)
+    empty = ClusterUsage("jaguar", frames.USAGE.empty(), 3, 40, 1.0)
+    day = CollectedDay(config.clusters[0], empty, None, frames.WASTE.empty().assign(cluster=[]),
+                       pd.DataFrame(columns=["cluster", *frames.WORKLOAD_WASTE.columns]), pd.DataFrame(columns=SAMPLES),
+                       energy=EnergyDay(energy, frozenset({"gpu", "pod", "node"}), frozenset({"n1"})),
+                       energy_in_force=config.clusters[0].energy_on(DAY))
+    return config, day
+
+
+def test_the_spec_s_worked_example_shares_the_unattributed_gpu_and_cpu_energy_apart_and_bills_it(tmp_path):
+    """By hand (docs/spec.md): GPUs' unattributed 0.722333 kWh over GPU kWh 4.2 : 4.1975 : 1.2 (of 9.5975), CPU and
+    memory's 2.640667 kWh over 0.4 : 0.559333 : 0 (of 0.959333): vision 0.316103 + 1.101042 = 1.417146 kWh, nlp
+    0.315915 + 1.539624 = 1.855539, speech 0.090315 + 0 = 0.090315; together 3.363, all of it. At 0.30 a kWh 0.425144,
+    0.556662 and 0.027095 (0.43, 0.56, 0.03 to the cent; their exact sum 1.0089 reads 1.01); at 250 g a kWh 354.29,
+    463.88 and 22.58 g."""
+    config, day = energy_night({"price_kwh": 0.30, "carbon_g_per_kwh": 250, "share_unattributed": True})
+    bill = bill_day([day], {"jaguar": config.clusters[0].prices_on(DAY)}, TEAMS, config)
+    by_hand = {"vision": 1.4171455424, "nlp": 1.8555392713, "speech": 0.0903151862}
+    shared = bill.rows[bill.rows["resource"] == "unattributed-energy"].set_index("team")
+    assert shared["quantity"].to_dict() == pytest.approx(by_hand, abs=1e-9)
+    assert shared["cost"].to_dict() == pytest.approx({team: kwh * 0.30 for team, kwh in by_hand.items()}, abs=1e-9)
+    assert set(shared["unit_price"]) == {0.30} and set(shared["namespace"]) == {"team-vision", "team-nlp", "team-speech"}
+    assert shared["quantity"].sum() == pytest.approx(3.363, abs=1e-12)  # the rows add up to what was unattributed
+    costs = shared.loc[["vision", "nlp", "speech"], "cost"].tolist()
+    assert ([cents(cost) for cost in costs], cents(total(costs)), rounding(costs)) == (
+        [Decimal("0.43"), Decimal("0.56"), Decimal("0.03")], Decimal("1.01"), Decimal("-0.01"))
+    own = bill.rows[bill.rows["resource"] == "energy"].set_index("team")["quantity"].to_dict()
+    assert own == pytest.approx({"vision": 4.6, "nlp": 4.7568333333, "speech": 1.2})
+    kept = bill.energy.set_index("team")
+    assert kept["shared_kwh"].to_dict() == pytest.approx({**by_hand, "": -3.363}, abs=1e-9)
+    assert kept["shared_carbon_g"].to_dict() == pytest.approx({t: k * 250 for t, k in {**by_hand, "": -3.363}.items()})
+    assert kept.loc["", ["gpu_kwh", "cpu_kwh"]].tolist() == pytest.approx([0.7223333333, 2.6406666667])  # kept as read
+
+    ledger = open_ledger(f"sqlite:///{tmp_path}/ledger.db")
+    replace_day(ledger, DAY, bill, "EUR")
+    report = day_report(ledger, config, DAY)
+    write_pages(report, tmp_path / "out")
+    page = read_page((tmp_path / "out" / DAY.isoformat() / "index.html").read_text())
+    assert page.tables["energy"] == [
+        ["Team", "Cluster", "GPUs", "CPU and memory", "Shared unattributed", "Energy", "Carbon"],
+        ["(unattributed)", "jaguar", "0.72 kWh", "2.64 kWh", "-3.36 kWh", "0.00 kWh", "0 g CO2e"],
+        ["nlp", "jaguar", "4.20 kWh", "0.56 kWh", "1.86 kWh", "6.61 kWh", "1,653 g CO2e"],
+        ["speech", "jaguar", "1.20 kWh", "0.00 kWh", "0.09 kWh", "1.29 kWh", "323 g CO2e"],
+        ["vision", "jaguar", "4.20 kWh", "0.40 kWh", "1.42 kWh", "6.02 kWh", "1,504 g CO2e"],
+    ]
+    # the emails: the share beside the energy, in its text and HTML tables
+    admins = [line.split() for line in admin_letter(report).text.splitlines()]
+    assert ["Team", "Cluster", "Shared", "unattributed", "Energy", "Carbon"] in admins
+    assert ["(unattributed)", "jaguar", "-3.36", "kWh", "0.00", "kWh", "0", "g", "CO2e"] in admins
+    nlp = team_letter(report, "nlp")
+    assert ["jaguar", "1.86", "kWh", "6.61", "kWh", "1,653", "g", "CO2e"] in [line.split() for line in nlp.text.splitlines()]
+    assert "Shared unattributed" in nlp.html and "each team's share of what no pod accounts for" in nlp.html
+
+
+def test_shown_only_the_shared_kwh_and_its_carbon_are_kept_and_nothing_billed():
+    config, day = energy_night({"carbon_g_per_kwh": 250, "share_unattributed": True})
+    bill = bill_day([day], {"jaguar": config.clusters[0].prices_on(DAY)}, TEAMS, config)
+    assert bill.rows.empty
+    assert bill.energy.set_index("team")["shared_kwh"].to_dict() == pytest.approx(
+        {"vision": 1.4171455424, "nlp": 1.8555392713, "speech": 0.0903151862, "": -3.363}, abs=1e-9)
+
+
+def test_off_by_default_the_unattributed_stays_the_clusters_and_nobody_pays_it():
+    config, day = energy_night({"price_kwh": 0.30})
+    bill = bill_day([day], {"jaguar": config.clusters[0].prices_on(DAY)}, TEAMS, config)
+    assert set(bill.rows["resource"]) == {"energy"} and (bill.energy["shared_kwh"] == 0).all()
+
+
+def test_a_day_no_namespace_drew_energy_keeps_the_unattributed_shown_and_bills_none_of_it():
+    """Every GPU idle and Kepler counting no pod, sharing on and priced: nobody to share with, so the 3.363 kWh stay
+    the cluster's unattributed (shown, its carbon too) and no row bills them; the namespaces' 0 kWh bill nothing."""
+    idle = {"team-vision": (0.0, 0.0), "team-nlp": (0.0, 0.0), "": SPEC_ENERGY[""]}
+    config, day = energy_night({"price_kwh": 0.30, "carbon_g_per_kwh": 250, "share_unattributed": True}, idle)
+    bill = bill_day([day], {"jaguar": config.clusters[0].prices_on(DAY)}, TEAMS, config)
+    assert bill.rows.empty
+    kept = bill.energy.set_index("team")
+    assert (kept["shared_kwh"] == 0).all()
+    assert kept.loc["", "gpu_kwh"] + kept.loc["", "cpu_kwh"] == pytest.approx(3.363)
+    assert kept.loc["", "carbon_g"] == pytest.approx(3.363 * 250)

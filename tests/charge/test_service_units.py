@@ -41,3 +41,14 @@ def test_each_rows_su_is_its_quantity_times_the_weight_in_force_on_its_day():
 def test_no_rows_no_su():
     empty = pd.DataFrame(columns=["day", "cluster", "resource", "gpu_model", "quantity"])
     assert service_units(empty, [LAKES]).empty
+
+
+def test_a_share_of_unattributed_energy_weighs_as_a_kwh():
+    """weights.energy 0.5 SU a kWh: 4 kWh drawn 2 SU, a 1.5 kWh share of the unattributed 0.75 SU."""
+    wren = ClusterConfig.model_validate({"name": "wren", "prometheus": {"url": "http://127.0.0.1:9"}, "prices": {
+        "cpu_core_hour": 0.03, "memory_gib_hour": 0.004, "gpu_hour": 2.0,
+        "service_units": {"weights": {"gpu": 1, "energy": 0.5}}}, "energy": {"price_kwh": 0.3}})
+    rows = pd.DataFrame([(date(2026, 11, 5), "wren", "energy", "", 4.0),
+                         (date(2026, 11, 5), "wren", "unattributed-energy", "", 1.5)],
+                        columns=["day", "cluster", "resource", "gpu_model", "quantity"])
+    assert service_units(rows, [wren]).tolist() == [2.0, 0.75]

@@ -45,6 +45,8 @@ def test_the_worked_month_loads_as_typed_assignments(write_config):
     assert typed.assignments[0].source == "accounts.assignments[0]"
     assert [section.object_code(r) for r in ("gpu", "credit-gpu", "unrequested-cpu", "memory", "")] == [
         "6410", "6410", "6420", "6400", "6400"]
+    energy = section.model_copy(update={"object_codes": {"energy": "6450"}})  # a share of the unattributed is energy
+    assert [energy.object_code(r) for r in ("energy", "unattributed-energy", "gpu")] == ["6450", "6450", "6400"]
 
 
 def test_no_accounts_section_is_none(write_config):

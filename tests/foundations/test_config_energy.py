@@ -34,9 +34,19 @@ def test_dated_sets_price_each_day_and_one_set_every_day(write_config):
     ({"carbon_g_per_kwh": -1}, "clusters[0].energy.carbon_g_per_kwh", "greater than or equal to 0"),
     ({"carbon_g_per_kwh": 20_000}, "clusters[0].energy.carbon_g_per_kwh", "less than 10000"),
     ([{"from": "2026-02-01"}, {"from": "2026-01-01"}], "clusters[0].energy", "is not after"),
+    ({"share_unatributed": True}, "clusters[0].energy.share_unatributed", "unknown key"),
+    ({"share_unattributed": "sometimes"}, "clusters[0].energy.share_unattributed", "valid boolean"),
+    ([{"from": "2026-01-01", "share_unattributed": 1}], "clusters[0].energy[0].share_unattributed", "valid boolean"),
 ])
 def test_a_mistaken_energy_set_is_named_with_its_key(write_config, energy, key, words):
     assert_refused(write_config(clusters=[cluster(energy=energy)]), key, words)
+
+
+def test_sharing_the_unattributed_is_dated_and_off_by_default(write_config):
+    dated = [{"from": "2026-01-01", "price_kwh": 0.3}, {"from": "2026-12-01", "price_kwh": 0.3, "share_unattributed": True}]
+    jaguar = load_config(write_config(clusters=[cluster(energy=dated)])).clusters[0]
+    assert [jaguar.energy_on(date(2026, 11, 30)).share_unattributed, jaguar.energy_on(date(2026, 12, 1)).share_unattributed] == [
+        False, True]
 
 
 def test_a_kwh_is_priced_in_energy_not_in_prices(write_config):

@@ -55,10 +55,11 @@ from tests.helpers.serve import get
 
 def test_every_ledger_resource_has_its_base_a_unit_and_a_name():
     # the five registered, and the five kinds of capacity (reserved, credit, unrequested, quota, lent) of the three
-    # that nodes offer: storage and energy have no capacity kind
-    assert len(LEDGER_RESOURCES) == 5 + 5 * 3 and "storage" in LEDGER_RESOURCES and "energy" in LEDGER_RESOURCES
-    assert not [name for name in LEDGER_RESOURCES if name.endswith(("-storage", "-energy"))]
-    assert UNITS["storage"] == "GiB-h" and UNITS["energy"] == "kWh"
+    # that nodes offer: storage and energy have no capacity kind; energy has one kind of its own, the shared
+    # unattributed
+    assert len(LEDGER_RESOURCES) == 5 + 5 * 3 + 1 and "storage" in LEDGER_RESOURCES and "energy" in LEDGER_RESOURCES
+    assert [name for name in LEDGER_RESOURCES if name.endswith(("-storage", "-energy"))] == ["unattributed-energy"]
+    assert UNITS["storage"] == "GiB-h" and UNITS["energy"] == UNITS["unattributed-energy"] == "kWh"
     assert base("lent-gpu") == "gpu" and UNITS["quota-memory"] == "GiB-h"
     assert [base(r) for r in ("gpu", "unrequested-gpu", "reserved-memory", "credit-cpu")] == ["gpu", "gpu", "memory", "cpu"]
     assert UNITS["credit-memory"] == "GiB-h" and UNITS["unrequested-gpu"] == "GPU-h" and UNITS["cpu"] == "core-h"

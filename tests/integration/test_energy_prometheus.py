@@ -12,6 +12,7 @@ visible for the 5-minute lookback after it moved, and the GPU's steps then split
 import csv
 import io
 import json
+import math
 import re
 from dataclasses import replace
 from datetime import date
@@ -229,6 +230,59 @@ def test_billing_run_bills_priced_energy_per_team_and_keeps_kwh_and_carbon(prome
     assert {line["team"]: float(line["quantity"]) for line in lines} == pytest.approx(expected)
 
 
+def test_billing_run_shares_the_unattributed_over_the_namespaces_and_bills_it_in_every_output(prometheus_server,
+                                                                                              tmp_path):
+    """energy.share_unattributed: the reference's unattributed GPU kWh over the namespaces' GPU kWh and its CPU kWh
+    over their CPU kWh, billed as `unattributed-energy` per team at the price; the shares add up to the unattributed;
+    the energy table keeps each share and the unattributed row gives it away; the statement, FOCUS, `report --by
+    resource` and the team's page carry it."""
+    reference = reference_energy(WORLD, "jaguar", D, DAY.end.timestamp(), 60)
+    result, engine = run_billing(tmp_path, prometheus_server(WORLD).url,
+                                 {"price_kwh": PRICE, "carbon_g_per_kwh": INTENSITY, "share_unattributed": True})
+    assert result.exit_code == 0, result.output
+    totals = [sum(reference[namespace][part] for namespace in OWNERS) for part in (0, 1)]
+    share = {namespace: sum(reference[""][part] * reference[namespace][part] / totals[part] for part in (0, 1))
+             for namespace in OWNERS}
+    expected: dict[str, float] = {}
+    for namespace, owners in OWNERS.items():
+        for team, part in owners:
+            expected[team] = expected.get(team, 0.0) + share[namespace] * part
+    billed = ledger(engine, "select team, sum(quantity), sum(cost), min(unit_price), max(unit_price) from chargeback "
+                            "where resource = 'unattributed-energy' group by team")
+    assert {team: kwh for team, kwh, *_ in billed} == pytest.approx(expected, rel=1e-9)
+    assert {team: cost for team, _, cost, *_ in billed} == pytest.approx({t: k * PRICE for t, k in expected.items()})
+    assert {price for *_, low, high in billed for price in (low, high)} == {PRICE}
+    unattributed = sum(reference[""])
+    assert sum(kwh for _, kwh, *_ in billed) == pytest.approx(unattributed, rel=1e-12)  # all of it, no more
+    kept = dict(ledger(engine, "select team, sum(shared_kwh) from energy group by team"))
+    assert kept == pytest.approx({**expected, "": -unattributed}, rel=1e-9)
+    assert ledger(engine, "select gpu_kwh, cpu_kwh from energy where team = ''") == [pytest.approx(reference[""])]
+    # the outputs, each through the registry: the statement's lines, FOCUS charges, report by resource, the page
+    statement = cli("statement", "--month", "2026-11", "--config", str(tmp_path / "billing.yaml"))
+    lines = [line for line in csv.DictReader(io.StringIO(statement)) if line["resource"] == "unattributed-energy"]
+    assert {line["team"]: float(line["quantity"]) for line in lines} == pytest.approx(expected)
+    focus = pd.read_csv(io.StringIO(cli("export", "--from", "2026-11-20", "--to", "2026-11-20", "--config",
+                                        str(tmp_path / "billing.yaml"))), keep_default_na=False, na_values=[""])
+    check_focus_13(focus)
+    charged = focus[focus["SkuId"] == "unattributed-energy"]
+    assert set(zip(charged["ServiceName"], charged["PricingUnit"])) == {("Kubernetes energy", "Kilowatt-Hours")}
+    assert charged.groupby("BillingAccountId")["BilledCost"].sum().to_dict() == pytest.approx(
+        {team: kwh * PRICE for team, kwh in expected.items()})
+    nlp = charged[charged["BillingAccountId"] == "nlp"]
+    assert [float(json.loads(tags)["billing/carbon_g"]) for tags in nlp["Tags"]] == pytest.approx(
+        [expected["nlp"] * INTENSITY], rel=1e-5)
+    assert "no pod accounts for" in nlp["ChargeDescription"].iloc[0]
+    by_resource = cli("report", "--all-teams", "--from", "2026-11-20", "--to", "2026-11-20", "--by", "resource",
+                      "--format", "csv", "--config", str(tmp_path / "billing.yaml"))
+    (row,) = [row for row in csv.DictReader(io.StringIO(by_resource)) if row["resource"] == "unattributed-energy"]
+    assert float(row["cost"]) == pytest.approx(unattributed * PRICE, abs=0.005)
+    page = read_page((tmp_path / "reports" / "2026-11-20" / "teams" / "nlp.html").read_text())
+    (nlp_energy,) = page.tables["energy"][1:]
+    assert page.tables["energy"][0][3] == "Shared unattributed"
+    assert nlp_energy[3] == f"{expected['nlp']:.2f} kWh"
+    assert nlp_energy[4] == f"{sum(reference['team-nlp']) + expected['nlp']:.2f} kWh"
+
+
 def cli(*arguments: str) -> str:
     result = CliRunner().invoke(main, list(arguments))
     assert result.exit_code == 0, result.output
@@ -268,9 +322,16 @@ def test_billing_check_names_the_gpus_without_an_energy_counter_and_the_nodes_wi
     attributed = sum(sum(kwh) for namespace, kwh in reference.items() if namespace)
     assert str(warned.value) == (
         f"on 2026-11-20: DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, kepler_node_cpu_joules_total, kepler_pod_cpu_joules_total; "
-        f"{attributed:.2f} kWh of 3 namespaces, {sum(reference['']):.2f} unattributed; GPUs without an energy counter: "
+        f"{attributed:.2f} kWh of 3 namespaces, {sum(reference['']):.2f} unattributed, not shared; GPUs without an energy "
+        "counter: "
         "GPU-n1-0 on n1, GPU-n1-1 on n1, GPU-n2-0 on n2, GPU-n2-1 on n2, GPU-uid-viz--0 on n1; nodes without Kepler: n2 "
         "(their energy is not counted)")
+    sharing = config.model_copy(update={"energy": EnergySettings(share_unattributed=True)})
+    context = cluster_day(sharing, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
+    with pytest.raises(CheckWarning) as warned:
+        energy_line(context)
+    assert f"{sum(reference['']):.2f} unattributed, shared over the namespaces by their kWh (energy.share_unattributed); " \
+        in str(warned.value)
 
 
 # The spec's worked example as a live store holds the day (series end at staleness markers, no lookback overlap), in
@@ -342,15 +403,83 @@ def test_kepler_restarted_mid_day_counts_from_zero_again(prometheus_server):
     assert_close(figures(collect_energy(context).energy), by_hand)
 
 
-@pytest.mark.parametrize("since", [-5e6, float("nan")])
+# a hostile counter's value at every sample, in joules (a GPU's in mJ is a thousand times): below 0, NaN, +Inf, and one so
+# large that a step of it is lost to rounding (at 1e300 mJ a double's spacing is about 1e284: every step reads 0)
+HOSTILE = [-5e6, float("nan"), float("inf"), 1e297]
+
+
+def summed(since: float) -> str:
+    """The chunk's figure, as the refusal writes it: a NaN counter's steps are NaN, every other impossible one's +Inf."""
+    return "NaN" if math.isnan(since) else "+Inf"
+
+
+@pytest.mark.parametrize("since", HOSTILE)
 def test_an_impossible_counter_refuses_the_day_naming_it(prometheus_server, since):
-    """A GPU counter below 0 (or NaN) at some sample: its step is NaN, so the chunk's figure is, and the gate refuses
-    the day naming the family and the namespace, even where the day's sum would have come out positive."""
+    """A GPU counter below 0, NaN, infinite or beyond any GPU's (1e18 mJ) at some sample: its step is +Inf (NaN, a NaN
+    counter's), so the chunk's figure is, and the gate refuses the day naming the family, the namespace and what a
+    counter cannot be, even where the day's sum would have come out positive (or 0)."""
     broken = Gpu("GPU-x-3", "n1", Meter(((BEFORE, 300.0),), since=since), ((BEFORE, (("team-nlp", "bert-2"),)),))
     world = replace(WORLD, clusters=(replace(WORLD.clusters[0], energy=Energy(gpus=(broken,))),))
     config = cluster("jaguar", prometheus_server(world).url)
     context = cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
     with pytest.raises(ImpossibleFigure) as refused:
         collect_energy(context)
-    assert 'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{namespace="team-nlp"} is NaN' in str(refused.value)
+    said = str(refused.value)
+    assert f'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{namespace="team-nlp"}} is {summed(since)}' in said
+    assert "a counter NaN, infinite, below 0 or above 1e+18 at a sample makes the sum of its steps NaN or infinite" in said
     assert "correct dcgm-exporter or its scrape" in str(refused.value)
+
+
+@pytest.mark.parametrize("since", HOSTILE)
+def test_an_impossible_kepler_counter_refuses_the_day_naming_it(prometheus_server, since):
+    """The same of Kepler's pod counters (joules, beyond 1e15 impossible): refused naming the family and the pod's
+    namespace and node."""
+    broken = KeplerPod("team-nlp", "bert-2", "n1", Meter(((BEFORE, 40.0),), since=since))
+    world = replace(WORLD, clusters=(replace(WORLD.clusters[0], energy=replace(ENERGY, pods=(broken,))),))
+    config = cluster("jaguar", prometheus_server(world).url)
+    context = cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
+    with pytest.raises(ImpossibleFigure) as refused:
+        collect_energy(context)
+    said = str(refused.value)
+    assert ('kepler_pod_cpu_joules_total{namespace="team-nlp", node_name="n1", pod_namespace="team-nlp"} is '
+            f'{summed(since)}') in said
+    assert "a counter NaN, infinite, below 0 or above 1e+15 at a sample makes the sum of its steps NaN or infinite" in said
+
+
+@pytest.mark.parametrize("since", [since for since in HOSTILE if not math.isnan(since)])
+def test_victoria_metrics_refuses_an_impossible_counter_too(victoria_metrics_server, since):
+    """VictoriaMetrics drops NaN from its answers, so an impossible counter's steps are +Inf, which it keeps: a counter
+    below 0 was billed 6.11 kWh, one of +Inf or 1e300 mJ made the GPUs' family look unscraped. (It stores no NaN sample:
+    a NaN counter there is a gap, whose energy is lost as across a scrape outage.)"""
+    broken = Gpu("GPU-x-3", "n1", Meter(((BEFORE, 300.0),), since=since), ((BEFORE, (("team-nlp", "bert-2"),)),))
+    world = replace(WORLD, clusters=(replace(WORLD.clusters[0], energy=Energy(gpus=(broken,))),))
+    config = cluster("jaguar", victoria_metrics_server(world).url)
+    context = cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
+    with pytest.raises(ImpossibleFigure, match=r'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION\{namespace="team-nlp"\} is \+Inf'):
+        collect_energy(context)
+
+
+def test_billing_run_refuses_a_day_of_an_absurd_counter_and_bills_nothing(prometheus_server, tmp_path):
+    """1e300 mJ on a GPU's counter (steps of 18,000 J vanish in its rounding: 0 kWh billed, were it let through): `billing
+    run` exits 1 naming the family, and the ledger keeps nothing of the day."""
+    broken = Gpu("GPU-x-3", "n1", Meter(((BEFORE, 300.0),), since=1e297), ((BEFORE, (("team-nlp", "bert-2"),)),))
+    world = replace(WORLD, clusters=(replace(WORLD.clusters[0], energy=replace(ENERGY, gpus=(broken,))),))
+    result, engine = run_billing(tmp_path, prometheus_server(world).url, {"price_kwh": PRICE, "share_unattributed": True})
+    assert result.exit_code == 1
+    assert "cluster jaguar on 2026-11-20: DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION" in result.output
+    assert "nothing was billed" in result.output
+    assert ledger(engine, "select count(*) from chargeback") == [(0,)]
+
+
+def test_a_gpu_model_spelt_in_another_case_changes_no_kwh(prometheus_server, tmp_path):
+    """Energy follows a GPU's UUID, never its model's name: nodes labelled `nvidia-a100-sxm4-80gb` (not as the price
+    list spells it) bill each team the same kWh as the reference."""
+    lower = tuple(replace(node, labels=((BEFORE, {"label_nvidia_com_gpu_product": "nvidia-a100-sxm4-80gb"}),))
+                  for node in NODES)
+    world = replace(WORLD, clusters=(replace(WORLD.clusters[0], nodes=lower),))
+    result, engine = run_billing(tmp_path, prometheus_server(world).url, {"price_kwh": PRICE})
+    assert result.exit_code == 0, result.output
+    reference = reference_energy(WORLD, "jaguar", D, DAY.end.timestamp(), 60)
+    kept = {namespace: (gpu, cpu) for namespace, gpu, cpu in
+            ledger(engine, "select namespace, sum(gpu_kwh), sum(cpu_kwh) from energy group by namespace")}
+    assert_close(kept, reference)

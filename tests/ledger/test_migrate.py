@@ -13,7 +13,7 @@ from billing.cli import main
 from billing.ledger import migrate
 from billing.ledger.allocations import allocation_draws_between
 from billing.ledger.database import LedgerError, open_ledger
-from billing.ledger.read import read_capacity, read_energy, read_rows, read_storage, read_waste
+from billing.ledger.read import energy_sums, read_capacity, read_energy, read_rows, read_storage, read_waste
 from billing.ledger.tables import metadata
 from tests.helpers.old_names import upgrade_old_names
 from tests.helpers.schemas import describe
@@ -62,7 +62,7 @@ def test_an_older_schema_stops_the_run_until_db_upgrade(tmp_path, write_config):
     with engine.begin() as conn:  # as if written by the release before migrations: tables, no revision
         conn.execute(text("DROP TABLE alembic_version"))
         conn.execute(text("DROP TABLE cluster_days"))
-    with pytest.raises(LedgerError, match=r"schema revision none, this billing needs 0022: run `billing db upgrade`"):
+    with pytest.raises(LedgerError, match=r"schema revision none, this billing needs 0023: run `billing db upgrade`"):
         open_ledger(url)
 
     config = str(write_config(database=url))
@@ -74,9 +74,9 @@ def test_db_upgrade_on_an_empty_database_and_again(tmp_path, write_config):
     config = str(write_config(database=f"sqlite:///{tmp_path}/ledger.db"))
     first = CliRunner().invoke(main, ["db", "upgrade", "--config", config])
     assert first.exit_code == 0, first.output
-    assert "from revision none to 0022" in first.output
+    assert "from revision none to 0023" in first.output
     again = CliRunner().invoke(main, ["db", "upgrade", "--config", config])
-    assert again.exit_code == 0 and "already at revision 0022" in again.output
+    assert again.exit_code == 0 and "already at revision 0023" in again.output
 
 
 def test_upgrading_a_ledger_of_revision_0001_keeps_its_rows_at_list_price(tmp_path, write_config):
@@ -86,7 +86,7 @@ def test_upgrading_a_ledger_of_revision_0001_keeps_its_rows_at_list_price(tmp_pa
         conn.execute(text("INSERT INTO chargeback VALUES ('2026-11-19', 'jaguar', 'alice', 'robotics', 'alice', "
                           "'cpu', '', 100.0, 0.012, 1.2, 'USD', '2026-11-20 01:00:00')"))
     result = CliRunner().invoke(main, ["db", "upgrade", "--config", str(write_config(database=url))])
-    assert result.exit_code == 0 and "from revision 0001 to 0022" in result.output
+    assert result.exit_code == 0 and "from revision 0001 to 0023" in result.output
     engine = open_ledger(url)
     rows = read_rows(engine, date(2026, 11, 19), date(2026, 11, 19))
     assert rows[["cost", "list_cost"]].values.tolist() == [[1.2, 1.2]]  # no discounts before 0002
@@ -143,7 +143,7 @@ def test_upgrading_to_0019_keeps_the_days_and_shows_no_storage_for_days_billed_b
     engine, said = upgraded_from("0018", "INSERT INTO chargeback VALUES ('2026-11-19', 'jaguar', 'alice', 'robotics', "
                                  "'alice', 'storage', 'fast-nvme', 2100.0, 0.0005, 1.05, 'USD', '2026-11-20 01:00:00', "
                                  "1.05)", tmp_path, write_config)
-    assert "from revision 0018 to 0022" in said
+    assert "from revision 0018 to 0023" in said
     assert read_storage(engine, date(2026, 11, 19)).empty
     assert read_rows(engine, date(2026, 11, 19), date(2026, 11, 19))["cost"].tolist() == [1.05]
     assert_the_model_s_schema(engine, tmp_path)
@@ -153,7 +153,7 @@ def test_upgrading_to_0020_keeps_the_waste_and_shows_unused_storage_unmeasured_b
     """A day's waste written at revision 0019 keeps its measures; unused storage, never measured then, reads NaN."""
     engine, said = upgraded_from("0019", "INSERT INTO waste VALUES ('2026-11-19', 'jaguar', 'alice', 'robotics', "
                                  "'alice', 2.5, 7.0)", tmp_path, write_config)
-    assert "from revision 0019 to 0022" in said
+    assert "from revision 0019 to 0023" in said
     kept = read_waste(engine, date(2026, 11, 19))
     assert kept[["idle_gpu_hours", "unused_cpu_core_hours"]].values.tolist() == [[2.5, 7.0]]
     assert kept["unused_storage_gib_hours"].isna().all()
@@ -164,7 +164,7 @@ def test_upgrading_to_0021_keeps_the_days_and_reads_no_allocation_drawn_before(t
     engine, said = upgraded_from("0020", "INSERT INTO chargeback VALUES ('2026-11-19', 'jaguar', 'alice', 'robotics', "
                                  "'alice', 'cpu', '', 100.0, 0.012, 1.2, 'USD', '2026-11-20 01:00:00', 1.2)",
                                  tmp_path, write_config)
-    assert "from revision 0020 to 0022" in said
+    assert "from revision 0020 to 0023" in said
     assert allocation_draws_between(engine, date(2026, 11, 1), date(2026, 11, 30)).empty
     assert read_rows(engine, date(2026, 11, 19), date(2026, 11, 19))["cost"].tolist() == [1.2]
 
@@ -175,9 +175,25 @@ def test_upgrading_to_0022_keeps_the_days_and_reads_no_energy_for_days_billed_be
     engine, said = upgraded_from("0021", "INSERT INTO chargeback VALUES ('2026-11-19', 'jaguar', 'alice', 'robotics', "
                                  "'alice', 'cpu', '', 100.0, 0.01, 1.0, 'USD', '2026-11-20 01:00:00', 1.0)", tmp_path,
                                  write_config)
-    assert "from revision 0021 to 0022" in said
+    assert "from revision 0021 to 0023" in said
     assert read_energy(engine, date(2026, 11, 19), date(2026, 11, 19)).empty
     assert read_rows(engine, date(2026, 11, 19), date(2026, 11, 19))["cost"].tolist() == [1.0]
+    assert_the_model_s_schema(engine, tmp_path)
+
+
+def test_upgrading_to_0023_keeps_a_days_energy_with_nothing_shared(tmp_path, write_config):
+    """A day billed at revision 0022 shared no unattributed energy: after the upgrade each row reads 0 shared, and a
+    team's energy and carbon are what they were (4.6 kWh, 1,150 g)."""
+    engine, said = upgraded_from("0022", "INSERT INTO energy VALUES ('2026-11-19', 'lynx', 'team-vision', 'vision', "
+                                 "4.2, 0.4, 1150.0), ('2026-11-19', 'lynx', '', '', 0.7, 2.6, 825.0)", tmp_path,
+                                 write_config)
+    assert "from revision 0022 to 0023" in said
+    kept = read_energy(engine, date(2026, 11, 19), date(2026, 11, 19))
+    assert kept[["shared_kwh", "shared_carbon_g"]].values.tolist() == [[0.0, 0.0], [0.0, 0.0]]
+    sums = [(row["team"], row["shared_kwh"], row["kwh"], row["carbon_g"])
+            for row in energy_sums(engine, date(2026, 11, 19), date(2026, 11, 19))]
+    assert [team for team, *_ in sums] == ["", "vision"]
+    assert [figures for _, *figures in sums] == [[0.0, pytest.approx(3.3), 825.0], [0.0, pytest.approx(4.6), 1150.0]]
     assert_the_model_s_schema(engine, tmp_path)
 
 

@@ -373,7 +373,8 @@ DAYS = [date(2026, 10, 31), date(2026, 11, 18), date(2026, 11, 19), DAY]  # last
 TEAMS = ["robotics", "Vision Ω", "r&d <lab>", "ops/ml", "équipe 'x'"]
 NAMESPACES = ["alice", "team-a", "ns \"q\"", "pool:p1"]
 OWNERS = [None, "alice", "bob"]
-RESOURCES = ["cpu", "memory", "gpu", "unrequested-cpu", "quota-gpu", "credit-gpu", "lent-gpu"]  # Kueue rows too
+# Kueue rows too, and a share of unattributed energy (docs/spec.md "Energy and carbon")
+RESOURCES = ["cpu", "memory", "gpu", "unrequested-cpu", "quota-gpu", "credit-gpu", "lent-gpu", "unattributed-energy"]
 HALF_CENT = Decimal("0.0005")  # amounts on a grid of half a tenth of a cent: ties to round are frequent
 
 
@@ -571,7 +572,9 @@ def test_every_figure_is_the_ledgers_exact_sum_rounded_once_and_every_table_adds
 
 OCT_DAYS = [date(2026, 10, 5), date(2026, 10, 6), date(2026, 10, 31)]
 # every kind of row a statement has a line kind for, Kueue's quota, credit and lent rows among them
-LINE_RESOURCES = ["cpu", "gpu", "unrequested-cpu", "reserved-gpu", "credit-gpu", "quota-gpu", "lent-gpu"]
+# unattributed-energy: a share of the energy no pod accounts for (docs/spec.md "Energy and carbon"), a charge line
+LINE_RESOURCES = ["cpu", "gpu", "unrequested-cpu", "reserved-gpu", "credit-gpu", "quota-gpu", "lent-gpu",
+                  "unattributed-energy"]
 
 
 @st.composite
@@ -595,7 +598,7 @@ def months(draw, resources: list[str] = LINE_RESOURCES) -> dict[date, list[tuple
 
 
 # a statement summary's subtotals at list price, and the rows each holds
-SUBTOTALS = {"Usage at list price": ("cpu", "gpu"), "Reserved pools and Kueue quotas": ("reserved-gpu", "quota-gpu"),
+SUBTOTALS = {"Usage at list price": ("cpu", "gpu", "unattributed-energy"), "Reserved pools and Kueue quotas": ("reserved-gpu", "quota-gpu"),
              "Credits for use of reserved pools and quotas": ("credit-gpu", "lent-gpu"),
              "Unrequested capacity (shared)": ("unrequested-cpu",)}
 
@@ -636,10 +639,11 @@ def in_table(amount: Decimal) -> str:
     return written(amount)[:-4] if amount else "-"
 
 
-@given(ledger=months(["cpu", "gpu", "unrequested-cpu", "quota-gpu", "credit-gpu"]), data=st.data())
+@given(ledger=months(["cpu", "gpu", "unrequested-cpu", "quota-gpu", "credit-gpu", "unattributed-energy"]), data=st.data())
 def test_a_reports_requested_and_unrequested_columns_are_each_their_exact_sum_rounded_once(ledger, data):
     """`billing report` by namespace or cluster: requested (what the requested hours cost), the unrequested share
-    and the cost each read their exact sums rounded once, per row and in total, and each column adds up."""
+    and the cost each read their exact sums rounded once, per row and in total, and each column adds up; a share of
+    unattributed energy is in the cost, in neither column."""
     with TemporaryDirectory() as folder:
         engine = open_ledger(write_ledger(Path(folder) / "ledger.db", ledger))
         by = data.draw(st.sampled_from(["namespace", "cluster"]))
