@@ -471,10 +471,11 @@ def test_billing_run_refuses_a_day_of_an_absurd_counter_and_bills_nothing(promet
     assert ledger(engine, "select count(*) from chargeback") == [(0,)]
 
 
-def test_a_gpu_model_spelt_in_another_case_changes_no_kwh(prometheus_server, tmp_path):
-    """Energy follows a GPU's UUID, never its model's name: nodes labelled `nvidia-a100-sxm4-80gb` (not as the price
-    list spells it) bill each team the same kWh as the reference."""
-    lower = tuple(replace(node, labels=((BEFORE, {"label_nvidia_com_gpu_product": "nvidia-a100-sxm4-80gb"}),))
+def test_a_gpu_model_the_prices_do_not_name_changes_no_kwh(prometheus_server, tmp_path):
+    """Energy follows a GPU's UUID, never its model's name: nodes labelled `NVIDIA-A100-PCIE-40GB` (a model the price
+    list does not name, priced at gpu_hour) bill each team the same kWh as the reference. (A model the price list
+    names in another case refuses the day: docs/spec.md "Rule 6: price".)"""
+    lower = tuple(replace(node, labels=((BEFORE, {"label_nvidia_com_gpu_product": "NVIDIA-A100-PCIE-40GB"}),))
                   for node in NODES)
     world = replace(WORLD, clusters=(replace(WORLD.clusters[0], nodes=lower),))
     result, engine = run_billing(tmp_path, prometheus_server(world).url, {"price_kwh": PRICE})
