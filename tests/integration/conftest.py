@@ -79,12 +79,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def tsdb_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Where loaded worlds' TSDB blocks are kept: $BILLING_TSDB_CACHE (kept
-    across runs, for benchmarks) or a directory of this session."""
+    across runs, for benchmarks) or a directory of this test run, which its
+    xdist workers share (world_blocks builds each world once, the others
+    waiting: a world two modules load is not built on both workers)."""
     configured = os.environ.get("BILLING_TSDB_CACHE")
     if configured:
         Path(configured).mkdir(parents=True, exist_ok=True)
         return Path(configured)
-    return tmp_path_factory.mktemp("tsdb-cache")
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return tmp_path_factory.mktemp("tsdb-cache")
+    shared = tmp_path_factory.getbasetemp().parent / "tsdb-cache"  # the run's own: each worker's basetemp is in it
+    shared.mkdir(exist_ok=True)
+    return shared
 
 
 @pytest.fixture
