@@ -22,6 +22,7 @@ give one at all (`partial_response=false`).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -30,7 +31,6 @@ import threading
 from collections.abc import Callable
 from typing import Protocol, TypeGuard, TypeVar
 
-import orjson
 import requests
 from requests.adapters import HTTPAdapter
 from urllib3.exceptions import NewConnectionError
@@ -67,8 +67,8 @@ def _result(response: requests.Response, largest: int) -> object:
     if response.status_code >= 400:
         raise _Rejected(response.status_code, _error_text(response))
     try:
-        body = orjson.loads(_content(response, largest))  # parsed where it was read: no copy of a big answer
-    except orjson.JSONDecodeError:
+        body = json.loads(_content(response, largest).decode(), object_hook=_labels_shared)
+    except ValueError:  # not JSON, or not UTF-8
         return None
     if not isinstance(body, dict):
         return None
@@ -214,7 +214,6 @@ class LivePrometheus:
         if endpoint == "query_range" and any("values" not in series for series in result):
             raise PrometheusError(f"{where} answered a range query with an instant vector")
         for series in result:
-            series["metric"] = _shared(series["metric"])
             for _, value in series["values"] if "values" in series else [series["value"]]:
                 try:
                     float(value)
@@ -321,6 +320,17 @@ def _timed_out(exc: requests.exceptions.RequestException) -> bool:
     reason = getattr(exc.args[0] if exc.args else None, "reason", None)
     refused = isinstance(reason, NewConnectionError)  # urllib3 makes it a kind of timeout, for history's sake
     return isinstance(exc, requests.exceptions.Timeout) or (isinstance(reason, Urllib3Timeout) and not refused)
+
+
+def _labels_shared(parsed: dict) -> dict:
+    """A JSON object of an answer as it is parsed, with a series' labels shared (`_shared`) at once: an answer
+    never holds a copy of its label values per series, only the text and the series parsed so far. (orjson, used
+    before, built every series first, in a buffer of its own several times the text's size; the standard parser
+    takes about as long, docs/performance.md "The client's share".)"""
+    labels = parsed.get("metric")
+    if isinstance(labels, dict):
+        parsed["metric"] = _shared(labels)
+    return parsed
 
 
 def _shared(labels: dict) -> dict:

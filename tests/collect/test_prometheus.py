@@ -121,6 +121,23 @@ def test_equal_label_values_of_different_answers_are_one_object():
     assert first["namespace"] is second["namespace"] and first["resource"] is second["resource"]
 
 
+
+@responses.activate
+def test_a_label_named_metric_is_a_label_like_any_other():
+    """Labels are shared as the answer is parsed, per JSON object: an object whose `metric` is a string is a
+    series' labels (an exporter's own label named so), not a series."""
+    labels = {"metric": "gpu_util", "namespace": "alice"}
+    responses.post(QUERY_URL, json={"status": "success", "data": {"resultType": "vector", "result": [
+        {"metric": labels, "value": [1, "2"]}]}})
+    assert live().instant("up", 1000) == [{"metric": labels, "value": [1, "2"]}]
+
+
+@responses.activate
+def test_an_answer_that_is_not_utf8_is_a_clear_error():
+    responses.post(QUERY_URL, body=b'{"status": "success", "data": {"result": [{"metric": {"pod": "\xff"}}]}}')
+    with pytest.raises(PrometheusError, match="not a Prometheus JSON result"):
+        live().instant("up", 1000)
+
 BUILDINFO = f"{URL}/api/v1/status/buildinfo"
 
 
