@@ -67,13 +67,6 @@ def pytest_pyfunc_call(pyfuncitem):
 # pyproject.toml): these first, then the other integration modules, then the quick unit modules that even out the
 # workers' ends, so that no worker starts a long module while the other runs out of work. A module missing here or no
 # longer slow costs time, never a result.
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """`-n auto`: one worker more than the cores. A good part of the integration tests waits on the servers they
-    start (a live scrape sleeps through its minute, PostgreSQL syncs, a server starts): with one worker a core,
-    the cores were idle 8% of a whole run on two."""
-    return (os.cpu_count() or 1) + 1
-
-
 LONGEST = ("test_demo_recordings.py", "test_collect_prometheus.py", "test_live_stores.py", "test_capacity_prometheus.py",
            "test_schema_atomic.py", "test_live_scrape.py", "test_kills.py", "test_pages_in_chromium.py",
            "test_concurrent_commands.py")
