@@ -67,8 +67,12 @@ def model_price(prices: Prices, resource: str, model: str) -> float | None:
     is set (a storage class without a price and no `storage_gib_hour`). A kind of a resource (`unattributed-energy`)
     is priced as its resource."""
     registered = REGISTRY[base(resource)]
-    by_model: dict[str, float] = getattr(prices, registered.models_key) if registered.models_key else {}
-    return by_model.get(model, getattr(prices, registered.price_key))
+    return _by_model(prices, registered.models_key).get(model, getattr(prices, registered.price_key))
+
+
+def _by_model(prices: Prices, models_key: str | None) -> dict[str, float]:
+    """The set's prices per model of a resource (`gpu_models`, `storage_classes`); none for one without models."""
+    return getattr(prices, models_key) if models_key else {}
 
 
 def unpriced_models(usage: pd.DataFrame, prices: Prices, where: str) -> list[str]:
@@ -81,7 +85,7 @@ def unpriced_models(usage: pd.DataFrame, prices: Prices, where: str) -> list[str
     sentences = []
     for resource, model in sorted(set(zip(usage["resource"], usage["gpu_model"]))):
         registered = REGISTRY[resource]
-        by_model: dict[str, float] = getattr(prices, registered.models_key) if registered.models_key else {}
+        by_model = _by_model(prices, registered.models_key)
         misnamed = _spelled_otherwise(f"{registered.word} {registered.model_word}", model, by_model,
                                       f"{where}.{registered.models_key}") if model not in by_model else []
         sentences += misnamed
