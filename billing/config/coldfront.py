@@ -21,7 +21,8 @@ class ColdFrontConfig(Section):
     token_env: str = ""
     token_file: ConfigPath = ""
     ca_file: ConfigPath = ""
-    timeout: Duration = 30.0  # for each answer; a ColdFront slower than this is down for the night
+    # the whole read (projects and allocations, every page, together); a ColdFront slower is down for the night
+    timeout: Duration = 30.0
     namespace_attribute: str = ""  # an allocation attribute naming the namespace it pays for
     team_attribute: str = ""  # an allocation attribute naming the team (as the directory spells it) it pays for
     account_attribute: AttributeName  # an allocation attribute naming the account (an id of accounts.names)

@@ -11,6 +11,8 @@ directory's.
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -43,14 +45,48 @@ class MappedAllocation:
 
 
 def read_allocations(config: ColdFrontConfig) -> tuple[MappedAllocation, ...]:
-    """The allocations in the configured statuses that name a namespace or a team, by id."""
+    """The allocations in the configured statuses that name a namespace or a team, by id.
+
+    The whole read, every answer and page, has `coldfront.timeout`: a server that sends its answer a byte every few
+    seconds is never silent for as long as one read may wait, and would hold the night for hours. So it is read in
+    a thread of its own that the night waits for no longer; one that is still reading then is left to end with its
+    next silent read, or with the process (a daemon), and its answer is not used."""
+    asking = _Asking(f"{config.url.rstrip('/')}/api/projects/")
+    answer: Future[tuple[MappedAllocation, ...]] = Future()
+
+    def read() -> None:
+        try:
+            answer.set_result(_read(config, asking))
+        except BaseException as exc:  # handed to the night, which raises it
+            answer.set_exception(exc)
+
+    threading.Thread(target=read, name="coldfront", daemon=True).start()
+    try:
+        return answer.result(timeout=config.timeout)
+    except TimeoutError:
+        raise _too_slow(config, asking.url) from None
+
+
+@dataclass
+class _Asking:
+    """The address the read is asking: what a ColdFront too slow is named by."""
+
+    url: str
+
+
+def _read(config: ColdFrontConfig, asking: _Asking) -> tuple[MappedAllocation, ...]:
+    """`read_allocations`' answer, read as long as it takes."""
     with requests.Session() as session:
         session.headers["Authorization"] = f"Token {config.secret('token') or ''}"
         session.verify = config.ca_file or True
-        pis = _pis(config, _listed(session, config, "projects/"))
-        allocations = _listed(session, config, "allocations/?allocation_attributes=true")
+        pis = _pis(config, _listed(session, config, "projects/", asking))
+        allocations = _listed(session, config, "allocations/?allocation_attributes=true", asking)
     mapped = [found for allocation in allocations if (found := _mapped(config, allocation, pis)) is not None]
     return tuple(sorted(mapped, key=lambda a: a.id))
+
+
+def _too_slow(config: ColdFrontConfig, url: str) -> ColdFrontError:
+    return ColdFrontError(f"ColdFront at {redact(url)} did not answer within {config.timeout:g} s (coldfront.timeout)")
 
 
 def _mapped(config: ColdFrontConfig, allocation: Any, pis: dict[str, str]) -> MappedAllocation | None:
@@ -139,11 +175,12 @@ def with_accounts_as_stored(directory: Directory, stored: Directory | None) -> D
     return Directory.of(directory.people.values(), directory.teams.values(), stored.named_accounts)
 
 
-def _listed(session: requests.Session, config: ColdFrontConfig, path: str) -> list[dict[str, Any]]:
+def _listed(session: requests.Session, config: ColdFrontConfig, path: str, asking: _Asking) -> list[dict[str, Any]]:
     """Every object of a list endpoint: one answer, or its pages where ColdFront is set to paginate."""
     url: str | None = f"{config.url.rstrip('/')}/api/{path}"
     found: list[dict[str, Any]] = []
     while url:
+        asking.url = url
         answer = _get(session, config, url)
         if isinstance(answer, list):
             return found + answer
@@ -162,8 +199,7 @@ def _get(session: requests.Session, config: ColdFrontConfig, url: str) -> Any:
         # not followed: a sign-in page or another site would answer in the API's place
         response = session.get(url, timeout=config.timeout, allow_redirects=False)
     except requests.Timeout:
-        raise ColdFrontError(f"ColdFront at {shown} did not answer within {config.timeout:g} s "
-                             f"(coldfront.timeout)") from None
+        raise _too_slow(config, url) from None
     except requests.RequestException as exc:
         raise ColdFrontError(f"ColdFront at {shown} is unreachable ({type(exc).__name__}: "
                              f"{redact(str(exc))[:200]})") from None

@@ -3,6 +3,8 @@ tests/integration/test_coldfront.py)."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import requests
 import responses
@@ -17,6 +19,7 @@ from billing.directory.coldfront import (
     with_accounts_as_stored,
 )
 from billing.directory.people import Directory, NamedAccounts, Person, Team
+from tests.helpers.faults import trickling_server
 
 URL = "https://coldfront.test"
 SECTION = ColdFrontConfig.model_validate({"url": URL, "token_env": "COLDFRONT_TOKEN", "timeout": "2s",
@@ -74,6 +77,18 @@ def test_a_coldfront_that_does_not_answer_as_its_api_is_one_sentence(answer, sai
     with pytest.raises(ColdFrontError) as failed:
         read_allocations(SECTION)
     assert str(failed.value) == said and failed.value.exit_status == 1
+
+
+def test_a_coldfront_that_trickles_its_answer_is_down_once_its_timeout_is_spent():
+    # a byte every 0.2 s is never silent for the 1 s a read may wait: read by read, its ~90 bytes would take 18 s
+    # for the projects and as long again for the allocations
+    with trickling_server(b"[]", every=0.2) as url:
+        started = time.monotonic()
+        with pytest.raises(ColdFrontError) as failed:
+            read_allocations(SECTION.model_copy(update={"url": url, "timeout": 1.0}))
+        took = time.monotonic() - started
+    assert str(failed.value) == f"ColdFront at {url}/api/projects/ did not answer within 1 s (coldfront.timeout)"
+    assert 1.0 <= took < 1.5
 
 
 @pytest.mark.parametrize(("allocations", "what"), [

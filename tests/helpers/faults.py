@@ -13,7 +13,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs
@@ -139,3 +139,39 @@ def silent_server() -> Iterator[str]:
         listener.bind(("127.0.0.1", 0))
         listener.listen(64)
         yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+
+
+@contextmanager
+def trickling_server(body: bytes, every: float) -> Iterator[str]:
+    """The URL of a server that answers every request with `body` (a 200 of JSON) one byte every `every` seconds,
+    status line and headers included: never silent for as long as a read's timeout, and never done."""
+    answer = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+              b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    stopped = threading.Event()
+
+    def trickle(connection: socket.socket) -> None:
+        with connection, suppress(OSError):  # the client gave up
+            while b"\r\n\r\n" not in connection.recv(65536):
+                pass
+            for byte in answer:
+                if stopped.wait(every):
+                    return
+                connection.sendall(bytes([byte]))
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        listener.settimeout(0.1)
+
+        def accept() -> None:
+            while not stopped.is_set():
+                with suppress(TimeoutError):
+                    threading.Thread(target=trickle, args=(listener.accept()[0],), daemon=True).start()
+
+        accepting = threading.Thread(target=accept, daemon=True)
+        accepting.start()
+        try:
+            yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+        finally:
+            stopped.set()
+            accepting.join()

@@ -31,6 +31,7 @@ from billing.ledger.read import directory_note, latest_directory, read_rows, sto
 from billing.publish.answers import close
 from fixtures.servers import free_port
 from tests.helpers.config import stub_node_metrics
+from tests.helpers.faults import trickling_server
 from tests.helpers.jobs import LDIF
 from tests.helpers.jobs import USAGE as ALICE
 
@@ -188,16 +189,24 @@ def silent():
         yield listening.getsockname()[1]
 
 
+@pytest.fixture
+def trickling():
+    """A ColdFront that sends its answer a byte every 0.2 s: never silent for a read's timeout, never done in time."""
+    with trickling_server(b"[]", every=0.2) as url:
+        yield url
+
+
 # NIH-R01 is named by ColdFront alone: by allocation 5 for namespace alice, by allocation 4 for team robotics
 NIH_PREPAID = {"account": "NIH-R01", "from": "2026-10-01", "to": "2026-10-31", "amount": 1000}
 
 
-@pytest.mark.parametrize("how", ["closed", "silent"])
+@pytest.mark.parametrize("how", ["closed", "silent", "trickling"])
 def test_a_coldfront_that_is_down_bills_the_night_and_keeps_the_accounts_as_they_were(coldfront, tmp_path, caplog,
-                                                                                      silent, how):
+                                                                                      silent, trickling, how):
     run_day(make_config(tmp_path, coldfront, (NIH_PREPAID,), usage_attribute=""), NIGHTS[0],
             summaries="none")  # the night before
-    down = f"http://127.0.0.1:{free_port() if how == 'closed' else silent}"
+    down = {"closed": f"http://127.0.0.1:{free_port()}", "silent": f"http://127.0.0.1:{silent}",
+            "trickling": trickling}[how]
     config = make_config(tmp_path, coldfront, (NIH_PREPAID,), url=down, timeout="1s")
     ledger = open_ledger(config.database)
     stored = latest_directory(ledger)
