@@ -71,10 +71,11 @@ from billing.config import (
 from billing.days import BillingDay, billing_day, yesterday
 from billing.directory.accounts import accounts_of, named_assignments
 from billing.directory.coldfront import ColdFrontError, allocations_of, named_by, with_allocations
+from billing.directory.names import unbilled_namespaces
 from billing.directory.sources import check_directory, load_directory
 from billing.errors import BillingError, RunFailed
 from billing.ledger.database import NoLedgerYet, open_ledger
-from billing.ledger.read import days_billed
+from billing.ledger.read import days_billed, namespaces_billed
 from billing.notify.mail import IMPLICIT_TLS_PORT, connect_smtp
 from billing.resources import GPU
 
@@ -481,6 +482,27 @@ def coldfront_allocations(config: Config, section: AccountsConfig) -> str:
     return found + ", all in accounts.names"
 
 
+def accounts_namespaces(config: Config, section: AccountsConfig, today: date) -> str:
+    """The namespaces the assignments valid today name, each looked up among those the ledger billed (a warning for
+    each no cluster has billed, as the run logs them: a typo, or a namespace not made yet, charges nothing)."""
+    not_yet = "no day billed yet: the namespaces are looked up once one is"
+    try:
+        engine = open_ledger(config.database, create=False)
+    except NoLedgerYet:
+        return not_yet
+    try:
+        billed = namespaces_billed(engine)
+    finally:
+        engine.dispose()
+    if not billed:
+        return not_yet
+    unbilled = unbilled_namespaces(section, today, billed)
+    if unbilled:
+        raise CheckWarning("; ".join(unbilled))
+    named = {a.subject for a in section.accounts().assignments if a.subject.kind == "namespace" and a.valid_on(today)}
+    return f"the {len(named)} namespaces assigned on {today} are each billed by a cluster"
+
+
 def accounts_today(config: Config, section: AccountsConfig, today: date) -> str:
     """The directory's teams with no account valid today, whose charges go to the default account, unless a
     namespace's or person's account takes them, and the allocations holding today whose account nothing is charged
@@ -581,6 +603,8 @@ def check_all(config: Config, day: date | None = None) -> Iterator[Probe]:
         if config.coldfront is not None:
             yield _timed("coldfront", partial(coldfront_allocations, config, section))
         yield _timed("accounts today", partial(accounts_today, config, section, today))
+        if any(assignment.namespace for assignment in section.assignments):
+            yield _timed("accounts namespaces", partial(accounts_namespaces, config, section, today))
         if config.allocations:
             yield _timed("allocations", partial(allocations_drawable, config, section))
     if config.account_invoices is not None:

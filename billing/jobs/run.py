@@ -30,7 +30,7 @@ from billing.directory.coldfront import (
     with_accounts_as_stored,
     with_allocations,
 )
-from billing.directory.names import check_names
+from billing.directory.names import check_names, unbilled_namespaces
 from billing.directory.people import (
     AmbiguousDirectoryError,
     Directory,
@@ -40,7 +40,7 @@ from billing.directory.people import (
 )
 from billing.directory.sources import load_directory
 from billing.ledger.database import open_ledger
-from billing.ledger.read import days_billed, latest_directory, stored_directory
+from billing.ledger.read import days_billed, latest_directory, namespaces_billed, stored_directory
 from billing.ledger.write import replace_day
 from billing.notify.allocation_alerts import send_allocation_alerts
 from billing.notify.budget_alerts import send_alerts
@@ -134,6 +134,18 @@ def _warn_of_accounts(config: Config, directory: Directory, day: date) -> None:
         log.warning("ALLOCATION NOT DRAWN: %s", sentence)
 
 
+def _warn_of_namespaces(config: Config, ledger: Engine, collected: list[CollectedDay], day: date) -> None:
+    """Each namespace an assignment valid on the day names that no cluster billed, on the day or before (a typo, or
+    a namespace not made yet: it charges nothing), as `billing check` names them; the ledger is read only for a
+    namespace the night did not bill."""
+    if config.accounts is None:
+        return
+    tonight = {namespace for cluster in collected for namespace in cluster.usage.usage["namespace"]}
+    if unbilled_namespaces(config.accounts, day, tonight):
+        for sentence in unbilled_namespaces(config.accounts, day, tonight | namespaces_billed(ledger)):
+            log.warning("ACCOUNT NAMESPACE NOT BILLED: %s", sentence)
+
+
 def _write_usage_back(config: Config, ledger: Engine, day: date, allocations: tuple[MappedAllocation, ...]) -> None:
     """The month to date of each allocation's namespaces and teams as its usage in ColdFront, when `day` is the latest
     billed (a day run again later must not put an older figure back); a failure is a warning: the night is billed."""
@@ -178,6 +190,7 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0,
     check_names(config, directory)  # a team or person the config names that it does not hold: exit 2, nothing written
     directory, allocations, coldfront_warning = _read_coldfront(config, ledger, directory)
     _warn_of_accounts(config, directory, day)
+    _warn_of_namespaces(config, ledger, collected, day)
     with turn or nullcontext():
         bill = bill_day(collected, prices, directory, config)
         written = _write(config, ledger, day, bill, directory, "; ".join(filter(None, [directory_warning,

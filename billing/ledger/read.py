@@ -96,6 +96,13 @@ def days_billed(engine: Engine) -> tuple[int, date | None]:
     return row.days, _as_date(row.last)
 
 
+def namespaces_billed(engine: Engine) -> set[str]:
+    """Every namespace the ledger billed on some day: what the namespaces the accounts' assignments name are looked
+    up in (billing/directory/names.py)."""
+    query = select(chargeback.c.namespace).distinct()
+    return {row.namespace for row in fetch_rows(engine, query, "the ledger")}
+
+
 def run_notes(engine: Engine) -> dict[date, str]:
     """Every day a run completed, with its directory note ('' where it read the live directory)."""
     query = select(completed_days.c.day, completed_days.c.directory_note)

@@ -1,10 +1,12 @@
 """The teams and people the config names, looked up in a directory (billing/directory/names.py); the same against
 a real slapd, through `billing run` and `check`: tests/integration/test_ldap.py."""
 
+from datetime import date
+
 import pytest
 
 from billing.config import Config, ConfigError
-from billing.directory.names import check_names
+from billing.directory.names import check_names, unbilled_namespaces
 from billing.directory.people import Directory, Person, Team, ledger_name
 from tests.helpers.config import MINIMAL_CONFIG
 
@@ -63,3 +65,25 @@ def test_the_teams_and_people_of_account_assignments_are_checked_and_namespaces_
         "accounts.assignments[0].team: the directory has no team 'visoin' (the closest: vision); "
         "accounts.assignments[1].person: the directory spells this person 'Bob', not 'bob': write it so, or its "
         "costs are kept apart from the rest of the person's")
+
+
+def test_a_namespace_an_assignment_names_that_no_cluster_billed_is_named_with_the_closest_billed():
+    """`visoin` charges nothing and says nothing; one not begun or ended on the day is not asked about."""
+    section = config(accounts={
+        "names": {"G-1": "A grant", "RC": "Research computing"}, "default_account": "RC", "revenue_account": "RC",
+        "revenue_object_code": "4500", "default_object_code": "6400",
+        "assignments": [{"namespace": "vision", "account": "G-1", "from": "2026-11-01"},
+                        {"namespace": "visoin", "account": "G-1", "from": "2026-11-01"},
+                        {"namespace": "zz-top", "account": "G-1", "from": "2026-11-01", "to": "2026-11-30"},
+                        {"namespace": "speech-new", "account": "G-1", "from": "2026-12-01"},
+                        {"team": "robotics", "account": "G-1", "from": "2026-11-01"}]}).accounts
+    assert section is not None
+    billed = {"vision", "nlp", "robotics"}
+    assert unbilled_namespaces(section, date(2026, 11, 20), billed) == [
+        "accounts.assignments[1].namespace: no cluster has billed a namespace 'visoin' (the closest: vision): "
+        "correct it if it is a typo; until a cluster bills it, the assignment charges nothing",
+        "accounts.assignments[2].namespace: no cluster has billed a namespace 'zz-top' (none is close): "
+        "correct it if it is a typo; until a cluster bills it, the assignment charges nothing"]
+    assert unbilled_namespaces(section, date(2026, 12, 1), billed | {"visoin"}) == [
+        "accounts.assignments[3].namespace: no cluster has billed a namespace 'speech-new' (none is close): "
+        "correct it if it is a typo; until a cluster bills it, the assignment charges nothing"]

@@ -88,11 +88,16 @@ def every_series_no_odd_pod(request) -> tuple[int, dict, str]:
     return (200, {}, json.dumps(empty)) if odd else every_series(request)
 
 
+def a_store_with_every_series() -> None:
+    """The mocked store: vector(1), every series the bill needs, no odd pod, no label renamed, Prometheus 2."""
+    responses.add_callback(responses.POST, f"{PROMETHEUS}/api/v1/query", callback=every_series_no_odd_pod)
+    responses.post(f"{PROMETHEUS}/api/v1/query_range", json=renames())
+    responses.get(f"{PROMETHEUS}/api/v1/status/buildinfo", json=BUILDINFO)
+
+
 @responses.activate
 def test_everything_reachable(config, tmp_path):
-    responses.add_callback(responses.POST, f"{PROMETHEUS}/api/v1/query", callback=every_series_no_odd_pod)
-    responses.post(f"{PROMETHEUS}/api/v1/query_range", json=renames())  # no label renamed
-    responses.get(f"{PROMETHEUS}/api/v1/status/buildinfo", json=BUILDINFO)
+    a_store_with_every_series()
     path = config(email={"enabled": True, "outbox_dir": str(tmp_path / "outbox")})
     (tmp_path / "outbox").mkdir()
     assert CliRunner().invoke(main, ["db", "upgrade", "--config", path]).exit_code == 0  # the ledger, made
@@ -115,9 +120,7 @@ def test_everything_reachable(config, tmp_path):
 def test_the_store_is_detected_once_per_cluster_for_every_line(config):
     """Each line that read the day's series (series, requests, workloads) asked which store answers and how its
     labels are named again: four buildinfo and three label-rename queries where one of each says it."""
-    responses.add_callback(responses.POST, f"{PROMETHEUS}/api/v1/query", callback=every_series_no_odd_pod)
-    responses.post(f"{PROMETHEUS}/api/v1/query_range", json=renames())
-    responses.get(f"{PROMETHEUS}/api/v1/status/buildinfo", json=BUILDINFO)
+    a_store_with_every_series()
     result = check(config())
     assert {"series jaguar", "requests jaguar", "workloads jaguar"} <= set(lines(result.stdout)), result.output
     asked = [call.request.url.split("?")[0].removeprefix(PROMETHEUS) for call in responses.calls]
@@ -262,9 +265,7 @@ def accounts_section(*assignments: dict, **keys) -> dict:
 def test_accounts_lines_name_what_ends_soon_and_the_teams_with_no_account(config, monkeypatch, weasyprint_loads):
     if not weasyprint_loads:  # as an image without Pango, where WeasyPrint's import fails
         monkeypatch.setitem(sys.modules, "weasyprint", None)
-    responses.add_callback(responses.POST, f"{PROMETHEUS}/api/v1/query", callback=every_series_no_odd_pod)
-    responses.post(f"{PROMETHEUS}/api/v1/query_range", json=renames())
-    responses.get(f"{PROMETHEUS}/api/v1/status/buildinfo", json=BUILDINFO)
+    a_store_with_every_series()
     today = date.today()  # the check's today in the config's zone (UTC)
     # alice's own grant ends in 10 days, within the 30 of the default notice (the next one, in 90, is not);
     # robotics' account ended in January
@@ -395,9 +396,7 @@ ACCOUNTS_PARITY = {
 @pytest.mark.parametrize("case", list(ACCOUNTS_PARITY))
 @responses.activate
 def test_check_fails_exactly_where_the_run_refuses_an_accounts_config(config, tmp_path, monkeypatch, case):
-    responses.add_callback(responses.POST, f"{PROMETHEUS}/api/v1/query", callback=every_series_no_odd_pod)
-    responses.post(f"{PROMETHEUS}/api/v1/query_range", json=renames())
-    responses.get(f"{PROMETHEUS}/api/v1/status/buildinfo", json=BUILDINFO)
+    a_store_with_every_series()
     stub_collection(monkeypatch)
     path = config(output_dir=str(tmp_path / "reports"), **ACCOUNTS_PARITY[case])
     checked = check(path)
@@ -411,9 +410,7 @@ def test_check_fails_exactly_where_the_run_refuses_an_accounts_config(config, tm
 @responses.activate
 def test_an_allocation_nothing_draws_on_is_a_warning_of_check_and_of_the_run_alike(config, tmp_path, monkeypatch,
                                                                                    caplog):
-    responses.add_callback(responses.POST, f"{PROMETHEUS}/api/v1/query", callback=every_series_no_odd_pod)
-    responses.post(f"{PROMETHEUS}/api/v1/query_range", json=renames())
-    responses.get(f"{PROMETHEUS}/api/v1/status/buildinfo", json=BUILDINFO)
+    a_store_with_every_series()
     stub_collection(monkeypatch)
     today = date.today()  # the check's today in the config's zone (UTC), as the run's day below
     held = {**PREPAID, "account": "G-2", "from": (today - timedelta(days=1)).isoformat(),
@@ -428,3 +425,25 @@ def test_an_allocation_nothing_draws_on_is_a_warning_of_check_and_of_the_run_ali
     run = CliRunner().invoke(main, ["run", "--date", str(today - timedelta(days=1)), "--config", path])
     assert run.exit_code == 0, run.output
     assert f"ALLOCATION NOT DRAWN: {said.format(today - timedelta(days=1))}" in caplog.messages
+
+
+@responses.activate
+def test_a_namespace_no_cluster_billed_is_a_warning_of_check_and_of_the_run_alike(config, tmp_path, monkeypatch,
+                                                                                 caplog):
+    """The stubbed night bills namespace alice: an assignment of `alcie` is a typo that would charge nothing."""
+    a_store_with_every_series()
+    stub_collection(monkeypatch)
+    today = date.today()  # the check's today in the config's zone (UTC)
+    path = config(output_dir=str(tmp_path / "reports"), accounts=accounts_section(
+        ROBOTICS, {"namespace": "alcie", "account": "G-2", "from": "2026-01-01"},
+        {"namespace": "alice", "account": "G-2", "from": "2026-01-01"}))
+    said = ("accounts.assignments[1].namespace: no cluster has billed a namespace 'alcie' (the closest: {}): correct "
+            "it if it is a typo; until a cluster bills it, the assignment charges nothing")
+    before = lines(check(path).stdout)["accounts namespaces"]
+    assert before.startswith("ok    ") and "no day billed yet: the namespaces are looked up once one is" in before
+    run = CliRunner().invoke(main, ["run", "--date", str(today - timedelta(days=1)), "--config", path])
+    assert run.exit_code == 0, run.output
+    assert f"ACCOUNT NAMESPACE NOT BILLED: {said.format('alice')}" in caplog.messages
+    checked = check(path)
+    assert checked.exit_code == 0 and lines(checked.stdout)["accounts namespaces"].startswith("WARN  ")
+    assert said.format("alice") in lines(checked.stdout)["accounts namespaces"]
