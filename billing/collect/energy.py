@@ -3,7 +3,7 @@ pods each GPU's series are labelled with at each step's end; CPU and memory's fr
 pod accounts for (a GPU held by none, a node's energy beyond its pods') as the cluster's unattributed.
 
 A counter's step at an instant is its value then minus its value a step before, or its value then where that is
-lower (a reset). Per chunk one instant query asks the store for every step of the chunk summed, per namespace (GPUs,
+lower (a reset); a step above what a device can draw in the time it spans (MOST_WATTS) is no energy but a fault. Per chunk one instant query asks the store for every step of the chunk summed, per namespace (GPUs,
 Kepler's pods per node) and per node (Kepler's node counters), each part told apart by its `figure` label; the client
 only adds chunks up. Asked only for a cluster with an `energy` section.
 """
@@ -21,7 +21,7 @@ from billing.collect.chunks import Chunk
 from billing.collect.context import ClusterDay
 from billing.collect.figures import GPU_ENERGY, NODE_ENERGY, POD_ENERGY, Family, figure
 from billing.collect.preflight import MissingSeries
-from billing.collect.promql import POD_LABELS, Queries, quote
+from billing.collect.promql import LOOKBACK, POD_LABELS, Queries, quote
 
 GPU_COUNTER = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"  # mJ since the driver loaded, per physical GPU (UUID)
 POD_COUNTER, NODE_COUNTER = "kepler_pod_cpu_joules_total", "kepler_node_cpu_joules_total"  # Kepler 0.10 and later
@@ -31,6 +31,13 @@ MJ_PER_KWH, J_PER_KWH = 3.6e9, 3.6e6
 # spacing at these bounds (128 mJ, 0.125 J) loses nothing of a step, far beyond them whole steps round away. Its
 # family's figures (collect/figures.py) say them in their fix.
 COUNTER_HIGHEST = {GPU_COUNTER: 1e18, POD_COUNTER: 1e15, NODE_COUNTER: 1e15}
+# The most one series' device draws, in watts: 5 kW a GPU (five times the 1 kW of the largest made today), 10 kW a
+# node's CPU packages or its memory (Kepler's zones: a server's CPUs draw 1 to 2 kW). A step spans at most the step and
+# the lookback (its two samples each the latest of their 5 minutes), so a step above MOST_WATTS times that is a
+# counter that jumped (10 MJ in a minute is 166 kW): its step is +Inf, refused by the gate as an impossible value is.
+# Its family's figures (collect/figures.py) say them in their fix.
+MOST_WATTS = {GPU_COUNTER: 5e3, POD_COUNTER: 1e4, NODE_COUNTER: 1e4}
+PER_JOULE = {GPU_COUNTER: 1e3, POD_COUNTER: 1.0, NODE_COUNTER: 1.0}  # a counter's unit: mJ, J
 # the `figure` label of each part of the answer, and the family its figures belong to
 GPU, POD, NODE = "gpu", "pod", "node"
 FAMILIES: dict[str, Family] = {GPU: GPU_ENERGY, POD: POD_ENERGY, NODE: NODE_ENERGY}
@@ -60,15 +67,20 @@ class EnergyDay:
         return EnergyDay(energy.sort_values("namespace", ignore_index=True), self.found, self.nodes)
 
 
-def step(now: str, before: str, on: str, highest: float) -> str:
+def step(now: str, before: str, on: str, highest: float, most: float) -> str:
     """A counter's step at each instant: its value `now` minus the value a step `before` (matched `on` those labels),
     or `now` where that is lower (a reset, counted from 0). A counter below 0, above `highest` (COUNTER_HIGHEST) or
-    +Inf makes its step +Inf (x^0 is 1 for every x), so that the chunk's sum is infinite and the gate refuses it: a sum
-    could hide a negative step, and a counter so large that its steps are lost to rounding would read 0. +Inf, not
-    NaN: VictoriaMetrics drops NaN from its answers. A NaN counter's step is NaN, which Prometheus keeps (`unless`
-    keeps it) and VictoriaMetrics never has (it stores no NaN sample: a gap)."""
+    +Inf, or a step above `most` (MOST_WATTS over the time a step spans), makes its step +Inf (x^0 is 1 for every x),
+    so that the chunk's sum is infinite and the gate refuses it: a sum could hide a negative step, a counter so large
+    that its steps are lost to rounding would read 0, and a jump would bill energy no device drew. +Inf, not NaN:
+    VictoriaMetrics drops NaN from its answers. A NaN counter's step is NaN, which Prometheus keeps (`unless` keeps it)
+    and VictoriaMetrics never has (it stores no NaN sample: a gap)."""
     delta = f"({now} - on ({on}) {before})"
-    impossible = f"({now} < 0 or {now} > {highest:g})"
+    # a step above `most`: a rise of more than it, or a fall (a reset, whose step is `now`) to more than it; the rise
+    # is outside [0, most] where it is further than most/2 from its middle, which asks the store for it once
+    half = most / 2
+    jumped = f"({now} > {most!r} and abs({delta} - {half!r}) > {half!r})"
+    impossible = f"({now} < 0 or {now} > {highest:g} or {jumped})"
     return f"(((({delta} unless {delta} < 0) or ({now} and {delta} < 0)) unless {impossible}) or ({impossible}) ^ 0 * Inf)"
 
 
@@ -83,7 +95,7 @@ class EnergyQueries(Queries):
         """Per namespace ('' for a GPU no pod holds): each GPU's step (UUID: its copies and pods' series once), split
         equally over the pods its series are labelled with at the step's end, whatever pod held it before."""
         gpu_step = step(self.value(GPU_COUNTER, "UUID"), self.value(GPU_COUNTER, "UUID", self.chunk.step), "UUID",
-                        COUNTER_HIGHEST[GPU_COUNTER])
+                        COUNTER_HIGHEST[GPU_COUNTER], self.most(GPU_COUNTER))
         holders = f"group by (UUID, namespace, pod) ({self.dcgm.plain(self.latest(self.series(GPU_COUNTER)), POD_LABELS)})"
         shares = f"{holders} / on (UUID) group_left () count by (UUID) ({holders})"
         return f"sum by (namespace) ({gpu_step} * on (UUID) group_right () {shares})"
@@ -91,7 +103,11 @@ class EnergyQueries(Queries):
     def kepler_steps(self, counter: str, by: str) -> str:
         """Per `by`: Kepler's package and DRAM steps (a pod's running and terminated series once)."""
         return step(self.value(counter, by, 0, ZONES), self.value(counter, by, self.chunk.step, ZONES), by,
-                    COUNTER_HIGHEST[counter])
+                    COUNTER_HIGHEST[counter], self.most(counter))
+
+    def most(self, counter: str) -> float:
+        """The largest step of the counter a device can draw: MOST_WATTS over the step and the lookback, in its unit."""
+        return MOST_WATTS[counter] * (self.chunk.step + LOOKBACK) * PER_JOULE[counter]
 
     def summed(self) -> str:
         """Per part (`figure`): GPUs' steps per namespace, Kepler's pods' per namespace and node, its nodes' per node,

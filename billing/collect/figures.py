@@ -95,15 +95,17 @@ CPU_SECONDS = Family("container_cpu_usage_seconds_total", "a container's CPU sec
                      "correct the kubelet's cAdvisor scrape", {DEVICES: math.inf})
 # energy counters' steps summed over a chunk per namespace, node or cluster (docs/spec.md "Energy and carbon"): a
 # petajoule (about 280 GWh) is beyond any cluster's chunk
-# an energy counter's steps are NaN or +Inf where it read NaN, +Inf, below 0 or above its highest (collect/energy.py's
-# COUNTER_HIGHEST, the same figures as these bounds), so that its chunk's sum is
-_COUNTER = "a counter NaN, infinite, below 0 or above {:g} at a sample makes the sum of its steps NaN or infinite"
+# an energy counter's steps are NaN or +Inf where it read NaN, +Inf, below 0 or above its highest, or stepped by more
+# than its device can draw (collect/energy.py's COUNTER_HIGHEST and MOST_WATTS, the same figures as these), so that
+# its chunk's sum is
+_COUNTER = ("a counter NaN, infinite, below 0 or above {:g} at a sample, or a step above {:g} W {} over the step and "
+            "its lookback, makes the sum of its steps NaN or infinite")
 GPU_ENERGY = Family("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "GPU energy in mJ summed over a chunk's steps",
-                    f"{_COUNTER.format(1e18)}: correct dcgm-exporter or its scrape", {DEVICES: 1e18})
+                    f"{_COUNTER.format(1e18, 5e3, 'of one GPU')}: correct dcgm-exporter or its scrape", {DEVICES: 1e18})
 POD_ENERGY = Family("kepler_pod_cpu_joules_total", "pods' CPU and DRAM energy in joules summed over a chunk's steps",
-                    f"{_COUNTER.format(1e15)}: correct Kepler or its scrape", {DEVICES: 1e15})
+                    f"{_COUNTER.format(1e15, 1e4, 'of a node')}: correct Kepler or its scrape", {DEVICES: 1e15})
 NODE_ENERGY = Family("kepler_node_cpu_joules_total", "a node's CPU and DRAM energy in joules summed over a chunk's "
-                     "steps", f"{_COUNTER.format(1e15)}: correct Kepler or its scrape", {DEVICES: 1e15})
+                     "steps", f"{_COUNTER.format(1e15, 1e4, 'of a node')}: correct Kepler or its scrape", {DEVICES: 1e15})
 # the self-audit reads every series of its pods again, their samples' timestamps among them
 SAMPLE = Family("kube-state-metrics", "a sample the self-audit reads again", _KSM_FIX, {DEVICES: math.inf})
 

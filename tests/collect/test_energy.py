@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from billing.collect.energy import GPU, NODE, POD, energy_day
+from billing.collect.energy import COUNTER_HIGHEST, COUNTERS, FAMILIES, GPU, MOST_WATTS, NODE, POD, energy_day
 
 
 def kwh(frame) -> dict:
@@ -36,3 +36,10 @@ def test_every_billed_namespace_has_a_row_unknown_where_its_family_is_missing():
     assert all(math.isnan(cpu) for _, cpu in rows.values())  # no Kepler: unknown
     nothing = energy_day([]).covering({"vision"})
     assert len(nothing.energy) == 2 and nothing.energy[["gpu_kwh", "cpu_kwh"]].isna().all().all()
+
+
+def test_the_gate_s_fix_names_the_bounds_the_query_holds_each_counter_to():
+    """A refused sum says what its counter could not be: the figures of collect/energy.py's query."""
+    for part, family in FAMILIES.items():
+        counter = COUNTERS[part]
+        assert f"above {COUNTER_HIGHEST[counter]:g} at a sample, or a step above {MOST_WATTS[counter]:g} W " in family.fix

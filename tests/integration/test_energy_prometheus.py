@@ -426,7 +426,8 @@ def test_an_impossible_counter_refuses_the_day_naming_it(prometheus_server, sinc
         collect_energy(context)
     said = str(refused.value)
     assert f'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{namespace="team-nlp"}} is {summed(since)}' in said
-    assert "a counter NaN, infinite, below 0 or above 1e+18 at a sample makes the sum of its steps NaN or infinite" in said
+    assert ("a counter NaN, infinite, below 0 or above 1e+18 at a sample, or a step above 5000 W of one GPU over the "
+            "step and its lookback, makes the sum of its steps NaN or infinite") in said
     assert "correct dcgm-exporter or its scrape" in str(refused.value)
 
 
@@ -443,7 +444,8 @@ def test_an_impossible_kepler_counter_refuses_the_day_naming_it(prometheus_serve
     said = str(refused.value)
     assert ('kepler_pod_cpu_joules_total{namespace="team-nlp", node_name="n1", pod_namespace="team-nlp"} is '
             f'{summed(since)}') in said
-    assert "a counter NaN, infinite, below 0 or above 1e+15 at a sample makes the sum of its steps NaN or infinite" in said
+    assert ("a counter NaN, infinite, below 0 or above 1e+15 at a sample, or a step above 10000 W of a node over the "
+            "step and its lookback, makes the sum of its steps NaN or infinite") in said
 
 
 @pytest.mark.parametrize("since", [since for since in HOSTILE if not math.isnan(since)])
@@ -457,6 +459,31 @@ def test_victoria_metrics_refuses_an_impossible_counter_too(victoria_metrics_ser
     context = cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
     with pytest.raises(ImpossibleFigure, match=r'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION\{namespace="team-nlp"\} is \+Inf'):
         collect_energy(context)
+
+
+# 10 MJ in the minute to 11:01 (166 kW from one GPU), 300 W before and after: every value of the counter is possible
+JUMP = Gpu("GPU-x-3", "n1", Meter(((BEFORE, 300.0), (at(11), 10e6 / 60), (at(11) + 60, 300.0))),
+           ((BEFORE, (("team-nlp", "bert-2"),)),))
+# Kepler's pod counter of bert-2 jumps by 10 MJ too; then a Kepler restart, which counts from 0 again: not a jump
+KEPLER_JUMP = KeplerPod("team-nlp", "bert-2", "n1", Meter(((BEFORE, 40.0), (at(11), 10e6 / 60), (at(11) + 60, 40.0)),
+                                                          resets=(at(15),)))
+
+
+@pytest.mark.parametrize(("gpus", "pods", "said"), [
+    ((JUMP,), (), 'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{namespace="team-nlp"} is +Inf'),
+    ((), (KEPLER_JUMP,), 'kepler_pod_cpu_joules_total{namespace="team-nlp", node_name="n1", pod_namespace="team-nlp"} '
+                         'is +Inf')])
+def test_a_counter_stepping_faster_than_any_device_draws_refuses_the_day(store_server, gpus, pods, said):
+    """A counter that rises by 10 MJ in a minute (166 kW) while every value stays possible would bill 2.8 kWh of
+    nothing: a step above the most a device draws (5 kW a GPU, 10 kW a node's CPUs or memory, over the step and its
+    lookback) is +Inf, and the gate refuses the day naming the family, the namespace and the bound, on either store."""
+    world = replace(WORLD, clusters=(replace(WORLD.clusters[0], energy=Energy(gpus=gpus, pods=pods)),))
+    config = cluster("jaguar", store_server(world).url)
+    context = cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
+    with pytest.raises(ImpossibleFigure) as refused:
+        collect_energy(context)
+    assert said in str(refused.value)
+    assert "or a step above " in str(refused.value)
 
 
 def test_billing_run_refuses_a_day_of_an_absurd_counter_and_bills_nothing(prometheus_server, tmp_path):
