@@ -11,7 +11,7 @@ only adds chunks up. Asked only for a cluster with an `energy` section.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime, timezone
 
 import pandas as pd
 
@@ -19,7 +19,7 @@ from billing import frames
 from billing.collect.asking import map_chunks
 from billing.collect.chunks import Chunk
 from billing.collect.context import ClusterDay
-from billing.collect.figures import GPU_ENERGY, NODE_ENERGY, POD_ENERGY, Family, figure
+from billing.collect.figures import GPU_ENERGY, NODE_ENERGY, POD_ENERGY, Family, ImpossibleFigure, figure, labelled
 from billing.collect.preflight import MissingSeries
 from billing.collect.promql import LOOKBACK, POD_LABELS, Queries, quote
 
@@ -42,6 +42,7 @@ PER_JOULE = {GPU_COUNTER: 1e3, POD_COUNTER: 1.0, NODE_COUNTER: 1.0}  # a counter
 GPU, POD, NODE = "gpu", "pod", "node"
 FAMILIES: dict[str, Family] = {GPU: GPU_ENERGY, POD: POD_ENERGY, NODE: NODE_ENERGY}
 COUNTERS = {GPU: GPU_COUNTER, POD: POD_COUNTER, NODE: NODE_COUNTER}
+SERIES_OF = {GPU: "UUID", POD: "pod_namespace, pod_id, node_name, zone", NODE: "node_name, zone, path"}  # one counter
 
 
 @dataclass(frozen=True)
@@ -91,37 +92,39 @@ class EnergyQueries(Queries):
         """Per `by`, the counter's value at each instant (`before` seconds earlier), its copies once (the largest)."""
         return f"max by ({by}) ({self.latest(self.series(counter, *matchers), before)})"
 
-    def gpu_steps(self) -> str:
-        """Per namespace ('' for a GPU no pod holds): each GPU's step (UUID: its copies and pods' series once), split
-        equally over the pods its series are labelled with at the step's end, whatever pod held it before."""
-        gpu_step = step(self.value(GPU_COUNTER, "UUID"), self.value(GPU_COUNTER, "UUID", self.chunk.step), "UUID",
-                        COUNTER_HIGHEST[GPU_COUNTER], self.most(GPU_COUNTER))
-        holders = f"group by (UUID, namespace, pod) ({self.dcgm.plain(self.latest(self.series(GPU_COUNTER)), POD_LABELS)})"
-        shares = f"{holders} / on (UUID) group_left () count by (UUID) ({holders})"
-        return f"sum by (namespace) ({gpu_step} * on (UUID) group_right () {shares})"
-
-    def kepler_steps(self, counter: str, by: str) -> str:
-        """Per `by`: Kepler's package and DRAM steps (a pod's running and terminated series once)."""
-        return step(self.value(counter, by, 0, ZONES), self.value(counter, by, self.chunk.step, ZONES), by,
+    def steps(self, part: str) -> str:
+        """Each series' step of a part (SERIES_OF): a GPU's (its copies and pods' series once), Kepler's package and
+        DRAM per zone (a pod's running and terminated series once)."""
+        counter, by = COUNTERS[part], SERIES_OF[part]
+        matchers = () if part == GPU else (ZONES,)
+        return step(self.value(counter, by, 0, *matchers), self.value(counter, by, self.chunk.step, *matchers), by,
                     COUNTER_HIGHEST[counter], self.most(counter))
 
     def most(self, counter: str) -> float:
         """The largest step of the counter a device can draw: MOST_WATTS over the step and the lookback, in its unit."""
         return MOST_WATTS[counter] * (self.chunk.step + LOOKBACK) * PER_JOULE[counter]
 
+    def gpu_steps(self) -> str:
+        """Per namespace ('' for a GPU no pod holds): each GPU's step split equally over the pods its series are
+        labelled with at the step's end, whatever pod held it before."""
+        holders = f"group by (UUID, namespace, pod) ({self.dcgm.plain(self.latest(self.series(GPU_COUNTER)), POD_LABELS)})"
+        shares = f"{holders} / on (UUID) group_left () count by (UUID) ({holders})"
+        return f"sum by (namespace) ({self.steps(GPU)} * on (UUID) group_right () {shares})"
+
     def summed(self) -> str:
         """Per part (`figure`): GPUs' steps per namespace, Kepler's pods' per namespace and node, its nodes' per node,
         each summed over the chunk's instants."""
-        pods = f"sum by (pod_namespace, node_name) ({self.kepler_steps(POD_COUNTER, 'pod_namespace, pod_id, node_name, zone')})"
+        pods = f"sum by (pod_namespace, node_name) ({self.steps(POD)})"
         parts = {GPU: self.gpu_steps(),
                  POD: f'label_replace({pods}, "namespace", "$1", "pod_namespace", "(.*)")',
-                 NODE: f"sum by (node_name) ({self.kepler_steps(NODE_COUNTER, 'node_name, zone, path')})"}
+                 NODE: f"sum by (node_name) ({self.steps(NODE)})"}
         return "\nor ".join(f'label_replace(sum_over_time(({text})[{self.instants}:{self.step}]), "figure", '
                             f'{quote(name)}, "", "")' for name, text in parts.items())
 
 
 def collect_energy(context: ClusterDay) -> EnergyDay:
-    """The cluster-day's energy (EnergyDay), one query per chunk."""
+    """The cluster-day's energy (EnergyDay), one query per chunk; a sum the gate refuses names its first series and
+    step that made it infinite (one more query, asked only then)."""
     cluster = context.cluster.name
 
     def ask(chunk: Chunk) -> list[tuple[str, str, str, float]]:
@@ -131,11 +134,27 @@ def collect_energy(context: ClusterDay) -> EnergyDay:
             labels = series["metric"]
             part = labels.get("figure", "")
             shown = {name: text for name, text in labels.items() if name != "figure"}
-            rows.append((part, labels.get("namespace", ""), labels.get("node_name", ""),
-                         figure(series["value"][1], FAMILIES[part], shown, cluster)))
+            try:
+                value = figure(series["value"][1], FAMILIES[part], shown, cluster)
+            except ImpossibleFigure as refused:
+                raise refused.naming(_first_infinite_step(context, queries, part)) from None
+            rows.append((part, labels.get("namespace", ""), labels.get("node_name", ""), value))
         return rows
 
     return energy_day([row for rows in map_chunks(ask, context.chunks()) for row in rows])
+
+
+def _first_infinite_step(context: ClusterDay, queries: EnergyQueries, part: str) -> str:
+    """The series and instant of the chunk's first +Inf step of `part` (an impossible counter or step), as a clause;
+    '' where there is none (a NaN counter, whose steps are NaN)."""
+    chunk = queries.chunk
+    found = [(series["values"][0][0], labelled(COUNTERS[part], series["metric"])) for series in  # (time, value)
+             context.source.range(f"({queries.steps(part)}) == Inf", chunk.start, chunk.last, chunk.step)
+             if series["values"]]
+    if not found:
+        return ""
+    at, series = min(found)  # the earliest; of several at once, the first by name
+    return f"the first such step: {series} at the step ending {datetime.fromtimestamp(at, timezone.utc):%Y-%m-%d %H:%M:%S} UTC"
 
 
 def energy_day(rows: list[tuple[str, str, str, float]]) -> EnergyDay:

@@ -114,19 +114,30 @@ class ImpossibleFigure(RunFailed):
     """A store answered a figure its family cannot hold; the day is refused before anything is written."""
 
     def __init__(self, cluster: str, family: Family, labels: Mapping[str, str], value: float, times: float,
-                 day: date | None = None):
+                 day: date | None = None, culprit: str = ""):
         self.cluster, self.family, self.labels, self.value, self.times = cluster, family, labels, value, times
-        shown = ", ".join(f'{name}="{text}"' for name, text in sorted(labels.items()) if name != "__name__")
+        self.culprit = culprit
         where = f"cluster {cluster}" + (f" on {day}" if day else "")
         summed = f" summed over {times:g} instants" if times != 1 else ""
         # what is wrong and its fix, without the refusal: where a figure is shown only, what the pages say
-        self.reason = (f"{family.series}{{{shown}}} is {written(value)}{summed}, which {family.what} cannot be (a "
-                       f"finite number from 0 to {family.bound(labels, times):g}); {family.fix}")
+        self.reason = (f"{labelled(family.series, labels)} is {written(value)}{summed}, which {family.what} cannot be "
+                       f"(a finite number from 0 to {family.bound(labels, times):g}); {family.fix}"
+                       + (f" ({culprit})" if culprit else ""))
         super().__init__(f"{where}: {self.reason}, then run the day again; nothing was billed")
 
     def on(self, day: date) -> ImpossibleFigure:
         """The same refusal, naming the day (the collectors ask per chunk, the jobs know the day)."""
-        return ImpossibleFigure(self.cluster, self.family, self.labels, self.value, self.times, day)
+        return ImpossibleFigure(self.cluster, self.family, self.labels, self.value, self.times, day, self.culprit)
+
+    def naming(self, culprit: str) -> ImpossibleFigure:
+        """The same refusal, naming what made a summed figure impossible (a series and its instant), where found."""
+        return ImpossibleFigure(self.cluster, self.family, self.labels, self.value, self.times, culprit=culprit)
+
+
+def labelled(series: str, labels: Mapping[str, str]) -> str:
+    """A series as Prometheus writes it: family{label="value", ...}."""
+    shown = ", ".join(f'{name}="{text}"' for name, text in sorted(labels.items()) if name != "__name__")
+    return f"{series}{{{shown}}}"
 
 
 def written(value: float) -> str:

@@ -469,14 +469,17 @@ KEPLER_JUMP = KeplerPod("team-nlp", "bert-2", "n1", Meter(((BEFORE, 40.0), (at(1
                                                           resets=(at(15),)))
 
 
-@pytest.mark.parametrize(("gpus", "pods", "said"), [
-    ((JUMP,), (), 'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{namespace="team-nlp"} is +Inf'),
+@pytest.mark.parametrize(("gpus", "pods", "said", "first"), [
+    ((JUMP,), (), 'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{namespace="team-nlp"} is +Inf',
+     'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{UUID="GPU-x-3"}'),
     ((), (KEPLER_JUMP,), 'kepler_pod_cpu_joules_total{namespace="team-nlp", node_name="n1", pod_namespace="team-nlp"} '
-                         'is +Inf')])
-def test_a_counter_stepping_faster_than_any_device_draws_refuses_the_day(store_server, gpus, pods, said):
+                         'is +Inf', 'kepler_pod_cpu_joules_total{node_name="n1", pod_id="uid-bert-2", '
+                                    'pod_namespace="team-nlp", zone="dram"}')])  # both zones jumped: the first by name
+def test_a_counter_stepping_faster_than_any_device_draws_refuses_the_day(store_server, gpus, pods, said, first):
     """A counter that rises by 10 MJ in a minute (166 kW) while every value stays possible would bill 2.8 kWh of
     nothing: a step above the most a device draws (5 kW a GPU, 10 kW a node's CPUs or memory, over the step and its
-    lookback) is +Inf, and the gate refuses the day naming the family, the namespace and the bound, on either store."""
+    lookback) is +Inf, and the gate refuses the day naming the family, the namespace and the bound, on either store,
+    and the series and step that jumped (the step ending 11:01, the minute of 166 kW)."""
     world = replace(WORLD, clusters=(replace(WORLD.clusters[0], energy=Energy(gpus=gpus, pods=pods)),))
     config = cluster("jaguar", store_server(world).url)
     context = cluster_day(config, DAY, 60, ["nvidia_com_gpu"], LivePrometheus(config.name, config.prometheus))
@@ -484,6 +487,7 @@ def test_a_counter_stepping_faster_than_any_device_draws_refuses_the_day(store_s
         collect_energy(context)
     assert said in str(refused.value)
     assert "or a step above " in str(refused.value)
+    assert f"(the first such step: {first} at the step ending 2026-11-20 11:01:00 UTC)" in str(refused.value)
 
 
 def test_billing_run_refuses_a_day_of_an_absurd_counter_and_bills_nothing(prometheus_server, tmp_path):
