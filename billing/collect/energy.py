@@ -70,19 +70,25 @@ class EnergyDay:
 
 def step(now: str, before: str, on: str, highest: float, most: float) -> str:
     """A counter's step at each instant: its value `now` minus the value a step `before` (matched `on` those labels),
-    or `now` where that is lower (a reset, counted from 0). A counter below 0, above `highest` (COUNTER_HIGHEST) or
-    +Inf, or a step above `most` (MOST_WATTS over the time a step spans), makes its step +Inf (x^0 is 1 for every x),
-    so that the chunk's sum is infinite and the gate refuses it: a sum could hide a negative step, a counter so large
+    or `now` where that is lower (a reset, counted from 0); +Inf where it is `impossible` (x^0 is 1 for every x), so
+    that the chunk's sum is infinite and the gate refuses it: a sum could hide a negative step, a counter so large
     that its steps are lost to rounding would read 0, and a jump would bill energy no device drew. +Inf, not NaN:
     VictoriaMetrics drops NaN from its answers. A NaN counter's step is NaN, which Prometheus keeps (`unless` keeps it)
-    and VictoriaMetrics never has (it stores no NaN sample: a gap)."""
+    and VictoriaMetrics never has (it stores no NaN sample: a gap). `or` adds only the label sets its left side lacks,
+    so each impossible series is +Inf and the store is asked for `impossible` once."""
     delta = f"({now} - on ({on}) {before})"
-    # a step above `most`: a rise of more than it, or a fall (a reset, whose step is `now`) to more than it; the rise
-    # is outside [0, most] where it is further than most/2 from its middle, which asks the store for it once
+    return (f"(({impossible(now, before, on, highest, most)}) ^ 0 * Inf "
+            f"or (({delta} unless {delta} < 0) or ({now} and {delta} < 0)))")
+
+
+def impossible(now: str, before: str, on: str, highest: float, most: float) -> str:
+    """The series whose step at an instant is no energy: the counter `now` below 0, above `highest`
+    (COUNTER_HIGHEST) or +Inf, or its step above `most` (MOST_WATTS over the time a step spans): a rise of more than
+    it, or a fall (a reset, whose step is `now`) to more than it. The rise is outside [0, most] where it is further
+    than most/2 from its middle, which asks the store for it once."""
     half = most / 2
-    jumped = f"({now} > {most!r} and abs({delta} - {half!r}) > {half!r})"
-    impossible = f"({now} < 0 or {now} > {highest:g} or {jumped})"
-    return f"(((({delta} unless {delta} < 0) or ({now} and {delta} < 0)) unless {impossible}) or ({impossible}) ^ 0 * Inf)"
+    jumped = f"({now} > {most!r} and abs(({now} - on ({on}) {before}) - {half!r}) > {half!r})"
+    return f"({now} < 0 or {now} > {highest:g} or {jumped})"
 
 
 class EnergyQueries(Queries):
@@ -95,10 +101,18 @@ class EnergyQueries(Queries):
     def steps(self, part: str) -> str:
         """Each series' step of a part (SERIES_OF): a GPU's (its copies and pods' series once), Kepler's package and
         DRAM per zone (a pod's running and terminated series once)."""
+        return step(*self._counter(part))
+
+    def impossible(self, part: str) -> str:
+        """The series of a part at the instants their step is `impossible`, valued as their counter."""
+        return impossible(*self._counter(part))
+
+    def _counter(self, part: str) -> tuple[str, str, str, float, float]:
+        """What `step` takes of a part's counter: its value now and a step before, per series, and its bounds."""
         counter, by = COUNTERS[part], SERIES_OF[part]
         matchers = () if part == GPU else (ZONES,)
-        return step(self.value(counter, by, 0, *matchers), self.value(counter, by, self.chunk.step, *matchers), by,
-                    COUNTER_HIGHEST[counter], self.most(counter))
+        return (self.value(counter, by, 0, *matchers), self.value(counter, by, self.chunk.step, *matchers), by,
+                COUNTER_HIGHEST[counter], self.most(counter))
 
     def most(self, counter: str) -> float:
         """The largest step of the counter a device can draw: MOST_WATTS over the step and the lookback, in its unit."""
@@ -149,8 +163,7 @@ def _first_infinite_step(context: ClusterDay, queries: EnergyQueries, part: str)
     '' where there is none (a NaN counter, whose steps are NaN)."""
     chunk = queries.chunk
     found = [(series["values"][0][0], labelled(COUNTERS[part], series["metric"])) for series in  # (time, value)
-             context.source.range(f"({queries.steps(part)}) == Inf", chunk.start, chunk.last, chunk.step)
-             if series["values"]]
+             context.source.range(queries.impossible(part), chunk.start, chunk.last, chunk.step) if series["values"]]
     if not found:
         return ""
     at, series = min(found)  # the earliest; of several at once, the first by name
