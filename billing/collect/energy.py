@@ -3,9 +3,10 @@ pods each GPU's series are labelled with at each step's end; CPU and memory's fr
 pod accounts for (a GPU held by none, a node's energy beyond its pods') as the cluster's unattributed.
 
 A counter's step at an instant is its value then minus its value a step before, or its value then where that is
-lower (a reset); a step above what a device can draw in the time it spans (MOST_WATTS) is no energy but a fault. Per chunk one instant query asks the store for every step of the chunk summed, per namespace (GPUs,
-Kepler's pods per node) and per node (Kepler's node counters), each part told apart by its `figure` label; the client
-only adds chunks up. Asked only for a cluster with an `energy` section.
+lower (a reset); a step above what a device can draw in the time it spans (MOST_WATTS) is no energy but a fault. Per
+chunk one instant query asks the store for every step of the chunk summed, per namespace (GPUs, Kepler's pods per
+node) and per node (Kepler's node counters), each part told apart by its `figure` label; the client only adds chunks
+up. Asked only for a cluster with an `energy` section.
 """
 
 from __future__ import annotations
@@ -162,12 +163,14 @@ def _first_infinite_step(context: ClusterDay, queries: EnergyQueries, part: str)
     """The series and instant of the chunk's first +Inf step of `part` (an impossible counter or step), as a clause;
     '' where there is none (a NaN counter, whose steps are NaN)."""
     chunk = queries.chunk
-    found = [(series["values"][0][0], labelled(COUNTERS[part], series["metric"])) for series in  # (time, value)
+    # each series' first (time, value) at which its step is impossible
+    found = [(series["values"][0][0], labelled(COUNTERS[part], series["metric"])) for series in
              context.source.range(queries.impossible(part), chunk.start, chunk.last, chunk.step) if series["values"]]
     if not found:
         return ""
     at, series = min(found)  # the earliest; of several at once, the first by name
-    return f"the first such step: {series} at the step ending {datetime.fromtimestamp(at, timezone.utc):%Y-%m-%d %H:%M:%S} UTC"
+    ending = datetime.fromtimestamp(at, timezone.utc)
+    return f"the first such step: {series} at the step ending {ending:%Y-%m-%d %H:%M:%S} UTC"
 
 
 def energy_day(rows: list[tuple[str, str, str, float]]) -> EnergyDay:

@@ -86,6 +86,7 @@ def _read(config: ColdFrontConfig, asking: _Asking) -> tuple[MappedAllocation, .
 
 
 def _too_slow(config: ColdFrontConfig, url: str) -> ColdFrontError:
+    """One sentence for a read past coldfront.timeout, however it ran out (a silent read or the whole read's)."""
     return ColdFrontError(f"ColdFront at {redact(url)} did not answer within {config.timeout:g} s (coldfront.timeout)")
 
 
