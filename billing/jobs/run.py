@@ -41,6 +41,7 @@ from billing.directory.sources import load_directory
 from billing.ledger.database import open_ledger
 from billing.ledger.read import days_billed, latest_directory, namespaces_billed, stored_directory
 from billing.ledger.write import replace_day
+from billing.memory import free_pages_to_the_system
 from billing.notify.allocation_alerts import send_allocation_alerts
 from billing.notify.budget_alerts import send_alerts
 from billing.notify.deliveries import deliver_once
@@ -194,6 +195,7 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0,
         billed = _bill(config, ledger, day, collected, prices, directory,
                        "; ".join(filter(None, [directory_warning, coldfront_warning])))
         collected.clear()  # in the ledger now, from which the pages read: not held while they are made
+        free_pages_to_the_system()
         undelivered = _publish(config, ledger, day, directory, summaries)
     if allocations:
         _write_usage_back(config, ledger, day, allocations)
@@ -204,6 +206,7 @@ def _collect_cluster(config: Config, cluster: ClusterConfig, period: BillingDay,
     """One cluster-day from its store (billing/collect/day.py), refused at once where its usage (a storage class) or
     its Kueue quotas could not be priced."""
     collected = collect_day(config, cluster, period, prometheus_source(cluster.name, cluster.prometheus))
+    free_pages_to_the_system()  # what its answers left
     refuse_unpriced(collected, period.date, prices, config)
     return collected
 
