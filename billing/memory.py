@@ -1,5 +1,5 @@
 """What a night's process does about its allocators, so that its resident size follows what it holds rather than the
-most it ever held (docs/performance.md "Where the peak resident size went"). Python's own collector is set in
+most it ever held (docs/performance.md "The night's resident size"). Python's own collector is set in
 billing/jobs/run.py (collect_garbage_for_a_night)."""
 
 from __future__ import annotations

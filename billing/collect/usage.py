@@ -176,7 +176,7 @@ class ClusterUsage:
         """The usage without what only the collection reads (waste's pod-hours, the pods' workloads per chunk for
         storage and waste, the Running and exact pods for the self-audit): the bill, the ledger and the pages do
         not, and a big cluster's day would hold them through all three (50,000 pods: about 20 MB of small objects,
-        docs/performance.md "Where the peak resident size went")."""
+        docs/performance.md "The night's resident size")."""
         return replace(self, pod_hours=frames.POD_HOURS.empty(), pod_workloads=(), running=frozenset(),
                        exact=frozenset())
 

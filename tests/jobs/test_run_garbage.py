@@ -43,8 +43,8 @@ def test_garbage_made_during_the_night_is_still_collected():
 
 def test_the_pages_are_made_without_the_collected_day_or_its_bill(write_config, tmp_path, monkeypatch):
     """What the store said and the bill made of it are in the ledger when the pages are made, which read the day from
-    there: a big cluster's day is not held through them too (docs/performance.md "Where the peak resident size
-    went")."""
+    there: a big cluster's day is not held through them too (docs/performance.md "The night's resident
+    size")."""
     config = load_config(write_config(database=f"sqlite:///{tmp_path / 'ledger.db'}"))
     monkeypatch.setattr(billing.jobs.run, "prometheus_source", lambda name, prometheus: name)
     monkeypatch.setattr(billing.collect.day, "collect_cluster", lambda context, *args: usages()[0])
