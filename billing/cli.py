@@ -224,9 +224,9 @@ def run(day: date | None, resend: bool, no_email: bool, require_coverage: float)
 
         billing run --date 2026-11-20 --config /etc/billing/billing.yaml
     """
-    from billing.frames import strings_in_malloc
     from billing.jobs.metrics import push_run_metrics
     from billing.jobs.run import collect_garbage_for_a_night, run_day
+    from billing.memory import strings_in_malloc
 
     collect_garbage_for_a_night()
     strings_in_malloc()
@@ -268,9 +268,9 @@ def backfill(first: date, last: date, yes: bool, parallel: int, email: bool, req
 
         billing backfill --from 2026-11-01 --to 2026-11-20 --parallel 4
     """
-    from billing.frames import strings_in_malloc
     from billing.jobs.backfill import backfill as run_days
     from billing.jobs.run import collect_garbage_for_a_night
+    from billing.memory import strings_in_malloc
     from billing.publish.report_formats import day_ranges
 
     collect_garbage_for_a_night()

@@ -21,19 +21,6 @@ if TYPE_CHECKING:  # pandas is imported where a frame is made: `billing report` 
 LONGEST_NAME = 253
 
 
-def strings_in_malloc() -> None:
-    """Where pyarrow is installed (the `parquet` extra), pandas keeps a frame's strings in Arrow arrays, which
-    Arrow takes from mimalloc by default. The threads that ask a day's chunks each build frames, and mimalloc
-    keeps each thread's pages after its frames are gone: at 20,000 pods some 30 MB of a night's peak resident
-    size for a few MB of strings (docs/performance.md "The client's share"). From the C library's malloc, the next
-    allocation reuses them. Without pyarrow, pandas holds strings as Python objects and this changes nothing."""
-    try:
-        import pyarrow
-    except ImportError:
-        return
-    pyarrow.set_memory_pool(pyarrow.system_memory_pool())
-
-
 def require_columns(frame: pd.DataFrame, columns: Sequence[str], what: str) -> pd.DataFrame:
     """`frame` itself, once it has every one of `columns`; a ValueError (a bug, never bad input) if not."""
     missing = [column for column in columns if column not in frame.columns]

@@ -12,6 +12,7 @@ from typing import TypeVar
 from billing.collect.chunks import HOUR
 from billing.collect.prometheus import PrometheusSource
 from billing.collect.promql import NodeKind, Queries
+from billing.memory import free_pages_to_the_system
 
 PARALLEL_QUERIES = 2  # one per core of a small Prometheus
 T = TypeVar("T")
@@ -59,10 +60,17 @@ class TopControllers:
 
 
 def map_chunks(ask: Callable[[Part], T], parts: list[Part]) -> list[T]:
-    """ask(chunk) for every chunk, PARALLEL_QUERIES at a time, in order."""
+    """ask(chunk) for every chunk, PARALLEL_QUERIES at a time, in order; the pages each chunk's answers freed are
+    handed back to the system as it ends (memory.free_pages_to_the_system)."""
     pool = ThreadPoolExecutor(PARALLEL_QUERIES)
+
+    def asked(part: Part) -> T:
+        found = ask(part)
+        free_pages_to_the_system()
+        return found
+
     try:
-        return list(pool.map(ask, parts))
+        return list(pool.map(asked, parts))
     finally:  # one failed chunk fails the day: the chunks not started yet are not asked at all
         pool.shutdown(wait=False, cancel_futures=True)
 

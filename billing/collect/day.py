@@ -45,7 +45,7 @@ class CollectedDay:
     Kueue's quotas and the storage per class."""
 
     cluster: ClusterConfig
-    usage: ClusterUsage  # without its Running pod-hours, which waste alone reads
+    usage: ClusterUsage  # without what only the collection reads (ClusterUsage.billed)
     allocatable: pd.DataFrame | None  # frames.ALLOCATABLE; None where a figure of it is impossible and the bill needs none
     wasted: pd.DataFrame  # frames.WASTE and cluster
     workload_wasted: pd.DataFrame  # waste.WORKLOAD_WASTE_KEYS, MEASURES and cluster; no rows with workloads off
@@ -92,7 +92,7 @@ def _collected(config: Config, cluster: ClusterConfig, period: BillingDay, sourc
     energy = _collect_energy(context, set(usage.usage["namespace"]))
     in_force = cluster.energy_on(period.date)
     _log_cluster(usage)
-    billed = replace(_with_storage(usage, storage), pod_hours=frames.POD_HOURS.empty())  # waste's alone: not billed
+    billed = _with_storage(usage, storage).billed()
     return CollectedDay(cluster, billed, allocatable, wasted.assign(cluster=cluster.name),
                         workload_wasted.assign(cluster=cluster.name), quotas, capacity_unknown, storage.classes, energy,
                         in_force)

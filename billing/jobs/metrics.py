@@ -30,7 +30,6 @@ from urllib.parse import unquote, urlsplit
 from prometheus_client import CollectorRegistry, Gauge, push_to_gateway
 from prometheus_client.exposition import basic_auth_handler, default_handler
 
-from billing.collect.day import hours_by_resource
 from billing.config import MetricsConfig
 from billing.jobs.run import RunSummary
 from billing.resources import per_resource
@@ -61,9 +60,9 @@ def run_metrics(summary: RunSummary, currency: str, duration: float, finished: f
         f"({', '.join(f'{name} {unit}' for name, unit in per_resource('unit').items())}).",
         ["cluster", "resource"], registry=registry,
     )
-    for collected in summary.clusters:
-        for resource, resource_hours in hours_by_resource(collected).items():
-            hours.labels(collected.cluster, resource).set(resource_hours)
+    for cluster, by_resource in summary.resource_hours.items():
+        for resource, resource_hours in by_resource.items():
+            hours.labels(cluster, resource).set(resource_hours)
     return registry
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import gc
 import logging
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Literal
@@ -15,11 +15,10 @@ from sqlalchemy import Engine
 
 from billing.allocations import undrawn
 from billing.charge.allocations import allocation_use
-from billing.charge.bill import DayBill, bill_day, refuse_unpriced
+from billing.charge.bill import bill_day, refuse_unpriced
 from billing.charge.workloads import kept_since
-from billing.collect.day import CollectedDay, check_coverage, collect_day
+from billing.collect.day import CollectedDay, check_coverage, collect_day, hours_by_resource
 from billing.collect.replay import prometheus_source
-from billing.collect.usage import ClusterUsage
 from billing.config import ClusterConfig, Config, Prices
 from billing.days import BillingDay, billing_day
 from billing.directory.accounts import accounts_of, named_assignments
@@ -42,6 +41,7 @@ from billing.directory.sources import load_directory
 from billing.ledger.database import open_ledger
 from billing.ledger.read import days_billed, latest_directory, namespaces_billed, stored_directory
 from billing.ledger.write import replace_day
+from billing.memory import free_pages_to_the_system
 from billing.notify.allocation_alerts import send_allocation_alerts
 from billing.notify.budget_alerts import send_alerts
 from billing.notify.deliveries import deliver_once
@@ -78,7 +78,7 @@ class RunSummary:
     day: date
     rows: int
     total_cost: float
-    clusters: list[ClusterUsage]
+    resource_hours: dict[str, dict[str, float]]  # per cluster, each resource's hours (collect.day.hours_by_resource)
     cluster_costs: dict[str, float]  # cost of the day per configured cluster, 0.0 for one where nothing ran
     undelivered: tuple[str, ...] = ()  # one sentence per summary email that failed
     directory_warning: str = ""  # why the last known directory was used (unreachable), for reports and emails
@@ -192,35 +192,30 @@ def run_day(config: Config, day: date, require_coverage: float = 0.0,
     _warn_of_accounts(config, directory, day)
     _warn_of_namespaces(config, ledger, collected, day)
     with turn or nullcontext():
-        bill = bill_day(collected, prices, directory, config)
-        written = _write(config, ledger, day, bill, directory, "; ".join(filter(None, [directory_warning,
-                                                                                       coldfront_warning])))
+        billed = _bill(config, ledger, day, collected, prices, directory,
+                       "; ".join(filter(None, [directory_warning, coldfront_warning])))
+        collected.clear()  # in the ledger now, from which the pages read: not held while they are made
+        free_pages_to_the_system()
         undelivered = _publish(config, ledger, day, directory, summaries)
     if allocations:
         _write_usage_back(config, ledger, day, allocations)
-
-    return RunSummary(
-        day,
-        written,
-        bill.cost(),
-        [c.usage for c in collected],
-        {c.name: bill.cost(c.name) for c in config.clusters},
-        tuple(undelivered),
-        directory_warning=directory_warning,
-    )
+    return replace(billed, undelivered=tuple(undelivered), directory_warning=directory_warning)
 
 
 def _collect_cluster(config: Config, cluster: ClusterConfig, period: BillingDay, prices: Prices) -> CollectedDay:
     """One cluster-day from its store (billing/collect/day.py), refused at once where its usage (a storage class) or
     its Kueue quotas could not be priced."""
     collected = collect_day(config, cluster, period, prometheus_source(cluster.name, cluster.prometheus))
+    free_pages_to_the_system()  # what its answers left
     refuse_unpriced(collected, period.date, prices, config)
     return collected
 
 
-def _write(config: Config, ledger: Engine, day: date, bill: DayBill, directory: Directory,
-           directory_warning: str) -> int:
-    """Write the day's bill in one transaction, with the directory it was owned by; how many rows were written."""
+def _bill(config: Config, ledger: Engine, day: date, collected: list[CollectedDay], prices: dict[str, Prices],
+          directory: Directory, directory_warning: str) -> RunSummary:
+    """Bill the day and write it in one transaction, with the directory it was owned by; what was written. The bill
+    lives only as long as this call: the pages and emails read the day back from the ledger."""
+    bill = bill_day(collected, prices, directory, config)
     written = replace_day(
         ledger, day, bill, config.currency,
         snapshot=None if directory_warning else directory_to_json(directory), directory_note=directory_warning,
@@ -235,7 +230,8 @@ def _write(config: Config, ledger: Engine, day: date, bill: DayBill, directory: 
         "%s: %d ledger rows, total cost %.2f %s", day, written, total, config.currency,
         extra={"day": day.isoformat(), "rows": written, "total_cost": total, "currency": config.currency},
     )
-    return written
+    return RunSummary(day, written, total, {c.usage.cluster: hours_by_resource(c.usage) for c in collected},
+                      {c.name: bill.cost(c.name) for c in config.clusters})
 
 
 def _publish(config: Config, ledger: Engine, day: date, directory: Directory, summaries: Summaries) -> list[str]:

@@ -29,3 +29,15 @@ def test_a_day_without_any_sample_is_refused_naming_cluster_and_day():
     with pytest.raises(IncompleteDayError, match=r"^cluster jaguar: Prometheus holds no kube-state-metrics sample "
                                                  r"for 2026-11-20 at all \(a selector typo"):
         refuse_no_data(ClusterUsage("jaguar", NOTHING, 0, 8, 0.0), CLUSTER, date(2026, 11, 20))
+
+
+def test_the_billed_day_leaves_out_what_only_the_collection_reads():
+    """Waste's pod-hours, the pods' workloads per chunk and the Running and exact pods are not held through the bill,
+    the ledger and the pages; the usage, its pods and coverage are."""
+    collected = ClusterUsage("jaguar", USED, 3, 8, 1.0, running=frozenset({"uid-1"}), exact=frozenset({"uid-1"}),
+                             pod_workloads=({("alice", "train-1"): "Job/train-1"},),
+                             pod_hours=pd.DataFrame([["uid-1", "alice", "train-1", 3600, 60.0, 2.0]],
+                                                    columns=frames.POD_HOURS.columns))
+    billed = collected.billed()
+    assert (billed.running, billed.exact, billed.pod_workloads, len(billed.pod_hours)) == (frozenset(), frozenset(), (), 0)
+    assert (billed.usage is collected.usage, billed.pods, billed.coverage) == (True, 3, 1.0)

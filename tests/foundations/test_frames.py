@@ -27,17 +27,3 @@ def test_collected_usage_and_pricing_check_what_they_are_handed():
     owners = pd.DataFrame([("alice", "robotics", "alice")], columns=["namespace", "team", "owner"])  # no share
     with pytest.raises(ValueError, match="ownership of namespaces lacks the columns share"):
         price(usage, owners, {})
-
-
-def test_a_nights_strings_come_from_malloc_and_are_the_same_strings():
-    """Where pyarrow is installed, frames' strings are Arrow arrays; after strings_in_malloc their buffers come from
-    the C library's malloc, not from mimalloc's per-thread heaps."""
-    pyarrow = pytest.importorskip("pyarrow")
-    before = pyarrow.default_memory_pool()
-    try:
-        frames.strings_in_malloc()
-        assert pyarrow.default_memory_pool().backend_name == "system"
-        frame = pd.DataFrame({"namespace": ["alice", "bob"] * 3})
-        assert frame.groupby("namespace").size().to_dict() == {"alice": 3, "bob": 3}
-    finally:
-        pyarrow.set_memory_pool(before)

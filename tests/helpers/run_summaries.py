@@ -7,6 +7,7 @@ from datetime import date
 import pandas as pd
 from prometheus_client.parser import text_string_to_metric_families
 
+from billing.collect.day import hours_by_resource
 from billing.collect.usage import ClusterUsage
 from billing.jobs.run import RunSummary
 
@@ -15,8 +16,8 @@ def usage(rows: list[tuple[str, str, str, float]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["namespace", "resource", "gpu_model", "quantity"]).assign(priority_class="", pool="")
 
 
-def summary() -> RunSummary:
-    """Two clusters; ibis ran CPU and memory only and cost nothing in GPUs."""
+def usages() -> list[ClusterUsage]:
+    """Two clusters; ibis ran CPU and memory only."""
     jaguar = ClusterUsage(
         "jaguar",
         usage([
@@ -31,9 +32,15 @@ def summary() -> RunSummary:
         coverage=1.0,
     )
     ibis = ClusterUsage("ibis", usage([("bob", "cpu", "", 10.0), ("bob", "memory", "", 40.0)]), pods=1, queries=8, coverage=1.0)
+    return [jaguar, ibis]
+
+
+def summary() -> RunSummary:
+    """The run of `usages`: ibis cost nothing in GPUs."""
     # jaguar: 24 GPU-h x 2.40 + 2.5 GPU-h x 1.10 + 100 core-h x 0.012 + 512 GiB-h x 0.0015 = 62.318
     # ibis: 10 core-h x 0.034 + 40 GiB-h x 0.0045 = 0.52
-    return RunSummary(date(2026, 11, 20), 7, 62.838, [jaguar, ibis], {"jaguar": 62.318, "ibis": 0.52})
+    return RunSummary(date(2026, 11, 20), 7, 62.838, {u.cluster: hours_by_resource(u) for u in usages()},
+                      {"jaguar": 62.318, "ibis": 0.52})
 
 
 def samples(text: str) -> dict[tuple, float]:

@@ -31,7 +31,8 @@ def test_the_gateway_accepts_the_push_and_the_next_push_replaces_it(pushgateway_
     assert first[ibis] == 0.52
 
     # The next night ibis is no longer configured: its series leave the gateway too.
-    jaguar_only = RunSummary(date(2026, 11, 21), 3, 10.0, summary().clusters[:1], {"jaguar": 10.0})
+    jaguar_only = RunSummary(date(2026, 11, 21), 3, 10.0, {"jaguar": summary().resource_hours["jaguar"]},
+                             {"jaguar": 10.0})
     push_run_metrics(MetricsConfig(pushgateway=url), jaguar_only, "USD", 50.0)
     second = scraped(url)
     assert ibis not in second

@@ -51,7 +51,7 @@ class FakeRuns:
             if day in self.failing_in_turn:
                 raise PrometheusError(f"ledger write of {day} failed")
             self.written.append(day)
-        return RunSummary(day, 1, 1.0, [], {}, undelivered=(f"mail of {day}",))
+        return RunSummary(day, 1, 1.0, {}, {}, undelivered=(f"mail of {day}",))
 
 
 @pytest.mark.parametrize("parallel", [1, 3, 6])

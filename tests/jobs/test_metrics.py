@@ -25,7 +25,7 @@ from billing.jobs.metrics import push_run_metrics
 from billing.jobs.run import run_day
 from tests.helpers.config import MINIMAL_CONFIG, stub_node_metrics
 from tests.helpers.report_ledger import fill_ledger
-from tests.helpers.run_summaries import samples, summary, usage
+from tests.helpers.run_summaries import samples, summary, usage, usages
 
 
 class Gateway:
@@ -203,7 +203,7 @@ def test_run_day_reports_the_cost_of_every_configured_cluster(config_file, monke
     """The per-cluster totals come from the priced rows; a cluster that ran nothing reports 0."""
     jaguar = MINIMAL_CONFIG["clusters"][0]  # cpu 0.01, memory 0.002, gpu 1.0, H100 2.5
     config = load_config(config_file(None, clusters=[jaguar, {**jaguar, "name": "ibis"}, {**jaguar, "name": "idle"}]))
-    collected = {c.cluster: c for c in summary().clusters} | {"idle": ClusterUsage("idle", usage([]), 0, 8, 1.0)}
+    collected = {c.cluster: c for c in usages()} | {"idle": ClusterUsage("idle", usage([]), 0, 8, 1.0)}
     monkeypatch.setattr(billing.jobs.run, "prometheus_source", lambda name, prometheus: name)
     monkeypatch.setattr(billing.collect.day, "collect_cluster", lambda context, *args: collected[context.cluster.name])
     stub_node_metrics(monkeypatch)
@@ -215,3 +215,8 @@ def test_run_day_reports_the_cost_of_every_configured_cluster(config_file, monke
     # ibis, same prices: 10 x 0.01 + 40 x 0.002 = 0.18
     assert result.cluster_costs == pytest.approx({"jaguar": 64.524, "ibis": 0.18, "idle": 0.0}, abs=1e-9)
     assert result.total_cost == pytest.approx(64.704, abs=1e-9)
+    assert result.resource_hours == {  # what the pushed metrics say: each cluster's own, none of them none
+        "jaguar": {"cpu": 100.0, "memory": 512.0, "gpu": 26.5, "storage": 0.0},
+        "ibis": {"cpu": 10.0, "memory": 40.0, "gpu": 0.0, "storage": 0.0},
+        "idle": {"cpu": 0.0, "memory": 0.0, "gpu": 0.0, "storage": 0.0},
+    }
