@@ -28,10 +28,12 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from typing import Protocol, TypeGuard, TypeVar
 
 import requests
+import urllib3
 from requests.adapters import HTTPAdapter
 from urllib3.exceptions import NewConnectionError
 from urllib3.exceptions import TimeoutError as Urllib3Timeout
@@ -57,17 +59,18 @@ class _PartialAnswer(Exception):
     """An answer that says it is incomplete; `_ask` names the server."""
 
 
-def _result(response: requests.Response, largest: int) -> object:
+def _result(response: requests.Response, largest: int, deadline: float) -> object:
     """The `result` of an answer; Prometheus' own reason for an error, and answers that say they are incomplete.
 
     It sees the answer urllib3's retries ended with; an answer that is not
     JSON at all gives None, and the caller says so. An answer of more than
-    `largest` bytes is refused as it arrives, before it is parsed.
+    `largest` bytes is refused as it arrives, before it is parsed, and one
+    still arriving at `deadline` (time.monotonic) is a timeout.
     """
     if response.status_code >= 400:
         raise _Rejected(response.status_code, _error_text(response))
     try:
-        body = json.loads(_content(response, largest).decode(), object_hook=_labels_shared)
+        body = json.loads(_content(response, largest, deadline).decode(), object_hook=_labels_shared)
     except ValueError:  # not JSON, or not UTF-8
         return None
     if not isinstance(body, dict):
@@ -78,15 +81,34 @@ def _result(response: requests.Response, largest: int) -> object:
     return data.get("result") if isinstance(data, dict) else None
 
 
-def _content(response: requests.Response, largest: int) -> bytearray:
-    """The answer's body, read piece by piece; _TooLarge past `largest` bytes (decoded)."""
+def _content(response: requests.Response, largest: int, deadline: float) -> bytearray:
+    """The answer's body, read piece by piece; _TooLarge past `largest` bytes (decoded). The timeout of requests
+    bounds each read from the socket, so a server (or a proxy) that sends its answer a few bytes at a time would
+    hold the night for as long as it likes: past `deadline` it is a timeout."""
     body = bytearray()
-    for piece in response.iter_content(1 << 20):
+    for piece in _arriving(response):
         body += piece
         if len(body) > largest:
             response.close()
             raise _TooLarge()
+        if time.monotonic() > deadline:
+            response.close()
+            raise _StillArriving()
     return body
+
+
+def _arriving(response: requests.Response) -> Iterator[bytes]:
+    """The body as it arrives, decoded: whatever one read from the socket brought (urllib3's read1), where
+    iter_content waits for a whole piece; urllib3's failures as requests names them (requests.models)."""
+    try:
+        while piece := response.raw.read1(1 << 20, decode_content=True):
+            yield piece
+    except urllib3.exceptions.ReadTimeoutError as exc:
+        raise requests.exceptions.ReadTimeout(exc) from None
+    except (urllib3.exceptions.ProtocolError, urllib3.exceptions.DecodeError) as exc:
+        raise requests.exceptions.ChunkedEncodingError(exc) from None
+    except urllib3.exceptions.SSLError as exc:
+        raise requests.exceptions.SSLError(exc) from None
 
 
 class _Rejected(Exception):
@@ -105,6 +127,10 @@ class _Rejected(Exception):
 
 class _TooLarge(Exception):
     """An answer larger than a run may hold; `_call` names the server and the limit."""
+
+
+class _StillArriving(Exception):
+    """An answer still arriving when the query's timeout ran out; `_call` names the server and the key."""
 
 
 _TITLE = re.compile(r"<title>(.*?)</title>", re.IGNORECASE | re.DOTALL)
@@ -204,8 +230,12 @@ class LivePrometheus:
         """POST the query form-encoded (a long query stays out of the URL, whose length proxies limit)."""
         form = {"query": query, **params, **COMPLETE_ANSWERS}
         url = f"{self.url}/api/v1/{endpoint}"
-        result = self._call(query, lambda: _result(
-            self._session.post(url, data=form, timeout=self.timeout, stream=True, verify=self._verify), self.largest))
+        def answer() -> object:
+            deadline = time.monotonic() + self.timeout
+            return _result(self._session.post(url, data=form, timeout=self.timeout, stream=True, verify=self._verify),
+                           self.largest, deadline)
+
+        result = self._call(query, answer)
         where = self.where
         if not _is_result(result):
             raise PrometheusError(f"{where} answered something that is not a Prometheus JSON result")
@@ -250,6 +280,11 @@ class LivePrometheus:
                                   "is wrong") from None
         except _Rejected as exc:
             raise PrometheusError(self._rejected(exc, query)) from None
+        except _StillArriving:
+            raise PrometheusError(
+                f"{where} was still sending its answer when the {self.timeout:g} s timeout ran out (query: "
+                f"{_short(query)}); a proxy in between may be holding it back; {key('timeout')} allows it more"
+            ) from None
         except _TooLarge:
             raise PrometheusError(
                 f"{where} answered more than the {self.largest // 2**20} MiB one answer may take "

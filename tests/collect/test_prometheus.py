@@ -15,6 +15,7 @@ from billing.collect.replay import ReplayPrometheus
 from billing.collect.stores import engine_of
 from billing.config import PrometheusConfig
 from fixtures.servers import free_port
+from tests.helpers.faults import trickling_server
 
 URL = "http://prometheus.test:9090"
 QUERY_URL = f"{URL}/api/v1/query"
@@ -77,6 +78,19 @@ def test_a_timeout_is_a_clear_error():
     responses.post(QUERY_URL, body=requests.exceptions.ReadTimeout("read timed out"))
     with pytest.raises(PrometheusError, match="did not answer within the 120 s timeout in 1 attempt"):
         LivePrometheus("jaguar", PrometheusConfig(url=URL, retries=0)).instant("up", 1000)
+
+
+def test_an_answer_still_arriving_at_the_timeout_is_a_timeout():
+    """A server, or a proxy, that sends its answer a byte at a time is never silent for as long as one read from the
+    socket may wait: the query's timeout bounds the whole answer (here 2 s of an answer that would take 40)."""
+    answer = json.dumps({"status": "success", "data": {"resultType": "vector", "result": []}, "pad": "x" * 300})
+    with trickling_server(answer.encode(), every=0.1, headers_at_once=True) as url:
+        source = LivePrometheus("jaguar", PrometheusConfig(url=url, retries=2, timeout="2s"), backoff=0)
+        started = time.monotonic()
+        with pytest.raises(PrometheusError, match=r"at http://127.0.0.1:\d+ was still sending its answer when the 2 s "
+                                                  r"timeout ran out \(query: up\); .* timeout allows it more$"):
+            source.instant("up", 1000)
+    assert time.monotonic() - started < 3
 
 
 def test_an_unreachable_server_is_named():

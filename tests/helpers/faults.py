@@ -142,18 +142,21 @@ def silent_server() -> Iterator[str]:
 
 
 @contextmanager
-def trickling_server(body: bytes, every: float) -> Iterator[str]:
+def trickling_server(body: bytes, every: float, headers_at_once: bool = False) -> Iterator[str]:
     """The URL of a server that answers every request with `body` (a 200 of JSON) one byte every `every` seconds,
-    status line and headers included: never silent for as long as a read's timeout, and never done."""
-    answer = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
-              b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    status line and headers included unless `headers_at_once`: never silent for as long as a read's timeout, and
+    never done."""
+    head = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+            b"Content-Length: %d\r\n\r\n" % len(body))
     stopped = threading.Event()
 
     def trickle(connection: socket.socket) -> None:
         with connection, suppress(OSError):  # the client gave up
             while b"\r\n\r\n" not in connection.recv(65536):
                 pass
-            for byte in answer:
+            if headers_at_once:
+                connection.sendall(head)
+            for byte in body if headers_at_once else head + body:
                 if stopped.wait(every):
                     return
                 connection.sendall(bytes([byte]))
