@@ -284,7 +284,8 @@ class Queries:
         the phase series (docs/performance.md). `!= 0` is outside the subquery, where it costs nothing, and inside
         the `max by`, which then merges only the pods' hours in their phase: about half as many series (a pod's
         Running series sums to 0 in the hours it was Pending, and its Pending series in those it ran). The same
-        answer: the counts are never negative but for a series with negative values, whose pod the exact path bills."""
+        answer wherever no count is negative; one that is (a series with negative values) is no count either way, and
+        the pod's instants are asked one by one (`_count`, the exact path)."""
         phases = self.series("kube_pod_status_phase", 'phase=~"Running|Pending"')
         counted = self.instants_seen(self.latest(phases), "namespace, pod, uid, phase", self.ksm, copies,
                                      sum_values=True, seconds=seconds)
