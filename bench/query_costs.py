@@ -30,7 +30,7 @@ from pathlib import Path
 from bench.collect_bench import PERIOD, billing_config, bills_floor, day_in_prometheus
 from bench.naive import Prometheus, cpu_seconds
 from billing.collect.day import collect_day
-from billing.collect.prometheus import LivePrometheus
+from billing.collect.prometheus import UNCOMPRESSED, LivePrometheus
 from billing.config import load_config
 
 COLLECT = str(Path(__file__).resolve().parent.parent / "billing" / "collect")
@@ -115,6 +115,7 @@ def stage(asker: str) -> str:
 def measure(url: str, pid: int, pods: int, waste: bool) -> None:
     asked_by_night = night_asked(url, waste)
     prometheus = Prometheus(url)
+    prometheus.session.headers.update(UNCOMPRESSED)  # as billing asks: no answer compressed
     floor = floor_asked()
     floor_cpu, floor_samples = (sum(figures) for figures in zip(*(ask_alone(prometheus, pid, query) for query in floor)))
     cpu: collections.Counter[str] = collections.Counter()

@@ -281,11 +281,15 @@ class Queries:
         that end at the time asked it was in that phase, where it was at some (hours without leave no row). Asked at
         the end of each hour of a chunk (one range query), it gives what the bill counts per chunk and waste per hour,
         and the instants pods bound to a node held before running (docs/spec.md "Rule 2: running"), from one read of
-        the phase series (docs/performance.md). `!= 0` is outside the subquery, where it costs nothing."""
+        the phase series (docs/performance.md). `!= 0` is outside the subquery, where it costs nothing, and inside
+        the `max by`, which then merges only the pods' hours in their phase: about half as many series (a pod's
+        Running series sums to 0 in the hours it was Pending, and its Pending series in those it ran). The same
+        answer wherever no count is negative; one that is (a series with negative values) is no count either way, and
+        the pod's instants are asked one by one (`_count`, the exact path)."""
         phases = self.series("kube_pod_status_phase", 'phase=~"Running|Pending"')
         counted = self.instants_seen(self.latest(phases), "namespace, pod, uid, phase", self.ksm, copies,
                                      sum_values=True, seconds=seconds)
-        return f"max by (namespace, pod, uid, phase) ({self.ksm.plain(counted)}) != 0"
+        return f"max by (namespace, pod, uid, phase) ({self.ksm.plain(counted)} != 0)"
 
     def instants_seen(self, series: str, by: str, labels: FamilyLabels, copies: bool, sum_values: bool = False,
                       seconds: int = 0) -> str:

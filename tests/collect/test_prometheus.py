@@ -37,6 +37,14 @@ def test_posts_with_the_bearer_token_and_returns_the_result(monkeypatch):
 
 
 @responses.activate
+def test_asks_for_answers_uncompressed_unless_the_configured_headers_say_otherwise():
+    responses.post(QUERY_URL, json=OK)
+    live().instant("up", 1000)
+    live(headers={"accept-encoding": "gzip"}).instant("up", 1000)
+    assert [call.request.headers["Accept-Encoding"] for call in responses.calls] == ["identity", "gzip"]
+
+
+@responses.activate
 @pytest.mark.parametrize("status", [429, 500, 502, 503, 504])
 def test_retries_transient_statuses(status):
     responses.post(QUERY_URL, status=status, json={"status": "error"})

@@ -52,6 +52,16 @@ def test_the_world_covers_the_edge_cases(world):
     assert end - start == 86400
 
 
+def test_answers_are_asked_for_uncompressed_unless_the_headers_say_gzip(store_server, world):
+    """A store compresses its answers for a client that accepts gzip, as requests does unless told otherwise: CPU
+    the store spends on every answer of a night (docs/performance.md "The cost of a night"). Billing asks for them
+    uncompressed; a store across a slow link can be asked for gzip through the configured headers."""
+    prom = store_server(world)
+    assert "Content-Encoding" not in LivePrometheus("jaguar", PrometheusConfig(url=prom.url)).buildinfo()[1]
+    gzipped = LivePrometheus("jaguar", PrometheusConfig(url=prom.url, headers={"Accept-Encoding": "gzip"}))
+    assert gzipped.buildinfo()[1].get("Content-Encoding") == "gzip"
+
+
 def test_a_busy_cluster_is_asked_in_hour_long_chunks_and_bills_the_same(store_server, world, caplog):
     """The store tells how many pods kube-state-metrics listed at once (its `phase="Running"` series at each whole
     hour, the reference's count). Where that many would make a 6-hour chunk's query hold too many samples, the day
