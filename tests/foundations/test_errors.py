@@ -26,6 +26,7 @@ INTERNAL = {
     "billing.collect.prometheus._PartialAnswer": "retried, then raised again as a PrometheusError naming the server",
     "billing.collect.prometheus._Rejected": "an answer refused inside the client, raised again as a PrometheusError",
     "billing.collect.prometheus._TooLarge": "an answer over max_answer_mib, raised again as a PrometheusError",
+    "billing.collect.prometheus._StillArriving": "an answer still arriving at the timeout, raised again as a PrometheusError",
     "billing.jobs.check.CheckWarning": "a WARN line of billing check, which does not fail",
     "billing.web.access.Forbidden": "an HTTP 403 page of billing serve",
     "billing.web.security.Refused": "an HTTP error page of billing serve with its own status",
