@@ -15,6 +15,7 @@ from billing.config import ClusterConfig
 from billing.days import billing_day
 from fixtures.ksm import make_world
 
+STORES = ("prometheus", "victoria-metrics")  # the two stores every test of the bill against the reference runs on
 UTC_DAY = billing_day(date(2026, 11, 20), ZoneInfo("UTC"))
 
 

@@ -45,6 +45,7 @@ from fixtures.servers import (
     start_victoria_metrics,
     world_blocks,
 )
+from tests.helpers.prometheus_worlds import STORES
 
 
 class Stoppable(Protocol):
@@ -131,14 +132,14 @@ def victoria_metrics_server(tmp_path_factory: pytest.TempPathFactory,
         server.stop()
 
 
-@pytest.fixture(params=["prometheus", "victoria-metrics"])
+@pytest.fixture(params=STORES)
 def store_server(request: pytest.FixtureRequest) -> Callable[[World], PrometheusServer | VictoriaMetricsServer]:
     """store_server(world) -> a server with `.url` holding the world's series, once a Prometheus 2.42 and
     once a VictoriaMetrics: every test of the bill against the reference runs on both stores."""
     return request.getfixturevalue("prometheus_server" if request.param == "prometheus" else "victoria_metrics_server")
 
 
-@pytest.fixture(params=["prometheus", "victoria-metrics"])
+@pytest.fixture(params=STORES)
 def live_store(request: pytest.FixtureRequest,
                tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[World], PrometheusServer | HttpServer]]:
     """live_store(world) -> a server with `.url` that received the world by remote write, as a live store fills

@@ -20,7 +20,7 @@ from billing.collect.stores import store_of
 from billing.collect.usage import collect_cluster
 from fixtures.ksm import Exporter, replaced_exporter
 from fixtures.reference import reference_allocatable, reference_usage
-from tests.helpers.prometheus_worlds import UTC_DAY, assert_matches, cluster, world_of
+from tests.helpers.prometheus_worlds import STORES, UTC_DAY, assert_matches, cluster, world_of
 
 NINE = UTC_DAY.start.timestamp() + 9 * 3600
 SCENARIOS = {
@@ -46,6 +46,8 @@ def live_world():
                    gaps=(GAP,))
 
 
+# each scenario on both stores one after the other: the world they are sent is encoded once (remote_write.py)
+@pytest.mark.parametrize("live_store", STORES, indirect=True)
 @pytest.mark.parametrize("exporters", SCENARIOS.values(), ids=SCENARIOS.keys())
 def test_bill_capacity_and_audit_follow_markers_and_count_a_pod_once(live_store, live_world, exporters):
     world = replace(live_world, exporters=exporters)
