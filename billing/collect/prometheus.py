@@ -234,6 +234,7 @@ class LivePrometheus:
         """POST the query form-encoded (a long query stays out of the URL, whose length proxies limit)."""
         form = {"query": query, **params, **COMPLETE_ANSWERS}
         url = f"{self.url}/api/v1/{endpoint}"
+
         def answer() -> object:
             deadline = time.monotonic() + self.timeout
             return _result(self._session.post(url, data=form, timeout=self.timeout, stream=True, verify=self._verify),

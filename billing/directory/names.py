@@ -17,6 +17,7 @@ import difflib
 from collections.abc import Collection
 from datetime import date
 
+from billing.accounts import AccountAssignment
 from billing.config import AccountsConfig, Config, ConfigError, DirectoryName
 from billing.directory.people import Directory, ledger_name
 
@@ -50,15 +51,23 @@ def _mistake(named: DirectoryName, directory: Directory) -> str:
     return f"{named.key}: the directory has no {named.kind} {named.name!r} ({_closest(named.name, known)})"
 
 
+def assigned_namespaces(section: AccountsConfig, day: date) -> set[str]:
+    """The namespaces the assignments valid on `day` name."""
+    return {assignment.subject.name for assignment in _namespace_assignments(section, day)}
+
+
 def unbilled_namespaces(section: AccountsConfig, day: date, billed: Collection[str]) -> list[str]:
     """A sentence for each namespace an assignment valid on `day` names that is not among the `billed` namespaces
     (those the clusters billed: the night's and the ledger's)."""
     return [f"{assignment.source}.namespace: no cluster has billed a namespace {assignment.subject.name!r} "
             f"({_closest(assignment.subject.name, billed)}): correct it if it is a typo; until a cluster bills it, "
             f"the assignment charges nothing"
-            for assignment in section.accounts().assignments
-            if assignment.subject.kind == "namespace" and assignment.valid_on(day)
-            and assignment.subject.name not in billed]
+            for assignment in _namespace_assignments(section, day) if assignment.subject.name not in billed]
+
+
+def _namespace_assignments(section: AccountsConfig, day: date) -> list[AccountAssignment]:
+    return [assignment for assignment in section.accounts().assignments
+            if assignment.subject.kind == "namespace" and assignment.valid_on(day)]
 
 
 def _closest(name: str, known: Collection[str]) -> str:

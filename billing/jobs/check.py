@@ -71,7 +71,7 @@ from billing.config import (
 from billing.days import BillingDay, billing_day, yesterday
 from billing.directory.accounts import accounts_of, named_assignments
 from billing.directory.coldfront import ColdFrontError, allocations_of, named_by, with_allocations
-from billing.directory.names import unbilled_namespaces
+from billing.directory.names import assigned_namespaces, unbilled_namespaces
 from billing.directory.sources import check_directory, load_directory
 from billing.errors import BillingError, RunFailed
 from billing.ledger.database import NoLedgerYet, open_ledger
@@ -499,8 +499,7 @@ def accounts_namespaces(config: Config, section: AccountsConfig, today: date) ->
     unbilled = unbilled_namespaces(section, today, billed)
     if unbilled:
         raise CheckWarning("; ".join(unbilled))
-    named = {a.subject for a in section.accounts().assignments if a.subject.kind == "namespace" and a.valid_on(today)}
-    return f"the {len(named)} namespaces assigned on {today} are each billed by a cluster"
+    return f"the {len(assigned_namespaces(section, today))} namespaces assigned on {today} are each billed by a cluster"
 
 
 def accounts_today(config: Config, section: AccountsConfig, today: date) -> str:

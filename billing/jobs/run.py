@@ -29,7 +29,7 @@ from billing.directory.coldfront import (
     with_accounts_as_stored,
     with_allocations,
 )
-from billing.directory.names import check_names, unbilled_namespaces
+from billing.directory.names import assigned_namespaces, check_names, unbilled_namespaces
 from billing.directory.people import (
     AmbiguousDirectoryError,
     Directory,
@@ -141,7 +141,7 @@ def _warn_of_namespaces(config: Config, ledger: Engine, collected: list[Collecte
     if config.accounts is None:
         return
     tonight = {namespace for cluster in collected for namespace in cluster.usage.usage["namespace"]}
-    if unbilled_namespaces(config.accounts, day, tonight):
+    if assigned_namespaces(config.accounts, day) - tonight:
         for sentence in unbilled_namespaces(config.accounts, day, tonight | namespaces_billed(ledger)):
             log.warning("ACCOUNT NAMESPACE NOT BILLED: %s", sentence)
 
